@@ -1,0 +1,31 @@
+//! A generic, content-addressed DAG engine.
+//!
+//! Every node is a pure function of its *key*: the blake3 hash of a canonical
+//! encoding of `{kind, kind_version, params, dependency output digests}`.
+//! Results live in a [`Store`] (sqlite index + content-addressed blobs) that a
+//! crash at any instant leaves consistent, so a rerun executes only the nodes
+//! whose key is new. Dependencies enter a key by their *output* digest, which
+//! gives early cutoff: an upstream rerun that yields the same bytes leaves every
+//! dependent cached.
+//!
+//! This crate knows nothing about benchmarks: stages are opaque [`Job`]s.
+
+mod events;
+mod graph;
+mod key;
+mod lock;
+mod scheduler;
+mod store;
+
+pub use events::{Event, KindCounts, Summary};
+pub use graph::{Graph, GraphError, NodeId, NodeSpec};
+pub use key::{Digest, KeyRecord, SCHEMA_VERSION, encode_params};
+pub use lock::{CacheLock, LockError};
+pub use scheduler::{
+    BuildOptions, BuildOutcome, Job, JobCtx, JobError, JobFuture, NodeOutcome, NodeStatus, Output,
+    PlanEntry, PlanState, build, plan,
+};
+pub use store::{
+    Blobs, BuildManifest, BuildRecord, FailureRow, IndexRow, ManifestEntry, Store, StoreError,
+    VerifyProblem,
+};

@@ -1,0 +1,59 @@
+//! `assay gc`: what is unreachable from the last N builds, and how much it frees.
+
+use std::collections::HashSet;
+
+use assay_engine::CacheLock;
+use clap::Args;
+
+use super::{Failure, Global};
+use crate::exit;
+use crate::pipeline::Pipeline;
+
+/// Report (or with --apply, delete) cache entries unreachable from the last N builds.
+#[derive(Args, Debug)]
+pub(crate) struct GcArgs {
+    /// How many recent builds keep their nodes alive.
+    #[arg(long, default_value_t = 3)]
+    keep: usize,
+    /// Delete instead of only reporting.
+    #[arg(long)]
+    apply: bool,
+}
+
+pub(crate) fn run(global: &Global, args: GcArgs) -> Result<i32, Failure> {
+    let pipeline = Pipeline::load(&global.pipeline).ok();
+    let dir = global.cache_dir(pipeline.as_ref());
+    let _lock = CacheLock::acquire(&dir, |_| {
+        eprintln!("waiting for the build on this cache to finish")
+    })
+    .map_err(Failure::cache)?;
+    let store = global.open_store(pipeline.as_ref())?;
+    let mut keep = HashSet::new();
+    let mut keep_blobs = HashSet::new();
+    for b in store.builds(args.keep.max(1)).map_err(Failure::cache)? {
+        if let Some(m) = b.manifest {
+            keep_blobs.insert(m);
+        }
+        if let Some(m) = store.manifest(&b).map_err(Failure::cache)? {
+            keep.extend(m.entries.iter().filter_map(|e| e.key));
+        }
+    }
+    for (key, row) in store.load_index().map_err(Failure::cache)? {
+        // Nodes that are the release's own pins stay too.
+        if keep.contains(&key) {
+            keep_blobs.insert(row.output);
+        }
+    }
+    let (rows, blobs, bytes) = store
+        .gc(&keep, &keep_blobs, args.apply)
+        .map_err(Failure::cache)?;
+    let verb = if args.apply { "freed" } else { "would free" };
+    println!(
+        "{verb} {rows} index rows and {blobs} blobs ({bytes} bytes), keeping what the last {} builds reached",
+        args.keep.max(1)
+    );
+    if !args.apply && (rows > 0 || blobs > 0) {
+        println!("run `assay gc --apply` to delete them");
+    }
+    Ok(exit::OK)
+}

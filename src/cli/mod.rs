@@ -1,0 +1,125 @@
+//! The command line: clap structs converted once into domain calls.
+
+mod build;
+mod explain;
+mod gc;
+mod plan;
+mod show;
+mod verify;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::exit;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "assay",
+    version,
+    about = "Coding-agent benchmarks from merged pull requests, with numbers you can check from a hash."
+)]
+pub(crate) struct Cli {
+    /// The pipeline file.
+    #[arg(short, long, global = true, default_value = "pipeline.toml")]
+    pub(crate) pipeline: PathBuf,
+    /// The cache directory (overrides `cache` in the pipeline file).
+    #[arg(long, global = true)]
+    pub(crate) cache: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    Build(build::BuildArgs),
+    Plan(plan::PlanArgs),
+    Explain(explain::ExplainArgs),
+    Show(show::ShowArgs),
+    Gc(gc::GcArgs),
+    Verify(verify::VerifyArgs),
+}
+
+/// An error on its way out: what to print, and the exit code it maps to.
+pub(crate) struct Failure {
+    pub(crate) report: miette::Report,
+    pub(crate) code: i32,
+}
+
+impl Failure {
+    pub(crate) fn new(code: i32, report: impl Into<miette::Report>) -> Failure {
+        Failure {
+            report: report.into(),
+            code,
+        }
+    }
+
+    pub(crate) fn cache(e: impl std::fmt::Display) -> Failure {
+        Failure::new(
+            exit::CACHE,
+            miette::miette!(
+                help = "if the index is damaged, move `index.sqlite` out of the cache directory; the next build starts it afresh (blobs are reused)",
+                "{e}"
+            ),
+        )
+    }
+}
+
+impl From<crate::pipeline::ConfigError> for Failure {
+    fn from(e: crate::pipeline::ConfigError) -> Failure {
+        Failure::new(exit::CONFIG, e)
+    }
+}
+
+pub(crate) fn run(cli: Cli) -> Result<i32, Failure> {
+    let global = Global {
+        pipeline: cli.pipeline,
+        cache: cli.cache,
+    };
+    match cli.command {
+        Command::Build(a) => build::run(&global, a),
+        Command::Plan(a) => plan::run(&global, a),
+        Command::Explain(a) => explain::run(&global, a),
+        Command::Show(a) => show::run(&global, a),
+        Command::Gc(a) => gc::run(&global, a),
+        Command::Verify(a) => verify::run(&global, a),
+    }
+}
+
+/// Options every command shares.
+pub(crate) struct Global {
+    pub(crate) pipeline: PathBuf,
+    pub(crate) cache: Option<PathBuf>,
+}
+
+impl Global {
+    /// The cache directory: `--cache`, else the pipeline's `cache`, else `./cache`.
+    pub(crate) fn cache_dir(&self, config: Option<&crate::pipeline::Pipeline>) -> PathBuf {
+        if let Some(c) = &self.cache {
+            return c.clone();
+        }
+        match config {
+            Some(p) => p.cache_dir(),
+            None => PathBuf::from("cache"),
+        }
+    }
+
+    pub(crate) fn open_store(
+        &self,
+        config: Option<&crate::pipeline::Pipeline>,
+    ) -> Result<assay_engine::Store, Failure> {
+        assay_engine::Store::open(&self.cache_dir(config)).map_err(Failure::cache)
+    }
+}
+
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            Failure::new(
+                exit::INTERNAL,
+                miette::miette!("cannot start the runtime: {e}"),
+            )
+        })
+}

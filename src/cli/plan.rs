@@ -1,0 +1,63 @@
+//! `assay plan`: what a build would run and why, without running anything.
+
+use assay_engine::{Graph, PlanState};
+use clap::Args;
+
+use super::{Failure, Global, runtime};
+use crate::exit;
+use crate::pipeline::Pipeline;
+
+/// Show what `assay build` would execute, and why, without running it.
+#[derive(Args, Debug)]
+pub(crate) struct PlanArgs {
+    /// One JSON object per node on stdout.
+    #[arg(long)]
+    json: bool,
+    /// List cached nodes too (by default only what would run).
+    #[arg(long)]
+    all: bool,
+    /// Plan as if `build --reread KINDS` were given.
+    #[arg(long, value_delimiter = ',')]
+    reread: Vec<String>,
+}
+
+pub(crate) fn run(global: &Global, args: PlanArgs) -> Result<i32, Failure> {
+    let pipeline = Pipeline::load(&global.pipeline)?;
+    let store = global.open_store(Some(&pipeline))?;
+    let rt = runtime()?;
+    let plan = crate::stages::plan(&pipeline, &store, &rt)?;
+    let graph = Graph::new(plan.nodes).map_err(|e| crate::stages::graph_error(&pipeline, e))?;
+    let previous = match store.builds(1).map_err(Failure::cache)?.first() {
+        Some(b) => store.manifest(b).map_err(Failure::cache)?,
+        None => None,
+    };
+    let reread = args.reread.into_iter().collect();
+    let entries =
+        assay_engine::plan(&store, &graph, &reread, previous.as_ref()).map_err(Failure::cache)?;
+    let (mut cached, mut run, mut blocked) = (0, 0, 0);
+    for e in &entries {
+        match &e.state {
+            PlanState::Cached => cached += 1,
+            PlanState::Run { .. } => run += 1,
+            PlanState::Blocked { .. } => blocked += 1,
+        }
+        if args.json {
+            println!("{}", serde_json::to_string(e).unwrap_or_default());
+        } else {
+            match &e.state {
+                PlanState::Cached if args.all => println!("cached   {}", e.name),
+                PlanState::Cached => {}
+                PlanState::Run { reason } => println!("run      {}  ({reason})", e.name),
+                PlanState::Blocked { on } => {
+                    println!("maybe    {}  (depends on the output of {on})", e.name)
+                }
+            }
+        }
+    }
+    if !args.json {
+        println!(
+            "{run} would run, {blocked} would run if their inputs' outputs change, {cached} cached"
+        );
+    }
+    Ok(exit::OK)
+}

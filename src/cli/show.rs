@@ -1,0 +1,62 @@
+//! `assay show`: decode any record or blob in the cache by digest.
+
+use assay_engine::{BuildManifest, Digest};
+use clap::Args;
+
+use super::explain::{find_key, not_found};
+use super::{Failure, Global};
+use crate::exit;
+use crate::pipeline::Pipeline;
+
+/// Print a cached node's output, or any blob, decoded (JSON pretty-printed, text as is).
+#[derive(Args, Debug)]
+pub(crate) struct ShowArgs {
+    /// A node key, an output digest or a blob digest (64 hex digits; a unique key prefix will do).
+    digest: String,
+    /// Print the raw bytes.
+    #[arg(long)]
+    raw: bool,
+}
+
+pub(crate) fn run(global: &Global, args: ShowArgs) -> Result<i32, Failure> {
+    let pipeline = Pipeline::load(&global.pipeline).ok();
+    let store = global.open_store(pipeline.as_ref())?;
+    let bytes = if let Some(key) = find_key(&store, &args.digest)? {
+        match store.key_record(&key).map_err(Failure::cache)? {
+            Some((_, _, row)) => store.output_bytes(&row).map_err(Failure::cache)?,
+            None => return Err(not_found(&args.digest)),
+        }
+    } else {
+        let digest: Digest = args.digest.parse().map_err(|_| not_found(&args.digest))?;
+        store.blobs().get(&digest).map_err(|e| match e {
+            assay_engine::StoreError::MissingBlob { .. } => not_found(&args.digest),
+            other => Failure::cache(other),
+        })?
+    };
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if args.raw {
+        let _ = out.write_all(&bytes);
+    } else if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) {
+        let _ = writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&v).unwrap_or_default()
+        );
+    } else if let Some(m) = BuildManifest::decode(&bytes).filter(|m| !m.entries.is_empty()) {
+        for e in m.entries {
+            let _ = writeln!(
+                out,
+                "{:9} {:40} key {}",
+                e.status,
+                e.name,
+                e.key.map(|k| k.to_hex()).unwrap_or_default()
+            );
+        }
+    } else if let Ok(text) = std::str::from_utf8(&bytes) {
+        let _ = out.write_all(text.as_bytes());
+    } else {
+        let _ = writeln!(out, "{} bytes of binary data (use --raw)", bytes.len());
+    }
+    Ok(exit::OK)
+}

@@ -1,0 +1,19 @@
+//! Exit codes, published: scripts and CI branch on them, so they never collapse
+//! into one `exit 1`. Documented in README.md ("Exit codes").
+
+/// Everything asked for was done.
+pub(crate) const OK: i32 = 0;
+/// The build ran, but at least one node failed (its dependents were skipped).
+pub(crate) const BUILD_FAILED: i32 = 1;
+/// The command line could not be parsed (clap's own code).
+pub(crate) const USAGE: i32 = 2;
+/// `pipeline.toml` (or a file it names) is invalid.
+pub(crate) const CONFIG: i32 = 3;
+/// `assay verify` found a digest, key or number that does not match.
+pub(crate) const VERIFY_MISMATCH: i32 = 4;
+/// The cache cannot be used (damaged index, newer schema, I/O failure).
+pub(crate) const CACHE: i32 = 5;
+/// `explain` / `show` was given a name or digest that is not in the cache.
+pub(crate) const NOT_FOUND: i32 = 6;
+/// A bug in assay.
+pub(crate) const INTERNAL: i32 = 101;

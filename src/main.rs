@@ -1,0 +1,40 @@
+//! `assay`: turns merged pull requests into coding-agent benchmark tasks, grades
+//! agent sessions against them, and publishes releases whose every number can
+//! be checked from a hash. Clap at the edge; each command lives in `cli/`.
+
+mod cli;
+mod exit;
+mod pipeline;
+mod render;
+mod stages;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    // A closed pipe (`assay show … | head`) is not an error.
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+    let args = match cli::Cli::try_parse() {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() {
+                exit::USAGE as u8
+            } else {
+                exit::OK as u8
+            });
+        }
+    };
+    let code = match cli::run(args) {
+        Ok(code) => code,
+        Err(failure) => {
+            eprintln!("{:?}", failure.report);
+            failure.code
+        }
+    };
+    ExitCode::from(code as u8)
+}

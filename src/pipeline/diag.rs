@@ -1,0 +1,72 @@
+//! Configuration errors as miette diagnostics: the file, the span, and a hint
+//! that says what to do.
+
+use miette::{Diagnostic, NamedSource, SourceSpan};
+
+#[derive(Debug, thiserror::Error, Diagnostic)]
+#[error("{message}")]
+#[diagnostic(code(assay::config))]
+pub(crate) struct ConfigError {
+    message: String,
+    #[source_code]
+    src: Option<NamedSource<String>>,
+    #[label("{label}")]
+    span: Option<SourceSpan>,
+    label: String,
+    #[help]
+    help: Option<String>,
+}
+
+impl ConfigError {
+    /// An error with no file position (e.g. the pipeline file itself is missing).
+    pub(crate) fn plain(message: impl Into<String>, help: impl Into<String>) -> ConfigError {
+        ConfigError {
+            message: message.into(),
+            src: None,
+            span: None,
+            label: String::new(),
+            help: Some(help.into()),
+        }
+    }
+
+    /// An error pointing at `span` of the file `name` whose text is `text`.
+    pub(crate) fn at(
+        name: &str,
+        text: &str,
+        span: std::ops::Range<usize>,
+        message: impl Into<String>,
+        label: impl Into<String>,
+        help: impl Into<String>,
+    ) -> ConfigError {
+        ConfigError {
+            message: message.into(),
+            src: Some(NamedSource::new(name, text.to_owned())),
+            span: Some(SourceSpan::from(span)),
+            label: label.into(),
+            help: Some(help.into()).filter(|h: &String| !h.is_empty()),
+        }
+    }
+
+    /// Translates a TOML/serde error into a diagnostic with a hint by error shape.
+    pub(crate) fn from_toml(name: &str, text: &str, e: &toml::de::Error) -> ConfigError {
+        let message = e.message().trim().to_owned();
+        let help = if message.starts_with("unknown field") {
+            "remove the key or fix its spelling; the keys this table accepts are listed above (docs/pipeline.md has them all)"
+        } else if message.starts_with("invalid type") || message.starts_with("invalid value") {
+            "this key takes another type of value; docs/pipeline.md gives each key's type and an example"
+        } else if message.starts_with("missing field") {
+            "add the required key to this table"
+        } else {
+            "this is not valid TOML; see https://toml.io for the syntax"
+        };
+        let span = e.span().unwrap_or(0..0);
+        ConfigError::at(
+            name,
+            text,
+            span,
+            format!("invalid pipeline: {message}"),
+            "here",
+            help,
+        )
+    }
+}

@@ -1,0 +1,136 @@
+//! Consumers of engine events: the `--json` line stream, a progress bar that
+//! stays silent for sub-second builds, and the closing summary.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use assay_engine::{Event, Summary};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+pub(crate) enum Renderer {
+    Json(std::io::BufWriter<std::io::Stdout>),
+    Human(Human),
+}
+
+pub(crate) struct Human {
+    bar: ProgressBar,
+    started: Instant,
+    shown: bool,
+    verbose: bool,
+}
+
+impl Renderer {
+    pub(crate) fn new(json: bool, verbose: bool) -> Renderer {
+        if json {
+            Renderer::Json(std::io::BufWriter::new(std::io::stdout()))
+        } else {
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] {pos}/{len} {wide_msg}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            Renderer::Human(Human {
+                bar,
+                started: Instant::now(),
+                shown: false,
+                verbose,
+            })
+        }
+    }
+
+    pub(crate) fn event(&mut self, e: &Event) {
+        match self {
+            Renderer::Json(out) => {
+                if let Ok(line) = serde_json::to_string(e) {
+                    let _ = writeln!(out, "{line}");
+                }
+                if matches!(e, Event::Summary(_)) {
+                    let _ = out.flush();
+                }
+            }
+            Renderer::Human(h) => h.event(e),
+        }
+    }
+}
+
+impl Human {
+    fn event(&mut self, e: &Event) {
+        // Only draw once the build has taken a second: fast builds stay quiet.
+        if !self.shown && self.started.elapsed() > Duration::from_secs(1) {
+            self.shown = true;
+            self.bar
+                .set_draw_target(ProgressDrawTarget::stderr_with_hz(4));
+        }
+        match e {
+            Event::BuildStarted { nodes, .. } => self.bar.set_length(*nodes as u64),
+            Event::NodeStarted { name, key, .. } => {
+                self.bar.set_message(name.clone());
+                if self.verbose {
+                    self.bar
+                        .println(format!("  run    {name}  key {}", &key[..12]));
+                }
+            }
+            Event::NodeFinished {
+                name, duration_ms, ..
+            } => {
+                self.bar.inc(1);
+                if self.verbose {
+                    self.bar
+                        .println(format!("  done   {name}  {duration_ms} ms"));
+                }
+            }
+            Event::NodeReused { .. } => self.bar.inc(1),
+            Event::NodeFailed { name, reason, .. } => {
+                self.bar.inc(1);
+                self.bar.println(format!("  FAILED {name}: {reason}"));
+            }
+            Event::NodeSkipped { name, because, .. } => {
+                self.bar.inc(1);
+                if self.verbose {
+                    self.bar.println(format!("  skip   {name}: {because}"));
+                }
+            }
+            Event::CacheRepaired { name, problem, .. } => {
+                self.bar
+                    .println(format!("  cache  {name}: {problem}; recomputing"));
+            }
+            Event::Summary(s) => {
+                self.bar.finish_and_clear();
+                eprintln!("{}", summary_line(s));
+            }
+        }
+    }
+}
+
+pub(crate) fn summary_line(s: &Summary) -> String {
+    let kinds: Vec<String> = s
+        .by_kind
+        .iter()
+        .map(|(k, c)| {
+            let mut parts = Vec::new();
+            if c.executed > 0 {
+                parts.push(format!("{} run", c.executed));
+            }
+            if c.reused > 0 {
+                parts.push(format!("{} reused", c.reused));
+            }
+            if c.failed > 0 {
+                parts.push(format!("{} failed", c.failed));
+            }
+            if c.skipped > 0 {
+                parts.push(format!("{} skipped", c.skipped));
+            }
+            format!("{k}: {}", parts.join(", "))
+        })
+        .collect();
+    format!(
+        "build: {} executed, {} reused, {} failed, {} skipped\n  {}",
+        s.executed,
+        s.reused,
+        s.failed,
+        s.skipped,
+        kinds.join("\n  ")
+    )
+}

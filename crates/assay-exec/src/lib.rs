@@ -1,14 +1,282 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
+//! The local executor's process runner: run one shell command over a staged
+//! tree, capture its output, and leave nothing behind.
+//!
+//! Agent patches are untrusted code, so a test command is treated as hostile:
+//! it may hang, fork daemons, flood its output or try to read our secrets.
+//! [`run`] holds these invariants:
+//!
+//! - **Own session and process group.** The child calls `setsid` before
+//!   `exec`, so its pid is both its session id and its process group id, and
+//!   it has no controlling terminal. Everything it forks stays in that group
+//!   unless it leaves on purpose, so one `killpg(SIGKILL)` ends the whole tree.
+//! - **Nothing outlives a run.** On timeout the group is killed, then the
+//!   child is reaped (`timed_out`). After a normal exit the group is killed
+//!   too; if anything besides the child was still alive in it (a daemonised
+//!   grandchild) the outcome says `leftover_killed`. The child is observed
+//!   with `waitid(WNOWAIT)` and reaped only after the group kill: while it is
+//!   an unreaped zombie its pid cannot be reused, so the kill can never hit an
+//!   unrelated process group. If the caller drops the future, a guard kills
+//!   the group as well.
+//! - **Empty environment.** The child sees exactly [`RunSpec::env`]; nothing
+//!   of ours leaks (API keys above all). stdin is `/dev/null`.
+//! - **One log, in arrival order.** stdout and stderr are one pipe (the child
+//!   duplicates fd 1 onto fd 2 before `exec`), so the log keeps the order the
+//!   command wrote in. The log keeps at most [`RunSpec::log_cap`] bytes, but
+//!   the pipe is drained to the end regardless: a child blocked on a full
+//!   pipe would look like a hang and be killed as a timeout, which would
+//!   blame the agent for our cap. The total is counted so callers can refuse
+//!   to grade a truncated log.
+//! - **Limits before exec.** rlimits are set in the child between `fork` and
+//!   `exec` (never above the inherited hard limit), soft = hard so the command
+//!   cannot raise them back.
+//!
+//! # Limitation: escaping the group
+//!
+//! A process that calls `setsid`/`setpgid` itself (e.g. `setsid daemon &`)
+//! leaves the group and cannot be reached by the group kill; it survives the
+//! run. If it still holds the output pipe, capture gives up after a short
+//! grace period instead of waiting for an end of file that never comes. The
+//! answer to hostile escapees is a container (the docker executor), whose
+//! teardown kills every process in it; this runner is for trusted-enough
+//! setups and development.
+//!
+//! `max_processes` is `RLIMIT_NPROC`, which the kernel counts per user, not
+//! per run: it caps all processes of the uid, not just this tree.
+
+mod capture;
+mod group;
+mod limits;
+
+use std::collections::BTreeMap;
+use std::io;
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use tokio::process::Command;
+use tokio::sync::oneshot;
+
+pub use group::process_alive;
+
+/// What to run and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunSpec {
+    /// Run as `/bin/sh -c <command>`.
+    pub command: String,
+    /// Working directory of the command.
+    pub cwd: PathBuf,
+    /// The child's whole environment: nothing of ours is inherited, so pass
+    /// `PATH`, `HOME`, … explicitly.
+    pub env: BTreeMap<String, String>,
+    /// Wall-clock budget; past it the whole process group is killed.
+    pub timeout: Duration,
+    /// stdout and stderr interleaved in arrival order (created or truncated).
+    pub log_path: PathBuf,
+    /// Bytes kept in the log; output past it is drained and counted, not kept.
+    pub log_cap: u64,
+    /// Resource limits applied in the child before `exec`.
+    pub limits: Limits,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// rlimits for the child; `None` keeps the inherited limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// `RLIMIT_FSIZE`: largest file the command may write, in bytes. Writing
+    /// past it raises `SIGXFSZ` (or fails with `EFBIG` if that is ignored).
+    pub max_file_size: Option<u64>,
+    /// `RLIMIT_NPROC`: counted per user by the kernel, not per run.
+    pub max_processes: Option<u64>,
+    /// `RLIMIT_NOFILE`.
+    pub max_open_files: Option<u64>,
+    /// `RLIMIT_AS`: address space in bytes.
+    pub max_memory: Option<u64>,
+    /// `RLIMIT_CORE = 0`: a crashing test must not fill the disk with cores.
+    pub no_core: bool,
+}
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_file_size: None,
+            max_processes: None,
+            max_open_files: None,
+            max_memory: None,
+            no_core: true,
+        }
     }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunOutcome {
+    /// The exit code; `None` when killed by a signal. 127 means the command
+    /// was not found (callers map it to `env_setup_failed`).
+    pub exit_code: Option<i32>,
+    /// The signal that killed the child (`SIGKILL` after a timeout).
+    pub signal: Option<i32>,
+    /// The timeout elapsed and the group was killed.
+    pub timed_out: bool,
+    /// From spawn until the child was reaped.
+    pub duration: Duration,
+    /// Total bytes the command wrote to stdout and stderr, kept or not.
+    pub log_bytes: u64,
+    /// `log_bytes > log_cap`: the log file holds only the first `log_cap`.
+    pub log_truncated: bool,
+    /// After a normal exit, other processes of the group were still alive and
+    /// were killed.
+    pub leftover_killed: bool,
+}
+
+/// Why a command could not be run or observed. A command that runs and fails
+/// is not an error: that is a [`RunOutcome`].
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    /// The log file could not be created.
+    #[error("cannot create log file {path}")]
+    CreateLog {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// fork/exec failed, including a bad `cwd` or an rlimit that could not be
+    /// applied.
+    #[error("cannot spawn `{command}` in {cwd}")]
+    Spawn {
+        command: String,
+        cwd: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// Waiting for the child failed.
+    #[error("cannot wait for `{command}`")]
+    Wait {
+        command: String,
+        #[source]
+        source: io::Error,
+    },
+    /// Reading the command's output pipe failed.
+    #[error("cannot read the output of `{command}`")]
+    ReadOutput {
+        command: String,
+        #[source]
+        source: io::Error,
+    },
+    /// Writing the log file failed (the pipe was still drained to the end).
+    #[error("cannot write log file {path}")]
+    WriteLog {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Run `spec.command` to completion or timeout; see the module header for the
+/// guarantees.
+pub async fn run(spec: &RunSpec) -> Result<RunOutcome, ExecError> {
+    let log = tokio::fs::File::create(&spec.log_path)
+        .await
+        .map_err(|source| ExecError::CreateLog {
+            path: spec.log_path.clone(),
+            source,
+        })?;
+    let spawn_error = |source| ExecError::Spawn {
+        command: spec.command.clone(),
+        cwd: spec.cwd.clone(),
+        source,
+    };
+
+    let mut command = Command::new("/bin/sh");
+    command
+        .arg("-c")
+        .arg(&spec.command)
+        .current_dir(&spec.cwd)
+        .env_clear()
+        .envs(&spec.env)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        // Replaced by a copy of stdout in `pre_exec`.
+        .stderr(Stdio::null());
+    let limits = limits::Plan::new(&spec.limits);
+    // SAFETY: the closure runs in the forked child before `exec`, where only
+    // async-signal-safe work is allowed. It allocates nothing and takes no
+    // lock: `dup2`, `setsid`, `getrlimit` and `setrlimit` are plain system
+    // calls, and `limits` was built in the parent and is only read here.
+    unsafe {
+        command.pre_exec(move || {
+            // stdout and stderr share one pipe so the log keeps write order.
+            if libc::dup2(libc::STDOUT_FILENO, libc::STDERR_FILENO) == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            rustix::process::setsid()?;
+            limits.apply()?;
+            Ok(())
+        });
+    }
+
+    let started = Instant::now();
+    let mut child = command.spawn().map_err(spawn_error)?;
+    let pgid = child
+        .id()
+        .and_then(|pid| i32::try_from(pid).ok())
+        .and_then(rustix::process::Pid::from_raw)
+        .ok_or_else(|| spawn_error(io::Error::other("the child has no pid")))?;
+    let guard = group::Guard::new(pgid);
+    let pipe = child
+        .stdout
+        .take()
+        .ok_or_else(|| spawn_error(io::Error::other("the child has no stdout pipe")))?;
+
+    // Dropping `done` (when supervision ends, however it ends) starts the
+    // capture's grace period for processes that escaped the group.
+    let (done, supervision_ended) = oneshot::channel::<()>();
+    let supervise = async {
+        let _done = done;
+        let mut waiter = tokio::task::spawn_blocking(move || group::wait_exit(pgid));
+        let (timed_out, leftover_killed) =
+            match tokio::time::timeout(spec.timeout, &mut waiter).await {
+                Ok(joined) => (false, joined??),
+                Err(_elapsed) => {
+                    group::kill(pgid);
+                    waiter.await??;
+                    (true, false)
+                }
+            };
+        // The child is exited but not reaped, so `pgid` still names our group.
+        group::kill(pgid);
+        let status = child.wait().await?;
+        guard.disarm();
+        Ok::<_, io::Error>((status, timed_out, leftover_killed, started.elapsed()))
+    };
+    let (supervised, captured) = tokio::join!(
+        supervise,
+        capture::capture(pipe, log, spec.log_cap, supervision_ended)
+    );
+
+    let (status, timed_out, leftover_killed, duration) =
+        supervised.map_err(|source| ExecError::Wait {
+            command: spec.command.clone(),
+            source,
+        })?;
+    if let Some(source) = captured.read_error {
+        return Err(ExecError::ReadOutput {
+            command: spec.command.clone(),
+            source,
+        });
+    }
+    if let Some(source) = captured.write_error {
+        return Err(ExecError::WriteLog {
+            path: spec.log_path.clone(),
+            source,
+        });
+    }
+    Ok(RunOutcome {
+        exit_code: status.code(),
+        signal: status.signal(),
+        timed_out,
+        duration,
+        log_bytes: captured.total,
+        log_truncated: captured.total > spec.log_cap,
+        leftover_killed,
+    })
 }

@@ -1,0 +1,115 @@
+//! The child's process group: observe the leader's exit without reaping it,
+//! find and kill what is left, and kill everything if the run is abandoned.
+
+use std::io;
+
+use rustix::io::Errno;
+use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
+
+/// Kills the group when dropped armed: a run whose future is dropped (caller
+/// cancelled, panic) must not leave its processes running.
+pub(crate) struct Guard {
+    pgid: Option<Pid>,
+}
+
+impl Guard {
+    pub(crate) fn new(pgid: Pid) -> Self {
+        Self { pgid: Some(pgid) }
+    }
+
+    /// Call once the leader is reaped: from then on its pid may be reused, so
+    /// the group id must not be signalled again.
+    pub(crate) fn disarm(mut self) {
+        self.pgid = None;
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.pgid {
+            kill(pgid);
+        }
+    }
+}
+
+/// SIGKILL every process of the group. Only call while the leader is not yet
+/// reaped (alive or zombie), so the id cannot name another group. An empty
+/// group (ESRCH) is fine.
+pub(crate) fn kill(pgid: Pid) {
+    let _ = rustix::process::kill_process_group(pgid, Signal::KILL);
+}
+
+/// Block until the leader `pgid` has exited, leaving it unreaped (a zombie
+/// keeps its pid, hence the group id, reserved), then report whether other
+/// processes of its group are still alive. Meant for a blocking thread.
+pub(crate) fn wait_exit(pgid: Pid) -> io::Result<bool> {
+    loop {
+        match rustix::process::waitid(
+            WaitId::Pid(pgid),
+            WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
+        ) {
+            Ok(_) => return Ok(has_other_members(pgid)),
+            Err(Errno::INTR) => continue,
+            Err(errno) => return Err(errno.into()),
+        }
+    }
+}
+
+/// Whether a live process other than the leader belongs to group `pgid`.
+///
+/// `kill(-pgid, 0)` cannot answer this: the unreaped leader itself makes it
+/// succeed. So scan `/proc`; where there is none (not Linux) the answer is
+/// `false` and the group is still killed, just not reported.
+fn has_other_members(pgid: Pid) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            return false;
+        };
+        pid != pgid.as_raw_nonzero().get()
+            && proc_stat(pid)
+                .is_some_and(|(state, pgrp)| pgrp == pgid.as_raw_nonzero().get() && is_live(state))
+    })
+}
+
+fn is_live(state: char) -> bool {
+    // Z: zombie, X: dead. Neither runs code any more.
+    !matches!(state, 'Z' | 'X')
+}
+
+/// `(state, pgrp)` from `/proc/<pid>/stat`; `None` if it vanished.
+fn proc_stat(pid: i32) -> Option<(char, i32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) state ppid pgrp …": comm may hold spaces and parentheses,
+    // so split after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let _ppid = fields.next()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some((state, pgrp))
+}
+
+/// Whether `pid` names a process that can still run: it exists and is not a
+/// zombie. Handy to check that a run left nothing behind.
+pub fn process_alive(pid: i32) -> bool {
+    let Some(pid) = Pid::from_raw(pid) else {
+        return false;
+    };
+    match rustix::process::test_kill_process(pid) {
+        // EPERM: it exists but belongs to someone else.
+        Ok(()) | Err(Errno::PERM) => {}
+        Err(_) => return false,
+    }
+    match proc_stat(pid.as_raw_nonzero().get()) {
+        Some((state, _)) => is_live(state),
+        // No /proc (not Linux) or it vanished since the signal test.
+        None => std::fs::metadata("/proc/self").is_err(),
+    }
+}

@@ -1,0 +1,49 @@
+//! rlimits, computed in the parent and applied in the forked child.
+
+use std::io;
+
+use rustix::process::{Resource, Rlimit};
+
+use crate::Limits;
+
+/// The limits to set, as plain data so that applying them in the child
+/// allocates nothing.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Plan {
+    entries: [(Resource, Option<u64>); 5],
+}
+
+impl Plan {
+    pub(crate) fn new(limits: &Limits) -> Self {
+        Self {
+            entries: [
+                (Resource::Fsize, limits.max_file_size),
+                (Resource::Nproc, limits.max_processes),
+                (Resource::Nofile, limits.max_open_files),
+                (Resource::As, limits.max_memory),
+                (Resource::Core, limits.no_core.then_some(0)),
+            ],
+        }
+    }
+
+    /// Set each limit as soft = hard = min(wanted, inherited hard limit):
+    /// equal so the command cannot raise the soft limit back, clamped because
+    /// an unprivileged process may only lower its hard limit.
+    ///
+    /// Runs between `fork` and `exec`: plain system calls only.
+    pub(crate) fn apply(&self) -> io::Result<()> {
+        for &(resource, wanted) in &self.entries {
+            let Some(wanted) = wanted else { continue };
+            let hard = rustix::process::getrlimit(resource).maximum;
+            let value = hard.map_or(wanted, |hard| hard.min(wanted));
+            rustix::process::setrlimit(
+                resource,
+                Rlimit {
+                    current: Some(value),
+                    maximum: Some(value),
+                },
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,335 @@
+//! Real processes through `assay_exec::run`: exit statuses, group kills checked
+//! by pid, log order and cap, environment isolation, cwd and rlimits.
+
+// The helpers below are test code too; `allow-unwrap-in-tests` only covers
+// `#[test]` functions.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use assay_exec::{ExecError, Limits, RunOutcome, RunSpec, process_alive, run};
+use tempfile::TempDir;
+
+const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+struct Sandbox {
+    dir: TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn spec(&self, command: &str) -> RunSpec {
+        RunSpec {
+            command: command.to_owned(),
+            cwd: self.path().to_owned(),
+            env: BTreeMap::from([("PATH".to_owned(), PATH.to_owned())]),
+            timeout: Duration::from_secs(10),
+            log_path: self.log_path(),
+            log_cap: 1 << 20,
+            limits: Limits::default(),
+        }
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.path().join("run.log")
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap()
+    }
+
+    fn pid(&self, file: &str) -> i32 {
+        std::fs::read_to_string(self.path().join(file))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
+    async fn run(&self, command: &str) -> RunOutcome {
+        run(&self.spec(command)).await.unwrap()
+    }
+}
+
+/// SIGKILL is asynchronous: give the kernel a bounded moment to finish it.
+fn gone_soon(pid: i32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while process_alive(pid) {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+#[tokio::test]
+async fn exit_codes_are_reported() {
+    let sandbox = Sandbox::new();
+    for (command, code) in [("exit 0", 0), ("true", 0), ("exit 1", 1), ("exit 42", 42)] {
+        let outcome = sandbox.run(command).await;
+        assert_eq!(outcome.exit_code, Some(code), "{command}");
+        assert_eq!(outcome.signal, None, "{command}");
+        assert!(!outcome.timed_out && !outcome.leftover_killed, "{command}");
+    }
+}
+
+#[tokio::test]
+async fn command_not_found_is_exit_127() {
+    let sandbox = Sandbox::new();
+    let outcome = sandbox.run("assay-no-such-command-xyz --flag").await;
+    assert_eq!(outcome.exit_code, Some(127));
+    assert!(sandbox.log().contains("not found"), "{}", sandbox.log());
+}
+
+#[tokio::test]
+async fn death_by_signal_has_no_exit_code() {
+    let sandbox = Sandbox::new();
+    let outcome = sandbox.run("kill -TERM $$").await;
+    assert_eq!(outcome.exit_code, None);
+    assert_eq!(outcome.signal, Some(libc::SIGTERM));
+    assert!(!outcome.timed_out);
+}
+
+#[tokio::test]
+async fn timeout_kills_the_whole_tree() {
+    let sandbox = Sandbox::new();
+    let mut spec = sandbox.spec(
+        "echo $$ > outer.pid; \
+         sh -c 'sleep 300 & echo $! > bg.pid; echo $$ > inner.pid; sleep 300'",
+    );
+    spec.timeout = Duration::from_secs(1);
+    let outcome = run(&spec).await.unwrap();
+
+    assert!(outcome.timed_out);
+    assert_eq!(outcome.signal, Some(libc::SIGKILL));
+    assert_eq!(outcome.exit_code, None);
+    assert!(outcome.duration >= Duration::from_secs(1), "{outcome:?}");
+    assert!(outcome.duration < Duration::from_secs(5), "{outcome:?}");
+    for file in ["outer.pid", "inner.pid", "bg.pid"] {
+        let pid = sandbox.pid(file);
+        assert!(gone_soon(pid), "{file}: pid {pid} survived the timeout");
+    }
+}
+
+#[tokio::test]
+async fn leftover_is_killed_after_a_normal_exit() {
+    let sandbox = Sandbox::new();
+    let started = Instant::now();
+    let outcome = sandbox
+        .run("sleep 300 & echo $! > bg.pid; echo $$ > sh.pid; exit 0")
+        .await;
+
+    assert_eq!(outcome.exit_code, Some(0));
+    assert!(outcome.leftover_killed);
+    assert!(!outcome.timed_out);
+    // The leftover holds the pipe: returning fast proves it was killed, not
+    // waited for until the drain grace period.
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "{outcome:?}"
+    );
+    for file in ["sh.pid", "bg.pid"] {
+        let pid = sandbox.pid(file);
+        assert!(gone_soon(pid), "{file}: pid {pid} survived");
+    }
+}
+
+#[tokio::test]
+async fn clean_exit_reports_no_leftover() {
+    let sandbox = Sandbox::new();
+    // A finished background job is not a leftover.
+    let outcome = sandbox.run("sleep 0 & wait; echo done").await;
+    assert_eq!(outcome.exit_code, Some(0));
+    assert!(!outcome.leftover_killed);
+}
+
+/// Escaping the group with `setsid` is the documented limitation: the escapee
+/// survives, but `run` must still return (after the drain grace period).
+#[tokio::test]
+async fn setsid_escapee_survives_but_run_returns() {
+    let sandbox = Sandbox::new();
+    let started = Instant::now();
+    let outcome = sandbox
+        .run("setsid sleep 30 & echo $! > esc.pid; sleep 0.2; exit 3")
+        .await;
+    let escapee = sandbox.pid("esc.pid");
+    let escaped = process_alive(escapee);
+    if let Some(pid) = rustix::process::Pid::from_raw(escapee) {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+    }
+
+    assert_eq!(outcome.exit_code, Some(3));
+    assert!(
+        escaped,
+        "the escapee was expected to outlive the group kill"
+    );
+    assert!(started.elapsed() < Duration::from_secs(6), "{outcome:?}");
+}
+
+#[tokio::test]
+async fn stdout_and_stderr_interleave_in_order() {
+    let sandbox = Sandbox::new();
+    let outcome = sandbox.run("echo a; echo b >&2; echo c").await;
+    assert_eq!(outcome.exit_code, Some(0));
+    assert_eq!(sandbox.log(), "a\nb\nc\n");
+    assert_eq!(outcome.log_bytes, 6);
+    assert!(!outcome.log_truncated);
+}
+
+#[tokio::test]
+async fn stdin_is_empty() {
+    let sandbox = Sandbox::new();
+    let outcome = sandbox.run("wc -c").await;
+    assert_eq!(outcome.exit_code, Some(0));
+    assert_eq!(sandbox.log().trim(), "0");
+}
+
+#[tokio::test]
+async fn large_output_is_capped_and_fully_drained() {
+    let sandbox = Sandbox::new();
+    let total: u64 = 50_000_000;
+    let cap: u64 = 1 << 20;
+    let mut spec = sandbox.spec(&format!("head -c {total} /dev/zero; echo end >&2"));
+    spec.log_cap = cap;
+    let outcome = run(&spec).await.unwrap();
+
+    assert_eq!(outcome.exit_code, Some(0));
+    assert!(!outcome.timed_out);
+    assert_eq!(outcome.log_bytes, total + 4);
+    assert!(outcome.log_truncated);
+    assert_eq!(std::fs::metadata(sandbox.log_path()).unwrap().len(), cap);
+}
+
+#[tokio::test]
+async fn output_exactly_at_cap_is_not_truncated() {
+    let sandbox = Sandbox::new();
+    for (produced, cap, truncated) in [(100_u64, 100_u64, false), (101, 100, true), (0, 0, false)] {
+        let mut spec = sandbox.spec(&format!("head -c {produced} /dev/zero"));
+        spec.log_cap = cap;
+        let outcome = run(&spec).await.unwrap();
+        assert_eq!(outcome.log_bytes, produced);
+        assert_eq!(
+            outcome.log_truncated, truncated,
+            "{produced} bytes, cap {cap}"
+        );
+        let kept = std::fs::metadata(sandbox.log_path()).unwrap().len();
+        assert_eq!(kept, produced.min(cap));
+    }
+}
+
+#[tokio::test]
+async fn only_the_given_environment_reaches_the_child() {
+    let sandbox = Sandbox::new();
+    // Set by cargo for the test process: it must not leak.
+    assert!(std::env::var_os("CARGO_PKG_NAME").is_some());
+    let mut spec = sandbox.spec("env");
+    spec.env.insert("ASSAY_MARK".to_owned(), "1".to_owned());
+    let outcome = run(&spec).await.unwrap();
+
+    assert_eq!(outcome.exit_code, Some(0));
+    let log = sandbox.log();
+    let names: Vec<&str> = log.lines().filter_map(|l| l.split('=').next()).collect();
+    assert!(
+        names.contains(&"ASSAY_MARK") && names.contains(&"PATH"),
+        "{log}"
+    );
+    // The shell may add its own PWD; nothing else may appear.
+    for name in names {
+        assert!(
+            ["ASSAY_MARK", "PATH", "PWD", "OLDPWD", "SHLVL", "_"].contains(&name),
+            "leaked {name}: {log}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn cwd_is_respected() {
+    let sandbox = Sandbox::new();
+    let sub = sandbox.path().join("tree");
+    std::fs::create_dir(&sub).unwrap();
+    let mut spec = sandbox.spec("pwd -P; ls");
+    spec.cwd = sub.clone();
+    std::fs::write(sub.join("marker.txt"), "").unwrap();
+    let outcome = run(&spec).await.unwrap();
+
+    assert_eq!(outcome.exit_code, Some(0));
+    let expected = format!("{}\nmarker.txt\n", sub.canonicalize().unwrap().display());
+    assert_eq!(sandbox.log(), expected);
+}
+
+#[tokio::test]
+async fn missing_cwd_is_a_spawn_error() {
+    let sandbox = Sandbox::new();
+    let mut spec = sandbox.spec("true");
+    spec.cwd = sandbox.path().join("absent");
+    let error = run(&spec).await.unwrap_err();
+    assert!(matches!(error, ExecError::Spawn { .. }), "{error:?}");
+}
+
+#[tokio::test]
+async fn missing_log_directory_is_a_log_error() {
+    let sandbox = Sandbox::new();
+    let mut spec = sandbox.spec("true");
+    spec.log_path = sandbox.path().join("absent/run.log");
+    let error = run(&spec).await.unwrap_err();
+    assert!(matches!(error, ExecError::CreateLog { .. }), "{error:?}");
+}
+
+#[tokio::test]
+async fn file_size_limit_stops_a_large_write() {
+    let sandbox = Sandbox::new();
+    let mut spec = sandbox.spec("head -c 100000 /dev/zero > big.bin");
+    spec.limits.max_file_size = Some(4096);
+    let outcome = run(&spec).await.unwrap();
+
+    // SIGXFSZ kills `head`: the shell either is `head` (exec'd, signal) or
+    // reports it as 128 + SIGXFSZ.
+    let xfsz = libc::SIGXFSZ;
+    assert!(
+        outcome.signal == Some(xfsz) || outcome.exit_code == Some(128 + xfsz),
+        "{outcome:?}"
+    );
+    let written = std::fs::metadata(sandbox.path().join("big.bin"))
+        .unwrap()
+        .len();
+    assert_eq!(written, 4096);
+}
+
+#[tokio::test]
+async fn rlimits_are_set_soft_and_hard() {
+    let sandbox = Sandbox::new();
+    let mut spec = sandbox.spec("ulimit -H -c; ulimit -n; ulimit -H -n; ulimit -v");
+    spec.limits.max_open_files = Some(64);
+    spec.limits.max_memory = Some(4 << 30);
+    let outcome = run(&spec).await.unwrap();
+    assert_eq!(outcome.exit_code, Some(0));
+    // `ulimit -v` counts KiB.
+    assert_eq!(
+        sandbox.log(),
+        format!("0\n64\n64\n{}\n", (4_u64 << 30) / 1024)
+    );
+}
+
+#[tokio::test]
+async fn core_limit_is_inherited_without_no_core() {
+    let sandbox = Sandbox::new();
+    let mut spec = sandbox.spec("ulimit -H -c");
+    spec.limits.no_core = false;
+    let outcome = run(&spec).await.unwrap();
+    assert_eq!(outcome.exit_code, Some(0));
+    let inherited = rustix::process::getrlimit(rustix::process::Resource::Core).maximum;
+    let expected = inherited.map_or("unlimited".to_owned(), |v| (v / 1024).to_string());
+    assert_eq!(sandbox.log().trim(), expected);
+}

@@ -1,14 +1,596 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
+//! Test report parsers: turn what a test runner printed (or wrote) into
+//! per-test outcomes that grading can compare across runs.
+//!
+//! Every verdict in a release rests on these outcomes, so the parsers favour
+//! saying "I am not sure" over guessing:
+//!
+//! - A test's `name` is a canonical id that stays the same from run to run
+//!   (and across runner versions where the runner's own spelling changed), so
+//!   outcomes of the base, test-patch and gold runs can be joined by name.
+//! - Anything odd (a count that does not add up, a duplicate name, a test that
+//!   started but never finished, a bail out) becomes a human-readable note in
+//!   [`Report::notes`]; the parsers never silently drop evidence.
+//! - Output is deterministic: tests are sorted by name, duplicates are merged
+//!   with the worst outcome winning, notes keep input order.
+//! - Garbage input never panics: it yields a [`ParseError`] or a report with
+//!   no tests, which [`assess`] then calls untrustworthy.
+//! - Expected failures (unittest `expected failure`, pytest `XFAIL`, TAP
+//!   `not ok … # TODO`) count as [`Outcome::Passed`], as each runner's own exit
+//!   status does; unexpected successes count as the runner counts them
+//!   (unittest: failure; pytest non-strict `XPASS`: pass).
+//!
+//! One file per format; the shared types and the `Collector` that enforces
+//! the invariants above live here.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+mod go_json;
+mod junit;
+mod libtest;
+mod libtest_json;
+mod pytest;
+mod tap;
+mod unittest;
+
+/// The report formats `assay` can read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    /// JUnit XML (`testsuites` / `testsuite` / `testcase`).
+    Junit,
+    /// `pytest -rA` console output (short test summary section).
+    Pytest,
+    /// `python -m unittest -v` output (stderr).
+    Unittest,
+    /// Rust libtest's default text output (`cargo test`).
+    Libtest,
+    /// Rust libtest's `--format json` output, one object per line.
+    LibtestJson,
+    /// `go test -json` output, one object per line.
+    GoTestJson,
+    /// Test Anything Protocol.
+    Tap,
+}
+
+impl Format {
+    /// Every format, in declaration order.
+    pub const ALL: [Format; 7] = [
+        Format::Junit,
+        Format::Pytest,
+        Format::Unittest,
+        Format::Libtest,
+        Format::LibtestJson,
+        Format::GoTestJson,
+        Format::Tap,
+    ];
+
+    /// The kebab-case name used in config files and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Junit => "junit",
+            Format::Pytest => "pytest",
+            Format::Unittest => "unittest",
+            Format::Libtest => "libtest",
+            Format::LibtestJson => "libtest-json",
+            Format::GoTestJson => "go-test-json",
+            Format::Tap => "tap",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A format name that is not one of [`Format::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error(
+    "unknown report format `{0}` (expected one of: junit, pytest, unittest, libtest, libtest-json, go-test-json, tap)"
+)]
+pub struct UnknownFormat(pub String);
+
+impl FromStr for Format {
+    type Err = UnknownFormat;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Format::ALL
+            .into_iter()
+            .find(|f| f.as_str() == s)
+            .ok_or_else(|| UnknownFormat(s.to_owned()))
+    }
+}
+
+/// What happened to one test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Ran and passed (including expected failures, see the crate docs).
+    Passed,
+    /// Ran and an assertion failed.
+    Failed,
+    /// Errored or crashed: a fixture or import blew up, the test never
+    /// reported a result, or its package did not build.
+    Error,
+    /// Did not run (skipped, ignored).
+    Skipped,
+}
+
+impl Outcome {
+    /// True for [`Outcome::Failed`] and [`Outcome::Error`].
+    pub fn is_failure(self) -> bool {
+        matches!(self, Outcome::Failed | Outcome::Error)
+    }
+
+    /// Rank for merging duplicates: the higher one wins. A skip outranks a
+    /// pass because "not shown to pass" is the safer reading.
+    fn severity(self) -> u8 {
+        match self {
+            Outcome::Passed => 0,
+            Outcome::Skipped => 1,
+            Outcome::Failed => 2,
+            Outcome::Error => 3,
+        }
+    }
+
+    /// The worse of two outcomes.
+    fn worst(self, other: Outcome) -> Outcome {
+        if other.severity() > self.severity() {
+            other
+        } else {
+            self
+        }
+    }
+}
+
+/// One test's outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestResult {
+    /// Canonical id, stable across runs (see the per-format modules).
+    pub name: String,
+    /// The file (or, for Go, the package) the test lives in, when the format
+    /// says so; lets a caller rerun only the failing files.
+    pub file: Option<String>,
+    pub outcome: Outcome,
+}
+
+/// Everything read from one report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Report {
+    pub format: Format,
+    /// Sorted by name, names unique.
+    pub tests: Vec<TestResult>,
+    /// Anomalies found while parsing, in input order.
+    pub notes: Vec<String>,
+}
+
+impl Report {
+    /// The outcome of the test called `name`, if the report has it.
+    pub fn outcome(&self, name: &str) -> Option<Outcome> {
+        self.tests
+            .binary_search_by(|t| t.name.as_str().cmp(name))
+            .ok()
+            .and_then(|i| self.tests.get(i))
+            .map(|t| t.outcome)
+    }
+
+    /// True when any test failed or errored.
+    pub fn has_failures(&self) -> bool {
+        self.tests.iter().any(|t| t.outcome.is_failure())
+    }
+}
+
+/// Why a report could not be read at all.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum ParseError {
+    /// The XML is malformed or uses something this parser refuses (such as
+    /// an entity that is not one of the five predefined ones).
+    #[error("invalid XML at byte {offset}: {message}")]
+    Xml { offset: u64, message: String },
+    /// Well-formed XML, but not a JUnit report.
+    #[error("not a JUnit report: {message} (at byte {offset})")]
+    NotJunit { offset: u64, message: String },
+    /// The input must be UTF-8 and is not.
+    #[error("input is not valid UTF-8 at byte {offset}")]
+    NotUtf8 { offset: u64 },
+    /// A line is valid JSON of the expected kind, but a field has the wrong
+    /// shape (e.g. a test name that is a number).
+    #[error("line {line}: {message}")]
+    Schema { line: usize, message: String },
+}
+
+/// Parses `input` as a report in `format`.
+pub fn parse(format: Format, input: &[u8]) -> Result<Report, ParseError> {
+    match format {
+        Format::Junit => junit::parse(input),
+        Format::Pytest => Ok(pytest::parse(input)),
+        Format::Unittest => Ok(unittest::parse(input)),
+        Format::Libtest => Ok(libtest::parse(input)),
+        Format::LibtestJson => libtest_json::parse(input),
+        Format::GoTestJson => go_json::parse(input),
+        Format::Tap => Ok(tap::parse(input)),
+    }
+}
+
+/// Whether a run's report can be believed, given the runner's exit status.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Trust {
+    Trusted,
+    /// The reason, for the grade's evidence.
+    Untrustworthy(String),
+}
+
+/// Cross-checks a report against the exit code of the command that produced
+/// it (`None`: killed by a signal). A report that holds no tests, or whose
+/// failures disagree with the exit status, is untrustworthy: a spoofed or
+/// truncated report must not decide a verdict.
+pub fn assess(exit_code: Option<i32>, report: &Report) -> Trust {
+    if report.tests.is_empty() {
+        return Trust::Untrustworthy("the report holds no tests".to_owned());
+    }
+    let failures = report
+        .tests
+        .iter()
+        .filter(|t| t.outcome.is_failure())
+        .count();
+    match exit_code {
+        None if failures == 0 => Trust::Untrustworthy(
+            "the run was killed by a signal but the report shows no failure".to_owned(),
+        ),
+        Some(0) if failures > 0 => Trust::Untrustworthy(format!(
+            "exit code 0 but the report shows {failures} failed or errored test(s)"
+        )),
+        Some(code) if code != 0 && failures == 0 => Trust::Untrustworthy(format!(
+            "exit code {code} but the report shows no failed or errored test"
+        )),
+        _ => Trust::Trusted,
+    }
+}
+
+/// Gathers results while a parser walks its input and enforces the report
+/// invariants: unique sorted names, worst outcome wins, notes on duplicates.
+struct Collector {
+    format: Format,
+    tests: BTreeMap<String, TestResult>,
+    notes: Vec<String>,
+    recorded: usize,
+}
+
+impl Collector {
+    fn new(format: Format) -> Self {
+        Collector {
+            format,
+            tests: BTreeMap::new(),
+            notes: Vec::new(),
+            recorded: 0,
+        }
+    }
+
+    /// Records one reported result; a second result for the same name is
+    /// merged (worst wins) and noted.
+    fn record(&mut self, name: String, file: Option<String>, outcome: Outcome) {
+        self.recorded += 1;
+        if let Some(existing) = self.tests.get(&name) {
+            let note = format!(
+                "duplicate test `{name}`: {:?} then {:?}, kept the worse",
+                existing.outcome, outcome
+            );
+            self.notes.push(note);
+        }
+        self.merge(name, file, outcome);
+    }
+
+    /// Folds an extra piece of evidence about a test into its entry (or
+    /// creates it) without counting it as a new result: for sub-results such
+    /// as unittest subtests, or a failure listing repeating a progress line.
+    fn merge(&mut self, name: String, file: Option<String>, outcome: Outcome) {
+        match self.tests.get_mut(&name) {
+            Some(existing) => {
+                existing.outcome = existing.outcome.worst(outcome);
+                if existing.file.is_none() {
+                    existing.file = file;
+                }
+            }
+            None => {
+                self.tests.insert(
+                    name.clone(),
+                    TestResult {
+                        name,
+                        file,
+                        outcome,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Counts `n` more results that share an entry already recorded (pytest
+    /// groups identical skips as `SKIPPED [3] file:line`).
+    fn count_more(&mut self, n: usize) {
+        self.recorded += n;
+    }
+
+    fn contains(&self, name: &str) -> bool {
+        self.tests.contains_key(name)
+    }
+
+    fn note(&mut self, note: impl Into<String>) {
+        self.notes.push(note.into());
+    }
+
+    /// How many results [`Collector::record`] took, duplicates included: the
+    /// number to compare with a runner's own count.
+    fn recorded(&self) -> usize {
+        self.recorded
+    }
+
+    fn finish(self) -> Report {
+        Report {
+            format: self.format,
+            tests: self.tests.into_values().collect(),
+            notes: self.notes,
+        }
+    }
+}
+
+/// Splits console output into lines numbered from 1, tolerating invalid
+/// UTF-8, `\r\n` endings and ANSI colour codes (runners colour their output
+/// when they think they talk to a terminal).
+fn text_lines(input: &[u8]) -> impl Iterator<Item = (usize, String)> + '_ {
+    input.split(|&b| b == b'\n').enumerate().map(|(i, raw)| {
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        (i + 1, strip_ansi(&String::from_utf8_lossy(raw)))
+    })
+}
+
+/// Removes ANSI CSI escape sequences (`ESC [ … final-byte`).
+fn strip_ansi(line: &str) -> String {
+    if !line.contains('\u{1b}') {
+        return line.to_owned();
+    }
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' && chars.peek() == Some(&'[') {
+            chars.next();
+            for c in chars.by_ref() {
+                if ('@'..='~').contains(&c) {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `"2 passed"` style count words, as printed in runner summaries.
+fn leading_count(text: &str) -> Option<(usize, &str)> {
+    let text = text.trim();
+    let end = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let n = text.get(..end)?.parse().ok()?;
+    Some((n, text.get(end..)?.trim()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn report(outcomes: &[(&str, Outcome)]) -> Report {
+        let mut c = Collector::new(Format::Tap);
+        for (name, outcome) in outcomes {
+            c.record((*name).to_owned(), None, *outcome);
+        }
+        c.finish()
+    }
+
     #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
+    fn format_names_round_trip_through_from_str_display_and_serde() {
+        for format in Format::ALL {
+            let name = format.to_string();
+            assert_eq!(name.parse::<Format>(), Ok(format));
+            let json = serde_json::to_string(&format).unwrap();
+            assert_eq!(json, format!("\"{name}\""));
+            assert_eq!(serde_json::from_str::<Format>(&json).unwrap(), format);
+        }
+        assert_eq!(
+            "go-test-json".parse::<Format>(),
+            Ok(Format::GoTestJson),
+            "kebab names as documented"
+        );
+        assert_eq!(
+            "libtest_json".parse::<Format>(),
+            Err(UnknownFormat("libtest_json".to_owned()))
+        );
+    }
+
+    #[test]
+    fn outcome_serializes_snake_case() {
+        assert_eq!(
+            serde_json::to_string(&Outcome::Skipped).unwrap(),
+            "\"skipped\""
+        );
+        let r = report(&[("a", Outcome::Error)]);
+        let json = serde_json::to_string(&r).unwrap();
+        assert_eq!(
+            json,
+            r#"{"format":"tap","tests":[{"name":"a","file":null,"outcome":"error"}],"notes":[]}"#
+        );
+        assert_eq!(serde_json::from_str::<Report>(&json).unwrap(), r);
+    }
+
+    #[test]
+    fn duplicates_merge_worst_wins_with_a_note_and_sorted() {
+        let r = report(&[
+            ("b", Outcome::Passed),
+            ("a", Outcome::Failed),
+            ("b", Outcome::Failed),
+            ("b", Outcome::Passed),
+            ("c", Outcome::Passed),
+            ("c", Outcome::Skipped),
+        ]);
+        let names: Vec<_> = r.tests.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        assert_eq!(r.outcome("b"), Some(Outcome::Failed));
+        assert_eq!(r.outcome("c"), Some(Outcome::Skipped));
+        assert_eq!(r.outcome("zzz"), None);
+        assert_eq!(r.notes.len(), 3, "{:?}", r.notes);
+    }
+
+    #[test]
+    fn assess_zero_tests_is_untrustworthy() {
+        let r = report(&[]);
+        assert!(matches!(assess(Some(0), &r), Trust::Untrustworthy(_)));
+        assert!(matches!(assess(Some(1), &r), Trust::Untrustworthy(_)));
+    }
+
+    #[test]
+    fn assess_exit_1_with_all_passed_is_a_spoofed_report() {
+        let r = report(&[("a", Outcome::Passed), ("b", Outcome::Skipped)]);
+        let Trust::Untrustworthy(reason) = assess(Some(1), &r) else {
+            panic!("exit 1 with an all-green report must not be trusted");
+        };
+        assert!(reason.contains("exit code 1"), "{reason}");
+    }
+
+    #[test]
+    fn assess_exit_0_with_failures_is_untrustworthy() {
+        for bad in [Outcome::Failed, Outcome::Error] {
+            let r = report(&[("a", Outcome::Passed), ("b", bad)]);
+            assert!(matches!(assess(Some(0), &r), Trust::Untrustworthy(_)));
+        }
+    }
+
+    #[test]
+    fn assess_killed_by_signal() {
+        let green = report(&[("a", Outcome::Passed)]);
+        assert!(matches!(assess(None, &green), Trust::Untrustworthy(_)));
+        let red = report(&[("a", Outcome::Passed), ("b", Outcome::Error)]);
+        assert_eq!(assess(None, &red), Trust::Trusted);
+    }
+
+    #[test]
+    fn assess_consistent_reports_are_trusted() {
+        let green = report(&[("a", Outcome::Passed), ("s", Outcome::Skipped)]);
+        assert_eq!(assess(Some(0), &green), Trust::Trusted);
+        let red = report(&[("a", Outcome::Passed), ("b", Outcome::Failed)]);
+        assert_eq!(assess(Some(1), &red), Trust::Trusted);
+        assert_eq!(assess(Some(101), &red), Trust::Trusted);
+    }
+
+    #[test]
+    fn ansi_codes_are_stripped() {
+        assert_eq!(
+            strip_ansi("\u{1b}[32mPASSED\u{1b}[0m tests/a.py::t"),
+            "PASSED tests/a.py::t"
+        );
+        assert_eq!(strip_ansi("plain"), "plain");
+    }
+
+    #[test]
+    fn every_parser_survives_garbage() {
+        let inputs: [&[u8]; 9] = [
+            b"",
+            b"\n\n\n",
+            b"\xff\xfe\x00garbage\x00\x80",
+            b"{\"type\":",
+            b"<testsuite><testcase",
+            b"test  ... \nok\nnot ok\n1..\n  FAIL: \n=====\nFAIL: (\n",
+            b"{}\n[]\n{\"Action\":5}\n{\"type\":\"test\"}\n",
+            b"<<<>>>&&&;;;",
+            b"\x1b[\x1b[31\x1b",
+        ];
+        for format in Format::ALL {
+            for input in inputs {
+                // Never a panic; an empty report is never trusted.
+                if let Ok(r) = parse(format, input)
+                    && r.tests.is_empty()
+                {
+                    assert!(matches!(assess(Some(0), &r), Trust::Untrustworthy(_)));
+                }
+            }
+        }
+    }
+
+    fn fixture(format: Format, bytes: &[u8]) -> Report {
+        parse(format, bytes).unwrap()
+    }
+
+    #[test]
+    fn assess_real_fixtures_with_their_real_exit_codes() {
+        // Exit codes as observed when the fixtures were captured.
+        let cases = [
+            (
+                Format::Unittest,
+                &include_bytes!("../tests/fixtures/unittest_py311.txt")[..],
+                1,
+            ),
+            (
+                Format::Pytest,
+                include_bytes!("../tests/fixtures/pytest_ra.txt"),
+                1,
+            ),
+            (
+                Format::Pytest,
+                include_bytes!("../tests/fixtures/pytest_collection_error.txt"),
+                2,
+            ),
+            (
+                Format::Libtest,
+                include_bytes!("../tests/fixtures/libtest.txt"),
+                101,
+            ),
+            (
+                Format::LibtestJson,
+                include_bytes!("../tests/fixtures/libtest_json.txt"),
+                101,
+            ),
+            (
+                Format::Junit,
+                include_bytes!("../tests/fixtures/junit_pytest.xml"),
+                1,
+            ),
+            (
+                Format::Tap,
+                include_bytes!("../tests/fixtures/tap_basic.txt"),
+                1,
+            ),
+        ];
+        for (format, bytes, exit) in cases {
+            let r = fixture(format, bytes);
+            assert_eq!(assess(Some(exit), &r), Trust::Trusted, "{format}");
+            assert!(
+                matches!(assess(Some(0), &r), Trust::Untrustworthy(_)),
+                "{format}"
+            );
+        }
+        // A bail out leaves only passes behind: perl exited 255.
+        let bailed = fixture(
+            Format::Tap,
+            include_bytes!("../tests/fixtures/tap_bail.txt"),
+        );
+        assert!(matches!(
+            assess(Some(255), &bailed),
+            Trust::Untrustworthy(_)
+        ));
+    }
+
+    #[test]
+    fn assess_spoofed_all_passed_text_with_exit_1() {
+        // An agent's code prints a convincing green run, but the runner failed.
+        let spoof = b"test_a (tests.test_x.T.test_a) ... ok\n\
+----------------------------------------------------------------------\n\
+Ran 1 test in 0.001s\n\nOK\n";
+        let r = fixture(Format::Unittest, spoof);
+        assert_eq!(r.tests.len(), 1);
+        assert!(matches!(assess(Some(1), &r), Trust::Untrustworthy(_)));
     }
 }

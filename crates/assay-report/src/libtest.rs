@@ -1,0 +1,337 @@
+//! Rust libtest's default text output, as `cargo test` prints it: one
+//! `running N tests` … `test result:` block per test binary (unit tests,
+//! each integration test, doc tests), concatenated.
+//!
+//! Result lines are `test path::to::name ... ok|FAILED|ignored` (also
+//! `ignored, reason`, and `bench: …` for benchmarks run as tests). The name
+//! is the path as printed, minus the test-mode suffix libtest appends
+//! (` - should panic`, ` - compile fail`), so it matches the JSON format's
+//! name. Doc tests are named `src/lib.rs - item (line 3)` and get that file.
+//!
+//! With `--nocapture --test-threads=1` a test's output can land between
+//! `... ` and its status; a status glued to other text is taken tentatively
+//! and noted. Each block's own counts (`running N tests`, `test result: …
+//! N passed; N failed; N ignored; N measured`) are cross-checked, and a block
+//! that never reaches its `test result:` line (the test binary crashed) is
+//! noted, its started-but-unfinished test counted as an error.
+
+use crate::{Collector, Format, Outcome, Report, leading_count, text_lines};
+
+const MODE_SUFFIXES: [&str; 3] = [" - should panic", " - compile fail", " - compile"];
+
+pub(crate) fn parse(input: &[u8]) -> Report {
+    let mut p = Parser {
+        out: Collector::new(Format::Libtest),
+        block: None,
+        pending: None,
+    };
+    for (number, line) in text_lines(input) {
+        p.line(number, &line);
+    }
+    p.end_block(None);
+    p.out.finish()
+}
+
+/// One `running N tests` block.
+struct Block {
+    line: usize,
+    announced: usize,
+    read: usize,
+}
+
+struct Pending {
+    name: String,
+    line: usize,
+    tentative: Option<Outcome>,
+}
+
+struct Parser {
+    out: Collector,
+    block: Option<Block>,
+    pending: Option<Pending>,
+}
+
+impl Parser {
+    fn line(&mut self, number: usize, line: &str) {
+        if let Some(announced) = running_count(line) {
+            self.end_block(None);
+            self.block = Some(Block {
+                line: number,
+                announced,
+                read: 0,
+            });
+            return;
+        }
+        if let Some(counted) = line.strip_prefix("test result: ") {
+            self.end_block(Some(result_total(counted)));
+            return;
+        }
+        if let Some((raw_name, after)) = line
+            .strip_prefix("test ")
+            .and_then(|rest| rest.split_once(" ... "))
+        {
+            self.close_pending();
+            let name = canonical_name(raw_name);
+            if name.is_empty() {
+                return;
+            }
+            match status(after) {
+                Some(outcome) => self.record(name, outcome),
+                None => {
+                    self.pending = Some(Pending {
+                        name,
+                        line: number,
+                        tentative: glued_status(after),
+                    })
+                }
+            }
+            return;
+        }
+        if let Some(pending) = self.pending.as_mut() {
+            if let Some(outcome) = status(line) {
+                if let Some(p) = self.pending.take() {
+                    self.record(p.name, outcome);
+                }
+            } else if let Some(outcome) = glued_status(line) {
+                pending.tentative = Some(outcome);
+            }
+        }
+    }
+
+    fn record(&mut self, name: String, outcome: Outcome) {
+        if let Some(block) = self.block.as_mut() {
+            block.read += 1;
+        }
+        let file = doctest_file(&name);
+        self.out.record(name, file, outcome);
+    }
+
+    /// Settles a test whose status was not on its own line: a tentative
+    /// status if one was seen, else it never finished.
+    fn close_pending(&mut self) {
+        self.settle_pending(false);
+    }
+
+    /// As [`Parser::close_pending`]; when the binary `crashed`, a tentative
+    /// status is not believed: whatever was glued to the output, the test
+    /// did not finish.
+    fn settle_pending(&mut self, crashed: bool) {
+        let Some(p) = self.pending.take() else {
+            return;
+        };
+        match p.tentative.filter(|_| !crashed) {
+            Some(outcome) => {
+                self.out.note(format!(
+                    "line {}: status of `{}` read from output it was glued to: {outcome:?}",
+                    p.line, p.name
+                ));
+                self.record(p.name, outcome);
+            }
+            None => {
+                self.out.note(format!(
+                    "line {}: `{}` started but printed no status; counted as an error",
+                    p.line, p.name
+                ));
+                self.record(p.name, Outcome::Error);
+            }
+        }
+    }
+
+    /// Closes the current block; `total` is the sum from its `test result:`
+    /// line, `None` when the block ended without one.
+    fn end_block(&mut self, total: Option<Option<usize>>) {
+        self.settle_pending(total.is_none());
+        let Some(block) = self.block.take() else {
+            return;
+        };
+        match total {
+            None => self.out.note(format!(
+                "line {}: test binary ended without a `test result:` line after {} of {} tests (crashed?)",
+                block.line, block.read, block.announced
+            )),
+            Some(total) => {
+                if block.read != block.announced {
+                    self.out.note(format!(
+                        "line {}: `running {} tests` but {} results were read",
+                        block.line, block.announced, block.read
+                    ));
+                } else if total.is_some_and(|t| t != block.read) {
+                    self.out.note(format!(
+                        "line {}: the `test result:` counts disagree with the {} results read",
+                        block.line, block.read
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// `running 5 tests` / `running 1 test`.
+fn running_count(line: &str) -> Option<usize> {
+    let (n, rest) = leading_count(line.strip_prefix("running ")?)?;
+    matches!(rest, "test" | "tests").then_some(n)
+}
+
+/// `ok. 2 passed; 1 failed; 2 ignored; 0 measured; 0 filtered out; …`:
+/// the number of results the block printed.
+fn result_total(text: &str) -> Option<usize> {
+    let (_, counts) = text.split_once(". ")?;
+    let mut total = None;
+    for part in counts.split("; ") {
+        if let Some((n, "passed" | "failed" | "ignored" | "measured")) = leading_count(part) {
+            *total.get_or_insert(0) += n;
+        }
+    }
+    total
+}
+
+fn status(text: &str) -> Option<Outcome> {
+    let t = text.trim();
+    match t {
+        "ok" => Some(Outcome::Passed),
+        "FAILED" => Some(Outcome::Failed),
+        "ignored" => Some(Outcome::Skipped),
+        _ if t.starts_with("ignored, ") => Some(Outcome::Skipped),
+        _ if t.starts_with("bench:") => Some(Outcome::Passed),
+        _ => None,
+    }
+}
+
+fn glued_status(text: &str) -> Option<Outcome> {
+    let t = text.trim_end();
+    if t.ends_with("FAILED") {
+        Some(Outcome::Failed)
+    } else if t.ends_with("ok") {
+        Some(Outcome::Passed)
+    } else if t.ends_with("ignored") {
+        Some(Outcome::Skipped)
+    } else {
+        None
+    }
+}
+
+/// The test's name without libtest's test-mode suffix.
+pub(crate) fn canonical_name(raw: &str) -> String {
+    let raw = raw.trim();
+    MODE_SUFFIXES
+        .iter()
+        .find_map(|s| raw.strip_suffix(s))
+        .unwrap_or(raw)
+        .to_owned()
+}
+
+/// `src/lib.rs - add (line 3)` → `src/lib.rs`.
+pub(crate) fn doctest_file(name: &str) -> Option<String> {
+    let (file, item) = name.split_once(" - ")?;
+    (file.ends_with(".rs") && item.ends_with(')') && !file.contains(' ')).then(|| file.to_owned())
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub(crate) fn outcomes(r: &Report) -> Vec<(&str, Option<&str>, Outcome)> {
+        r.tests
+            .iter()
+            .map(|t| (t.name.as_str(), t.file.as_deref(), t.outcome))
+            .collect()
+    }
+
+    pub(crate) const TINYLIB: [(&str, Option<&str>, Outcome); 8] = [
+        ("it_adds", None, Outcome::Passed),
+        ("it_prints_without_newline", None, Outcome::Passed),
+        (
+            "src/lib.rs - add (line 3)",
+            Some("src/lib.rs"),
+            Outcome::Passed,
+        ),
+        ("tests::adds", None, Outcome::Passed),
+        ("tests::nested::panics", None, Outcome::Passed),
+        ("tests::online", None, Outcome::Skipped),
+        ("tests::slow", None, Outcome::Skipped),
+        ("tests::wrong_sum", None, Outcome::Failed),
+    ];
+
+    #[test]
+    fn cargo_test_fixture_with_three_binaries() {
+        let r = parse(include_bytes!("../tests/fixtures/libtest.txt"));
+        assert_eq!(outcomes(&r), TINYLIB);
+        assert!(r.notes.is_empty(), "{:?}", r.notes);
+    }
+
+    #[test]
+    fn nocapture_output_between_name_and_status() {
+        let input = b"running 3 tests\n\
+test a::one ... hello from one\nok\n\
+test a::two ... printed without newlineFAILED\n\
+test a::three ... ignored, slow\n\
+\n\
+test result: FAILED. 1 passed; 1 failed; 1 ignored; 0 measured; 0 filtered out\n";
+        let r = parse(input);
+        assert_eq!(
+            outcomes(&r),
+            [
+                ("a::one", None, Outcome::Passed),
+                ("a::three", None, Outcome::Skipped),
+                ("a::two", None, Outcome::Failed),
+            ]
+        );
+        assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
+    }
+
+    #[test]
+    fn crashed_binary_is_noted_and_its_running_test_errors() {
+        let input = b"running 3 tests\n\
+test a::one ... ok\n\
+test a::two ... look\n\
+error: test failed, to rerun pass `--lib`\n\
+\n\
+Caused by:\n  process didn't exit successfully: `x` (signal: 11, SIGSEGV: invalid memory reference)\n\
+\n\
+running 1 test\n\
+test b::one ... ok\n\
+\n\
+test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n";
+        let r = parse(input);
+        assert_eq!(
+            outcomes(&r),
+            [
+                ("a::one", None, Outcome::Passed),
+                ("a::two", None, Outcome::Error),
+                ("b::one", None, Outcome::Passed),
+            ]
+        );
+        assert_eq!(r.notes.len(), 2, "{:?}", r.notes);
+        assert!(r.notes[1].contains("2 of 3"), "{:?}", r.notes);
+    }
+
+    #[test]
+    fn same_name_in_two_binaries_is_merged_and_noted() {
+        let input = b"running 1 test\ntest tests::it ... ok\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n\
+running 1 test\ntest tests::it ... FAILED\ntest result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out\n";
+        let r = parse(input);
+        assert_eq!(outcomes(&r), [("tests::it", None, Outcome::Failed)]);
+        assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
+    }
+
+    #[test]
+    fn count_mismatch_is_noted() {
+        let r = parse(b"running 2 tests\ntest a ... ok\ntest result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n");
+        assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
+        // The announced count agrees but the result line does not.
+        let r = parse(b"running 1 test\ntest a ... ok\ntest result: ok. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n");
+        assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
+        assert!(r.notes[0].contains("`test result:`"), "{:?}", r.notes);
+    }
+
+    #[test]
+    fn garbage_gives_no_tests() {
+        for input in [
+            &b"test  ... ok\nrunning x tests\ntest result: \n"[..],
+            b"\xff\xfe\x00",
+            b"test result: ok. ; ; ;\n",
+        ] {
+            assert!(parse(input).tests.is_empty(), "{input:?}");
+        }
+    }
+}

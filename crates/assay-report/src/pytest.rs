@@ -1,0 +1,422 @@
+//! `pytest -rA` console output.
+//!
+//! The source of truth is the "short test summary info" section, one line
+//! per result: `PASSED node_id`, `FAILED node_id - message`, `ERROR …`,
+//! `SKIPPED [n] file:line: reason`, `XFAIL …`, `XPASS …`. Only lines inside
+//! that section count, so a test printing `PASSED x` to stdout cannot forge a
+//! result. The name is the node id (`tests/test_x.py::TestC::test_m[param]`);
+//! the file is the part before the first `::`. Skips reported by location
+//! only are named `file:line`. Parametrized ids may hold spaces, brackets and
+//! ` - `, so the id ends at the first ` - ` outside brackets.
+//!
+//! When a run has no summary section (pytest without `-rA`), the verbose
+//! progress lines (`node_id PASSED  [ 10%]`, or xdist's
+//! `[gw0] [ 10%] PASSED node_id`) are used instead, with a note.
+//!
+//! The closing `=== 3 failed, 5 passed … in 0.03s ===` line is cross-checked
+//! with the number of results read; a mismatch (e.g. `-ra` instead of `-rA`,
+//! which leaves out passes) is noted.
+
+use crate::{Collector, Format, Outcome, Report, leading_count, text_lines};
+
+const STATUSES: [(&str, Outcome); 6] = [
+    ("PASSED", Outcome::Passed),
+    ("FAILED", Outcome::Failed),
+    ("ERROR", Outcome::Error),
+    ("SKIPPED", Outcome::Skipped),
+    ("XFAIL", Outcome::Passed),
+    ("XPASS", Outcome::Passed),
+];
+
+pub(crate) fn parse(input: &[u8]) -> Report {
+    let mut summary = Collector::new(Format::Pytest);
+    let mut verbose = Collector::new(Format::Pytest);
+    let mut in_summary = false;
+    let mut saw_summary = false;
+    let mut stated: Option<usize> = None;
+    for (_, line) in text_lines(input) {
+        if let Some(title) = section_title(&line) {
+            in_summary = title == "short test summary info";
+            saw_summary |= in_summary;
+        }
+        if let Some(n) = stats_total(&line) {
+            *stated.get_or_insert(0) += n;
+            continue;
+        }
+        if in_summary {
+            summary_line(&mut summary, &line);
+        } else {
+            verbose_line(&mut verbose, &line);
+        }
+    }
+    let summary_complete = saw_summary && stated == Some(summary.recorded());
+    let mut out = if summary_complete || verbose.recorded() == 0 {
+        summary
+    } else {
+        // Without -rA the summary lists only failures and errors: the verbose
+        // progress lines carry the rest, and the summary still counts.
+        verbose.note(
+            "the short test summary is incomplete (run pytest with -rA); read the verbose progress lines",
+        );
+        for t in summary.finish().tests {
+            if verbose.contains(&t.name) {
+                verbose.merge(t.name, t.file, t.outcome);
+            } else {
+                verbose.record(t.name, t.file, t.outcome);
+            }
+        }
+        verbose
+    };
+    if let Some(stated) = stated
+        && stated != out.recorded()
+    {
+        out.note(format!(
+            "pytest's closing line counts {stated} results but {} were read",
+            out.recorded()
+        ));
+    }
+    out.finish()
+}
+
+/// The title of a `==== title ====` section rule.
+fn section_title(line: &str) -> Option<&str> {
+    let inner = line.strip_prefix("==")?.strip_suffix("==")?;
+    let title = inner.trim_matches('=').trim();
+    (inner.starts_with(['=', ' ']) && !title.is_empty()).then_some(title)
+}
+
+/// The total of pytest's closing line: `=== 1 failed, 2 passed in 0.1s ===`
+/// (or without the rules under `-q`). Deselected tests and warnings are not
+/// results.
+fn stats_total(line: &str) -> Option<usize> {
+    let inner = line.trim().trim_matches('=').trim();
+    let (counts, time) = inner.rsplit_once(" in ")?;
+    if !time.trim_start().starts_with(|c: char| c.is_ascii_digit()) || !time.contains('s') {
+        return None;
+    }
+    let mut total = 0;
+    for part in counts.split(", ") {
+        let (n, word) = leading_count(part)?;
+        match word {
+            "passed" | "failed" | "skipped" | "xfailed" | "xpassed" | "error" | "errors" => {
+                total += n
+            }
+            "deselected" | "warning" | "warnings" | "rerun" | "reruns" | "subtests passed"
+            | "subtests failed" | "subtests skipped" => {}
+            _ => return None,
+        }
+    }
+    Some(total)
+}
+
+fn summary_line(out: &mut Collector, line: &str) {
+    let Some((word, rest)) = line.split_once(' ') else {
+        return;
+    };
+    let Some(&(_, outcome)) = STATUSES.iter().find(|(w, _)| *w == word) else {
+        return;
+    };
+    if word == "SKIPPED" {
+        skipped_line(out, rest);
+        return;
+    }
+    let id = node_id(rest);
+    if !id.is_empty() {
+        out.record(id.to_owned(), Some(file_of(id).to_owned()), outcome);
+    }
+}
+
+/// `[3] tests/test_x.py:12: reason`, or a node id where pytest gives one.
+fn skipped_line(out: &mut Collector, rest: &str) {
+    let (count, rest) = match rest
+        .strip_prefix('[')
+        .and_then(|r| r.split_once("] "))
+        .and_then(|(n, r)| Some((n.parse::<usize>().ok()?, r)))
+    {
+        Some((n, r)) => (n, r),
+        None => (1, rest),
+    };
+    let location = match rest.split_once(": ") {
+        Some((loc, _)) if !loc.contains("::") => loc,
+        _ => node_id(rest),
+    };
+    if location.is_empty() {
+        return;
+    }
+    let file = match location.rsplit_once(':') {
+        Some((file, line)) if !location.contains("::") && line.parse::<u32>().is_ok() => file,
+        _ => file_of(location),
+    };
+    out.record(location.to_owned(), Some(file.to_owned()), Outcome::Skipped);
+    // A grouped skip (`[3]`) stands for several results in pytest's count.
+    out.count_more(count.saturating_sub(1));
+}
+
+/// The node id at the start of `text`: up to the first ` - ` that is not
+/// inside a parametrization's brackets.
+fn node_id(text: &str) -> &str {
+    let mut depth = 0usize;
+    for (i, c) in text.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth = depth.saturating_sub(1),
+            ' ' if depth == 0 && text[i..].starts_with(" - ") => return text[..i].trim(),
+            _ => {}
+        }
+    }
+    if depth > 0 {
+        // Unbalanced brackets: fall back to the first separator.
+        if let Some((id, _)) = text.split_once(" - ") {
+            return id.trim();
+        }
+    }
+    text.trim()
+}
+
+fn file_of(id: &str) -> &str {
+    id.split_once("::").map_or(id, |(file, _)| file)
+}
+
+/// `tests/x.py::test_a PASSED   [ 10%]`, `tests/x.py::test_b SKIPPED (why)`,
+/// or xdist's `[gw1] [ 10%] PASSED tests/x.py::test_a`.
+fn verbose_line(out: &mut Collector, line: &str) {
+    let line = line.trim_end();
+    if let Some(rest) = line.strip_prefix("[gw") {
+        let rest = rest
+            .split_once("] ")
+            .map(|(_, r)| r)
+            .and_then(|r| r.strip_prefix('[').and_then(|r| r.split_once("] ")))
+            .map_or("", |(_, r)| r);
+        if let Some((word, id)) = rest.split_once(' ')
+            && let Some(&(_, outcome)) = STATUSES.iter().find(|(w, _)| *w == word)
+            && id.contains("::")
+        {
+            let id = node_id(id);
+            out.record(id.to_owned(), Some(file_of(id).to_owned()), outcome);
+        }
+        return;
+    }
+    let Some(first) = line.split(' ').next() else {
+        return;
+    };
+    if !first.contains("::") {
+        return;
+    }
+    let line = strip_progress(line);
+    let found = STATUSES
+        .iter()
+        .filter_map(|&(word, outcome)| {
+            let needle = format!(" {word}");
+            line.rmatch_indices(needle.as_str())
+                .map(|(i, _)| i)
+                .find(|&i| {
+                    let after = &line[i + needle.len()..];
+                    after.is_empty() || after.starts_with(" (")
+                })
+                .map(|i| (i, outcome))
+        })
+        .max_by_key(|(i, _)| *i);
+    if let Some((i, outcome)) = found {
+        let id = line[..i].trim();
+        out.record(id.to_owned(), Some(file_of(id).to_owned()), outcome);
+    }
+}
+
+/// Drops a trailing `[ 42%]` progress marker.
+fn strip_progress(line: &str) -> &str {
+    if line.ends_with("%]")
+        && let Some(i) = line.rfind('[')
+    {
+        return line[..i].trim_end();
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcomes(r: &Report) -> Vec<(&str, Option<&str>, Outcome)> {
+        r.tests
+            .iter()
+            .map(|t| (t.name.as_str(), t.file.as_deref(), t.outcome))
+            .collect()
+    }
+
+    const OPS: &str = "tests/test_ops.py";
+
+    fn expected_ra() -> Vec<(&'static str, Option<&'static str>, Outcome)> {
+        vec![
+            (
+                "tests/test_broken.py",
+                Some("tests/test_broken.py"),
+                Outcome::Error,
+            ),
+            ("tests/test_ops.py:21", Some(OPS), Outcome::Skipped),
+            ("tests/test_ops.py:27", Some(OPS), Outcome::Skipped),
+            (
+                "tests/test_ops.py::TestDivide::test_by_zero",
+                Some(OPS),
+                Outcome::Passed,
+            ),
+            (
+                "tests/test_ops.py::TestDivide::test_wrong",
+                Some(OPS),
+                Outcome::Failed,
+            ),
+            ("tests/test_ops.py::test_add", Some(OPS), Outcome::Passed),
+            (
+                "tests/test_ops.py::test_split[-0]",
+                Some(OPS),
+                Outcome::Passed,
+            ),
+            (
+                "tests/test_ops.py::test_split[a b-2]",
+                Some(OPS),
+                Outcome::Passed,
+            ),
+            (
+                "tests/test_ops.py::test_split[x [y] z-3]",
+                Some(OPS),
+                Outcome::Passed,
+            ),
+            ("tests/test_ops.py::test_sub", Some(OPS), Outcome::Failed),
+            (
+                "tests/test_ops.py::test_uses_broken_fixture",
+                Some(OPS),
+                Outcome::Error,
+            ),
+            ("tests/test_ops.py::test_xfail", Some(OPS), Outcome::Passed),
+            ("tests/test_ops.py::test_xpass", Some(OPS), Outcome::Passed),
+            (
+                "tests/test_ops.py::test_xpass_strict",
+                Some(OPS),
+                Outcome::Failed,
+            ),
+        ]
+    }
+
+    /// The verbose lines name skips by node id, not by location.
+    fn expected_ra_verbose() -> Vec<(&'static str, Option<&'static str>, Outcome)> {
+        let mut v = expected_ra();
+        v.retain(|(_, _, o)| *o != Outcome::Skipped);
+        v.push((
+            "tests/test_ops.py::test_skip_inside",
+            Some(OPS),
+            Outcome::Skipped,
+        ));
+        v.push((
+            "tests/test_ops.py::test_skipped",
+            Some(OPS),
+            Outcome::Skipped,
+        ));
+        v.sort_by(|a, b| a.0.cmp(b.0));
+        v
+    }
+
+    #[test]
+    fn ra_fixture() {
+        let r = parse(include_bytes!("../tests/fixtures/pytest_ra.txt"));
+        assert_eq!(outcomes(&r), expected_ra());
+        assert!(r.notes.is_empty(), "{:?}", r.notes);
+    }
+
+    #[test]
+    fn collection_error_fixture() {
+        let r = parse(include_bytes!(
+            "../tests/fixtures/pytest_collection_error.txt"
+        ));
+        assert_eq!(
+            outcomes(&r),
+            [(
+                "tests/test_broken.py",
+                Some("tests/test_broken.py"),
+                Outcome::Error
+            )]
+        );
+        assert!(r.notes.is_empty(), "{:?}", r.notes);
+    }
+
+    #[test]
+    fn verbose_fallback_without_summary_section() {
+        // pytest_v.txt was run with -v and without -rA: its summary section
+        // lists only failures and errors; the progress lines give the rest.
+        let r = parse(include_bytes!("../tests/fixtures/pytest_v.txt"));
+        assert_eq!(outcomes(&r), expected_ra_verbose());
+        assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
+        assert!(r.notes[0].contains("-rA"), "{:?}", r.notes);
+
+        let input = b"tests/t.py::test_a PASSED                [ 50%]\n\
+tests/t.py::test_b[x - y] SKIPPED (no db)  [100%]\n\
+[gw1] [ 75%] FAILED tests/t.py::test_c[1] \n\
+tests/t.py::test_a ERROR\n\
+===== 1 passed, 1 skipped, 1 failed, 1 error in 0.10s =====\n";
+        let r = parse(input);
+        assert_eq!(
+            outcomes(&r),
+            [
+                ("tests/t.py::test_a", Some("tests/t.py"), Outcome::Error),
+                (
+                    "tests/t.py::test_b[x - y]",
+                    Some("tests/t.py"),
+                    Outcome::Skipped
+                ),
+                ("tests/t.py::test_c[1]", Some("tests/t.py"), Outcome::Failed),
+            ]
+        );
+        // The fallback is noted, and the teardown error duplicates test_a.
+        assert_eq!(r.notes.len(), 2, "{:?}", r.notes);
+    }
+
+    #[test]
+    fn summary_lines_outside_the_section_are_ignored() {
+        let input = b"PASSED tests/fake.py::test_spoof\n\
+========== short test summary info ==========\n\
+FAILED tests/t.py::test_a[a - b] - assert 1 == 2\n\
+SKIPPED [2] tests/t.py:40: slow\n\
+SKIPPED [1] tests/t.py::test_c - no db\n\
+XFAIL tests/t.py::test_d - reason: known\n\
+========== 1 failed, 3 skipped, 1 xfailed, 2 warnings in 1.00s ==========\n\
+PASSED tests/fake.py::test_after\n";
+        let r = parse(input);
+        assert_eq!(
+            outcomes(&r),
+            [
+                ("tests/t.py:40", Some("tests/t.py"), Outcome::Skipped),
+                (
+                    "tests/t.py::test_a[a - b]",
+                    Some("tests/t.py"),
+                    Outcome::Failed
+                ),
+                ("tests/t.py::test_c", Some("tests/t.py"), Outcome::Skipped),
+                ("tests/t.py::test_d", Some("tests/t.py"), Outcome::Passed),
+            ]
+        );
+        assert!(r.notes.is_empty(), "{:?}", r.notes);
+    }
+
+    #[test]
+    fn coloured_output() {
+        let input = b"\x1b[36m====== short test summary info ======\x1b[0m\n\
+\x1b[32mPASSED\x1b[0m tests/t.py::test_a\n\
+\x1b[31m====== \x1b[32m1 passed\x1b[0m\x1b[31m in 0.01s ======\x1b[0m\n";
+        let r = parse(input);
+        assert_eq!(
+            outcomes(&r),
+            [("tests/t.py::test_a", Some("tests/t.py"), Outcome::Passed)]
+        );
+        assert!(r.notes.is_empty(), "{:?}", r.notes);
+    }
+
+    #[test]
+    fn garbage_gives_no_tests() {
+        for input in [
+            &b"PASSED\nFAILED \nSKIPPED [x\n"[..],
+            b"===== short test summary info =====\nPASSED \nSKIPPED [1] \nFAILED  - x\nERROR [[[[",
+            b"\xff\x00::PASSED",
+        ] {
+            let r = parse(input);
+            assert!(r.tests.len() <= 1, "{r:?}");
+        }
+    }
+}

@@ -1,0 +1,504 @@
+//! `python -m unittest -v` output (what it writes to stderr; Django's runner
+//! prints the same shape).
+//!
+//! A test announces itself as `method (qualname) ... ` and its status follows
+//! (`ok`, `FAIL`, `ERROR`, `skipped 'why'`, `expected failure`, `unexpected
+//! success`). The canonical name is the dotted id `module.Class.method`:
+//! Python ≥ 3.11 prints it whole in the parentheses, older versions print
+//! only `module.Class`, and both spellings map to the same name.
+//!
+//! The status does not always follow on the same line: a docstring's first
+//! line may sit in between, and a test writing to the same stream splits
+//! the line (`... warning\nok`, or `... chatterok` without a newline). A
+//! status found on a line of its own or after ` ... ` is definite; one only
+//! glued to the end of other output is tentative and noted. A test whose
+//! status never shows is resolved by the failure listing at the end
+//! (`FAIL: method (qualname)`), which also reveals subtest failures that
+//! Python < 3.11 never prints inline; failing that it is an error (the
+//! process probably died mid-test).
+//!
+//! Import failures show as `unittest.loader._FailedTest` and become an
+//! `Error` named after the module that failed to import; class and module
+//! fixtures (`setUpClass (module.Class)`) become `Error`s named
+//! `module.Class.setUpClass`. The `Ran N tests` lines are cross-checked.
+
+use crate::{Collector, Format, Outcome, Report, leading_count, text_lines};
+
+const FAILED_IMPORT_PREFIXES: [&str; 2] = [
+    "unittest.loader._FailedTest.",
+    "unittest.loader.ModuleImportFailure.",
+];
+const CLASS_FIXTURES: [&str; 2] = ["setUpClass", "tearDownClass"];
+const MODULE_FIXTURES: [&str; 2] = ["setUpModule", "tearDownModule"];
+
+pub(crate) fn parse(input: &[u8]) -> Report {
+    let mut p = Parser {
+        out: Collector::new(Format::Unittest),
+        pending: None,
+        unresolved: Vec::new(),
+        counted: 0,
+        ran: None,
+        prev_was_rule: false,
+    };
+    for (number, line) in text_lines(input) {
+        p.line(number, &line);
+    }
+    p.finish()
+}
+
+/// A test whose header was printed but whose status has not been seen yet.
+struct Pending {
+    id: String,
+    line: usize,
+    tentative: Option<Outcome>,
+}
+
+struct Parser {
+    out: Collector,
+    pending: Option<Pending>,
+    /// Tests that never showed a status, with the line they started on.
+    unresolved: Vec<(String, usize)>,
+    /// Results that unittest counts in `Ran N tests` (fixtures excluded).
+    counted: usize,
+    ran: Option<usize>,
+    prev_was_rule: bool,
+}
+
+impl Parser {
+    fn line(&mut self, number: usize, line: &str) {
+        let is_equals_rule = is_rule(line, '=');
+        let after_rule = std::mem::replace(&mut self.prev_was_rule, is_equals_rule);
+        if after_rule && let Some((outcome, desc)) = listing_header(line) {
+            self.close_pending();
+            if let Some((id, _)) = parse_description(desc) {
+                self.listing(id, outcome);
+            }
+            return;
+        }
+        if is_equals_rule || is_rule(line, '-') {
+            self.close_pending();
+            return;
+        }
+        if let Some(ran) = ran_count(line) {
+            self.close_pending();
+            *self.ran.get_or_insert(0) += ran;
+            return;
+        }
+        if let Some(indented) = line.strip_prefix("  ")
+            && let Some((id, rest)) = parse_description(indented)
+            && let Some(outcome) = rest.rsplit_once(" ... ").and_then(|(_, s)| status(s))
+        {
+            self.subtest(id, outcome);
+            return;
+        }
+        match parse_description(line) {
+            Some((id, rest)) if rest.is_empty() || rest.starts_with(" ... ") => {
+                self.close_pending();
+                let after = rest.strip_prefix(" ... ").unwrap_or("");
+                match status(after) {
+                    Some(outcome) => self.record(id, outcome),
+                    None => {
+                        self.pending = Some(Pending {
+                            id,
+                            line: number,
+                            tentative: glued_status(after),
+                        })
+                    }
+                }
+            }
+            _ => self.continuation(line),
+        }
+    }
+
+    /// A line while a test's status is outstanding: docstring, output, or
+    /// the status itself.
+    fn continuation(&mut self, line: &str) {
+        let Some(pending) = self.pending.as_mut() else {
+            return;
+        };
+        let definite = line
+            .rsplit_once(" ... ")
+            .and_then(|(_, s)| status(s))
+            .or_else(|| status(line));
+        if let Some(outcome) = definite {
+            if let Some(p) = self.pending.take() {
+                self.record(p.id, outcome);
+            }
+        } else if let Some(outcome) = glued_status(line) {
+            pending.tentative = Some(outcome);
+        }
+    }
+
+    fn close_pending(&mut self) {
+        self.settle_pending(false);
+    }
+
+    /// As [`Parser::close_pending`]; when the run `crashed` (no `Ran N
+    /// tests` line), a tentative status is not believed.
+    fn settle_pending(&mut self, crashed: bool) {
+        let Some(p) = self.pending.take() else {
+            return;
+        };
+        match p.tentative.filter(|_| !crashed) {
+            Some(outcome) => {
+                self.out.note(format!(
+                    "line {}: status of `{}` read from output it was glued to: {outcome:?}",
+                    p.line,
+                    canonical_name(&p.id)
+                ));
+                self.record(p.id, outcome);
+            }
+            None => self.unresolved.push((p.id, p.line)),
+        }
+    }
+
+    fn record(&mut self, id: String, outcome: Outcome) {
+        let (name, file, is_fixture) = identify(&id);
+        let outcome = if is_failed_import(&id) {
+            Outcome::Error
+        } else {
+            outcome
+        };
+        if !is_fixture {
+            self.counted += 1;
+        }
+        self.out.record(name, file, outcome);
+    }
+
+    /// Python ≥ 3.11 prints failing subtests indented under their test; they
+    /// settle the parent's outcome. Skipped subtests do not: the parent's own
+    /// status decides.
+    fn subtest(&mut self, id: String, outcome: Outcome) {
+        if !outcome.is_failure() {
+            return;
+        }
+        if self.pending.as_ref().is_some_and(|p| p.id == id) {
+            self.pending = None;
+            self.record(id, outcome);
+        } else {
+            let (name, file, _) = identify(&id);
+            self.out.merge(name, file, outcome);
+        }
+    }
+
+    /// A `FAIL:` / `ERROR:` block in the listing after the run.
+    fn listing(&mut self, id: String, outcome: Outcome) {
+        if let Some(i) = self.unresolved.iter().position(|(u, _)| *u == id) {
+            self.unresolved.remove(i);
+            self.record(id, outcome);
+            return;
+        }
+        let (name, file, _) = identify(&id);
+        if !self.out.contains(&name) {
+            self.out.note(format!(
+                "`{name}` appears only in the failure listing, not in the progress lines"
+            ));
+        }
+        self.out.merge(name, file, outcome);
+    }
+
+    fn finish(mut self) -> Report {
+        self.settle_pending(self.ran.is_none());
+        for (id, line) in std::mem::take(&mut self.unresolved) {
+            self.out.note(format!(
+                "line {line}: `{}` started but printed no status; counted as an error",
+                canonical_name(&id)
+            ));
+            self.record(id, Outcome::Error);
+        }
+        match self.ran {
+            Some(ran) if ran != self.counted => self.out.note(format!(
+                "unittest reports `Ran {ran} tests` but {} results were read",
+                self.counted
+            )),
+            None if self.counted > 0 => self
+                .out
+                .note("no `Ran N tests` line: the run may have been cut short"),
+            _ => {}
+        }
+        self.out.finish()
+    }
+}
+
+/// Parses `method (qualname)` at the start of `line`, returning the dotted
+/// test id and whatever follows the closing parenthesis.
+fn parse_description(line: &str) -> Option<(String, &str)> {
+    let (method, rest) = line.split_once(" (")?;
+    let (qual, rest) = rest.split_once(')')?;
+    let ident = |s: &str| {
+        !s.is_empty()
+            && s.split('.').all(|part| {
+                !part.is_empty()
+                    && !part.starts_with(|c: char| c.is_ascii_digit())
+                    && part.chars().all(|c| c.is_alphanumeric() || c == '_')
+            })
+    };
+    if !ident(method) || !ident(qual) {
+        return None;
+    }
+    let id = if qual
+        .strip_suffix(method)
+        .is_some_and(|prefix| prefix.ends_with('.'))
+    {
+        qual.to_owned()
+    } else {
+        format!("{qual}.{method}")
+    };
+    Some((id, rest))
+}
+
+/// The status text unittest prints after ` ... `, exactly.
+fn status(text: &str) -> Option<Outcome> {
+    match text.trim() {
+        "ok" | "expected failure" => Some(Outcome::Passed),
+        "FAIL" | "unexpected success" => Some(Outcome::Failed),
+        "ERROR" => Some(Outcome::Error),
+        t if t == "skipped" || (t.starts_with("skipped ") && t.len() > 8) => Some(Outcome::Skipped),
+        _ => None,
+    }
+}
+
+/// A status glued to the end of a test's own output (`chatterok`).
+fn glued_status(text: &str) -> Option<Outcome> {
+    let t = text.trim_end();
+    if t.is_empty() {
+        return None;
+    }
+    const SUFFIXES: [(&str, Outcome); 5] = [
+        ("unexpected success", Outcome::Failed),
+        ("expected failure", Outcome::Passed),
+        ("ERROR", Outcome::Error),
+        ("FAIL", Outcome::Failed),
+        ("ok", Outcome::Passed),
+    ];
+    if let Some((_, outcome)) = SUFFIXES.iter().find(|(s, _)| t.ends_with(s)) {
+        return Some(*outcome);
+    }
+    t.ends_with('\'')
+        .then(|| t.rfind("skipped '"))
+        .flatten()
+        .map(|_| Outcome::Skipped)
+}
+
+/// `FAIL: desc`, `ERROR: desc`, `UNEXPECTED SUCCESS: desc` in the listing.
+fn listing_header(line: &str) -> Option<(Outcome, &str)> {
+    if let Some(desc) = line.strip_prefix("FAIL: ") {
+        Some((Outcome::Failed, desc))
+    } else if let Some(desc) = line.strip_prefix("ERROR: ") {
+        Some((Outcome::Error, desc))
+    } else {
+        line.strip_prefix("UNEXPECTED SUCCESS: ")
+            .map(|desc| (Outcome::Failed, desc))
+    }
+}
+
+fn is_rule(line: &str, c: char) -> bool {
+    line.len() >= 20 && line.chars().all(|x| x == c)
+}
+
+/// `Ran 10 tests in 0.001s`.
+fn ran_count(line: &str) -> Option<usize> {
+    let (n, rest) = leading_count(line.strip_prefix("Ran ")?)?;
+    (rest.starts_with("test in ") || rest.starts_with("tests in ")).then_some(n)
+}
+
+fn is_failed_import(id: &str) -> bool {
+    FAILED_IMPORT_PREFIXES.iter().any(|p| id.starts_with(p))
+}
+
+fn canonical_name(id: &str) -> String {
+    identify(id).0
+}
+
+/// Canonical name, derived file, and whether the id is a class/module
+/// fixture rather than a test.
+fn identify(id: &str) -> (String, Option<String>, bool) {
+    if let Some(module) = FAILED_IMPORT_PREFIXES
+        .iter()
+        .find_map(|p| id.strip_prefix(p))
+    {
+        return (module.to_owned(), module_file(module), false);
+    }
+    let mut parts: Vec<&str> = id.split('.').collect();
+    let method = parts.pop().unwrap_or_default();
+    let is_fixture = if MODULE_FIXTURES.contains(&method) {
+        true
+    } else {
+        // Drop the class, then any enclosing classes (nested TestCases).
+        let is_class_fixture = CLASS_FIXTURES.contains(&method);
+        parts.pop();
+        while parts.len() > 1
+            && parts
+                .last()
+                .is_some_and(|p| p.starts_with(|c: char| c.is_uppercase()))
+        {
+            parts.pop();
+        }
+        is_class_fixture
+    };
+    let module = parts.join(".");
+    (id.to_owned(), module_file(&module), is_fixture)
+}
+
+/// `tests.test_ops` → `tests/test_ops.py`.
+fn module_file(module: &str) -> Option<String> {
+    (!module.is_empty()).then(|| format!("{}.py", module.replace('.', "/")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::TestResult;
+
+    fn outcomes(r: &Report) -> Vec<(&str, Outcome)> {
+        r.tests
+            .iter()
+            .map(|t| (t.name.as_str(), t.outcome))
+            .collect()
+    }
+
+    const OPS: [(&str, Outcome); 10] = [
+        ("tests.test_broken", Outcome::Error),
+        ("tests.test_ops.TestDivide.test_by_zero", Outcome::Error),
+        (
+            "tests.test_ops.TestDivide.test_expected_failure",
+            Outcome::Passed,
+        ),
+        ("tests.test_ops.TestDivide.test_noisy", Outcome::Passed),
+        ("tests.test_ops.TestDivide.test_simple", Outcome::Passed),
+        ("tests.test_ops.TestDivide.test_skipped", Outcome::Skipped),
+        (
+            "tests.test_ops.TestDivide.test_unexpected_success",
+            Outcome::Failed,
+        ),
+        ("tests.test_ops.TestDivide.test_wrong", Outcome::Failed),
+        ("tests.test_ops.TestMultiply.test_ints", Outcome::Passed),
+        ("tests.test_ops.TestMultiply.test_subtests", Outcome::Failed),
+    ];
+
+    #[test]
+    fn python_311_fixture() {
+        let r = parse(include_bytes!("../tests/fixtures/unittest_py311.txt"));
+        assert_eq!(outcomes(&r), OPS);
+        assert!(r.notes.is_empty(), "{:?}", r.notes);
+        assert_eq!(
+            r.tests[0],
+            TestResult {
+                name: "tests.test_broken".to_owned(),
+                file: Some("tests/test_broken.py".to_owned()),
+                outcome: Outcome::Error,
+            }
+        );
+        assert!(
+            r.tests[1..]
+                .iter()
+                .all(|t| t.file.as_deref() == Some("tests/test_ops.py"))
+        );
+    }
+
+    #[test]
+    fn python_38_fixture_gives_the_same_names() {
+        // 3.8 prints `(module.Class)` and never prints failing subtests
+        // inline: test_subtests is settled by the failure listing.
+        let r = parse(include_bytes!("../tests/fixtures/unittest_py38.txt"));
+        assert_eq!(outcomes(&r), OPS);
+        assert!(r.notes.is_empty(), "{:?}", r.notes);
+    }
+
+    #[test]
+    fn setup_class_error_and_glued_status() {
+        let r = parse(include_bytes!(
+            "../tests/fixtures/unittest_setup_class_interleaved.txt"
+        ));
+        assert_eq!(
+            outcomes(&r),
+            [
+                (
+                    "tests.test_setup.TestBrokenSetup.setUpClass",
+                    Outcome::Error
+                ),
+                ("tests.test_setup.TestFine.test_c", Outcome::Passed),
+            ]
+        );
+        assert_eq!(r.tests[0].file.as_deref(), Some("tests/test_setup.py"));
+        // `Ran 1 test` agrees: fixtures are not counted; the glued `ok` is noted.
+        assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
+        assert!(r.notes[0].contains("glued"), "{:?}", r.notes);
+    }
+
+    #[test]
+    fn old_style_failed_import_and_module_fixture() {
+        let input = b"tests.test_gone (unittest.loader._FailedTest) ... ERROR\n\
+setUpModule (tests.test_db) ... ERROR\n\
+\n\
+----------------------------------------------------------------------\n\
+Ran 1 test in 0.001s\n\
+\n\
+FAILED (errors=2)\n";
+        let r = parse(input);
+        assert_eq!(
+            outcomes(&r),
+            [
+                ("tests.test_db.setUpModule", Outcome::Error),
+                ("tests.test_gone", Outcome::Error)
+            ]
+        );
+        assert_eq!(r.tests[0].file.as_deref(), Some("tests/test_db.py"));
+        assert!(r.notes.is_empty(), "{:?}", r.notes);
+    }
+
+    #[test]
+    fn docstring_and_output_split_the_status_line() {
+        let input = b"test_a (pkg.test_m.T.test_a)\nDoes a thing. ... ok\n\
+test_b (pkg.test_m.T.test_b) ... some output\nmore output\nFAIL\n\
+test_c (pkg.test_m.T.test_c) ... skipped 'no db'\n\
+Ran 3 tests in 0.1s\n";
+        let r = parse(input);
+        assert_eq!(
+            outcomes(&r),
+            [
+                ("pkg.test_m.T.test_a", Outcome::Passed),
+                ("pkg.test_m.T.test_b", Outcome::Failed),
+                ("pkg.test_m.T.test_c", Outcome::Skipped),
+            ]
+        );
+        assert_eq!(r.tests[0].file.as_deref(), Some("pkg/test_m.py"));
+        assert!(r.notes.is_empty(), "{:?}", r.notes);
+    }
+
+    #[test]
+    fn crash_mid_test_is_an_error_and_count_mismatch_is_noted() {
+        let input =
+            b"test_a (m.T.test_a) ... ok\ntest_b (m.T.test_b) ... looks ok\nSegmentation fault\n";
+        let r = parse(input);
+        assert_eq!(
+            outcomes(&r),
+            [
+                ("m.T.test_a", Outcome::Passed),
+                ("m.T.test_b", Outcome::Error)
+            ]
+        );
+        assert_eq!(r.notes.len(), 2, "{:?}", r.notes);
+
+        let r = parse(b"test_a (m.T.test_a) ... ok\nRan 2 tests in 0.0s\n");
+        assert!(
+            r.notes.iter().any(|n| n.contains("Ran 2 tests")),
+            "{:?}",
+            r.notes
+        );
+    }
+
+    #[test]
+    fn garbage_gives_no_tests() {
+        for input in [
+            &b"hello (world) ... ok"[..],
+            b"( ... ok\n) ... FAIL",
+            b"\xff\xfe",
+            b"====================\nFAIL: \nFAIL: x (\n",
+            b"Ran many tests in 1s",
+        ] {
+            assert!(parse(input).tests.len() <= 1, "{input:?}");
+        }
+        assert!(parse(b"just some text\nok\nFAIL\n").tests.is_empty());
+    }
+}

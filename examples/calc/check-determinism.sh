@@ -8,7 +8,7 @@
 # README.md.
 set -euo pipefail
 
-EXPECTED_MAIN=1c05bc9f5d1c27d7c94f9525793676b7eba8b94f
+EXPECTED_MAIN=dc49b11086548c7c5b382b9e86861512b1acd078
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/calc-determinism.XXXXXX")

@@ -58,10 +58,79 @@ pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
             renderer.event(e)
         }))
         .map_err(Failure::cache)?;
+    if let Some(id) = graph.find("release") {
+        write_release(&pipeline, &store, &outcome, id)?;
+    }
     let code = if outcome.summary.failed > 0 {
         exit::BUILD_FAILED
     } else {
         exit::OK
     };
     Ok(code)
+}
+
+/// Writes the release node's files into the release directory, each replaced
+/// atomically (temp file + rename), and prints the funnel.
+fn write_release(
+    pipeline: &Pipeline,
+    store: &assay_engine::Store,
+    outcome: &assay_engine::BuildOutcome,
+    id: usize,
+) -> Result<(), Failure> {
+    let Some(bytes) = outcome.output(store, id).map_err(Failure::cache)? else {
+        eprintln!("release: not written (the release node did not succeed)");
+        return Ok(());
+    };
+    let record: crate::stages::ReleaseRecord = serde_json::from_slice(&bytes)
+        .map_err(|e| Failure::new(exit::INTERNAL, miette::miette!("release record: {e}")))?;
+    let dir = pipeline.release_dir();
+    let io = |e: std::io::Error| {
+        Failure::new(
+            exit::CACHE,
+            miette::miette!("writing {}: {e}", dir.display()),
+        )
+    };
+    std::fs::create_dir_all(&dir).map_err(io)?;
+    for (name, digest) in &record.files {
+        let digest: assay_engine::Digest = digest
+            .parse()
+            .map_err(|e: String| Failure::new(exit::INTERNAL, miette::miette!("{e}")))?;
+        let data = store.blobs().get(&digest).map_err(Failure::cache)?;
+        let tmp = dir.join(format!(".{name}.tmp"));
+        std::fs::write(&tmp, &data).map_err(io)?;
+        std::fs::rename(&tmp, dir.join(name)).map_err(io)?;
+    }
+    let f = &record.funnel;
+    let declined: Vec<String> = f.declined.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let uncertified: Vec<String> = f
+        .uncertified_because
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    eprintln!(
+        "funnel: {} candidates -> {} eligible -> {} screened -> {} certified",
+        f.candidates, f.eligible, f.screened, f.certified
+    );
+    eprintln!(
+        "  declined: {}\n  tasks released: {} ({} uncertified: {}), held back awaiting a statement: {}",
+        if declined.is_empty() {
+            "none".into()
+        } else {
+            declined.join(", ")
+        },
+        f.tasks_released,
+        f.uncertified,
+        if uncertified.is_empty() {
+            "none".into()
+        } else {
+            uncertified.join(", ")
+        },
+        f.awaiting_statement
+    );
+    eprintln!(
+        "  wrote {}/{{{}}}",
+        dir.display(),
+        record.files.keys().cloned().collect::<Vec<_>>().join(",")
+    );
+    Ok(())
 }

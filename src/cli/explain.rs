@@ -69,7 +69,7 @@ pub(crate) fn run(global: &Global, args: ExplainArgs) -> Result<i32, Failure> {
         println!("output   {}", row.output);
     }
     // Which input changed between the previous build and the last one.
-    if let (Some(name), Some(prev)) = (&name, manifests.get(1)) {
+    if let (false, Some(name), Some(prev)) = (args.json, &name, manifests.get(1)) {
         match prev.find(name).and_then(|e| e.key) {
             None => println!("change   new in the last build"),
             Some(pk) if pk == key => {

@@ -3,6 +3,7 @@
 mod build;
 mod explain;
 mod gc;
+mod hash;
 mod plan;
 mod show;
 mod verify;
@@ -38,6 +39,7 @@ enum Command {
     Show(show::ShowArgs),
     Gc(gc::GcArgs),
     Verify(verify::VerifyArgs),
+    Hash(hash::HashArgs),
 }
 
 /// An error on its way out: what to print, and the exit code it maps to.
@@ -83,6 +85,7 @@ pub(crate) fn run(cli: Cli) -> Result<i32, Failure> {
         Command::Show(a) => show::run(&global, a),
         Command::Gc(a) => gc::run(&global, a),
         Command::Verify(a) => verify::run(&global, a),
+        Command::Hash(a) => hash::run(&global, a),
     }
 }
 

@@ -22,6 +22,105 @@ pub(crate) struct PipelineFile {
     /// Generic command steps: a small make-like DAG run through the same engine.
     #[serde(default)]
     pub(crate) step: Vec<StepConfig>,
+    /// Repositories whose merged pull requests become tasks.
+    #[serde(default)]
+    pub(crate) source: Vec<SourceConfig>,
+    #[serde(default)]
+    pub(crate) triage: TriageConfig,
+    /// Candidates split into several tasks by test-name patterns.
+    #[serde(default)]
+    pub(crate) topic_split: Vec<TopicSplit>,
+    /// How environments are prepared and tests run (local executor).
+    pub(crate) env: Option<EnvConfig>,
+    #[serde(default)]
+    pub(crate) screen: ScreenConfig,
+    /// Directory of `<task id>.md` statements (and `<task id>.spec.md` for the spec track).
+    pub(crate) statements: Option<Spanned<String>>,
+}
+
+/// `[[source]]`: a git repository and the branch whose history is mined.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SourceConfig {
+    /// Prefix of candidate ids (`<name>-<PR number>`).
+    pub(crate) name: Spanned<String>,
+    pub(crate) path: Spanned<String>,
+    #[serde(default = "default_branch")]
+    pub(crate) branch: String,
+    /// A script run as `<script> <path>` when `path` does not exist yet.
+    pub(crate) create: Option<Spanned<String>>,
+    /// Regex recognising squash merges; its first group is the PR number.
+    pub(crate) squash_pattern: Option<Spanned<String>>,
+    /// A JSONL file of explicit candidates: {id, base, head, title, body}.
+    pub(crate) candidates: Option<Spanned<String>>,
+    /// Only candidates merged on or after this date (YYYY-MM-DD).
+    pub(crate) since: Option<Spanned<String>>,
+    /// At most this many candidates (newest first).
+    pub(crate) limit: Option<usize>,
+}
+
+impl SourceConfig {
+    pub(crate) fn branch_span(&self) -> std::ops::Range<usize> {
+        self.name.span()
+    }
+}
+
+fn default_branch() -> String {
+    "main".into()
+}
+
+/// `[triage]`: which paths are tests, which are docs, and the size limit.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TriageConfig {
+    /// Replaces the default test globs.
+    pub(crate) test_globs: Option<Vec<Spanned<String>>>,
+    /// Added to the test globs.
+    #[serde(default)]
+    pub(crate) extra_test_globs: Vec<Spanned<String>>,
+    /// Replaces the default docs/release globs.
+    pub(crate) docs_globs: Option<Vec<Spanned<String>>>,
+    /// Candidates touching more files than this are declined. Default 50.
+    pub(crate) max_files: Option<usize>,
+}
+
+/// `[[topic_split]]`: one candidate becomes one task per topic.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TopicSplit {
+    pub(crate) candidate: Spanned<String>,
+    /// topic name -> regex over FAIL_TO_PASS test names.
+    pub(crate) topics: Spanned<std::collections::BTreeMap<String, String>>,
+}
+
+/// `[env]`: the environment every task of the pipeline runs in.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct EnvConfig {
+    /// Commands run once per environment key, in the environment directory ($ASSAY_ENV).
+    #[serde(default)]
+    pub(crate) setup: Vec<String>,
+    /// Files whose content at the base commit decides the environment (lockfiles).
+    #[serde(default)]
+    pub(crate) key_files: Vec<String>,
+    /// Run with `sh -c` at the root of the staged tree.
+    pub(crate) test_command: String,
+    /// Report format: junit, pytest, unittest, libtest, libtest-json, go-test-json, tap.
+    pub(crate) report: Spanned<String>,
+    /// Where the command writes its report, relative to the tree; default: its output.
+    pub(crate) report_file: Option<String>,
+    /// Seconds before a run's whole process group is killed. Default 300.
+    pub(crate) timeout: Option<u64>,
+    /// Bytes of log kept as evidence. Default 64 MiB.
+    pub(crate) log_cap: Option<u64>,
+}
+
+/// `[screen]`: how often each state is read.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ScreenConfig {
+    /// Readings of each state (base, test patch only, test + gold). Default 2.
+    pub(crate) repeats: Option<u32>,
 }
 
 /// `[[step]]`: runs `run` with `sh -c` in a scratch directory holding copies of

@@ -1,7 +1,18 @@
 //! Stages turn the pipeline into engine nodes. Each stage module owns one node
 //! kind: its params (the key), its job, and its output record.
 
+mod env;
+mod layout;
+mod records;
+mod release;
+mod run;
+mod screen;
 mod step;
+mod task;
+mod tree;
+mod triage;
+
+pub(crate) use release::ReleaseRecord;
 
 use assay_engine::{GraphError, NodeSpec, Store};
 
@@ -16,11 +27,12 @@ pub(crate) struct StagePlan {
 /// Reads the sources the pipeline names and lays out every node.
 pub(crate) fn plan(
     pipeline: &Pipeline,
-    _store: &Store,
+    store: &Store,
     _rt: &tokio::runtime::Runtime,
 ) -> Result<StagePlan, Failure> {
     let mut nodes = Vec::new();
     step::nodes(pipeline, &mut nodes)?;
+    layout::nodes(pipeline, store.dir(), &mut nodes)?;
     Ok(StagePlan { nodes })
 }
 

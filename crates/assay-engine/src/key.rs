@@ -22,6 +22,25 @@ impl Digest {
         Digest(*blake3::hash(bytes).as_bytes())
     }
 
+    /// The digest of a file's content, streamed (no whole-file buffer).
+    pub fn of_file(path: &std::path::Path) -> std::io::Result<Digest> {
+        let mut hasher = blake3::Hasher::new();
+        let mut file = std::fs::File::open(path)?;
+        // Large reads let blake3 hash many chunks per SIMD pass.
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            match std::io::Read::read(&mut file, &mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    hasher.update(&buf[..n]);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(Digest(*hasher.finalize().as_bytes()))
+    }
+
     pub fn to_hex(&self) -> String {
         hex::encode(self.0)
     }

@@ -46,6 +46,8 @@ pub struct JobCtx {
     pub name: String,
     pub key: Digest,
     pub inputs: Vec<Arc<Vec<u8>>>,
+    /// The dependencies' node keys, same order (a released task's digest is its key).
+    pub input_keys: Vec<Digest>,
     pub blobs: Blobs,
     pub cache_dir: PathBuf,
 }
@@ -228,6 +230,8 @@ pub async fn build(
     let mut task_node: HashMap<tokio::task::Id, NodeId> = HashMap::new();
     let mut summary = Summary::default();
     let jobs = opts.jobs.max(1);
+    let mut leaders: HashMap<Digest, NodeId> = HashMap::new();
+    let mut followers: HashMap<NodeId, Vec<NodeId>> = HashMap::new();
 
     loop {
         while let Some(id) = ready.pop_front() {
@@ -270,6 +274,28 @@ pub async fn build(
                     }),
                 }
             }
+            // Identical keys in one build (identical trees, say) execute once.
+            if let Some(&leader) = leaders.get(&key) {
+                match &state[leader] {
+                    State::Done(out, bytes) => {
+                        let (out, bytes) = (*out, bytes.clone());
+                        follow(
+                            graph,
+                            id,
+                            out,
+                            bytes,
+                            &mut state,
+                            &mut outcomes,
+                            &mut summary,
+                            sink,
+                        );
+                        release(graph, id, &mut waiting, &mut ready);
+                    }
+                    _ => followers.entry(leader).or_default().push(id),
+                }
+                continue;
+            }
+            leaders.insert(key, id);
             to_run.push_back((id, record, key));
         }
 
@@ -295,6 +321,10 @@ pub async fn build(
                 name: spec.name.clone(),
                 key,
                 inputs,
+                input_keys: graph.deps[id]
+                    .iter()
+                    .map(|&d| outcomes[d].key.unwrap_or(Digest([0; 32])))
+                    .collect(),
                 blobs: store.blobs().clone(),
                 cache_dir: store.dir().to_owned(),
             };
@@ -403,6 +433,19 @@ pub async fn build(
                     duration_ms,
                 });
                 release(graph, id, &mut waiting, &mut ready);
+                for f in followers.remove(&id).unwrap_or_default() {
+                    follow(
+                        graph,
+                        f,
+                        output,
+                        outcomes[id].bytes.clone(),
+                        &mut state,
+                        &mut outcomes,
+                        &mut summary,
+                        sink,
+                    );
+                    release(graph, f, &mut waiting, &mut ready);
+                }
             }
             Err(JobError(reason)) => {
                 let (ack, done) = oneshot::channel();
@@ -434,6 +477,20 @@ pub async fn build(
                     reason,
                 });
                 skip_descendants(graph, id, &mut state, &mut outcomes, &mut summary, sink);
+                for f in followers.remove(&id).unwrap_or_default() {
+                    let fspec = graph.node(f);
+                    state[f] = State::Failed;
+                    outcomes[f].status =
+                        NodeStatus::Failed(format!("same key as `{}`, which failed", spec.name));
+                    summary.count(&fspec.kind, "failed");
+                    sink(&Event::NodeFailed {
+                        name: fspec.name.clone(),
+                        kind: fspec.kind.clone(),
+                        key: key.to_hex(),
+                        reason: format!("same key as `{}`, which failed", spec.name),
+                    });
+                    skip_descendants(graph, f, &mut state, &mut outcomes, &mut summary, sink);
+                }
             }
         }
     }
@@ -459,6 +516,32 @@ pub async fn build(
         nodes: outcomes,
         manifest,
     })
+}
+
+/// A node whose key another node of this build computed: it takes that result.
+#[allow(clippy::too_many_arguments)]
+fn follow(
+    graph: &Graph,
+    id: NodeId,
+    output: Digest,
+    bytes: Option<Arc<Vec<u8>>>,
+    state: &mut [State],
+    outcomes: &mut [NodeOutcome],
+    summary: &mut Summary,
+    sink: &mut dyn FnMut(&Event),
+) {
+    let spec = graph.node(id);
+    state[id] = State::Done(output, bytes.clone());
+    outcomes[id].status = NodeStatus::Reused;
+    outcomes[id].output = Some(output);
+    outcomes[id].bytes = bytes;
+    summary.count(&spec.kind, "reused");
+    sink(&Event::NodeReused {
+        name: spec.name.clone(),
+        kind: spec.kind.clone(),
+        key: outcomes[id].key.map(|k| k.to_hex()).unwrap_or_default(),
+        output: output.to_hex(),
+    });
 }
 
 fn release(graph: &Graph, id: NodeId, waiting: &mut [usize], ready: &mut VecDeque<NodeId>) {

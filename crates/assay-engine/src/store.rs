@@ -223,6 +223,8 @@ pub struct Store {
 impl Store {
     /// Opens (creating if needed) the cache at `dir`.
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
+        // Absolute, so paths handed to child processes stay valid in any cwd.
+        let dir = &std::path::absolute(dir).map_err(io_err(dir))?;
         fs::create_dir_all(dir.join("blobs")).map_err(io_err(dir))?;
         let conn = open_conn(&dir.join("index.sqlite"))?;
         Ok(Store {
@@ -486,7 +488,9 @@ impl Store {
     }
 
     /// Removes rows whose key is not in `keep` and blobs not referenced by kept
-    /// rows or by `keep_blobs`. Returns (rows, blobs, bytes) that were or would be freed.
+    /// rows or by `keep_blobs`; builds whose manifest blob is not kept are
+    /// forgotten, with their failures. Returns (rows, blobs, bytes) that were
+    /// or would be freed. Call only under the cache lock.
     pub fn gc(
         &self,
         keep: &std::collections::HashSet<Digest>,
@@ -533,6 +537,34 @@ impl Store {
                 tx.execute("DELETE FROM nodes WHERE key = ?1", params![key.0.to_vec()])
                     .map_err(|e| self.index_err(e))?;
             }
+            // A build whose manifest goes is forgotten with it, so that later
+            // commands never meet a build row naming a missing blob. Builds
+            // without a manifest were killed (gc runs under the cache lock, so
+            // none is running); their failures go with them.
+            let builds: Vec<(i64, Option<Vec<u8>>)> = {
+                let mut stmt = tx
+                    .prepare("SELECT id, manifest FROM builds")
+                    .map_err(|e| self.index_err(e))?;
+                let rows = stmt
+                    .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .map_err(|e| self.index_err(e))?;
+                rows.collect::<Result<_, _>>()
+                    .map_err(|e| self.index_err(e))?
+            };
+            for (id, manifest) in builds {
+                let live = manifest
+                    .and_then(|m| Digest::from_slice(&m))
+                    .is_some_and(|m| live_blobs.contains(&m));
+                if !live {
+                    tx.execute("DELETE FROM builds WHERE id = ?1", params![id])
+                        .map_err(|e| self.index_err(e))?;
+                }
+            }
+            tx.execute(
+                "DELETE FROM failures WHERE build NOT IN (SELECT id FROM builds)",
+                [],
+            )
+            .map_err(|e| self.index_err(e))?;
             tx.commit().map_err(|e| self.index_err(e))?;
             // Rows go first: a crash in between leaves orphan blobs, never rows without blobs.
             for path in &dead_blobs {

@@ -1,0 +1,124 @@
+//! Running the git CLI in a controlled environment.
+//!
+//! The process environment is cleared, so no `GIT_*` variable of the caller
+//! (GIT_DIR, GIT_INDEX_FILE, GIT_OBJECT_DIRECTORY, ...) can redirect a command,
+//! and the user's global/system config is never read. Only `PATH` (to find
+//! git) and `TMPDIR` are kept. Every invocation names its repository
+//! explicitly with `GIT_DIR`.
+
+use std::ffi::OsStr;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::error::GitError;
+
+/// A git invocation against one repository (`GIT_DIR`).
+pub(crate) struct Git {
+    cmd: Command,
+    args: Vec<String>,
+}
+
+impl Git {
+    pub(crate) fn new(git_dir: &Path) -> Git {
+        let mut cmd = Command::new("git");
+        cmd.env_clear();
+        for keep in ["PATH", "TMPDIR"] {
+            if let Some(v) = std::env::var_os(keep) {
+                cmd.env(keep, v);
+            }
+        }
+        cmd.env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_SYSTEM", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_NO_REPLACE_OBJECTS", "1")
+            .env("GIT_OPTIONAL_LOCKS", "0")
+            .env("LC_ALL", "C")
+            .env("GIT_DIR", git_dir)
+            .args(["-c", "core.quotepath=off"]);
+        Git {
+            cmd,
+            args: Vec::new(),
+        }
+    }
+
+    pub(crate) fn arg(mut self, arg: impl AsRef<OsStr>) -> Git {
+        self.args.push(arg.as_ref().to_string_lossy().into_owned());
+        self.cmd.arg(arg);
+        self
+    }
+
+    pub(crate) fn args<I, S>(mut self, args: I) -> Git
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        for a in args {
+            self = self.arg(a);
+        }
+        self
+    }
+
+    pub(crate) fn env(mut self, key: &str, value: impl AsRef<OsStr>) -> Git {
+        self.cmd.env(key, value);
+        self
+    }
+
+    fn describe(&self) -> String {
+        self.args.join(" ")
+    }
+
+    /// Runs the command, feeding `stdin`; returns stdout on success.
+    pub(crate) fn output(self, stdin: &[u8]) -> Result<Vec<u8>, GitError> {
+        self.try_output(stdin)?
+    }
+
+    /// Like [`Git::output`], but a non-zero exit is returned as the inner
+    /// `Err` so callers can map it to their own outcome.
+    pub(crate) fn try_output(
+        mut self,
+        stdin: &[u8],
+    ) -> Result<Result<Vec<u8>, GitError>, GitError> {
+        let args = self.describe();
+        let mut child = self
+            .cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|source| GitError::Spawn {
+                args: args.clone(),
+                source,
+            })?;
+        // Feed stdin from a thread so a large patch cannot deadlock against a
+        // full stdout pipe.
+        let output = std::thread::scope(|scope| {
+            let writer = child.stdin.take().map(|mut pipe| {
+                scope.spawn(move || {
+                    // A command may exit before reading all input; its exit
+                    // status reports the real problem.
+                    let _ = pipe.write_all(stdin);
+                })
+            });
+            let output = child.wait_with_output();
+            if let Some(w) = writer {
+                let _ = w.join();
+            }
+            output
+        })
+        .map_err(|source| GitError::Spawn {
+            args: args.clone(),
+            source,
+        })?;
+        if output.status.success() {
+            Ok(Ok(output.stdout))
+        } else {
+            Ok(Err(GitError::Command {
+                args,
+                status: output.status.to_string(),
+                stderr: String::from_utf8_lossy(&output.stderr).trim().to_string(),
+            }))
+        }
+    }
+}

@@ -1,0 +1,164 @@
+use assay_git::{ComposeError, PatchStep, Source, TreeStore};
+
+use crate::support::{Repo, listing};
+
+pub(crate) fn store_for(src: &Source) -> (tempfile::TempDir, TreeStore) {
+    let cache = tempfile::tempdir().expect("tmp");
+    let store = TreeStore::open_or_init(&cache.path().join("git")).expect("store");
+    store.add_alternate(&src.objects_dir()).expect("alternate");
+    (cache, store)
+}
+
+pub(crate) fn step(label: &str, patch: impl Into<Vec<u8>>) -> PatchStep {
+    PatchStep {
+        label: label.into(),
+        patch: patch.into(),
+        exclude: vec![],
+    }
+}
+
+/// base; a "session" commit editing code and adding a test file; a "tests"
+/// commit on base adding the hidden test.
+fn setup() -> (Repo, Source, String, Vec<u8>, Vec<u8>) {
+    let mut r = Repo::new();
+    r.write("src/lib.rs", "pub fn f() -> u32 { 1 }\n")
+        .write("tests/old.rs", "old\n");
+    let base = r.commit("base");
+    r.write("src/lib.rs", "pub fn f() -> u32 { 2 }\n")
+        .write("tests/new_test.rs", "agent test\n");
+    let session = r.commit("session");
+    let src = Source::open(r.path()).expect("open");
+    let all = vec!["src/lib.rs".to_string(), "tests/new_test.rs".to_string()];
+    let session_patch = src.diff_patch(&base, &session, &all).expect("patch");
+    r.git(&["checkout", "-q", "-b", "t", &base]);
+    r.write("tests/new_test.rs", "hidden test\n");
+    let tests = r.commit("tests");
+    let test_patch = src
+        .diff_patch(&base, &tests, &["tests/new_test.rs".to_string()])
+        .expect("patch");
+    (r, src, base, session_patch, test_patch)
+}
+
+#[test]
+fn exclude_leaves_a_path_out() {
+    let (_r, src, base, session, tests) = setup();
+    let (_cache, store) = store_for(&src);
+    // Without exclusion the hidden test collides with the agent's file.
+    let err = store
+        .compose(
+            &base,
+            &[
+                step("session", session.clone()),
+                step("test_patch", tests.clone()),
+            ],
+        )
+        .expect_err("conflict");
+    match err {
+        ComposeError::Apply { label, stderr } => {
+            assert_eq!(label, "test_patch");
+            assert!(stderr.contains("tests/new_test.rs"), "{stderr}");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    let mut s = step("session", session);
+    s.exclude = vec!["tests/new_test.rs".into()];
+    let tree = store
+        .compose(&base, &[s, step("test_patch", tests)])
+        .expect("compose");
+    let entries = store.entries(&tree).expect("entries");
+    let test = entries
+        .iter()
+        .find(|e| e.path == "tests/new_test.rs")
+        .expect("test");
+    assert_eq!(store.read_blob(&test.id).expect("blob"), b"hidden test\n");
+    let lib = entries
+        .iter()
+        .find(|e| e.path == "src/lib.rs")
+        .expect("lib");
+    assert_eq!(
+        store.read_blob(&lib.id).expect("blob"),
+        b"pub fn f() -> u32 { 2 }\n"
+    );
+    assert_eq!(lib.mode, 0o100644);
+}
+
+#[test]
+fn identical_trees_have_equal_ids() {
+    let (r, src, base, session, _tests) = setup();
+    let (_cache, store) = store_for(&src);
+    let once = store
+        .compose(&base, &[step("a", session.clone())])
+        .expect("once");
+    // The same result reached in two steps: the patch split by file.
+    let text = String::from_utf8(session).expect("utf8");
+    let split = text.find("diff --git a/tests").expect("second file");
+    let two = store
+        .compose(
+            &base,
+            &[
+                step("a", &text[..split]),
+                step("b", &text[split..]),
+                step("empty", ""),
+            ],
+        )
+        .expect("two");
+    assert_eq!(once, two);
+    assert_eq!(store.compose(&base, &[]).expect("base"), r.tree_of(&base));
+}
+
+#[test]
+fn garbage_patch_is_an_apply_error() {
+    let (_r, src, base, _s, _t) = setup();
+    let (_cache, store) = store_for(&src);
+    let err = store
+        .compose(&base, &[step("junk", "not a patch at all\n")])
+        .expect_err("fails");
+    assert!(
+        matches!(err, ComposeError::Apply { ref label, .. } if label == "junk"),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn store_never_writes_into_the_source() {
+    let (r, src, base, session, tests) = setup();
+    let objects = r.path().join(".git/objects");
+    let before = listing(&objects);
+    let (cache, store) = store_for(&src);
+    // Idempotent open and alternate.
+    let again = TreeStore::open_or_init(&cache.path().join("git")).expect("reopen");
+    again
+        .add_alternate(&src.objects_dir())
+        .expect("alternate again");
+    again
+        .add_alternate(src.git_dir())
+        .expect("alternate via git dir");
+    let alternates = std::fs::read_to_string(cache.path().join("git/objects/info/alternates"))
+        .expect("alternates");
+    assert_eq!(alternates.lines().count(), 1, "{alternates}");
+    let mut s = step("session", session);
+    s.exclude = vec!["tests/new_test.rs".into()];
+    let tree = store
+        .compose(&base, &[s, step("tests", tests)])
+        .expect("compose");
+    let dest = cache.path().join("stage");
+    store.materialize(&tree, &dest).expect("materialize");
+    assert_eq!(listing(&objects), before);
+}
+
+#[test]
+fn concurrent_open_or_init() {
+    let cache = tempfile::tempdir().expect("tmp");
+    let dir = cache.path().join("git");
+    std::thread::scope(|s| {
+        let hs: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| TreeStore::open_or_init(&dir).map(|_| ())))
+            .collect();
+        for h in hs {
+            h.join().expect("join").expect("init");
+        }
+    });
+    assert!(dir.join("HEAD").is_file());
+    let leftovers: Vec<_> = std::fs::read_dir(cache.path()).expect("ls").collect();
+    assert_eq!(leftovers.len(), 1);
+}

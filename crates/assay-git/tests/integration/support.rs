@@ -1,0 +1,118 @@
+//! A small builder for throwaway repositories with fixed identities/dates.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use tempfile::TempDir;
+
+pub(crate) struct Repo {
+    pub(crate) dir: TempDir,
+    time: i64,
+}
+
+pub(crate) fn git_in(dir: &Path, args: &[&str], time: i64) -> String {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_SYSTEM", "/dev/null")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_AUTHOR_NAME", "Ada")
+        .env("GIT_AUTHOR_EMAIL", "ada@example.com")
+        .env("GIT_COMMITTER_NAME", "Ada")
+        .env("GIT_COMMITTER_EMAIL", "ada@example.com")
+        .env("GIT_AUTHOR_DATE", format!("@{time} +0000"))
+        .env("GIT_COMMITTER_DATE", format!("@{time} +0000"))
+        .args(["-c", "core.quotepath=off"])
+        .args(args)
+        .output()
+        .expect("run git");
+    assert!(
+        out.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .expect("utf8")
+        .trim()
+        .to_string()
+}
+
+impl Repo {
+    pub(crate) fn new() -> Repo {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = Repo {
+            dir,
+            time: 1_700_000_000,
+        };
+        repo.git(&["init", "-q", "-b", "main"]);
+        repo
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub(crate) fn git(&self, args: &[&str]) -> String {
+        git_in(self.path(), args, self.time)
+    }
+
+    pub(crate) fn write(&self, path: &str, content: impl AsRef<[u8]>) -> &Repo {
+        let p = self.path().join(path);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&p, content).expect("write");
+        self
+    }
+
+    pub(crate) fn exec(&self, path: &str) -> &Repo {
+        use std::os::unix::fs::PermissionsExt;
+        let p = self.path().join(path);
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        self
+    }
+
+    pub(crate) fn symlink(&self, path: &str, target: &str) -> &Repo {
+        let p = self.path().join(path);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::os::unix::fs::symlink(target, &p).expect("symlink");
+        self
+    }
+
+    /// Commits everything at a time one hour after the previous commit.
+    pub(crate) fn commit(&mut self, message: &str) -> String {
+        self.time += 3600;
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-q", "--allow-empty", "-m", message]);
+        self.git(&["rev-parse", "HEAD"])
+    }
+
+    /// `git merge --no-ff` of `branch` into the current branch.
+    pub(crate) fn merge(&mut self, branch: &str, message: &str) -> String {
+        self.time += 3600;
+        self.git(&["merge", "-q", "--no-ff", "-m", message, branch]);
+        self.git(&["rev-parse", "HEAD"])
+    }
+
+    pub(crate) fn tree_of(&self, rev: &str) -> String {
+        self.git(&["rev-parse", &format!("{rev}^{{tree}}")])
+    }
+}
+
+/// Every file below `dir`, relative, sorted (to compare before/after).
+pub(crate) fn listing(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("read_dir") {
+            let e = e.expect("entry");
+            let p = e.path();
+            out.push(p.strip_prefix(dir).expect("prefix").to_path_buf());
+            if e.file_type().expect("type").is_dir() {
+                stack.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}

@@ -1,0 +1,127 @@
+//! `env` (rebuild): prepares an environment directory once per env key — the
+//! env spec plus the content of its key files at the base commit — so every task
+//! with that key shares it, as `envs/<key>` in the cache. A failing setup is recorded (with
+//! its log) as a failed environment, which runs report as `env_setup_failed`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use assay_engine::{Job, JobCtx, JobError, JobFuture, Output};
+use serde::Serialize;
+
+use super::records::EnvRecord;
+
+pub(super) const KIND_VERSION: u32 = 1;
+
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct EnvParams {
+    pub(crate) setup: Vec<String>,
+    /// (path, blake3 of its content at the base commit, or "absent")
+    pub(crate) key_files: Vec<(String, String)>,
+}
+
+pub(crate) struct EnvJob {
+    pub(crate) params: EnvParams,
+    /// The key files' bytes, written into the directory before setup runs.
+    pub(crate) files: Vec<(String, Vec<u8>)>,
+    pub(crate) timeout: Duration,
+    pub(crate) cache_dir: PathBuf,
+}
+
+pub(crate) fn base_env(home: &std::path::Path) -> BTreeMap<String, String> {
+    let mut env = BTreeMap::new();
+    env.insert(
+        "PATH".to_owned(),
+        std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into()),
+    );
+    env.insert("HOME".to_owned(), home.display().to_string());
+    env.insert("LANG".to_owned(), "C.UTF-8".to_owned());
+    env.insert("PYTHONDONTWRITEBYTECODE".to_owned(), "1".to_owned());
+    env.insert("PYTHONHASHSEED".to_owned(), "0".to_owned());
+    env
+}
+
+impl Job for EnvJob {
+    fn run(&self, ctx: JobCtx) -> JobFuture {
+        let setup = self.params.setup.clone();
+        let files = self.files.clone();
+        let timeout = self.timeout;
+        Box::pin(async move {
+            let err = |e: &dyn std::fmt::Display| JobError::new(format!("env: {e}"));
+            let name = ctx.key.to_hex();
+            let final_dir = ctx.cache_dir.join("envs").join(&name);
+            let rel = format!("envs/{name}");
+            // Built in place (tools such as venvs embed absolute paths); the
+            // directory only counts once this node's row is committed, and a
+            // leftover from a killed build is wiped here first.
+            let tmp = final_dir.clone();
+            let _ = std::fs::remove_dir_all(&tmp);
+            std::fs::create_dir_all(tmp.join(".home")).map_err(|e| err(&e))?;
+            for (path, bytes) in &files {
+                let dest = tmp.join(path);
+                if let Some(p) = dest.parent() {
+                    std::fs::create_dir_all(p).map_err(|e| err(&e))?;
+                }
+                std::fs::write(&dest, bytes).map_err(|e| err(&e))?;
+            }
+            let log_path = tmp.join(".setup.log");
+            let mut env = base_env(&tmp.join(".home"));
+            env.insert("ASSAY_ENV".to_owned(), tmp.display().to_string());
+            let mut exit_code = Some(0);
+            if !setup.is_empty() {
+                let spec = assay_exec::RunSpec {
+                    command: format!("set -e\n{}", setup.join("\n")),
+                    cwd: tmp.clone(),
+                    env,
+                    timeout,
+                    log_path: log_path.clone(),
+                    log_cap: 16 << 20,
+                    limits: assay_exec::Limits::default(),
+                };
+                let out = assay_exec::run(&spec).await.map_err(|e| err(&e))?;
+                exit_code = if out.timed_out { None } else { out.exit_code };
+            }
+            let log = std::fs::read(&log_path).unwrap_or_default();
+            let log_digest = ctx.blobs.put(&log).map_err(|e| err(&e))?;
+            let ok = exit_code == Some(0);
+            if ok {
+                let _ = std::fs::remove_file(&log_path);
+            } else {
+                let _ = std::fs::remove_dir_all(&tmp);
+            }
+            let record = EnvRecord {
+                dir: rel,
+                ok,
+                exit_code,
+                setup_log: log_digest.to_hex(),
+            };
+            Ok(Output {
+                bytes: serde_json::to_vec(&record).map_err(|e| err(&e))?,
+                attachments: vec![log_digest],
+            })
+        })
+    }
+
+    fn hit_valid(&self, output: &[u8]) -> bool {
+        match serde_json::from_slice::<EnvRecord>(output) {
+            Ok(r) => !r.ok || self.cache_dir.join(&r.dir).is_dir(),
+            Err(_) => false,
+        }
+    }
+}
+
+pub(crate) fn job(
+    params: EnvParams,
+    files: Vec<(String, Vec<u8>)>,
+    timeout: Duration,
+    cache_dir: PathBuf,
+) -> Arc<dyn Job> {
+    Arc::new(EnvJob {
+        params,
+        files,
+        timeout,
+        cache_dir,
+    })
+}

@@ -1,0 +1,148 @@
+//! `release`: the published set. Its output names each release file by blob
+//! digest (the files are its attachments); the CLI writes them to `release/`.
+//! `tasks.jsonl` holds the released tasks (SWE-bench field names plus `digest`,
+//! the task node's key); `funnel.json` counts candidates → eligible → screened
+//! → certified with the reasons for every loss.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use assay_engine::{Job, JobCtx, JobError, JobFuture, Output};
+use serde::{Deserialize, Serialize};
+
+use super::records::TaskRecord;
+
+pub(super) const KIND_VERSION: u32 = 1;
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub(crate) struct Funnel {
+    pub(crate) candidates: usize,
+    pub(crate) eligible: usize,
+    pub(crate) screened: usize,
+    pub(crate) certified: usize,
+    pub(crate) tasks_released: usize,
+    pub(crate) uncertified: usize,
+    pub(crate) awaiting_statement: usize,
+    pub(crate) declined: BTreeMap<String, usize>,
+    pub(crate) uncertified_because: BTreeMap<String, usize>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct ReleaseRecord {
+    /// File name -> blob digest.
+    pub(crate) files: BTreeMap<String, String>,
+    pub(crate) funnel: Funnel,
+}
+
+pub(crate) struct ReleaseJob {
+    /// Candidate id of each task input, in input order.
+    pub(crate) candidates: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct Released<'a> {
+    #[serde(flatten)]
+    task: &'a TaskRecord,
+    digest: String,
+}
+
+impl Job for ReleaseJob {
+    fn run(&self, ctx: JobCtx) -> JobFuture {
+        let candidates = self.candidates.clone();
+        Box::pin(async move {
+            let err = |e: &dyn std::fmt::Display| JobError::new(format!("release: {e}"));
+            let mut funnel = Funnel::default();
+            let mut lines = Vec::new();
+            // Per candidate: how far it got along the funnel, over all its tasks.
+            #[derive(Default)]
+            struct Progress {
+                declined: Option<String>,
+                screened: bool,
+                certified: bool,
+            }
+            let mut per_candidate: BTreeMap<&String, Progress> = BTreeMap::new();
+            for ((bytes, key), cand) in ctx.inputs.iter().zip(&ctx.input_keys).zip(&candidates) {
+                let task: TaskRecord = serde_json::from_slice(bytes).map_err(|e| err(&e))?;
+                let progress = per_candidate.entry(cand).or_default();
+                let reason = task
+                    .uncertified_because
+                    .first()
+                    .map(|r| r.split(':').next().unwrap_or(r).to_owned())
+                    .unwrap_or_default();
+                match task.status.as_str() {
+                    "declined" if reason == "not screened" => {
+                        *funnel.declined.entry(reason).or_default() += 1;
+                        continue;
+                    }
+                    "declined" if reason == "topic_split_rejected" => {
+                        progress.screened = true;
+                        *funnel.declined.entry(reason).or_default() += 1;
+                        continue;
+                    }
+                    "declined" => {
+                        progress.declined = Some(reason);
+                        continue;
+                    }
+                    "awaiting_statement" => {
+                        progress.screened = true;
+                        funnel.awaiting_statement += 1;
+                        continue;
+                    }
+                    _ => {}
+                }
+                progress.screened = true;
+                if task.certified {
+                    progress.certified = true;
+                } else {
+                    funnel.uncertified += 1;
+                    for why in &task.uncertified_because {
+                        let k = why.split(':').next().unwrap_or(why).to_owned();
+                        *funnel.uncertified_because.entry(k).or_default() += 1;
+                    }
+                }
+                funnel.tasks_released += 1;
+                let line = serde_json::to_string(&Released {
+                    task: &task,
+                    digest: key.to_hex(),
+                })
+                .map_err(|e| err(&e))?;
+                lines.push((task.instance_id.clone(), task.track.clone(), line));
+            }
+            funnel.candidates = per_candidate.len();
+            for p in per_candidate.values() {
+                match &p.declined {
+                    Some(reason) => *funnel.declined.entry(reason.clone()).or_default() += 1,
+                    None => {
+                        funnel.eligible += 1;
+                        funnel.screened += usize::from(p.screened);
+                        funnel.certified += usize::from(p.certified);
+                    }
+                }
+            }
+            lines.sort();
+            let mut jsonl = String::new();
+            for (_, _, l) in lines {
+                jsonl.push_str(&l);
+                jsonl.push('\n');
+            }
+            let tasks_digest = ctx.blobs.put(jsonl.as_bytes()).map_err(|e| err(&e))?;
+            let funnel_json = serde_json::to_vec_pretty(&funnel).map_err(|e| err(&e))?;
+            let funnel_digest = ctx.blobs.put(&funnel_json).map_err(|e| err(&e))?;
+            let record = ReleaseRecord {
+                files: BTreeMap::from([
+                    ("tasks.jsonl".to_owned(), tasks_digest.to_hex()),
+                    ("funnel.json".to_owned(), funnel_digest.to_hex()),
+                ]),
+                funnel,
+            };
+            Ok(Output {
+                bytes: serde_json::to_vec(&record).map_err(|e| err(&e))?,
+                attachments: vec![tasks_digest, funnel_digest],
+            })
+        })
+    }
+}
+
+pub(crate) fn job(candidates: Vec<String>) -> Arc<dyn Job> {
+    Arc::new(ReleaseJob { candidates })
+}

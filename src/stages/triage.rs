@@ -1,0 +1,190 @@
+//! `triage`: decides whether a candidate can become a task, and why not; splits
+//! its diff into the **test patch** (paths matching the test rules) and the
+//! **gold patch** (everything else). Both patches are git-apply compatible,
+//! binary-safe, and keep renames; they are stored as blobs.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use assay_engine::{Job, JobCtx, JobError, JobFuture, Output};
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::Serialize;
+
+use super::records::TriageRecord;
+
+pub(super) const KIND_VERSION: u32 = 1;
+
+/// Test layouts of Python, JS/TS, Go, Rust and Java, plus snapshots and fixtures.
+pub(crate) const DEFAULT_TEST_GLOBS: &[&str] = &[
+    "tests/**",
+    "test/**",
+    "**/tests/**",
+    "**/test/**",
+    "**/test_*.py",
+    "**/*_test.py",
+    "**/conftest.py",
+    "**/*_test.go",
+    "**/testdata/**",
+    "**/*.test.*",
+    "**/*.spec.*",
+    "**/__tests__/**",
+    "**/__snapshots__/**",
+    "**/snapshots/**",
+    "**/fixtures/**",
+    "src/test/**",
+    "**/*Test.java",
+    "**/*Tests.java",
+];
+
+pub(crate) const DEFAULT_DOCS_GLOBS: &[&str] = &[
+    "**/*.md",
+    "**/*.rst",
+    "docs/**",
+    "doc/**",
+    "CHANGELOG*",
+    "CHANGES*",
+    "LICENSE*",
+    "AUTHORS*",
+    ".github/**",
+];
+
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct TriageParams {
+    pub(crate) repo: String,
+    pub(crate) id: String,
+    pub(crate) base: String,
+    pub(crate) head: String,
+    pub(crate) title: String,
+    pub(crate) body: String,
+    pub(crate) test_globs: Vec<String>,
+    pub(crate) docs_globs: Vec<String>,
+    pub(crate) max_files: usize,
+}
+
+pub(crate) struct TriageJob {
+    pub(crate) params: TriageParams,
+    /// Where the repository lives; not in the key (commit ids are).
+    pub(crate) repo_path: PathBuf,
+}
+
+pub(crate) fn globset(globs: &[String]) -> Result<GlobSet, globset::Error> {
+    let mut b = GlobSetBuilder::new();
+    for g in globs {
+        b.add(Glob::new(g)?);
+    }
+    b.build()
+}
+
+impl Job for TriageJob {
+    fn run(&self, ctx: JobCtx) -> JobFuture {
+        let params = self.params.clone();
+        let repo_path = self.repo_path.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || triage(&params, &repo_path, &ctx))
+                .await
+                .map_err(|e| JobError::new(format!("triage task: {e}")))?
+        })
+    }
+}
+
+fn triage(p: &TriageParams, repo_path: &PathBuf, ctx: &JobCtx) -> Result<Output, JobError> {
+    let err = |e: &dyn std::fmt::Display| JobError::new(format!("{}: {e}", p.id));
+    let tests = globset(&p.test_globs).map_err(|e| err(&e))?;
+    let docs = globset(&p.docs_globs).map_err(|e| err(&e))?;
+    let source = assay_git::Source::open(repo_path).map_err(|e| err(&e))?;
+    let changes = source
+        .changed_paths(&p.base, &p.head)
+        .map_err(|e| err(&e))?;
+    let mut test_files = Vec::new();
+    let mut gold_files = Vec::new();
+    let mut all_docs = true;
+    for c in &changes {
+        let is_test =
+            tests.is_match(&c.path) || c.old_path.as_deref().is_some_and(|o| tests.is_match(o));
+        if is_test {
+            test_files.push(c.path.clone());
+        } else {
+            gold_files.push(c.path.clone());
+        }
+        // A rename keeps both names in the patch: list the old one too.
+        if let Some(old) = &c.old_path {
+            if is_test {
+                test_files.push(old.clone());
+            } else {
+                gold_files.push(old.clone());
+            }
+        }
+        if !docs.is_match(&c.path) {
+            all_docs = false;
+        }
+    }
+    test_files.sort();
+    test_files.dedup();
+    gold_files.sort();
+    gold_files.dedup();
+    let (decision, detail) = if changes.is_empty() {
+        ("empty_diff", "the pull request changes no file".to_owned())
+    } else if all_docs {
+        (
+            "docs_only",
+            format!(
+                "all {} changed files are docs or release files",
+                changes.len()
+            ),
+        )
+    } else if test_files.is_empty() {
+        (
+            "no_test_change",
+            "no changed path matches the test rules".to_owned(),
+        )
+    } else if gold_files.is_empty() {
+        ("no_code_change", "every changed path is a test".to_owned())
+    } else if changes.len() > p.max_files {
+        (
+            "too_many_files",
+            format!(
+                "{} files changed, the limit is {}",
+                changes.len(),
+                p.max_files
+            ),
+        )
+    } else {
+        ("eligible", String::new())
+    };
+    let mut record = TriageRecord {
+        id: p.id.clone(),
+        repo: p.repo.clone(),
+        base: p.base.clone(),
+        head: p.head.clone(),
+        title: p.title.clone(),
+        body: p.body.clone(),
+        decision: decision.to_owned(),
+        detail,
+        test_files,
+        gold_files,
+        test_patch: String::new(),
+        gold_patch: String::new(),
+    };
+    let mut attachments = Vec::new();
+    if record.eligible() {
+        for (files, slot) in [
+            (record.test_files.clone(), &mut record.test_patch),
+            (record.gold_files.clone(), &mut record.gold_patch),
+        ] {
+            let patch = source
+                .diff_patch(&p.base, &p.head, &files)
+                .map_err(|e| err(&e))?;
+            let digest = ctx.blobs.put(&patch).map_err(|e| err(&e))?;
+            attachments.push(digest);
+            *slot = digest.to_hex();
+        }
+    }
+    Ok(Output {
+        bytes: serde_json::to_vec(&record).map_err(|e| err(&e))?,
+        attachments,
+    })
+}
+
+pub(crate) fn job(params: TriageParams, repo_path: PathBuf) -> Arc<dyn Job> {
+    Arc::new(TriageJob { params, repo_path })
+}

@@ -46,7 +46,11 @@ impl Renderer {
                 if let Ok(line) = serde_json::to_string(e) {
                     let _ = writeln!(out, "{line}");
                 }
-                if matches!(e, Event::Summary(_)) {
+                // A consumer follows the stream live, and a killed build must
+                // have shown every `node_finished` it got to: flush each line
+                // that carries news. Reuse lines (most of a no-op build) ride
+                // along with the next flush or the buffer filling up.
+                if !matches!(e, Event::NodeReused { .. }) {
                     let _ = out.flush();
                 }
             }

@@ -3,10 +3,16 @@
 
 use miette::{Diagnostic, NamedSource, SourceSpan};
 
+/// Boxed so `Result<_, ConfigError>` stays small.
+#[derive(Debug, thiserror::Error, Diagnostic)]
+#[error(transparent)]
+#[diagnostic(transparent)]
+pub(crate) struct ConfigError(Box<ConfigDiagnostic>);
+
 #[derive(Debug, thiserror::Error, Diagnostic)]
 #[error("{message}")]
 #[diagnostic(code(assay::config))]
-pub(crate) struct ConfigError {
+pub(crate) struct ConfigDiagnostic {
     message: String,
     #[source_code]
     src: Option<NamedSource<String>>,
@@ -20,13 +26,13 @@ pub(crate) struct ConfigError {
 impl ConfigError {
     /// An error with no file position (e.g. the pipeline file itself is missing).
     pub(crate) fn plain(message: impl Into<String>, help: impl Into<String>) -> ConfigError {
-        ConfigError {
+        ConfigError(Box::new(ConfigDiagnostic {
             message: message.into(),
             src: None,
             span: None,
             label: String::new(),
             help: Some(help.into()),
-        }
+        }))
     }
 
     /// An error pointing at `span` of the file `name` whose text is `text`.
@@ -38,13 +44,13 @@ impl ConfigError {
         label: impl Into<String>,
         help: impl Into<String>,
     ) -> ConfigError {
-        ConfigError {
+        ConfigError(Box::new(ConfigDiagnostic {
             message: message.into(),
             src: Some(NamedSource::new(name, text.to_owned())),
             span: Some(SourceSpan::from(span)),
             label: label.into(),
             help: Some(help.into()).filter(|h: &String| !h.is_empty()),
-        }
+        }))
     }
 
     /// Translates a TOML/serde error into a diagnostic with a hint by error shape.

@@ -356,8 +356,8 @@ fn open_source(
     src: &SourceConfig,
 ) -> Result<(Source, Vec<CandidateLine>), Failure> {
     let path: PathBuf = pipeline.resolve(src.path.get_ref());
-    if !path.exists() {
-        if let Some(create) = &src.create {
+    if let (false, Some(create)) = (path.exists(), &src.create) {
+        {
             let script = pipeline.resolve(create.get_ref());
             let status = std::process::Command::new("bash")
                 .arg(&script)

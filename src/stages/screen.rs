@@ -1,5 +1,5 @@
-//! `screen`: reduces the readings of a candidate — base, test patch only, test
-//! + gold, each read `repeats` times — to FAIL_TO_PASS, PASS_TO_PASS, flaky
+//! `screen`: reduces the readings of a candidate (base, test patch only, test
+//! and gold), each read `repeats` times, to FAIL_TO_PASS, PASS_TO_PASS, flaky
 //! tests and the controls.
 //!
 //! - FAIL_TO_PASS: fails (or is absent) in every test-only reading and passes in

@@ -87,7 +87,7 @@ impl Job for TriageJob {
     }
 }
 
-fn triage(p: &TriageParams, repo_path: &PathBuf, ctx: &JobCtx) -> Result<Output, JobError> {
+fn triage(p: &TriageParams, repo_path: &std::path::Path, ctx: &JobCtx) -> Result<Output, JobError> {
     let err = |e: &dyn std::fmt::Display| JobError::new(format!("{}: {e}", p.id));
     let tests = globset(&p.test_globs).map_err(|e| err(&e))?;
     let docs = globset(&p.docs_globs).map_err(|e| err(&e))?;

@@ -6,6 +6,7 @@ mod cli;
 mod exit;
 mod pipeline;
 mod render;
+mod sessions;
 mod stages;
 
 use std::process::ExitCode;

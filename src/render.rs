@@ -70,10 +70,10 @@ impl Human {
         match e {
             Event::BuildStarted { nodes, .. } => self.bar.set_length(*nodes as u64),
             Event::NodeStarted { name, key, .. } => {
-                self.bar.set_message(name.clone());
+                self.bar.set_message(name.to_string());
                 if self.verbose {
                     self.bar
-                        .println(format!("  run    {name}  key {}", &key[..12]));
+                        .println(format!("  run    {name}  key {}", key.short()));
                 }
             }
             Event::NodeFinished {

@@ -1,5 +1,6 @@
 //! The command line: clap structs converted once into domain calls.
 
+mod bench_dag;
 mod build;
 mod explain;
 mod gc;
@@ -40,6 +41,8 @@ enum Command {
     Gc(gc::GcArgs),
     Verify(verify::VerifyArgs),
     Hash(hash::HashArgs),
+    #[command(hide = true)]
+    BenchDag(bench_dag::BenchDagArgs),
 }
 
 /// An error on its way out: what to print, and the exit code it maps to.
@@ -86,6 +89,7 @@ pub(crate) fn run(cli: Cli) -> Result<i32, Failure> {
         Command::Gc(a) => gc::run(&global, a),
         Command::Verify(a) => verify::run(&global, a),
         Command::Hash(a) => hash::run(&global, a),
+        Command::BenchDag(a) => bench_dag::run(&global, a),
     }
 }
 

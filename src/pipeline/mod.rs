@@ -36,6 +36,41 @@ pub(crate) struct PipelineFile {
     pub(crate) screen: ScreenConfig,
     /// Directory of `<task id>.md` statements (and `<task id>.spec.md` for the spec track).
     pub(crate) statements: Option<Spanned<String>>,
+    /// Directory of agent sessions (docs/sessions.md).
+    pub(crate) sessions: Option<Spanned<String>>,
+    #[serde(default)]
+    pub(crate) grade: GradeConfig,
+    /// Secrets to redact from evidence, beyond the built-in key shapes.
+    #[serde(default)]
+    pub(crate) redact: RedactFileConfig,
+    /// model label -> token kind -> USD per million tokens.
+    #[serde(default)]
+    pub(crate) prices: std::collections::BTreeMap<String, std::collections::BTreeMap<String, f64>>,
+}
+
+/// `[grade]`: how sessions are graded.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct GradeConfig {
+    /// `exclude` (the policy applies) and/or `keep` (nothing excluded). Default ["exclude"].
+    pub(crate) arms: Option<Vec<Spanned<String>>>,
+    /// new-test-files (default) | all-test-files | reset-test-patch-files | none
+    pub(crate) exclusion: Option<Spanned<String>>,
+    /// Reruns of a failing grade before it is `unresolved`. Default 3.
+    pub(crate) reruns: Option<u32>,
+    /// Command for reruns; `{files}` becomes the failing tests' files. Default: the test command.
+    pub(crate) rerun_command: Option<String>,
+}
+
+/// `[redact]`
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RedactFileConfig {
+    #[serde(default)]
+    pub(crate) patterns: Vec<Spanned<String>>,
+    /// Environment variables whose values must never be stored.
+    #[serde(default)]
+    pub(crate) env: Vec<String>,
 }
 
 /// `[[source]]`: a git repository and the branch whose history is mined.

@@ -2,8 +2,12 @@
 //! kind: its params (the key), its job, and its output record.
 
 mod env;
+mod grade;
 mod layout;
+mod metrics;
+mod publish;
 mod records;
+mod redact;
 mod release;
 mod run;
 mod screen;
@@ -12,6 +16,7 @@ mod task;
 mod tree;
 mod triage;
 
+pub(crate) use records::RunFacts;
 pub(crate) use release::ReleaseRecord;
 
 use assay_engine::{GraphError, NodeSpec, Store};

@@ -66,6 +66,9 @@ pub(crate) struct RunRecord {
     pub(crate) report_error: Option<String>,
     /// None when trusted; else why the report cannot be believed.
     pub(crate) untrusted: Option<String>,
+    /// Secrets replaced in the stored log.
+    #[serde(default)]
+    pub(crate) redactions: u64,
 }
 
 /// `screen:<candidate>`: the three states read `repeats` times, reduced.
@@ -112,4 +115,88 @@ pub(crate) struct TaskRecord {
     pub(crate) excluded: Vec<String>,
     pub(crate) env: String,
     pub(crate) topic: Option<String>,
+}
+
+/// What an agent run reported about itself (from the session file or its transcript).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct RunFacts {
+    pub(crate) turns: Option<u64>,
+    /// Tokens by kind: input, output, cache_read, cache_creation, …
+    #[serde(default)]
+    pub(crate) tokens: BTreeMap<String, u64>,
+    /// How the run ended (e.g. Claude Code's result subtype: success, error_max_turns).
+    pub(crate) ended: Option<String>,
+    pub(crate) is_error: Option<bool>,
+    pub(crate) permission_denials: Option<u64>,
+    pub(crate) duration_ms: Option<u64>,
+}
+
+/// `session:<id>`: one agent attempt at one task, normalised from any input format.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct SessionRecord {
+    /// Stable id: the file's path under the sessions directory (`#<line>` for JSONL).
+    pub(crate) id: String,
+    /// instance_id or task digest, as the file says.
+    pub(crate) task: String,
+    pub(crate) track: String,
+    pub(crate) agent: String,
+    pub(crate) model: String,
+    /// Blob digest of the patch.
+    pub(crate) patch: String,
+    pub(crate) facts: RunFacts,
+}
+
+/// One piece of evidence with its blake3 receipt.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Receipt {
+    pub(crate) what: String,
+    pub(crate) digest: String,
+    pub(crate) bytes: u64,
+}
+
+/// `grade:<session>:<arm>`: a session's verdict on a task, with its evidence.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct GradeRecord {
+    pub(crate) session: String,
+    pub(crate) instance_id: String,
+    pub(crate) track: String,
+    /// The graded task's digest (its node key).
+    pub(crate) task_digest: String,
+    pub(crate) agent: String,
+    pub(crate) model: String,
+    /// `exclude` (the exclusion policy applies) or `keep` (nothing excluded).
+    pub(crate) arm: String,
+    pub(crate) policy: String,
+    /// resolved | resolved_after_rerun | unresolved | patch_apply_failed |
+    /// test_patch_conflict | no_report | env_setup_failed | ineligible
+    pub(crate) verdict: String,
+    /// none | agent | flaky_test | ambiguous | harness
+    pub(crate) fault: String,
+    pub(crate) detail: String,
+    /// FAIL_TO_PASS / PASS_TO_PASS tests still failing (after reruns).
+    pub(crate) failing: Vec<String>,
+    /// Session patch paths left out by the exclusion policy.
+    pub(crate) excluded_paths: Vec<String>,
+    pub(crate) exit_code: Option<i32>,
+    /// The PASS_TO_PASS check and the FAIL_TO_PASS check, kept apart:
+    /// `pass`, `fail (N)` or `not run`.
+    pub(crate) base_check: String,
+    pub(crate) new_check: String,
+    pub(crate) reruns: u32,
+    pub(crate) evidence: Vec<Receipt>,
+    pub(crate) redactions: u64,
+}
+
+/// `metrics:<session>`: the shape of the patch that was graded.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct MetricsRecord {
+    pub(crate) session: String,
+    pub(crate) lines_added: u64,
+    pub(crate) lines_removed: u64,
+    pub(crate) files_touched: u64,
+    /// (added + removed) / the gold patch's (added + removed); None without gold.
+    pub(crate) size_vs_gold: Option<f64>,
+    pub(crate) suppressions_added: u64,
+    pub(crate) comment_lines_added: u64,
+    pub(crate) empty_patch: bool,
 }

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use assay_engine::{Job, JobCtx, JobError, JobFuture, Output};
 use serde::{Deserialize, Serialize};
 
-use super::records::TaskRecord;
+use super::publish::{Price, PublishInput, publish};
+use super::records::{GradeRecord, TaskRecord};
 
 pub(super) const KIND_VERSION: u32 = 1;
 
@@ -34,9 +35,26 @@ pub(crate) struct ReleaseRecord {
     pub(crate) funnel: Funnel,
 }
 
+/// What each input of the release node is, in input order.
+#[derive(Clone, Debug)]
+pub(crate) enum Input {
+    /// A task, with its candidate id.
+    Task(String),
+    Session,
+    Grade,
+    Metrics,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct ReleaseParams {
+    pub(crate) prices: BTreeMap<String, Price>,
+    /// Sessions that were not graded, with why (known when the graph is laid out).
+    pub(crate) not_graded: Vec<(String, String)>,
+}
+
 pub(crate) struct ReleaseJob {
-    /// Candidate id of each task input, in input order.
-    pub(crate) candidates: Vec<String>,
+    inputs: Vec<Input>,
+    params: ReleaseParams,
 }
 
 #[derive(Serialize)]
@@ -48,7 +66,8 @@ struct Released<'a> {
 
 impl Job for ReleaseJob {
     fn run(&self, ctx: JobCtx) -> JobFuture {
-        let candidates = self.candidates.clone();
+        let kinds = self.inputs.clone();
+        let params = self.params.clone();
         Box::pin(async move {
             let err = |e: &dyn std::fmt::Display| JobError::new(format!("release: {e}"));
             let mut funnel = Funnel::default();
@@ -61,7 +80,43 @@ impl Job for ReleaseJob {
                 certified: bool,
             }
             let mut per_candidate: BTreeMap<&String, Progress> = BTreeMap::new();
-            for ((bytes, key), cand) in ctx.inputs.iter().zip(&ctx.input_keys).zip(&candidates) {
+            let mut publish_input = PublishInput {
+                tasks: Vec::new(),
+                grades: Vec::new(),
+                metrics: Vec::new(),
+                sessions: Vec::new(),
+                not_graded: params.not_graded.clone(),
+                prices: params.prices.clone(),
+            };
+            for ((bytes, key), kind) in ctx.inputs.iter().zip(&ctx.input_keys).zip(&kinds) {
+                let cand = match kind {
+                    Input::Task(c) => c,
+                    Input::Session => {
+                        publish_input
+                            .sessions
+                            .push(serde_json::from_slice(bytes).map_err(|e| err(&e))?);
+                        continue;
+                    }
+                    Input::Metrics => {
+                        publish_input
+                            .metrics
+                            .push(serde_json::from_slice(bytes).map_err(|e| err(&e))?);
+                        continue;
+                    }
+                    Input::Grade => {
+                        let g: GradeRecord = serde_json::from_slice(bytes).map_err(|e| err(&e))?;
+                        if g.verdict == "not_graded" {
+                            if g.arm != "keep" {
+                                publish_input
+                                    .not_graded
+                                    .push((g.session.clone(), g.detail.clone()));
+                            }
+                        } else {
+                            publish_input.grades.push((g, key.to_hex()));
+                        }
+                        continue;
+                    }
+                };
                 let task: TaskRecord = serde_json::from_slice(bytes).map_err(|e| err(&e))?;
                 let progress = per_candidate.entry(cand).or_default();
                 let reason = task
@@ -101,6 +156,7 @@ impl Job for ReleaseJob {
                     }
                 }
                 funnel.tasks_released += 1;
+                publish_input.tasks.push((task.clone(), key.to_hex()));
                 let line = serde_json::to_string(&Released {
                     task: &task,
                     digest: key.to_hex(),
@@ -128,21 +184,29 @@ impl Job for ReleaseJob {
             let tasks_digest = ctx.blobs.put(jsonl.as_bytes()).map_err(|e| err(&e))?;
             let funnel_json = serde_json::to_vec_pretty(&funnel).map_err(|e| err(&e))?;
             let funnel_digest = ctx.blobs.put(&funnel_json).map_err(|e| err(&e))?;
-            let record = ReleaseRecord {
-                files: BTreeMap::from([
-                    ("tasks.jsonl".to_owned(), tasks_digest.to_hex()),
-                    ("funnel.json".to_owned(), funnel_digest.to_hex()),
-                ]),
-                funnel,
-            };
+            let mut files = BTreeMap::from([
+                ("tasks.jsonl".to_owned(), tasks_digest.to_hex()),
+                ("funnel.json".to_owned(), funnel_digest.to_hex()),
+            ]);
+            let mut attachments = vec![tasks_digest, funnel_digest];
+            if !publish_input.sessions.is_empty() || !publish_input.not_graded.is_empty() {
+                publish_input.not_graded.sort();
+                publish_input.not_graded.dedup();
+                for (name, bytes) in publish(&publish_input) {
+                    let d = ctx.blobs.put(&bytes).map_err(|e| err(&e))?;
+                    attachments.push(d);
+                    files.insert(name, d.to_hex());
+                }
+            }
+            let record = ReleaseRecord { files, funnel };
             Ok(Output {
                 bytes: serde_json::to_vec(&record).map_err(|e| err(&e))?,
-                attachments: vec![tasks_digest, funnel_digest],
+                attachments,
             })
         })
     }
 }
 
-pub(crate) fn job(candidates: Vec<String>) -> Arc<dyn Job> {
-    Arc::new(ReleaseJob { candidates })
+pub(crate) fn job(inputs: Vec<Input>, params: ReleaseParams) -> Arc<dyn Job> {
+    Arc::new(ReleaseJob { inputs, params })
 }

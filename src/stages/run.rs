@@ -32,6 +32,7 @@ pub(crate) struct RunParams {
     pub(crate) report_file: Option<String>,
     pub(crate) timeout_s: u64,
     pub(crate) log_cap: u64,
+    pub(crate) redact: super::redact::RedactConfig,
     pub(crate) repeat: u32,
 }
 
@@ -67,17 +68,54 @@ async fn execute(
     let err = |e: &dyn std::fmt::Display| JobError::new(format!("run: {e}"));
     let tree: TreeRecord = serde_json::from_slice(&ctx.inputs[0]).map_err(|e| err(&e))?;
     let env: EnvRecord = serde_json::from_slice(&ctx.inputs[1]).map_err(|e| err(&e))?;
-    let mut record = RunRecord::default();
     let Some(tree_id) = tree.tree else {
-        record.skipped = tree.skipped.or(Some("no tree".into()));
+        let record = RunRecord {
+            skipped: tree.skipped.or(Some("no tree".into())),
+            ..RunRecord::default()
+        };
         return finish(record, Vec::new());
     };
+    let how = HowToRun {
+        command: p.command.clone(),
+        format,
+        report_file: p.report_file.clone(),
+        timeout_s: p.timeout_s,
+        log_cap: p.log_cap,
+        redact: p.redact.clone(),
+    };
+    let (record, attachments) = execute_tree(&tree_id, &env, &how, &store_dir, &ctx).await?;
+    finish(record, attachments)
+}
+
+/// How a test command is run and read.
+#[derive(Clone, Debug)]
+pub(crate) struct HowToRun {
+    pub(crate) command: String,
+    pub(crate) format: Format,
+    pub(crate) report_file: Option<String>,
+    pub(crate) timeout_s: u64,
+    pub(crate) log_cap: u64,
+    pub(crate) redact: super::redact::RedactConfig,
+}
+
+/// Materializes `tree_id` into a fresh scratch directory and runs the command
+/// there in environment `env`: the shared core of screening runs and grading
+/// reruns. Logs are redacted before they are stored.
+pub(crate) async fn execute_tree(
+    tree_id: &str,
+    env: &EnvRecord,
+    p: &HowToRun,
+    store_dir: &std::path::Path,
+    ctx: &JobCtx,
+) -> Result<(RunRecord, Vec<assay_engine::Digest>), JobError> {
+    let err = |e: &dyn std::fmt::Display| JobError::new(format!("run: {e}"));
+    let mut record = RunRecord::default();
     if !env.ok {
         record.env_failed = true;
         record.exit_code = env.exit_code;
         record.untrusted = Some("the environment's setup failed".into());
         record.log = env.setup_log.clone();
-        return finish(record, Vec::new());
+        return Ok((record, Vec::new()));
     }
     let env_dir = ctx.cache_dir.join(&env.dir);
     let scratch = tempfile::Builder::new()
@@ -89,6 +127,8 @@ async fn execute(
     std::fs::create_dir_all(&home).map_err(|e| err(&e))?;
     {
         let work = work.clone();
+        let store_dir = store_dir.to_owned();
+        let tree_id = tree_id.to_owned();
         tokio::task::spawn_blocking(move || {
             TreeStore::open_or_init(&store_dir)?.materialize(&tree_id, &work)
         })
@@ -123,7 +163,9 @@ async fn execute(
     record.duration_ms = outcome.duration.as_millis() as u64;
     record.log_bytes = outcome.log_bytes;
     record.log_truncated = outcome.log_truncated;
-    let log = std::fs::read(&log_path).map_err(|e| err(&e))?;
+    let redactor = super::redact::Redactor::new(&p.redact);
+    let (log, redactions) = redactor.redact(&std::fs::read(&log_path).map_err(|e| err(&e))?);
+    record.redactions = redactions;
     let log_digest = ctx.blobs.put(&log).map_err(|e| err(&e))?;
     record.log = log_digest.to_hex();
     let mut attachments = vec![log_digest];
@@ -131,6 +173,8 @@ async fn execute(
         None => Some(log),
         Some(rel) => match std::fs::read(work.join(rel)) {
             Ok(b) => {
+                let (b, n) = redactor.redact(&b);
+                record.redactions += n;
                 let d = ctx.blobs.put(&b).map_err(|e| err(&e))?;
                 attachments.push(d);
                 Some(b)
@@ -142,7 +186,7 @@ async fn execute(
         },
     };
     if let Some(bytes) = report_bytes {
-        match assay_report::parse(format, &bytes) {
+        match assay_report::parse(p.format, &bytes) {
             Ok(report) => {
                 if let Trust::Untrustworthy(why) = assay_report::assess(outcome.exit_code, &report)
                 {
@@ -164,7 +208,7 @@ async fn execute(
         record.untrusted =
             Some("the log exceeded the evidence cap; its report was not believed".into());
     }
-    finish(record, attachments)
+    Ok((record, attachments))
 }
 
 fn finish(record: RunRecord, attachments: Vec<assay_engine::Digest>) -> Result<Output, JobError> {

@@ -7,50 +7,66 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::key::Digest;
+
+/// One thing that happened in a build. Events borrow from the build (names,
+/// kinds, reasons) and carry digests as values, so emitting one per node of a
+/// no-op build allocates nothing; digests serialize as hex.
 #[derive(Clone, Debug, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
-pub enum Event {
+pub enum Event<'a> {
     BuildStarted {
         build: i64,
         nodes: usize,
     },
     NodeStarted {
-        name: String,
-        kind: String,
-        key: String,
+        name: &'a str,
+        kind: &'a str,
+        #[serde(serialize_with = "hex")]
+        key: Digest,
     },
     NodeFinished {
-        name: String,
-        kind: String,
-        key: String,
-        output: String,
+        name: &'a str,
+        kind: &'a str,
+        #[serde(serialize_with = "hex")]
+        key: Digest,
+        #[serde(serialize_with = "hex")]
+        output: Digest,
         duration_ms: u64,
     },
     NodeReused {
-        name: String,
-        kind: String,
-        key: String,
-        output: String,
+        name: &'a str,
+        kind: &'a str,
+        #[serde(serialize_with = "hex")]
+        key: Digest,
+        #[serde(serialize_with = "hex")]
+        output: Digest,
     },
     NodeFailed {
-        name: String,
-        kind: String,
-        key: String,
-        reason: String,
+        name: &'a str,
+        kind: &'a str,
+        #[serde(serialize_with = "hex")]
+        key: Digest,
+        reason: &'a str,
     },
     NodeSkipped {
-        name: String,
-        kind: String,
-        because: String,
+        name: &'a str,
+        kind: &'a str,
+        because: &'a str,
     },
     /// A cached result whose blob was missing or corrupt: treated as a miss.
     CacheRepaired {
-        name: String,
-        kind: String,
-        key: String,
-        problem: String,
+        name: &'a str,
+        kind: &'a str,
+        #[serde(serialize_with = "hex")]
+        key: Digest,
+        problem: &'a str,
     },
-    Summary(Summary),
+    Summary(&'a Summary),
+}
+
+fn hex<S: serde::Serializer>(d: &Digest, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(d.hex_into(&mut [0u8; 64]))
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -72,7 +88,13 @@ pub struct Summary {
 
 impl Summary {
     pub(crate) fn count(&mut self, kind: &str, status: &str) {
-        let k = self.by_kind.entry(kind.to_owned()).or_default();
+        // The kind is almost always present already: allocate only to insert it.
+        if !self.by_kind.contains_key(kind) {
+            self.by_kind.insert(kind.to_owned(), KindCounts::default());
+        }
+        let Some(k) = self.by_kind.get_mut(kind) else {
+            return;
+        };
         match status {
             "executed" => {
                 self.executed += 1;

@@ -5,7 +5,9 @@
 //! Params arrive already encoded (see [`encode_params`]); a stage is expected
 //! to keep timeouts-for-retries, concurrency and credentials out of them.
 
+use std::collections::HashMap;
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
@@ -13,36 +15,82 @@ use serde::{Deserialize, Serialize};
 /// Bumped when the encoding of [`KeyRecord`] itself changes meaning.
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// Inputs at least this long are hashed on all cores (large logs, reports).
+const PARALLEL_HASH_MIN: usize = 1 << 20;
+
 /// A blake3 digest: of a key record (a node key) or of bytes (an output, a blob).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Digest(pub [u8; 32]);
+
+/// A digest is already uniformly random: eight of its bytes are a fine hash.
+impl Hash for Digest {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&self.0[..8]);
+        state.write_u64(u64::from_le_bytes(first));
+    }
+}
+
+/// Passes a [`Digest`]'s own bits through instead of re-hashing them: lookups
+/// in a no-op build's 100k-entry index then cost no SipHash rounds. (Keys are
+/// blake3 outputs, so nobody can choose them to collide.)
+#[derive(Default, Clone, Copy)]
+pub struct DigestHasher(u64);
+
+impl Hasher for DigestHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only reached if something other than a Digest is hashed: mix it in.
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 ^= n;
+    }
+}
+
+/// A map keyed by digests, hashed by [`DigestHasher`].
+pub type DigestMap<V> = HashMap<Digest, V, BuildHasherDefault<DigestHasher>>;
 
 impl Digest {
     pub fn of(bytes: &[u8]) -> Digest {
+        // Below a few hundred KiB, spreading over threads costs more than it saves.
+        if bytes.len() >= PARALLEL_HASH_MIN {
+            let mut hasher = blake3::Hasher::new();
+            hasher.update_rayon(bytes);
+            return Digest(*hasher.finalize().as_bytes());
+        }
         Digest(*blake3::hash(bytes).as_bytes())
     }
 
-    /// The digest of a file's content, streamed (no whole-file buffer).
+    /// The digest of a file's content: memory-mapped and hashed on all cores
+    /// (blake3's tree hashing parallelises), as `b3sum` does. Small files and
+    /// files that cannot be mapped are read instead.
     pub fn of_file(path: &std::path::Path) -> std::io::Result<Digest> {
         let mut hasher = blake3::Hasher::new();
-        let mut file = std::fs::File::open(path)?;
-        // Large reads let blake3 hash many chunks per SIMD pass.
-        let mut buf = vec![0u8; 1 << 20];
-        loop {
-            match std::io::Read::read(&mut file, &mut buf) {
-                Ok(0) => break,
-                Ok(n) => {
-                    hasher.update(&buf[..n]);
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
+        hasher.update_mmap_rayon(path)?;
         Ok(Digest(*hasher.finalize().as_bytes()))
     }
 
     pub fn to_hex(&self) -> String {
-        hex::encode(self.0)
+        let mut buf = [0u8; 64];
+        self.hex_into(&mut buf).to_owned()
+    }
+
+    /// The hex form written into `buf`, without allocating.
+    pub fn hex_into<'b>(&self, buf: &'b mut [u8; 64]) -> &'b str {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        for (i, b) in self.0.iter().enumerate() {
+            buf[2 * i] = HEX[usize::from(b >> 4)];
+            buf[2 * i + 1] = HEX[usize::from(b & 0xf)];
+        }
+        // Only ASCII hex digits were written.
+        std::str::from_utf8(buf).unwrap_or_default()
     }
 
     pub fn short(&self) -> String {
@@ -56,7 +104,7 @@ impl Digest {
 
 impl fmt::Display for Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.to_hex())
+        f.write_str(self.hex_into(&mut [0u8; 64]))
     }
 }
 
@@ -94,6 +142,38 @@ impl KeyRecord {
     pub fn encode(&self) -> Vec<u8> {
         // Encoding plain owned data into a Vec cannot fail.
         bincode::serde::encode_to_vec(self, bincode::config::standard()).unwrap_or_default()
+    }
+}
+
+/// A [`KeyRecord`] made of borrowed parts: the same canonical bytes (serde
+/// encodes `&str` as `String` and `&[T]` as `Vec<T>`), without cloning a
+/// node's kind and params to compute its key.
+#[derive(Serialize)]
+pub(crate) struct KeyRecordRef<'a> {
+    pub(crate) schema: u32,
+    pub(crate) kind: &'a str,
+    pub(crate) kind_version: u32,
+    pub(crate) params: &'a [u8],
+    pub(crate) deps: &'a [Digest],
+}
+
+impl KeyRecordRef<'_> {
+    /// The key, encoding into `buf` (cleared first) so a build reuses one buffer.
+    pub(crate) fn key_with(&self, buf: &mut Vec<u8>) -> Digest {
+        buf.clear();
+        // Writing into a Vec cannot fail.
+        let _ = bincode::serde::encode_into_std_write(self, buf, bincode::config::standard());
+        Digest::of(buf)
+    }
+
+    pub(crate) fn to_owned(&self) -> KeyRecord {
+        KeyRecord {
+            schema: self.schema,
+            kind: self.kind.to_owned(),
+            kind_version: self.kind_version,
+            params: self.params.to_vec(),
+            deps: self.deps.to_vec(),
+        }
     }
 }
 
@@ -139,9 +219,44 @@ mod tests {
     }
 
     #[test]
+    fn borrowed_record_encodes_like_the_owned_one() {
+        let r = record(b"params", vec![Digest::of(b"a"), Digest::of(b"b")]);
+        let borrowed = KeyRecordRef {
+            schema: r.schema,
+            kind: &r.kind,
+            kind_version: r.kind_version,
+            params: &r.params,
+            deps: &r.deps,
+        };
+        let mut buf = Vec::new();
+        assert_eq!(borrowed.key_with(&mut buf), r.key());
+        assert_eq!(buf, r.encode());
+        assert_eq!(borrowed.to_owned(), r);
+    }
+
+    #[test]
     fn digest_hex_round_trip() {
         let d = Digest::of(b"x");
         assert_eq!(d.to_hex().parse::<Digest>(), Ok(d));
+        assert_eq!(d.to_hex(), hex::encode(d.0));
+        assert_eq!(d.to_string(), d.to_hex());
+    }
+
+    #[test]
+    fn parallel_and_file_hashing_agree_with_plain_blake3() {
+        let big: Vec<u8> = (0..3 * PARALLEL_HASH_MIN)
+            .map(|i| (i % 251) as u8)
+            .collect();
+        assert_eq!(Digest::of(&big).0, *blake3::hash(&big).as_bytes());
+        let dir = std::env::temp_dir().join(format!("assay-key-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_default();
+        for len in [0, 10, big.len()] {
+            let path = dir.join(format!("f{len}"));
+            std::fs::write(&path, &big[..len]).unwrap_or_default();
+            let d = Digest::of_file(&path).ok();
+            assert_eq!(d, Some(Digest(*blake3::hash(&big[..len]).as_bytes())));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
         assert!("zz".parse::<Digest>().is_err());
     }
 }

@@ -16,10 +16,12 @@ mod key;
 mod lock;
 mod scheduler;
 mod store;
+#[doc(hidden)]
+pub mod synthetic;
 
 pub use events::{Event, KindCounts, Summary};
 pub use graph::{Graph, GraphError, NodeId, NodeSpec};
-pub use key::{Digest, KeyRecord, SCHEMA_VERSION, encode_params};
+pub use key::{Digest, DigestHasher, DigestMap, KeyRecord, SCHEMA_VERSION, encode_params};
 pub use lock::{CacheLock, LockError};
 pub use scheduler::{
     BuildOptions, BuildOutcome, Job, JobCtx, JobError, JobFuture, NodeOutcome, NodeStatus, Output,

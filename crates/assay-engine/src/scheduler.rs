@@ -19,10 +19,10 @@ use tokio::task::JoinSet;
 
 use crate::events::{Event, Summary};
 use crate::graph::{Graph, NodeId};
-use crate::key::{Digest, KeyRecord, SCHEMA_VERSION};
+use crate::key::{Digest, DigestMap, KeyRecord, KeyRecordRef, SCHEMA_VERSION};
 use crate::store::{
-    Blobs, BuildManifest, FailureRow, INLINE_MAX, IndexRow, IndexWriter, ManifestEntry, NewRow,
-    Store, StoreError, now_ms,
+    Blobs, BuildManifest, BuildManifestRef, FailureRow, INLINE_MAX, IndexRow, IndexWriter,
+    ManifestEntryRef, NewRow, Store, StoreError, now_ms,
 };
 
 pub type JobFuture = Pin<Box<dyn Future<Output = Result<Output, JobError>> + Send>>;
@@ -171,24 +171,48 @@ enum State {
     Skipped,
 }
 
-fn key_record(graph: &Graph, id: NodeId, deps: Vec<Digest>) -> KeyRecord {
+/// A node's key from its spec and its dependencies' outputs, encoded into the
+/// build's reusable buffer: computing a key allocates nothing.
+fn node_key(graph: &Graph, id: NodeId, deps: &[Digest], buf: &mut Vec<u8>) -> Digest {
+    record_ref(graph, id, deps).key_with(buf)
+}
+
+fn record_ref<'a>(graph: &'a Graph, id: NodeId, deps: &'a [Digest]) -> KeyRecordRef<'a> {
     let spec = graph.node(id);
-    KeyRecord {
+    KeyRecordRef {
         schema: SCHEMA_VERSION,
-        kind: spec.kind.clone(),
+        kind: &spec.kind,
         kind_version: spec.kind_version,
-        params: spec.params.clone(),
+        params: &spec.params,
         deps,
     }
 }
 
 /// Checks a hit: output and attachments present and hashing to their digests.
 fn verify_hit(store: &Store, row: &IndexRow, job: &dyn crate::Job) -> Result<(), String> {
-    let bytes = store.output_bytes(row).map_err(|e| e.to_string())?;
+    // Inline outputs (most of a no-op build) are checked in place, not copied.
+    let blob;
+    let bytes: &[u8] = match &row.inline {
+        Some(inline) => {
+            let actual = Digest::of(inline);
+            if actual != row.output {
+                return Err(StoreError::CorruptBlob {
+                    digest: row.output,
+                    actual,
+                }
+                .to_string());
+            }
+            inline
+        }
+        None => {
+            blob = store.blobs().get(&row.output).map_err(|e| e.to_string())?;
+            &blob
+        }
+    };
     for a in &row.attachments {
         store.blobs().get(a).map_err(|e| e.to_string())?;
     }
-    if !job.hit_valid(&bytes) {
+    if !job.hit_valid(bytes) {
         return Err("the stage rejected its cached output (an artifact it names is gone)".into());
     }
     Ok(())
@@ -200,7 +224,7 @@ pub async fn build(
     opts: &BuildOptions,
     sink: &mut dyn FnMut(&Event),
 ) -> Result<BuildOutcome, StoreError> {
-    let index = store.load_index()?;
+    let index = store.load_index_sized(graph.len())?;
     let build_id = store.begin_build(&opts.label)?;
     sink(&Event::BuildStarted {
         build: build_id,
@@ -213,7 +237,9 @@ pub async fn build(
     let mut state: Vec<State> = (0..n).map(|_| State::Waiting).collect();
     let mut outcomes: Vec<NodeOutcome> = (0..n)
         .map(|_| NodeOutcome {
-            status: NodeStatus::Skipped("not reached".into()),
+            // Every node is reached (run, reused, failed or skipped) before
+            // the build ends; an empty reason keeps this placeholder free.
+            status: NodeStatus::Skipped(String::new()),
             key: None,
             output: None,
             bytes: None,
@@ -230,7 +256,10 @@ pub async fn build(
     let mut task_node: HashMap<tokio::task::Id, NodeId> = HashMap::new();
     let mut summary = Summary::default();
     let jobs = opts.jobs.max(1);
-    let mut leaders: HashMap<Digest, NodeId> = HashMap::new();
+    let mut leaders: DigestMap<NodeId> = DigestMap::default();
+    // Reused for every key: the hot loop of a no-op build allocates nothing.
+    let mut deps: Vec<Digest> = Vec::new();
+    let mut encoded: Vec<u8> = Vec::new();
     let mut followers: HashMap<NodeId, Vec<NodeId>> = HashMap::new();
 
     loop {
@@ -238,15 +267,12 @@ pub async fn build(
             if !matches!(state[id], State::Waiting) {
                 continue;
             }
-            let deps: Vec<Digest> = graph.deps[id]
-                .iter()
-                .map(|&d| match &state[d] {
-                    State::Done(out, _) => *out,
-                    _ => Digest([0; 32]),
-                })
-                .collect();
-            let record = key_record(graph, id, deps);
-            let key = record.key();
+            deps.clear();
+            deps.extend(graph.deps[id].iter().map(|&d| match &state[d] {
+                State::Done(out, _) => *out,
+                _ => Digest([0; 32]),
+            }));
+            let key = node_key(graph, id, &deps, &mut encoded);
             let spec = graph.node(id);
             outcomes[id].key = Some(key);
             let reread = spec.observation && opts.reread.contains(&spec.kind);
@@ -258,19 +284,19 @@ pub async fn build(
                         outcomes[id].output = Some(row.output);
                         summary.count(&spec.kind, "reused");
                         sink(&Event::NodeReused {
-                            name: spec.name.clone(),
-                            kind: spec.kind.clone(),
-                            key: key.to_hex(),
-                            output: row.output.to_hex(),
+                            name: &spec.name,
+                            kind: &spec.kind,
+                            key,
+                            output: row.output,
                         });
                         release(graph, id, &mut waiting, &mut ready);
                         continue;
                     }
                     Err(problem) => sink(&Event::CacheRepaired {
-                        name: spec.name.clone(),
-                        kind: spec.kind.clone(),
-                        key: key.to_hex(),
-                        problem,
+                        name: &spec.name,
+                        kind: &spec.kind,
+                        key,
+                        problem: &problem,
                     }),
                 }
             }
@@ -296,7 +322,7 @@ pub async fn build(
                 continue;
             }
             leaders.insert(key, id);
-            to_run.push_back((id, record, key));
+            to_run.push_back((id, record_ref(graph, id, &deps).to_owned(), key));
         }
 
         while inflight.len() < jobs {
@@ -305,9 +331,9 @@ pub async fn build(
             };
             let spec = graph.node(id);
             sink(&Event::NodeStarted {
-                name: spec.name.clone(),
-                kind: spec.kind.clone(),
-                key: key.to_hex(),
+                name: &spec.name,
+                kind: &spec.kind,
+                key,
             });
             let mut inputs = Vec::with_capacity(graph.deps[id].len());
             let mut input_error = None;
@@ -426,10 +452,10 @@ pub async fn build(
                 outcomes[id].bytes = Some(bytes);
                 summary.count(&spec.kind, "executed");
                 sink(&Event::NodeFinished {
-                    name: spec.name.clone(),
-                    kind: spec.kind.clone(),
-                    key: key.to_hex(),
-                    output: output.to_hex(),
+                    name: &spec.name,
+                    kind: &spec.kind,
+                    key,
+                    output,
                     duration_ms,
                 });
                 release(graph, id, &mut waiting, &mut ready);
@@ -471,24 +497,24 @@ pub async fn build(
                 outcomes[id].status = NodeStatus::Failed(reason.clone());
                 summary.count(&spec.kind, "failed");
                 sink(&Event::NodeFailed {
-                    name: spec.name.clone(),
-                    kind: spec.kind.clone(),
-                    key: key.to_hex(),
-                    reason,
+                    name: &spec.name,
+                    kind: &spec.kind,
+                    key,
+                    reason: &reason,
                 });
                 skip_descendants(graph, id, &mut state, &mut outcomes, &mut summary, sink);
                 for f in followers.remove(&id).unwrap_or_default() {
                     let fspec = graph.node(f);
+                    let reason = format!("same key as `{}`, which failed", spec.name);
                     state[f] = State::Failed;
-                    outcomes[f].status =
-                        NodeStatus::Failed(format!("same key as `{}`, which failed", spec.name));
                     summary.count(&fspec.kind, "failed");
                     sink(&Event::NodeFailed {
-                        name: fspec.name.clone(),
-                        kind: fspec.kind.clone(),
-                        key: key.to_hex(),
-                        reason: format!("same key as `{}`, which failed", spec.name),
+                        name: &fspec.name,
+                        kind: &fspec.kind,
+                        key,
+                        reason: &reason,
                     });
+                    outcomes[f].status = NodeStatus::Failed(reason);
                     skip_descendants(graph, f, &mut state, &mut outcomes, &mut summary, sink);
                 }
             }
@@ -497,19 +523,25 @@ pub async fn build(
     drop(writer_tx);
     let _ = writer_handle.join();
 
-    let mut entries: Vec<ManifestEntry> = (0..n)
-        .map(|i| ManifestEntry {
-            name: graph.node(i).name.clone(),
-            kind: graph.node(i).kind.clone(),
+    // The manifest is encoded from borrowed entries: same bytes as a
+    // `BuildManifest`, without copying every node's name and kind.
+    let mut entries: Vec<ManifestEntryRef<'_>> = (0..n)
+        .map(|i| ManifestEntryRef {
+            name: &graph.node(i).name,
+            kind: &graph.node(i).kind,
             key: outcomes[i].key,
             output: outcomes[i].output,
-            status: outcomes[i].status.word().to_owned(),
+            status: outcomes[i].status.word(),
         })
         .collect();
-    entries.sort_by(|a, b| a.name.cmp(&b.name));
+    entries.sort_unstable_by(|a, b| a.name.cmp(b.name));
     let summary_json = serde_json::to_string(&summary).unwrap_or_default();
-    let manifest = store.finish_build(build_id, &BuildManifest { entries }, &summary_json)?;
-    sink(&Event::Summary(summary.clone()));
+    let manifest = store.finish_build(
+        build_id,
+        &crate::key::encode_params(&BuildManifestRef { entries }),
+        &summary_json,
+    )?;
+    sink(&Event::Summary(&summary));
     Ok(BuildOutcome {
         build: build_id,
         summary,
@@ -537,10 +569,10 @@ fn follow(
     outcomes[id].bytes = bytes;
     summary.count(&spec.kind, "reused");
     sink(&Event::NodeReused {
-        name: spec.name.clone(),
-        kind: spec.kind.clone(),
-        key: outcomes[id].key.map(|k| k.to_hex()).unwrap_or_default(),
-        output: output.to_hex(),
+        name: &spec.name,
+        kind: &spec.kind,
+        key: outcomes[id].key.unwrap_or(Digest([0; 32])),
+        output,
     });
 }
 
@@ -572,9 +604,9 @@ fn skip_descendants(
         let spec = graph.node(id);
         summary.count(&spec.kind, "skipped");
         sink(&Event::NodeSkipped {
-            name: spec.name.clone(),
-            kind: spec.kind.clone(),
-            because: because.clone(),
+            name: &spec.name,
+            kind: &spec.kind,
+            because: &because,
         });
         stack.extend(graph.dependents[id].iter().copied());
     }
@@ -582,7 +614,7 @@ fn skip_descendants(
 
 fn load_input(
     store: &Store,
-    index: &HashMap<Digest, IndexRow>,
+    index: &DigestMap<IndexRow>,
     state: &[State],
     outcomes: &[NodeOutcome],
     dep: NodeId,
@@ -627,11 +659,12 @@ pub fn plan(
     reread: &BTreeSet<String>,
     previous: Option<&BuildManifest>,
 ) -> Result<Vec<PlanEntry>, StoreError> {
-    let index = store.load_index()?;
+    let index = store.load_index_sized(graph.len())?;
     let n = graph.len();
     let mut outputs: Vec<Option<Digest>> = vec![None; n];
     let mut blocked_on: Vec<Option<String>> = vec![None; n];
     let mut entries: Vec<Option<PlanEntry>> = (0..n).map(|_| None).collect();
+    let mut encoded = Vec::new();
     for &id in &graph.order {
         let spec = graph.node(id);
         let mut deps = Vec::new();
@@ -656,7 +689,7 @@ pub fn plan(
                 state: PlanState::Blocked { on },
             }
         } else {
-            let key = key_record(graph, id, deps).key();
+            let key = node_key(graph, id, &deps, &mut encoded);
             let prev = previous.and_then(|m| m.find(&spec.name));
             let reread_it = spec.observation && reread.contains(&spec.kind);
             let state = match index.get(&key) {

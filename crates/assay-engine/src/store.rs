@@ -11,7 +11,6 @@
 //! Outputs of at most [`INLINE_MAX`] bytes live inline in the row: a no-op build
 //! then verifies them from one table scan instead of one file read per node.
 
-use std::collections::HashMap;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -21,7 +20,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
-use crate::key::{Digest, KeyRecord};
+use crate::key::{Digest, DigestMap, KeyRecord};
 
 /// Outputs up to this size are stored inline in the index row.
 pub(crate) const INLINE_MAX: usize = 4096;
@@ -172,6 +171,22 @@ pub struct ManifestEntry {
     pub status: String,
 }
 
+/// A [`ManifestEntry`] of borrowed parts, encoding to the same bytes.
+#[derive(Serialize)]
+pub(crate) struct ManifestEntryRef<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) kind: &'a str,
+    pub(crate) key: Option<Digest>,
+    pub(crate) output: Option<Digest>,
+    pub(crate) status: &'a str,
+}
+
+/// A [`BuildManifest`] of borrowed entries, encoding to the same bytes.
+#[derive(Serialize)]
+pub(crate) struct BuildManifestRef<'a> {
+    pub(crate) entries: Vec<ManifestEntryRef<'a>>,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BuildManifest {
     pub entries: Vec<ManifestEntry>,
@@ -252,31 +267,44 @@ impl Store {
     }
 
     /// Every success row, for hit decisions: one table scan.
-    pub fn load_index(&self) -> Result<HashMap<Digest, IndexRow>, StoreError> {
+    pub fn load_index(&self) -> Result<DigestMap<IndexRow>, StoreError> {
+        self.load_index_sized(0)
+    }
+
+    /// [`Store::load_index`], sized up front for about `expected` rows (the
+    /// node count of the build about to run) so the map does not regrow.
+    pub fn load_index_sized(&self, expected: usize) -> Result<DigestMap<IndexRow>, StoreError> {
         let mut stmt = self
             .conn
             .prepare_cached("SELECT key, output, inline, attachments FROM nodes")
             .map_err(|e| self.index_err(e))?;
         let mut rows = stmt.query([]).map_err(|e| self.index_err(e))?;
-        let mut map = HashMap::new();
+        let mut map = DigestMap::with_capacity_and_hasher(expected, Default::default());
+        let bad = |detail: &str| StoreError::Index {
+            path: self.dir.join("index.sqlite"),
+            detail: detail.to_owned(),
+        };
         while let Some(row) = rows.next().map_err(|e| self.index_err(e))? {
-            let key: Vec<u8> = row.get(0).map_err(|e| self.index_err(e))?;
-            let output: Vec<u8> = row.get(1).map_err(|e| self.index_err(e))?;
-            let inline: Option<Vec<u8>> = row.get(2).map_err(|e| self.index_err(e))?;
-            let attachments: Vec<u8> = row.get(3).map_err(|e| self.index_err(e))?;
-            let (Some(key), Some(output)) = (Digest::from_slice(&key), Digest::from_slice(&output))
-            else {
-                return Err(StoreError::Index {
-                    path: self.dir.join("index.sqlite"),
-                    detail: "a row holds a key or digest that is not 32 bytes".into(),
-                });
+            // Columns are borrowed from sqlite's row buffer: only `inline` is copied.
+            let blob = |i: usize| -> Result<Option<&[u8]>, StoreError> {
+                row.get_ref(i)
+                    .and_then(|v| v.as_blob_or_null().map_err(Into::into))
+                    .map_err(|e| self.index_err(e))
             };
+            let (Some(key), Some(output)) = (
+                blob(0)?.and_then(Digest::from_slice),
+                blob(1)?.and_then(Digest::from_slice),
+            ) else {
+                return Err(bad("a row holds a key or digest that is not 32 bytes"));
+            };
+            let inline = blob(2)?.map(<[u8]>::to_vec);
+            let attachments = blob(3)?.map(split_digests).unwrap_or_default();
             map.insert(
                 key,
                 IndexRow {
                     output,
                     inline,
-                    attachments: split_digests(&attachments),
+                    attachments,
                 },
             );
         }
@@ -383,13 +411,14 @@ impl Store {
         Ok(self.conn.last_insert_rowid())
     }
 
+    /// Records the end of a build with its encoded [`BuildManifest`].
     pub(crate) fn finish_build(
         &self,
         id: i64,
-        manifest: &BuildManifest,
+        manifest: &[u8],
         summary: &str,
     ) -> Result<Digest, StoreError> {
-        let digest = self.blobs.put(&manifest.encode())?;
+        let digest = self.blobs.put(manifest)?;
         self.conn
             .execute(
                 "UPDATE builds SET finished_ms = ?1, manifest = ?2, summary = ?3 WHERE id = ?4",

@@ -1,0 +1,142 @@
+//! Claude Code `--output-format stream-json` transcripts: one JSON event per
+//! line (`system` init, `assistant`/`user` messages, …) closed by a `result`
+//! event that carries the run's totals. Only the last `result` event is read;
+//! a transcript without one is a run that did not finish (or a cut file), and
+//! its facts cannot be trusted, so that is an error rather than empty facts.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::span;
+use super::{Failure, SessionError};
+use crate::stages::RunFacts;
+use std::path::Path;
+
+/// The run facts of the transcript `path` whose text is `text`; errors point
+/// into the transcript and carry the session's `id`.
+pub(super) fn parse_transcript(id: &str, path: &Path, text: &str) -> Result<RunFacts, Failure> {
+    // (1-based line number, byte offset, line) of every non-blank line.
+    let mut lines = Vec::new();
+    let mut offset = 0;
+    for (n, line) in text.split('\n').enumerate() {
+        let trimmed = line.trim_end_matches('\r');
+        if !trimmed.trim().is_empty() {
+            lines.push((n + 1, offset, trimmed));
+        }
+        offset += line.len() + 1;
+    }
+
+    let mut result = None;
+    let mut cut = false;
+    for (i, &(_, start, line)) in lines.iter().enumerate() {
+        match serde_json::from_str::<Value>(line) {
+            Ok(event) => {
+                if event.get("type").and_then(Value::as_str) == Some("result") {
+                    result = Some((start, line, event));
+                }
+            }
+            // A run killed mid-write leaves a partial last line: that is the
+            // missing-result error below, not a syntax error.
+            Err(_) if i + 1 == lines.len() && result.is_none() => cut = true,
+            Err(e) => return Err(SessionError::from_json(id, path, text, start, line, &e)),
+        }
+    }
+
+    let Some((start, line, event)) = result else {
+        let span = lines
+            .last()
+            .map_or(0..0, |&(_, start, line)| start..start + line.len());
+        let message = if cut {
+            "transcript has no result event: the run did not finish or the file is cut (its last line is not complete JSON)"
+        } else {
+            "transcript has no result event: the run did not finish or the file is cut"
+        };
+        return Err(SessionError::at(
+            id,
+            path,
+            text,
+            span,
+            message,
+            "rerun the agent to the end with `--output-format stream-json --verbose`, \
+             or drop \"transcript\" and give the facts in the session's \"run\" object",
+        ));
+    };
+
+    let spans = span::object_spans(line).unwrap_or_default();
+    let bad = |key: &str, expected: &str| {
+        let at = spans.value(key).unwrap_or(0..line.len());
+        SessionError::at(
+            id,
+            path,
+            text,
+            start + at.start..start + at.end,
+            format!("the result event's \"{key}\" is not {expected}"),
+            "the transcript is not Claude Code stream-json as assay reads it (docs/sessions.md); \
+             give the facts in the session's \"run\" object instead",
+        )
+    };
+
+    let field = |key: &str| event.get(key).filter(|v| !v.is_null());
+    let count = |key: &str| match field(key) {
+        None => Ok(None),
+        Some(v) => as_count(v)
+            .map(Some)
+            .ok_or_else(|| bad(key, "a non-negative number")),
+    };
+
+    let ended = match field("subtype") {
+        None => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err(bad("subtype", "a string")),
+    };
+    let is_error = match field("is_error") {
+        None => None,
+        Some(Value::Bool(b)) => Some(*b),
+        Some(_) => return Err(bad("is_error", "true or false")),
+    };
+    let permission_denials = match field("permission_denials") {
+        None => None,
+        Some(Value::Array(denials)) => Some(denials.len() as u64),
+        Some(v) => Some(as_count(v).ok_or_else(|| bad("permission_denials", "a list"))?),
+    };
+    let tokens = match field("usage") {
+        None => BTreeMap::new(),
+        Some(Value::Object(usage)) => usage
+            .iter()
+            .filter_map(|(kind, n)| Some((token_kind(kind), n.as_u64()?)))
+            .collect(),
+        Some(_) => return Err(bad("usage", "an object")),
+    };
+
+    Ok(RunFacts {
+        turns: count("num_turns")?,
+        tokens,
+        ended,
+        is_error,
+        permission_denials,
+        duration_ms: count("duration_ms")?,
+    })
+}
+
+/// A count; a whole float (`5000.0`) is accepted, other numbers are not.
+fn as_count(v: &Value) -> Option<u64> {
+    v.as_u64().or_else(|| {
+        v.as_f64()
+            .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= u64::MAX as f64)
+            .map(|f| f as u64)
+    })
+}
+
+/// The Anthropic usage field names, shortened; unknown numeric fields keep
+/// their name (nested objects such as `server_tool_use` are left out).
+fn token_kind(field: &str) -> String {
+    match field {
+        "input_tokens" => "input",
+        "output_tokens" => "output",
+        "cache_read_input_tokens" => "cache_read",
+        "cache_creation_input_tokens" => "cache_creation",
+        other => other,
+    }
+    .to_owned()
+}

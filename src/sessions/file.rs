@@ -1,0 +1,222 @@
+//! assay's own session file (`*.json`, docs/sessions.md): labels, the patch
+//! inline or in a file next to it, and the run facts, given explicitly and/or
+//! read from a Claude Code transcript. Explicit facts win over the
+//! transcript's, field by field (token kinds one by one).
+//!
+//! Unknown keys are errors: a misspelt `"patch_flie"` must not silently grade
+//! the empty patch.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::span::{self, ObjectSpans};
+use super::{Failure, ParsedSession, SessionError, claude, read_text};
+use crate::stages::RunFacts;
+
+/// The tracks a task is released on (`stages/layout.rs`).
+const TRACKS: [&str; 2] = ["basic", "spec"];
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SessionFile {
+    task: Option<String>,
+    track: Option<String>,
+    agent: Option<String>,
+    model: Option<String>,
+    patch: Option<String>,
+    patch_file: Option<String>,
+    transcript: Option<String>,
+    run: Option<RunSection>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunSection {
+    turns: Option<u64>,
+    #[serde(default)]
+    tokens: BTreeMap<String, u64>,
+    ended: Option<String>,
+    is_error: Option<bool>,
+    permission_denials: Option<u64>,
+    duration_ms: Option<u64>,
+}
+
+impl RunSection {
+    /// `self` over `base`: every value given here replaces the base's.
+    fn over(self, mut base: RunFacts) -> RunFacts {
+        base.tokens.extend(self.tokens);
+        RunFacts {
+            turns: self.turns.or(base.turns),
+            tokens: base.tokens,
+            ended: self.ended.or(base.ended),
+            is_error: self.is_error.or(base.is_error),
+            permission_denials: self.permission_denials.or(base.permission_denials),
+            duration_ms: self.duration_ms.or(base.duration_ms),
+        }
+    }
+}
+
+/// The transcript a session file names, resolved; `None` when it names none
+/// or cannot be read (its own load reports that).
+pub(super) fn named_transcript(path: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let spans = span::object_spans(&text)?;
+    let value = text.get(spans.value("transcript")?)?;
+    let name: String = serde_json::from_str(value).ok()?;
+    Some(beside(path, &name))
+}
+
+/// `name` relative to the directory of the session file `path`.
+fn beside(path: &Path, name: &str) -> PathBuf {
+    path.parent().unwrap_or(Path::new("")).join(name)
+}
+
+/// Reads one session file.
+pub(super) fn load(id: &str, path: &Path) -> Result<ParsedSession, Failure> {
+    let text = read_text(id, path, "session file")?;
+    let at = |span: Range<usize>, message: String, help: &str| {
+        SessionError::at(id, path, &text, span, message, help)
+    };
+
+    let first = text.trim_start().as_bytes().first().copied();
+    if first == Some(b'[') {
+        return Err(at(
+            span::point(&text, text.len() - text.trim_start().len()),
+            "a session file holds one JSON object, not an array".to_owned(),
+            "SWE-bench predictions go in a .jsonl file, one object per line; \
+             assay's own schema is one object per .json file (docs/sessions.md)",
+        ));
+    }
+    let file: SessionFile = serde_json::from_str(&text)
+        .map_err(|e| SessionError::from_json(id, path, &text, 0, &text, &e))?;
+    let spans = match span::object_spans(&text) {
+        Some(spans) if first == Some(b'{') => spans,
+        _ => {
+            return Err(at(
+                0..0,
+                "a session file holds one JSON object".to_owned(),
+                "write the session as {\"task\": …, \"agent\": …, \"model\": …, \"patch\": …} (docs/sessions.md)",
+            ));
+        }
+    };
+
+    let task = required(
+        &spans,
+        file.task,
+        "task",
+        "the instance_id or task digest this session attempted",
+    )
+    .map_err(|(span, message, help)| at(span, message, &help))?;
+    let agent = required(&spans, file.agent, "agent", "the label reports group by")
+        .map_err(|(span, message, help)| at(span, message, &help))?;
+    let model = required(
+        &spans,
+        file.model,
+        "model",
+        "the model label reports group by",
+    )
+    .map_err(|(span, message, help)| at(span, message, &help))?;
+    if let Some(track) = &file.track
+        && !TRACKS.contains(&track.as_str())
+    {
+        return Err(at(
+            value_span(&spans, "track"),
+            format!("unknown track {track:?}"),
+            "use \"basic\" (statement only) or \"spec\" (statement + interface spec), or leave \"track\" out",
+        ));
+    }
+
+    let patch = match (file.patch, file.patch_file) {
+        (Some(_), Some(_)) => {
+            return Err(at(
+                value_span(&spans, "patch_file"),
+                "both \"patch\" and \"patch_file\" are given".to_owned(),
+                "keep one: \"patch\" holds the diff inline, \"patch_file\" names a file holding it",
+            ));
+        }
+        (None, None) => {
+            return Err(at(
+                spans.object.clone(),
+                "the session has no patch".to_owned(),
+                "add \"patch\" (the diff inline; \"\" for the empty patch) or \"patch_file\" (a file relative to this one)",
+            ));
+        }
+        (Some(inline), None) => inline.into_bytes(),
+        (None, Some(name)) => {
+            let resolved = beside(path, &name);
+            if name.is_empty() || !resolved.is_file() {
+                return Err(at(
+                    value_span(&spans, "patch_file"),
+                    format!("patch file not found: {}", resolved.display()),
+                    "write the diff to that path, or fix \"patch_file\" (it is relative to this session file)",
+                ));
+            }
+            std::fs::read(&resolved).map_err(|e| {
+                at(
+                    value_span(&spans, "patch_file"),
+                    format!("cannot read patch file {}: {e}", resolved.display()),
+                    "check that the file is readable",
+                )
+            })?
+        }
+    };
+
+    let transcript_facts = match &file.transcript {
+        None => RunFacts::default(),
+        Some(name) => {
+            let resolved = beside(path, name);
+            if name.is_empty() || !resolved.is_file() {
+                return Err(at(
+                    value_span(&spans, "transcript"),
+                    format!("transcript not found: {}", resolved.display()),
+                    "save the agent's `--output-format stream-json` output at that path, or fix \"transcript\" (it is relative to this session file)",
+                ));
+            }
+            let transcript = read_text(id, &resolved, "transcript")?;
+            claude::parse_transcript(id, &resolved, &transcript)?
+        }
+    };
+    let facts = file.run.unwrap_or_default().over(transcript_facts);
+
+    Ok(ParsedSession {
+        id: id.to_owned(),
+        task,
+        track: file.track,
+        agent,
+        model,
+        patch,
+        facts,
+        file: path.to_path_buf(),
+    })
+}
+
+/// A required, non-empty label, or (span, message, help) for its error.
+fn required(
+    spans: &ObjectSpans,
+    value: Option<String>,
+    key: &str,
+    what: &str,
+) -> Result<String, (Range<usize>, String, String)> {
+    match value {
+        Some(v) if !v.trim().is_empty() => Ok(v),
+        Some(_) => Err((
+            value_span(spans, key),
+            format!("\"{key}\" is empty"),
+            format!("give \"{key}\" a value: {what}"),
+        )),
+        // Absent: the whole object; `null`: the null.
+        None => Err((
+            value_span(spans, key),
+            format!("the session has no \"{key}\""),
+            format!("add \"{key}\": {what}"),
+        )),
+    }
+}
+
+/// The span of `key`'s value, or of the whole object when it is absent.
+fn value_span(spans: &ObjectSpans, key: &str) -> Range<usize> {
+    spans.value(key).unwrap_or_else(|| spans.object.clone())
+}

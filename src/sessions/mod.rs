@@ -1,0 +1,288 @@
+//! Agent sessions in: `sessions/**/*.json` (assay's schema, docs/sessions.md),
+//! SWE-bench prediction files `sessions/**/*.jsonl`, and Claude Code
+//! `--output-format stream-json` transcripts named by a session file.
+//!
+//! Reading is total: every file under the directory ends up either as sessions
+//! or as a [`SessionError`] pointing into the file that is wrong, so one bad
+//! file never hides the others. The order is fixed (sorted by id; the lines
+//! of a JSONL file in line order) so the DAG built from it is too.
+//!
+//! A `.jsonl` file is read as SWE-bench predictions unless it is a transcript:
+//! named by some session file's `"transcript"`, or ending in `.stream.jsonl`.
+
+mod claude;
+mod file;
+mod span;
+mod swebench;
+
+use std::collections::BTreeSet;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use crate::stages::RunFacts;
+
+/// One session as read from disk, before it enters the DAG.
+#[derive(Clone, Debug)]
+pub(crate) struct ParsedSession {
+    /// Stable id: path under the sessions dir (`#<line>` appended for JSONL lines).
+    pub(crate) id: String,
+    /// instance_id or task digest.
+    pub(crate) task: String,
+    pub(crate) track: Option<String>,
+    pub(crate) agent: String,
+    pub(crate) model: String,
+    pub(crate) patch: Vec<u8>,
+    pub(crate) facts: RunFacts,
+    /// The file it came from.
+    pub(crate) file: PathBuf,
+}
+
+/// A session file that could not be read: a diagnostic pointing into the file.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("{message}")]
+#[diagnostic(code(assay::session))]
+pub(crate) struct SessionError {
+    /// The session id this file (or line) would have had.
+    pub(crate) id: String,
+    pub(crate) message: String,
+    #[source_code]
+    pub(crate) src: Option<miette::NamedSource<String>>,
+    #[label("here")]
+    pub(crate) span: Option<miette::SourceSpan>,
+    #[help]
+    pub(crate) help: Option<String>,
+}
+
+/// Boxed inside the module: a `SessionError` is too large to pass around in
+/// every `Result`.
+type Failure = Box<SessionError>;
+
+impl SessionError {
+    /// An error with no position (the file could not be read at all).
+    fn plain(id: &str, message: impl Into<String>, help: impl Into<String>) -> Failure {
+        Box::new(SessionError {
+            id: id.to_owned(),
+            message: message.into(),
+            src: None,
+            span: None,
+            help: Some(help.into()),
+        })
+    }
+
+    /// An error pointing at `span` of `file`, whose text is `text`.
+    fn at(
+        id: &str,
+        file: &Path,
+        text: &str,
+        span: Range<usize>,
+        message: impl Into<String>,
+        help: impl Into<String>,
+    ) -> Failure {
+        Box::new(SessionError {
+            id: id.to_owned(),
+            message: message.into(),
+            src: Some(miette::NamedSource::new(
+                file.display().to_string(),
+                text.to_owned(),
+            )),
+            span: Some(span.into()),
+            help: Some(help.into()),
+        })
+    }
+
+    /// A serde_json error in the JSON that starts at byte `base` of `text`
+    /// (`json` is that JSON: the whole file, or one line of a JSONL file).
+    fn from_json(
+        id: &str,
+        file: &Path,
+        text: &str,
+        base: usize,
+        json: &str,
+        e: &serde_json::Error,
+    ) -> Failure {
+        let full = e.to_string();
+        let suffix = format!(" at line {} column {}", e.line(), e.column());
+        let message = full.strip_suffix(&suffix).unwrap_or(&full).to_owned();
+        let mut offset = span::offset_of(json, e.line(), e.column());
+        let mut key_len = None;
+        let help = match e.classify() {
+            serde_json::error::Category::Eof => {
+                "the JSON ends in the middle of a value: the file may be cut; complete or remove it"
+            }
+            serde_json::error::Category::Syntax | serde_json::error::Category::Io => {
+                "this is not valid JSON: fix the syntax here (a missing comma, quote or brace is the usual cause)"
+            }
+            serde_json::error::Category::Data if message.starts_with("unknown field") => {
+                // Point at the key, which serde_json has just read.
+                if let Some(name) = message.split('`').nth(1) {
+                    let quoted = format!("\"{name}\"");
+                    let end = (offset + 1).min(json.len());
+                    if let Some(i) = json.get(..end).and_then(|head| head.rfind(&quoted)) {
+                        offset = i;
+                        key_len = Some(quoted.len());
+                    }
+                }
+                "remove the key or fix its spelling; docs/sessions.md lists the keys each format takes"
+            }
+            serde_json::error::Category::Data if message.starts_with("duplicate field") => {
+                "keep only one of the two"
+            }
+            serde_json::error::Category::Data => {
+                "this key takes another type of value; docs/sessions.md gives each key's type and an example"
+            }
+        };
+        let message = format!("invalid {}: {message}", kind_of(file));
+        let span = match key_len {
+            Some(len) => offset..offset + len,
+            None => span::point(json, offset),
+        };
+        SessionError::at(
+            id,
+            file,
+            text,
+            base + span.start..base + span.end,
+            message,
+            help,
+        )
+    }
+}
+
+/// How error messages name a file.
+fn kind_of(file: &Path) -> &'static str {
+    let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if name.ends_with(".jsonl") {
+        "JSONL line"
+    } else {
+        "session file"
+    }
+}
+
+/// Reads `path` as UTF-8 text; either failure is the session's error.
+fn read_text(id: &str, path: &Path, what: &str) -> Result<String, Failure> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        SessionError::plain(
+            id,
+            format!("cannot read {what} {}: {e}", path.display()),
+            "check that the file exists and is readable",
+        )
+    })?;
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let text = String::from_utf8_lossy(e.as_bytes()).into_owned();
+        let span = span::point(&text, at);
+        SessionError::at(
+            id,
+            path,
+            &text,
+            span,
+            format!("{what} is not UTF-8 text"),
+            "JSON must be UTF-8: re-save the file as UTF-8 (patches with other bytes go in \"patch_file\")",
+        )
+    })
+}
+
+/// One file to read, with the id its sessions take.
+struct Found {
+    id: String,
+    path: PathBuf,
+}
+
+/// Every session under `dir`, sorted by id; bad files come back as errors, never dropped.
+pub(crate) fn load_dir(dir: &Path) -> Vec<Result<ParsedSession, SessionError>> {
+    let mut found = Vec::new();
+    let mut out: Vec<(String, usize, Result<ParsedSession, Failure>)> = Vec::new();
+    if let Err(e) = std::fs::read_dir(dir) {
+        return vec![Err(*SessionError::plain(
+            "",
+            format!("cannot read the sessions directory {}: {e}", dir.display()),
+            "create the directory, or point assay at the one that holds the session files",
+        ))];
+    }
+    walk(dir, "", &mut found, &mut out);
+    found.sort_by(|a, b| a.id.cmp(&b.id));
+
+    // A transcript named by a session is not a predictions file.
+    let transcripts: BTreeSet<PathBuf> = found
+        .iter()
+        .filter(|f| has_ext(&f.path, "json"))
+        .filter_map(|f| file::named_transcript(&f.path))
+        .map(|p| normalize(&p))
+        .collect();
+
+    for f in &found {
+        if transcripts.contains(&normalize(&f.path)) {
+            continue;
+        }
+        if has_ext(&f.path, "json") {
+            out.push((f.id.clone(), 0, file::load(&f.id, &f.path)));
+        } else if has_ext(&f.path, "jsonl") && !f.id.ends_with(".stream.jsonl") {
+            for (line, session) in swebench::load(&f.id, &f.path) {
+                out.push((f.id.clone(), line, session));
+            }
+        }
+    }
+    out.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+    let mut sessions = Vec::with_capacity(out.len());
+    for (_, _, session) in out {
+        sessions.push(session.map_err(|e| *e));
+    }
+    sessions
+}
+
+/// Collects the files under `dir` (skipping hidden entries; symlinked
+/// directories are not followed, so a link cycle cannot loop).
+fn walk(
+    dir: &Path,
+    prefix: &str,
+    found: &mut Vec<Found>,
+    out: &mut Vec<(String, usize, Result<ParsedSession, Failure>)>,
+) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => {
+            let id = prefix.trim_end_matches('/').to_owned();
+            out.push((
+                id.clone(),
+                0,
+                Err(SessionError::plain(
+                    &id,
+                    format!("cannot read directory {}: {e}", dir.display()),
+                    "check its permissions",
+                )),
+            ));
+            return;
+        }
+    };
+    let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        if name.starts_with('.') {
+            continue;
+        }
+        let path = entry.path();
+        let id = format!("{prefix}{name}");
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() {
+            walk(&path, &format!("{id}/"), found, out);
+        } else if kind.is_file() || (kind.is_symlink() && path.is_file()) {
+            found.push(Found { id, path });
+        }
+    }
+}
+
+fn has_ext(path: &Path, ext: &str) -> bool {
+    path.extension().is_some_and(|e| e == ext)
+}
+
+fn normalize(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,107 @@
+//! `results.csv`: one row per grade (session × arm), RFC 4180, rows sorted by
+//! (agent, model, session, arm). Lists are joined with `;`; a missing value is
+//! an empty field.
+
+use super::{Index, round6};
+
+const HEADER: [&str; 27] = [
+    "session",
+    "instance_id",
+    "track",
+    "agent",
+    "model",
+    "arm",
+    "policy",
+    "verdict",
+    "fault",
+    "failing",
+    "excluded_paths",
+    "exit_code",
+    "base_check",
+    "new_check",
+    "reruns",
+    "redactions",
+    "grade_digest",
+    "task_digest",
+    "lines_added",
+    "lines_removed",
+    "files_touched",
+    "size_vs_gold",
+    "suppressions_added",
+    "comment_lines_added",
+    "empty_patch",
+    "turns",
+    "tokens_total",
+];
+
+pub(super) fn results(index: &Index<'_>) -> String {
+    let mut out = String::new();
+    push_row(&mut out, HEADER.iter().map(|h| (*h).to_owned()));
+    for graded in &index.grades {
+        let (g, key) = (&graded.0, &graded.1);
+        let m = index.metrics.get(g.session.as_str());
+        let facts = index.sessions.get(g.session.as_str()).map(|s| &s.facts);
+        let num = |f: &dyn Fn(&super::MetricsRecord) -> u64| {
+            m.map(|m| f(m).to_string()).unwrap_or_default()
+        };
+        let row = [
+            g.session.clone(),
+            g.instance_id.clone(),
+            g.track.clone(),
+            g.agent.clone(),
+            g.model.clone(),
+            g.arm.clone(),
+            g.policy.clone(),
+            g.verdict.clone(),
+            g.fault.clone(),
+            g.failing.join(";"),
+            g.excluded_paths.join(";"),
+            g.exit_code.map(|c| c.to_string()).unwrap_or_default(),
+            g.base_check.clone(),
+            g.new_check.clone(),
+            g.reruns.to_string(),
+            g.redactions.to_string(),
+            key.clone(),
+            g.task_digest.clone(),
+            num(&|m| m.lines_added),
+            num(&|m| m.lines_removed),
+            num(&|m| m.files_touched),
+            m.and_then(|m| m.size_vs_gold)
+                .map(|x| round6(x).to_string())
+                .unwrap_or_default(),
+            num(&|m| m.suppressions_added),
+            num(&|m| m.comment_lines_added),
+            m.map(|m| m.empty_patch.to_string()).unwrap_or_default(),
+            facts
+                .and_then(|f| f.turns)
+                .map(|t| t.to_string())
+                .unwrap_or_default(),
+            facts
+                .filter(|f| !f.tokens.is_empty())
+                .map(|f| f.tokens.values().sum::<u64>().to_string())
+                .unwrap_or_default(),
+        ];
+        push_row(&mut out, row.into_iter());
+    }
+    out
+}
+
+/// Rows end with CRLF, as RFC 4180 says.
+fn push_row(out: &mut String, fields: impl Iterator<Item = String>) {
+    for (i, field) in fields.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&quote(&field));
+    }
+    out.push_str("\r\n");
+}
+
+/// Quotes a field holding a comma, a quote, CR or LF; doubles its quotes.
+pub(super) fn quote(field: &str) -> String {
+    if field.contains([',', '"', '\r', '\n']) {
+        format!("\"{}\"", field.replace('"', "\"\""))
+    } else {
+        field.to_owned()
+    }
+}

@@ -1,0 +1,389 @@
+//! `summary.json`: the aggregates, per agent/model, over the scored arm.
+//!
+//! While it builds the JSON it records, for every number, what the number
+//! was computed from (grade node keys, task digests, session ids): the
+//! manifest lists them so an auditor can recompute each number from its
+//! grades. A count lists its whole population (the verdict count
+//! `ineligible: 0` is a statement about every grade of the group); a mean
+//! lists only the sessions that report the measured quantity.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Map, Value, json};
+
+use super::{FAULTS, Graded, Index, SCORED_ARM, TRACKS, VERDICTS, agent_key, round6, wilson};
+
+/// Bumped when the meaning or shape of summary.json changes.
+const SCHEMA: u64 = 1;
+
+/// What one published number was computed from.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Source {
+    pub(super) grades: BTreeSet<String>,
+    pub(super) tasks: BTreeSet<String>,
+    pub(super) sessions: BTreeSet<String>,
+}
+
+impl Source {
+    fn grades<'a>(grades: impl IntoIterator<Item = &'a Graded<'a>>) -> Self {
+        Source {
+            grades: grades.into_iter().map(|g| g.1.clone()).collect(),
+            ..Source::default()
+        }
+    }
+}
+
+/// Path (see [`segment`]) -> source.
+pub(super) type Sources = BTreeMap<String, Source>;
+
+/// One step of a number's path: `.key` for a plain key (lowercase letters,
+/// digits, `_`), `[key]` for any other key with `%`, `[` and `]`
+/// percent-encoded, `[i]` for an array index. Paths start at `summary`.
+pub(super) fn segment(key: &str) -> String {
+    let plain = !key.is_empty()
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if plain {
+        format!(".{key}")
+    } else {
+        format!(
+            "[{}]",
+            key.replace('%', "%25")
+                .replace('[', "%5B")
+                .replace(']', "%5D")
+        )
+    }
+}
+
+/// An object under construction at a path, recording the sources of its numbers.
+struct Obj<'s> {
+    path: String,
+    map: Map<String, Value>,
+    sources: &'s mut Sources,
+}
+
+impl<'s> Obj<'s> {
+    fn new(path: String, sources: &'s mut Sources) -> Self {
+        Obj {
+            path,
+            map: Map::new(),
+            sources,
+        }
+    }
+
+    fn child_path(&self, key: &str) -> String {
+        format!("{}{}", self.path, segment(key))
+    }
+
+    fn text(&mut self, key: &str, value: impl Into<Value>) {
+        self.map.insert(key.to_owned(), value.into());
+    }
+
+    fn count(&mut self, key: &str, value: u64, source: &Source) {
+        self.sources.insert(self.child_path(key), source.clone());
+        self.map.insert(key.to_owned(), Value::from(value));
+    }
+
+    /// A float (rounded) or null.
+    fn float(&mut self, key: &str, value: Option<f64>, source: &Source) {
+        let value = value.map(round6).filter(|x| x.is_finite());
+        if value.is_some() {
+            self.sources.insert(self.child_path(key), source.clone());
+        }
+        self.map
+            .insert(key.to_owned(), value.map_or(Value::Null, Value::from));
+    }
+
+    /// Builds a nested object at `key`.
+    fn object(&mut self, key: &str, build: impl FnOnce(&mut Obj<'_>)) {
+        let mut child = Obj::new(self.child_path(key), self.sources);
+        build(&mut child);
+        let map = child.map;
+        self.map.insert(key.to_owned(), Value::Object(map));
+    }
+
+    fn rate(&mut self, grades: &[Graded<'_>]) {
+        let all = Source::grades(grades);
+        let n = grades.len() as u64;
+        let k = grades.iter().filter(|g| g.0.verdict == "resolved").count() as u64;
+        self.count("n", n, &all);
+        self.count("resolved", k, &all);
+        self.float("resolved_rate", (n > 0).then(|| k as f64 / n as f64), &all);
+        let interval = wilson(k, n);
+        self.float("resolved_rate_lo", interval.map(|i| i.0), &all);
+        self.float("resolved_rate_hi", interval.map(|i| i.1), &all);
+    }
+}
+
+/// Builds summary.json and the sources of its numbers.
+pub(super) fn summary(index: &Index<'_>) -> (Value, Sources) {
+    let mut sources = Sources::new();
+    let mut root = Obj::new("summary".to_owned(), &mut sources);
+    root.count("schema", SCHEMA, &Source::default());
+    root.object("scoring", |o| {
+        o.text("arm", SCORED_ARM);
+        o.text("fallback_arm", super::CONTRAST_ARM);
+        o.text("interval", "Wilson score, 95% (z = 1.959964)");
+        o.text("floats", "rounded to 6 decimals");
+    });
+    root.object("tasks", |o| tasks(o, index));
+    root.object("agents", |o| {
+        for (agent, model) in index.pairs() {
+            let empty = Vec::new();
+            let grades = index
+                .groups
+                .get(&(agent.clone(), model.clone()))
+                .unwrap_or(&empty);
+            o.object(&agent_key(&agent, &model), |o| {
+                agent_summary(o, index, &agent, &model, grades)
+            });
+        }
+    });
+    root.object("not_graded", |o| {
+        let all = Source {
+            sessions: index.not_graded.iter().map(|s| s.0.clone()).collect(),
+            ..Source::default()
+        };
+        o.count("total", index.not_graded.len() as u64, &all);
+        o.object("by_reason", |o| {
+            let mut by_reason: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+            for (session, reason) in &index.not_graded {
+                by_reason.entry(reason).or_default().push(session);
+            }
+            for (reason, sessions) in by_reason {
+                let src = Source {
+                    sessions: sessions.iter().map(|s| (*s).to_owned()).collect(),
+                    ..Source::default()
+                };
+                o.count(reason, sessions.len() as u64, &src);
+            }
+        });
+        let list: Vec<Value> = index
+            .not_graded
+            .iter()
+            .map(|(s, r)| json!({ "session": s, "reason": r }))
+            .collect();
+        o.text("sessions", list);
+    });
+    let suspects: Vec<Value> = index
+        .suspects
+        .iter()
+        .map(|s| {
+            json!({
+                "session": s.exclude.0.session,
+                "instance_id": s.exclude.0.instance_id,
+                "track": s.exclude.0.track,
+                "task_digest": s.exclude.0.task_digest,
+                "agent": s.exclude.0.agent,
+                "model": s.exclude.0.model,
+                "exclude": s.exclude.0.verdict,
+                "keep": s.keep.0.verdict,
+                "exclude_grade": s.exclude.1,
+                "keep_grade": s.keep.1,
+            })
+        })
+        .collect();
+    root.text("verifier_suspects", suspects);
+    let value = Value::Object(root.map);
+    (value, sources)
+}
+
+/// Pretty JSON with a final newline.
+pub(super) fn to_bytes(value: &Value) -> Vec<u8> {
+    format!("{value:#}\n").into_bytes()
+}
+
+fn tasks(o: &mut Obj<'_>, index: &Index<'_>) {
+    let released: Vec<_> = index
+        .tasks
+        .iter()
+        .filter(|(t, _)| t.status == "released")
+        .collect();
+    let digests = |f: &dyn Fn(bool) -> bool| Source {
+        tasks: released
+            .iter()
+            .filter(|(t, _)| f(t.certified))
+            .map(|(_, d)| (*d).to_owned())
+            .collect(),
+        ..Source::default()
+    };
+    let all = digests(&|_| true);
+    o.count("released", released.len() as u64, &all);
+    o.count(
+        "certified",
+        released.iter().filter(|(t, _)| t.certified).count() as u64,
+        &all,
+    );
+    o.count(
+        "uncertified",
+        released.iter().filter(|(t, _)| !t.certified).count() as u64,
+        &all,
+    );
+    let uncertified: Vec<Value> = released
+        .iter()
+        .filter(|(t, _)| !t.certified)
+        .map(|(t, d)| {
+            json!({
+                "instance_id": t.instance_id,
+                "track": t.track,
+                "digest": d,
+                "because": t.uncertified_because,
+            })
+        })
+        .collect();
+    o.text("uncertified_tasks", uncertified);
+}
+
+fn agent_summary(
+    o: &mut Obj<'_>,
+    index: &Index<'_>,
+    agent: &str,
+    model: &str,
+    grades: &[Graded<'_>],
+) {
+    let all = Source::grades(grades);
+    o.text("agent", agent);
+    o.text("model", model);
+    o.rate(grades);
+    o.count(
+        "resolved_after_rerun",
+        grades
+            .iter()
+            .filter(|g| g.0.verdict == "resolved_after_rerun")
+            .count() as u64,
+        &all,
+    );
+    o.object("arms", |o| {
+        let mut arms: BTreeMap<&str, Vec<Graded<'_>>> =
+            [(SCORED_ARM, Vec::new()), (super::CONTRAST_ARM, Vec::new())]
+                .into_iter()
+                .collect();
+        for g in grades {
+            arms.entry(g.0.arm.as_str()).or_default().push(g);
+        }
+        for (arm, gs) in arms {
+            o.count(arm, gs.len() as u64, &all);
+        }
+    });
+    o.object("verdicts", |o| {
+        counts(o, &VERDICTS, grades, |g| &g.0.verdict);
+    });
+    o.object("faults", |o| {
+        counts(o, &FAULTS, grades, |g| &g.0.fault);
+    });
+    let empty = grades
+        .iter()
+        .filter(|g| {
+            index
+                .metrics
+                .get(g.0.session.as_str())
+                .is_some_and(|m| m.empty_patch)
+        })
+        .count();
+    o.count("empty_patch", empty as u64, &all);
+    o.object("by_track", |o| {
+        let mut tracks: BTreeMap<&str, Vec<Graded<'_>>> =
+            TRACKS.iter().map(|t| (*t, Vec::new())).collect();
+        for g in grades {
+            tracks.entry(g.0.track.as_str()).or_default().push(g);
+        }
+        for (track, gs) in tracks {
+            o.object(track, |o| o.rate(&gs));
+        }
+    });
+    usage(o, index, model, grades);
+}
+
+/// Counts of `key(grade)`, every one of `known` present, others added.
+fn counts<'g>(
+    o: &mut Obj<'_>,
+    known: &[&str],
+    grades: &[Graded<'g>],
+    key: impl Fn(Graded<'g>) -> &'g String,
+) {
+    let all = Source::grades(grades);
+    let mut counts: BTreeMap<&str, u64> = known.iter().map(|k| (*k, 0)).collect();
+    for g in grades {
+        *counts.entry(key(g).as_str()).or_default() += 1;
+    }
+    for (k, c) in counts {
+        o.count(k, c, &all);
+    }
+}
+
+/// Turns, tokens and cost, over the sessions that report them.
+fn usage(o: &mut Obj<'_>, index: &Index<'_>, model: &str, grades: &[Graded<'_>]) {
+    let all = Source::grades(grades);
+    let facts = |g: &Graded<'_>| index.sessions.get(g.0.session.as_str()).map(|s| &s.facts);
+    let with_turns: Vec<(Graded<'_>, u64)> = grades
+        .iter()
+        .filter_map(|g| Some((*g, facts(g)?.turns?)))
+        .collect();
+    o.object("turns", |o| {
+        o.count("sessions", with_turns.len() as u64, &all);
+        let mean = mean(with_turns.iter().map(|(_, t)| *t as f64));
+        o.float(
+            "mean",
+            mean,
+            &Source::grades(with_turns.iter().map(|(g, _)| g)),
+        );
+    });
+    let with_tokens: Vec<(Graded<'_>, &BTreeMap<String, u64>)> = grades
+        .iter()
+        .filter_map(|g| Some((*g, &facts(g)?.tokens)))
+        .filter(|(_, t)| !t.is_empty())
+        .collect();
+    let reporting = Source::grades(with_tokens.iter().map(|(g, _)| g));
+    o.object("tokens", |o| {
+        o.count("sessions", with_tokens.len() as u64, &all);
+        let totals = with_tokens
+            .iter()
+            .map(|(_, t)| t.values().sum::<u64>() as f64);
+        o.float("mean_total", mean(totals), &reporting);
+        o.object("mean_by_kind", |o| {
+            let mut kinds: BTreeMap<&str, Vec<(Graded<'_>, u64)>> = BTreeMap::new();
+            for (g, tokens) in &with_tokens {
+                for (kind, n) in *tokens {
+                    kinds.entry(kind).or_default().push((*g, *n));
+                }
+            }
+            for (kind, values) in kinds {
+                let src = Source::grades(values.iter().map(|(g, _)| g));
+                o.float(kind, mean(values.iter().map(|(_, n)| *n as f64)), &src);
+            }
+        });
+    });
+    let Some(price) = index.prices.get(model) else {
+        o.text("cost_usd", Value::Null);
+        return;
+    };
+    o.object("cost_usd", |o| {
+        let mut unpriced = BTreeSet::new();
+        let costs: Vec<f64> = with_tokens
+            .iter()
+            .map(|(_, tokens)| {
+                tokens
+                    .iter()
+                    .filter_map(|(kind, n)| match price.0.get(kind) {
+                        Some(usd) => Some(*n as f64 * usd / 1e6),
+                        None => {
+                            unpriced.insert(kind.clone());
+                            None
+                        }
+                    })
+                    .sum()
+            })
+            .collect();
+        let total = (!costs.is_empty()).then(|| costs.iter().sum());
+        o.count("sessions", costs.len() as u64, &all);
+        o.float("total", total, &reporting);
+        o.float("mean", mean(costs.iter().copied()), &reporting);
+        o.text("unpriced_kinds", unpriced.into_iter().collect::<Vec<_>>());
+    });
+}
+
+fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let (sum, n) = values.fold((0.0, 0u64), |(s, n), v| (s + v, n + 1));
+    (n > 0).then(|| sum / n as f64)
+}

@@ -1,0 +1,445 @@
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::manifest::walk;
+use super::*;
+use crate::stages::records::RunFacts;
+
+fn task(id: &str, track: &str, certified: bool) -> (TaskRecord, String) {
+    let record = TaskRecord {
+        instance_id: id.to_owned(),
+        repo: "acme/widgets".to_owned(),
+        base_commit: "abc".to_owned(),
+        patch: String::new(),
+        test_patch: String::new(),
+        problem_statement: "fix it".to_owned(),
+        fail_to_pass: vec!["t::a".to_owned()],
+        pass_to_pass: vec![],
+        track: track.to_owned(),
+        status: "released".to_owned(),
+        certified,
+        uncertified_because: if certified {
+            vec![]
+        } else {
+            vec!["gold_resolves".to_owned()]
+        },
+        flaky: vec![],
+        excluded: vec![],
+        env: "default".to_owned(),
+        topic: None,
+    };
+    (record, format!("task-{id}-{track}"))
+}
+
+fn grade(
+    session: &str,
+    agent: &str,
+    model: &str,
+    arm: &str,
+    verdict: &str,
+    fault: &str,
+) -> (GradeRecord, String) {
+    let record = GradeRecord {
+        session: session.to_owned(),
+        instance_id: "t1".to_owned(),
+        track: "basic".to_owned(),
+        task_digest: "task-t1-basic".to_owned(),
+        agent: agent.to_owned(),
+        model: model.to_owned(),
+        arm: arm.to_owned(),
+        policy: if arm == "exclude" {
+            "new-test-files"
+        } else {
+            "none"
+        }
+        .to_owned(),
+        verdict: verdict.to_owned(),
+        fault: fault.to_owned(),
+        detail: String::new(),
+        failing: if verdict == "unresolved" {
+            vec!["t::a".to_owned(), "t::b".to_owned()]
+        } else {
+            vec![]
+        },
+        excluded_paths: vec![],
+        exit_code: Some(0),
+        base_check: "pass".to_owned(),
+        new_check: "pass".to_owned(),
+        reruns: 0,
+        evidence: vec![],
+        redactions: 0,
+    };
+    (record, format!("grade-{session}-{arm}"))
+}
+
+/// The same grade on another task.
+fn on(mut g: (GradeRecord, String), instance: &str, track: &str) -> (GradeRecord, String) {
+    g.0.instance_id = instance.to_owned();
+    g.0.track = track.to_owned();
+    g.0.task_digest = format!("task-{instance}-{track}");
+    g
+}
+
+fn session(
+    id: &str,
+    agent: &str,
+    model: &str,
+    turns: Option<u64>,
+    tokens: &[(&str, u64)],
+) -> SessionRecord {
+    SessionRecord {
+        id: id.to_owned(),
+        task: "t1".to_owned(),
+        track: "basic".to_owned(),
+        agent: agent.to_owned(),
+        model: model.to_owned(),
+        patch: "patch".to_owned(),
+        facts: RunFacts {
+            turns,
+            tokens: tokens.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect(),
+            ..RunFacts::default()
+        },
+    }
+}
+
+fn metrics(session: &str, empty: bool) -> MetricsRecord {
+    MetricsRecord {
+        session: session.to_owned(),
+        lines_added: if empty { 0 } else { 3 },
+        lines_removed: 1,
+        files_touched: 1,
+        size_vs_gold: Some(1.0 / 3.0),
+        empty_patch: empty,
+        ..MetricsRecord::default()
+    }
+}
+
+/// Two agents, both arms, one rerun, one arm disagreement, one empty patch,
+/// one uncertified task, one not-graded session.
+fn sample() -> PublishInput {
+    let grades = vec![
+        grade("s1", "alpha", "model-a", "exclude", "resolved", "none"),
+        grade("s1", "alpha", "model-a", "keep", "resolved", "none"),
+        grade(
+            "s2",
+            "alpha",
+            "model-a",
+            "exclude",
+            "resolved_after_rerun",
+            "flaky_test",
+        ),
+        grade(
+            "s2",
+            "alpha",
+            "model-a",
+            "keep",
+            "resolved_after_rerun",
+            "flaky_test",
+        ),
+        grade("s3", "alpha", "model-a", "exclude", "unresolved", "agent"),
+        grade("s3", "alpha", "model-a", "keep", "resolved", "none"),
+        on(
+            grade("s4", "alpha", "model-a", "exclude", "resolved", "none"),
+            "t2",
+            "spec",
+        ),
+        grade(
+            "s5",
+            "beta",
+            "model-b",
+            "keep",
+            "patch_apply_failed",
+            "agent",
+        ),
+        on(
+            grade("s6", "beta", "model-b", "exclude", "resolved", "none"),
+            "t3",
+            "basic",
+        ),
+    ];
+    PublishInput {
+        tasks: vec![
+            task("t1", "basic", true),
+            task("t2", "spec", true),
+            task("t3", "basic", false),
+        ],
+        grades,
+        metrics: vec![
+            metrics("s1", false),
+            metrics("s3", true),
+            metrics("s5", false),
+        ],
+        sessions: vec![
+            session(
+                "s1",
+                "alpha",
+                "model-a",
+                Some(10),
+                &[("input", 1000), ("output", 200)],
+            ),
+            session("s2", "alpha", "model-a", Some(20), &[("input", 3000)]),
+            session("s3", "alpha", "model-a", None, &[]),
+        ],
+        not_graded: vec![("s9".to_owned(), "unknown task".to_owned())],
+        prices: [(
+            "model-a".to_owned(),
+            Price([("input".to_owned(), 3.0), ("output".to_owned(), 15.0)].into()),
+        )]
+        .into(),
+    }
+}
+
+fn json(files: &BTreeMap<String, Vec<u8>>, name: &str) -> Value {
+    serde_json::from_slice(&files[name]).expect("valid json")
+}
+
+#[test]
+fn wilson_matches_known_values() {
+    let r4 = |(lo, hi): (f64, f64)| ((lo * 1e4).round() / 1e4, (hi * 1e4).round() / 1e4);
+    assert_eq!(wilson(0, 10).map(r4), Some((0.0, 0.2775)));
+    assert_eq!(wilson(5, 10).map(r4), Some((0.2366, 0.7634)));
+    assert_eq!(wilson(10, 10).map(r4), Some((0.7225, 1.0)));
+    assert_eq!(wilson(0, 0), None);
+    assert_eq!(wilson(3, 2), None);
+}
+
+#[test]
+fn csv_quotes_commas_and_quotes() {
+    let mut input = sample();
+    input.grades = vec![grade(
+        "s1",
+        "al,pha \"x\"",
+        "m",
+        "exclude",
+        "resolved",
+        "none",
+    )];
+    let files = publish(&input);
+    let csv = String::from_utf8(files["results.csv"].clone()).expect("utf8");
+    let mut lines = csv.split("\r\n");
+    assert_eq!(
+        lines.next(),
+        Some(
+            "session,instance_id,track,agent,model,arm,policy,verdict,fault,failing,excluded_paths,exit_code,\
+             base_check,new_check,reruns,redactions,grade_digest,task_digest,lines_added,lines_removed,\
+             files_touched,size_vs_gold,suppressions_added,comment_lines_added,empty_patch,turns,tokens_total"
+        )
+    );
+    let row = lines.next().expect("a row");
+    assert!(
+        row.starts_with("s1,t1,basic,\"al,pha \"\"x\"\"\",m,exclude,"),
+        "{row}"
+    );
+    assert!(row.ends_with(",3,1,1,0.333333,0,0,false,10,1200"), "{row}");
+}
+
+#[test]
+fn csv_rows_sorted_and_lists_joined() {
+    let files = publish(&sample());
+    let csv = String::from_utf8(files["results.csv"].clone()).expect("utf8");
+    let rows: Vec<&str> = csv
+        .split("\r\n")
+        .skip(1)
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert_eq!(rows.len(), 9);
+    let keys: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| {
+            let f: Vec<&str> = r.split(',').collect();
+            (f[0], f[5])
+        })
+        .collect();
+    assert_eq!(keys[0], ("s1", "exclude"));
+    assert_eq!(keys[1], ("s1", "keep"));
+    assert_eq!(keys[7], ("s5", "keep"));
+    assert!(rows.iter().any(|r| r.contains(",t::a;t::b,")));
+}
+
+#[test]
+fn output_is_deterministic_under_shuffling() {
+    let a = publish(&sample());
+    assert_eq!(a, publish(&sample()));
+    let mut shuffled = sample();
+    shuffled.grades.reverse();
+    shuffled.grades.swap(0, 4);
+    shuffled.tasks.reverse();
+    shuffled.sessions.reverse();
+    shuffled.metrics.reverse();
+    assert_eq!(a, publish(&shuffled));
+    assert_eq!(
+        a.keys().collect::<Vec<_>>(),
+        [
+            "manifest.json",
+            "report.html",
+            "results.csv",
+            "summary.json"
+        ]
+    );
+}
+
+#[test]
+fn resolved_after_rerun_is_not_in_the_resolved_rate() {
+    let s = json(&publish(&sample()), "summary.json");
+    let a = &s["agents"]["alpha/model-a"];
+    // exclude arm: s1 resolved, s2 resolved_after_rerun, s3 unresolved, s4 resolved.
+    assert_eq!(a["n"], 4);
+    assert_eq!(a["resolved"], 2);
+    assert_eq!(a["resolved_after_rerun"], 1);
+    assert_eq!(a["resolved_rate"], 0.5);
+    assert_eq!(a["verdicts"].as_object().map(|m| m.len()), Some(8));
+    assert_eq!(a["verdicts"]["ineligible"], 0);
+    assert_eq!(a["faults"]["flaky_test"], 1);
+    assert_eq!(a["empty_patch"], 1);
+    assert_eq!(a["by_track"]["basic"]["n"], 3);
+    assert_eq!(a["by_track"]["spec"]["resolved_rate"], 1.0);
+    assert_eq!(a["turns"]["mean"], 15.0);
+    assert_eq!(a["tokens"]["mean_by_kind"]["input"], 2000.0);
+    // (1000 * 3 + 200 * 15) / 1e6 + 3000 * 3 / 1e6
+    assert_eq!(a["cost_usd"]["total"], 0.015);
+    // beta: only a keep arm on a certified task; s6 is on an uncertified task.
+    let b = &s["agents"]["beta/model-b"];
+    assert_eq!(b["n"], 1);
+    assert_eq!(b["arms"]["keep"], 1);
+    assert_eq!(b["cost_usd"], Value::Null);
+    assert_eq!(s["tasks"]["uncertified"], 1);
+    assert_eq!(s["not_graded"]["by_reason"]["task uncertified"], 1);
+    assert_eq!(s["not_graded"]["by_reason"]["unknown task"], 1);
+}
+
+#[test]
+fn zero_sessions_give_null_rates() {
+    let mut input = sample();
+    input
+        .grades
+        .retain(|g| g.0.agent == "beta" && g.0.session == "s6");
+    let s = json(&publish(&input), "summary.json");
+    let b = &s["agents"]["beta/model-b"];
+    assert_eq!(b["n"], 0);
+    assert_eq!(b["resolved_rate"], Value::Null);
+    assert_eq!(b["resolved_rate_lo"], Value::Null);
+}
+
+#[test]
+fn verifier_suspects_are_sessions_whose_arms_disagree() {
+    let s = json(&publish(&sample()), "summary.json");
+    let suspects = s["verifier_suspects"].as_array().expect("array");
+    assert_eq!(suspects.len(), 1);
+    assert_eq!(suspects[0]["session"], "s3");
+    assert_eq!(suspects[0]["instance_id"], "t1");
+    assert_eq!(suspects[0]["exclude"], "unresolved");
+    assert_eq!(suspects[0]["keep"], "resolved");
+}
+
+#[test]
+fn release_digest_is_recomputable() {
+    let files = publish(&sample());
+    let m = json(&files, "manifest.json");
+    let digest = m["release_digest"].as_str().expect("digest").to_owned();
+    assert_eq!(digest.len(), 64);
+    let text = String::from_utf8(files["manifest.json"].clone()).expect("utf8");
+    let needle = format!("\"release_digest\": \"{digest}\"");
+    assert_eq!(text.matches(&needle).count(), 1);
+    let emptied = text.replace(&needle, "\"release_digest\": \"\"");
+    assert_eq!(
+        blake3::hash(emptied.as_bytes()).to_hex().to_string(),
+        digest
+    );
+    for name in ["results.csv", "summary.json", "report.html"] {
+        assert_eq!(
+            m["files"][name],
+            blake3::hash(&files[name]).to_hex().to_string()
+        );
+    }
+    assert_eq!(m["tasks"]["t2/spec"], "task-t2-spec");
+}
+
+#[test]
+fn every_summary_number_is_in_the_manifest() {
+    let files = publish(&sample());
+    let s = json(&files, "summary.json");
+    let m = json(&files, "manifest.json");
+    let numbers: BTreeMap<&str, &Value> = m["numbers"]
+        .as_array()
+        .expect("numbers")
+        .iter()
+        .map(|n| (n["path"].as_str().expect("path"), n))
+        .collect();
+    let mut seen = 0;
+    walk(&s, "summary".to_owned(), &mut |path, value| {
+        seen += 1;
+        let n = numbers
+            .get(path.as_str())
+            .unwrap_or_else(|| panic!("{path} missing"));
+        assert_eq!(&n["value"], value, "{path}");
+        let grades = n["grades"].as_array().expect("grades");
+        if path.starts_with("summary.agents[alpha/model-a]") && !path.contains(".by_track[") {
+            assert!(!grades.is_empty(), "{path} lists no grade");
+        }
+    });
+    assert_eq!(seen, numbers.len());
+    let rate = numbers["summary.agents[alpha/model-a].resolved_rate"];
+    assert_eq!(rate["value"], 0.5);
+    let grades: Vec<&str> = rate["grades"]
+        .as_array()
+        .expect("grades")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(
+        grades,
+        [
+            "grade-s1-exclude",
+            "grade-s2-exclude",
+            "grade-s3-exclude",
+            "grade-s4-exclude"
+        ]
+    );
+    let mean = numbers["summary.agents[alpha/model-a].turns.mean"];
+    assert_eq!(mean["grades"].as_array().map(Vec::len), Some(2));
+    assert!(
+        numbers["summary.tasks.released"]["tasks"]
+            .as_array()
+            .is_some_and(|t| t.len() == 3)
+    );
+}
+
+#[test]
+fn report_is_self_contained_and_escaped() {
+    let mut input = sample();
+    input.grades.push(grade(
+        "s7",
+        "<script>alert('x')</script>",
+        "m&m",
+        "exclude",
+        "resolved",
+        "none",
+    ));
+    let files = publish(&input);
+    let html = String::from_utf8(files["report.html"].clone()).expect("utf8");
+    assert!(!html.contains("http://"));
+    assert!(!html.contains("https://"));
+    assert!(!html.contains("src="));
+    assert!(!html.contains("<link"));
+    assert!(!html.contains("<script"));
+    assert!(html.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; / m&amp;m"));
+    assert!(html.contains("<svg"));
+    assert!(html.contains("50.0% ["), "the bar label");
+    for section in [
+        "Verdicts",
+        "Tracks",
+        "Tasks × agents",
+        "Verifier suspects",
+        "Not graded",
+        "Turns, tokens and cost",
+    ] {
+        assert!(html.contains(&format!("<h2>{section}")), "{section}");
+    }
+}
+
+#[test]
+fn agent_keys_do_not_collide() {
+    assert_eq!(agent_key("alpha", "model-a"), "alpha/model-a");
+    assert_ne!(agent_key("a/b", "c"), agent_key("a", "b/c"));
+}

@@ -1,0 +1,620 @@
+//! The task pipeline through the real binary: each test builds its own small
+//! git repository of merged pull requests (Python, stdlib `unittest` only),
+//! writes a `pipeline.toml` and runs `assay build`.
+
+#![allow(clippy::unwrap_used)]
+
+mod util;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+use util::{Build, Project};
+
+/// A deterministic git repository under construction.
+struct Repo {
+    dir: PathBuf,
+    tick: u64,
+}
+
+impl Repo {
+    fn new(project: &Project) -> Repo {
+        let dir = project.path().join("repo");
+        std::fs::create_dir_all(&dir).unwrap();
+        let r = Repo { dir, tick: 0 };
+        r.git(&["init", "-q", "-b", "main"]);
+        r
+    }
+
+    fn git(&self, args: &[&str]) -> String {
+        let t = 1_767_607_200 + self.tick * 3600;
+        let date = format!("{t} +0000");
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(&self.dir)
+            .args([
+                "-c",
+                "commit.gpgsign=false",
+                "-c",
+                "core.autocrlf=false",
+                "-c",
+                "merge.ff=true",
+            ])
+            .args(args)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_SYSTEM", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "Octo Cat")
+            .env("GIT_AUTHOR_EMAIL", "octo@example.com")
+            .env("GIT_COMMITTER_NAME", "Octo Cat")
+            .env("GIT_COMMITTER_EMAIL", "octo@example.com")
+            .env("GIT_AUTHOR_DATE", &date)
+            .env("GIT_COMMITTER_DATE", &date)
+            .env("TZ", "UTC")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn put(&self, rel: &str, contents: &str) -> &Repo {
+        let p = self.dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, contents).unwrap();
+        self
+    }
+
+    fn commit(&mut self, msg: &str) {
+        self.git(&["add", "-A"]);
+        self.tick += 1;
+        self.git(&["commit", "-q", "--no-verify", "-m", msg]);
+    }
+
+    fn branch(&self, name: &str) {
+        self.git(&["checkout", "-q", "-b", name, "main"]);
+    }
+
+    /// Commits the work tree on a new branch and merges it as PR #n.
+    fn pr(&mut self, n: u32, title: &str, files: &[(&str, &str)]) {
+        let b = format!("b{n}");
+        self.branch(&b);
+        for (p, c) in files {
+            self.put(p, c);
+        }
+        self.commit(title);
+        self.git(&["checkout", "-q", "main"]);
+        self.tick += 1;
+        self.git(&[
+            "merge",
+            "-q",
+            "--no-ff",
+            "--no-edit",
+            "-m",
+            &format!("Merge pull request #{n} from o/{b}"),
+            "-m",
+            title,
+            &b,
+        ]);
+        self.git(&["branch", "-q", "-D", &b]);
+    }
+}
+
+/// The initial commit: `pkg.ops` with a buggy `sub` and `mul`, one passing test.
+fn init_repo(project: &Project) -> Repo {
+    let mut r = Repo::new(project);
+    r.put(".gitignore", "__pycache__/\n*.pyc\n")
+        .put("README.md", "# pkg\n")
+        .put("pkg/__init__.py", "")
+        .put("pkg/ops.py", OPS_BUGGY)
+        .put("tests/__init__.py", "")
+        .put("tests/test_ops.py", &test_ops(&[]));
+    r.commit("Initial commit");
+    r
+}
+
+const OPS_BUGGY: &str = "\
+def add(a, b):
+    return a + b
+
+
+def sub(a, b):
+    return a + b
+
+
+def mul(a, b):
+    return a + b
+
+
+def div(a, b):
+    return a + b
+";
+
+/// OPS_BUGGY with the named functions fixed.
+fn ops_fixed(fixed: &[&str]) -> String {
+    let mut s = String::from("def add(a, b):\n    return a + b\n");
+    for (name, op) in [("sub", "-"), ("mul", "*"), ("div", "/")] {
+        let op = if fixed.contains(&name) { op } else { "+" };
+        s.push_str(&format!("\n\ndef {name}(a, b):\n    return a {op} b\n"));
+    }
+    s
+}
+
+/// tests/test_ops.py with `test_add` plus the given extra test methods (name, body).
+fn test_ops(extra: &[(&str, &str)]) -> String {
+    let mut s = String::from(
+        "import unittest\n\nfrom pkg import ops\n\n\nclass TestOps(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(ops.add(2, 3), 5)\n",
+    );
+    for (name, body) in extra {
+        s.push_str(&format!("\n    def {name}(self):\n        {body}\n"));
+    }
+    s
+}
+
+const T_SUB: (&str, &str) = ("test_sub", "self.assertEqual(ops.sub(5, 3), 2)");
+const T_MUL: (&str, &str) = ("test_mul", "self.assertEqual(ops.mul(4, 3), 12)");
+const T_DIV: (&str, &str) = ("test_div", "self.assertEqual(ops.div(6, 3), 2)");
+
+fn pipeline(extra_env: &str, rest: &str) -> String {
+    format!(
+        r#"
+statements = "statements"
+
+[[source]]
+name = "p"
+path = "repo"
+
+[env]
+test_command = "python3 -m unittest -v"
+report = "unittest"
+{extra_env}
+
+{rest}
+"#
+    )
+}
+
+fn statement(project: &Project, id: &str, text: &str) {
+    project.write(&format!("statements/{id}.md"), text);
+}
+
+fn build(project: &Project) -> Build {
+    let b = project.build_json(&[]);
+    assert!(
+        !b.run.stderr.contains("panicked"),
+        "panicked:\n{}",
+        b.run.stderr
+    );
+    b
+}
+
+fn tasks(project: &Project) -> BTreeMap<String, Value> {
+    let text = std::fs::read_to_string(project.path().join("release/tasks.jsonl"))
+        .unwrap_or_else(|e| panic!("no tasks.jsonl: {e}"));
+    text.lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (v["instance_id"].as_str().unwrap().to_owned(), v)
+        })
+        .collect()
+}
+
+fn funnel(project: &Project) -> Value {
+    let text = std::fs::read_to_string(project.path().join("release/funnel.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn strs(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not an array: {v}"))
+        .iter()
+        .map(|s| s.as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn kind(b: &Build, k: &str) -> util::Counts {
+    b.summary.by_kind.get(k).cloned().unwrap_or_default()
+}
+
+/// A repo with one clean fix PR (#1: `sub`), statement included.
+fn one_fix(project: &Project) {
+    let mut r = init_repo(project);
+    r.pr(
+        1,
+        "Fix sub",
+        &[
+            ("pkg/ops.py", &ops_fixed(&["sub"])),
+            ("tests/test_ops.py", &test_ops(&[T_SUB])),
+        ],
+    );
+    statement(project, "p-1", "sub(5, 3) returns 8.\n");
+}
+
+#[test]
+fn decline_reasons_are_counted_and_a_clean_fix_is_certified() {
+    let project = Project::new();
+    let mut r = init_repo(&project);
+    r.pr(
+        1,
+        "Fix sub",
+        &[
+            ("pkg/ops.py", &ops_fixed(&["sub"])),
+            ("tests/test_ops.py", &test_ops(&[T_SUB])),
+        ],
+    );
+    r.pr(
+        2,
+        "Docs",
+        &[
+            ("docs/usage.md", "# usage\n"),
+            ("README.md", "# pkg\n\nMore.\n"),
+        ],
+    );
+    r.pr(3, "Code only", &[("pkg/extra.py", "X = 1\n")]);
+    r.pr(
+        4,
+        "Tests only",
+        &[("tests/test_more.py", "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_x(self):\n        pass\n")],
+    );
+    statement(&project, "p-1", "sub(5, 3) returns 8.\n");
+    project.write("pipeline.toml", pipeline("", ""));
+    let b = build(&project);
+    assert_eq!(b.run.code, 0, "stderr:\n{}", b.run.stderr);
+
+    let f = funnel(&project);
+    assert_eq!(f["candidates"], 4, "{f:#}");
+    assert_eq!(f["eligible"], 1, "{f:#}");
+    assert_eq!(f["certified"], 1, "{f:#}");
+    assert_eq!(f["declined"]["docs_only"], 1, "{f:#}");
+    assert_eq!(f["declined"]["no_test_change"], 1, "{f:#}");
+    assert_eq!(f["declined"]["no_code_change"], 1, "{f:#}");
+
+    let t = tasks(&project);
+    assert_eq!(t.keys().collect::<Vec<_>>(), ["p-1"], "{t:#?}");
+    let p1 = &t["p-1"];
+    assert_eq!(p1["certified"], true, "{p1:#}");
+    assert_eq!(p1["status"], "released", "{p1:#}");
+    assert_eq!(
+        strs(&p1["FAIL_TO_PASS"]),
+        ["tests.test_ops.TestOps.test_sub"],
+        "{p1:#}"
+    );
+    assert_eq!(
+        strs(&p1["PASS_TO_PASS"]),
+        ["tests.test_ops.TestOps.test_add"],
+        "{p1:#}"
+    );
+    assert!(strs(&p1["uncertified_because"]).is_empty(), "{p1:#}");
+}
+
+#[test]
+fn a_second_build_executes_nothing() {
+    let project = Project::new();
+    one_fix(&project);
+    project.write("pipeline.toml", pipeline("", ""));
+    let first = build(&project);
+    assert_eq!(first.run.code, 0, "stderr:\n{}", first.run.stderr);
+    assert!(kind(&first, "run").executed >= 6, "{:?}", first.summary);
+    let before = std::fs::read_to_string(project.path().join("release/tasks.jsonl")).unwrap();
+
+    let second = build(&project);
+    assert_eq!(second.run.code, 0, "stderr:\n{}", second.run.stderr);
+    assert_eq!(second.summary.total.executed, 0, "{:?}", second.summary);
+    assert_eq!(second.summary.total.failed, 0, "{:?}", second.summary);
+    let run = kind(&second, "run");
+    assert_eq!(run.executed, 0);
+    assert_eq!(
+        run.reused,
+        kind(&first, "run").executed,
+        "{:?}",
+        second.summary
+    );
+    let after = std::fs::read_to_string(project.path().join("release/tasks.jsonl")).unwrap();
+    assert_eq!(before, after);
+}
+
+#[test]
+fn a_changed_statement_re_releases_only_its_task() {
+    let project = Project::new();
+    let mut r = init_repo(&project);
+    r.pr(
+        1,
+        "Fix sub",
+        &[
+            ("pkg/ops.py", &ops_fixed(&["sub"])),
+            ("tests/test_ops.py", &test_ops(&[T_SUB])),
+        ],
+    );
+    r.pr(
+        2,
+        "Fix mul",
+        &[
+            ("pkg/ops.py", &ops_fixed(&["sub", "mul"])),
+            ("tests/test_ops.py", &test_ops(&[T_SUB, T_MUL])),
+        ],
+    );
+    statement(&project, "p-1", "sub(5, 3) returns 8.\n");
+    statement(&project, "p-2", "mul(4, 3) returns 7.\n");
+    project.write("pipeline.toml", pipeline("", ""));
+    let first = build(&project);
+    assert_eq!(first.run.code, 0, "stderr:\n{}", first.run.stderr);
+    let t1 = tasks(&project);
+    assert_eq!(t1.len(), 2, "{t1:#?}");
+
+    statement(&project, "p-1", "sub(5, 3) returns 8, expected 2.\n");
+    let second = build(&project);
+    assert_eq!(second.run.code, 0, "stderr:\n{}", second.run.stderr);
+    let t2 = tasks(&project);
+    assert_ne!(t1["p-1"]["digest"], t2["p-1"]["digest"]);
+    assert_eq!(t1["p-2"]["digest"], t2["p-2"]["digest"]);
+    assert_eq!(
+        t2["p-1"]["problem_statement"],
+        "sub(5, 3) returns 8, expected 2.\n"
+    );
+    assert_eq!(kind(&second, "task").executed, 1, "{:?}", second.summary);
+    assert_eq!(kind(&second, "run").executed, 0, "{:?}", second.summary);
+    assert_eq!(kind(&second, "screen").executed, 0, "{:?}", second.summary);
+    assert_eq!(kind(&second, "triage").executed, 0, "{:?}", second.summary);
+    // The one executed task node is p-1's; p-2's is reused.
+    let ran: Vec<String> = second
+        .names("node_finished")
+        .into_iter()
+        .filter(|n| n.starts_with("task:"))
+        .collect();
+    assert_eq!(ran, ["task:p-1"]);
+    assert!(
+        second.names("node_reused").contains(&"task:p-2".to_owned()),
+        "{:?}",
+        second.names("node_reused")
+    );
+}
+
+#[test]
+fn topic_split_accepted_and_rejected() {
+    let project = Project::new();
+    let mut r = init_repo(&project);
+    r.pr(
+        1,
+        "Fix sub and mul",
+        &[
+            ("pkg/ops.py", &ops_fixed(&["sub", "mul"])),
+            ("tests/test_ops.py", &test_ops(&[T_SUB, T_MUL])),
+        ],
+    );
+    r.pr(
+        2,
+        "Fix div",
+        &[
+            ("pkg/ops.py", &ops_fixed(&["sub", "mul", "div"])),
+            ("tests/test_ops.py", &test_ops(&[T_SUB, T_MUL, T_DIV])),
+        ],
+    );
+    for id in ["p-1-a", "p-1-b", "p-2-a", "p-2-b"] {
+        statement(&project, id, &format!("statement of {id}\n"));
+    }
+    project.write(
+        "pipeline.toml",
+        pipeline(
+            "",
+            r#"
+[[topic_split]]
+candidate = "p-1"
+topics = { a = "test_sub", b = "test_mul" }
+
+[[topic_split]]
+candidate = "p-2"
+topics = { a = "test_sub", b = "test_mul" }
+"#,
+        ),
+    );
+    let b = build(&project);
+    assert_eq!(b.run.code, 0, "stderr:\n{}", b.run.stderr);
+    let t = tasks(&project);
+    assert_eq!(t.keys().collect::<Vec<_>>(), ["p-1-a", "p-1-b"], "{t:#?}");
+    assert_eq!(
+        strs(&t["p-1-a"]["FAIL_TO_PASS"]),
+        ["tests.test_ops.TestOps.test_sub"]
+    );
+    assert_eq!(
+        strs(&t["p-1-b"]["FAIL_TO_PASS"]),
+        ["tests.test_ops.TestOps.test_mul"]
+    );
+    assert_eq!(t["p-1-a"]["certified"], true, "{:#}", t["p-1-a"]);
+    assert_eq!(t["p-1-b"]["certified"], true, "{:#}", t["p-1-b"]);
+    let f = funnel(&project);
+    // Both topic tasks of p-2 are declined: test_div matches no pattern.
+    assert_eq!(f["declined"]["topic_split_rejected"], 2, "{f:#}");
+    assert_eq!(f["certified"], 1, "{f:#}");
+    assert!(!t.contains_key("p-2") && !t.contains_key("p-2-a"), "{t:#?}");
+}
+
+#[test]
+fn a_flipping_test_is_flaky_and_in_neither_list() {
+    let project = Project::new();
+    let mut r = init_repo(&project);
+    let flaky = r#"import hashlib
+import os
+import unittest
+
+
+def fingerprint():
+    digest = hashlib.sha1()
+    for top in ("pkg", "tests"):
+        for name in sorted(os.listdir(top)):
+            if name.endswith(".py"):
+                with open(os.path.join(top, name), "rb") as f:
+                    digest.update(name.encode() + b"\0" + f.read())
+    return digest.hexdigest()[:16]
+
+
+class TestFlaky(unittest.TestCase):
+    def test_flips(self):
+        path = os.path.join(os.environ["ASSAY_ENV"], "counter-" + fingerprint())
+        try:
+            with open(path) as f:
+                count = int(f.read().strip() or "0")
+        except FileNotFoundError:
+            count = 0
+        count += 1
+        with open(path, "w") as f:
+            f.write(f"{count}\n")
+        self.assertEqual(count % 2, 0, f"run #{count}")
+"#;
+    r.pr(
+        1,
+        "Fix sub",
+        &[
+            ("pkg/ops.py", &ops_fixed(&["sub"])),
+            ("tests/test_ops.py", &test_ops(&[T_SUB])),
+            ("tests/test_flaky.py", flaky),
+        ],
+    );
+    statement(&project, "p-1", "sub(5, 3) returns 8.\n");
+    project.write("pipeline.toml", pipeline("", ""));
+    let b = build(&project);
+    assert_eq!(b.run.code, 0, "stderr:\n{}", b.run.stderr);
+    let t = tasks(&project);
+    let p1 = &t["p-1"];
+    let name = "tests.test_flaky.TestFlaky.test_flips";
+    assert_eq!(strs(&p1["flaky"]), [name], "{p1:#}");
+    assert!(
+        !strs(&p1["FAIL_TO_PASS"]).contains(&name.to_owned()),
+        "{p1:#}"
+    );
+    assert!(
+        !strs(&p1["PASS_TO_PASS"]).contains(&name.to_owned()),
+        "{p1:#}"
+    );
+    assert_eq!(
+        strs(&p1["FAIL_TO_PASS"]),
+        ["tests.test_ops.TestOps.test_sub"],
+        "{p1:#}"
+    );
+}
+
+#[test]
+fn a_test_failing_with_the_gold_patch_is_uncertified() {
+    let project = Project::new();
+    let mut r = init_repo(&project);
+    r.pr(
+        1,
+        "Fix sub",
+        &[
+            ("pkg/ops.py", &ops_fixed(&["sub"])),
+            (
+                "tests/test_ops.py",
+                &test_ops(&[T_SUB, ("test_needs_missing", "import nonexistent_pkg_xyz")]),
+            ),
+        ],
+    );
+    statement(&project, "p-1", "sub(5, 3) returns 8.\n");
+    project.write("pipeline.toml", pipeline("", ""));
+    let b = build(&project);
+    assert_eq!(b.run.code, 0, "stderr:\n{}", b.run.stderr);
+    let t = tasks(&project);
+    let p1 = &t["p-1"];
+    assert_eq!(p1["certified"], false, "{p1:#}");
+    let why = strs(&p1["uncertified_because"]);
+    assert!(
+        why.iter().any(|w| w.starts_with("gold_resolves")
+            && w.contains("tests.test_ops.TestOps.test_needs_missing")),
+        "{why:?}"
+    );
+    assert_eq!(
+        strs(&p1["FAIL_TO_PASS"]),
+        ["tests.test_ops.TestOps.test_sub"],
+        "{p1:#}"
+    );
+    assert_eq!(funnel(&project)["certified"], 0);
+}
+
+#[test]
+fn a_spoofed_exit_code_is_not_trusted() {
+    let project = Project::new();
+    one_fix(&project);
+    let toml = pipeline("", "").replace(
+        r#"test_command = "python3 -m unittest -v""#,
+        r#"test_command = "python3 -m unittest -v; exit 1""#,
+    );
+    assert!(toml.contains("exit 1"));
+    project.write("pipeline.toml", toml);
+    let b = build(&project);
+    let t = tasks(&project);
+    let p1 = &t["p-1"];
+    assert_eq!(p1["certified"], false, "{p1:#}");
+    let why = strs(&p1["uncertified_because"]);
+    assert!(
+        why.iter()
+            .any(|w| w.starts_with("readings_trusted") && w.contains("exit code 1")),
+        "{why:?}"
+    );
+    let _ = b;
+}
+
+fn process_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // A zombie is dead; only its parent has not reaped it yet.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
+            .unwrap_or(true),
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn a_timeout_kills_the_whole_process_tree() {
+    let project = Project::new();
+    one_fix(&project);
+    let pids = project.path().join("pids");
+    // A background child, an orphaned grandchild (its subshell exits at once),
+    // then the shell itself sleeps; all far longer than the timeout.
+    let cmd = format!(
+        "echo $$ >> {p}; sleep 300 & echo $! >> {p}; (sleep 301 & echo $! >> {p}); sleep 302",
+        p = pids.display()
+    );
+    let toml = pipeline("timeout = 2", "[screen]\nrepeats = 1\n").replace(
+        r#"test_command = "python3 -m unittest -v""#,
+        &format!("test_command = {}", toml_str(&cmd)),
+    );
+    project.write("pipeline.toml", toml);
+    let started = std::time::Instant::now();
+    let b = build(&project);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(120),
+        "the build took {:?}",
+        started.elapsed()
+    );
+    let _ = b;
+    let recorded: Vec<u32> = std::fs::read_to_string(&pids)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
+    // Three runs (base, test, gold), three pids each.
+    assert_eq!(recorded.len(), 9, "{recorded:?}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut alive: Vec<u32> = recorded.clone();
+    while !alive.is_empty() && std::time::Instant::now() < deadline {
+        alive.retain(|p| process_alive(*p));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    for p in &alive {
+        let _ = Command::new("kill").args(["-9", &p.to_string()]).status();
+    }
+    assert!(alive.is_empty(), "still running after the build: {alive:?}");
+    let t = tasks(&project);
+    let p1 = &t["p-1"];
+    assert_eq!(p1["certified"], false, "{p1:#}");
+    let why = strs(&p1["uncertified_because"]).join("\n");
+    assert!(why.contains("timed out after 2 s"), "{why}");
+}
+
+fn toml_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap()
+}

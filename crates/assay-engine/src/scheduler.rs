@@ -525,7 +525,7 @@ pub async fn build(
 
     // The manifest is encoded from borrowed entries: same bytes as a
     // `BuildManifest`, without copying every node's name and kind.
-    let mut entries: Vec<ManifestEntryRef<'_>> = (0..n)
+    let entries: Vec<ManifestEntryRef<'_>> = (0..n)
         .map(|i| ManifestEntryRef {
             name: &graph.node(i).name,
             kind: &graph.node(i).kind,
@@ -534,7 +534,6 @@ pub async fn build(
             status: outcomes[i].status.word(),
         })
         .collect();
-    entries.sort_unstable_by(|a, b| a.name.cmp(b.name));
     let summary_json = serde_json::to_string(&summary).unwrap_or_default();
     let manifest = store.finish_build(
         build_id,
@@ -665,6 +664,9 @@ pub fn plan(
     let mut blocked_on: Vec<Option<String>> = vec![None; n];
     let mut entries: Vec<Option<PlanEntry>> = (0..n).map(|_| None).collect();
     let mut encoded = Vec::new();
+    let previous_by_name: HashMap<&str, &crate::store::ManifestEntry> = previous
+        .map(|m| m.entries.iter().map(|e| (e.name.as_str(), e)).collect())
+        .unwrap_or_default();
     for &id in &graph.order {
         let spec = graph.node(id);
         let mut deps = Vec::new();
@@ -690,7 +692,7 @@ pub fn plan(
             }
         } else {
             let key = node_key(graph, id, &deps, &mut encoded);
-            let prev = previous.and_then(|m| m.find(&spec.name));
+            let prev = previous_by_name.get(spec.name.as_str()).copied();
             let reread_it = spec.observation && reread.contains(&spec.kind);
             let state = match index.get(&key) {
                 Some(row) if !reread_it => match verify_hit(store, row, spec.job.as_ref()) {

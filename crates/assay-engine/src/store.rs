@@ -203,11 +203,11 @@ impl BuildManifest {
             .map(|(m, _)| m)
     }
 
+    /// Entries are in the build graph's order (not sorted: a no-op build of a
+    /// large DAG should not pay for sorting names), so this is a scan; callers
+    /// that look up many names index the entries themselves.
     pub fn find(&self, name: &str) -> Option<&ManifestEntry> {
-        self.entries
-            .binary_search_by(|e| e.name.as_str().cmp(name))
-            .ok()
-            .map(|i| &self.entries[i])
+        self.entries.iter().find(|e| e.name == name)
     }
 }
 

@@ -28,7 +28,7 @@ pub(crate) struct BuildArgs {
 }
 
 pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
-    let pipeline = Pipeline::load(&global.pipeline)?;
+    let pipeline = global.load_pipeline()?;
     let cache_dir = global.cache_dir(Some(&pipeline));
     let _lock = CacheLock::acquire(&cache_dir, |pid| {
         eprintln!(

@@ -28,6 +28,12 @@ pub(crate) struct Cli {
     /// The cache directory (overrides `cache` in the pipeline file).
     #[arg(long, global = true)]
     pub(crate) cache: Option<PathBuf>,
+    /// Only candidates merged on or after this day (YYYY-MM-DD), for every source.
+    #[arg(long, global = true)]
+    pub(crate) since: Option<String>,
+    /// At most this many candidates per source, newest first.
+    #[arg(long, global = true)]
+    pub(crate) limit: Option<usize>,
     #[command(subcommand)]
     command: Command,
 }
@@ -80,6 +86,8 @@ pub(crate) fn run(cli: Cli) -> Result<i32, Failure> {
     let global = Global {
         pipeline: cli.pipeline,
         cache: cli.cache,
+        since: cli.since,
+        limit: cli.limit,
     };
     match cli.command {
         Command::Build(a) => build::run(&global, a),
@@ -97,9 +105,36 @@ pub(crate) fn run(cli: Cli) -> Result<i32, Failure> {
 pub(crate) struct Global {
     pub(crate) pipeline: PathBuf,
     pub(crate) cache: Option<PathBuf>,
+    pub(crate) since: Option<String>,
+    pub(crate) limit: Option<usize>,
 }
 
 impl Global {
+    /// The pipeline file, with `--since` / `--limit` applied to every source.
+    pub(crate) fn load_pipeline(&self) -> Result<crate::pipeline::Pipeline, Failure> {
+        if let Some(since) = &self.since
+            && crate::stages::parse_date(since).is_none()
+        {
+            return Err(Failure::new(
+                exit::USAGE,
+                miette::miette!(
+                    help = "write the day as YYYY-MM-DD",
+                    "--since `{since}` is not a date"
+                ),
+            ));
+        }
+        let mut p = crate::pipeline::Pipeline::load(&self.pipeline)?;
+        for s in &mut p.file.source {
+            if let Some(since) = &self.since {
+                s.since = Some(toml::Spanned::new(0..0, since.clone()));
+            }
+            if self.limit.is_some() {
+                s.limit = self.limit;
+            }
+        }
+        Ok(p)
+    }
+
     /// The cache directory: `--cache`, else the pipeline's `cache`, else `./cache`.
     pub(crate) fn cache_dir(&self, config: Option<&crate::pipeline::Pipeline>) -> PathBuf {
         if let Some(c) = &self.cache {

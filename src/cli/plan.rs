@@ -5,7 +5,6 @@ use clap::Args;
 
 use super::{Failure, Global, runtime};
 use crate::exit;
-use crate::pipeline::Pipeline;
 
 /// Show what `assay build` would execute, and why, without running it.
 #[derive(Args, Debug)]
@@ -22,7 +21,7 @@ pub(crate) struct PlanArgs {
 }
 
 pub(crate) fn run(global: &Global, args: PlanArgs) -> Result<i32, Failure> {
-    let pipeline = Pipeline::load(&global.pipeline)?;
+    let pipeline = global.load_pipeline()?;
     let store = global.open_store(Some(&pipeline))?;
     let rt = runtime()?;
     let plan = crate::stages::plan(&pipeline, &store, &rt)?;

@@ -355,8 +355,14 @@ pub(super) fn nodes(
             }
         }
     }
+    // With bounds (since/limit) a split may name a candidate left out on purpose.
+    let bounded = pipeline
+        .file
+        .source
+        .iter()
+        .any(|s| s.since.is_some() || s.limit.is_some());
     for t in &pipeline.file.topic_split {
-        if !seen_candidates.contains(t.candidate.get_ref()) {
+        if !bounded && !seen_candidates.contains(t.candidate.get_ref()) {
             return Err(pipeline
                 .error_at(
                     t.candidate.span(),
@@ -530,7 +536,7 @@ fn open_source(
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian YYYY-MM-DD, in seconds.
-fn parse_date(s: &str) -> Option<i64> {
+pub(crate) fn parse_date(s: &str) -> Option<i64> {
     let mut it = s.split('-');
     let (y, m, d): (i64, i64, i64) = (
         it.next()?.parse().ok()?,

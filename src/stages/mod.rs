@@ -16,6 +16,7 @@ mod task;
 mod tree;
 mod triage;
 
+pub(crate) use layout::parse_date;
 pub(crate) use records::RunFacts;
 pub(crate) use release::ReleaseRecord;
 

@@ -289,7 +289,7 @@ pub(super) fn nodes(
                         &rp,
                         vec![tree_name.clone(), env_name.clone()],
                         true,
-                        run::job(rp.clone(), format, store_dir.clone()),
+                        run::job(rp.clone(), format, store_dir.clone(), env_name.clone()),
                     ));
                     screen_deps.push(run_name);
                 }
@@ -717,7 +717,12 @@ fn grade_nodes(
                 &rp,
                 vec![stage_node.clone(), env_node.clone()],
                 true,
-                run::job(rp.clone(), g.format, g.store_dir.to_owned()),
+                run::job(
+                    rp.clone(),
+                    g.format,
+                    g.store_dir.to_owned(),
+                    env_node.clone(),
+                ),
             ));
             let gp = GradeParams {
                 arm: arm.clone(),

@@ -40,6 +40,8 @@ pub(crate) struct RunJob {
     pub(crate) params: RunParams,
     pub(crate) format: Format,
     pub(crate) store_dir: PathBuf,
+    /// The env node: runs of one local environment never overlap.
+    pub(crate) env: String,
 }
 
 static ENV_LOCKS: LazyLock<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> =
@@ -56,6 +58,10 @@ impl Job for RunJob {
         let format = self.format;
         let store_dir = self.store_dir.clone();
         Box::pin(async move { execute(params, format, store_dir, ctx).await })
+    }
+
+    fn exclusive(&self) -> Option<&str> {
+        Some(&self.env)
     }
 }
 
@@ -218,10 +224,16 @@ fn finish(record: RunRecord, attachments: Vec<assay_engine::Digest>) -> Result<O
     })
 }
 
-pub(crate) fn job(params: RunParams, format: Format, store_dir: PathBuf) -> Arc<dyn Job> {
+pub(crate) fn job(
+    params: RunParams,
+    format: Format,
+    store_dir: PathBuf,
+    env: String,
+) -> Arc<dyn Job> {
     Arc::new(RunJob {
         params,
         format,
         store_dir,
+        env,
     })
 }

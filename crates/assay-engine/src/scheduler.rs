@@ -38,6 +38,14 @@ pub trait Job: Send + Sync {
     fn hit_valid(&self, _output: &[u8]) -> bool {
         true
     }
+
+    /// A resource this job must hold alone (e.g. a shared mutable directory).
+    /// The scheduler never runs two jobs holding the same resource at once,
+    /// and a job waiting for one does not occupy a `--jobs` slot: other ready
+    /// work runs instead.
+    fn exclusive(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// What a job gets: its key, its dependencies' outputs (declared order), and
@@ -261,6 +269,7 @@ pub async fn build(
     let mut deps: Vec<Digest> = Vec::new();
     let mut encoded: Vec<u8> = Vec::new();
     let mut followers: HashMap<NodeId, Vec<NodeId>> = HashMap::new();
+    let mut busy: std::collections::HashSet<String> = std::collections::HashSet::new();
 
     loop {
         while let Some(id) = ready.pop_front() {
@@ -326,10 +335,21 @@ pub async fn build(
         }
 
         while inflight.len() < jobs {
-            let Some((id, record, key)) = to_run.pop_front() else {
+            // The first queued job whose exclusive resource is free.
+            let free = to_run.iter().position(|(id, _, _)| {
+                graph
+                    .node(*id)
+                    .job
+                    .exclusive()
+                    .is_none_or(|r| !busy.contains(r))
+            });
+            let Some((id, record, key)) = free.and_then(|i| to_run.remove(i)) else {
                 break;
             };
             let spec = graph.node(id);
+            if let Some(r) = spec.job.exclusive() {
+                busy.insert(r.to_owned());
+            }
             sink(&Event::NodeStarted {
                 name: &spec.name,
                 kind: &spec.kind,
@@ -442,6 +462,9 @@ pub async fn build(
             ),
         };
         let Some(id) = id else { continue };
+        if let Some(r) = graph.node(id).job.exclusive() {
+            busy.remove(r);
+        }
         let spec = graph.node(id);
         let key = outcomes[id].key.unwrap_or(Digest([0; 32]));
         match result {

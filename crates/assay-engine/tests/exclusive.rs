@@ -22,9 +22,11 @@ impl Job for Sleepy {
         Box::pin(async move {
             let start = Instant::now();
             tokio::time::sleep(Duration::from_millis(150)).await;
-            log.lock()
-                .unwrap()
-                .push((name.clone(), start, Instant::now()));
+            log.lock().unwrap_or_else(|p| p.into_inner()).push((
+                name.clone(),
+                start,
+                Instant::now(),
+            ));
             Ok(Output {
                 bytes: name.into_bytes(),
                 attachments: Vec::new(),

@@ -618,3 +618,49 @@ fn a_timeout_kills_the_whole_process_tree() {
 fn toml_str(s: &str) -> String {
     serde_json::to_string(s).unwrap()
 }
+
+#[test]
+fn gc_removes_environments_no_kept_build_reached() {
+    let project = Project::new();
+    one_fix(&project);
+    project.write(
+        "pipeline.toml",
+        pipeline(r#"setup = ["echo one > marker"]"#, ""),
+    );
+    assert_eq!(build(&project).run.code, 0);
+    let envs = || -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(project.cache().join("envs"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let old = envs();
+    assert_eq!(old.len(), 1);
+    // A changed setup is a new environment key: a second directory.
+    project.write(
+        "pipeline.toml",
+        pipeline(r#"setup = ["echo two > marker"]"#, ""),
+    );
+    assert_eq!(build(&project).run.code, 0);
+    assert_eq!(envs().len(), 2);
+
+    let dry = project.run(&["gc", "--keep", "1"]).code(0);
+    assert!(
+        dry.stdout.contains("1 environment directories"),
+        "{}",
+        dry.stdout
+    );
+    assert_eq!(envs().len(), 2, "a dry run deletes nothing");
+    project.run(&["gc", "--keep", "1", "--apply"]).code(0);
+    let left = envs();
+    assert_eq!(left.len(), 1);
+    assert_ne!(
+        left, old,
+        "the environment of the last build is the one kept"
+    );
+    project.run(&["verify"]).code(0);
+    let again = build(&project);
+    assert_eq!(again.summary.total.executed, 0, "{:?}", again.summary);
+}

@@ -47,13 +47,56 @@ pub(crate) fn run(global: &Global, args: GcArgs) -> Result<i32, Failure> {
     let (rows, blobs, bytes) = store
         .gc(&keep, &keep_blobs, args.apply)
         .map_err(Failure::cache)?;
+    let (envs, env_bytes) = gc_envs(&store.dir().join("envs"), &keep, args.apply);
     let verb = if args.apply { "freed" } else { "would free" };
     println!(
-        "{verb} {rows} index rows and {blobs} blobs ({bytes} bytes), keeping what the last {} builds reached",
+        "{verb} {rows} index rows, {blobs} blobs and {envs} environment directories ({} bytes), keeping what the last {} builds reached",
+        bytes + env_bytes,
         args.keep.max(1)
     );
-    if !args.apply && (rows > 0 || blobs > 0) {
+    if !args.apply && (rows > 0 || blobs > 0 || envs > 0) {
         println!("run `assay gc --apply` to delete them");
     }
     Ok(exit::OK)
+}
+
+/// Environment directories are named by their env node's key: those no kept
+/// build reached go too. Returns (directories, bytes).
+fn gc_envs(
+    dir: &std::path::Path,
+    keep: &HashSet<assay_engine::Digest>,
+    apply: bool,
+) -> (usize, u64) {
+    let (mut count, mut bytes) = (0, 0);
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let live = name
+            .parse::<assay_engine::Digest>()
+            .map(|d| keep.contains(&d))
+            .unwrap_or(false);
+        if live {
+            continue;
+        }
+        count += 1;
+        bytes += dir_size(&entry.path());
+        if apply {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+    (count, bytes)
+}
+
+fn dir_size(path: &std::path::Path) -> u64 {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return 0;
+    };
+    if !meta.is_dir() {
+        return meta.len();
+    }
+    std::fs::read_dir(path)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| dir_size(&e.path()))
+        .sum()
 }

@@ -664,3 +664,105 @@ fn gc_removes_environments_no_kept_build_reached() {
     let again = build(&project);
     assert_eq!(again.summary.total.executed, 0, "{:?}", again.summary);
 }
+
+#[test]
+fn an_explicit_candidates_file_replaces_the_history() {
+    let project = Project::new();
+    one_fix(&project);
+    let head = Command::new("git")
+        .args([
+            "-C",
+            &project.path().join("repo").display().to_string(),
+            "rev-parse",
+            "HEAD",
+        ])
+        .output()
+        .unwrap();
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_owned();
+    // The same PR under another id, named by revisions the file gives.
+    project.write(
+        "candidates.jsonl",
+        format!(
+            "{{\"id\": \"p-77\", \"base\": \"{head}^1\", \"head\": \"{head}\", \"title\": \"Fix sub\"}}\n\n"
+        ),
+    );
+    statement(&project, "p-77", "sub(5, 3) returns 8.\n");
+    let toml = pipeline("", "").replace(
+        "path = \"repo\"",
+        "path = \"repo\"\ncandidates = \"candidates.jsonl\"",
+    );
+    project.write("pipeline.toml", toml);
+    let b = build(&project);
+    assert_eq!(b.run.code, 0, "{}", b.run.stderr);
+    let t = tasks(&project);
+    assert_eq!(
+        t.keys().cloned().collect::<Vec<_>>(),
+        vec!["p-77".to_owned()]
+    );
+    assert!(t["p-77"]["certified"].as_bool().unwrap());
+    assert_eq!(funnel(&project)["candidates"], 1);
+
+    // A malformed line is a config error pointing into the file.
+    project.write("candidates.jsonl", "{\"id\": \"p-78\"\n");
+    project
+        .run(&["build"])
+        .code(3)
+        .stderr_has("candidates.jsonl")
+        .stderr_has("line 1");
+}
+
+#[test]
+fn too_many_files_is_declined() {
+    let project = Project::new();
+    one_fix(&project);
+    project.write("pipeline.toml", pipeline("", "[triage]\nmax_files = 1\n"));
+    assert_eq!(build(&project).run.code, 0);
+    let f = funnel(&project);
+    assert_eq!(f["declined"]["too_many_files"], 1, "{f}");
+    assert_eq!(f["eligible"], 0);
+    assert!(tasks(&project).is_empty());
+}
+
+#[test]
+fn a_failing_environment_setup_is_recorded_and_certifies_nothing() {
+    let project = Project::new();
+    one_fix(&project);
+    project.write(
+        "pipeline.toml",
+        pipeline(r#"setup = ["echo preparing", "exit 3"]"#, ""),
+    );
+    let b = build(&project);
+    assert_eq!(
+        b.run.code, 0,
+        "a failed setup is a recorded outcome, not a crash: {}",
+        b.run.stderr
+    );
+    let t = tasks(&project);
+    let task = &t["p-1"];
+    assert!(!task["certified"].as_bool().unwrap());
+    let why = strs(&task["uncertified_because"]).join(" | ");
+    assert!(why.contains("environment's setup failed"), "{why}");
+    // The setup log is kept as evidence: the env record names it by digest.
+    let env = b
+        .names("node_finished")
+        .into_iter()
+        .find(|n| n.starts_with("env:"))
+        .expect("an env node ran");
+    let record: Value =
+        serde_json::from_str(&project.run(&["explain", &env, "--json"]).code(0).stdout).unwrap();
+    let shown = project
+        .run(&["show", record["output"].as_str().unwrap()])
+        .code(0)
+        .stdout;
+    let env_record: Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(env_record["ok"], false);
+    assert_eq!(env_record["exit_code"], 3);
+    project
+        .run(&["show", env_record["setup_log"].as_str().unwrap()])
+        .code(0)
+        .stdout_has("preparing");
+    let envs = std::fs::read_dir(project.cache().join("envs"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(envs, 0, "a failed environment leaves no directory behind");
+}

@@ -28,10 +28,14 @@ pub(crate) fn run(global: &Global, args: ShowArgs) -> Result<i32, Failure> {
         }
     } else {
         let digest: Digest = args.digest.parse().map_err(|_| not_found(&args.digest))?;
-        store.blobs().get(&digest).map_err(|e| match e {
-            assay_engine::StoreError::MissingBlob { .. } => not_found(&args.digest),
-            other => Failure::cache(other),
-        })?
+        match store.blobs().get(&digest) {
+            Ok(b) => b,
+            Err(assay_engine::StoreError::MissingBlob { .. }) => store
+                .inline_output(&digest)
+                .map_err(Failure::cache)?
+                .ok_or_else(|| not_found(&args.digest))?,
+            Err(other) => return Err(Failure::cache(other)),
+        }
     };
     use std::io::Write;
     let mut out = std::io::stdout().lock();

@@ -345,6 +345,28 @@ impl Store {
             .map_err(|e| self.index_err(e))
     }
 
+    /// The bytes of an output stored inline in some row (outputs are not all
+    /// blob files), verified against the digest. A scan: for `assay show`.
+    pub fn inline_output(&self, digest: &Digest) -> Result<Option<Vec<u8>>, StoreError> {
+        let bytes: Option<Vec<u8>> = self
+            .conn
+            .query_row(
+                "SELECT inline FROM nodes WHERE output = ?1 AND inline IS NOT NULL LIMIT 1",
+                params![digest.0.to_vec()],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.index_err(e))?;
+        match bytes {
+            Some(b) if Digest::of(&b) == *digest => Ok(Some(b)),
+            Some(b) => Err(StoreError::CorruptBlob {
+                digest: *digest,
+                actual: Digest::of(&b),
+            }),
+            None => Ok(None),
+        }
+    }
+
     /// Keys whose hex starts with `prefix` (nodes only).
     pub fn keys_with_prefix(&self, prefix: &str) -> Result<Vec<Digest>, StoreError> {
         let mut out = Vec::new();

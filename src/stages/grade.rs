@@ -252,12 +252,8 @@ pub(crate) struct GradeParams {
     pub(crate) test_globs: Vec<String>,
     pub(crate) reruns: u32,
     pub(crate) rerun_command: Option<String>,
-    pub(crate) command: String,
-    pub(crate) report: String,
-    pub(crate) report_file: Option<String>,
-    pub(crate) timeout_s: u64,
-    pub(crate) log_cap: u64,
-    pub(crate) redact: super::redact::RedactConfig,
+    /// How the test command runs: the same settings as the graded run.
+    pub(crate) run: super::run::RunParams,
 }
 
 struct GradeJob {
@@ -371,7 +367,7 @@ async fn grade(
             "harness",
             format!(
                 "the evidence ({} bytes) exceeds the cap ({} bytes); never scored on a truncated log",
-                run.log_bytes, p.log_cap
+                run.log_bytes, p.run.log_cap
             ),
         );
     } else if run.timed_out {
@@ -379,7 +375,7 @@ async fn grade(
             &mut rec,
             "unresolved",
             "agent",
-            format!("timed out after {} s", p.timeout_s),
+            format!("timed out after {} s", p.run.timeout_s),
         );
     } else if run.report_error.is_some() || run.tests.is_empty() || run.untrusted.is_some() {
         let why = run
@@ -412,15 +408,11 @@ async fn grade(
                             .collect::<Vec<_>>()
                             .join(" "),
                     ),
-                    _ => p.command.clone(),
+                    _ => p.run.command.clone(),
                 };
                 let how = HowToRun {
                     command,
-                    format,
-                    report_file: p.report_file.clone(),
-                    timeout_s: p.timeout_s,
-                    log_cap: p.log_cap,
-                    redact: p.redact.clone(),
+                    ..HowToRun::new(&p.run, format)
                 };
                 let (again, att) = execute_tree(&tree_id, &env, &how, &store_dir, &ctx).await?;
                 attachments.extend(att);

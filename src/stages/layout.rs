@@ -730,12 +730,7 @@ fn grade_nodes(
                 test_globs: g.test_globs.to_vec(),
                 reruns: pipeline.file.grade.reruns.unwrap_or(3),
                 rerun_command: pipeline.file.grade.rerun_command.clone(),
-                command: g.env_cfg.test_command.clone(),
-                report: g.format.as_str().to_owned(),
-                report_file: g.env_cfg.report_file.clone(),
-                timeout_s: g.timeout,
-                log_cap: g.log_cap,
-                redact: g.redact.clone(),
+                run: rp.clone(),
             };
             let grade_node = format!("grade:{}:{arm}", s.id);
             out.push(node(

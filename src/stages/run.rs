@@ -81,14 +81,7 @@ async fn execute(
         };
         return finish(record, Vec::new());
     };
-    let how = HowToRun {
-        command: p.command.clone(),
-        format,
-        report_file: p.report_file.clone(),
-        timeout_s: p.timeout_s,
-        log_cap: p.log_cap,
-        redact: p.redact.clone(),
-    };
+    let how = HowToRun::new(&p, format);
     let (record, attachments) = execute_tree(&tree_id, &env, &how, &store_dir, &ctx).await?;
     finish(record, attachments)
 }
@@ -102,6 +95,19 @@ pub(crate) struct HowToRun {
     pub(crate) timeout_s: u64,
     pub(crate) log_cap: u64,
     pub(crate) redact: super::redact::RedactConfig,
+}
+
+impl HowToRun {
+    pub(crate) fn new(p: &RunParams, format: Format) -> HowToRun {
+        HowToRun {
+            command: p.command.clone(),
+            format,
+            report_file: p.report_file.clone(),
+            timeout_s: p.timeout_s,
+            log_cap: p.log_cap,
+            redact: p.redact.clone(),
+        }
+    }
 }
 
 /// Materializes `tree_id` into a fresh scratch directory and runs the command

@@ -7,107 +7,14 @@
 mod util;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::Value;
-use util::{Build, Project};
-
-/// A deterministic git repository under construction.
-struct Repo {
-    dir: PathBuf,
-    tick: u64,
-}
-
-impl Repo {
-    fn new(project: &Project) -> Repo {
-        let dir = project.path().join("repo");
-        std::fs::create_dir_all(&dir).unwrap();
-        let r = Repo { dir, tick: 0 };
-        r.git(&["init", "-q", "-b", "main"]);
-        r
-    }
-
-    fn git(&self, args: &[&str]) -> String {
-        let t = 1_767_607_200 + self.tick * 3600;
-        let date = format!("{t} +0000");
-        let out = Command::new("git")
-            .arg("-C")
-            .arg(&self.dir)
-            .args([
-                "-c",
-                "commit.gpgsign=false",
-                "-c",
-                "core.autocrlf=false",
-                "-c",
-                "merge.ff=true",
-            ])
-            .args(args)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_SYSTEM", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_AUTHOR_NAME", "Octo Cat")
-            .env("GIT_AUTHOR_EMAIL", "octo@example.com")
-            .env("GIT_COMMITTER_NAME", "Octo Cat")
-            .env("GIT_COMMITTER_EMAIL", "octo@example.com")
-            .env("GIT_AUTHOR_DATE", &date)
-            .env("GIT_COMMITTER_DATE", &date)
-            .env("TZ", "UTC")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn put(&self, rel: &str, contents: &str) -> &Repo {
-        let p = self.dir.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, contents).unwrap();
-        self
-    }
-
-    fn commit(&mut self, msg: &str) {
-        self.git(&["add", "-A"]);
-        self.tick += 1;
-        self.git(&["commit", "-q", "--no-verify", "-m", msg]);
-    }
-
-    fn branch(&self, name: &str) {
-        self.git(&["checkout", "-q", "-b", name, "main"]);
-    }
-
-    /// Commits the work tree on a new branch and merges it as PR #n.
-    fn pr(&mut self, n: u32, title: &str, files: &[(&str, &str)]) {
-        let b = format!("b{n}");
-        self.branch(&b);
-        for (p, c) in files {
-            self.put(p, c);
-        }
-        self.commit(title);
-        self.git(&["checkout", "-q", "main"]);
-        self.tick += 1;
-        self.git(&[
-            "merge",
-            "-q",
-            "--no-ff",
-            "--no-edit",
-            "-m",
-            &format!("Merge pull request #{n} from o/{b}"),
-            "-m",
-            title,
-            &b,
-        ]);
-        self.git(&["branch", "-q", "-D", &b]);
-    }
-}
+use util::{Build, Project, Repo};
 
 /// The initial commit: `pkg.ops` with a buggy `sub` and `mul`, one passing test.
 fn init_repo(project: &Project) -> Repo {
-    let mut r = Repo::new(project);
+    let mut r = Repo::new(project, "repo");
     r.put(".gitignore", "__pycache__/\n*.pyc\n")
         .put("README.md", "# pkg\n")
         .put("pkg/__init__.py", "")

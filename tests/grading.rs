@@ -932,3 +932,64 @@ fn a_new_session_costs_only_its_own_nodes_and_the_release() {
     let third = f.build_ok();
     assert_eq!(third.summary.total.executed, 0, "{:?}", third.summary);
 }
+
+#[test]
+fn check_command_keeps_the_exit_codes_of_the_two_checks_apart() {
+    let f = Fixture::new();
+    f.pipeline(
+        "new-test-files",
+        1 << 20,
+        r#"check_command = "python3 -m unittest -v {tests}""#,
+    );
+    // Breaks nothing that worked, fixes nothing that was asked: base=0 new=1.
+    let wrong = OPS_BASE.replacen("return a + b\n\n\ndef mul", "return a * b\n\n\ndef mul", 1);
+    f.session(
+        "b/wrong.json",
+        "p-1",
+        &f.diff1(&[("pkg/ops.py", Some(&wrong))]),
+    );
+    // Fixes the task and breaks `add`: base=1 new=0.
+    let breaks_add = OPS_SUB.replacen("return a + b", "return a - b - 0 if False else b", 1);
+    f.session(
+        "c/breaks.json",
+        "p-1",
+        &f.diff1(&[("pkg/ops.py", Some(&breaks_add))]),
+    );
+    f.session(
+        "a/fix.json",
+        "p-1",
+        &f.diff1(&[("pkg/ops.py", Some(OPS_SUB))]),
+    );
+    f.build_ok();
+    let row = f.row("b/wrong.json", "exclude");
+    assert_eq!(
+        (row["base_exit"].as_str(), row["new_exit"].as_str()),
+        ("0", "1"),
+        "{row:#?}"
+    );
+    let row = f.row("c/breaks.json", "exclude");
+    assert_eq!(row["verdict"], "unresolved", "{row:#?}");
+    assert_eq!(
+        (row["base_exit"].as_str(), row["new_exit"].as_str()),
+        ("1", "0"),
+        "{row:#?}"
+    );
+    let row = f.row("a/fix.json", "exclude");
+    assert_eq!(
+        (row["base_exit"].as_str(), row["new_exit"].as_str()),
+        ("0", "0"),
+        "{row:#?}"
+    );
+    assert_eq!(row["verdict"], "resolved", "{row:#?}");
+}
+
+#[test]
+fn without_check_command_the_check_exit_codes_are_empty() {
+    let f = grade_p1("a/fix.json", "");
+    let row = f.row("a/fix.json", "exclude");
+    assert_eq!(
+        (row["base_exit"].as_str(), row["new_exit"].as_str()),
+        ("", ""),
+        "{row:#?}"
+    );
+}

@@ -60,6 +60,9 @@ pub(crate) struct GradeConfig {
     pub(crate) reruns: Option<u32>,
     /// Command for reruns; `{files}` becomes the failing tests' files. Default: the test command.
     pub(crate) rerun_command: Option<String>,
+    /// When set, the PASS_TO_PASS and FAIL_TO_PASS checks also run as their
+    /// own commands (`{tests}` becomes the test ids) so each keeps its exit code.
+    pub(crate) check_command: Option<String>,
 }
 
 /// `[redact]`

@@ -252,6 +252,7 @@ pub(crate) struct GradeParams {
     pub(crate) test_globs: Vec<String>,
     pub(crate) reruns: u32,
     pub(crate) rerun_command: Option<String>,
+    pub(crate) check_command: Option<String>,
     /// How the test command runs: the same settings as the graded run.
     pub(crate) run: super::run::RunParams,
 }
@@ -333,6 +334,8 @@ async fn grade(
         exit_code: run.exit_code,
         base_check: "not run".into(),
         new_check: "not run".into(),
+        base_exit: None,
+        new_exit: None,
         reruns: 0,
         evidence: Vec::new(),
         redactions: run.redactions,
@@ -390,6 +393,32 @@ async fn grade(
         let f2p = check(&task.fail_to_pass, &outcomes);
         rec.base_check = check_word(p2p.len());
         rec.new_check = check_word(f2p.len());
+        // The two checks as commands of their own, each keeping its exit code:
+        // `base=0 new=1` says the agent broke nothing and fixed nothing.
+        if let (Some(template), Some(tree_id)) = (&p.check_command, &tree.tree) {
+            for (which, tests) in [("base", &task.pass_to_pass), ("new", &task.fail_to_pass)] {
+                if tests.is_empty() {
+                    continue;
+                }
+                let how = HowToRun {
+                    command: template.replace("{tests}", &tests.join(" ")),
+                    ..HowToRun::new(&p.run, format)
+                };
+                let (checked, att) = execute_tree(tree_id, &env, &how, &store_dir, &ctx).await?;
+                attachments.extend(att);
+                rec.redactions += checked.redactions;
+                rec.evidence.push(Receipt {
+                    what: format!("{which} check log"),
+                    digest: checked.log.clone(),
+                    bytes: checked.log_bytes,
+                });
+                if which == "base" {
+                    rec.base_exit = checked.exit_code;
+                } else {
+                    rec.new_exit = checked.exit_code;
+                }
+            }
+        }
         let mut failing: Vec<String> = p2p.into_iter().chain(f2p).collect();
         if failing.is_empty() {
             verdict(&mut rec, "resolved", "none", String::new());

@@ -730,6 +730,7 @@ fn grade_nodes(
                 test_globs: g.test_globs.to_vec(),
                 reruns: pipeline.file.grade.reruns.unwrap_or(3),
                 rerun_command: pipeline.file.grade.rerun_command.clone(),
+                check_command: pipeline.file.grade.check_command.clone(),
                 run: rp.clone(),
             };
             let grade_node = format!("grade:{}:{arm}", s.id);

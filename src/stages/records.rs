@@ -182,6 +182,12 @@ pub(crate) struct GradeRecord {
     /// `pass`, `fail (N)` or `not run`.
     pub(crate) base_check: String,
     pub(crate) new_check: String,
+    /// Exit codes of the two checks run as their own commands
+    /// (`[grade] check_command`); None when not configured or not reached.
+    #[serde(default)]
+    pub(crate) base_exit: Option<i32>,
+    #[serde(default)]
+    pub(crate) new_exit: Option<i32>,
     pub(crate) reruns: u32,
     pub(crate) evidence: Vec<Receipt>,
     pub(crate) redactions: u64,

@@ -4,7 +4,7 @@
 
 use super::{Index, round6};
 
-const HEADER: [&str; 27] = [
+const HEADER: [&str; 29] = [
     "session",
     "instance_id",
     "track",
@@ -19,6 +19,8 @@ const HEADER: [&str; 27] = [
     "exit_code",
     "base_check",
     "new_check",
+    "base_exit",
+    "new_exit",
     "reruns",
     "redactions",
     "grade_digest",
@@ -59,6 +61,8 @@ pub(super) fn results(index: &Index<'_>) -> String {
             g.exit_code.map(|c| c.to_string()).unwrap_or_default(),
             g.base_check.clone(),
             g.new_check.clone(),
+            g.base_exit.map(|c| c.to_string()).unwrap_or_default(),
+            g.new_exit.map(|c| c.to_string()).unwrap_or_default(),
             g.reruns.to_string(),
             g.redactions.to_string(),
             key.clone(),

@@ -66,6 +66,8 @@ fn grade(
         exit_code: Some(0),
         base_check: "pass".to_owned(),
         new_check: "pass".to_owned(),
+        base_exit: None,
+        new_exit: None,
         reruns: 0,
         evidence: vec![],
         redactions: 0,
@@ -222,7 +224,7 @@ fn csv_quotes_commas_and_quotes() {
         lines.next(),
         Some(
             "session,instance_id,track,agent,model,arm,policy,verdict,fault,failing,excluded_paths,exit_code,\
-             base_check,new_check,reruns,redactions,grade_digest,task_digest,lines_added,lines_removed,\
+             base_check,new_check,base_exit,new_exit,reruns,redactions,grade_digest,task_digest,lines_added,lines_removed,\
              files_touched,size_vs_gold,suppressions_added,comment_lines_added,empty_patch,turns,tokens_total"
         )
     );

@@ -2,6 +2,7 @@
 //! agent sessions against them, and publishes releases whose every number can
 //! be checked from a hash. Clap at the edge; each command lives in `cli/`.
 
+mod audit;
 mod cli;
 mod exit;
 mod pipeline;

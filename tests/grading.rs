@@ -993,3 +993,56 @@ fn without_check_command_the_check_exit_codes_are_empty() {
         "{row:#?}"
     );
 }
+
+// ---- audit -----------------------------------------------------------------
+
+#[test]
+fn verify_recomputes_the_release_and_names_a_tampered_number() {
+    let f = Fixture::new();
+    f.default_pipeline();
+    f.session(
+        "a/fix.json",
+        "p-1",
+        &f.diff1(&[("pkg/ops.py", Some(OPS_SUB))]),
+    );
+    f.session("b/none.json", "p-1", "");
+    f.build_ok();
+    f.project
+        .run(&["verify"])
+        .code(0)
+        .stdout_has("release ok: 6 files");
+
+    // A forged summary whose manifest digests are forged to match: the
+    // digests alone agree, the recomputation from the cache does not.
+    let rel = f.path().join("release");
+    let summary = std::fs::read_to_string(rel.join("summary.json")).unwrap();
+    let forged = summary.replacen("\"resolved\": 1,", "\"resolved\": 2,", 1);
+    assert_ne!(forged, summary, "the summary has a resolved count to forge");
+    std::fs::write(rel.join("summary.json"), &forged).unwrap();
+    let manifest = std::fs::read_to_string(rel.join("manifest.json")).unwrap();
+    let old = blake3::hash(summary.as_bytes()).to_hex().to_string();
+    let new = blake3::hash(forged.as_bytes()).to_hex().to_string();
+    let manifest = manifest.replace(&old, &new);
+    let v: Value = serde_json::from_str(&manifest).unwrap();
+    let claimed = v["release_digest"].as_str().unwrap().to_owned();
+    let blank = manifest.replacen(&claimed, "", 1);
+    let forged_digest = blake3::hash(blank.as_bytes()).to_hex().to_string();
+    std::fs::write(
+        rel.join("manifest.json"),
+        manifest.replacen(&claimed, &forged_digest, 1),
+    )
+    .unwrap();
+
+    let out = f.project.run(&["verify"]).code(4);
+    assert!(
+        out.stderr
+            .contains("summary.json: differs from its recomputation"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !out.stderr.contains("release_digest"),
+        "the forged digests are consistent: {}",
+        out.stderr
+    );
+}

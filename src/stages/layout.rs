@@ -397,7 +397,11 @@ pub(super) fn nodes(
         .iter()
         .map(|(k, v)| (k.clone(), Price(v.clone())))
         .collect();
-    let params = release::ReleaseParams { prices, not_graded };
+    let params = release::ReleaseParams {
+        prices,
+        not_graded,
+        inputs: release_inputs,
+    };
     out.push(node(
         "release".into(),
         "release",
@@ -405,7 +409,7 @@ pub(super) fn nodes(
         &params,
         release_deps,
         false,
-        release::job(release_inputs, params.clone()),
+        release::job(params.clone()),
     ));
     Ok(())
 }

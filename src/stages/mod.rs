@@ -18,7 +18,7 @@ mod triage;
 
 pub(crate) use layout::parse_date;
 pub(crate) use records::RunFacts;
-pub(crate) use release::ReleaseRecord;
+pub(crate) use release::{ReleaseParams, ReleaseRecord, assemble};
 
 use assay_engine::{GraphError, NodeSpec, Store};
 

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use assay_engine::{Job, JobCtx, JobError, JobFuture, Output};
+use assay_engine::{Digest, Job, JobCtx, JobError, JobFuture, Output};
 use serde::{Deserialize, Serialize};
 
 use super::publish::{Price, PublishInput, publish};
@@ -35,8 +35,10 @@ pub(crate) struct ReleaseRecord {
     pub(crate) funnel: Funnel,
 }
 
-/// What each input of the release node is, in input order.
-#[derive(Clone, Debug)]
+/// What each input of the release node is, in input order. Part of the
+/// params, so an auditor can recompute the release from its key record alone.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub(crate) enum Input {
     /// A task, with its candidate id.
     Task(String),
@@ -45,15 +47,15 @@ pub(crate) enum Input {
     Metrics,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct ReleaseParams {
     pub(crate) prices: BTreeMap<String, Price>,
     /// Sessions that were not graded, with why (known when the graph is laid out).
     pub(crate) not_graded: Vec<(String, String)>,
+    pub(crate) inputs: Vec<Input>,
 }
 
 pub(crate) struct ReleaseJob {
-    inputs: Vec<Input>,
     params: ReleaseParams,
 }
 
@@ -66,139 +68,27 @@ struct Released<'a> {
 
 impl Job for ReleaseJob {
     fn run(&self, ctx: JobCtx) -> JobFuture {
-        let kinds = self.inputs.clone();
         let params = self.params.clone();
         Box::pin(async move {
             let err = |e: &dyn std::fmt::Display| JobError::new(format!("release: {e}"));
-            let mut funnel = Funnel::default();
-            let mut lines = Vec::new();
-            // Per candidate: how far it got along the funnel, over all its tasks.
-            #[derive(Default)]
-            struct Progress {
-                declined: Option<String>,
-                screened: bool,
-                certified: bool,
+            let inputs: Vec<(&[u8], Digest)> = ctx
+                .inputs
+                .iter()
+                .zip(&ctx.input_keys)
+                .map(|(b, k)| (b.as_slice(), *k))
+                .collect();
+            let (files, funnel) = assemble(&params, &inputs).map_err(|e| err(&e))?;
+            let mut names = BTreeMap::new();
+            let mut attachments = Vec::new();
+            for (name, bytes) in files {
+                let d = ctx.blobs.put(&bytes).map_err(|e| err(&e))?;
+                attachments.push(d);
+                names.insert(name, d.to_hex());
             }
-            let mut per_candidate: BTreeMap<&String, Progress> = BTreeMap::new();
-            let mut publish_input = PublishInput {
-                tasks: Vec::new(),
-                grades: Vec::new(),
-                metrics: Vec::new(),
-                sessions: Vec::new(),
-                not_graded: params.not_graded.clone(),
-                prices: params.prices.clone(),
+            let record = ReleaseRecord {
+                files: names,
+                funnel,
             };
-            for ((bytes, key), kind) in ctx.inputs.iter().zip(&ctx.input_keys).zip(&kinds) {
-                let cand = match kind {
-                    Input::Task(c) => c,
-                    Input::Session => {
-                        publish_input
-                            .sessions
-                            .push(serde_json::from_slice(bytes).map_err(|e| err(&e))?);
-                        continue;
-                    }
-                    Input::Metrics => {
-                        publish_input
-                            .metrics
-                            .push(serde_json::from_slice(bytes).map_err(|e| err(&e))?);
-                        continue;
-                    }
-                    Input::Grade => {
-                        let g: GradeRecord = serde_json::from_slice(bytes).map_err(|e| err(&e))?;
-                        if g.verdict == "not_graded" {
-                            if g.arm != "keep" {
-                                publish_input
-                                    .not_graded
-                                    .push((g.session.clone(), g.detail.clone()));
-                            }
-                        } else {
-                            publish_input.grades.push((g, key.to_hex()));
-                        }
-                        continue;
-                    }
-                };
-                let task: TaskRecord = serde_json::from_slice(bytes).map_err(|e| err(&e))?;
-                let progress = per_candidate.entry(cand).or_default();
-                let reason = task
-                    .uncertified_because
-                    .first()
-                    .map(|r| r.split(':').next().unwrap_or(r).to_owned())
-                    .unwrap_or_default();
-                match task.status.as_str() {
-                    "declined" if reason == "not screened" => {
-                        *funnel.declined.entry(reason).or_default() += 1;
-                        continue;
-                    }
-                    "declined" if reason == "topic_split_rejected" => {
-                        progress.screened = true;
-                        *funnel.declined.entry(reason).or_default() += 1;
-                        continue;
-                    }
-                    "declined" => {
-                        progress.declined = Some(reason);
-                        continue;
-                    }
-                    "awaiting_statement" => {
-                        progress.screened = true;
-                        funnel.awaiting_statement += 1;
-                        continue;
-                    }
-                    _ => {}
-                }
-                progress.screened = true;
-                if task.certified {
-                    progress.certified = true;
-                } else {
-                    funnel.uncertified += 1;
-                    for why in &task.uncertified_because {
-                        let k = why.split(':').next().unwrap_or(why).to_owned();
-                        *funnel.uncertified_because.entry(k).or_default() += 1;
-                    }
-                }
-                funnel.tasks_released += 1;
-                publish_input.tasks.push((task.clone(), key.to_hex()));
-                let line = serde_json::to_string(&Released {
-                    task: &task,
-                    digest: key.to_hex(),
-                })
-                .map_err(|e| err(&e))?;
-                lines.push((task.instance_id.clone(), task.track.clone(), line));
-            }
-            funnel.candidates = per_candidate.len();
-            for p in per_candidate.values() {
-                match &p.declined {
-                    Some(reason) => *funnel.declined.entry(reason.clone()).or_default() += 1,
-                    None => {
-                        funnel.eligible += 1;
-                        funnel.screened += usize::from(p.screened);
-                        funnel.certified += usize::from(p.certified);
-                    }
-                }
-            }
-            lines.sort();
-            let mut jsonl = String::new();
-            for (_, _, l) in lines {
-                jsonl.push_str(&l);
-                jsonl.push('\n');
-            }
-            let tasks_digest = ctx.blobs.put(jsonl.as_bytes()).map_err(|e| err(&e))?;
-            let funnel_json = serde_json::to_vec_pretty(&funnel).map_err(|e| err(&e))?;
-            let funnel_digest = ctx.blobs.put(&funnel_json).map_err(|e| err(&e))?;
-            let mut files = BTreeMap::from([
-                ("tasks.jsonl".to_owned(), tasks_digest.to_hex()),
-                ("funnel.json".to_owned(), funnel_digest.to_hex()),
-            ]);
-            let mut attachments = vec![tasks_digest, funnel_digest];
-            if !publish_input.sessions.is_empty() || !publish_input.not_graded.is_empty() {
-                publish_input.not_graded.sort();
-                publish_input.not_graded.dedup();
-                for (name, bytes) in publish(&publish_input) {
-                    let d = ctx.blobs.put(&bytes).map_err(|e| err(&e))?;
-                    attachments.push(d);
-                    files.insert(name, d.to_hex());
-                }
-            }
-            let record = ReleaseRecord { files, funnel };
             Ok(Output {
                 bytes: serde_json::to_vec(&record).map_err(|e| err(&e))?,
                 attachments,
@@ -207,6 +97,144 @@ impl Job for ReleaseJob {
     }
 }
 
-pub(crate) fn job(inputs: Vec<Input>, params: ReleaseParams) -> Arc<dyn Job> {
-    Arc::new(ReleaseJob { inputs, params })
+/// The release files from the release node's inputs (each with its node
+/// key), in input order: a pure function, shared by the job and `assay verify`.
+pub(crate) fn assemble(
+    params: &ReleaseParams,
+    inputs: &[(&[u8], Digest)],
+) -> Result<(BTreeMap<String, Vec<u8>>, Funnel), String> {
+    let err = |e: &dyn std::fmt::Display| e.to_string();
+    if inputs.len() != params.inputs.len() {
+        return Err(format!(
+            "{} inputs, but the params describe {}",
+            inputs.len(),
+            params.inputs.len()
+        ));
+    }
+    let mut funnel = Funnel::default();
+    let mut lines = Vec::new();
+    // Per candidate: how far it got along the funnel, over all its tasks.
+    #[derive(Default)]
+    struct Progress {
+        declined: Option<String>,
+        screened: bool,
+        certified: bool,
+    }
+    let mut per_candidate: BTreeMap<&String, Progress> = BTreeMap::new();
+    let mut publish_input = PublishInput {
+        tasks: Vec::new(),
+        grades: Vec::new(),
+        metrics: Vec::new(),
+        sessions: Vec::new(),
+        not_graded: params.not_graded.clone(),
+        prices: params.prices.clone(),
+    };
+    for ((bytes, key), kind) in inputs.iter().map(|(b, k)| (*b, k)).zip(&params.inputs) {
+        let cand = match kind {
+            Input::Task(c) => c,
+            Input::Session => {
+                publish_input
+                    .sessions
+                    .push(serde_json::from_slice(bytes).map_err(|e| err(&e))?);
+                continue;
+            }
+            Input::Metrics => {
+                publish_input
+                    .metrics
+                    .push(serde_json::from_slice(bytes).map_err(|e| err(&e))?);
+                continue;
+            }
+            Input::Grade => {
+                let g: GradeRecord = serde_json::from_slice(bytes).map_err(|e| err(&e))?;
+                if g.verdict == "not_graded" {
+                    if g.arm != "keep" {
+                        publish_input
+                            .not_graded
+                            .push((g.session.clone(), g.detail.clone()));
+                    }
+                } else {
+                    publish_input.grades.push((g, key.to_hex()));
+                }
+                continue;
+            }
+        };
+        let task: TaskRecord = serde_json::from_slice(bytes).map_err(|e| err(&e))?;
+        let progress = per_candidate.entry(cand).or_default();
+        let reason = task
+            .uncertified_because
+            .first()
+            .map(|r| r.split(':').next().unwrap_or(r).to_owned())
+            .unwrap_or_default();
+        match task.status.as_str() {
+            "declined" if reason == "not screened" => {
+                *funnel.declined.entry(reason).or_default() += 1;
+                continue;
+            }
+            "declined" if reason == "topic_split_rejected" => {
+                progress.screened = true;
+                *funnel.declined.entry(reason).or_default() += 1;
+                continue;
+            }
+            "declined" => {
+                progress.declined = Some(reason);
+                continue;
+            }
+            "awaiting_statement" => {
+                progress.screened = true;
+                funnel.awaiting_statement += 1;
+                continue;
+            }
+            _ => {}
+        }
+        progress.screened = true;
+        if task.certified {
+            progress.certified = true;
+        } else {
+            funnel.uncertified += 1;
+            for why in &task.uncertified_because {
+                let k = why.split(':').next().unwrap_or(why).to_owned();
+                *funnel.uncertified_because.entry(k).or_default() += 1;
+            }
+        }
+        funnel.tasks_released += 1;
+        publish_input.tasks.push((task.clone(), key.to_hex()));
+        let line = serde_json::to_string(&Released {
+            task: &task,
+            digest: key.to_hex(),
+        })
+        .map_err(|e| err(&e))?;
+        lines.push((task.instance_id.clone(), task.track.clone(), line));
+    }
+    funnel.candidates = per_candidate.len();
+    for p in per_candidate.values() {
+        match &p.declined {
+            Some(reason) => *funnel.declined.entry(reason.clone()).or_default() += 1,
+            None => {
+                funnel.eligible += 1;
+                funnel.screened += usize::from(p.screened);
+                funnel.certified += usize::from(p.certified);
+            }
+        }
+    }
+    lines.sort();
+    let mut jsonl = String::new();
+    for (_, _, l) in lines {
+        jsonl.push_str(&l);
+        jsonl.push('\n');
+    }
+    let funnel_json = serde_json::to_vec_pretty(&funnel).map_err(|e| err(&e))?;
+    let mut files = BTreeMap::from([
+        ("tasks.jsonl".to_owned(), jsonl.into_bytes()),
+        ("funnel.json".to_owned(), funnel_json),
+    ]);
+    if !publish_input.sessions.is_empty() || !publish_input.not_graded.is_empty() {
+        publish_input.not_graded.sort();
+        publish_input.not_graded.dedup();
+        files.extend(publish(&publish_input));
+    }
+    Ok((files, funnel))
+}
+
+pub(crate) fn job(params: ReleaseParams) -> Arc<dyn Job> {
+    Arc::new(ReleaseJob { params })
 }

@@ -1,0 +1,16 @@
+//! Audit: check a published release against the cache it came from.
+//!
+//! A release directory is verified in three layers, each naming the first
+//! thing that disagrees:
+//! 1. `manifest.json` itself: its `release_digest` is blake3 of the manifest
+//!    with that value replaced by `""`, and every file it lists hashes to its
+//!    digest;
+//! 2. the release node: a release node of a recent build whose output names
+//!    exactly these files' digests; its key record must hash to its key;
+//! 3. every number: the release files are recomputed from the release node's
+//!    inputs (tasks, sessions, grades, metrics, each read back from the cache
+//!    and checked against its digest) and compared byte for byte.
+
+mod release;
+
+pub(crate) use release::verify_release;

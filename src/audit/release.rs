@@ -1,0 +1,237 @@
+//! `assay verify --release DIR`: see the module header of `audit`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use assay_engine::{Digest, Store};
+use serde::Serialize;
+
+use crate::stages::{ReleaseParams, ReleaseRecord, assemble};
+
+/// One disagreement, or one thing that could not be checked.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Finding {
+    pub(crate) what: String,
+    pub(crate) problem: String,
+}
+
+fn finding(what: impl Into<String>, problem: impl Into<String>) -> Finding {
+    Finding {
+        what: what.into(),
+        problem: problem.into(),
+    }
+}
+
+/// What was checked, for the closing line.
+#[derive(Debug, Default)]
+pub(crate) struct Checked {
+    pub(crate) files: usize,
+    pub(crate) inputs: usize,
+    pub(crate) release_digest: Option<String>,
+    pub(crate) recomputed: bool,
+}
+
+/// The blake3 of `manifest.json` with the value of `release_digest` replaced by `""`.
+pub(crate) fn release_digest(manifest: &[u8]) -> Option<(String, String)> {
+    let text = std::str::from_utf8(manifest).ok()?;
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    let claimed = v.get("release_digest")?.as_str()?.to_owned();
+    let needle = format!("\"release_digest\": \"{claimed}\"");
+    let blanked = text.replacen(&needle, "\"release_digest\": \"\"", 1);
+    if blanked == text && !claimed.is_empty() {
+        return None;
+    }
+    Some((claimed, Digest::of(blanked.as_bytes()).to_hex()))
+}
+
+pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>, Checked), String> {
+    let mut findings = Vec::new();
+    let mut checked = Checked::default();
+    let mut present: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') || !e.path().is_file() {
+            continue;
+        }
+        let bytes = std::fs::read(e.path()).map_err(|err| format!("{name}: {err}"))?;
+        present.insert(name, bytes);
+    }
+    if present.is_empty() {
+        return Err(format!("{} holds no release files", dir.display()));
+    }
+
+    // 1. The manifest and the files it lists.
+    if let Some(manifest) = present.get("manifest.json") {
+        match release_digest(manifest) {
+            None => findings.push(finding("manifest.json", "no readable release_digest")),
+            Some((claimed, actual)) => {
+                checked.release_digest = Some(claimed.clone());
+                if claimed != actual {
+                    findings.push(finding(
+                        "manifest.json release_digest",
+                        format!("says {claimed}, the manifest hashes to {actual}"),
+                    ));
+                }
+            }
+        }
+        let v: serde_json::Value = serde_json::from_slice(manifest).unwrap_or_default();
+        for (name, digest) in v["files"].as_object().into_iter().flatten() {
+            let want = digest.as_str().unwrap_or_default();
+            match present.get(name) {
+                None => findings.push(finding(name.clone(), "listed in manifest.json but missing")),
+                Some(bytes) => {
+                    let got = Digest::of(bytes).to_hex();
+                    if got != want {
+                        findings.push(finding(
+                            name.clone(),
+                            format!("manifest.json says {want}, the file hashes to {got}"),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    // 2. The release node whose output names these files: the one sharing the
+    // most file digests (a tampered file still finds its release, and then
+    // shows up in step 3 as a difference from its recomputation).
+    let digests: BTreeMap<&String, String> = present
+        .iter()
+        .map(|(n, b)| (n, Digest::of(b).to_hex()))
+        .collect();
+    let mut found = None;
+    let mut best = 0;
+    for build in store.builds(50).map_err(|e| e.to_string())? {
+        let Some(m) = store.manifest(&build).map_err(|e| e.to_string())? else {
+            continue;
+        };
+        let Some(key) = m.find("release").and_then(|e| e.key) else {
+            continue;
+        };
+        let Some((record, display, row)) = store.key_record(&key).map_err(|e| e.to_string())?
+        else {
+            continue;
+        };
+        let Ok(out) = store.output_bytes(&row) else {
+            continue;
+        };
+        let Ok(rel) = serde_json::from_slice::<ReleaseRecord>(&out) else {
+            continue;
+        };
+        let shared = rel
+            .files
+            .iter()
+            .filter(|(n, d)| digests.get(n) == Some(d))
+            .count();
+        if shared > best {
+            best = shared;
+            found = Some((key, record, display, m));
+        }
+    }
+    let Some((key, record, display, build_manifest)) = found else {
+        findings.push(finding(
+            "release",
+            "no release node of the last 50 builds in this cache produced any of these files: \
+             the numbers cannot be recomputed here (built with another cache, or collected)",
+        ));
+        checked.files = present.len();
+        return Ok((findings, checked));
+    };
+    if record.key() != key {
+        findings.push(finding(
+            format!("release node {key}"),
+            "its key record does not hash to its key",
+        ));
+    }
+
+    // 3. Recompute every file from the node's inputs, read back from the cache.
+    let display: serde_json::Value = serde_json::from_str(&display).unwrap_or_default();
+    let params: ReleaseParams = serde_json::from_value(display["params"].clone())
+        .map_err(|e| format!("release node params: {e}"))?;
+    let names: Vec<String> = serde_json::from_value(display["deps"].clone()).unwrap_or_default();
+    let by_name: BTreeMap<&str, &assay_engine::ManifestEntry> = build_manifest
+        .entries
+        .iter()
+        .map(|e| (e.name.as_str(), e))
+        .collect();
+    let mut inputs: Vec<(Vec<u8>, Digest)> = Vec::with_capacity(record.deps.len());
+    for (i, output) in record.deps.iter().enumerate() {
+        let name = names.get(i).map(String::as_str).unwrap_or("?");
+        let Some(dep_key) = by_name.get(name).and_then(|e| e.key) else {
+            findings.push(finding(name, "input of the release, but not in its build"));
+            continue;
+        };
+        let bytes = match store.key_record(&dep_key).map_err(|e| e.to_string())? {
+            None => {
+                findings.push(finding(name, format!("node {dep_key} is not in the cache")));
+                continue;
+            }
+            Some((dep_record, _, row)) => {
+                if dep_record.key() != dep_key {
+                    findings.push(finding(name, "its key record does not hash to its key"));
+                }
+                if row.output != *output {
+                    findings.push(finding(
+                        name,
+                        format!(
+                            "the release read output {output}, the cache holds {}",
+                            row.output
+                        ),
+                    ));
+                }
+                match store.output_bytes(&row) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        findings.push(finding(name, e.to_string()));
+                        continue;
+                    }
+                }
+            }
+        };
+        inputs.push((bytes, dep_key));
+    }
+    checked.inputs = inputs.len();
+    if inputs.len() == record.deps.len() {
+        let refs: Vec<(&[u8], Digest)> = inputs.iter().map(|(b, k)| (b.as_slice(), *k)).collect();
+        let (files, _) = assemble(&params, &refs)?;
+        checked.recomputed = true;
+        for (name, bytes) in &files {
+            match present.get(name) {
+                None => findings.push(finding(
+                    name.clone(),
+                    "recomputed, but missing from the release",
+                )),
+                Some(have) if have != bytes => {
+                    findings.push(finding(name.clone(), first_difference(have, bytes)));
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    checked.files = present.len();
+    Ok((findings, checked))
+}
+
+/// "line N: published `…`, recomputed `…`".
+fn first_difference(published: &[u8], recomputed: &[u8]) -> String {
+    let a = String::from_utf8_lossy(published);
+    let b = String::from_utf8_lossy(recomputed);
+    for (i, (x, y)) in a.lines().zip(b.lines()).enumerate() {
+        if x != y {
+            let cut = |s: &str| s.chars().take(120).collect::<String>();
+            return format!(
+                "differs from its recomputation at line {}: published `{}`, recomputed `{}`",
+                i + 1,
+                cut(x.trim()),
+                cut(y.trim())
+            );
+        }
+    }
+    format!(
+        "differs from its recomputation in length ({} vs {} bytes)",
+        published.len(),
+        recomputed.len()
+    )
+}

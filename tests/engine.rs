@@ -516,7 +516,7 @@ run = "seq 1 4000"
     let dry = p.run(&["gc", "--keep", "1"]).code(0);
     let bytes: u64 = dry
         .stdout
-        .split_once("blobs (")
+        .split_once("directories (")
         .and_then(|(_, r)| r.split_once(" bytes"))
         .map(|(n, _)| n.parse().unwrap())
         .unwrap_or_else(|| panic!("no byte count in {}", dry.stdout));
@@ -526,7 +526,8 @@ run = "seq 1 4000"
         dry.stdout
     );
     assert!(
-        dry.stdout.contains("would free 2 index rows"),
+        dry.stdout
+            .contains("would free 2 index rows, 2 blobs and 0 environment directories"),
         "{}",
         dry.stdout
     );

@@ -3,6 +3,7 @@
 
 mod env;
 mod grade;
+mod grading;
 mod layout;
 mod metrics;
 mod publish;
@@ -11,14 +12,15 @@ mod redact;
 mod release;
 mod run;
 mod screen;
+mod sources;
 mod step;
 mod task;
 mod tree;
 mod triage;
 
-pub(crate) use layout::parse_date;
 pub(crate) use records::RunFacts;
 pub(crate) use release::{ReleaseParams, ReleaseRecord, assemble};
+pub(crate) use sources::parse_date;
 
 use assay_engine::{GraphError, NodeSpec, Store};
 

@@ -1,0 +1,252 @@
+//! The grading part of the layout: per session a session node, then per arm
+//! stage → run → grade, and one metrics node; all feed the release.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use assay_engine::NodeSpec;
+
+use super::grade::{self, GradeParams, Policy, SessionParams, StageParams};
+use super::layout::node;
+use super::metrics::{self, MetricsParams};
+use super::redact::RedactConfig;
+use super::release;
+use super::run::{self, RunParams};
+use crate::cli::Failure;
+use crate::pipeline::Pipeline;
+
+pub(super) struct GradeLayout<'a> {
+    pub(super) test_globs: &'a [String],
+    pub(super) env_cfg: &'a crate::pipeline::EnvConfig,
+    pub(super) format: assay_report::Format,
+    pub(super) timeout: u64,
+    pub(super) log_cap: u64,
+    pub(super) redact: &'a RedactConfig,
+    pub(super) store_dir: &'a Path,
+    pub(super) task_nodes: &'a BTreeMap<(String, String), (String, String)>,
+}
+
+/// Per session: a session node, then per arm stage → run → grade, and one
+/// metrics node. Returns the sessions that cannot be graded, with why.
+pub(super) fn grade_nodes(
+    pipeline: &Pipeline,
+    cache_dir: &Path,
+    g: &GradeLayout<'_>,
+    out: &mut Vec<NodeSpec>,
+    release_deps: &mut Vec<String>,
+    release_inputs: &mut Vec<release::Input>,
+) -> Result<Vec<(String, String)>, Failure> {
+    let Some(dir) = &pipeline.file.sessions else {
+        return Ok(Vec::new());
+    };
+    let policy = match &pipeline.file.grade.exclusion {
+        None => Policy::NewTestFiles,
+        Some(s) => Policy::parse(s.get_ref()).ok_or_else(|| {
+            pipeline.error_at(
+                s.span(),
+                format!("unknown exclusion policy `{}`", s.get_ref()),
+                "here",
+                "use new-test-files, all-test-files, reset-test-patch-files or none",
+            )
+        })?,
+    };
+    let mut arms = Vec::new();
+    for a in pipeline.file.grade.arms.iter().flatten() {
+        match a.get_ref().as_str() {
+            "exclude" | "keep" => arms.push(a.get_ref().clone()),
+            other => {
+                return Err(pipeline
+                    .error_at(
+                        a.span(),
+                        format!("unknown arm `{other}`"),
+                        "here",
+                        "arms are `exclude` (the policy applies) and `keep` (nothing excluded)",
+                    )
+                    .into());
+            }
+        }
+    }
+    if arms.is_empty() {
+        arms.push("exclude".into());
+    }
+    let previous_tasks = previous_task_keys(cache_dir);
+    let mut not_graded = Vec::new();
+    for loaded in crate::sessions::load_dir(&pipeline.resolve(dir.get_ref())) {
+        let s = match loaded {
+            Ok(s) => s,
+            Err(e) => {
+                let id = e.id.clone();
+                let why = e.message.clone();
+                eprintln!("{:?}", miette::Report::new(e));
+                not_graded.push((id.clone(), format!("unreadable session file: {why}")));
+                let params = SessionParams {
+                    id: id.clone(),
+                    task: String::new(),
+                    track: String::new(),
+                    agent: String::new(),
+                    model: String::new(),
+                    patch: Vec::new(),
+                    facts: Default::default(),
+                    error: Some(why),
+                };
+                out.push(node(
+                    format!("session:{id}"),
+                    "session",
+                    grade::SESSION_VERSION,
+                    &params,
+                    vec![],
+                    false,
+                    grade::session_job(params.clone()),
+                ));
+                continue;
+            }
+        };
+        let track = s.track.clone().unwrap_or_else(|| "basic".into());
+        let task_id = previous_tasks
+            .get(&s.task)
+            .cloned()
+            .unwrap_or_else(|| s.task.clone());
+        let Some((task_node, env_node)) = g.task_nodes.get(&(task_id.clone(), track.clone()))
+        else {
+            eprintln!(
+                "warning: session {} ({}) names task `{}` ({track} track), which this pipeline does not release: not graded",
+                s.id,
+                s.file.display(),
+                s.task
+            );
+            not_graded.push((
+                s.id.clone(),
+                format!("unknown task `{}` ({track} track)", s.task),
+            ));
+            continue;
+        };
+        let params = SessionParams {
+            id: s.id.clone(),
+            task: task_id,
+            track,
+            agent: s.agent,
+            model: s.model,
+            patch: s.patch,
+            facts: s.facts,
+            error: None,
+        };
+        let session_node = format!("session:{}", s.id);
+        out.push(node(
+            session_node.clone(),
+            "session",
+            grade::SESSION_VERSION,
+            &params,
+            vec![],
+            false,
+            grade::session_job(params.clone()),
+        ));
+        release_deps.push(session_node.clone());
+        release_inputs.push(release::Input::Session);
+        for arm in &arms {
+            let arm_policy = if arm == "keep" { Policy::None } else { policy };
+            let sp = StageParams {
+                arm: arm.clone(),
+                policy: arm_policy,
+                test_globs: g.test_globs.to_vec(),
+            };
+            let stage_node = format!("stage:{}:{arm}", s.id);
+            out.push(node(
+                stage_node.clone(),
+                "stage",
+                grade::STAGE_VERSION,
+                &sp,
+                vec![task_node.clone(), session_node.clone()],
+                false,
+                grade::stage_job(sp.clone(), g.store_dir.to_owned()),
+            ));
+            let rp = RunParams {
+                command: g.env_cfg.test_command.clone(),
+                report: g.format.as_str().to_owned(),
+                report_file: g.env_cfg.report_file.clone(),
+                timeout_s: g.timeout,
+                log_cap: g.log_cap,
+                redact: g.redact.clone(),
+                repeat: 0,
+            };
+            let run_node = format!("run:{}:{arm}", s.id);
+            out.push(node(
+                run_node.clone(),
+                "run",
+                run::KIND_VERSION,
+                &rp,
+                vec![stage_node.clone(), env_node.clone()],
+                true,
+                run::job(
+                    rp.clone(),
+                    g.format,
+                    g.store_dir.to_owned(),
+                    env_node.clone(),
+                ),
+            ));
+            let gp = GradeParams {
+                arm: arm.clone(),
+                policy: arm_policy,
+                test_globs: g.test_globs.to_vec(),
+                reruns: pipeline.file.grade.reruns.unwrap_or(3),
+                rerun_command: pipeline.file.grade.rerun_command.clone(),
+                check_command: pipeline.file.grade.check_command.clone(),
+                run: rp.clone(),
+            };
+            let grade_node = format!("grade:{}:{arm}", s.id);
+            out.push(node(
+                grade_node.clone(),
+                "grade",
+                grade::GRADE_VERSION,
+                &gp,
+                vec![
+                    task_node.clone(),
+                    session_node.clone(),
+                    stage_node,
+                    run_node,
+                    env_node.clone(),
+                ],
+                false,
+                grade::grade_job(gp.clone(), g.format, g.store_dir.to_owned()),
+            ));
+            release_deps.push(grade_node);
+            release_inputs.push(release::Input::Grade);
+        }
+        let mp = MetricsParams {
+            policy,
+            test_globs: g.test_globs.to_vec(),
+        };
+        let metrics_node = format!("metrics:{}", s.id);
+        out.push(node(
+            metrics_node.clone(),
+            "metrics",
+            metrics::KIND_VERSION,
+            &mp,
+            vec![task_node.clone(), session_node],
+            false,
+            metrics::job(mp.clone()),
+        ));
+        release_deps.push(metrics_node);
+        release_inputs.push(release::Input::Metrics);
+    }
+    Ok(not_graded)
+}
+
+/// Task digests of the last build, so a session may name its task by digest.
+fn previous_task_keys(cache_dir: &Path) -> BTreeMap<String, String> {
+    let mut map = BTreeMap::new();
+    let Ok(store) = assay_engine::Store::open(cache_dir) else {
+        return map;
+    };
+    let Ok(builds) = store.builds(1) else {
+        return map;
+    };
+    if let Some(Ok(Some(m))) = builds.first().map(|b| store.manifest(b)) {
+        for e in m.entries.iter().filter(|e| e.kind == "task") {
+            if let (Some(k), Some(id)) = (e.key, e.name.strip_prefix("task:")) {
+                let id = id.split(':').next().unwrap_or(id).to_owned();
+                map.insert(k.to_hex(), id);
+            }
+        }
+    }
+    map
+}

@@ -1,0 +1,175 @@
+//! Sources and their candidates: opening a repository (creating it with its
+//! `create` script when missing), and listing candidates from its history or
+//! from an explicit candidates file, within `since` / `limit`.
+
+use std::path::PathBuf;
+
+use assay_git::{CandidateQuery, Source};
+
+use crate::cli::Failure;
+use crate::pipeline::{Pipeline, SourceConfig};
+
+/// A candidate as the pipeline sees it, from git or from a candidates file.
+#[derive(Debug, serde::Deserialize)]
+pub(super) struct CandidateLine {
+    pub(super) id: String,
+    pub(super) base: String,
+    pub(super) head: String,
+    #[serde(default)]
+    pub(super) title: String,
+    #[serde(default)]
+    pub(super) body: String,
+}
+
+/// Opens a source (creating it with its `create` script when missing) and lists its candidates.
+pub(super) fn open_source(
+    pipeline: &Pipeline,
+    src: &SourceConfig,
+) -> Result<(Source, Vec<CandidateLine>), Failure> {
+    let path: PathBuf = pipeline.resolve(src.path.get_ref());
+    if let (false, Some(create)) = (path.exists(), &src.create) {
+        {
+            let script = pipeline.resolve(create.get_ref());
+            let status = std::process::Command::new("bash")
+                .arg(&script)
+                .arg(&path)
+                .stdout(std::process::Stdio::null())
+                .status();
+            if !matches!(status, Ok(s) if s.success()) {
+                return Err(pipeline
+                    .error_at(
+                        create.span(),
+                        format!(
+                            "the create script for source `{}` failed ({status:?})",
+                            src.name.get_ref()
+                        ),
+                        "this script",
+                        "run it by hand to see its output",
+                    )
+                    .into());
+            }
+        }
+    }
+    let source = Source::open(&path).map_err(|e| {
+        pipeline.error_at(
+            src.path.span(),
+            format!("cannot open source `{}`: {e}", src.name.get_ref()),
+            "this repository",
+            "point `path` at a git repository (or add `create` to make it)",
+        )
+    })?;
+    if let Some(file) = &src.candidates {
+        let p = pipeline.resolve(file.get_ref());
+        let text = std::fs::read_to_string(&p).map_err(|e| {
+            pipeline.error_at(
+                file.span(),
+                format!("cannot read candidates file: {e}"),
+                "this file",
+                "give a JSONL file of {id, base, head, title, body}",
+            )
+        })?;
+        let mut list = Vec::new();
+        for (i, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let c: CandidateLine = serde_json::from_str(line).map_err(|e| {
+                let offset: usize = text.lines().take(i).map(|l| l.len() + 1).sum();
+                crate::pipeline::ConfigError::at(
+                    &p.display().to_string(),
+                    &text,
+                    offset..offset + line.len(),
+                    format!("invalid candidate on line {}: {e}", i + 1),
+                    "this line",
+                    "each line is a JSON object with id, base, head (and optional title, body)",
+                )
+            })?;
+            let base = source.resolve(&c.base).map_err(Failure::cache)?;
+            let head = source.resolve(&c.head).map_err(Failure::cache)?;
+            list.push(CandidateLine { base, head, ..c });
+        }
+        return Ok((source, list));
+    }
+    let squash = match &src.squash_pattern {
+        Some(p) => Some(regex::Regex::new(p.get_ref()).map_err(|e| {
+            pipeline.error_at(
+                p.span(),
+                format!("invalid squash_pattern: {e}"),
+                "this pattern",
+                "a regex whose first group is the PR number, e.g. '\\(#(\\d+)\\)\\s*$'",
+            )
+        })?),
+        None => regex::Regex::new(r"\(#(\d+)\)\s*$").ok(),
+    };
+    let since = match &src.since {
+        None => None,
+        Some(s) => Some(parse_date(s.get_ref()).ok_or_else(|| {
+            pipeline.error_at(
+                s.span(),
+                "`since` is not a date",
+                "here",
+                "write it as YYYY-MM-DD",
+            )
+        })?),
+    };
+    let query = CandidateQuery {
+        branch: src.branch.clone(),
+        id_prefix: src.name.get_ref().clone(),
+        squash_pattern: squash,
+        since,
+        limit: src.limit,
+    };
+    let list = source
+        .candidates(&query)
+        .map_err(|e| {
+            pipeline.error_at(
+                src.branch_span(),
+                format!("cannot list candidates of `{}`: {e}", src.name.get_ref()),
+                "this source",
+                "check `branch`",
+            )
+        })?
+        .into_iter()
+        .map(|c| CandidateLine {
+            id: c.id,
+            base: c.base,
+            head: c.head,
+            title: c.title,
+            body: c.body,
+        })
+        .collect();
+    Ok((source, list))
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian YYYY-MM-DD, in seconds.
+pub(crate) fn parse_date(s: &str) -> Option<i64> {
+    let mut it = s.split('-');
+    let (y, m, d): (i64, i64, i64) = (
+        it.next()?.parse().ok()?,
+        it.next()?.parse().ok()?,
+        it.next()?.parse().ok()?,
+    );
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || it.next().is_some() {
+        return None;
+    }
+    // Howard Hinnant's days_from_civil.
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    Some((era * 146097 + doe - 719468) * 86400)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn parse_date_matches_known_epochs() {
+        assert_eq!(super::parse_date("1970-01-01"), Some(0));
+        assert_eq!(super::parse_date("2026-01-05"), Some(1_767_571_200));
+        assert_eq!(super::parse_date("2026-13-05"), None);
+        assert_eq!(super::parse_date("yesterday"), None);
+    }
+}

@@ -673,3 +673,26 @@ fn a_failing_environment_setup_is_recorded_and_certifies_nothing() {
         .unwrap_or(0);
     assert_eq!(envs, 0, "a failed environment leaves no directory behind");
 }
+
+#[test]
+fn missing_statement_and_session_directories_are_config_errors() {
+    let project = Project::new();
+    one_fix(&project);
+    let toml = pipeline("", "").replace("statements = \"statements\"", "statements = \"nope\"");
+    project.write("pipeline.toml", toml);
+    project
+        .run(&["build"])
+        .code(3)
+        .stderr_has("the statements directory")
+        .stderr_has("statements = \"nope\"");
+    let toml = pipeline("", "").replace(
+        "statements = \"statements\"",
+        "statements = \"statements\"\nsessions = \"gone\"",
+    );
+    project.write("pipeline.toml", toml);
+    project
+        .run(&["build"])
+        .code(3)
+        .stderr_has("the sessions directory")
+        .stderr_has("sessions = \"gone\"");
+}

@@ -39,6 +39,20 @@ pub(super) fn grade_nodes(
     let Some(dir) = &pipeline.file.sessions else {
         return Ok(Vec::new());
     };
+    let sessions_dir = pipeline.resolve(dir.get_ref());
+    if !sessions_dir.is_dir() {
+        return Err(pipeline
+            .error_at(
+                dir.span(),
+                format!(
+                    "the sessions directory {} does not exist",
+                    sessions_dir.display()
+                ),
+                "this directory",
+                "create it (an empty directory grades nothing), or remove `sessions`",
+            )
+            .into());
+    }
     let policy = match &pipeline.file.grade.exclusion {
         None => Policy::NewTestFiles,
         Some(s) => Policy::parse(s.get_ref()).ok_or_else(|| {
@@ -71,7 +85,7 @@ pub(super) fn grade_nodes(
     }
     let previous_tasks = previous_task_keys(cache_dir);
     let mut not_graded = Vec::new();
-    for loaded in crate::sessions::load_dir(&pipeline.resolve(dir.get_ref())) {
+    for loaded in crate::sessions::load_dir(&sessions_dir) {
         let s = match loaded {
             Ok(s) => s,
             Err(e) => {

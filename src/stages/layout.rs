@@ -146,6 +146,18 @@ pub(super) fn nodes(
         .statements
         .as_ref()
         .map(|s| pipeline.resolve(s.get_ref()));
+    if let (Some(dir), Some(s)) = (&statements_dir, &pipeline.file.statements)
+        && !dir.is_dir()
+    {
+        return Err(pipeline
+            .error_at(
+                s.span(),
+                format!("the statements directory {} does not exist", dir.display()),
+                "this directory",
+                "create it: tasks without a statement are held back as awaiting_statement",
+            )
+            .into());
+    }
     let splits: BTreeMap<&String, Vec<(String, String)>> = pipeline
         .file
         .topic_split

@@ -30,14 +30,42 @@ pub(crate) fn run(global: &Global, args: GcArgs) -> Result<i32, Failure> {
     let store = global.open_store(pipeline.as_ref())?;
     let mut keep = HashSet::new();
     let mut keep_blobs = HashSet::new();
+    // Staged trees (outputs of `tree` and `stage` nodes) pin their objects in cache/git.
+    let mut tree_nodes = HashSet::new();
     for b in store.builds(args.keep.max(1)).map_err(Failure::cache)? {
         if let Some(m) = b.manifest {
             keep_blobs.insert(m);
         }
         if let Some(m) = store.manifest(&b).map_err(Failure::cache)? {
             keep.extend(m.entries.iter().filter_map(|e| e.key));
+            tree_nodes.extend(
+                m.entries
+                    .iter()
+                    .filter(|e| e.kind == "tree" || e.kind == "stage")
+                    .filter_map(|e| e.key),
+            );
         }
     }
+    let mut kept_trees = Vec::new();
+    for key in &tree_nodes {
+        if let Some((_, _, row)) = store.key_record(key).map_err(Failure::cache)?
+            && let Ok(bytes) = store.output_bytes(&row)
+            && let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes)
+            && let Some(tree) = v["tree"].as_str()
+        {
+            kept_trees.push(tree.to_owned());
+        }
+    }
+    kept_trees.sort();
+    kept_trees.dedup();
+    let git_dir = store.dir().join("git");
+    let objects = if git_dir.is_dir() {
+        assay_git::TreeStore::open_or_init(&git_dir)
+            .and_then(|t| t.prune(&kept_trees, args.apply))
+            .map_err(Failure::cache)?
+    } else {
+        0
+    };
     for (key, row) in store.load_index().map_err(Failure::cache)? {
         // Nodes that are the release's own pins stay too.
         if keep.contains(&key) {
@@ -50,11 +78,11 @@ pub(crate) fn run(global: &Global, args: GcArgs) -> Result<i32, Failure> {
     let (envs, env_bytes) = gc_envs(&store.dir().join("envs"), &keep, args.apply);
     let verb = if args.apply { "freed" } else { "would free" };
     println!(
-        "{verb} {rows} index rows, {blobs} blobs and {envs} environment directories ({} bytes), keeping what the last {} builds reached",
+        "{verb} {rows} index rows, {blobs} blobs and {envs} environment directories ({} bytes), and {objects} staged-tree objects, keeping what the last {} builds reached",
         bytes + env_bytes,
         args.keep.max(1)
     );
-    if !args.apply && (rows > 0 || blobs > 0 || envs > 0) {
+    if !args.apply && (rows > 0 || blobs > 0 || envs > 0 || objects > 0) {
         println!("run `assay gc --apply` to delete them");
     }
     Ok(exit::OK)

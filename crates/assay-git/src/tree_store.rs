@@ -376,6 +376,48 @@ impl TreeStore {
         Ok(out)
     }
 
+    /// Deletes (with `apply`) or counts the objects of this store that no tree
+    /// in `keep` reaches: staged trees of sessions and states that no kept
+    /// node names any more. The source repositories' objects (alternates) are
+    /// never touched. Returns the number of objects pruned (or prunable).
+    pub fn prune(&self, keep: &[String], apply: bool) -> Result<usize, GitError> {
+        let git = || Git::new(&self.path);
+        // Forget the previous collection's pins, then pin every kept tree.
+        let old = git()
+            .args([
+                "for-each-ref",
+                "--format=delete %(refname)",
+                "refs/assay/keep/",
+            ])
+            .output(b"")?;
+        if !old.is_empty() {
+            git().args(["update-ref", "--stdin"]).output(&old)?;
+        }
+        let mut pins = Vec::new();
+        for id in keep {
+            parse_id(id)?;
+            // A pin must name an object that exists (here or in a source).
+            let present = git().args(["cat-file", "-e", id]).try_output(b"")?.is_ok();
+            if present {
+                pins.extend_from_slice(format!("create refs/assay/keep/{id} {id}\n").as_bytes());
+            }
+        }
+        if !pins.is_empty() {
+            git().args(["update-ref", "--stdin"]).output(&pins)?;
+        }
+        let listed = git()
+            .args(["prune", "--expire=now", "--dry-run"])
+            .output(b"")?;
+        let count = listed
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .count();
+        if apply && count > 0 {
+            git().args(["prune", "--expire=now"]).output(b"")?;
+        }
+        Ok(count)
+    }
+
     /// The content of blob `id` (full hex).
     pub fn read_blob(&self, id: &str) -> Result<Vec<u8>, GitError> {
         let repo = self.repo()?;

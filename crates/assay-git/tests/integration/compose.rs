@@ -162,3 +162,64 @@ fn concurrent_open_or_init() {
     let leftovers: Vec<_> = std::fs::read_dir(cache.path()).expect("ls").collect();
     assert_eq!(leftovers.len(), 1);
 }
+
+#[test]
+fn prune_removes_only_trees_no_kept_pin_reaches() {
+    let (r, src, base, _session, _tests) = setup();
+    let (_cache, store) = store_for(&src);
+    let before = listing(&r.path().join(".git/objects"));
+    // Two staged trees that exist nowhere in the source, each with a blob of
+    // its own, so both live in the store.
+    let new_file = |name: &str, text: &str| {
+        format!(
+            "diff --git a/{name} b/{name}\nnew file mode 100644\n--- /dev/null\n+++ b/{name}\n@@ -0,0 +1 @@\n+{text}\n"
+        )
+    };
+    let kept = store
+        .compose(
+            &base,
+            &[step("session", new_file("kept.txt", "kept only here"))],
+        )
+        .expect("kept tree");
+    let dropped = store
+        .compose(
+            &base,
+            &[step(
+                "session",
+                new_file("dropped.txt", "dropped only here"),
+            )],
+        )
+        .expect("dropped tree");
+    assert_ne!(kept, dropped);
+
+    let would = store
+        .prune(std::slice::from_ref(&kept), false)
+        .expect("dry run");
+    assert!(would >= 2, "the dropped tree and its blob: {would}");
+    let dest = tempfile::tempdir().expect("tmp");
+    store
+        .materialize(&dropped, &dest.path().join("still"))
+        .expect("a dry run deletes nothing");
+
+    let pruned = store
+        .prune(std::slice::from_ref(&kept), true)
+        .expect("prune");
+    assert_eq!(pruned, would);
+    store
+        .materialize(&kept, &dest.path().join("kept"))
+        .expect("the kept tree is whole");
+    assert!(
+        store
+            .materialize(&dropped, &dest.path().join("gone"))
+            .is_err(),
+        "the dropped tree is gone"
+    );
+    // Nothing else is prunable now, and the source repository was not touched.
+    assert_eq!(
+        store
+            .prune(std::slice::from_ref(&kept), false)
+            .expect("again"),
+        0
+    );
+    assert_eq!(listing(&r.path().join(".git/objects")), before);
+}

@@ -696,3 +696,50 @@ fn missing_statement_and_session_directories_are_config_errors() {
         .stderr_has("the sessions directory")
         .stderr_has("sessions = \"gone\"");
 }
+
+/// The run intervals the test command recorded in its environment directory.
+fn run_intervals(project: &Project) -> Vec<(f64, f64)> {
+    let mut out = Vec::new();
+    for env in std::fs::read_dir(project.cache().join("envs")).unwrap() {
+        let text = std::fs::read_to_string(env.unwrap().path().join("t")).unwrap_or_default();
+        for line in text.lines() {
+            let mut it = line.split(' ').map(|x| x.parse::<f64>().unwrap());
+            out.push((it.next().unwrap(), it.next().unwrap()));
+        }
+    }
+    out.sort_by(|a, b| a.0.total_cmp(&b.0));
+    out
+}
+
+fn overlaps(iv: &[(f64, f64)]) -> usize {
+    iv.windows(2).filter(|w| w[1].0 < w[0].1).count()
+}
+
+#[test]
+fn runs_of_one_environment_are_serial_unless_configured_otherwise() {
+    let timed = r#"test_command = '''python3 -c 'import os, time; s = time.time(); time.sleep(0.3); open(os.environ["ASSAY_ENV"] + "/t", "a").write(f"{s} {time.time()}\n")' && python3 -m unittest -v'''"#;
+    let serial = Project::new();
+    one_fix(&serial);
+    serial.write(
+        "pipeline.toml",
+        pipeline("", "").replace("test_command = \"python3 -m unittest -v\"", timed),
+    );
+    assert_eq!(serial.build_json(&["--jobs", "2"]).run.code, 0);
+    let iv = run_intervals(&serial);
+    assert_eq!(iv.len(), 6, "{iv:?}");
+    assert_eq!(overlaps(&iv), 0, "serial runs overlapped: {iv:?}");
+
+    let parallel = Project::new();
+    one_fix(&parallel);
+    parallel.write(
+        "pipeline.toml",
+        pipeline("serial = false", "").replace("test_command = \"python3 -m unittest -v\"", timed),
+    );
+    assert_eq!(parallel.build_json(&["--jobs", "2"]).run.code, 0);
+    let iv = run_intervals(&parallel);
+    assert_eq!(iv.len(), 6, "{iv:?}");
+    assert!(
+        overlaps(&iv) > 0,
+        "with serial = false runs may overlap: {iv:?}"
+    );
+}

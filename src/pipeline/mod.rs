@@ -151,6 +151,9 @@ pub(crate) struct EnvConfig {
     pub(crate) timeout: Option<u64>,
     /// Bytes of log kept as evidence. Default 64 MiB.
     pub(crate) log_cap: Option<u64>,
+    /// Runs of one environment one at a time (default true): its directory is
+    /// shared state. `false` lets them run in parallel (up to `--jobs`).
+    pub(crate) serial: Option<bool>,
 }
 
 /// `[screen]`: how often each state is read.

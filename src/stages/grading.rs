@@ -180,6 +180,7 @@ pub(super) fn grade_nodes(
                 timeout_s: g.timeout,
                 log_cap: g.log_cap,
                 redact: g.redact.clone(),
+                serial: g.env_cfg.serial.unwrap_or(true),
                 repeat: 0,
             };
             let run_node = format!("run:{}:{arm}", s.id);

@@ -281,6 +281,7 @@ pub(super) fn nodes(
                         timeout_s: timeout,
                         log_cap,
                         redact: redact.clone(),
+                        serial: env_cfg.serial.unwrap_or(true),
                         repeat: r,
                     };
                     let run_name = format!("run:{cid}:{}:r{r}", state.as_str());

@@ -33,6 +33,8 @@ pub(crate) struct RunParams {
     pub(crate) timeout_s: u64,
     pub(crate) log_cap: u64,
     pub(crate) redact: super::redact::RedactConfig,
+    /// Runs of this environment one at a time (its directory is shared state).
+    pub(crate) serial: bool,
     pub(crate) repeat: u32,
 }
 
@@ -61,7 +63,7 @@ impl Job for RunJob {
     }
 
     fn exclusive(&self) -> Option<&str> {
-        Some(&self.env)
+        self.params.serial.then_some(self.env.as_str())
     }
 }
 
@@ -95,6 +97,7 @@ pub(crate) struct HowToRun {
     pub(crate) timeout_s: u64,
     pub(crate) log_cap: u64,
     pub(crate) redact: super::redact::RedactConfig,
+    pub(crate) serial: bool,
 }
 
 impl HowToRun {
@@ -106,6 +109,7 @@ impl HowToRun {
             timeout_s: p.timeout_s,
             log_cap: p.log_cap,
             redact: p.redact.clone(),
+            serial: p.serial,
         }
     }
 }
@@ -164,9 +168,11 @@ pub(crate) async fn execute_tree(
             ..assay_exec::Limits::default()
         },
     };
-    let lock = env_lock(&env.dir);
-    let outcome = {
+    let outcome = if p.serial {
+        let lock = env_lock(&env.dir);
         let _guard = lock.lock().await;
+        assay_exec::run(&spec).await.map_err(|e| err(&e))?
+    } else {
         assay_exec::run(&spec).await.map_err(|e| err(&e))?
     };
     record.exit_code = outcome.exit_code;

@@ -74,6 +74,26 @@ fn beside(path: &Path, name: &str) -> PathBuf {
     path.parent().unwrap_or(Path::new("")).join(name)
 }
 
+/// Why a file a session names may not be read, if it may not: it must stay
+/// below the session file's directory (no absolute path, no `..`, not a
+/// symlink), so a session cannot pull an arbitrary file of the machine into
+/// the cache as its "patch".
+fn outside(path: &Path, name: &str) -> Option<String> {
+    let rel = Path::new(name);
+    if rel.is_absolute()
+        || rel
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
+        return Some(format!("{name:?} leaves the session's directory"));
+    }
+    let resolved = beside(path, name);
+    match std::fs::symlink_metadata(&resolved) {
+        Ok(m) if m.file_type().is_symlink() => Some(format!("{name:?} is a symbolic link")),
+        _ => None,
+    }
+}
+
 /// Reads one session file.
 pub(super) fn load(id: &str, path: &Path) -> Result<ParsedSession, Failure> {
     let text = read_text(id, path, "session file")?;
@@ -146,6 +166,13 @@ pub(super) fn load(id: &str, path: &Path) -> Result<ParsedSession, Failure> {
         }
         (Some(inline), None) => inline.into_bytes(),
         (None, Some(name)) => {
+            if let Some(why) = outside(path, &name) {
+                return Err(at(
+                    value_span(&spans, "patch_file"),
+                    format!("patch file refused: {why}"),
+                    "keep the diff next to the session file (or below it) and name it by a relative path",
+                ));
+            }
             let resolved = beside(path, &name);
             if name.is_empty() || !resolved.is_file() {
                 return Err(at(
@@ -167,6 +194,13 @@ pub(super) fn load(id: &str, path: &Path) -> Result<ParsedSession, Failure> {
     let transcript_facts = match &file.transcript {
         None => RunFacts::default(),
         Some(name) => {
+            if let Some(why) = outside(path, name) {
+                return Err(at(
+                    value_span(&spans, "transcript"),
+                    format!("transcript refused: {why}"),
+                    "keep the transcript next to the session file (or below it) and name it by a relative path",
+                ));
+            }
             let resolved = beside(path, name);
             if name.is_empty() || !resolved.is_file() {
                 return Err(at(

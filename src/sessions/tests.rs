@@ -578,3 +578,56 @@ fn a_missing_directory_is_one_error() {
             .starts_with("cannot read the sessions directory")
     );
 }
+
+#[test]
+fn patch_and_transcript_files_must_stay_below_the_session() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let root = dir.path().join("sessions");
+    write(dir.path(), "secret.txt", "not a patch\n");
+    write(
+        &root,
+        "a/up.json",
+        r#"{"task": "t", "agent": "a", "model": "m", "patch_file": "../../secret.txt"}"#,
+    );
+    write(
+        &root,
+        "a/abs.json",
+        r#"{"task": "t", "agent": "a", "model": "m", "patch_file": "/etc/hostname"}"#,
+    );
+    write(
+        &root,
+        "a/tr.json",
+        r#"{"task": "t", "agent": "a", "model": "m", "patch": "", "transcript": "../../secret.txt"}"#,
+    );
+    std::os::unix::fs::symlink(dir.path().join("secret.txt"), root.join("a/link.diff"))
+        .expect("symlink");
+    write(
+        &root,
+        "a/link.json",
+        r#"{"task": "t", "agent": "a", "model": "m", "patch_file": "link.diff"}"#,
+    );
+    write(
+        &root,
+        "a/fine.json",
+        r#"{"task": "t", "agent": "a", "model": "m", "patch_file": "d/fine.diff"}"#,
+    );
+    write(&root, "a/d/fine.diff", "diff --git a/x b/x\n");
+    let results = load_dir(&root);
+    let by_id: BTreeMap<String, &Result<ParsedSession, SessionError>> = results
+        .iter()
+        .map(|r| match r {
+            Ok(s) => (s.id.clone(), r),
+            Err(e) => (e.id.clone(), r),
+        })
+        .collect();
+    for id in ["a/up.json", "a/abs.json", "a/tr.json", "a/link.json"] {
+        let e = err(by_id[id]);
+        assert!(e.message.contains("refused"), "{id}: {}", e.message);
+        let (text, _) = spanned(e);
+        assert!(
+            text.contains(".diff") || text.contains("secret") || text.contains("/etc"),
+            "{id}: {text}"
+        );
+    }
+    assert_eq!(ok(by_id["a/fine.json"]).patch, b"diff --git a/x b/x\n");
+}

@@ -743,3 +743,50 @@ fn runs_of_one_environment_are_serial_unless_configured_otherwise() {
         "with serial = false runs may overlap: {iv:?}"
     );
 }
+
+#[test]
+fn a_report_file_left_as_a_symlink_is_not_followed() {
+    let project = Project::new();
+    one_fix(&project);
+    let toml = pipeline("", "")
+        .replace(
+            "test_command = \"python3 -m unittest -v\"",
+            "test_command = \"python3 -m unittest -v; ln -sf /etc/hostname report.xml\"\nreport_file = \"report.xml\"",
+        )
+        .replace("report = \"unittest\"", "report = \"junit\"");
+    project.write("pipeline.toml", toml);
+    assert_eq!(build(&project).run.code, 0);
+    let t = tasks(&project);
+    let why = strs(&t["p-1"]["uncertified_because"]).join(" | ");
+    assert!(why.contains("symbolic link"), "{why}");
+    let hostname = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
+    if hostname.trim().len() >= 6 {
+        let mut hits = Vec::new();
+        for e in walk_files(&project.cache()) {
+            let bytes = std::fs::read(&e).unwrap_or_default();
+            if bytes
+                .windows(hostname.trim().len())
+                .any(|w| w == hostname.trim().as_bytes())
+            {
+                hits.push(e);
+            }
+        }
+        assert!(
+            hits.is_empty(),
+            "the linked file reached the cache: {hits:?}"
+        );
+    }
+}
+
+fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+            out.extend(walk_files(&p));
+        } else if e.file_type().map(|t| t.is_file()).unwrap_or(false) {
+            out.push(p);
+        }
+    }
+    out
+}

@@ -1046,3 +1046,49 @@ fn verify_recomputes_the_release_and_names_a_tampered_number() {
         out.stderr
     );
 }
+
+#[test]
+fn explain_lists_the_grades_behind_a_published_number() {
+    let f = Fixture::new();
+    f.default_pipeline();
+    f.session(
+        "a/fix.json",
+        "p-1",
+        &f.diff1(&[("pkg/ops.py", Some(OPS_SUB))]),
+    );
+    f.session("a/none.json", "p-1", "");
+    f.build_ok();
+    let out = f
+        .project
+        .run(&[
+            "explain",
+            "summary.agents[a/model-x].resolved_rate",
+            "--json",
+        ])
+        .code(0);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v["value"], 0.5, "{v}");
+    let mut sessions: Vec<(String, String)> = v["grades"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            assert_eq!(g["key_ok"], true, "{g}");
+            (
+                g["session"].as_str().unwrap().to_owned(),
+                g["verdict"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    sessions.sort();
+    assert_eq!(
+        sessions,
+        vec![
+            ("a/fix.json".to_owned(), "resolved".to_owned()),
+            ("a/none.json".to_owned(), "unresolved".to_owned())
+        ]
+    );
+    f.project
+        .run(&["explain", "summary.agents[nobody].resolved_rate"])
+        .code(6);
+}

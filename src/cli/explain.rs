@@ -9,10 +9,16 @@ use crate::exit;
 use crate::pipeline::Pipeline;
 
 /// Say why a node ran or was reused: its key record and which input changed.
+/// Given a published number's path (`summary.agents[alpha/model-a].resolved_rate`,
+/// as listed in release/manifest.json), list the grades it was computed from.
 #[derive(Args, Debug)]
 pub(crate) struct ExplainArgs {
-    /// A node name from the last build (e.g. `step:words`) or a key digest (a prefix will do).
+    /// A node name from the last build (e.g. `step:words`), a key digest (a
+    /// prefix will do), or the path of a published number (`summary.…`).
     node: String,
+    /// The release whose numbers to explain (default: the pipeline's).
+    #[arg(long)]
+    release: Option<std::path::PathBuf>,
     /// Print the key record as JSON.
     #[arg(long)]
     json: bool,
@@ -21,6 +27,14 @@ pub(crate) struct ExplainArgs {
 pub(crate) fn run(global: &Global, args: ExplainArgs) -> Result<i32, Failure> {
     let pipeline = Pipeline::load(&global.pipeline).ok();
     let store = global.open_store(pipeline.as_ref())?;
+    if args.node.starts_with("summary") {
+        let dir = args
+            .release
+            .clone()
+            .or_else(|| pipeline.as_ref().map(Pipeline::release_dir))
+            .unwrap_or_else(|| "release".into());
+        return explain_number(&store, &dir, &args.node, args.json);
+    }
     let builds = store.builds(2).map_err(Failure::cache)?;
     let manifests: Vec<BuildManifest> = builds
         .iter()
@@ -196,4 +210,118 @@ pub(super) fn not_found(what: &str) -> Failure {
             "no node or digest `{what}` in this cache"
         ),
     )
+}
+
+/// A published number: its value and the grades it aggregates, each read back
+/// from the cache (and checked against its key).
+fn explain_number(
+    store: &Store,
+    release: &std::path::Path,
+    path: &str,
+    json: bool,
+) -> Result<i32, Failure> {
+    let file = release.join("manifest.json");
+    let text = std::fs::read_to_string(&file).map_err(|e| {
+        Failure::new(
+            exit::NOT_FOUND,
+            miette::miette!(
+                help = "build first, or pass --release DIR",
+                "cannot read {}: {e}",
+                file.display()
+            ),
+        )
+    })?;
+    let manifest: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        Failure::new(
+            exit::VERIFY_MISMATCH,
+            miette::miette!("{}: {e}", file.display()),
+        )
+    })?;
+    let numbers = manifest["numbers"].as_array().cloned().unwrap_or_default();
+    let Some(number) = numbers.iter().find(|n| n["path"] == path) else {
+        let near: Vec<&str> = numbers
+            .iter()
+            .filter_map(|n| n["path"].as_str())
+            .filter(|p| p.contains(path.trim_start_matches("summary")))
+            .take(10)
+            .collect();
+        return Err(Failure::new(
+            exit::NOT_FOUND,
+            miette::miette!(
+                help = if near.is_empty() {
+                    "the paths are listed in manifest.json under `numbers`".to_owned()
+                } else {
+                    format!("did you mean one of: {}", near.join(", "))
+                },
+                "no published number `{path}` in {}",
+                file.display()
+            ),
+        ));
+    };
+    let mut rows = Vec::new();
+    let mut missing = 0;
+    for g in number["grades"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|g| g.as_str())
+    {
+        let row = g
+            .parse::<Digest>()
+            .ok()
+            .and_then(|key| store.key_record(&key).ok().flatten().map(|r| (key, r)));
+        match row {
+            Some((key, (record, _, row))) => {
+                let grade: serde_json::Value = store
+                    .output_bytes(&row)
+                    .ok()
+                    .and_then(|b| serde_json::from_slice(&b).ok())
+                    .unwrap_or_default();
+                rows.push(serde_json::json!({
+                    "grade": g,
+                    "key_ok": record.key() == key,
+                    "session": grade["session"], "arm": grade["arm"], "instance_id": grade["instance_id"],
+                    "verdict": grade["verdict"], "fault": grade["fault"],
+                }));
+            }
+            None => {
+                missing += 1;
+                rows.push(serde_json::json!({ "grade": g, "missing": true }));
+            }
+        }
+    }
+    if json {
+        let v = serde_json::json!({ "path": path, "value": number["value"], "grades": rows });
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+    } else {
+        println!("number   {path} = {}", number["value"]);
+        println!(
+            "from     {} grades (release digest {})",
+            rows.len(),
+            manifest["release_digest"].as_str().unwrap_or("?")
+        );
+        for r in &rows {
+            if r["missing"] == true {
+                println!("  {}  NOT IN THIS CACHE", r["grade"].as_str().unwrap_or(""));
+            } else {
+                println!(
+                    "  {}  {:28} {:8} {:22} {}",
+                    &r["grade"].as_str().unwrap_or("")[..12],
+                    r["session"].as_str().unwrap_or(""),
+                    r["arm"].as_str().unwrap_or(""),
+                    r["verdict"].as_str().unwrap_or(""),
+                    if r["key_ok"] == true {
+                        ""
+                    } else {
+                        "KEY MISMATCH"
+                    }
+                );
+            }
+        }
+    }
+    Ok(if missing > 0 {
+        exit::VERIFY_MISMATCH
+    } else {
+        exit::OK
+    })
 }

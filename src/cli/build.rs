@@ -10,7 +10,7 @@ use crate::exit;
 use crate::pipeline::Pipeline;
 use crate::render::Renderer;
 
-/// Build the pipeline: mine, screen, grade, judge and release, doing only what changed.
+/// Build the pipeline: mine, screen, grade and release, doing only what changed.
 #[derive(Args, Debug)]
 pub(crate) struct BuildArgs {
     /// Nodes run at once (default: the number of cores).

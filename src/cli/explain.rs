@@ -8,8 +8,10 @@ use super::{Failure, Global};
 use crate::exit;
 use crate::pipeline::Pipeline;
 
-/// Say why a node ran or was reused: its key record and which input changed.
-/// Given a published number's path (`summary.agents[alpha/model-a].resolved_rate`,
+/// Say why a node ran or was reused, or what a published number was computed from.
+///
+/// For a node: its key record and which input changed between the last two
+/// builds. Given a published number's path (`summary.agents[alpha/model-a].resolved_rate`,
 /// as listed in release/manifest.json), list the grades it was computed from.
 #[derive(Args, Debug)]
 pub(crate) struct ExplainArgs {

@@ -10,8 +10,11 @@ use super::{Failure, Global};
 use crate::exit;
 use crate::pipeline::Pipeline;
 
-/// Check the cache (every key against its record, every output and blob against
-/// its digest) and the release (its digests, and every file recomputed from the cache).
+/// Check the cache and the release against their digests, recomputing every number.
+///
+/// The cache: every key against its record, every output and blob against its
+/// digest. The release: its manifest's digests, and every file recomputed from
+/// the cache and compared byte for byte.
 #[derive(Args, Debug)]
 pub(crate) struct VerifyArgs {
     /// The release directory to check (default: the pipeline's, when it exists).

@@ -88,25 +88,15 @@ pub(crate) fn changed_paths(
 
     let mut out = Vec::new();
     for change in raw {
+        let added = matches!(change, ChangeDetached::Addition { .. });
         let c = match change {
             ChangeDetached::Addition {
                 location,
                 entry_mode,
                 id,
                 ..
-            } => {
-                if entry_mode.is_tree() {
-                    continue;
-                }
-                let path = location.to_string();
-                Change {
-                    binary: is_binary(id, entry_mode, &path)?,
-                    path,
-                    old_path: None,
-                    status: ChangeStatus::Added,
-                }
             }
-            ChangeDetached::Deletion {
+            | ChangeDetached::Deletion {
                 location,
                 entry_mode,
                 id,
@@ -120,7 +110,11 @@ pub(crate) fn changed_paths(
                     binary: is_binary(id, entry_mode, &path)?,
                     path,
                     old_path: None,
-                    status: ChangeStatus::Deleted,
+                    status: if added {
+                        ChangeStatus::Added
+                    } else {
+                        ChangeStatus::Deleted
+                    },
                 }
             }
             ChangeDetached::Modification {

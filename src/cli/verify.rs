@@ -23,6 +23,10 @@ pub(crate) struct VerifyArgs {
     /// Check the cache only.
     #[arg(long, conflicts_with = "release")]
     cache_only: bool,
+    /// Re-execute the cached nodes of these kinds (e.g. `triage,screen,task,grade`)
+    /// on their cached inputs and compare what they produce with what is stored.
+    #[arg(long, value_delimiter = ',')]
+    reexecute: Vec<String>,
     /// One JSON object per problem on stdout.
     #[arg(long)]
     json: bool,
@@ -89,9 +93,76 @@ pub(crate) fn run(global: &Global, args: VerifyArgs) -> Result<i32, Failure> {
         }
         mismatch |= !findings.is_empty();
     }
+    if !args.reexecute.is_empty() {
+        mismatch |= reexecute(global, &store, &args)?;
+    }
     Ok(if mismatch {
         exit::VERIFY_MISMATCH
     } else {
         exit::OK
     })
+}
+
+/// `--reexecute KINDS`: returns whether anything differed.
+fn reexecute(
+    global: &Global,
+    store: &assay_engine::Store,
+    args: &VerifyArgs,
+) -> Result<bool, Failure> {
+    let pipeline = global.load_pipeline()?;
+    let dir = global.cache_dir(Some(&pipeline));
+    let _lock = assay_engine::CacheLock::acquire(&dir, |_| {
+        eprintln!("waiting for the build on this cache to finish");
+    })
+    .map_err(Failure::cache)?;
+    let rt = super::runtime()?;
+    let plan = crate::stages::plan(&pipeline, store, &rt)?;
+    let graph = assay_engine::Graph::new(plan.nodes)
+        .map_err(|e| crate::stages::graph_error(&pipeline, e))?;
+    let kinds = args.reexecute.iter().cloned().collect();
+    let jobs = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2);
+    let report = rt
+        .block_on(assay_engine::recheck(store, &graph, &kinds, jobs))
+        .map_err(Failure::cache)?;
+    let differ: Vec<&assay_engine::Recheck> = report.checked.iter().filter(|r| !r.same()).collect();
+    // A pure node that differs is a mismatch; an observation that differs is a new reading.
+    let mismatches = differ.iter().filter(|r| !r.observation).count();
+    for r in &differ {
+        if args.json {
+            println!("{}", serde_json::to_string(r).unwrap_or_default());
+        } else {
+            match &r.recomputed {
+                Ok(d) if r.observation => eprintln!(
+                    "REREAD   {}: an observation, read again: stored output {}, new reading {}",
+                    r.name, r.stored, d
+                ),
+                Ok(d) => eprintln!(
+                    "DIFFERS  {}: stored output {}, re-executed {}",
+                    r.name, r.stored, d
+                ),
+                Err(e) => eprintln!("FAILED   {}: {e}", r.name),
+            }
+        }
+    }
+    if !args.json {
+        println!(
+            "re-executed {} nodes of kinds {}: {} identical, {} differ, {} observations read differently{}",
+            report.checked.len(),
+            args.reexecute.join(","),
+            report.checked.len() - differ.len(),
+            mismatches,
+            differ.len() - mismatches,
+            if report.not_cached.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " ({} nodes not cached, not checked: build first)",
+                    report.not_cached.len()
+                )
+            }
+        );
+    }
+    Ok(mismatches > 0)
 }

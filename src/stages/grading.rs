@@ -220,7 +220,8 @@ pub(super) fn grade_nodes(
                     run_node,
                     env_node.clone(),
                 ],
-                false,
+                // Reruns and separate checks are test runs: a grade is an observation.
+                true,
                 grade::grade_job(gp.clone(), g.format, g.store_dir.to_owned()),
             ));
             release_deps.push(grade_node);

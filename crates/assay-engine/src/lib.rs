@@ -14,6 +14,7 @@ mod events;
 mod graph;
 mod key;
 mod lock;
+mod recheck;
 mod scheduler;
 mod store;
 #[doc(hidden)]
@@ -23,6 +24,7 @@ pub use events::{Event, KindCounts, Summary};
 pub use graph::{Graph, GraphError, NodeId, NodeSpec};
 pub use key::{Digest, DigestHasher, DigestMap, KeyRecord, SCHEMA_VERSION, encode_params};
 pub use lock::{CacheLock, LockError};
+pub use recheck::{Recheck, RecheckReport, recheck};
 pub use scheduler::{
     BuildOptions, BuildOutcome, Job, JobCtx, JobError, JobFuture, NodeOutcome, NodeStatus, Output,
     PlanEntry, PlanState, build, plan,

@@ -181,7 +181,7 @@ enum State {
 
 /// A node's key from its spec and its dependencies' outputs, encoded into the
 /// build's reusable buffer: computing a key allocates nothing.
-fn node_key(graph: &Graph, id: NodeId, deps: &[Digest], buf: &mut Vec<u8>) -> Digest {
+pub(crate) fn node_key(graph: &Graph, id: NodeId, deps: &[Digest], buf: &mut Vec<u8>) -> Digest {
     record_ref(graph, id, deps).key_with(buf)
 }
 

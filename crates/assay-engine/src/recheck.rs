@@ -1,0 +1,145 @@
+//! Re-executing cached nodes to check them: an auditor's `verify --reexecute`.
+//!
+//! Every node's key is recomputed from the cache (a node whose key has no row
+//! cannot be checked, nor can anything downstream of it). Nodes of the chosen
+//! kinds are executed again on their cached inputs and the digest of what they
+//! produce is compared with the stored output. Nothing is committed: the index
+//! is not written, and no build is recorded (jobs may add content-addressed
+//! blobs, which changes nothing). For observation kinds (test runs) a
+//! difference is an observation, not necessarily corruption.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use serde::Serialize;
+use tokio::task::JoinSet;
+
+use crate::graph::Graph;
+use crate::key::Digest;
+use crate::scheduler::{JobCtx, node_key};
+use crate::store::{Store, StoreError};
+
+/// One re-executed node.
+#[derive(Clone, Debug, Serialize)]
+pub struct Recheck {
+    pub name: String,
+    pub kind: String,
+    pub key: String,
+    pub stored: String,
+    /// The digest of the new output, or why the job failed.
+    pub recomputed: Result<String, String>,
+    /// An observation (a test run): a difference is a new reading.
+    pub observation: bool,
+}
+
+impl Recheck {
+    pub fn same(&self) -> bool {
+        self.recomputed.as_ref().is_ok_and(|d| *d == self.stored)
+    }
+}
+
+/// What `recheck` did: the re-executed nodes, and the nodes it could not key
+/// because they (or something upstream) are not cached.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RecheckReport {
+    pub checked: Vec<Recheck>,
+    pub not_cached: Vec<String>,
+}
+
+pub async fn recheck(
+    store: &Store,
+    graph: &Graph,
+    kinds: &BTreeSet<String>,
+    jobs: usize,
+) -> Result<RecheckReport, StoreError> {
+    let index = store.load_index()?;
+    let n = graph.len();
+    let mut outputs: Vec<Option<Digest>> = vec![None; n];
+    let mut keys: Vec<Option<Digest>> = vec![None; n];
+    let mut report = RecheckReport::default();
+    let mut chosen = Vec::new();
+    let mut buf = Vec::new();
+    for &id in &graph.order {
+        let deps: Option<Vec<Digest>> = graph.deps[id].iter().map(|&d| outputs[d]).collect();
+        let spec = graph.node(id);
+        let Some(deps) = deps else {
+            report.not_cached.push(spec.name.clone());
+            continue;
+        };
+        let key = node_key(graph, id, &deps, &mut buf);
+        match index.get(&key) {
+            Some(row) => {
+                outputs[id] = Some(row.output);
+                keys[id] = Some(key);
+                if kinds.contains(&spec.kind) {
+                    chosen.push(id);
+                }
+            }
+            None => report.not_cached.push(spec.name.clone()),
+        }
+    }
+    let mut running = JoinSet::new();
+    let mut queue = chosen.into_iter();
+    loop {
+        while running.len() < jobs.max(1) {
+            let Some(id) = queue.next() else { break };
+            let spec = graph.node(id);
+            let mut inputs = Vec::new();
+            let mut input_keys = Vec::new();
+            let mut broken = None;
+            for &d in &graph.deps[id] {
+                let dkey = keys[d].unwrap_or(Digest([0; 32]));
+                match index.get(&dkey).map(|row| store.output_bytes(row)) {
+                    Some(Ok(bytes)) => inputs.push(Arc::new(bytes)),
+                    Some(Err(e)) => broken = Some(e.to_string()),
+                    None => broken = Some("an input is not cached".into()),
+                }
+                input_keys.push(dkey);
+            }
+            let key = keys[id].unwrap_or(Digest([0; 32]));
+            let stored = outputs[id].unwrap_or(Digest([0; 32]));
+            let ctx = JobCtx {
+                name: spec.name.clone(),
+                key,
+                inputs,
+                input_keys,
+                blobs: store.blobs().clone(),
+                cache_dir: store.dir().to_owned(),
+            };
+            let fut = spec.job.run(ctx);
+            let (name, kind, observation) =
+                (spec.name.clone(), spec.kind.clone(), spec.observation);
+            running.spawn(async move {
+                let recomputed = match broken {
+                    Some(e) => Err(format!("cannot read an input: {e}")),
+                    None => fut
+                        .await
+                        .map(|out| Digest::of(&out.bytes).to_hex())
+                        .map_err(|e| e.to_string()),
+                };
+                Recheck {
+                    name,
+                    kind,
+                    key: key.to_hex(),
+                    stored: stored.to_hex(),
+                    recomputed,
+                    observation,
+                }
+            });
+        }
+        match running.join_next().await {
+            None => break,
+            Some(Ok(r)) => report.checked.push(r),
+            Some(Err(e)) => report.checked.push(Recheck {
+                name: "?".into(),
+                kind: "?".into(),
+                key: String::new(),
+                stored: String::new(),
+                recomputed: Err(format!("the job panicked: {e}")),
+                observation: false,
+            }),
+        }
+    }
+    report.checked.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(report)
+}

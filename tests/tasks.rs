@@ -128,8 +128,8 @@ fn kind(b: &Build, k: &str) -> util::Counts {
     b.summary.by_kind.get(k).cloned().unwrap_or_default()
 }
 
-/// A repo with one clean fix PR (#1: `sub`), statement included.
-fn one_fix(project: &Project) {
+/// A repo with one clean fix PR (#1: `sub`), statement included; more PRs may follow.
+fn one_fix(project: &Project) -> Repo {
     let mut r = init_repo(project);
     r.pr(
         1,
@@ -140,20 +140,13 @@ fn one_fix(project: &Project) {
         ],
     );
     statement(project, "p-1", "sub(5, 3) returns 8.\n");
+    r
 }
 
 #[test]
 fn decline_reasons_are_counted_and_a_clean_fix_is_certified() {
     let project = Project::new();
-    let mut r = init_repo(&project);
-    r.pr(
-        1,
-        "Fix sub",
-        &[
-            ("pkg/ops.py", &ops_fixed(&["sub"])),
-            ("tests/test_ops.py", &test_ops(&[T_SUB])),
-        ],
-    );
+    let mut r = one_fix(&project);
     r.pr(
         2,
         "Docs",
@@ -168,7 +161,6 @@ fn decline_reasons_are_counted_and_a_clean_fix_is_certified() {
         "Tests only",
         &[("tests/test_more.py", "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_x(self):\n        pass\n")],
     );
-    statement(&project, "p-1", "sub(5, 3) returns 8.\n");
     project.write("pipeline.toml", pipeline("", ""));
     let b = build(&project);
     assert_eq!(b.run.code, 0, "stderr:\n{}", b.run.stderr);
@@ -228,15 +220,7 @@ fn a_second_build_executes_nothing() {
 #[test]
 fn a_changed_statement_re_releases_only_its_task() {
     let project = Project::new();
-    let mut r = init_repo(&project);
-    r.pr(
-        1,
-        "Fix sub",
-        &[
-            ("pkg/ops.py", &ops_fixed(&["sub"])),
-            ("tests/test_ops.py", &test_ops(&[T_SUB])),
-        ],
-    );
+    let mut r = one_fix(&project);
     r.pr(
         2,
         "Fix mul",
@@ -245,7 +229,6 @@ fn a_changed_statement_re_releases_only_its_task() {
             ("tests/test_ops.py", &test_ops(&[T_SUB, T_MUL])),
         ],
     );
-    statement(&project, "p-1", "sub(5, 3) returns 8.\n");
     statement(&project, "p-2", "mul(4, 3) returns 7.\n");
     project.write("pipeline.toml", pipeline("", ""));
     let first = build(&project);

@@ -55,6 +55,14 @@ pub(crate) fn wait_exit(pgid: Pid) -> io::Result<bool> {
     }
 }
 
+/// After the group was killed: whether members are still dying. A sandbox's
+/// pid-namespace init stays a live member until the kernel has killed every
+/// process of its namespace, so waiting for this covers processes that left
+/// the group with `setsid` inside the sandbox too.
+pub(crate) fn members_alive(pgid: Pid) -> bool {
+    has_other_members(pgid)
+}
+
 /// Whether a live process other than the leader belongs to group `pgid`.
 ///
 /// `kill(-pgid, 0)` cannot answer this: the unreaped leader itself makes it

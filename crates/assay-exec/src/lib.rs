@@ -44,8 +44,10 @@
 //! per run: it caps all processes of the uid, not just this tree.
 
 mod capture;
+mod cgroup;
 mod group;
 mod limits;
+pub mod sandbox;
 
 use std::collections::BTreeMap;
 use std::io;
@@ -57,7 +59,9 @@ use std::time::{Duration, Instant};
 use tokio::process::Command;
 use tokio::sync::oneshot;
 
+pub use cgroup::Hits;
 pub use group::process_alive;
+pub use sandbox::{Bwrap, Sandbox, SandboxError};
 
 /// What to run and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +81,9 @@ pub struct RunSpec {
     pub log_cap: u64,
     /// Resource limits applied in the child before `exec`.
     pub limits: Limits,
+    /// Confine the command (see [`sandbox`]); `cwd` is then ignored: the
+    /// command works in its tree (or its environment, for setup).
+    pub sandbox: Option<(Bwrap, Sandbox)>,
 }
 
 /// rlimits for the child; `None` keeps the inherited limit.
@@ -85,11 +92,15 @@ pub struct Limits {
     /// `RLIMIT_FSIZE`: largest file the command may write, in bytes. Writing
     /// past it raises `SIGXFSZ` (or fails with `EFBIG` if that is ignored).
     pub max_file_size: Option<u64>,
-    /// `RLIMIT_NPROC`: counted per user by the kernel, not per run.
+    /// Processes of the whole run: a cgroup `pids.max` where one can be
+    /// made, else `RLIMIT_NPROC` (counted per user by the kernel, and not
+    /// binding root: the sandbox drops root to a run uid for that reason).
     pub max_processes: Option<u64>,
     /// `RLIMIT_NOFILE`.
     pub max_open_files: Option<u64>,
-    /// `RLIMIT_AS`: address space in bytes.
+    /// Memory of the whole run in bytes: a cgroup limit where one can be
+    /// made (the OOM killer ends the run and the outcome says so), else
+    /// `RLIMIT_AS` per process.
     pub max_memory: Option<u64>,
     /// `RLIMIT_CORE = 0`: a crashing test must not fill the disk with cores.
     pub no_core: bool,
@@ -126,6 +137,38 @@ pub struct RunOutcome {
     /// After a normal exit, other processes of the group were still alive and
     /// were killed.
     pub leftover_killed: bool,
+    /// The limit that ended or broke the run, if one did.
+    pub limit_hit: Option<LimitHit>,
+    /// The memory limit was a cgroup's (else `RLIMIT_AS`, which fails
+    /// allocations instead of killing, and is not reported as hit).
+    pub cgroup_memory: bool,
+    /// The process limit was a cgroup's (else `RLIMIT_NPROC`).
+    pub cgroup_processes: bool,
+}
+
+/// Which limit a run ran into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitHit {
+    /// The wall-clock timeout.
+    Time,
+    /// The memory limit (the OOM killer killed a process of the run).
+    Memory,
+    /// The process limit refused a fork.
+    Processes,
+    /// A file grew past the file-size limit (`SIGXFSZ`).
+    FileSize,
+}
+
+impl LimitHit {
+    /// The name used in records and docs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LimitHit::Time => "time",
+            LimitHit::Memory => "memory",
+            LimitHit::Processes => "processes",
+            LimitHit::FileSize => "file_size",
+        }
+    }
 }
 
 /// Why a command could not be run or observed. A command that runs and fails
@@ -162,6 +205,13 @@ pub enum ExecError {
         #[source]
         source: io::Error,
     },
+    /// The tree could not be handed to the run's uid.
+    #[error("cannot prepare the sandbox's tree {path}")]
+    Prepare {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
     /// Writing the log file failed (the pipe was still drained to the end).
     #[error("cannot write log file {path}")]
     WriteLog {
@@ -186,22 +236,57 @@ pub async fn run(spec: &RunSpec) -> Result<RunOutcome, ExecError> {
         source,
     };
 
-    let mut command = Command::new("/bin/sh");
+    let cgroup = cgroup::Cgroup::create(spec.limits.max_memory, spec.limits.max_processes);
+    let (cg_memory, cg_pids) = cgroup.as_ref().map_or((false, false), |c| c.limits());
+    let mut rlimits = spec.limits;
+    if cg_memory {
+        // The cgroup limits the run as a whole; an address-space limit on
+        // top would break runtimes that reserve large virtual ranges.
+        rlimits.max_memory = None;
+    }
+    if cg_pids {
+        rlimits.max_processes = None;
+    }
+    let mut command = match &spec.sandbox {
+        None => {
+            let mut c = Command::new("/bin/sh");
+            c.arg("-c").arg(&spec.command).current_dir(&spec.cwd);
+            c
+        }
+        Some((bwrap, sandbox)) => {
+            let uid = bwrap.next_uid();
+            if let Some(uid) = uid {
+                for dir in sandbox
+                    .tree
+                    .iter()
+                    .chain(sandbox.env_dir.iter().filter(|_| sandbox.env_writable))
+                {
+                    sandbox::chown_tree(dir, uid).map_err(|source| ExecError::Prepare {
+                        path: dir.clone(),
+                        source,
+                    })?;
+                }
+            }
+            let (program, args) = bwrap.command_line(sandbox, uid.unwrap_or(0), &spec.command);
+            let mut c = Command::new(program);
+            c.args(args).current_dir("/");
+            c
+        }
+    };
     command
-        .arg("-c")
-        .arg(&spec.command)
-        .current_dir(&spec.cwd)
         .env_clear()
         .envs(&spec.env)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         // Replaced by a copy of stdout in `pre_exec`.
         .stderr(Stdio::null());
-    let limits = limits::Plan::new(&spec.limits);
+    let limits = limits::Plan::new(&rlimits);
+    let procs = cgroup.as_ref().map(|c| c.procs()).unwrap_or_default();
     // SAFETY: the closure runs in the forked child before `exec`, where only
     // async-signal-safe work is allowed. It allocates nothing and takes no
-    // lock: `dup2`, `setsid`, `getrlimit` and `setrlimit` are plain system
-    // calls, and `limits` was built in the parent and is only read here.
+    // lock: `dup2`, `setsid`, `open`/`write`, `getrlimit` and `setrlimit` are
+    // plain system calls, and `limits` and `procs` were built in the parent
+    // and are only read here.
     unsafe {
         command.pre_exec(move || {
             // stdout and stderr share one pipe so the log keeps write order.
@@ -209,6 +294,7 @@ pub async fn run(spec: &RunSpec) -> Result<RunOutcome, ExecError> {
                 return Err(io::Error::last_os_error());
             }
             rustix::process::setsid()?;
+            cgroup::join(&procs)?;
             limits.apply()?;
             Ok(())
         });
@@ -244,6 +330,15 @@ pub async fn run(spec: &RunSpec) -> Result<RunOutcome, ExecError> {
             };
         // The child is exited but not reaped, so `pgid` still names our group.
         group::kill(pgid);
+        // Killed processes take a moment to die; a sandbox's init dies last,
+        // after its whole namespace. Return only once they are gone.
+        for _ in 0..400 {
+            if !group::members_alive(pgid) {
+                break;
+            }
+            group::kill(pgid);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
         let status = child.wait().await?;
         guard.disarm();
         Ok::<_, io::Error>((status, timed_out, leftover_killed, started.elapsed()))
@@ -253,6 +348,10 @@ pub async fn run(spec: &RunSpec) -> Result<RunOutcome, ExecError> {
         capture::capture(pipe, log, spec.log_cap, supervision_ended)
     );
 
+    let hits = cgroup.as_ref().map(|c| c.hits()).unwrap_or_default();
+    if let Some(c) = &cgroup {
+        c.remove();
+    }
     let (status, timed_out, leftover_killed, duration) =
         supervised.map_err(|source| ExecError::Wait {
             command: spec.command.clone(),
@@ -270,7 +369,24 @@ pub async fn run(spec: &RunSpec) -> Result<RunOutcome, ExecError> {
             source,
         });
     }
+    let limit_hit = if timed_out {
+        Some(LimitHit::Time)
+    } else if hits.memory {
+        Some(LimitHit::Memory)
+    } else if status.signal() == Some(libc::SIGXFSZ)
+        || (spec.sandbox.is_some() && status.code() == Some(128 + libc::SIGXFSZ))
+    {
+        // In a sandbox the shell or bwrap reports a child's signal as 128+N.
+        Some(LimitHit::FileSize)
+    } else if hits.processes {
+        Some(LimitHit::Processes)
+    } else {
+        None
+    };
     Ok(RunOutcome {
+        limit_hit,
+        cgroup_memory: cg_memory,
+        cgroup_processes: cg_pids,
         exit_code: status.code(),
         signal: status.signal(),
         timed_out,

@@ -1,0 +1,345 @@
+//! The sandbox around every process that runs task or graded code: a
+//! bubblewrap (`bwrap`) command line built from a [`Sandbox`] spec.
+//!
+//! Inside, the command sees:
+//!
+//! - `/assay/tree`: the staged tree (read-write, its working directory), a
+//!   fresh copy made for this run only;
+//! - `/assay/env`: the environment directory, read-only at test time and
+//!   read-write only for the environment's own setup;
+//! - `/tmp` and `/assay/home` (`HOME`): private, size-limited tmpfs;
+//! - the system (`/usr`, `/etc`, the toolchain directories the spec names)
+//!   read-only; its own `/proc` (a new pid namespace: no host process is
+//!   visible) and a minimal `/dev`;
+//! - nothing else: not the cache, its index, blobs or object store, not the
+//!   source repositories, not the user's home.
+//!
+//! New user, pid, ipc, uts and cgroup namespaces always; a new network
+//! namespace (loopback only, nothing routed) unless the spec allows the
+//! network (environment setup only).
+//!
+//! **The uid inside.** Run as an ordinary user, bwrap maps that user to uid
+//! 1000 inside a new user namespace. Run as root, mapping root into the
+//! namespace would leave the run the owner of every root-owned file it can
+//! see, and `RLIMIT_NPROC` does not apply to root. So as root the sandbox
+//! nests: an outer, privileged bwrap builds the mounts and namespaces;
+//! `setpriv` drops to an unprivileged host uid from [`RUN_UID_BASE`] with
+//! every capability and the bounding set cleared and `no_new_privs`; an inner
+//! bwrap then enters a new user namespace as uid 1000 and forbids further
+//! user namespaces. The tree is chowned to that uid before the run.
+//!
+//! **Nothing survives.** Both bwraps use `--die-with-parent`, and the pid
+//! namespace's init takes every process of the run with it when the command
+//! ends or assay dies, even by `kill -9`: a daemon that called `setsid` is
+//! still in the namespace.
+
+use std::ffi::OsString;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Where a sandboxed run keeps its tree.
+pub const TREE: &str = "/assay/tree";
+/// Where a sandboxed run sees its environment directory (`$ASSAY_ENV`).
+pub const ENV: &str = "/assay/env";
+/// The run's private `HOME`.
+pub const HOME: &str = "/assay/home";
+
+/// First host uid a root-run sandbox drops to; runs take uids from
+/// `RUN_UID_BASE .. RUN_UID_BASE + RUN_UID_COUNT` in turn, so that
+/// concurrent runs do not share a per-user process count.
+pub const RUN_UID_BASE: u32 = 3_700_000;
+const RUN_UID_COUNT: u32 = 4096;
+
+/// How a command is confined. See the module header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sandbox {
+    /// Host directory bound read-write at [`TREE`]; the command's working
+    /// directory. `None` for environment setup, which works in [`ENV`].
+    pub tree: Option<PathBuf>,
+    /// Host environment directory bound at [`ENV`].
+    pub env_dir: Option<PathBuf>,
+    /// Only environment setup writes its environment.
+    pub env_writable: bool,
+    /// Only environment setup may reach the network (to install packages).
+    pub network: bool,
+    /// Host paths bound read-only at the same place (toolchains outside
+    /// `/usr`, e.g. a pyenv or rustup root).
+    pub read_only: Vec<PathBuf>,
+    /// Size of the private `/tmp`, in bytes.
+    pub tmp_bytes: u64,
+    /// Size of the private `HOME`, in bytes.
+    pub home_bytes: u64,
+}
+
+/// The program that confines runs, found once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bwrap {
+    path: PathBuf,
+    setpriv: Option<PathBuf>,
+}
+
+/// Why runs cannot be sandboxed here.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error(
+        "bubblewrap (`bwrap`) is not installed; graded code must not run unconfined. Install it (`apt-get install bubblewrap`), or set `sandbox = \"none\"` in [env] to grade unsandboxed (the release will say so)"
+    )]
+    NoBwrap,
+    #[error(
+        "running as root, the sandbox drops to an unprivileged uid with `setpriv` (util-linux), which is not installed"
+    )]
+    NoSetpriv,
+    #[error("bubblewrap cannot create a sandbox here: {0}")]
+    Broken(String),
+}
+
+fn find_program(name: &str) -> Option<PathBuf> {
+    ["/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin", "/sbin"]
+        .iter()
+        .map(|d| Path::new(d).join(name))
+        .find(|p| p.is_file())
+}
+
+fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+static NEXT_UID: AtomicU32 = AtomicU32::new(0);
+
+impl Bwrap {
+    /// Finds `bwrap` (and, as root, `setpriv`) and checks that a sandbox can
+    /// really be made, so that a broken setup fails the build once, clearly,
+    /// instead of every run.
+    pub fn detect() -> Result<Bwrap, SandboxError> {
+        let path = find_program("bwrap").ok_or(SandboxError::NoBwrap)?;
+        let setpriv = if is_root() {
+            Some(find_program("setpriv").ok_or(SandboxError::NoSetpriv)?)
+        } else {
+            None
+        };
+        let bwrap = Bwrap { path, setpriv };
+        let probe = Sandbox {
+            tree: None,
+            env_dir: None,
+            env_writable: false,
+            network: false,
+            read_only: Vec::new(),
+            tmp_bytes: 1 << 20,
+            home_bytes: 1 << 20,
+        };
+        let uid = bwrap.next_uid().unwrap_or(0);
+        let (program, args) = bwrap.command_line(&probe, uid, "true");
+        let out = std::process::Command::new(program)
+            .args(args)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| SandboxError::Broken(e.to_string()))?;
+        if !out.status.success() {
+            return Err(SandboxError::Broken(
+                String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+            ));
+        }
+        Ok(bwrap)
+    }
+
+    /// The host uid the next run drops to (root only; `None` otherwise).
+    pub fn next_uid(&self) -> Option<u32> {
+        self.setpriv.as_ref()?;
+        let n = NEXT_UID.fetch_add(1, Ordering::Relaxed);
+        // Mix in the pid so two assay processes rarely pick the same uid.
+        Some(RUN_UID_BASE + (std::process::id().wrapping_mul(97).wrapping_add(n)) % RUN_UID_COUNT)
+    }
+
+    /// The program and arguments that run `/bin/sh -c command` in `sandbox`
+    /// as host uid `uid` (ignored unless root).
+    pub fn command_line(
+        &self,
+        sandbox: &Sandbox,
+        uid: u32,
+        command: &str,
+    ) -> (PathBuf, Vec<OsString>) {
+        let mut a = Args::default();
+        let cwd = if sandbox.tree.is_some() { TREE } else { ENV };
+        a.flags(&[
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--die-with-parent",
+            "--hostname",
+            "assay",
+        ]);
+        if !sandbox.network {
+            a.flag("--unshare-net");
+        }
+        if self.setpriv.is_none() {
+            a.flags(&[
+                "--unshare-user",
+                "--uid",
+                "1000",
+                "--gid",
+                "1000",
+                "--disable-userns",
+            ]);
+        } else {
+            a.flags(&["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]);
+        }
+        // The system, read-only. Merged-/usr systems have /bin etc. as links.
+        a.ro_bind(Path::new("/usr"), Path::new("/usr"));
+        for top in ["bin", "sbin", "lib", "lib32", "lib64", "libx32"] {
+            let host = Path::new("/").join(top);
+            match std::fs::read_link(&host) {
+                Ok(target) => {
+                    a.flag("--symlink");
+                    a.path(&target);
+                    a.path(&host);
+                }
+                Err(_) if host.is_dir() => a.ro_bind(&host, &host),
+                Err(_) => {}
+            }
+        }
+        a.ro_bind(Path::new("/etc"), Path::new("/etc"));
+        a.flags(&["--proc", "/proc", "--dev", "/dev"]);
+        a.flags(&["--perms", "1777", "--size"]);
+        a.flag(&sandbox.tmp_bytes.to_string());
+        a.flags(&["--tmpfs", "/tmp", "--perms", "0755", "--dir", "/assay"]);
+        a.flags(&["--perms", "0777", "--size"]);
+        a.flag(&sandbox.home_bytes.to_string());
+        a.flags(&["--tmpfs", HOME]);
+        let mut made = vec![PathBuf::from("/assay")];
+        for p in &sandbox.read_only {
+            if p.exists() && !p.starts_with("/usr") && !p.starts_with("/etc") {
+                // Parents bwrap would create as 0700 would hide the path from
+                // the unprivileged uid.
+                let mut parents: Vec<&Path> = p.ancestors().skip(1).collect();
+                parents.reverse();
+                for parent in parents {
+                    if parent == Path::new("/") || made.iter().any(|m| m == parent) {
+                        continue;
+                    }
+                    a.flags(&["--perms", "0755", "--dir"]);
+                    a.path(parent);
+                    made.push(parent.to_owned());
+                }
+                a.ro_bind(p, p);
+            }
+        }
+        if let Some(env) = &sandbox.env_dir {
+            if sandbox.env_writable {
+                a.bind(env, Path::new(ENV));
+            } else {
+                a.ro_bind(env, Path::new(ENV));
+            }
+        } else {
+            a.flags(&["--perms", "0755", "--dir", ENV]);
+        }
+        if let Some(tree) = &sandbox.tree {
+            a.bind(tree, Path::new(TREE));
+        }
+        a.flags(&["--chdir", cwd, "--"]);
+        if let Some(setpriv) = &self.setpriv {
+            a.path(setpriv);
+            a.flag("--reuid");
+            a.flag(&uid.to_string());
+            a.flag("--regid");
+            a.flag(&uid.to_string());
+            a.flags(&[
+                "--clear-groups",
+                "--inh-caps=-all",
+                "--bounding-set=-all",
+                "--no-new-privs",
+                "--",
+            ]);
+            a.path(&self.path);
+            a.flags(&[
+                "--unshare-user",
+                "--uid",
+                "1000",
+                "--gid",
+                "1000",
+                "--disable-userns",
+                "--die-with-parent",
+                "--bind",
+                "/",
+                "/",
+                "--dev",
+                "/dev",
+                "--chdir",
+                cwd,
+                "--",
+            ]);
+        }
+        a.flags(&["/bin/sh", "-c", command]);
+        (self.path.clone(), a.0)
+    }
+}
+
+#[derive(Default)]
+struct Args(Vec<OsString>);
+
+impl Args {
+    fn flag(&mut self, s: &str) {
+        self.0.push(s.into());
+    }
+    fn flags(&mut self, s: &[&str]) {
+        self.0.extend(s.iter().map(OsString::from));
+    }
+    fn path(&mut self, p: &Path) {
+        self.0.push(p.as_os_str().to_owned());
+    }
+    fn ro_bind(&mut self, host: &Path, inside: &Path) {
+        self.flag("--ro-bind");
+        self.path(host);
+        self.path(inside);
+    }
+    fn bind(&mut self, host: &Path, inside: &Path) {
+        self.flag("--bind");
+        self.path(host);
+        self.path(inside);
+    }
+}
+
+/// Hands `dir` and everything below it to host uid `uid` (never following a
+/// link), so the unprivileged run can write its own tree.
+pub fn chown_tree(dir: &Path, uid: u32) -> io::Result<()> {
+    std::os::unix::fs::lchown(dir, Some(uid), Some(uid))?;
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d)? {
+            let entry = entry?;
+            let path = entry.path();
+            std::os::unix::fs::lchown(&path, Some(uid), Some(uid))?;
+            if entry.file_type()?.is_dir() {
+                stack.push(path);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The read-only toolchain roots a run needs to find the programs on `path`
+/// (a `PATH` value): for each entry outside the system directories, the entry
+/// itself, or its parent when it is a `bin`/`shims` directory (pyenv, cargo,
+/// go keep their libraries beside it).
+pub fn toolchain_roots(path: &str) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for entry in path.split(':').filter(|e| e.starts_with('/')) {
+        let p = Path::new(entry);
+        if p.starts_with("/usr") || p.starts_with("/bin") || p.starts_with("/sbin") || !p.is_dir() {
+            continue;
+        }
+        let root = match p.file_name().and_then(|n| n.to_str()) {
+            Some("bin" | "shims") => p.parent().unwrap_or(p),
+            _ => p,
+        };
+        if root != Path::new("/") && !out.iter().any(|o| root.starts_with(o)) {
+            out.retain(|o| !o.starts_with(root));
+            out.push(root.to_owned());
+        }
+    }
+    out.sort();
+    out
+}

@@ -1,0 +1,315 @@
+//! The sandbox tried the way hostile graded code would. Every attack here is
+//! harmless if the defence fails: it writes only into this test's own temp
+//! directories, connects only to a listener this test opens on loopback, and
+//! signals nothing but its own processes.
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use assay_exec::{Bwrap, LimitHit, Limits, RunOutcome, RunSpec, Sandbox, run};
+
+const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+struct Case {
+    dir: tempfile::TempDir,
+}
+
+impl Case {
+    fn new() -> Case {
+        let dir = tempfile::Builder::new()
+            .prefix("assay-sandbox-")
+            .tempdir()
+            .unwrap();
+        std::fs::create_dir_all(dir.path().join("tree")).unwrap();
+        std::fs::create_dir_all(dir.path().join("env")).unwrap();
+        Case { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn tree(&self) -> PathBuf {
+        self.path().join("tree")
+    }
+
+    fn sandbox(&self) -> Sandbox {
+        Sandbox {
+            tree: Some(self.tree()),
+            env_dir: Some(self.path().join("env")),
+            env_writable: false,
+            network: false,
+            read_only: Vec::new(),
+            tmp_bytes: 16 << 20,
+            home_bytes: 16 << 20,
+        }
+    }
+
+    fn spec(&self, sandbox: Sandbox, command: &str) -> RunSpec {
+        RunSpec {
+            command: command.to_owned(),
+            cwd: self.tree(),
+            env: BTreeMap::from([
+                ("PATH".to_owned(), PATH.to_owned()),
+                ("HOME".to_owned(), assay_exec::sandbox::HOME.to_owned()),
+            ]),
+            timeout: Duration::from_secs(60),
+            log_path: self.path().join("log"),
+            log_cap: 1 << 20,
+            limits: Limits::default(),
+            sandbox: Some((bwrap(), sandbox)),
+        }
+    }
+
+    fn run(&self, command: &str) -> (RunOutcome, String) {
+        self.run_spec(self.spec(self.sandbox(), command))
+    }
+
+    fn run_spec(&self, spec: RunSpec) -> (RunOutcome, String) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let out = rt.block_on(run(&spec)).unwrap();
+        let log = std::fs::read_to_string(&spec.log_path).unwrap();
+        (out, log)
+    }
+}
+
+fn bwrap() -> Bwrap {
+    Bwrap::detect().expect("bubblewrap must work on this machine (.ci/run installs it)")
+}
+
+#[test]
+fn the_command_works_in_its_tree_and_sees_its_env_read_only() {
+    let c = Case::new();
+    std::fs::write(c.path().join("env/marker"), "env-here").unwrap();
+    let (out, log) = c.run(
+        "pwd; cat /assay/env/marker; echo; echo made > made.txt; \
+         touch /assay/env/x 2>/dev/null && echo ENV-WRITABLE; id -u",
+    );
+    assert_eq!(out.exit_code, Some(0), "{log}");
+    assert!(log.starts_with("/assay/tree\nenv-here\n"), "{log}");
+    assert!(!log.contains("ENV-WRITABLE"), "{log}");
+    assert!(log.trim_end().ends_with("1000"), "{log}");
+    assert_eq!(
+        std::fs::read_to_string(c.tree().join("made.txt")).unwrap(),
+        "made\n"
+    );
+    assert!(!c.path().join("env/x").exists());
+}
+
+#[test]
+fn nothing_outside_the_tree_can_be_written_or_read() {
+    let c = Case::new();
+    let outside = c.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let secret = outside.join("secret.txt");
+    std::fs::write(&secret, "SECRET-7f3a").unwrap();
+    let target = outside.join("written.txt");
+    let command = format!(
+        "cat {secret} ; echo pwned > {target} ; echo pwned > ../escape.txt ; \
+         echo pwned > /assay/escape.txt ; ls / ; exit 0",
+        secret = secret.display(),
+        target = target.display()
+    );
+    let (out, log) = c.run(&command);
+    assert_eq!(out.exit_code, Some(0), "{log}");
+    assert!(
+        !log.contains("SECRET-7f3a"),
+        "a file outside the tree was read: {log}"
+    );
+    assert!(!target.exists(), "a file outside the tree was written");
+    assert!(!c.path().join("escape.txt").exists());
+    // The host's root is not what the run sees: only the sandbox's skeleton.
+    assert!(
+        !log.contains("\nhome\n") && !log.contains("\nroot\n"),
+        "{log}"
+    );
+}
+
+#[test]
+fn read_only_toolchains_cannot_be_poisoned() {
+    // Stands in for a Python installation: the run may use it, never change
+    // it (a sitecustomize.py planted there would change every later run).
+    let c = Case::new();
+    let toolchain = c.path().join("toolchain");
+    std::fs::create_dir_all(toolchain.join("site-packages")).unwrap();
+    std::fs::write(toolchain.join("site-packages/ok.py"), "x = 1\n").unwrap();
+    let mut sandbox = c.sandbox();
+    sandbox.read_only.push(toolchain.clone());
+    let site = toolchain.join("site-packages");
+    let command = format!(
+        "cat {site}/ok.py; echo 'import os' > {site}/sitecustomize.py; echo p > {site}/x.pth; \
+         grep -E ' /usr | {t} ' /proc/self/mountinfo",
+        site = site.display(),
+        t = toolchain.display()
+    );
+    let (_, log) = c.run_spec(c.spec(sandbox, &command));
+    assert!(
+        log.starts_with("x = 1\n"),
+        "the toolchain is visible: {log}"
+    );
+    assert!(!site.join("sitecustomize.py").exists());
+    assert!(!site.join("x.pth").exists());
+    let mounts: Vec<&str> = log.lines().filter(|l| l.contains(" - ")).collect();
+    assert_eq!(mounts.len(), 2, "{log}");
+    for m in mounts {
+        let opts = m.split(' ').nth(5).unwrap();
+        assert!(opts.split(',').any(|o| o == "ro"), "not read-only: {m}");
+    }
+}
+
+#[test]
+fn no_network_not_even_loopback() {
+    let c = Case::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let command = format!(
+        "python3 -c 'import socket\ntry:\n socket.create_connection((\"127.0.0.1\", {port}), timeout=3); print(\"CONNECTED\")\nexcept OSError as e: print(\"refused\", e)'"
+    );
+    let (out, log) = c.run(&command);
+    assert_eq!(out.exit_code, Some(0), "{log}");
+    assert!(log.contains("refused"), "{log}");
+    assert!(!log.contains("CONNECTED"), "{log}");
+    assert!(listener.accept().is_err(), "the listener saw a connection");
+}
+
+fn live_processes_with(token: &str) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        if let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline"))
+            && String::from_utf8_lossy(&cmd).contains(token)
+            && assay_exec::process_alive(pid)
+        {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_daemon_that_leaves_the_session_dies_with_the_run() {
+    let c = Case::new();
+    // A unique sleep length names the daemon in the host's /proc.
+    let token = format!("{}.{}", 900 + std::process::id() % 97, std::process::id());
+    let command = format!(
+        "(setsid sh -c '(sleep {token} &) ; sleep {token}' > /dev/null 2>&1 &) ; \
+         sleep 0.3; echo started"
+    );
+    let (out, log) = c.run(&command);
+    assert_eq!(out.exit_code, Some(0), "{log}");
+    assert!(log.contains("started"));
+    let alive = live_processes_with(&format!("sleep\0{token}"));
+    assert!(alive.is_empty(), "survivors after the run: {alive:?}");
+}
+
+#[test]
+fn the_host_processes_and_their_environments_are_invisible() {
+    let c = Case::new();
+    // cargo sets CARGO_PKG_NAME in this test process's environment; a run
+    // that could read /proc/<our pid>/environ would print it.
+    let me = std::process::id();
+    let command = format!(
+        "cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c CARGO_PKG_NAME; \
+         ls /proc | grep -cE '^[0-9]+$'; kill -9 {me} 2>&1; kill -9 -1 2>&1"
+    );
+    let (_, log) = c.run(&command);
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines[0], "0", "{log}");
+    let visible: usize = lines[1].trim().parse().unwrap_or(usize::MAX);
+    assert!(visible < 10, "{visible} processes visible: {log}");
+    // We are still here, and so is every process of ours.
+    assert!(assay_exec::process_alive(me as i32));
+}
+
+#[test]
+fn tmp_and_home_are_private_and_size_limited() {
+    let c = Case::new();
+    let command = "echo x > /tmp/f && echo x > $HOME/g && echo wrote; \
+                   dd if=/dev/zero of=/tmp/big bs=1M count=64 2>&1 | grep -c 'No space left'";
+    let (_, log) = c.run(command);
+    assert!(log.starts_with("wrote\n"), "{log}");
+    assert_eq!(log.lines().nth(1), Some("1"), "{log}");
+    assert!(
+        !Path::new("/tmp/big").exists()
+            || std::fs::metadata("/tmp/big").is_ok_and(|m| m.len() < (16 << 20))
+    );
+}
+
+#[test]
+fn a_memory_hog_is_killed_at_the_limit_and_says_so() {
+    let c = Case::new();
+    let mut spec = c.spec(
+        c.sandbox(),
+        "python3 -c 'x = bytearray(400 << 20); x[::4096] = b\"a\" * len(x[::4096]); print(\"survived\")'",
+    );
+    spec.limits.max_memory = Some(128 << 20);
+    let (out, log) = c.run_spec(spec);
+    assert!(!log.contains("survived"), "{log}");
+    if out.cgroup_memory {
+        assert_eq!(out.limit_hit, Some(LimitHit::Memory), "{out:?} {log}");
+    } else {
+        // Without a cgroup the address-space limit fails the allocation.
+        assert!(log.contains("MemoryError"), "{out:?} {log}");
+    }
+}
+
+#[test]
+fn a_fork_bomb_stops_at_the_process_limit() {
+    let c = Case::new();
+    let mut spec = c.spec(
+        c.sandbox(),
+        "python3 -c 'import os, time\nn = 0\nfor i in range(200):\n try:\n  if os.fork() == 0:\n   time.sleep(5); os._exit(0)\n  n += 1\n except OSError:\n  break\nprint(\"forked\", n, flush=True)'",
+    );
+    spec.limits.max_processes = Some(64);
+    spec.timeout = Duration::from_secs(20);
+    let (out, log) = c.run_spec(spec);
+    assert!(log.contains("forked"), "{out:?} {log}");
+    let n: usize = log.trim().rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(n < 64, "{n} processes started: {log}");
+    if out.cgroup_processes {
+        assert_eq!(out.limit_hit, Some(LimitHit::Processes), "{out:?}");
+    }
+}
+
+#[test]
+fn setup_may_write_its_environment_and_use_the_hosts_network() {
+    let c = Case::new();
+    let sandbox = Sandbox {
+        tree: None,
+        env_dir: Some(c.path().join("env")),
+        env_writable: true,
+        network: true,
+        ..c.sandbox()
+    };
+    let (out, log) = c.run_spec(c.spec(
+        sandbox,
+        "pwd; echo built > built.txt; wc -l < /proc/net/dev",
+    ));
+    assert_eq!(out.exit_code, Some(0), "{log}");
+    assert!(log.starts_with("/assay/env\n"), "{log}");
+    let host = std::fs::read_to_string("/proc/net/dev")
+        .unwrap()
+        .lines()
+        .count();
+    assert_eq!(
+        log.lines().nth(1).unwrap().trim(),
+        host.to_string(),
+        "{log}"
+    );
+    // A test run's network namespace has loopback only (2 header lines + lo).
+    let (_, log) = c.run("wc -l < /proc/net/dev");
+    assert_eq!(log.trim(), "3", "{log}");
+    assert_eq!(
+        std::fs::read_to_string(c.path().join("env/built.txt")).unwrap(),
+        "built\n"
+    );
+}

@@ -15,5 +15,7 @@ pub(crate) const VERIFY_MISMATCH: i32 = 4;
 pub(crate) const CACHE: i32 = 5;
 /// `explain` / `show` was given a name or digest that is not in the cache.
 pub(crate) const NOT_FOUND: i32 = 6;
+/// Graded code cannot be sandboxed here (bubblewrap missing or unusable).
+pub(crate) const SANDBOX: i32 = 7;
 /// A bug in assay.
 pub(crate) const INTERNAL: i32 = 101;

@@ -8,7 +8,7 @@
 # README.md.
 set -euo pipefail
 
-EXPECTED_MAIN=dc49b11086548c7c5b382b9e86861512b1acd078
+EXPECTED_MAIN=35f3376842ddebd03e735fc79ca3da0f8690b92c
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/calc-determinism.XXXXXX")

@@ -95,8 +95,9 @@ def stage(commit, dest, tests_from=None):
             raise SystemExit(f"git archive {tests_from} tests failed")
 
 
-def run_tests(tree, env_dir):
-    env = dict(os.environ, ASSAY_ENV=env_dir, PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0")
+def run_tests(tree, env_dir, attempt=0):
+    env = dict(os.environ, ASSAY_ENV=env_dir, ASSAY_ATTEMPT=str(attempt),
+               PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0")
     proc = subprocess.run(["python3", "-m", "unittest", "-v"], cwd=tree, env=env,
                           capture_output=True, text=True, timeout=300)
     out = proc.stdout + proc.stderr
@@ -183,8 +184,8 @@ for n in sorted(EXPECT):
         stage(commit, tree, tests_from)
         runs[state] = []
         outputs[state] = ""
-        for _ in range(REPEATS):
-            code, results, out = run_tests(tree, env_dir)
+        for attempt in range(REPEATS):
+            code, results, out = run_tests(tree, env_dir, attempt)
             runs[state].append(results)
             outputs[state] += out
             failed = any(v in ("FAIL", "ERROR") for v in results.values())

@@ -843,27 +843,8 @@ EOF
 commit "Add calc.history.History"
 
 put tests/test_history.py <<'EOF'
-import hashlib
 import os
-import tempfile
 import unittest
-
-
-def state_dir():
-    """A directory shared by every run of this environment ($ASSAY_ENV)."""
-    return os.environ.get("ASSAY_ENV") or tempfile.gettempdir()
-
-
-def checkout_fingerprint():
-    """Names the exact checkout, so repeated runs of one tree share a counter
-    whatever other checkouts run in between."""
-    digest = hashlib.sha1()
-    for top in ("calc", "tests"):
-        for name in sorted(os.listdir(top)):
-            if name.endswith(".py"):
-                with open(os.path.join(top, name), "rb") as f:
-                    digest.update(name.encode() + b"\0" + f.read())
-    return digest.hexdigest()[:16]
 
 
 class TestHistory(unittest.TestCase):
@@ -884,17 +865,9 @@ class TestHistory(unittest.TestCase):
 
         history = History()
         history.evaluate("1 + 1")
-        # Flaky on purpose: state leaks between runs through a counter file
-        # in the shared environment directory, so every other run fails.
-        path = os.path.join(state_dir(), "flaky-counter-" + checkout_fingerprint())
-        try:
-            with open(path) as f:
-                count = int(f.read().strip() or "0")
-        except FileNotFoundError:
-            count = 0
-        count += 1
-        with open(path, "w") as f:
-            f.write(f"{count}\n")
+        # Flaky on purpose: every other attempt at the same tree fails
+        # (assay numbers the attempts in $ASSAY_ATTEMPT: 0, 1, ...).
+        count = int(os.environ.get("ASSAY_ATTEMPT", "0")) + 1
         self.assertEqual(count % 2, 0, f"run #{count} of this test (odd runs fail)")
 
 

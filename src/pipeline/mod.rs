@@ -54,7 +54,7 @@ pub(crate) struct PipelineFile {
 pub(crate) struct GradeConfig {
     /// `exclude` (the policy applies) and/or `keep` (nothing excluded). Default ["exclude"].
     pub(crate) arms: Option<Vec<Spanned<String>>>,
-    /// new-test-files (default) | all-test-files | reset-test-patch-files | none
+    /// tests-and-infra (default) | new-test-files | all-test-files | reset-test-patch-files | none
     pub(crate) exclusion: Option<Spanned<String>>,
     /// Reruns of a failing grade before it is `unresolved`. Default 3.
     pub(crate) reruns: Option<u32>,
@@ -154,6 +154,21 @@ pub(crate) struct EnvConfig {
     /// Runs of one environment one at a time (default true): its directory is
     /// shared state. `false` lets them run in parallel (up to `--jobs`).
     pub(crate) serial: Option<bool>,
+    /// `bwrap` (default) or `none` (unsandboxed: a warning on every build,
+    /// and the release says so). docs/security.md.
+    pub(crate) sandbox: Option<Spanned<String>>,
+    /// Memory of a run in bytes (default 4 GiB).
+    pub(crate) memory: Option<Spanned<u64>>,
+    /// Processes of a run (default 1024).
+    pub(crate) processes: Option<Spanned<u64>>,
+    /// Open files of each process (default 4096).
+    pub(crate) open_files: Option<Spanned<u64>>,
+    /// Largest file a run may write, in bytes (default 1 GiB).
+    pub(crate) file_size: Option<Spanned<u64>>,
+    /// Size of a run's private /tmp in bytes (default 1 GiB).
+    pub(crate) tmp_size: Option<Spanned<u64>>,
+    /// Size of a run's private HOME in bytes (default 512 MiB).
+    pub(crate) home_size: Option<Spanned<u64>>,
 }
 
 /// `[screen]`: how often each state is read.

@@ -3,7 +3,6 @@
 //! with that key shares it, as `envs/<key>` in the cache. A failing setup is recorded (with
 //! its log) as a failed environment, which runs report as `env_setup_failed`.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,13 +12,17 @@ use serde::Serialize;
 
 use super::records::EnvRecord;
 
-pub(super) const KIND_VERSION: u32 = 1;
+/// 2: setup runs sandboxed, with the environment at `/assay/env`; its log
+/// is redacted.
+pub(super) const KIND_VERSION: u32 = 2;
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct EnvParams {
     pub(crate) setup: Vec<String>,
     /// (path, blake3 of its content at the base commit, or "absent")
     pub(crate) key_files: Vec<(String, String)>,
+    pub(crate) confine: super::confine::Confinement,
+    pub(crate) redact: super::redact::RedactConfig,
 }
 
 pub(crate) struct EnvJob {
@@ -30,22 +33,11 @@ pub(crate) struct EnvJob {
     pub(crate) cache_dir: PathBuf,
 }
 
-pub(crate) fn base_env(home: &std::path::Path) -> BTreeMap<String, String> {
-    let mut env = BTreeMap::new();
-    env.insert(
-        "PATH".to_owned(),
-        std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into()),
-    );
-    env.insert("HOME".to_owned(), home.display().to_string());
-    env.insert("LANG".to_owned(), "C.UTF-8".to_owned());
-    env.insert("PYTHONDONTWRITEBYTECODE".to_owned(), "1".to_owned());
-    env.insert("PYTHONHASHSEED".to_owned(), "0".to_owned());
-    env
-}
-
 impl Job for EnvJob {
     fn run(&self, ctx: JobCtx) -> JobFuture {
         let setup = self.params.setup.clone();
+        let confine = self.params.confine;
+        let redact = self.params.redact.clone();
         let files = self.files.clone();
         let timeout = self.timeout;
         Box::pin(async move {
@@ -66,29 +58,37 @@ impl Job for EnvJob {
                 }
                 std::fs::write(&dest, bytes).map_err(|e| err(&e))?;
             }
-            let log_path = tmp.join(".setup.log");
-            let mut env = base_env(&tmp.join(".home"));
-            env.insert("ASSAY_ENV".to_owned(), tmp.display().to_string());
+            std::fs::create_dir_all(ctx.cache_dir.join("tmp")).map_err(|e| err(&e))?;
+            let scratch = tempfile::Builder::new()
+                .prefix("setup-")
+                .tempdir_in(ctx.cache_dir.join("tmp"))
+                .map_err(|e| err(&e))?;
+            let log_path = scratch.path().join("log");
             let mut exit_code = Some(0);
             if !setup.is_empty() {
-                let spec = assay_exec::RunSpec {
-                    command: format!("set -e\n{}", setup.join("\n")),
-                    cwd: tmp.clone(),
-                    env,
-                    timeout,
-                    log_path: log_path.clone(),
-                    log_cap: 16 << 20,
-                    limits: assay_exec::Limits::default(),
-                };
+                let spec = super::confine::spec(
+                    &confine,
+                    super::confine::Launch {
+                        command: format!("set -e\n{}", setup.join("\n")),
+                        tree: None,
+                        env_dir: &tmp,
+                        setup: true,
+                        scratch: scratch.path(),
+                        log_path: log_path.clone(),
+                        log_cap: 16 << 20,
+                        timeout,
+                        attempt: 0,
+                    },
+                )
+                .map_err(|e| err(&e))?;
                 let out = assay_exec::run(&spec).await.map_err(|e| err(&e))?;
                 exit_code = if out.timed_out { None } else { out.exit_code };
             }
-            let log = std::fs::read(&log_path).unwrap_or_default();
+            let raw = std::fs::read(&log_path).unwrap_or_default();
+            let (log, _) = super::redact::Redactor::new(&redact).redact(&raw);
             let log_digest = ctx.blobs.put(&log).map_err(|e| err(&e))?;
             let ok = exit_code == Some(0);
-            if ok {
-                let _ = std::fs::remove_file(&log_path);
-            } else {
+            if !ok {
                 let _ = std::fs::remove_dir_all(&tmp);
             }
             let record = EnvRecord {

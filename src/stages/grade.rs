@@ -22,13 +22,19 @@ use super::records::{
 use super::run::{HowToRun, execute_tree};
 
 pub(super) const SESSION_VERSION: u32 = 1;
-pub(super) const STAGE_VERSION: u32 = 1;
-pub(super) const GRADE_VERSION: u32 = 1;
+/// 2: the test patch's files are reset in every arm; a patch that is not a
+/// diff fails to apply; the tests-and-infra policy.
+pub(super) const STAGE_VERSION: u32 = 2;
+/// 2: tamper suspects; `no_report` on a certified task is the agent's.
+pub(super) const GRADE_VERSION: u32 = 2;
 
 /// Which of a session's paths the grader leaves out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum Policy {
+    /// Every test file the session touches, new or existing, and test
+    /// infrastructure ([`INFRA_GLOBS`]): the default.
+    TestsAndInfra,
     NewTestFiles,
     AllTestFiles,
     ResetTestPatchFiles,
@@ -38,6 +44,7 @@ pub(crate) enum Policy {
 impl Policy {
     pub(crate) fn parse(s: &str) -> Option<Policy> {
         Some(match s {
+            "tests-and-infra" => Policy::TestsAndInfra,
             "new-test-files" => Policy::NewTestFiles,
             "all-test-files" => Policy::AllTestFiles,
             "reset-test-patch-files" => Policy::ResetTestPatchFiles,
@@ -48,6 +55,7 @@ impl Policy {
 
     pub(crate) fn as_str(self) -> &'static str {
         match self {
+            Policy::TestsAndInfra => "tests-and-infra",
             Policy::NewTestFiles => "new-test-files",
             Policy::AllTestFiles => "all-test-files",
             Policy::ResetTestPatchFiles => "reset-test-patch-files",
@@ -56,7 +64,73 @@ impl Policy {
     }
 }
 
-/// The session patch's paths that `policy` leaves out, sorted.
+/// Files that configure or hook into a test run rather than hold tests:
+/// interpreter start-up hooks, path files and runner configuration. Agent
+/// edits to them are neutralised by the default policy and always flagged.
+pub(crate) const INFRA_GLOBS: &[&str] = &[
+    "**/sitecustomize.py",
+    "**/usercustomize.py",
+    "**/*.pth",
+    "**/conftest.py",
+    "pytest.ini",
+    "**/pytest.ini",
+    ".pytest.ini",
+    "tox.ini",
+    "setup.cfg",
+    ".coveragerc",
+    "**/jest.config.*",
+    "**/vitest.config.*",
+    "**/.mocharc*",
+    "**/karma.conf.*",
+    "**/phpunit.xml*",
+    ".cargo/config",
+    ".cargo/config.toml",
+];
+
+pub(crate) fn infra_globset() -> globset::GlobSet {
+    let globs: Vec<String> = INFRA_GLOBS.iter().map(|g| (*g).to_owned()).collect();
+    super::triage::globset(&globs).unwrap_or_else(|_| globset::GlobSet::empty())
+}
+
+/// Whether `path` is test infrastructure: an infra file, or a test
+/// package's `__init__.py`.
+pub(crate) fn is_infra(path: &str, tests: &globset::GlobSet, infra: &globset::GlobSet) -> bool {
+    infra.is_match(path) || (path.ends_with("__init__.py") && tests.is_match(path))
+}
+
+/// What the patch says it changes, or why it is not a patch at all (binary
+/// junk, an `*** Begin Patch` envelope): never graded as the empty patch.
+pub(crate) fn session_paths(patch: &[u8]) -> Result<Vec<assay_git::PatchPath>, String> {
+    if patch.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Vec::new());
+    }
+    let paths = patch_paths(patch).map_err(|e| e.to_string())?;
+    if paths.is_empty() {
+        return Err("it is not a unified diff (no file headers found)".into());
+    }
+    Ok(paths)
+}
+
+/// The session's paths the hidden test patch also touches: always reset to
+/// the test patch's version (SWE-bench's reset), in every arm.
+pub(crate) fn reset_paths(session_patch: &[u8], test_patch: &[u8]) -> Vec<String> {
+    let Ok(hidden) = patch_paths(test_patch) else {
+        return Vec::new();
+    };
+    let hidden: BTreeSet<String> = hidden.into_iter().map(|p| p.path).collect();
+    let mut out: Vec<String> = session_paths(session_patch)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|p| p.path)
+        .filter(|p| hidden.contains(p))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The session patch's paths that `policy` leaves out, sorted (the reset
+/// paths come on top, see [`reset_paths`]).
 pub(crate) fn excluded_paths(
     session_patch: &[u8],
     test_patch: &[u8],
@@ -66,7 +140,8 @@ pub(crate) fn excluded_paths(
     if policy == Policy::None || session_patch.iter().all(u8::is_ascii_whitespace) {
         return Ok(Vec::new());
     }
-    let paths = patch_paths(session_patch).map_err(|e| e.to_string())?;
+    let paths = session_paths(session_patch)?;
+    let infra = infra_globset();
     let hidden: BTreeSet<String> = match policy {
         Policy::ResetTestPatchFiles => patch_paths(test_patch)
             .map_err(|e| e.to_string())?
@@ -78,6 +153,7 @@ pub(crate) fn excluded_paths(
     let mut out: Vec<String> = paths
         .into_iter()
         .filter(|p| match policy {
+            Policy::TestsAndInfra => tests.is_match(&p.path) || is_infra(&p.path, tests, &infra),
             Policy::NewTestFiles => p.is_new && tests.is_match(&p.path),
             Policy::AllTestFiles => tests.is_match(&p.path),
             Policy::ResetTestPatchFiles => hidden.contains(&p.path),
@@ -194,15 +270,17 @@ fn stage(p: &StageParams, store_dir: &std::path::Path, ctx: &JobCtx) -> Result<O
     } else {
         let patch = blob(ctx, &session.patch)?;
         let tests = super::triage::globset(&p.test_globs).map_err(|e| err(&e))?;
-        match excluded_paths(&patch, task.test_patch.as_bytes(), p.policy, &tests) {
+        let policy_excluded = excluded_paths(&patch, task.test_patch.as_bytes(), p.policy, &tests);
+        match policy_excluded.and_then(|ex| session_paths(&patch).map(|paths| (ex, paths))) {
             Err(e) => skipped(format!("patch_apply_failed: the patch cannot be read: {e}")),
-            Ok(exclude) => {
+            Ok((mut exclude, paths)) => {
+                exclude.extend(reset_paths(&patch, task.test_patch.as_bytes()));
+                exclude.sort();
+                exclude.dedup();
                 let store = TreeStore::open_or_init(store_dir).map_err(|e| err(&e))?;
                 let mut steps = Vec::new();
-                let all_excluded = patch_paths(&patch)
-                    .map(|ps| ps.iter().all(|x| exclude.contains(&x.path)))
-                    .unwrap_or(false);
-                if !patch.iter().all(u8::is_ascii_whitespace) && !all_excluded {
+                let all_excluded = paths.iter().all(|x| exclude.contains(&x.path));
+                if !paths.is_empty() && !all_excluded {
                     steps.push(PatchStep {
                         label: "session".into(),
                         patch,
@@ -315,9 +393,17 @@ async fn grade(
     let task_digest = ctx.input_keys[0].to_hex();
     let patch = blob(&ctx, &session.patch)?;
     let tests = super::triage::globset(&p.test_globs).map_err(|e| err(&e))?;
-    let excluded =
+    let reset = reset_paths(&patch, task.test_patch.as_bytes());
+    let mut excluded =
         excluded_paths(&patch, task.test_patch.as_bytes(), p.policy, &tests).unwrap_or_default();
+    excluded.extend(reset.iter().cloned());
+    excluded.sort();
+    excluded.dedup();
+    let mut changed_test_files: BTreeSet<String> = run.changed_test_files.iter().cloned().collect();
     let mut rec = GradeRecord {
+        reset_paths: reset,
+        tamper: Vec::new(),
+        sandbox: run.sandbox.clone(),
         session: session.id.clone(),
         instance_id: task.instance_id.clone(),
         track: task.track.clone(),
@@ -380,13 +466,26 @@ async fn grade(
             "agent",
             format!("timed out after {} s", p.run.timeout_s),
         );
+    } else if let Some(limit) = &run.limit {
+        // The sandbox's memory, process or file-size limit ended or broke
+        // the run: the patch's code did that, as with a timeout.
+        verdict(
+            &mut rec,
+            "unresolved",
+            "agent",
+            format!("the run hit its {limit} limit"),
+        );
     } else if run.report_error.is_some() || run.tests.is_empty() || run.untrusted.is_some() {
         let why = run
             .report_error
             .clone()
             .or(run.untrusted.clone())
             .unwrap_or_else(|| "the report holds no tests".into());
-        verdict(&mut rec, "no_report", "harness", why);
+        // Graded tasks are certified: their controls reported normally, so a
+        // run of this tree that gives no usable report is the patch's doing
+        // (its code broke or faked the runner).
+        let fault = if task.certified { "agent" } else { "harness" };
+        verdict(&mut rec, "no_report", fault, why);
     } else {
         let mut outcomes = run.tests.clone();
         let p2p = check(&task.pass_to_pass, &outcomes);
@@ -404,9 +503,10 @@ async fn grade(
                     command: template.replace("{tests}", &tests.join(" ")),
                     ..HowToRun::new(&p.run, format)
                 };
-                let (checked, att) = execute_tree(tree_id, &env, &how, &store_dir, &ctx).await?;
+                let (checked, att) = execute_tree(tree_id, &env, &how, 0, &store_dir, &ctx).await?;
                 attachments.extend(att);
                 rec.redactions += checked.redactions;
+                changed_test_files.extend(checked.changed_test_files.iter().cloned());
                 rec.evidence.push(Receipt {
                     what: format!("{which} check log"),
                     digest: checked.log.clone(),
@@ -443,9 +543,11 @@ async fn grade(
                     command,
                     ..HowToRun::new(&p.run, format)
                 };
-                let (again, att) = execute_tree(&tree_id, &env, &how, &store_dir, &ctx).await?;
+                let (again, att) =
+                    execute_tree(&tree_id, &env, &how, rec.reruns, &store_dir, &ctx).await?;
                 attachments.extend(att);
                 rec.redactions += again.redactions;
+                changed_test_files.extend(again.changed_test_files.iter().cloned());
                 rec.evidence.push(Receipt {
                     what: format!("rerun {} log", rec.reruns),
                     digest: again.log.clone(),
@@ -469,6 +571,18 @@ async fn grade(
             }
         }
     }
+    let changed: Vec<String> = changed_test_files.into_iter().collect();
+    let (suspects, in_effect) = tamper_suspects(&patch, &rec.excluded_paths, &tests, &changed);
+    rec.tamper = suspects;
+    if in_effect && matches!(rec.verdict.as_str(), "resolved" | "resolved_after_rerun") {
+        let why = rec.tamper.join("; ");
+        verdict(
+            &mut rec,
+            "unresolved",
+            "agent",
+            format!("tamper suspect, never scored resolved: {why}"),
+        );
+    }
     for r in &rec.evidence {
         if let Ok(d) = r.digest.parse::<Digest>() {
             attachments.push(d);
@@ -480,4 +594,75 @@ async fn grade(
         bytes: serde_json::to_vec(&rec).map_err(|e| err(&e))?,
         attachments,
     })
+}
+
+/// Lines a patch adds outside test files that reach into the test
+/// framework: importing it, subclassing or patching its classes, defining
+/// its hooks, or ending the process at import time.
+const FRAMEWORK_REACH: &[&str] = &[
+    r"^\s*(import|from)\s+(unittest|pytest|_pytest|nose2?|doctest)\b",
+    r"\b(TestCase|TestResult|TextTestRunner|TestLoader|_callTestMethod|addSuccess|addFailure|addError)\b",
+    r"^\s*def\s+pytest_\w+",
+    r"^(os\._exit|sys\.exit|exit|quit)\s*\(",
+];
+
+/// The tamper suspects of a graded patch, and whether any of them was in
+/// effect in this arm (then the grade is never `resolved`):
+/// - it touches test infrastructure (in effect unless this arm excluded it);
+/// - its non-test code reaches into the test framework (always in effect);
+/// - test files changed during the run (always in effect).
+pub(crate) fn tamper_suspects(
+    patch: &[u8],
+    excluded: &[String],
+    tests: &globset::GlobSet,
+    changed_test_files: &[String],
+) -> (Vec<String>, bool) {
+    let infra = infra_globset();
+    let reach: Vec<regex::Regex> = FRAMEWORK_REACH
+        .iter()
+        .filter_map(|r| regex::Regex::new(r).ok())
+        .collect();
+    let mut out = Vec::new();
+    let mut in_effect = false;
+    for p in session_paths(patch).unwrap_or_default() {
+        if is_infra(&p.path, tests, &infra) {
+            let neutralised = excluded.contains(&p.path);
+            in_effect |= !neutralised;
+            out.push(format!(
+                "touches test infrastructure: {}{}",
+                p.path,
+                if neutralised { " (neutralised)" } else { "" }
+            ));
+        }
+    }
+    let text = String::from_utf8_lossy(patch);
+    let mut file: Option<String> = None;
+    for line in text.lines() {
+        if let Some(path) = line.strip_prefix("+++ ") {
+            file = path.strip_prefix("b/").map(str::to_owned);
+            continue;
+        }
+        let Some(added) = line.strip_prefix('+') else {
+            continue;
+        };
+        let Some(f) = &file else { continue };
+        if tests.is_match(f) || excluded.contains(f) || is_infra(f, tests, &infra) {
+            continue;
+        }
+        if reach.iter().any(|r| r.is_match(added)) {
+            in_effect = true;
+            out.push(format!(
+                "reaches into the test framework: {f}: `{}`",
+                added.trim()
+            ));
+        }
+    }
+    if !changed_test_files.is_empty() {
+        in_effect = true;
+        out.push(format!(
+            "test files changed during the run: {}",
+            changed_test_files.join(", ")
+        ));
+    }
+    (out, in_effect)
 }

@@ -24,6 +24,7 @@ pub(super) struct GradeLayout<'a> {
     pub(super) redact: &'a RedactConfig,
     pub(super) store_dir: &'a Path,
     pub(super) task_nodes: &'a BTreeMap<(String, String), (String, String)>,
+    pub(super) confine: super::confine::Confinement,
 }
 
 /// Per session: a session node, then per arm stage → run → grade, and one
@@ -54,13 +55,13 @@ pub(super) fn grade_nodes(
             .into());
     }
     let policy = match &pipeline.file.grade.exclusion {
-        None => Policy::NewTestFiles,
+        None => Policy::TestsAndInfra,
         Some(s) => Policy::parse(s.get_ref()).ok_or_else(|| {
             pipeline.error_at(
                 s.span(),
                 format!("unknown exclusion policy `{}`", s.get_ref()),
                 "here",
-                "use new-test-files, all-test-files, reset-test-patch-files or none",
+                "use tests-and-infra (the default), new-test-files, all-test-files, reset-test-patch-files or none",
             )
         })?,
     };
@@ -182,6 +183,8 @@ pub(super) fn grade_nodes(
                 redact: g.redact.clone(),
                 serial: g.env_cfg.serial.unwrap_or(true),
                 repeat: 0,
+                confine: g.confine,
+                watch: g.test_globs.to_vec(),
             };
             let run_node = format!("run:{}:{arm}", s.id);
             out.push(node(

@@ -188,6 +188,9 @@ pub(super) fn nodes(
         }
     }
 
+    let confine = confinement(pipeline, env_cfg)?;
+    let watch = test_globs.clone();
+
     let mut env_nodes: HashSet<String> = HashSet::new();
     // (instance_id, track) -> (task node, env node)
     let mut task_nodes: BTreeMap<(String, String), (String, String)> = BTreeMap::new();
@@ -219,6 +222,8 @@ pub(super) fn nodes(
             let env_params = EnvParams {
                 setup: env_cfg.setup.clone(),
                 key_files,
+                confine,
+                redact: redact.clone(),
             };
             let env_name = format!(
                 "env:{}",
@@ -283,6 +288,8 @@ pub(super) fn nodes(
                         redact: redact.clone(),
                         serial: env_cfg.serial.unwrap_or(true),
                         repeat: r,
+                        confine,
+                        watch: watch.clone(),
                     };
                     let run_name = format!("run:{cid}:{}:r{r}", state.as_str());
                     out.push(node(
@@ -385,6 +392,7 @@ pub(super) fn nodes(
         redact: &redact,
         store_dir: &store_dir,
         task_nodes: &task_nodes,
+        confine,
     };
     let not_graded = grade_nodes(
         pipeline,
@@ -419,4 +427,61 @@ pub(super) fn nodes(
 
 fn read_statement(dir: Option<&Path>, id: &str, ext: &str) -> Option<String> {
     std::fs::read_to_string(dir?.join(format!("{id}.{ext}"))).ok()
+}
+
+/// `[env]`'s sandbox and limits, checked; bubblewrap probed once when used.
+fn confinement(
+    pipeline: &Pipeline,
+    env_cfg: &crate::pipeline::EnvConfig,
+) -> Result<super::confine::Confinement, Failure> {
+    use super::confine::{Confinement, RunLimits, SandboxMode};
+    let sandbox = match &env_cfg.sandbox {
+        None => SandboxMode::Bwrap,
+        Some(s) => SandboxMode::parse(s.get_ref()).ok_or_else(|| {
+            pipeline.error_at(
+                s.span(),
+                format!("unknown sandbox `{}`", s.get_ref()),
+                "here",
+                "use `bwrap` (the default) or `none` (unsandboxed; the release says so)",
+            )
+        })?,
+    };
+    let d = RunLimits::default();
+    let limit = |v: &Option<toml::Spanned<u64>>, default: u64, what: &str| {
+        match v {
+        None => Ok(default),
+        Some(v) if *v.get_ref() == 0 => Err(pipeline.error_at(
+            v.span(),
+            format!("`{what}` cannot be 0"),
+            "here",
+            "a limit of 0 would fail every run; leave the key out for the default (docs/pipeline.md)",
+        )),
+        Some(v) => Ok(*v.get_ref()),
+    }
+    };
+    let limits = RunLimits {
+        memory: limit(&env_cfg.memory, d.memory, "memory")?,
+        processes: limit(&env_cfg.processes, d.processes, "processes")?,
+        open_files: limit(&env_cfg.open_files, d.open_files, "open_files")?,
+        file_size: limit(&env_cfg.file_size, d.file_size, "file_size")?,
+        tmp: limit(&env_cfg.tmp_size, d.tmp, "tmp_size")?,
+        home: limit(&env_cfg.home_size, d.home, "home_size")?,
+    };
+    if sandbox == SandboxMode::Bwrap
+        && let Err(e) = super::confine::bwrap()
+    {
+        return Err(Failure::new(
+            crate::exit::SANDBOX,
+            miette::miette!(
+                help = "install bubblewrap (`apt-get install bubblewrap`); or set `sandbox = \"none\"` in [env] to grade unsandboxed (every build warns, and the release says so)",
+                "{e}"
+            ),
+        ));
+    }
+    if sandbox == SandboxMode::None {
+        eprintln!(
+            "warning: [env] sandbox = \"none\": task and graded code run unconfined on this machine, with your rights; the release will say it was graded unsandboxed"
+        );
+    }
+    Ok(Confinement { sandbox, limits })
 }

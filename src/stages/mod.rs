@@ -1,6 +1,7 @@
 //! Stages turn the pipeline into engine nodes. Each stage module owns one node
 //! kind: its params (the key), its job, and its output record.
 
+mod confine;
 mod env;
 mod grade;
 mod grading;

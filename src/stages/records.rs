@@ -69,6 +69,15 @@ pub(crate) struct RunRecord {
     /// Secrets replaced in the stored log.
     #[serde(default)]
     pub(crate) redactions: u64,
+    /// `bwrap`, or `none` when graded unsandboxed.
+    #[serde(default)]
+    pub(crate) sandbox: String,
+    /// The limit the run hit: time, memory, processes or file_size.
+    #[serde(default)]
+    pub(crate) limit: Option<String>,
+    /// Test files whose bytes after the run differ from the staged ones.
+    #[serde(default)]
+    pub(crate) changed_test_files: Vec<String>,
 }
 
 /// `screen:<candidate>`: the three states read `repeats` times, reduced.
@@ -191,6 +200,17 @@ pub(crate) struct GradeRecord {
     pub(crate) reruns: u32,
     pub(crate) evidence: Vec<Receipt>,
     pub(crate) redactions: u64,
+    /// Session paths the hidden test patch also touches: reset to the test
+    /// patch's version in every arm (the agent's edits to them dropped).
+    #[serde(default)]
+    pub(crate) reset_paths: Vec<String>,
+    /// Tamper suspects (docs/verdicts.md); one in effect means the grade is
+    /// never `resolved`.
+    #[serde(default)]
+    pub(crate) tamper: Vec<String>,
+    /// The sandbox the graded run had: `bwrap`, or `none`.
+    #[serde(default)]
+    pub(crate) sandbox: String,
 }
 
 /// `metrics:<session>`: the shape of the patch that was graded.

@@ -20,10 +20,10 @@ use assay_git::TreeStore;
 use assay_report::{Format, Trust};
 use serde::Serialize;
 
-use super::env::base_env;
 use super::records::{EnvRecord, RunRecord, TreeRecord};
 
-pub(super) const KIND_VERSION: u32 = 1;
+/// 2: runs are sandboxed (docs/security.md), limited, and see `ASSAY_ATTEMPT`.
+pub(super) const KIND_VERSION: u32 = 2;
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct RunParams {
@@ -36,6 +36,11 @@ pub(crate) struct RunParams {
     /// Runs of this environment one at a time (its directory is shared state).
     pub(crate) serial: bool,
     pub(crate) repeat: u32,
+    /// The sandbox and limits.
+    pub(crate) confine: super::confine::Confinement,
+    /// Test files (by these globs) whose bytes change during the run are
+    /// recorded: tamper evidence.
+    pub(crate) watch: Vec<String>,
 }
 
 pub(crate) struct RunJob {
@@ -84,7 +89,8 @@ async fn execute(
         return finish(record, Vec::new());
     };
     let how = HowToRun::new(&p, format);
-    let (record, attachments) = execute_tree(&tree_id, &env, &how, &store_dir, &ctx).await?;
+    let (record, attachments) =
+        execute_tree(&tree_id, &env, &how, p.repeat, &store_dir, &ctx).await?;
     finish(record, attachments)
 }
 
@@ -98,6 +104,8 @@ pub(crate) struct HowToRun {
     pub(crate) log_cap: u64,
     pub(crate) redact: super::redact::RedactConfig,
     pub(crate) serial: bool,
+    pub(crate) confine: super::confine::Confinement,
+    pub(crate) watch: Vec<String>,
 }
 
 impl HowToRun {
@@ -110,6 +118,8 @@ impl HowToRun {
             log_cap: p.log_cap,
             redact: p.redact.clone(),
             serial: p.serial,
+            confine: p.confine,
+            watch: p.watch.clone(),
         }
     }
 }
@@ -121,11 +131,15 @@ pub(crate) async fn execute_tree(
     tree_id: &str,
     env: &EnvRecord,
     p: &HowToRun,
+    attempt: u32,
     store_dir: &std::path::Path,
     ctx: &JobCtx,
 ) -> Result<(RunRecord, Vec<assay_engine::Digest>), JobError> {
     let err = |e: &dyn std::fmt::Display| JobError::new(format!("run: {e}"));
-    let mut record = RunRecord::default();
+    let mut record = RunRecord {
+        sandbox: p.confine.sandbox.as_str().to_owned(),
+        ..RunRecord::default()
+    };
     if !env.ok {
         record.env_failed = true;
         record.exit_code = env.exit_code;
@@ -139,41 +153,46 @@ pub(crate) async fn execute_tree(
         .tempdir_in(ctx.cache_dir.join("tmp"))
         .map_err(|e| err(&e))?;
     let work = scratch.path().join("tree");
-    let home = scratch.path().join("home");
-    std::fs::create_dir_all(&home).map_err(|e| err(&e))?;
-    {
+    let staged = {
         let work = work.clone();
         let store_dir = store_dir.to_owned();
         let tree_id = tree_id.to_owned();
-        tokio::task::spawn_blocking(move || {
-            TreeStore::open_or_init(&store_dir)?.materialize(&tree_id, &work)
-        })
-        .await
-        .map_err(|e| err(&e))?
-        .map_err(|e| err(&e))?;
-    }
-    let mut vars = base_env(&home);
-    vars.insert("ASSAY_ENV".into(), env_dir.display().to_string());
-    vars.insert("TMPDIR".into(), home.display().to_string());
-    let log_path = scratch.path().join("log");
-    let spec = assay_exec::RunSpec {
-        command: p.command.clone(),
-        cwd: work.clone(),
-        env: vars,
-        timeout: Duration::from_secs(p.timeout_s),
-        log_path: log_path.clone(),
-        log_cap: p.log_cap,
-        limits: assay_exec::Limits {
-            max_file_size: Some(p.log_cap.max(1 << 30)),
-            ..assay_exec::Limits::default()
-        },
+        let watch = p.watch.clone();
+        tokio::task::spawn_blocking(move || stage_copy(&store_dir, &tree_id, &work, &watch))
+            .await
+            .map_err(|e| err(&e))?
+            .map_err(|e| err(&e))?
     };
+    let log_path = scratch.path().join("log");
+    let spec = super::confine::spec(
+        &p.confine,
+        super::confine::Launch {
+            command: p.command.clone(),
+            tree: Some(&work),
+            env_dir: &env_dir,
+            setup: false,
+            scratch: scratch.path(),
+            log_path: log_path.clone(),
+            log_cap: p.log_cap,
+            timeout: Duration::from_secs(p.timeout_s),
+            attempt,
+        },
+    )
+    .map_err(|e| err(&e))?;
     let outcome = if p.serial {
         let lock = env_lock(&env.dir);
         let _guard = lock.lock().await;
         assay_exec::run(&spec).await.map_err(|e| err(&e))?
     } else {
         assay_exec::run(&spec).await.map_err(|e| err(&e))?
+    };
+    record.limit = outcome.limit_hit.map(|l| l.as_str().to_owned());
+    record.changed_test_files = {
+        let work = work.clone();
+        let store_dir = store_dir.to_owned();
+        tokio::task::spawn_blocking(move || changed_files(&store_dir, &work, &staged))
+            .await
+            .map_err(|e| err(&e))?
     };
     record.exit_code = outcome.exit_code;
     record.signal = outcome.signal;
@@ -189,15 +208,7 @@ pub(crate) async fn execute_tree(
     let mut attachments = vec![log_digest];
     let report_bytes = match &p.report_file {
         None => Some(log),
-        // Code under test wrote this file: never follow a link it left there.
-        Some(rel)
-            if std::fs::symlink_metadata(work.join(rel))
-                .is_ok_and(|m| m.file_type().is_symlink()) =>
-        {
-            record.report_error = Some(format!("the report {rel} is a symbolic link; not read"));
-            None
-        }
-        Some(rel) => match std::fs::read(work.join(rel)) {
+        Some(rel) => match read_report(&work.join(rel), p.log_cap) {
             Ok(b) => {
                 let (b, n) = redactor.redact(&b);
                 record.redactions += n;
@@ -205,8 +216,8 @@ pub(crate) async fn execute_tree(
                 attachments.push(d);
                 Some(b)
             }
-            Err(e) => {
-                record.report_error = Some(format!("no report at {rel}: {e}"));
+            Err(why) => {
+                record.report_error = Some(format!("the report {rel}: {why}"));
                 None
             }
         },
@@ -230,11 +241,89 @@ pub(crate) async fn execute_tree(
     }
     if outcome.timed_out {
         record.untrusted = Some(format!("timed out after {} s", p.timeout_s));
+    } else if let Some(limit) = &record.limit {
+        record.untrusted = Some(format!("the run hit its {limit} limit"));
     } else if outcome.log_truncated && p.report_file.is_none() {
         record.untrusted =
             Some("the log exceeded the evidence cap; its report was not believed".into());
     }
     Ok((record, attachments))
+}
+
+/// Reads a report the code under test wrote: never through a link it left
+/// there, never a FIFO or device (which could block the grader), never more
+/// than `cap` bytes.
+fn read_report(path: &std::path::Path, cap: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let meta = std::fs::symlink_metadata(path).map_err(|e| format!("not found ({e})"))?;
+    if meta.file_type().is_symlink() {
+        return Err("is a symbolic link; not read".into());
+    }
+    if !meta.is_file() {
+        return Err("is not a regular file; not read".into());
+    }
+    if meta.len() > cap {
+        return Err(format!(
+            "is {} bytes, over the evidence cap ({cap} bytes); not read",
+            meta.len()
+        ));
+    }
+    let mut out = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(cap).read_to_end(&mut out))
+        .map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+/// The watched (test) files of the staged tree: path -> blob id.
+type Watched = Vec<(String, String)>;
+
+/// Materializes `tree_id` into `dest` and lists the watched files in it.
+fn stage_copy(
+    store_dir: &std::path::Path,
+    tree_id: &str,
+    dest: &std::path::Path,
+    watch: &[String],
+) -> Result<Watched, assay_git::GitError> {
+    let store = TreeStore::open_or_init(store_dir)?;
+    store.materialize(tree_id, dest)?;
+    if watch.is_empty() {
+        return Ok(Vec::new());
+    }
+    let globs = super::triage::globset(watch).unwrap_or_else(|_| globset::GlobSet::empty());
+    Ok(store
+        .entries(tree_id)?
+        .into_iter()
+        .filter(|e| e.mode != 0o120000 && globs.is_match(&e.path))
+        .map(|e| (e.path, e.id))
+        .collect())
+}
+
+/// The watched files whose bytes differ after the run from the staged ones
+/// (changed, deleted or replaced by a link), sorted.
+fn changed_files(
+    store_dir: &std::path::Path,
+    work: &std::path::Path,
+    staged: &Watched,
+) -> Vec<String> {
+    let Ok(store) = TreeStore::open_or_init(store_dir) else {
+        return staged.iter().map(|(p, _)| p.clone()).collect();
+    };
+    let mut out: Vec<String> = staged
+        .iter()
+        .filter(|(path, id)| {
+            let here = work.join(path);
+            let is_file = std::fs::symlink_metadata(&here).is_ok_and(|m| m.is_file());
+            !is_file
+                || match (std::fs::read(&here), store.read_blob(id)) {
+                    (Ok(now), Ok(then)) => now != then,
+                    _ => true,
+                }
+        })
+        .map(|(p, _)| p.clone())
+        .collect();
+    out.sort();
+    out
 }
 
 fn finish(record: RunRecord, attachments: Vec<assay_engine::Digest>) -> Result<Output, JobError> {

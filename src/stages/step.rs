@@ -123,6 +123,8 @@ impl Job for StepJob {
                 log_path: dir.join(".assay-log"),
                 log_cap: 1 << 20,
                 limits: assay_exec::Limits::default(),
+                // A step is the maintainer's own command, not task code.
+                sandbox: None,
             };
             let outcome = assay_exec::run(&spec)
                 .await

@@ -10,14 +10,16 @@
 #      the values below);
 #   1. stage the base tree (git archive; a throwaway `git init` so git apply
 #      has a repository of its own);
-#   2. apply the session patch: `exclude` arm leaves out the session's NEW
-#      files named like tests (recorded), `keep` arm leaves out nothing;
+#   2. apply the session patch: both arms leave out the session's edits to
+#      the files the hidden test patch touches (SWE-bench's reset); the
+#      `exclude` arm also leaves out every file named like a test, new or
+#      existing (the default policy, tests-and-infra; recorded);
 #      `..`, absolute paths and symlink escapes are refused (git apply refuses
 #      them too) -> patch_apply_failed;
 #   3. apply the hidden test patch (git diff BASE HEAD -- tests/); a failure
 #      is test_patch_conflict;
-#   4. python3 -m unittest -v at the tree root, ASSAY_ENV = one fresh directory
-#      per session (shared by its runs and both arms); log over 1 MiB ->
+#   4. python3 -m unittest -v at the tree root, ASSAY_ATTEMPT = the attempt
+#      at this tree (0, then the rerun number); log over 1 MiB ->
 #      ineligible; exit 127 -> env_setup_failed; no test lines -> no_report;
 #   5. FAIL_TO_PASS + PASS_TO_PASS all ok -> resolved; otherwise rerun the
 #      whole command up to 3 times: ok then -> resolved_after_rerun, else
@@ -76,14 +78,14 @@ EXPECT = {
     "alpha/calc-1.json": ("resolved", "resolved"),
     "alpha/calc-1-spec.json": ("resolved", "resolved"),
     "alpha/calc-4-parse.json": ("resolved", "resolved"),
-    "alpha/calc-5.json": ("resolved", "test_patch_conflict"),
+    "alpha/calc-5.json": ("resolved", "resolved"),
     "alpha/calc-7.json": ("resolved", "resolved"),
     "beta/calc-1.json": ("unresolved", "unresolved"),
     "beta/calc-4-eval.json": ("resolved_after_rerun", "resolved_after_rerun"),
     "beta/calc-4-parse.json": ("resolved", "resolved"),
     "beta/calc-5.json": ("ineligible", "ineligible"),
     "beta/calc-6.json": ("not_graded: uncertified task",) * 2,
-    "beta/calc-7.json": ("test_patch_conflict", "test_patch_conflict"),
+    "beta/calc-7.json": ("resolved", "resolved"),
     "gamma/calc-1.json": ("patch_apply_failed", "patch_apply_failed"),
     "gamma/calc-4-eval.json": ("no_report", "no_report"),
     "gamma/calc-4-parse.json": ("patch_apply_failed", "patch_apply_failed"),
@@ -93,8 +95,9 @@ EXPECT = {
     "swebench/predictions.jsonl#1": ("resolved", "resolved"),
     "swebench/predictions.jsonl#2": ("unresolved", "unresolved"),
 }
+# test_patch_conflict no longer arises here: the hidden patch's files are reset.
 ALL_VERDICTS = {"resolved", "resolved_after_rerun", "unresolved", "patch_apply_failed",
-                "test_patch_conflict", "no_report", "env_setup_failed", "ineligible"}
+                "no_report", "env_setup_failed", "ineligible"}
 
 LINE = re.compile(r"^(\w+) \(([\w.]+)\) \.\.\. (.*)$")
 surprises = []
@@ -120,8 +123,9 @@ def stage(commit, dest, tests_from=None):
             raise SystemExit(f"git archive {tests_from} tests failed")
 
 
-def run_tests(tree, env_dir):
-    env = dict(os.environ, ASSAY_ENV=env_dir, PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0")
+def run_tests(tree, env_dir, attempt=0):
+    env = dict(os.environ, ASSAY_ENV=env_dir, ASSAY_ATTEMPT=str(attempt),
+               PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0")
     proc = subprocess.run(["python3", "-m", "unittest", "-v"], cwd=tree, env=env,
                           capture_output=True, timeout=300)
     log = proc.stdout + proc.stderr
@@ -167,7 +171,7 @@ for task, (pr, pattern, want_f2p, want_flaky) in TASKS.items():
         for state, commit, tests_from in (("base", base, None), ("test", base, head), ("gold", head, None)):
             tree = os.path.join(work, f"screen-{pr}-{state}")
             stage(commit, tree, tests_from)
-            readings[state] = [run_tests(tree, env_dir)[1] for _ in range(SCREEN_REPEATS)]
+            readings[state] = [run_tests(tree, env_dir, r)[1] for r in range(SCREEN_REPEATS)]
         screened[pr] = readings
     r = screened[pr]
     ids = set().union(*r["test"], *r["gold"])
@@ -247,11 +251,11 @@ def grade(sid, task, patch, arm, env_dir, run_cache):
     git("init", "-q", cwd=tree)
     excluded = []
     kept = []
+    hidden = {p for p, _, _ in split_patch(t["test_patch"]) if p}
     for path, new, text in split_patch(patch):
         if escapes(path, tree):
             return "patch_apply_failed", f"path escapes the tree: {path}"
-        if arm == "exclude" and new and path and is_test_path(path) \
-                and not os.path.lexists(os.path.join(tree, path)):
+        if path in hidden or (arm == "exclude" and path and is_test_path(path)):
             excluded.append(path)
             continue
         kept.append(text)
@@ -271,7 +275,7 @@ def grade(sid, task, patch, arm, env_dir, run_cache):
     graded = t["f2p"] + t["p2p"]
     verdict, why = None, ""
     for attempt in range(1 + RERUNS):
-        code, results, log_len = run_tests(tree, env_dir)
+        code, results, log_len = run_tests(tree, env_dir, attempt)
         if log_len > LOG_CAP:
             verdict, why = "ineligible", f"log {log_len} bytes > cap {LOG_CAP}"
             break

@@ -4,7 +4,7 @@
 
 use super::{Index, round6};
 
-const HEADER: [&str; 29] = [
+const HEADER: [&str; 32] = [
     "session",
     "instance_id",
     "track",
@@ -34,6 +34,9 @@ const HEADER: [&str; 29] = [
     "empty_patch",
     "turns",
     "tokens_total",
+    "reset_paths",
+    "tamper",
+    "sandbox",
 ];
 
 pub(super) fn results(index: &Index<'_>) -> String {
@@ -84,6 +87,9 @@ pub(super) fn results(index: &Index<'_>) -> String {
                 .filter(|f| !f.tokens.is_empty())
                 .map(|f| f.tokens.values().sum::<u64>().to_string())
                 .unwrap_or_default(),
+            g.reset_paths.join(";"),
+            g.tamper.join(";"),
+            g.sandbox.clone(),
         ];
         push_row(&mut out, row.into_iter());
     }

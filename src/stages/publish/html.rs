@@ -51,6 +51,9 @@ pub(super) fn report(index: &Index<'_>, summary: &Value) -> String {
     h.push_str("<title>assay release report</title>\n<style>");
     h.push_str(CSS);
     h.push_str("</style>\n</head>\n<body>\n<h1>assay release report</h1>\n");
+    if summary["graded_unsandboxed"] == Value::Bool(true) {
+        h.push_str("<p class=\"warn\"><strong>Graded unsandboxed</strong> (<code>[env] sandbox = \"none\"</code>): agent code ran with the grader's rights on the host; these verdicts are not tamper-resistant.</p>\n");
+    }
     let agents: Vec<&Value> = summary["agents"]
         .as_object()
         .map(|m| m.values().collect())
@@ -116,6 +119,7 @@ pub(super) fn report(index: &Index<'_>, summary: &Value) -> String {
     matrix(&mut h, index);
     apart(&mut h, index, summary);
     suspects(&mut h, summary);
+    tamper(&mut h, summary);
     not_graded(&mut h, summary);
     usage(&mut h, &agents);
 
@@ -378,6 +382,37 @@ fn apart(h: &mut String, index: &Index<'_>, summary: &Value) {
         }
         h.push_str("</table>\n");
     }
+}
+
+fn tamper(h: &mut String, summary: &Value) {
+    let list = summary["tamper_suspects"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let _ = writeln!(h, "<h2>Tamper suspects ({})</h2>", list.len());
+    h.push_str("<p>Grades whose patch touches test infrastructure, reaches into the test framework from non-test code, or whose test files changed during the run. One in effect is never scored <code>resolved</code>.</p>\n");
+    if list.is_empty() {
+        return;
+    }
+    h.push_str(
+        "<table><tr><th>session</th><th>task</th><th>arm</th><th>verdict</th><th>why</th></tr>\n",
+    );
+    for t in &list {
+        let why: Vec<String> = t["why"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|w| w.as_str()).map(esc).collect())
+            .unwrap_or_default();
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(t["session"].as_str().unwrap_or("")),
+            esc(t["instance_id"].as_str().unwrap_or("")),
+            esc(t["arm"].as_str().unwrap_or("")),
+            esc(t["verdict"].as_str().unwrap_or("")),
+            why.join("<br>")
+        );
+    }
+    h.push_str("</table>\n");
 }
 
 fn suspects(h: &mut String, summary: &Value) {

@@ -185,6 +185,38 @@ pub(super) fn summary(index: &Index<'_>) -> (Value, Sources) {
         })
         .collect();
     root.text("verifier_suspects", suspects);
+    // Every grade with a tamper suspect, in either arm (docs/verdicts.md).
+    let tamper: Vec<Value> = index
+        .grades
+        .iter()
+        .filter(|g| !g.0.tamper.is_empty())
+        .map(|g| {
+            json!({
+                "session": g.0.session,
+                "instance_id": g.0.instance_id,
+                "agent": g.0.agent,
+                "model": g.0.model,
+                "arm": g.0.arm,
+                "verdict": g.0.verdict,
+                "why": g.0.tamper,
+                "grade": g.1,
+            })
+        })
+        .collect();
+    root.text("tamper_suspects", tamper);
+    // How the graded code was confined: `bwrap`, or `none` (unsandboxed).
+    let mut sandboxes: Vec<&str> = index
+        .grades
+        .iter()
+        .map(|g| g.0.sandbox.as_str())
+        .filter(|s| !s.is_empty())
+        .collect();
+    sandboxes.sort_unstable();
+    sandboxes.dedup();
+    root.text(
+        "graded_unsandboxed",
+        Value::Bool(sandboxes.contains(&"none")),
+    );
     let value = Value::Object(root.map);
     (value, sources)
 }

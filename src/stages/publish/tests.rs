@@ -71,6 +71,9 @@ fn grade(
         reruns: 0,
         evidence: vec![],
         redactions: 0,
+        reset_paths: vec![],
+        tamper: vec![],
+        sandbox: "bwrap".to_owned(),
     };
     (record, format!("grade-{session}-{arm}"))
 }
@@ -225,7 +228,8 @@ fn csv_quotes_commas_and_quotes() {
         Some(
             "session,instance_id,track,agent,model,arm,policy,verdict,fault,failing,excluded_paths,exit_code,\
              base_check,new_check,base_exit,new_exit,reruns,redactions,grade_digest,task_digest,lines_added,lines_removed,\
-             files_touched,size_vs_gold,suppressions_added,comment_lines_added,empty_patch,turns,tokens_total"
+             files_touched,size_vs_gold,suppressions_added,comment_lines_added,empty_patch,turns,tokens_total,\
+             reset_paths,tamper,sandbox"
         )
     );
     let row = lines.next().expect("a row");
@@ -233,7 +237,7 @@ fn csv_quotes_commas_and_quotes() {
         row.starts_with("s1,t1,basic,\"al,pha \"\"x\"\"\",m,exclude,"),
         "{row}"
     );
-    assert!(row.ends_with(",3,1,1,0.333333,0,0,false,10,1200"), "{row}");
+    assert!(row.ends_with(",3,1,1,0.333333,0,0,false,10,1200,,,bwrap"), "{row}");
 }
 
 #[test]

@@ -443,7 +443,7 @@ async fn a_run_is_an_unprivileged_user_with_the_limits_applied() {
     let mut spec = stage.spec(
         r#"echo "uid $(id -u) gid $(id -g)"
 grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' /proc/self/status | tr -s '\t' ' '
-for f in memory.max pids.max cpu.max memory/memory.limit_in_bytes pids/pids.max cpu/cpu.cfs_quota_us cpu/cpu.cfs_period_us; do
+for f in memory.max memory.swap.max pids.max cpu.max memory/memory.limit_in_bytes memory/memory.memsw.limit_in_bytes pids/pids.max cpu/cpu.cfs_quota_us cpu/cpu.cfs_period_us; do
   [ -e /sys/fs/cgroup/$f ] && echo "$f $(cat /sys/fs/cgroup/$f)"
 done
 echo "nofile $(ulimit -n) core $(ulimit -c)"
@@ -461,12 +461,13 @@ df -k /tmp /assay/home | awk 'NR > 1 { print $6, $2 }'"#,
     let log = stage.log();
     assert_eq!(out.exit_code, Some(0), "{log}");
     let memory = 256u64 << 20;
+    // No swap: cgroup v2 counts swap apart (0), v1 memory and swap together.
     let cgroup = if log.contains("memory.max ") {
-        format!("memory.max {memory}\npids.max 64\ncpu.max 50000 100000\n")
+        format!("memory.max {memory}\nmemory.swap.max 0\npids.max 64\ncpu.max 50000 100000\n")
     } else {
         format!(
-            "memory/memory.limit_in_bytes {memory}\npids/pids.max 64\n\
-             cpu/cpu.cfs_quota_us 50000\ncpu/cpu.cfs_period_us 100000\n"
+            "memory/memory.limit_in_bytes {memory}\nmemory/memory.memsw.limit_in_bytes {memory}\n\
+             pids/pids.max 64\ncpu/cpu.cfs_quota_us 50000\ncpu/cpu.cfs_period_us 100000\n"
         )
     };
     assert_eq!(

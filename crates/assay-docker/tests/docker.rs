@@ -600,52 +600,78 @@ async fn exit_codes_come_back() {
     assert_eq!(out.exit_code, Some(127));
 }
 
-#[tokio::test]
-async fn a_timeout_kills_the_run_and_removes_its_container() {
-    let stage = Stage::new();
-    let mut spec = stage.spec("echo started; sleep 600");
-    spec.timeout = Duration::from_secs(2);
-    let start = Instant::now();
-    let out = docker().await.run(&spec).await.unwrap();
-    assert!(out.timed_out);
-    assert_eq!(out.killed_by, Some(KilledBy::WallClock));
-    assert_eq!(out.exit_code, None);
-    assert!(
-        out.duration >= Duration::from_secs(2) && start.elapsed() < Duration::from_secs(15),
-        "{:?}",
-        out.duration
-    );
-    assert_eq!(stage.log(), "started\n");
-    assert!(!container_exists(&out.container));
-}
-
-#[tokio::test]
-async fn a_dropped_run_removes_its_container() {
-    let marker = unique("dropped");
-    let stage = Stage::new();
-    let spec = stage.spec(&format!("sleep 600 # {marker}"));
-    let docker = docker().await;
-    let mut run = Box::pin(docker.run(&spec));
-    // Poll the run until its container exists, then drop it mid-run.
-    let started = tokio::time::timeout(Duration::from_secs(30), async {
+/// Drives `run` until the container whose command holds `marker` exists;
+/// returns its id and the name of its tree volume.
+async fn container_of<F>(run: &mut std::pin::Pin<Box<F>>, marker: &str) -> (String, String)
+where
+    F: std::future::Future<Output = Result<ContainerOutcome, DockerError>>,
+{
+    let appeared = tokio::time::timeout(Duration::from_secs(30), async {
         loop {
             tokio::select! {
                 finished = run.as_mut() => panic!("the run ended: {finished:?}"),
                 () = tokio::time::sleep(Duration::from_millis(200)) => {}
             }
-            if !containers_with(&marker).is_empty() {
-                break;
+            if let Some(id) = containers_with(marker).pop() {
+                return id;
             }
         }
     })
     .await;
-    assert!(started.is_ok(), "no container appeared");
+    let id = appeared.expect("no container appeared");
+    let volume = cli(&[
+        "inspect",
+        "-f",
+        "{{range .Mounts}}{{if eq .Destination \"/assay/tree\"}}{{.Name}}{{end}}{{end}}",
+        &id,
+    ]);
+    assert!(!volume.is_empty(), "no tree volume on {id}");
+    (id, volume)
+}
+
+fn volume_exists(name: &str) -> bool {
+    !cli(&["volume", "ls", "-q", "--filter", &format!("name={name}")]).is_empty()
+}
+
+#[tokio::test]
+async fn a_timeout_kills_the_run_and_removes_its_container_and_tree() {
+    let marker = unique("timeout");
+    let stage = Stage::new();
+    let mut spec = stage.spec(&format!("echo started; sleep 600 # {marker}"));
+    spec.timeout = Duration::from_secs(3);
+    let start = Instant::now();
+    let docker = docker().await;
+    let mut run = Box::pin(docker.run(&spec));
+    let (id, volume) = container_of(&mut run, &marker).await;
+    let out = run.await.unwrap();
+    assert!(out.timed_out);
+    assert_eq!(out.killed_by, Some(KilledBy::WallClock));
+    assert_eq!(out.exit_code, None);
+    assert!(
+        out.duration >= Duration::from_secs(3) && start.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        out.duration
+    );
+    assert_eq!(stage.log(), "started\n");
+    assert_eq!(out.container, id);
+    assert!(!container_exists(&id));
+    assert!(!volume_exists(&volume), "the tree volume {volume} is left");
+}
+
+#[tokio::test]
+async fn a_dropped_run_removes_its_container_and_tree() {
+    let marker = unique("dropped");
+    let stage = Stage::new();
+    let spec = stage.spec(&format!("sleep 600 # {marker}"));
+    let docker = docker().await;
+    let mut run = Box::pin(docker.run(&spec));
+    let (id, volume) = container_of(&mut run, &marker).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     drop(run);
     eventually(
-        "the dropped run's container is removed",
+        "the dropped run's container and tree are removed",
         Duration::from_secs(20),
-        || containers_with(&marker).is_empty(),
+        || !container_exists(&id) && !volume_exists(&volume),
     )
     .await;
 }

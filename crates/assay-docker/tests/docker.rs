@@ -820,3 +820,24 @@ async fn cleanup_removes_containers_of_dead_owners_only() {
         cli(&["rm", "-f", id]);
     }
 }
+
+// ------------------------------------------------------------------ types
+
+/// The pipeline runs these on a multi-threaded runtime: the futures must be
+/// `Send`. A compile-time check; the body never runs.
+#[test]
+fn the_futures_are_send() {
+    fn send<T: Send>(_: T) {}
+    let _check = |docker: &'static Docker,
+                  run: &'static ContainerRun,
+                  spec: &'static ImageSpec,
+                  id: &'static ImageId| {
+        send(docker.run(run));
+        send(docker.build_image(spec));
+        send(docker.save_image(id));
+        send(docker.load_image(Vec::new()));
+        send(docker.remove_image(id));
+        send(docker.cleanup_leftovers());
+        send(Docker::connect());
+    };
+}

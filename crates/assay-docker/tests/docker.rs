@@ -324,6 +324,28 @@ async fn a_failing_setup_names_its_command_exit_code_and_log() {
 }
 
 #[tokio::test]
+async fn a_setup_past_its_timeout_is_killed_and_leaves_nothing() {
+    let marker = unique("slow-setup");
+    let mut spec = setup_spec(&[&format!("echo {marker}"), "sleep 600"]);
+    spec.timeout = Duration::from_secs(2);
+    let start = Instant::now();
+    let error = docker().await.build_image(&spec).await.unwrap_err();
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        start.elapsed()
+    );
+    let DockerError::Setup(failure) = error else {
+        panic!("not a setup failure: {error}");
+    };
+    assert!(failure.timed_out);
+    assert_eq!(failure.exit_code, None);
+    assert_eq!(String::from_utf8_lossy(&failure.log), format!("{marker}\n"));
+    assert_eq!(failure.to_string(), "the setup timed out");
+    assert_eq!(containers_with(&marker), Vec::<String>::new());
+}
+
+#[tokio::test]
 async fn setup_runs_as_one_script_over_the_key_files_with_the_network() {
     let port = host_listener();
     let marker = unique("setup-net");

@@ -1,0 +1,276 @@
+//! Tar archives to and from the daemon: the staged tree (streamed, owned by
+//! the run's user), the environment skeleton with its key files, and one file
+//! read back out.
+//!
+//! The tree is walked without following symlinks: a symlink is archived as a
+//! symlink, so no entry path ever passes through one and the daemon cannot be
+//! made to write outside the tree. Sockets, fifos and devices are skipped.
+
+use std::fs;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Component, Path};
+
+use bytes::Bytes;
+use futures_util::Stream;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::DockerError;
+use crate::spec::RunUser;
+
+const CHUNK: usize = 256 << 10;
+
+/// Streams a tar of the directory `root` (its content, entries relative to
+/// it), every entry owned by `owner`. The walk runs on a blocking thread; its
+/// handle reports a read error, which the stream itself can only cut short.
+pub(crate) fn tree(
+    root: &Path,
+    owner: RunUser,
+) -> (
+    impl Stream<Item = Result<Bytes, io::Error>> + Send + 'static,
+    JoinHandle<io::Result<()>>,
+) {
+    let (tx, rx) = mpsc::channel::<Bytes>(4);
+    let root = root.to_owned();
+    let producer = tokio::task::spawn_blocking(move || {
+        let sink = io::BufWriter::with_capacity(CHUNK, ChannelWriter(tx));
+        let mut builder = tar::Builder::new(sink);
+        append_dir(&mut builder, &root, Path::new(""), owner)?;
+        builder.into_inner()?.flush()
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|chunk| (Ok(chunk), rx))
+    });
+    (stream, producer)
+}
+
+/// Sends each write as one chunk; a closed channel (the upload gave up) is a
+/// broken pipe, which ends the walk.
+struct ChannelWriter(mpsc::Sender<Bytes>);
+
+impl Write for ChannelWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0
+            .blocking_send(Bytes::copy_from_slice(buf))
+            .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+fn append_dir<W: Write>(
+    builder: &mut tar::Builder<W>,
+    dir: &Path,
+    rel: &Path,
+    owner: RunUser,
+) -> io::Result<()> {
+    let mut entries = fs::read_dir(dir)?.collect::<Result<Vec<_>, _>>()?;
+    entries.sort_by_key(|entry| entry.file_name());
+    for entry in entries {
+        let path = entry.path();
+        let name = rel.join(entry.file_name());
+        let meta = fs::symlink_metadata(&path)?;
+        let kind = meta.file_type();
+        let mut header = header(&meta, owner);
+        if kind.is_dir() {
+            header.set_entry_type(tar::EntryType::Directory);
+            builder.append_data(&mut header, &name, io::empty())?;
+            append_dir(builder, &path, &name, owner)?;
+        } else if kind.is_file() {
+            header.set_entry_type(tar::EntryType::Regular);
+            header.set_size(meta.len());
+            builder.append_data(&mut header, &name, fs::File::open(&path)?)?;
+        } else if kind.is_symlink() {
+            header.set_entry_type(tar::EntryType::Symlink);
+            builder.append_link(&mut header, &name, fs::read_link(&path)?)?;
+        } else if kind.is_fifo()
+            || kind.is_socket()
+            || kind.is_block_device()
+            || kind.is_char_device()
+        {
+            continue;
+        }
+    }
+    Ok(())
+}
+
+fn header(meta: &fs::Metadata, owner: RunUser) -> tar::Header {
+    let mut header = tar::Header::new_gnu();
+    header.set_mode(meta.mode() & 0o7777);
+    header.set_mtime(u64::try_from(meta.mtime()).unwrap_or(0));
+    header.set_uid(owner.uid.into());
+    header.set_gid(owner.gid.into());
+    header.set_size(0);
+    header
+}
+
+/// The environment skeleton, extracted at `/`: [`ENV_DIR`](crate::ENV_DIR)
+/// with the key files (root's, read-only for the run), an empty
+/// [`TREE_DIR`](crate::TREE_DIR) and [`HOME_DIR`](crate::HOME_DIR) owned by
+/// `owner`. A run's tree volume copies the tree directory's owner from the
+/// image, which is how the uploaded tree's root becomes the run user's.
+pub(crate) fn skeleton<'a>(
+    key_files: impl IntoIterator<Item = (&'a String, &'a Vec<u8>)>,
+    owner: RunUser,
+) -> Result<Vec<u8>, DockerError> {
+    let root = RunUser { uid: 0, gid: 0 };
+    let mut builder = tar::Builder::new(Vec::new());
+    let io_error = |source| DockerError::Archive {
+        what: "the environment skeleton",
+        source,
+    };
+    let mut dirs = std::collections::BTreeSet::new();
+    let mut dir = |builder: &mut tar::Builder<Vec<u8>>, path: &Path, owner: RunUser, mode: u32| {
+        if !dirs.insert(path.to_owned()) {
+            return Ok(());
+        }
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Directory);
+        header.set_mode(mode);
+        header.set_uid(owner.uid.into());
+        header.set_gid(owner.gid.into());
+        header.set_size(0);
+        builder.append_data(&mut header, path, io::empty())
+    };
+    for path in ["assay", "assay/env"] {
+        dir(&mut builder, Path::new(path), root, 0o755).map_err(io_error)?;
+    }
+    dir(&mut builder, Path::new("assay/tree"), owner, 0o755).map_err(io_error)?;
+    dir(&mut builder, Path::new("assay/home"), owner, 0o700).map_err(io_error)?;
+    for (name, bytes) in key_files {
+        let rel = relative(name, "key file")?;
+        let path = Path::new("assay/env").join(rel);
+        let mut parent = Path::new("assay/env").to_owned();
+        for component in rel.parent().into_iter().flat_map(Path::components) {
+            parent.push(component);
+            dir(&mut builder, &parent, root, 0o755).map_err(io_error)?;
+        }
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_mode(0o644);
+        header.set_size(bytes.len() as u64);
+        builder
+            .append_data(&mut header, path, bytes.as_slice())
+            .map_err(io_error)?;
+    }
+    builder.into_inner().map_err(io_error)
+}
+
+/// `path` as a relative path of plain components (no `..`, `.`, root).
+pub(crate) fn relative<'p>(path: &'p str, what: &'static str) -> Result<&'p Path, DockerError> {
+    let rel = Path::new(path);
+    let plain = rel.components().next().is_some()
+        && rel.components().all(|c| matches!(c, Component::Normal(_)));
+    if plain {
+        Ok(rel)
+    } else {
+        Err(DockerError::InvalidSpec {
+            what,
+            value: path.to_owned(),
+            why: "it must be a relative path without `..` or `.`",
+        })
+    }
+}
+
+/// The content of the archive's first entry if it is a regular file; `None`
+/// for anything else (a symlink above all).
+pub(crate) fn single_file(archive: &[u8]) -> Result<Option<Vec<u8>>, DockerError> {
+    let io_error = |source| DockerError::Archive {
+        what: "a downloaded file",
+        source,
+    };
+    let mut archive = tar::Archive::new(archive);
+    let mut entries = archive.entries().map_err(io_error)?;
+    let Some(entry) = entries.next() else {
+        return Ok(None);
+    };
+    let mut entry = entry.map_err(io_error)?;
+    if entry.header().entry_type() != tar::EntryType::Regular {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    entry.read_to_end(&mut bytes).map_err(io_error)?;
+    Ok(Some(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(archive: &[u8]) -> Vec<(String, tar::EntryType, u64, String)> {
+        tar::Archive::new(archive)
+            .entries()
+            .unwrap()
+            .map(|entry| {
+                let entry = entry.unwrap();
+                let header = entry.header();
+                (
+                    entry.path().unwrap().display().to_string(),
+                    header.entry_type(),
+                    header.uid().unwrap(),
+                    header
+                        .link_name()
+                        .unwrap()
+                        .map(|link| link.display().to_string())
+                        .unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn the_tree_keeps_symlinks_as_symlinks_and_is_owned_by_the_run_user() {
+        use futures_util::StreamExt;
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("pkg")).unwrap();
+        fs::write(dir.path().join("pkg/a.py"), "x = 1\n").unwrap();
+        std::os::unix::fs::symlink("/etc", dir.path().join("escape")).unwrap();
+        let user = RunUser { uid: 1234, gid: 99 };
+        let (stream, producer) = tree(dir.path(), user);
+        let chunks: Vec<_> = stream.collect().await;
+        producer.await.unwrap().unwrap();
+        let bytes: Vec<u8> = chunks.into_iter().flat_map(|c| c.unwrap()).collect();
+        assert_eq!(
+            entries(&bytes),
+            [
+                (
+                    "escape".into(),
+                    tar::EntryType::Symlink,
+                    1234,
+                    "/etc".into()
+                ),
+                ("pkg".into(), tar::EntryType::Directory, 1234, String::new()),
+                (
+                    "pkg/a.py".into(),
+                    tar::EntryType::Regular,
+                    1234,
+                    String::new()
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn key_files_must_stay_below_the_env_dir() {
+        for bad in ["../etc/passwd", "/etc/passwd", "a/../../b", "", "./a"] {
+            let files = std::collections::BTreeMap::from([(bad.to_owned(), vec![])]);
+            assert!(skeleton(&files, RunUser::default()).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_symlink_is_not_a_single_file() {
+        let mut builder = tar::Builder::new(Vec::new());
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Symlink);
+        header.set_size(0);
+        builder
+            .append_link(&mut header, "report.xml", "/etc/shadow")
+            .unwrap();
+        assert_eq!(single_file(&builder.into_inner().unwrap()).unwrap(), None);
+    }
+}

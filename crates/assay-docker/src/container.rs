@@ -1,0 +1,340 @@
+//! One container's life, shared by setup and test runs: create it labelled
+//! with its owner, feed it a tar, run it attached with a wall-clock budget,
+//! read how it ended, and remove it, whatever happens.
+//!
+//! Removal is guaranteed three ways: [`Container::remove`] on every path the
+//! caller controls; a guard that removes it when the future is dropped (the
+//! caller was cancelled, or a step failed with `?`); and the owner labels,
+//! which let [`crate::Docker::cleanup_leftovers`] remove what a killed assay
+//! left behind.
+
+use std::time::{Duration, Instant};
+
+use bollard::body_try_stream;
+use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::query_parameters::{
+    AttachContainerOptions, ContainerArchiveInfoOptions, CreateContainerOptions,
+    DownloadFromContainerOptions, KillContainerOptions, RemoveContainerOptions,
+    UploadToContainerOptions, WaitContainerOptions,
+};
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt, TryStreamExt};
+use tokio::io::AsyncWrite;
+
+use crate::capture::{Captured, capture};
+use crate::command::Argv;
+use crate::error::status;
+use crate::{Docker, DockerError, owner};
+
+/// After the container exits its attached output ends at once; this bounds
+/// the wait for that end if the daemon is slow to close the stream.
+const OUTPUT_GRACE: Duration = Duration::from_secs(10);
+/// A killed container is gone within moments; past this the daemon is stuck.
+const KILL_GRACE: Duration = Duration::from_secs(30);
+
+pub(crate) struct Container<'d> {
+    docker: &'d Docker,
+    pub(crate) id: String,
+    guard: Guard,
+}
+
+/// How the container's main process ended, as the daemon saw it.
+pub(crate) struct Ended<W> {
+    pub(crate) exit_code: Option<i32>,
+    pub(crate) timed_out: bool,
+    pub(crate) oom_killed: bool,
+    pub(crate) duration: Duration,
+    pub(crate) output: Captured<W>,
+}
+
+/// What a setup or test container is made of; [`Container::create`] adds
+/// what every container shares (owner labels, attached output).
+pub(crate) struct Blueprint {
+    pub(crate) image: String,
+    pub(crate) user: String,
+    pub(crate) working_dir: &'static str,
+    pub(crate) argv: Argv,
+    pub(crate) stage: &'static str,
+    pub(crate) host_config: HostConfig,
+}
+
+impl<'d> Container<'d> {
+    pub(crate) async fn create(
+        docker: &'d Docker,
+        blueprint: Blueprint,
+    ) -> Result<Self, DockerError> {
+        let body = ContainerCreateBody {
+            image: Some(blueprint.image),
+            user: Some(blueprint.user),
+            hostname: Some("assay".to_owned()),
+            working_dir: Some(blueprint.working_dir.to_owned()),
+            entrypoint: Some(blueprint.argv.entrypoint),
+            cmd: Some(blueprint.argv.cmd),
+            labels: Some(owner::labels(blueprint.stage)),
+            attach_stdout: Some(true),
+            attach_stderr: Some(true),
+            network_disabled: Some(blueprint.host_config.network_mode.as_deref() == Some("none")),
+            host_config: Some(blueprint.host_config),
+            ..Default::default()
+        };
+        let created = docker
+            .api
+            .create_container(None::<CreateContainerOptions>, body)
+            .await
+            .map_err(DockerError::api("create a container"))?;
+        Ok(Self {
+            docker,
+            guard: Guard {
+                api: docker.api.clone(),
+                id: Some(created.id.clone()),
+            },
+            id: created.id,
+        })
+    }
+
+    /// Extracts a tar at `path` in the container's filesystem.
+    pub(crate) async fn upload(
+        &self,
+        path: &str,
+        tar: impl Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static,
+    ) -> Result<(), DockerError> {
+        let options = UploadToContainerOptions {
+            path: path.to_owned(),
+            ..Default::default()
+        };
+        self.docker
+            .long
+            .upload_to_container(&self.id, Some(options), body_try_stream(tar))
+            .await
+            .map_err(DockerError::api(format!("upload a tar to {path}")))
+    }
+
+    /// Attach, start, wait at most `timeout` (then SIGKILL), collect the
+    /// output into `sink` (at most `cap` bytes) and read the final state.
+    pub(crate) async fn drive<W>(
+        &self,
+        sink: W,
+        cap: u64,
+        timeout: Duration,
+    ) -> Result<Ended<W>, DockerError>
+    where
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let attach = AttachContainerOptions {
+            stream: true,
+            stdout: true,
+            stderr: true,
+            ..Default::default()
+        };
+        let attached = self
+            .docker
+            .api
+            .attach_container(&self.id, Some(attach))
+            .await
+            .map_err(DockerError::api("attach to a container"))?;
+        // A task of its own, so the output keeps draining while we wait; it
+        // ends with the stream, which ends when the container is gone.
+        let mut capturing = tokio::spawn(capture(attached.output, sink, cap));
+        self.docker
+            .api
+            .start_container(&self.id, None)
+            .await
+            .map_err(DockerError::api("start a container"))?;
+        let started = Instant::now();
+        let timed_out = match tokio::time::timeout(timeout, self.wait()).await {
+            Ok(waited) => {
+                waited?;
+                false
+            }
+            Err(_elapsed) => {
+                self.kill().await?;
+                tokio::time::timeout(KILL_GRACE, self.wait())
+                    .await
+                    .map_err(|_| DockerError::Api {
+                        action: "stop a killed container".into(),
+                        source: bollard::errors::Error::RequestTimeoutError,
+                    })??;
+                true
+            }
+        };
+        let duration = started.elapsed();
+        let output = match tokio::time::timeout(OUTPUT_GRACE, &mut capturing).await {
+            Ok(joined) => joined.map_err(|join| DockerError::Api {
+                action: "collect a container's output".into(),
+                source: bollard::errors::Error::IOError {
+                    err: std::io::Error::other(join),
+                },
+            })?,
+            Err(_) => {
+                capturing.abort();
+                return Err(DockerError::Api {
+                    action: "close a stopped container's output".into(),
+                    source: bollard::errors::Error::RequestTimeoutError,
+                });
+            }
+        };
+        if let Some(source) = output.read_error {
+            return Err(DockerError::Api {
+                action: "read a container's output".into(),
+                source,
+            });
+        }
+        let inspected = self
+            .docker
+            .api
+            .inspect_container(&self.id, None)
+            .await
+            .map_err(DockerError::api("inspect a stopped container"))?;
+        let state = inspected.state.unwrap_or_default();
+        Ok(Ended {
+            exit_code: if timed_out {
+                None
+            } else {
+                state.exit_code.and_then(|code| i32::try_from(code).ok())
+            },
+            timed_out,
+            oom_killed: state.oom_killed.unwrap_or(false),
+            duration,
+            output: Captured {
+                read_error: None,
+                ..output
+            },
+        })
+    }
+
+    /// Until the container is not running. A non-zero exit is reported by
+    /// bollard as an error; here it is just the end.
+    async fn wait(&self) -> Result<(), DockerError> {
+        let options = WaitContainerOptions {
+            condition: "not-running".to_owned(),
+        };
+        let mut waiting = self.docker.long.wait_container(&self.id, Some(options));
+        match waiting.next().await {
+            Some(Ok(_)) | Some(Err(bollard::errors::Error::DockerContainerWaitError { .. })) => {
+                Ok(())
+            }
+            Some(Err(source)) => Err(DockerError::Api {
+                action: "wait for a container".into(),
+                source,
+            }),
+            None => Err(DockerError::Api {
+                action: "wait for a container".into(),
+                source: bollard::errors::Error::IOError {
+                    err: std::io::ErrorKind::UnexpectedEof.into(),
+                },
+            }),
+        }
+    }
+
+    async fn kill(&self) -> Result<(), DockerError> {
+        let options = KillContainerOptions {
+            signal: "KILL".to_owned(),
+        };
+        match self
+            .docker
+            .api
+            .kill_container(&self.id, Some(options))
+            .await
+        {
+            // 409: it exited just now, on its own.
+            Err(error) if status(&error) == Some(409) => Ok(()),
+            other => other.map_err(DockerError::api("kill a container")),
+        }
+    }
+
+    /// `stat` of a path in the (stopped) container, without following a
+    /// final symlink; `None` if it does not exist.
+    pub(crate) async fn stat(
+        &self,
+        path: &str,
+    ) -> Result<Option<bollard::container::PathStatResponse>, DockerError> {
+        let options = ContainerArchiveInfoOptions {
+            path: path.to_owned(),
+        };
+        match self
+            .docker
+            .api
+            .get_container_archive_info(&self.id, Some(options))
+            .await
+        {
+            Ok(stat) => Ok(Some(stat)),
+            Err(error) if status(&error) == Some(404) => Ok(None),
+            Err(source) => Err(DockerError::Api {
+                action: format!("stat {path} in a container"),
+                source,
+            }),
+        }
+    }
+
+    /// A tar of `path` in the container.
+    pub(crate) async fn download(&self, path: &str) -> Result<Vec<u8>, DockerError> {
+        let options = DownloadFromContainerOptions {
+            path: path.to_owned(),
+        };
+        let chunks: Vec<Bytes> = self
+            .docker
+            .long
+            .download_from_container(&self.id, Some(options))
+            .try_collect()
+            .await
+            .map_err(DockerError::api(format!(
+                "download {path} from a container"
+            )))?;
+        Ok(chunks.concat())
+    }
+
+    /// Removes the container and its anonymous volumes (the run's tree).
+    pub(crate) async fn remove(mut self) -> Result<(), DockerError> {
+        remove(&self.docker.api, &self.id)
+            .await
+            .map_err(DockerError::api("remove a container"))?;
+        self.guard.id = None;
+        Ok(())
+    }
+}
+
+async fn remove(api: &bollard::Docker, id: &str) -> Result<(), bollard::errors::Error> {
+    let options = RemoveContainerOptions {
+        force: true,
+        v: true,
+        ..Default::default()
+    };
+    match api.remove_container(id, Some(options)).await {
+        Err(error) if status(&error) == Some(404) => Ok(()),
+        other => other,
+    }
+}
+
+/// Force-removes the container when dropped armed. `Drop` cannot await, and
+/// the runtime that dropped us may itself be shutting down, so the removal
+/// runs on a thread of its own with its own small runtime.
+struct Guard {
+    api: bollard::Docker,
+    id: Option<String>,
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        let api = self.api.clone();
+        let _ = std::thread::Builder::new()
+            .name("assay-docker-rm".into())
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build();
+                if let Ok(runtime) = runtime {
+                    let _ = runtime.block_on(remove(&api, &id));
+                }
+            });
+    }
+}
+
+/// Force-removes a container by id (used on leftovers).
+pub(crate) async fn remove_by_id(docker: &Docker, id: &str) -> Result<(), DockerError> {
+    remove(&docker.api, id)
+        .await
+        .map_err(DockerError::api(format!("remove container {id}")))
+}

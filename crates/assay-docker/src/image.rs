@@ -1,0 +1,79 @@
+//! Images as blobs: `docker save` of one image by id, and `docker load` back.
+//! Saved by id, the archive names no tag; loading it restores the same
+//! config, hence the same id, so an environment's output can name its image
+//! by id and carry the blob for another machine.
+
+use bollard::query_parameters::{ImportImageOptions, RemoveImageOptions};
+use bytes::Bytes;
+use futures_util::TryStreamExt;
+
+use crate::error::status;
+use crate::{Docker, DockerError, ImageId};
+
+impl Docker {
+    /// The `docker save` tar of one image.
+    pub async fn save_image(&self, id: &ImageId) -> Result<Vec<u8>, DockerError> {
+        let chunks: Vec<Bytes> = match self.long.export_image(id.as_str()).try_collect().await {
+            Ok(chunks) => chunks,
+            Err(error) if status(&error) == Some(404) => {
+                return Err(DockerError::ImageMissing { id: id.to_string() });
+            }
+            Err(source) => {
+                return Err(DockerError::Api {
+                    action: format!("save image {id}"),
+                    source,
+                });
+            }
+        };
+        Ok(chunks.concat())
+    }
+
+    /// Loads a [`save_image`](Self::save_image) tar and returns the id of the
+    /// image it held.
+    pub async fn load_image(&self, archive: Vec<u8>) -> Result<ImageId, DockerError> {
+        let options = ImportImageOptions {
+            quiet: true,
+            ..Default::default()
+        };
+        let messages: Vec<_> = self
+            .long
+            .import_image(options, bollard::body_full(Bytes::from(archive)), None)
+            .try_collect()
+            .await
+            .map_err(DockerError::api("load an image"))?;
+        let said: Vec<String> = messages
+            .into_iter()
+            .filter_map(|message| message.stream.or(message.status))
+            .collect();
+        said.iter()
+            .find_map(|line| line.trim().strip_prefix("Loaded image ID: "))
+            .map(ImageId::parse)
+            .unwrap_or_else(|| {
+                Err(DockerError::LoadedNoImage {
+                    said: said.concat().trim().to_owned(),
+                })
+            })
+    }
+
+    /// Removes an image from the daemon (its saved blob, if any, is the way
+    /// back). An image that is already gone is not an error.
+    pub async fn remove_image(&self, id: &ImageId) -> Result<(), DockerError> {
+        self.forget(id);
+        let options = RemoveImageOptions {
+            force: true,
+            ..Default::default()
+        };
+        match self
+            .api
+            .remove_image(id.as_str(), Some(options), None)
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(error) if status(&error) == Some(404) => Ok(()),
+            Err(source) => Err(DockerError::Api {
+                action: format!("remove image {id}"),
+                source,
+            }),
+        }
+    }
+}

@@ -1,0 +1,40 @@
+//! The Docker executor's engine client (bollard): environment images built
+//! from an offline base image, and test runs in fresh, locked-down
+//! containers.
+//!
+//! - **rebuild** = [`Docker::build_image`]: base image + key files + setup
+//!   commands → an image named by its id (`sha256:…`, never a tag), reusable
+//!   by the digest of its spec, exportable as a blob ([`Docker::save_image`],
+//!   [`Docker::load_image`]).
+//! - **run** = [`Docker::run`]: a fresh container of that image over one
+//!   staged tree, with no network, a read-only root, a non-root user without
+//!   capabilities, CPU/memory/pids limits and a wall-clock timeout; output
+//!   captured under a cap; the report file copied out without following
+//!   symlinks; the container always removed.
+//!
+//! Nothing is ever pulled: the base image comes from `scripts/base-image.sh`.
+//! Every container is labelled `assay.run=1` with its creating process, and
+//! [`Docker::cleanup_leftovers`] removes those whose process is gone.
+//!
+//! Inside an image: [`ENV_DIR`] holds the environment (`ASSAY_ENV`),
+//! [`TREE_DIR`] receives each run's tree, [`HOME_DIR`] is a run's home.
+
+mod archive;
+mod build;
+mod capture;
+mod client;
+mod command;
+mod container;
+mod error;
+mod image;
+mod limits;
+mod owner;
+mod run;
+mod spec;
+
+pub use client::{CONNECT_TIMEOUT, DEFAULT_ENDPOINT, Docker};
+pub use error::DockerError;
+pub use spec::{
+    BuiltImage, ContainerOutcome, ContainerRun, ENV_DIR, HOME_DIR, ImageId, ImageSpec, KilledBy,
+    Limits, Report, ReportRequest, RunUser, SetupFailure, TREE_DIR,
+};

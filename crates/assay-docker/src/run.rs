@@ -1,0 +1,253 @@
+//! Test runs: one fresh container per run over one staged tree.
+//!
+//! The container holds the threat model's guarantees:
+//!
+//! | guarantee | how |
+//! |---|---|
+//! | no network | `NetworkMode: none` (only a loopback), `NetworkDisabled` |
+//! | writes only to its tree, `/tmp`, home | read-only root; the tree is an anonymous volume (removed with the container); `/tmp` and the home are size-limited tmpfs; `/dev/shm` is private (`IpcMode: private`) and as large as `/tmp` |
+//! | not root, no privilege | the image's run user (numeric `uid:gid`), `CapDrop: ALL`, `no-new-privileges` |
+//! | limited | CPU, memory (no swap), pids, rlimits: see [`crate::Limits`] |
+//! | nothing of ours | no mount of the host; the env is exactly the spec's |
+//! | cannot outlive the run | wall-clock timeout → SIGKILL; the container is removed after success, failure, timeout, and when the future is dropped |
+//!
+//! The tree's root directory is owned by the run user because the tree
+//! volume copies it from the image's empty `/assay/tree` (created by
+//! [`crate::Docker::build_image`] for the user named in its `assay.user`
+//! label); a tar cannot change the owner of the directory it is extracted
+//! into.
+
+use std::collections::HashMap;
+use std::io;
+use std::path::Path;
+
+use bollard::models::{HostConfig, Mount, MountType, MountVolumeOptions};
+
+use crate::build::USER_LABEL;
+use crate::container::{Blueprint, Container};
+use crate::error::status;
+use crate::spec::{HOME_DIR, RunUser, TREE_DIR};
+use crate::{
+    ContainerOutcome, ContainerRun, Docker, DockerError, ImageId, KilledBy, Report, archive,
+    command, limits,
+};
+
+// Go's `os.FileMode` bits, as the daemon reports them in a path stat.
+const MODE_DIR: u32 = 1 << 31;
+const MODE_SYMLINK: u32 = 1 << 27;
+const MODE_TYPE: u32 = MODE_DIR
+    | MODE_SYMLINK
+    | 1 << 26 // device
+    | 1 << 25 // named pipe
+    | 1 << 24 // socket
+    | 1 << 21 // char device
+    | 1 << 19; // irregular
+
+impl Docker {
+    /// Runs `spec.command` over `spec.tree` in a fresh container of
+    /// `spec.image`; see the module header for what the container may do.
+    pub async fn run(&self, spec: &ContainerRun) -> Result<ContainerOutcome, DockerError> {
+        let user = self.run_user(&spec.image).await?;
+        let report = spec
+            .report
+            .as_ref()
+            .map(|report| {
+                let path = report.path.to_str().ok_or(DockerError::InvalidSpec {
+                    what: "report path",
+                    value: report.path.display().to_string(),
+                    why: "it must be valid UTF-8",
+                })?;
+                Ok::<_, DockerError>((archive::relative(path, "report path")?, report.cap))
+            })
+            .transpose()?;
+        let argv = command::shell(&spec.env, &spec.command)?;
+        let log = tokio::fs::File::create(&spec.log_path)
+            .await
+            .map_err(|source| DockerError::Log {
+                path: spec.log_path.clone(),
+                source,
+            })?;
+
+        let blueprint = Blueprint {
+            image: spec.image.to_string(),
+            user: user.to_string(),
+            working_dir: TREE_DIR,
+            argv,
+            stage: "test",
+            host_config: host_config(spec, user),
+        };
+        let container = match Container::create(self, blueprint).await {
+            Err(DockerError::Api { source, .. }) if status(&source) == Some(404) => {
+                self.forget(&spec.image);
+                return Err(DockerError::ImageMissing {
+                    id: spec.image.to_string(),
+                });
+            }
+            created => created?,
+        };
+        let (tar, producer) = archive::tree(&spec.tree, user);
+        let uploaded = container.upload(TREE_DIR, tar).await;
+        let produced = producer
+            .await
+            .unwrap_or_else(|join| Err(io::Error::other(join)));
+        match (uploaded, produced) {
+            (Ok(()), Ok(())) => {}
+            (Err(error), Err(walk)) if walk.kind() == io::ErrorKind::BrokenPipe => {
+                return Err(error);
+            }
+            (_, Err(source)) => {
+                return Err(DockerError::Tree {
+                    path: spec.tree.clone(),
+                    source,
+                });
+            }
+            (Err(error), Ok(())) => return Err(error),
+        }
+
+        let ended = container.drive(log, spec.log_cap, spec.timeout).await?;
+        if let Some(source) = ended.output.write_error {
+            return Err(DockerError::Log {
+                path: spec.log_path.clone(),
+                source,
+            });
+        }
+        let report = match report {
+            Some((path, cap)) => Some(read_report(&container, path, cap).await?),
+            None => None,
+        };
+        let id = container.id.clone();
+        container.remove().await?;
+        let killed_by = if ended.timed_out {
+            Some(KilledBy::WallClock)
+        } else if ended.oom_killed {
+            Some(KilledBy::Memory)
+        } else {
+            None
+        };
+        Ok(ContainerOutcome {
+            exit_code: ended.exit_code,
+            timed_out: ended.timed_out,
+            oom_killed: ended.oom_killed,
+            killed_by,
+            duration: ended.duration,
+            log_bytes: ended.output.total,
+            log_truncated: ended.output.total > spec.log_cap,
+            report,
+            container: id,
+        })
+    }
+
+    /// Who runs tests in `image`: its `assay.user` label.
+    async fn run_user(&self, image: &ImageId) -> Result<RunUser, DockerError> {
+        if let Some(user) = self.users().get(image) {
+            return Ok(*user);
+        }
+        let inspected = match self.api.inspect_image(image.as_str()).await {
+            Ok(inspected) => inspected,
+            Err(error) if status(&error) == Some(404) => {
+                return Err(DockerError::ImageMissing {
+                    id: image.to_string(),
+                });
+            }
+            Err(source) => {
+                return Err(DockerError::Api {
+                    action: format!("inspect image {image}"),
+                    source,
+                });
+            }
+        };
+        let user = inspected
+            .config
+            .and_then(|config| config.labels)
+            .and_then(|labels| labels.get(USER_LABEL).and_then(|user| RunUser::parse(user)))
+            .ok_or_else(|| DockerError::NotAnAssayImage {
+                id: image.to_string(),
+            })?;
+        self.users().insert(image.clone(), user);
+        Ok(user)
+    }
+
+    pub(crate) fn forget(&self, image: &ImageId) {
+        self.users().remove(image);
+    }
+
+    fn users(&self) -> std::sync::MutexGuard<'_, HashMap<ImageId, RunUser>> {
+        // The map is only ever a cache: a panic elsewhere cannot leave it wrong.
+        self.users
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+fn host_config(spec: &ContainerRun, user: RunUser) -> HostConfig {
+    let tmpfs = HashMap::from([
+        (
+            "/tmp".to_owned(),
+            format!("rw,nosuid,nodev,size={},mode=1777", spec.tmp_size),
+        ),
+        (
+            HOME_DIR.to_owned(),
+            format!(
+                "rw,nosuid,nodev,size={},mode=0700,uid={},gid={}",
+                spec.home_size, user.uid, user.gid
+            ),
+        ),
+    ]);
+    let tree = Mount {
+        target: Some(TREE_DIR.to_owned()),
+        typ: Some(MountType::VOLUME),
+        volume_options: Some(MountVolumeOptions {
+            // Copy the image's (empty) tree directory: that sets its owner.
+            no_copy: Some(false),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    HostConfig {
+        network_mode: Some("none".to_owned()),
+        readonly_rootfs: Some(true),
+        cap_drop: Some(vec!["ALL".to_owned()]),
+        ipc_mode: Some("private".to_owned()),
+        shm_size: Some(i64::try_from(spec.tmp_size).unwrap_or(i64::MAX)),
+        tmpfs: Some(tmpfs),
+        mounts: Some(vec![tree]),
+        ..limits::host_config(&spec.limits)
+    }
+}
+
+/// The report file, read without following a symlink anywhere on its path:
+/// every prefix is checked to be a directory, the file itself a regular file
+/// no larger than `cap`. The container is stopped, so nothing changes between
+/// the checks and the read.
+async fn read_report(
+    container: &Container<'_>,
+    rel: &Path,
+    cap: u64,
+) -> Result<Report, DockerError> {
+    let mut path = TREE_DIR.to_owned();
+    let mut components = rel.components().peekable();
+    while let Some(component) = components.next() {
+        path.push('/');
+        path.push_str(&component.as_os_str().to_string_lossy());
+        let Some(stat) = container.stat(&path).await? else {
+            return Ok(Report::Missing);
+        };
+        let last = components.peek().is_none();
+        let mode = stat.file_mode;
+        if (!last && (mode & MODE_TYPE) != MODE_DIR) || (last && (mode & MODE_TYPE) != 0) {
+            return Ok(Report::NotAFile);
+        }
+        let size = u64::try_from(stat.size).unwrap_or(0);
+        if last && size > cap {
+            return Ok(Report::TooLarge { size });
+        }
+    }
+    let archive = container.download(&path).await?;
+    Ok(match archive::single_file(&archive)? {
+        Some(bytes) if bytes.len() as u64 > cap => Report::TooLarge {
+            size: bytes.len() as u64,
+        },
+        Some(bytes) => Report::Present(bytes),
+        None => Report::NotAFile,
+    })
+}

@@ -1,0 +1,865 @@
+//! Against the real Docker daemon, no mocks: every guarantee of the docker
+//! executor is tried from inside a container and must hold.
+//!
+//! The daemon must be reachable: these tests fail (they never skip) when it
+//! is not. The base image is built with `scripts/base-image.sh` when absent
+//! (a minute or so), and reused when present.
+//!
+//! Tests run in parallel in one process, so "nothing is left" is checked per
+//! container (by id, or by a marker in its command), never as "no assay
+//! containers at all".
+
+// The helpers below are test code too; `allow-unwrap-in-tests` only covers
+// `#[test]` functions.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use assay_docker::{
+    ContainerOutcome, ContainerRun, Docker, DockerError, HOME_DIR, ImageId, ImageSpec, KilledBy,
+    Limits, Report, ReportRequest, RunUser,
+};
+use tempfile::TempDir;
+
+const BASE: &str = "assay-base:bookworm";
+const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The base image, built once per test process if the daemon lacks it.
+fn base_image() -> &'static str {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let out = Command::new(repo_root().join("scripts/base-image.sh"))
+            .arg(BASE)
+            .output()
+            .expect("run scripts/base-image.sh");
+        assert!(
+            out.status.success(),
+            "scripts/base-image.sh failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
+    BASE
+}
+
+async fn docker() -> Docker {
+    match Docker::connect().await {
+        Ok(docker) => docker,
+        Err(error) => panic!("these tests need a running Docker daemon: {error}"),
+    }
+}
+
+fn setup_spec(setup: &[&str]) -> ImageSpec {
+    ImageSpec {
+        base: base_image().to_owned(),
+        key_files: BTreeMap::new(),
+        setup: setup.iter().map(|s| (*s).to_owned()).collect(),
+        env: BTreeMap::from([("PATH".to_owned(), PATH.to_owned())]),
+        user: RunUser::default(),
+        timeout: Duration::from_secs(120),
+        log_cap: 1 << 20,
+        limits: Limits::default(),
+    }
+}
+
+/// The environment image most runs use: the base plus the skeleton.
+fn plain_image() -> ImageId {
+    static IMAGE: OnceLock<ImageId> = OnceLock::new();
+    IMAGE
+        .get_or_init(|| {
+            // Built on a runtime of its own: each test has its own runtime,
+            // and this one must outlive whichever test came first.
+            std::thread::spawn(|| {
+                tokio::runtime::Runtime::new().unwrap().block_on(async {
+                    docker()
+                        .await
+                        .build_image(&setup_spec(&[]))
+                        .await
+                        .unwrap()
+                        .id
+                })
+            })
+            .join()
+            .unwrap()
+        })
+        .clone()
+}
+
+/// A staged tree and a run over it.
+struct Stage {
+    dir: TempDir,
+}
+
+impl Stage {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("tree")).unwrap();
+        Self { dir }
+    }
+
+    fn tree(&self) -> PathBuf {
+        self.dir.path().join("tree")
+    }
+
+    fn write(&self, rel: &str, content: &str) {
+        let path = self.tree().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.dir.path().join("run.log")
+    }
+
+    fn log(&self) -> String {
+        String::from_utf8_lossy(&std::fs::read(self.log_path()).unwrap()).into_owned()
+    }
+
+    fn spec(&self, command: &str) -> ContainerRun {
+        ContainerRun {
+            image: plain_image(),
+            tree: self.tree(),
+            command: command.to_owned(),
+            env: BTreeMap::from([
+                ("PATH".to_owned(), PATH.to_owned()),
+                ("HOME".to_owned(), HOME_DIR.to_owned()),
+            ]),
+            timeout: Duration::from_secs(60),
+            log_path: self.log_path(),
+            log_cap: 1 << 20,
+            report: None,
+            limits: Limits::default(),
+            tmp_size: 16 << 20,
+            home_size: 4 << 20,
+        }
+    }
+
+    async fn run(&self, command: &str) -> ContainerOutcome {
+        docker().await.run(&self.spec(command)).await.unwrap()
+    }
+}
+
+/// `docker ARGS…` (the CLI, a second opinion on the daemon's state); its
+/// stdout, trimmed.
+fn cli(args: &[&str]) -> String {
+    let out = Command::new("docker").args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "docker {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+fn container_exists(id: &str) -> bool {
+    !cli(&["ps", "-aq", "--no-trunc", "--filter", &format!("id={id}")]).is_empty()
+}
+
+/// Ids of assay containers whose command line holds `marker`.
+fn containers_with(marker: &str) -> Vec<String> {
+    let listed = cli(&[
+        "ps",
+        "-a",
+        "--no-trunc",
+        "--filter",
+        "label=assay.run=1",
+        "--format",
+        "{{.ID}} {{.Command}}",
+    ]);
+    listed
+        .lines()
+        .filter(|line| line.contains(marker))
+        .map(|line| line.split(' ').next().unwrap().to_owned())
+        .collect()
+}
+
+async fn eventually(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "{what} not within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn unique(name: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{name}-{}-{nanos}", std::process::id())
+}
+
+/// Accepts connections on all host addresses and answers `hello`.
+fn host_listener() -> u16 {
+    let listener = TcpListener::bind("0.0.0.0:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut stream = stream;
+            let _ = stream.write_all(b"hello");
+        }
+    });
+    port
+}
+
+/// Python that connects to the default gateway (the host, from a bridged
+/// container; 172.17.0.1 when there is no route) and prints what happened.
+fn connect_to_host(port: u16) -> String {
+    format!(
+        r#"python3 - <<'PY'
+import socket, struct
+gateway = "172.17.0.1"
+for line in open("/proc/net/route").read().splitlines()[1:]:
+    fields = line.split()
+    if fields[1] == "00000000":
+        gateway = socket.inet_ntoa(struct.pack("<L", int(fields[2], 16)))
+try:
+    s = socket.create_connection((gateway, {port}), timeout=5)
+    print("connected:", s.recv(5).decode())
+except OSError as e:
+    print("refused errno", e.errno)
+PY"#
+    )
+}
+
+// ---------------------------------------------------------------- connect
+
+#[tokio::test]
+async fn connect_fails_at_once_when_nothing_listens() {
+    let start = Instant::now();
+    let error = Docker::connect_to("unix:///nonexistent/docker.sock")
+        .await
+        .unwrap_err();
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+    let message = error.to_string();
+    assert!(
+        matches!(error, DockerError::Unreachable { .. }),
+        "{message}"
+    );
+    assert!(
+        message.contains("/nonexistent/docker.sock") && message.contains("DOCKER_HOST"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn connect_gives_up_on_a_daemon_that_never_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("mute.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    // Accept and hold every connection without a word.
+    std::thread::spawn(move || {
+        let held: Vec<_> = listener.incoming().take(4).collect();
+        std::thread::sleep(Duration::from_secs(60));
+        drop(held);
+    });
+    let start = Instant::now();
+    let error = Docker::connect_to(&format!("unix://{}", socket.display()))
+        .await
+        .unwrap_err();
+    let waited = start.elapsed();
+    assert!(
+        waited >= assay_docker::CONNECT_TIMEOUT
+            && waited < assay_docker::CONNECT_TIMEOUT + Duration::from_secs(3),
+        "{waited:?}"
+    );
+    assert!(error.to_string().contains("no answer within"), "{error}");
+}
+
+// ------------------------------------------------------------------ build
+
+#[tokio::test]
+async fn a_missing_base_image_names_the_script_that_builds_it() {
+    let mut spec = setup_spec(&[]);
+    spec.base = "assay-base:never-built".to_owned();
+    let error = docker().await.build_image(&spec).await.unwrap_err();
+    assert!(
+        matches!(error, DockerError::BaseImageMissing { .. }),
+        "{error}"
+    );
+    assert!(
+        error
+            .to_string()
+            .contains("scripts/base-image.sh assay-base:never-built"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn a_failing_setup_names_its_command_exit_code_and_log() {
+    let marker = unique("failing-setup");
+    let spec = setup_spec(&[
+        &format!("echo one {marker}"),
+        "echo two; exit 3",
+        "echo never",
+    ]);
+    let error = docker().await.build_image(&spec).await.unwrap_err();
+    let DockerError::Setup(failure) = error else {
+        panic!("not a setup failure: {error}");
+    };
+    assert_eq!(failure.step, Some(1));
+    assert_eq!(failure.command.as_deref(), Some("echo two; exit 3"));
+    assert_eq!(failure.exit_code, Some(3));
+    assert!(!failure.timed_out);
+    let log = String::from_utf8_lossy(&failure.log);
+    assert_eq!(log, format!("one {marker}\ntwo\n"));
+    assert_eq!(
+        failure.to_string(),
+        "setup command 1 `echo two; exit 3` exited with 3"
+    );
+    assert_eq!(containers_with(&marker), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn a_setup_past_its_timeout_is_killed_and_leaves_nothing() {
+    let marker = unique("slow-setup");
+    let mut spec = setup_spec(&[&format!("echo {marker}"), "sleep 600"]);
+    spec.timeout = Duration::from_secs(2);
+    let start = Instant::now();
+    let error = docker().await.build_image(&spec).await.unwrap_err();
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        start.elapsed()
+    );
+    let DockerError::Setup(failure) = error else {
+        panic!("not a setup failure: {error}");
+    };
+    assert!(failure.timed_out);
+    assert_eq!(failure.exit_code, None);
+    assert_eq!(String::from_utf8_lossy(&failure.log), format!("{marker}\n"));
+    assert_eq!(failure.to_string(), "the setup timed out");
+    assert_eq!(containers_with(&marker), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn setup_runs_as_one_script_over_the_key_files_with_the_network() {
+    let port = host_listener();
+    let marker = unique("setup-net");
+    let mut spec = setup_spec(&[
+        "mkdir -p sub && cd sub",
+        // `cd` carried over from the previous command.
+        "pwd > ../where",
+        &format!("cat ../requirements.txt; echo {marker}"),
+        &connect_to_host(port),
+    ]);
+    spec.key_files
+        .insert("requirements.txt".to_owned(), b"pytest==8.0\n".to_vec());
+    spec.key_files
+        .insert("deep/er/key.lock".to_owned(), b"locked\n".to_vec());
+    let built = docker().await.build_image(&spec).await.unwrap();
+    let log = String::from_utf8_lossy(&built.setup_log);
+    assert!(!built.reused);
+    assert!(log.contains("pytest==8.0\n"), "{log}");
+    assert!(
+        log.contains("connected: hello"),
+        "setup must reach the network:\n{log}"
+    );
+
+    // What setup wrote stays in the image, read-only for runs.
+    let stage = Stage::new();
+    let mut run = stage.spec(
+        "cat /assay/env/where /assay/env/deep/er/key.lock; echo $ASSAY_ENV; \
+         touch /assay/env/x 2>&1 || echo env-read-only",
+    );
+    run.image = built.id.clone();
+    let out = docker().await.run(&run).await.unwrap();
+    assert_eq!(out.exit_code, Some(0));
+    // ASSAY_ENV is the setup's, not the run's: the run's env is the spec's.
+    assert_eq!(
+        stage.log(),
+        "/assay/env/sub\nlocked\n\ntouch: cannot touch '/assay/env/x': Read-only file system\nenv-read-only\n"
+    );
+    docker().await.remove_image(&built.id).await.unwrap();
+}
+
+#[tokio::test]
+async fn two_builds_of_one_spec_share_one_image() {
+    let marker = unique("shared");
+    let spec = setup_spec(&[&format!("echo {marker} > /assay/env/marker")]);
+    let docker = docker().await;
+    let first = docker.build_image(&spec).await.unwrap();
+    let second = docker.build_image(&spec).await.unwrap();
+    assert!(!first.reused);
+    assert!(second.reused);
+    assert_eq!(first.id, second.id);
+    assert_eq!(first.spec_digest, second.spec_digest);
+
+    let mut other = spec.clone();
+    other.setup.push("true".to_owned());
+    let third = docker.build_image(&other).await.unwrap();
+    assert!(!third.reused);
+    assert_ne!(third.id, first.id);
+    for id in [&first.id, &third.id] {
+        docker.remove_image(id).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_saved_image_removed_and_loaded_back_has_the_same_id() {
+    let marker = unique("saved");
+    let docker = docker().await;
+    let built = docker
+        .build_image(&setup_spec(&[&format!(
+            "echo {marker} > /assay/env/marker"
+        )]))
+        .await
+        .unwrap();
+    let blob = docker.save_image(&built.id).await.unwrap();
+    docker.remove_image(&built.id).await.unwrap();
+    let stage = Stage::new();
+    let mut run = stage.spec("cat /assay/env/marker");
+    run.image = built.id.clone();
+    let gone = docker.run(&run).await.unwrap_err();
+    assert!(matches!(gone, DockerError::ImageMissing { .. }), "{gone}");
+
+    let loaded = docker.load_image(blob).await.unwrap();
+    assert_eq!(loaded, built.id);
+    // Labels came back too: it still knows its run user and its spec.
+    let out = docker.run(&run).await.unwrap();
+    assert_eq!(
+        (out.exit_code, stage.log()),
+        (Some(0), format!("{marker}\n"))
+    );
+    let again = docker
+        .build_image(&setup_spec(&[&format!(
+            "echo {marker} > /assay/env/marker"
+        )]))
+        .await
+        .unwrap();
+    assert!(again.reused && again.id == built.id);
+    docker.remove_image(&built.id).await.unwrap();
+}
+
+// ------------------------------------------------------------------- runs
+
+#[tokio::test]
+async fn a_run_cannot_reach_the_network() {
+    let port = host_listener();
+    let stage = Stage::new();
+    let out = stage
+        .run(&format!("ls /sys/class/net; {}", connect_to_host(port)))
+        .await;
+    assert_eq!(out.exit_code, Some(0));
+    // Only a loopback, and the host is unreachable (ENETUNREACH), where a
+    // bridged setup container connects (see the setup test).
+    assert_eq!(stage.log(), "lo\nrefused errno 101\n");
+}
+
+#[tokio::test]
+async fn a_run_is_an_unprivileged_user_with_the_limits_applied() {
+    let stage = Stage::new();
+    let mut spec = stage.spec(
+        r#"echo "uid $(id -u) gid $(id -g)"
+grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' /proc/self/status | tr -s '\t' ' '
+for f in memory.max memory.swap.max pids.max cpu.max memory/memory.limit_in_bytes memory/memory.memsw.limit_in_bytes pids/pids.max cpu/cpu.cfs_quota_us cpu/cpu.cfs_period_us; do
+  [ -e /sys/fs/cgroup/$f ] && echo "$f $(cat /sys/fs/cgroup/$f)"
+done
+echo "nofile $(ulimit -n) core $(ulimit -c)"
+python3 -c 'import resource; print("fsize", resource.getrlimit(resource.RLIMIT_FSIZE)[0])'
+df -k /tmp /assay/home | awk 'NR > 1 { print $6, $2 }'"#,
+    );
+    spec.limits = Limits {
+        cpu_millis: Some(500),
+        memory: Some(256 << 20),
+        pids: Some(64),
+        open_files: Some(256),
+        file_size: Some(8 << 20),
+    };
+    let out = docker().await.run(&spec).await.unwrap();
+    let log = stage.log();
+    assert_eq!(out.exit_code, Some(0), "{log}");
+    let memory = 256u64 << 20;
+    // No swap: cgroup v2 counts swap apart (0), v1 memory and swap together.
+    let cgroup = if log.contains("memory.max ") {
+        format!("memory.max {memory}\nmemory.swap.max 0\npids.max 64\ncpu.max 50000 100000\n")
+    } else {
+        format!(
+            "memory/memory.limit_in_bytes {memory}\nmemory/memory.memsw.limit_in_bytes {memory}\n\
+             pids/pids.max 64\ncpu/cpu.cfs_quota_us 50000\ncpu/cpu.cfs_period_us 100000\n"
+        )
+    };
+    assert_eq!(
+        log,
+        format!(
+            "uid 1000 gid 1000\nCapInh: 0000000000000000\nCapPrm: 0000000000000000\n\
+             CapEff: 0000000000000000\nCapBnd: 0000000000000000\nCapAmb: 0000000000000000\n\
+             NoNewPrivs: 1\n{cgroup}nofile 256 core 0\nfsize {}\n/tmp 16384\n/assay/home 4096\n",
+            8 << 20
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_run_sees_exactly_the_environment_of_its_spec() {
+    let stage = Stage::new();
+    let mut spec = stage.spec("env | sort");
+    spec.env.insert("ASSAY_SEED".to_owned(), "0".to_owned());
+    let out = docker().await.run(&spec).await.unwrap();
+    assert_eq!(out.exit_code, Some(0));
+    // PWD is the shell's own; no HOSTNAME, no image ENV (LANG), nothing of ours.
+    assert_eq!(
+        stage.log(),
+        format!("ASSAY_SEED=0\nHOME={HOME_DIR}\nPATH={PATH}\nPWD=/assay/tree\n")
+    );
+}
+
+#[tokio::test]
+async fn a_run_writes_only_its_tree_tmp_and_home() {
+    let stage = Stage::new();
+    stage.write("pkg/mod.py", "x = 1\n");
+    let out = stage
+        .run(
+            r#"for f in /escape /etc/escape /etc/hosts /usr/escape /var/tmp/escape /assay/escape /assay/env/escape /root/escape; do
+  (echo x >> "$f") 2>/dev/null && echo "WROTE $f" || echo "refused $f"
+done
+for f in ./new pkg/new /tmp/new "$HOME/new"; do echo x > "$f" && echo "wrote $f"; done
+head -c 20000000 /dev/zero > /tmp/big 2>/dev/null && echo "WROTE past the tmpfs size" || echo "tmp is size-limited""#,
+        )
+        .await;
+    assert_eq!(out.exit_code, Some(0));
+    assert_eq!(
+        stage.log(),
+        "refused /escape\nrefused /etc/escape\nrefused /etc/hosts\nrefused /usr/escape\n\
+         refused /var/tmp/escape\nrefused /assay/escape\nrefused /assay/env/escape\n\
+         refused /root/escape\nwrote ./new\nwrote pkg/new\nwrote /tmp/new\n\
+         wrote /assay/home/new\ntmp is size-limited\n"
+    );
+}
+
+#[tokio::test]
+async fn the_tree_arrives_owned_by_the_run_user_with_symlinks_as_symlinks() {
+    let stage = Stage::new();
+    stage.write("pkg/mod.py", "x = 1\n");
+    std::os::unix::fs::symlink("/etc/passwd", stage.tree().join("link")).unwrap();
+    let out = stage
+        .run("stat -c '%n %u:%g %F' . pkg pkg/mod.py link; readlink link; pwd")
+        .await;
+    assert_eq!(out.exit_code, Some(0));
+    assert_eq!(
+        stage.log(),
+        ". 1000:1000 directory\npkg 1000:1000 directory\npkg/mod.py 1000:1000 regular file\n\
+         link 1000:1000 symbolic link\n/etc/passwd\n/assay/tree\n"
+    );
+}
+
+#[tokio::test]
+async fn the_report_is_copied_out_but_never_through_a_symlink() {
+    let docker = docker().await;
+    let cases: [(&str, &str, Report); 6] = [
+        (
+            "report.xml",
+            "echo '<ok/>' > report.xml",
+            Report::Present(b"<ok/>\n".to_vec()),
+        ),
+        (
+            "out/r.xml",
+            "mkdir out; echo deep > out/r.xml",
+            Report::Present(b"deep\n".to_vec()),
+        ),
+        ("report.xml", "true", Report::Missing),
+        (
+            "report.xml",
+            "ln -s /etc/passwd report.xml",
+            Report::NotAFile,
+        ),
+        ("out/passwd", "ln -s /etc out", Report::NotAFile),
+        (
+            "report.xml",
+            "head -c 5000 /dev/zero > report.xml",
+            Report::TooLarge { size: 5000 },
+        ),
+    ];
+    for (path, command, expected) in cases {
+        let stage = Stage::new();
+        let mut spec = stage.spec(command);
+        spec.report = Some(ReportRequest {
+            path: path.into(),
+            cap: 4096,
+        });
+        let out = docker.run(&spec).await.unwrap();
+        assert_eq!(out.report, Some(expected), "{command}");
+    }
+}
+
+#[tokio::test]
+async fn output_past_the_cap_is_drained_and_counted_not_kept() {
+    let stage = Stage::new();
+    let mut spec =
+        stage.spec("echo out; echo err >&2; echo out2; head -c 3000000 /dev/zero; echo end");
+    spec.log_cap = 20;
+    let out = docker().await.run(&spec).await.unwrap();
+    assert_eq!(out.exit_code, Some(0));
+    assert_eq!(out.log_bytes, 13 + 3_000_000 + 4);
+    assert!(out.log_truncated);
+    // In the order written, though stdout and stderr are two streams to Docker.
+    let log = std::fs::read(stage.log_path()).unwrap();
+    assert_eq!(log, b"out\nerr\nout2\n\0\0\0\0\0\0\0");
+}
+
+#[tokio::test]
+async fn exit_codes_come_back() {
+    let stage = Stage::new();
+    let out = stage.run("exit 7").await;
+    assert_eq!(
+        (out.exit_code, out.timed_out, out.killed_by),
+        (Some(7), false, None)
+    );
+    let out = stage.run("no-such-command").await;
+    assert_eq!(out.exit_code, Some(127));
+}
+
+/// Drives `run` until the container whose command holds `marker` exists;
+/// returns its id and the name of its tree volume.
+async fn container_of<F>(run: &mut std::pin::Pin<Box<F>>, marker: &str) -> (String, String)
+where
+    F: std::future::Future<Output = Result<ContainerOutcome, DockerError>>,
+{
+    let appeared = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            tokio::select! {
+                finished = run.as_mut() => panic!("the run ended: {finished:?}"),
+                () = tokio::time::sleep(Duration::from_millis(200)) => {}
+            }
+            if let Some(id) = containers_with(marker).pop() {
+                return id;
+            }
+        }
+    })
+    .await;
+    let id = appeared.expect("no container appeared");
+    let volume = cli(&[
+        "inspect",
+        "-f",
+        "{{range .Mounts}}{{if eq .Destination \"/assay/tree\"}}{{.Name}}{{end}}{{end}}",
+        &id,
+    ]);
+    assert!(!volume.is_empty(), "no tree volume on {id}");
+    (id, volume)
+}
+
+fn volume_exists(name: &str) -> bool {
+    !cli(&["volume", "ls", "-q", "--filter", &format!("name={name}")]).is_empty()
+}
+
+#[tokio::test]
+async fn a_timeout_kills_the_run_and_removes_its_container_and_tree() {
+    let marker = unique("timeout");
+    let stage = Stage::new();
+    let mut spec = stage.spec(&format!("echo started; sleep 600 # {marker}"));
+    spec.timeout = Duration::from_secs(3);
+    let start = Instant::now();
+    let docker = docker().await;
+    let mut run = Box::pin(docker.run(&spec));
+    let (id, volume) = container_of(&mut run, &marker).await;
+    let out = run.await.unwrap();
+    assert!(out.timed_out);
+    assert_eq!(out.killed_by, Some(KilledBy::WallClock));
+    assert_eq!(out.exit_code, None);
+    assert!(
+        out.duration >= Duration::from_secs(3) && start.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        out.duration
+    );
+    assert_eq!(stage.log(), "started\n");
+    assert_eq!(out.container, id);
+    assert!(!container_exists(&id));
+    assert!(!volume_exists(&volume), "the tree volume {volume} is left");
+}
+
+#[tokio::test]
+async fn a_dropped_run_removes_its_container_and_tree() {
+    let marker = unique("dropped");
+    let stage = Stage::new();
+    let spec = stage.spec(&format!("sleep 600 # {marker}"));
+    let docker = docker().await;
+    let mut run = Box::pin(docker.run(&spec));
+    let (id, volume) = container_of(&mut run, &marker).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    drop(run);
+    eventually(
+        "the dropped run's container and tree are removed",
+        Duration::from_secs(20),
+        || !container_exists(&id) && !volume_exists(&volume),
+    )
+    .await;
+}
+
+#[test]
+fn a_run_dropped_with_its_runtime_removes_its_container() {
+    let marker = unique("runtime-gone");
+    let stage = Stage::new();
+    let spec = stage.spec(&format!("sleep 600 # {marker}"));
+    let image = plain_image();
+    assert_eq!(spec.image, image);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.spawn(async move {
+        let docker = docker().await;
+        let _ = docker.run(&spec).await;
+    });
+    let start = Instant::now();
+    while containers_with(&marker).is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no container appeared"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    runtime.shutdown_background();
+    let start = Instant::now();
+    while !containers_with(&marker).is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the container outlived its runtime"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[tokio::test]
+async fn a_memory_hog_is_oom_killed_and_says_so() {
+    let stage = Stage::new();
+    let mut spec = stage.spec("exec python3 -c 'x = bytearray(1 << 30); print(len(x))'");
+    spec.limits.memory = Some(64 << 20);
+    let out = docker().await.run(&spec).await.unwrap();
+    assert!(out.oom_killed, "{out:?}");
+    assert_eq!(out.killed_by, Some(KilledBy::Memory));
+    assert_eq!(out.exit_code, Some(137));
+    assert!(!out.timed_out);
+    assert!(!container_exists(&out.container));
+}
+
+#[tokio::test]
+async fn a_fork_bomb_stops_at_the_pids_limit() {
+    let stage = Stage::new();
+    let mut spec = stage.spec(
+        "python3 -c '
+import os, time
+n = 0
+try:
+    while True:
+        if os.fork() == 0:
+            time.sleep(30)
+            os._exit(0)
+        n += 1
+except OSError as e:
+    print(\"stopped at\", n, \"errno\", e.errno)
+'",
+    );
+    spec.limits.pids = Some(32);
+    spec.timeout = Duration::from_secs(30);
+    let out = docker().await.run(&spec).await.unwrap();
+    // The shell and python count too: fewer than 32 children.
+    let log = stage.log();
+    assert!(
+        log.starts_with("stopped at ") && log.trim_end().ends_with("errno 11"),
+        "{log}"
+    );
+    let n: u32 = log.split_whitespace().nth(2).unwrap().parse().unwrap();
+    assert!((20..32).contains(&n), "{log}");
+    // The sleeping children die with the container.
+    assert_eq!(out.exit_code, Some(0));
+    assert!(!container_exists(&out.container));
+}
+
+#[tokio::test]
+async fn a_run_on_an_image_not_built_by_assay_is_refused() {
+    let stage = Stage::new();
+    let mut spec = stage.spec("true");
+    spec.image =
+        ImageId::parse(&cli(&["image", "inspect", "-f", "{{.Id}}", base_image()])).unwrap();
+    let error = docker().await.run(&spec).await.unwrap_err();
+    assert!(
+        matches!(error, DockerError::NotAnAssayImage { .. }),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn an_unreadable_tree_is_an_error_and_leaves_nothing() {
+    let stage = Stage::new();
+    let marker = unique("no-tree");
+    let mut spec = stage.spec(&format!("true # {marker}"));
+    spec.tree = stage.dir.path().join("missing");
+    let error = docker().await.run(&spec).await.unwrap_err();
+    assert!(matches!(error, DockerError::Tree { .. }), "{error}");
+    eventually("the container is removed", Duration::from_secs(10), || {
+        containers_with(&marker).is_empty()
+    })
+    .await;
+}
+
+// --------------------------------------------------------------- leftovers
+
+#[tokio::test]
+async fn cleanup_removes_containers_of_dead_owners_only() {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let host = host.trim();
+    // pid 1's start time, from /proc/1/stat (field 22).
+    let stat = std::fs::read_to_string("/proc/1/stat").unwrap();
+    let init_start = stat[stat.rfind(')').unwrap() + 1..]
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .to_owned();
+    let create = |pid: &str, start: &str, host: &str| {
+        cli(&[
+            "create",
+            "--label",
+            "assay.run=1",
+            "--label",
+            &format!("assay.pid={pid}"),
+            "--label",
+            &format!("assay.pid_start={start}"),
+            "--label",
+            &format!("assay.host={host}"),
+            base_image(),
+            "true",
+        ])
+    };
+    let dead = create("1", "1", host); // pid 1 reused: not the same start time
+    let alive = create("1", &init_start, host);
+    let elsewhere = create("1", "1", "another-host");
+
+    let removed = docker().await.cleanup_leftovers().await.unwrap();
+    assert!(removed.contains(&dead), "{removed:?}");
+    assert!(!container_exists(&dead));
+    for id in [&alive, &elsewhere] {
+        assert!(!removed.contains(id) && container_exists(id));
+        cli(&["rm", "-f", id]);
+    }
+}
+
+// ------------------------------------------------------------------ types
+
+/// The pipeline runs these on a multi-threaded runtime: the futures must be
+/// `Send`. A compile-time check; the body never runs.
+#[test]
+fn the_futures_are_send() {
+    fn send<T: Send>(_: T) {}
+    let _check = |docker: &'static Docker,
+                  run: &'static ContainerRun,
+                  spec: &'static ImageSpec,
+                  id: &'static ImageId| {
+        send(docker.run(run));
+        send(docker.build_image(spec));
+        send(docker.save_image(id));
+        send(docker.load_image(Vec::new()));
+        send(docker.remove_image(id));
+        send(docker.cleanup_leftovers());
+        send(Docker::connect());
+    };
+}

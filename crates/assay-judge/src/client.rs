@@ -31,7 +31,7 @@ use tokio::sync::Semaphore;
 use crate::error::{InfraFailure, JudgeError, redact};
 use crate::input::ReviewInput;
 use crate::labels::Labels;
-use crate::prompt::{Prompt, build_prompt};
+use crate::prompt::build_prompt;
 use crate::reading::{AnswerProblem, Reading, Usage, check_answer};
 use crate::settings::{Api, Settings};
 use crate::wire::{self, ANTHROPIC_VERSION};
@@ -146,6 +146,7 @@ impl Judge {
         let prompt = build_prompt(input, labels, settings.rubric.as_deref())?;
         let key = self.read_key()?;
         let body = wire::request_body(settings, &prompt, sample);
+        let request_digest = blake3::hash(&body).to_hex().to_string();
         let url = settings.endpoint_url();
         let max_attempts = settings.max_attempts.get();
         let mut usage = Usage::default();
@@ -159,15 +160,19 @@ impl Judge {
                     let checked = answer.review.and_then(|v| check_answer(&v, &prompt));
                     match checked {
                         Ok(c) => {
-                            return Ok(reading(
-                                &prompt,
-                                c,
+                            return Ok(Reading {
+                                mode: prompt.mode,
                                 sample,
+                                reviews: c.reviews,
+                                preferred: c.preferred,
+                                missing_quotes: c.missing_quotes,
+                                unverified_quotes: c.unverified_quotes,
                                 usage,
-                                attempt,
+                                attempts: attempt,
                                 retried_because,
-                                answer.text,
-                            ));
+                                request_digest,
+                                answer: answer.text,
+                            });
                         }
                         Err(problem) => Failure::Answer(problem),
                     }
@@ -313,29 +318,6 @@ fn transient(failure: InfraFailure, retry_after: Option<Duration>) -> Exchange {
     Exchange::Transient {
         failure,
         retry_after,
-    }
-}
-
-fn reading(
-    prompt: &Prompt,
-    c: crate::reading::Checked,
-    sample: u32,
-    usage: Usage,
-    attempts: u32,
-    retried_because: Vec<String>,
-    answer: String,
-) -> Reading {
-    Reading {
-        mode: prompt.mode,
-        sample,
-        reviews: c.reviews,
-        preferred: c.preferred,
-        missing_quotes: c.missing_quotes,
-        unverified_quotes: c.unverified_quotes,
-        usage,
-        attempts,
-        retried_because,
-        answer,
     }
 }
 

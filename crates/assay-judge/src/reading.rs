@@ -91,6 +91,9 @@ pub struct Reading {
     pub attempts: u32,
     /// Why each earlier attempt was not accepted, in order.
     pub retried_because: Vec<String>,
+    /// blake3 (hex) of the exact request body sent: lets an audit rebuild the
+    /// prompt from the node's inputs and check it is the one answered.
+    pub request_digest: String,
     /// The accepted answer as the server gave it (the JSON text, or the tool
     /// input re-serialised), for audit.
     pub answer: String,

@@ -50,6 +50,11 @@ async fn openai_request_has_the_path_bearer_key_model_and_strict_schema() {
     let shown: Vec<_> = labels.iter().collect();
     let expected = serde_json::to_value(answer_schema(&shown)).expect("schema");
     assert_eq!(format["json_schema"]["schema"], expected);
+    let sent = blake3::hash(&r.body).to_hex().to_string();
+    assert_eq!(
+        reading.request_digest, sent,
+        "the reading names the request it answers"
+    );
 
     assert_eq!(reading.mode, Mode::Single);
     assert_eq!(reading.sample, 3);

@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
-# check-determinism.sh — build the calc example repository twice, under
-# deliberately different surroundings (HOME with its own ~/.gitconfig, umask,
-# time zone, locale), and check that both builds have the same commit ids,
-# and that they match the id pinned below (the id every machine must get).
+# check-determinism.sh [MAKE_REPO EXPECTED_MAIN] — build an example repository
+# twice, under deliberately different surroundings (HOME with its own
+# ~/.gitconfig, umask, time zone, locale), and check that both builds have the
+# same commit ids, and that they match the pinned id (the id every machine must
+# get). Without arguments: the calc example, pinned below; another example
+# passes its own make-repo.sh and id (examples/gocalc/check-determinism.sh).
 #
 # If you change make-repo.sh on purpose, update EXPECTED_MAIN here and in
 # README.md.
 set -euo pipefail
 
-EXPECTED_MAIN=35f3376842ddebd03e735fc79ca3da0f8690b92c
-
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-work=$(mktemp -d "${TMPDIR:-/tmp}/calc-determinism.XXXXXX")
+make_repo=${1:-$here/make-repo.sh}
+EXPECTED_MAIN=${2:-35f3376842ddebd03e735fc79ca3da0f8690b92c}
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/example-determinism.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 # Run 1: as is.
-id1=$("$here/make-repo.sh" "$work/one")
+id1=$("$make_repo" "$work/one")
 
 # Run 2: a HOME whose git config would change identities, signing, line
 # endings and the default branch if make-repo.sh let it through.
@@ -36,7 +39,7 @@ cat >"$work/home/.gitconfig" <<'EOF'
 EOF
 id2=$(HOME="$work/home" XDG_CONFIG_HOME="$work/home/.config" TZ=America/Los_Angeles \
   LC_ALL=C GIT_AUTHOR_NAME=x GIT_COMMITTER_DATE="2001-01-01T00:00:00" \
-  bash -c 'umask 077; exec "$0" "$1"' "$here/make-repo.sh" "$work/two")
+  bash -c 'umask 077; exec "$0" "$1"' "$make_repo" "$work/two")
 
 status=0
 log1=$(git -C "$work/one" log --format='%H %T %s' main)
@@ -57,7 +60,7 @@ else
 fi
 
 # Refusal: DEST exists and is not empty.
-if "$here/make-repo.sh" "$work/one" >/dev/null 2>&1; then
+if "$make_repo" "$work/one" >/dev/null 2>&1; then
   echo "make-repo.sh wrote into a non-empty DEST" >&2
   status=1
 fi

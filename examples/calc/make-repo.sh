@@ -10,82 +10,11 @@
 # commit id is printed on stdout.
 set -euo pipefail
 
-if [ $# -ne 1 ] || [ -z "$1" ]; then
-  echo "usage: $0 DEST" >&2
-  exit 2
-fi
-dest=${1%/}
-if [ -e "$dest" ] || [ -L "$dest" ]; then
-  if [ ! -d "$dest" ] || [ -n "$(ls -A "$dest")" ]; then
-    echo "make-repo.sh: refusing to write into $dest: it exists and is not an empty directory" >&2
-    exit 1
-  fi
-fi
-
-# --- a hermetic git -----------------------------------------------------------
-unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_OBJECT_DIRECTORY \
-  GIT_ALTERNATE_OBJECT_DIRECTORIES GIT_TEMPLATE_DIR GIT_NAMESPACE \
-  GIT_CONFIG GIT_CONFIG_PARAMETERS GIT_CONFIG_COUNT GIT_REPLACE_REF_BASE \
-  GIT_AUTHOR_DATE GIT_COMMITTER_DATE
-export GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_SYSTEM=/dev/null GIT_CONFIG_NOSYSTEM=1
-export GIT_AUTHOR_NAME="Octo Cat" GIT_AUTHOR_EMAIL="octo@example.com"
-export GIT_COMMITTER_NAME="Octo Cat" GIT_COMMITTER_EMAIL="octo@example.com"
-export LC_ALL=C TZ=UTC
-umask 022
-
-tmp="$dest.tmp.$$"
-rm -rf "$tmp"
-trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$tmp"
-
-g() {
-  git -C "$tmp" -c commit.gpgsign=false -c tag.gpgsign=false -c core.autocrlf=false \
-    -c core.safecrlf=false -c core.fileMode=true -c merge.ff=true -c merge.log=false \
-    -c user.useConfigOnly=false "$@"
-}
-
+# A hermetic git and the verbs below (put, commit, branch, merge_pr).
+# shellcheck source=../lib/history.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/history.sh"
 # Commit dates: 2026-01-05T10:00:00Z (epoch 1767607200), one hour per commit.
-T0=1767607200
-STEP=3600
-tick=0
-next_date() {
-  local t=$((T0 + tick * STEP))
-  tick=$((tick + 1))
-  export GIT_AUTHOR_DATE="$t +0000" GIT_COMMITTER_DATE="$t +0000"
-}
-
-# put PATH < content — write a file (mode 0644) in the work tree.
-put() {
-  mkdir -p "$tmp/$(dirname "$1")"
-  cat >"$tmp/$1"
-  chmod 0644 "$tmp/$1"
-}
-
-# commit SUBJECT [BODY] — commit every change in the work tree.
-commit() {
-  g add -A
-  next_date
-  if [ $# -ge 2 ]; then
-    g commit -q --no-verify -m "$1" -m "$2"
-  else
-    g commit -q --no-verify -m "$1"
-  fi
-}
-
-branch() {
-  g checkout -q -b "$1" main
-}
-
-# merge_pr N BRANCH TITLE BODY — GitHub "Create a merge commit".
-merge_pr() {
-  g checkout -q main
-  next_date
-  g merge -q --no-ff --no-edit --no-verify \
-    -m "Merge pull request #$1 from octo/$2" -m "$3" -m "$4" "$2"
-  g branch -q -d "$2"
-}
-
-g init -q -b main
+history_begin "Octo Cat" octo@example.com octo 1767607200 "$@"
 
 # ==============================================================================
 # Initial commit: the calc package and a passing test suite.
@@ -1203,14 +1132,4 @@ merge_pr 8 feature/unclosed-paren "Reject unclosed parentheses" \
 Includes a test."
 
 # ==============================================================================
-g checkout -q main
-if [ -n "$(g status --porcelain)" ]; then
-  echo "make-repo.sh: internal error: work tree not clean" >&2
-  exit 1
-fi
-if [ -e "$dest" ]; then
-  rmdir "$dest"
-fi
-mv "$tmp" "$dest"
-trap - EXIT
-git -C "$dest" rev-parse main
+history_finish

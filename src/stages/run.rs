@@ -225,9 +225,14 @@ pub(crate) async fn execute_tree(
     if let Some(bytes) = report_bytes {
         match assay_report::parse(p.format, &bytes) {
             Ok(report) => {
-                if let Trust::Untrustworthy(why) = assay_report::assess(outcome.exit_code, &report)
-                {
-                    record.untrusted = Some(why);
+                match assay_report::assess(outcome.exit_code, &report) {
+                    Trust::Trusted => {}
+                    // Until screening and grading read build failures as
+                    // failed units (issue 14), a reading whose units did not
+                    // build stays untrusted, as before.
+                    Trust::BuildFailed(why) | Trust::Untrustworthy(why) => {
+                        record.untrusted = Some(why);
+                    }
                 }
                 for t in report.tests {
                     if let Some(f) = t.file {

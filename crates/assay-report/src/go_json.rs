@@ -4,18 +4,32 @@
 //! A test's name is `package.TestName` (subtests `package.TestName/sub`,
 //! each its own entry next to its parent), and its file is the package: Go
 //! reruns by package. Events without `Test` are the package's own result.
-//! A package that fails without any failing test did not build, or died
-//! outside a test (TestMain, a timeout panic): it becomes an `Error` entry
-//! named after the package, so a broken build cannot pass for "no failing
-//! tests". A test that ran but never got a result (the binary panicked or
-//! was killed) is an `Error` too. Lines that are not JSON objects (build
-//! errors printed as text by older Go) are skipped.
+//! A test that ran but never got a result (the binary panicked or was
+//! killed) is an `Error`.
+//!
+//! A package whose test binary does not build is a [`BuildFailure`] of the
+//! package, in either of the shapes Go prints:
+//!
+//! - Go < 1.24: plain text, not JSON, from the go command itself: the
+//!   compiler's block (`# example.com/calc [example.com/calc.test]` then its
+//!   errors) and `FAIL\texample.com/calc [build failed]` (`[setup failed]`
+//!   when an import cannot be resolved); the `FAIL` line may also arrive as
+//!   a package `output` event.
+//! - Go ≥ 1.24: `build-output` events (with `ImportPath`, not `Package`)
+//!   carrying the compiler's block, `build-fail`, then the package's `fail`
+//!   event naming it in `FailedBuild`.
+//!
+//! The message is the compiler's block without its `# …` header. A package
+//! that fails without a failing test and without a recognised build failure
+//! (TestMain, a timeout panic) becomes an `Error` entry named after the
+//! package, so it cannot pass for "no failing tests".
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 
-use crate::{Collector, Format, Outcome, ParseError, Report, text_lines};
+use crate::build::{Failures, MESSAGE_MAX_LINES};
+use crate::{BuildFailure, Collector, Format, Outcome, ParseError, Report, text_lines};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "PascalCase")]
@@ -23,6 +37,9 @@ struct Event {
     action: String,
     package: Option<String>,
     test: Option<String>,
+    output: Option<String>,
+    import_path: Option<String>,
+    failed_build: Option<String>,
 }
 
 pub(crate) fn parse(input: &[u8]) -> Result<Report, ParseError> {
@@ -31,9 +48,13 @@ pub(crate) fn parse(input: &[u8]) -> Result<Report, ParseError> {
     let mut running: BTreeMap<(String, String), usize> = BTreeMap::new();
     let mut failed_packages: BTreeSet<String> = BTreeSet::new();
     let mut packages_with_failing_tests: BTreeSet<String> = BTreeSet::new();
-    for (number, line) in text_lines(input) {
-        let line = line.trim();
+    let mut text = GoText::default();
+    // `build-output` of each ImportPath (Go ≥ 1.24).
+    let mut build_output: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (number, raw) in text_lines(input) {
+        let line = raw.trim();
         if !line.starts_with('{') {
+            text.line(&raw);
             continue;
         }
         let event: Event = match serde_json::from_str(line) {
@@ -54,9 +75,38 @@ pub(crate) fn parse(input: &[u8]) -> Result<Report, ParseError> {
         };
         // `build-output` / `build-fail` (Go ≥ 1.24) carry `ImportPath`, not
         // `Package`; the package's own `fail` follows them.
+        if let Some(path) = event.import_path.filter(|p| !p.is_empty()) {
+            match event.action.as_str() {
+                "build-output" => {
+                    let lines = build_output.entry(path).or_default();
+                    for l in event.output.as_deref().unwrap_or("").lines() {
+                        if !l.starts_with("# ") && lines.len() <= MESSAGE_MAX_LINES {
+                            lines.push(l.to_owned());
+                        }
+                    }
+                }
+                "build-fail" => {
+                    let lines = build_output.get(&path).cloned().unwrap_or_default();
+                    text.failures.add(package_of(&path), lines, false);
+                }
+                _ => {}
+            }
+            continue;
+        }
         let Some(package) = event.package.filter(|p| !p.is_empty()) else {
             continue;
         };
+        if event.test.as_deref().is_none_or(str::is_empty) {
+            if let Some(output) = &event.output {
+                for l in output.lines() {
+                    text.fail_line(l);
+                }
+            }
+            if let Some(failed) = event.failed_build.filter(|f| !f.is_empty()) {
+                let lines = build_output.get(&failed).cloned().unwrap_or_default();
+                text.failures.add(&package, lines, false);
+            }
+        }
         let outcome = match event.action.as_str() {
             "pass" => Outcome::Passed,
             "fail" => Outcome::Failed,
@@ -90,20 +140,113 @@ pub(crate) fn parse(input: &[u8]) -> Result<Report, ParseError> {
         packages_with_failing_tests.insert(package.clone());
         out.record(format!("{package}.{test}"), Some(package), Outcome::Error);
     }
+    let build_failures = text.finish();
+    let unbuilt: BTreeSet<&str> = build_failures.iter().map(|b| b.unit.as_str()).collect();
     for package in failed_packages {
-        if !packages_with_failing_tests.contains(&package) {
+        if !packages_with_failing_tests.contains(&package) && !unbuilt.contains(package.as_str()) {
             out.note(format!(
-                "package `{package}` failed without a failing test (build failure or crash outside a test)"
+                "package `{package}` failed without a failing test and without a recognised build failure (a crash outside a test?)"
             ));
             out.record(package.clone(), Some(package), Outcome::Error);
         }
     }
+    out.build_failures(build_failures);
     Ok(out.finish())
+}
+
+/// The build failures of Go < 1.24's plain-text lines alone (for logs that
+/// are not test2json, such as gotestsum's).
+pub(crate) fn text_build_failures(input: &[u8]) -> Vec<BuildFailure> {
+    let mut text = GoText::default();
+    for (_, line) in text_lines(input) {
+        text.line(&line);
+    }
+    text.finish()
+}
+
+/// `example.com/calc [example.com/calc.test]` → `example.com/calc`.
+fn package_of(import_path: &str) -> &str {
+    import_path.split_whitespace().next().unwrap_or(import_path)
+}
+
+/// Reads the go command's own text lines: the compiler's `# package` blocks
+/// and the `FAIL\tpackage [build failed]` lines that name what they broke.
+#[derive(Default)]
+struct GoText {
+    /// Compiler blocks by package, in the order they appeared.
+    blocks: Vec<(String, Vec<String>)>,
+    /// The block that text lines are added to.
+    open: Option<usize>,
+    failures: Failures,
+}
+
+impl GoText {
+    fn line(&mut self, line: &str) {
+        if let Some(header) = line.strip_prefix("# ") {
+            self.blocks
+                .push((package_of(header).to_owned(), Vec::new()));
+            self.open = Some(self.blocks.len() - 1);
+        } else if self.fail_line(line) || is_go_status(line) {
+            self.open = None;
+        } else if let Some((_, lines)) = self.open.and_then(|i| self.blocks.get_mut(i))
+            && lines.len() <= MESSAGE_MAX_LINES
+        {
+            lines.push(line.to_owned());
+        }
+    }
+
+    /// `FAIL\tpkg [build failed]` / `[setup failed]`: records the failure
+    /// with its package's compiler block (or, when the package has none of
+    /// its own because a dependency broke, every block so far).
+    fn fail_line(&mut self, line: &str) -> bool {
+        let Some(rest) = line.strip_prefix("FAIL\t") else {
+            return false;
+        };
+        let Some(package) = rest
+            .strip_suffix(" [build failed]")
+            .or_else(|| rest.strip_suffix(" [setup failed]"))
+            .map(str::trim)
+        else {
+            return false;
+        };
+        let own: Vec<String> = self
+            .blocks
+            .iter()
+            .filter(|(p, _)| p == package)
+            .flat_map(|(_, lines)| lines.iter().cloned())
+            .collect();
+        let lines = if own.is_empty() {
+            self.blocks
+                .iter()
+                .flat_map(|(p, lines)| {
+                    std::iter::once(format!("# {p}")).chain(lines.iter().cloned())
+                })
+                .collect()
+        } else {
+            own
+        };
+        self.failures.add(package, lines, false);
+        true
+    }
+
+    fn finish(self) -> Vec<BuildFailure> {
+        self.failures.finish()
+    }
+}
+
+/// The go command's progress and result lines, which end a compiler block.
+fn is_go_status(line: &str) -> bool {
+    line.starts_with("go: ")
+        || line.starts_with("ok  \t")
+        || line.starts_with("?   \t")
+        || line.starts_with("FAIL")
+        || line.starts_with("PASS")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::failures;
 
     fn outcomes(r: &Report) -> Vec<(&str, Option<&str>, Outcome)> {
         r.tests
@@ -126,11 +269,6 @@ mod tests {
                 ("example.com/calc.TestDivide/simple", calc, Outcome::Passed),
                 ("example.com/calc.TestNetwork", calc, Outcome::Skipped),
                 (
-                    "example.com/calc/broken",
-                    Some("example.com/calc/broken"),
-                    Outcome::Error
-                ),
-                (
                     "example.com/calc/fmt.TestFormat",
                     Some("example.com/calc/fmt"),
                     Outcome::Passed
@@ -143,8 +281,17 @@ mod tests {
                 ),
             ]
         );
-        // TestHang got no result; calc/broken did not build.
-        assert_eq!(r.notes.len(), 2, "{:?}", r.notes);
+        // TestHang got no result.
+        assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
+        // calc/broken did not build: a build failure, not a test.
+        assert_eq!(
+            failures(&r),
+            [(
+                "example.com/calc/broken",
+                "broken/broken.go:3:8: undefined: missingFunc",
+                false
+            )]
+        );
     }
 
     #[test]
@@ -153,9 +300,86 @@ mod tests {
             "../tests/fixtures/go_test_json_build_fail_go124.txt"
         ))
         .unwrap();
+        assert!(r.tests.is_empty(), "{:?}", r.tests);
+        assert_eq!(
+            failures(&r),
+            [(
+                "example.com/calc",
+                "./calc_test.go:9:2: undefined: Mul",
+                false
+            )]
+        );
+        assert!(r.notes.is_empty(), "{:?}", r.notes);
+    }
+
+    #[test]
+    fn go_119_test_patch_uses_an_api_the_pr_adds() {
+        // Real `go test -json ./...` (Go 1.19): no JSON at all, only text.
+        let r = parse(include_bytes!(
+            "../tests/fixtures/go_test_json_build_fail_go119.txt"
+        ))
+        .unwrap();
+        assert!(r.tests.is_empty(), "{:?}", r.tests);
+        assert_eq!(
+            failures(&r),
+            [(
+                "example.com/calc",
+                "./calc_test.go:12:5: undefined: Mul",
+                false
+            )]
+        );
+        assert!(r.notes.is_empty(), "{:?}", r.notes);
+    }
+
+    #[test]
+    fn go_119_collision_setup_failure_and_a_package_that_ran() {
+        let r = parse(include_bytes!(
+            "../tests/fixtures/go_test_json_collision_go119.txt"
+        ))
+        .unwrap();
         assert_eq!(
             outcomes(&r),
-            [("example.com/calc", Some("example.com/calc"), Outcome::Error)]
+            [(
+                "example.com/shapes/geom.TestArea",
+                Some("example.com/shapes/geom"),
+                Outcome::Passed
+            )]
+        );
+        assert_eq!(
+            failures(&r),
+            [
+                (
+                    "example.com/shapes/calc",
+                    "calc/calc_test.go:5:6: approx redeclared in this block\n\tcalc/agent_test.go:8:6: other declaration of approx",
+                    false
+                ),
+                (
+                    "example.com/shapes/remote",
+                    "remote/remote_test.go:6:2: cannot find module providing package example.com/missing/dep: module lookup disabled by GOPROXY=off",
+                    false
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn fail_line_in_an_output_event_without_a_block_and_a_dependency_block() {
+        // The package failed because a dependency did not build: its own
+        // FAIL line has no block, so the blocks seen so far are its message.
+        let input = b"# example.com/app/dep\n\
+dep/dep.go:3:1: syntax error: non-declaration statement outside function body\n\
+{\"Action\":\"output\",\"Package\":\"example.com/app\",\"Output\":\"FAIL\\texample.com/app [build failed]\\n\"}\n\
+{\"Action\":\"fail\",\"Package\":\"example.com/app\",\"Elapsed\":0}\n\
+{\"Action\":\"output\",\"Package\":\"example.com/app\",\"Test\":\"TestX\",\"Output\":\"FAIL\\texample.com/fake [build failed]\\n\"}\n";
+        let r = parse(input).unwrap();
+        assert!(r.tests.is_empty(), "{:?}", r.tests);
+        assert_eq!(
+            failures(&r),
+            [(
+                "example.com/app",
+                "# example.com/app/dep\ndep/dep.go:3:1: syntax error: non-declaration statement outside function body",
+                false
+            )]
         );
     }
 

@@ -14,6 +14,11 @@
 //!   with the worst outcome winning, notes keep input order.
 //! - Garbage input never panics: it yields a [`ParseError`] or a report with
 //!   no tests, which [`assess`] then calls untrustworthy.
+//! - A unit that did not build (a Go package, a crate, a test module that
+//!   does not import) is a [`BuildFailure`] in [`Report::build_failures`], not
+//!   a test: a report with no tests but a recognised build failure is
+//!   [`Trust::BuildFailed`], one with neither stays untrustworthy. The shapes
+//!   recognised per format are in `docs/languages.md`.
 //! - Expected failures (unittest `expected failure`, pytest `XFAIL`, TAP
 //!   `not ok … # TODO`) count as [`Outcome::Passed`], as each runner's own exit
 //!   status does; unexpected successes count as the runner counts them
@@ -28,8 +33,12 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+pub use build::{BuildFailure, MESSAGE_MAX_BYTES, MESSAGE_MAX_LINES, unit_of};
+
+mod build;
 mod go_json;
 mod junit;
+mod junit_log;
 mod libtest;
 mod libtest_json;
 mod pytest;
@@ -167,9 +176,50 @@ pub struct Report {
     pub tests: Vec<TestResult>,
     /// Anomalies found while parsing, in input order.
     pub notes: Vec<String>,
+    /// Units that did not build, sorted by unit, units unique. Left out of
+    /// the serialized form when empty, so reports without one keep their
+    /// bytes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub build_failures: Vec<BuildFailure>,
 }
 
 impl Report {
+    /// A report with nothing in it, for a run that left no report file: fill
+    /// it with [`Report::add_build_failures`] from [`scan_build_failures`].
+    pub fn empty(format: Format) -> Report {
+        Report {
+            format,
+            tests: Vec::new(),
+            notes: Vec::new(),
+            build_failures: Vec::new(),
+        }
+    }
+
+    /// Merges build failures found elsewhere (the run's log, when the report
+    /// is a file of its own) into this report, keeping the order and
+    /// uniqueness of [`Report::build_failures`].
+    pub fn add_build_failures(&mut self, found: impl IntoIterator<Item = BuildFailure>) {
+        let mut all = build::Failures::default();
+        all.extend(std::mem::take(&mut self.build_failures));
+        all.extend(found);
+        self.build_failures = all.finish();
+    }
+
+    /// The build failure that explains why the test `name` (in `file`, when
+    /// known) has no result: the failure of its unit ([`unit_of`]), else a
+    /// failure that stopped the whole run. `None`: no build failure accounts
+    /// for it.
+    pub fn build_failure_for(&self, name: &str, file: Option<&str>) -> Option<&BuildFailure> {
+        unit_of(self.format, name, file)
+            .and_then(|unit| {
+                self.build_failures
+                    .binary_search_by(|b| b.unit.as_str().cmp(&unit))
+                    .ok()
+                    .and_then(|i| self.build_failures.get(i))
+            })
+            .or_else(|| self.build_failures.iter().find(|b| b.stopped_run))
+    }
+
     /// The outcome of the test called `name`, if the report has it.
     pub fn outcome(&self, name: &str) -> Option<Outcome> {
         self.tests
@@ -204,7 +254,9 @@ pub enum ParseError {
     Schema { line: usize, message: String },
 }
 
-/// Parses `input` as a report in `format`.
+/// Parses `input` as a report in `format`. For the console formats (all
+/// but JUnit, whose input is the XML file) build failures printed in `input`
+/// land in [`Report::build_failures`].
 pub fn parse(format: Format, input: &[u8]) -> Result<Report, ParseError> {
     match format {
         Format::Junit => junit::parse(input),
@@ -217,33 +269,80 @@ pub fn parse(format: Format, input: &[u8]) -> Result<Report, ParseError> {
     }
 }
 
+/// The build failures printed in a run's output `log`, for a format whose
+/// report is a file of its own (JUnit): the producers of that file fail
+/// before writing it. For JUnit every producer's shapes are looked for (Maven,
+/// Gradle, `tsc`, .NET, and the Go, cargo and Python runners behind
+/// gotestsum, nextest and `pytest --junitxml`); for the console formats this
+/// is what [`parse`] finds in the same bytes; TAP has none.
+pub fn scan_build_failures(format: Format, log: &[u8]) -> Vec<BuildFailure> {
+    match format {
+        Format::Junit => junit_log::scan(log),
+        Format::Pytest => pytest::build_failures(log),
+        Format::Unittest => unittest::build_failures(log),
+        Format::Libtest | Format::LibtestJson => libtest::build_failures(log),
+        Format::GoTestJson => go_json::parse(log)
+            .map(|r| r.build_failures)
+            .unwrap_or_else(|_| go_json::text_build_failures(log)),
+        Format::Tap => Vec::new(),
+    }
+}
+
 /// Whether a run's report can be believed, given the runner's exit status.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Trust {
     Trusted,
+    /// The report holds no test result because units did not build (see
+    /// [`Report::build_failures`]); the exit status agrees. Not "no usable
+    /// report": the tests of those units count as failed. The text names the
+    /// units, for the grade's evidence.
+    BuildFailed(String),
     /// The reason, for the grade's evidence.
     Untrustworthy(String),
 }
 
 /// Cross-checks a report against the exit code of the command that produced
-/// it (`None`: killed by a signal). A report that holds no tests, or whose
-/// failures disagree with the exit status, is untrustworthy: a spoofed or
-/// truncated report must not decide a verdict.
+/// it (`None`: killed by a signal). A report whose failures (failed tests
+/// and build failures) disagree with the exit status is untrustworthy: a
+/// spoofed or truncated report must not decide a verdict. A report that
+/// holds no tests is untrustworthy too, unless it records a build failure
+/// and the command failed: then it is [`Trust::BuildFailed`].
 pub fn assess(exit_code: Option<i32>, report: &Report) -> Trust {
+    let broken = report.build_failures.len();
     if report.tests.is_empty() {
-        return Trust::Untrustworthy("the report holds no tests".to_owned());
+        if broken == 0 {
+            return Trust::Untrustworthy("the report holds no tests".to_owned());
+        }
+        let units: Vec<&str> = report
+            .build_failures
+            .iter()
+            .map(|b| b.unit.as_str())
+            .collect();
+        let units = units.join(", ");
+        return match exit_code {
+            Some(code) if code != 0 => Trust::BuildFailed(format!(
+                "no test ran: {broken} unit(s) did not build ({units}); exit code {code}"
+            )),
+            Some(_) => Trust::Untrustworthy(format!(
+                "exit code 0 but the output shows {broken} unit(s) that did not build ({units})"
+            )),
+            None => Trust::Untrustworthy(format!(
+                "the run was killed by a signal; the output shows {broken} unit(s) that did not build ({units})"
+            )),
+        };
     }
-    let failures = report
-        .tests
-        .iter()
-        .filter(|t| t.outcome.is_failure())
-        .count();
+    let failures = broken
+        + report
+            .tests
+            .iter()
+            .filter(|t| t.outcome.is_failure())
+            .count();
     match exit_code {
         None if failures == 0 => Trust::Untrustworthy(
             "the run was killed by a signal but the report shows no failure".to_owned(),
         ),
         Some(0) if failures > 0 => Trust::Untrustworthy(format!(
-            "exit code 0 but the report shows {failures} failed or errored test(s)"
+            "exit code 0 but the report shows {failures} failed or errored test(s) or unbuilt unit(s)"
         )),
         Some(code) if code != 0 && failures == 0 => Trust::Untrustworthy(format!(
             "exit code {code} but the report shows no failed or errored test"
@@ -259,6 +358,7 @@ struct Collector {
     tests: BTreeMap<String, TestResult>,
     notes: Vec<String>,
     recorded: usize,
+    build_failures: build::Failures,
 }
 
 impl Collector {
@@ -268,6 +368,7 @@ impl Collector {
             tests: BTreeMap::new(),
             notes: Vec::new(),
             recorded: 0,
+            build_failures: build::Failures::default(),
         }
     }
 
@@ -329,11 +430,17 @@ impl Collector {
         self.recorded
     }
 
+    /// Adds the build failures found in the input.
+    fn build_failures(&mut self, found: Vec<BuildFailure>) {
+        self.build_failures.extend(found);
+    }
+
     fn finish(self) -> Report {
         Report {
             format: self.format,
             tests: self.tests.into_values().collect(),
             notes: self.notes,
+            build_failures: self.build_failures.finish(),
         }
     }
 }
@@ -378,6 +485,20 @@ fn leading_count(text: &str) -> Option<(usize, &str)> {
         .unwrap_or(text.len());
     let n = text.get(..end)?.parse().ok()?;
     Some((n, text.get(end..)?.trim()))
+}
+
+/// Helpers shared by the parsers' unit tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::Report;
+
+    /// `(unit, message, stopped_run)` of each build failure.
+    pub(crate) fn failures(r: &Report) -> Vec<(&str, &str, bool)> {
+        r.build_failures
+            .iter()
+            .map(|b| (b.unit.as_str(), b.message.as_str(), b.stopped_run))
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -581,6 +702,230 @@ mod tests {
             assess(Some(255), &bailed),
             Trust::Untrustworthy(_)
         ));
+    }
+
+    fn broken(units: &[&str]) -> Report {
+        let mut r = report(&[]);
+        r.add_build_failures(units.iter().map(|u| BuildFailure {
+            unit: (*u).to_owned(),
+            message: format!("{u}: undefined: Mul"),
+            stopped_run: false,
+        }));
+        r
+    }
+
+    #[test]
+    fn assess_no_tests_but_a_build_failure_is_build_failed_not_no_tests() {
+        let r = broken(&["example.com/calc", "example.com/calc/x"]);
+        for exit in [1, 2, 101] {
+            let Trust::BuildFailed(why) = assess(Some(exit), &r) else {
+                panic!("exit {exit}: {:?}", assess(Some(exit), &r));
+            };
+            assert!(
+                why.contains("example.com/calc, example.com/calc/x"),
+                "{why}"
+            );
+            assert!(!why.contains("holds no tests"), "{why}");
+        }
+        // The exit status must agree: a "build failure" in a green run, or in
+        // a run killed from outside, is not believed.
+        assert!(matches!(assess(Some(0), &r), Trust::Untrustworthy(_)));
+        assert!(matches!(assess(None, &r), Trust::Untrustworthy(_)));
+    }
+
+    #[test]
+    fn assess_no_tests_and_no_build_failure_stays_untrustworthy() {
+        let Trust::Untrustworthy(why) = assess(Some(2), &report(&[])) else {
+            panic!("an empty report must stay untrusted");
+        };
+        assert_eq!(why, "the report holds no tests");
+        // Real output with no test and no recognised build failure: go's own
+        // module error, and cargo failing before it compiled anything.
+        for (format, log) in [
+            (
+                Format::GoTestJson,
+                &b"go: updates to go.mod needed; to update it:\n\tgo mod tidy\n"[..],
+            ),
+            (
+                Format::Libtest,
+                b"error: failed to parse manifest at `/w/Cargo.toml`\n",
+            ),
+            (
+                Format::Pytest,
+                b"ERROR: file or directory not found: tests/x.py\n",
+            ),
+            (
+                Format::Unittest,
+                b"\nRan 0 tests in 0.000s\n\nNO TESTS RAN\n",
+            ),
+        ] {
+            let r = fixture(format, log);
+            assert!(
+                r.build_failures.is_empty(),
+                "{format}: {:?}",
+                r.build_failures
+            );
+            assert!(
+                matches!(assess(Some(1), &r), Trust::Untrustworthy(_)),
+                "{format}"
+            );
+        }
+    }
+
+    #[test]
+    fn assess_counts_unbuilt_units_as_failures_when_tests_ran() {
+        let mut r = report(&[("p.TestA", Outcome::Passed)]);
+        r.add_build_failures(broken(&["q"]).build_failures);
+        assert_eq!(assess(Some(1), &r), Trust::Trusted);
+        assert!(matches!(assess(Some(0), &r), Trust::Untrustworthy(_)));
+    }
+
+    #[test]
+    fn assess_build_failure_fixtures_with_their_real_exit_codes() {
+        let cases = [
+            (
+                Format::GoTestJson,
+                &include_bytes!("../tests/fixtures/go_test_json_build_fail_go119.txt")[..],
+                2,
+                false,
+            ),
+            (
+                Format::GoTestJson,
+                include_bytes!("../tests/fixtures/go_test_json_build_fail_go124.txt"),
+                1,
+                false,
+            ),
+            (
+                Format::GoTestJson,
+                include_bytes!("../tests/fixtures/go_test_json_collision_go119.txt"),
+                2,
+                true,
+            ),
+            (
+                Format::Libtest,
+                include_bytes!("../tests/fixtures/libtest_build_fail.txt"),
+                101,
+                false,
+            ),
+            (
+                Format::LibtestJson,
+                include_bytes!("../tests/fixtures/libtest_build_fail.txt"),
+                101,
+                false,
+            ),
+            (
+                Format::Libtest,
+                include_bytes!("../tests/fixtures/libtest_build_fail_workspace.txt"),
+                101,
+                false,
+            ),
+            // pytest and unittest count a module that did not import as an
+            // error result of their own: the report holds that entry.
+            (
+                Format::Pytest,
+                include_bytes!("../tests/fixtures/pytest_build_fail.txt"),
+                2,
+                true,
+            ),
+            (
+                Format::Unittest,
+                include_bytes!("../tests/fixtures/unittest_build_fail.txt"),
+                1,
+                true,
+            ),
+        ];
+        for (format, bytes, exit, has_tests) in cases {
+            let r = fixture(format, bytes);
+            assert!(!r.build_failures.is_empty(), "{format}");
+            assert_eq!(!r.tests.is_empty(), has_tests, "{format}");
+            let trust = assess(Some(exit), &r);
+            if has_tests {
+                assert_eq!(trust, Trust::Trusted, "{format}");
+            } else {
+                assert!(
+                    matches!(trust, Trust::BuildFailed(_)),
+                    "{format}: {trust:?}"
+                );
+            }
+            assert!(
+                matches!(assess(Some(0), &r), Trust::Untrustworthy(_)),
+                "{format}"
+            );
+            // What parse finds is what a scan of the same log finds.
+            assert_eq!(
+                scan_build_failures(format, bytes),
+                r.build_failures,
+                "{format}"
+            );
+        }
+    }
+
+    #[test]
+    fn junit_report_missing_the_log_says_why() {
+        // Maven failed to compile the tests: surefire wrote no XML, so the
+        // caller reads the log.
+        let log = include_bytes!("../tests/fixtures/maven_compile_error.txt");
+        let mut r = Report::empty(Format::Junit);
+        r.add_build_failures(scan_build_failures(Format::Junit, log));
+        assert!(matches!(assess(Some(1), &r), Trust::BuildFailed(_)));
+        let covered = r.build_failure_for("com.example.calc.CalcTest.multiplies", None);
+        assert_eq!(covered.map(|b| b.unit.as_str()), Some("calc"));
+        // The XML itself never holds build failures.
+        let xml = fixture(
+            Format::Junit,
+            include_bytes!("../tests/fixtures/junit_pytest.xml"),
+        );
+        assert!(xml.build_failures.is_empty());
+        assert!(scan_build_failures(Format::Tap, log).is_empty());
+    }
+
+    #[test]
+    fn build_failure_for_maps_tests_to_their_unit() {
+        let go = fixture(
+            Format::GoTestJson,
+            include_bytes!("../tests/fixtures/go_test_json_collision_go119.txt"),
+        );
+        let unit = |r: &Report, name: &str, file: Option<&str>| {
+            r.build_failure_for(name, file).map(|b| b.unit.clone())
+        };
+        assert_eq!(
+            unit(&go, "example.com/shapes/calc.TestHalf", None).as_deref(),
+            Some("example.com/shapes/calc")
+        );
+        assert_eq!(
+            unit(&go, "example.com/shapes/calc.TestHalfNegative/sub", None).as_deref(),
+            Some("example.com/shapes/calc")
+        );
+        assert_eq!(unit(&go, "example.com/shapes/geom.TestArea", None), None);
+        assert_eq!(
+            unit(&go, "anything", Some("example.com/shapes/remote")).as_deref(),
+            Some("example.com/shapes/remote")
+        );
+        // cargo stops the run: every test of it is covered.
+        let rust = fixture(
+            Format::Libtest,
+            include_bytes!("../tests/fixtures/libtest_build_fail.txt"),
+        );
+        assert_eq!(unit(&rust, "multiplies", None).as_deref(), Some("tinycalc"));
+        assert_eq!(unit(&report(&[]), "multiplies", None), None);
+    }
+
+    #[test]
+    fn build_failures_serialize_and_round_trip() {
+        let r = fixture(
+            Format::GoTestJson,
+            include_bytes!("../tests/fixtures/go_test_json_build_fail_go119.txt"),
+        );
+        let json = serde_json::to_string(&r).unwrap();
+        assert_eq!(
+            json,
+            r#"{"format":"go-test-json","tests":[],"notes":[],"build_failures":[{"unit":"example.com/calc","message":"./calc_test.go:12:5: undefined: Mul","stopped_run":false}]}"#
+        );
+        assert_eq!(serde_json::from_str::<Report>(&json).unwrap(), r);
+        // Older records without the field still read.
+        let old: Report =
+            serde_json::from_str(r#"{"format":"tap","tests":[],"notes":[]}"#).unwrap();
+        assert!(old.build_failures.is_empty());
     }
 
     #[test]

@@ -14,8 +14,17 @@
 //! N passed; N failed; N ignored; N measured`) are cross-checked, and a block
 //! that never reaches its `test result:` line (the test binary crashed) is
 //! noted, its started-but-unfinished test counted as an error.
+//!
+//! A crate whose tests do not compile never prints a block: cargo prints
+//! `error: could not compile `name` (test "x") due to …` after rustc's
+//! diagnostics and runs no test at all (it builds every test target first,
+//! `--no-fail-fast` or not). That line is a [`BuildFailure`] of the crate,
+//! with the diagnostics before it (from their first `error` line, without
+//! cargo's status lines) as its message; the JSON format reads cargo's text
+//! the same way.
 
-use crate::{Collector, Format, Outcome, Report, leading_count, text_lines};
+use crate::build::{Failures, MESSAGE_MAX_LINES};
+use crate::{BuildFailure, Collector, Format, Outcome, Report, leading_count, text_lines};
 
 const MODE_SUFFIXES: [&str; 3] = [" - should panic", " - compile fail", " - compile"];
 
@@ -29,7 +38,54 @@ pub(crate) fn parse(input: &[u8]) -> Report {
         p.line(number, &line);
     }
     p.end_block(None);
+    p.out.build_failures(build_failures(input));
     p.out.finish()
+}
+
+/// cargo's `error: could not compile `crate`` lines, each with the rustc
+/// diagnostics printed since the previous one.
+pub(crate) fn build_failures(input: &[u8]) -> Vec<BuildFailure> {
+    let mut found = Failures::default();
+    let mut diagnostics: Vec<String> = Vec::new();
+    for (_, line) in text_lines(input) {
+        if let Some(rest) = line.strip_prefix("error: could not compile `") {
+            if let Some((krate, _)) = rest.split_once('`') {
+                found.add(krate, std::mem::take(&mut diagnostics), true);
+            }
+            continue;
+        }
+        if is_cargo_status(&line) || line.starts_with("For more information about") {
+            continue;
+        }
+        if diagnostics.is_empty() && !line.starts_with("error") {
+            continue;
+        }
+        // Only the first lines are kept; a long log must not pile up here.
+        if diagnostics.len() <= MESSAGE_MAX_LINES {
+            diagnostics.push(line);
+        }
+    }
+    found.finish()
+}
+
+/// `   Compiling tinycalc v0.1.0 (…)`, `warning: build failed, waiting …`:
+/// cargo's progress, not the compiler's message.
+fn is_cargo_status(line: &str) -> bool {
+    const STATUS: [&str; 10] = [
+        "Compiling ",
+        "Checking ",
+        "Building ",
+        "Fresh ",
+        "Blocking ",
+        "Downloading ",
+        "Downloaded ",
+        "Updating ",
+        "Locking ",
+        "Adding ",
+    ];
+    let trimmed = line.trim_start();
+    (line.starts_with(' ') && STATUS.iter().any(|s| trimmed.starts_with(s)))
+        || line.starts_with("warning: build failed, waiting for other jobs")
 }
 
 /// One `running N tests` block.
@@ -229,6 +285,7 @@ pub(crate) fn doctest_file(name: &str) -> Option<String> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::testing::failures;
 
     pub(crate) fn outcomes(r: &Report) -> Vec<(&str, Option<&str>, Outcome)> {
         r.tests
@@ -257,6 +314,69 @@ pub(crate) mod tests {
         let r = parse(include_bytes!("../tests/fixtures/libtest.txt"));
         assert_eq!(outcomes(&r), TINYLIB);
         assert!(r.notes.is_empty(), "{:?}", r.notes);
+        assert!(r.build_failures.is_empty(), "{:?}", r.build_failures);
+    }
+
+    pub(crate) const TINYCALC_MESSAGE: &str = "error[E0432]: unresolved import `tinycalc::mul`
+ --> tests/mul.rs:1:21
+  |
+1 | use tinycalc::{add, mul};
+  |                     ^^^ no `mul` in the root";
+
+    #[test]
+    fn test_that_does_not_compile_is_a_build_failure_of_the_crate() {
+        let r = parse(include_bytes!("../tests/fixtures/libtest_build_fail.txt"));
+        assert!(r.tests.is_empty(), "{:?}", r.tests);
+        assert!(r.notes.is_empty(), "{:?}", r.notes);
+        assert_eq!(failures(&r), [("tinycalc", TINYCALC_MESSAGE, true)]);
+    }
+
+    #[test]
+    fn workspace_member_that_does_not_compile_stops_every_test() {
+        // `good` compiled, but cargo ran no test binary at all.
+        let r = parse(include_bytes!(
+            "../tests/fixtures/libtest_build_fail_workspace.txt"
+        ));
+        assert!(r.tests.is_empty(), "{:?}", r.tests);
+        let got = failures(&r);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].0, "broken");
+        assert!(
+            got[0]
+                .1
+                .starts_with("error[E0308]: mismatched types\n --> broken/src/lib.rs:9:22"),
+            "{}",
+            got[0].1
+        );
+        assert!(!got[0].1.contains("Compiling"), "{}", got[0].1);
+    }
+
+    #[test]
+    fn two_crates_each_get_their_own_diagnostics() {
+        let input = b"   Compiling a v0.1.0\n\
+warning: unused variable: `x`\n\
+error[E0425]: cannot find value `y` in this scope\n\
+error: could not compile `a` (lib) due to 1 previous error; 1 warning emitted\n\
+warning: build failed, waiting for other jobs to finish...\n\
+error: expected one of `!` or `::`, found `fn`\n\
+error: could not compile `b-c` (test \"it\") due to 1 previous error\n\
+error: could not compile `a` (lib test) due to 1 previous error\n";
+        let r = parse(input);
+        assert_eq!(
+            failures(&r),
+            [
+                (
+                    "a",
+                    "error[E0425]: cannot find value `y` in this scope",
+                    true
+                ),
+                (
+                    "b-c",
+                    "error: expected one of `!` or `::`, found `fn`",
+                    true
+                ),
+            ]
+        );
     }
 
     #[test]

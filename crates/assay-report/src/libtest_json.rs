@@ -10,7 +10,8 @@
 //! fields have the wrong shape is a [`ParseError::Schema`]: the producer is
 //! not libtest. Names are as libtest gives them (the text format's names
 //! match). A test that started but never finished (the binary crashed) is an
-//! error, and each suite's counts are cross-checked.
+//! error, and each suite's counts are cross-checked. A crate that does not
+//! compile shows in cargo's text, read as the text format reads it.
 
 use std::collections::BTreeMap;
 
@@ -67,6 +68,7 @@ pub(crate) fn parse(input: &[u8]) -> Result<Report, ParseError> {
     }
     p.end_suite(None);
     p.unfinished();
+    p.out.build_failures(crate::libtest::build_failures(input));
     Ok(p.out.finish())
 }
 
@@ -188,13 +190,26 @@ impl Parser {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::libtest::tests::{TINYLIB, outcomes};
+    use crate::libtest::tests::{TINYCALC_MESSAGE, TINYLIB, outcomes};
+    use crate::testing::failures;
 
     #[test]
     fn cargo_test_json_fixture_with_cargo_chatter() {
         let r = parse(include_bytes!("../tests/fixtures/libtest_json.txt")).unwrap();
         assert_eq!(outcomes(&r), TINYLIB, "same names as the text format");
         assert!(r.notes.is_empty(), "{:?}", r.notes);
+    }
+
+    #[test]
+    fn crate_that_does_not_compile_in_json_mode() {
+        // `cargo test -- -Z unstable-options --format json` never reaches the
+        // harness when the test does not compile: cargo's text only (the
+        // capture is byte-identical to the text format's, see the README).
+        let r = parse(include_bytes!("../tests/fixtures/libtest_build_fail.txt")).unwrap();
+        assert!(r.tests.is_empty(), "{:?}", r.tests);
+        assert_eq!(failures(&r), [("tinycalc", TINYCALC_MESSAGE, true)]);
+        let r = parse(include_bytes!("../tests/fixtures/libtest_json.txt")).unwrap();
+        assert!(r.build_failures.is_empty(), "{:?}", r.build_failures);
     }
 
     #[test]

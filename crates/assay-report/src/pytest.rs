@@ -16,8 +16,18 @@
 //! The closing `=== 3 failed, 5 passed … in 0.03s ===` line is cross-checked
 //! with the number of results read; a mismatch (e.g. `-ra` instead of `-rA`,
 //! which leaves out passes) is noted.
+//!
+//! A test module that does not import (ImportError, SyntaxError, any error
+//! at import time) is a collection error: its `____ ERROR collecting
+//! tests/test_x.py ____` block in the `ERRORS` section (and its `ERROR
+//! tests/test_x.py` summary line, which stays an `Error` entry as pytest
+//! counts it) is a [`BuildFailure`] of `tests/test_x.py`. The message is the
+//! block's first line and its `E   ` lines (the exception), else its first
+//! lines. `Interrupted: N errors during collection` means no test ran at
+//! all: those failures stopped the run.
 
-use crate::{Collector, Format, Outcome, Report, leading_count, text_lines};
+use crate::build::{Failures, MESSAGE_MAX_LINES};
+use crate::{BuildFailure, Collector, Format, Outcome, Report, leading_count, text_lines};
 
 const STATUSES: [(&str, Outcome); 6] = [
     ("PASSED", Outcome::Passed),
@@ -75,7 +85,90 @@ pub(crate) fn parse(input: &[u8]) -> Report {
             out.recorded()
         ));
     }
+    out.build_failures(build_failures(input));
     out.finish()
+}
+
+/// Collection errors: the `ERROR collecting` blocks of the `ERRORS` section
+/// and the summary's `ERROR file` lines (no `::`: a file, not a test).
+pub(crate) fn build_failures(input: &[u8]) -> Vec<BuildFailure> {
+    let mut found = Failures::default();
+    let mut section = String::new();
+    let mut block: Option<(String, Vec<String>)> = None;
+    let mut interrupted = false;
+    let flush = |block: &mut Option<(String, Vec<String>)>, found: &mut Failures| {
+        if let Some((unit, lines)) = block.take() {
+            found.add(&unit, collection_message(lines), false);
+        }
+    };
+    for (_, line) in text_lines(input) {
+        if let Some(title) = section_title(&line) {
+            flush(&mut block, &mut found);
+            title.clone_into(&mut section);
+            continue;
+        }
+        if line.starts_with("!!")
+            && line.contains("Interrupted: ")
+            && line.contains("during collection")
+        {
+            interrupted = true;
+        }
+        match section.as_str() {
+            "ERRORS" => {
+                if let Some(title) = rule_title(&line, '_') {
+                    flush(&mut block, &mut found);
+                    block = title
+                        .strip_prefix("ERROR collecting ")
+                        .map(|unit| (unit.to_owned(), Vec::new()));
+                } else if let Some((_, lines)) = block.as_mut() {
+                    lines.push(line);
+                }
+            }
+            "short test summary info" => {
+                if let Some(rest) = line.strip_prefix("ERROR ") {
+                    let id = node_id(rest);
+                    if !id.is_empty() && !id.contains("::") {
+                        let reason = rest
+                            .split_once(" - ")
+                            .map(|(_, r)| vec![r.to_owned()])
+                            .unwrap_or_default();
+                        found.add(id, reason, false);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    flush(&mut block, &mut found);
+    if interrupted {
+        found.stop_run();
+    }
+    found.finish()
+}
+
+/// The block's first line (`ImportError while importing test module …`)
+/// unless it is a traceback frame, then pytest's `E   ` lines; without
+/// those, the block as it is.
+fn collection_message(lines: Vec<String>) -> Vec<String> {
+    let errors: Vec<&String> = lines.iter().filter(|l| l.starts_with("E ")).collect();
+    if errors.is_empty() {
+        return lines;
+    }
+    let head = lines
+        .first()
+        .filter(|l| !l.starts_with("E ") && !l.contains(": in "));
+    head.into_iter()
+        .chain(errors)
+        .take(MESSAGE_MAX_LINES + 1)
+        .cloned()
+        .collect()
+}
+
+/// The title of a `____ title ____` rule (pytest's per-item headers).
+fn rule_title(line: &str, c: char) -> Option<&str> {
+    let inner = line.strip_prefix(c)?.strip_suffix(c)?;
+    let title = inner.trim_matches(c).trim();
+    (!title.is_empty()).then_some(title)
 }
 
 /// The title of a `==== title ====` section rule.
@@ -235,6 +328,7 @@ fn strip_progress(line: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::failures;
 
     fn outcomes(r: &Report) -> Vec<(&str, Option<&str>, Outcome)> {
         r.tests
@@ -314,11 +408,76 @@ mod tests {
         v
     }
 
+    const NO_MODULE: &str =
+        "ImportError while importing test module '/tmp/pt/tests/test_broken.py'.
+E   ModuleNotFoundError: No module named 'does_not_exist_module'";
+
     #[test]
     fn ra_fixture() {
         let r = parse(include_bytes!("../tests/fixtures/pytest_ra.txt"));
         assert_eq!(outcomes(&r), expected_ra());
         assert!(r.notes.is_empty(), "{:?}", r.notes);
+        // --continue-on-collection-errors: the other files ran.
+        assert_eq!(failures(&r), [("tests/test_broken.py", NO_MODULE, false)]);
+    }
+
+    #[test]
+    fn collection_errors_of_an_added_api_and_a_syntax_error_stop_the_run() {
+        let r = parse(include_bytes!("../tests/fixtures/pytest_build_fail.txt"));
+        assert_eq!(
+            outcomes(&r),
+            [
+                (
+                    "tests/test_mul.py",
+                    Some("tests/test_mul.py"),
+                    Outcome::Error
+                ),
+                (
+                    "tests/test_syntax.py",
+                    Some("tests/test_syntax.py"),
+                    Outcome::Error
+                ),
+            ]
+        );
+        assert_eq!(
+            failures(&r),
+            [
+                (
+                    "tests/test_mul.py",
+                    "ImportError while importing test module '/tmp/t14-py/tests/test_mul.py'.
+E   ImportError: cannot import name 'mul' from 'calc' (/tmp/t14-py/calc/__init__.py)",
+                    true
+                ),
+                (
+                    "tests/test_syntax.py",
+                    "E     File \"/tmp/t14-py/tests/test_syntax.py\", line 6
+E       self.assertEqual(1 +, 1)
+E                           ^
+E   SyntaxError: invalid syntax",
+                    true
+                ),
+            ]
+        );
+        // The interrupted run covers the tests of the file that did load.
+        let covered = r.build_failure_for("tests/test_add.py::TestAdd::test_add", None);
+        assert_eq!(covered.map(|b| b.unit.as_str()), Some("tests/test_mul.py"));
+    }
+
+    #[test]
+    fn summary_error_line_alone_is_a_collection_error() {
+        let input = b"===== short test summary info =====\n\
+ERROR tests/test_a.py - ModuleNotFoundError: No module named 'x'\n\
+ERROR tests/test_b.py::test_fixture - RuntimeError: boom\n\
+===== 2 errors in 0.10s =====\n";
+        let r = parse(input);
+        assert_eq!(
+            failures(&r),
+            [(
+                "tests/test_a.py",
+                "ModuleNotFoundError: No module named 'x'",
+                false
+            )]
+        );
     }
 
     #[test]
@@ -335,6 +494,7 @@ mod tests {
             )]
         );
         assert!(r.notes.is_empty(), "{:?}", r.notes);
+        assert_eq!(failures(&r), [("tests/test_broken.py", NO_MODULE, true)]);
     }
 
     #[test]

@@ -21,8 +21,14 @@
 //! `Error` named after the module that failed to import; class and module
 //! fixtures (`setUpClass (module.Class)`) become `Error`s named
 //! `module.Class.setUpClass`. The `Ran N tests` lines are cross-checked.
+//!
+//! Such a failed import is also a [`BuildFailure`] of the module, read from
+//! the failure listing: `ImportError: Failed to import test module:
+//! tests.test_x` and the traceback under it are its message. The other
+//! modules still run.
 
-use crate::{Collector, Format, Outcome, Report, leading_count, text_lines};
+use crate::build::Failures;
+use crate::{BuildFailure, Collector, Format, Outcome, Report, leading_count, text_lines};
 
 const FAILED_IMPORT_PREFIXES: [&str; 2] = [
     "unittest.loader._FailedTest.",
@@ -43,7 +49,40 @@ pub(crate) fn parse(input: &[u8]) -> Report {
     for (number, line) in text_lines(input) {
         p.line(number, &line);
     }
+    p.out.build_failures(build_failures(input));
     p.finish()
+}
+
+/// `ImportError: Failed to import test module: tests.test_x` in the failure
+/// listing, with the lines under it up to the next rule.
+pub(crate) fn build_failures(input: &[u8]) -> Vec<BuildFailure> {
+    const HEADER: &str = "ImportError: Failed to import test module: ";
+    let mut found = Failures::default();
+    let mut block: Option<(String, Vec<String>)> = None;
+    for (_, line) in text_lines(input) {
+        if let Some(module) = line.strip_prefix(HEADER) {
+            if let Some((unit, lines)) = block.take() {
+                found.add(&unit, lines, false);
+            }
+            block = Some((module.trim().to_owned(), vec![line.clone()]));
+        } else if is_rule(&line, '=') || is_rule(&line, '-') {
+            if let Some((unit, lines)) = block.take() {
+                found.add(&unit, lines, false);
+            }
+        } else if let Some((_, lines)) = block.as_mut() {
+            lines.push(line);
+        }
+    }
+    if let Some((unit, lines)) = block.take() {
+        found.add(&unit, lines, false);
+    }
+    found.finish()
+}
+
+/// The dotted module of a test id: `tests.test_x.T.test_a` → `tests.test_x`.
+pub(crate) fn module_of(id: &str) -> Option<String> {
+    let (module, _) = split_module(id);
+    (!module.is_empty()).then_some(module)
 }
 
 /// A test whose header was printed but whose status has not been seen yet.
@@ -319,6 +358,13 @@ fn identify(id: &str) -> (String, Option<String>, bool) {
     {
         return (module.to_owned(), module_file(module), false);
     }
+    let (module, is_fixture) = split_module(id);
+    (id.to_owned(), module_file(&module), is_fixture)
+}
+
+/// The module part of a test id, and whether the id is a class or module
+/// fixture rather than a test.
+fn split_module(id: &str) -> (String, bool) {
     let mut parts: Vec<&str> = id.split('.').collect();
     let method = parts.pop().unwrap_or_default();
     let is_fixture = if MODULE_FIXTURES.contains(&method) {
@@ -336,8 +382,7 @@ fn identify(id: &str) -> (String, Option<String>, bool) {
         }
         is_class_fixture
     };
-    let module = parts.join(".");
-    (id.to_owned(), module_file(&module), is_fixture)
+    (parts.join("."), is_fixture)
 }
 
 /// `tests.test_ops` → `tests/test_ops.py`.
@@ -349,6 +394,7 @@ fn module_file(module: &str) -> Option<String> {
 mod tests {
     use super::*;
     use crate::TestResult;
+    use crate::testing::failures;
 
     fn outcomes(r: &Report) -> Vec<(&str, Outcome)> {
         r.tests
@@ -397,12 +443,65 @@ mod tests {
     }
 
     #[test]
+    fn failed_imports_of_an_added_api_and_a_syntax_error() {
+        let r = parse(include_bytes!("../tests/fixtures/unittest_build_fail.txt"));
+        assert_eq!(
+            outcomes(&r),
+            [
+                ("tests.test_add.TestAdd.test_add", Outcome::Passed),
+                ("tests.test_mul", Outcome::Error),
+                ("tests.test_syntax", Outcome::Error),
+            ]
+        );
+        assert!(r.notes.is_empty(), "{:?}", r.notes);
+        let got = failures(&r);
+        let units: Vec<(&str, bool)> = got.iter().map(|(u, _, s)| (*u, *s)).collect();
+        assert_eq!(
+            units,
+            [("tests.test_mul", false), ("tests.test_syntax", false)]
+        );
+        let (_, mul, _) = got[0];
+        assert!(
+            mul.starts_with("ImportError: Failed to import test module: tests.test_mul\nTraceback"),
+            "{mul}"
+        );
+        assert!(
+            mul.ends_with(
+                "ImportError: cannot import name 'mul' from 'calc' (/tmp/t14-py/calc/__init__.py)"
+            ),
+            "{mul}"
+        );
+        assert_eq!(mul.lines().count(), 10, "{mul}");
+        assert!(
+            got[1].1.ends_with("SyntaxError: invalid syntax"),
+            "{}",
+            got[1].1
+        );
+        let unit = |name: &str| r.build_failure_for(name, None).map(|b| b.unit.as_str());
+        assert_eq!(
+            unit("tests.test_mul.TestMul.test_mul"),
+            Some("tests.test_mul")
+        );
+        assert_eq!(unit("tests.test_add.TestAdd.test_add"), None);
+    }
+
+    #[test]
     fn python_38_fixture_gives_the_same_names() {
         // 3.8 prints `(module.Class)` and never prints failing subtests
         // inline: test_subtests is settled by the failure listing.
         let r = parse(include_bytes!("../tests/fixtures/unittest_py38.txt"));
         assert_eq!(outcomes(&r), OPS);
         assert!(r.notes.is_empty(), "{:?}", r.notes);
+        let got = failures(&r);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].0, "tests.test_broken");
+        assert!(
+            got[0]
+                .1
+                .ends_with("ModuleNotFoundError: No module named 'does_not_exist_module'"),
+            "{}",
+            got[0].1
+        );
     }
 
     #[test]

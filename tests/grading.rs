@@ -488,6 +488,31 @@ fn a_process_that_exits_0_before_any_test_is_no_report() {
 }
 
 #[test]
+fn a_patch_that_is_not_a_diff_fails_to_apply_and_is_never_the_empty_patch() {
+    let f = Fixture::new();
+    f.default_pipeline();
+    let envelope = "*** Begin Patch\n*** Update File: pkg/ops.py\n@@\n-    return a + b\n+    return a - b\n*** End Patch\n";
+    f.session("g/envelope.json", "p-1", envelope);
+    f.session(
+        "g/junk.json",
+        "p-1",
+        "\u{1}\u{2}PK\u{3}\u{4} not a diff at all \u{7f}\n",
+    );
+    f.build_ok();
+    for s in ["g/envelope.json", "g/junk.json"] {
+        assert_verdict(&f, s, "patch_apply_failed", "patch_apply_failed");
+        let row = f.row(s, "exclude");
+        assert_eq!(row["fault"], "agent", "{row:#?}");
+        assert_eq!(row["exit_code"], "", "no run happened: {row:#?}");
+    }
+    let detail = f.grade_record("g/envelope.json", "exclude")["detail"].clone();
+    assert!(
+        detail.as_str().unwrap().contains("not a unified diff"),
+        "{detail}"
+    );
+}
+
+#[test]
 fn exit_127_is_env_setup_failed() {
     let f = Fixture::new();
     f.default_pipeline();
@@ -523,6 +548,22 @@ fn a_log_over_the_cap_is_ineligible_even_though_the_tests_pass() {
     assert_verdict(&f, "a/quiet.json", "resolved", "resolved");
     let row = f.row("b/noisy.json", "exclude");
     assert_eq!(row["fault"], "harness", "{row:#?}");
+    // The grade keeps the true size of the evidence and says it was cut.
+    let grade = f.grade_record("b/noisy.json", "exclude");
+    let log = grade["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["what"] == "log")
+        .unwrap_or_else(|| panic!("{grade:#}"))
+        .clone();
+    let bytes = log["bytes"].as_u64().unwrap();
+    assert!(bytes > 240_000, "the true byte count: {log:#}");
+    let detail = grade["detail"].as_str().unwrap();
+    assert!(detail.contains(&format!("({bytes} bytes)")), "{detail}");
+    assert!(detail.contains("cut after 65536 bytes"), "{detail}");
+    let stored = f.project.run(&["show", log["digest"].as_str().unwrap()]);
+    assert_eq!(stored.stdout.len(), 65536, "the stored log is the cut one");
 }
 
 // ---- exclusion policies -------------------------------------------------------
@@ -875,6 +916,12 @@ fn unknown_tasks_are_not_graded_and_a_broken_file_fails_only_itself() {
         "sessions/c/broken.json",
         "{\n  \"task\": \"p-1\",\n  \"agent\": \n",
     );
+    // A file whose name is not UTF-8 is listed, never dropped.
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let name = std::ffi::OsStr::from_bytes(b"bad\xffname.json");
+        std::fs::write(f.path().join("sessions/c").join(name), "{}").unwrap();
+    }
     let b = f.build(&[]);
     assert_eq!(b.run.code, 1, "stderr:\n{}", b.run.stderr);
     assert!(
@@ -911,7 +958,11 @@ fn unknown_tasks_are_not_graded_and_a_broken_file_fails_only_itself() {
     assert!(reason("a/unknown.json").contains("p-99"), "{ng:#}");
     assert!(reason("a/unknown.json").contains("unknown task"), "{ng:#}");
     assert!(reason("c/broken.json").contains("unreadable"), "{ng:#}");
-    assert_eq!(ng["total"], 2, "{ng:#}");
+    assert!(
+        reason("c/bad\u{fffd}name.json").contains("is not UTF-8"),
+        "{ng:#}"
+    );
+    assert_eq!(ng["total"], 3, "{ng:#}");
 }
 
 // ---- incremental ---------------------------------------------------------------------
@@ -1398,4 +1449,131 @@ fn live_with(token: &str) -> Vec<u32> {
         }
     }
     out
+}
+
+// ---- cache integrity -----------------------------------------------------------
+
+#[test]
+fn verify_checks_the_object_store_and_the_environments_against_their_records() {
+    let f = Fixture::new();
+    f.default_pipeline();
+    f.session(
+        "a/fix.json",
+        "p-1",
+        &f.diff1(&[("pkg/ops.py", Some(OPS_SUB))]),
+    );
+    f.build_ok();
+    let ok = f.project.run(&["verify", "--cache-only"]).code(0);
+    assert!(ok.stdout.contains("object store ok"), "{}", ok.stdout);
+
+    // A loose object of assay's store whose content no longer matches its
+    // id: the shape of a planted object.
+    let objects = f.project.cache().join("git/objects");
+    let mut loose = Vec::new();
+    for d in std::fs::read_dir(&objects).unwrap().flatten() {
+        let name = d.file_name().to_string_lossy().into_owned();
+        if name.len() == 2 {
+            for o in std::fs::read_dir(d.path()).unwrap().flatten() {
+                loose.push(o.path());
+            }
+        }
+    }
+    loose.sort();
+    let victim = loose
+        .first()
+        .expect("the store holds loose objects")
+        .clone();
+    let other = loose.last().unwrap().clone();
+    assert_ne!(victim, other);
+    let mut perms = std::fs::metadata(&victim).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perms.set_readonly(false);
+    std::fs::set_permissions(&victim, perms).unwrap();
+    std::fs::copy(&other, &victim).unwrap();
+
+    // An environment file changed after setup.
+    let envs = f.project.cache().join("envs");
+    let env = std::fs::read_dir(&envs)
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    std::fs::write(env.join("planted.txt"), "x").unwrap();
+
+    let out = f.project.run(&["verify", "--cache-only"]).code(4);
+    assert!(
+        out.stderr.contains("MISMATCH object store: error"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("MISMATCH environment envs/"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn reexecuting_grades_compares_verdicts_and_a_changed_verdict_is_a_mismatch() {
+    let f = Fixture::new();
+    f.pipeline("", 1 << 20, "");
+    f.session("b/none.json", "p-1", "");
+    f.build_ok();
+    let out = f
+        .project
+        .run(&["verify", "--cache-only", "--reexecute", "grade"])
+        .code(0);
+    assert!(out.stdout.contains("0 verdicts changed"), "{}", out.stdout);
+
+    // Forge the stored grade: `resolved`, with a digest to match, so only a
+    // re-execution can tell.
+    let conn = rusqlite::Connection::open(f.project.cache().join("index.sqlite")).unwrap();
+    let name = "grade:b/none.json:exclude";
+    let (inline, output): (Option<Vec<u8>>, Vec<u8>) = conn
+        .query_row(
+            "SELECT inline, output FROM nodes WHERE name = ?1",
+            [name],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    let bytes = match inline {
+        Some(b) => b,
+        None => {
+            let hex: String = output.iter().map(|b| format!("{b:02x}")).collect();
+            std::fs::read(
+                f.project
+                    .cache()
+                    .join("blobs")
+                    .join(&hex[..2])
+                    .join(&hex[2..]),
+            )
+            .unwrap()
+        }
+    };
+    let mut record: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(record["verdict"], "unresolved");
+    record["verdict"] = json!("resolved");
+    record["fault"] = json!("none");
+    let forged = serde_json::to_vec(&record).unwrap();
+    let digest = blake3::hash(&forged).as_bytes().to_vec();
+    let changed = conn
+        .execute(
+            "UPDATE nodes SET inline = ?1, output = ?2 WHERE name = ?3",
+            rusqlite::params![forged, digest, name],
+        )
+        .unwrap();
+    assert_eq!(changed, 1);
+    drop(conn);
+    let out = f
+        .project
+        .run(&["verify", "--cache-only", "--reexecute", "grade"])
+        .code(4);
+    assert!(
+        out.stderr.contains(&format!(
+            "VERDICT  {name}: stored resolved (fault none), re-executed unresolved (fault agent)"
+        )),
+        "{}",
+        out.stderr
+    );
 }

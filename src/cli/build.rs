@@ -30,6 +30,7 @@ pub(crate) struct BuildArgs {
 pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
     let pipeline = global.load_pipeline()?;
     let cache_dir = global.cache_dir(Some(&pipeline));
+    super::check_cache_dir(&cache_dir)?;
     let _lock = CacheLock::acquire(&cache_dir, |pid| {
         eprintln!(
             "waiting for another build on {} to finish{}",
@@ -38,7 +39,7 @@ pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
         );
     })
     .map_err(Failure::cache)?;
-    let store = global.open_store(Some(&pipeline))?;
+    let store = global.open_store_checked(Some(&pipeline))?;
     store.clean_tmp();
     let rt = runtime()?;
     let plan = crate::stages::plan(&pipeline, &store, &rt)?;

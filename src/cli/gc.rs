@@ -23,6 +23,7 @@ pub(crate) struct GcArgs {
 pub(crate) fn run(global: &Global, args: GcArgs) -> Result<i32, Failure> {
     let pipeline = Pipeline::load(&global.pipeline).ok();
     let dir = global.cache_dir(pipeline.as_ref());
+    super::check_cache_dir(&dir)?;
     let _lock = CacheLock::acquire(&dir, |_| {
         eprintln!("waiting for the build on this cache to finish")
     })

@@ -150,8 +150,70 @@ impl Global {
         &self,
         config: Option<&crate::pipeline::Pipeline>,
     ) -> Result<assay_engine::Store, Failure> {
-        assay_engine::Store::open(&self.cache_dir(config)).map_err(Failure::cache)
+        let dir = self.cache_dir(config);
+        check_cache_dir(&dir)?;
+        let store = assay_engine::Store::open(&dir).map_err(Failure::cache)?;
+        // Marks the directory as ours (the CACHEDIR.TAG convention), so a
+        // later `--cache` naming some other directory is refused.
+        let tag = dir.join(CACHE_TAG);
+        if !tag.exists() {
+            let _ = std::fs::write(&tag, CACHE_TAG_TEXT);
+        }
+        Ok(store)
     }
+
+    /// [`Global::open_store`] for commands that build on the index (build,
+    /// plan): a damaged index is refused (exit 5) instead of reusing rows
+    /// from it. Costs one `PRAGMA quick_check` (docs/cache.md).
+    pub(crate) fn open_store_checked(
+        &self,
+        config: Option<&crate::pipeline::Pipeline>,
+    ) -> Result<assay_engine::Store, Failure> {
+        let store = self.open_store(config)?;
+        store.quick_check().map_err(Failure::cache)?;
+        Ok(store)
+    }
+}
+
+/// The marker file of an assay cache directory.
+pub(crate) const CACHE_TAG: &str = "CACHEDIR.TAG";
+const CACHE_TAG_TEXT: &str = "Signature: 8a477f597d28d172789f06886806bc55\n\
+# This file is a cache directory tag created by assay.\n\
+# For information about cache directory tags see https://bford.info/cachedir/\n";
+
+/// Refuses a cache directory that is not one: the root, or an existing
+/// directory with files in it but neither assay's marker nor its index, which
+/// `build` would write into and `gc` delete from.
+pub(crate) fn check_cache_dir(dir: &std::path::Path) -> Result<(), Failure> {
+    let refuse = |why: String| {
+        Failure::new(
+            exit::CACHE,
+            miette::miette!(
+                help = "point --cache (or `cache` in pipeline.toml) at an empty or new directory, or at an existing assay cache",
+                "{why}"
+            ),
+        )
+    };
+    let absolute = std::path::absolute(dir).unwrap_or_else(|_| dir.to_owned());
+    if absolute.parent().is_none() {
+        return Err(refuse(format!(
+            "{} cannot be a cache directory",
+            absolute.display()
+        )));
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    let ours = dir.join(CACHE_TAG).is_file() || dir.join("index.sqlite").is_file();
+    // `lock` is the build lock, taken before the store is opened.
+    let foreign = entries.flatten().any(|e| e.file_name() != "lock");
+    if !ours && foreign {
+        return Err(refuse(format!(
+            "{} is not an assay cache (no {CACHE_TAG}, no index.sqlite) and is not empty; nothing in it was touched",
+            dir.display()
+        )));
+    }
+    Ok(())
 }
 
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {

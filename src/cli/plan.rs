@@ -22,7 +22,7 @@ pub(crate) struct PlanArgs {
 
 pub(crate) fn run(global: &Global, args: PlanArgs) -> Result<i32, Failure> {
     let pipeline = global.load_pipeline()?;
-    let store = global.open_store(Some(&pipeline))?;
+    let store = global.open_store_checked(Some(&pipeline))?;
     let rt = runtime()?;
     let plan = crate::stages::plan(&pipeline, &store, &rt)?;
     let graph = Graph::new(plan.nodes).map_err(|e| crate::stages::graph_error(&pipeline, e))?;

@@ -53,6 +53,57 @@ pub(crate) fn run(global: &Global, args: VerifyArgs) -> Result<i32, Failure> {
     }
     let mut mismatch = !problems.is_empty();
 
+    // assay's own object store: every loose object must hash to its name (a
+    // planted object would change what later staged trees contain).
+    let git_dir = store.dir().join("git");
+    if git_dir.join("objects").is_dir() {
+        let out = std::process::Command::new("git")
+            .args(["fsck", "--no-full", "--no-dangling", "--no-progress"])
+            .current_dir(&git_dir)
+            .env("GIT_DIR", &git_dir)
+            .output();
+        match out {
+            Ok(o) => {
+                let text = String::from_utf8_lossy(&o.stderr).into_owned()
+                    + &String::from_utf8_lossy(&o.stdout);
+                let errors: Vec<&str> = text
+                    .lines()
+                    .filter(|l| {
+                        l.starts_with("error")
+                            || l.starts_with("missing")
+                            || l.starts_with("broken")
+                    })
+                    .collect();
+                if !o.status.success() || !errors.is_empty() {
+                    mismatch = true;
+                    for e in &errors {
+                        eprintln!("MISMATCH object store: {e}");
+                    }
+                    if errors.is_empty() {
+                        eprintln!("MISMATCH object store: git fsck failed: {}", text.trim());
+                    }
+                } else if !args.json {
+                    println!("object store ok: {}", git_dir.display());
+                }
+            }
+            Err(e) => {
+                mismatch = true;
+                eprintln!("MISMATCH object store: cannot run git fsck: {e}");
+            }
+        }
+    }
+    // Environment directories against the digests recorded at setup.
+    match crate::stages::damaged_environments(&store) {
+        Ok(damaged) if damaged.is_empty() => {}
+        Ok(damaged) => {
+            mismatch = true;
+            for (dir, why) in damaged {
+                eprintln!("MISMATCH environment {dir}: {why}");
+            }
+        }
+        Err(e) => return Err(Failure::cache(e)),
+    }
+
     let release_dir = match (&args.release, args.cache_only) {
         (_, true) => None,
         (Some(dir), _) => Some(dir.clone()),
@@ -127,8 +178,27 @@ fn reexecute(
         .block_on(assay_engine::recheck(store, &graph, &kinds, jobs))
         .map_err(Failure::cache)?;
     let differ: Vec<&assay_engine::Recheck> = report.checked.iter().filter(|r| !r.same()).collect();
-    // A pure node that differs is a mismatch; an observation that differs is a new reading.
-    let mismatches = differ.iter().filter(|r| !r.observation).count();
+    // A pure node that differs is a mismatch; an observation that differs is
+    // a new reading, unless it changes a verdict: a grade read again that
+    // comes out with another verdict or fault is a mismatch too.
+    let changed_verdict = |r: &assay_engine::Recheck| {
+        crate::stages::verdict_change(&r.kind, r.stored_bytes.as_deref(), r.new_bytes.as_deref())
+    };
+    let verdicts: Vec<(&assay_engine::Recheck, String)> = differ
+        .iter()
+        .filter_map(|r| changed_verdict(r).map(|c| (*r, c)))
+        .collect();
+    let mismatches = differ.iter().filter(|r| !r.observation).count() + verdicts.len();
+    for (r, change) in &verdicts {
+        if args.json {
+            println!(
+                "{}",
+                serde_json::json!({"node": r.name, "kind": r.kind, "verdict_changed": change})
+            );
+        } else {
+            eprintln!("VERDICT  {}: {change}", r.name);
+        }
+    }
     for r in &differ {
         if args.json {
             println!("{}", serde_json::to_string(r).unwrap_or_default());
@@ -148,12 +218,13 @@ fn reexecute(
     }
     if !args.json {
         println!(
-            "re-executed {} nodes of kinds {}: {} identical, {} differ, {} observations read differently{}",
+            "re-executed {} nodes of kinds {}: {} identical, {} differ, {} verdicts changed, {} observations read differently{}",
             report.checked.len(),
             args.reexecute.join(","),
             report.checked.len() - differ.len(),
-            mismatches,
-            differ.len() - mismatches,
+            mismatches - verdicts.len(),
+            verdicts.len(),
+            differ.len() - (mismatches - verdicts.len()),
             if report.not_cached.is_empty() {
                 String::new()
             } else {

@@ -2,6 +2,7 @@
 //! where the cache lives. Parsed once into [`Pipeline`]; every later error that
 //! comes from the file points back into it with a span.
 
+mod checks;
 mod diag;
 
 use std::path::{Path, PathBuf};
@@ -226,12 +227,14 @@ impl Pipeline {
             })
             .unwrap_or(Path::new("."))
             .to_owned();
-        Ok(Pipeline {
+        let pipeline = Pipeline {
             path: path.to_owned(),
             root,
             text,
             file,
-        })
+        };
+        checks::check(&pipeline)?;
+        Ok(pipeline)
     }
 
     pub(crate) fn cache_dir(&self) -> PathBuf {

@@ -256,8 +256,22 @@ fn walk(
     let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
     entries.sort_by_key(|e| e.file_name());
     for entry in entries {
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else {
+        let raw = entry.file_name();
+        let Some(name) = raw.to_str() else {
+            // Never dropped silently: listed as not graded, with why.
+            let id = format!("{prefix}{}", raw.to_string_lossy());
+            out.push((
+                id.clone(),
+                0,
+                Err(SessionError::plain(
+                    &id,
+                    format!(
+                        "the file name {:?} is not UTF-8, so it cannot be a session id",
+                        raw
+                    ),
+                    "rename the file with a UTF-8 name",
+                )),
+            ));
             continue;
         };
         if name.starts_with('.') {

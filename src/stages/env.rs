@@ -91,11 +91,17 @@ impl Job for EnvJob {
             if !ok {
                 let _ = std::fs::remove_dir_all(&tmp);
             }
+            let digest = if ok {
+                dir_digest(&tmp).map_err(|e| err(&e))?
+            } else {
+                String::new()
+            };
             let record = EnvRecord {
                 dir: rel,
                 ok,
                 exit_code,
                 setup_log: log_digest.to_hex(),
+                digest,
             };
             Ok(Output {
                 bytes: serde_json::to_vec(&record).map_err(|e| err(&e))?,
@@ -124,4 +130,55 @@ pub(crate) fn job(
         timeout,
         cache_dir,
     })
+}
+
+/// blake3 over a directory tree: every entry's relative path, type,
+/// executable bit, and content (a link's target), in sorted order. Links are
+/// never followed.
+pub(crate) fn dir_digest(dir: &std::path::Path) -> std::io::Result<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut entries: Vec<(Vec<u8>, std::path::PathBuf)> = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d)? {
+            let e = e?;
+            let path = e.path();
+            let rel = path
+                .strip_prefix(dir)
+                .unwrap_or(&path)
+                .as_os_str()
+                .as_encoded_bytes()
+                .to_vec();
+            if e.file_type()?.is_dir() {
+                stack.push(path.clone());
+            }
+            entries.push((rel, path));
+        }
+    }
+    entries.sort();
+    let mut h = blake3::Hasher::new();
+    for (rel, path) in entries {
+        let meta = std::fs::symlink_metadata(&path)?;
+        h.update(&(rel.len() as u64).to_le_bytes());
+        h.update(&rel);
+        if meta.file_type().is_symlink() {
+            h.update(b"L");
+            let target = std::fs::read_link(&path)?;
+            let t = target.as_os_str().as_encoded_bytes();
+            h.update(&(t.len() as u64).to_le_bytes());
+            h.update(t);
+        } else if meta.is_dir() {
+            h.update(b"D");
+        } else {
+            h.update(if meta.permissions().mode() & 0o111 != 0 {
+                b"X"
+            } else {
+                b"F"
+            });
+            h.update(&meta.len().to_le_bytes());
+            let mut f = std::fs::File::open(&path)?;
+            h.update_reader(&mut f)?;
+        }
+    }
+    Ok(h.finalize().to_hex().to_string())
 }

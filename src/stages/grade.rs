@@ -455,8 +455,8 @@ async fn grade(
             "ineligible",
             "harness",
             format!(
-                "the evidence ({} bytes) exceeds the cap ({} bytes); never scored on a truncated log",
-                run.log_bytes, p.run.log_cap
+                "the evidence ({} bytes) exceeds the cap ({} bytes); the stored log was cut after {} bytes, and a grade is never scored on a cut log",
+                run.log_bytes, p.run.log_cap, p.run.log_cap
             ),
         );
     } else if run.timed_out {

@@ -28,6 +28,58 @@ use assay_engine::{GraphError, NodeSpec, Store};
 use crate::cli::Failure;
 use crate::pipeline::{ConfigError, Pipeline};
 
+/// For `verify --reexecute`: how a re-executed grade's verdict differs from
+/// the stored one (`None` when it does not, or `kind` is not a grade).
+pub(crate) fn verdict_change(
+    kind: &str,
+    stored: Option<&[u8]>,
+    new: Option<&[u8]>,
+) -> Option<String> {
+    if kind != "grade" {
+        return None;
+    }
+    let read = |b: Option<&[u8]>| {
+        b.and_then(|b| serde_json::from_slice::<records::GradeRecord>(b).ok())
+            .map(|g| (g.verdict, g.fault))
+    };
+    let (before, after) = (read(stored)?, read(new)?);
+    (before != after).then(|| {
+        format!(
+            "stored {} (fault {}), re-executed {} (fault {})",
+            before.0, before.1, after.0, after.1
+        )
+    })
+}
+
+/// For `verify`: every prepared environment directory whose contents no
+/// longer match the digest recorded when it was set up, with why.
+pub(crate) fn damaged_environments(store: &Store) -> Result<Vec<(String, String)>, String> {
+    let mut out = Vec::new();
+    let index = store.load_index().map_err(|e| e.to_string())?;
+    for key in store.keys_of_kind("env").map_err(|e| e.to_string())? {
+        let Some(row) = index.get(&key) else { continue };
+        let Ok(bytes) = store.output_bytes(row) else {
+            continue;
+        };
+        let Ok(rec) = serde_json::from_slice::<records::EnvRecord>(&bytes) else {
+            continue;
+        };
+        let dir = store.dir().join(&rec.dir);
+        if !rec.ok || rec.digest.is_empty() || !dir.is_dir() {
+            continue;
+        }
+        match env::dir_digest(&dir) {
+            Ok(d) if d == rec.digest => {}
+            Ok(d) => out.push((
+                rec.dir.clone(),
+                format!("contents hash to {d}, recorded {} at setup", rec.digest),
+            )),
+            Err(e) => out.push((rec.dir.clone(), format!("cannot be read: {e}"))),
+        }
+    }
+    Ok(out)
+}
+
 /// The nodes of one build.
 pub(crate) struct StagePlan {
     pub(crate) nodes: Vec<NodeSpec>,

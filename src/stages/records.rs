@@ -39,6 +39,10 @@ pub(crate) struct EnvRecord {
     pub(crate) ok: bool,
     pub(crate) exit_code: Option<i32>,
     pub(crate) setup_log: String,
+    /// blake3 over the directory's contents once set up (`verify` recomputes
+    /// it: an environment changed after its setup is not believed).
+    #[serde(default)]
+    pub(crate) digest: String,
 }
 
 /// `tree:<candidate>:<state>`: the staged tree's git id, or why there is none.

@@ -30,6 +30,13 @@ pub struct Recheck {
     pub recomputed: Result<String, String>,
     /// An observation (a test run): a difference is a new reading.
     pub observation: bool,
+    /// The stored output's bytes and the re-executed output's bytes, for
+    /// callers that compare what an observation *means* (a verdict) rather
+    /// than its bytes.
+    #[serde(skip)]
+    pub stored_bytes: Option<Vec<u8>>,
+    #[serde(skip)]
+    pub new_bytes: Option<Vec<u8>>,
 }
 
 impl Recheck {
@@ -98,6 +105,7 @@ pub async fn recheck(
             }
             let key = keys[id].unwrap_or(Digest([0; 32]));
             let stored = outputs[id].unwrap_or(Digest([0; 32]));
+            let stored_bytes = index.get(&key).and_then(|row| store.output_bytes(row).ok());
             let ctx = JobCtx {
                 name: spec.name.clone(),
                 key,
@@ -110,12 +118,12 @@ pub async fn recheck(
             let (name, kind, observation) =
                 (spec.name.clone(), spec.kind.clone(), spec.observation);
             running.spawn(async move {
-                let recomputed = match broken {
-                    Some(e) => Err(format!("cannot read an input: {e}")),
-                    None => fut
-                        .await
-                        .map(|out| Digest::of(&out.bytes).to_hex())
-                        .map_err(|e| e.to_string()),
+                let (recomputed, new_bytes) = match broken {
+                    Some(e) => (Err(format!("cannot read an input: {e}")), None),
+                    None => match fut.await {
+                        Ok(out) => (Ok(Digest::of(&out.bytes).to_hex()), Some(out.bytes)),
+                        Err(e) => (Err(e.to_string()), None),
+                    },
                 };
                 Recheck {
                     name,
@@ -124,6 +132,8 @@ pub async fn recheck(
                     stored: stored.to_hex(),
                     recomputed,
                     observation,
+                    stored_bytes,
+                    new_bytes,
                 }
             });
         }
@@ -137,6 +147,8 @@ pub async fn recheck(
                 stored: String::new(),
                 recomputed: Err(format!("the job panicked: {e}")),
                 observation: false,
+                stored_bytes: None,
+                new_bytes: None,
             }),
         }
     }

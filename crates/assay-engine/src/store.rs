@@ -386,6 +386,21 @@ impl Store {
         Ok(out)
     }
 
+    /// The keys of the rows of one node kind (for audits of a kind's outputs).
+    pub fn keys_of_kind(&self, kind: &str) -> Result<Vec<Digest>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT key FROM nodes WHERE kind = ?1")
+            .map_err(|e| self.index_err(e))?;
+        let mut rows = stmt.query([kind]).map_err(|e| self.index_err(e))?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(|e| self.index_err(e))? {
+            let key: Vec<u8> = row.get(0).map_err(|e| self.index_err(e))?;
+            out.extend(Digest::from_slice(&key));
+        }
+        Ok(out)
+    }
+
     /// Output bytes of a row, verified against the output digest.
     pub fn output_bytes(&self, row: &IndexRow) -> Result<Vec<u8>, StoreError> {
         match &row.inline {
@@ -481,6 +496,24 @@ impl Store {
     }
 
     /// Full integrity check: sqlite's own, then every row's output and attachments.
+    /// `PRAGMA quick_check`: refuses an index with damaged pages before a
+    /// build reuses rows from it. O(size of the index), without the index
+    /// cross-checks of `integrity_check`.
+    pub fn quick_check(&self) -> Result<(), StoreError> {
+        let check: String = self
+            .conn
+            .query_row("PRAGMA quick_check", [], |r| r.get(0))
+            .map_err(|e| self.index_err(e))?;
+        if check == "ok" {
+            Ok(())
+        } else {
+            Err(StoreError::Index {
+                path: self.dir.join("index.sqlite"),
+                detail: format!("the index is damaged (sqlite quick_check: {check})"),
+            })
+        }
+    }
+
     pub fn verify(&self) -> Result<Vec<VerifyProblem>, StoreError> {
         let check: String = self
             .conn

@@ -449,17 +449,6 @@ fn a_spoofed_exit_code_is_not_trusted() {
     let _ = b;
 }
 
-fn process_alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // A zombie is dead; only its parent has not reaped it yet.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
-            .unwrap_or(true),
-        Err(_) => false,
-    }
-}
-
 #[test]
 fn a_timeout_kills_the_whole_process_tree() {
     let project = Project::new();
@@ -486,7 +475,7 @@ fn a_timeout_kills_the_whole_process_tree() {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let mut alive: Vec<u32> = recorded.clone();
     while !alive.is_empty() && std::time::Instant::now() < deadline {
-        alive.retain(|p| process_alive(*p));
+        alive.retain(|p| util::process_alive(*p));
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     for p in &alive {
@@ -772,14 +761,6 @@ fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     out
 }
 
-/// The output record of node `name`, decoded by `assay show`.
-fn output_record(project: &Project, name: &str) -> Value {
-    let explained: Value =
-        serde_json::from_str(&project.run(&["explain", name, "--json"]).code(0).stdout).unwrap();
-    let output = explained["output"].as_str().unwrap().to_owned();
-    serde_json::from_str(&project.run(&["show", &output]).code(0).stdout).unwrap()
-}
-
 #[test]
 fn reexecute_checks_the_advertised_kinds_and_reads_runs_as_observations() {
     let project = Project::new();
@@ -832,7 +813,7 @@ fn reexecute_checks_the_advertised_kinds_and_reads_runs_as_observations() {
 
     // A forged screening (FAIL_TO_PASS grows a test) whose digest is forged to
     // match: the cache's own check accepts it, re-execution does not.
-    let mut screen = output_record(&project, "screen:p-1");
+    let mut screen = project.output_record("screen:p-1");
     let f2p = screen["fail_to_pass"].as_array_mut().unwrap();
     assert_eq!(f2p.len(), 1, "{screen:#}");
     f2p.push(Value::from("tests.test_ops.TestOps.test_add"));
@@ -847,7 +828,7 @@ fn reexecute_checks_the_advertised_kinds_and_reads_runs_as_observations() {
     assert_eq!(changed, 1);
     drop(conn);
     assert_eq!(
-        output_record(&project, "screen:p-1")["fail_to_pass"]
+        project.output_record("screen:p-1")["fail_to_pass"]
             .as_array()
             .map(Vec::len),
         Some(2),

@@ -184,12 +184,12 @@ fn kill_9_at_random_instants_leaves_a_cache_that_verifies_and_resumes() {
     let p = Project::new()
         .file("seed.txt", "0\n")
         .pipeline(&random_dag(&mut rng, NODES));
+    // Only to spread the kill instants over a build: nothing is asserted on it.
     let started = Instant::now();
     p.build_json(&["--jobs", "2"]).code(0);
     let full = started.elapsed();
     eprintln!("a full build takes {full:?}");
 
-    let deadline = Instant::now() + Duration::from_secs(90);
     // Kills that landed mid-build with some nodes already reported: without
     // enough of them the test proves nothing (e.g. if events were not streamed).
     let mut mid_build = 0;
@@ -248,10 +248,6 @@ fn kill_9_at_random_instants_leaves_a_cache_that_verifies_and_resumes() {
             next.summary.total.executed + next.summary.total.reused,
             NODES as u64
         );
-        assert!(
-            Instant::now() < deadline,
-            "the crash test is too slow: {round} rounds"
-        );
     }
     eprintln!("{mid_build} of {KILLS} kills landed after some nodes had finished");
     assert!(
@@ -263,37 +259,50 @@ fn kill_9_at_random_instants_leaves_a_cache_that_verifies_and_resumes() {
 
 #[test]
 fn json_events_stream_while_the_build_runs() {
-    let p = Project::new().pipeline(
-        r#"
-[[step]]
-name = "quick"
-run = "echo hi"
-
-[[step]]
-name = "slow"
-run = "sleep 5; cat deps/quick"
-deps = ["quick"]
-"#,
+    // `slow` cannot finish before the test opens its gate, and the test opens
+    // it only once it has read `quick`'s event: so that event was printed
+    // while the build ran. Both waits are bounded hang detectors.
+    let p = Project::new();
+    let gate = p.path().join("gate");
+    let slow =
+        gated_step("slow", &gate).replace("done\"", "done; cat deps/quick\"\ndeps = [\"quick\"]");
+    assert!(slow.ends_with("deps = [\"quick\"]\n\n"), "{slow}");
+    p.write(
+        "pipeline.toml",
+        format!("[[step]]\nname = \"quick\"\nrun = \"echo hi\"\n\n{slow}"),
     );
-    let started = Instant::now();
     let mut child = p
         .command(&["build", "--json", "--jobs", "1"])
         .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let seen = BufReader::new(stdout)
-        .lines()
-        .map_while(Result::ok)
-        .any(|l| l.contains("\"node_finished\"") && l.contains("step:quick"));
-    let waited = started.elapsed();
-    child.kill().unwrap();
-    child.wait().unwrap();
-    assert!(seen);
+    let lines = lines_of(child.stdout.take().unwrap());
+    let mut before_gate = Vec::new();
+    let quick = wait_for_line(&lines, &mut before_gate, |l| {
+        l.contains("\"node_finished\"") && l.contains("step:quick")
+    });
+    std::fs::write(&gate, "").unwrap();
+    let after_gate: Vec<String> = lines.iter().collect();
+    let out = child.wait_with_output().unwrap();
     assert!(
-        waited < Duration::from_secs(4),
-        "`quick` was reported only after {waited:?}, when the build ended"
+        quick,
+        "`quick`'s event was not printed while `slow` waited: {before_gate:#?}"
     );
+    assert!(
+        !before_gate
+            .iter()
+            .any(|l| l.contains("step:slow") && l.contains("node_finished")),
+        "{before_gate:#?}"
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = parse_events(&after_gate.join("\n"));
+    assert_eq!(util::names(&events, "node_finished"), steps(&["slow"]));
 }
 
 #[test]
@@ -384,13 +393,57 @@ fn a_truncated_index_exits_5_naming_the_file() {
     damaged_index_is_reported_not_panicked_on(|b| b[..1000].to_vec());
 }
 
+/// A step that waits for `gate` to exist (at most 60 s, then fails).
+fn gated_step(name: &str, gate: &std::path::Path) -> String {
+    format!(
+        "[[step]]\nname = \"{name}\"\nrun = \"i=0; while [ ! -e '{}' ]; do i=$((i+1)); [ $i -gt 1200 ] && exit 9; sleep 0.05; done\"\n\n",
+        gate.display()
+    )
+}
+
+/// Lines of `stream`, as they come, on a channel.
+fn lines_of(stream: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// Reads `rx` until a line satisfies `want` (true) or nothing more comes for
+/// 60 s (false, a hang detector); every line read is kept in `seen`.
+fn wait_for_line(
+    rx: &std::sync::mpsc::Receiver<String>,
+    seen: &mut Vec<String>,
+    want: impl Fn(&str) -> bool,
+) -> bool {
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(60)) {
+        let hit = want(&line);
+        seen.push(line);
+        if hit {
+            return true;
+        }
+    }
+    false
+}
+
 #[test]
 fn two_builds_at_once_on_one_cache_execute_each_node_once() {
-    let p = Project::new().pipeline(
-        &(0..8)
-            .map(|i| format!("[[step]]\nname = \"s{i}\"\nrun = \"sleep 0.05; echo {i}\"\n\n"))
-            .collect::<String>(),
-    );
+    // The first build holds the cache while its `held` step waits for the
+    // gate; the second is started only then, and the gate opens only once
+    // the second has said it waits. So its waiting comes before the first
+    // build's end by construction, with no clock involved.
+    let p = Project::new();
+    let gate = p.path().join("gate");
+    let mut toml: String = (0..8)
+        .map(|i| format!("[[step]]\nname = \"s{i}\"\nrun = \"echo {i}\"\n\n"))
+        .collect();
+    toml.push_str(&gated_step("held", &gate));
+    p.write("pipeline.toml", toml);
     let spawn = || {
         p.command(&["build", "--json", "--jobs", "2"])
             .stdout(Stdio::piped())
@@ -398,18 +451,38 @@ fn two_builds_at_once_on_one_cache_execute_each_node_once() {
             .spawn()
             .unwrap()
     };
-    let (a, b) = (spawn(), spawn());
-    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
-    let (a, b) = (
-        util::Build::from(util::Run::from(a)).code(0),
-        util::Build::from(util::Run::from(b)).code(0),
-    );
-    assert_eq!(a.summary.total.executed + b.summary.total.executed, 8);
-    assert_eq!(a.summary.total.reused + b.summary.total.reused, 8);
+    let mut a = spawn();
+    let a_out = lines_of(a.stdout.take().unwrap());
+    let mut a_seen = Vec::new();
+    let holding = wait_for_line(&a_out, &mut a_seen, |l| {
+        l.contains("\"node_started\"") && l.contains("step:held")
+    });
+    let mut b = spawn();
+    let b_err = lines_of(b.stderr.take().unwrap());
+    let mut b_said = Vec::new();
+    let waiting = holding
+        && wait_for_line(&b_err, &mut b_said, |l| {
+            l.contains("waiting for another build")
+        });
+    std::fs::write(&gate, "").unwrap();
+    a_seen.extend(a_out.iter());
+    let a_done = a.wait_with_output().unwrap();
+    let b_done = b.wait_with_output().unwrap();
+    assert!(holding, "the first build never started `held`: {a_seen:#?}");
     assert!(
-        format!("{}{}", a.run.stderr, b.run.stderr).contains("waiting for another build"),
-        "the second build says it waits"
+        waiting,
+        "the second build did not say it waits: {b_said:#?}"
     );
+    let a = util::Build::from(util::Run {
+        code: a_done.status.code().unwrap_or(-1),
+        stdout: a_seen.join("\n"),
+        stderr: String::from_utf8_lossy(&a_done.stderr).into_owned(),
+    })
+    .code(0);
+    let b = util::Build::from(util::Run::from(b_done)).code(0);
+    assert_eq!(a.summary.total.executed, 9, "{:?}", a.summary);
+    assert_eq!(b.summary.total.executed, 0, "{:?}", b.summary);
+    assert_eq!(b.summary.total.reused, 9, "{:?}", b.summary);
 }
 
 fn config_error(toml: &str) -> util::Run {

@@ -108,6 +108,12 @@ struct Fixture {
 
 impl Fixture {
     fn new() -> Fixture {
+        Fixture::with_base_files(&[])
+    }
+
+    /// The fixture with `files` added to the initial commit (infrastructure
+    /// such as a test runner; in the base of both tasks).
+    fn with_base_files(files: &[(&str, &str)]) -> Fixture {
         let project = Project::new();
         let mut r = Repo::new(&project, "repo");
         r.put(".gitignore", "__pycache__/\n*.pyc\n")
@@ -116,6 +122,9 @@ impl Fixture {
             .put("pkg/ops.py", OPS_BASE)
             .put("tests/__init__.py", "")
             .put("tests/test_ops.py", TEST_OPS_BASE);
+        for (path, text) in files {
+            r.put(path, text);
+        }
         r.commit("Initial commit");
         let base1 = r.head();
         let test_ops_sub = format!("{TEST_OPS_BASE}{TEST_SUB}");
@@ -152,6 +161,10 @@ impl Fixture {
     /// `pipeline.toml` with this exclusion policy, log cap and extra text.
     /// `exclusion` = "" leaves the policy at its default.
     fn pipeline(&self, exclusion: &str, log_cap: u64, extra: &str) {
+        self.pipeline_with_timeout(exclusion, log_cap, 60, extra);
+    }
+
+    fn pipeline_with_timeout(&self, exclusion: &str, log_cap: u64, timeout: u64, extra: &str) {
         let exclusion = if exclusion.is_empty() {
             String::new()
         } else {
@@ -171,7 +184,7 @@ path = "repo"
 [env]
 test_command = "python3 -m unittest -v"
 report = "unittest"
-timeout = 60
+timeout = {timeout}
 log_cap = {log_cap}
 
 [grade]
@@ -184,6 +197,14 @@ rerun_command = "python3 -m unittest -v {{files}}"
 "#
             ),
         );
+    }
+
+    /// Replaces `from` (which must be there, once) in `pipeline.toml`.
+    fn edit_pipeline(&self, from: &str, to: &str) {
+        let toml = std::fs::read_to_string(self.path().join("pipeline.toml")).unwrap();
+        assert_eq!(toml.matches(from).count(), 1, "{from:?} in:\n{toml}");
+        self.project
+            .write("pipeline.toml", toml.replacen(from, to, 1));
     }
 
     fn default_pipeline(&self) {
@@ -566,6 +587,98 @@ fn a_log_over_the_cap_is_ineligible_even_though_the_tests_pass() {
     assert_eq!(stored.stdout.len(), 65536, "the stored log is the cut one");
 }
 
+/// A correct `sub`, but importing `pkg` starts a process tree and hangs: a
+/// child, an orphaned grandchild (its shell exits at once) and the test
+/// process itself, all far outliving the run's timeout. The first import
+/// re-executes the process with `ASSAY_TREE_MARK` in its environment, so
+/// the whole tree carries the mark (found on the host whatever pid namespace
+/// the run had); each process also names itself in the log, which is how the
+/// run tells the test that the tree really started.
+fn hanging_init(mark: &str) -> String {
+    format!(
+        r#"import os
+import subprocess
+import sys
+import time
+
+if os.environ.get("ASSAY_TREE_MARK") != "{mark}":
+    os.environ["ASSAY_TREE_MARK"] = "{mark}"
+    os.execv(sys.executable, [sys.executable, "-m", "unittest"] + sys.argv[1:])
+
+child = subprocess.Popen(["sleep", "300"])
+orphan = subprocess.run(
+    ["sh", "-c", "sleep 301 >/dev/null 2>&1 & echo $!"],
+    capture_output=True,
+    text=True,
+).stdout.split()[0]
+for pid in (os.getpid(), child.pid, orphan):
+    print("tree-pid", pid, flush=True)
+time.sleep(302)
+"#
+    )
+}
+
+#[test]
+fn a_run_that_times_out_is_unresolved_and_its_whole_tree_is_killed() {
+    // A positive control for the search below: it finds a marked process.
+    let control = format!("control-{}", unique("tree"));
+    let mut probe = std::process::Command::new("sleep")
+        .arg("30")
+        .env("ASSAY_TREE_MARK", &control)
+        .spawn()
+        .unwrap();
+    // Its environment shows once it has exec'd: a bounded moment to get there.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut found = util::processes_with_env("ASSAY_TREE_MARK", &control);
+    while found.is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        found = util::processes_with_env("ASSAY_TREE_MARK", &control);
+    }
+    let _ = probe.kill();
+    let _ = probe.wait();
+    assert_eq!(found, [probe.id()], "the marked-process search is blind");
+
+    let f = Fixture::new();
+    // Screening runs take well under a second; only the session hangs.
+    f.pipeline_with_timeout("new-test-files", 1 << 20, 10, "");
+    let mark = unique("tree");
+    let patch = f.diff1(&[
+        ("pkg/ops.py", Some(OPS_SUB)),
+        ("pkg/__init__.py", Some(&hanging_init(&mark))),
+    ]);
+    f.session("b/hang.json", "p-1", &patch);
+    let b = f.build(&[]);
+    let survivors = util::survivors("ASSAY_TREE_MARK", &mark);
+    assert_eq!(b.run.code, 0, "{}", b.run.stderr);
+    assert!(
+        survivors.is_empty(),
+        "still running after grading (now killed): {survivors:?}"
+    );
+
+    // Scored as the agent's: never `no_report`, never the harness's fault.
+    assert_verdict(&f, "b/hang.json", "unresolved", "unresolved");
+    let row = f.row("b/hang.json", "exclude");
+    assert_eq!(row["fault"], "agent", "{row:#?}");
+    assert_eq!(row["exit_code"], "", "killed, so no exit code: {row:#?}");
+    assert_eq!(row["reruns"], "0", "a timeout is not rerun: {row:#?}");
+    let grade = f.project.shown(&row["grade_digest"]);
+    assert_eq!(grade["detail"], "timed out after 10 s", "{grade:#}");
+    // The tree had started before the kill: its three processes named
+    // themselves in the run's log, which is the grade's evidence.
+    let log = grade["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["what"] == "log")
+        .unwrap_or_else(|| panic!("no log receipt: {grade:#}"))["digest"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let log = String::from_utf8_lossy(&f.project.blob(&log)).into_owned();
+    let named = log.lines().filter(|l| l.starts_with("tree-pid ")).count();
+    assert_eq!(named, 3, "{log}");
+}
+
 // ---- exclusion policies -------------------------------------------------------
 
 /// A correct fix that also adds a NEW test file and edits the EXISTING
@@ -791,11 +904,29 @@ fn patches_escaping_the_tree_are_refused_whole_and_write_nothing_outside() {
         find_named(f.path(), name, &mut found);
         assert!(found.is_empty(), "written: {found:?}");
     }
-    // No symlink to /etc/passwd (or through `up`) was ever materialised in
-    // the project, in any staged tree left behind.
-    let mut links = Vec::new();
-    find_named(f.path(), "passwd", &mut links);
-    assert!(links.is_empty(), "{links:?}");
+    // Scratch trees are gone once their runs end, so "nothing left behind"
+    // proves nothing about materialising: the records do. No escaping patch
+    // yielded a tree, and its run never started, so nothing of it (the link
+    // to /etc/passwd, the link `up`) was ever written to disk or executed.
+    for (s, path) in [
+        ("g/dotdot.json", format!("../{up}")),
+        ("g/absolute.json", abs_s.clone()),
+        ("g/symlink.json", "pkg/passwd".to_owned()),
+        ("g/through.json", format!("up/{through}")),
+    ] {
+        for arm in ["exclude", "keep"] {
+            let stage = f.project.output_record(&format!("stage:{s}:{arm}"));
+            assert!(stage["tree"].is_null(), "{s} {arm}: {stage:#}");
+            let why = stage["skipped"].as_str().unwrap_or_default();
+            assert!(why.starts_with("patch_apply_failed: "), "{s} {arm}: {why}");
+            assert!(why.contains(&path), "{s} {arm} names {path}: {why}");
+            let run = f.project.output_record(&format!("run:{s}:{arm}"));
+            assert!(run["skipped"].is_string(), "{s} {arm}: {run:#}");
+            assert_eq!(run["log"], "", "{s} {arm}: {run:#}");
+            assert!(run["exit_code"].is_null(), "{s} {arm}: {run:#}");
+            assert_eq!(f.row(s, arm)["exit_code"], "", "{s} {arm}");
+        }
+    }
 }
 
 // ---- redaction ------------------------------------------------------------------
@@ -820,52 +951,92 @@ fn grep_tree(dir: &Path, needles: &[&[u8]], hits: &mut Vec<(PathBuf, usize)>) {
     }
 }
 
-#[test]
-fn planted_secrets_never_reach_the_cache_or_the_release() {
-    let f = Fixture::new();
-    f.pipeline(
-        "new-test-files",
-        1 << 20,
-        "[redact]\nenv = [\"ASSAY_TEST_SECRET\"]\n",
-    );
-    let key = format!(
-        "sk-ant-api03-{}",
-        "AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGhIjKlMn"
-    );
-    assert_eq!(key.len(), "sk-ant-api03-".len() + 40);
-    let value = "supersecretvalue123";
-    // The secrets are assembled at run time, so the patch (stored as it is,
-    // since it is what gets graded) holds neither string.
-    let init = r#"import sys
+/// A key of a built-in shape, and the value `ASSAY_TEST_SECRET` holds in the
+/// environment of assay (named by `[redact] env`).
+const SECRET_KEY: &str = "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGhIjKlMn";
+const SECRET_VALUE: &str = "supersecretvalue123";
+
+const REDACT_ENV: &str = "[redact]\nenv = [\"ASSAY_TEST_SECRET\"]\n";
+
+/// `pkg/__init__.py` printing both secrets on stdout and stderr at import.
+/// They are assembled at run time, so the patch (stored as it is, since it
+/// is what gets graded) holds neither string.
+const LEAKY_INIT: &str = r#"import sys
 
 KEY = "sk-ant-" + "api03-" + "AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGhIjKlMn"
 VALUE = "supersecret" + "value123"
 print("using key", KEY, "and", VALUE)
 sys.stderr.write("debug: key=%s value=%s\n" % (KEY, VALUE))
 "#;
+
+/// A correct and a wrong fix, both with [`LEAKY_INIT`]: the wrong one is
+/// rerun, so its reruns' evidence is stored too.
+fn leaky_sessions(f: &Fixture) {
     let ok = f.diff1(&[
         ("pkg/ops.py", Some(OPS_SUB)),
-        ("pkg/__init__.py", Some(init)),
+        ("pkg/__init__.py", Some(LEAKY_INIT)),
     ]);
-    // The same noise with a wrong fix: its reruns' logs must be redacted too.
     let wrong = OPS_BASE.replacen("return a + b\n\n\ndef mul", "return a * b\n\n\ndef mul", 1);
     let bad = f.diff1(&[
         ("pkg/ops.py", Some(&wrong)),
-        ("pkg/__init__.py", Some(init)),
+        ("pkg/__init__.py", Some(LEAKY_INIT)),
     ]);
     for p in [&ok, &bad] {
-        assert!(!p.contains(&key) && !p.contains(value), "{p}");
+        assert!(!p.contains(SECRET_KEY) && !p.contains(SECRET_VALUE), "{p}");
     }
     f.session("a/leaky.json", "p-1", &ok);
     f.session("b/leaky-wrong.json", "p-1", &bad);
+}
+
+/// `assay build --json` with the secret value in assay's environment.
+fn build_with_secret(f: &Fixture) -> Build {
     let out = f
         .project
         .command(&["build", "--json"])
-        .env("ASSAY_TEST_SECRET", value)
+        .env("ASSAY_TEST_SECRET", SECRET_VALUE)
         .output()
         .unwrap();
     let b = Build::from(util::Run::from(out));
     assert_eq!(b.run.code, 0, "{}", b.run.stderr);
+    b
+}
+
+/// Neither secret in any file of the cache or the release, nor in what
+/// assay printed; and `[REDACTED]` somewhere, so the search can fail.
+fn assert_no_secret_stored(f: &Fixture, b: &Build) {
+    let mut hits = Vec::new();
+    let needles: [&[u8]; 2] = [SECRET_KEY.as_bytes(), SECRET_VALUE.as_bytes()];
+    grep_tree(&f.path().join("cache"), &needles, &mut hits);
+    grep_tree(&f.path().join("release"), &needles, &mut hits);
+    assert!(hits.is_empty(), "secrets found in: {hits:#?}");
+    for stream in [&b.run.stdout, &b.run.stderr] {
+        assert!(!stream.contains(SECRET_KEY) && !stream.contains(SECRET_VALUE));
+    }
+    let mut markers = Vec::new();
+    grep_tree(&f.path().join("cache"), &[b"[REDACTED]"], &mut markers);
+    assert!(!markers.is_empty(), "no redacted evidence in the cache");
+}
+
+/// The blob of the grade's receipt `what`, as text.
+fn evidence(f: &Fixture, grade: &Value, what: &str) -> String {
+    let digest = grade["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["what"] == what)
+        .unwrap_or_else(|| panic!("no {what} receipt: {grade:#}"))["digest"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    String::from_utf8_lossy(&f.project.blob(&digest)).into_owned()
+}
+
+#[test]
+fn planted_secrets_never_reach_the_cache_or_the_release() {
+    let f = Fixture::new();
+    f.pipeline("new-test-files", 1 << 20, REDACT_ENV);
+    leaky_sessions(&f);
+    let b = build_with_secret(&f);
     assert_verdict(&f, "a/leaky.json", "resolved", "resolved");
     assert_verdict(&f, "b/leaky-wrong.json", "unresolved", "unresolved");
     for (s, arm) in [
@@ -888,19 +1059,170 @@ sys.stderr.write("debug: key=%s value=%s\n" % (KEY, VALUE))
         with_reruns > first_run_only,
         "reruns' redactions are counted: {with_reruns} vs {first_run_only}"
     );
+    assert_no_secret_stored(&f, &b);
+}
 
-    let mut hits = Vec::new();
-    let needles: [&[u8]; 2] = [key.as_bytes(), value.as_bytes()];
-    grep_tree(&f.path().join("cache"), &needles, &mut hits);
-    grep_tree(&f.path().join("release"), &needles, &mut hits);
-    assert!(hits.is_empty(), "secrets found in: {hits:#?}");
-    // The stdout/stderr of assay itself do not carry them either.
-    assert!(!b.run.stdout.contains(value) && !b.run.stderr.contains(value));
-    assert!(!b.run.stdout.contains(&key) && !b.run.stderr.contains(&key));
-    // And the check can fail: the redacted logs are there, with the marker.
-    let mut markers = Vec::new();
-    grep_tree(&f.path().join("cache"), &[b"[REDACTED]"], &mut markers);
-    assert!(!markers.is_empty(), "no redacted log in the cache");
+/// Runs the unittest suite and writes `report.xml` (JUnit). What the code
+/// under test prints goes into the report's `<system-out>`, and to stderr.
+/// Arguments (the rerun's `{files}`) only go into a property, so a rerun's
+/// report differs from its first run's: it always runs everything.
+const JUNIT_RUNNER: &str = r#"import io
+import sys
+import unittest
+from xml.sax.saxutils import escape, quoteattr
+
+captured = io.StringIO()
+real_stdout = sys.stdout
+sys.stdout = captured
+
+
+def cases(s):
+    for t in s:
+        if isinstance(t, unittest.TestSuite):
+            yield from cases(t)
+        else:
+            yield t
+
+
+suite = unittest.defaultTestLoader.discover(".")
+ids = [t.id() for t in cases(suite)]
+result = unittest.TestResult()
+suite.run(result)
+sys.stdout = real_stdout
+failed = {t.id() for t, _ in result.failures}
+errored = {t.id() for t, _ in result.errors}
+out = [
+    '<?xml version="1.0" encoding="utf-8"?>',
+    '<testsuite name="unittest">',
+    '<properties><property name="argv" value=%s/></properties>' % quoteattr(" ".join(sys.argv[1:])),
+]
+for test_id in ids:
+    cls, _, name = test_id.rpartition(".")
+    path = cls.rpartition(".")[0].replace(".", "/") + ".py"
+    attrs = "classname=%s name=%s file=%s" % (quoteattr(cls), quoteattr(name), quoteattr(path))
+    if test_id in failed:
+        out.append('<testcase %s><failure message="failed"/></testcase>' % attrs)
+    elif test_id in errored:
+        out.append('<testcase %s><error message="error"/></testcase>' % attrs)
+    else:
+        out.append("<testcase %s/>" % attrs)
+out.append("<system-out>%s</system-out>" % escape(captured.getvalue()))
+out.append("</testsuite>")
+with open("report.xml", "w") as fh:
+    fh.write("\n".join(out) + "\n")
+sys.stderr.write(captured.getvalue())
+sys.exit(0 if result.wasSuccessful() else 1)
+"#;
+
+#[test]
+fn secrets_are_redacted_in_junit_report_files_check_logs_and_rerun_logs() {
+    let f = Fixture::with_base_files(&[("tools/junit_run.py", JUNIT_RUNNER)]);
+    f.pipeline(
+        "new-test-files",
+        1 << 20,
+        &format!("check_command = \"python3 -m unittest -v {{tests}}\"\n\n{REDACT_ENV}"),
+    );
+    f.edit_pipeline(
+        "test_command = \"python3 -m unittest -v\"\nreport = \"unittest\"\n",
+        "test_command = \"python3 tools/junit_run.py\"\nreport = \"junit\"\nreport_file = \"report.xml\"\n",
+    );
+    f.edit_pipeline(
+        "rerun_command = \"python3 -m unittest -v {files}\"",
+        "rerun_command = \"python3 tools/junit_run.py {files}\"",
+    );
+    leaky_sessions(&f);
+    let b = build_with_secret(&f);
+    // The JUnit reports were read: the verdicts rest on their outcomes.
+    assert_verdict(&f, "a/leaky.json", "resolved", "resolved");
+    assert_verdict(&f, "b/leaky-wrong.json", "unresolved", "unresolved");
+    let row = f.row("b/leaky-wrong.json", "exclude");
+    assert_eq!(
+        row["failing"], "tests.test_ops.TestOps.test_sub",
+        "{row:#?}"
+    );
+    assert_eq!(row["reruns"], "2", "{row:#?}");
+    assert_eq!(
+        (row["base_exit"].as_str(), row["new_exit"].as_str()),
+        ("0", "1"),
+        "both checks ran: {row:#?}"
+    );
+
+    // Every kind of stored log held the secrets and was redacted.
+    let grade = f.project.shown(&row["grade_digest"]);
+    for what in [
+        "log",
+        "base check log",
+        "new check log",
+        "rerun 1 log",
+        "rerun 2 log",
+    ] {
+        let text = evidence(&f, &grade, what);
+        assert!(
+            text.contains("using key [REDACTED] and [REDACTED]"),
+            "{what}:\n{text}"
+        );
+    }
+    // So did the report files of the graded runs and of the reruns. Blobs
+    // are content-addressed: a's report, b's, and one for b's two identical
+    // reruns (the keep arms share the runs of their identical trees).
+    let mut found = Vec::new();
+    grep_tree(
+        &f.path().join("cache/blobs"),
+        &[b"<system-out>using key"],
+        &mut found,
+    );
+    let reports: Vec<String> = found
+        .iter()
+        .map(|(p, _)| String::from_utf8_lossy(&std::fs::read(p).unwrap()).into_owned())
+        .collect();
+    assert_eq!(reports.len(), 3, "{found:#?}");
+    for r in &reports {
+        assert!(
+            r.contains("<system-out>using key [REDACTED] and [REDACTED]"),
+            "{r}"
+        );
+    }
+    let rerun = r#"<property name="argv" value="tests/test_ops.py"/>"#;
+    assert_eq!(
+        reports.iter().filter(|r| r.contains(rerun)).count(),
+        1,
+        "{reports:#?}"
+    );
+    assert_no_secret_stored(&f, &b);
+}
+
+/// Needs the environment's setup log to go through the redactor (with the
+/// sandbox): docs/verdicts.md says everything stored is redacted first.
+#[test]
+fn the_environment_setup_log_is_redacted() {
+    let f = Fixture::new();
+    // The setup prints both secrets; its text in pipeline.toml (which enters
+    // the env node's key) holds neither.
+    f.pipeline("new-test-files", 1 << 20, REDACT_ENV);
+    let setup = r#"setup = ["echo preparing with key sk-ant-$(printf api03)-AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGhIjKlMn and supersecret$(printf value123)"]"#;
+    f.edit_pipeline("[env]\n", &format!("[env]\n{setup}\n"));
+    assert!(!setup.contains(SECRET_KEY) && !setup.contains(SECRET_VALUE));
+    f.session(
+        "a/fix.json",
+        "p-1",
+        &f.diff1(&[("pkg/ops.py", Some(OPS_SUB))]),
+    );
+    let b = build_with_secret(&f);
+    assert_verdict(&f, "a/fix.json", "resolved", "resolved");
+    let env = b
+        .names("node_finished")
+        .into_iter()
+        .find(|n| n.starts_with("env:"))
+        .expect("an env node ran");
+    let record = f.project.output_record(&env);
+    assert_eq!(record["ok"], true, "{record:#}");
+    let log = String::from_utf8_lossy(&f.project.blob(record["setup_log"].as_str().unwrap()))
+        .into_owned();
+    assert!(
+        log.contains("preparing with key [REDACTED] and [REDACTED]"),
+        "the setup log:\n{log}"
+    );
+    assert_no_secret_stored(&f, &b);
 }
 
 // ---- sessions that are not graded -------------------------------------------------
@@ -1106,32 +1428,183 @@ fn verify_recomputes_the_release_and_names_a_tampered_number() {
     let forged = summary.replacen("\"resolved\": 1,", "\"resolved\": 2,", 1);
     assert_ne!(forged, summary, "the summary has a resolved count to forge");
     std::fs::write(rel.join("summary.json"), &forged).unwrap();
-    let manifest = std::fs::read_to_string(rel.join("manifest.json")).unwrap();
+    let original = std::fs::read_to_string(rel.join("manifest.json")).unwrap();
     let old = blake3::hash(summary.as_bytes()).to_hex().to_string();
     let new = blake3::hash(forged.as_bytes()).to_hex().to_string();
-    let manifest = manifest.replace(&old, &new);
+    assert_eq!(
+        original.matches(&old).count(),
+        1,
+        "the manifest lists summary.json's digest"
+    );
+    let manifest = original.replace(&old, &new);
     let v: Value = serde_json::from_str(&manifest).unwrap();
     let claimed = v["release_digest"].as_str().unwrap().to_owned();
+    assert_eq!(manifest.matches(&claimed).count(), 1, "{manifest}");
     let blank = manifest.replacen(&claimed, "", 1);
     let forged_digest = blake3::hash(blank.as_bytes()).to_hex().to_string();
-    std::fs::write(
-        rel.join("manifest.json"),
-        manifest.replacen(&claimed, &forged_digest, 1),
-    )
-    .unwrap();
-
-    let out = f.project.run(&["verify"]).code(4);
-    assert!(
-        out.stderr
-            .contains("summary.json: differs from its recomputation"),
-        "{}",
-        out.stderr
+    assert_ne!(
+        forged_digest, claimed,
+        "the forgery changes the release digest"
     );
+    let forged_manifest = manifest.replacen(&claimed, &forged_digest, 1);
+    assert_ne!(forged_manifest, original);
+    std::fs::write(rel.join("manifest.json"), &forged_manifest).unwrap();
+    // The forged manifest is self-consistent, as an auditor would check it.
+    let v: Value = serde_json::from_str(&forged_manifest).unwrap();
+    let blank = forged_manifest.replacen(&forged_digest, "", 1);
+    assert_eq!(
+        v["release_digest"],
+        blake3::hash(blank.as_bytes()).to_hex().to_string()
+    );
+
+    // The forged line, as verify must name it.
+    let (line, (published, recomputed)) = forged
+        .lines()
+        .zip(summary.lines())
+        .enumerate()
+        .find(|(_, (a, b))| a != b)
+        .map(|(i, pair)| (i + 1, pair))
+        .unwrap();
+    let out = f.project.run(&["verify"]).code(4);
+    let expected = format!(
+        "MISMATCH summary.json: differs from its recomputation at line {line}: published `{}`, recomputed `{}`",
+        published.trim(),
+        recomputed.trim()
+    );
+    assert_eq!(
+        (published.trim(), recomputed.trim()),
+        ("\"resolved\": 2,", "\"resolved\": 1,")
+    );
+    assert!(out.stderr.contains(&expected), "{expected}\n{}", out.stderr);
     assert!(
         !out.stderr.contains("release_digest"),
         "the forged digests are consistent: {}",
         out.stderr
     );
+}
+
+/// `sub` right only on a rerun: the rerun command names the test files on
+/// the command line, the first run does not. Deterministic, and it needs no
+/// state shared between runs.
+const OPS_RIGHT_ON_RERUN: &str = "\
+import sys
+
+_RERUN = any(arg.endswith(\".py\") for arg in sys.argv[1:])
+
+
+def add(a, b):
+    return a + b
+
+
+def sub(a, b):
+    return a - b if _RERUN else a + b
+
+
+def mul(a, b):
+    return a + b
+";
+
+/// The Wilson score interval computed here, from its textbook form
+/// (k + z²/2 ± z·√(k(n−k)/n + z²/4)) / (n + z²), apart from assay's code.
+fn wilson_bounds(k: f64, n: f64, z: f64) -> (f64, f64) {
+    let centre = k + z * z / 2.0;
+    let half = z * (k * (n - k) / n + z * z / 4.0).sqrt();
+    let d = n + z * z;
+    (
+        ((centre - half) / d).max(0.0),
+        ((centre + half) / d).min(1.0),
+    )
+}
+
+#[test]
+fn published_rates_carry_the_wilson_bounds_of_their_own_counts() {
+    let f = Fixture::new();
+    f.default_pipeline();
+    let fix = f.diff1(&[("pkg/ops.py", Some(OPS_SUB))]);
+    f.session("a/fix.json", "p-1", &fix);
+    f.session(
+        "a/rerun.json",
+        "p-1",
+        &f.diff1(&[("pkg/ops.py", Some(OPS_RIGHT_ON_RERUN))]),
+    );
+    f.session("a/empty.json", "p-1", "");
+    let wrong = OPS_BASE.replacen("return a + b\n\n\ndef mul", "return a * b\n\n\ndef mul", 1);
+    f.session(
+        "b/wrong.json",
+        "p-1",
+        &f.diff1(&[("pkg/ops.py", Some(&wrong))]),
+    );
+    f.session("c/fix.json", "p-1", &fix);
+    f.build_ok();
+    // A resolved_after_rerun is not resolved: k and n differ by agent.
+    assert_verdict(
+        &f,
+        "a/rerun.json",
+        "resolved_after_rerun",
+        "resolved_after_rerun",
+    );
+
+    let s = f.summary();
+    let interval = s["scoring"]["interval"].as_str().unwrap();
+    let z: f64 = interval
+        .split_once("z = ")
+        .and_then(|(_, r)| r.trim_end_matches(')').parse().ok())
+        .unwrap_or_else(|| panic!("no z in {interval:?}"));
+    assert!((z - 1.959964).abs() < 1e-6, "a 95% interval: {interval}");
+
+    // k and n counted here from results.csv: scored arm, `resolved` only.
+    let mut counts: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for ((_, arm), row) in f.results() {
+        if arm == "exclude" {
+            let c = counts
+                .entry(format!("{}/{}", row["agent"], row["model"]))
+                .or_default();
+            c.1 += 1;
+            c.0 += u64::from(row["verdict"] == "resolved");
+        }
+    }
+    let expected = BTreeMap::from([
+        ("a/model-x".to_owned(), (1, 3)),
+        ("b/model-x".to_owned(), (0, 1)),
+        ("c/model-x".to_owned(), (1, 1)),
+    ]);
+    assert_eq!(counts, expected);
+    for (agent, (k, n)) in &counts {
+        let a = &s["agents"][agent];
+        // Every session is on the basic track: its split says the same.
+        for (what, v) in [("all", a), ("basic", &a["by_track"]["basic"])] {
+            let at = format!("{agent} {what}: {v:#}");
+            assert_eq!(v["n"], *n, "{at}");
+            assert_eq!(v["resolved"], *k, "{at}");
+            let (lo, hi) = wilson_bounds(*k as f64, *n as f64, z);
+            let rate = *k as f64 / *n as f64;
+            let published = |key: &str| v[key].as_f64().unwrap_or_else(|| panic!("{key}: {at}"));
+            for (key, want) in [
+                ("resolved_rate", rate),
+                ("resolved_rate_lo", lo),
+                ("resolved_rate_hi", hi),
+            ] {
+                // Published to 6 decimals.
+                let got = published(key);
+                assert!(
+                    (got - want).abs() <= 1e-6,
+                    "{key} = {got}, expected {want}: {at}"
+                );
+            }
+            let (lo, rate, hi) = (
+                published("resolved_rate_lo"),
+                published("resolved_rate"),
+                published("resolved_rate_hi"),
+            );
+            assert!(lo <= rate && rate <= hi && lo < hi, "{at}");
+        }
+        // No spec-track session: no rate and no interval, not zeros.
+        let spec = &s["agents"][agent]["by_track"]["spec"];
+        assert_eq!(spec["n"], 0, "{spec:#}");
+        for key in ["resolved_rate", "resolved_rate_lo", "resolved_rate_hi"] {
+            assert!(spec[key].is_null(), "{key}: {spec:#}");
+        }
+    }
 }
 
 #[test]

@@ -86,6 +86,13 @@ report = "unittest"
     )
 }
 
+/// `toml` (from [`pipeline`]) with `command` as the test command.
+fn with_test_command(toml: String, command: &str) -> String {
+    let default = r#"test_command = "python3 -m unittest -v""#;
+    assert!(toml.contains(default), "{toml}");
+    toml.replace(default, &format!("test_command = {}", toml_str(command)))
+}
+
 fn statement(project: &Project, id: &str, text: &str) {
     project.write(&format!("statements/{id}.md"), text);
 }
@@ -409,11 +416,7 @@ fn a_test_failing_with_the_gold_patch_is_uncertified() {
 fn a_spoofed_exit_code_is_not_trusted() {
     let project = Project::new();
     one_fix(&project);
-    let toml = pipeline("", "").replace(
-        r#"test_command = "python3 -m unittest -v""#,
-        r#"test_command = "python3 -m unittest -v; exit 1""#,
-    );
-    assert!(toml.contains("exit 1"));
+    let toml = with_test_command(pipeline("", ""), "python3 -m unittest -v; exit 1");
     project.write("pipeline.toml", toml);
     let b = build(&project);
     let t = tasks(&project);
@@ -428,17 +431,6 @@ fn a_spoofed_exit_code_is_not_trusted() {
     let _ = b;
 }
 
-fn process_alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // A zombie is dead; only its parent has not reaped it yet.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
-            .unwrap_or(true),
-        Err(_) => false,
-    }
-}
-
 /// Live processes on the host whose command line holds `token`.
 fn live_with(token: &str) -> Vec<u32> {
     let mut out = Vec::new();
@@ -448,7 +440,7 @@ fn live_with(token: &str) -> Vec<u32> {
         };
         if let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline"))
             && String::from_utf8_lossy(&cmd).contains(token)
-            && process_alive(pid)
+            && util::process_alive(pid)
         {
             out.push(pid);
         }
@@ -465,13 +457,10 @@ fn a_timeout_kills_the_whole_process_tree() {
     // all far longer than the timeout. Unique lengths name them in /proc.
     let t = 300 + std::process::id() % 1000;
     let cmd = format!("sleep {t}.1 & (sleep {t}.2 &); (setsid sleep {t}.3 &); sleep {t}.4");
-    let toml = pipeline("timeout = 2", "[screen]\nrepeats = 1\n").replace(
-        r#"test_command = "python3 -m unittest -v""#,
-        &format!("test_command = {}", toml_str(&cmd)),
-    );
+    let toml = with_test_command(pipeline("timeout = 2", "[screen]\nrepeats = 1\n"), &cmd);
     project.write("pipeline.toml", toml);
-    let b = build(&project);
-    let _ = b;
+    // Were the timeout not enforced, this build would last the sleeps.
+    build(&project);
     // The build has returned: every process of every run is gone already.
     let alive = live_with(&format!("sleep\0{t}."));
     for p in &alive {
@@ -660,59 +649,51 @@ fn missing_statement_and_session_directories_are_config_errors() {
         .stderr_has("sessions = \"gone\"");
 }
 
-/// The run intervals the test command printed (`interval START END`), read
-/// from the run logs in the cache's blobs: the environment is read-only.
-fn run_intervals(project: &Project) -> Vec<(f64, f64)> {
-    let mut out = Vec::new();
-    let mut stack = vec![project.cache().join("blobs")];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).unwrap().flatten() {
-            let path = e.path();
-            if path.is_dir() {
-                stack.push(path);
-                continue;
-            }
-            let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
-            for line in text.lines().filter_map(|l| l.strip_prefix("interval ")) {
-                let mut it = line.split(' ').map(|x| x.parse::<f64>().unwrap());
-                out.push((it.next().unwrap(), it.next().unwrap()));
-            }
+/// Pairs of run nodes that were in flight at once, read from the order of
+/// the build's events: a run started between another's start and finish.
+/// The scheduler emits `node_started` once a job holds its resources and
+/// `node_finished` once it is done, so the order is the truth, with no clock.
+fn overlapping_runs(b: &Build) -> Vec<(String, String)> {
+    let mut running: Vec<String> = Vec::new();
+    let mut pairs = Vec::new();
+    for e in &b.events {
+        let Some(name) = e["name"].as_str().filter(|n| n.starts_with("run:")) else {
+            continue;
+        };
+        if e["event"] == "node_started" {
+            pairs.extend(running.iter().map(|r| (r.clone(), name.to_owned())));
+            running.push(name.to_owned());
+        } else if e["event"] == "node_finished" || e["event"] == "node_failed" {
+            running.retain(|r| r != name);
         }
     }
-    out.sort_by(|a, b| a.0.total_cmp(&b.0));
-    out
-}
-
-fn overlaps(iv: &[(f64, f64)]) -> usize {
-    iv.windows(2).filter(|w| w[1].0 < w[0].1).count()
+    pairs
 }
 
 #[test]
 fn runs_of_one_environment_are_serial_unless_configured_otherwise() {
-    let timed = r#"test_command = '''python3 -c 'import time; s = time.time(); time.sleep(0.3); print(f"interval {s} {time.time()}")' && python3 -m unittest -v'''"#;
+    // Far more slots than nodes: nothing but the environment holds a run back,
+    // and the two repeats of a state become ready together.
+    let jobs = ["--jobs", "16"];
     let serial = Project::new();
     one_fix(&serial);
-    serial.write(
-        "pipeline.toml",
-        pipeline("", "").replace("test_command = \"python3 -m unittest -v\"", timed),
-    );
-    assert_eq!(serial.build_json(&["--jobs", "2"]).run.code, 0);
-    let iv = run_intervals(&serial);
-    assert_eq!(iv.len(), 6, "{iv:?}");
-    assert_eq!(overlaps(&iv), 0, "serial runs overlapped: {iv:?}");
+    serial.write("pipeline.toml", pipeline("", ""));
+    let b = serial.build_json(&jobs);
+    assert_eq!(b.run.code, 0, "{}", b.run.stderr);
+    assert_eq!(kind(&b, "run").executed, 6, "{:?}", b.summary);
+    let overlaps = overlapping_runs(&b);
+    assert!(overlaps.is_empty(), "serial runs overlapped: {overlaps:?}");
 
     let parallel = Project::new();
     one_fix(&parallel);
-    parallel.write(
-        "pipeline.toml",
-        pipeline("serial = false", "").replace("test_command = \"python3 -m unittest -v\"", timed),
-    );
-    assert_eq!(parallel.build_json(&["--jobs", "2"]).run.code, 0);
-    let iv = run_intervals(&parallel);
-    assert_eq!(iv.len(), 6, "{iv:?}");
+    parallel.write("pipeline.toml", pipeline("serial = false", ""));
+    let b = parallel.build_json(&jobs);
+    assert_eq!(b.run.code, 0, "{}", b.run.stderr);
+    assert_eq!(kind(&b, "run").executed, 6, "{:?}", b.summary);
     assert!(
-        overlaps(&iv) > 0,
-        "with serial = false runs may overlap: {iv:?}"
+        !overlapping_runs(&b).is_empty(),
+        "with serial = false runs may overlap, and with 16 slots they do: {:?}",
+        b.names("node_started")
     );
 }
 
@@ -763,4 +744,97 @@ fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
+}
+
+#[test]
+fn reexecute_checks_the_advertised_kinds_and_reads_runs_as_observations() {
+    let project = Project::new();
+    one_fix(&project);
+    // Every reading prints fresh random bytes, so a run read again never
+    // reproduces its stored record: an observation, not a function.
+    let toml = with_test_command(
+        pipeline("", ""),
+        "python3 -c 'import os; print(os.urandom(16).hex())' && python3 -m unittest -v",
+    );
+    project.write("pipeline.toml", toml);
+    let b = build(&project);
+    assert_eq!(b.run.code, 0, "{}", b.run.stderr);
+    let tasks_before = std::fs::read(project.path().join("release/tasks.jsonl")).unwrap();
+
+    // The kinds the README advertises reproduce their outputs exactly.
+    project
+        .run(&["verify", "--reexecute", "triage,screen,task"])
+        .code(0)
+        .stdout_has(
+            "re-executed 3 nodes of kinds triage,screen,task: 3 identical, 0 differ, 0 verdicts changed, 0 observations read differently",
+        );
+
+    // Runs read again differ, and that is a new reading, not a mismatch.
+    let runs = kind(&b, "run").executed;
+    assert_eq!(runs, 6, "{:?}", b.summary);
+    let reread = project.run(&["verify", "--reexecute", "run"]).code(0);
+    assert!(
+        reread.stdout.contains(&format!(
+            "re-executed {runs} nodes of kinds run: 0 identical, 0 differ, 0 verdicts changed, {runs} observations read differently"
+        )),
+        "{}",
+        reread.stdout
+    );
+    let rereads = reread
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("REREAD   run:p-1:") && l.contains("an observation"))
+        .count();
+    assert_eq!(rereads as u64, runs, "{}", reread.stderr);
+    // Nothing was committed: the next build has nothing to do, the release
+    // is unchanged and the cache still verifies.
+    let again = build(&project);
+    assert_eq!(again.summary.total.executed, 0, "{:?}", again.summary);
+    assert_eq!(
+        std::fs::read(project.path().join("release/tasks.jsonl")).unwrap(),
+        tasks_before
+    );
+    project.run(&["verify"]).code(0);
+
+    // A forged screening (FAIL_TO_PASS grows a test) whose digest is forged to
+    // match: the cache's own check accepts it, re-execution does not.
+    let mut screen = project.output_record("screen:p-1");
+    let f2p = screen["fail_to_pass"].as_array_mut().unwrap();
+    assert_eq!(f2p.len(), 1, "{screen:#}");
+    f2p.push(Value::from("tests.test_ops.TestOps.test_add"));
+    let forged = serde_json::to_vec(&screen).unwrap();
+    let conn = rusqlite::Connection::open(project.cache().join("index.sqlite")).unwrap();
+    let changed = conn
+        .execute(
+            "UPDATE nodes SET inline = ?1, output = ?2 WHERE name = 'screen:p-1'",
+            rusqlite::params![forged, blake3::hash(&forged).as_bytes().to_vec()],
+        )
+        .unwrap();
+    assert_eq!(changed, 1);
+    drop(conn);
+    assert_eq!(
+        project.output_record("screen:p-1")["fail_to_pass"]
+            .as_array()
+            .map(Vec::len),
+        Some(2),
+        "the forgery took"
+    );
+    project.run(&["verify", "--cache-only"]).code(0);
+    let out = project
+        .run(&[
+            "verify",
+            "--cache-only",
+            "--reexecute",
+            "triage,screen,task",
+        ])
+        .code(4);
+    assert!(out.stderr.contains("DIFFERS  screen:p-1"), "{}", out.stderr);
+    assert!(!out.stderr.contains("triage:p-1"), "{}", out.stderr);
+    // `task:p-1` read the forged output, so its key has no row: not checked.
+    assert!(
+        out.stdout
+            .contains("re-executed 2 nodes of kinds triage,screen,task: 1 identical, 1 differ"),
+        "{}",
+        out.stdout
+    );
 }

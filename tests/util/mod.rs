@@ -73,6 +73,33 @@ impl Project {
         Run::from(self.command(args).output().unwrap())
     }
 
+    /// The output record of node `name` (`explain --json`, then `show`).
+    pub fn output_record(&self, name: &str) -> Value {
+        let explained = self.run(&["explain", name, "--json"]).code(0);
+        let explained: Value = serde_json::from_str(&explained.stdout).unwrap();
+        let output = explained["output"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{name} has no output: {explained}"));
+        self.shown(output)
+    }
+
+    /// A record in the cache, decoded by `assay show DIGEST`.
+    pub fn shown(&self, digest: &str) -> Value {
+        let shown = self.run(&["show", digest]).code(0);
+        serde_json::from_str(&shown.stdout)
+            .unwrap_or_else(|e| panic!("show {digest}: {e}\n{}", shown.stdout))
+    }
+
+    /// The bytes of blob `digest` as the cache stores them.
+    pub fn blob(&self, digest: &str) -> Vec<u8> {
+        let path = self
+            .cache()
+            .join("blobs")
+            .join(&digest[..2])
+            .join(&digest[2..]);
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
     /// `assay build --json ARGS`, parsed.
     pub fn build_json(&self, args: &[&str]) -> Build {
         let mut all = vec!["build", "--json"];
@@ -515,4 +542,52 @@ pub fn csv_records(text: &str) -> Vec<BTreeMap<String, String>> {
             header.iter().cloned().zip(r.iter().cloned()).collect()
         })
         .collect()
+}
+
+/// Pids of the live processes whose initial environment holds `var=value`.
+/// Every descendant of a process inherits its environment, so this finds a
+/// whole process tree on the host whatever pid namespace it ran in.
+pub fn processes_with_env(var: &str, value: &str) -> Vec<u32> {
+    let needle = format!("{var}={value}");
+    let mut pids = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(environ) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        let marked = environ.split(|b| *b == 0).any(|kv| kv == needle.as_bytes());
+        if marked && process_alive(pid) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// A zombie is dead: only its parent has not reaped it yet.
+pub fn process_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
+            .unwrap_or(true),
+        Err(_) => false,
+    }
+}
+
+/// Waits (a bounded moment: SIGKILL is asynchronous) for every process
+/// marked with `var=value` to be gone; kills and returns the survivors.
+pub fn survivors(var: &str, value: &str) -> Vec<u32> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let alive = processes_with_env(var, value);
+        if alive.is_empty() || std::time::Instant::now() > deadline {
+            for p in &alive {
+                let _ = Command::new("kill").args(["-9", &p.to_string()]).status();
+            }
+            return alive;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }

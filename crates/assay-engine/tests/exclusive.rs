@@ -1,32 +1,59 @@
 //! Jobs that declare the same exclusive resource never overlap, and a job
 //! waiting for a busy resource leaves its slot to other ready work.
+//!
+//! No clock is read: the jobs write what they do into one ordered log, and an
+//! `env` job stays running until the free job has started. The free job only
+//! becomes ready (after `gate`) once both `env` jobs are queued, so it is
+//! queued behind the blocked one whatever order the scheduler starts with: if
+//! a blocked job held the second slot, the free job could not start and the
+//! running `env` job would give up after a generous bound, which the log
+//! records. And if the resource were not exclusive, the second `env` job would
+//! start while the first is still waiting.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use assay_engine::{BuildOptions, Graph, Job, JobCtx, JobFuture, NodeSpec, Output, Store};
+use tokio::sync::watch;
 
-type Log = Arc<Mutex<Vec<(String, Instant, Instant)>>>;
+/// What the jobs did, in the order they did it.
+type Log = Arc<Mutex<Vec<String>>>;
 
-struct Sleepy {
-    name: String,
-    resource: Option<String>,
-    log: Log,
+fn note(log: &Log, line: String) {
+    log.lock().unwrap_or_else(|p| p.into_inner()).push(line);
 }
 
-impl Job for Sleepy {
+struct Recorded {
+    name: String,
+    resource: Option<String>,
+    /// `free` announces its start; the others only record theirs.
+    announces: bool,
+    log: Log,
+    /// Set once the free job has started.
+    free_started: watch::Sender<bool>,
+}
+
+impl Job for Recorded {
     fn run(&self, _ctx: JobCtx) -> JobFuture {
         let name = self.name.clone();
         let log = self.log.clone();
+        let exclusive = self.resource.is_some();
+        let announces = self.announces;
+        let free_started = self.free_started.clone();
         Box::pin(async move {
-            let start = Instant::now();
-            tokio::time::sleep(Duration::from_millis(150)).await;
-            log.lock().unwrap_or_else(|p| p.into_inner()).push((
-                name.clone(),
-                start,
-                Instant::now(),
-            ));
+            note(&log, format!("start {name}"));
+            if exclusive {
+                let mut rx = free_started.subscribe();
+                let waited =
+                    tokio::time::timeout(Duration::from_secs(30), rx.wait_for(|s| *s)).await;
+                if waited.is_err() {
+                    note(&log, format!("{name} gave up waiting for `free` to start"));
+                }
+            } else if announces {
+                free_started.send_replace(true);
+            }
+            note(&log, format!("end {name}"));
             Ok(Output {
                 bytes: name.into_bytes(),
                 attachments: Vec::new(),
@@ -39,19 +66,27 @@ impl Job for Sleepy {
     }
 }
 
-fn node(name: &str, resource: Option<&str>, log: &Log) -> NodeSpec {
+fn node(
+    name: &str,
+    resource: Option<&str>,
+    deps: &[&str],
+    log: &Log,
+    free: &watch::Sender<bool>,
+) -> NodeSpec {
     NodeSpec {
         name: name.into(),
-        kind: "sleepy".into(),
+        kind: "recorded".into(),
         kind_version: 1,
         params: name.as_bytes().to_vec(),
         params_json: String::new(),
-        deps: Vec::new(),
+        deps: deps.iter().map(|d| (*d).to_owned()).collect(),
         observation: false,
-        job: Arc::new(Sleepy {
+        job: Arc::new(Recorded {
             name: name.into(),
             resource: resource.map(str::to_owned),
+            announces: name == "free",
             log: log.clone(),
+            free_started: free.clone(),
         }),
     }
 }
@@ -61,12 +96,12 @@ fn exclusive_jobs_never_overlap_and_do_not_hold_slots() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
     let log: Log = Arc::default();
-    // Queue order puts both `env` jobs first: without slot release, `free`
-    // would wait behind `r2` for a slot.
+    let (free, _keep) = watch::channel(false);
     let graph = Graph::new(vec![
-        node("r1", Some("env"), &log),
-        node("r2", Some("env"), &log),
-        node("free", None, &log),
+        node("r1", Some("env"), &[], &log, &free),
+        node("r2", Some("env"), &[], &log, &free),
+        node("gate", None, &[], &log, &free),
+        node("free", None, &["gate"], &log, &free),
     ])
     .unwrap();
     let opts = BuildOptions {
@@ -78,14 +113,28 @@ fn exclusive_jobs_never_overlap_and_do_not_hold_slots() {
     let outcome = rt
         .block_on(assay_engine::build(&store, &graph, &opts, &mut |_| {}))
         .unwrap();
-    assert_eq!(outcome.summary.executed, 3);
-    let log = log.lock().unwrap();
-    let get = |n: &str| log.iter().find(|(name, _, _)| name == n).cloned().unwrap();
-    let (r1, r2, free) = (get("r1"), get("r2"), get("free"));
-    let (first, second) = if r1.1 <= r2.1 { (r1, r2) } else { (r2, r1) };
-    assert!(second.1 >= first.2, "the two `env` jobs overlapped");
+    assert_eq!(outcome.summary.executed, 4);
+    let log = log.lock().unwrap().clone();
+    let at = |line: &str| {
+        log.iter()
+            .position(|l| l == line)
+            .unwrap_or_else(|| panic!("no `{line}` in {log:?}"))
+    };
+    let (first, second) = if at("start r1") < at("start r2") {
+        ("r1", "r2")
+    } else {
+        ("r2", "r1")
+    };
     assert!(
-        free.1 < first.2,
-        "the free job waited for a slot held by a blocked job"
+        at(&format!("start {second}")) > at(&format!("end {first}")),
+        "the two `env` jobs overlapped: {log:?}"
+    );
+    assert!(
+        !log.iter().any(|l| l.contains("gave up")),
+        "the free job waited for a slot held by a blocked job: {log:?}"
+    );
+    assert!(
+        at("start free") < at(&format!("end {first}")),
+        "the free job started only after the first `env` job ended: {log:?}"
     );
 }

@@ -59,13 +59,23 @@ impl Sandbox {
     }
 
     async fn run(&self, command: &str) -> RunOutcome {
-        run(&self.spec(command)).await.unwrap()
+        run_bounded(&self.spec(command)).await
+    }
+}
+
+/// `run`, failing the test (instead of hanging it) if it never returns. The
+/// bound is far above anything these commands need: it is a hang detector,
+/// not a performance assertion (timing figures belong in benches).
+async fn run_bounded(spec: &RunSpec) -> RunOutcome {
+    match tokio::time::timeout(Duration::from_secs(60), run(spec)).await {
+        Ok(outcome) => outcome.unwrap(),
+        Err(_) => panic!("`{}` did not return within 60 s", spec.command),
     }
 }
 
 /// SIGKILL is asynchronous: give the kernel a bounded moment to finish it.
 fn gone_soon(pid: i32) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(2);
+    let deadline = Instant::now() + Duration::from_secs(10);
     while process_alive(pid) {
         if Instant::now() > deadline {
             return false;
@@ -111,13 +121,13 @@ async fn timeout_kills_the_whole_tree() {
          sh -c 'sleep 300 & echo $! > bg.pid; echo $$ > inner.pid; sleep 300'",
     );
     spec.timeout = Duration::from_secs(1);
-    let outcome = run(&spec).await.unwrap();
+    // Without the timeout this would wait for `sleep 300`: the bound fails it first.
+    let outcome = run_bounded(&spec).await;
 
-    assert!(outcome.timed_out);
+    assert!(outcome.timed_out, "{outcome:?}");
     assert_eq!(outcome.signal, Some(libc::SIGKILL));
     assert_eq!(outcome.exit_code, None);
-    assert!(outcome.duration >= Duration::from_secs(1), "{outcome:?}");
-    assert!(outcome.duration < Duration::from_secs(5), "{outcome:?}");
+    assert!(!outcome.leftover_killed, "{outcome:?}");
     for file in ["outer.pid", "inner.pid", "bg.pid"] {
         let pid = sandbox.pid(file);
         assert!(gone_soon(pid), "{file}: pid {pid} survived the timeout");
@@ -127,20 +137,15 @@ async fn timeout_kills_the_whole_tree() {
 #[tokio::test]
 async fn leftover_is_killed_after_a_normal_exit() {
     let sandbox = Sandbox::new();
-    let started = Instant::now();
     let outcome = sandbox
         .run("sleep 300 & echo $! > bg.pid; echo $$ > sh.pid; exit 0")
         .await;
 
     assert_eq!(outcome.exit_code, Some(0));
-    assert!(outcome.leftover_killed);
+    assert!(outcome.leftover_killed, "{outcome:?}");
     assert!(!outcome.timed_out);
-    // The leftover holds the pipe: returning fast proves it was killed, not
-    // waited for until the drain grace period.
-    assert!(
-        started.elapsed() < Duration::from_millis(1500),
-        "{outcome:?}"
-    );
+    // The leftover held the pipe: it must be dead, not merely abandoned after
+    // the drain grace period (how fast `run` returns is a bench's business).
     for file in ["sh.pid", "bg.pid"] {
         let pid = sandbox.pid(file);
         assert!(gone_soon(pid), "{file}: pid {pid} survived");
@@ -161,7 +166,8 @@ async fn clean_exit_reports_no_leftover() {
 #[tokio::test]
 async fn setsid_escapee_survives_but_run_returns() {
     let sandbox = Sandbox::new();
-    let started = Instant::now();
+    // The escapee holds the pipe for 30 s; `run` must give up on it, and the
+    // 60 s bound of `run_bounded` fails the test if it does not.
     let outcome = sandbox
         .run("setsid sleep 30 & echo $! > esc.pid; sleep 0.2; exit 3")
         .await;
@@ -176,7 +182,7 @@ async fn setsid_escapee_survives_but_run_returns() {
         escaped,
         "the escapee was expected to outlive the group kill"
     );
-    assert!(started.elapsed() < Duration::from_secs(6), "{outcome:?}");
+    assert!(!outcome.timed_out, "{outcome:?}");
 }
 
 #[tokio::test]
@@ -204,7 +210,7 @@ async fn large_output_is_capped_and_fully_drained() {
     let cap: u64 = 1 << 20;
     let mut spec = sandbox.spec(&format!("head -c {total} /dev/zero; echo end >&2"));
     spec.log_cap = cap;
-    let outcome = run(&spec).await.unwrap();
+    let outcome = run_bounded(&spec).await;
 
     assert_eq!(outcome.exit_code, Some(0));
     assert!(!outcome.timed_out);
@@ -219,7 +225,7 @@ async fn output_exactly_at_cap_is_not_truncated() {
     for (produced, cap, truncated) in [(100_u64, 100_u64, false), (101, 100, true), (0, 0, false)] {
         let mut spec = sandbox.spec(&format!("head -c {produced} /dev/zero"));
         spec.log_cap = cap;
-        let outcome = run(&spec).await.unwrap();
+        let outcome = run_bounded(&spec).await;
         assert_eq!(outcome.log_bytes, produced);
         assert_eq!(
             outcome.log_truncated, truncated,
@@ -237,7 +243,7 @@ async fn only_the_given_environment_reaches_the_child() {
     assert!(std::env::var_os("CARGO_PKG_NAME").is_some());
     let mut spec = sandbox.spec("env");
     spec.env.insert("ASSAY_MARK".to_owned(), "1".to_owned());
-    let outcome = run(&spec).await.unwrap();
+    let outcome = run_bounded(&spec).await;
 
     assert_eq!(outcome.exit_code, Some(0));
     let log = sandbox.log();
@@ -263,7 +269,7 @@ async fn cwd_is_respected() {
     let mut spec = sandbox.spec("pwd -P; ls");
     spec.cwd = sub.clone();
     std::fs::write(sub.join("marker.txt"), "").unwrap();
-    let outcome = run(&spec).await.unwrap();
+    let outcome = run_bounded(&spec).await;
 
     assert_eq!(outcome.exit_code, Some(0));
     let expected = format!("{}\nmarker.txt\n", sub.canonicalize().unwrap().display());
@@ -293,7 +299,7 @@ async fn file_size_limit_stops_a_large_write() {
     let sandbox = Sandbox::new();
     let mut spec = sandbox.spec("head -c 100000 /dev/zero > big.bin");
     spec.limits.max_file_size = Some(4096);
-    let outcome = run(&spec).await.unwrap();
+    let outcome = run_bounded(&spec).await;
 
     // SIGXFSZ kills `head`: the shell either is `head` (exec'd, signal) or
     // reports it as 128 + SIGXFSZ.
@@ -314,7 +320,7 @@ async fn rlimits_are_set_soft_and_hard() {
     let mut spec = sandbox.spec("ulimit -H -c; ulimit -n; ulimit -H -n; ulimit -v");
     spec.limits.max_open_files = Some(64);
     spec.limits.max_memory = Some(4 << 30);
-    let outcome = run(&spec).await.unwrap();
+    let outcome = run_bounded(&spec).await;
     assert_eq!(outcome.exit_code, Some(0));
     // `ulimit -v` counts KiB; where a cgroup limits the run's memory, no
     // address-space limit is set on top.
@@ -326,14 +332,57 @@ async fn rlimits_are_set_soft_and_hard() {
     assert_eq!(sandbox.log(), format!("0\n64\n64\n{memory}\n"));
 }
 
+/// Soft and hard limit of the core file size in the child, in bytes, as the
+/// kernel states them (`/proc/self/limits` of `cat`, which inherits them from
+/// the shell). `ulimit -c` would print shell-dependent units: KiB in bash,
+/// 512-byte blocks in dash and in bash's POSIX mode.
+fn core_limits(limits: &str) -> (String, String) {
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max core file size"))
+        .unwrap_or_else(|| panic!("no core line in:\n{limits}"));
+    let fields: Vec<&str> = line["Max core file size".len()..]
+        .split_whitespace()
+        .collect();
+    assert_eq!(fields.get(2), Some(&"bytes"), "{line}");
+    (fields[0].to_owned(), fields[1].to_owned())
+}
+
+fn limit_text(limit: Option<u64>) -> String {
+    limit.map_or("unlimited".to_owned(), |v| v.to_string())
+}
+
 #[tokio::test]
 async fn core_limit_is_inherited_without_no_core() {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    // A finite hard limit that no unit conversion leaves unchanged (not a
+    // multiple of 1024), so a child that got a wrong or unscaled value fails
+    // here even on machines whose hard limit is unlimited. Lowering it only
+    // caps core dumps of this test process.
+    let odd = 3 * 1024 * 1024 + 512;
+    let before = getrlimit(Resource::Core);
+    let maximum = Some(before.maximum.map_or(odd, |m| m.min(odd)));
+    let current = Some(before.current.map_or(odd / 2, |c| c.min(odd / 2)));
+    setrlimit(Resource::Core, Rlimit { current, maximum }).unwrap();
+    let inherited = getrlimit(Resource::Core);
+
     let sandbox = Sandbox::new();
-    let mut spec = sandbox.spec("ulimit -H -c");
+    let mut spec = sandbox.spec("cat /proc/self/limits");
     spec.limits.no_core = false;
-    let outcome = run(&spec).await.unwrap();
+    let outcome = run_bounded(&spec).await;
     assert_eq!(outcome.exit_code, Some(0));
-    let inherited = rustix::process::getrlimit(rustix::process::Resource::Core).maximum;
-    let expected = inherited.map_or("unlimited".to_owned(), |v| (v / 1024).to_string());
-    assert_eq!(sandbox.log().trim(), expected);
+    assert_eq!(
+        core_limits(&sandbox.log()),
+        (limit_text(inherited.current), limit_text(inherited.maximum))
+    );
+
+    // The positive control: with `no_core` the same reading says 0 and 0.
+    let mut spec = sandbox.spec("cat /proc/self/limits");
+    spec.limits.no_core = true;
+    let outcome = run_bounded(&spec).await;
+    assert_eq!(outcome.exit_code, Some(0));
+    assert_eq!(
+        core_limits(&sandbox.log()),
+        ("0".to_owned(), "0".to_owned())
+    );
 }

@@ -33,6 +33,8 @@ pub struct MaterializeStats {
     pub dirs: usize,
     /// Bytes of regular file content written.
     pub bytes: u64,
+    /// Threads that wrote the entries: 1 below the parallel threshold.
+    pub workers: usize,
 }
 
 /// Below this many files a single thread is faster than spawning workers.
@@ -217,6 +219,7 @@ pub(crate) fn materialize(
     }
     let mut stats = MaterializeStats {
         dirs: listing.dirs.len(),
+        workers,
         ..MaterializeStats::default()
     };
     for c in totals {

@@ -629,16 +629,46 @@ mod tests {
             b"<<<>>>&&&;;;",
             b"\x1b[\x1b[31\x1b",
         ];
+        // The one input that is not garbage to one format: bare `ok` and
+        // `not ok` lines are TAP test points (numbered 1 and 2).
+        let tap_points = inputs[5];
+        let mut errors = 0;
         for format in Format::ALL {
             for input in inputs {
-                // Never a panic; an empty report is never trusted.
-                if let Ok(r) = parse(format, input)
-                    && r.tests.is_empty()
-                {
+                // Never a panic: an error, or a report with no tests that is
+                // never trusted, whatever the exit code.
+                let r = match parse(format, input) {
+                    Err(_) => {
+                        errors += 1;
+                        continue;
+                    }
+                    Ok(r) => r,
+                };
+                if format == Format::Tap && input == tap_points {
+                    let got: Vec<(&str, Outcome)> = r
+                        .tests
+                        .iter()
+                        .map(|t| (t.name.as_str(), t.outcome))
+                        .collect();
+                    assert_eq!(
+                        got,
+                        [("test 1", Outcome::Passed), ("test 2", Outcome::Failed)],
+                        "{r:?}"
+                    );
                     assert!(matches!(assess(Some(0), &r), Trust::Untrustworthy(_)));
+                    continue;
+                }
+                assert!(r.tests.is_empty(), "{format} on {input:?}: {r:?}");
+                for exit in [Some(0), Some(1), None] {
+                    assert!(
+                        matches!(assess(exit, &r), Trust::Untrustworthy(_)),
+                        "{format} on {input:?}, exit {exit:?}: an empty report was trusted"
+                    );
                 }
             }
         }
+        // JUnit refuses all nine, go-test-json the object with a numeric Action.
+        assert_eq!(errors, 10);
     }
 
     fn fixture(format: Format, bytes: &[u8]) -> Report {

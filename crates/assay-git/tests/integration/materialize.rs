@@ -27,6 +27,10 @@ fn materialize_writes_content_modes_links_and_no_git() {
     assert_eq!(stats.files, 5);
     assert_eq!(stats.symlinks, 2);
     assert_eq!(stats.dirs, 4);
+    assert_eq!(
+        stats.workers, 1,
+        "7 entries are below the parallel threshold"
+    );
 
     assert_eq!(
         std::fs::read(dest.join("a/b/c/deep.txt")).expect("read"),
@@ -96,11 +100,24 @@ fn materialize_many_files_in_parallel() {
         .materialize(&r.tree_of(&head), &dest)
         .expect("materialize");
     assert_eq!(stats.files, 300);
-    for i in [0, 150, 299] {
+    // 300 files are above the threshold: at least two writers, at most the cap
+    // of four, whatever the machine's core count.
+    assert!((2..=4).contains(&stats.workers), "{stats:?}");
+    // Workers share one counter: every entry written exactly once, none lost.
+    let expected: u64 = (0..300).map(|i| format!("file {i}\n").len() as u64).sum();
+    assert_eq!(stats.bytes, expected, "{stats:?}");
+    for i in 0..300 {
         let p = dest.join(format!("d{}/e{}/f{i}.txt", i % 7, i % 3));
         assert_eq!(
             std::fs::read_to_string(p).expect("read"),
             format!("file {i}\n")
         );
     }
+    let mut written = 0;
+    for d in std::fs::read_dir(&dest).expect("dest") {
+        for e in std::fs::read_dir(d.expect("d").path()).expect("e") {
+            written += std::fs::read_dir(e.expect("e").path()).expect("f").count();
+        }
+    }
+    assert_eq!(written, 300, "no extra files");
 }

@@ -1,0 +1,432 @@
+//! The bundled example, built from a copy of the repository's own
+//! `pipeline.toml` and `examples/`, checked against what the README and
+//! `examples/calc/sessions/README.md` say it produces: the funnel, the table
+//! of pull requests, the verdict of every session in both arms, the task
+//! facts, and the audit commands. A change of behaviour that the documents do
+//! not follow (or the reverse) fails here.
+
+#![allow(clippy::unwrap_used)]
+
+mod util;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde_json::Value;
+use util::Project;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// Copies `from` into `to`, leaving out the example repository a build of
+/// the source tree may have created (the copy creates its own).
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let (src, dest) = (e.path(), to.join(e.file_name()));
+        if src == Path::new(ROOT).join("examples/calc/repo") {
+            continue;
+        }
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&src, &dest);
+        } else {
+            std::fs::copy(&src, &dest).unwrap();
+        }
+    }
+}
+
+fn read(rel: &str) -> String {
+    std::fs::read_to_string(Path::new(ROOT).join(rel)).unwrap()
+}
+
+/// The text between the first `start` after `heading` and the next `end`.
+fn section<'a>(text: &'a str, heading: &str, start: &str, end: &str) -> &'a str {
+    let at = text
+        .find(heading)
+        .unwrap_or_else(|| panic!("no {heading:?}"));
+    let rest = &text[at..];
+    let from = rest.find(start).unwrap() + start.len();
+    let len = rest[from..].find(end).unwrap();
+    &rest[from..from + len]
+}
+
+/// The body rows of the first Markdown table after `heading`, as cells.
+fn table(text: &str, heading: &str) -> Vec<Vec<String>> {
+    let at = text
+        .find(heading)
+        .unwrap_or_else(|| panic!("no {heading:?}"));
+    text[at..]
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+        .map(|l| {
+            l.trim_matches('|')
+                .split(" | ")
+                .map(|c| c.trim().to_owned())
+                .collect()
+        })
+        .collect()
+}
+
+/// Every `backticked` word of a cell.
+fn ticks(cell: &str) -> Vec<&str> {
+    cell.split('`').skip(1).step_by(2).collect()
+}
+
+struct Example {
+    project: Project,
+    stderr: String,
+    /// Grade nodes the first build executed.
+    grades: u64,
+    tasks: BTreeMap<(String, String), Value>,
+    rows: BTreeMap<(String, String), BTreeMap<String, String>>,
+    summary: Value,
+}
+
+fn build_example() -> Example {
+    let project = Project::new();
+    std::fs::copy(
+        Path::new(ROOT).join("pipeline.toml"),
+        project.path().join("pipeline.toml"),
+    )
+    .unwrap();
+    copy_tree(
+        &Path::new(ROOT).join("examples"),
+        &project.path().join("examples"),
+    );
+    let b = project.build_json(&[]).code(0);
+    let release = project.path().join("release");
+    let tasks = std::fs::read_to_string(release.join("tasks.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let t: Value = serde_json::from_str(l).unwrap();
+            let id = (
+                t["instance_id"].as_str().unwrap().to_owned(),
+                t["track"].as_str().unwrap().to_owned(),
+            );
+            (id, t)
+        })
+        .collect();
+    let rows = util::csv_records(&std::fs::read_to_string(release.join("results.csv")).unwrap())
+        .into_iter()
+        .map(|r| ((r["session"].clone(), r["arm"].clone()), r))
+        .collect();
+    let summary =
+        serde_json::from_str(&std::fs::read_to_string(release.join("summary.json")).unwrap())
+            .unwrap();
+    Example {
+        project,
+        grades: b.summary.by_kind["grade"].executed,
+        stderr: b.run.stderr,
+        tasks,
+        rows,
+        summary,
+    }
+}
+
+impl Example {
+    fn task(&self, id: &str, track: &str) -> &Value {
+        self.tasks
+            .get(&(id.to_owned(), track.to_owned()))
+            .unwrap_or_else(|| panic!("no task {id} ({track}) in {:?}", self.tasks.keys()))
+    }
+
+    fn not_graded(&self) -> BTreeMap<String, String> {
+        self.summary["not_graded"]["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["session"].as_str().unwrap().to_owned(),
+                    e["reason"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    }
+
+    /// What one README row of the pull-request table claims, checked.
+    fn check_pr_row(&self, pr: &str, claim: &str) {
+        let n = pr
+            .strip_prefix('#')
+            .and_then(|r| r.split(' ').next())
+            .unwrap();
+        let id = format!("calc-{n}");
+        let at = format!("README row {pr}: {claim}");
+        let ticked = ticks(claim);
+        let released: Vec<&(String, String)> = self
+            .tasks
+            .keys()
+            .filter(|(t, _)| *t == id || t.starts_with(&format!("{id}-")))
+            .collect();
+        let first = claim.split([' ', ';', ':', ',']).next().unwrap();
+        match first {
+            "certified" => {
+                let named = ticked.first().copied().unwrap_or(&id);
+                let task = self.task(named, "basic");
+                assert_eq!(task["certified"], true, "{at}: {task:#}");
+                if claim.contains("spec-track twin") {
+                    assert_eq!(self.task(named, "spec")["certified"], true, "{at}");
+                }
+                if claim.contains("flaky test is listed") {
+                    let flaky: BTreeSet<&str> = strs(&task["flaky"]);
+                    assert!(!flaky.is_empty(), "{at}: {task:#}");
+                    for list in ["FAIL_TO_PASS", "PASS_TO_PASS"] {
+                        assert!(strs(&task[list]).is_disjoint(&flaky), "{at}: {list}");
+                    }
+                }
+            }
+            "declined" => {
+                let decision =
+                    self.project.output_record(&format!("triage:{id}"))["decision"].clone();
+                assert_eq!(decision, ticked[0], "{at}");
+                assert!(released.is_empty(), "{at}: {released:?}");
+            }
+            "split" => {
+                let topics: BTreeSet<&str> = released.iter().map(|(t, _)| t.as_str()).collect();
+                assert_eq!(topics, ticked.iter().copied().collect(), "{at}");
+                for t in &ticked {
+                    assert!(self.task(t, "basic")["topic"].is_string(), "{at}: {t}");
+                }
+            }
+            "uncertified" => {
+                let task = self.task(&id, "basic");
+                assert_eq!(task["certified"], false, "{at}");
+                let why = strs(&task["uncertified_because"]);
+                assert!(
+                    why.iter()
+                        .any(|w| w.starts_with(&format!("{}:", ticked[0]))),
+                    "{at}: {why:?}"
+                );
+            }
+            "screened" => {
+                // Screened, but held back: not in tasks.jsonl.
+                assert!(released.is_empty(), "{at}: {released:?}");
+                let screen = self.project.output_record(&format!("screen:{id}"));
+                assert!(screen["skipped"].is_null(), "{at}: {screen:#}");
+                let task = self.project.output_record(&format!("task:{id}"));
+                assert_eq!(task["status"], ticked[0], "{at}");
+            }
+            other => panic!("{at}: a claim this test cannot check ({other:?})"),
+        }
+    }
+}
+
+fn strs(v: &Value) -> BTreeSet<&str> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not a list: {v}"))
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect()
+}
+
+/// `` `alpha/calc-1.json` `` or `` `swebench/predictions.jsonl` line 2 ``, as
+/// results.csv names the session.
+fn session_id(cell: &str) -> String {
+    let path = ticks(cell)[0];
+    match cell.split_once(" line ") {
+        Some((_, line)) => format!("{path}#{}", line.trim()),
+        None => path.to_owned(),
+    }
+}
+
+#[test]
+fn the_bundled_example_builds_what_its_documents_say() {
+    let readme = read("README.md");
+    let sessions_readme = read("examples/calc/sessions/README.md");
+    let ex = build_example();
+
+    // The funnel, as printed.
+    let funnel = section(&readme, "## What the example shows", "```\n", "\n```");
+    let printed: Vec<&str> = ex
+        .stderr
+        .lines()
+        .skip_while(|l| !l.starts_with("funnel:"))
+        .take(3)
+        .collect();
+    assert_eq!(printed, funnel.lines().collect::<Vec<_>>(), "{}", ex.stderr);
+
+    // The introduction's numbers.
+    let intro = regex::Regex::new(
+        r"\(`examples/calc/repo`, (\d+) merged PRs, deterministic commit ids\), screens every candidate in three states (\w+), grades (\d+) sessions of (\w+) fictional agents in (\w+) arms",
+    )
+    .unwrap();
+    let flat = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    let c = intro
+        .captures(&flat)
+        .unwrap_or_else(|| panic!("the introduction changed shape"));
+    let word = |w: &str| {
+        ["one", "two", "three", "four", "five"]
+            .iter()
+            .position(|x| *x == w)
+            .map(|i| i + 1)
+    };
+    let funnel_json: Value = serde_json::from_str(
+        &std::fs::read_to_string(ex.project.path().join("release/funnel.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(funnel_json["candidates"], c[1].parse::<u64>().unwrap());
+    // Three states, each read as often as the README says, for every
+    // screened candidate.
+    let times = ["once", "twice"]
+        .iter()
+        .position(|x| *x == &c[2])
+        .map(|i| i + 1);
+    for n in 1..=8 {
+        let screen = ex.project.output_record(&format!("screen:calc-{n}"));
+        if screen["skipped"].is_string() {
+            continue;
+        }
+        let readings = screen["readings"].as_object().unwrap();
+        let states: Vec<&str> = readings.keys().map(String::as_str).collect();
+        assert_eq!(states, ["base", "gold", "test"], "calc-{n}");
+        for outcomes in readings
+            .values()
+            .flat_map(|t| t.as_object().unwrap().values())
+        {
+            assert_eq!(
+                outcomes.as_array().map(Vec::len),
+                times,
+                "calc-{n} is read {}: {screen:#}",
+                &c[2]
+            );
+        }
+    }
+    let graded: BTreeSet<&str> = ex.rows.keys().map(|(s, _)| s.as_str()).collect();
+    let not_graded = ex.not_graded();
+    let agents: BTreeSet<&str> = ex.rows.values().map(|r| r["agent"].as_str()).collect();
+    assert_eq!(Some(agents.len()), word(&c[4]), "{agents:?}");
+    let arms: BTreeSet<&str> = ex.rows.keys().map(|(_, a)| a.as_str()).collect();
+    assert_eq!(Some(arms.len()), word(&c[5]), "{arms:?}");
+    // Graded: one grade node per session and arm (a session on the
+    // uncertified task is graded, then reported as not graded).
+    assert_eq!(
+        ex.grades,
+        c[3].parse::<u64>().unwrap() * arms.len() as u64,
+        "sessions graded"
+    );
+
+    // The table of pull requests: one row per candidate, each claim true.
+    let prs = table(&readme, "| PR | what assay does |");
+    assert_eq!(
+        prs.len() as u64,
+        funnel_json["candidates"].as_u64().unwrap()
+    );
+    for row in &prs {
+        ex.check_pr_row(&row[0], &row[1]);
+    }
+
+    // "The sessions between them produce the verdicts" (all but
+    // test_patch_conflict, which the reset of the test patch's files leaves
+    // no room for), the collision reset in both arms, a tamper suspect, and
+    // the two kinds of sessions not graded.
+    let verdicts: BTreeSet<&str> = ex.rows.values().map(|r| r["verdict"].as_str()).collect();
+    assert_eq!(
+        verdicts,
+        BTreeSet::from([
+            "resolved",
+            "resolved_after_rerun",
+            "unresolved",
+            "patch_apply_failed",
+            "no_report",
+            "env_setup_failed",
+            "ineligible",
+        ]),
+        "the README's list of verdicts"
+    );
+    assert!(readme.contains("`test_patch_conflict` no longer arises in the"));
+    assert_eq!(ex.summary["verifier_suspects"].as_array().unwrap().len(), 0);
+    let collision = &ex.rows[&("alpha/calc-5.json".to_owned(), "keep".to_owned())];
+    assert_eq!(collision["reset_paths"], "tests/test_history.py", "{collision:#?}");
+    let tamper = ex.summary["tamper_suspects"].as_array().unwrap();
+    assert!(
+        tamper.iter().any(|t| t["session"] == "gamma/calc-4-eval.json"),
+        "{tamper:?}"
+    );
+    let reasons: Vec<&String> = not_graded.values().collect();
+    assert!(
+        reasons.iter().any(|r| r.contains("unknown task")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r.contains("uncertified")),
+        "{reasons:?}"
+    );
+
+    // The sessions README: every session's verdict in both arms.
+    let intended = table(&sessions_readme, "## Intended verdicts");
+    let mut listed = BTreeSet::new();
+    for row in &intended {
+        let session = session_id(&row[0]);
+        for (arm, cell) in [("exclude", &row[3]), ("keep", &row[4])] {
+            let at = format!("{session} {arm}: documented {cell}");
+            if cell == "not graded" {
+                assert!(not_graded.contains_key(&session), "{at}: {not_graded:?}");
+                assert!(
+                    !ex.rows.contains_key(&(session.clone(), arm.to_owned())),
+                    "{at}"
+                );
+            } else {
+                let got = &ex.rows[&(session.clone(), arm.to_owned())]["verdict"];
+                assert_eq!(got, ticks(cell)[0], "{at}");
+            }
+        }
+        listed.insert(session);
+    }
+    let built: BTreeSet<String> = graded
+        .iter()
+        .map(|s| (*s).to_owned())
+        .chain(not_graded.keys().cloned())
+        .collect();
+    assert_eq!(listed, built, "the table lists every session");
+
+    // The task facts the verdicts rest on.
+    for row in table(&sessions_readme, "Task facts the verdicts rest on") {
+        let task = ex.task(&row[0], "basic");
+        let f2p = strs(&task["FAIL_TO_PASS"]);
+        assert_eq!(
+            f2p,
+            BTreeSet::from([format!("tests.{}", ticks(&row[1])[0]).as_str()]),
+            "{}",
+            row[0]
+        );
+        assert_eq!(
+            strs(&task["PASS_TO_PASS"]).len(),
+            row[2].parse::<usize>().unwrap(),
+            "{}",
+            row[0]
+        );
+        let flaky: Vec<&str> = strs(&task["flaky"])
+            .into_iter()
+            .map(|t| t.rsplit('.').next().unwrap())
+            .collect();
+        let documented: Vec<&str> = ticks(&row[3]);
+        assert_eq!(flaky, documented, "{}", row[0]);
+    }
+
+    // "Run it again: it executes nothing."
+    let again = ex.project.build_json(&[]).code(0);
+    assert_eq!(again.summary.total.executed, 0, "{:?}", again.summary);
+
+    // The audit commands the README shows, as it shows them.
+    let audit = section(&readme, "To audit what was published:", "```sh\n", "\n```");
+    let commands: Vec<Vec<String>> = audit
+        .lines()
+        .map(|l| {
+            let cmd = l.split('#').next().unwrap().trim();
+            let args = cmd.strip_prefix("cargo run --release -- ").unwrap();
+            args.split(' ')
+                .map(|a| a.trim_matches('\'').to_owned())
+                .collect()
+        })
+        .collect();
+    assert_eq!(commands.len(), 3, "{audit}");
+    for args in &commands {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = ex.project.run(&args).code(0);
+        if args.contains(&"--reexecute") {
+            assert!(out.stdout.contains(" 0 differ, "), "{}", out.stdout);
+        }
+    }
+}

@@ -237,7 +237,10 @@ fn csv_quotes_commas_and_quotes() {
         row.starts_with("s1,t1,basic,\"al,pha \"\"x\"\"\",m,exclude,"),
         "{row}"
     );
-    assert!(row.ends_with(",3,1,1,0.333333,0,0,false,10,1200,,,bwrap"), "{row}");
+    assert!(
+        row.ends_with(",3,1,1,0.333333,0,0,false,10,1200,,,bwrap"),
+        "{row}"
+    );
 }
 
 #[test]

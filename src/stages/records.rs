@@ -118,6 +118,10 @@ pub(crate) struct ScreenRecord {
     pub(crate) cascades: Vec<String>,
     /// Why runs could not be believed (spoofed or empty reports, timeouts, env).
     pub(crate) untrusted: Vec<String>,
+    /// Units that did not build, per reading: `test reading 0: unit: the
+    /// compiler's first line`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) build_failures: Vec<String>,
     /// Each control: name -> (passed, why).
     pub(crate) controls: BTreeMap<String, (bool, String)>,
     pub(crate) readings: BTreeMap<String, BTreeMap<String, Vec<assay_report::Outcome>>>,

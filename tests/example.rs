@@ -338,10 +338,15 @@ fn the_bundled_example_builds_what_its_documents_say() {
     assert!(readme.contains("`test_patch_conflict` no longer arises in the"));
     assert_eq!(ex.summary["verifier_suspects"].as_array().unwrap().len(), 0);
     let collision = &ex.rows[&("alpha/calc-5.json".to_owned(), "keep".to_owned())];
-    assert_eq!(collision["reset_paths"], "tests/test_history.py", "{collision:#?}");
+    assert_eq!(
+        collision["reset_paths"], "tests/test_history.py",
+        "{collision:#?}"
+    );
     let tamper = ex.summary["tamper_suspects"].as_array().unwrap();
     assert!(
-        tamper.iter().any(|t| t["session"] == "gamma/calc-4-eval.json"),
+        tamper
+            .iter()
+            .any(|t| t["session"] == "gamma/calc-4-eval.json"),
         "{tamper:?}"
     );
     let reasons: Vec<&String> = not_graded.values().collect();

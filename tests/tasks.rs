@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::process::Command;
 
 use serde_json::Value;
-use util::{Build, Project, Repo};
+use util::{Build, Project, Repo, strs};
 
 /// The initial commit: `pkg.ops` with a buggy `sub` and `mul`, one passing test.
 fn init_repo(project: &Project) -> Repo {
@@ -121,14 +121,6 @@ fn tasks(project: &Project) -> BTreeMap<String, Value> {
 fn funnel(project: &Project) -> Value {
     let text = std::fs::read_to_string(project.path().join("release/funnel.json")).unwrap();
     serde_json::from_str(&text).unwrap()
-}
-
-fn strs(v: &Value) -> Vec<String> {
-    v.as_array()
-        .unwrap_or_else(|| panic!("not an array: {v}"))
-        .iter()
-        .map(|s| s.as_str().unwrap().to_owned())
-        .collect()
 }
 
 fn kind(b: &Build, k: &str) -> util::Counts {

@@ -26,7 +26,9 @@ pub(super) const SESSION_VERSION: u32 = 1;
 /// diff fails to apply; the tests-and-infra policy.
 pub(super) const STAGE_VERSION: u32 = 2;
 /// 2: tamper suspects; `no_report` on a certified task is the agent's.
-pub(super) const GRADE_VERSION: u32 = 2;
+/// 3: a unit that does not build fails its expected tests (`unresolved`, the
+/// compiler's message in `detail`), never `no_report`.
+pub(super) const GRADE_VERSION: u32 = 3;
 
 /// Which of a session's paths the grader leaves out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -475,7 +477,10 @@ async fn grade(
             "agent",
             format!("the run hit its {limit} limit"),
         );
-    } else if run.report_error.is_some() || run.tests.is_empty() || run.untrusted.is_some() {
+    } else if run.report_error.is_some()
+        || run.untrusted.is_some()
+        || (run.tests.is_empty() && run.build_failures.is_empty())
+    {
         let why = run
             .report_error
             .clone()
@@ -519,57 +524,54 @@ async fn grade(
                 }
             }
         }
-        let mut failing: Vec<String> = p2p.into_iter().chain(f2p).collect();
-        if failing.is_empty() {
-            verdict(&mut rec, "resolved", "none", String::new());
-        } else {
-            let tree_id = tree.tree.clone().unwrap_or_default();
-            while !failing.is_empty() && rec.reruns < p.reruns {
-                rec.reruns += 1;
-                let files: BTreeSet<&String> =
-                    failing.iter().filter_map(|t| run.files.get(t)).collect();
-                let command = match &p.rerun_command {
-                    Some(c) if !files.is_empty() => c.replace(
-                        "{files}",
-                        &files
-                            .iter()
-                            .map(|f| f.as_str())
-                            .collect::<Vec<_>>()
-                            .join(" "),
-                    ),
-                    _ => p.run.command.clone(),
-                };
-                let how = HowToRun {
-                    command,
-                    ..HowToRun::new(&p.run, format)
-                };
-                let (again, att) =
-                    execute_tree(&tree_id, &env, &how, rec.reruns, &store_dir, &ctx).await?;
-                attachments.extend(att);
-                rec.redactions += again.redactions;
-                changed_test_files.extend(again.changed_test_files.iter().cloned());
-                rec.evidence.push(Receipt {
-                    what: format!("rerun {} log", rec.reruns),
-                    digest: again.log.clone(),
-                    bytes: again.log_bytes,
-                });
-                for t in &failing {
-                    if let Some(o) = again.tests.get(t) {
-                        outcomes.insert(t.clone(), *o);
-                    }
+        // Expected tests whose unit did not build are failed, and a rerun of
+        // the same tree would only compile it again: they are not rerun.
+        let unbuilt = Unbuilt::of(format, &task, &run);
+        let mut failing: Vec<String> = p2p
+            .into_iter()
+            .chain(f2p)
+            .filter(|t| !unbuilt.tests.contains(t))
+            .collect();
+        let tree_id = tree.tree.clone().unwrap_or_default();
+        while !failing.is_empty() && rec.reruns < p.reruns {
+            rec.reruns += 1;
+            let files: BTreeSet<&String> =
+                failing.iter().filter_map(|t| run.files.get(t)).collect();
+            let command = match &p.rerun_command {
+                Some(c) if !files.is_empty() => c.replace(
+                    "{files}",
+                    &files
+                        .iter()
+                        .map(|f| f.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                ),
+                _ => p.run.command.clone(),
+            };
+            let how = HowToRun {
+                command,
+                ..HowToRun::new(&p.run, format)
+            };
+            let (again, att) =
+                execute_tree(&tree_id, &env, &how, rec.reruns, &store_dir, &ctx).await?;
+            attachments.extend(att);
+            rec.redactions += again.redactions;
+            changed_test_files.extend(again.changed_test_files.iter().cloned());
+            rec.evidence.push(Receipt {
+                what: format!("rerun {} log", rec.reruns),
+                digest: again.log.clone(),
+                bytes: again.log_bytes,
+            });
+            for t in &failing {
+                if let Some(o) = again.tests.get(t) {
+                    outcomes.insert(t.clone(), *o);
                 }
-                failing.retain(|t| outcomes.get(t) != Some(&Outcome::Passed));
             }
-            if failing.is_empty() {
-                let detail = format!("passed on rerun {}", rec.reruns);
-                verdict(&mut rec, "resolved_after_rerun", "flaky_test", detail);
-            } else {
-                let n = failing.len();
-                rec.failing = failing;
-                let detail = format!("{n} tests still fail after {} reruns", rec.reruns);
-                verdict(&mut rec, "unresolved", "agent", detail);
-            }
+            failing.retain(|t| outcomes.get(t) != Some(&Outcome::Passed));
         }
+        let settled = settle(&unbuilt, failing, rec.reruns);
+        rec.failing = settled.failing;
+        verdict(&mut rec, settled.verdict, settled.fault, settled.detail);
     }
     let changed: Vec<String> = changed_test_files.into_iter().collect();
     let (suspects, in_effect) = tamper_suspects(&patch, &rec.excluded_paths, &tests, &changed);
@@ -594,6 +596,96 @@ async fn grade(
         bytes: serde_json::to_vec(&rec).map_err(|e| err(&e))?,
         attachments,
     })
+}
+
+/// The verdict of a run that produced a usable report.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Settled {
+    pub(crate) verdict: &'static str,
+    pub(crate) fault: &'static str,
+    pub(crate) detail: String,
+    pub(crate) failing: Vec<String>,
+}
+
+/// Decides the verdict once the reruns are done: `failing`, the expected
+/// tests that still fail after `reruns` reruns, besides the `unbuilt` ones
+/// (never rerun). A unit the patch keeps from building is the agent's
+/// failure, with the compiler's message as the reason.
+pub(crate) fn settle(unbuilt: &Unbuilt<'_>, mut failing: Vec<String>, reruns: u32) -> Settled {
+    let settled = |verdict, fault, detail: String, failing| Settled {
+        verdict,
+        fault,
+        detail,
+        failing,
+    };
+    if failing.is_empty() && unbuilt.tests.is_empty() {
+        return if reruns == 0 {
+            settled("resolved", "none", String::new(), failing)
+        } else {
+            let detail = format!("passed on rerun {reruns}");
+            settled("resolved_after_rerun", "flaky_test", detail, failing)
+        };
+    }
+    let mut detail = Vec::new();
+    if !unbuilt.tests.is_empty() {
+        detail.push(unbuilt.detail());
+    }
+    if !failing.is_empty() {
+        detail.push(format!(
+            "{} tests still fail after {reruns} reruns",
+            failing.len()
+        ));
+    }
+    failing.extend(unbuilt.tests.iter().cloned());
+    failing.sort();
+    failing.dedup();
+    settled("unresolved", "agent", detail.join("; "), failing)
+}
+
+/// The expected tests (FAIL_TO_PASS, PASS_TO_PASS) a graded run did not
+/// name because their unit did not build, and those units' failures.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Unbuilt<'a> {
+    /// Sorted, unique.
+    pub(crate) tests: BTreeSet<String>,
+    /// The failures that account for them, sorted by unit.
+    pub(crate) failures: Vec<&'a assay_report::BuildFailure>,
+}
+
+impl<'a> Unbuilt<'a> {
+    pub(crate) fn of(
+        format: assay_report::Format,
+        task: &TaskRecord,
+        run: &'a RunRecord,
+    ) -> Unbuilt<'a> {
+        let mut out = Unbuilt::default();
+        for t in task.fail_to_pass.iter().chain(&task.pass_to_pass) {
+            if let Some(b) = run.build_failure_for(format, t, None) {
+                out.tests.insert(t.clone());
+                if !out.failures.contains(&b) {
+                    out.failures.push(b);
+                }
+            }
+        }
+        out.failures.sort_by(|a, b| a.unit.cmp(&b.unit));
+        out
+    }
+
+    /// The failing reason: each unit with the compiler's message.
+    pub(crate) fn detail(&self) -> String {
+        self.failures
+            .iter()
+            .map(|b| {
+                let message = if b.message.is_empty() {
+                    "(the runner printed no reason)"
+                } else {
+                    b.message.as_str()
+                };
+                format!("{} does not build: {message}", b.unit)
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
 }
 
 /// Lines a patch adds outside test files that reach into the test
@@ -665,4 +757,135 @@ pub(crate) fn tamper_suspects(
         ));
     }
     (out, in_effect)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use assay_report::{BuildFailure, Format};
+
+    const PKG: &str = "example.com/gocalc";
+
+    fn task(f2p: &[&str], p2p: &[&str]) -> TaskRecord {
+        let ids = |v: &[&str]| v.iter().map(|t| format!("{PKG}.{t}")).collect();
+        TaskRecord {
+            instance_id: "gocalc-1".into(),
+            repo: "gocalc".into(),
+            base_commit: String::new(),
+            patch: String::new(),
+            test_patch: String::new(),
+            problem_statement: String::new(),
+            fail_to_pass: ids(f2p),
+            pass_to_pass: ids(p2p),
+            track: "basic".into(),
+            status: "released".into(),
+            certified: true,
+            uncertified_because: Vec::new(),
+            flaky: Vec::new(),
+            excluded: Vec::new(),
+            env: String::new(),
+            topic: None,
+        }
+    }
+
+    fn broken(unit: &str, message: &str) -> RunRecord {
+        RunRecord {
+            exit_code: Some(2),
+            build_failures: vec![BuildFailure {
+                unit: unit.to_owned(),
+                message: message.to_owned(),
+                stopped_run: false,
+            }],
+            ..RunRecord::default()
+        }
+    }
+
+    const TOO_MANY: &str =
+        "./stats.go:15:13: too many return values\n\thave (number, nil)\n\twant (float64)";
+
+    #[test]
+    fn a_patch_that_breaks_the_build_is_unresolved_the_agents_with_the_compilers_message() {
+        let task = task(&["TestMeanEmpty"], &["TestAdd", "TestMean"]);
+        let run = broken(PKG, TOO_MANY);
+        let unbuilt = Unbuilt::of(Format::GoTestJson, &task, &run);
+        assert_eq!(unbuilt.tests.len(), 3);
+        let s = settle(&unbuilt, Vec::new(), 0);
+        assert_eq!((s.verdict, s.fault), ("unresolved", "agent"));
+        assert_eq!(s.detail, format!("{PKG} does not build: {TOO_MANY}"));
+        assert_eq!(
+            s.failing,
+            [
+                format!("{PKG}.TestAdd"),
+                format!("{PKG}.TestMean"),
+                format!("{PKG}.TestMeanEmpty")
+            ]
+        );
+    }
+
+    #[test]
+    fn only_the_broken_units_tests_are_unbuilt_and_the_rest_still_count() {
+        // Two packages: the agent broke `other`; gocalc's tests ran.
+        let task = task(&["TestMeanEmpty"], &["TestAdd"]);
+        let mut run = broken(
+            "example.com/gocalc/other",
+            "other.go:1:1: expected 'package'",
+        );
+        run.tests.insert(format!("{PKG}.TestAdd"), Outcome::Passed);
+        run.tests
+            .insert(format!("{PKG}.TestMeanEmpty"), Outcome::Failed);
+        let unbuilt = Unbuilt::of(Format::GoTestJson, &task, &run);
+        assert!(unbuilt.tests.is_empty());
+        let s = settle(&unbuilt, vec![format!("{PKG}.TestMeanEmpty")], 1);
+        assert_eq!(s.verdict, "unresolved");
+        assert_eq!(s.detail, "1 tests still fail after 1 reruns");
+        // Both at once: the compiler's message first.
+        let mut run = broken(PKG, "x.go:1: boom");
+        run.build_failures.push(BuildFailure {
+            unit: "example.com/z".into(),
+            message: String::new(),
+            stopped_run: false,
+        });
+        let mut t = task.clone();
+        t.pass_to_pass.push("example.com/z.TestZ".into());
+        let unbuilt = Unbuilt::of(Format::GoTestJson, &t, &run);
+        let s = settle(&unbuilt, vec!["example.com/y.TestY".into()], 2);
+        assert_eq!(
+            s.detail,
+            format!(
+                "{PKG} does not build: x.go:1: boom; example.com/z does not build: \
+                 (the runner printed no reason); 1 tests still fail after 2 reruns"
+            )
+        );
+        assert_eq!(s.failing.len(), 4);
+    }
+
+    #[test]
+    fn a_run_stopped_by_a_build_failure_covers_every_expected_test() {
+        let task = task(&["multiplies"], &["adds"]);
+        let mut run = broken("tinycalc", "error[E0425]: cannot find function `mul`");
+        run.build_failures[0].stopped_run = true;
+        let unbuilt = Unbuilt::of(Format::Libtest, &task, &run);
+        assert_eq!(unbuilt.tests.len(), 2);
+        assert_eq!(unbuilt.failures.len(), 1);
+    }
+
+    #[test]
+    fn without_build_failures_settle_decides_as_before() {
+        let none = Unbuilt::default();
+        let s = settle(&none, Vec::new(), 0);
+        assert_eq!(
+            (s.verdict, s.fault, s.detail.as_str()),
+            ("resolved", "none", "")
+        );
+        let s = settle(&none, Vec::new(), 2);
+        assert_eq!(
+            (s.verdict, s.fault, s.detail.as_str()),
+            ("resolved_after_rerun", "flaky_test", "passed on rerun 2")
+        );
+        let s = settle(&none, vec!["t".into()], 3);
+        assert_eq!(
+            (s.verdict, s.fault, s.detail.as_str()),
+            ("unresolved", "agent", "1 tests still fail after 3 reruns")
+        );
+    }
 }

@@ -309,10 +309,16 @@ pub(super) fn nodes(
                 screen_name.clone(),
                 "screen",
                 screen::KIND_VERSION,
-                &ScreenParams { repeats },
+                &ScreenParams {
+                    repeats,
+                    report: format,
+                },
                 screen_deps,
                 false,
-                screen::job(repeats),
+                screen::job(ScreenParams {
+                    repeats,
+                    report: format,
+                }),
             ));
             let topics = splits.get(&cid).cloned().unwrap_or_default();
             let topic_list: Vec<Option<String>> = if topics.is_empty() {

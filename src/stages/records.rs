@@ -82,6 +82,28 @@ pub(crate) struct RunRecord {
     /// Test files whose bytes after the run differ from the staged ones.
     #[serde(default)]
     pub(crate) changed_test_files: Vec<String>,
+    /// Units that did not build (sorted by unit, each with the first lines
+    /// of the compiler's message): their tests count as failed in this
+    /// reading (docs/verdicts.md). Left out when empty, so a record without
+    /// one keeps its bytes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) build_failures: Vec<assay_report::BuildFailure>,
+}
+
+impl RunRecord {
+    /// The build failure of this run that accounts for the missing test
+    /// `name` (in `file`, when known), if any.
+    pub(crate) fn build_failure_for(
+        &self,
+        format: assay_report::Format,
+        name: &str,
+        file: Option<&str>,
+    ) -> Option<&assay_report::BuildFailure> {
+        if self.build_failures.is_empty() || self.tests.contains_key(name) {
+            return None;
+        }
+        assay_report::build_failure_for(format, &self.build_failures, name, file)
+    }
 }
 
 /// `screen:<candidate>`: the three states read `repeats` times, reduced.
@@ -100,6 +122,10 @@ pub(crate) struct ScreenRecord {
     pub(crate) cascades: Vec<String>,
     /// Why runs could not be believed (spoofed or empty reports, timeouts, env).
     pub(crate) untrusted: Vec<String>,
+    /// Units that did not build, per reading: `test reading 0: unit: the
+    /// compiler's first line`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) build_failures: Vec<String>,
     /// Each control: name -> (passed, why).
     pub(crate) controls: BTreeMap<String, (bool, String)>,
     pub(crate) readings: BTreeMap<String, BTreeMap<String, Vec<assay_report::Outcome>>>,

@@ -23,7 +23,10 @@ use serde::Serialize;
 use super::records::{EnvRecord, RunRecord, TreeRecord};
 
 /// 2: runs are sandboxed (docs/security.md), limited, and see `ASSAY_ATTEMPT`.
-pub(super) const KIND_VERSION: u32 = 2;
+/// 3: a reading whose units did not build is believed and records them
+/// (`build_failures`); a missing report file with a build failure in the log
+/// is such a reading.
+pub(super) const KIND_VERSION: u32 = 3;
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct RunParams {
@@ -206,44 +209,20 @@ pub(crate) async fn execute_tree(
     let log_digest = ctx.blobs.put(&log).map_err(|e| err(&e))?;
     record.log = log_digest.to_hex();
     let mut attachments = vec![log_digest];
-    let report_bytes = match &p.report_file {
-        None => Some(log),
+    let report_file = match &p.report_file {
+        None => Ok(None),
         Some(rel) => match read_report(&work.join(rel), p.log_cap) {
             Ok(b) => {
                 let (b, n) = redactor.redact(&b);
                 record.redactions += n;
                 let d = ctx.blobs.put(&b).map_err(|e| err(&e))?;
                 attachments.push(d);
-                Some(b)
+                Ok(Some(b))
             }
-            Err(why) => {
-                record.report_error = Some(format!("the report {rel}: {why}"));
-                None
-            }
+            Err(why) => Err(format!("the report {rel}: {why}")),
         },
     };
-    if let Some(bytes) = report_bytes {
-        match assay_report::parse(p.format, &bytes) {
-            Ok(report) => {
-                match assay_report::assess(outcome.exit_code, &report) {
-                    Trust::Trusted => {}
-                    // Until screening and grading read build failures as
-                    // failed units (issue 14), a reading whose units did not
-                    // build stays untrusted, as before.
-                    Trust::BuildFailed(why) | Trust::Untrustworthy(why) => {
-                        record.untrusted = Some(why);
-                    }
-                }
-                for t in report.tests {
-                    if let Some(f) = t.file {
-                        record.files.insert(t.name.clone(), f);
-                    }
-                    record.tests.insert(t.name, t.outcome);
-                }
-            }
-            Err(e) => record.report_error = Some(e.to_string()),
-        }
-    }
+    read_outcomes(&mut record, p.format, &log, report_file);
     if outcome.timed_out {
         record.untrusted = Some(format!("timed out after {} s", p.timeout_s));
     } else if let Some(limit) = &record.limit {
@@ -253,6 +232,58 @@ pub(crate) async fn execute_tree(
             Some("the log exceeded the evidence cap; its report was not believed".into());
     }
     Ok((record, attachments))
+}
+
+/// Fills the record's outcomes, build failures and trust from what the run
+/// left: its `log`, and `report_file` when the report is a file of its own
+/// (`Ok(None)`: the log is the report; `Err`: why that file was not read).
+/// A report file never holds build failures (the producer failed before
+/// writing it), so the log is scanned for them; with no file at all, a
+/// recognised build failure in the log still makes a usable reading. A
+/// reading whose units did not build is believed (`Trust::BuildFailed`):
+/// their tests count as failed, which screening and grading read from
+/// `build_failures` (docs/verdicts.md).
+fn read_outcomes(
+    record: &mut RunRecord,
+    format: Format,
+    log: &[u8],
+    report_file: Result<Option<Vec<u8>>, String>,
+) {
+    let report = match report_file {
+        Ok(None) => assay_report::parse(format, log),
+        Ok(Some(bytes)) => assay_report::parse(format, &bytes).map(|mut r| {
+            r.add_build_failures(assay_report::scan_build_failures(format, log));
+            r
+        }),
+        Err(why) => {
+            let found = assay_report::scan_build_failures(format, log);
+            if found.is_empty() {
+                record.report_error = Some(why);
+                return;
+            }
+            let mut r = assay_report::Report::empty(format);
+            r.add_build_failures(found);
+            Ok(r)
+        }
+    };
+    let report = match report {
+        Ok(r) => r,
+        Err(e) => {
+            record.report_error = Some(e.to_string());
+            return;
+        }
+    };
+    match assay_report::assess(record.exit_code, &report) {
+        Trust::Trusted | Trust::BuildFailed(_) => {}
+        Trust::Untrustworthy(why) => record.untrusted = Some(why),
+    }
+    for t in report.tests {
+        if let Some(f) = t.file {
+            record.files.insert(t.name.clone(), f);
+        }
+        record.tests.insert(t.name, t.outcome);
+    }
+    record.build_failures = report.build_failures;
 }
 
 /// Reads a report the code under test wrote: never through a link it left
@@ -350,4 +381,84 @@ pub(crate) fn job(
         store_dir,
         env,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GO_BUILD_FAIL: &[u8] = include_bytes!(
+        "../../crates/assay-report/tests/fixtures/go_test_json_build_fail_go119.txt"
+    );
+    const MAVEN_COMPILE_ERROR: &[u8] =
+        include_bytes!("../../crates/assay-report/tests/fixtures/maven_compile_error.txt");
+
+    fn read(
+        format: Format,
+        exit: i32,
+        log: &[u8],
+        file: Result<Option<Vec<u8>>, String>,
+    ) -> RunRecord {
+        let mut r = RunRecord {
+            exit_code: Some(exit),
+            ..RunRecord::default()
+        };
+        read_outcomes(&mut r, format, log, file);
+        r
+    }
+
+    #[test]
+    fn a_reading_whose_package_did_not_build_is_believed_and_records_the_failure() {
+        let r = read(Format::GoTestJson, 2, GO_BUILD_FAIL, Ok(None));
+        assert_eq!(r.untrusted, None);
+        assert_eq!(r.report_error, None);
+        assert!(r.tests.is_empty());
+        assert_eq!(r.build_failures.len(), 1);
+        assert_eq!(r.build_failures[0].unit, "example.com/calc");
+        assert_eq!(
+            r.build_failures[0].message,
+            "./calc_test.go:12:5: undefined: Mul"
+        );
+        assert!(
+            r.build_failure_for(Format::GoTestJson, "example.com/calc.TestMul", None)
+                .is_some()
+        );
+        // Exit code 0 with a build failure is not believed.
+        let r = read(Format::GoTestJson, 0, GO_BUILD_FAIL, Ok(None));
+        assert!(r.untrusted.is_some());
+    }
+
+    #[test]
+    fn a_reading_with_no_tests_and_no_build_failure_stays_untrusted() {
+        let r = read(
+            Format::GoTestJson,
+            1,
+            b"go: updates to go.mod needed; to update it:\n\tgo mod tidy\n",
+            Ok(None),
+        );
+        assert_eq!(r.untrusted.as_deref(), Some("the report holds no tests"));
+        assert!(r.build_failures.is_empty());
+        // Serialized without the empty field: older records keep their bytes.
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(!json.contains("build_failures"), "{json}");
+        let back: RunRecord = serde_json::from_str(&json).unwrap();
+        assert!(back.build_failures.is_empty());
+    }
+
+    #[test]
+    fn a_missing_report_file_with_a_compile_error_in_the_log_is_a_build_failure() {
+        let missing = || Err("the report target/surefire.xml: not found".to_owned());
+        let r = read(Format::Junit, 1, MAVEN_COMPILE_ERROR, missing());
+        assert_eq!(r.report_error, None);
+        assert_eq!(r.untrusted, None);
+        assert_eq!(r.build_failures[0].unit, "calc");
+        assert!(r.build_failures[0].stopped_run);
+        // Without one, the missing file is what the record says.
+        let r = read(Format::Junit, 1, b"Killed\n", missing());
+        assert_eq!(
+            r.report_error.as_deref(),
+            Some("the report target/surefire.xml: not found")
+        );
+        assert!(r.build_failures.is_empty());
+    }
 }

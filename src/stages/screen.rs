@@ -2,38 +2,56 @@
 //! and gold), each read `repeats` times, to FAIL_TO_PASS, PASS_TO_PASS, flaky
 //! tests and the controls.
 //!
-//! - FAIL_TO_PASS: fails (or is absent) in every test-only reading and passes in
-//!   every gold reading;
-//! - PASS_TO_PASS: passes in every reading of all three states;
-//! - flaky: its outcome differs between readings of one state; kept out of both;
-//! - controls: the gold patch must resolve (no test of the test patch fails with
-//!   it, nothing that passed at base breaks), the empty patch must not (at least
-//!   one FAIL_TO_PASS test), and every reading must be believable.
+//! A reading says one of three things about a test ([`Seen`]): it ran (with
+//! an outcome), its unit did not build (the reading records a build failure
+//! that accounts for it: the test counts as failed), or nothing. The tests
+//! a unit has are the ones it shows in the task's other readings. Then
+//! ([`classify`], the whole rule, docs/verdicts.md "Screening"):
+//!
+//! - FAIL_TO_PASS: fails, is absent or did not build in every test-only
+//!   reading, and passes in every gold reading;
+//! - PASS_TO_PASS: passes in every base and every gold reading, and in every
+//!   test-only reading — or, where its unit did not build in every test-only
+//!   reading, the test patch leaves it unchanged (its name is not a word of a
+//!   line the test patch changes): a reading that did not build says nothing
+//!   about it, and base + the test patch runs an unchanged test as base
+//!   does. A changed one stays FAIL_TO_PASS: without a fix it does not build;
+//! - flaky: what one state's readings say differs; kept out of both;
+//! - controls: the gold patch must resolve (no test of the test patch fails
+//!   with it, nothing that passed at base breaks, every unit that built at
+//!   base builds), the empty patch must not (at least one FAIL_TO_PASS
+//!   test), and every reading must be believable (a reading whose units did
+//!   not build is: that is a fact about its tree).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use assay_engine::{Job, JobCtx, JobError, JobFuture, Output};
-use assay_report::Outcome;
+use assay_engine::{Digest, Job, JobCtx, JobError, JobFuture, Output};
+use assay_report::{Format, Outcome};
 use serde::Serialize;
 
 use super::records::{RunRecord, ScreenRecord, TriageRecord};
 use super::tree::State;
 
-pub(super) const KIND_VERSION: u32 = 1;
+/// 2: a unit that did not build counts its tests as failed; PASS_TO_PASS
+/// may rest on base and gold where the test-only state did not build.
+pub(super) const KIND_VERSION: u32 = 2;
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct ScreenParams {
     pub(crate) repeats: u32,
+    /// How test ids map to the units that did not build.
+    pub(crate) report: Format,
 }
 
 pub(crate) struct ScreenJob {
-    pub(crate) repeats: u32,
+    pub(crate) params: ScreenParams,
 }
 
 impl Job for ScreenJob {
     fn run(&self, ctx: JobCtx) -> JobFuture {
-        let repeats = self.repeats as usize;
+        let repeats = self.params.repeats as usize;
+        let format = self.params.report;
         Box::pin(async move {
             let err = |e: &dyn std::fmt::Display| JobError::new(format!("screen: {e}"));
             let triage: TriageRecord =
@@ -46,7 +64,13 @@ impl Job for ScreenJob {
                     runs.entry(state.as_str()).or_default().push(run);
                 }
             }
-            let record = reduce(&triage, &runs);
+            let test_patch = if triage.test_patch.is_empty() {
+                Vec::new()
+            } else {
+                let d: Digest = triage.test_patch.parse().map_err(|e: String| err(&e))?;
+                ctx.blobs.get(&d).map_err(|e| err(&e))?
+            };
+            let record = reduce(&triage, format, &changed_words(&test_patch), &runs);
             Ok(Output {
                 bytes: serde_json::to_vec(&record).map_err(|e| err(&e))?,
                 attachments: Vec::new(),
@@ -55,24 +79,164 @@ impl Job for ScreenJob {
     }
 }
 
-fn all<F: Fn(Option<Outcome>) -> bool>(v: &[Option<Outcome>], f: F) -> bool {
-    !v.is_empty() && v.iter().all(|o| f(*o))
+/// What one reading says about one test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Seen {
+    Ran(Outcome),
+    /// Not in the report, and a build failure of the reading accounts for
+    /// it: failed.
+    Unbuilt,
+    /// Not in the report, and nothing says why.
+    Absent,
 }
 
-fn passed(o: Option<Outcome>) -> bool {
-    o == Some(Outcome::Passed)
+impl Seen {
+    fn passed(self) -> bool {
+        self == Seen::Ran(Outcome::Passed)
+    }
+
+    /// Failed, errored, or did not build.
+    fn failed(self) -> bool {
+        match self {
+            Seen::Ran(o) => o.is_failure(),
+            Seen::Unbuilt => true,
+            Seen::Absent => false,
+        }
+    }
+
+    fn ran(self) -> bool {
+        matches!(self, Seen::Ran(_))
+    }
+
+    /// How `readings` in the screen record shows it.
+    fn shown(self) -> Outcome {
+        match self {
+            Seen::Ran(o) => o,
+            Seen::Unbuilt => Outcome::Error,
+            Seen::Absent => Outcome::Skipped,
+        }
+    }
 }
 
-fn failed_or_absent(o: Option<Outcome>) -> bool {
-    o.is_none_or(Outcome::is_failure)
+/// Where [`classify`] puts a test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Class {
+    FailToPass,
+    PassToPass,
+    Flaky,
+    /// Passed at base, fails (or does not build) with the gold patch.
+    Regression,
+    /// A test of the test patch that fails (or does not build) with the gold patch.
+    GoldFailure,
+    /// In neither list (e.g. a new test that passes without the fix).
+    Neither,
 }
 
-fn failed(o: Option<Outcome>) -> bool {
-    o.is_some_and(Outcome::is_failure)
+/// What every reading of one state says about one test.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Readings<'a> {
+    pub(crate) base: &'a [Seen],
+    pub(crate) test: &'a [Seen],
+    pub(crate) gold: &'a [Seen],
 }
 
+fn all(v: &[Seen], f: impl Fn(Seen) -> bool) -> bool {
+    !v.is_empty() && v.iter().all(|s| f(*s))
+}
+
+/// The screening rule for one test (module docs): `in_test_patch`, the
+/// test lives in a file of the test patch (or shows at base in no
+/// reading); `changed`, its name is a word of a line the test patch
+/// changes.
+pub(crate) fn classify(r: Readings<'_>, in_test_patch: bool, changed: bool) -> Class {
+    let flaky = [r.base, r.test, r.gold]
+        .iter()
+        .any(|v| v.windows(2).any(|w| w[0] != w[1]));
+    if flaky {
+        return Class::Flaky;
+    }
+    let passed_around = all(r.base, Seen::passed) && all(r.gold, Seen::passed);
+    // The test-only state did not build it and it is the test base ran: that
+    // state's readings say nothing, base and gold decide.
+    let unchanged_unbuilt = all(r.test, |s| s == Seen::Unbuilt) && !changed;
+    if all(r.test, |s| s.failed() || s == Seen::Absent) && all(r.gold, Seen::passed) {
+        if passed_around && unchanged_unbuilt {
+            Class::PassToPass
+        } else {
+            Class::FailToPass
+        }
+    } else if passed_around && all(r.test, Seen::passed) {
+        Class::PassToPass
+    } else if all(r.base, Seen::passed) && all(r.gold, Seen::failed) {
+        Class::Regression
+    } else if in_test_patch && all(r.gold, Seen::failed) {
+        Class::GoldFailure
+    } else {
+        Class::Neither
+    }
+}
+
+/// The words (identifiers) of the lines a patch adds or removes, and of its
+/// hunk headers (where git names the enclosing function): a test whose name
+/// is among them is one the patch changes.
+pub(crate) fn changed_words(patch: &[u8]) -> BTreeSet<String> {
+    let text = String::from_utf8_lossy(patch);
+    let mut out = BTreeSet::new();
+    for line in text.lines() {
+        let changed = if line.starts_with("+++ ") || line.starts_with("--- ") {
+            continue;
+        } else if let Some(rest) = line.strip_prefix("@@") {
+            rest.split_once("@@").map_or("", |(_, header)| header)
+        } else if let Some(rest) = line.strip_prefix(['+', '-']) {
+            rest
+        } else {
+            continue;
+        };
+        out.extend(
+            changed
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .filter(|w| !w.is_empty())
+                .map(str::to_owned),
+        );
+    }
+    out
+}
+
+/// The name a test is declared under in its source: the id without its
+/// package or module, class, subtest and parameters
+/// (`example.com/calc.TestDiv/by_zero` → `TestDiv`,
+/// `tests/test_x.py::T::test_a[1]` → `test_a`, `tests.test_x.T.test_a` →
+/// `test_a`).
+pub(crate) fn declared_name(format: Format, id: &str) -> &str {
+    let mut rest = id;
+    if format == Format::GoTestJson
+        && let Some(unit) = assay_report::unit_of(format, id, None)
+    {
+        rest = &id[unit.len() + 1..];
+        rest = rest.split('/').next().unwrap_or(rest);
+    }
+    let rest = rest.split('[').next().unwrap_or(rest);
+    rest.rsplit(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .find(|w| !w.is_empty())
+        .unwrap_or(rest)
+}
+
+/// The first line of a compiler's message, with how many more there are.
+pub(crate) fn first_line(message: &str) -> String {
+    let mut lines = message.lines().filter(|l| !l.trim().is_empty());
+    let first = lines.next().unwrap_or("(no message)").trim().to_owned();
+    match lines.count() {
+        0 => first,
+        n => format!("{first} (+{n} more lines)"),
+    }
+}
+
+/// The screening reduction (module docs), a pure function of the readings:
+/// `changed` is [`changed_words`] of the test patch.
 pub(crate) fn reduce(
     triage: &TriageRecord,
+    format: Format,
+    changed: &BTreeSet<String>,
     runs: &BTreeMap<&'static str, Vec<RunRecord>>,
 ) -> ScreenRecord {
     let mut rec = ScreenRecord {
@@ -86,12 +250,18 @@ pub(crate) fn reduce(
     for (state, list) in runs {
         for (i, r) in list.iter().enumerate() {
             if let Some(why) = &r.untrusted {
-                // A failing test-only reading is expected; anything else untrusted is not.
                 rec.untrusted.push(format!("{state} reading {i}: {why}"));
             }
             if let Some(e) = &r.report_error {
                 rec.untrusted
                     .push(format!("{state} reading {i}: report unreadable: {e}"));
+            }
+            for b in &r.build_failures {
+                rec.build_failures.push(format!(
+                    "{state} reading {i}: {}: {}",
+                    b.unit,
+                    first_line(&b.message)
+                ));
             }
         }
     }
@@ -108,44 +278,60 @@ pub(crate) fn reduce(
     let test_files: BTreeSet<&str> = triage.test_files.iter().map(String::as_str).collect();
     let empty = Vec::new();
     for name in names {
-        let read = |state: &str| -> Vec<Option<Outcome>> {
+        let file = files.get(name).map(|f| f.as_str());
+        let read = |state: &str| -> Vec<Seen> {
             runs.get(state)
                 .unwrap_or(&empty)
                 .iter()
-                .map(|r| r.tests.get(name).copied())
+                .map(|r| match r.tests.get(name) {
+                    Some(o) => Seen::Ran(*o),
+                    None if r.build_failure_for(format, name, file).is_some() => Seen::Unbuilt,
+                    None => Seen::Absent,
+                })
                 .collect()
         };
         let (base, test, gold) = (read("base"), read("test"), read("gold"));
         for (state, v) in [("base", &base), ("test", &test), ("gold", &gold)] {
-            rec.readings.entry(state.to_owned()).or_default().insert(
-                name.clone(),
-                v.iter().map(|o| o.unwrap_or(Outcome::Skipped)).collect(),
-            );
+            rec.readings
+                .entry(state.to_owned())
+                .or_default()
+                .insert(name.clone(), v.iter().map(|s| s.shown()).collect());
         }
-        let flaky = [&base, &test, &gold].iter().any(|v| {
-            let distinct: BTreeSet<String> = v.iter().map(|o| format!("{o:?}")).collect();
-            distinct.len() > 1
-        });
-        if flaky {
-            rec.flaky.push(name.clone());
-            continue;
-        }
-        let in_test_patch = files
-            .get(name)
-            .is_some_and(|f| test_files.contains(f.as_str()))
-            || base.iter().all(Option::is_none);
-        if all(&test, failed_or_absent) && all(&gold, passed) {
-            rec.fail_to_pass.push(name.clone());
-        } else if all(&base, passed) && all(&test, passed) && all(&gold, passed) {
-            rec.pass_to_pass.push(name.clone());
-        } else if all(&base, passed) && all(&gold, failed) {
-            rec.regressions.push(name.clone());
-        } else if in_test_patch && all(&gold, failed) {
-            rec.gold_failures.push(name.clone());
-        }
+        let in_test_patch =
+            file.is_some_and(|f| test_files.contains(f)) || !base.iter().any(|s| s.ran());
+        let readings = Readings {
+            base: &base,
+            test: &test,
+            gold: &gold,
+        };
+        let is_changed = changed.contains(declared_name(format, name));
+        let list = match classify(readings, in_test_patch, is_changed) {
+            Class::FailToPass => &mut rec.fail_to_pass,
+            Class::PassToPass => &mut rec.pass_to_pass,
+            Class::Flaky => &mut rec.flaky,
+            Class::Regression => &mut rec.regressions,
+            Class::GoldFailure => &mut rec.gold_failures,
+            Class::Neither => continue,
+        };
+        list.push(name.clone());
     }
     rec.cascades = cascades(runs);
-    let gold_ok = rec.gold_failures.is_empty() && rec.regressions.is_empty();
+    let gold_unbuilt = gold_unbuilt(runs);
+    let gold_ok =
+        rec.gold_failures.is_empty() && rec.regressions.is_empty() && gold_unbuilt.is_empty();
+    let mut gold_why = Vec::new();
+    if !(rec.gold_failures.is_empty() && rec.regressions.is_empty()) {
+        gold_why.push(format!(
+            "with the gold patch these still fail: {}",
+            rec.gold_failures
+                .iter()
+                .chain(&rec.regressions)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    gold_why.extend(gold_unbuilt);
     rec.controls.insert(
         "gold_resolves".into(),
         (
@@ -153,15 +339,7 @@ pub(crate) fn reduce(
             if gold_ok {
                 "every test of the test patch passes with the gold patch".into()
             } else {
-                format!(
-                    "with the gold patch these still fail: {}",
-                    rec.gold_failures
-                        .iter()
-                        .chain(&rec.regressions)
-                        .cloned()
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
+                gold_why.join("; ")
             },
         ),
     );
@@ -195,6 +373,37 @@ pub(crate) fn reduce(
     rec
 }
 
+/// The units that do not build with the gold patch though they build in
+/// every base reading, each with the compiler's first line: the control
+/// fails on them whether or not a test of theirs is known.
+fn gold_unbuilt(runs: &BTreeMap<&'static str, Vec<RunRecord>>) -> Vec<String> {
+    let at_base: BTreeSet<&str> = runs
+        .get("base")
+        .into_iter()
+        .flatten()
+        .flat_map(|r| r.build_failures.iter().map(|b| b.unit.as_str()))
+        .collect();
+    let mut out: BTreeMap<&str, &str> = BTreeMap::new();
+    for b in runs
+        .get("gold")
+        .into_iter()
+        .flatten()
+        .flat_map(|r| &r.build_failures)
+    {
+        if !at_base.contains(b.unit.as_str()) {
+            out.entry(b.unit.as_str()).or_insert(b.message.as_str());
+        }
+    }
+    out.into_iter()
+        .map(|(unit, message)| {
+            format!(
+                "with the gold patch {unit} does not build: {}",
+                first_line(message)
+            )
+        })
+        .collect()
+}
+
 /// A file whose every test errored in a reading while other files ran: one
 /// failure (an import, a fixture) took the whole file down.
 fn cascades(runs: &BTreeMap<&'static str, Vec<RunRecord>>) -> Vec<String> {
@@ -223,6 +432,360 @@ fn cascades(runs: &BTreeMap<&'static str, Vec<RunRecord>>) -> Vec<String> {
     out.into_iter().collect()
 }
 
-pub(crate) fn job(repeats: u32) -> Arc<dyn Job> {
-    Arc::new(ScreenJob { repeats })
+pub(crate) fn job(params: ScreenParams) -> Arc<dyn Job> {
+    Arc::new(ScreenJob { params })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use assay_report::BuildFailure;
+
+    const GO: Format = Format::GoTestJson;
+    const PKG: &str = "example.com/gocalc";
+
+    fn id(test: &str) -> String {
+        format!("{PKG}.{test}")
+    }
+
+    /// A reading in which these tests ran with these outcomes.
+    fn ran(tests: &[(&str, Outcome)]) -> RunRecord {
+        let mut r = RunRecord::default();
+        for (t, o) in tests {
+            r.tests.insert(id(t), *o);
+            r.files.insert(id(t), PKG.to_owned());
+        }
+        r
+    }
+
+    /// A reading in which the package did not build: no test, one failure.
+    fn unbuilt(message: &str) -> RunRecord {
+        RunRecord {
+            exit_code: Some(2),
+            build_failures: vec![BuildFailure {
+                unit: PKG.to_owned(),
+                message: message.to_owned(),
+                stopped_run: false,
+            }],
+            ..RunRecord::default()
+        }
+    }
+
+    fn passing(tests: &[&str]) -> RunRecord {
+        let all: Vec<(&str, Outcome)> = tests.iter().map(|t| (*t, Outcome::Passed)).collect();
+        ran(&all)
+    }
+
+    fn triage(test_files: &[&str]) -> TriageRecord {
+        TriageRecord {
+            id: "gocalc-2".into(),
+            repo: "gocalc".into(),
+            base: String::new(),
+            head: String::new(),
+            title: String::new(),
+            body: String::new(),
+            decision: "eligible".into(),
+            detail: String::new(),
+            test_files: test_files.iter().map(|f| (*f).to_owned()).collect(),
+            gold_files: Vec::new(),
+            test_patch: String::new(),
+            gold_patch: String::new(),
+        }
+    }
+
+    fn runs(
+        base: Vec<RunRecord>,
+        test: Vec<RunRecord>,
+        gold: Vec<RunRecord>,
+    ) -> BTreeMap<&'static str, Vec<RunRecord>> {
+        BTreeMap::from([("base", base), ("test", test), ("gold", gold)])
+    }
+
+    fn names(list: &[String]) -> Vec<&str> {
+        list.iter()
+            .map(|n| n.strip_prefix(&format!("{PKG}.")).unwrap_or(n))
+            .collect()
+    }
+
+    const OLD: [&str; 3] = ["TestAdd", "TestMean", "TestSum"];
+    /// gocalc's PR #2: a new test file calling what the PR adds.
+    const MEDIAN_TEST_PATCH: &str = "\
+diff --git a/median_test.go b/median_test.go
+new file mode 100644
+--- /dev/null
++++ b/median_test.go
+@@ -0,0 +1,9 @@
++package gocalc
++
++import \"testing\"
++
++func TestMedian(t *testing.T) {
++\tif got := Median([]float64{3, 1, 2}); got != 2 {
++\t\tt.Fatalf(\"got %v\", got)
++\t}
++}
+";
+
+    fn median_task(test_patch: &str) -> ScreenRecord {
+        let with_median: Vec<&str> = OLD.iter().copied().chain(["TestMedian"]).collect();
+        reduce(
+            &triage(&["median_test.go"]),
+            GO,
+            &changed_words(test_patch.as_bytes()),
+            &runs(
+                vec![passing(&OLD), passing(&OLD)],
+                vec![
+                    unbuilt("./median_test.go:6:12: undefined: Median"),
+                    unbuilt("./median_test.go:6:12: undefined: Median"),
+                ],
+                vec![passing(&with_median), passing(&with_median)],
+            ),
+        )
+    }
+
+    #[test]
+    fn a_test_patch_that_does_not_build_gives_its_new_tests_as_fail_to_pass_and_the_old_as_pass_to_pass()
+     {
+        let rec = median_task(MEDIAN_TEST_PATCH);
+        assert_eq!(names(&rec.fail_to_pass), ["TestMedian"]);
+        assert_eq!(names(&rec.pass_to_pass), OLD);
+        assert!(rec.flaky.is_empty() && rec.gold_failures.is_empty() && rec.regressions.is_empty());
+        // Every control holds: a reading that did not build is believed.
+        for (name, (ok, why)) in &rec.controls {
+            assert!(ok, "{name}: {why}");
+        }
+        assert!(rec.untrusted.is_empty(), "{:?}", rec.untrusted);
+        assert_eq!(
+            rec.build_failures,
+            [
+                "test reading 0: example.com/gocalc: ./median_test.go:6:12: undefined: Median",
+                "test reading 1: example.com/gocalc: ./median_test.go:6:12: undefined: Median",
+            ]
+        );
+        // The readings show a test whose unit did not build as an error.
+        assert_eq!(
+            rec.readings["test"][&id("TestAdd")],
+            [Outcome::Error, Outcome::Error]
+        );
+    }
+
+    #[test]
+    fn an_old_test_the_test_patch_changes_stays_fail_to_pass_when_its_unit_does_not_build() {
+        // The test patch also edits TestMean's body (the hunk header names it)
+        // and TestSum's signature line: without the fix neither builds, and
+        // base ran other versions of them.
+        let patch = format!(
+            "{MEDIAN_TEST_PATCH}{}",
+            "\
+diff --git a/stats_test.go b/stats_test.go
+--- a/stats_test.go
++++ b/stats_test.go
+@@ -10,3 +10,3 @@ func TestMean(t *testing.T) {
+-\tcheck(t, Mean(xs), 2)
++\tcheck(t, Mean(xs), Median(xs))
+ }
+-func TestSum(t *testing.T) {
++func TestSum(t *testing.T) { // with Median
+"
+        );
+        let rec = median_task(&patch);
+        assert_eq!(
+            names(&rec.fail_to_pass),
+            ["TestMean", "TestMedian", "TestSum"]
+        );
+        assert_eq!(names(&rec.pass_to_pass), ["TestAdd"]);
+    }
+
+    #[test]
+    fn a_test_only_state_that_builds_decides_as_before() {
+        let rec = reduce(
+            &triage(&["mean_test.go"]),
+            GO,
+            &BTreeSet::new(),
+            &runs(
+                vec![passing(&OLD)],
+                vec![ran(&[
+                    ("TestAdd", Outcome::Passed),
+                    ("TestMean", Outcome::Passed),
+                    ("TestSum", Outcome::Passed),
+                    ("TestMeanEmpty", Outcome::Failed),
+                ])],
+                vec![passing(&[
+                    "TestAdd",
+                    "TestMean",
+                    "TestSum",
+                    "TestMeanEmpty",
+                ])],
+            ),
+        );
+        assert_eq!(names(&rec.fail_to_pass), ["TestMeanEmpty"]);
+        assert_eq!(names(&rec.pass_to_pass), ["TestAdd", "TestMean", "TestSum"]);
+    }
+
+    #[test]
+    fn a_gold_state_that_does_not_build_uncertifies_naming_the_compiler() {
+        let rec = reduce(
+            &triage(&["median_test.go"]),
+            GO,
+            &BTreeSet::new(),
+            &runs(
+                vec![passing(&OLD)],
+                vec![unbuilt("./median_test.go:6:12: undefined: Median")],
+                vec![unbuilt(
+                    "./median.go:16:1: syntax error: unexpected EOF, expecting }\n./median.go:3:1: more",
+                )],
+            ),
+        );
+        let (ok, why) = &rec.controls["gold_resolves"];
+        assert!(!ok);
+        assert!(
+            why.contains(
+                "with the gold patch example.com/gocalc does not build: ./median.go:16:1: syntax error: unexpected EOF, expecting } (+1 more lines)"
+            ),
+            "{why}"
+        );
+        assert!(!why.contains("holds no tests"), "{why}");
+        assert_eq!(names(&rec.regressions), OLD);
+        assert!(rec.pass_to_pass.is_empty());
+        // The readings themselves are believable.
+        assert!(rec.controls["readings_trusted"].0);
+    }
+
+    #[test]
+    fn a_unit_that_fails_to_build_at_base_and_with_gold_is_not_the_gold_patchs_doing() {
+        let broken = || {
+            let mut r = unbuilt("undefined: x");
+            r.build_failures[0].unit = "example.com/gocalc/vendored".into();
+            r.tests = passing(&OLD).tests;
+            r
+        };
+        let rec = reduce(
+            &triage(&[]),
+            GO,
+            &BTreeSet::new(),
+            &runs(
+                vec![broken()],
+                vec![{
+                    let mut r = broken();
+                    r.tests.insert(id("TestNew"), Outcome::Failed);
+                    r
+                }],
+                vec![{
+                    let mut r = broken();
+                    r.tests.insert(id("TestNew"), Outcome::Passed);
+                    r
+                }],
+            ),
+        );
+        assert!(rec.controls["gold_resolves"].0, "{:?}", rec.controls);
+        assert_eq!(names(&rec.fail_to_pass), ["TestNew"]);
+    }
+
+    #[test]
+    fn a_reading_that_builds_once_and_not_once_is_flaky() {
+        let r = Readings {
+            base: &[Seen::Ran(Outcome::Passed)],
+            test: &[Seen::Unbuilt, Seen::Ran(Outcome::Passed)],
+            gold: &[Seen::Ran(Outcome::Passed)],
+        };
+        assert_eq!(classify(r, false, false), Class::Flaky);
+    }
+
+    #[test]
+    fn classify_covers_the_rule() {
+        use Seen::{Absent, Ran, Unbuilt};
+        let p = Ran(Outcome::Passed);
+        let f = Ran(Outcome::Failed);
+        let s = Ran(Outcome::Skipped);
+        let c = |base: &[Seen], test: &[Seen], gold: &[Seen], in_tp: bool, changed: bool| {
+            classify(Readings { base, test, gold }, in_tp, changed)
+        };
+        // New test: absent or unbuilt without the fix, passes with it.
+        assert_eq!(c(&[Absent], &[f], &[p], true, true), Class::FailToPass);
+        assert_eq!(
+            c(&[Absent], &[Unbuilt], &[p], true, true),
+            Class::FailToPass
+        );
+        assert_eq!(c(&[Absent], &[Absent], &[p], true, true), Class::FailToPass);
+        // An old test the test patch changed, failing without the fix.
+        assert_eq!(c(&[p], &[f], &[p], true, true), Class::FailToPass);
+        // Old, unbuilt in the test-only state: unchanged → PASS_TO_PASS.
+        assert_eq!(c(&[p], &[Unbuilt], &[p], false, false), Class::PassToPass);
+        assert_eq!(c(&[p], &[Unbuilt], &[p], true, true), Class::FailToPass);
+        // Failed at base and unbuilt: the fix makes it pass, nothing says it passed before.
+        assert_eq!(c(&[f], &[Unbuilt], &[p], false, false), Class::FailToPass);
+        // Plain PASS_TO_PASS.
+        assert_eq!(c(&[p], &[p], &[p], false, true), Class::PassToPass);
+        // A skip without the fix is neither.
+        assert_eq!(c(&[p], &[s], &[p], false, false), Class::Neither);
+        // New and passing without the fix: neither.
+        assert_eq!(c(&[Absent], &[p], &[p], true, false), Class::Neither);
+        // The gold patch breaks or does not build what passed at base.
+        assert_eq!(c(&[p], &[p], &[f], false, false), Class::Regression);
+        assert_eq!(
+            c(&[p], &[Unbuilt], &[Unbuilt], false, false),
+            Class::Regression
+        );
+        // A test of the test patch that does not build with the gold patch.
+        assert_eq!(
+            c(&[Absent], &[Unbuilt], &[Unbuilt], true, true),
+            Class::GoldFailure
+        );
+    }
+
+    #[test]
+    fn changed_words_are_the_changed_lines_and_hunk_headers() {
+        let w = changed_words(
+            b"diff --git a/x_test.go b/x_test.go\n--- a/x_test.go\n+++ b/x_test.go\n\
+@@ -1,4 +1,4 @@ func TestHeader(t *testing.T) {\n context TestContext\n-old TestRemoved\n+new TestAdded_2(x)\n",
+        );
+        for word in ["TestHeader", "TestRemoved", "TestAdded_2", "testing", "x"] {
+            assert!(w.contains(word), "{word}: {w:?}");
+        }
+        for word in ["TestContext", "x_test", "go", "b"] {
+            assert!(!w.contains(word), "{word}: {w:?}");
+        }
+    }
+
+    #[test]
+    fn declared_names_drop_package_class_subtest_and_parameters() {
+        for (format, id, name) in [
+            (GO, "example.com/calc.TestDiv/by_zero.x", "TestDiv"),
+            (GO, "gopkg.in/yaml.v3.TestDecode", "TestDecode"),
+            (
+                Format::Pytest,
+                "tests/test_x.py::T::test_a[a.b/c]",
+                "test_a",
+            ),
+            (Format::Pytest, "tests/test_x.py::test_b", "test_b"),
+            (Format::Unittest, "tests.test_x.T.test_c", "test_c"),
+            (Format::Libtest, "tests::adds", "adds"),
+            (
+                Format::Junit,
+                "com.example.CalcTest.multiplies",
+                "multiplies",
+            ),
+        ] {
+            assert_eq!(declared_name(format, id), name, "{id}");
+        }
+    }
+
+    #[test]
+    fn an_untrusted_reading_still_fails_the_control() {
+        let mut empty = RunRecord {
+            exit_code: Some(1),
+            untrusted: Some("the report holds no tests".into()),
+            ..RunRecord::default()
+        };
+        empty.tests.clear();
+        let rec = reduce(
+            &triage(&[]),
+            GO,
+            &BTreeSet::new(),
+            &runs(vec![passing(&OLD)], vec![empty], vec![passing(&OLD)]),
+        );
+        let (ok, why) = &rec.controls["readings_trusted"];
+        assert!(!ok);
+        assert_eq!(why, "test reading 0: the report holds no tests");
+    }
 }

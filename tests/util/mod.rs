@@ -100,6 +100,18 @@ impl Project {
         std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
     }
 
+    /// `assay show DIGEST`: the record it prints, parsed.
+    pub fn show_json(&self, digest: &str) -> Value {
+        let run = self.run(&["show", digest]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let text = &run.stdout;
+        let start = text
+            .find('{')
+            .unwrap_or_else(|| panic!("no record in {text}"));
+        let end = text.rfind('}').unwrap();
+        serde_json::from_str(&text[start..=end]).unwrap_or_else(|e| panic!("{e}: {text}"))
+    }
+
     /// `assay build --json ARGS`, parsed.
     pub fn build_json(&self, args: &[&str]) -> Build {
         let mut all = vec!["build", "--json"];
@@ -249,6 +261,15 @@ impl Build {
     pub fn names(&self, event: &str) -> Vec<String> {
         names(&self.events, event)
     }
+}
+
+/// A JSON array of strings.
+pub fn strs(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not an array: {v}"))
+        .iter()
+        .map(|s| s.as_str().unwrap().to_owned())
+        .collect()
 }
 
 /// Every complete JSON line; a line cut off by a kill is ignored.

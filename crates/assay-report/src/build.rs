@@ -167,6 +167,28 @@ pub fn unit_of(format: Format, name: &str, file: Option<&str>) -> Option<String>
     }
 }
 
+/// The build failure among `failures` (sorted by unit, as
+/// [`crate::Report::build_failures`] keeps them) that explains why the test
+/// `name` (in `file`, when known) has no result: its unit's ([`unit_of`]),
+/// else one that stopped the whole run. For callers that keep the failures
+/// apart from their report (a run's record); [`crate::Report::build_failure_for`]
+/// is this over the report's own.
+pub fn build_failure_for<'a>(
+    format: Format,
+    failures: &'a [BuildFailure],
+    name: &str,
+    file: Option<&str>,
+) -> Option<&'a BuildFailure> {
+    unit_of(format, name, file)
+        .and_then(|unit| {
+            failures
+                .binary_search_by(|b| b.unit.as_str().cmp(&unit))
+                .ok()
+                .and_then(|i| failures.get(i))
+        })
+        .or_else(|| failures.iter().find(|b| b.stopped_run))
+}
+
 /// `example.com/calc.TestDivide/by_zero` → `example.com/calc`: the id up to
 /// the first `.` followed by a Go test function's name (`Test`, `Benchmark`,
 /// `Example` or `Fuzz`, then nothing, `_`, or a character that is not a

@@ -33,7 +33,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-pub use build::{BuildFailure, MESSAGE_MAX_BYTES, MESSAGE_MAX_LINES, unit_of};
+pub use build::{BuildFailure, MESSAGE_MAX_BYTES, MESSAGE_MAX_LINES, build_failure_for, unit_of};
 
 mod build;
 mod go_json;
@@ -210,14 +210,7 @@ impl Report {
     /// failure that stopped the whole run. `None`: no build failure accounts
     /// for it.
     pub fn build_failure_for(&self, name: &str, file: Option<&str>) -> Option<&BuildFailure> {
-        unit_of(self.format, name, file)
-            .and_then(|unit| {
-                self.build_failures
-                    .binary_search_by(|b| b.unit.as_str().cmp(&unit))
-                    .ok()
-                    .and_then(|i| self.build_failures.get(i))
-            })
-            .or_else(|| self.build_failures.iter().find(|b| b.stopped_run))
+        build_failure_for(self.format, &self.build_failures, name, file)
     }
 
     /// The outcome of the test called `name`, if the report has it.

@@ -1,0 +1,232 @@
+//! The bundled examples of compiled languages, built and graded through the
+//! real binary: `examples/gocalc` (Go) as its README describes it. The
+//! repository is made by the example's own `make-repo.sh` in a temp dir, the
+//! pipeline, statements and sessions are the example's, copied unchanged.
+//!
+//! Needs `go` (Debian's `golang-go`, 1.19, is enough; `.ci/run` installs it).
+
+#![allow(clippy::unwrap_used)]
+
+mod util;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+use util::{Project, strs};
+
+const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/gocalc");
+const PKG: &str = "example.com/gocalc";
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let dest = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &dest);
+        } else {
+            std::fs::copy(entry.path(), dest).unwrap();
+        }
+    }
+}
+
+/// `example.com/gocalc.TestX` for each name, in order.
+fn ids(tests: &[&str]) -> Vec<String> {
+    tests.iter().map(|t| format!("{PKG}.{t}")).collect()
+}
+
+/// The example built once with a fresh cache.
+struct Gocalc {
+    project: Project,
+}
+
+impl Gocalc {
+    fn build() -> Gocalc {
+        let go = Command::new("go").arg("version").output();
+        assert!(
+            go.as_ref().is_ok_and(|o| o.status.success()),
+            "this test needs `go` on PATH (apt-get install golang-go; .ci/run does): {go:?}"
+        );
+        let project = Project::new();
+        let example = Path::new(EXAMPLE);
+        std::fs::copy(
+            example.join("pipeline.toml"),
+            project.path().join("pipeline.toml"),
+        )
+        .unwrap();
+        for dir in ["statements", "sessions"] {
+            copy_dir(&example.join(dir), &project.path().join(dir));
+        }
+        let made = Command::new(example.join("make-repo.sh"))
+            .arg(project.path().join("repo"))
+            .output()
+            .unwrap();
+        assert!(made.status.success(), "make-repo.sh: {made:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&made.stdout).trim(),
+            "7d9f907eae03a71b41077031f6bd40a3905fab5c",
+            "the README's pinned main commit"
+        );
+        let b = project.build_json(&[]);
+        assert_eq!(
+            b.run.code, 0,
+            "build failed\n--- stderr\n{}\n--- summary\n{:?}",
+            b.run.stderr, b.summary
+        );
+        Gocalc { project }
+    }
+
+    fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.project.path().join(rel))
+            .unwrap_or_else(|e| panic!("no {rel}: {e}"))
+    }
+
+    fn json(&self, rel: &str) -> Value {
+        serde_json::from_str(&self.read(rel)).unwrap()
+    }
+
+    fn tasks(&self) -> BTreeMap<String, Value> {
+        self.read("release/tasks.jsonl")
+            .lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                (v["instance_id"].as_str().unwrap().to_owned(), v)
+            })
+            .collect()
+    }
+
+    /// Rows of results.csv keyed by (session, arm).
+    fn results(&self) -> BTreeMap<(String, String), BTreeMap<String, String>> {
+        util::csv_records(&self.read("release/results.csv"))
+            .into_iter()
+            .map(|r| ((r["session"].clone(), r["arm"].clone()), r))
+            .collect()
+    }
+}
+
+#[test]
+fn gocalc_builds_certifies_the_task_whose_test_patch_does_not_build_and_blames_broken_builds() {
+    let g = Gocalc::build();
+
+    // Screening: all three certified, gocalc-2 (its test patch does not
+    // build at base) with only the new test as FAIL_TO_PASS and the old
+    // tests of the package as PASS_TO_PASS.
+    let funnel = g.json("release/funnel.json");
+    assert_eq!(funnel["candidates"], 3, "{funnel:#}");
+    assert_eq!(funnel["certified"], 3, "{funnel:#}");
+    let tasks = g.tasks();
+    let old = [
+        "TestAdd", "TestDiv", "TestMean", "TestMul", "TestSub", "TestSum",
+    ];
+    let with = |extra: &[&str]| {
+        let mut v = ids(&old);
+        v.extend(ids(extra));
+        v.sort();
+        v
+    };
+    for (id, f2p, p2p) in [
+        ("gocalc-1", ids(&["TestMeanEmpty"]), with(&[])),
+        ("gocalc-2", ids(&["TestMedian"]), with(&["TestMeanEmpty"])),
+        (
+            "gocalc-3",
+            ids(&["TestClampBelow"]),
+            with(&["TestMeanEmpty", "TestMedian"]),
+        ),
+    ] {
+        let t = &tasks[id];
+        assert_eq!(t["certified"], true, "{id}: {:#}", t["uncertified_because"]);
+        assert_eq!(strs(&t["FAIL_TO_PASS"]), f2p, "{id}");
+        assert_eq!(strs(&t["PASS_TO_PASS"]), p2p, "{id}");
+    }
+
+    // Grading: (exclude, keep) verdicts and faults, and what the compiler
+    // said where the build broke.
+    let results = g.results();
+    let expect = [
+        ("alpha/gocalc-1.json", ["resolved", "resolved"], None),
+        ("alpha/gocalc-2.json", ["resolved", "resolved"], None),
+        (
+            "alpha/gocalc-3.json",
+            ["resolved", "unresolved"],
+            Some("./clamp_test.go:6:6: check redeclared in this block"),
+        ),
+        (
+            "beta/gocalc-1.json",
+            ["unresolved", "unresolved"],
+            Some("./stats.go:15:13: too many return values"),
+        ),
+        (
+            "beta/gocalc-2.json",
+            ["unresolved", "unresolved"],
+            Some("./median.go:16:1: syntax error: unexpected EOF, expecting }"),
+        ),
+        ("beta/gocalc-3.json", ["unresolved", "unresolved"], None),
+    ];
+    assert_eq!(results.len(), 2 * expect.len(), "{results:#?}");
+    for (session, verdicts, compiler) in expect {
+        let task = &tasks[session.split('/').nth(1).unwrap().trim_end_matches(".json")];
+        let expected: Vec<String> = {
+            let mut v = strs(&task["FAIL_TO_PASS"]);
+            v.extend(strs(&task["PASS_TO_PASS"]));
+            v.sort();
+            v
+        };
+        for (arm, want) in ["exclude", "keep"].into_iter().zip(verdicts) {
+            let row = &results[&(session.to_owned(), arm.to_owned())];
+            assert_eq!(row["verdict"], want, "{session} {arm}: {row:#?}");
+            let fault = if want == "resolved" { "none" } else { "agent" };
+            assert_eq!(row["fault"], fault, "{session} {arm}: {row:#?}");
+            let grade = g.project.show_json(&row["grade_digest"]);
+            let detail = grade["detail"].as_str().unwrap();
+            let broken = compiler.filter(|_| want == "unresolved");
+            match broken {
+                Some(message) => {
+                    // A build the patch broke: every expected test failed,
+                    // the compiler's message is the reason, nothing rerun.
+                    assert_eq!(
+                        detail.lines().next().unwrap(),
+                        format!("{PKG} does not build: {message}"),
+                        "{session} {arm}"
+                    );
+                    assert_eq!(strs(&grade["failing"]), expected, "{session} {arm}");
+                    assert_eq!(grade["reruns"], 0, "{session} {arm}");
+                }
+                None => assert!(
+                    !detail.contains("does not build"),
+                    "{session} {arm}: {detail}"
+                ),
+            }
+        }
+    }
+    let beta3 = &results[&("beta/gocalc-3.json".to_owned(), "exclude".to_owned())];
+    assert_eq!(beta3["failing"], format!("{PKG}.TestClampBelow"));
+    assert_eq!(
+        (beta3["base_check"].as_str(), beta3["new_check"].as_str()),
+        ("pass", "fail (1)")
+    );
+    // The collision: the exclude arm left the agent's own test file out,
+    // the keep arm kept it and the package did not compile. The verifier is
+    // the suspect, not the agent.
+    let alpha3 = &results[&("alpha/gocalc-3.json".to_owned(), "exclude".to_owned())];
+    assert_eq!(alpha3["excluded_paths"], "clamp_below_test.go");
+    let summary = g.json("release/summary.json");
+    let suspects = summary["verifier_suspects"].as_array().unwrap();
+    let got: Vec<(&str, &str, &str)> = suspects
+        .iter()
+        .map(|s| {
+            (
+                s["session"].as_str().unwrap(),
+                s["exclude"].as_str().unwrap(),
+                s["keep"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [("alpha/gocalc-3.json", "resolved", "unresolved")],
+        "{summary:#}"
+    );
+    assert_eq!(summary["not_graded"]["total"], 0, "{summary:#}");
+}

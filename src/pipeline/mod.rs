@@ -3,6 +3,7 @@
 //! comes from the file points back into it with a span.
 
 mod diag;
+mod judge;
 
 use std::path::{Path, PathBuf};
 
@@ -10,6 +11,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 pub(crate) use diag::ConfigError;
+pub(crate) use judge::JudgeConfig;
 
 /// The file as written. Every table rejects unknown keys.
 #[derive(Debug, Deserialize)]
@@ -46,6 +48,11 @@ pub(crate) struct PipelineFile {
     /// model label -> token kind -> USD per million tokens.
     #[serde(default)]
     pub(crate) prices: std::collections::BTreeMap<String, std::collections::BTreeMap<String, f64>>,
+    /// LLM judges (docs/judge.md); `rubric` here names a file.
+    #[serde(default)]
+    pub(crate) judge: Vec<Spanned<assay_judge::Settings>>,
+    /// Seed of the judges' blind labels. Default 0.
+    pub(crate) judge_seed: Option<u64>,
 }
 
 /// `[grade]`: how sessions are graded.
@@ -202,6 +209,8 @@ pub(crate) struct Pipeline {
     pub(crate) root: PathBuf,
     pub(crate) text: String,
     pub(crate) file: PipelineFile,
+    /// The `[[judge]]` tables, validated, rubric files read.
+    pub(crate) judges: Vec<JudgeConfig>,
 }
 
 impl Pipeline {
@@ -226,12 +235,15 @@ impl Pipeline {
             })
             .unwrap_or(Path::new("."))
             .to_owned();
-        Ok(Pipeline {
+        let mut pipeline = Pipeline {
             path: path.to_owned(),
             root,
             text,
             file,
-        })
+            judges: Vec::new(),
+        };
+        pipeline.judges = judge::load(&pipeline)?;
+        Ok(pipeline)
     }
 
     pub(crate) fn cache_dir(&self) -> PathBuf {

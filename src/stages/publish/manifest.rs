@@ -54,6 +54,9 @@ pub(super) fn manifest(
         if !source.sessions.is_empty() {
             entry["sessions"] = json!(source.sessions);
         }
+        if !source.readings.is_empty() {
+            entry["readings"] = json!(source.readings);
+        }
         numbers.push(entry);
     });
     let tasks: BTreeMap<String, &str> = index

@@ -65,14 +65,18 @@ pub(super) fn load(pipeline: &Pipeline) -> Result<Vec<JudgeConfig>, ConfigError>
     Ok(out)
 }
 
-/// The span of `key = …` inside the table at `table`, else the table's.
+/// The span of the `key = …` line of the table whose header is at `table`
+/// (searched up to the next table header), else the header's.
 fn key_span(pipeline: &Pipeline, table: Range<usize>, key: &str) -> Range<usize> {
-    let text = pipeline.text.get(table.clone()).unwrap_or_default();
+    let rest = pipeline.text.get(table.start..).unwrap_or_default();
     let mut offset = 0;
-    for line in text.split_inclusive('\n') {
+    for (i, line) in rest.split_inclusive('\n').enumerate() {
         let trimmed = line.trim_start();
-        if let Some(rest) = trimmed.strip_prefix(key)
-            && rest.trim_start().starts_with('=')
+        if i > 0 && trimmed.starts_with('[') {
+            break;
+        }
+        if let Some(after) = trimmed.strip_prefix(key)
+            && after.trim_start().starts_with('=')
         {
             let start = table.start + offset + (line.len() - trimmed.len());
             return start..start + line.trim().len();

@@ -62,6 +62,16 @@ impl<'a> Judged<'a> {
         Judged { judges, by_judge }
     }
 
+    /// `{name: settings digest}` for the manifest.
+    pub(super) fn settings_digests(&self) -> Value {
+        let map: BTreeMap<&str, &str> = self
+            .judges
+            .iter()
+            .map(|j| (j.name.as_str(), j.settings_digest.as_str()))
+            .collect();
+        json!(map)
+    }
+
     fn readings(&self, judge: &str) -> &[Read<'a>] {
         self.by_judge.get(judge).map(Vec::as_slice).unwrap_or(&[])
     }
@@ -927,6 +937,7 @@ mod tests {
             .cloned()
             .unwrap_or_default();
         assert_eq!(n["readings"], serde_json::json!(["k4", "k5"]), "{n}");
+        assert_eq!(m["judges"], json!({"j": "sd"}));
         let html = String::from_utf8(files["report.html"].clone()).unwrap_or_default();
         assert!(html.contains("<h2>Judge readings</h2>"));
     }

@@ -411,7 +411,7 @@ pub(super) fn judges(o: &mut Obj<'_>, index: &Index<'_>) {
             o.text("model", j.model.as_str());
             o.count("samples", u64::from(j.samples), &none);
             o.text("pairwise", j.pairwise);
-            o.text("seed", j.seed.to_string());
+            o.count("seed", j.seed, &none);
             o.text("settings_digest", j.settings_digest.as_str());
             o.text(
                 "skipped",
@@ -683,7 +683,8 @@ pub(super) fn html(h: &mut String, summary: &Value) {
         let flagged = j["flagged"].as_array().map(Vec::as_slice).unwrap_or(&[]);
         if !flagged.is_empty() {
             h.push_str("<table>\n<tr><th>flag</th><th>session</th><th>agent / model</th><th>task</th><th>criterion</th><th>sample</th></tr>\n");
-            for f in flagged {
+            const SHOWN: usize = 50;
+            for f in flagged.iter().take(SHOWN) {
                 let s = |k: &str| esc(f[k].as_str().unwrap_or_default());
                 let _ = writeln!(
                     h,
@@ -699,6 +700,13 @@ pub(super) fn html(h: &mut String, summary: &Value) {
                 );
             }
             h.push_str("</table>\n");
+            if flagged.len() > SHOWN {
+                let _ = writeln!(
+                    h,
+                    "<p class=\"muted\">… and {} more flags (summary.json lists them all).</p>",
+                    flagged.len() - SHOWN
+                );
+            }
         }
     }
 }

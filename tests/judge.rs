@@ -347,6 +347,24 @@ fn a_judged_build_reviews_blind_in_both_formats_and_flags_the_quotes() {
     assert_eq!(hits, Vec::<String>::new());
     assert!(!b.run.stdout.contains(KEY) && !b.run.stderr.contains(KEY));
 
+    // explain names the readings behind a judge number.
+    let out = f
+        .project
+        .run(&[
+            "explain",
+            "summary.judges.strict.position_inconsistency.rate",
+            "--json",
+        ])
+        .code(0);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    let readings = v["readings"].as_array().unwrap();
+    assert_eq!(readings.len(), 4, "{v:#}");
+    assert!(
+        readings
+            .iter()
+            .all(|r| r["key_ok"] == true && r["mode"] == "pairwise")
+    );
+
     // verify recomputes the judge aggregates with everything else.
     f.project.run(&["verify"]).code(0).stdout_has("release ok");
 }

@@ -214,6 +214,19 @@ pub(super) fn not_found(what: &str) -> Failure {
     )
 }
 
+/// The output record of the node keyed `hex`, and whether its key record
+/// hashes to that key; None when the cache does not hold it.
+fn read_back(store: &Store, hex: &str) -> Option<(bool, serde_json::Value)> {
+    let key = hex.parse::<Digest>().ok()?;
+    let (record, _, row) = store.key_record(&key).ok().flatten()?;
+    let value = store
+        .output_bytes(&row)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    Some((record.key() == key, value))
+}
+
 /// A published number: its value and the grades it aggregates, each read back
 /// from the cache (and checked against its key).
 fn explain_number(
@@ -268,20 +281,11 @@ fn explain_number(
         .flatten()
         .filter_map(|g| g.as_str())
     {
-        let row = g
-            .parse::<Digest>()
-            .ok()
-            .and_then(|key| store.key_record(&key).ok().flatten().map(|r| (key, r)));
-        match row {
-            Some((key, (record, _, row))) => {
-                let grade: serde_json::Value = store
-                    .output_bytes(&row)
-                    .ok()
-                    .and_then(|b| serde_json::from_slice(&b).ok())
-                    .unwrap_or_default();
+        match read_back(store, g) {
+            Some((key_ok, grade)) => {
                 rows.push(serde_json::json!({
                     "grade": g,
-                    "key_ok": record.key() == key,
+                    "key_ok": key_ok,
                     "session": grade["session"], "arm": grade["arm"], "instance_id": grade["instance_id"],
                     "verdict": grade["verdict"], "fault": grade["fault"],
                 }));
@@ -292,8 +296,55 @@ fn explain_number(
             }
         }
     }
-    if json {
-        let v = serde_json::json!({ "path": path, "value": number["value"], "grades": rows });
+    // Judge numbers aggregate readings (judge node keys) instead of grades.
+    let mut readings = Vec::new();
+    for r in number["readings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r.as_str())
+    {
+        let Some((key_ok, reading)) = read_back(store, r) else {
+            missing += 1;
+            readings.push(serde_json::json!({ "reading": r, "missing": true }));
+            continue;
+        };
+        readings.push(serde_json::json!({
+            "reading": r,
+            "key_ok": key_ok,
+            "sessions": reading["sessions"], "instance_id": reading["instance_id"],
+            "mode": reading["mode"], "sample": reading["sample"], "outcome": reading["outcome"],
+        }));
+    }
+    if !readings.is_empty() && !json {
+        println!("number   {path} = {}", number["value"]);
+        println!("from     {} judge readings", readings.len());
+        for r in &readings {
+            let sessions: Vec<&str> = r["sessions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|s| s.as_str())
+                .collect();
+            println!(
+                "  {}  {:40} {:8} s{} {}",
+                r["reading"].as_str().unwrap_or("").get(..12).unwrap_or(""),
+                sessions.join(" + "),
+                r["mode"].as_str().unwrap_or(""),
+                r["sample"],
+                if r["missing"] == true {
+                    "NOT IN THIS CACHE"
+                } else if r["key_ok"] == true {
+                    ""
+                } else {
+                    "KEY MISMATCH"
+                }
+            );
+        }
+    } else if json {
+        let v = serde_json::json!({
+            "path": path, "value": number["value"], "grades": rows, "readings": readings,
+        });
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     } else {
         println!("number   {path} = {}", number["value"]);

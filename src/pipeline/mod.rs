@@ -4,6 +4,7 @@
 
 mod checks;
 mod diag;
+mod judge;
 
 use std::path::{Path, PathBuf};
 
@@ -11,6 +12,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 pub(crate) use diag::ConfigError;
+pub(crate) use judge::JudgeConfig;
 
 /// The file as written. Every table rejects unknown keys.
 #[derive(Debug, Deserialize)]
@@ -47,6 +49,11 @@ pub(crate) struct PipelineFile {
     /// model label -> token kind -> USD per million tokens.
     #[serde(default)]
     pub(crate) prices: std::collections::BTreeMap<String, std::collections::BTreeMap<String, f64>>,
+    /// LLM judges (docs/judge.md); `rubric` here names a file.
+    #[serde(default)]
+    pub(crate) judge: Vec<Spanned<assay_judge::Settings>>,
+    /// Seed of the judges' blind labels. Default 0.
+    pub(crate) judge_seed: Option<u64>,
 }
 
 /// `[grade]`: how sessions are graded.
@@ -203,6 +210,8 @@ pub(crate) struct Pipeline {
     pub(crate) root: PathBuf,
     pub(crate) text: String,
     pub(crate) file: PipelineFile,
+    /// The `[[judge]]` tables, validated, rubric files read.
+    pub(crate) judges: Vec<JudgeConfig>,
 }
 
 impl Pipeline {
@@ -227,13 +236,15 @@ impl Pipeline {
             })
             .unwrap_or(Path::new("."))
             .to_owned();
-        let pipeline = Pipeline {
+        let mut pipeline = Pipeline {
             path: path.to_owned(),
             root,
             text,
             file,
+            judges: Vec::new(),
         };
         checks::check(&pipeline)?;
+        pipeline.judges = judge::load(&pipeline)?;
         Ok(pipeline)
     }
 

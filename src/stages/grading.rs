@@ -7,6 +7,7 @@ use std::path::Path;
 use assay_engine::NodeSpec;
 
 use super::grade::{self, GradeParams, Policy, SessionParams, StageParams};
+use super::judge;
 use super::layout::node;
 use super::metrics::{self, MetricsParams};
 use super::redact::RedactConfig;
@@ -86,6 +87,7 @@ pub(super) fn grade_nodes(
     }
     let previous_tasks = previous_task_keys(cache_dir);
     let mut not_graded = Vec::new();
+    let mut reviewable = Vec::new();
     for loaded in crate::sessions::load_dir(&sessions_dir) {
         let s = match loaded {
             Ok(s) => s,
@@ -227,6 +229,14 @@ pub(super) fn grade_nodes(
                 true,
                 grade::grade_job(gp.clone(), g.format, g.store_dir.to_owned()),
             ));
+            if Some(arm) == arms.iter().find(|a| *a == "exclude").or(arms.first()) {
+                reviewable.push(judge::Reviewable {
+                    session: s.id.clone(),
+                    task_node: task_node.clone(),
+                    session_node: session_node.clone(),
+                    grade_node: grade_node.clone(),
+                });
+            }
             release_deps.push(grade_node);
             release_inputs.push(release::Input::Grade);
         }
@@ -247,6 +257,7 @@ pub(super) fn grade_nodes(
         release_deps.push(metrics_node);
         release_inputs.push(release::Input::Metrics);
     }
+    judge::nodes(pipeline, &reviewable, out, release_deps, release_inputs)?;
     Ok(not_graded)
 }
 

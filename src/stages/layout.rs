@@ -417,6 +417,7 @@ pub(super) fn nodes(
     let params = release::ReleaseParams {
         prices,
         not_graded,
+        judges: super::judge::release_info(pipeline),
         inputs: release_inputs,
     };
     out.push(node(

@@ -5,6 +5,7 @@ mod confine;
 mod env;
 mod grade;
 mod grading;
+mod judge;
 mod layout;
 mod metrics;
 mod publish;

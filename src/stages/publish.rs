@@ -20,6 +20,7 @@
 
 mod csv;
 mod html;
+mod judged;
 mod manifest;
 mod summary;
 #[cfg(test)]
@@ -46,6 +47,10 @@ pub(crate) struct PublishInput {
     pub(crate) not_graded: Vec<(String, String)>,
     /// model label -> price.
     pub(crate) prices: BTreeMap<String, Price>,
+    /// The `[[judge]]`s; none: nothing judged, nothing said.
+    pub(crate) judges: Vec<crate::stages::judge::JudgeInfo>,
+    /// Every judge reading: (judge name, record, judge node key).
+    pub(crate) readings: Vec<(String, crate::stages::judge::JudgeRecord, String)>,
 }
 
 /// The eight verdicts, in the order tables show them.
@@ -151,6 +156,7 @@ pub(crate) struct Index<'a> {
     pub(crate) not_graded: Vec<(String, String)>,
     pub(crate) suspects: Vec<Suspect<'a>>,
     pub(crate) prices: &'a BTreeMap<String, Price>,
+    pub(crate) judged: judged::Judged<'a>,
 }
 
 impl<'a> Index<'a> {
@@ -209,6 +215,7 @@ impl<'a> Index<'a> {
             not_graded: not_graded.into_iter().collect(),
             suspects,
             prices: &input.prices,
+            judged: judged::Judged::new(&input.judges, &input.readings),
         }
     }
 

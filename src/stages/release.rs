@@ -45,6 +45,8 @@ pub(crate) enum Input {
     Session,
     Grade,
     Metrics,
+    /// A judge reading, with the judge's name.
+    Judge(String),
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -53,6 +55,9 @@ pub(crate) struct ReleaseParams {
     /// Sessions that were not graded, with why (known when the graph is laid out).
     pub(crate) not_graded: Vec<(String, String)>,
     pub(crate) inputs: Vec<Input>,
+    /// The `[[judge]]`s; left out of the key when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) judges: Vec<super::judge::JudgeInfo>,
 }
 
 pub(crate) struct ReleaseJob {
@@ -128,6 +133,8 @@ pub(crate) fn assemble(
         sessions: Vec::new(),
         not_graded: params.not_graded.clone(),
         prices: params.prices.clone(),
+        judges: params.judges.clone(),
+        readings: Vec::new(),
     };
     for ((bytes, key), kind) in inputs.iter().map(|(b, k)| (*b, k)).zip(&params.inputs) {
         let cand = match kind {
@@ -142,6 +149,13 @@ pub(crate) fn assemble(
                 publish_input
                     .metrics
                     .push(serde_json::from_slice(bytes).map_err(|e| err(&e))?);
+                continue;
+            }
+            Input::Judge(judge) => {
+                let r = serde_json::from_slice(bytes).map_err(|e| err(&e))?;
+                publish_input
+                    .readings
+                    .push((judge.clone(), r, key.to_hex()));
                 continue;
             }
             Input::Grade => {

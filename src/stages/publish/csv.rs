@@ -41,7 +41,12 @@ const HEADER: [&str; 32] = [
 
 pub(super) fn results(index: &Index<'_>) -> String {
     let mut out = String::new();
-    push_row(&mut out, HEADER.iter().map(|h| (*h).to_owned()));
+    let judged = super::judged::Columns::new(index);
+    let judge_header = judged.header().into_iter();
+    push_row(
+        &mut out,
+        HEADER.iter().map(|h| (*h).to_owned()).chain(judge_header),
+    );
     for graded in &index.grades {
         let (g, key) = (&graded.0, &graded.1);
         let m = index.metrics.get(g.session.as_str());
@@ -91,7 +96,7 @@ pub(super) fn results(index: &Index<'_>) -> String {
             g.tamper.join(";"),
             g.sandbox.clone(),
         ];
-        push_row(&mut out, row.into_iter());
+        push_row(&mut out, row.into_iter().chain(judged.cells(graded)));
     }
     out
 }

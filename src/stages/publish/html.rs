@@ -122,6 +122,7 @@ pub(super) fn report(index: &Index<'_>, summary: &Value) -> String {
     tamper(&mut h, summary);
     not_graded(&mut h, summary);
     usage(&mut h, &agents);
+    super::judged::html(&mut h, summary);
 
     h.push_str("</body>\n</html>\n");
     h

@@ -18,6 +18,9 @@
 //!   is written `.key`, any other key `[key]` with `%`, `[`, `]`
 //!   percent-encoded, an array index `[i]`.
 //! - `tasks`: every task of the release, by `instance_id/track`.
+//! - `judges` (only with `[[judge]]`s): each judge's settings digest, by name
+//!   (docs/judge.md); `numbers` from readings list them under `readings`
+//!   (judge node keys).
 //!
 //! **Release digest.** The file is serde_json's pretty printing (two-space
 //! indent, `": "` after keys, keys sorted) followed by one `\n`.
@@ -54,6 +57,9 @@ pub(super) fn manifest(
         if !source.sessions.is_empty() {
             entry["sessions"] = json!(source.sessions);
         }
+        if !source.readings.is_empty() {
+            entry["readings"] = json!(source.readings);
+        }
         numbers.push(entry);
     });
     let tasks: BTreeMap<String, &str> = index
@@ -67,6 +73,9 @@ pub(super) fn manifest(
         "numbers": numbers,
         "tasks": tasks,
     });
+    if !index.judged.judges.is_empty() {
+        manifest["judges"] = index.judged.settings_digests();
+    }
     let digest = blake3::hash(&render(&manifest)).to_hex().to_string();
     manifest["release_digest"] = Value::from(digest);
     render(&manifest)

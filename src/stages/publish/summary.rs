@@ -22,6 +22,8 @@ pub(super) struct Source {
     pub(super) grades: BTreeSet<String>,
     pub(super) tasks: BTreeSet<String>,
     pub(super) sessions: BTreeSet<String>,
+    /// Judge node keys.
+    pub(super) readings: BTreeSet<String>,
 }
 
 impl Source {
@@ -57,7 +59,7 @@ pub(super) fn segment(key: &str) -> String {
 }
 
 /// An object under construction at a path, recording the sources of its numbers.
-struct Obj<'s> {
+pub(super) struct Obj<'s> {
     path: String,
     map: Map<String, Value>,
     sources: &'s mut Sources,
@@ -76,17 +78,17 @@ impl<'s> Obj<'s> {
         format!("{}{}", self.path, segment(key))
     }
 
-    fn text(&mut self, key: &str, value: impl Into<Value>) {
+    pub(super) fn text(&mut self, key: &str, value: impl Into<Value>) {
         self.map.insert(key.to_owned(), value.into());
     }
 
-    fn count(&mut self, key: &str, value: u64, source: &Source) {
+    pub(super) fn count(&mut self, key: &str, value: u64, source: &Source) {
         self.sources.insert(self.child_path(key), source.clone());
         self.map.insert(key.to_owned(), Value::from(value));
     }
 
     /// A float (rounded) or null.
-    fn float(&mut self, key: &str, value: Option<f64>, source: &Source) {
+    pub(super) fn float(&mut self, key: &str, value: Option<f64>, source: &Source) {
         let value = value.map(round6).filter(|x| x.is_finite());
         if value.is_some() {
             self.sources.insert(self.child_path(key), source.clone());
@@ -96,7 +98,7 @@ impl<'s> Obj<'s> {
     }
 
     /// Builds a nested object at `key`.
-    fn object(&mut self, key: &str, build: impl FnOnce(&mut Obj<'_>)) {
+    pub(super) fn object(&mut self, key: &str, build: impl FnOnce(&mut Obj<'_>)) {
         let mut child = Obj::new(self.child_path(key), self.sources);
         build(&mut child);
         let map = child.map;
@@ -140,6 +142,9 @@ pub(super) fn summary(index: &Index<'_>) -> (Value, Sources) {
             });
         }
     });
+    if !index.judged.judges.is_empty() {
+        root.object("judges", |o| super::judged::judges(o, index));
+    }
     root.object("not_graded", |o| {
         let all = Source {
             sessions: index.not_graded.iter().map(|s| s.0.clone()).collect(),
@@ -325,6 +330,9 @@ fn agent_summary(
         }
     });
     usage(o, index, model, grades);
+    if !index.judged.judges.is_empty() {
+        o.object("judge", |o| super::judged::agent(o, index, grades));
+    }
 }
 
 /// Counts of `key(grade)`, every one of `known` present, others added.

@@ -6,7 +6,7 @@ use super::manifest::walk;
 use super::*;
 use crate::stages::records::RunFacts;
 
-fn task(id: &str, track: &str, certified: bool) -> (TaskRecord, String) {
+pub(super) fn task(id: &str, track: &str, certified: bool) -> (TaskRecord, String) {
     let record = TaskRecord {
         instance_id: id.to_owned(),
         repo: "acme/widgets".to_owned(),
@@ -32,7 +32,7 @@ fn task(id: &str, track: &str, certified: bool) -> (TaskRecord, String) {
     (record, format!("task-{id}-{track}"))
 }
 
-fn grade(
+pub(super) fn grade(
     session: &str,
     agent: &str,
     model: &str,
@@ -192,6 +192,8 @@ fn sample() -> PublishInput {
             Price([("input".to_owned(), 3.0), ("output".to_owned(), 15.0)].into()),
         )]
         .into(),
+        judges: vec![],
+        readings: vec![],
     }
 }
 

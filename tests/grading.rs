@@ -1720,9 +1720,11 @@ while pid > 1:
 
     // Looks for the history (the gold patch lives there) through any git
     // directory or object store it can find, and copies the fix out of it.
+    // Searches only below this test's directory (where the source repository
+    // and the cache are), so that a failed defence reads nothing else.
     let history = r#"import os, subprocess
 found = []
-for root in ["/", os.path.expanduser("~"), ".."]:
+for root in ["PROJECT", os.path.expanduser("~"), ".."]:
     for dirpath, dirnames, filenames in os.walk(root):
         if dirpath.startswith(("/proc", "/sys", "/dev", "/usr")):
             dirnames[:] = []
@@ -1736,8 +1738,9 @@ for git_dir in found:
         src = open(os.path.join(here, "ops.py")).read()
         open(os.path.join(here, "ops.py"), "w").write(src.replace("def sub(a, b):\n    return a + b", "def sub(a, b):\n    return a - b"))
         print("GOLD" + " FOUND in", git_dir)
-"#;
-    f.session("evil/history.json", "p-1", &hostile(&f, history));
+"#
+    .replace("PROJECT", &project);
+    f.session("evil/history.json", "p-1", &hostile(&f, &history));
 
     // Monkeypatches unittest from the package so that every test passes.
     let monkey = r#"import unittest
@@ -1773,6 +1776,33 @@ open(path, "w").write(src.replace("self.assertEqual(ops.sub(5, 3), 2)", "return"
 "#;
     f.session("evil/rewrite.json", "p-1", &hostile(&f, rewrite));
 
+    // Plants objects in any git object store it can find (assay's own, with
+    // the staged tests under their ids, would poison later sessions).
+    // Only below this test's directory: a failed defence writes nowhere else.
+    let plant = r#"import os
+for root in ["PROJECT", ".."]:
+    for dirpath, dirnames, filenames in os.walk(root):
+        if dirpath.startswith(("/proc", "/sys", "/dev", "/usr")):
+            dirnames[:] = []
+            continue
+        if os.path.basename(dirpath) == "objects" and "info" in dirnames:
+            try:
+                os.makedirs(os.path.join(dirpath, "ab"), exist_ok=True)
+                open(os.path.join(dirpath, "ab", "c" * 38), "wb").write(b"planted")
+                print("PLANTED" + " IN", dirpath)
+            except OSError:
+                pass
+"#
+    .replace("PROJECT", &project);
+    f.session("evil/plant.json", "p-1", &hostile(&f, &plant));
+    // A wrong fix graded after it must stay unresolved.
+    let wrong = OPS_BASE.replacen("return a + b\n\n\ndef mul", "return a * b\n\n\ndef mul", 1);
+    f.session(
+        "z/wrong.json",
+        "p-1",
+        &f.diff1(&[("pkg/ops.py", Some(&wrong))]),
+    );
+
     // An honest correct fix, graded in the same build, keeps its verdict.
     f.session(
         "good/fix.json",
@@ -1802,6 +1832,16 @@ open(path, "w").write(src.replace("self.assertEqual(ops.sub(5, 3), 2)", "return"
     }
     assert_verdict(&f, "good/fix.json", "resolved", "resolved");
     assert_eq!(f.row("good/fix.json", "exclude")["tamper"], "");
+    assert_verdict(&f, "z/wrong.json", "unresolved", "unresolved");
+    assert!(
+        !f.project
+            .cache()
+            .join("git/objects/ab")
+            .join("c".repeat(38))
+            .exists(),
+        "an object was planted in assay's store"
+    );
+    f.project.run(&["verify", "--cache-only"]).code(0);
 
     // Flagged: the framework reach, the infrastructure edit (neutralised in
     // the scored arm, in effect in the keep arm), the rewritten test file.
@@ -2042,4 +2082,119 @@ fn reexecuting_grades_compares_verdicts_and_a_changed_verdict_is_a_mismatch() {
         "{}",
         out.stderr
     );
+}
+
+// ---- the sandbox as a user meets it ----------------------------------------------
+
+#[test]
+fn without_bubblewrap_the_build_stops_and_says_how_to_install_it() {
+    let f = Fixture::new();
+    f.default_pipeline();
+    f.session(
+        "a/fix.json",
+        "p-1",
+        &f.diff1(&[("pkg/ops.py", Some(OPS_SUB))]),
+    );
+    let out = f
+        .project
+        .command(&["build"])
+        .env("ASSAY_BWRAP", f.path().join("no-such-bwrap"))
+        .output()
+        .unwrap();
+    let run = util::Run::from(out).code(7);
+    assert!(
+        run.stderr.contains("apt-get install bubblewrap"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("\"none\""),
+        "names the opt-out: {}",
+        run.stderr
+    );
+    assert!(!f.path().join("release").exists(), "nothing ran");
+}
+
+#[test]
+fn an_unsandboxed_build_warns_and_its_release_says_so() {
+    let f = Fixture::new();
+    f.pipeline("", 1 << 20, "");
+    let toml = std::fs::read_to_string(f.path().join("pipeline.toml")).unwrap();
+    f.project.write(
+        "pipeline.toml",
+        toml.replace("timeout = 60", "timeout = 60\nsandbox = \"none\""),
+    );
+    f.session(
+        "a/fix.json",
+        "p-1",
+        &f.diff1(&[("pkg/ops.py", Some(OPS_SUB))]),
+    );
+    for _ in 0..2 {
+        // Every build warns, the no-op one too.
+        let b = f.build_ok();
+        assert!(
+            b.run.stderr.contains("sandbox = \"none\""),
+            "{}",
+            b.run.stderr
+        );
+        assert!(b.run.stderr.contains("unconfined"), "{}", b.run.stderr);
+    }
+    assert_eq!(f.row("a/fix.json", "exclude")["sandbox"], "none");
+    assert_eq!(f.summary()["graded_unsandboxed"], json!(true));
+    let report = std::fs::read_to_string(f.path().join("release/report.html")).unwrap();
+    assert!(report.contains("Graded unsandboxed"), "the report says so");
+}
+
+#[test]
+fn a_kill_9_of_assay_mid_run_leaves_no_process_of_the_run_and_the_next_build_completes() {
+    let f = Fixture::new();
+    f.pipeline("", 1 << 20, "");
+    let toml = std::fs::read_to_string(f.path().join("pipeline.toml")).unwrap();
+    let token = format!("{}.{}", 400 + std::process::id() % 97, std::process::id());
+    // Every run starts a daemon that leaves the session, then sleeps long.
+    let slow = toml.replace(
+        "test_command = \"python3 -m unittest -v\"",
+        &format!("test_command = \"(setsid sleep {token} &) ; sleep {token}\""),
+    );
+    f.project.write("pipeline.toml", &slow);
+    f.session(
+        "a/fix.json",
+        "p-1",
+        &f.diff1(&[("pkg/ops.py", Some(OPS_SUB))]),
+    );
+    let mut child = f
+        .project
+        .command(&["build", "--json"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let needle = format!("sleep\0{token}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while live_with(&needle).len() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run never started its processes"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    // The kernel tears the sandbox down with its parent: a bounded moment.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut alive = live_with(&needle);
+    while !alive.is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        alive = live_with(&needle);
+    }
+    for p in &alive {
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &p.to_string()])
+            .status();
+    }
+    assert!(alive.is_empty(), "survived the kill of assay: {alive:?}");
+    f.project.write("pipeline.toml", &toml);
+    f.build_ok();
+    assert_verdict(&f, "a/fix.json", "resolved", "resolved");
+    f.project.run(&["verify", "--cache-only"]).code(0);
 }

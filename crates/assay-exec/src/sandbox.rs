@@ -111,8 +111,15 @@ impl Bwrap {
     /// Finds `bwrap` (and, as root, `setpriv`) and checks that a sandbox can
     /// really be made, so that a broken setup fails the build once, clearly,
     /// instead of every run.
+    ///
+    /// `ASSAY_BWRAP` names another bubblewrap binary (a distribution that
+    /// installs it elsewhere; tests use it to show the missing-bwrap error).
     pub fn detect() -> Result<Bwrap, SandboxError> {
-        let path = find_program("bwrap").ok_or(SandboxError::NoBwrap)?;
+        let path = match std::env::var_os("ASSAY_BWRAP") {
+            Some(p) => Some(PathBuf::from(p)).filter(|p| p.is_file()),
+            None => find_program("bwrap"),
+        }
+        .ok_or(SandboxError::NoBwrap)?;
         let setpriv = if is_root() {
             Some(find_program("setpriv").ok_or(SandboxError::NoSetpriv)?)
         } else {

@@ -94,6 +94,11 @@ fn build_example() -> Example {
         &Path::new(ROOT).join("examples"),
         &project.path().join("examples"),
     );
+    // The cache directory as a clone has it: the tracked files only.
+    std::fs::create_dir_all(project.path().join("cache")).unwrap();
+    for tracked in ["cache/README.md", "cache/CACHEDIR.TAG"] {
+        std::fs::copy(Path::new(ROOT).join(tracked), project.path().join(tracked)).unwrap();
+    }
     let b = project.build_json(&[]).code(0);
     let release = project.path().join("release");
     let tasks = std::fs::read_to_string(release.join("tasks.jsonl"))

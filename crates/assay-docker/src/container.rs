@@ -283,21 +283,19 @@ impl<'d> Container<'d> {
         Ok(chunks.concat())
     }
 
-    /// A tar of `path` in the container, streamed: see
-    /// [`archive::fingerprints`](crate::archive::fingerprints).
+    /// The fingerprints of the `watch`ed files below `path`, read from a
+    /// streamed tar of it: see [`archive::fingerprints`](crate::archive::fingerprints).
     pub(crate) async fn fingerprints(
         &self,
         path: &str,
         watch: &[std::path::PathBuf],
-    ) -> Result<std::collections::BTreeMap<std::path::PathBuf, Option<[u8; 32]>>, DockerError>
-    {
+    ) -> Result<std::collections::BTreeMap<std::path::PathBuf, Option<[u8; 32]>>, DockerError> {
         let options = DownloadFromContainerOptions {
             path: path.to_owned(),
         };
         let (tx, rx) = tokio::sync::mpsc::channel(4);
         let owned = watch.to_vec();
-        let reader =
-            tokio::task::spawn_blocking(move || crate::archive::fingerprints(rx, &owned));
+        let reader = tokio::task::spawn_blocking(move || crate::archive::fingerprints(rx, &owned));
         let mut download = self
             .docker
             .long

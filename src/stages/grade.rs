@@ -404,6 +404,8 @@ async fn grade(
         reset_paths: reset,
         tamper: Vec::new(),
         sandbox: run.sandbox.clone(),
+        executor: env.executor.clone(),
+        image: env.image.clone(),
         session: session.id.clone(),
         instance_id: task.instance_id.clone(),
         track: task.track.clone(),

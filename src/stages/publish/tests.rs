@@ -28,6 +28,8 @@ fn task(id: &str, track: &str, certified: bool) -> (TaskRecord, String) {
         excluded: vec![],
         env: "default".to_owned(),
         topic: None,
+        executor: None,
+        image: None,
     };
     (record, format!("task-{id}-{track}"))
 }
@@ -74,6 +76,8 @@ fn grade(
         reset_paths: vec![],
         tamper: vec![],
         sandbox: "bwrap".to_owned(),
+        executor: None,
+        image: None,
     };
     (record, format!("grade-{session}-{arm}"))
 }
@@ -237,7 +241,10 @@ fn csv_quotes_commas_and_quotes() {
         row.starts_with("s1,t1,basic,\"al,pha \"\"x\"\"\",m,exclude,"),
         "{row}"
     );
-    assert!(row.ends_with(",3,1,1,0.333333,0,0,false,10,1200,,,bwrap"), "{row}");
+    assert!(
+        row.ends_with(",3,1,1,0.333333,0,0,false,10,1200,,,bwrap"),
+        "{row}"
+    );
 }
 
 #[test]

@@ -442,3 +442,71 @@ impl Pipeline {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<PipelineFile, toml::de::Error> {
+        toml::from_str(text)
+    }
+
+    #[test]
+    fn the_env_keys_are_the_fields_of_env_config() {
+        let keys = env_keys();
+        for key in ["setup", "test_command", "report", "executor", "export"] {
+            assert!(keys.contains(&key), "{keys:?}");
+        }
+    }
+
+    #[test]
+    fn one_env_keeps_its_spans() {
+        let text = "[env]\nreport = \"tap\"\ntest_command = \"true\"\n";
+        let Ok(file) = parse(text) else {
+            panic!("{text}");
+        };
+        let envs = file.envs();
+        assert_eq!(envs.len(), 1);
+        let (name, env) = envs[0];
+        assert!(name.is_none());
+        assert_eq!(&text[env.report.span()], "\"tap\"");
+    }
+
+    #[test]
+    fn named_envs_keep_their_names_and_spans() {
+        let text = "[env.b]\ntest_command = \"b\"\nreport = \"tap\"\n\n[env.a]\ntest_command = \"a\"\nreport = \"junit\"\n";
+        let Ok(file) = parse(text) else {
+            panic!("{text}");
+        };
+        let mut seen: Vec<(String, String, String)> = file
+            .envs()
+            .into_iter()
+            .map(|(name, env)| {
+                let name = name.map(|n| text[n.span()].to_owned()).unwrap_or_default();
+                (
+                    name,
+                    env.test_command.clone(),
+                    text[env.report.span()].to_owned(),
+                )
+            })
+            .collect();
+        seen.sort();
+        assert_eq!(
+            seen,
+            [
+                ("a".to_owned(), "a".to_owned(), "\"junit\"".to_owned()),
+                ("b".to_owned(), "b".to_owned(), "\"tap\"".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_key_of_env_that_is_not_a_table_among_named_envs_is_an_error_at_it() {
+        let text = "[env]\nrepot = \"tap\"\n[env.a]\ntest_command = \"a\"\nreport = \"tap\"\n";
+        let Err(e) = parse(text) else {
+            panic!("accepted {text}");
+        };
+        assert!(e.message().contains("expected a key of [env]"), "{e}");
+        assert_eq!(e.span().map(|s| &text[s]), Some("\"tap\""));
+    }
+}

@@ -336,3 +336,64 @@ pub(crate) fn spec(conf: &Confinement, launch: Launch<'_>) -> Result<RunSpec, St
         sandbox,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The confinement as it was before the docker executor existed.
+    #[derive(Serialize)]
+    struct LocalOnly {
+        sandbox: SandboxMode,
+        limits: RunLimits,
+    }
+
+    #[test]
+    fn a_local_confinement_keys_as_it_always_did() {
+        for sandbox in [SandboxMode::Bwrap, SandboxMode::None] {
+            let conf = Confinement {
+                sandbox,
+                ..Confinement::default()
+            };
+            let old = LocalOnly {
+                sandbox,
+                limits: conf.limits,
+            };
+            assert_eq!(
+                assay_engine::encode_params(&conf),
+                assay_engine::encode_params(&old)
+            );
+            assert_eq!(
+                serde_json::to_string(&conf).unwrap_or_default(),
+                serde_json::to_string(&old).unwrap_or_default()
+            );
+        }
+    }
+
+    #[test]
+    fn the_docker_executor_and_its_settings_enter_the_key() {
+        let docker = |base: &str, cpu_millis| Confinement {
+            executor: Executor::Docker(DockerSettings {
+                base_image: base.into(),
+                cpu_millis,
+            }),
+            ..Confinement::default()
+        };
+        let keys: Vec<Vec<u8>> = [
+            Confinement::default(),
+            docker("assay-base:bookworm", None),
+            docker("assay-base:bookworm", Some(1500)),
+            docker("python:3.12", None),
+        ]
+        .iter()
+        .map(assay_engine::encode_params)
+        .collect();
+        for (i, a) in keys.iter().enumerate() {
+            for b in &keys[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+        assert_eq!(docker("x", None).label(), "docker");
+        assert_eq!(Confinement::default().label(), "bwrap");
+    }
+}

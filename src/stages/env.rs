@@ -284,9 +284,8 @@ async fn reload(
 
 /// The record as the node's output, naming the blobs it references.
 fn output(record: &EnvRecord) -> Result<Output, JobError> {
-    let attachments = [&Some(record.setup_log.clone()), &record.export]
-        .into_iter()
-        .flatten()
+    let attachments = std::iter::once(&record.setup_log)
+        .chain(&record.export)
         .filter_map(|d| d.parse::<assay_engine::Digest>().ok())
         .collect();
     Ok(Output {

@@ -185,63 +185,9 @@ pub(crate) async fn execute_tree(
     .map_err(|e| err(&e))?;
     let ran = match process {
         super::confine::Process::Local(spec) => {
-            let outcome = if p.serial {
-                let lock = env_lock(&env.dir);
-                let _guard = lock.lock().await;
-                assay_exec::run(&spec).await.map_err(|e| err(&e))?
-            } else {
-                assay_exec::run(&spec).await.map_err(|e| err(&e))?
-            };
-            let changed = {
-                let work = work.clone();
-                let store_dir = store_dir.to_owned();
-                tokio::task::spawn_blocking(move || changed_files(&store_dir, &work, &staged))
-                    .await
-                    .map_err(|e| err(&e))?
-            };
-            Ran {
-                exit_code: outcome.exit_code,
-                signal: outcome.signal,
-                timed_out: outcome.timed_out,
-                limit: outcome.limit_hit.map(|l| l.as_str().to_owned()),
-                duration: outcome.duration,
-                log_bytes: outcome.log_bytes,
-                log_truncated: outcome.log_truncated,
-                report: p
-                    .report_file
-                    .as_ref()
-                    .map(|rel| read_report(&work.join(rel), p.log_cap)),
-                changed,
-            }
+            run_local(&spec, p, &env.dir, &work, store_dir, staged).await?
         }
-        super::confine::Process::Docker(run) => {
-            let docker = super::docker::client().await.map_err(|e| err(&e))?;
-            let outcome = docker.run(&run).await.map_err(|e| err(&e))?;
-            let changed = {
-                let store_dir = store_dir.to_owned();
-                let watched = outcome.watched.clone();
-                tokio::task::spawn_blocking(move || changed_in(&store_dir, &staged, &watched))
-                    .await
-                    .map_err(|e| err(&e))?
-            };
-            Ran {
-                exit_code: outcome.exit_code,
-                signal: None,
-                timed_out: outcome.timed_out,
-                limit: outcome.killed_by.map(|k| {
-                    match k {
-                        assay_docker::KilledBy::WallClock => "time",
-                        assay_docker::KilledBy::Memory => "memory",
-                    }
-                    .to_owned()
-                }),
-                duration: outcome.duration,
-                log_bytes: outcome.log_bytes,
-                log_truncated: outcome.log_truncated,
-                report: outcome.report.map(|r| container_report(r, p.log_cap)),
-                changed,
-            }
-        }
+        super::confine::Process::Docker(run) => run_docker(&run, p, store_dir, staged).await?,
     };
     record.limit = ran.limit;
     record.changed_test_files = ran.changed;
@@ -259,12 +205,11 @@ pub(crate) async fn execute_tree(
     let mut attachments = vec![log_digest];
     let report_bytes = match (&p.report_file, ran.report) {
         (None, _) => Some(log),
-        (Some(rel), Some(Ok(b))) => {
+        (Some(_), Some(Ok(b))) => {
             let (b, n) = redactor.redact(&b);
             record.redactions += n;
             let d = ctx.blobs.put(&b).map_err(|e| err(&e))?;
             attachments.push(d);
-            let _ = rel;
             Some(b)
         }
         (Some(rel), read) => {
@@ -322,6 +267,84 @@ struct Ran {
     /// report is the log.
     report: Option<Result<Vec<u8>, String>>,
     changed: Vec<String>,
+}
+
+/// Runs a local process spec (one at a time per environment when serial)
+/// and reads what it left in its tree.
+async fn run_local(
+    spec: &assay_exec::RunSpec,
+    p: &HowToRun,
+    env_dir: &str,
+    work: &std::path::Path,
+    store_dir: &std::path::Path,
+    staged: Watched,
+) -> Result<Ran, JobError> {
+    let err = |e: &dyn std::fmt::Display| JobError::new(format!("run: {e}"));
+    let outcome = if p.serial {
+        let lock = env_lock(env_dir);
+        let _guard = lock.lock().await;
+        assay_exec::run(spec).await.map_err(|e| err(&e))?
+    } else {
+        assay_exec::run(spec).await.map_err(|e| err(&e))?
+    };
+    let changed = {
+        let work = work.to_owned();
+        let store_dir = store_dir.to_owned();
+        tokio::task::spawn_blocking(move || changed_files(&store_dir, &work, &staged))
+            .await
+            .map_err(|e| err(&e))?
+    };
+    Ok(Ran {
+        exit_code: outcome.exit_code,
+        signal: outcome.signal,
+        timed_out: outcome.timed_out,
+        limit: outcome.limit_hit.map(|l| l.as_str().to_owned()),
+        duration: outcome.duration,
+        log_bytes: outcome.log_bytes,
+        log_truncated: outcome.log_truncated,
+        report: p
+            .report_file
+            .as_ref()
+            .map(|rel| read_report(&work.join(rel), p.log_cap)),
+        changed,
+    })
+}
+
+/// Runs a container: the report and the test files' fingerprints come back
+/// from it before it is removed.
+async fn run_docker(
+    run: &assay_docker::ContainerRun,
+    p: &HowToRun,
+    store_dir: &std::path::Path,
+    staged: Watched,
+) -> Result<Ran, JobError> {
+    let err = |e: &dyn std::fmt::Display| JobError::new(format!("run: {e}"));
+    let docker = super::docker::client().await.map_err(|e| err(&e))?;
+    let outcome = docker.run(run).await.map_err(|e| err(&e))?;
+    let changed = {
+        let store_dir = store_dir.to_owned();
+        let watched = outcome.watched.clone();
+        tokio::task::spawn_blocking(move || changed_in(&store_dir, &staged, &watched))
+            .await
+            .map_err(|e| err(&e))?
+    };
+    Ok(Ran {
+        exit_code: outcome.exit_code,
+        signal: None,
+        timed_out: outcome.timed_out,
+        limit: outcome.killed_by.map(|k| {
+            match k {
+                assay_docker::KilledBy::WallClock => "time",
+                assay_docker::KilledBy::Memory => "memory",
+            }
+            .to_owned()
+        }),
+        duration: outcome.duration,
+        log_bytes: outcome.log_bytes,
+        log_truncated: outcome.log_truncated,
+        report: outcome.report.map(|r| container_report(r, p.log_cap)),
+        changed,
+    })
 }
 
 /// A report copied out of a container, in the words of [`read_report`].

@@ -830,3 +830,96 @@ fn reexecute_checks_the_advertised_kinds_and_reads_runs_as_observations() {
         out.stdout
     );
 }
+
+/// `pipeline.toml` with two sources and `envs` as its environment tables.
+fn two_sources(source_p: &str, source_q: &str, envs: &str) -> String {
+    format!(
+        "[[source]]\nname = \"p\"\npath = \"repo\"\n{source_p}\n[[source]]\nname = \"q\"\npath = \"repo\"\n{source_q}\n{envs}"
+    )
+}
+
+const ENV_A: &str = "[env.a]\ntest_command = \"true\"\nreport = \"tap\"\n";
+const ENV_B: &str = "[env.b]\ntest_command = \"true\"\nreport = \"tap\"\n";
+
+#[test]
+fn environments_per_source_are_checked_with_a_pointer_into_the_file() {
+    let project = Project::new();
+    let cases: [(String, &[&str]); 7] = [
+        (
+            two_sources("env = \"a\"", "env = \"c\"", &format!("{ENV_A}{ENV_B}")),
+            &[
+                "no environment `c`",
+                "env = \"c\"",
+                "the environments are: a, b",
+            ],
+        ),
+        (
+            two_sources("env = \"a\"", "", &format!("{ENV_A}{ENV_B}")),
+            &[
+                "names no environment, and there are several",
+                "add `env = \"NAME\"`",
+            ],
+        ),
+        (
+            two_sources(
+                "env = \"a\"",
+                "",
+                "[env]\ntest_command = \"true\"\nreport = \"tap\"\n",
+            ),
+            &[
+                "this pipeline has one unnamed [env]",
+                "rename [env] to [env.a]",
+            ],
+        ),
+        (
+            two_sources("", "", "[env]\ntest_comand = \"true\"\nreport = \"tap\"\n"),
+            &["unknown field `test_comand`", "test_command"],
+        ),
+        (
+            two_sources(
+                "env = \"a\"",
+                "env = \"a\"",
+                &format!("[env]\nrepot = \"tap\"\n{ENV_A}"),
+            ),
+            &[
+                "expected a key of [env]",
+                "or an [env.NAME] table",
+                "repot = \"tap\"",
+            ],
+        ),
+        (
+            two_sources(
+                "",
+                "",
+                "[env]\nexecutor = \"podman\"\ntest_command = \"true\"\nreport = \"tap\"\n",
+            ),
+            &["unknown executor `podman`", "use `local`"],
+        ),
+        (
+            two_sources(
+                "",
+                "",
+                "[env]\nexecutor = \"docker\"\ncpus = 0\ntest_command = \"true\"\nreport = \"tap\"\n",
+            ),
+            &["`cpus` must be a positive number", "cpus = 0"],
+        ),
+    ];
+    for (toml, needles) in cases {
+        project.write("pipeline.toml", &toml);
+        let mut run = project.run(&["build"]).code(3);
+        for needle in needles {
+            run = run.stderr_has(needle);
+        }
+    }
+}
+
+#[test]
+fn one_named_environment_serves_a_source_that_names_none() {
+    let project = Project::new();
+    one_fix(&project);
+    let toml = pipeline("", "").replace("[env]", "[env.only]");
+    project.write("pipeline.toml", toml);
+    let b = build(&project);
+    assert_eq!(b.run.code, 0, "{}", b.run.stderr);
+    assert_eq!(tasks(&project)["p-1"]["certified"], true);
+}

@@ -25,10 +25,35 @@ pub(crate) struct BuildArgs {
     /// Print every node as it runs.
     #[arg(short, long)]
     verbose: bool,
+    /// Run every environment on this executor for this build, whatever
+    /// `[env] executor` says: `local` (bubblewrap) or `docker`.
+    #[arg(long, value_enum)]
+    executor: Option<ExecutorArg>,
+}
+
+/// `--executor`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum ExecutorArg {
+    Local,
+    Docker,
+}
+
+impl ExecutorArg {
+    fn as_str(self) -> &'static str {
+        match self {
+            ExecutorArg::Local => "local",
+            ExecutorArg::Docker => "docker",
+        }
+    }
 }
 
 pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
-    let pipeline = global.load_pipeline()?;
+    let mut pipeline = global.load_pipeline()?;
+    if let Some(executor) = args.executor {
+        for env in pipeline.file.envs_mut() {
+            env.executor = Some(toml::Spanned::new(0..0, executor.as_str().to_owned()));
+        }
+    }
     let cache_dir = global.cache_dir(Some(&pipeline));
     super::check_cache_dir(&cache_dir)?;
     let _lock = CacheLock::acquire(&cache_dir, |pid| {
@@ -43,6 +68,7 @@ pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
     store.clean_tmp();
     let rt = runtime()?;
     let plan = crate::stages::plan(&pipeline, &store, &rt)?;
+    crate::stages::start_docker(&plan, &rt)?;
     let graph = Graph::new(plan.nodes).map_err(|e| crate::stages::graph_error(&pipeline, e))?;
     let opts = BuildOptions {
         jobs: args.jobs.unwrap_or_else(|| {

@@ -81,10 +81,15 @@ pub(super) fn check(p: &Pipeline) -> Result<(), ConfigError> {
             ));
         }
     }
-    if let Some(env) = &f.env {
+    for (name, env) in f.envs() {
+        let table = match name {
+            Some(n) => format!("env.{}", n.get_ref()),
+            None => "env".to_owned(),
+        };
+        let table = table.as_str();
         if env.timeout == Some(0) {
             return Err(at(
-                "env",
+                table,
                 "timeout",
                 "`timeout` cannot be 0".into(),
                 "seconds before a run is killed; leave it out for the default (300)",
@@ -92,7 +97,7 @@ pub(super) fn check(p: &Pipeline) -> Result<(), ConfigError> {
         }
         if env.log_cap == Some(0) {
             return Err(at(
-                "env",
+                table,
                 "log_cap",
                 "`log_cap` cannot be 0".into(),
                 "bytes of evidence kept; every run would be ineligible. Leave it out for the default (64 MiB)",
@@ -100,7 +105,7 @@ pub(super) fn check(p: &Pipeline) -> Result<(), ConfigError> {
         }
         if env.test_command.trim().is_empty() {
             return Err(at(
-                "env",
+                table,
                 "test_command",
                 "`test_command` is empty".into(),
                 "the command that runs the tests, e.g. \"python3 -m unittest -v\"",
@@ -110,7 +115,7 @@ pub(super) fn check(p: &Pipeline) -> Result<(), ConfigError> {
             && (rel.trim().is_empty() || escapes_tree(rel))
         {
             return Err(at(
-                "env",
+                table,
                 "report_file",
                 format!("`report_file = \"{rel}\"` is not a path inside the staged tree"),
                 "a relative path without `..`, e.g. \"report.xml\"",

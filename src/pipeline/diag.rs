@@ -56,7 +56,9 @@ impl ConfigError {
     /// Translates a TOML/serde error into a diagnostic with a hint by error shape.
     pub(crate) fn from_toml(name: &str, text: &str, e: &toml::de::Error) -> ConfigError {
         let message = e.message().trim().to_owned();
-        let help = if message.starts_with("unknown field") {
+        let help = if message.contains("expected a key of [env]") {
+            "a misspelt key of [env]? Fix its spelling; named environments are tables of their own: [env.NAME] (docs/pipeline.md)"
+        } else if message.starts_with("unknown field") {
             "remove the key or fix its spelling; the keys this table accepts are listed above (docs/pipeline.md has them all)"
         } else if message.starts_with("invalid type") || message.starts_with("invalid value") {
             "this key takes another type of value; docs/pipeline.md gives each key's type and an example"

@@ -33,8 +33,9 @@ pub(crate) struct PipelineFile {
     /// Candidates split into several tasks by test-name patterns.
     #[serde(default)]
     pub(crate) topic_split: Vec<TopicSplit>,
-    /// How environments are prepared and tests run (local executor).
-    pub(crate) env: Option<EnvConfig>,
+    /// How environments are prepared and tests run: one `[env]`, or one
+    /// `[env.NAME]` per environment (see [`EnvSection`]).
+    pub(crate) env: Option<EnvSection>,
     #[serde(default)]
     pub(crate) screen: ScreenConfig,
     /// Directory of `<task id>.md` statements (and `<task id>.spec.md` for the spec track).
@@ -103,6 +104,8 @@ pub(crate) struct SourceConfig {
     pub(crate) since: Option<Spanned<String>>,
     /// At most this many candidates (newest first).
     pub(crate) limit: Option<usize>,
+    /// The `[env.NAME]` this source's tasks run in.
+    pub(crate) env: Option<Spanned<String>>,
 }
 
 impl SourceConfig {
@@ -177,6 +180,178 @@ pub(crate) struct EnvConfig {
     pub(crate) tmp_size: Option<Spanned<u64>>,
     /// Size of a run's private HOME in bytes (default 512 MiB).
     pub(crate) home_size: Option<Spanned<u64>>,
+    /// `local` (default: bubblewrap on this machine) or `docker` (an image
+    /// per environment, a container per run). docs/security.md.
+    pub(crate) executor: Option<Spanned<String>>,
+    /// The docker executor's base image, by tag or id; never pulled.
+    /// Default `assay-base:bookworm` (scripts/base-image.sh).
+    pub(crate) base_image: Option<Spanned<String>>,
+    /// CPUs of a docker setup or run (e.g. 1.5); default: no limit.
+    pub(crate) cpus: Option<Spanned<f64>>,
+    /// Save the environment image into the cache as a blob (docker), so it
+    /// can be loaded back when the daemon loses it. Default false.
+    pub(crate) export: Option<Spanned<bool>>,
+}
+
+/// `[env]`: either the one environment of every source (`[env]` with the
+/// keys of [`EnvConfig`]), or named environments (`[env.NAME]` tables) that
+/// each `[[source]]` chooses with `env = "NAME"`. Which it is, the first
+/// key says: a key of [`EnvConfig`] means one environment.
+///
+/// Hand-written because serde's `untagged` and `flatten` buffer the input
+/// and lose the spans every config error points with.
+#[derive(Debug)]
+pub(crate) enum EnvSection {
+    One(Box<EnvConfig>),
+    Named(Vec<(Spanned<String>, EnvConfig)>),
+}
+
+impl<'de> Deserialize<'de> for EnvSection {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(SectionVisitor)
+    }
+}
+
+struct SectionVisitor;
+
+impl<'de> serde::de::Visitor<'de> for SectionVisitor {
+    type Value = EnvSection;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an [env] table, or [env.NAME] tables")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<EnvSection, A::Error> {
+        use serde::de::value::MapAccessDeserializer;
+        let Some(first) = map.next_key::<Spanned<String>>()? else {
+            // An empty [env]: the missing keys are the error.
+            return EnvConfig::deserialize(MapAccessDeserializer::new(map))
+                .map(|env| EnvSection::One(Box::new(env)));
+        };
+        if env_keys().contains(&first.get_ref().as_str()) {
+            let rest = Prepend {
+                first: Some(first.into_inner()),
+                map,
+            };
+            return EnvConfig::deserialize(MapAccessDeserializer::new(rest))
+                .map(|env| EnvSection::One(Box::new(env)));
+        }
+        let mut named = vec![(first, map.next_value::<NamedEnv>()?.0)];
+        while let Some((name, env)) = map.next_entry::<Spanned<String>, NamedEnv>()? {
+            named.push((name, env.0));
+        }
+        Ok(EnvSection::Named(named))
+    }
+}
+
+/// A map whose first key was already read.
+struct Prepend<A> {
+    first: Option<String>,
+    map: A,
+}
+
+impl<'de, A: serde::de::MapAccess<'de>> serde::de::MapAccess<'de> for Prepend<A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: serde::de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, A::Error> {
+        match self.first.take() {
+            Some(key) => seed
+                .deserialize(serde::de::value::StringDeserializer::<A::Error>::new(key))
+                .map(Some),
+            None => self.map.next_key_seed(seed),
+        }
+    }
+
+    fn next_value_seed<V: serde::de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, A::Error> {
+        self.map.next_value_seed(seed)
+    }
+}
+
+/// `[env.NAME]`; anything but a table there is a misspelt key of `[env]`.
+struct NamedEnv(EnvConfig);
+
+impl<'de> Deserialize<'de> for NamedEnv {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = NamedEnv;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(
+                    f,
+                    "a key of [env] (one of {}) or an [env.NAME] table",
+                    env_keys().join(", ")
+                )
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<NamedEnv, A::Error> {
+                EnvConfig::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(NamedEnv)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// The keys of [`EnvConfig`], as its derived `Deserialize` knows them.
+fn env_keys() -> &'static [&'static str] {
+    static KEYS: std::sync::OnceLock<&'static [&'static str]> = std::sync::OnceLock::new();
+    KEYS.get_or_init(|| {
+        let mut probe = FieldsProbe(None);
+        let _ = EnvConfig::deserialize(&mut probe);
+        probe.0.unwrap_or(&[])
+    })
+}
+
+/// A deserializer that only records the field names a struct asks for.
+struct FieldsProbe(Option<&'static [&'static str]>);
+
+impl<'de> serde::Deserializer<'de> for &mut FieldsProbe {
+    type Error = serde::de::value::Error;
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+        Err(serde::de::Error::custom("only struct fields are probed"))
+    }
+
+    fn deserialize_struct<V: serde::de::Visitor<'de>>(
+        self,
+        _name: &'static str,
+        fields: &'static [&'static str],
+        _: V,
+    ) -> Result<V::Value, Self::Error> {
+        self.0 = Some(fields);
+        Err(serde::de::Error::custom("probed"))
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf option unit unit_struct newtype_struct seq tuple
+        tuple_struct map enum identifier ignored_any
+    }
+}
+
+impl PipelineFile {
+    /// Every environment the file defines: `(None, [env])` or
+    /// `(Some(NAME), [env.NAME])`, in file order.
+    pub(crate) fn envs(&self) -> Vec<(Option<&Spanned<String>>, &EnvConfig)> {
+        match &self.env {
+            None => Vec::new(),
+            Some(EnvSection::One(env)) => vec![(None, &**env)],
+            Some(EnvSection::Named(named)) => named.iter().map(|(n, e)| (Some(n), e)).collect(),
+        }
+    }
+
+    pub(crate) fn envs_mut(&mut self) -> Vec<&mut EnvConfig> {
+        match &mut self.env {
+            None => Vec::new(),
+            Some(EnvSection::One(env)) => vec![&mut **env],
+            Some(EnvSection::Named(named)) => named.iter_mut().map(|(_, e)| e).collect(),
+        }
+    }
 }
 
 /// `[screen]`: how often each state is read.
@@ -279,5 +454,73 @@ impl Pipeline {
             label,
             help,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<PipelineFile, toml::de::Error> {
+        toml::from_str(text)
+    }
+
+    #[test]
+    fn the_env_keys_are_the_fields_of_env_config() {
+        let keys = env_keys();
+        for key in ["setup", "test_command", "report", "executor", "export"] {
+            assert!(keys.contains(&key), "{keys:?}");
+        }
+    }
+
+    #[test]
+    fn one_env_keeps_its_spans() {
+        let text = "[env]\nreport = \"tap\"\ntest_command = \"true\"\n";
+        let Ok(file) = parse(text) else {
+            panic!("{text}");
+        };
+        let envs = file.envs();
+        assert_eq!(envs.len(), 1);
+        let (name, env) = envs[0];
+        assert!(name.is_none());
+        assert_eq!(&text[env.report.span()], "\"tap\"");
+    }
+
+    #[test]
+    fn named_envs_keep_their_names_and_spans() {
+        let text = "[env.b]\ntest_command = \"b\"\nreport = \"tap\"\n\n[env.a]\ntest_command = \"a\"\nreport = \"junit\"\n";
+        let Ok(file) = parse(text) else {
+            panic!("{text}");
+        };
+        let mut seen: Vec<(String, String, String)> = file
+            .envs()
+            .into_iter()
+            .map(|(name, env)| {
+                let name = name.map(|n| text[n.span()].to_owned()).unwrap_or_default();
+                (
+                    name,
+                    env.test_command.clone(),
+                    text[env.report.span()].to_owned(),
+                )
+            })
+            .collect();
+        seen.sort();
+        assert_eq!(
+            seen,
+            [
+                ("a".to_owned(), "a".to_owned(), "\"junit\"".to_owned()),
+                ("b".to_owned(), "b".to_owned(), "\"tap\"".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_key_of_env_that_is_not_a_table_among_named_envs_is_an_error_at_it() {
+        let text = "[env]\nrepot = \"tap\"\n[env.a]\ntest_command = \"a\"\nreport = \"tap\"\n";
+        let Err(e) = parse(text) else {
+            panic!("accepted {text}");
+        };
+        assert!(e.message().contains("expected a key of [env]"), "{e}");
+        assert_eq!(e.span().map(|s| &text[s]), Some("\"tap\""));
     }
 }

@@ -1,18 +1,22 @@
 //! How every process that runs task or graded code is confined: screening
 //! runs, grade runs, reruns, checks, `verify --reexecute` and environment
 //! setup all build their process spec here, so no run path can forget the
-//! sandbox (docs/security.md).
+//! sandbox (docs/security.md). The executor decides the shape: a local
+//! [`RunSpec`] under bubblewrap, or a Docker [`ContainerRun`] (and, for
+//! setup, an [`ImageSpec`]).
 //!
-//! The sandbox and the limits are part of a run's key: they change what the
-//! code under test can see and do. The host paths the sandbox binds (the
-//! toolchains on `PATH`) are not: they are this machine's, like the
-//! interpreter itself.
+//! The executor, the sandbox and the limits are part of a run's key: they
+//! change what the code under test can see and do. The local executor adds
+//! nothing to the key (so local keys stay what they were before Docker
+//! existed). The host paths the sandbox binds (the toolchains on `PATH`) are
+//! not: they are this machine's, like the interpreter itself.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use assay_docker::{ContainerRun, ImageId, ImageSpec, ReportRequest};
 use assay_exec::{Bwrap, Limits, RunSpec, Sandbox, sandbox};
 use serde::Serialize;
 
@@ -68,11 +72,48 @@ impl Default for RunLimits {
     }
 }
 
+/// `[env] executor`: where environments are prepared and runs happen.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Executor {
+    /// This machine, under the [`SandboxMode`].
+    #[default]
+    Local,
+    /// An image per environment, a fresh locked-down container per run.
+    Docker(DockerSettings),
+}
+
+impl Executor {
+    pub(crate) fn is_local(&self) -> bool {
+        matches!(self, Executor::Local)
+    }
+}
+
+/// The Docker executor's settings that change what a run sees.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub(crate) struct DockerSettings {
+    /// The base image as written (tag or id); the environment's output
+    /// records the image id it became.
+    pub(crate) base_image: String,
+    /// CPU of a setup or run in thousandths (`cpus = 1.5` is 1500).
+    pub(crate) cpu_millis: Option<u32>,
+}
+
+/// The default `[env] base_image`.
+pub(crate) const DEFAULT_BASE_IMAGE: &str = "assay-base:bookworm";
+
+/// `PATH` inside a container: the image's, never the host's.
+const CONTAINER_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
 /// The confinement of a run: part of its key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub(crate) struct Confinement {
+    /// The local executor's sandbox (`bwrap` for docker: unused there).
     pub(crate) sandbox: SandboxMode,
     pub(crate) limits: RunLimits,
+    /// Left out of the key when local: a local key is what it always was.
+    #[serde(skip_serializing_if = "Executor::is_local")]
+    pub(crate) executor: Executor,
 }
 
 impl Default for Confinement {
@@ -80,6 +121,24 @@ impl Default for Confinement {
         Confinement {
             sandbox: SandboxMode::Bwrap,
             limits: RunLimits::default(),
+            executor: Executor::Local,
+        }
+    }
+}
+
+impl Confinement {
+    /// How a run was confined, as records say it: `bwrap`, `none` or `docker`.
+    pub(crate) fn label(&self) -> &'static str {
+        match self.executor {
+            Executor::Local => self.sandbox.as_str(),
+            Executor::Docker(_) => "docker",
+        }
+    }
+
+    pub(crate) fn docker(&self) -> Option<&DockerSettings> {
+        match &self.executor {
+            Executor::Local => None,
+            Executor::Docker(d) => Some(d),
         }
     }
 }
@@ -110,21 +169,117 @@ pub(crate) struct Launch<'a> {
     /// `ASSAY_ATTEMPT`: the repeat index of a screening run, the rerun
     /// number of a grade's rerun.
     pub(crate) attempt: u32,
+    /// Docker: the environment's image (from its env record).
+    pub(crate) image: Option<&'a str>,
+    /// Docker: the report file to copy out of the container's tree.
+    pub(crate) report_file: Option<&'a str>,
+    /// Docker: tree files to fingerprint after the run (tamper evidence).
+    pub(crate) watch: Vec<PathBuf>,
+}
+
+/// A run, as the executor will start it.
+pub(crate) enum Process {
+    Local(RunSpec),
+    Docker(ContainerRun),
+}
+
+/// The process of one run under `conf`: local or in a container.
+pub(crate) fn process(conf: &Confinement, launch: Launch<'_>) -> Result<Process, String> {
+    match &conf.executor {
+        Executor::Local => spec(conf, launch).map(Process::Local),
+        Executor::Docker(d) => container(conf, d, launch).map(Process::Docker),
+    }
 }
 
 fn host_path() -> String {
     std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into())
 }
 
-/// The process spec of one run under `conf`.
-pub(crate) fn spec(conf: &Confinement, launch: Launch<'_>) -> Result<RunSpec, String> {
-    let path = host_path();
+/// What every process of a run sees besides its paths: built from nothing.
+fn base_env(path: &str, attempt: u32) -> BTreeMap<String, String> {
     let mut env = BTreeMap::new();
-    env.insert("PATH".to_owned(), path.clone());
+    env.insert("PATH".to_owned(), path.to_owned());
     env.insert("LANG".to_owned(), "C.UTF-8".to_owned());
     env.insert("PYTHONDONTWRITEBYTECODE".to_owned(), "1".to_owned());
     env.insert("PYTHONHASHSEED".to_owned(), "0".to_owned());
-    env.insert("ASSAY_ATTEMPT".to_owned(), launch.attempt.to_string());
+    env.insert("ASSAY_ATTEMPT".to_owned(), attempt.to_string());
+    env
+}
+
+fn docker_limits(conf: &Confinement, d: &DockerSettings) -> assay_docker::Limits {
+    assay_docker::Limits {
+        cpu_millis: d.cpu_millis,
+        memory: Some(conf.limits.memory),
+        pids: Some(u32::try_from(conf.limits.processes).unwrap_or(u32::MAX)),
+        open_files: Some(conf.limits.open_files),
+        file_size: Some(conf.limits.file_size),
+    }
+}
+
+/// A test run in a fresh container of the environment's image; the same
+/// environment variables as a local run, with the container's paths.
+fn container(
+    conf: &Confinement,
+    d: &DockerSettings,
+    launch: Launch<'_>,
+) -> Result<ContainerRun, String> {
+    let (Some(tree), Some(image)) = (launch.tree, launch.image) else {
+        return Err("a docker run needs a tree and its environment's image".into());
+    };
+    let image = ImageId::parse(image).map_err(|e| e.to_string())?;
+    let mut env = base_env(CONTAINER_PATH, launch.attempt);
+    env.insert("HOME".to_owned(), assay_docker::HOME_DIR.to_owned());
+    env.insert("TMPDIR".to_owned(), "/tmp".to_owned());
+    env.insert("ASSAY_ENV".to_owned(), assay_docker::ENV_DIR.to_owned());
+    Ok(ContainerRun {
+        image,
+        tree: tree.to_owned(),
+        command: launch.command,
+        env,
+        timeout: launch.timeout,
+        log_path: launch.log_path,
+        log_cap: launch.log_cap,
+        report: launch.report_file.map(|rel| ReportRequest {
+            path: rel.into(),
+            cap: launch.log_cap,
+        }),
+        limits: docker_limits(conf, d),
+        tmp_size: conf.limits.tmp,
+        home_size: conf.limits.home,
+        watch: launch.watch,
+    })
+}
+
+/// A Docker environment's image: the base image, the key files in
+/// `/assay/env`, the setup commands as one `set -e` script with the network
+/// (the maintainer's commands, never agent code), the same limits as a run.
+pub(crate) fn image_spec(
+    conf: &Confinement,
+    d: &DockerSettings,
+    setup: &[String],
+    key_files: &[(String, Vec<u8>)],
+    timeout: Duration,
+    log_cap: u64,
+) -> ImageSpec {
+    let mut env = base_env(CONTAINER_PATH, 0);
+    env.insert("HOME".to_owned(), "/root".to_owned());
+    env.insert("TMPDIR".to_owned(), "/tmp".to_owned());
+    ImageSpec {
+        base: d.base_image.clone(),
+        key_files: key_files.iter().cloned().collect(),
+        setup: setup.to_vec(),
+        env,
+        user: assay_docker::RunUser::default(),
+        timeout,
+        log_cap,
+        limits: docker_limits(conf, d),
+    }
+}
+
+/// The process spec of one local run under `conf`.
+pub(crate) fn spec(conf: &Confinement, launch: Launch<'_>) -> Result<RunSpec, String> {
+    let path = host_path();
+    let mut env = base_env(&path, launch.attempt);
     let limits = Limits {
         max_file_size: Some(conf.limits.file_size.max(launch.log_cap)),
         max_processes: Some(conf.limits.processes),
@@ -180,4 +335,65 @@ pub(crate) fn spec(conf: &Confinement, launch: Launch<'_>) -> Result<RunSpec, St
         limits,
         sandbox,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The confinement as it was before the docker executor existed.
+    #[derive(Serialize)]
+    struct LocalOnly {
+        sandbox: SandboxMode,
+        limits: RunLimits,
+    }
+
+    #[test]
+    fn a_local_confinement_keys_as_it_always_did() {
+        for sandbox in [SandboxMode::Bwrap, SandboxMode::None] {
+            let conf = Confinement {
+                sandbox,
+                ..Confinement::default()
+            };
+            let old = LocalOnly {
+                sandbox,
+                limits: conf.limits,
+            };
+            assert_eq!(
+                assay_engine::encode_params(&conf),
+                assay_engine::encode_params(&old)
+            );
+            assert_eq!(
+                serde_json::to_string(&conf).unwrap_or_default(),
+                serde_json::to_string(&old).unwrap_or_default()
+            );
+        }
+    }
+
+    #[test]
+    fn the_docker_executor_and_its_settings_enter_the_key() {
+        let docker = |base: &str, cpu_millis| Confinement {
+            executor: Executor::Docker(DockerSettings {
+                base_image: base.into(),
+                cpu_millis,
+            }),
+            ..Confinement::default()
+        };
+        let keys: Vec<Vec<u8>> = [
+            Confinement::default(),
+            docker("assay-base:bookworm", None),
+            docker("assay-base:bookworm", Some(1500)),
+            docker("python:3.12", None),
+        ]
+        .iter()
+        .map(assay_engine::encode_params)
+        .collect();
+        for (i, a) in keys.iter().enumerate() {
+            for b in &keys[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+        assert_eq!(docker("x", None).label(), "docker");
+        assert_eq!(Confinement::default().label(), "bwrap");
+    }
 }

@@ -1,10 +1,17 @@
-//! `env` (rebuild): prepares an environment directory once per env key — the
-//! env spec plus the content of its key files at the base commit — so every task
-//! with that key shares it, as `envs/<key>` in the cache. A failing setup is recorded (with
-//! its log) as a failed environment, which runs report as `env_setup_failed`.
+//! `env` (rebuild): prepares an environment once per env key — the env spec
+//! plus the content of its key files at the base commit — so every task with
+//! that key shares it: a directory `envs/<key>` in the cache (local), or an
+//! image named by its id (docker). A failing setup is recorded (with its log)
+//! as a failed environment, which runs report as `env_setup_failed`.
+//!
+//! A Docker environment's output names its image by id, so a rebuilt image
+//! changes the keys of every run in it. A cached one whose image the daemon
+//! no longer has is not a hit: it is loaded back from its saved blob (`[env]
+//! export`: the same id, so nothing downstream reruns) or rebuilt (a new id:
+//! its runs run again), and the build says which.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use assay_engine::{Job, JobCtx, JobError, JobFuture, Output};
@@ -23,6 +30,10 @@ pub(crate) struct EnvParams {
     pub(crate) key_files: Vec<(String, String)>,
     pub(crate) confine: super::confine::Confinement,
     pub(crate) redact: super::redact::RedactConfig,
+    /// Docker: save the image into the cache as a blob. Left out of the key
+    /// when false, so a local key is what it always was.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) export: bool,
 }
 
 pub(crate) struct EnvJob {
@@ -31,12 +42,25 @@ pub(crate) struct EnvJob {
     pub(crate) files: Vec<(String, Vec<u8>)>,
     pub(crate) timeout: Duration,
     pub(crate) cache_dir: PathBuf,
+    /// A cached record turned down because its image is gone: what to load
+    /// back, and what to say.
+    pub(crate) lost: Mutex<Option<EnvRecord>>,
 }
 
 impl Job for EnvJob {
     fn run(&self, ctx: JobCtx) -> JobFuture {
+        if self.params.confine.docker().is_some() {
+            let lost = self.lost.lock().unwrap_or_else(|p| p.into_inner()).take();
+            return Box::pin(docker_env(
+                self.params.clone(),
+                self.files.clone(),
+                self.timeout,
+                lost,
+                ctx,
+            ));
+        }
         let setup = self.params.setup.clone();
-        let confine = self.params.confine;
+        let confine = self.params.confine.clone();
         let redact = self.params.redact.clone();
         let files = self.files.clone();
         let timeout = self.timeout;
@@ -78,6 +102,9 @@ impl Job for EnvJob {
                         log_cap: 16 << 20,
                         timeout,
                         attempt: 0,
+                        image: None,
+                        report_file: None,
+                        watch: Vec::new(),
                     },
                 )
                 .map_err(|e| err(&e))?;
@@ -102,6 +129,11 @@ impl Job for EnvJob {
                 exit_code,
                 setup_log: log_digest.to_hex(),
                 digest,
+                executor: None,
+                image: None,
+                base_image: None,
+                export: None,
+                failed_command: None,
             };
             Ok(Output {
                 bytes: serde_json::to_vec(&record).map_err(|e| err(&e))?,
@@ -111,11 +143,162 @@ impl Job for EnvJob {
     }
 
     fn hit_valid(&self, output: &[u8]) -> bool {
-        match serde_json::from_slice::<EnvRecord>(output) {
-            Ok(r) => !r.ok || self.cache_dir.join(&r.dir).is_dir(),
-            Err(_) => false,
+        let Ok(r) = serde_json::from_slice::<EnvRecord>(output) else {
+            return false;
+        };
+        if !r.ok {
+            return true;
+        }
+        match &r.image {
+            None => self.cache_dir.join(&r.dir).is_dir(),
+            // Unchecked (no build started): the run itself will say.
+            Some(id) => match super::docker::image_present(id) {
+                Some(false) => {
+                    *self.lost.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+                    false
+                }
+                Some(true) | None => true,
+            },
         }
     }
+}
+
+/// Bytes of setup output kept as the setup log.
+const SETUP_LOG_CAP: u64 = 16 << 20;
+
+/// A Docker environment: its image loaded back from the saved blob of a
+/// record whose image is gone, or built (reused by the daemon when an image
+/// of the same spec is there).
+async fn docker_env(
+    params: EnvParams,
+    files: Vec<(String, Vec<u8>)>,
+    timeout: Duration,
+    lost: Option<EnvRecord>,
+    ctx: JobCtx,
+) -> Result<Output, JobError> {
+    let err = |e: &dyn std::fmt::Display| JobError::new(format!("env: {e}"));
+    let Some(settings) = params.confine.docker() else {
+        return Err(err(&"not a docker environment"));
+    };
+    let docker = super::docker::client().await.map_err(|e| err(&e))?;
+    let gone = lost.as_ref().and_then(|r| r.image.clone());
+    if let Some(old) = &lost
+        && let (Some(id), Some(blob)) = (&old.image, &old.export)
+    {
+        match reload(docker, &ctx, blob).await {
+            Ok(loaded) if loaded.as_str() == id => {
+                eprintln!(
+                    "{}: image {id} was gone from the Docker daemon; loaded back from its saved blob",
+                    ctx.name
+                );
+                return output(old);
+            }
+            Ok(loaded) => eprintln!(
+                "{}: the saved blob of image {id} loaded as {loaded}; rebuilding",
+                ctx.name
+            ),
+            Err(e) => eprintln!(
+                "{}: image {id} is gone and its saved blob cannot be loaded ({e}); rebuilding",
+                ctx.name
+            ),
+        }
+    }
+    let spec = super::confine::image_spec(
+        &params.confine,
+        settings,
+        &params.setup,
+        &files,
+        timeout,
+        SETUP_LOG_CAP,
+    );
+    let base = docker
+        .base_image(&settings.base_image)
+        .await
+        .map_err(|e| err(&e))?;
+    let redactor = super::redact::Redactor::new(&params.redact);
+    let mut record = EnvRecord {
+        dir: String::new(),
+        ok: true,
+        exit_code: Some(0),
+        setup_log: String::new(),
+        digest: String::new(),
+        executor: Some("docker".into()),
+        image: None,
+        base_image: Some(base.to_string()),
+        export: None,
+        failed_command: None,
+    };
+    match docker.build_image(&spec).await {
+        Ok(built) => {
+            let (log, _) = redactor.redact(&built.setup_log);
+            let log_digest = ctx.blobs.put(&log).map_err(|e| err(&e))?;
+            record.setup_log = log_digest.to_hex();
+            record.image = Some(built.id.to_string());
+            if params.export {
+                let tar = docker.save_image(&built.id).await.map_err(|e| err(&e))?;
+                let blob = ctx.blobs.put(&tar).map_err(|e| err(&e))?;
+                record.export = Some(blob.to_hex());
+            }
+            if let Some(old) = gone {
+                eprintln!(
+                    "{}: image {old} was gone from the Docker daemon (not exported); rebuilt as {}: the runs in it run again",
+                    ctx.name, built.id
+                );
+            }
+        }
+        Err(assay_docker::DockerError::Setup(failure)) => {
+            // The failing command and its log are the environment's setup
+            // log; every run in it reports `env_setup_failed`.
+            let mut raw = failure.log.clone();
+            raw.extend_from_slice(
+                format!(
+                    "
+assay: {failure}
+"
+                )
+                .as_bytes(),
+            );
+            let (log, _) = redactor.redact(&raw);
+            let log_digest = ctx.blobs.put(&log).map_err(|e| err(&e))?;
+            record.ok = false;
+            record.exit_code = if failure.timed_out {
+                None
+            } else {
+                failure.exit_code
+            };
+            record.setup_log = log_digest.to_hex();
+            record.failed_command = failure.command.clone();
+            eprintln!(
+                "{}: {failure}: its runs report env_setup_failed (setup log: `assay show {}`)",
+                ctx.name, record.setup_log
+            );
+        }
+        Err(e) => return Err(err(&e)),
+    }
+    output(&record)
+}
+
+/// Loads a saved image blob into the daemon.
+async fn reload(
+    docker: &assay_docker::Docker,
+    ctx: &JobCtx,
+    blob: &str,
+) -> Result<assay_docker::ImageId, String> {
+    let digest: assay_engine::Digest = blob.parse()?;
+    let tar = ctx.blobs.get(&digest).map_err(|e| e.to_string())?;
+    docker.load_image(tar).await.map_err(|e| e.to_string())
+}
+
+/// The record as the node's output, naming the blobs it references.
+fn output(record: &EnvRecord) -> Result<Output, JobError> {
+    let attachments = std::iter::once(&record.setup_log)
+        .chain(&record.export)
+        .filter_map(|d| d.parse::<assay_engine::Digest>().ok())
+        .collect();
+    Ok(Output {
+        bytes: serde_json::to_vec(record).map_err(|e| JobError::new(format!("env: {e}")))?,
+        attachments,
+    })
 }
 
 pub(crate) fn job(
@@ -129,6 +312,7 @@ pub(crate) fn job(
         files,
         timeout,
         cache_dir,
+        lost: Mutex::new(None),
     })
 }
 

@@ -406,6 +406,8 @@ async fn grade(
         reset_paths: reset,
         tamper: Vec::new(),
         sandbox: run.sandbox.clone(),
+        executor: env.executor.clone(),
+        image: env.image.clone(),
         session: session.id.clone(),
         instance_id: task.instance_id.clone(),
         track: task.track.clone(),
@@ -785,6 +787,8 @@ mod tests {
             excluded: Vec::new(),
             env: String::new(),
             topic: None,
+            executor: None,
+            image: None,
         }
     }
 

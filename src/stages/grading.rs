@@ -18,14 +18,11 @@ use crate::pipeline::Pipeline;
 
 pub(super) struct GradeLayout<'a> {
     pub(super) test_globs: &'a [String],
-    pub(super) env_cfg: &'a crate::pipeline::EnvConfig,
-    pub(super) format: assay_report::Format,
-    pub(super) timeout: u64,
-    pub(super) log_cap: u64,
+    /// env node -> the settings of that environment.
+    pub(super) env_of: &'a BTreeMap<String, &'a super::envs::EnvSettings<'a>>,
     pub(super) redact: &'a RedactConfig,
     pub(super) store_dir: &'a Path,
     pub(super) task_nodes: &'a BTreeMap<(String, String), (String, String)>,
-    pub(super) confine: super::confine::Confinement,
 }
 
 /// Per session: a session node, then per arm stage → run → grade, and one
@@ -159,6 +156,9 @@ pub(super) fn grade_nodes(
         ));
         release_deps.push(session_node.clone());
         release_inputs.push(release::Input::Session);
+        let Some(env) = g.env_of.get(env_node) else {
+            continue;
+        };
         for arm in &arms {
             let arm_policy = if arm == "keep" { Policy::None } else { policy };
             let sp = StageParams {
@@ -176,18 +176,7 @@ pub(super) fn grade_nodes(
                 false,
                 grade::stage_job(sp.clone(), g.store_dir.to_owned()),
             ));
-            let rp = RunParams {
-                command: g.env_cfg.test_command.clone(),
-                report: g.format.as_str().to_owned(),
-                report_file: g.env_cfg.report_file.clone(),
-                timeout_s: g.timeout,
-                log_cap: g.log_cap,
-                redact: g.redact.clone(),
-                serial: g.env_cfg.serial.unwrap_or(true),
-                repeat: 0,
-                confine: g.confine,
-                watch: g.test_globs.to_vec(),
-            };
+            let rp: RunParams = env.run_params(g.redact, 0, g.test_globs);
             let run_node = format!("run:{}:{arm}", s.id);
             out.push(node(
                 run_node.clone(),
@@ -198,7 +187,7 @@ pub(super) fn grade_nodes(
                 true,
                 run::job(
                     rp.clone(),
-                    g.format,
+                    env.format,
                     g.store_dir.to_owned(),
                     env_node.clone(),
                 ),
@@ -227,7 +216,7 @@ pub(super) fn grade_nodes(
                 ],
                 // Reruns and separate checks are test runs: a grade is an observation.
                 true,
-                grade::grade_job(gp.clone(), g.format, g.store_dir.to_owned()),
+                grade::grade_job(gp.clone(), env.format, g.store_dir.to_owned()),
             ));
             if Some(arm) == arms.iter().find(|a| *a == "exclude").or(arms.first()) {
                 reviewable.push(judge::Reviewable {

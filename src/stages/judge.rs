@@ -393,6 +393,8 @@ mod tests {
             excluded: vec![],
             env: "e".into(),
             topic: None,
+            executor: None,
+            image: None,
         }
     }
 

@@ -1,12 +1,13 @@
 //! Lays out the benchmark's nodes: per candidate, triage → three trees →
 //! `repeats` runs of each → screen → one task per topic and track; one env
-//! node per distinct env key; one release node over every task.
+//! node per distinct env key (each source's tasks in its own environment,
+//! see `envs`); one release node over every task.
 //!
 //! The graph is static: a declined candidate still has its nodes, which then
 //! record "declined" in microseconds, so the DAG never depends on an output.
 //! Sources are read in `sources`, the grading nodes laid out in `grading`.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::Path;
 use std::time::Duration;
 
@@ -50,33 +51,18 @@ pub(super) fn node<P: Serialize>(
 }
 
 /// Every node of the benchmark part of the pipeline, appended to `out`.
+/// Returns the base images of the docker environments in use.
 pub(super) fn nodes(
     pipeline: &Pipeline,
     cache_dir: &Path,
     out: &mut Vec<NodeSpec>,
-) -> Result<(), Failure> {
+) -> Result<BTreeSet<String>, Failure> {
     if pipeline.file.source.is_empty() {
-        return Ok(());
+        return Ok(BTreeSet::new());
     }
-    let Some(env_cfg) = &pipeline.file.env else {
-        let span = pipeline.file.source[0].name.span();
-        return Err(pipeline
-            .error_at(
-                span,
-                "a [[source]] needs an [env] table",
-                "this source",
-                "add [env] with test_command and report (see docs/pipeline.md)",
-            )
-            .into());
-    };
-    let format: assay_report::Format = env_cfg.report.get_ref().parse().map_err(|_| {
-        pipeline.error_at(
-            env_cfg.report.span(),
-            format!("unknown report format `{}`", env_cfg.report.get_ref()),
-            "here",
-            "use one of: junit, pytest, unittest, libtest, libtest-json, go-test-json, tap",
-        )
-    })?;
+    let envs = super::envs::Envs::resolve(pipeline)?;
+    // Every source's environment is checked before any source is read.
+    let docker_bases = envs.docker_bases(pipeline, &pipeline.file.source)?;
     let store_dir = cache_dir.join("git");
     let tree_store = TreeStore::open_or_init(&store_dir).map_err(Failure::cache)?;
     let triage_cfg = &pipeline.file.triage;
@@ -139,8 +125,6 @@ pub(super) fn nodes(
                 .into());
         }
     }
-    let timeout = env_cfg.timeout.unwrap_or(300);
-    let log_cap = env_cfg.log_cap.unwrap_or(64 << 20);
     let statements_dir = pipeline
         .file
         .statements
@@ -188,16 +172,19 @@ pub(super) fn nodes(
         }
     }
 
-    let confine = confinement(pipeline, env_cfg)?;
     let watch = test_globs.clone();
 
     let mut env_nodes: HashSet<String> = HashSet::new();
     // (instance_id, track) -> (task node, env node)
     let mut task_nodes: BTreeMap<(String, String), (String, String)> = BTreeMap::new();
+    // env node -> its settings, for the grading nodes.
+    let mut env_of = BTreeMap::new();
     let mut release_deps = Vec::new();
     let mut release_inputs = Vec::new();
     let mut seen_candidates = HashSet::new();
     for src in &pipeline.file.source {
+        let env = envs.for_source(pipeline, src)?;
+        let env_cfg = env.cfg;
         let (source, candidates) = open_source(pipeline, src)?;
         tree_store
             .add_alternate(&source.objects_dir())
@@ -222,8 +209,9 @@ pub(super) fn nodes(
             let env_params = EnvParams {
                 setup: env_cfg.setup.clone(),
                 key_files,
-                confine,
+                confine: env.confine.clone(),
                 redact: redact.clone(),
+                export: env.export,
             };
             let env_name = format!(
                 "env:{}",
@@ -240,10 +228,11 @@ pub(super) fn nodes(
                     env::job(
                         env_params.clone(),
                         files,
-                        Duration::from_secs(timeout.max(600)),
+                        Duration::from_secs(env.timeout.max(600)),
                         cache_dir.to_owned(),
                     ),
                 ));
+                env_of.insert(env_name.clone(), env);
             }
             let triage_name = format!("triage:{cid}");
             let tp = TriageParams {
@@ -279,18 +268,7 @@ pub(super) fn nodes(
                     tree::job(state, store_dir.clone()),
                 ));
                 for r in 0..repeats {
-                    let rp = RunParams {
-                        command: env_cfg.test_command.clone(),
-                        report: format.as_str().to_owned(),
-                        report_file: env_cfg.report_file.clone(),
-                        timeout_s: timeout,
-                        log_cap,
-                        redact: redact.clone(),
-                        serial: env_cfg.serial.unwrap_or(true),
-                        repeat: r,
-                        confine,
-                        watch: watch.clone(),
-                    };
+                    let rp: RunParams = env.run_params(&redact, r, &watch);
                     let run_name = format!("run:{cid}:{}:r{r}", state.as_str());
                     out.push(node(
                         run_name.clone(),
@@ -299,7 +277,7 @@ pub(super) fn nodes(
                         &rp,
                         vec![tree_name.clone(), env_name.clone()],
                         true,
-                        run::job(rp.clone(), format, store_dir.clone(), env_name.clone()),
+                        run::job(rp.clone(), env.format, store_dir.clone(), env_name.clone()),
                     ));
                     screen_deps.push(run_name);
                 }
@@ -311,13 +289,13 @@ pub(super) fn nodes(
                 screen::KIND_VERSION,
                 &ScreenParams {
                     repeats,
-                    report: format,
+                    report: env.format,
                 },
                 screen_deps,
                 false,
                 screen::job(ScreenParams {
                     repeats,
-                    report: format,
+                    report: env.format,
                 }),
             ));
             let topics = splits.get(&cid).cloned().unwrap_or_default();
@@ -352,12 +330,17 @@ pub(super) fn nodes(
                     } else {
                         format!("task:{instance_id}:{track}")
                     };
+                    let mut task_deps = vec![triage_name.clone(), screen_name.clone()];
+                    if env.confine.docker().is_some() {
+                        // The task records the image that certified it.
+                        task_deps.push(env_name.clone());
+                    }
                     out.push(node(
                         task_name.clone(),
                         "task",
                         task::KIND_VERSION,
                         &params,
-                        vec![triage_name.clone(), screen_name.clone()],
+                        task_deps,
                         false,
                         task::job(params.clone()),
                     ));
@@ -391,14 +374,10 @@ pub(super) fn nodes(
     }
     let ctx = GradeLayout {
         test_globs: &test_globs,
-        env_cfg,
-        format,
-        timeout,
-        log_cap,
+        env_of: &env_of,
         redact: &redact,
         store_dir: &store_dir,
         task_nodes: &task_nodes,
-        confine,
     };
     let not_graded = grade_nodes(
         pipeline,
@@ -429,19 +408,21 @@ pub(super) fn nodes(
         false,
         release::job(params.clone()),
     ));
-    Ok(())
+    Ok(docker_bases)
 }
 
 fn read_statement(dir: Option<&Path>, id: &str, ext: &str) -> Option<String> {
     std::fs::read_to_string(dir?.join(format!("{id}.{ext}"))).ok()
 }
 
-/// `[env]`'s sandbox and limits, checked; bubblewrap probed once when used.
-fn confinement(
+/// `[env]`'s executor, sandbox and limits, checked; bubblewrap probed once
+/// when used.
+pub(super) fn confinement(
     pipeline: &Pipeline,
     env_cfg: &crate::pipeline::EnvConfig,
 ) -> Result<super::confine::Confinement, Failure> {
     use super::confine::{Confinement, RunLimits, SandboxMode};
+    let executor = super::envs::executor(pipeline, env_cfg)?;
     let sandbox = match &env_cfg.sandbox {
         None => SandboxMode::Bwrap,
         Some(s) => SandboxMode::parse(s.get_ref()).ok_or_else(|| {
@@ -474,6 +455,14 @@ fn confinement(
         tmp: limit(&env_cfg.tmp_size, d.tmp, "tmp_size")?,
         home: limit(&env_cfg.home_size, d.home, "home_size")?,
     };
+    if !executor.is_local() {
+        // The container is the sandbox; `sandbox` is the local executor's.
+        return Ok(Confinement {
+            sandbox: SandboxMode::Bwrap,
+            limits,
+            executor,
+        });
+    }
     if sandbox == SandboxMode::Bwrap
         && let Err(e) = super::confine::bwrap()
     {
@@ -490,5 +479,9 @@ fn confinement(
             "warning: [env] sandbox = \"none\": task and graded code run unconfined on this machine, with your rights; the release will say it was graded unsandboxed"
         );
     }
-    Ok(Confinement { sandbox, limits })
+    Ok(Confinement {
+        sandbox,
+        limits,
+        executor,
+    })
 }

@@ -2,7 +2,9 @@
 //! kind: its params (the key), its job, and its output record.
 
 mod confine;
+mod docker;
 mod env;
+mod envs;
 mod grade;
 mod grading;
 mod judge;
@@ -84,6 +86,8 @@ pub(crate) fn damaged_environments(store: &Store) -> Result<Vec<(String, String)
 /// The nodes of one build.
 pub(crate) struct StagePlan {
     pub(crate) nodes: Vec<NodeSpec>,
+    /// The base images of the docker environments in use (none: local only).
+    pub(crate) docker_bases: std::collections::BTreeSet<String>,
 }
 
 /// Reads the sources the pipeline names and lays out every node.
@@ -94,8 +98,20 @@ pub(crate) fn plan(
 ) -> Result<StagePlan, Failure> {
     let mut nodes = Vec::new();
     step::nodes(pipeline, &mut nodes)?;
-    layout::nodes(pipeline, store.dir(), &mut nodes)?;
-    Ok(StagePlan { nodes })
+    let docker_bases = layout::nodes(pipeline, store.dir(), &mut nodes)?;
+    Ok(StagePlan {
+        nodes,
+        docker_bases,
+    })
+}
+
+/// Before a build on the docker executor: connect, clean up after killed
+/// builds, check the base images (see `docker`).
+pub(crate) fn start_docker(plan: &StagePlan, rt: &tokio::runtime::Runtime) -> Result<(), Failure> {
+    if plan.docker_bases.is_empty() {
+        return Ok(());
+    }
+    docker::start(rt, &plan.docker_bases)
 }
 
 /// A graph error points at the step that caused it where the file names one.

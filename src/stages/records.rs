@@ -31,10 +31,10 @@ impl TriageRecord {
     }
 }
 
-/// `env:<key>`: a prepared environment directory.
+/// `env:<key>`: a prepared environment directory, or image.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct EnvRecord {
-    /// Relative to the cache directory.
+    /// Relative to the cache directory (local; empty for docker).
     pub(crate) dir: String,
     pub(crate) ok: bool,
     pub(crate) exit_code: Option<i32>,
@@ -43,6 +43,22 @@ pub(crate) struct EnvRecord {
     /// it: an environment changed after its setup is not believed).
     #[serde(default)]
     pub(crate) digest: String,
+    /// `docker`; absent for the local executor (whose records are as they
+    /// always were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) executor: Option<String>,
+    /// The environment image's id (`sha256:…`, never a tag).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) image: Option<String>,
+    /// The id of the base image it was built from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) base_image: Option<String>,
+    /// Blob digest of the image's `docker save` tar (`[env] export`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) export: Option<String>,
+    /// The setup command that failed, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) failed_command: Option<String>,
 }
 
 /// `tree:<candidate>:<state>`: the staged tree's git id, or why there is none.
@@ -73,7 +89,7 @@ pub(crate) struct RunRecord {
     /// Secrets replaced in the stored log.
     #[serde(default)]
     pub(crate) redactions: u64,
-    /// `bwrap`, or `none` when graded unsandboxed.
+    /// `bwrap`, `none` when graded unsandboxed, or `docker`.
     #[serde(default)]
     pub(crate) sandbox: String,
     /// The limit the run hit: time, memory, processes or file_size.
@@ -154,6 +170,12 @@ pub(crate) struct TaskRecord {
     pub(crate) excluded: Vec<String>,
     pub(crate) env: String,
     pub(crate) topic: Option<String>,
+    /// The executor that screened (certified) it: `docker`; absent: local.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) executor: Option<String>,
+    /// The environment image it was screened in (docker).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) image: Option<String>,
 }
 
 /// What an agent run reported about itself (from the session file or its transcript).
@@ -238,9 +260,15 @@ pub(crate) struct GradeRecord {
     /// never `resolved`.
     #[serde(default)]
     pub(crate) tamper: Vec<String>,
-    /// The sandbox the graded run had: `bwrap`, or `none`.
+    /// The sandbox the graded run had: `bwrap`, `none` or `docker`.
     #[serde(default)]
     pub(crate) sandbox: String,
+    /// The executor that graded it: `docker`; absent: local.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) executor: Option<String>,
+    /// The environment image the graded run used (docker).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) image: Option<String>,
 }
 
 /// `metrics:<session>`: the shape of the patch that was graded.

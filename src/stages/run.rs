@@ -71,7 +71,8 @@ impl Job for RunJob {
     }
 
     fn exclusive(&self) -> Option<&str> {
-        self.params.serial.then_some(self.env.as_str())
+        // A container's environment is its own copy: nothing is shared.
+        (self.params.serial && self.params.confine.docker().is_none()).then_some(self.env.as_str())
     }
 }
 
@@ -121,7 +122,7 @@ impl HowToRun {
             log_cap: p.log_cap,
             redact: p.redact.clone(),
             serial: p.serial,
-            confine: p.confine,
+            confine: p.confine.clone(),
             watch: p.watch.clone(),
         }
     }
@@ -140,7 +141,7 @@ pub(crate) async fn execute_tree(
 ) -> Result<(RunRecord, Vec<assay_engine::Digest>), JobError> {
     let err = |e: &dyn std::fmt::Display| JobError::new(format!("run: {e}"));
     let mut record = RunRecord {
-        sandbox: p.confine.sandbox.as_str().to_owned(),
+        sandbox: p.confine.label().to_owned(),
         ..RunRecord::default()
     };
     if !env.ok {
@@ -167,7 +168,7 @@ pub(crate) async fn execute_tree(
             .map_err(|e| err(&e))?
     };
     let log_path = scratch.path().join("log");
-    let spec = super::confine::spec(
+    let process = super::confine::process(
         &p.confine,
         super::confine::Launch {
             command: p.command.clone(),
@@ -179,55 +180,55 @@ pub(crate) async fn execute_tree(
             log_cap: p.log_cap,
             timeout: Duration::from_secs(p.timeout_s),
             attempt,
+            image: env.image.as_deref(),
+            report_file: p.report_file.as_deref(),
+            watch: staged.iter().map(|(path, _)| PathBuf::from(path)).collect(),
         },
     )
     .map_err(|e| err(&e))?;
-    let outcome = if p.serial {
-        let lock = env_lock(&env.dir);
-        let _guard = lock.lock().await;
-        assay_exec::run(&spec).await.map_err(|e| err(&e))?
-    } else {
-        assay_exec::run(&spec).await.map_err(|e| err(&e))?
+    let ran = match process {
+        super::confine::Process::Local(spec) => {
+            run_local(&spec, p, &env.dir, &work, store_dir, staged).await?
+        }
+        super::confine::Process::Docker(run) => run_docker(&run, p, store_dir, staged).await?,
     };
-    record.limit = outcome.limit_hit.map(|l| l.as_str().to_owned());
-    record.changed_test_files = {
-        let work = work.clone();
-        let store_dir = store_dir.to_owned();
-        tokio::task::spawn_blocking(move || changed_files(&store_dir, &work, &staged))
-            .await
-            .map_err(|e| err(&e))?
-    };
-    record.exit_code = outcome.exit_code;
-    record.signal = outcome.signal;
-    record.timed_out = outcome.timed_out;
-    record.duration_ms = outcome.duration.as_millis() as u64;
-    record.log_bytes = outcome.log_bytes;
-    record.log_truncated = outcome.log_truncated;
+    record.limit = ran.limit;
+    record.changed_test_files = ran.changed;
+    record.exit_code = ran.exit_code;
+    record.signal = ran.signal;
+    record.timed_out = ran.timed_out;
+    record.duration_ms = ran.duration.as_millis() as u64;
+    record.log_bytes = ran.log_bytes;
+    record.log_truncated = ran.log_truncated;
     let redactor = super::redact::Redactor::new(&p.redact);
     let (log, redactions) = redactor.redact(&std::fs::read(&log_path).map_err(|e| err(&e))?);
     record.redactions = redactions;
     let log_digest = ctx.blobs.put(&log).map_err(|e| err(&e))?;
     record.log = log_digest.to_hex();
     let mut attachments = vec![log_digest];
-    let report_file = match &p.report_file {
-        None => Ok(None),
-        Some(rel) => match read_report(&work.join(rel), p.log_cap) {
-            Ok(b) => {
-                let (b, n) = redactor.redact(&b);
-                record.redactions += n;
-                let d = ctx.blobs.put(&b).map_err(|e| err(&e))?;
-                attachments.push(d);
-                Ok(Some(b))
-            }
-            Err(why) => Err(format!("the report {rel}: {why}")),
-        },
+    let report_file = match (&p.report_file, ran.report) {
+        (None, _) => Ok(None),
+        (Some(_), Some(Ok(b))) => {
+            let (b, n) = redactor.redact(&b);
+            record.redactions += n;
+            let d = ctx.blobs.put(&b).map_err(|e| err(&e))?;
+            attachments.push(d);
+            Ok(Some(b))
+        }
+        (Some(rel), read) => {
+            let why = match read {
+                Some(Err(why)) => why,
+                _ => "not read".to_owned(),
+            };
+            Err(format!("the report {rel}: {why}"))
+        }
     };
     read_outcomes(&mut record, p.format, &log, report_file);
-    if outcome.timed_out {
+    if record.timed_out {
         record.untrusted = Some(format!("timed out after {} s", p.timeout_s));
     } else if let Some(limit) = &record.limit {
         record.untrusted = Some(format!("the run hit its {limit} limit"));
-    } else if outcome.log_truncated && p.report_file.is_none() {
+    } else if record.log_truncated && p.report_file.is_none() {
         record.untrusted =
             Some("the log exceeded the evidence cap; its report was not believed".into());
     }
@@ -284,6 +285,113 @@ fn read_outcomes(
         record.tests.insert(t.name, t.outcome);
     }
     record.build_failures = report.build_failures;
+}
+
+/// How a run ended, whichever executor ran it.
+struct Ran {
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+    timed_out: bool,
+    limit: Option<String>,
+    duration: Duration,
+    log_bytes: u64,
+    log_truncated: bool,
+    /// The report file's bytes, or why it was not read; `None` when the
+    /// report is the log.
+    report: Option<Result<Vec<u8>, String>>,
+    changed: Vec<String>,
+}
+
+/// Runs a local process spec (one at a time per environment when serial)
+/// and reads what it left in its tree.
+async fn run_local(
+    spec: &assay_exec::RunSpec,
+    p: &HowToRun,
+    env_dir: &str,
+    work: &std::path::Path,
+    store_dir: &std::path::Path,
+    staged: Watched,
+) -> Result<Ran, JobError> {
+    let err = |e: &dyn std::fmt::Display| JobError::new(format!("run: {e}"));
+    let outcome = if p.serial {
+        let lock = env_lock(env_dir);
+        let _guard = lock.lock().await;
+        assay_exec::run(spec).await.map_err(|e| err(&e))?
+    } else {
+        assay_exec::run(spec).await.map_err(|e| err(&e))?
+    };
+    let changed = {
+        let work = work.to_owned();
+        let store_dir = store_dir.to_owned();
+        tokio::task::spawn_blocking(move || changed_files(&store_dir, &work, &staged))
+            .await
+            .map_err(|e| err(&e))?
+    };
+    Ok(Ran {
+        exit_code: outcome.exit_code,
+        signal: outcome.signal,
+        timed_out: outcome.timed_out,
+        limit: outcome.limit_hit.map(|l| l.as_str().to_owned()),
+        duration: outcome.duration,
+        log_bytes: outcome.log_bytes,
+        log_truncated: outcome.log_truncated,
+        report: p
+            .report_file
+            .as_ref()
+            .map(|rel| read_report(&work.join(rel), p.log_cap)),
+        changed,
+    })
+}
+
+/// Runs a container: the report and the test files' fingerprints come back
+/// from it before it is removed.
+async fn run_docker(
+    run: &assay_docker::ContainerRun,
+    p: &HowToRun,
+    store_dir: &std::path::Path,
+    staged: Watched,
+) -> Result<Ran, JobError> {
+    let err = |e: &dyn std::fmt::Display| JobError::new(format!("run: {e}"));
+    let docker = super::docker::client().await.map_err(|e| err(&e))?;
+    let outcome = docker.run(run).await.map_err(|e| err(&e))?;
+    let changed = {
+        let store_dir = store_dir.to_owned();
+        let watched = outcome.watched.clone();
+        tokio::task::spawn_blocking(move || changed_in(&store_dir, &staged, &watched))
+            .await
+            .map_err(|e| err(&e))?
+    };
+    Ok(Ran {
+        exit_code: outcome.exit_code,
+        signal: None,
+        timed_out: outcome.timed_out,
+        limit: outcome.killed_by.map(|k| {
+            match k {
+                assay_docker::KilledBy::WallClock => "time",
+                assay_docker::KilledBy::Memory => "memory",
+            }
+            .to_owned()
+        }),
+        duration: outcome.duration,
+        log_bytes: outcome.log_bytes,
+        log_truncated: outcome.log_truncated,
+        report: outcome.report.map(|r| container_report(r, p.log_cap)),
+        changed,
+    })
+}
+
+/// A report copied out of a container, in the words of [`read_report`].
+fn container_report(report: assay_docker::Report, cap: u64) -> Result<Vec<u8>, String> {
+    match report {
+        assay_docker::Report::Present(bytes) => Ok(bytes),
+        assay_docker::Report::Missing => Err("not found".into()),
+        assay_docker::Report::NotAFile => {
+            Err("is a symbolic link or not a regular file; not read".into())
+        }
+        assay_docker::Report::TooLarge { size } => Err(format!(
+            "is {size} bytes, over the evidence cap ({cap} bytes); not read"
+        )),
+    }
 }
 
 /// Reads a report the code under test wrote: never through a link it left
@@ -355,6 +463,30 @@ fn changed_files(
                     (Ok(now), Ok(then)) => now != then,
                     _ => true,
                 }
+        })
+        .map(|(p, _)| p.clone())
+        .collect();
+    out.sort();
+    out
+}
+
+/// The watched files whose fingerprints after a container run differ from
+/// the staged bytes (changed, deleted or no longer a regular file), sorted.
+fn changed_in(
+    store_dir: &std::path::Path,
+    staged: &Watched,
+    watched: &std::collections::BTreeMap<PathBuf, Option<[u8; 32]>>,
+) -> Vec<String> {
+    let store = TreeStore::open_or_init(store_dir).ok();
+    let mut out: Vec<String> = staged
+        .iter()
+        .filter(|(path, id)| {
+            let then = store
+                .as_ref()
+                .and_then(|s| s.read_blob(id).ok())
+                .map(|bytes| *blake3::hash(&bytes).as_bytes());
+            let now = watched.get(std::path::Path::new(path)).copied().flatten();
+            then.is_none() || now != then
         })
         .map(|(p, _)| p.clone())
         .collect();

@@ -1,6 +1,10 @@
 //! `task`: assembles the released unit from the triage record, the screening
 //! record and the statement. Its node key is the released task's digest, so a
 //! changed statement re-releases that task alone.
+//!
+//! On the Docker executor the environment is a third input: the task records
+//! the image it was screened (certified) in, and a rebuilt image re-releases
+//! it. Local tasks have no such input, so their keys are what they were.
 
 use std::sync::Arc;
 
@@ -8,7 +12,7 @@ use assay_engine::{Digest, Job, JobCtx, JobError, JobFuture, Output};
 use regex::Regex;
 use serde::Serialize;
 
-use super::records::{ScreenRecord, TaskRecord, TriageRecord};
+use super::records::{EnvRecord, ScreenRecord, TaskRecord, TriageRecord};
 
 pub(super) const KIND_VERSION: u32 = 1;
 
@@ -46,7 +50,7 @@ impl Job for TaskJob {
                 let bytes = ctx.blobs.get(&d).map_err(|e| err(&e))?;
                 Ok(String::from_utf8_lossy(&bytes).into_owned())
             };
-            let record = assemble(
+            let mut record = assemble(
                 &p,
                 &triage,
                 &screen,
@@ -54,6 +58,11 @@ impl Job for TaskJob {
                 patch(&triage.test_patch)?,
             )
             .map_err(|e| err(&e))?;
+            if let Some(env) = ctx.inputs.get(2) {
+                let env: EnvRecord = serde_json::from_slice(env).map_err(|e| err(&e))?;
+                record.executor = env.executor;
+                record.image = env.image;
+            }
             Ok(Output {
                 bytes: serde_json::to_vec(&record).map_err(|e| err(&e))?,
                 attachments: Vec::new(),
@@ -86,6 +95,8 @@ fn assemble(
         excluded: Vec::new(),
         env: p.env.clone(),
         topic: p.topic.clone(),
+        executor: None,
+        image: None,
     };
     if !triage.eligible() {
         record.status = "declined".into();

@@ -4,6 +4,8 @@
 
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
 
+pub mod fixture;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -295,6 +297,16 @@ pub fn steps(names: &[&str]) -> Vec<String> {
     let mut v: Vec<String> = names.iter().map(|n| format!("step:{n}")).collect();
     v.sort();
     v
+}
+
+/// A string no other test (or test process) uses: for paths, markers and
+/// setups that must be a test's own.
+pub fn unique(tag: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{tag}-{}-{nanos}", std::process::id())
 }
 
 /// A tiny seeded xorshift64*: reproducible randomness without a crate.

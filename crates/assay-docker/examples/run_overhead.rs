@@ -55,6 +55,7 @@ async fn main() {
         limits: Limits::default(),
         tmp_size: 64 << 20,
         home_size: 16 << 20,
+        watch: Vec::new(),
     };
 
     let ours = || async {

@@ -1,6 +1,7 @@
 //! Tar archives to and from the daemon: the staged tree (streamed, owned by
-//! the run's user), the environment skeleton with its key files, and one file
-//! read back out.
+//! the run's user), the environment skeleton with its key files, one file
+//! read back out, and the fingerprints of watched files of the tree after a
+//! run (streamed too: the tree's size is not bounded).
 //!
 //! The tree is walked without following symlinks: a symlink is archived as a
 //! symlink, so no entry path ever passes through one and the daemon cannot be
@@ -197,6 +198,59 @@ pub(crate) fn single_file(archive: &[u8]) -> Result<Option<Vec<u8>>, DockerError
     Ok(Some(bytes))
 }
 
+/// Reads the tar of a run's tree (as the daemon sends a directory: every
+/// entry below one top component) from `chunks` and fingerprints the
+/// `watch`ed paths (relative to the tree): blake3 of a regular file, `None`
+/// for anything else or for a path the archive does not hold. Never
+/// extracted: nothing the run left on disk is followed or written.
+pub(crate) fn fingerprints(
+    chunks: mpsc::Receiver<Bytes>,
+    watch: &[std::path::PathBuf],
+) -> io::Result<std::collections::BTreeMap<std::path::PathBuf, Option<[u8; 32]>>> {
+    let mut found: std::collections::BTreeMap<_, _> =
+        watch.iter().map(|path| (path.clone(), None)).collect();
+    let mut archive = tar::Archive::new(ChannelReader {
+        rx: chunks,
+        chunk: Bytes::new(),
+    });
+    for entry in archive.entries()? {
+        let mut entry = entry?;
+        let path: std::path::PathBuf = entry.path()?.components().skip(1).collect();
+        let Some(slot) = found.get_mut(&path) else {
+            continue;
+        };
+        *slot = if entry.header().entry_type() == tar::EntryType::Regular {
+            let mut hasher = blake3::Hasher::new();
+            io::copy(&mut entry, &mut hasher)?;
+            Some(*hasher.finalize().as_bytes())
+        } else {
+            None
+        };
+    }
+    Ok(found)
+}
+
+/// The receiving end of a download as a blocking reader; the end of the
+/// channel is the end of the archive.
+struct ChannelReader {
+    rx: mpsc::Receiver<Bytes>,
+    chunk: Bytes,
+}
+
+impl Read for ChannelReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.chunk.is_empty() {
+            match self.rx.blocking_recv() {
+                Some(chunk) => self.chunk = chunk,
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.chunk.len());
+        buf[..n].copy_from_slice(&self.chunk.split_to(n));
+        Ok(n)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,6 +314,44 @@ mod tests {
             let files = std::collections::BTreeMap::from([(bad.to_owned(), vec![])]);
             assert!(skeleton(&files, RunUser::default()).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn fingerprints_hash_regular_files_only_and_name_the_missing() {
+        let mut builder = tar::Builder::new(Vec::new());
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_size(3);
+        builder
+            .append_data(&mut header, "tree/tests/a.py", &b"abc"[..])
+            .unwrap();
+        let mut link = tar::Header::new_gnu();
+        link.set_entry_type(tar::EntryType::Symlink);
+        link.set_size(0);
+        builder
+            .append_link(&mut link, "tree/tests/b.py", "/etc/passwd")
+            .unwrap();
+        let bytes = builder.into_inner().unwrap();
+        // Small chunks through a small channel, fed from another thread.
+        let (tx, rx) = mpsc::channel(4);
+        let feeder = std::thread::spawn(move || {
+            // The reader stops at the archive's end marker: the padding
+            // after it may find the channel closed.
+            for chunk in bytes.chunks(100) {
+                if tx.blocking_send(Bytes::copy_from_slice(chunk)).is_err() {
+                    break;
+                }
+            }
+        });
+        let watch = ["tests/a.py", "tests/b.py", "tests/c.py"].map(std::path::PathBuf::from);
+        let found = fingerprints(rx, &watch).unwrap();
+        feeder.join().unwrap();
+        assert_eq!(
+            found[Path::new("tests/a.py")],
+            Some(*blake3::hash(b"abc").as_bytes())
+        );
+        assert_eq!(found[Path::new("tests/b.py")], None);
+        assert_eq!(found[Path::new("tests/c.py")], None);
     }
 
     #[test]

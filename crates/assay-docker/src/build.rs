@@ -103,8 +103,10 @@ impl Docker {
         })
     }
 
-    /// The base image's id; it must be in the daemon already.
-    async fn base_image(&self, base: &str) -> Result<ImageId, DockerError> {
+    /// The base image's id (`base` by tag or id); it must be in the daemon
+    /// already: [`DockerError::BaseImageMissing`] otherwise, which says how
+    /// to build it. Nothing is pulled.
+    pub async fn base_image(&self, base: &str) -> Result<ImageId, DockerError> {
         match self.api.inspect_image(base).await {
             Ok(image) => ImageId::parse(image.id.as_deref().unwrap_or_default()),
             Err(error) if status(&error) == Some(404) => Err(DockerError::BaseImageMissing {

@@ -283,6 +283,42 @@ impl<'d> Container<'d> {
         Ok(chunks.concat())
     }
 
+    /// The fingerprints of the `watch`ed files below `path`, read from a
+    /// streamed tar of it: see [`archive::fingerprints`](crate::archive::fingerprints).
+    pub(crate) async fn fingerprints(
+        &self,
+        path: &str,
+        watch: &[std::path::PathBuf],
+    ) -> Result<std::collections::BTreeMap<std::path::PathBuf, Option<[u8; 32]>>, DockerError> {
+        let options = DownloadFromContainerOptions {
+            path: path.to_owned(),
+        };
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        let owned = watch.to_vec();
+        let reader = tokio::task::spawn_blocking(move || crate::archive::fingerprints(rx, &owned));
+        let mut download = self
+            .docker
+            .long
+            .download_from_container(&self.id, Some(options));
+        while let Some(chunk) = download.next().await {
+            let chunk = chunk.map_err(DockerError::api(format!(
+                "download {path} from a container"
+            )))?;
+            // The reader stops at the archive's end; what follows is padding.
+            if tx.send(chunk).await.is_err() {
+                break;
+            }
+        }
+        drop(tx);
+        reader
+            .await
+            .unwrap_or_else(|join| Err(std::io::Error::other(join)))
+            .map_err(|source| DockerError::Archive {
+                what: "the tree after the run",
+                source,
+            })
+    }
+
     /// Removes the container and its anonymous volumes (the run's tree).
     pub(crate) async fn remove(mut self) -> Result<(), DockerError> {
         remove(&self.docker.api, &self.id)

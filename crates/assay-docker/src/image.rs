@@ -3,7 +3,9 @@
 //! config, hence the same id, so an environment's output can name its image
 //! by id and carry the blob for another machine.
 
-use bollard::query_parameters::{ImportImageOptions, RemoveImageOptions};
+use std::collections::BTreeSet;
+
+use bollard::query_parameters::{ImportImageOptions, ListImagesOptions, RemoveImageOptions};
 use bytes::Bytes;
 use futures_util::TryStreamExt;
 
@@ -53,6 +55,24 @@ impl Docker {
                     said: said.concat().trim().to_owned(),
                 })
             })
+    }
+
+    /// The id of every image in the daemon, tagged or not: a caller holding
+    /// an id from an earlier build checks here that it is still usable.
+    pub async fn image_ids(&self) -> Result<BTreeSet<ImageId>, DockerError> {
+        let options = ListImagesOptions {
+            all: true,
+            ..Default::default()
+        };
+        let images = self
+            .api
+            .list_images(Some(options))
+            .await
+            .map_err(DockerError::api("list images"))?;
+        Ok(images
+            .iter()
+            .filter_map(|image| ImageId::parse(&image.id).ok())
+            .collect())
     }
 
     /// Removes an image from the daemon (its saved blob, if any, is the way

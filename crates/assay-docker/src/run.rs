@@ -11,6 +11,9 @@
 //! | nothing of ours | no mount of the host; the env is exactly the spec's |
 //! | cannot outlive the run | wall-clock timeout → SIGKILL; the container is removed after success, failure, timeout, and when the future is dropped |
 //!
+//! After the run, before removal, the report is copied out and the watched
+//! files are fingerprinted from a streamed tar of the tree (never extracted).
+//!
 //! The tree's root directory is owned by the run user because the tree
 //! volume copies it from the image's empty `/assay/tree` (created by
 //! [`crate::Docker::build_image`] for the user named in its `assay.user`
@@ -115,6 +118,11 @@ impl Docker {
             Some((path, cap)) => Some(read_report(&container, path, cap).await?),
             None => None,
         };
+        let watched = if spec.watch.is_empty() {
+            std::collections::BTreeMap::new()
+        } else {
+            container.fingerprints(TREE_DIR, &spec.watch).await?
+        };
         let id = container.id.clone();
         container.remove().await?;
         let killed_by = if ended.timed_out {
@@ -133,6 +141,7 @@ impl Docker {
             log_bytes: ended.output.total,
             log_truncated: ended.output.total > spec.log_cap,
             report,
+            watched,
             container: id,
         })
     }

@@ -214,6 +214,9 @@ pub struct ContainerRun {
     pub tmp_size: u64,
     /// Size of the [`HOME_DIR`] tmpfs, in bytes.
     pub home_size: u64,
+    /// Files of the tree (relative paths) to fingerprint after the run, for
+    /// tamper evidence: [`ContainerOutcome::watched`] says what each became.
+    pub watch: Vec<PathBuf>,
 }
 
 /// Which file to copy out of the tree, and how much of it to accept.
@@ -244,6 +247,10 @@ pub struct ContainerOutcome {
     pub log_truncated: bool,
     /// `None` when no report was asked for.
     pub report: Option<Report>,
+    /// Each [`ContainerRun::watch`] path → blake3 of its content after the
+    /// run; `None` when it is gone or no longer a regular file (a symlink,
+    /// a directory).
+    pub watched: BTreeMap<PathBuf, Option<[u8; 32]>>,
     /// The container's id, for the record: it no longer exists.
     pub container: String,
 }

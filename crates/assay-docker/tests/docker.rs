@@ -140,6 +140,7 @@ impl Stage {
             limits: Limits::default(),
             tmp_size: 16 << 20,
             home_size: 4 << 20,
+            watch: Vec::new(),
         }
     }
 
@@ -593,6 +594,40 @@ async fn the_report_is_copied_out_but_never_through_a_symlink() {
         let out = docker.run(&spec).await.unwrap();
         assert_eq!(out.report, Some(expected), "{command}");
     }
+}
+
+#[tokio::test]
+async fn watched_files_are_fingerprinted_after_the_run_without_following_links() {
+    let docker = docker().await;
+    let stage = Stage::new();
+    for name in ["same", "edited", "deleted", "linked", "dir"] {
+        stage.write(&format!("tests/{name}.py"), "x = 1\n");
+    }
+    let mut spec = stage.spec(
+        "echo y >> tests/edited.py; rm tests/deleted.py; \
+         ln -sf /etc/passwd tests/linked.py; rm tests/dir.py; mkdir tests/dir.py",
+    );
+    spec.watch = ["same", "edited", "deleted", "linked", "dir"]
+        .map(|name| PathBuf::from(format!("tests/{name}.py")))
+        .to_vec();
+    let out = docker.run(&spec).await.unwrap();
+    assert_eq!(out.exit_code, Some(0));
+    let hash = |bytes: &[u8]| Some(*blake3::hash(bytes).as_bytes());
+    let watched: Vec<(String, Option<[u8; 32]>)> = out
+        .watched
+        .iter()
+        .map(|(path, hash)| (path.display().to_string(), *hash))
+        .collect();
+    assert_eq!(
+        watched,
+        [
+            ("tests/deleted.py".to_owned(), None),
+            ("tests/dir.py".to_owned(), None),
+            ("tests/edited.py".to_owned(), hash(b"x = 1\ny\n")),
+            ("tests/linked.py".to_owned(), None),
+            ("tests/same.py".to_owned(), hash(b"x = 1\n")),
+        ]
+    );
 }
 
 #[tokio::test]

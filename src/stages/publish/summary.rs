@@ -222,6 +222,22 @@ pub(super) fn summary(index: &Index<'_>) -> (Value, Sources) {
         "graded_unsandboxed",
         Value::Bool(sandboxes.contains(&"none")),
     );
+    // The images tasks were certified and sessions graded in, when any were
+    // (docker); absent when everything ran locally.
+    let environments: BTreeSet<(&str, &str)> = index
+        .tasks
+        .iter()
+        .map(|(t, _)| (&t.executor, &t.image))
+        .chain(index.grades.iter().map(|g| (&g.0.executor, &g.0.image)))
+        .filter_map(|(e, i)| Some((e.as_deref()?, i.as_deref()?)))
+        .collect();
+    if !environments.is_empty() {
+        let list: Vec<Value> = environments
+            .into_iter()
+            .map(|(executor, image)| json!({ "executor": executor, "image": image }))
+            .collect();
+        root.text("environments", list);
+    }
     let value = Value::Object(root.map);
     (value, sources)
 }

@@ -28,6 +28,8 @@ pub(super) fn task(id: &str, track: &str, certified: bool) -> (TaskRecord, Strin
         excluded: vec![],
         env: "default".to_owned(),
         topic: None,
+        executor: None,
+        image: None,
     };
     (record, format!("task-{id}-{track}"))
 }
@@ -74,6 +76,8 @@ pub(super) fn grade(
         reset_paths: vec![],
         tamper: vec![],
         sandbox: "bwrap".to_owned(),
+        executor: None,
+        image: None,
     };
     (record, format!("grade-{session}-{arm}"))
 }

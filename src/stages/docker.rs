@@ -1,0 +1,86 @@
+//! The Docker executor's connection, shared by every env and run job of a
+//! process (as bubblewrap's probe is): made once, checked at the start of a
+//! build, and the images the daemon held then, so that a cached environment
+//! whose image is gone is never taken for a hit.
+//!
+//! A build that uses Docker starts with [`start`]: it fails at once, with
+//! what to do, when the daemon does not answer or a base image is absent
+//! (nothing is ever pulled), and it removes the containers a killed assay
+//! left behind.
+
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
+use assay_docker::{Docker, DockerError, ImageId};
+
+use crate::cli::Failure;
+use crate::exit;
+
+static CLIENT: tokio::sync::OnceCell<Result<Docker, String>> = tokio::sync::OnceCell::const_new();
+
+/// The images in the daemon when the build started; `None` before [`start`].
+static PRESENT: Mutex<Option<BTreeSet<ImageId>>> = Mutex::new(None);
+
+/// The connection, made on first use (within `assay_docker::CONNECT_TIMEOUT`).
+pub(crate) async fn client() -> Result<&'static Docker, String> {
+    CLIENT
+        .get_or_init(|| async { Docker::connect().await.map_err(|e| e.to_string()) })
+        .await
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// Connects, removes containers of dead assay processes, checks that every
+/// base image is in the daemon, and notes which images are.
+pub(crate) fn start(rt: &tokio::runtime::Runtime, bases: &BTreeSet<String>) -> Result<(), Failure> {
+    rt.block_on(async {
+        let docker = client().await.map_err(|e| {
+            Failure::new(
+                exit::SANDBOX,
+                miette::miette!(
+                    help = "the docker executor needs a running Docker daemon (`docker info` checks it); or build with `--executor local`",
+                    "{e}"
+                ),
+            )
+        })?;
+        let daemon = |e: DockerError| {
+            Failure::new(
+                exit::SANDBOX,
+                miette::miette!(help = "check the daemon with `docker info`", "{e}"),
+            )
+        };
+        let removed = docker.cleanup_leftovers().await.map_err(daemon)?;
+        if !removed.is_empty() {
+            eprintln!(
+                "docker: removed {} container(s) left by an assay that was killed",
+                removed.len()
+            );
+        }
+        for base in bases {
+            match docker.base_image(base).await {
+                Ok(_) => {}
+                Err(e @ DockerError::BaseImageMissing { .. }) => {
+                    return Err(Failure::new(
+                        exit::SANDBOX,
+                        miette::miette!(
+                            help = "or `docker pull` / `docker load` an image yourself (a registry image works) and point `[env] base_image` at it",
+                            "{e}"
+                        ),
+                    ));
+                }
+                Err(e) => return Err(daemon(e)),
+            }
+        }
+        let ids = docker.image_ids().await.map_err(daemon)?;
+        *PRESENT.lock().unwrap_or_else(|p| p.into_inner()) = Some(ids);
+        Ok(())
+    })
+}
+
+/// Whether `id` was in the daemon when the build started; `None` when
+/// nothing was checked (no build started, e.g. `verify --reexecute`).
+pub(crate) fn image_present(id: &str) -> Option<bool> {
+    let present = PRESENT.lock().unwrap_or_else(|p| p.into_inner());
+    let ids = present.as_ref()?;
+    Some(ImageId::parse(id).is_ok_and(|id| ids.contains(&id)))
+}

@@ -1,0 +1,233 @@
+//! The pipeline's environments, checked once: the one `[env]`, or each
+//! `[env.NAME]`, with its report format, budgets and confinement; and which
+//! one each source's tasks run in. Every error points into the file.
+
+use std::collections::BTreeSet;
+
+use assay_report::Format;
+
+use super::confine::Confinement;
+use super::redact::RedactConfig;
+use super::run::RunParams;
+use crate::cli::Failure;
+use crate::pipeline::{EnvConfig, Pipeline, SourceConfig};
+
+/// One environment, checked: what its nodes are laid out with.
+pub(super) struct EnvSettings<'a> {
+    /// `None` for the unnamed `[env]`.
+    pub(super) name: Option<&'a str>,
+    pub(super) cfg: &'a EnvConfig,
+    pub(super) format: Format,
+    pub(super) timeout: u64,
+    pub(super) log_cap: u64,
+    pub(super) confine: Confinement,
+    /// `[env] export`, on the docker executor.
+    pub(super) export: bool,
+}
+
+impl EnvSettings<'_> {
+    /// The params of a run of the test command in this environment.
+    pub(super) fn run_params(
+        &self,
+        redact: &RedactConfig,
+        repeat: u32,
+        watch: &[String],
+    ) -> RunParams {
+        RunParams {
+            command: self.cfg.test_command.clone(),
+            report: self.format.as_str().to_owned(),
+            report_file: self.cfg.report_file.clone(),
+            timeout_s: self.timeout,
+            log_cap: self.log_cap,
+            redact: redact.clone(),
+            serial: self.cfg.serial.unwrap_or(true),
+            repeat,
+            confine: self.confine.clone(),
+            watch: watch.to_vec(),
+        }
+    }
+
+    /// The docker executor's base image, when this environment uses it.
+    pub(super) fn docker_base(&self) -> Option<&str> {
+        self.confine.docker().map(|d| d.base_image.as_str())
+    }
+}
+
+/// Every environment of the pipeline.
+pub(super) struct Envs<'a> {
+    all: Vec<EnvSettings<'a>>,
+    named: bool,
+}
+
+impl<'a> Envs<'a> {
+    /// Checks every environment; a pipeline with sources needs at least one.
+    pub(super) fn resolve(pipeline: &'a Pipeline) -> Result<Envs<'a>, Failure> {
+        let defined = pipeline.file.envs();
+        if defined.is_empty() {
+            let span = pipeline.file.source[0].name.span();
+            return Err(pipeline
+                .error_at(
+                    span,
+                    "a [[source]] needs an [env] table",
+                    "this source",
+                    "add [env] with test_command and report (see docs/pipeline.md)",
+                )
+                .into());
+        }
+        let named = defined.iter().any(|(name, _)| name.is_some());
+        let mut all = Vec::new();
+        for (name, cfg) in defined {
+            let format: Format = cfg.report.get_ref().parse().map_err(|_| {
+                pipeline.error_at(
+                    cfg.report.span(),
+                    format!("unknown report format `{}`", cfg.report.get_ref()),
+                    "here",
+                    "use one of: junit, pytest, unittest, libtest, libtest-json, go-test-json, tap",
+                )
+            })?;
+            let confine = super::layout::confinement(pipeline, cfg)?;
+            let export =
+                confine.docker().is_some() && cfg.export.as_ref().is_some_and(|e| *e.get_ref());
+            all.push(EnvSettings {
+                name: name.map(|n| n.get_ref().as_str()),
+                cfg,
+                format,
+                timeout: cfg.timeout.unwrap_or(300),
+                log_cap: cfg.log_cap.unwrap_or(64 << 20),
+                confine,
+                export,
+            });
+        }
+        Ok(Envs { all, named })
+    }
+
+    /// The environment `src` runs in: the unnamed `[env]`, the `[env.NAME]`
+    /// it names, or the only named one.
+    pub(super) fn for_source(
+        &self,
+        pipeline: &Pipeline,
+        src: &SourceConfig,
+    ) -> Result<&EnvSettings<'a>, Failure> {
+        let names = || {
+            self.all
+                .iter()
+                .filter_map(|e| e.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match (&src.env, self.named) {
+            (None, false) => Ok(&self.all[0]),
+            (Some(want), false) => Err(pipeline
+                .error_at(
+                    want.span(),
+                    format!("no environment `{}`: this pipeline has one unnamed [env]", want.get_ref()),
+                    "names an environment",
+                    format!(
+                        "rename [env] to [env.{}] (one table per environment), or remove `env` here",
+                        want.get_ref()
+                    ),
+                )
+                .into()),
+            (Some(want), true) => self
+                .all
+                .iter()
+                .find(|e| e.name == Some(want.get_ref().as_str()))
+                .ok_or_else(|| {
+                    pipeline
+                        .error_at(
+                            want.span(),
+                            format!("no environment `{}`", want.get_ref()),
+                            "not an [env.NAME]",
+                            format!("the environments are: {}", names()),
+                        )
+                        .into()
+                }),
+            (None, true) if self.all.len() == 1 => Ok(&self.all[0]),
+            (None, true) => Err(pipeline
+                .error_at(
+                    src.name.span(),
+                    "this source names no environment, and there are several",
+                    "this source",
+                    format!("add `env = \"NAME\"` to it, one of: {}", names()),
+                )
+                .into()),
+        }
+    }
+
+    /// The base images of the docker environments these sources use.
+    pub(super) fn docker_bases(
+        &self,
+        pipeline: &Pipeline,
+        sources: &[SourceConfig],
+    ) -> Result<BTreeSet<String>, Failure> {
+        let mut bases = BTreeSet::new();
+        for src in sources {
+            if let Some(base) = self.for_source(pipeline, src)?.docker_base() {
+                bases.insert(base.to_owned());
+            }
+        }
+        Ok(bases)
+    }
+}
+
+/// `[env] executor`, `base_image` and `cpus`, checked. The docker-only keys
+/// are ignored on the local executor, so `build --executor local` works on a
+/// docker pipeline.
+pub(super) fn executor(
+    pipeline: &Pipeline,
+    cfg: &EnvConfig,
+) -> Result<super::confine::Executor, Failure> {
+    use super::confine::{DEFAULT_BASE_IMAGE, DockerSettings, Executor};
+    let Some(name) = &cfg.executor else {
+        return Ok(Executor::Local);
+    };
+    match name.get_ref().as_str() {
+        "local" => return Ok(Executor::Local),
+        "docker" => {}
+        other => {
+            return Err(pipeline
+                .error_at(
+                    name.span(),
+                    format!("unknown executor `{other}`"),
+                    "here",
+                    "use `local` (the default: bubblewrap on this machine) or `docker`",
+                )
+                .into());
+        }
+    }
+    let base_image = match &cfg.base_image {
+        None => DEFAULT_BASE_IMAGE.to_owned(),
+        Some(b) if b.get_ref().trim().is_empty() => {
+            return Err(pipeline
+                .error_at(
+                    b.span(),
+                    "`base_image` is empty",
+                    "here",
+                    format!("name an image by tag or id, or leave the key out for `{DEFAULT_BASE_IMAGE}`"),
+                )
+                .into());
+        }
+        Some(b) => b.get_ref().clone(),
+    };
+    let cpu_millis = match &cfg.cpus {
+        None => None,
+        Some(c) => {
+            let millis = (c.get_ref() * 1000.0).round();
+            if !(millis >= 1.0 && millis <= f64::from(u32::MAX)) {
+                return Err(pipeline
+                    .error_at(
+                        c.span(),
+                        format!("`cpus` must be a positive number, not {}", c.get_ref()),
+                        "here",
+                        "e.g. `cpus = 2` or `cpus = 1.5`; leave it out for no CPU limit",
+                    )
+                    .into());
+            }
+            Some(millis as u32)
+        }
+    };
+    Ok(Executor::Docker(DockerSettings {
+        base_image,
+        cpu_millis,
+    }))
+}

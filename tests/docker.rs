@@ -1,0 +1,639 @@
+//! The docker executor through the real binary, against the real daemon:
+//! the grading fixture (`util::fixture`) with `executor = "docker"` gives the
+//! local verdicts, hostile sessions reach nothing, no container outlives a
+//! build (even one killed with `kill -9`), environments are shared images
+//! that can be exported and loaded back, and two sources can each have
+//! their own environment.
+//!
+//! The daemon must be reachable: these tests fail, they never skip. The base
+//! image is built with `scripts/base-image.sh` when absent (about a minute).
+//! Tests run in parallel in one process and other builds may share the
+//! daemon, so "no container left" is checked per build (by the `assay.pid`
+//! label of the process that made it), and images are only ever removed when
+//! a test made them its own (a unique setup command).
+
+#![allow(clippy::unwrap_used)]
+
+mod util;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use util::fixture::*;
+use util::{Build, Repo, unique};
+
+/// The base image, built once per test process if the daemon lacks it; a
+/// daemon that does not answer fails the test here.
+fn base_image() {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let info = Command::new("docker")
+            .args(["info", "--format", "{{.ServerVersion}}"])
+            .output()
+            .expect("run `docker info`");
+        assert!(
+            info.status.success(),
+            "these tests need a running Docker daemon:\n{}",
+            String::from_utf8_lossy(&info.stderr)
+        );
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/base-image.sh");
+        let out = Command::new(script)
+            .output()
+            .expect("run scripts/base-image.sh");
+        assert!(
+            out.status.success(),
+            "scripts/base-image.sh failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
+}
+
+/// The fixture on the docker executor, its base image present.
+fn docker_fixture() -> Fixture {
+    base_image();
+    Fixture::on(Executor::Docker)
+}
+
+/// `docker ARGS`, which must succeed; its stdout.
+fn docker(args: &[&str]) -> String {
+    let out = Command::new("docker").args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "docker {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Ids of the containers (running or not) the assay process `pid` created.
+fn containers_of(pid: u32) -> Vec<String> {
+    docker(&[
+        "ps",
+        "-aq",
+        "--filter",
+        "label=assay.run=1",
+        "--filter",
+        &format!("label=assay.pid={pid}"),
+    ])
+    .split_whitespace()
+    .map(str::to_owned)
+    .collect()
+}
+
+/// The released tasks by `instance_id`.
+fn tasks(f: &Fixture) -> BTreeMap<String, Value> {
+    std::fs::read_to_string(f.path().join("release/tasks.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|t| (t["instance_id"].as_str().unwrap().to_owned(), t))
+        .collect()
+}
+
+/// How many nodes of `kind` the build executed.
+fn executed(b: &Build, kind: &str) -> u64 {
+    b.summary.by_kind.get(kind).map(|c| c.executed).unwrap_or(0)
+}
+
+/// `[env]` of the fixture's pipeline with `lines` added to it.
+fn with_env_lines(f: &Fixture, lines: &str) {
+    let toml = std::fs::read_to_string(f.path().join("pipeline.toml")).unwrap();
+    let toml = toml.replacen("[env]\n", &format!("[env]\n{lines}\n"), 1);
+    f.project.write("pipeline.toml", toml);
+}
+
+// ---- the same verdicts -----------------------------------------------------------
+
+/// One session of each verdict the fixture can give, written into `f`.
+fn every_verdict(f: &Fixture) {
+    f.session("a/fix.json", "p-1", &f.fix1());
+    f.session(
+        "a/flaky.json",
+        "p-1",
+        &f.diff1(&[("pkg/ops.py", Some(OPS_FLAKY))]),
+    );
+    let wrong = OPS_BASE.replace(
+        "def sub(a, b):\n    return a + b",
+        "def sub(a, b):\n    return b - a",
+    );
+    f.session(
+        "a/wrong.json",
+        "p-1",
+        &f.diff1(&[("pkg/ops.py", Some(&wrong))]),
+    );
+    f.session("a/empty.json", "p-1", "");
+    f.session("a/mul.json", "p-2", &f.fix2());
+    f.session(
+        "a/stale.json",
+        "p-1",
+        &f.checkout.diff(
+            &f.base1,
+            &[("README.md", "# pkg, wip\n")],
+            &[("README.md", Some("# pkg, done\n"))],
+        ),
+    );
+    f.session(
+        "a/exit0.json",
+        "p-1",
+        &hostile(f, "import os\nos._exit(0)\n"),
+    );
+    f.session(
+        "a/exit127.json",
+        "p-1",
+        &hostile(f, "import os\nos._exit(127)\n"),
+    );
+    f.session(
+        "a/flood.json",
+        "p-1",
+        &f.diff1(&[
+            ("pkg/ops.py", Some(OPS_SUB)),
+            ("pkg/__init__.py", Some("print('x' * (2 << 20))\n")),
+        ]),
+    );
+    f.session(
+        "a/collide.json",
+        "p-2",
+        &f.diff2(&[
+            ("pkg/ops.py", Some(OPS_SUB_MUL)),
+            ("tests/test_mul.py", Some(TEST_EXTRA)),
+        ]),
+    );
+    f.session(
+        "a/extra.json",
+        "p-1",
+        &f.diff1(&[
+            ("pkg/ops.py", Some(OPS_SUB)),
+            ("tests/test_extra.py", Some(TEST_EXTRA)),
+        ]),
+    );
+}
+
+#[test]
+fn the_grading_fixture_gets_the_same_verdicts_on_docker_as_on_local() {
+    let local = Fixture::new();
+    let docker = docker_fixture();
+    for f in [&local, &docker] {
+        f.default_pipeline();
+        every_verdict(f);
+        f.build_ok();
+    }
+    let (l, d) = (local.results(), docker.results());
+    assert_eq!(
+        l.keys().collect::<Vec<_>>(),
+        d.keys().collect::<Vec<_>>(),
+        "the same grades"
+    );
+    let mut verdicts = std::collections::BTreeSet::new();
+    for (key, lrow) in &l {
+        let drow = &d[key];
+        for column in [
+            "verdict",
+            "fault",
+            "failing",
+            "base_check",
+            "new_check",
+            "reruns",
+            "tamper",
+        ] {
+            assert_eq!(
+                lrow[column], drow[column],
+                "{key:?} {column}: local {lrow:#?}\ndocker {drow:#?}"
+            );
+        }
+        // A grade with no run (the patch did not apply) has no sandbox.
+        let sandboxes = (lrow["sandbox"].as_str(), drow["sandbox"].as_str());
+        assert!(
+            matches!(sandboxes, ("bwrap", "docker") | ("", "")),
+            "{key:?}: {sandboxes:?}"
+        );
+        verdicts.insert(lrow["verdict"].clone());
+    }
+    for v in [
+        "resolved",
+        "resolved_after_rerun",
+        "unresolved",
+        "patch_apply_failed",
+        "no_report",
+        "env_setup_failed",
+        "ineligible",
+    ] {
+        assert!(verdicts.contains(v), "no {v} among {verdicts:?}");
+    }
+    // The docker release names the image that certified each task and
+    // graded each session; the local one names none.
+    let image = |t: &Value| t["image"].as_str().map(str::to_owned);
+    let docker_tasks = tasks(&docker);
+    let id = image(&docker_tasks["p-1"]).unwrap();
+    assert!(id.starts_with("sha256:"), "{id}");
+    assert_eq!(docker_tasks["p-1"]["executor"], "docker");
+    assert!(
+        tasks(&local)
+            .values()
+            .all(|t| t.get("image").is_none() && t.get("executor").is_none())
+    );
+    let grade = docker.grade_record("a/fix.json", "exclude");
+    assert_eq!(grade["executor"], "docker", "{grade:#}");
+    assert_eq!(grade["image"].as_str(), Some(id.as_str()), "{grade:#}");
+    assert!(
+        local
+            .grade_record("a/fix.json", "exclude")
+            .get("image")
+            .is_none()
+    );
+    let summary = docker.summary();
+    assert_eq!(summary["graded_unsandboxed"], Value::Bool(false));
+    assert_eq!(
+        summary["environments"],
+        serde_json::json!([{ "executor": "docker", "image": id }]),
+        "{summary:#}"
+    );
+    assert!(local.summary().get("environments").is_none());
+}
+
+#[test]
+fn build_executor_overrides_the_pipeline_for_one_build() {
+    base_image();
+    let f = Fixture::new();
+    f.default_pipeline();
+    f.session("a/fix.json", "p-1", &f.fix1());
+    let on_docker = f.build(&["--executor", "docker"]);
+    assert_eq!(on_docker.run.code, 0, "{}", on_docker.run.stderr);
+    assert_eq!(f.row("a/fix.json", "exclude")["sandbox"], "docker");
+    assert_eq!(tasks(&f)["p-1"]["executor"], "docker");
+    // Back to the file's executor: other keys, so everything runs again, locally.
+    let local = f.build_ok();
+    assert!(executed(&local, "run") > 0, "{:?}", local.summary);
+    assert_eq!(f.row("a/fix.json", "exclude")["sandbox"], "bwrap");
+    assert!(tasks(&f)["p-1"].get("executor").is_none());
+}
+
+// ---- attacks -----------------------------------------------------------------------
+
+#[test]
+fn hostile_code_reaches_nothing_outside_its_tree_and_is_never_resolved_on_docker() {
+    base_image();
+    hostile_code_is_confined(Executor::Docker);
+}
+
+// ---- no container outlives a build -------------------------------------------------
+
+/// Sleeps at import, far past the run's timeout.
+const SLEEPER: &str = "import time\n\ntime.sleep(600)\n";
+
+#[test]
+fn a_timeout_and_a_killed_build_leave_no_container_after_the_next_build() {
+    let f = docker_fixture();
+    f.default_pipeline();
+    let toml = std::fs::read_to_string(f.path().join("pipeline.toml")).unwrap();
+    f.project
+        .write("pipeline.toml", toml.replace("timeout = 60", "timeout = 5"));
+    f.session("evil/sleep.json", "p-1", &hostile(&f, SLEEPER));
+
+    // The first build is killed while the sleeper's container runs.
+    let mut child = f
+        .project
+        .command(&["build", "--json"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let killed = child.id();
+    let started = Instant::now();
+    let mut seen: Option<(String, Instant)> = None;
+    loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no long-running container of build {killed}"
+        );
+        let now = containers_of(killed);
+        match (&seen, now.first()) {
+            // The same container for over a second: the sleeper, not a
+            // screening run (those take a fraction of one).
+            (Some((id, since)), Some(current))
+                if id == current && since.elapsed() > Duration::from_millis(1500) =>
+            {
+                break;
+            }
+            (Some((id, _)), Some(current)) if id == current => {}
+            (_, Some(current)) => seen = Some((current.clone(), Instant::now())),
+            (_, None) => seen = None,
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    kill_9(killed);
+    child.wait().unwrap();
+
+    // The next build cleans up after it, and its own timed-out run leaves
+    // nothing either.
+    let next = f
+        .project
+        .command(&["build", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = next.id();
+    let out = next.wait_with_output().unwrap();
+    let b = Build::from(util::Run::from(out));
+    assert_eq!(b.run.code, 0, "{}", b.run.stderr);
+    let row = f.row("evil/sleep.json", "exclude");
+    assert_eq!(row["verdict"], "unresolved", "{row:#?}");
+    assert_eq!(
+        f.grade_record("evil/sleep.json", "exclude")["detail"],
+        "timed out after 5 s"
+    );
+    assert_eq!(
+        containers_of(killed),
+        Vec::<String>::new(),
+        "left by the killed build"
+    );
+    assert_eq!(
+        containers_of(pid),
+        Vec::<String>::new(),
+        "left by the next build"
+    );
+}
+
+/// `kill -9 PID`.
+fn kill_9(pid: u32) {
+    let status = Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+// ---- environments are images -------------------------------------------------------
+
+/// The fixture with a setup of its own (so the image is this test's alone)
+/// and `lines` in `[env]`.
+fn own_image_fixture(lines: &str) -> Fixture {
+    let f = docker_fixture();
+    f.default_pipeline();
+    let tag = unique("own");
+    with_env_lines(&f, &format!("setup = [\"echo {tag} > marker\"]\n{lines}"));
+    f.session("a/fix.json", "p-1", &f.fix1());
+    f.session("a/mul.json", "p-2", &f.fix2());
+    f
+}
+
+/// The image every task of `f` was certified in (they share one).
+fn the_image(f: &Fixture) -> String {
+    let tasks = tasks(f);
+    let images: std::collections::BTreeSet<&str> =
+        tasks.values().filter_map(|t| t["image"].as_str()).collect();
+    assert_eq!(images.len(), 1, "{tasks:#?}");
+    images.into_iter().next().unwrap().to_owned()
+}
+
+#[test]
+fn an_exported_image_removed_from_the_daemon_is_loaded_back_with_its_id() {
+    let f = own_image_fixture("export = true");
+    let first = f.build_ok();
+    // Two tasks, one env key: one environment, one image.
+    assert_eq!(tasks(&f).len(), 2);
+    assert_eq!(executed(&first, "env"), 1, "{:?}", first.summary);
+    let id = the_image(&f);
+    assert_eq!(
+        f.grade_record("a/mul.json", "exclude")["image"],
+        id.as_str()
+    );
+
+    docker(&["image", "rm", "-f", &id]);
+    let second = f.build_ok();
+    assert!(
+        second.run.stderr.contains(&format!(
+            "image {id} was gone from the Docker daemon; loaded back from its saved blob"
+        )),
+        "{}",
+        second.run.stderr
+    );
+    assert_eq!(executed(&second, "env"), 1);
+    // The same id, so the same env output: nothing downstream ran again.
+    for kind in ["run", "grade", "task"] {
+        assert_eq!(executed(&second, kind), 0, "{kind}: {:?}", second.summary);
+    }
+    assert_eq!(the_image(&f), id);
+    docker(&["image", "inspect", &id]);
+    docker(&["image", "rm", "-f", &id]);
+}
+
+#[test]
+fn an_image_lost_without_export_is_rebuilt_and_its_runs_run_again() {
+    let f = own_image_fixture("");
+    f.build_ok();
+    let id = the_image(&f);
+    docker(&["image", "rm", "-f", &id]);
+    let second = f.build_ok();
+    let rebuilt = the_image(&f);
+    assert_ne!(rebuilt, id);
+    assert!(
+        second.run.stderr.contains(&format!(
+            "image {id} was gone from the Docker daemon (not exported); rebuilt as {rebuilt}"
+        )),
+        "{}",
+        second.run.stderr
+    );
+    assert!(executed(&second, "run") > 0, "{:?}", second.summary);
+    assert_eq!(
+        f.grade_record("a/fix.json", "exclude")["image"],
+        rebuilt.as_str()
+    );
+    docker(&["image", "rm", "-f", &rebuilt]);
+}
+
+// ---- failures are fast and clear ------------------------------------------------------
+
+#[test]
+fn an_unreachable_daemon_fails_the_build_at_once() {
+    let f = Fixture::on(Executor::Docker);
+    f.default_pipeline();
+    let started = Instant::now();
+    let run = util::Run::from(
+        f.project
+            .command(&["build"])
+            .env(
+                "DOCKER_HOST",
+                format!("unix://{}/no.sock", f.path().display()),
+            )
+            .output()
+            .unwrap(),
+    )
+    .code(7);
+    says(
+        &run,
+        &[
+            "cannot reach the Docker daemon",
+            "or build with `--executor local`",
+        ],
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{}",
+        run.stderr
+    );
+    assert!(!f.path().join("release").exists());
+}
+
+#[test]
+fn an_absent_base_image_names_the_script_that_builds_it() {
+    let f = Fixture::on(Executor::Docker);
+    f.default_pipeline();
+    let missing = unique("assay-absent").to_lowercase();
+    with_env_lines(&f, &format!("base_image = \"{missing}:v1\""));
+    let run = f.project.run(&["build"]).code(7);
+    says(
+        &run,
+        &[
+            &format!("base image `{missing}:v1` is not in the Docker daemon"),
+            &format!("build it with `scripts/base-image.sh {missing}:v1`"),
+            "point `[env] base_image` at it",
+        ],
+    );
+}
+
+/// Asserts that stderr says each of `needles`, however the diagnostic
+/// wrapped it to the terminal's width.
+fn says(run: &util::Run, needles: &[&str]) {
+    let squeezed = |text: &str| -> String {
+        text.chars()
+            .filter(|c| !c.is_whitespace() && *c != '│')
+            .collect()
+    };
+    for needle in needles {
+        assert!(
+            squeezed(&run.stderr).contains(&squeezed(needle)),
+            "stderr lacks {needle:?}:\n{}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn a_failing_setup_command_and_its_log_are_the_environments_and_certify_nothing() {
+    let f = docker_fixture();
+    f.default_pipeline();
+    let tag = unique("fails");
+    with_env_lines(
+        &f,
+        &format!("setup = [\"echo {tag}\", \"echo about to fail; exit 3\", \"echo never\"]"),
+    );
+    let b = f.build_ok();
+    assert!(
+        b.run
+            .stderr
+            .contains("setup command 1 `echo about to fail; exit 3` exited"),
+        "{}",
+        b.run.stderr
+    );
+    for (id, task) in tasks(&f) {
+        assert_eq!(task["certified"], false, "{id}: {task:#}");
+        assert!(
+            task["uncertified_because"]
+                .to_string()
+                .contains("environment's setup failed"),
+            "{id}: {task:#}"
+        );
+    }
+    let env = b
+        .names("node_finished")
+        .into_iter()
+        .find(|n| n.starts_with("env:"))
+        .expect("an env node ran");
+    let explained: Value =
+        serde_json::from_str(&f.project.run(&["explain", &env, "--json"]).code(0).stdout).unwrap();
+    let shown = f
+        .project
+        .run(&["show", explained["output"].as_str().unwrap()])
+        .code(0);
+    let record: Value = serde_json::from_str(&shown.stdout).unwrap();
+    assert_eq!(record["ok"], false, "{record:#}");
+    assert_eq!(record["exit_code"], 3, "{record:#}");
+    assert_eq!(record["executor"], "docker", "{record:#}");
+    assert_eq!(
+        record["failed_command"], "echo about to fail; exit 3",
+        "{record:#}"
+    );
+    // The setup log: the failing command's output, and which command it was.
+    let log = f
+        .project
+        .run(&["show", record["setup_log"].as_str().unwrap()])
+        .code(0)
+        .stdout;
+    assert!(log.contains(&tag) && log.contains("about to fail"), "{log}");
+    assert!(
+        log.contains("assay: setup command 1 `echo about to fail; exit 3` exited with 3"),
+        "{log}"
+    );
+    assert!(!log.contains("never"), "{log}");
+}
+
+// ---- an environment per source ----------------------------------------------------------
+
+#[test]
+fn two_sources_run_in_their_own_environments_local_and_docker() {
+    let f = docker_fixture();
+    // A second repository whose test passes only in environment `b`.
+    let mut q = Repo::new(&f.project, "repo2");
+    let env_test = "\
+import os
+import unittest
+
+from lib import num
+
+
+class TestNum(unittest.TestCase):
+    def test_env(self):
+        with open(os.path.join(os.environ[\"ASSAY_ENV\"], \"which\")) as f:
+            self.assertEqual(f.read().strip(), \"b\")
+";
+    q.put("lib/__init__.py", "")
+        .put("lib/num.py", "def double(x):\n    return x + 1\n")
+        .put("tests/__init__.py", "")
+        .put("tests/test_num.py", env_test);
+    q.commit("Initial commit");
+    let fixed_test = format!(
+        "{env_test}\n    def test_double(self):\n        self.assertEqual(num.double(3), 6)\n"
+    );
+    q.pr(
+        1,
+        "Fix double",
+        &[
+            ("lib/num.py", "def double(x):\n    return x * 2\n"),
+            ("tests/test_num.py", &fixed_test),
+        ],
+    );
+    f.project.write("statements/q-1.md", "double(3) is 4.\n");
+    let env = |name: &str, executor: &str| {
+        format!(
+            "[env.{name}]\n{executor}setup = [\"echo {name} > which\"]\ntest_command = \"python3 -m unittest -v\"\nreport = \"unittest\"\ntimeout = 60\n"
+        )
+    };
+    f.project.write(
+        "pipeline.toml",
+        format!(
+            "statements = \"statements\"\n\n[[source]]\nname = \"p\"\npath = \"repo\"\nenv = \"a\"\n\n[[source]]\nname = \"q\"\npath = \"repo2\"\nenv = \"b\"\n\n{}\n{}",
+            env("a", ""),
+            env("b", "executor = \"docker\"\n"),
+        ),
+    );
+    let b = f.build_ok();
+    assert_eq!(executed(&b, "env"), 2, "{:?}", b.summary);
+    let tasks = tasks(&f);
+    let q1 = &tasks["q-1"];
+    assert_eq!(q1["certified"], true, "{q1:#}");
+    assert_eq!(q1["executor"], "docker", "{q1:#}");
+    assert!(
+        q1["PASS_TO_PASS"].to_string().contains("test_env"),
+        "{q1:#}"
+    );
+    for id in ["p-1", "p-2"] {
+        assert_eq!(tasks[id]["certified"], true, "{:#}", tasks[id]);
+        assert!(tasks[id].get("executor").is_none(), "{:#}", tasks[id]);
+        assert_ne!(tasks[id]["env"], q1["env"]);
+    }
+}

@@ -1315,11 +1315,7 @@ fn hostile_code_reaches_nothing_outside_its_tree_and_is_never_resolved() {
 fn a_memory_hog_is_killed_at_its_limit_and_the_grade_says_so() {
     let f = Fixture::new();
     f.pipeline("", 1 << 20, "");
-    let toml = std::fs::read_to_string(f.path().join("pipeline.toml")).unwrap();
-    f.project.write(
-        "pipeline.toml",
-        toml.replace("timeout = 60", "timeout = 60\nmemory = 268435456"),
-    );
+    f.edit_pipeline("timeout = 60", "timeout = 60\nmemory = 268435456");
     let hog = "x = bytearray(1 << 30)\nx[::4096] = b'a' * len(x[::4096])\n";
     f.session("evil/hog.json", "p-1", &hostile(&f, hog));
     f.session(
@@ -1504,11 +1500,7 @@ fn without_bubblewrap_the_build_stops_and_says_how_to_install_it() {
 fn an_unsandboxed_build_warns_and_its_release_says_so() {
     let f = Fixture::new();
     f.pipeline("", 1 << 20, "");
-    let toml = std::fs::read_to_string(f.path().join("pipeline.toml")).unwrap();
-    f.project.write(
-        "pipeline.toml",
-        toml.replace("timeout = 60", "timeout = 60\nsandbox = \"none\""),
-    );
+    f.edit_pipeline("timeout = 60", "timeout = 60\nsandbox = \"none\"");
     f.session(
         "a/fix.json",
         "p-1",

@@ -306,14 +306,7 @@ rerun_command = "python3 -m unittest -v {{files}}"
     /// The grade record of (session, arm), through `assay show`.
     pub fn grade_record(&self, session: &str, arm: &str) -> Value {
         let digest = self.row(session, arm)["grade_digest"].clone();
-        let run = self.project.run(&["show", &digest]);
-        assert_eq!(run.code, 0, "{}", run.stderr);
-        let text = &run.stdout;
-        let start = text
-            .find('{')
-            .unwrap_or_else(|| panic!("no record in {text}"));
-        let end = text.rfind('}').unwrap();
-        serde_json::from_str(&text[start..=end]).unwrap_or_else(|e| panic!("{e}: {text}"))
+        self.project.show_json(&digest)
     }
 
     pub fn build_ok(&self) -> Build {

@@ -15,7 +15,7 @@ pub(crate) struct Finding {
     pub(crate) problem: String,
 }
 
-fn finding(what: impl Into<String>, problem: impl Into<String>) -> Finding {
+pub(super) fn finding(what: impl Into<String>, problem: impl Into<String>) -> Finding {
     Finding {
         what: what.into(),
         problem: problem.into(),
@@ -215,7 +215,7 @@ pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>,
 }
 
 /// "line N: published `…`, recomputed `…`".
-fn first_difference(published: &[u8], recomputed: &[u8]) -> String {
+pub(super) fn first_difference(published: &[u8], recomputed: &[u8]) -> String {
     let a = String::from_utf8_lossy(published);
     let b = String::from_utf8_lossy(recomputed);
     for (i, (x, y)) in a.lines().zip(b.lines()).enumerate() {

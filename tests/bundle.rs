@@ -373,12 +373,10 @@ fn an_edited_number_in_summary_json_is_caught_with_its_path() {
     assert!(rate.is_number(), "{text}");
     *rate = Value::from(0.25);
     std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap() + "\n").unwrap();
-    caught(
-        &c,
-        &[
-            "release/summary.json",
-            "summary.agents[alpha/model-x].resolved_rate",
-        ],
+    let first = caught(&c, &["release/summary.json"]);
+    assert!(
+        first.contains("release/summary.json: field summary.agents[alpha/model-x].resolved_rate: published 0.25"),
+        "{first}"
     );
 }
 
@@ -391,7 +389,11 @@ fn a_dropped_row_of_results_csv_is_caught() {
     assert!(lines.len() > 2);
     lines.remove(2);
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-    caught(&c, &["release/results.csv", "row 2"]);
+    let first = caught(&c, &["release/results.csv"]);
+    assert!(
+        first.contains("release/results.csv: field row 2 ("),
+        "{first}"
+    );
 }
 
 #[test]
@@ -453,7 +455,8 @@ fn a_renamed_fail_to_pass_test_is_caught() {
     let at = text.find("\"FAIL_TO_PASS\":[\"").unwrap() + "\"FAIL_TO_PASS\":[\"".len();
     let renamed = format!("{}renamed_{}", &text[..at], &text[at..]);
     std::fs::write(&path, renamed).unwrap();
-    caught(&c, &["release/tasks.jsonl"]);
+    let first = caught(&c, &["release/tasks.jsonl"]);
+    assert!(first.contains("release/tasks.jsonl"), "{first}");
 }
 
 #[test]
@@ -484,4 +487,93 @@ fn a_bundle_without_logs_keeps_their_digests_and_verifies() {
     bytes[0] ^= 1;
     std::fs::write(&p, bytes).unwrap();
     verify(&lean, &[]).code(4);
+}
+
+/// bincode 2's standard varint of an unsigned integer.
+fn varint(n: u64, out: &mut Vec<u8>) {
+    match n {
+        0..=250 => out.push(n as u8),
+        251..=0xffff => {
+            out.push(251);
+            out.extend((n as u16).to_le_bytes());
+        }
+        0x1_0000..=0xffff_ffff => {
+            out.push(252);
+            out.extend((n as u32).to_le_bytes());
+        }
+        _ => {
+            out.push(253);
+            out.extend(n.to_le_bytes());
+        }
+    }
+}
+
+/// A node's key, recomputed as an auditor in any language would: blake3 of
+/// the bincode of {schema, kind, kind_version, params, deps}.
+fn key_of(node: &Value) -> String {
+    let mut b = Vec::new();
+    varint(node["schema"].as_u64().unwrap(), &mut b);
+    let kind = node["kind"].as_str().unwrap();
+    varint(kind.len() as u64, &mut b);
+    b.extend(kind.as_bytes());
+    varint(node["kind_version"].as_u64().unwrap(), &mut b);
+    let params = hex::decode(node["params"].as_str().unwrap()).unwrap();
+    varint(params.len() as u64, &mut b);
+    b.extend(params);
+    let deps = node["deps"].as_array().unwrap();
+    varint(deps.len() as u64, &mut b);
+    for d in deps {
+        b.extend(hex::decode(d.as_str().unwrap()).unwrap());
+    }
+    blake3::hash(&b).to_hex().to_string()
+}
+
+#[test]
+fn every_key_in_a_bundle_recomputes_from_its_record_outside_assay() {
+    let c = Copy::new();
+    let nodes = c.nodes();
+    assert!(nodes.len() > 10);
+    for n in &nodes {
+        assert_eq!(key_of(n), n["key"].as_str().unwrap(), "{}", n["name"]);
+    }
+}
+
+#[test]
+fn evidence_forged_below_the_release_with_every_digest_rehashed_is_caught() {
+    // A grade's record gains a field no release file shows; its blob, the
+    // release node's dependency digest, the release node's key and
+    // bundle.json are all rewritten to match. The release files recompute
+    // the same, but the manifest (sealed by the release digest) names the
+    // release node it was computed by.
+    let c = Copy::new();
+    let grade = c.names_of_kind("grade")[0].clone();
+    let mut record = c.output(&grade);
+    record["note"] = Value::from("forged");
+    c.forge_output(&grade, &record);
+    let new_output = c.node(&grade)["output"].clone();
+    let mut release_key = String::new();
+    let lines: Vec<String> = c
+        .nodes()
+        .into_iter()
+        .map(|mut n| {
+            if n["kind"] == "release" {
+                let i = n["inputs"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .position(|x| x == grade.as_str())
+                    .unwrap();
+                n["deps"][i] = new_output.clone();
+                release_key = key_of(&n);
+                n["key"] = Value::from(release_key.clone());
+            }
+            serde_json::to_string(&n).unwrap()
+        })
+        .collect();
+    std::fs::write(c.path.join("nodes.jsonl"), lines.join("\n") + "\n").unwrap();
+    let head_path = c.path.join("bundle.json");
+    let mut head: Value = serde_json::from_slice(&std::fs::read(&head_path).unwrap()).unwrap();
+    head["release_node"] = Value::from(release_key);
+    std::fs::write(&head_path, serde_json::to_string_pretty(&head).unwrap()).unwrap();
+    caught(&c, &["provenance.release_node"]);
 }

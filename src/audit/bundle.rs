@@ -27,9 +27,7 @@ use crate::stages::{ReleaseParams, ReleaseRecord, assemble};
 /// The format of a bundle's `bundle.json`; bumped when the layout changes meaning.
 pub(crate) const FORMAT: &str = "assay-bundle/1";
 
-/// assay's version and the commit it was built from (`build.rs`).
-pub(crate) const ASSAY_VERSION: &str = env!("CARGO_PKG_VERSION");
-pub(crate) const GIT_COMMIT: &str = env!("ASSAY_GIT_COMMIT");
+use crate::stages::{ASSAY_VERSION, GIT_COMMIT};
 
 /// One node of the closure, as `nodes.jsonl` holds it (one line each, sorted by name).
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -522,14 +520,17 @@ pub(crate) fn verify_bundle(
         }
     }
     let manifest: Value = serde_json::from_slice(manifest_bytes).unwrap_or_default();
+    // The files' own digests are reported after the nodes and the
+    // recomputation, which name the field that differs.
+    let mut late = Vec::new();
     for (name, digest) in manifest["files"].as_object().into_iter().flatten() {
         let want = digest.as_str().unwrap_or_default();
         match b.files.get(name) {
-            None => findings.push(finding(
+            None => late.push(finding(
                 format!("release/{name}"),
                 "listed in manifest.json but missing",
             )),
-            Some(bytes) if Digest::of(bytes).to_hex() != want => findings.push(finding(
+            Some(bytes) if Digest::of(bytes).to_hex() != want => late.push(finding(
                 format!("release/{name}"),
                 format!(
                     "manifest.json says {want}, the file hashes to {}",
@@ -539,7 +540,7 @@ pub(crate) fn verify_bundle(
             Some(_) => {}
         }
     }
-    check_statement(&b, &mut findings);
+    check_statement(&b, &mut late);
     checked.files = b.files.len();
 
     // The nodes to check: all, or the closure of one number's sources.
@@ -550,8 +551,51 @@ pub(crate) fn verify_bundle(
         .get(b.head.release_node.as_str())
         .copied()
         .filter(|n| n.kind == "release");
+    // The release digest covers the release node's key, and so, through the
+    // key records, every input the release was computed from.
+    if let Some(node) = manifest["provenance"]["release_node"].as_str()
+        && node != b.head.release_node
+    {
+        findings.push(finding(
+            "release/manifest.json provenance.release_node",
+            format!(
+                "says {node}, bundle.json names release node {}",
+                b.head.release_node
+            ),
+        ));
+    }
     let wanted: Option<(Value, BTreeSet<&str>)> = match number {
-        None => None,
+        None => {
+            // Every node the manifest names must be in the bundle.
+            let mut named: BTreeSet<&str> = BTreeSet::new();
+            for n in manifest["numbers"].as_array().into_iter().flatten() {
+                for field in ["grades", "readings"] {
+                    named.extend(
+                        n[field]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter_map(Value::as_str),
+                    );
+                }
+            }
+            named.extend(
+                manifest["tasks"]
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|(_, d)| d.as_str()),
+            );
+            for k in named {
+                if !by_key.contains_key(k) {
+                    findings.push(finding(
+                        "release/manifest.json",
+                        format!("names node {k}, which is not in the bundle"),
+                    ));
+                }
+            }
+            None
+        }
         Some(path) => {
             let entry = manifest["numbers"]
                 .as_array()
@@ -683,10 +727,12 @@ pub(crate) fn verify_bundle(
             "bundle.json release_node",
             format!("no release node {} in nodes.jsonl", b.head.release_node),
         ));
+        findings.extend(late);
         return Ok((findings, checked));
     };
     let recomputed = recompute(&b, release, &by_name, &mut findings);
     let Some(files) = recomputed else {
+        findings.extend(late);
         return Ok((findings, checked));
     };
     match &wanted {
@@ -727,6 +773,7 @@ pub(crate) fn verify_bundle(
             }
         }
     }
+    findings.extend(late);
     Ok((findings, checked))
 }
 

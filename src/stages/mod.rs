@@ -10,6 +10,7 @@ mod grading;
 mod judge;
 mod layout;
 mod metrics;
+mod provenance;
 mod publish;
 mod records;
 mod redact;
@@ -22,6 +23,7 @@ mod task;
 mod tree;
 mod triage;
 
+pub(crate) use provenance::{ASSAY_VERSION, GIT_COMMIT};
 pub(crate) use records::RunFacts;
 pub(crate) use release::{ReleaseParams, ReleaseRecord, assemble};
 pub(crate) use sources::parse_date;

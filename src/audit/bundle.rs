@@ -177,16 +177,8 @@ pub(crate) fn export(store: &Store, dir: &Path, omit: &[String]) -> Result<Expor
             release_out = Some(output.clone());
         }
         blobs.insert(row.output, output);
-        let leave_out = omit.iter().any(|k| *k == record.kind);
-        for a in &row.attachments {
-            if leave_out {
-                omitted.insert(*a);
-            } else if !blobs.contains_key(a) {
-                blobs.insert(
-                    *a,
-                    store.blobs().get(a).map_err(|x| format!("{name}: {x}"))?,
-                );
-            }
+        if omit.contains(&record.kind) {
+            omitted.extend(row.attachments.iter().copied());
         }
         nodes.insert(
             name.clone(),
@@ -205,9 +197,21 @@ pub(crate) fn export(store: &Store, dir: &Path, omit: &[String]) -> Result<Expor
             },
         );
     }
-    // An omitted attachment that some node outputs (or that a kept node
-    // attaches) is in the bundle anyway.
+    // An attachment of a left-out kind is left out wherever it is attached
+    // (a grade attaches its run's log), unless it is some node's output.
     omitted.retain(|d| !blobs.contains_key(d));
+    for n in nodes.values() {
+        for a in &n.attachments {
+            let d: Digest = a.parse()?;
+            if !omitted.contains(&d) && !blobs.contains_key(&d) {
+                let bytes = store
+                    .blobs()
+                    .get(&d)
+                    .map_err(|x| format!("{}: {x}", n.name))?;
+                blobs.insert(d, bytes);
+            }
+        }
+    }
 
     let release: ReleaseRecord = serde_json::from_slice(&release_out.unwrap_or_default())
         .map_err(|x| format!("release output: {x}"))?;
@@ -634,9 +638,15 @@ pub(crate) fn verify_bundle(
     };
 
     let blob_state = hash_blobs(&b.dir);
-    let omitted: BTreeSet<&str> = b.head.omitted.iter().map(String::as_str).collect();
+    // Attachments of the kinds left out may be absent, wherever attached.
+    let omittable: BTreeSet<&str> = b
+        .nodes
+        .iter()
+        .filter(|n| b.head.omitted.contains(&n.kind))
+        .flat_map(|n| n.attachments.iter().map(String::as_str))
+        .collect();
     let mut blobs_checked: BTreeSet<&str> = BTreeSet::new();
-    let mut omitted_blobs = 0;
+    let mut omitted_blobs: BTreeSet<String> = BTreeSet::new();
     let mut check_blob =
         |hex: &str, what: String, may_be_absent: bool, out: &mut Vec<Finding>| -> bool {
             match blob_state.get_key_value(hex) {
@@ -649,7 +659,7 @@ pub(crate) fn verify_bundle(
                     false
                 }
                 None if may_be_absent => {
-                    omitted_blobs += 1;
+                    omitted_blobs.insert(hex.to_owned());
                     false
                 }
                 None => {
@@ -683,7 +693,7 @@ pub(crate) fn verify_bundle(
             &mut findings,
         );
         for a in &n.attachments {
-            let absent_ok = omitted.contains(n.kind.as_str());
+            let absent_ok = omittable.contains(a.as_str());
             check_blob(
                 a,
                 format!("attachment of {}", n.name),
@@ -719,7 +729,7 @@ pub(crate) fn verify_bundle(
         }
     }
     checked.blobs = blobs_checked.len();
-    checked.omitted_blobs = omitted_blobs;
+    checked.omitted_blobs = omitted_blobs.len();
 
     // Every release file, recomputed from the release node's inputs.
     let Some(release) = release else {

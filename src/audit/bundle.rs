@@ -16,13 +16,14 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use assay_engine::{Digest, KeyRecord, Store, encode_params};
+use assay_engine::{Digest, KeyRecord, Store};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::Digest as _;
 
+use super::recompute::{Recomputed, recompute_release};
 use super::release::{Finding, finding, first_difference, release_digest};
-use crate::stages::{ReleaseParams, ReleaseRecord, assemble};
+use crate::stages::ReleaseRecord;
 
 /// The format of a bundle's `bundle.json`; bumped when the layout changes meaning.
 pub(crate) const FORMAT: &str = "assay-bundle/1";
@@ -822,24 +823,17 @@ fn recompute(
     findings: &mut Vec<Finding>,
 ) -> Option<BTreeMap<String, Vec<u8>>> {
     let what = format!("node {}", release.name);
-    let params: ReleaseParams = match release.params_json.clone().map(serde_json::from_value) {
-        Some(Ok(p)) => p,
-        Some(Err(e)) => {
-            findings.push(finding(what, format!("params_json: {e}")));
-            return None;
-        }
-        None => {
-            findings.push(finding(what, "no params_json"));
+    let Some(params_json) = &release.params_json else {
+        findings.push(finding(what, "no params_json"));
+        return None;
+    };
+    let params = match hex::decode(&release.params) {
+        Ok(p) => p,
+        Err(e) => {
+            findings.push(finding(what, format!("params: {e}")));
             return None;
         }
     };
-    if hex::encode(encode_params(&params)) != release.params {
-        findings.push(finding(
-            what,
-            "params_json does not encode to the params of its key record",
-        ));
-        return None;
-    }
     let mut inputs = Vec::with_capacity(release.inputs.len());
     for name in &release.inputs {
         let n = by_name.get(name.as_str())?;
@@ -849,22 +843,14 @@ fn recompute(
         }
         inputs.push((bytes, n.key.parse::<Digest>().ok()?));
     }
-    let refs: Vec<(&[u8], Digest)> = inputs.iter().map(|(b, k)| (b.as_slice(), *k)).collect();
-    let (files, funnel) = match assemble(&params, &refs) {
-        Ok(x) => x,
+    let Recomputed { files, record } = match recompute_release(params_json, &params, &inputs) {
+        Ok(r) => r,
         Err(e) => {
             findings.push(finding(what, format!("cannot recompute the release: {e}")));
             return None;
         }
     };
     // The release job itself, re-executed: its output record names the files.
-    let record = ReleaseRecord {
-        files: files
-            .iter()
-            .map(|(n, bytes)| (n.clone(), Digest::of(bytes).to_hex()))
-            .collect(),
-        funnel,
-    };
     let stored = std::fs::read(blob_path(&b.dir, &release.output)).unwrap_or_default();
     if serde_json::to_vec(&record).unwrap_or_default() != stored {
         findings.push(finding(

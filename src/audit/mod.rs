@@ -13,6 +13,7 @@
 //!    and checked against its digest) and compared byte for byte.
 
 mod bundle;
+mod recompute;
 mod release;
 
 pub(crate) use bundle::{LOG_KINDS, export, verify_bundle};

@@ -6,7 +6,7 @@ use std::path::Path;
 use assay_engine::{Digest, Store};
 use serde::Serialize;
 
-use crate::stages::{ReleaseParams, ReleaseRecord, assemble};
+use crate::stages::ReleaseRecord;
 
 /// One disagreement, or one thing that could not be checked.
 #[derive(Clone, Debug, Serialize)]
@@ -148,8 +148,6 @@ pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>,
 
     // 3. Recompute every file from the node's inputs, read back from the cache.
     let display: serde_json::Value = serde_json::from_str(&display).unwrap_or_default();
-    let params: ReleaseParams = serde_json::from_value(display["params"].clone())
-        .map_err(|e| format!("release node params: {e}"))?;
     let names: Vec<String> = serde_json::from_value(display["deps"].clone()).unwrap_or_default();
     let by_name: BTreeMap<&str, &assay_engine::ManifestEntry> = build_manifest
         .entries
@@ -194,8 +192,8 @@ pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>,
     }
     checked.inputs = inputs.len();
     if inputs.len() == record.deps.len() {
-        let refs: Vec<(&[u8], Digest)> = inputs.iter().map(|(b, k)| (b.as_slice(), *k)).collect();
-        let (files, _) = assemble(&params, &refs)?;
+        let files =
+            super::recompute::recompute_release(&display["params"], &record.params, &inputs)?.files;
         checked.recomputed = true;
         for (name, bytes) in &files {
             match present.get(name) {

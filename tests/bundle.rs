@@ -302,6 +302,18 @@ fn a_single_number_verifies_alone() {
         run.stdout
     );
     assert!(run.stdout.contains(" 1 numbers"), "{}", run.stdout);
+    // Fewer nodes than the whole bundle: only what the number rests on.
+    let nodes = |out: &str| -> usize {
+        let at = out.find("checked ").unwrap() + "checked ".len();
+        out[at..].split(' ').next().unwrap().parse().unwrap()
+    };
+    let all = verify(&s.bundle, &[]).code(0);
+    assert!(
+        nodes(&run.stdout) < nodes(&all.stdout),
+        "{}{}",
+        run.stdout,
+        all.stdout
+    );
     verify(&s.bundle, &["summary.agents[nobody/none].resolved_rate"])
         .code(4)
         .stderr_has("no published number");

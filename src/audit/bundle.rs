@@ -836,12 +836,21 @@ fn recompute(
     };
     let mut inputs = Vec::with_capacity(release.inputs.len());
     for name in &release.inputs {
-        let n = by_name.get(name.as_str())?;
-        let bytes = std::fs::read(blob_path(&b.dir, &n.output)).ok()?;
-        if Digest::of(&bytes).to_hex() != n.output {
-            return None;
+        let read = by_name.get(name.as_str()).and_then(|n| {
+            let bytes = std::fs::read(blob_path(&b.dir, &n.output)).ok()?;
+            let key = n.key.parse::<Digest>().ok()?;
+            (Digest::of(&bytes).to_hex() == n.output).then_some((bytes, key))
+        });
+        match read {
+            Some(input) => inputs.push(input),
+            None => {
+                findings.push(finding(
+                    what,
+                    format!("input {name}: its output is not in the bundle, or corrupt: nothing recomputed"),
+                ));
+                return None;
+            }
         }
-        inputs.push((bytes, n.key.parse::<Digest>().ok()?));
     }
     let Recomputed { files, record } = match recompute_release(params_json, &params, &inputs) {
         Ok(r) => r,

@@ -28,8 +28,6 @@ use crate::stages::ReleaseRecord;
 /// The format of a bundle's `bundle.json`; bumped when the layout changes meaning.
 pub(crate) const FORMAT: &str = "assay-bundle/1";
 
-use crate::stages::{ASSAY_VERSION, GIT_COMMIT};
-
 /// One node of the closure, as `nodes.jsonl` holds it (one line each, sorted by name).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct BundleNode {
@@ -279,8 +277,9 @@ pub(crate) fn export(store: &Store, dir: &Path, omit: &[String]) -> Result<Expor
     })
 }
 
-/// What the release was made from and by: the release node, assay, the
-/// executors and environments (image ids), the judges' settings digests.
+/// What the release was made from and by: the release node, the assay and
+/// pipeline of its build (from its manifest), the executors and environments
+/// (image ids), the judges' settings digests.
 fn provenance(
     nodes: &BTreeMap<String, BundleNode>,
     blobs: &BTreeMap<Digest, Vec<u8>>,
@@ -315,7 +314,10 @@ fn provenance(
     json!({
         "release_digest": release_digest,
         "release_node": release_key.to_hex(),
-        "assay": { "version": ASSAY_VERSION, "commit": GIT_COMMIT },
+        // The assay that built the release (never the exporting one: the
+        // same release exports to the same bytes with any assay).
+        "assay": manifest["provenance"]["assay"],
+        "pipeline": manifest["provenance"]["pipeline"],
         "environments": environments,
         "judges": manifest.get("judges").cloned().unwrap_or_else(|| json!({})),
     })

@@ -145,6 +145,18 @@ pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>,
             "its key record does not hash to its key",
         ));
     }
+    // The manifest names the release node that computed it (`provenance`).
+    if let Some(node) = present
+        .get("manifest.json")
+        .and_then(|m| serde_json::from_slice::<serde_json::Value>(m).ok())
+        .and_then(|v| v["provenance"]["release_node"].as_str().map(str::to_owned))
+        && node != key.to_hex()
+    {
+        findings.push(finding(
+            "manifest.json provenance.release_node",
+            format!("says {node}, the release node of these files is {key}"),
+        ));
+    }
 
     // 3. Recompute every file from the node's inputs, read back from the cache.
     let display: serde_json::Value = serde_json::from_str(&display).unwrap_or_default();

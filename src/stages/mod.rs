@@ -23,7 +23,6 @@ mod task;
 mod tree;
 mod triage;
 
-pub(crate) use provenance::{ASSAY_VERSION, GIT_COMMIT};
 pub(crate) use records::RunFacts;
 pub(crate) use release::{ReleaseParams, ReleaseRecord, assemble};
 pub(crate) use sources::parse_date;

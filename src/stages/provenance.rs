@@ -19,8 +19,8 @@ use super::records::TaskRecord;
 use super::release::{KIND_VERSION, ReleaseParams};
 
 /// assay's version and the commit it was built from (`build.rs`).
-pub(crate) const ASSAY_VERSION: &str = env!("CARGO_PKG_VERSION");
-pub(crate) const GIT_COMMIT: &str = env!("ASSAY_GIT_COMMIT");
+const ASSAY_VERSION: &str = env!("CARGO_PKG_VERSION");
+const GIT_COMMIT: &str = env!("ASSAY_GIT_COMMIT");
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct Provenance {

@@ -315,8 +315,18 @@ fn a_single_number_verifies_alone() {
         all.stdout
     );
     verify(&s.bundle, &["summary.agents[nobody/none].resolved_rate"])
-        .code(4)
+        .code(6)
         .stderr_has("no published number");
+    // Not a bundle at all: not found, not a mismatch.
+    let empty = tempfile::tempdir().unwrap();
+    verify(empty.path(), &[]).code(6).stderr_has("not a bundle");
+    // What the number rests on, with what each grade says.
+    assert!(
+        run.stdout
+            .contains("  rests on grade:alpha/fix1.json:exclude resolved"),
+        "{}",
+        run.stdout
+    );
 
     // A grade it rests on, forged consistently, is caught from the number.
     let c = Copy::new();

@@ -363,6 +363,18 @@ fn statement(files: &BTreeMap<String, Vec<u8>>, provenance: &Value) -> Value {
     })
 }
 
+/// Why `verify --bundle` could not check anything.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BundleError {
+    #[error("{0} is not a bundle (no bundle.json)")]
+    NotABundle(String),
+    #[error("no published number `{0}` in release/manifest.json")]
+    NoSuchNumber(String),
+    /// A bundle whose own files cannot be read as one (a mismatch).
+    #[error("{0}")]
+    Unreadable(String),
+}
+
 /// What `verify --bundle` checked.
 #[derive(Debug, Default)]
 pub(crate) struct BundleChecked {
@@ -372,6 +384,9 @@ pub(crate) struct BundleChecked {
     pub(crate) files: usize,
     pub(crate) numbers: usize,
     pub(crate) release_digest: String,
+    /// With a number: the nodes its manifest entry lists, with what each
+    /// says (a grade's verdict, a reading's outcome).
+    pub(crate) sources: Vec<(String, String)>,
 }
 
 /// The bundle as read from disk.
@@ -483,8 +498,11 @@ pub(crate) fn verify_bundle(
     dir: &Path,
     number: Option<&str>,
     expected_digest: Option<&str>,
-) -> Result<(Vec<Finding>, BundleChecked), String> {
-    let b = read_bundle(dir)?;
+) -> Result<(Vec<Finding>, BundleChecked), BundleError> {
+    if !dir.join("bundle.json").is_file() {
+        return Err(BundleError::NotABundle(dir.display().to_string()));
+    }
+    let b = read_bundle(dir).map_err(BundleError::Unreadable)?;
     let mut findings = Vec::new();
     let mut checked = BundleChecked::default();
 
@@ -493,7 +511,7 @@ pub(crate) fn verify_bundle(
     let manifest_bytes = b
         .files
         .get("manifest.json")
-        .ok_or("the bundle has no release/manifest.json")?;
+        .ok_or_else(|| BundleError::Unreadable("no release/manifest.json".to_owned()))?;
     match release_digest(manifest_bytes) {
         None => findings.push(finding(
             "release/manifest.json",
@@ -610,7 +628,7 @@ pub(crate) fn verify_bundle(
                 .flatten()
                 .find(|n| n["path"] == path)
                 .cloned()
-                .ok_or_else(|| format!("no published number `{path}` in release/manifest.json"))?;
+                .ok_or_else(|| BundleError::NoSuchNumber(path.to_owned()))?;
             let mut roots = BTreeSet::new();
             for field in ["grades", "readings", "tasks"] {
                 for k in entry[field].as_array().into_iter().flatten() {
@@ -618,6 +636,15 @@ pub(crate) fn verify_bundle(
                     match by_key.get(k) {
                         Some(n) => {
                             roots.insert(n.name.as_str());
+                            let says: Value = std::fs::read(blob_path(&b.dir, &n.output))
+                                .ok()
+                                .and_then(|b| serde_json::from_slice(&b).ok())
+                                .unwrap_or_default();
+                            let says = ["verdict", "outcome", "status"]
+                                .iter()
+                                .find_map(|f| says[*f].as_str().map(str::to_owned))
+                                .unwrap_or_default();
+                            checked.sources.push((n.name.clone(), says));
                         }
                         None => findings.push(finding(
                             format!("{path} {field}"),

@@ -16,6 +16,6 @@ mod bundle;
 mod recompute;
 mod release;
 
-pub(crate) use bundle::{LOG_KINDS, export, verify_bundle};
+pub(crate) use bundle::{BundleError, LOG_KINDS, export, verify_bundle};
 
 pub(crate) use release::{Finding, verify_release};

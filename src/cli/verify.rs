@@ -249,13 +249,25 @@ fn reexecute(
 
 /// `--bundle DIR [NUMBER]`: everything from the bundle alone.
 fn bundle(dir: &std::path::Path, args: &VerifyArgs) -> Result<i32, Failure> {
+    use crate::audit::BundleError;
     let (findings, checked) =
         crate::audit::verify_bundle(dir, args.number.as_deref(), args.digest.as_deref()).map_err(
-            |e| {
-                Failure::new(
+            |e| match e {
+                BundleError::NotABundle(_) => Failure::new(
+                    exit::NOT_FOUND,
+                    miette::miette!(help = "`assay export --to DIR` writes a bundle", "{e}"),
+                ),
+                BundleError::NoSuchNumber(_) => Failure::new(
+                    exit::NOT_FOUND,
+                    miette::miette!(
+                        help = "the paths are listed in release/manifest.json under `numbers`",
+                        "{e}"
+                    ),
+                ),
+                BundleError::Unreadable(_) => Failure::new(
                     exit::VERIFY_MISMATCH,
                     miette::miette!("bundle {}: {e}", dir.display()),
-                )
+                ),
             },
         )?;
     print_findings(&findings, args.json);
@@ -273,6 +285,9 @@ fn bundle(dir: &std::path::Path, args: &VerifyArgs) -> Result<i32, Failure> {
             "{} nodes, {} blobs{omitted}, {} release files, {} numbers",
             checked.nodes, checked.blobs, checked.files, checked.numbers
         );
+        for (node, says) in &checked.sources {
+            println!("  rests on {node} {says}");
+        }
         if findings.is_empty() {
             println!("bundle ok: {what}: checked {counts}");
         } else {

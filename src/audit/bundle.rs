@@ -777,8 +777,14 @@ pub(crate) fn verify_bundle(
     };
     match &wanted {
         None => {
+            let before = findings.len();
             compare_files(&b.files, &files, &mut findings);
-            checked.numbers = manifest["numbers"].as_array().map_or(0, Vec::len);
+            // The numbers count as checked when both files that hold them recompute.
+            let holds_numbers =
+                |f: &Finding| f.what == "release/summary.json" || f.what == "release/manifest.json";
+            if !findings[before..].iter().any(holds_numbers) {
+                checked.numbers = manifest["numbers"].as_array().map_or(0, Vec::len);
+            }
         }
         Some((entry, _)) => {
             let again: Value = files

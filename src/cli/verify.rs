@@ -285,8 +285,15 @@ fn bundle(dir: &std::path::Path, args: &VerifyArgs) -> Result<i32, Failure> {
             "{} nodes, {} blobs{omitted}, {} release files, {} numbers",
             checked.nodes, checked.blobs, checked.files, checked.numbers
         );
-        for (node, says) in &checked.sources {
+        const SHOWN: usize = 20;
+        for (node, says) in checked.sources.iter().take(SHOWN) {
             println!("  rests on {node} {says}");
+        }
+        if checked.sources.len() > SHOWN {
+            println!(
+                "  … and {} more (release/manifest.json lists them all)",
+                checked.sources.len() - SHOWN
+            );
         }
         if findings.is_empty() {
             println!("bundle ok: {what}: checked {counts}");

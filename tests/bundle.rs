@@ -416,6 +416,7 @@ fn a_dropped_row_of_results_csv_is_caught() {
         first.contains("release/results.csv: field row 2 ("),
         "{first}"
     );
+    assert!(first.ends_with(") is missing"), "{first}");
 }
 
 #[test]

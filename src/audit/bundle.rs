@@ -1033,6 +1033,15 @@ fn first_csv_difference(published: &[u8], recomputed: &[u8]) -> Option<String> {
     for i in 0..a.len().max(b.len()) {
         match (a.get(i), b.get(i)) {
             (Some(x), Some(y)) if x == y => {}
+            (Some(_), Some(y)) if a.len() < b.len() && a[i..] == b[i + 1..] => {
+                return Some(format!("row {i} ({}) is missing", label(&csv_fields(y))));
+            }
+            (Some(x), Some(_)) if a.len() > b.len() && a[i + 1..] == b[i..] => {
+                return Some(format!(
+                    "row {i} ({}) is not in the recomputation",
+                    label(&csv_fields(x))
+                ));
+            }
             (Some(x), Some(y)) => {
                 let (fx, fy) = (csv_fields(x), csv_fields(y));
                 let col = (0..fx.len().max(fy.len())).find(|&c| fx.get(c) != fy.get(c))?;
@@ -1100,5 +1109,53 @@ fn check_statement(b: &Bundle, findings: &mut Vec<Finding>) {
                 ),
             ));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_fields_follow_rfc_4180_quoting() {
+        assert_eq!(
+            csv_fields(r#"a,"b,c","d""e",,f"#),
+            ["a", "b,c", "d\"e", "", "f"]
+        );
+    }
+
+    #[test]
+    fn the_first_json_difference_is_named_by_its_path() {
+        let a = json!({"agents": {"a/m": {"n": 2, "rate": 0.5}}, "x": [1, 2]});
+        let mut b = a.clone();
+        b["agents"]["a/m"]["rate"] = json!(0.25);
+        assert_eq!(
+            first_json_difference(&b, &a, "summary".into()).as_deref(),
+            Some("summary.agents[a/m].rate: published 0.25, recomputed 0.5")
+        );
+        assert_eq!(first_json_difference(&a, &a, "summary".into()), None);
+        b = a.clone();
+        b["x"] = json!([1]);
+        assert!(
+            first_json_difference(&b, &a, "summary".into())
+                .is_some_and(|d| d.starts_with("summary.x: published [1]"))
+        );
+    }
+
+    #[test]
+    fn a_missing_csv_row_is_named_by_its_session_and_arm() {
+        let full = b"session,arm,verdict\ns1,exclude,resolved\ns2,exclude,unresolved\n";
+        let dropped = b"session,arm,verdict\ns2,exclude,unresolved\n";
+        assert_eq!(
+            first_csv_difference(dropped, full).as_deref(),
+            Some("row 1 (session s1, arm exclude) is missing")
+        );
+        let edited = b"session,arm,verdict\ns1,exclude,unresolved\ns2,exclude,unresolved\n";
+        assert_eq!(
+            first_csv_difference(edited, full).as_deref(),
+            Some(
+                "row 1 (session s1, arm exclude) column verdict: published `unresolved`, recomputed `resolved`"
+            )
+        );
     }
 }

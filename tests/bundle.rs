@@ -244,6 +244,29 @@ fn two_exports_of_one_release_are_byte_identical() {
     for (name, bytes) in &a {
         assert!(b[name] == *bytes, "{name} differs between two exports");
     }
+    // Another machine: the cache copied elsewhere, exported from a
+    // directory without the project (no pipeline.toml, no sources).
+    let elsewhere = tempfile::tempdir().unwrap();
+    let cache = elsewhere.path().join("copied-cache");
+    copy_tree(&s.f.project.cache(), &cache);
+    let third = elsewhere.path().join("three");
+    let out = Command::new(BIN)
+        .args(["export", "--cache"])
+        .arg(&cache)
+        .arg("--to")
+        .arg(&third)
+        .current_dir(elsewhere.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        tree(&third) == a,
+        "an export from a copy of the cache differs"
+    );
     // And the release files are those of the project's release directory.
     for name in [
         "manifest.json",

@@ -60,17 +60,24 @@ fn export(f: &Fixture, to: &Path, extra: &[&str]) -> Run {
     f.project.run(&args).no_panic()
 }
 
+/// `assay ARGS` run in `cwd`.
+fn assay_in(cwd: &Path, args: &[&str]) -> Run {
+    let out = Command::new(BIN)
+        .args(args)
+        .current_dir(cwd)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    Run::from(out).no_panic()
+}
+
 /// `assay verify --bundle DIR ARGS`, run from an empty directory.
 fn verify(bundle: &Path, extra: &[&str]) -> Run {
     let cwd = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(BIN);
-    cmd.arg("verify")
-        .args(extra)
-        .arg("--bundle")
-        .arg(bundle)
-        .current_dir(cwd.path())
-        .env("NO_COLOR", "1");
-    Run::from(cmd.output().unwrap()).no_panic()
+    let mut args = vec!["verify"];
+    args.extend_from_slice(extra);
+    args.extend(["--bundle", bundle.to_str().unwrap()]);
+    assay_in(cwd.path(), &args)
 }
 
 fn copy_tree(from: &Path, to: &Path) {
@@ -250,19 +257,17 @@ fn two_exports_of_one_release_are_byte_identical() {
     let cache = elsewhere.path().join("copied-cache");
     copy_tree(&s.f.project.cache(), &cache);
     let third = elsewhere.path().join("three");
-    let out = Command::new(BIN)
-        .args(["export", "--cache"])
-        .arg(&cache)
-        .arg("--to")
-        .arg(&third)
-        .current_dir(elsewhere.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assay_in(
+        elsewhere.path(),
+        &[
+            "export",
+            "--cache",
+            cache.to_str().unwrap(),
+            "--to",
+            third.to_str().unwrap(),
+        ],
+    )
+    .code(0);
     assert!(
         tree(&third) == a,
         "an export from a copy of the cache differs"

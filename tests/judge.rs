@@ -534,3 +534,71 @@ fn judge_config_errors_point_into_the_file() {
         .code(3)
         .stderr_has("two judges are named `j`");
 }
+
+#[test]
+fn a_judged_release_exports_its_readings_and_a_judge_number_verifies_from_the_bundle() {
+    let f = Fixture::new();
+    f.answer(Api::Openai, support::EchoJudge::new(Api::Openai, 4, ""));
+    f.pipeline(&judge_table("j", "openai", "judge-model-a", ""));
+    f.build_ok(&[]);
+    let out = tempfile::tempdir().unwrap();
+    let bundle = out.path().join("bundle");
+    f.project
+        .run(&["export", "--to", bundle.to_str().unwrap()])
+        .code(0);
+    let nodes = std::fs::read_to_string(bundle.join("nodes.jsonl")).unwrap();
+    let judges: Vec<Value> = nodes
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|n| n["kind"] == "judge")
+        .collect();
+    assert_eq!(judges.len(), 2, "{nodes}");
+    let verify = |args: &[&str]| {
+        let cwd = tempfile::tempdir().unwrap();
+        let o = std::process::Command::new(util::BIN)
+            .arg("verify")
+            .args(args)
+            .arg("--bundle")
+            .arg(&bundle)
+            .current_dir(cwd.path())
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    assert_eq!(verify(&[]).0, Some(0));
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("release/manifest.json")).unwrap())
+            .unwrap();
+    assert!(
+        manifest["provenance"]["release_node"].is_string(),
+        "{manifest:#}"
+    );
+    let number = manifest["numbers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["readings"].as_array().is_some_and(|r| !r.is_empty()))
+        .expect("a judge number");
+    let path = number["path"].as_str().unwrap();
+    assert_eq!(verify(&[path]).0, Some(0), "{path}");
+
+    // A reading's output, changed in place, is named.
+    let hex = judges[0]["output"].as_str().unwrap();
+    let blob = bundle.join("blobs").join(&hex[..2]).join(&hex[2..]);
+    let mut bytes = std::fs::read(&blob).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 1;
+    std::fs::write(&blob, bytes).unwrap();
+    let (code, stderr) = verify(&[path]);
+    assert_eq!(code, Some(4), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "output of {}",
+            judges[0]["name"].as_str().unwrap()
+        )) || stderr.contains(judges[1]["name"].as_str().unwrap()),
+        "{stderr}"
+    );
+}

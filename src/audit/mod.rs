@@ -1,4 +1,5 @@
-//! Audit: check a published release against the cache it came from.
+//! Audit: check a published release against the cache it came from, or
+//! against a bundle of its closure exported from that cache (`bundle`).
 //!
 //! A release directory is verified in three layers, each naming the first
 //! thing that disagrees:
@@ -11,6 +12,10 @@
 //!    inputs (tasks, sessions, grades, metrics, each read back from the cache
 //!    and checked against its digest) and compared byte for byte.
 
+mod bundle;
+mod recompute;
 mod release;
 
-pub(crate) use release::verify_release;
+pub(crate) use bundle::{BundleError, LOG_KINDS, export, verify_bundle};
+
+pub(crate) use release::{Finding, verify_release};

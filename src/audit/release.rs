@@ -6,7 +6,7 @@ use std::path::Path;
 use assay_engine::{Digest, Store};
 use serde::Serialize;
 
-use crate::stages::{ReleaseParams, ReleaseRecord, assemble};
+use crate::stages::ReleaseRecord;
 
 /// One disagreement, or one thing that could not be checked.
 #[derive(Clone, Debug, Serialize)]
@@ -15,7 +15,7 @@ pub(crate) struct Finding {
     pub(crate) problem: String,
 }
 
-fn finding(what: impl Into<String>, problem: impl Into<String>) -> Finding {
+pub(super) fn finding(what: impl Into<String>, problem: impl Into<String>) -> Finding {
     Finding {
         what: what.into(),
         problem: problem.into(),
@@ -145,11 +145,21 @@ pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>,
             "its key record does not hash to its key",
         ));
     }
+    // The manifest names the release node that computed it (`provenance`).
+    if let Some(node) = present
+        .get("manifest.json")
+        .and_then(|m| serde_json::from_slice::<serde_json::Value>(m).ok())
+        .and_then(|v| v["provenance"]["release_node"].as_str().map(str::to_owned))
+        && node != key.to_hex()
+    {
+        findings.push(finding(
+            "manifest.json provenance.release_node",
+            format!("says {node}, the release node of these files is {key}"),
+        ));
+    }
 
     // 3. Recompute every file from the node's inputs, read back from the cache.
     let display: serde_json::Value = serde_json::from_str(&display).unwrap_or_default();
-    let params: ReleaseParams = serde_json::from_value(display["params"].clone())
-        .map_err(|e| format!("release node params: {e}"))?;
     let names: Vec<String> = serde_json::from_value(display["deps"].clone()).unwrap_or_default();
     let by_name: BTreeMap<&str, &assay_engine::ManifestEntry> = build_manifest
         .entries
@@ -194,8 +204,8 @@ pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>,
     }
     checked.inputs = inputs.len();
     if inputs.len() == record.deps.len() {
-        let refs: Vec<(&[u8], Digest)> = inputs.iter().map(|(b, k)| (b.as_slice(), *k)).collect();
-        let (files, _) = assemble(&params, &refs)?;
+        let files =
+            super::recompute::recompute_release(&display["params"], &record.params, &inputs)?.files;
         checked.recomputed = true;
         for (name, bytes) in &files {
             match present.get(name) {
@@ -215,7 +225,7 @@ pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>,
 }
 
 /// "line N: published `…`, recomputed `…`".
-fn first_difference(published: &[u8], recomputed: &[u8]) -> String {
+pub(super) fn first_difference(published: &[u8], recomputed: &[u8]) -> String {
     let a = String::from_utf8_lossy(published);
     let b = String::from_utf8_lossy(recomputed);
     for (i, (x, y)) in a.lines().zip(b.lines()).enumerate() {

@@ -3,6 +3,7 @@
 mod bench_dag;
 mod build;
 mod explain;
+mod export;
 mod gc;
 mod hash;
 mod plan;
@@ -43,6 +44,7 @@ enum Command {
     Build(build::BuildArgs),
     Plan(plan::PlanArgs),
     Explain(explain::ExplainArgs),
+    Export(export::ExportArgs),
     Show(show::ShowArgs),
     Gc(gc::GcArgs),
     Verify(verify::VerifyArgs),
@@ -93,6 +95,7 @@ pub(crate) fn run(cli: Cli) -> Result<i32, Failure> {
         Command::Build(a) => build::run(&global, a),
         Command::Plan(a) => plan::run(&global, a),
         Command::Explain(a) => explain::run(&global, a),
+        Command::Export(a) => export::run(&global, a),
         Command::Show(a) => show::run(&global, a),
         Command::Gc(a) => gc::run(&global, a),
         Command::Verify(a) => verify::run(&global, a),

@@ -30,9 +30,24 @@ pub(crate) struct VerifyArgs {
     /// One JSON object per problem on stdout.
     #[arg(long)]
     json: bool,
+    /// Check an exported bundle (`assay export`) instead: no cache, source
+    /// or pipeline.toml needed.
+    #[arg(long, conflicts_with_all = ["release", "cache_only", "reexecute"])]
+    bundle: Option<PathBuf>,
+    /// With `--bundle`: the release digest the bundle must be of.
+    #[arg(long, requires = "bundle")]
+    digest: Option<String>,
+    /// With `--bundle`: check only this published number (its path in
+    /// manifest.json, e.g. `summary.agents[alpha/model-a].resolved_rate`)
+    /// and the nodes it rests on.
+    #[arg(requires = "bundle")]
+    number: Option<String>,
 }
 
 pub(crate) fn run(global: &Global, args: VerifyArgs) -> Result<i32, Failure> {
+    if let Some(dir) = &args.bundle {
+        return bundle(dir, &args);
+    }
     let pipeline = Pipeline::load(&global.pipeline).ok();
     let store = global.open_store(pipeline.as_ref())?;
     let problems = store.verify().map_err(Failure::cache)?;
@@ -119,13 +134,7 @@ pub(crate) fn run(global: &Global, args: VerifyArgs) -> Result<i32, Failure> {
                 miette::miette!("release {}: {e}", dir.display()),
             )
         })?;
-        for f in &findings {
-            if args.json {
-                println!("{}", serde_json::to_string(f).unwrap_or_default());
-            } else {
-                eprintln!("MISMATCH {}: {}", f.what, f.problem);
-            }
-        }
+        print_findings(&findings, args.json);
         if !args.json {
             if findings.is_empty() {
                 println!(
@@ -236,4 +245,81 @@ fn reexecute(
         );
     }
     Ok(mismatches > 0)
+}
+
+/// `--bundle DIR [NUMBER]`: everything from the bundle alone.
+fn bundle(dir: &std::path::Path, args: &VerifyArgs) -> Result<i32, Failure> {
+    use crate::audit::BundleError;
+    let (findings, checked) =
+        crate::audit::verify_bundle(dir, args.number.as_deref(), args.digest.as_deref()).map_err(
+            |e| match e {
+                BundleError::NotABundle(_) => Failure::new(
+                    exit::NOT_FOUND,
+                    miette::miette!(help = "`assay export --to DIR` writes a bundle", "{e}"),
+                ),
+                BundleError::NoSuchNumber(_) => Failure::new(
+                    exit::NOT_FOUND,
+                    miette::miette!(
+                        help = "the paths are listed in release/manifest.json under `numbers`",
+                        "{e}"
+                    ),
+                ),
+                BundleError::Unreadable(_) => Failure::new(
+                    exit::VERIFY_MISMATCH,
+                    miette::miette!("bundle {}: {e}", dir.display()),
+                ),
+            },
+        )?;
+    print_findings(&findings, args.json);
+    if !args.json {
+        let what = match &args.number {
+            Some(n) => format!("number {n}"),
+            None => format!("release {}", checked.release_digest),
+        };
+        let omitted = if checked.omitted_blobs > 0 {
+            format!(" ({} left out, digests kept)", checked.omitted_blobs)
+        } else {
+            String::new()
+        };
+        let counts = format!(
+            "{} nodes, {} blobs{omitted}, {} release files, {} numbers",
+            checked.nodes, checked.blobs, checked.files, checked.numbers
+        );
+        const SHOWN: usize = 20;
+        for (node, says) in checked.sources.iter().take(SHOWN) {
+            println!("  rests on {node} {says}");
+        }
+        if checked.sources.len() > SHOWN {
+            println!(
+                "  … and {} more (release/manifest.json lists them all)",
+                checked.sources.len() - SHOWN
+            );
+        }
+        if findings.is_empty() {
+            println!("bundle ok: {what}: checked {counts}");
+        } else {
+            eprintln!(
+                "bundle {}: {} problems (first: {}); checked {counts}",
+                dir.display(),
+                findings.len(),
+                findings[0].what
+            );
+        }
+    }
+    Ok(if findings.is_empty() {
+        exit::OK
+    } else {
+        exit::VERIFY_MISMATCH
+    })
+}
+
+/// One `MISMATCH what: problem` line per finding (or one JSON object each).
+fn print_findings(findings: &[crate::audit::Finding], json: bool) {
+    for f in findings {
+        if json {
+            println!("{}", serde_json::to_string(f).unwrap_or_default());
+        } else {
+            eprintln!("MISMATCH {}: {}", f.what, f.problem);
+        }
+    }
 }

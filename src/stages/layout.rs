@@ -398,6 +398,7 @@ pub(super) fn nodes(
         not_graded,
         judges: super::judge::release_info(pipeline),
         inputs: release_inputs,
+        provenance: Some(super::provenance::Provenance::of(&pipeline.text)),
     };
     out.push(node(
         "release".into(),

@@ -10,6 +10,7 @@ mod grading;
 mod judge;
 mod layout;
 mod metrics;
+mod provenance;
 mod publish;
 mod records;
 mod redact;

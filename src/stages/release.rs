@@ -58,6 +58,9 @@ pub(crate) struct ReleaseParams {
     /// The `[[judge]]`s; left out of the key when there are none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) judges: Vec<super::judge::JudgeInfo>,
+    /// Sealed into manifest.json (`provenance`); absent: nothing added.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) provenance: Option<super::provenance::Provenance>,
 }
 
 pub(crate) struct ReleaseJob {
@@ -245,6 +248,14 @@ pub(crate) fn assemble(
         publish_input.not_graded.sort();
         publish_input.not_graded.dedup();
         files.extend(publish(&publish_input));
+        if let Some(p) = &params.provenance
+            && let Some(m) = files.get("manifest.json")
+        {
+            let key = super::provenance::release_key(params, inputs);
+            let sealed = super::provenance::seal(m, p, key, &publish_input.tasks)
+                .ok_or("manifest.json cannot be read back")?;
+            files.insert("manifest.json".to_owned(), sealed);
+        }
     }
     Ok((files, funnel))
 }

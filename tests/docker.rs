@@ -84,10 +84,12 @@ fn containers_of(pid: u32) -> Vec<String> {
     .collect()
 }
 
-/// The released tasks by `instance_id`.
+/// The released tasks (certified or not) by `instance_id`.
 fn tasks(f: &Fixture) -> BTreeMap<String, Value> {
-    std::fs::read_to_string(f.path().join("release/tasks.jsonl"))
-        .unwrap()
+    ["release/tasks.jsonl", "release/tasks.uncertified.jsonl"]
+        .iter()
+        .map(|p| std::fs::read_to_string(f.path().join(p)).unwrap())
+        .collect::<String>()
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .map(|t| (t["instance_id"].as_str().unwrap().to_owned(), t))

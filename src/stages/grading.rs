@@ -115,11 +115,18 @@ pub(super) fn grade_nodes(
                 continue;
             }
         };
-        let track = s.track.clone().unwrap_or_else(|| "basic".into());
-        let task_id = previous_tasks
+        let mut track = s.track.clone().unwrap_or_else(|| "basic".into());
+        let mut task_id = previous_tasks
             .get(&s.task)
             .cloned()
             .unwrap_or_else(|| s.task.clone());
+        // A SWE-bench instance id of a spec twin (`calc-1__spec`) names the
+        // task and its track; an explicit other track keeps the id as it is.
+        if let Some((task, twin)) = super::swebench::split_instance_id(&task_id)
+            && s.track.as_deref().is_none_or(|t| t == twin)
+        {
+            (task_id, track) = (task.to_owned(), twin.to_owned());
+        }
         let Some((task_node, env_node)) = g.task_nodes.get(&(task_id.clone(), track.clone()))
         else {
             eprintln!(

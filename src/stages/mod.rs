@@ -18,6 +18,7 @@ mod run;
 mod screen;
 mod sources;
 mod step;
+mod swebench;
 mod task;
 mod tree;
 mod triage;

@@ -176,6 +176,23 @@ pub(crate) struct TaskRecord {
     /// The environment image it was screened in (docker).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) image: Option<String>,
+    /// SWE-bench's remaining instance fields (docs/stages.md): hints (the
+    /// statements directory's `<id>.hints.md`, else empty), the merge
+    /// commit's date (ISO 8601, UTC), `[[source]] version` (default "0").
+    #[serde(default)]
+    pub(crate) hints_text: String,
+    #[serde(default)]
+    pub(crate) created_at: String,
+    #[serde(default)]
+    pub(crate) version: String,
+    /// The SWE-bench log parser whose keys the published test ids follow
+    /// (`parse_log_django` for unittest reports); empty: none matches.
+    #[serde(default)]
+    pub(crate) log_parser: String,
+    /// The harness's eval script: reset the test files, apply the test
+    /// patch, run the test command between the harness's markers.
+    #[serde(default)]
+    pub(crate) eval_script: String,
 }
 
 /// What an agent run reported about itself (from the session file or its transcript).

@@ -30,6 +30,11 @@ pub(super) fn task(id: &str, track: &str, certified: bool) -> (TaskRecord, Strin
         topic: None,
         executor: None,
         image: None,
+        hints_text: String::new(),
+        created_at: String::new(),
+        version: String::new(),
+        log_parser: String::new(),
+        eval_script: String::new(),
     };
     (record, format!("task-{id}-{track}"))
 }

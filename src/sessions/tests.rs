@@ -297,17 +297,15 @@ fn a_bad_prediction_line_fails_alone() {
     assert_eq!(ok(&results[0]).task, "calc-1");
     assert_eq!(ok(&results[4]).task, "calc-5");
 
-    let missing = err(&results[1]);
+    // No model_name_or_path: the harness files it under "None", so do we.
+    let unnamed = ok(&results[1]);
     assert_eq!(
-        missing.message,
-        "the prediction has no \"model_name_or_path\""
-    );
-    assert_eq!(
-        spanned(missing),
         (
-            r#"{"instance_id": "calc-2", "model_patch": ""}"#,
-            dir.path().join("p.jsonl").to_str().expect("utf-8")
-        )
+            unnamed.task.as_str(),
+            unnamed.model.as_str(),
+            unnamed.agent.as_str()
+        ),
+        ("calc-2", "None", "None")
     );
 
     let syntax = err(&results[2]);
@@ -323,6 +321,83 @@ fn a_bad_prediction_line_fails_alone() {
     assert_eq!(typed.message, "\"model_patch\" is not a string");
     assert_eq!(spanned(typed).0, "7");
     assert_eq!(span_line(typed), 4);
+}
+
+#[test]
+fn swebench_predictions_json_as_a_list_or_a_dict_by_instance_id() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let list = serde_json::json!([
+        {"instance_id": "calc-1", "model_name_or_path": "model-b", "model_patch": PATCH},
+        {"instance_id": "calc-1", "model_patch": "", "track": "spec", "agent": "beta"},
+        {"instance_id": "calc-4", "model_patch": "", "track": "hard"},
+    ]);
+    write(dir.path(), "preds/list.json", format!("{list:#}"));
+    // SWE-agent's form: keyed by instance id, the id inside optional.
+    let dict = concat!(
+        "{\n",
+        r#"  "calc-7": {"model_name_or_path": "model-c", "model_patch": ""},"#,
+        "\n",
+        r#"  "calc-5": {"instance_id": "calc-5", "model_patch": null},"#,
+        "\n",
+        r#"  "calc-9": {"instance_id": "calc-1", "model_patch": ""}"#,
+        "\n}\n"
+    );
+    write(dir.path(), "preds/dict.json", dict);
+    // An assay session file is still one.
+    write(dir.path(), "s.json", session_json(",\n  \"patch\": \"\""));
+
+    let results = load_dir(dir.path());
+    assert_eq!(
+        ids(&results),
+        [
+            "preds/dict.json#calc-7",
+            "preds/dict.json#calc-5",
+            "preds/dict.json#calc-9",
+            "preds/list.json#1",
+            "preds/list.json#2",
+            "preds/list.json#3",
+            "s.json"
+        ]
+    );
+    let c7 = ok(&results[0]);
+    assert_eq!(
+        (c7.task.as_str(), c7.model.as_str(), c7.track.as_deref()),
+        ("calc-7", "model-c", None)
+    );
+    let c5 = ok(&results[1]);
+    assert_eq!((c5.task.as_str(), c5.model.as_str()), ("calc-5", "None"));
+    assert!(c5.patch.is_empty());
+    let clash = err(&results[2]);
+    assert_eq!(
+        clash.message,
+        "\"instance_id\" is `calc-1`, but the prediction is filed under `calc-9`"
+    );
+    assert_eq!(spanned(clash).0, "\"calc-1\"");
+    assert_eq!(span_line(clash), 4);
+
+    let first = ok(&results[3]);
+    assert_eq!(
+        (
+            first.task.as_str(),
+            first.model.as_str(),
+            first.agent.as_str()
+        ),
+        ("calc-1", "model-b", "model-b")
+    );
+    assert_eq!(first.patch, PATCH.as_bytes());
+    let spec = ok(&results[4]);
+    assert_eq!(
+        (
+            spec.track.as_deref(),
+            spec.agent.as_str(),
+            spec.model.as_str()
+        ),
+        (Some("spec"), "beta", "None")
+    );
+    let bad = err(&results[5]);
+    assert_eq!(bad.message, "unknown track `hard`");
+    assert_eq!(spanned(bad).0, "\"hard\"");
+    assert_eq!(ok(&results[6]).task, "calc-1");
 }
 
 #[test]
@@ -440,10 +515,11 @@ fn patch_rules() {
     let results = load_dir(dir.path());
     assert_eq!(
         ids(&results),
-        ["array.json", "both.json", "none.json", "track.json"]
+        ["array.json#1", "both.json", "none.json", "track.json"]
     );
+    // A list is SWE-bench predictions; this one lacks its patch.
     let array = err(&results[0]);
-    assert!(array.help.as_deref().is_some_and(|h| h.contains(".jsonl")));
+    assert_eq!(array.message, "the prediction has no \"model_patch\"");
     let both = err(&results[1]);
     assert_eq!(both.message, "both \"patch\" and \"patch_file\" are given");
     assert_eq!(spanned(both).0, "\"x.diff\"");

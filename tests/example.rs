@@ -418,6 +418,11 @@ fn the_bundled_example_builds_what_its_documents_say() {
         assert_eq!(flaky, documented, "{}", row[0]);
     }
 
+    // alpha/calc-1's tokens are its transcript's, each kind once (its `run`
+    // once summed the cached input kinds into `input` too: 154515).
+    let calc1 = &ex.rows[&("alpha/calc-1.json".to_owned(), "exclude".to_owned())];
+    assert_eq!(calc1["tokens_total"], "78215", "{calc1:?}");
+
     // "Run it again: it executes nothing."
     let again = ex.project.build_json(&[]).code(0);
     assert_eq!(again.summary.total.executed, 0, "{:?}", again.summary);

@@ -83,6 +83,9 @@ fn transcript_facts() -> RunFacts {
         is_error: Some(false),
         permission_denials: Some(1),
         duration_ms: Some(41234),
+        by_model: BTreeMap::new(),
+        reported_cost_usd: Some(0.0921),
+        models: vec!["claude-sonnet-4-5-20250929".to_owned()],
     }
 }
 
@@ -120,6 +123,7 @@ fn inline_patch_session() {
             is_error: Some(false),
             permission_denials: Some(0),
             duration_ms: Some(5000),
+            ..RunFacts::default()
         }
     );
 }
@@ -187,29 +191,121 @@ fn explicit_run_values_win_over_the_transcript() {
     assert_eq!(ok(&results[0]).facts, want);
 }
 
-#[test]
-fn the_last_result_event_counts() {
+/// Loads `transcript` through a session file and returns its facts.
+fn facts_of(transcript: &str) -> RunFacts {
     let dir = tempfile::tempdir().expect("tempdir");
-    let resumed = format!(
-        "{TRANSCRIPT}{}\n",
-        r#"{"type":"result","subtype":"error_max_turns","is_error":true,"duration_ms":90000.0,"num_turns":30,"usage":{"input_tokens":5,"output_tokens":6},"permission_denials":[]}"#
-    );
-    write(dir.path(), "t.stream.jsonl", resumed);
+    write(dir.path(), "t.stream.jsonl", transcript);
     write(
         dir.path(),
         "s.json",
         session_json(",\n  \"patch\": \"\",\n  \"transcript\": \"t.stream.jsonl\""),
     );
     let results = load_dir(dir.path());
-    let facts = &ok(&results[0]).facts;
+    ok(&results[0]).facts.clone()
+}
+
+/// A resumed run (`claude --resume`) appends a process and a result event
+/// per resume: reading only the last one dropped the first process's turns,
+/// tokens and cost.
+#[test]
+fn a_resumed_run_sums_every_result_event() {
+    let resumed = format!(
+        "{TRANSCRIPT}{}\n{}\n",
+        r#"{"type":"system","subtype":"init","model":"claude-sonnet-4-5-20250929","session_id":"7d2c9a4e-1f3b-4c55-9e0a-2b8f6d1c3a77"}"#,
+        r#"{"type":"result","subtype":"error_max_turns","is_error":true,"duration_ms":90000.0,"num_turns":30,"total_cost_usd":0.01,"usage":{"input_tokens":5,"output_tokens":6},"permission_denials":[]}"#
+    );
+    let facts = facts_of(&resumed);
+    // How it ended: the last process says.
     assert_eq!(facts.ended.as_deref(), Some("error_max_turns"));
     assert_eq!(facts.is_error, Some(true));
-    assert_eq!(facts.turns, Some(30));
-    assert_eq!(facts.duration_ms, Some(90000));
-    assert_eq!(facts.permission_denials, Some(0));
+    // What it used: both processes.
+    assert_eq!(facts.turns, Some(37));
+    assert_eq!(facts.duration_ms, Some(131_234));
+    assert_eq!(facts.permission_denials, Some(1));
     assert_eq!(
         facts.tokens,
-        BTreeMap::from([("input".to_owned(), 5), ("output".to_owned(), 6)])
+        BTreeMap::from([
+            ("cache_creation".to_owned(), 2048),
+            ("cache_read".to_owned(), 40960),
+            ("input".to_owned(), 1239),
+            ("output".to_owned(), 573),
+        ])
+    );
+    let cost = facts.reported_cost_usd.expect("reported cost");
+    assert!((cost - 0.1021).abs() < 1e-12, "{cost}");
+    assert_eq!(facts.models, ["claude-sonnet-4-5-20250929"]);
+}
+
+/// A run whose main model hands work to a smaller one: `modelUsage` keeps
+/// each model's tokens apart, so each is priced by its own id.
+#[test]
+fn a_multi_model_run_keeps_usage_per_model() {
+    let transcript = concat!(
+        r#"{"type":"system","subtype":"init","model":"claude-opus-4-1-20250805","session_id":"s"}"#,
+        "\n",
+        r#"{"type":"assistant","message":{"model":"claude-opus-4-1-20250805","content":[],"usage":{"input_tokens":3,"output_tokens":4}}}"#,
+        "\n",
+        r#"{"type":"assistant","message":{"model":"claude-3-5-haiku-20241022","content":[],"usage":{"input_tokens":3,"output_tokens":4}}}"#,
+        "\n",
+        r#"{"type":"result","subtype":"success","is_error":false,"num_turns":4,"total_cost_usd":0.5,"usage":{"input_tokens":110,"output_tokens":220},"modelUsage":{"claude-opus-4-1-20250805":{"inputTokens":100,"outputTokens":200,"cacheReadInputTokens":1000,"cacheCreationInputTokens":50,"webSearchRequests":0,"costUSD":0.45,"contextWindow":200000},"claude-3-5-haiku-20241022":{"inputTokens":10,"outputTokens":20,"cacheReadInputTokens":0,"cacheCreationInputTokens":0,"webSearchRequests":0,"costUSD":0.05,"contextWindow":200000}}}"#,
+        "\n",
+    );
+    let facts = facts_of(transcript);
+    let kinds = |pairs: &[(&str, u64)]| -> BTreeMap<String, u64> {
+        pairs.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect()
+    };
+    assert_eq!(
+        facts.by_model,
+        BTreeMap::from([
+            (
+                "claude-3-5-haiku-20241022".to_owned(),
+                kinds(&[
+                    ("cache_creation", 0),
+                    ("cache_read", 0),
+                    ("input", 10),
+                    ("output", 20),
+                    ("web_search_requests", 0)
+                ])
+            ),
+            (
+                "claude-opus-4-1-20250805".to_owned(),
+                kinds(&[
+                    ("cache_creation", 50),
+                    ("cache_read", 1000),
+                    ("input", 100),
+                    ("output", 200),
+                    ("web_search_requests", 0)
+                ])
+            ),
+        ])
+    );
+    assert_eq!(
+        facts.models,
+        ["claude-opus-4-1-20250805", "claude-3-5-haiku-20241022"]
+    );
+    assert_eq!(facts.reported_cost_usd, Some(0.5));
+}
+
+/// An API failure ends the run with `is_error: true` (its subtype may still
+/// say `success`): the fact that lets grading blame the infrastructure.
+#[test]
+fn an_api_error_run_says_is_error() {
+    let transcript = concat!(
+        r#"{"type":"system","subtype":"init","model":"claude-sonnet-4-5-20250929","session_id":"s"}"#,
+        "\n",
+        r#"{"type":"assistant","message":{"model":"<synthetic>","content":[{"type":"text","text":"API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"}}"}],"usage":{"input_tokens":0,"output_tokens":0}}}"#,
+        "\n",
+        r#"{"type":"result","subtype":"success","is_error":true,"duration_ms":1200,"num_turns":1,"result":"API Error: 529 overloaded","total_cost_usd":0,"usage":{"input_tokens":0,"output_tokens":0},"permission_denials":[]}"#,
+        "\n",
+    );
+    let facts = facts_of(transcript);
+    assert_eq!(facts.is_error, Some(true));
+    assert_eq!(facts.ended.as_deref(), Some("success"));
+    assert_eq!(facts.turns, Some(1));
+    assert_eq!(
+        facts.models,
+        ["claude-sonnet-4-5-20250929"],
+        "<synthetic> is no model"
     );
 }
 

@@ -207,6 +207,17 @@ pub(crate) struct RunFacts {
     pub(crate) is_error: Option<bool>,
     pub(crate) permission_denials: Option<u64>,
     pub(crate) duration_ms: Option<u64>,
+    /// Tokens by model id, then kind (Claude Code's `modelUsage`): priced
+    /// per model id when present. Left out when empty, as the next two.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) by_model: BTreeMap<String, BTreeMap<String, u64>>,
+    /// What the agent reported it cost (`total_cost_usd`): an observation,
+    /// published beside the cost computed from `[prices]`, never used for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) reported_cost_usd: Option<f64>,
+    /// The model ids the transcript names (init event, messages, `modelUsage`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) models: Vec<String>,
 }
 
 /// `session:<id>`: one agent attempt at one task, normalised from any input format.

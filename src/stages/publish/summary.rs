@@ -410,15 +410,22 @@ fn usage(o: &mut Obj<'_>, index: &Index<'_>, model: &str, grades: &[Graded<'_>])
             }
         });
     });
-    let Some(price) = index.prices.get(model) else {
+    // Priced per model id where the transcript says which model used what
+    // (`modelUsage`), else by the session's model label.
+    let label_price = index.prices.get(model);
+    let by_model = |g: &Graded<'_>| facts(g).map(|f| &f.by_model).filter(|m| !m.is_empty());
+    if label_price.is_none() && !with_tokens.iter().any(|(g, _)| by_model(g).is_some()) {
         o.text("cost_usd", Value::Null);
         return;
-    };
+    }
     o.object("cost_usd", |o| {
         let mut unpriced = BTreeSet::new();
-        let costs: Vec<f64> = with_tokens
-            .iter()
-            .map(|(_, tokens)| {
+        let mut priced =
+            |price: Option<&super::Price>, who: &str, tokens: &BTreeMap<String, u64>| {
+                let Some(price) = price else {
+                    unpriced.insert(format!("model {who}"));
+                    return 0.0;
+                };
                 tokens
                     .iter()
                     .filter_map(|(kind, n)| match price.0.get(kind) {
@@ -428,7 +435,16 @@ fn usage(o: &mut Obj<'_>, index: &Index<'_>, model: &str, grades: &[Graded<'_>])
                             None
                         }
                     })
-                    .sum()
+                    .sum::<f64>()
+            };
+        let costs: Vec<f64> = with_tokens
+            .iter()
+            .map(|(g, tokens)| match by_model(g) {
+                Some(models) => models
+                    .iter()
+                    .map(|(id, kinds)| priced(index.prices.get(id), id, kinds))
+                    .sum(),
+                None => priced(label_price, model, tokens),
             })
             .collect();
         let total = (!costs.is_empty()).then(|| costs.iter().sum());
@@ -436,6 +452,19 @@ fn usage(o: &mut Obj<'_>, index: &Index<'_>, model: &str, grades: &[Graded<'_>])
         o.float("total", total, &reporting);
         o.float("mean", mean(costs.iter().copied()), &reporting);
         o.text("unpriced_kinds", unpriced.into_iter().collect::<Vec<_>>());
+        // What the agents said they cost: an observation beside the computed
+        // cost, never a substitute for it.
+        let reported: Vec<(Graded<'_>, f64)> = grades
+            .iter()
+            .filter_map(|g| Some((*g, facts(g)?.reported_cost_usd?)))
+            .collect();
+        let src = Source::grades(reported.iter().map(|(g, _)| g));
+        o.count("reported_sessions", reported.len() as u64, &all);
+        o.float(
+            "reported_total",
+            (!reported.is_empty()).then(|| reported.iter().map(|(_, c)| c).sum()),
+            &src,
+        );
     });
 }
 

@@ -463,3 +463,39 @@ fn agent_keys_do_not_collide() {
     assert_eq!(agent_key("alpha", "model-a"), "alpha/model-a");
     assert_ne!(agent_key("a/b", "c"), agent_key("a", "b/c"));
 }
+
+#[test]
+fn cost_is_priced_per_model_id_and_the_reported_cost_kept_beside_it() {
+    let mut input = sample();
+    let s1 = input
+        .sessions
+        .iter_mut()
+        .find(|s| s.id == "s1")
+        .expect("s1");
+    s1.facts.by_model = BTreeMap::from([
+        (
+            "big-model".to_owned(),
+            BTreeMap::from([("input".to_owned(), 1_000_000), ("output".to_owned(), 2)]),
+        ),
+        (
+            "small-model".to_owned(),
+            BTreeMap::from([("input".to_owned(), 10)]),
+        ),
+    ]);
+    s1.facts.reported_cost_usd = Some(0.5);
+    input.prices.insert(
+        "big-model".to_owned(),
+        Price([("input".to_owned(), 15.0)].into()),
+    );
+    let s = json(&publish(&input), "summary.json");
+    let cost = &s["agents"]["alpha/model-a"]["cost_usd"];
+    // s1: 1e6 input tokens of big-model at $15/M (its output unpriced, and
+    // small-model has no price); s2 by its label: 3000 input at $3/M.
+    assert_eq!(cost["total"], 15.009);
+    assert_eq!(
+        cost["unpriced_kinds"],
+        serde_json::json!(["model small-model", "output"])
+    );
+    assert_eq!(cost["reported_sessions"], 1);
+    assert_eq!(cost["reported_total"], 0.5);
+}

@@ -430,6 +430,34 @@ fn a_spoofed_exit_code_is_not_trusted() {
     let _ = b;
 }
 
+/// A test command that is not installed reads nothing: the task is
+/// uncertified as `environment_broken`, naming the command and its exit
+/// code, and with no reason derived from readings that never happened.
+#[test]
+fn a_missing_test_command_is_environment_broken_and_nothing_else() {
+    let project = Project::new();
+    one_fix(&project);
+    let toml = with_test_command(pipeline("", ""), "nosuch-runner-xyz -v");
+    project.write("pipeline.toml", toml);
+    let b = build(&project);
+    assert_eq!(b.run.code, 0, "stderr:\n{}", b.run.stderr);
+    let p1 = &tasks(&project)["p-1"];
+    assert_eq!(p1["certified"], false, "{p1:#}");
+    assert_eq!(p1["status"], "uncertified", "{p1:#}");
+    let why = strs(&p1["uncertified_because"]);
+    assert_eq!(why.len(), 1, "{why:?}");
+    let why = why.first().unwrap();
+    assert!(why.starts_with("environment_broken: "), "{why}");
+    assert!(
+        why.contains("`nosuch-runner-xyz` not found (exit 127)"),
+        "{why}"
+    );
+    assert_eq!(
+        funnel(&project)["uncertified_because"]["environment_broken"],
+        1
+    );
+}
+
 /// Live processes on the host whose command line holds `token`.
 fn live_with(token: &str) -> Vec<u32> {
     let mut out = Vec::new();

@@ -66,7 +66,14 @@ pub(crate) const VERDICTS: [&str; 8] = [
 ];
 
 /// The faults a grade can name.
-pub(crate) const FAULTS: [&str; 5] = ["none", "agent", "flaky_test", "ambiguous", "harness"];
+pub(crate) const FAULTS: [&str; 6] = [
+    "none",
+    "agent",
+    "flaky_test",
+    "ambiguous",
+    "harness",
+    "infrastructure",
+];
 
 /// The tracks the rate is split by (others found in the grades are added).
 pub(crate) const TRACKS: [&str; 2] = ["basic", "spec"];

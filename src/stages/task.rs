@@ -178,7 +178,9 @@ fn assemble(
             record.uncertified_because.push(format!("{name}: {why}"));
         }
     }
-    if p.topic.is_some() && record.fail_to_pass.is_empty() {
+    // A broken environment read nothing: no derived reason is added to it.
+    let broken = screen.controls.contains_key("environment_broken");
+    if p.topic.is_some() && record.fail_to_pass.is_empty() && !broken {
         record.certified = false;
         record
             .uncertified_because

@@ -142,6 +142,33 @@ pub(super) fn summary(index: &Index<'_>) -> (Value, Sources) {
             });
         }
     });
+    // Agent keys by leaderboard score (then per-attempt rate, then key),
+    // best first; pairs without a score last.
+    let mut ranked: Vec<(Option<f64>, Option<f64>, String)> = index
+        .pairs()
+        .into_iter()
+        .map(|(agent, model)| {
+            let empty = Vec::new();
+            let grades = index
+                .groups
+                .get(&(agent.clone(), model.clone()))
+                .unwrap_or(&empty);
+            let n = grades.len();
+            let k = grades.iter().filter(|g| g.0.verdict == "resolved").count();
+            let rate = (n > 0).then(|| k as f64 / n as f64);
+            (
+                Board::new(index, grades).score(),
+                rate,
+                agent_key(&agent, &model),
+            )
+        })
+        .collect();
+    let desc = |x: Option<f64>| std::cmp::Reverse(x.map(|f| (f * 1e6).round() as i64));
+    ranked.sort_by(|a, b| (desc(a.0), desc(a.1), &a.2).cmp(&(desc(b.0), desc(b.1), &b.2)));
+    root.text(
+        "ranking",
+        ranked.into_iter().map(|(_, _, k)| k).collect::<Vec<_>>(),
+    );
     if !index.judged.judges.is_empty() {
         root.object("judges", |o| super::judged::judges(o, index));
     }
@@ -345,9 +372,95 @@ fn agent_summary(
             o.object(track, |o| o.rate(&gs));
         }
     });
+    o.object("leaderboard", |o| {
+        let board = Board::new(index, grades);
+        o.count("tasks", board.tasks.len() as u64, &board.source());
+        o.count("attempted", board.attempted.len() as u64, &board.source());
+        o.count("resolved", board.resolved, &board.source());
+        let n = board.tasks.len() as u64;
+        let frac = |k: u64| (n > 0).then(|| k as f64 / n as f64);
+        o.float(
+            "coverage",
+            frac(board.attempted.len() as u64),
+            &board.source(),
+        );
+        o.float("score", frac(board.resolved), &board.source());
+        let interval = wilson(board.resolved, n);
+        o.float("score_lo", interval.map(|i| i.0), &board.source());
+        o.float("score_hi", interval.map(|i| i.1), &board.source());
+    });
     usage(o, index, model, grades);
     if !index.judged.judges.is_empty() {
         o.object("judge", |o| super::judged::agent(o, index, grades));
+    }
+}
+
+/// A pair's standing over the whole certified task set of the tracks it
+/// was scored on, as a leaderboard counts it: every certified task of those
+/// tracks is in the denominator, and a task it never attempted counts as
+/// unresolved. A task attempted more than once counts by its first attempt
+/// (lowest session id): one attempt per task, as a leaderboard run has.
+pub(super) struct Board<'a> {
+    /// Digests of the certified tasks of the pair's tracks.
+    pub(super) tasks: BTreeSet<&'a str>,
+    /// Task digest -> the first attempt's grade.
+    pub(super) attempted: BTreeMap<&'a str, Graded<'a>>,
+    pub(super) resolved: u64,
+}
+
+impl<'a> Board<'a> {
+    pub(super) fn new(index: &Index<'a>, grades: &[Graded<'a>]) -> Self {
+        let tracks: BTreeSet<&str> = grades.iter().map(|g| g.0.track.as_str()).collect();
+        let tasks: BTreeSet<&'a str> = index
+            .tasks
+            .iter()
+            .filter(|(t, _)| t.certified && t.status == "released")
+            .filter(|(t, _)| tracks.contains(t.track.as_str()))
+            .map(|(_, d)| *d)
+            .collect();
+        let mut attempted: BTreeMap<&'a str, Graded<'a>> = BTreeMap::new();
+        for g in grades {
+            if let Some(d) = tasks.get(g.0.task_digest.as_str()) {
+                attempted
+                    .entry(d)
+                    .and_modify(|first| {
+                        if g.0.session < first.0.session {
+                            *first = g;
+                        }
+                    })
+                    .or_insert(g);
+            }
+        }
+        let resolved = attempted
+            .values()
+            .filter(|g| g.0.verdict == "resolved")
+            .count() as u64;
+        Board {
+            tasks,
+            attempted,
+            resolved,
+        }
+    }
+
+    /// The denominator's tasks alone.
+    fn task_source(&self) -> Source {
+        Source {
+            tasks: self.tasks.iter().map(|d| (*d).to_owned()).collect(),
+            ..Source::default()
+        }
+    }
+
+    /// The tasks and the attempts that count.
+    fn source(&self) -> Source {
+        Source {
+            grades: self.attempted.values().map(|g| g.1.clone()).collect(),
+            ..self.task_source()
+        }
+    }
+
+    /// resolved / tasks; None without a task.
+    pub(super) fn score(&self) -> Option<f64> {
+        (!self.tasks.is_empty()).then(|| self.resolved as f64 / self.tasks.len() as f64)
     }
 }
 

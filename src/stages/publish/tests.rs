@@ -499,3 +499,53 @@ fn cost_is_priced_per_model_id_and_the_reported_cost_kept_beside_it() {
     assert_eq!(cost["reported_sessions"], 1);
     assert_eq!(cost["reported_total"], 0.5);
 }
+
+/// Counted by hand: alpha/model-a is scored on the basic and spec tracks,
+/// whose certified tasks are t1, t4 (basic) and t2 (spec); t3 is
+/// uncertified. It attempted t1 three times (s1 resolved first) and t2 once
+/// (resolved), t4 never: 2 of 3. beta/model-b (basic only: t1, t4) failed
+/// its one attempt: 0 of 2.
+#[test]
+fn the_leaderboard_scores_over_every_certified_task_of_the_track() {
+    let mut input = sample();
+    input.tasks.push(task("t4", "basic", true));
+    let files = publish(&input);
+    let s = json(&files, "summary.json");
+    let a = &s["agents"]["alpha/model-a"]["leaderboard"];
+    assert_eq!(
+        (
+            a["tasks"].clone(),
+            a["attempted"].clone(),
+            a["resolved"].clone()
+        ),
+        (3.into(), 2.into(), 2.into())
+    );
+    assert_eq!(a["score"], round6(2.0 / 3.0));
+    assert_eq!(a["coverage"], round6(2.0 / 3.0));
+    let (lo, hi) = wilson(2, 3).expect("interval");
+    assert_eq!(
+        (a["score_lo"].clone(), a["score_hi"].clone()),
+        (round6(lo).into(), round6(hi).into())
+    );
+    // The per-attempt rate beside it: 2 resolved of 4 sessions.
+    assert_eq!(s["agents"]["alpha/model-a"]["resolved_rate"], 0.5);
+    let b = &s["agents"]["beta/model-b"]["leaderboard"];
+    assert_eq!(
+        (
+            b["tasks"].clone(),
+            b["attempted"].clone(),
+            b["resolved"].clone()
+        ),
+        (2.into(), 1.into(), 0.into())
+    );
+    assert_eq!(b["score"], 0.0);
+    assert_eq!(b["score_lo"], 0.0);
+    assert_eq!(
+        s["ranking"],
+        serde_json::json!(["alpha/model-a", "beta/model-b"])
+    );
+    let html = String::from_utf8(files["report.html"].clone()).expect("utf8");
+    assert!(html.contains("<h2>Leaderboard</h2>"));
+    assert!(html.contains("66.7% ["), "the score");
+    assert!(html.contains(">2/3<"), "the coverage");
+}

@@ -127,6 +127,42 @@ pub(crate) fn wilson(k: u64, n: u64) -> Option<(f64, f64)> {
     Some((lo, hi))
 }
 
+/// What a session's tokens cost by `[prices]`: per model id where its
+/// transcript gives per-model usage, else by its model label. Token kinds
+/// and model ids without a price add nothing and are noted in `unpriced`.
+pub(crate) fn session_cost(
+    prices: &BTreeMap<String, Price>,
+    label: &str,
+    facts: &super::records::RunFacts,
+    unpriced: &mut BTreeSet<String>,
+) -> f64 {
+    let mut priced = |who: &str, tokens: &BTreeMap<String, u64>| {
+        let Some(price) = prices.get(who) else {
+            unpriced.insert(format!("model {who}"));
+            return 0.0;
+        };
+        tokens
+            .iter()
+            .filter_map(|(kind, n)| match price.0.get(kind) {
+                Some(usd) => Some(*n as f64 * usd / 1e6),
+                None => {
+                    unpriced.insert(kind.clone());
+                    None
+                }
+            })
+            .sum::<f64>()
+    };
+    if facts.by_model.is_empty() {
+        priced(label, &facts.tokens)
+    } else {
+        facts
+            .by_model
+            .iter()
+            .map(|(id, kinds)| priced(id, kinds))
+            .sum()
+    }
+}
+
 /// Published floats carry six decimals: recomputing with any IEEE-754 double
 /// arithmetic and rounding the same way gives the same number.
 pub(crate) fn round6(x: f64) -> f64 {

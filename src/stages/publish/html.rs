@@ -123,6 +123,7 @@ pub(super) fn report(index: &Index<'_>, summary: &Value) -> String {
     tamper(&mut h, summary);
     not_graded(&mut h, summary);
     usage(&mut h, &agents);
+    run_facts(&mut h, &agents);
     super::judged::html(&mut h, summary);
 
     h.push_str("</body>\n</html>\n");
@@ -160,6 +161,39 @@ fn interval_text(r: &Value, key: &str) -> String {
         }
         _ => "–".to_owned(),
     }
+}
+
+/// How the agents' runs ended, from their session files and transcripts.
+fn run_facts(h: &mut String, agents: &[&Value]) {
+    h.push_str(
+        "<h2>How the runs ended</h2>\n<table>\n<tr><th>agent / model</th><th>ended</th>\
+         <th>is_error</th><th>permission denials</th><th>mean duration (s)</th></tr>\n",
+    );
+    for a in agents {
+        let r = &a["run"];
+        let ended: Vec<String> = r["ended"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| format!("{} {}", esc(k), int(v)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let seconds = r["duration_ms"]["mean"]
+            .as_f64()
+            .map_or_else(|| "–".to_owned(), |ms| format!("{:.1}", ms / 1000.0));
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td class=\"n\">{} of {}</td><td class=\"n\">{}</td>\
+             <td class=\"n\">{seconds}</td></tr>",
+            label(a),
+            ended.join("; "),
+            int(&r["is_error"]),
+            int(&r["is_error_sessions"]),
+            int(&r["permission_denials"]["total"]),
+        );
+    }
+    h.push_str("</table>\n");
 }
 
 /// The ranking: score over the whole certified task set of each pair's

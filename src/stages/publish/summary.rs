@@ -390,6 +390,7 @@ fn agent_summary(
         o.float("score_hi", interval.map(|i| i.1), &board.source());
     });
     usage(o, index, model, grades);
+    o.object("run", |o| run_facts(o, index, grades));
     if !index.judged.judges.is_empty() {
         o.object("judge", |o| super::judged::agent(o, index, grades));
     }
@@ -525,39 +526,18 @@ fn usage(o: &mut Obj<'_>, index: &Index<'_>, model: &str, grades: &[Graded<'_>])
     });
     // Priced per model id where the transcript says which model used what
     // (`modelUsage`), else by the session's model label.
-    let label_price = index.prices.get(model);
-    let by_model = |g: &Graded<'_>| facts(g).map(|f| &f.by_model).filter(|m| !m.is_empty());
-    if label_price.is_none() && !with_tokens.iter().any(|(g, _)| by_model(g).is_some()) {
+    let by_model = |g: &Graded<'_>| facts(g).is_some_and(|f| !f.by_model.is_empty());
+    if !index.prices.contains_key(model) && !with_tokens.iter().any(|(g, _)| by_model(g)) {
         o.text("cost_usd", Value::Null);
         return;
     }
     o.object("cost_usd", |o| {
         let mut unpriced = BTreeSet::new();
-        let mut priced =
-            |price: Option<&super::Price>, who: &str, tokens: &BTreeMap<String, u64>| {
-                let Some(price) = price else {
-                    unpriced.insert(format!("model {who}"));
-                    return 0.0;
-                };
-                tokens
-                    .iter()
-                    .filter_map(|(kind, n)| match price.0.get(kind) {
-                        Some(usd) => Some(*n as f64 * usd / 1e6),
-                        None => {
-                            unpriced.insert(kind.clone());
-                            None
-                        }
-                    })
-                    .sum::<f64>()
-            };
         let costs: Vec<f64> = with_tokens
             .iter()
-            .map(|(g, tokens)| match by_model(g) {
-                Some(models) => models
-                    .iter()
-                    .map(|(id, kinds)| priced(index.prices.get(id), id, kinds))
-                    .sum(),
-                None => priced(label_price, model, tokens),
+            .map(|(g, _)| match facts(g) {
+                Some(f) => super::session_cost(index.prices, model, f, &mut unpriced),
+                None => 0.0,
             })
             .collect();
         let total = (!costs.is_empty()).then(|| costs.iter().sum());
@@ -577,6 +557,55 @@ fn usage(o: &mut Obj<'_>, index: &Index<'_>, model: &str, grades: &[Graded<'_>])
             "reported_total",
             (!reported.is_empty()).then(|| reported.iter().map(|(_, c)| c).sum()),
             &src,
+        );
+    });
+}
+
+/// How the agents' runs ended, as their session files and transcripts say:
+/// each count over the sessions that report the fact.
+fn run_facts(o: &mut Obj<'_>, index: &Index<'_>, grades: &[Graded<'_>]) {
+    let facts = |g: &Graded<'_>| index.sessions.get(g.0.session.as_str()).map(|s| &s.facts);
+    let reporting = |f: &dyn Fn(&crate::stages::records::RunFacts) -> bool| -> Vec<Graded<'_>> {
+        grades
+            .iter()
+            .filter(|g| facts(g).is_some_and(f))
+            .copied()
+            .collect()
+    };
+    let all = Source::grades(grades);
+    let ended = reporting(&|f| f.ended.is_some());
+    o.object("ended", |o| {
+        let mut by: BTreeMap<&str, Vec<Graded<'_>>> = BTreeMap::new();
+        for g in &ended {
+            if let Some(e) = facts(g).and_then(|f| f.ended.as_deref()) {
+                by.entry(e).or_default().push(g);
+            }
+        }
+        for (e, gs) in by {
+            o.count(e, gs.len() as u64, &Source::grades(&gs));
+        }
+    });
+    let told = reporting(&|f| f.is_error.is_some());
+    let errored = reporting(&|f| f.is_error == Some(true));
+    o.count("is_error_sessions", told.len() as u64, &all);
+    o.count("is_error", errored.len() as u64, &all);
+    let denied = reporting(&|f| f.permission_denials.is_some());
+    o.object("permission_denials", |o| {
+        o.count("sessions", denied.len() as u64, &all);
+        let total: u64 = denied
+            .iter()
+            .filter_map(|g| facts(g)?.permission_denials)
+            .sum();
+        o.count("total", total, &all);
+    });
+    let timed = reporting(&|f| f.duration_ms.is_some());
+    o.object("duration_ms", |o| {
+        o.count("sessions", timed.len() as u64, &all);
+        let values = timed.iter().filter_map(|g| facts(g)?.duration_ms);
+        o.float(
+            "mean",
+            mean(values.map(|d| d as f64)),
+            &Source::grades(&timed),
         );
     });
 }

@@ -240,7 +240,7 @@ fn csv_quotes_commas_and_quotes() {
             "session,instance_id,track,agent,model,arm,policy,verdict,fault,failing,excluded_paths,exit_code,\
              base_check,new_check,base_exit,new_exit,reruns,redactions,grade_digest,task_digest,lines_added,lines_removed,\
              files_touched,size_vs_gold,suppressions_added,comment_lines_added,empty_patch,turns,tokens_total,\
-             reset_paths,tamper,sandbox"
+             reset_paths,tamper,sandbox,ended,is_error,permission_denials,duration_ms,cost_usd,reported_cost_usd"
         )
     );
     let row = lines.next().expect("a row");
@@ -249,7 +249,7 @@ fn csv_quotes_commas_and_quotes() {
         "{row}"
     );
     assert!(
-        row.ends_with(",3,1,1,0.333333,0,0,false,10,1200,,,bwrap"),
+        row.ends_with(",3,1,1,0.333333,0,0,false,10,1200,,,bwrap,,,,,,"),
         "{row}"
     );
 }
@@ -548,4 +548,48 @@ fn the_leaderboard_scores_over_every_certified_task_of_the_track() {
     assert!(html.contains("<h2>Leaderboard</h2>"));
     assert!(html.contains("66.7% ["), "the score");
     assert!(html.contains(">2/3<"), "the coverage");
+}
+
+#[test]
+fn run_facts_are_published_per_session_and_per_agent() {
+    let mut input = sample();
+    for s in &mut input.sessions {
+        if s.id == "s1" {
+            s.facts.ended = Some("success".to_owned());
+            s.facts.is_error = Some(false);
+            s.facts.permission_denials = Some(2);
+            s.facts.duration_ms = Some(1000);
+            s.facts.reported_cost_usd = Some(0.01);
+        }
+        if s.id == "s2" {
+            s.facts.ended = Some("error_during_execution".to_owned());
+            s.facts.is_error = Some(true);
+            s.facts.duration_ms = Some(3000);
+        }
+    }
+    let files = publish(&input);
+    let csv = String::from_utf8(files["results.csv"].clone()).expect("utf8");
+    let s1 = csv
+        .split("\r\n")
+        .find(|r| r.starts_with("s1,") && r.contains(",exclude,"))
+        .expect("s1");
+    // (1000 * 3 + 200 * 15) / 1e6 = 0.006 by model-a's prices.
+    assert!(
+        s1.ends_with(",bwrap,success,false,2,1000,0.006,0.01"),
+        "{s1}"
+    );
+    let run = &json(&files, "summary.json")["agents"]["alpha/model-a"]["run"];
+    assert_eq!(run["ended"]["success"], 1);
+    assert_eq!(run["ended"]["error_during_execution"], 1);
+    assert_eq!(run["is_error_sessions"], 2);
+    assert_eq!(run["is_error"], 1);
+    assert_eq!(run["permission_denials"]["sessions"], 1);
+    assert_eq!(run["permission_denials"]["total"], 2);
+    assert_eq!(run["duration_ms"]["mean"], 2000.0);
+    let html = String::from_utf8(files["report.html"].clone()).expect("utf8");
+    assert!(html.contains("<h2>How the runs ended</h2>"));
+    assert!(
+        html.contains("error_during_execution 1; success 1"),
+        "the ended counts"
+    );
 }

@@ -108,7 +108,10 @@ pub(crate) fn environment_broken(run: &RunRecord, log: &str) -> Option<String> {
     let code = run.exit_code;
     let named = log.lines().find_map(not_found_command);
     let by_code = matches!(code, Some(126 | 127));
-    if !by_code && (named.is_none() || !run.tests.is_empty() || code == Some(0)) {
+    // Without the exit code, only a log that ran nothing and built nothing
+    // (a build failure is a fact about the tree, not the environment).
+    let ran_something = !run.tests.is_empty() || !run.build_failures.is_empty();
+    if !by_code && (named.is_none() || ran_something || code == Some(0)) {
         return None;
     }
     let exit = code.map_or_else(|| "no exit code".to_owned(), |c| format!("exit {c}"));
@@ -134,7 +137,12 @@ fn not_found_command(line: &str) -> Option<(String, &'static str)> {
     if let Some(head) = line.strip_suffix(": command not found") {
         return Some((last_field(head)?, "not found"));
     }
-    if let Some(head) = line.strip_suffix(": not found") {
+    // dash's shape (`sh: 1: pytest: not found`); other tools say "not found" too.
+    if let Some(head) = line.strip_suffix(": not found")
+        && ["sh: ", "/bin/sh: ", "dash: "]
+            .iter()
+            .any(|p| line.starts_with(p))
+    {
         return Some((last_field(head)?, "not found"));
     }
     if line.starts_with("/usr/bin/env: ") || line.starts_with("env: ") {
@@ -936,6 +944,11 @@ diff --git a/stats_test.go b/stats_test.go
         );
         assert_eq!(
             environment_broken(&exited(0), "x: command not found\n"),
+            None
+        );
+        // Other tools' "not found" is not the shell's.
+        assert_eq!(
+            environment_broken(&exited(1), "go: example.com/x@v1: not found\n"),
             None
         );
     }

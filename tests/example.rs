@@ -101,18 +101,20 @@ fn build_example() -> Example {
     }
     let b = project.build_json(&[]).code(0);
     let release = project.path().join("release");
-    let tasks = std::fs::read_to_string(release.join("tasks.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| {
+    // Certified tasks in tasks.jsonl, uncertified ones in a file of their
+    // own; keyed by assay's task id (`task`) and track.
+    let mut tasks = BTreeMap::new();
+    for (file, certified) in [("tasks.jsonl", true), ("tasks.uncertified.jsonl", false)] {
+        for l in std::fs::read_to_string(release.join(file)).unwrap().lines() {
             let t: Value = serde_json::from_str(l).unwrap();
+            assert_eq!(t["certified"], certified, "{file}: {t:#}");
             let id = (
-                t["instance_id"].as_str().unwrap().to_owned(),
+                t["task"].as_str().unwrap().to_owned(),
                 t["track"].as_str().unwrap().to_owned(),
             );
-            (id, t)
-        })
-        .collect();
+            tasks.insert(id, t);
+        }
+    }
     let rows = util::csv_records(&std::fs::read_to_string(release.join("results.csv")).unwrap())
         .into_iter()
         .map(|r| ((r["session"].clone(), r["arm"].clone()), r))
@@ -394,7 +396,8 @@ fn the_bundled_example_builds_what_its_documents_say() {
     // The task facts the verdicts rest on.
     for row in table(&sessions_readme, "Task facts the verdicts rest on") {
         let task = ex.task(&row[0], "basic");
-        let f2p = strs(&task["FAIL_TO_PASS"]);
+        // assay's own test ids (tasks.jsonl's lists are in SWE-bench's form).
+        let f2p = strs(&task["test_ids"]["FAIL_TO_PASS"]);
         assert_eq!(
             f2p,
             BTreeSet::from([format!("tests.{}", ticks(&row[1])[0]).as_str()]),
@@ -402,7 +405,7 @@ fn the_bundled_example_builds_what_its_documents_say() {
             row[0]
         );
         assert_eq!(
-            strs(&task["PASS_TO_PASS"]).len(),
+            strs(&task["test_ids"]["PASS_TO_PASS"]).len(),
             row[2].parse::<usize>().unwrap(),
             "{}",
             row[0]
@@ -414,6 +417,11 @@ fn the_bundled_example_builds_what_its_documents_say() {
         let documented: Vec<&str> = ticks(&row[3]);
         assert_eq!(flaky, documented, "{}", row[0]);
     }
+
+    // alpha/calc-1's tokens are its transcript's, each kind once (its `run`
+    // once summed the cached input kinds into `input` too: 154515).
+    let calc1 = &ex.rows[&("alpha/calc-1.json".to_owned(), "exclude".to_owned())];
+    assert_eq!(calc1["tokens_total"], "78215", "{calc1:?}");
 
     // "Run it again: it executes nothing."
     let again = ex.project.build_json(&[]).code(0);
@@ -439,4 +447,39 @@ fn the_bundled_example_builds_what_its_documents_say() {
             assert!(out.stdout.contains(" 0 differ, "), "{}", out.stdout);
         }
     }
+}
+
+/// The released tasks load in SWE-bench's harness (its own loader) and its
+/// own `get_eval_report` resolves each with the gold patch, and none with
+/// the empty patch. Needs the virtualenv `scripts/check-swebench.sh --setup`
+/// makes (`.ci/run` does): without it this test fails, it does not skip.
+#[test]
+fn the_released_tasks_load_and_resolve_in_swebench() {
+    let ex = build_example();
+    let release = ex.project.path().join("release");
+    let spec = ex.task("calc-1", "spec");
+    assert_eq!(spec["instance_id"], "calc-1__spec", "{spec:#}");
+    let calc6 = ex.task("calc-6", "basic");
+    assert_eq!(calc6["status"], "uncertified", "{calc6:#}");
+    let basic = ex.task("calc-1", "basic");
+    assert_eq!(basic["repo"], "example/calc");
+    assert_eq!(basic["environment_setup_commit"], basic["base_commit"]);
+    assert!(
+        strs(&basic["FAIL_TO_PASS"]).contains(
+            "test_divide_by_zero_raises_value_error (tests.test_ops.TestOps.test_divide_by_zero_raises_value_error)"
+        ),
+        "{basic:#}"
+    );
+    let out = std::process::Command::new(Path::new(ROOT).join("scripts/check-swebench.sh"))
+        .arg(&release)
+        .arg(ex.project.path().join("examples/calc/repo"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "scripts/check-swebench.sh failed ({}):\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

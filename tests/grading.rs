@@ -1067,7 +1067,7 @@ fn verify_recomputes_the_release_and_names_a_tampered_number() {
     f.project
         .run(&["verify"])
         .code(0)
-        .stdout_has("release ok: 6 files");
+        .stdout_has("release ok: 7 files");
 
     // A forged summary whose manifest digests are forged to match: the
     // digests alone agree, the recomputation from the cache does not.

@@ -88,13 +88,17 @@ impl Gocalc {
     }
 
     fn tasks(&self) -> BTreeMap<String, Value> {
-        self.read("release/tasks.jsonl")
-            .lines()
-            .map(|l| {
-                let v: Value = serde_json::from_str(l).unwrap();
-                (v["instance_id"].as_str().unwrap().to_owned(), v)
-            })
-            .collect()
+        [
+            self.read("release/tasks.jsonl"),
+            self.read("release/tasks.uncertified.jsonl"),
+        ]
+        .concat()
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (v["instance_id"].as_str().unwrap().to_owned(), v)
+        })
+        .collect()
     }
 
     /// Rows of results.csv keyed by (session, arm).
@@ -137,8 +141,8 @@ fn gocalc_builds_certifies_the_task_whose_test_patch_does_not_build_and_blames_b
     ] {
         let t = &tasks[id];
         assert_eq!(t["certified"], true, "{id}: {:#}", t["uncertified_because"]);
-        assert_eq!(strs(&t["FAIL_TO_PASS"]), f2p, "{id}");
-        assert_eq!(strs(&t["PASS_TO_PASS"]), p2p, "{id}");
+        assert_eq!(strs(&t["test_ids"]["FAIL_TO_PASS"]), f2p, "{id}");
+        assert_eq!(strs(&t["test_ids"]["PASS_TO_PASS"]), p2p, "{id}");
     }
 
     // Grading: (exclude, keep) verdicts and faults, and what the compiler
@@ -168,8 +172,8 @@ fn gocalc_builds_certifies_the_task_whose_test_patch_does_not_build_and_blames_b
     for (session, verdicts, compiler) in expect {
         let task = &tasks[session.split('/').nth(1).unwrap().trim_end_matches(".json")];
         let expected: Vec<String> = {
-            let mut v = strs(&task["FAIL_TO_PASS"]);
-            v.extend(strs(&task["PASS_TO_PASS"]));
+            let mut v = strs(&task["test_ids"]["FAIL_TO_PASS"]);
+            v.extend(strs(&task["test_ids"]["PASS_TO_PASS"]));
             v.sort();
             v
         };

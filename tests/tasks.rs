@@ -107,9 +107,16 @@ fn build(project: &Project) -> Build {
     b
 }
 
+/// The released tasks, certified (`tasks.jsonl`) or not
+/// (`tasks.uncertified.jsonl`), by SWE-bench instance id.
 fn tasks(project: &Project) -> BTreeMap<String, Value> {
-    let text = std::fs::read_to_string(project.path().join("release/tasks.jsonl"))
-        .unwrap_or_else(|e| panic!("no tasks.jsonl: {e}"));
+    let text: String = ["release/tasks.jsonl", "release/tasks.uncertified.jsonl"]
+        .iter()
+        .map(|f| {
+            std::fs::read_to_string(project.path().join(f))
+                .unwrap_or_else(|e| panic!("no {f}: {e}"))
+        })
+        .collect();
     text.lines()
         .map(|l| {
             let v: Value = serde_json::from_str(l).unwrap();
@@ -178,12 +185,12 @@ fn decline_reasons_are_counted_and_a_clean_fix_is_certified() {
     assert_eq!(p1["certified"], true, "{p1:#}");
     assert_eq!(p1["status"], "released", "{p1:#}");
     assert_eq!(
-        strs(&p1["FAIL_TO_PASS"]),
+        strs(&p1["test_ids"]["FAIL_TO_PASS"]),
         ["tests.test_ops.TestOps.test_sub"],
         "{p1:#}"
     );
     assert_eq!(
-        strs(&p1["PASS_TO_PASS"]),
+        strs(&p1["test_ids"]["PASS_TO_PASS"]),
         ["tests.test_ops.TestOps.test_add"],
         "{p1:#}"
     );
@@ -306,11 +313,11 @@ topics = { a = "test_sub", b = "test_mul" }
     let t = tasks(&project);
     assert_eq!(t.keys().collect::<Vec<_>>(), ["p-1-a", "p-1-b"], "{t:#?}");
     assert_eq!(
-        strs(&t["p-1-a"]["FAIL_TO_PASS"]),
+        strs(&t["p-1-a"]["test_ids"]["FAIL_TO_PASS"]),
         ["tests.test_ops.TestOps.test_sub"]
     );
     assert_eq!(
-        strs(&t["p-1-b"]["FAIL_TO_PASS"]),
+        strs(&t["p-1-b"]["test_ids"]["FAIL_TO_PASS"]),
         ["tests.test_ops.TestOps.test_mul"]
     );
     assert_eq!(t["p-1-a"]["certified"], true, "{:#}", t["p-1-a"]);
@@ -354,15 +361,15 @@ class TestFlaky(unittest.TestCase):
     let name = "tests.test_flaky.TestFlaky.test_flips";
     assert_eq!(strs(&p1["flaky"]), [name], "{p1:#}");
     assert!(
-        !strs(&p1["FAIL_TO_PASS"]).contains(&name.to_owned()),
+        !strs(&p1["test_ids"]["FAIL_TO_PASS"]).contains(&name.to_owned()),
         "{p1:#}"
     );
     assert!(
-        !strs(&p1["PASS_TO_PASS"]).contains(&name.to_owned()),
+        !strs(&p1["test_ids"]["PASS_TO_PASS"]).contains(&name.to_owned()),
         "{p1:#}"
     );
     assert_eq!(
-        strs(&p1["FAIL_TO_PASS"]),
+        strs(&p1["test_ids"]["FAIL_TO_PASS"]),
         ["tests.test_ops.TestOps.test_sub"],
         "{p1:#}"
     );
@@ -397,7 +404,7 @@ fn a_test_failing_with_the_gold_patch_is_uncertified() {
         "{why:?}"
     );
     assert_eq!(
-        strs(&p1["FAIL_TO_PASS"]),
+        strs(&p1["test_ids"]["FAIL_TO_PASS"]),
         ["tests.test_ops.TestOps.test_sub"],
         "{p1:#}"
     );
@@ -421,6 +428,34 @@ fn a_spoofed_exit_code_is_not_trusted() {
         "{why:?}"
     );
     let _ = b;
+}
+
+/// A test command that is not installed reads nothing: the task is
+/// uncertified as `environment_broken`, naming the command and its exit
+/// code, and with no reason derived from readings that never happened.
+#[test]
+fn a_missing_test_command_is_environment_broken_and_nothing_else() {
+    let project = Project::new();
+    one_fix(&project);
+    let toml = with_test_command(pipeline("", ""), "nosuch-runner-xyz -v");
+    project.write("pipeline.toml", toml);
+    let b = build(&project);
+    assert_eq!(b.run.code, 0, "stderr:\n{}", b.run.stderr);
+    let p1 = &tasks(&project)["p-1"];
+    assert_eq!(p1["certified"], false, "{p1:#}");
+    assert_eq!(p1["status"], "uncertified", "{p1:#}");
+    let why = strs(&p1["uncertified_because"]);
+    assert_eq!(why.len(), 1, "{why:?}");
+    let why = why.first().unwrap();
+    assert!(why.starts_with("environment_broken: "), "{why}");
+    assert!(
+        why.contains("`nosuch-runner-xyz` not found (exit 127)"),
+        "{why}"
+    );
+    assert_eq!(
+        funnel(&project)["uncertified_because"]["environment_broken"],
+        1
+    );
 }
 
 /// Live processes on the host whose command line holds `token`.

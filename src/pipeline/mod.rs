@@ -106,6 +106,11 @@ pub(crate) struct SourceConfig {
     pub(crate) limit: Option<usize>,
     /// The `[env.NAME]` this source's tasks run in.
     pub(crate) env: Option<Spanned<String>>,
+    /// SWE-bench's `repo` of its tasks (`owner/name`); default: `name`.
+    /// Ids keep the `name` prefix whatever this says.
+    pub(crate) repo: Option<String>,
+    /// SWE-bench's `version` of its tasks; default "0".
+    pub(crate) version: Option<String>,
 }
 
 impl SourceConfig {

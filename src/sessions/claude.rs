@@ -1,8 +1,10 @@
 //! Claude Code `--output-format stream-json` transcripts: one JSON event per
 //! line (`system` init, `assistant`/`user` messages, …) closed by a `result`
-//! event that carries the run's totals. Only the last `result` event is read;
-//! a transcript without one is a run that did not finish (or a cut file), and
-//! its facts cannot be trusted, so that is an error rather than empty facts.
+//! event that carries the process's totals. A resumed run holds one result
+//! event per process: their counts are summed, and the last one says how the
+//! run ended. A transcript without one is a run that did not finish (or a cut
+//! file), and its facts cannot be trusted, so that is an error rather than
+//! empty facts.
 
 use std::collections::BTreeMap;
 
@@ -27,23 +29,42 @@ pub(super) fn parse_transcript(id: &str, path: &Path, text: &str) -> Result<RunF
         offset += line.len() + 1;
     }
 
-    let mut result = None;
+    let mut results = Vec::new();
+    let mut models: Vec<String> = Vec::new();
+    let mut note_model = |m: Option<&str>| {
+        if let Some(m) = m.filter(|m| !m.is_empty())
+            && !models.iter().any(|known| known == m)
+        {
+            models.push(m.to_owned());
+        }
+    };
     let mut cut = false;
     for (i, &(_, start, line)) in lines.iter().enumerate() {
         match serde_json::from_str::<Value>(line) {
-            Ok(event) => {
-                if event.get("type").and_then(Value::as_str) == Some("result") {
-                    result = Some((start, line, event));
+            Ok(event) => match event.get("type").and_then(Value::as_str) {
+                Some("result") => {
+                    if let Some(usage) = event.get("modelUsage").and_then(Value::as_object) {
+                        usage.keys().for_each(|m| note_model(Some(m)));
+                    }
+                    results.push((start, line, event));
                 }
-            }
+                Some("system") => note_model(event.get("model").and_then(Value::as_str)),
+                Some("assistant") => note_model(
+                    event
+                        .pointer("/message/model")
+                        .and_then(Value::as_str)
+                        .filter(|m| *m != "<synthetic>"),
+                ),
+                _ => {}
+            },
             // A run killed mid-write leaves a partial last line: that is the
             // missing-result error below, not a syntax error.
-            Err(_) if i + 1 == lines.len() && result.is_none() => cut = true,
+            Err(_) if i + 1 == lines.len() && results.is_empty() => cut = true,
             Err(e) => return Err(SessionError::from_json(id, path, text, start, line, &e)),
         }
     }
 
-    let Some((start, line, event)) = result else {
+    if results.is_empty() {
         let span = lines
             .last()
             .map_or(0..0, |&(_, start, line)| start..start + line.len());
@@ -61,8 +82,50 @@ pub(super) fn parse_transcript(id: &str, path: &Path, text: &str) -> Result<RunF
             "rerun the agent to the end with `--output-format stream-json --verbose`, \
              or drop \"transcript\" and give the facts in the session's \"run\" object",
         ));
-    };
+    }
 
+    // A resumed run (`claude --resume`) appends a process, and a result
+    // event, per resume: each counts its own process, so they add up; how
+    // the run ended is what the last one says.
+    let mut facts = RunFacts::default();
+    for (start, line, event) in &results {
+        let one = result_facts(id, path, text, *start, line, event)?;
+        let add = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        };
+        facts.turns = add(facts.turns, one.turns);
+        facts.duration_ms = add(facts.duration_ms, one.duration_ms);
+        facts.permission_denials = add(facts.permission_denials, one.permission_denials);
+        for (kind, n) in one.tokens {
+            *facts.tokens.entry(kind).or_default() += n;
+        }
+        for (model, kinds) in one.by_model {
+            let mine = facts.by_model.entry(model).or_default();
+            for (kind, n) in kinds {
+                *mine.entry(kind).or_default() += n;
+            }
+        }
+        facts.reported_cost_usd = match (facts.reported_cost_usd, one.reported_cost_usd) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+        };
+        facts.ended = one.ended.or(facts.ended);
+        facts.is_error = one.is_error.or(facts.is_error);
+    }
+    facts.models = models;
+    Ok(facts)
+}
+
+/// The facts of one `result` event (the line at byte `start` of `text`).
+fn result_facts(
+    id: &str,
+    path: &Path,
+    text: &str,
+    start: usize,
+    line: &str,
+    event: &Value,
+) -> Result<RunFacts, Failure> {
     let spans = span::object_spans(line).unwrap_or_default();
     let bad = |key: &str, expected: &str| {
         let at = spans.value(key).unwrap_or(0..line.len());
@@ -108,6 +171,30 @@ pub(super) fn parse_transcript(id: &str, path: &Path, text: &str) -> Result<RunF
             .collect(),
         Some(_) => return Err(bad("usage", "an object")),
     };
+    let by_model = match field("modelUsage") {
+        None => BTreeMap::new(),
+        Some(Value::Object(models)) => models
+            .iter()
+            .map(|(model, usage)| {
+                let kinds: BTreeMap<String, u64> = usage
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|(k, n)| Some((model_usage_kind(k)?.to_owned(), n.as_u64()?)))
+                    .collect();
+                (model.clone(), kinds)
+            })
+            .collect(),
+        Some(_) => return Err(bad("modelUsage", "an object")),
+    };
+    let reported_cost_usd = match field("total_cost_usd") {
+        None => None,
+        Some(v) => Some(
+            v.as_f64()
+                .filter(|c| *c >= 0.0)
+                .ok_or_else(|| bad("total_cost_usd", "a non-negative number"))?,
+        ),
+    };
 
     Ok(RunFacts {
         turns: count("num_turns")?,
@@ -116,6 +203,22 @@ pub(super) fn parse_transcript(id: &str, path: &Path, text: &str) -> Result<RunF
         is_error,
         permission_denials,
         duration_ms: count("duration_ms")?,
+        by_model,
+        reported_cost_usd,
+        models: Vec::new(),
+    })
+}
+
+/// `modelUsage`'s token counts, by assay's kind names; its other numbers
+/// (`contextWindow`, `costUSD`) are not tokens.
+fn model_usage_kind(field: &str) -> Option<&'static str> {
+    Some(match field {
+        "inputTokens" => "input",
+        "outputTokens" => "output",
+        "cacheReadInputTokens" => "cache_read",
+        "cacheCreationInputTokens" => "cache_creation",
+        "webSearchRequests" => "web_search_requests",
+        _ => return None,
     })
 }
 

@@ -55,6 +55,9 @@ impl RunSection {
             is_error: self.is_error.or(base.is_error),
             permission_denials: self.permission_denials.or(base.permission_denials),
             duration_ms: self.duration_ms.or(base.duration_ms),
+            by_model: base.by_model,
+            reported_cost_usd: base.reported_cost_usd,
+            models: base.models,
         }
     }
 }

@@ -214,7 +214,14 @@ pub(crate) fn load_dir(dir: &Path) -> Vec<Result<ParsedSession, SessionError>> {
             continue;
         }
         if has_ext(&f.path, "json") {
-            out.push((f.id.clone(), 0, file::load(&f.id, &f.path)));
+            match swebench::load_json(&f.id, &f.path) {
+                Some(predictions) => {
+                    for (n, session) in predictions {
+                        out.push((f.id.clone(), n, session));
+                    }
+                }
+                None => out.push((f.id.clone(), 0, file::load(&f.id, &f.path))),
+            }
         } else if has_ext(&f.path, "jsonl") && !f.id.ends_with(".stream.jsonl") {
             for (line, session) in swebench::load(&f.id, &f.path) {
                 out.push((f.id.clone(), line, session));

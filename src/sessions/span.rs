@@ -60,6 +60,30 @@ pub(crate) fn object_spans(text: &str) -> Option<ObjectSpans> {
     }
 }
 
+/// The spans of the elements of the array that starts `text` (after
+/// whitespace), in order.
+pub(crate) fn array_spans(text: &str) -> Option<Vec<Range<usize>>> {
+    let b = text.as_bytes();
+    let start = skip_ws(b, 0);
+    if b.get(start) != Some(&b'[') {
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut i = start + 1;
+    loop {
+        i = skip_ws(b, i);
+        match b.get(i)? {
+            b']' => return Some(out),
+            b',' => i += 1,
+            _ => {
+                let end = skip_value(b, i)?;
+                out.push(i..end);
+                i = end;
+            }
+        }
+    }
+}
+
 fn skip_ws(b: &[u8], mut i: usize) -> usize {
     while matches!(b.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
         i += 1;

@@ -83,6 +83,9 @@ fn transcript_facts() -> RunFacts {
         is_error: Some(false),
         permission_denials: Some(1),
         duration_ms: Some(41234),
+        by_model: BTreeMap::new(),
+        reported_cost_usd: Some(0.0921),
+        models: vec!["claude-sonnet-4-5-20250929".to_owned()],
     }
 }
 
@@ -120,6 +123,7 @@ fn inline_patch_session() {
             is_error: Some(false),
             permission_denials: Some(0),
             duration_ms: Some(5000),
+            ..RunFacts::default()
         }
     );
 }
@@ -187,29 +191,121 @@ fn explicit_run_values_win_over_the_transcript() {
     assert_eq!(ok(&results[0]).facts, want);
 }
 
-#[test]
-fn the_last_result_event_counts() {
+/// Loads `transcript` through a session file and returns its facts.
+fn facts_of(transcript: &str) -> RunFacts {
     let dir = tempfile::tempdir().expect("tempdir");
-    let resumed = format!(
-        "{TRANSCRIPT}{}\n",
-        r#"{"type":"result","subtype":"error_max_turns","is_error":true,"duration_ms":90000.0,"num_turns":30,"usage":{"input_tokens":5,"output_tokens":6},"permission_denials":[]}"#
-    );
-    write(dir.path(), "t.stream.jsonl", resumed);
+    write(dir.path(), "t.stream.jsonl", transcript);
     write(
         dir.path(),
         "s.json",
         session_json(",\n  \"patch\": \"\",\n  \"transcript\": \"t.stream.jsonl\""),
     );
     let results = load_dir(dir.path());
-    let facts = &ok(&results[0]).facts;
+    ok(&results[0]).facts.clone()
+}
+
+/// A resumed run (`claude --resume`) appends a process and a result event
+/// per resume: reading only the last one dropped the first process's turns,
+/// tokens and cost.
+#[test]
+fn a_resumed_run_sums_every_result_event() {
+    let resumed = format!(
+        "{TRANSCRIPT}{}\n{}\n",
+        r#"{"type":"system","subtype":"init","model":"claude-sonnet-4-5-20250929","session_id":"7d2c9a4e-1f3b-4c55-9e0a-2b8f6d1c3a77"}"#,
+        r#"{"type":"result","subtype":"error_max_turns","is_error":true,"duration_ms":90000.0,"num_turns":30,"total_cost_usd":0.01,"usage":{"input_tokens":5,"output_tokens":6},"permission_denials":[]}"#
+    );
+    let facts = facts_of(&resumed);
+    // How it ended: the last process says.
     assert_eq!(facts.ended.as_deref(), Some("error_max_turns"));
     assert_eq!(facts.is_error, Some(true));
-    assert_eq!(facts.turns, Some(30));
-    assert_eq!(facts.duration_ms, Some(90000));
-    assert_eq!(facts.permission_denials, Some(0));
+    // What it used: both processes.
+    assert_eq!(facts.turns, Some(37));
+    assert_eq!(facts.duration_ms, Some(131_234));
+    assert_eq!(facts.permission_denials, Some(1));
     assert_eq!(
         facts.tokens,
-        BTreeMap::from([("input".to_owned(), 5), ("output".to_owned(), 6)])
+        BTreeMap::from([
+            ("cache_creation".to_owned(), 2048),
+            ("cache_read".to_owned(), 40960),
+            ("input".to_owned(), 1239),
+            ("output".to_owned(), 573),
+        ])
+    );
+    let cost = facts.reported_cost_usd.expect("reported cost");
+    assert!((cost - 0.1021).abs() < 1e-12, "{cost}");
+    assert_eq!(facts.models, ["claude-sonnet-4-5-20250929"]);
+}
+
+/// A run whose main model hands work to a smaller one: `modelUsage` keeps
+/// each model's tokens apart, so each is priced by its own id.
+#[test]
+fn a_multi_model_run_keeps_usage_per_model() {
+    let transcript = concat!(
+        r#"{"type":"system","subtype":"init","model":"claude-opus-4-1-20250805","session_id":"s"}"#,
+        "\n",
+        r#"{"type":"assistant","message":{"model":"claude-opus-4-1-20250805","content":[],"usage":{"input_tokens":3,"output_tokens":4}}}"#,
+        "\n",
+        r#"{"type":"assistant","message":{"model":"claude-3-5-haiku-20241022","content":[],"usage":{"input_tokens":3,"output_tokens":4}}}"#,
+        "\n",
+        r#"{"type":"result","subtype":"success","is_error":false,"num_turns":4,"total_cost_usd":0.5,"usage":{"input_tokens":110,"output_tokens":220},"modelUsage":{"claude-opus-4-1-20250805":{"inputTokens":100,"outputTokens":200,"cacheReadInputTokens":1000,"cacheCreationInputTokens":50,"webSearchRequests":0,"costUSD":0.45,"contextWindow":200000},"claude-3-5-haiku-20241022":{"inputTokens":10,"outputTokens":20,"cacheReadInputTokens":0,"cacheCreationInputTokens":0,"webSearchRequests":0,"costUSD":0.05,"contextWindow":200000}}}"#,
+        "\n",
+    );
+    let facts = facts_of(transcript);
+    let kinds = |pairs: &[(&str, u64)]| -> BTreeMap<String, u64> {
+        pairs.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect()
+    };
+    assert_eq!(
+        facts.by_model,
+        BTreeMap::from([
+            (
+                "claude-3-5-haiku-20241022".to_owned(),
+                kinds(&[
+                    ("cache_creation", 0),
+                    ("cache_read", 0),
+                    ("input", 10),
+                    ("output", 20),
+                    ("web_search_requests", 0)
+                ])
+            ),
+            (
+                "claude-opus-4-1-20250805".to_owned(),
+                kinds(&[
+                    ("cache_creation", 50),
+                    ("cache_read", 1000),
+                    ("input", 100),
+                    ("output", 200),
+                    ("web_search_requests", 0)
+                ])
+            ),
+        ])
+    );
+    assert_eq!(
+        facts.models,
+        ["claude-opus-4-1-20250805", "claude-3-5-haiku-20241022"]
+    );
+    assert_eq!(facts.reported_cost_usd, Some(0.5));
+}
+
+/// An API failure ends the run with `is_error: true` (its subtype may still
+/// say `success`): the fact that lets grading blame the infrastructure.
+#[test]
+fn an_api_error_run_says_is_error() {
+    let transcript = concat!(
+        r#"{"type":"system","subtype":"init","model":"claude-sonnet-4-5-20250929","session_id":"s"}"#,
+        "\n",
+        r#"{"type":"assistant","message":{"model":"<synthetic>","content":[{"type":"text","text":"API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"}}"}],"usage":{"input_tokens":0,"output_tokens":0}}}"#,
+        "\n",
+        r#"{"type":"result","subtype":"success","is_error":true,"duration_ms":1200,"num_turns":1,"result":"API Error: 529 overloaded","total_cost_usd":0,"usage":{"input_tokens":0,"output_tokens":0},"permission_denials":[]}"#,
+        "\n",
+    );
+    let facts = facts_of(transcript);
+    assert_eq!(facts.is_error, Some(true));
+    assert_eq!(facts.ended.as_deref(), Some("success"));
+    assert_eq!(facts.turns, Some(1));
+    assert_eq!(
+        facts.models,
+        ["claude-sonnet-4-5-20250929"],
+        "<synthetic> is no model"
     );
 }
 
@@ -297,17 +393,15 @@ fn a_bad_prediction_line_fails_alone() {
     assert_eq!(ok(&results[0]).task, "calc-1");
     assert_eq!(ok(&results[4]).task, "calc-5");
 
-    let missing = err(&results[1]);
+    // No model_name_or_path: the harness files it under "None", so do we.
+    let unnamed = ok(&results[1]);
     assert_eq!(
-        missing.message,
-        "the prediction has no \"model_name_or_path\""
-    );
-    assert_eq!(
-        spanned(missing),
         (
-            r#"{"instance_id": "calc-2", "model_patch": ""}"#,
-            dir.path().join("p.jsonl").to_str().expect("utf-8")
-        )
+            unnamed.task.as_str(),
+            unnamed.model.as_str(),
+            unnamed.agent.as_str()
+        ),
+        ("calc-2", "None", "None")
     );
 
     let syntax = err(&results[2]);
@@ -323,6 +417,83 @@ fn a_bad_prediction_line_fails_alone() {
     assert_eq!(typed.message, "\"model_patch\" is not a string");
     assert_eq!(spanned(typed).0, "7");
     assert_eq!(span_line(typed), 4);
+}
+
+#[test]
+fn swebench_predictions_json_as_a_list_or_a_dict_by_instance_id() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let list = serde_json::json!([
+        {"instance_id": "calc-1", "model_name_or_path": "model-b", "model_patch": PATCH},
+        {"instance_id": "calc-1", "model_patch": "", "track": "spec", "agent": "beta"},
+        {"instance_id": "calc-4", "model_patch": "", "track": "hard"},
+    ]);
+    write(dir.path(), "preds/list.json", format!("{list:#}"));
+    // SWE-agent's form: keyed by instance id, the id inside optional.
+    let dict = concat!(
+        "{\n",
+        r#"  "calc-7": {"model_name_or_path": "model-c", "model_patch": ""},"#,
+        "\n",
+        r#"  "calc-5": {"instance_id": "calc-5", "model_patch": null},"#,
+        "\n",
+        r#"  "calc-9": {"instance_id": "calc-1", "model_patch": ""}"#,
+        "\n}\n"
+    );
+    write(dir.path(), "preds/dict.json", dict);
+    // An assay session file is still one.
+    write(dir.path(), "s.json", session_json(",\n  \"patch\": \"\""));
+
+    let results = load_dir(dir.path());
+    assert_eq!(
+        ids(&results),
+        [
+            "preds/dict.json#calc-7",
+            "preds/dict.json#calc-5",
+            "preds/dict.json#calc-9",
+            "preds/list.json#1",
+            "preds/list.json#2",
+            "preds/list.json#3",
+            "s.json"
+        ]
+    );
+    let c7 = ok(&results[0]);
+    assert_eq!(
+        (c7.task.as_str(), c7.model.as_str(), c7.track.as_deref()),
+        ("calc-7", "model-c", None)
+    );
+    let c5 = ok(&results[1]);
+    assert_eq!((c5.task.as_str(), c5.model.as_str()), ("calc-5", "None"));
+    assert!(c5.patch.is_empty());
+    let clash = err(&results[2]);
+    assert_eq!(
+        clash.message,
+        "\"instance_id\" is `calc-1`, but the prediction is filed under `calc-9`"
+    );
+    assert_eq!(spanned(clash).0, "\"calc-1\"");
+    assert_eq!(span_line(clash), 4);
+
+    let first = ok(&results[3]);
+    assert_eq!(
+        (
+            first.task.as_str(),
+            first.model.as_str(),
+            first.agent.as_str()
+        ),
+        ("calc-1", "model-b", "model-b")
+    );
+    assert_eq!(first.patch, PATCH.as_bytes());
+    let spec = ok(&results[4]);
+    assert_eq!(
+        (
+            spec.track.as_deref(),
+            spec.agent.as_str(),
+            spec.model.as_str()
+        ),
+        (Some("spec"), "beta", "None")
+    );
+    let bad = err(&results[5]);
+    assert_eq!(bad.message, "unknown track `hard`");
+    assert_eq!(spanned(bad).0, "\"hard\"");
+    assert_eq!(ok(&results[6]).task, "calc-1");
 }
 
 #[test]
@@ -440,10 +611,11 @@ fn patch_rules() {
     let results = load_dir(dir.path());
     assert_eq!(
         ids(&results),
-        ["array.json", "both.json", "none.json", "track.json"]
+        ["array.json#1", "both.json", "none.json", "track.json"]
     );
+    // A list is SWE-bench predictions; this one lacks its patch.
     let array = err(&results[0]);
-    assert!(array.help.as_deref().is_some_and(|h| h.contains(".jsonl")));
+    assert_eq!(array.message, "the prediction has no \"model_patch\"");
     let both = err(&results[1]);
     assert_eq!(both.message, "both \"patch\" and \"patch_file\" are given");
     assert_eq!(spanned(both).0, "\"x.diff\"");

@@ -28,7 +28,8 @@ pub(super) const STAGE_VERSION: u32 = 2;
 /// 2: tamper suspects; `no_report` on a certified task is the agent's.
 /// 3: a unit that does not build fails its expected tests (`unresolved`, the
 /// compiler's message in `detail`), never `no_report`.
-pub(super) const GRADE_VERSION: u32 = 3;
+/// 4: a red grade of a run that ended with `is_error` is `infrastructure`'s.
+pub(super) const GRADE_VERSION: u32 = 4;
 
 /// Which of a session's paths the grader leaves out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -372,6 +373,22 @@ fn check(tests: &[String], outcomes: &std::collections::BTreeMap<String, Outcome
         .collect()
 }
 
+/// A red grade the agent would carry is not its fault when its own run
+/// died of an API or infrastructure failure (`is_error: true`, e.g. Claude
+/// Code's "API Error: 529"): the patch is what a broken run left behind.
+/// Tamper suspects, decided after this, stay the agent's.
+fn blame_infrastructure(fault: &mut String, detail: &mut String, facts: &super::records::RunFacts) {
+    if facts.is_error == Some(true) && fault == "agent" {
+        "infrastructure".clone_into(fault);
+        let why = "the agent's run ended with is_error (an API or infrastructure failure)";
+        *detail = if detail.is_empty() {
+            why.to_owned()
+        } else {
+            format!("{detail}; {why}")
+        };
+    }
+}
+
 fn check_word(failing: usize) -> String {
     if failing == 0 {
         "pass".into()
@@ -575,6 +592,7 @@ async fn grade(
         rec.failing = settled.failing;
         verdict(&mut rec, settled.verdict, settled.fault, settled.detail);
     }
+    blame_infrastructure(&mut rec.fault, &mut rec.detail, &session.facts);
     let changed: Vec<String> = changed_test_files.into_iter().collect();
     let (suspects, in_effect) = tamper_suspects(&patch, &rec.excluded_paths, &tests, &changed);
     rec.tamper = suspects;
@@ -789,6 +807,11 @@ mod tests {
             topic: None,
             executor: None,
             image: None,
+            hints_text: String::new(),
+            created_at: String::new(),
+            version: String::new(),
+            log_parser: String::new(),
+            eval_script: String::new(),
         }
     }
 
@@ -891,5 +914,34 @@ mod tests {
             (s.verdict, s.fault, s.detail.as_str()),
             ("unresolved", "agent", "1 tests still fail after 3 reruns")
         );
+    }
+
+    #[test]
+    fn a_run_that_died_of_an_api_error_is_not_the_agents_fault() {
+        let errored = crate::stages::records::RunFacts {
+            is_error: Some(true),
+            ..Default::default()
+        };
+        let (mut fault, mut detail) = (
+            "agent".to_owned(),
+            "2 tests still fail after 3 reruns".to_owned(),
+        );
+        blame_infrastructure(&mut fault, &mut detail, &errored);
+        assert_eq!(fault, "infrastructure");
+        assert_eq!(
+            detail,
+            "2 tests still fail after 3 reruns; the agent's run ended with is_error (an API or infrastructure failure)"
+        );
+        // Only the agent's blame moves; a run that ended well keeps it.
+        let (mut fault, mut detail) = ("harness".to_owned(), String::new());
+        blame_infrastructure(&mut fault, &mut detail, &errored);
+        assert_eq!(fault, "harness");
+        let (mut fault, mut detail) = ("agent".to_owned(), String::new());
+        let fine = crate::stages::records::RunFacts {
+            is_error: Some(false),
+            ..Default::default()
+        };
+        blame_infrastructure(&mut fault, &mut detail, &fine);
+        assert_eq!(fault, "agent");
     }
 }

@@ -115,11 +115,26 @@ pub(super) fn grade_nodes(
                 continue;
             }
         };
-        let track = s.track.clone().unwrap_or_else(|| "basic".into());
-        let task_id = previous_tasks
+        if let Some(models) = model_disagrees(&s.model, &s.facts.models) {
+            eprintln!(
+                "warning: session {} ({}) is labelled model `{}`, but its transcript names {models}: reports group it under the label",
+                s.id,
+                s.file.display(),
+                s.model
+            );
+        }
+        let mut track = s.track.clone().unwrap_or_else(|| "basic".into());
+        let mut task_id = previous_tasks
             .get(&s.task)
             .cloned()
             .unwrap_or_else(|| s.task.clone());
+        // A SWE-bench instance id of a spec twin (`calc-1__spec`) names the
+        // task and its track; an explicit other track keeps the id as it is.
+        if let Some((task, twin)) = super::swebench::split_instance_id(&task_id)
+            && s.track.as_deref().is_none_or(|t| t == twin)
+        {
+            (task_id, track) = (task.to_owned(), twin.to_owned());
+        }
         let Some((task_node, env_node)) = g.task_nodes.get(&(task_id.clone(), track.clone()))
         else {
             eprintln!(
@@ -268,4 +283,36 @@ fn previous_task_keys(cache_dir: &Path) -> BTreeMap<String, String> {
         }
     }
     map
+}
+
+/// The transcript's models, listed, when the session's model label names
+/// none of them (a label agrees with an id it equals or begins: `claude-x`
+/// with `claude-x-20250101`); None when they agree or the transcript names none.
+fn model_disagrees(label: &str, models: &[String]) -> Option<String> {
+    if models.is_empty() || models.iter().any(|m| m.starts_with(label)) {
+        return None;
+    }
+    Some(
+        models
+            .iter()
+            .map(|m| format!("`{m}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::model_disagrees;
+
+    #[test]
+    fn a_model_label_agrees_with_the_ids_it_begins() {
+        let ids = ["claude-sonnet-4-5-20250929".to_owned()];
+        assert_eq!(model_disagrees("claude-sonnet-4-5", &ids), None);
+        assert_eq!(model_disagrees("model-a", &[]), None);
+        assert_eq!(
+            model_disagrees("model-a", &ids).as_deref(),
+            Some("`claude-sonnet-4-5-20250929`")
+        );
+    }
 }

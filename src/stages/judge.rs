@@ -395,6 +395,11 @@ mod tests {
             topic: None,
             executor: None,
             image: None,
+            hints_text: String::new(),
+            created_at: String::new(),
+            version: String::new(),
+            log_parser: String::new(),
+            eval_script: String::new(),
         }
     }
 

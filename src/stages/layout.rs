@@ -324,6 +324,15 @@ pub(super) fn nodes(
                         topic: topic.clone(),
                         topics: topics.clone(),
                         env: env_name.clone(),
+                        repo: src
+                            .repo
+                            .clone()
+                            .unwrap_or_else(|| src.name.get_ref().clone()),
+                        version: src.version.clone().unwrap_or_else(|| "0".to_owned()),
+                        hints: read_statement(statements_dir.as_deref(), &instance_id, "hints.md"),
+                        created_at: task::iso8601(c.merged_at),
+                        test_command: env_cfg.test_command.clone(),
+                        log_parser: super::swebench::log_parser(env.format).to_owned(),
                     };
                     let task_name = if track == "basic" {
                         format!("task:{instance_id}")

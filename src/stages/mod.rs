@@ -19,6 +19,7 @@ mod run;
 mod screen;
 mod sources;
 mod step;
+mod swebench;
 mod task;
 mod tree;
 mod triage;

@@ -66,7 +66,14 @@ pub(crate) const VERDICTS: [&str; 8] = [
 ];
 
 /// The faults a grade can name.
-pub(crate) const FAULTS: [&str; 5] = ["none", "agent", "flaky_test", "ambiguous", "harness"];
+pub(crate) const FAULTS: [&str; 6] = [
+    "none",
+    "agent",
+    "flaky_test",
+    "ambiguous",
+    "harness",
+    "infrastructure",
+];
 
 /// The tracks the rate is split by (others found in the grades are added).
 pub(crate) const TRACKS: [&str; 2] = ["basic", "spec"];
@@ -118,6 +125,42 @@ pub(crate) fn wilson(k: u64, n: u64) -> Option<(f64, f64)> {
         (centre + half).min(1.0)
     };
     Some((lo, hi))
+}
+
+/// What a session's tokens cost by `[prices]`: per model id where its
+/// transcript gives per-model usage, else by its model label. Token kinds
+/// and model ids without a price add nothing and are noted in `unpriced`.
+pub(crate) fn session_cost(
+    prices: &BTreeMap<String, Price>,
+    label: &str,
+    facts: &super::records::RunFacts,
+    unpriced: &mut BTreeSet<String>,
+) -> f64 {
+    let mut priced = |who: &str, tokens: &BTreeMap<String, u64>| {
+        let Some(price) = prices.get(who) else {
+            unpriced.insert(format!("model {who}"));
+            return 0.0;
+        };
+        tokens
+            .iter()
+            .filter_map(|(kind, n)| match price.0.get(kind) {
+                Some(usd) => Some(*n as f64 * usd / 1e6),
+                None => {
+                    unpriced.insert(kind.clone());
+                    None
+                }
+            })
+            .sum::<f64>()
+    };
+    if facts.by_model.is_empty() {
+        priced(label, &facts.tokens)
+    } else {
+        facts
+            .by_model
+            .iter()
+            .map(|(id, kinds)| priced(id, kinds))
+            .sum()
+    }
 }
 
 /// Published floats carry six decimals: recomputing with any IEEE-754 double

@@ -176,6 +176,23 @@ pub(crate) struct TaskRecord {
     /// The environment image it was screened in (docker).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) image: Option<String>,
+    /// SWE-bench's remaining instance fields (docs/stages.md): hints (the
+    /// statements directory's `<id>.hints.md`, else empty), the merge
+    /// commit's date (ISO 8601, UTC), `[[source]] version` (default "0").
+    #[serde(default)]
+    pub(crate) hints_text: String,
+    #[serde(default)]
+    pub(crate) created_at: String,
+    #[serde(default)]
+    pub(crate) version: String,
+    /// The SWE-bench log parser whose keys the published test ids follow
+    /// (`parse_log_django` for unittest reports); empty: none matches.
+    #[serde(default)]
+    pub(crate) log_parser: String,
+    /// The harness's eval script: reset the test files, apply the test
+    /// patch, run the test command between the harness's markers.
+    #[serde(default)]
+    pub(crate) eval_script: String,
 }
 
 /// What an agent run reported about itself (from the session file or its transcript).
@@ -190,6 +207,17 @@ pub(crate) struct RunFacts {
     pub(crate) is_error: Option<bool>,
     pub(crate) permission_denials: Option<u64>,
     pub(crate) duration_ms: Option<u64>,
+    /// Tokens by model id, then kind (Claude Code's `modelUsage`): priced
+    /// per model id when present. Left out when empty, as the next two.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) by_model: BTreeMap<String, BTreeMap<String, u64>>,
+    /// What the agent reported it cost (`total_cost_usd`): an observation,
+    /// published beside the cost computed from `[prices]`, never used for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) reported_cost_usd: Option<f64>,
+    /// The model ids the transcript names (init event, messages, `modelUsage`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) models: Vec<String>,
 }
 
 /// `session:<id>`: one agent attempt at one task, normalised from any input format.

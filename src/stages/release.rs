@@ -12,8 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use super::publish::{Price, PublishInput, publish};
 use super::records::{GradeRecord, TaskRecord};
+use super::swebench;
 
-pub(super) const KIND_VERSION: u32 = 1;
+pub(super) const KIND_VERSION: u32 = 2;
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct Funnel {
@@ -67,11 +68,100 @@ pub(crate) struct ReleaseJob {
     params: ReleaseParams,
 }
 
+/// One line of `tasks.jsonl` / `tasks.uncertified.jsonl`: SWE-bench's
+/// instance fields first (loadable by its harness: ids unique per track, test
+/// ids in its log parser's form), then assay's own.
 #[derive(Serialize)]
 struct Released<'a> {
-    #[serde(flatten)]
-    task: &'a TaskRecord,
+    instance_id: String,
+    repo: &'a str,
+    base_commit: &'a str,
+    patch: &'a str,
+    test_patch: &'a str,
+    problem_statement: &'a str,
+    hints_text: &'a str,
+    created_at: &'a str,
+    version: &'a str,
+    environment_setup_commit: &'a str,
+    #[serde(rename = "FAIL_TO_PASS")]
+    fail_to_pass: Vec<String>,
+    #[serde(rename = "PASS_TO_PASS")]
+    pass_to_pass: Vec<String>,
+    log_parser: &'a str,
+    eval_type: &'a str,
+    eval_script: &'a str,
+    /// The harness's image; the environment image on docker, else empty.
+    image: &'a str,
+    /// assay's task id (the same on both tracks) and its own test ids.
+    task: &'a str,
+    track: &'a str,
+    test_ids: TestIds<'a>,
     digest: String,
+    /// `released`, or `uncertified` (the reasons in `uncertified_because`).
+    status: &'a str,
+    certified: bool,
+    uncertified_because: &'a [String],
+    flaky: &'a [String],
+    excluded: &'a [String],
+    env: &'a str,
+    topic: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    executor: &'a Option<String>,
+}
+
+#[derive(Serialize)]
+struct TestIds<'a> {
+    #[serde(rename = "FAIL_TO_PASS")]
+    fail_to_pass: &'a [String],
+    #[serde(rename = "PASS_TO_PASS")]
+    pass_to_pass: &'a [String],
+}
+
+impl<'a> Released<'a> {
+    fn new(task: &'a TaskRecord, digest: String) -> Self {
+        let map = |ids: &[String]| -> Vec<String> {
+            ids.iter()
+                .map(|t| swebench::test_id(&task.log_parser, t))
+                .collect()
+        };
+        Released {
+            instance_id: swebench::instance_id(&task.instance_id, &task.track),
+            repo: &task.repo,
+            base_commit: &task.base_commit,
+            patch: &task.patch,
+            test_patch: &task.test_patch,
+            problem_statement: &task.problem_statement,
+            hints_text: &task.hints_text,
+            created_at: &task.created_at,
+            version: &task.version,
+            environment_setup_commit: &task.base_commit,
+            fail_to_pass: map(&task.fail_to_pass),
+            pass_to_pass: map(&task.pass_to_pass),
+            log_parser: &task.log_parser,
+            eval_type: "pass_and_fail",
+            eval_script: &task.eval_script,
+            image: task.image.as_deref().unwrap_or(""),
+            task: &task.instance_id,
+            track: &task.track,
+            test_ids: TestIds {
+                fail_to_pass: &task.fail_to_pass,
+                pass_to_pass: &task.pass_to_pass,
+            },
+            digest,
+            status: if task.certified {
+                &task.status
+            } else {
+                "uncertified"
+            },
+            certified: task.certified,
+            uncertified_because: &task.uncertified_because,
+            flaky: &task.flaky,
+            excluded: &task.excluded,
+            env: &task.env,
+            topic: &task.topic,
+            executor: &task.executor,
+        }
+    }
 }
 
 impl Job for ReleaseJob {
@@ -121,6 +211,7 @@ pub(crate) fn assemble(
     }
     let mut funnel = Funnel::default();
     let mut lines = Vec::new();
+    let mut uncertified_lines = Vec::new();
     // Per candidate: how far it got along the funnel, over all its tasks.
     #[derive(Default)]
     struct Progress {
@@ -215,12 +306,14 @@ pub(crate) fn assemble(
         }
         funnel.tasks_released += 1;
         publish_input.tasks.push((task.clone(), key.to_hex()));
-        let line = serde_json::to_string(&Released {
-            task: &task,
-            digest: key.to_hex(),
-        })
-        .map_err(|e| err(&e))?;
-        lines.push((task.instance_id.clone(), task.track.clone(), line));
+        let line =
+            serde_json::to_string(&Released::new(&task, key.to_hex())).map_err(|e| err(&e))?;
+        let file = if task.certified {
+            &mut lines
+        } else {
+            &mut uncertified_lines
+        };
+        file.push((task.instance_id.clone(), task.track.clone(), line));
     }
     funnel.candidates = per_candidate.len();
     for p in per_candidate.values() {
@@ -233,17 +326,27 @@ pub(crate) fn assemble(
             }
         }
     }
-    lines.sort();
-    let mut jsonl = String::new();
-    for (_, _, l) in lines {
-        jsonl.push_str(&l);
-        jsonl.push('\n');
-    }
+    let jsonl = |mut lines: Vec<(String, String, String)>| {
+        lines.sort();
+        let mut out = String::new();
+        for (_, _, l) in lines {
+            out.push_str(&l);
+            out.push('\n');
+        }
+        out.into_bytes()
+    };
     let funnel_json = serde_json::to_vec_pretty(&funnel).map_err(|e| err(&e))?;
     let mut files = BTreeMap::from([
-        ("tasks.jsonl".to_owned(), jsonl.into_bytes()),
+        ("tasks.jsonl".to_owned(), jsonl(lines)),
         ("funnel.json".to_owned(), funnel_json),
     ]);
+    // Uncertified tasks never score an agent: a file of their own (always
+    // written, so no stale one survives), and the SWE-bench-loadable
+    // `tasks.jsonl` holds only tasks whose controls hold.
+    files.insert(
+        "tasks.uncertified.jsonl".to_owned(),
+        jsonl(uncertified_lines),
+    );
     if !publish_input.sessions.is_empty() || !publish_input.not_graded.is_empty() {
         publish_input.not_graded.sort();
         publish_input.not_graded.dedup();

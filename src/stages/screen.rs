@@ -35,7 +35,9 @@ use super::tree::State;
 
 /// 2: a unit that did not build counts its tests as failed; PASS_TO_PASS
 /// may rest on base and gold where the test-only state did not build.
-pub(super) const KIND_VERSION: u32 = 2;
+/// 3: a command that could not run (exit 126/127, not found) is
+/// `environment_broken`, and nothing else.
+pub(super) const KIND_VERSION: u32 = 3;
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct ScreenParams {
@@ -70,13 +72,107 @@ impl Job for ScreenJob {
                 let d: Digest = triage.test_patch.parse().map_err(|e: String| err(&e))?;
                 ctx.blobs.get(&d).map_err(|e| err(&e))?
             };
-            let record = reduce(&triage, format, &changed_words(&test_patch), &runs);
+            // A reading whose command could not start says nothing about the
+            // tests: the task is uncertified for that alone.
+            let mut broken = Vec::new();
+            for (state, list) in &runs {
+                for (i, run) in list.iter().enumerate() {
+                    let log = match run.log.parse::<Digest>() {
+                        Ok(d) => ctx.blobs.get(&d).unwrap_or_default(),
+                        Err(_) => Vec::new(),
+                    };
+                    let log = String::from_utf8_lossy(&log);
+                    if let Some(why) = environment_broken(run, &log) {
+                        broken.push(format!("{state} reading {i}: {why}"));
+                    }
+                }
+            }
+            let record = if broken.is_empty() {
+                reduce(&triage, format, &changed_words(&test_patch), &runs)
+            } else {
+                broken_record(&triage, &broken)
+            };
             Ok(Output {
                 bytes: serde_json::to_vec(&record).map_err(|e| err(&e))?,
                 attachments: Vec::new(),
             })
         })
     }
+}
+
+/// Why a reading's test command could not run at all, if it could not:
+/// exit 126 (not executable) or 127 (not found), or a shell's "command not
+/// found" / a missing interpreter in a log without a single test. Names the
+/// command where the log does, and the exit code.
+pub(crate) fn environment_broken(run: &RunRecord, log: &str) -> Option<String> {
+    let code = run.exit_code;
+    let named = log.lines().find_map(not_found_command);
+    let by_code = matches!(code, Some(126 | 127));
+    // Without the exit code, only a log that ran nothing and built nothing
+    // (a build failure is a fact about the tree, not the environment).
+    let ran_something = !run.tests.is_empty() || !run.build_failures.is_empty();
+    if !by_code && (named.is_none() || ran_something || code == Some(0)) {
+        return None;
+    }
+    let exit = code.map_or_else(|| "no exit code".to_owned(), |c| format!("exit {c}"));
+    Some(match (named, code) {
+        (Some((cmd, what)), _) => format!("`{cmd}` {what} ({exit})"),
+        (None, Some(126)) => format!("the test command could not be executed ({exit})"),
+        (None, _) => format!("the test command was not found ({exit})"),
+    })
+}
+
+/// The command a shell's or `env`'s error line says is missing (or not
+/// executable), with what it says: `bash: python3: command not found`,
+/// `sh: 1: python3: not found`, `/usr/bin/env: 'python3': No such file or
+/// directory`, `bash: ./run.sh: Permission denied`.
+fn not_found_command(line: &str) -> Option<(String, &'static str)> {
+    let line = line.trim();
+    let unquote = |s: &str| {
+        s.trim()
+            .trim_matches(|c| matches!(c, '\'' | '"' | '‘' | '’' | '`'))
+            .to_owned()
+    };
+    let last_field = |head: &str| head.rsplit(": ").next().map(unquote);
+    if let Some(head) = line.strip_suffix(": command not found") {
+        return Some((last_field(head)?, "not found"));
+    }
+    // dash's shape (`sh: 1: pytest: not found`); other tools say "not found" too.
+    if let Some(head) = line.strip_suffix(": not found")
+        && ["sh: ", "/bin/sh: ", "dash: "]
+            .iter()
+            .any(|p| line.starts_with(p))
+    {
+        return Some((last_field(head)?, "not found"));
+    }
+    if line.starts_with("/usr/bin/env: ") || line.starts_with("env: ") {
+        let head = line.strip_suffix(": No such file or directory")?;
+        return Some((last_field(head)?, "not found (missing interpreter)"));
+    }
+    if let Some(head) = line.strip_suffix(": Permission denied")
+        && (line.starts_with("bash: ") || line.starts_with("sh: "))
+    {
+        return Some((last_field(head)?, "not executable"));
+    }
+    None
+}
+
+/// The screening of a candidate whose test command could not run: only the
+/// `environment_broken` control, failed, naming what broke; no control that
+/// would derive from the readings (they read nothing), no test lists.
+pub(crate) fn broken_record(triage: &TriageRecord, broken: &[String]) -> ScreenRecord {
+    let mut rec = ScreenRecord {
+        id: triage.id.clone(),
+        ..ScreenRecord::default()
+    };
+    rec.controls.insert(
+        "environment_broken".into(),
+        (
+            false,
+            format!("the test command could not run: {}", broken.join("; ")),
+        ),
+    );
+    rec
 }
 
 /// What one reading says about one test.
@@ -787,5 +883,92 @@ diff --git a/stats_test.go b/stats_test.go
         let (ok, why) = &rec.controls["readings_trusted"];
         assert!(!ok);
         assert_eq!(why, "test reading 0: the report holds no tests");
+    }
+
+    fn exited(code: i32) -> RunRecord {
+        RunRecord {
+            exit_code: Some(code),
+            ..RunRecord::default()
+        }
+    }
+
+    #[test]
+    fn a_command_that_cannot_start_names_itself_and_its_exit_code() {
+        let cases = [
+            (
+                127,
+                "bash: line 1: python3: command not found\n",
+                "`python3` not found (exit 127)",
+            ),
+            (
+                127,
+                "sh: 1: pytest: not found\n",
+                "`pytest` not found (exit 127)",
+            ),
+            (
+                127,
+                "/usr/bin/env: \u{2018}python3\u{2019}: No such file or directory\n",
+                "`python3` not found (missing interpreter) (exit 127)",
+            ),
+            (
+                126,
+                "bash: ./run-tests.sh: Permission denied\n",
+                "`./run-tests.sh` not executable (exit 126)",
+            ),
+            (127, "", "the test command was not found (exit 127)"),
+            (126, "", "the test command could not be executed (exit 126)"),
+            // Not 127, but the shell says so and nothing ran.
+            (
+                2,
+                "bash: tox: command not found\n",
+                "`tox` not found (exit 2)",
+            ),
+        ];
+        for (code, log, want) in cases {
+            assert_eq!(
+                environment_broken(&exited(code), log).as_deref(),
+                Some(want),
+                "{log:?}"
+            );
+        }
+        // A failing test run that merely prints such a line is not broken.
+        let mut ran_tests = ran(&[("TestAdd", Outcome::Failed)]);
+        ran_tests.exit_code = Some(1);
+        assert_eq!(
+            environment_broken(&ran_tests, "sh: 1: foo: not found\n"),
+            None
+        );
+        assert_eq!(
+            environment_broken(&exited(1), "FAILED (failures=1)\n"),
+            None
+        );
+        assert_eq!(
+            environment_broken(&exited(0), "x: command not found\n"),
+            None
+        );
+        // Other tools' "not found" is not the shell's.
+        assert_eq!(
+            environment_broken(&exited(1), "go: example.com/x@v1: not found\n"),
+            None
+        );
+    }
+
+    #[test]
+    fn a_broken_environment_is_the_only_reason_given() {
+        let rec = broken_record(
+            &triage(&[]),
+            &["test reading 0: `python3` not found (exit 127)".to_owned()],
+        );
+        assert_eq!(
+            rec.controls.keys().collect::<Vec<_>>(),
+            ["environment_broken"]
+        );
+        let (ok, why) = &rec.controls["environment_broken"];
+        assert!(!ok);
+        assert_eq!(
+            why,
+            "the test command could not run: test reading 0: `python3` not found (exit 127)"
+        );
+        assert!(rec.fail_to_pass.is_empty() && rec.untrusted.is_empty());
     }
 }

@@ -19,6 +19,10 @@ pub(super) struct CandidateLine {
     pub(super) title: String,
     #[serde(default)]
     pub(super) body: String,
+    /// The head (merge) commit's committer time, unix seconds (read from the
+    /// repository for a candidates file's lines).
+    #[serde(skip)]
+    pub(super) merged_at: i64,
 }
 
 /// Opens a source (creating it with its `create` script when missing) and lists its candidates.
@@ -87,7 +91,13 @@ pub(super) fn open_source(
             })?;
             let base = source.resolve(&c.base).map_err(Failure::cache)?;
             let head = source.resolve(&c.head).map_err(Failure::cache)?;
-            list.push(CandidateLine { base, head, ..c });
+            let merged_at = source.commit_time(&head).map_err(Failure::cache)?;
+            list.push(CandidateLine {
+                base,
+                head,
+                merged_at,
+                ..c
+            });
         }
         return Ok((source, list));
     }
@@ -137,6 +147,7 @@ pub(super) fn open_source(
             head: c.head,
             title: c.title,
             body: c.body,
+            merged_at: c.merged_at,
         })
         .collect();
     Ok((source, list))

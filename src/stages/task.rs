@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use super::records::{EnvRecord, ScreenRecord, TaskRecord, TriageRecord};
 
-pub(super) const KIND_VERSION: u32 = 1;
+pub(super) const KIND_VERSION: u32 = 2;
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct TaskParams {
@@ -26,6 +26,17 @@ pub(crate) struct TaskParams {
     pub(crate) topic: Option<String>,
     pub(crate) topics: Vec<(String, String)>,
     pub(crate) env: String,
+    /// SWE-bench's `repo` (`[[source]] repo`, default the source name).
+    pub(crate) repo: String,
+    /// `[[source]] version`, default "0".
+    pub(crate) version: String,
+    pub(crate) hints: Option<String>,
+    /// The merge commit's committer time, ISO 8601 UTC.
+    pub(crate) created_at: String,
+    /// The environment's test command and its report format's SWE-bench log
+    /// parser: they make the published eval script.
+    pub(crate) test_command: String,
+    pub(crate) log_parser: String,
 }
 
 pub(crate) struct TaskJob {
@@ -78,9 +89,10 @@ fn assemble(
     gold: String,
     test: String,
 ) -> Result<TaskRecord, regex::Error> {
+    let script = eval_script(&triage.base, &triage.test_files, &test, &p.test_command);
     let mut record = TaskRecord {
         instance_id: p.instance_id.clone(),
-        repo: triage.repo.clone(),
+        repo: p.repo.clone(),
         base_commit: triage.base.clone(),
         patch: gold,
         test_patch: test,
@@ -97,6 +109,11 @@ fn assemble(
         topic: p.topic.clone(),
         executor: None,
         image: None,
+        hints_text: p.hints.clone().unwrap_or_default(),
+        created_at: p.created_at.clone(),
+        version: p.version.clone(),
+        log_parser: p.log_parser.clone(),
+        eval_script: script,
     };
     if !triage.eligible() {
         record.status = "declined".into();
@@ -161,7 +178,9 @@ fn assemble(
             record.uncertified_because.push(format!("{name}: {why}"));
         }
     }
-    if p.topic.is_some() && record.fail_to_pass.is_empty() {
+    // A broken environment read nothing: no derived reason is added to it.
+    let broken = screen.controls.contains_key("environment_broken");
+    if p.topic.is_some() && record.fail_to_pass.is_empty() && !broken {
         record.certified = false;
         record
             .uncertified_because
@@ -181,6 +200,64 @@ fn assemble(
     Ok(record)
 }
 
+/// The eval script SWE-bench's harness runs in `/testbed`, in its shape:
+/// the test files reset to base, the test patch applied, the test command
+/// between the start and end markers, the test files reset again.
+fn eval_script(base: &str, test_files: &[String], test_patch: &str, command: &str) -> String {
+    let files = test_files
+        .iter()
+        .map(|f| format!("'{}'", f.replace('\'', "'\\''")))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let reset = if files.is_empty() {
+        String::new()
+    } else {
+        format!("git checkout {base} -- {files}\n")
+    };
+    let mut patch = test_patch.to_owned();
+    if !patch.is_empty() && !patch.ends_with('\n') {
+        patch.push('\n');
+    }
+    format!(
+        "#!/bin/bash\nset -uxo pipefail\ncd /testbed\n{reset}git apply -v - <<'EOF_114329324912'\n{patch}EOF_114329324912\n\
+         : '>>>>> Start Test Output'\n{command}\n: '>>>>> End Test Output'\n{reset}"
+    )
+}
+
+/// Unix seconds as ISO 8601 UTC (`2024-05-01T12:00:00Z`), by the civil
+/// calendar (Howard Hinnant's days-from-civil, inverted).
+pub(crate) fn iso8601(secs: i64) -> String {
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
 pub(crate) fn job(params: TaskParams) -> Arc<dyn Job> {
     Arc::new(TaskJob { params })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::iso8601;
+
+    #[test]
+    fn iso8601_dates() {
+        assert_eq!(iso8601(0), "1970-01-01T00:00:00Z");
+        assert_eq!(iso8601(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(iso8601(1_714_564_800), "2024-05-01T12:00:00Z");
+        assert_eq!(iso8601(-1), "1969-12-31T23:59:59Z");
+    }
 }

@@ -63,6 +63,15 @@ impl Source {
         Ok(self.commit(rev)?.id.to_string())
     }
 
+    /// The committer time of the commit `rev` names, unix seconds.
+    pub fn commit_time(&self, rev: &str) -> Result<i64, GitError> {
+        let commit = self.commit(rev)?;
+        Ok(commit
+            .time()
+            .map_err(|e| GitError::object(commit.id, "commit time", e))?
+            .seconds)
+    }
+
     pub(crate) fn commit(&self, rev: &str) -> Result<gix::Commit<'_>, GitError> {
         let resolve_err = |e| GitError::Resolve {
             rev: rev.to_string(),

@@ -4,7 +4,7 @@
 
 use super::{Index, round6};
 
-const HEADER: [&str; 32] = [
+const HEADER: [&str; 38] = [
     "session",
     "instance_id",
     "track",
@@ -37,6 +37,12 @@ const HEADER: [&str; 32] = [
     "reset_paths",
     "tamper",
     "sandbox",
+    "ended",
+    "is_error",
+    "permission_denials",
+    "duration_ms",
+    "cost_usd",
+    "reported_cost_usd",
 ];
 
 pub(super) fn results(index: &Index<'_>) -> String {
@@ -95,10 +101,51 @@ pub(super) fn results(index: &Index<'_>) -> String {
             g.reset_paths.join(";"),
             g.tamper.join(";"),
             g.sandbox.clone(),
+            facts.and_then(|f| f.ended.clone()).unwrap_or_default(),
+            facts
+                .and_then(|f| f.is_error)
+                .map(|b| b.to_string())
+                .unwrap_or_default(),
+            facts
+                .and_then(|f| f.permission_denials)
+                .map(|n| n.to_string())
+                .unwrap_or_default(),
+            facts
+                .and_then(|f| f.duration_ms)
+                .map(|n| n.to_string())
+                .unwrap_or_default(),
+            cost(index, g, facts),
+            facts
+                .and_then(|f| f.reported_cost_usd)
+                .map(|c| round6(c).to_string())
+                .unwrap_or_default(),
         ];
         push_row(&mut out, row.into_iter().chain(judged.cells(graded)));
     }
     out
+}
+
+/// The session's cost by `[prices]` (empty without tokens, or when no price
+/// applies to any of them).
+fn cost(
+    index: &Index<'_>,
+    g: &super::GradeRecord,
+    facts: Option<&super::super::records::RunFacts>,
+) -> String {
+    let Some(f) = facts.filter(|f| !f.tokens.is_empty() || !f.by_model.is_empty()) else {
+        return String::new();
+    };
+    if f.by_model.is_empty() && !index.prices.contains_key(&g.model) {
+        return String::new();
+    }
+    let mut unpriced = std::collections::BTreeSet::new();
+    round6(super::session_cost(
+        index.prices,
+        &g.model,
+        f,
+        &mut unpriced,
+    ))
+    .to_string()
 }
 
 /// Rows end with CRLF, as RFC 4180 says.

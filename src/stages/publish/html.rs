@@ -22,7 +22,7 @@ svg text{font:12px system-ui,sans-serif;fill:#222}
 .axis{fill:#f4f4f4}.grid{stroke:#ccc}.bar{fill:#4c78a8}.whisker{stroke:#222;stroke-width:1.5}
 .v{display:inline-block;margin:1px;padding:0 .3em;border-radius:3px;font-size:12px}
 .f-none{background:#c7e9c0}.f-agent{background:#fcbba1}.f-flaky_test{background:#fee391}
-.f-harness{background:#d9d9d9}.f-ambiguous{background:#dadaeb}.f-other{background:#fff;border:1px solid #999}
+.f-harness{background:#d9d9d9}.f-infrastructure{background:#c6dbef}.f-ambiguous{background:#dadaeb}.f-other{background:#fff;border:1px solid #999}
 ";
 
 const LABEL_W: f64 = 260.0;
@@ -69,6 +69,7 @@ pub(super) fn report(index: &Index<'_>, summary: &Value) -> String {
         int(&tasks["uncertified"]),
     );
 
+    leaderboard(&mut h, summary);
     h.push_str("<h2>Resolved rate</h2>\n");
     bars(&mut h, &agents);
 
@@ -122,6 +123,7 @@ pub(super) fn report(index: &Index<'_>, summary: &Value) -> String {
     tamper(&mut h, summary);
     not_graded(&mut h, summary);
     usage(&mut h, &agents);
+    run_facts(&mut h, &agents);
     super::judged::html(&mut h, summary);
 
     h.push_str("</body>\n</html>\n");
@@ -144,16 +146,84 @@ fn label(agent: &Value) -> String {
 
 /// `42.9% [15.8, 75.0]`, or `–` without a rate.
 fn rate_text(r: &Value) -> String {
+    interval_text(r, "resolved_rate")
+}
+
+/// `<key>` with its `<key>_lo` and `<key>_hi` as `42.9% [15.8, 75.0]`, or `–`.
+fn interval_text(r: &Value, key: &str) -> String {
     match (
-        r["resolved_rate"].as_f64(),
-        r["resolved_rate_lo"].as_f64(),
-        r["resolved_rate_hi"].as_f64(),
+        r[key].as_f64(),
+        r[format!("{key}_lo").as_str()].as_f64(),
+        r[format!("{key}_hi").as_str()].as_f64(),
     ) {
         (Some(p), Some(lo), Some(hi)) => {
             format!("{:.1}% [{:.1}, {:.1}]", p * 100.0, lo * 100.0, hi * 100.0)
         }
         _ => "–".to_owned(),
     }
+}
+
+/// How the agents' runs ended, from their session files and transcripts.
+fn run_facts(h: &mut String, agents: &[&Value]) {
+    h.push_str(
+        "<h2>How the runs ended</h2>\n<table>\n<tr><th>agent / model</th><th>ended</th>\
+         <th>is_error</th><th>permission denials</th><th>mean duration (s)</th></tr>\n",
+    );
+    for a in agents {
+        let r = &a["run"];
+        let ended: Vec<String> = r["ended"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| format!("{} {}", esc(k), int(v)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let seconds = r["duration_ms"]["mean"]
+            .as_f64()
+            .map_or_else(|| "–".to_owned(), |ms| format!("{:.1}", ms / 1000.0));
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td class=\"n\">{} of {}</td><td class=\"n\">{}</td>\
+             <td class=\"n\">{seconds}</td></tr>",
+            label(a),
+            ended.join("; "),
+            int(&r["is_error"]),
+            int(&r["is_error_sessions"]),
+            int(&r["permission_denials"]["total"]),
+        );
+    }
+    h.push_str("</table>\n");
+}
+
+/// The ranking: score over the whole certified task set of each pair's
+/// tracks (unattempted tasks count as unresolved), with its coverage, beside
+/// the per-attempt rate; both with Wilson intervals.
+fn leaderboard(h: &mut String, summary: &Value) {
+    h.push_str(
+        "<h2>Leaderboard</h2>\n<p>Score: tasks resolved over every certified task of the \
+         tracks a pair was scored on (a task it did not attempt counts as unresolved; a task \
+         attempted twice counts by its first session). Per attempt: resolved over the \
+         sessions graded.</p>\n<table>\n<tr><th>#</th><th>agent / model</th><th>score</th>\
+         <th>coverage</th><th>per attempt</th></tr>\n",
+    );
+    let ranking = summary["ranking"].as_array().cloned().unwrap_or_default();
+    for (i, key) in ranking.iter().enumerate() {
+        let a = &summary["agents"][key.as_str().unwrap_or_default()];
+        let b = &a["leaderboard"];
+        let score = interval_text(b, "score");
+        let _ = writeln!(
+            h,
+            "<tr><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{score}</td>\
+             <td class=\"n\">{}/{}</td><td class=\"n\">{}</td></tr>",
+            i + 1,
+            label(a),
+            int(&b["attempted"]),
+            int(&b["tasks"]),
+            rate_text(a),
+        );
+    }
+    h.push_str("</table>\n");
 }
 
 /// Horizontal bars, width ∝ rate, with the Wilson interval as a whisker.
@@ -263,6 +333,7 @@ fn fault_class(fault: &str) -> &'static str {
         "flaky_test" => "f-flaky_test",
         "harness" => "f-harness",
         "ambiguous" => "f-ambiguous",
+        "infrastructure" => "f-infrastructure",
         _ => "f-other",
     }
 }

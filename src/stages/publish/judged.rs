@@ -930,10 +930,21 @@ mod tests {
         let csv = String::from_utf8(files["results.csv"].clone()).unwrap_or_default();
         let mut lines = csv.lines();
         assert!(lines.next().unwrap_or_default().ends_with(
-            ",sandbox,judge_overall,judge_samples,judge_missing_quotes,judge_unverified_quotes"
+            ",sandbox,ended,is_error,permission_denials,duration_ms,cost_usd,reported_cost_usd,\
+             judge_overall,judge_samples,judge_missing_quotes,judge_unverified_quotes"
         ));
-        assert!(lines.next().unwrap_or_default().ends_with(",bwrap,4,2,0,0"));
-        assert!(lines.next().unwrap_or_default().ends_with(",bwrap,2,1,6,0"));
+        assert!(
+            lines
+                .next()
+                .unwrap_or_default()
+                .ends_with(",bwrap,,,,,,,4,2,0,0")
+        );
+        assert!(
+            lines
+                .next()
+                .unwrap_or_default()
+                .ends_with(",bwrap,,,,,,,2,1,6,0")
+        );
 
         let m = json(&files, "manifest.json");
         let n = m["numbers"]

@@ -142,6 +142,33 @@ pub(super) fn summary(index: &Index<'_>) -> (Value, Sources) {
             });
         }
     });
+    // Agent keys by leaderboard score (then per-attempt rate, then key),
+    // best first; pairs without a score last.
+    let mut ranked: Vec<(Option<f64>, Option<f64>, String)> = index
+        .pairs()
+        .into_iter()
+        .map(|(agent, model)| {
+            let empty = Vec::new();
+            let grades = index
+                .groups
+                .get(&(agent.clone(), model.clone()))
+                .unwrap_or(&empty);
+            let n = grades.len();
+            let k = grades.iter().filter(|g| g.0.verdict == "resolved").count();
+            let rate = (n > 0).then(|| k as f64 / n as f64);
+            (
+                Board::new(index, grades).score(),
+                rate,
+                agent_key(&agent, &model),
+            )
+        })
+        .collect();
+    let desc = |x: Option<f64>| std::cmp::Reverse(x.map(|f| (f * 1e6).round() as i64));
+    ranked.sort_by(|a, b| (desc(a.0), desc(a.1), &a.2).cmp(&(desc(b.0), desc(b.1), &b.2)));
+    root.text(
+        "ranking",
+        ranked.into_iter().map(|(_, _, k)| k).collect::<Vec<_>>(),
+    );
     if !index.judged.judges.is_empty() {
         root.object("judges", |o| super::judged::judges(o, index));
     }
@@ -345,9 +372,96 @@ fn agent_summary(
             o.object(track, |o| o.rate(&gs));
         }
     });
+    o.object("leaderboard", |o| {
+        let board = Board::new(index, grades);
+        o.count("tasks", board.tasks.len() as u64, &board.source());
+        o.count("attempted", board.attempted.len() as u64, &board.source());
+        o.count("resolved", board.resolved, &board.source());
+        let n = board.tasks.len() as u64;
+        let frac = |k: u64| (n > 0).then(|| k as f64 / n as f64);
+        o.float(
+            "coverage",
+            frac(board.attempted.len() as u64),
+            &board.source(),
+        );
+        o.float("score", frac(board.resolved), &board.source());
+        let interval = wilson(board.resolved, n);
+        o.float("score_lo", interval.map(|i| i.0), &board.source());
+        o.float("score_hi", interval.map(|i| i.1), &board.source());
+    });
     usage(o, index, model, grades);
+    o.object("run", |o| run_facts(o, index, grades));
     if !index.judged.judges.is_empty() {
         o.object("judge", |o| super::judged::agent(o, index, grades));
+    }
+}
+
+/// A pair's standing over the whole certified task set of the tracks it
+/// was scored on, as a leaderboard counts it: every certified task of those
+/// tracks is in the denominator, and a task it never attempted counts as
+/// unresolved. A task attempted more than once counts by its first attempt
+/// (lowest session id): one attempt per task, as a leaderboard run has.
+pub(super) struct Board<'a> {
+    /// Digests of the certified tasks of the pair's tracks.
+    pub(super) tasks: BTreeSet<&'a str>,
+    /// Task digest -> the first attempt's grade.
+    pub(super) attempted: BTreeMap<&'a str, Graded<'a>>,
+    pub(super) resolved: u64,
+}
+
+impl<'a> Board<'a> {
+    pub(super) fn new(index: &Index<'a>, grades: &[Graded<'a>]) -> Self {
+        let tracks: BTreeSet<&str> = grades.iter().map(|g| g.0.track.as_str()).collect();
+        let tasks: BTreeSet<&'a str> = index
+            .tasks
+            .iter()
+            .filter(|(t, _)| t.certified && t.status == "released")
+            .filter(|(t, _)| tracks.contains(t.track.as_str()))
+            .map(|(_, d)| *d)
+            .collect();
+        let mut attempted: BTreeMap<&'a str, Graded<'a>> = BTreeMap::new();
+        for g in grades {
+            if let Some(d) = tasks.get(g.0.task_digest.as_str()) {
+                attempted
+                    .entry(d)
+                    .and_modify(|first| {
+                        if g.0.session < first.0.session {
+                            *first = g;
+                        }
+                    })
+                    .or_insert(g);
+            }
+        }
+        let resolved = attempted
+            .values()
+            .filter(|g| g.0.verdict == "resolved")
+            .count() as u64;
+        Board {
+            tasks,
+            attempted,
+            resolved,
+        }
+    }
+
+    /// The denominator's tasks alone.
+    fn task_source(&self) -> Source {
+        Source {
+            tasks: self.tasks.iter().map(|d| (*d).to_owned()).collect(),
+            ..Source::default()
+        }
+    }
+
+    /// The tasks and the attempts that count.
+    fn source(&self) -> Source {
+        Source {
+            grades: self.attempted.values().map(|g| g.1.clone()).collect(),
+            ..self.task_source()
+        }
+    }
+
+    /// resolved / tasks; None without a task.
+    pub(super) fn score(&self) -> Option<f64> {
+        (!self.tasks.is_empty()).then(|| self.resolved as f64 / self.tasks.len() as f64)
     }
 }
 
@@ -410,25 +524,20 @@ fn usage(o: &mut Obj<'_>, index: &Index<'_>, model: &str, grades: &[Graded<'_>])
             }
         });
     });
-    let Some(price) = index.prices.get(model) else {
+    // Priced per model id where the transcript says which model used what
+    // (`modelUsage`), else by the session's model label.
+    let by_model = |g: &Graded<'_>| facts(g).is_some_and(|f| !f.by_model.is_empty());
+    if !index.prices.contains_key(model) && !with_tokens.iter().any(|(g, _)| by_model(g)) {
         o.text("cost_usd", Value::Null);
         return;
-    };
+    }
     o.object("cost_usd", |o| {
         let mut unpriced = BTreeSet::new();
         let costs: Vec<f64> = with_tokens
             .iter()
-            .map(|(_, tokens)| {
-                tokens
-                    .iter()
-                    .filter_map(|(kind, n)| match price.0.get(kind) {
-                        Some(usd) => Some(*n as f64 * usd / 1e6),
-                        None => {
-                            unpriced.insert(kind.clone());
-                            None
-                        }
-                    })
-                    .sum()
+            .map(|(g, _)| match facts(g) {
+                Some(f) => super::session_cost(index.prices, model, f, &mut unpriced),
+                None => 0.0,
             })
             .collect();
         let total = (!costs.is_empty()).then(|| costs.iter().sum());
@@ -436,6 +545,68 @@ fn usage(o: &mut Obj<'_>, index: &Index<'_>, model: &str, grades: &[Graded<'_>])
         o.float("total", total, &reporting);
         o.float("mean", mean(costs.iter().copied()), &reporting);
         o.text("unpriced_kinds", unpriced.into_iter().collect::<Vec<_>>());
+        // What the agents said they cost: an observation beside the computed
+        // cost, never a substitute for it.
+        let reported: Vec<(Graded<'_>, f64)> = grades
+            .iter()
+            .filter_map(|g| Some((*g, facts(g)?.reported_cost_usd?)))
+            .collect();
+        let src = Source::grades(reported.iter().map(|(g, _)| g));
+        o.count("reported_sessions", reported.len() as u64, &all);
+        o.float(
+            "reported_total",
+            (!reported.is_empty()).then(|| reported.iter().map(|(_, c)| c).sum()),
+            &src,
+        );
+    });
+}
+
+/// How the agents' runs ended, as their session files and transcripts say:
+/// each count over the sessions that report the fact.
+fn run_facts(o: &mut Obj<'_>, index: &Index<'_>, grades: &[Graded<'_>]) {
+    let facts = |g: &Graded<'_>| index.sessions.get(g.0.session.as_str()).map(|s| &s.facts);
+    let reporting = |f: &dyn Fn(&crate::stages::records::RunFacts) -> bool| -> Vec<Graded<'_>> {
+        grades
+            .iter()
+            .filter(|g| facts(g).is_some_and(f))
+            .copied()
+            .collect()
+    };
+    let all = Source::grades(grades);
+    let ended = reporting(&|f| f.ended.is_some());
+    o.object("ended", |o| {
+        let mut by: BTreeMap<&str, Vec<Graded<'_>>> = BTreeMap::new();
+        for g in &ended {
+            if let Some(e) = facts(g).and_then(|f| f.ended.as_deref()) {
+                by.entry(e).or_default().push(g);
+            }
+        }
+        for (e, gs) in by {
+            o.count(e, gs.len() as u64, &Source::grades(&gs));
+        }
+    });
+    let told = reporting(&|f| f.is_error.is_some());
+    let errored = reporting(&|f| f.is_error == Some(true));
+    o.count("is_error_sessions", told.len() as u64, &all);
+    o.count("is_error", errored.len() as u64, &all);
+    let denied = reporting(&|f| f.permission_denials.is_some());
+    o.object("permission_denials", |o| {
+        o.count("sessions", denied.len() as u64, &all);
+        let total: u64 = denied
+            .iter()
+            .filter_map(|g| facts(g)?.permission_denials)
+            .sum();
+        o.count("total", total, &all);
+    });
+    let timed = reporting(&|f| f.duration_ms.is_some());
+    o.object("duration_ms", |o| {
+        o.count("sessions", timed.len() as u64, &all);
+        let values = timed.iter().filter_map(|g| facts(g)?.duration_ms);
+        o.float(
+            "mean",
+            mean(values.map(|d| d as f64)),
+            &Source::grades(&timed),
+        );
     });
 }
 

@@ -30,6 +30,11 @@ pub(super) fn task(id: &str, track: &str, certified: bool) -> (TaskRecord, Strin
         topic: None,
         executor: None,
         image: None,
+        hints_text: String::new(),
+        created_at: String::new(),
+        version: String::new(),
+        log_parser: String::new(),
+        eval_script: String::new(),
     };
     (record, format!("task-{id}-{track}"))
 }
@@ -235,7 +240,7 @@ fn csv_quotes_commas_and_quotes() {
             "session,instance_id,track,agent,model,arm,policy,verdict,fault,failing,excluded_paths,exit_code,\
              base_check,new_check,base_exit,new_exit,reruns,redactions,grade_digest,task_digest,lines_added,lines_removed,\
              files_touched,size_vs_gold,suppressions_added,comment_lines_added,empty_patch,turns,tokens_total,\
-             reset_paths,tamper,sandbox"
+             reset_paths,tamper,sandbox,ended,is_error,permission_denials,duration_ms,cost_usd,reported_cost_usd"
         )
     );
     let row = lines.next().expect("a row");
@@ -244,7 +249,7 @@ fn csv_quotes_commas_and_quotes() {
         "{row}"
     );
     assert!(
-        row.ends_with(",3,1,1,0.333333,0,0,false,10,1200,,,bwrap"),
+        row.ends_with(",3,1,1,0.333333,0,0,false,10,1200,,,bwrap,,,,,,"),
         "{row}"
     );
 }
@@ -457,4 +462,134 @@ fn report_is_self_contained_and_escaped() {
 fn agent_keys_do_not_collide() {
     assert_eq!(agent_key("alpha", "model-a"), "alpha/model-a");
     assert_ne!(agent_key("a/b", "c"), agent_key("a", "b/c"));
+}
+
+#[test]
+fn cost_is_priced_per_model_id_and_the_reported_cost_kept_beside_it() {
+    let mut input = sample();
+    let s1 = input
+        .sessions
+        .iter_mut()
+        .find(|s| s.id == "s1")
+        .expect("s1");
+    s1.facts.by_model = BTreeMap::from([
+        (
+            "big-model".to_owned(),
+            BTreeMap::from([("input".to_owned(), 1_000_000), ("output".to_owned(), 2)]),
+        ),
+        (
+            "small-model".to_owned(),
+            BTreeMap::from([("input".to_owned(), 10)]),
+        ),
+    ]);
+    s1.facts.reported_cost_usd = Some(0.5);
+    input.prices.insert(
+        "big-model".to_owned(),
+        Price([("input".to_owned(), 15.0)].into()),
+    );
+    let s = json(&publish(&input), "summary.json");
+    let cost = &s["agents"]["alpha/model-a"]["cost_usd"];
+    // s1: 1e6 input tokens of big-model at $15/M (its output unpriced, and
+    // small-model has no price); s2 by its label: 3000 input at $3/M.
+    assert_eq!(cost["total"], 15.009);
+    assert_eq!(
+        cost["unpriced_kinds"],
+        serde_json::json!(["model small-model", "output"])
+    );
+    assert_eq!(cost["reported_sessions"], 1);
+    assert_eq!(cost["reported_total"], 0.5);
+}
+
+/// Counted by hand: alpha/model-a is scored on the basic and spec tracks,
+/// whose certified tasks are t1, t4 (basic) and t2 (spec); t3 is
+/// uncertified. It attempted t1 three times (s1 resolved first) and t2 once
+/// (resolved), t4 never: 2 of 3. beta/model-b (basic only: t1, t4) failed
+/// its one attempt: 0 of 2.
+#[test]
+fn the_leaderboard_scores_over_every_certified_task_of_the_track() {
+    let mut input = sample();
+    input.tasks.push(task("t4", "basic", true));
+    let files = publish(&input);
+    let s = json(&files, "summary.json");
+    let a = &s["agents"]["alpha/model-a"]["leaderboard"];
+    assert_eq!(
+        (
+            a["tasks"].clone(),
+            a["attempted"].clone(),
+            a["resolved"].clone()
+        ),
+        (3.into(), 2.into(), 2.into())
+    );
+    assert_eq!(a["score"], round6(2.0 / 3.0));
+    assert_eq!(a["coverage"], round6(2.0 / 3.0));
+    let (lo, hi) = wilson(2, 3).expect("interval");
+    assert_eq!(
+        (a["score_lo"].clone(), a["score_hi"].clone()),
+        (round6(lo).into(), round6(hi).into())
+    );
+    // The per-attempt rate beside it: 2 resolved of 4 sessions.
+    assert_eq!(s["agents"]["alpha/model-a"]["resolved_rate"], 0.5);
+    let b = &s["agents"]["beta/model-b"]["leaderboard"];
+    assert_eq!(
+        (
+            b["tasks"].clone(),
+            b["attempted"].clone(),
+            b["resolved"].clone()
+        ),
+        (2.into(), 1.into(), 0.into())
+    );
+    assert_eq!(b["score"], 0.0);
+    assert_eq!(b["score_lo"], 0.0);
+    assert_eq!(
+        s["ranking"],
+        serde_json::json!(["alpha/model-a", "beta/model-b"])
+    );
+    let html = String::from_utf8(files["report.html"].clone()).expect("utf8");
+    assert!(html.contains("<h2>Leaderboard</h2>"));
+    assert!(html.contains("66.7% ["), "the score");
+    assert!(html.contains(">2/3<"), "the coverage");
+}
+
+#[test]
+fn run_facts_are_published_per_session_and_per_agent() {
+    let mut input = sample();
+    for s in &mut input.sessions {
+        if s.id == "s1" {
+            s.facts.ended = Some("success".to_owned());
+            s.facts.is_error = Some(false);
+            s.facts.permission_denials = Some(2);
+            s.facts.duration_ms = Some(1000);
+            s.facts.reported_cost_usd = Some(0.01);
+        }
+        if s.id == "s2" {
+            s.facts.ended = Some("error_during_execution".to_owned());
+            s.facts.is_error = Some(true);
+            s.facts.duration_ms = Some(3000);
+        }
+    }
+    let files = publish(&input);
+    let csv = String::from_utf8(files["results.csv"].clone()).expect("utf8");
+    let s1 = csv
+        .split("\r\n")
+        .find(|r| r.starts_with("s1,") && r.contains(",exclude,"))
+        .expect("s1");
+    // (1000 * 3 + 200 * 15) / 1e6 = 0.006 by model-a's prices.
+    assert!(
+        s1.ends_with(",bwrap,success,false,2,1000,0.006,0.01"),
+        "{s1}"
+    );
+    let run = &json(&files, "summary.json")["agents"]["alpha/model-a"]["run"];
+    assert_eq!(run["ended"]["success"], 1);
+    assert_eq!(run["ended"]["error_during_execution"], 1);
+    assert_eq!(run["is_error_sessions"], 2);
+    assert_eq!(run["is_error"], 1);
+    assert_eq!(run["permission_denials"]["sessions"], 1);
+    assert_eq!(run["permission_denials"]["total"], 2);
+    assert_eq!(run["duration_ms"]["mean"], 2000.0);
+    let html = String::from_utf8(files["report.html"].clone()).expect("utf8");
+    assert!(html.contains("<h2>How the runs ended</h2>"));
+    assert!(
+        html.contains("error_during_execution 1; success 1"),
+        "the ended counts"
+    );
 }

@@ -17,5 +17,8 @@ pub(crate) const CACHE: i32 = 5;
 pub(crate) const NOT_FOUND: i32 = 6;
 /// Graded code cannot be sandboxed here (bubblewrap missing or unusable).
 pub(crate) const SANDBOX: i32 = 7;
+/// The build was interrupted (ctrl-c / SIGINT): every run was stopped and
+/// removed, nothing half-done was committed; the next build goes on.
+pub(crate) const INTERRUPTED: i32 = 130;
 /// A bug in assay.
 pub(crate) const INTERNAL: i32 = 101;

@@ -305,28 +305,7 @@ fn a_timeout_and_a_killed_build_leave_no_container_after_the_next_build() {
         .spawn()
         .unwrap();
     let killed = child.id();
-    let started = Instant::now();
-    let mut seen: Option<(String, Instant)> = None;
-    loop {
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "no long-running container of build {killed}"
-        );
-        let now = containers_of(killed);
-        match (&seen, now.first()) {
-            // The same container for over a second: the sleeper, not a
-            // screening run (those take a fraction of one).
-            (Some((id, since)), Some(current))
-                if id == current && since.elapsed() > Duration::from_millis(1500) =>
-            {
-                break;
-            }
-            (Some((id, _)), Some(current)) if id == current => {}
-            (_, Some(current)) => seen = Some((current.clone(), Instant::now())),
-            (_, None) => seen = None,
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_for_a_long_running_container(killed);
     kill_9(killed);
     child.wait().unwrap();
 
@@ -359,6 +338,68 @@ fn a_timeout_and_a_killed_build_leave_no_container_after_the_next_build() {
         Vec::<String>::new(),
         "left by the next build"
     );
+}
+
+/// Waits until build `pid` has one container running for over a second: the
+/// sleeper, not a screening run (those take a fraction of one).
+fn wait_for_a_long_running_container(pid: u32) {
+    let started = Instant::now();
+    let mut seen: Option<(String, Instant)> = None;
+    loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no long-running container of build {pid}"
+        );
+        let now = containers_of(pid);
+        match (&seen, now.first()) {
+            (Some((id, since)), Some(current))
+                if id == current && since.elapsed() > Duration::from_millis(1500) =>
+            {
+                break;
+            }
+            (Some((id, _)), Some(current)) if id == current => {}
+            (_, Some(current)) => seen = Some((current.clone(), Instant::now())),
+            (_, None) => seen = None,
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn a_ctrl_c_stops_the_build_and_removes_its_containers_at_once() {
+    let f = docker_fixture();
+    f.default_pipeline();
+    f.session("evil/sleep.json", "p-1", &hostile(&f, SLEEPER));
+    let child = f
+        .project
+        .command(&["build", "--json"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    wait_for_a_long_running_container(pid);
+    let status = Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    // Nothing waits for the next build: the interrupted one removed its own.
+    assert_eq!(
+        containers_of(pid),
+        Vec::<String>::new(),
+        "left by the interrupted build: {stderr}"
+    );
+    // The cache is sound and the next build completes.
+    f.project.run(&["verify", "--cache-only"]).code(0);
+    let toml = std::fs::read_to_string(f.path().join("pipeline.toml")).unwrap();
+    f.project
+        .write("pipeline.toml", toml.replace("timeout = 60", "timeout = 5"));
+    f.build_ok();
 }
 
 /// `kill -9 PID`.

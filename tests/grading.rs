@@ -1575,3 +1575,65 @@ fn a_kill_9_of_assay_mid_run_leaves_no_process_of_the_run_and_the_next_build_com
     assert_verdict(&f, "a/fix.json", "resolved", "resolved");
     f.project.run(&["verify", "--cache-only"]).code(0);
 }
+
+#[test]
+fn a_ctrl_c_stops_the_build_with_130_and_kills_every_process_of_its_runs() {
+    let f = Fixture::new();
+    f.pipeline("", 1 << 20, "");
+    let toml = std::fs::read_to_string(f.path().join("pipeline.toml")).unwrap();
+    let token = format!("{}.{}", 400 + std::process::id() % 97, std::process::id());
+    // Every run starts a daemon that leaves the session, then sleeps long.
+    let slow = toml.replace(
+        "test_command = \"python3 -m unittest -v\"",
+        &format!("test_command = \"(setsid sleep {token} &) ; sleep {token}\""),
+    );
+    f.project.write("pipeline.toml", &slow);
+    f.session(
+        "a/fix.json",
+        "p-1",
+        &f.diff1(&[("pkg/ops.py", Some(OPS_SUB))]),
+    );
+    let mut child = f
+        .project
+        .command(&["build", "--json"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let needle = format!("sleep\0{token}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while live_with(&needle).len() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run never started its processes"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    assert_eq!(
+        child.wait().unwrap().code(),
+        Some(130),
+        "the interrupted exit code"
+    );
+    // The kernel tears the sandbox down with its parent: a bounded moment.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut alive = live_with(&needle);
+    while !alive.is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        alive = live_with(&needle);
+    }
+    for p in &alive {
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &p.to_string()])
+            .status();
+    }
+    assert!(alive.is_empty(), "survived the interrupt: {alive:?}");
+    f.project.write("pipeline.toml", &toml);
+    f.build_ok();
+    assert_verdict(&f, "a/fix.json", "resolved", "resolved");
+    f.project.run(&["verify", "--cache-only"]).code(0);
+}

@@ -80,11 +80,24 @@ pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
         label: pipeline.path.display().to_string(),
     };
     let mut renderer = Renderer::new(args.json, args.verbose);
-    let outcome = rt
-        .block_on(assay_engine::build(&store, &graph, &opts, &mut |e| {
-            renderer.event(e)
-        }))
-        .map_err(Failure::cache)?;
+    let mut sink = |e: &assay_engine::Event<'_>| renderer.event(e);
+    let interrupted = rt.block_on(async {
+        tokio::select! {
+            outcome = assay_engine::build(&store, &graph, &opts, &mut sink) => Some(outcome),
+            _ = tokio::signal::ctrl_c() => None,
+        }
+    });
+    let Some(outcome) = interrupted else {
+        // Dropping the build cancelled every job: local runs' process groups
+        // are killed as their guards drop, containers are removed by theirs.
+        // Shut the runtime down so those drops happen now, then make sure
+        // nothing this process started is left on the daemon.
+        eprintln!("interrupted: stopping every run");
+        rt.shutdown_timeout(std::time::Duration::from_secs(10));
+        crate::stages::remove_own_containers();
+        return Ok(exit::INTERRUPTED);
+    };
+    let outcome = outcome.map_err(Failure::cache)?;
     if let Some(id) = graph.find("release") {
         write_release(&pipeline, &store, &outcome, id)?;
     }

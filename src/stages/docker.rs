@@ -84,3 +84,49 @@ pub(crate) fn image_present(id: &str) -> Option<bool> {
     let ids = present.as_ref()?;
     Some(ImageId::parse(id).is_ok_and(|id| ids.contains(&id)))
 }
+
+/// After an interrupted build: removes every container this process started,
+/// if it talked to a daemon at all. Runs on a runtime of its own (the
+/// build's is shut down by then).
+pub(crate) fn remove_own_containers() {
+    if !matches!(CLIENT.get(), Some(Ok(_))) {
+        return;
+    }
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return;
+    };
+    rt.block_on(async {
+        // A fresh client: the build's was bound to the runtime just shut down.
+        let docker = match Docker::connect().await {
+            Ok(d) => d,
+            Err(e) => {
+                eprintln!("interrupted: could not remove this build's containers: {e}");
+                return;
+            }
+        };
+        // A create cancelled in flight still makes its container on the
+        // daemon, a moment later: keep looking until two looks find none.
+        let mut removed = 0;
+        let mut quiet = 0;
+        for _ in 0..50 {
+            match docker.remove_own().await {
+                Ok(ids) if ids.is_empty() => quiet += 1,
+                Ok(ids) => {
+                    removed += ids.len();
+                    quiet = 0;
+                }
+                Err(_) => quiet = 0,
+            }
+            if quiet >= 2 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        }
+        if removed > 0 {
+            eprintln!("interrupted: removed {removed} container(s) of this build");
+        }
+    });
+}

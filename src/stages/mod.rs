@@ -109,6 +109,11 @@ pub(crate) fn plan(
 
 /// Before a build on the docker executor: connect, clean up after killed
 /// builds, check the base images (see `docker`).
+/// After ctrl-c: what this build started on the Docker daemon goes too.
+pub(crate) fn remove_own_containers() {
+    docker::remove_own_containers();
+}
+
 pub(crate) fn start_docker(plan: &StagePlan, rt: &tokio::runtime::Runtime) -> Result<(), Failure> {
     if plan.docker_bases.is_empty() {
         return Ok(());

@@ -79,6 +79,19 @@ impl Docker {
     /// clean up — and returns their ids. Containers of live processes and of
     /// other hosts are left alone.
     pub async fn cleanup_leftovers(&self) -> Result<Vec<String>, DockerError> {
+        self.remove_where(owner::is_abandoned).await
+    }
+
+    /// Removes every container this process started: after an interrupted
+    /// build, whose cancelled runs may not have finished removing their own.
+    pub async fn remove_own(&self) -> Result<Vec<String>, DockerError> {
+        self.remove_where(owner::is_mine).await
+    }
+
+    async fn remove_where(
+        &self,
+        doomed: fn(&HashMap<String, String>) -> bool,
+    ) -> Result<Vec<String>, DockerError> {
         let options = ListContainersOptions {
             all: true,
             filters: Some(HashMap::from([(
@@ -97,7 +110,7 @@ impl Docker {
             let (Some(id), Some(labels)) = (container.id, container.labels) else {
                 continue;
             };
-            if owner::is_abandoned(&labels) {
+            if doomed(&labels) {
                 remove_by_id(self, &id).await?;
                 removed.push(id);
             }

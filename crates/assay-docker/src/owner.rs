@@ -73,6 +73,14 @@ pub(crate) fn is_abandoned(labels: &HashMap<String, String>) -> bool {
     *host == me().host && start_time(pid).as_ref() != Some(start)
 }
 
+/// Whether the container was started by this very process.
+pub(crate) fn is_mine(labels: &HashMap<String, String>) -> bool {
+    let me = me();
+    labels.get(HOST) == Some(&me.host)
+        && labels.get(PID).and_then(|p| p.parse::<u32>().ok()) == Some(me.pid)
+        && labels.get(PID_START) == Some(&me.start)
+}
+
 /// The start time of a live (not zombie) process, as text.
 fn start_time(pid: u32) -> Option<String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

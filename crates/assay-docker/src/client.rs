@@ -110,8 +110,9 @@ impl Docker {
             let (Some(id), Some(labels)) = (container.id, container.labels) else {
                 continue;
             };
-            if doomed(&labels) {
-                remove_by_id(self, &id).await?;
+            // One container that will not go must not fail the caller's
+            // build: it stays listed for the next look.
+            if doomed(&labels) && remove_by_id(self, &id).await.is_ok() {
                 removed.push(id);
             }
         }

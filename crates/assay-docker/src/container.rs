@@ -336,7 +336,9 @@ async fn remove(api: &bollard::Docker, id: &str) -> Result<(), bollard::errors::
         ..Default::default()
     };
     match api.remove_container(id, Some(options)).await {
-        Err(error) if status(&error) == Some(404) => Ok(()),
+        // Gone already, or another remover (a concurrent build cleaning up
+        // leftovers, a drop guard) has it in hand: either way it goes.
+        Err(error) if matches!(status(&error), Some(404 | 409)) => Ok(()),
         other => other,
     }
 }

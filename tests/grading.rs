@@ -1522,72 +1522,20 @@ fn an_unsandboxed_build_warns_and_its_release_says_so() {
     assert!(report.contains("Graded unsandboxed"), "the report says so");
 }
 
-#[test]
-fn a_kill_9_of_assay_mid_run_leaves_no_process_of_the_run_and_the_next_build_completes() {
+/// Starts a build whose every run leaves a daemon and sleeps, stops assay
+/// with `signal` once two of those processes run, and checks what the exit
+/// status is, that nothing of the runs survives, and that the next build
+/// completes on a cache that verifies. `tag` keeps the processes of tests
+/// running side by side apart.
+fn stop_a_build_mid_run(signal: &str, tag: u32, exit_code: Option<i32>) {
     let f = Fixture::new();
     f.pipeline("", 1 << 20, "");
     let toml = std::fs::read_to_string(f.path().join("pipeline.toml")).unwrap();
-    let token = format!("{}.{}", 400 + std::process::id() % 97, std::process::id());
-    // Every run starts a daemon that leaves the session, then sleeps long.
-    let slow = toml.replace(
+    let token = format!("{}.{}", tag + std::process::id() % 97, std::process::id());
+    f.edit_pipeline(
         "test_command = \"python3 -m unittest -v\"",
         &format!("test_command = \"(setsid sleep {token} &) ; sleep {token}\""),
     );
-    f.project.write("pipeline.toml", &slow);
-    f.session(
-        "a/fix.json",
-        "p-1",
-        &f.diff1(&[("pkg/ops.py", Some(OPS_SUB))]),
-    );
-    let mut child = f
-        .project
-        .command(&["build", "--json"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let needle = format!("sleep\0{token}");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while live_with(&needle).len() < 2 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the run never started its processes"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
-    // The kernel tears the sandbox down with its parent: a bounded moment.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let mut alive = live_with(&needle);
-    while !alive.is_empty() && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        alive = live_with(&needle);
-    }
-    for p in &alive {
-        let _ = std::process::Command::new("kill")
-            .args(["-9", &p.to_string()])
-            .status();
-    }
-    assert!(alive.is_empty(), "survived the kill of assay: {alive:?}");
-    f.project.write("pipeline.toml", &toml);
-    f.build_ok();
-    assert_verdict(&f, "a/fix.json", "resolved", "resolved");
-    f.project.run(&["verify", "--cache-only"]).code(0);
-}
-
-#[test]
-fn a_ctrl_c_stops_the_build_with_130_and_kills_every_process_of_its_runs() {
-    let f = Fixture::new();
-    f.pipeline("", 1 << 20, "");
-    let toml = std::fs::read_to_string(f.path().join("pipeline.toml")).unwrap();
-    let token = format!("{}.{}", 400 + std::process::id() % 97, std::process::id());
-    // Every run starts a daemon that leaves the session, then sleeps long.
-    let slow = toml.replace(
-        "test_command = \"python3 -m unittest -v\"",
-        &format!("test_command = \"(setsid sleep {token} &) ; sleep {token}\""),
-    );
-    f.project.write("pipeline.toml", &slow);
     f.session(
         "a/fix.json",
         "p-1",
@@ -1610,14 +1558,14 @@ fn a_ctrl_c_stops_the_build_with_130_and_kills_every_process_of_its_runs() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let sent = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([signal, &child.id().to_string()])
         .status()
         .unwrap();
     assert!(sent.success());
     assert_eq!(
         child.wait().unwrap().code(),
-        Some(130),
-        "the interrupted exit code"
+        exit_code,
+        "the exit code after {signal}"
     );
     // The kernel tears the sandbox down with its parent: a bounded moment.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -1631,9 +1579,20 @@ fn a_ctrl_c_stops_the_build_with_130_and_kills_every_process_of_its_runs() {
             .args(["-9", &p.to_string()])
             .status();
     }
-    assert!(alive.is_empty(), "survived the interrupt: {alive:?}");
+    assert!(alive.is_empty(), "survived {signal} of assay: {alive:?}");
     f.project.write("pipeline.toml", &toml);
     f.build_ok();
     assert_verdict(&f, "a/fix.json", "resolved", "resolved");
     f.project.run(&["verify", "--cache-only"]).code(0);
+}
+
+#[test]
+fn a_kill_9_of_assay_mid_run_leaves_no_process_of_the_run_and_the_next_build_completes() {
+    // Killed by a signal: no exit code.
+    stop_a_build_mid_run("-KILL", 400, None);
+}
+
+#[test]
+fn a_ctrl_c_stops_the_build_with_130_and_kills_every_process_of_its_runs() {
+    stop_a_build_mid_run("-INT", 500, Some(130));
 }

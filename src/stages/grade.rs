@@ -90,9 +90,13 @@ pub(crate) const INFRA_GLOBS: &[&str] = &[
     ".cargo/config.toml",
 ];
 
-pub(crate) fn infra_globset() -> globset::GlobSet {
-    let globs: Vec<String> = INFRA_GLOBS.iter().map(|g| (*g).to_owned()).collect();
-    super::triage::globset(&globs).unwrap_or_else(|_| globset::GlobSet::empty())
+/// [`INFRA_GLOBS`], compiled once per process (every stage and grade asks).
+pub(crate) fn infra_globset() -> &'static globset::GlobSet {
+    static SET: std::sync::LazyLock<globset::GlobSet> = std::sync::LazyLock::new(|| {
+        let globs: Vec<String> = INFRA_GLOBS.iter().map(|g| (*g).to_owned()).collect();
+        super::triage::globset(&globs).unwrap_or_else(|_| globset::GlobSet::empty())
+    });
+    &SET
 }
 
 /// Whether `path` is test infrastructure: an infra file, or a test
@@ -156,7 +160,7 @@ pub(crate) fn excluded_paths(
     let mut out: Vec<String> = paths
         .into_iter()
         .filter(|p| match policy {
-            Policy::TestsAndInfra => tests.is_match(&p.path) || is_infra(&p.path, tests, &infra),
+            Policy::TestsAndInfra => tests.is_match(&p.path) || is_infra(&p.path, tests, infra),
             Policy::NewTestFiles => p.is_new && tests.is_match(&p.path),
             Policy::AllTestFiles => tests.is_match(&p.path),
             Policy::ResetTestPatchFiles => hidden.contains(&p.path),
@@ -730,14 +734,17 @@ pub(crate) fn tamper_suspects(
     changed_test_files: &[String],
 ) -> (Vec<String>, bool) {
     let infra = infra_globset();
-    let reach: Vec<regex::Regex> = FRAMEWORK_REACH
-        .iter()
-        .filter_map(|r| regex::Regex::new(r).ok())
-        .collect();
+    static REACH: std::sync::LazyLock<Vec<regex::Regex>> = std::sync::LazyLock::new(|| {
+        FRAMEWORK_REACH
+            .iter()
+            .filter_map(|r| regex::Regex::new(r).ok())
+            .collect()
+    });
+    let reach = &*REACH;
     let mut out = Vec::new();
     let mut in_effect = false;
     for p in session_paths(patch).unwrap_or_default() {
-        if is_infra(&p.path, tests, &infra) {
+        if is_infra(&p.path, tests, infra) {
             let neutralised = excluded.contains(&p.path);
             in_effect |= !neutralised;
             out.push(format!(
@@ -758,7 +765,7 @@ pub(crate) fn tamper_suspects(
             continue;
         };
         let Some(f) = &file else { continue };
-        if tests.is_match(f) || excluded.contains(f) || is_infra(f, tests, &infra) {
+        if tests.is_match(f) || excluded.contains(f) || is_infra(f, tests, infra) {
             continue;
         }
         if reach.iter().any(|r| r.is_match(added)) {
@@ -791,27 +798,12 @@ mod tests {
         TaskRecord {
             instance_id: "gocalc-1".into(),
             repo: "gocalc".into(),
-            base_commit: String::new(),
-            patch: String::new(),
-            test_patch: String::new(),
-            problem_statement: String::new(),
             fail_to_pass: ids(f2p),
             pass_to_pass: ids(p2p),
             track: "basic".into(),
             status: "released".into(),
             certified: true,
-            uncertified_because: Vec::new(),
-            flaky: Vec::new(),
-            excluded: Vec::new(),
-            env: String::new(),
-            topic: None,
-            executor: None,
-            image: None,
-            hints_text: String::new(),
-            created_at: String::new(),
-            version: String::new(),
-            log_parser: String::new(),
-            eval_script: String::new(),
+            ..TaskRecord::default()
         }
     }
 

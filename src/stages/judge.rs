@@ -381,25 +381,12 @@ mod tests {
             repo: "r".into(),
             base_commit: "b".into(),
             patch: "+gold".into(),
-            test_patch: String::new(),
             problem_statement: statement.into(),
-            fail_to_pass: vec![],
-            pass_to_pass: vec![],
             track: track.into(),
             status: "released".into(),
             certified: true,
-            uncertified_because: vec![],
-            flaky: vec![],
-            excluded: vec![],
             env: "e".into(),
-            topic: None,
-            executor: None,
-            image: None,
-            hints_text: String::new(),
-            created_at: String::new(),
-            version: String::new(),
-            log_parser: String::new(),
-            eval_script: String::new(),
+            ..TaskRecord::default()
         }
     }
 

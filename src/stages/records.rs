@@ -148,7 +148,7 @@ pub(crate) struct ScreenRecord {
 }
 
 /// `task:<id>`: the released unit (SWE-bench field names + ours).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct TaskRecord {
     pub(crate) instance_id: String,
     pub(crate) repo: String,

@@ -183,14 +183,7 @@ impl Bwrap {
             a.flag("--unshare-net");
         }
         if self.setpriv.is_none() {
-            a.flags(&[
-                "--unshare-user",
-                "--uid",
-                "1000",
-                "--gid",
-                "1000",
-                "--disable-userns",
-            ]);
+            a.flags(USER_NAMESPACE);
         } else {
             a.flags(&["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]);
         }
@@ -261,13 +254,8 @@ impl Bwrap {
                 "--",
             ]);
             a.path(&self.path);
+            a.flags(USER_NAMESPACE);
             a.flags(&[
-                "--unshare-user",
-                "--uid",
-                "1000",
-                "--gid",
-                "1000",
-                "--disable-userns",
                 "--die-with-parent",
                 "--bind",
                 "/",
@@ -283,6 +271,17 @@ impl Bwrap {
         (self.path.clone(), a.0)
     }
 }
+
+/// The run's own user namespace: uid and gid 1000 inside, and no further
+/// user namespaces (which would let it mount its way around the binds).
+const USER_NAMESPACE: &[&str] = &[
+    "--unshare-user",
+    "--uid",
+    "1000",
+    "--gid",
+    "1000",
+    "--disable-userns",
+];
 
 #[derive(Default)]
 struct Args(Vec<OsString>);

@@ -27,14 +27,7 @@ pub(super) fn task(id: &str, track: &str, certified: bool) -> (TaskRecord, Strin
         flaky: vec![],
         excluded: vec![],
         env: "default".to_owned(),
-        topic: None,
-        executor: None,
-        image: None,
-        hints_text: String::new(),
-        created_at: String::new(),
-        version: String::new(),
-        log_parser: String::new(),
-        eval_script: String::new(),
+        ..TaskRecord::default()
     };
     (record, format!("task-{id}-{track}"))
 }

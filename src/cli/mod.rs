@@ -78,6 +78,18 @@ impl Failure {
     }
 }
 
+impl From<crate::stages::StageError> for Failure {
+    fn from(e: crate::stages::StageError) -> Failure {
+        use crate::stages::StageError;
+        let code = match &e {
+            StageError::Config(_) => exit::CONFIG,
+            StageError::Cache(_) => exit::CACHE,
+            StageError::Sandbox { .. } => exit::SANDBOX,
+        };
+        Failure::new(code, e)
+    }
+}
+
 impl From<crate::pipeline::ConfigError> for Failure {
     fn from(e: crate::pipeline::ConfigError) -> Failure {
         Failure::new(exit::CONFIG, e)

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::span;
 use super::{Failure, SessionError};
-use crate::stages::RunFacts;
+use super::RunFacts;
 use std::path::Path;
 
 /// The run facts of the transcript `path` whose text is `text`; errors point

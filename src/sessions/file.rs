@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use super::span::{self, ObjectSpans};
 use super::{Failure, ParsedSession, SessionError, claude, read_text};
-use crate::stages::RunFacts;
+use super::RunFacts;
 
 /// The tracks a task is released on (`stages/layout.rs`).
 const TRACKS: [&str; 2] = ["basic", "spec"];

@@ -11,6 +11,7 @@
 //! named by some session file's `"transcript"`, or ending in `.stream.jsonl`.
 
 mod claude;
+mod facts;
 mod file;
 mod span;
 mod swebench;
@@ -19,7 +20,7 @@ use std::collections::BTreeSet;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use crate::stages::RunFacts;
+pub(crate) use facts::RunFacts;
 
 /// One session as read from disk, before it enters the DAG.
 #[derive(Clone, Debug)]

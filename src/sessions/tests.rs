@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::{ParsedSession, SessionError, load_dir};
-use crate::stages::RunFacts;
+use super::RunFacts;
 
 fn write(dir: &Path, rel: &str, content: impl AsRef<[u8]>) {
     let path = dir.join(rel);

@@ -13,8 +13,7 @@ use std::sync::Mutex;
 
 use assay_docker::{Docker, DockerError, ImageId};
 
-use crate::cli::Failure;
-use crate::exit;
+use super::error::StageError;
 
 static CLIENT: tokio::sync::OnceCell<Result<Docker, String>> = tokio::sync::OnceCell::const_new();
 
@@ -32,22 +31,16 @@ pub(crate) async fn client() -> Result<&'static Docker, String> {
 
 /// Connects, removes containers of dead assay processes, checks that every
 /// base image is in the daemon, and notes which images are.
-pub(crate) fn start(rt: &tokio::runtime::Runtime, bases: &BTreeSet<String>) -> Result<(), Failure> {
+pub(crate) fn start(rt: &tokio::runtime::Runtime, bases: &BTreeSet<String>) -> Result<(), StageError> {
     rt.block_on(async {
         let docker = client().await.map_err(|e| {
-            Failure::new(
-                exit::SANDBOX,
-                miette::miette!(
-                    help = "the docker executor needs a running Docker daemon (`docker info` checks it); or build with `--executor local`",
-                    "{e}"
-                ),
+            StageError::sandbox(
+                e,
+                "the docker executor needs a running Docker daemon (`docker info` checks it); or build with `--executor local`",
             )
         })?;
         let daemon = |e: DockerError| {
-            Failure::new(
-                exit::SANDBOX,
-                miette::miette!(help = "check the daemon with `docker info`", "{e}"),
-            )
+            StageError::sandbox(e, "check the daemon with `docker info`")
         };
         let removed = docker.cleanup_leftovers().await.map_err(daemon)?;
         if !removed.is_empty() {
@@ -60,12 +53,9 @@ pub(crate) fn start(rt: &tokio::runtime::Runtime, bases: &BTreeSet<String>) -> R
             match docker.base_image(base).await {
                 Ok(_) => {}
                 Err(e @ DockerError::BaseImageMissing { .. }) => {
-                    return Err(Failure::new(
-                        exit::SANDBOX,
-                        miette::miette!(
-                            help = "or `docker pull` / `docker load` an image yourself (a registry image works) and point `[env] base_image` at it",
-                            "{e}"
-                        ),
+                    return Err(StageError::sandbox(
+                        e,
+                        "or `docker pull` / `docker load` an image yourself (a registry image works) and point `[env] base_image` at it",
                     ));
                 }
                 Err(e) => return Err(daemon(e)),

@@ -9,7 +9,7 @@ use assay_report::Format;
 use super::confine::Confinement;
 use super::redact::RedactConfig;
 use super::run::RunParams;
-use crate::cli::Failure;
+use super::error::StageError;
 use crate::pipeline::{EnvConfig, Pipeline, SourceConfig};
 
 /// One environment, checked: what its nodes are laid out with.
@@ -61,7 +61,7 @@ pub(super) struct Envs<'a> {
 
 impl<'a> Envs<'a> {
     /// Checks every environment; a pipeline with sources needs at least one.
-    pub(super) fn resolve(pipeline: &'a Pipeline) -> Result<Envs<'a>, Failure> {
+    pub(super) fn resolve(pipeline: &'a Pipeline) -> Result<Envs<'a>, StageError> {
         let defined = pipeline.file.envs();
         if defined.is_empty() {
             let span = pipeline.file.source[0].name.span();
@@ -107,7 +107,7 @@ impl<'a> Envs<'a> {
         &self,
         pipeline: &Pipeline,
         src: &SourceConfig,
-    ) -> Result<&EnvSettings<'a>, Failure> {
+    ) -> Result<&EnvSettings<'a>, StageError> {
         let names = || {
             self.all
                 .iter()
@@ -159,7 +159,7 @@ impl<'a> Envs<'a> {
         &self,
         pipeline: &Pipeline,
         sources: &[SourceConfig],
-    ) -> Result<BTreeSet<String>, Failure> {
+    ) -> Result<BTreeSet<String>, StageError> {
         let mut bases = BTreeSet::new();
         for src in sources {
             if let Some(base) = self.for_source(pipeline, src)?.docker_base() {
@@ -176,7 +176,7 @@ impl<'a> Envs<'a> {
 pub(super) fn executor(
     pipeline: &Pipeline,
     cfg: &EnvConfig,
-) -> Result<super::confine::Executor, Failure> {
+) -> Result<super::confine::Executor, StageError> {
     use super::confine::{DEFAULT_BASE_IMAGE, DockerSettings, Executor};
     let Some(name) = &cfg.executor else {
         return Ok(Executor::Local);

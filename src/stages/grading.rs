@@ -13,7 +13,7 @@ use super::metrics::{self, MetricsParams};
 use super::redact::RedactConfig;
 use super::release;
 use super::run::{self, RunParams};
-use crate::cli::Failure;
+use super::error::StageError;
 use crate::pipeline::Pipeline;
 
 pub(super) struct GradeLayout<'a> {
@@ -34,7 +34,7 @@ pub(super) fn grade_nodes(
     out: &mut Vec<NodeSpec>,
     release_deps: &mut Vec<String>,
     release_inputs: &mut Vec<release::Input>,
-) -> Result<Vec<(String, String)>, Failure> {
+) -> Result<Vec<(String, String)>, StageError> {
     let Some(dir) = &pipeline.file.sessions else {
         return Ok(Vec::new());
     };

@@ -43,8 +43,8 @@ use serde::{Deserialize, Serialize};
 use super::layout::node;
 use super::records::{GradeRecord, SessionRecord, TaskRecord};
 use super::release;
-use crate::cli::Failure;
-use crate::pipeline::{JudgeConfig, Pipeline};
+use super::error::StageError;
+use crate::pipeline::{ConfigError, JudgeConfig, Pipeline};
 
 pub(super) const KIND_VERSION: u32 = 1;
 
@@ -174,7 +174,7 @@ pub(super) fn nodes(
     out: &mut Vec<NodeSpec>,
     release_deps: &mut Vec<String>,
     release_inputs: &mut Vec<release::Input>,
-) -> Result<(), Failure> {
+) -> Result<(), StageError> {
     // Per task, its sessions in a stable order (by id).
     let mut by_task: BTreeMap<&str, Vec<&Reviewable>> = BTreeMap::new();
     for r in reviewable {
@@ -189,7 +189,7 @@ pub(super) fn nodes(
             continue;
         }
         let client = Judge::new(s.clone())
-            .map_err(|e| Failure::new(crate::exit::CONFIG, miette::miette!("{e}")))?;
+            .map_err(|e| ConfigError::plain(e.to_string(), "check this judge's settings in pipeline.toml"))?;
         let mut push = |name: String, shown: &[&Reviewable], order: Vec<usize>, sample: u32| {
             let basis: Vec<&str> = std::iter::once(shown[0].task_node.as_str())
                 .chain(shown.iter().map(|r| r.session.as_str()))

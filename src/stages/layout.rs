@@ -26,7 +26,7 @@ use super::task::TaskParams;
 use super::tree::{State, TreeParams};
 use super::triage::{DEFAULT_DOCS_GLOBS, DEFAULT_TEST_GLOBS, TriageParams};
 use super::{env, release, run, screen, task, tree, triage};
-use crate::cli::Failure;
+use super::error::StageError;
 use crate::pipeline::Pipeline;
 
 pub(super) fn node<P: Serialize>(
@@ -56,7 +56,7 @@ pub(super) fn nodes(
     pipeline: &Pipeline,
     cache_dir: &Path,
     out: &mut Vec<NodeSpec>,
-) -> Result<BTreeSet<String>, Failure> {
+) -> Result<BTreeSet<String>, StageError> {
     if pipeline.file.source.is_empty() {
         return Ok(BTreeSet::new());
     }
@@ -64,7 +64,7 @@ pub(super) fn nodes(
     // Every source's environment is checked before any source is read.
     let docker_bases = envs.docker_bases(pipeline, &pipeline.file.source)?;
     let store_dir = cache_dir.join("git");
-    let tree_store = TreeStore::open_or_init(&store_dir).map_err(Failure::cache)?;
+    let tree_store = TreeStore::open_or_init(&store_dir).map_err(StageError::cache)?;
     let triage_cfg = &pipeline.file.triage;
     let test_globs: Vec<String> = match &triage_cfg.test_globs {
         Some(g) => g.iter().map(|s| s.get_ref().clone()).collect(),
@@ -188,7 +188,7 @@ pub(super) fn nodes(
         let (source, candidates) = open_source(pipeline, src)?;
         tree_store
             .add_alternate(&source.objects_dir())
-            .map_err(Failure::cache)?;
+            .map_err(StageError::cache)?;
         for c in candidates {
             if !seen_candidates.insert(c.id.clone()) {
                 continue;
@@ -198,7 +198,7 @@ pub(super) fn nodes(
             let mut key_files = Vec::new();
             let mut files = Vec::new();
             for kf in &env_cfg.key_files {
-                match source.read_file(&c.base, kf).map_err(Failure::cache)? {
+                match source.read_file(&c.base, kf).map_err(StageError::cache)? {
                     Some(bytes) => {
                         key_files.push((kf.clone(), blake3::hash(&bytes).to_hex().to_string()));
                         files.push((kf.clone(), bytes));
@@ -430,7 +430,7 @@ fn read_statement(dir: Option<&Path>, id: &str, ext: &str) -> Option<String> {
 pub(super) fn confinement(
     pipeline: &Pipeline,
     env_cfg: &crate::pipeline::EnvConfig,
-) -> Result<super::confine::Confinement, Failure> {
+) -> Result<super::confine::Confinement, StageError> {
     use super::confine::{Confinement, RunLimits, SandboxMode};
     let executor = super::envs::executor(pipeline, env_cfg)?;
     let sandbox = match &env_cfg.sandbox {
@@ -476,12 +476,9 @@ pub(super) fn confinement(
     if sandbox == SandboxMode::Bwrap
         && let Err(e) = super::confine::bwrap()
     {
-        return Err(Failure::new(
-            crate::exit::SANDBOX,
-            miette::miette!(
-                help = "install bubblewrap (`apt-get install bubblewrap`); or set `sandbox = \"none\"` in [env] to grade unsandboxed (every build warns, and the release says so)",
-                "{e}"
-            ),
+        return Err(StageError::sandbox(
+            e,
+            "install bubblewrap (`apt-get install bubblewrap`); or set `sandbox = \"none\"` in [env] to grade unsandboxed (every build warns, and the release says so)",
         ));
     }
     if sandbox == SandboxMode::None {

@@ -3,6 +3,7 @@
 
 mod confine;
 mod docker;
+mod error;
 mod env;
 mod envs;
 mod grade;
@@ -24,13 +25,12 @@ mod task;
 mod tree;
 mod triage;
 
-pub(crate) use records::RunFacts;
 pub(crate) use release::{ReleaseParams, ReleaseRecord, assemble};
 pub(crate) use sources::parse_date;
 
 use assay_engine::{GraphError, NodeSpec, Store};
 
-use crate::cli::Failure;
+pub(crate) use error::StageError;
 use crate::pipeline::{ConfigError, Pipeline};
 
 /// For `verify --reexecute`: how a re-executed grade's verdict differs from
@@ -97,7 +97,7 @@ pub(crate) fn plan(
     pipeline: &Pipeline,
     store: &Store,
     _rt: &tokio::runtime::Runtime,
-) -> Result<StagePlan, Failure> {
+) -> Result<StagePlan, StageError> {
     let mut nodes = Vec::new();
     step::nodes(pipeline, &mut nodes)?;
     let docker_bases = layout::nodes(pipeline, store.dir(), &mut nodes)?;
@@ -114,7 +114,7 @@ pub(crate) fn remove_own_containers() {
     docker::remove_own_containers();
 }
 
-pub(crate) fn start_docker(plan: &StagePlan, rt: &tokio::runtime::Runtime) -> Result<(), Failure> {
+pub(crate) fn start_docker(plan: &StagePlan, rt: &tokio::runtime::Runtime) -> Result<(), StageError> {
     if plan.docker_bases.is_empty() {
         return Ok(());
     }
@@ -122,7 +122,7 @@ pub(crate) fn start_docker(plan: &StagePlan, rt: &tokio::runtime::Runtime) -> Re
 }
 
 /// A graph error points at the step that caused it where the file names one.
-pub(crate) fn graph_error(pipeline: &Pipeline, e: GraphError) -> Failure {
+pub(crate) fn graph_error(pipeline: &Pipeline, e: GraphError) -> ConfigError {
     let name_of = |n: &str| n.strip_prefix("step:").unwrap_or(n).to_owned();
     let span_of = |n: &str| {
         pipeline
@@ -156,5 +156,5 @@ pub(crate) fn graph_error(pipeline: &Pipeline, e: GraphError) -> Failure {
             None => ConfigError::plain(format!("{e}"), "give each node its own name"),
         },
     };
-    err.into()
+    err
 }

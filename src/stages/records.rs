@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub(crate) use crate::sessions::RunFacts;
+
 /// `triage:<candidate>`: can this candidate become a task, and its two patches.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct TriageRecord {
@@ -193,31 +195,6 @@ pub(crate) struct TaskRecord {
     /// patch, run the test command between the harness's markers.
     #[serde(default)]
     pub(crate) eval_script: String,
-}
-
-/// What an agent run reported about itself (from the session file or its transcript).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct RunFacts {
-    pub(crate) turns: Option<u64>,
-    /// Tokens by kind: input, output, cache_read, cache_creation, …
-    #[serde(default)]
-    pub(crate) tokens: BTreeMap<String, u64>,
-    /// How the run ended (e.g. Claude Code's result subtype: success, error_max_turns).
-    pub(crate) ended: Option<String>,
-    pub(crate) is_error: Option<bool>,
-    pub(crate) permission_denials: Option<u64>,
-    pub(crate) duration_ms: Option<u64>,
-    /// Tokens by model id, then kind (Claude Code's `modelUsage`): priced
-    /// per model id when present. Left out when empty, as the next two.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub(crate) by_model: BTreeMap<String, BTreeMap<String, u64>>,
-    /// What the agent reported it cost (`total_cost_usd`): an observation,
-    /// published beside the cost computed from `[prices]`, never used for it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) reported_cost_usd: Option<f64>,
-    /// The model ids the transcript names (init event, messages, `modelUsage`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) models: Vec<String>,
 }
 
 /// `session:<id>`: one agent attempt at one task, normalised from any input format.

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use assay_git::{CandidateQuery, Source};
 
-use crate::cli::Failure;
+use super::error::StageError;
 use crate::pipeline::{Pipeline, SourceConfig};
 
 /// A candidate as the pipeline sees it, from git or from a candidates file.
@@ -29,7 +29,7 @@ pub(super) struct CandidateLine {
 pub(super) fn open_source(
     pipeline: &Pipeline,
     src: &SourceConfig,
-) -> Result<(Source, Vec<CandidateLine>), Failure> {
+) -> Result<(Source, Vec<CandidateLine>), StageError> {
     let path: PathBuf = pipeline.resolve(src.path.get_ref());
     if let (false, Some(create)) = (path.exists(), &src.create) {
         {
@@ -89,9 +89,9 @@ pub(super) fn open_source(
                     "each line is a JSON object with id, base, head (and optional title, body)",
                 )
             })?;
-            let base = source.resolve(&c.base).map_err(Failure::cache)?;
-            let head = source.resolve(&c.head).map_err(Failure::cache)?;
-            let merged_at = source.commit_time(&head).map_err(Failure::cache)?;
+            let base = source.resolve(&c.base).map_err(StageError::cache)?;
+            let head = source.resolve(&c.head).map_err(StageError::cache)?;
+            let merged_at = source.commit_time(&head).map_err(StageError::cache)?;
             list.push(CandidateLine {
                 base,
                 head,

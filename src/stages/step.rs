@@ -11,7 +11,7 @@ use std::time::Duration;
 use assay_engine::{Job, JobCtx, JobError, JobFuture, NodeSpec, Output, encode_params};
 use serde::Serialize;
 
-use crate::cli::Failure;
+use super::error::StageError;
 use crate::pipeline::Pipeline;
 
 const KIND_VERSION: u32 = 1;
@@ -31,7 +31,7 @@ struct StepJob {
     timeout: Duration,
 }
 
-pub(super) fn nodes(pipeline: &Pipeline, out: &mut Vec<NodeSpec>) -> Result<(), Failure> {
+pub(super) fn nodes(pipeline: &Pipeline, out: &mut Vec<NodeSpec>) -> Result<(), StageError> {
     for step in &pipeline.file.step {
         let mut inputs = Vec::new();
         let mut keyed = Vec::new();

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use assay_engine::{BuildOptions, CacheLock, Graph};
+use assay_engine::{BuildOptions, CacheLock};
 use clap::Args;
 
 use super::{Failure, Global, runtime};
@@ -67,9 +67,9 @@ pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
     let store = global.open_store_checked(Some(&pipeline))?;
     store.clean_tmp();
     let rt = runtime()?;
-    let plan = crate::stages::plan(&pipeline, &store, &rt)?;
+    let plan = super::laid_out(&pipeline, &store)?;
     crate::stages::start_docker(&plan, &rt)?;
-    let graph = Graph::new(plan.nodes).map_err(|e| crate::stages::graph_error(&pipeline, e))?;
+    let graph = plan.graph;
     let opts = BuildOptions {
         jobs: args.jobs.unwrap_or_else(|| {
             std::thread::available_parallelism()

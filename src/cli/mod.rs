@@ -231,6 +231,19 @@ pub(crate) fn check_cache_dir(dir: &std::path::Path) -> Result<(), Failure> {
     Ok(())
 }
 
+/// The build's graph from the pipeline, with the layout's warnings printed:
+/// the setup every command that runs or plans nodes shares.
+pub(crate) fn laid_out(
+    pipeline: &crate::pipeline::Pipeline,
+    store: &assay_engine::Store,
+) -> Result<crate::stages::StagePlan, Failure> {
+    let plan = crate::stages::plan(pipeline, store)?;
+    for w in &plan.warnings {
+        eprintln!("{w}");
+    }
+    Ok(plan)
+}
+
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()

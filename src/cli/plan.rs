@@ -1,9 +1,9 @@
 //! `assay plan`: what a build would run and why, without running anything.
 
-use assay_engine::{Graph, PlanState};
+use assay_engine::PlanState;
 use clap::Args;
 
-use super::{Failure, Global, runtime};
+use super::{Failure, Global};
 use crate::exit;
 
 /// Show what `assay build` would execute, and why, without running it.
@@ -23,9 +23,7 @@ pub(crate) struct PlanArgs {
 pub(crate) fn run(global: &Global, args: PlanArgs) -> Result<i32, Failure> {
     let pipeline = global.load_pipeline()?;
     let store = global.open_store_checked(Some(&pipeline))?;
-    let rt = runtime()?;
-    let plan = crate::stages::plan(&pipeline, &store, &rt)?;
-    let graph = Graph::new(plan.nodes).map_err(|e| crate::stages::graph_error(&pipeline, e))?;
+    let graph = super::laid_out(&pipeline, &store)?.graph;
     let previous = match store.builds(1).map_err(Failure::cache)?.first() {
         Some(b) => store.manifest(b).map_err(Failure::cache)?,
         None => None,

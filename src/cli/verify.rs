@@ -176,9 +176,7 @@ fn reexecute(
     })
     .map_err(Failure::cache)?;
     let rt = super::runtime()?;
-    let plan = crate::stages::plan(&pipeline, store, &rt)?;
-    let graph = assay_engine::Graph::new(plan.nodes)
-        .map_err(|e| crate::stages::graph_error(&pipeline, e))?;
+    let graph = super::laid_out(&pipeline, store)?.graph;
     let kinds = args.reexecute.iter().cloned().collect();
     let jobs = std::thread::available_parallelism()
         .map(|n| n.get())

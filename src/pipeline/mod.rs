@@ -5,6 +5,7 @@
 mod checks;
 mod diag;
 mod judge;
+mod settings;
 
 use std::path::{Path, PathBuf};
 
@@ -13,6 +14,7 @@ use toml::Spanned;
 
 pub(crate) use diag::ConfigError;
 pub(crate) use judge::JudgeConfig;
+pub(crate) use settings::{Policy, Settings};
 
 /// The file as written. Every table rejects unknown keys.
 #[derive(Debug, Deserialize)]
@@ -392,6 +394,9 @@ pub(crate) struct Pipeline {
     pub(crate) file: PipelineFile,
     /// The `[[judge]]` tables, validated, rubric files read.
     pub(crate) judges: Vec<JudgeConfig>,
+    /// The rest of the file, validated once (globs, patterns, directories,
+    /// policy, arms): what the layout builds nodes from.
+    pub(crate) settings: Settings,
 }
 
 impl Pipeline {
@@ -422,8 +427,11 @@ impl Pipeline {
             text,
             file,
             judges: Vec::new(),
+            // Filled in below, once the file's checks have passed.
+            settings: Settings::default(),
         };
         checks::check(&pipeline)?;
+        pipeline.settings = Settings::of(&pipeline)?;
         pipeline.judges = judge::load(&pipeline)?;
         Ok(pipeline)
     }

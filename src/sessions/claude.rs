@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::RunFacts;
 use super::span;
 use super::{Failure, SessionError};
-use super::RunFacts;
 use std::path::Path;
 
 /// The run facts of the transcript `path` whose text is `text`; errors point

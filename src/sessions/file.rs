@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::RunFacts;
 use super::span::{self, ObjectSpans};
 use super::{Failure, ParsedSession, SessionError, claude, read_text};
-use super::RunFacts;
 
 /// The tracks a task is released on (`stages/layout.rs`).
 const TRACKS: [&str; 2] = ["basic", "spec"];

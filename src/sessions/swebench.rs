@@ -13,9 +13,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use super::RunFacts;
 use super::span;
 use super::{Failure, ParsedSession, SessionError, read_text};
-use super::RunFacts;
 
 /// Every non-blank line of `path` as (1-based line number, session or error).
 pub(super) fn load(id: &str, path: &Path) -> Vec<(usize, Result<ParsedSession, Failure>)> {

@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::{ParsedSession, SessionError, load_dir};
 use super::RunFacts;
+use super::{ParsedSession, SessionError, load_dir};
 
 fn write(dir: &Path, rel: &str, content: impl AsRef<[u8]>) {
     let path = dir.join(rel);

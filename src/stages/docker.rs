@@ -31,7 +31,10 @@ pub(crate) async fn client() -> Result<&'static Docker, String> {
 
 /// Connects, removes containers of dead assay processes, checks that every
 /// base image is in the daemon, and notes which images are.
-pub(crate) fn start(rt: &tokio::runtime::Runtime, bases: &BTreeSet<String>) -> Result<(), StageError> {
+pub(crate) fn start(
+    rt: &tokio::runtime::Runtime,
+    bases: &BTreeSet<String>,
+) -> Result<(), StageError> {
     rt.block_on(async {
         let docker = client().await.map_err(|e| {
             StageError::sandbox(

@@ -7,9 +7,9 @@ use std::collections::BTreeSet;
 use assay_report::Format;
 
 use super::confine::Confinement;
+use super::error::StageError;
 use super::redact::RedactConfig;
 use super::run::RunParams;
-use super::error::StageError;
 use crate::pipeline::{EnvConfig, Pipeline, SourceConfig};
 
 /// One environment, checked: what its nodes are laid out with.
@@ -61,7 +61,10 @@ pub(super) struct Envs<'a> {
 
 impl<'a> Envs<'a> {
     /// Checks every environment; a pipeline with sources needs at least one.
-    pub(super) fn resolve(pipeline: &'a Pipeline) -> Result<Envs<'a>, StageError> {
+    pub(super) fn resolve(
+        pipeline: &'a Pipeline,
+        warnings: &mut Vec<String>,
+    ) -> Result<Envs<'a>, StageError> {
         let defined = pipeline.file.envs();
         if defined.is_empty() {
             let span = pipeline.file.source[0].name.span();
@@ -85,7 +88,7 @@ impl<'a> Envs<'a> {
                     "use one of: junit, pytest, unittest, libtest, libtest-json, go-test-json, tap",
                 )
             })?;
-            let confine = super::layout::confinement(pipeline, cfg)?;
+            let confine = super::layout::confinement(pipeline, cfg, warnings)?;
             let export =
                 confine.docker().is_some() && cfg.export.as_ref().is_some_and(|e| *e.get_ref());
             all.push(EnvSettings {

@@ -31,41 +31,7 @@ pub(super) const STAGE_VERSION: u32 = 2;
 /// 4: a red grade of a run that ended with `is_error` is `infrastructure`'s.
 pub(super) const GRADE_VERSION: u32 = 4;
 
-/// Which of a session's paths the grader leaves out.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum Policy {
-    /// Every test file the session touches, new or existing, and test
-    /// infrastructure ([`INFRA_GLOBS`]): the default.
-    TestsAndInfra,
-    NewTestFiles,
-    AllTestFiles,
-    ResetTestPatchFiles,
-    None,
-}
-
-impl Policy {
-    pub(crate) fn parse(s: &str) -> Option<Policy> {
-        Some(match s {
-            "tests-and-infra" => Policy::TestsAndInfra,
-            "new-test-files" => Policy::NewTestFiles,
-            "all-test-files" => Policy::AllTestFiles,
-            "reset-test-patch-files" => Policy::ResetTestPatchFiles,
-            "none" => Policy::None,
-            _ => return None,
-        })
-    }
-
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Policy::TestsAndInfra => "tests-and-infra",
-            Policy::NewTestFiles => "new-test-files",
-            Policy::AllTestFiles => "all-test-files",
-            Policy::ResetTestPatchFiles => "reset-test-patch-files",
-            Policy::None => "none",
-        }
-    }
-}
+pub(crate) use crate::pipeline::Policy;
 
 /// Files that configure or hook into a test run rather than hold tests:
 /// interpreter start-up hooks, path files and runner configuration. Agent

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use assay_engine::NodeSpec;
 
+use super::error::StageError;
 use super::grade::{self, GradeParams, Policy, SessionParams, StageParams};
 use super::judge;
 use super::layout::node;
@@ -13,7 +14,6 @@ use super::metrics::{self, MetricsParams};
 use super::redact::RedactConfig;
 use super::release;
 use super::run::{self, RunParams};
-use super::error::StageError;
 use crate::pipeline::Pipeline;
 
 pub(super) struct GradeLayout<'a> {
@@ -34,64 +34,23 @@ pub(super) fn grade_nodes(
     out: &mut Vec<NodeSpec>,
     release_deps: &mut Vec<String>,
     release_inputs: &mut Vec<release::Input>,
+    warnings: &mut Vec<String>,
 ) -> Result<Vec<(String, String)>, StageError> {
-    let Some(dir) = &pipeline.file.sessions else {
+    let Some(sessions_dir) = &pipeline.settings.sessions else {
         return Ok(Vec::new());
     };
-    let sessions_dir = pipeline.resolve(dir.get_ref());
-    if !sessions_dir.is_dir() {
-        return Err(pipeline
-            .error_at(
-                dir.span(),
-                format!(
-                    "the sessions directory {} does not exist",
-                    sessions_dir.display()
-                ),
-                "this directory",
-                "create it (an empty directory grades nothing), or remove `sessions`",
-            )
-            .into());
-    }
-    let policy = match &pipeline.file.grade.exclusion {
-        None => Policy::TestsAndInfra,
-        Some(s) => Policy::parse(s.get_ref()).ok_or_else(|| {
-            pipeline.error_at(
-                s.span(),
-                format!("unknown exclusion policy `{}`", s.get_ref()),
-                "here",
-                "use tests-and-infra (the default), new-test-files, all-test-files, reset-test-patch-files or none",
-            )
-        })?,
-    };
-    let mut arms = Vec::new();
-    for a in pipeline.file.grade.arms.iter().flatten() {
-        match a.get_ref().as_str() {
-            "exclude" | "keep" => arms.push(a.get_ref().clone()),
-            other => {
-                return Err(pipeline
-                    .error_at(
-                        a.span(),
-                        format!("unknown arm `{other}`"),
-                        "here",
-                        "arms are `exclude` (the policy applies) and `keep` (nothing excluded)",
-                    )
-                    .into());
-            }
-        }
-    }
-    if arms.is_empty() {
-        arms.push("exclude".into());
-    }
+    let grade = &pipeline.settings.grade;
+    let (policy, arms) = (grade.policy, &grade.arms);
     let previous_tasks = previous_task_keys(cache_dir);
     let mut not_graded = Vec::new();
     let mut reviewable = Vec::new();
-    for loaded in crate::sessions::load_dir(&sessions_dir) {
+    for loaded in crate::sessions::load_dir(sessions_dir) {
         let s = match loaded {
             Ok(s) => s,
             Err(e) => {
                 let id = e.id.clone();
                 let why = e.message.clone();
-                eprintln!("{:?}", miette::Report::new(e));
+                warnings.push(format!("{:?}", miette::Report::new(e)));
                 not_graded.push((id.clone(), format!("unreadable session file: {why}")));
                 let params = SessionParams {
                     id: id.clone(),
@@ -116,12 +75,12 @@ pub(super) fn grade_nodes(
             }
         };
         if let Some(models) = model_disagrees(&s.model, &s.facts.models) {
-            eprintln!(
+            warnings.push(format!(
                 "warning: session {} ({}) is labelled model `{}`, but its transcript names {models}: reports group it under the label",
                 s.id,
                 s.file.display(),
                 s.model
-            );
+            ));
         }
         let mut track = s.track.clone().unwrap_or_else(|| "basic".into());
         let mut task_id = previous_tasks
@@ -137,12 +96,12 @@ pub(super) fn grade_nodes(
         }
         let Some((task_node, env_node)) = g.task_nodes.get(&(task_id.clone(), track.clone()))
         else {
-            eprintln!(
+            warnings.push(format!(
                 "warning: session {} ({}) names task `{}` ({track} track), which this pipeline does not release: not graded",
                 s.id,
                 s.file.display(),
                 s.task
-            );
+            ));
             not_graded.push((
                 s.id.clone(),
                 format!("unknown task `{}` ({track} track)", s.task),
@@ -174,7 +133,7 @@ pub(super) fn grade_nodes(
         let Some(env) = g.env_of.get(env_node) else {
             continue;
         };
-        for arm in &arms {
+        for arm in arms {
             let arm_policy = if arm == "keep" { Policy::None } else { policy };
             let sp = StageParams {
                 arm: arm.clone(),
@@ -211,9 +170,9 @@ pub(super) fn grade_nodes(
                 arm: arm.clone(),
                 policy: arm_policy,
                 test_globs: g.test_globs.to_vec(),
-                reruns: pipeline.file.grade.reruns.unwrap_or(3),
-                rerun_command: pipeline.file.grade.rerun_command.clone(),
-                check_command: pipeline.file.grade.check_command.clone(),
+                reruns: grade.reruns,
+                rerun_command: grade.rerun_command.clone(),
+                check_command: grade.check_command.clone(),
                 run: rp.clone(),
             };
             let grade_node = format!("grade:{}:{arm}", s.id);

@@ -40,10 +40,10 @@ use assay_judge::{
 };
 use serde::{Deserialize, Serialize};
 
+use super::error::StageError;
 use super::layout::node;
 use super::records::{GradeRecord, SessionRecord, TaskRecord};
 use super::release;
-use super::error::StageError;
 use crate::pipeline::{ConfigError, JudgeConfig, Pipeline};
 
 pub(super) const KIND_VERSION: u32 = 1;
@@ -140,7 +140,7 @@ fn settings_digest(j: &JudgeConfig) -> String {
 }
 
 /// The judges as the release lists them; warns once per skipped judge.
-pub(super) fn release_info(pipeline: &Pipeline) -> Vec<JudgeInfo> {
+pub(super) fn release_info(pipeline: &Pipeline, warnings: &mut Vec<String>) -> Vec<JudgeInfo> {
     pipeline
         .judges
         .iter()
@@ -148,10 +148,10 @@ pub(super) fn release_info(pipeline: &Pipeline) -> Vec<JudgeInfo> {
             let s = &j.settings;
             let skipped = key_problem(s);
             if let Some(why) = &skipped {
-                eprintln!(
+                warnings.push(format!(
                     "warning: judge `{}`: {why}: its readings are skipped (summary.json lists it)",
                     s.name
-                );
+                ));
             }
             JudgeInfo {
                 name: s.name.clone(),
@@ -188,8 +188,12 @@ pub(super) fn nodes(
         if key_problem(s).is_some() {
             continue;
         }
-        let client = Judge::new(s.clone())
-            .map_err(|e| ConfigError::plain(e.to_string(), "check this judge's settings in pipeline.toml"))?;
+        let client = Judge::new(s.clone()).map_err(|e| {
+            ConfigError::plain(
+                e.to_string(),
+                "check this judge's settings in pipeline.toml",
+            )
+        })?;
         let mut push = |name: String, shown: &[&Reviewable], order: Vec<usize>, sample: u32| {
             let basis: Vec<&str> = std::iter::once(shown[0].task_node.as_str())
                 .chain(shown.iter().map(|r| r.session.as_str()))

@@ -16,6 +16,7 @@ use assay_git::TreeStore;
 use serde::Serialize;
 
 use super::env::EnvParams;
+use super::error::StageError;
 use super::grading::{GradeLayout, grade_nodes};
 use super::publish::Price;
 use super::redact::RedactConfig;
@@ -24,9 +25,8 @@ use super::screen::ScreenParams;
 use super::sources::open_source;
 use super::task::TaskParams;
 use super::tree::{State, TreeParams};
-use super::triage::{DEFAULT_DOCS_GLOBS, DEFAULT_TEST_GLOBS, TriageParams};
+use super::triage::TriageParams;
 use super::{env, release, run, screen, task, tree, triage};
-use super::error::StageError;
 use crate::pipeline::Pipeline;
 
 pub(super) fn node<P: Serialize>(
@@ -56,121 +56,25 @@ pub(super) fn nodes(
     pipeline: &Pipeline,
     cache_dir: &Path,
     out: &mut Vec<NodeSpec>,
+    warnings: &mut Vec<String>,
 ) -> Result<BTreeSet<String>, StageError> {
     if pipeline.file.source.is_empty() {
         return Ok(BTreeSet::new());
     }
-    let envs = super::envs::Envs::resolve(pipeline)?;
+    let envs = super::envs::Envs::resolve(pipeline, warnings)?;
     // Every source's environment is checked before any source is read.
     let docker_bases = envs.docker_bases(pipeline, &pipeline.file.source)?;
     let store_dir = cache_dir.join("git");
     let tree_store = TreeStore::open_or_init(&store_dir).map_err(StageError::cache)?;
-    let triage_cfg = &pipeline.file.triage;
-    let test_globs: Vec<String> = match &triage_cfg.test_globs {
-        Some(g) => g.iter().map(|s| s.get_ref().clone()).collect(),
-        None => DEFAULT_TEST_GLOBS.iter().map(|s| s.to_string()).collect(),
-    };
-    let mut test_globs = test_globs;
-    test_globs.extend(
-        triage_cfg
-            .extra_test_globs
-            .iter()
-            .map(|s| s.get_ref().clone()),
-    );
-    let docs_globs: Vec<String> = match &triage_cfg.docs_globs {
-        Some(g) => g.iter().map(|s| s.get_ref().clone()).collect(),
-        None => DEFAULT_DOCS_GLOBS.iter().map(|s| s.to_string()).collect(),
-    };
-    for (globs, which) in [
-        (&triage_cfg.test_globs, "test_globs"),
-        (&triage_cfg.docs_globs, "docs_globs"),
-    ] {
-        for g in globs
-            .iter()
-            .flatten()
-            .chain(triage_cfg.extra_test_globs.iter())
-        {
-            if let Err(e) = globset::Glob::new(g.get_ref()) {
-                return Err(pipeline
-                    .error_at(
-                        g.span(),
-                        format!("invalid glob in {which}: {e}"),
-                        "this glob",
-                        "globs use `*`, `**`, `?` and `[...]`",
-                    )
-                    .into());
-            }
-        }
-    }
-    let repeats = pipeline.file.screen.repeats.unwrap_or(2).max(1);
+    let settings = &pipeline.settings;
+    let test_globs = &settings.triage.test_globs;
+    let repeats = settings.repeats;
     let redact = RedactConfig {
-        patterns: pipeline
-            .file
-            .redact
-            .patterns
-            .iter()
-            .map(|p| p.get_ref().clone())
-            .collect(),
-        env: pipeline.file.redact.env.clone(),
+        patterns: settings.redact_patterns.clone(),
+        env: settings.redact_env.clone(),
     };
-    for p in &pipeline.file.redact.patterns {
-        if let Err(e) = regex::bytes::Regex::new(p.get_ref()) {
-            return Err(pipeline
-                .error_at(
-                    p.span(),
-                    format!("invalid redact pattern: {e}"),
-                    "this pattern",
-                    "patterns are regular expressions",
-                )
-                .into());
-        }
-    }
-    let statements_dir = pipeline
-        .file
-        .statements
-        .as_ref()
-        .map(|s| pipeline.resolve(s.get_ref()));
-    if let (Some(dir), Some(s)) = (&statements_dir, &pipeline.file.statements)
-        && !dir.is_dir()
-    {
-        return Err(pipeline
-            .error_at(
-                s.span(),
-                format!("the statements directory {} does not exist", dir.display()),
-                "this directory",
-                "create it: tasks without a statement are held back as awaiting_statement",
-            )
-            .into());
-    }
-    let splits: BTreeMap<&String, Vec<(String, String)>> = pipeline
-        .file
-        .topic_split
-        .iter()
-        .map(|t| {
-            (
-                t.candidate.get_ref(),
-                t.topics
-                    .get_ref()
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
-            )
-        })
-        .collect();
-    for t in &pipeline.file.topic_split {
-        for (name, pat) in t.topics.get_ref() {
-            if let Err(e) = regex::Regex::new(pat) {
-                return Err(pipeline
-                    .error_at(
-                        t.topics.span(),
-                        format!("topic `{name}`: invalid pattern: {e}"),
-                        "in these topics",
-                        "patterns are regular expressions over test names",
-                    )
-                    .into());
-            }
-        }
-    }
+    let statements_dir = settings.statements.as_deref();
+    let splits = &settings.topic_splits;
 
     let watch = test_globs.clone();
 
@@ -243,8 +147,8 @@ pub(super) fn nodes(
                 title: c.title.clone(),
                 body: c.body.clone(),
                 test_globs: test_globs.clone(),
-                docs_globs: docs_globs.clone(),
-                max_files: triage_cfg.max_files.unwrap_or(50),
+                docs_globs: settings.triage.docs_globs.clone(),
+                max_files: settings.triage.max_files,
             };
             out.push(node(
                 triage_name.clone(),
@@ -309,8 +213,8 @@ pub(super) fn nodes(
                     Some(t) => format!("{cid}-{t}"),
                     None => cid.clone(),
                 };
-                let statement = read_statement(statements_dir.as_deref(), &instance_id, "md");
-                let spec = read_statement(statements_dir.as_deref(), &instance_id, "spec.md");
+                let statement = read_statement(statements_dir, &instance_id, "md");
+                let spec = read_statement(statements_dir, &instance_id, "spec.md");
                 let mut tracks = vec![("basic", None)];
                 if spec.is_some() {
                     tracks.push(("spec", spec));
@@ -329,7 +233,7 @@ pub(super) fn nodes(
                             .clone()
                             .unwrap_or_else(|| src.name.get_ref().clone()),
                         version: src.version.clone().unwrap_or_else(|| "0".to_owned()),
-                        hints: read_statement(statements_dir.as_deref(), &instance_id, "hints.md"),
+                        hints: read_statement(statements_dir, &instance_id, "hints.md"),
                         created_at: task::iso8601(c.merged_at),
                         test_command: env_cfg.test_command.clone(),
                         log_parser: super::swebench::log_parser(env.format).to_owned(),
@@ -382,7 +286,7 @@ pub(super) fn nodes(
         }
     }
     let ctx = GradeLayout {
-        test_globs: &test_globs,
+        test_globs,
         env_of: &env_of,
         redact: &redact,
         store_dir: &store_dir,
@@ -395,6 +299,7 @@ pub(super) fn nodes(
         out,
         &mut release_deps,
         &mut release_inputs,
+        warnings,
     )?;
     let prices: BTreeMap<String, Price> = pipeline
         .file
@@ -405,7 +310,7 @@ pub(super) fn nodes(
     let params = release::ReleaseParams {
         prices,
         not_graded,
-        judges: super::judge::release_info(pipeline),
+        judges: super::judge::release_info(pipeline, warnings),
         inputs: release_inputs,
         provenance: Some(super::provenance::Provenance::of(&pipeline.text)),
     };
@@ -430,6 +335,7 @@ fn read_statement(dir: Option<&Path>, id: &str, ext: &str) -> Option<String> {
 pub(super) fn confinement(
     pipeline: &Pipeline,
     env_cfg: &crate::pipeline::EnvConfig,
+    warnings: &mut Vec<String>,
 ) -> Result<super::confine::Confinement, StageError> {
     use super::confine::{Confinement, RunLimits, SandboxMode};
     let executor = super::envs::executor(pipeline, env_cfg)?;
@@ -482,8 +388,8 @@ pub(super) fn confinement(
         ));
     }
     if sandbox == SandboxMode::None {
-        eprintln!(
-            "warning: [env] sandbox = \"none\": task and graded code run unconfined on this machine, with your rights; the release will say it was graded unsandboxed"
+        warnings.push(
+            "warning: [env] sandbox = \"none\": task and graded code run unconfined on this machine, with your rights; the release will say it was graded unsandboxed".into(),
         );
     }
     Ok(Confinement {

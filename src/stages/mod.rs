@@ -3,9 +3,9 @@
 
 mod confine;
 mod docker;
-mod error;
 mod env;
 mod envs;
+mod error;
 mod grade;
 mod grading;
 mod judge;
@@ -28,10 +28,10 @@ mod triage;
 pub(crate) use release::{ReleaseParams, ReleaseRecord, assemble};
 pub(crate) use sources::parse_date;
 
-use assay_engine::{GraphError, NodeSpec, Store};
+use assay_engine::{Graph, GraphError, Store};
 
-pub(crate) use error::StageError;
 use crate::pipeline::{ConfigError, Pipeline};
+pub(crate) use error::StageError;
 
 /// For `verify --reexecute`: how a re-executed grade's verdict differs from
 /// the stored one (`None` when it does not, or `kind` is not a grade).
@@ -85,25 +85,29 @@ pub(crate) fn damaged_environments(store: &Store) -> Result<Vec<(String, String)
     Ok(out)
 }
 
-/// The nodes of one build.
+/// The graph of one build.
 pub(crate) struct StagePlan {
-    pub(crate) nodes: Vec<NodeSpec>,
+    pub(crate) graph: Graph,
     /// The base images of the docker environments in use (none: local only).
     pub(crate) docker_bases: std::collections::BTreeSet<String>,
+    /// What the user should know before the build runs (a session file that
+    /// cannot be read, a session naming no task, an unsandboxed environment,
+    /// a skipped judge), rendered; the CLI prints them.
+    pub(crate) warnings: Vec<String>,
 }
 
-/// Reads the sources the pipeline names and lays out every node.
-pub(crate) fn plan(
-    pipeline: &Pipeline,
-    store: &Store,
-    _rt: &tokio::runtime::Runtime,
-) -> Result<StagePlan, StageError> {
+/// Reads the sources the pipeline names and lays out every node: the one
+/// setup `build`, `plan` and `verify --reexecute` share.
+pub(crate) fn plan(pipeline: &Pipeline, store: &Store) -> Result<StagePlan, StageError> {
     let mut nodes = Vec::new();
+    let mut warnings = Vec::new();
     step::nodes(pipeline, &mut nodes)?;
-    let docker_bases = layout::nodes(pipeline, store.dir(), &mut nodes)?;
+    let docker_bases = layout::nodes(pipeline, store.dir(), &mut nodes, &mut warnings)?;
+    let graph = Graph::new(nodes).map_err(|e| graph_error(pipeline, e))?;
     Ok(StagePlan {
-        nodes,
+        graph,
         docker_bases,
+        warnings,
     })
 }
 
@@ -114,7 +118,10 @@ pub(crate) fn remove_own_containers() {
     docker::remove_own_containers();
 }
 
-pub(crate) fn start_docker(plan: &StagePlan, rt: &tokio::runtime::Runtime) -> Result<(), StageError> {
+pub(crate) fn start_docker(
+    plan: &StagePlan,
+    rt: &tokio::runtime::Runtime,
+) -> Result<(), StageError> {
     if plan.docker_bases.is_empty() {
         return Ok(());
     }
@@ -122,7 +129,7 @@ pub(crate) fn start_docker(plan: &StagePlan, rt: &tokio::runtime::Runtime) -> Re
 }
 
 /// A graph error points at the step that caused it where the file names one.
-pub(crate) fn graph_error(pipeline: &Pipeline, e: GraphError) -> ConfigError {
+fn graph_error(pipeline: &Pipeline, e: GraphError) -> ConfigError {
     let name_of = |n: &str| n.strip_prefix("step:").unwrap_or(n).to_owned();
     let span_of = |n: &str| {
         pipeline

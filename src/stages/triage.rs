@@ -14,40 +14,6 @@ use super::records::TriageRecord;
 
 pub(super) const KIND_VERSION: u32 = 1;
 
-/// Test layouts of Python, JS/TS, Go, Rust and Java, plus snapshots and fixtures.
-pub(crate) const DEFAULT_TEST_GLOBS: &[&str] = &[
-    "tests/**",
-    "test/**",
-    "**/tests/**",
-    "**/test/**",
-    "**/test_*.py",
-    "**/*_test.py",
-    "**/conftest.py",
-    "**/*_test.go",
-    "**/testdata/**",
-    "**/*.test.*",
-    "**/*.spec.*",
-    "**/__tests__/**",
-    "**/__snapshots__/**",
-    "**/snapshots/**",
-    "**/fixtures/**",
-    "src/test/**",
-    "**/*Test.java",
-    "**/*Tests.java",
-];
-
-pub(crate) const DEFAULT_DOCS_GLOBS: &[&str] = &[
-    "**/*.md",
-    "**/*.rst",
-    "docs/**",
-    "doc/**",
-    "CHANGELOG*",
-    "CHANGES*",
-    "LICENSE*",
-    "AUTHORS*",
-    ".github/**",
-];
-
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct TriageParams {
     pub(crate) repo: String,

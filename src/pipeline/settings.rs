@@ -1,0 +1,387 @@
+//! The pipeline file turned into typed settings, validated once (as
+//! ripgrep's low args become high args): every glob, pattern, directory,
+//! policy and arm is checked here, with a diagnostic pointing into the file,
+//! so the layout that builds nodes from them never checks anything again.
+//!
+//! Environments (`[env]`, `[env.NAME]`) are checked by `stages::envs`, which
+//! also probes the machine (bubblewrap, the Docker daemon): that is not a
+//! property of the file.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::{ConfigError, Pipeline};
+
+/// Test layouts of Python, JS/TS, Go, Rust and Java, plus snapshots and fixtures.
+pub(crate) const DEFAULT_TEST_GLOBS: &[&str] = &[
+    "tests/**",
+    "test/**",
+    "**/tests/**",
+    "**/test/**",
+    "**/test_*.py",
+    "**/*_test.py",
+    "**/conftest.py",
+    "**/*_test.go",
+    "**/testdata/**",
+    "**/*.test.*",
+    "**/*.spec.*",
+    "**/__tests__/**",
+    "**/__snapshots__/**",
+    "**/snapshots/**",
+    "**/fixtures/**",
+    "src/test/**",
+    "**/*Test.java",
+    "**/*Tests.java",
+];
+
+pub(crate) const DEFAULT_DOCS_GLOBS: &[&str] = &[
+    "**/*.md",
+    "**/*.rst",
+    "docs/**",
+    "doc/**",
+    "CHANGELOG*",
+    "CHANGES*",
+    "LICENSE*",
+    "AUTHORS*",
+    ".github/**",
+];
+
+/// Which of a session's paths the grader leaves out (`[grade] exclusion`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Policy {
+    /// Every test file the session touches, new or existing, and test
+    /// infrastructure (`stages::grade::INFRA_GLOBS`): the default.
+    #[default]
+    TestsAndInfra,
+    NewTestFiles,
+    AllTestFiles,
+    ResetTestPatchFiles,
+    None,
+}
+
+impl Policy {
+    pub(crate) const ALL: [Policy; 5] = [
+        Policy::TestsAndInfra,
+        Policy::NewTestFiles,
+        Policy::AllTestFiles,
+        Policy::ResetTestPatchFiles,
+        Policy::None,
+    ];
+
+    pub(crate) fn parse(s: &str) -> Option<Policy> {
+        Policy::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Policy::TestsAndInfra => "tests-and-infra",
+            Policy::NewTestFiles => "new-test-files",
+            Policy::AllTestFiles => "all-test-files",
+            Policy::ResetTestPatchFiles => "reset-test-patch-files",
+            Policy::None => "none",
+        }
+    }
+}
+
+/// `[triage]`, checked: the globs as written (they are part of node keys).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TriageSettings {
+    /// `test_globs` (or the defaults) followed by `extra_test_globs`.
+    pub(crate) test_globs: Vec<String>,
+    pub(crate) docs_globs: Vec<String>,
+    pub(crate) max_files: usize,
+}
+
+/// `[grade]`, checked.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct GradeSettings {
+    pub(crate) policy: Policy,
+    /// `exclude` and/or `keep`, in file order; never empty.
+    pub(crate) arms: Vec<String>,
+    pub(crate) reruns: u32,
+    pub(crate) rerun_command: Option<String>,
+    pub(crate) check_command: Option<String>,
+}
+
+/// Everything of the file but the environments and judges, valid.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Settings {
+    pub(crate) triage: TriageSettings,
+    /// Readings of each state at screening (at least 1).
+    pub(crate) repeats: u32,
+    /// `[redact] patterns` (valid regular expressions) and `env`.
+    pub(crate) redact_patterns: Vec<String>,
+    pub(crate) redact_env: Vec<String>,
+    /// The statements directory, which exists.
+    pub(crate) statements: Option<PathBuf>,
+    /// candidate id -> (topic, pattern over test names), patterns valid.
+    pub(crate) topic_splits: BTreeMap<String, Vec<(String, String)>>,
+    /// The sessions directory, which exists.
+    pub(crate) sessions: Option<PathBuf>,
+    pub(crate) grade: GradeSettings,
+}
+
+impl Settings {
+    pub(crate) fn of(pipeline: &Pipeline) -> Result<Settings, ConfigError> {
+        let f = &pipeline.file;
+        Ok(Settings {
+            triage: triage(pipeline)?,
+            repeats: f.screen.repeats.unwrap_or(2).max(1),
+            redact_patterns: redact_patterns(pipeline)?,
+            redact_env: f.redact.env.clone(),
+            statements: existing_dir(
+                pipeline,
+                f.statements.as_ref(),
+                "statements",
+                "create it: tasks without a statement are held back as awaiting_statement",
+            )?,
+            topic_splits: topic_splits(pipeline)?,
+            sessions: existing_dir(
+                pipeline,
+                f.sessions.as_ref(),
+                "sessions",
+                "create it (an empty directory grades nothing), or remove `sessions`",
+            )?,
+            grade: grade(pipeline)?,
+        })
+    }
+}
+
+fn triage(pipeline: &Pipeline) -> Result<TriageSettings, ConfigError> {
+    let t = &pipeline.file.triage;
+    for (globs, which) in [
+        (t.test_globs.as_deref().unwrap_or_default(), "test_globs"),
+        (t.docs_globs.as_deref().unwrap_or_default(), "docs_globs"),
+        (t.extra_test_globs.as_slice(), "extra_test_globs"),
+    ] {
+        for g in globs {
+            if let Err(e) = globset::Glob::new(g.get_ref()) {
+                return Err(pipeline.error_at(
+                    g.span(),
+                    format!("invalid glob in {which}: {e}"),
+                    "this glob",
+                    "globs use `*`, `**`, `?` and `[...]`",
+                ));
+            }
+        }
+    }
+    let written = |g: &Option<Vec<toml::Spanned<String>>>, defaults: &[&str]| -> Vec<String> {
+        match g {
+            Some(g) => g.iter().map(|s| s.get_ref().clone()).collect(),
+            None => defaults.iter().map(|s| s.to_string()).collect(),
+        }
+    };
+    let mut test_globs = written(&t.test_globs, DEFAULT_TEST_GLOBS);
+    test_globs.extend(t.extra_test_globs.iter().map(|s| s.get_ref().clone()));
+    Ok(TriageSettings {
+        test_globs,
+        docs_globs: written(&t.docs_globs, DEFAULT_DOCS_GLOBS),
+        max_files: t.max_files.unwrap_or(50),
+    })
+}
+
+fn redact_patterns(pipeline: &Pipeline) -> Result<Vec<String>, ConfigError> {
+    let mut out = Vec::new();
+    for p in &pipeline.file.redact.patterns {
+        if let Err(e) = regex::bytes::Regex::new(p.get_ref()) {
+            return Err(pipeline.error_at(
+                p.span(),
+                format!("invalid redact pattern: {e}"),
+                "this pattern",
+                "patterns are regular expressions",
+            ));
+        }
+        out.push(p.get_ref().clone());
+    }
+    Ok(out)
+}
+
+fn existing_dir(
+    pipeline: &Pipeline,
+    written: Option<&toml::Spanned<String>>,
+    what: &str,
+    help: &str,
+) -> Result<Option<PathBuf>, ConfigError> {
+    let Some(s) = written else { return Ok(None) };
+    let dir = pipeline.resolve(s.get_ref());
+    if !dir.is_dir() {
+        return Err(pipeline.error_at(
+            s.span(),
+            format!("the {what} directory {} does not exist", dir.display()),
+            "this directory",
+            help,
+        ));
+    }
+    Ok(Some(dir))
+}
+
+fn topic_splits(
+    pipeline: &Pipeline,
+) -> Result<BTreeMap<String, Vec<(String, String)>>, ConfigError> {
+    let mut out = BTreeMap::new();
+    for t in &pipeline.file.topic_split {
+        for (name, pat) in t.topics.get_ref() {
+            if let Err(e) = regex::Regex::new(pat) {
+                return Err(pipeline.error_at(
+                    t.topics.span(),
+                    format!("topic `{name}`: invalid pattern: {e}"),
+                    "in these topics",
+                    "patterns are regular expressions over test names",
+                ));
+            }
+        }
+        let topics = t
+            .topics
+            .get_ref()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        out.insert(t.candidate.get_ref().clone(), topics);
+    }
+    Ok(out)
+}
+
+fn grade(pipeline: &Pipeline) -> Result<GradeSettings, ConfigError> {
+    let g = &pipeline.file.grade;
+    let policy = match &g.exclusion {
+        None => Policy::TestsAndInfra,
+        Some(s) => Policy::parse(s.get_ref()).ok_or_else(|| {
+            pipeline.error_at(
+                s.span(),
+                format!("unknown exclusion policy `{}`", s.get_ref()),
+                "here",
+                "use tests-and-infra (the default), new-test-files, all-test-files, reset-test-patch-files or none",
+            )
+        })?,
+    };
+    let mut arms = Vec::new();
+    for a in g.arms.iter().flatten() {
+        match a.get_ref().as_str() {
+            "exclude" | "keep" => arms.push(a.get_ref().clone()),
+            other => {
+                return Err(pipeline.error_at(
+                    a.span(),
+                    format!("unknown arm `{other}`"),
+                    "here",
+                    "arms are `exclude` (the policy applies) and `keep` (nothing excluded)",
+                ));
+            }
+        }
+    }
+    if arms.is_empty() {
+        arms.push("exclude".into());
+    }
+    Ok(GradeSettings {
+        policy,
+        arms,
+        reruns: g.reruns.unwrap_or(3),
+        rerun_command: g.rerun_command.clone(),
+        check_command: g.check_command.clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The diagnostic a pipeline file gives, rendered as text (no colour).
+    fn error_of(toml: &str, dirs: &[&str]) -> String {
+        let tmp = tempfile::tempdir().unwrap();
+        for d in dirs {
+            std::fs::create_dir_all(tmp.path().join(d)).unwrap();
+        }
+        let path = tmp.path().join("pipeline.toml");
+        std::fs::write(&path, toml).unwrap();
+        let pipeline = match Pipeline::load(&path) {
+            Ok(p) => p,
+            Err(e) => return format!("{:?}", miette::Report::new(e)),
+        };
+        match Settings::of(&pipeline) {
+            Ok(_) => String::new(),
+            Err(e) => format!("{:?}", miette::Report::new(e)),
+        }
+    }
+
+    #[test]
+    fn defaults_need_nothing_written() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("pipeline.toml");
+        std::fs::write(&path, "").unwrap();
+        let s = Settings::of(&Pipeline::load(&path).unwrap()).unwrap();
+        assert_eq!(s.triage.test_globs.len(), DEFAULT_TEST_GLOBS.len());
+        assert_eq!(s.triage.max_files, 50);
+        assert_eq!(s.repeats, 2);
+        assert_eq!(s.grade.policy, Policy::TestsAndInfra);
+        assert_eq!(s.grade.arms, ["exclude"]);
+        assert_eq!(s.grade.reruns, 3);
+        assert!(s.statements.is_none() && s.sessions.is_none());
+    }
+
+    #[test]
+    fn extra_test_globs_follow_the_written_ones() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("pipeline.toml");
+        std::fs::write(
+            &path,
+            "[triage]\ntest_globs = [\"t/**\"]\nextra_test_globs = [\"spec/**\"]\n",
+        )
+        .unwrap();
+        let s = Settings::of(&Pipeline::load(&path).unwrap()).unwrap();
+        assert_eq!(s.triage.test_globs, ["t/**", "spec/**"]);
+    }
+
+    #[test]
+    fn an_invalid_glob_is_pointed_at_with_its_key() {
+        let e = error_of("[triage]\nextra_test_globs = [\"a/[b\"]\n", &[]);
+        assert!(e.contains("invalid glob in extra_test_globs"), "{e}");
+        assert!(e.contains("this glob"), "{e}");
+    }
+
+    #[test]
+    fn an_invalid_redact_pattern_is_pointed_at() {
+        let e = error_of("[redact]\npatterns = [\"(unclosed\"]\n", &[]);
+        assert!(e.contains("invalid redact pattern"), "{e}");
+        assert!(e.contains("this pattern"), "{e}");
+    }
+
+    #[test]
+    fn a_missing_directory_is_named() {
+        let e = error_of("statements = \"nope\"\n", &[]);
+        assert!(
+            e.contains("the statements directory") && e.contains("does not exist"),
+            "{e}"
+        );
+        let e = error_of("sessions = \"gone\"\n", &[]);
+        assert!(e.contains("the sessions directory"), "{e}");
+        assert!(error_of("sessions = \"here\"\n", &["here"]).is_empty());
+    }
+
+    #[test]
+    fn an_invalid_topic_pattern_names_the_topic() {
+        let e = error_of(
+            "[[topic_split]]\ncandidate = \"c-1\"\ntopics = { parse = \"(\" }\n",
+            &[],
+        );
+        assert!(e.contains("topic `parse`: invalid pattern"), "{e}");
+    }
+
+    #[test]
+    fn unknown_policies_and_arms_list_the_known_ones() {
+        let e = error_of("[grade]\nexclusion = \"some\"\n", &[]);
+        assert!(e.contains("unknown exclusion policy `some`"), "{e}");
+        assert!(e.contains("reset-test-patch-files"), "{e}");
+        let e = error_of("[grade]\narms = [\"exclude\", \"both\"]\n", &[]);
+        assert!(e.contains("unknown arm `both`"), "{e}");
+    }
+
+    #[test]
+    fn every_policy_parses_back_from_its_name() {
+        for p in Policy::ALL {
+            assert_eq!(Policy::parse(p.as_str()), Some(p));
+            assert_eq!(serde_json::to_value(p).unwrap(), p.as_str());
+        }
+    }
+}

@@ -139,14 +139,14 @@ pub(crate) fn export(store: &Store, dir: &Path, omit: &[String]) -> Result<Expor
         .map(|m| (m.name.as_str(), m))
         .collect();
     let release_key = by_name
-        .get("release")
+        .get(crate::stages::RELEASE_NODE)
         .and_then(|m| m.key)
         .ok_or("the last build has no release node")?;
 
     let mut nodes: BTreeMap<String, BundleNode> = BTreeMap::new();
     let mut blobs: BTreeMap<Digest, Vec<u8>> = BTreeMap::new();
     let mut omitted: BTreeSet<Digest> = BTreeSet::new();
-    let mut queue = vec![("release".to_owned(), release_key)];
+    let mut queue = vec![(crate::stages::RELEASE_NODE.to_owned(), release_key)];
     let mut release_out = None;
     while let Some((name, key)) = queue.pop() {
         if nodes.contains_key(&name) {
@@ -172,7 +172,7 @@ pub(crate) fn export(store: &Store, dir: &Path, omit: &[String]) -> Result<Expor
         let output = store
             .output_bytes(&row)
             .map_err(|x| format!("{name}: {x}"))?;
-        if name == "release" {
+        if name == crate::stages::RELEASE_NODE {
             release_out = Some(output.clone());
         }
         blobs.insert(row.output, output);

@@ -107,7 +107,7 @@ pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>,
         let Some(m) = store.manifest(&build).map_err(|e| e.to_string())? else {
             continue;
         };
-        let Some(key) = m.find("release").and_then(|e| e.key) else {
+        let Some(key) = m.find(crate::stages::RELEASE_NODE).and_then(|e| e.key) else {
             continue;
         };
         let Some((record, display, row)) = store.key_record(&key).map_err(|e| e.to_string())?

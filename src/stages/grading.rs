@@ -8,12 +8,12 @@ use assay_engine::NodeSpec;
 
 use super::error::StageError;
 use super::grade::{self, GradeParams, Policy, SessionParams, StageParams};
-use super::judge;
 use super::layout::node;
 use super::metrics::{self, MetricsParams};
 use super::redact::RedactConfig;
 use super::release;
 use super::run::{self, RunParams};
+use super::{judge, names};
 use crate::pipeline::Pipeline;
 
 pub(super) struct GradeLayout<'a> {
@@ -63,7 +63,7 @@ pub(super) fn grade_nodes(
                     error: Some(why),
                 };
                 out.push(node(
-                    format!("session:{id}"),
+                    names::session(&id),
                     "session",
                     grade::SESSION_VERSION,
                     &params,
@@ -118,7 +118,7 @@ pub(super) fn grade_nodes(
             facts: s.facts,
             error: None,
         };
-        let session_node = format!("session:{}", s.id);
+        let session_node = names::session(&s.id);
         out.push(node(
             session_node.clone(),
             "session",
@@ -140,7 +140,7 @@ pub(super) fn grade_nodes(
                 policy: arm_policy,
                 test_globs: g.test_globs.to_vec(),
             };
-            let stage_node = format!("stage:{}:{arm}", s.id);
+            let stage_node = names::stage(&s.id, arm);
             out.push(node(
                 stage_node.clone(),
                 "stage",
@@ -151,7 +151,7 @@ pub(super) fn grade_nodes(
                 grade::stage_job(sp.clone(), g.store_dir.to_owned()),
             ));
             let rp: RunParams = env.run_params(g.redact, 0, g.test_globs);
-            let run_node = format!("run:{}:{arm}", s.id);
+            let run_node = names::graded_run(&s.id, arm);
             out.push(node(
                 run_node.clone(),
                 "run",
@@ -175,7 +175,7 @@ pub(super) fn grade_nodes(
                 check_command: grade.check_command.clone(),
                 run: rp.clone(),
             };
-            let grade_node = format!("grade:{}:{arm}", s.id);
+            let grade_node = names::grade(&s.id, arm);
             out.push(node(
                 grade_node.clone(),
                 "grade",
@@ -207,7 +207,7 @@ pub(super) fn grade_nodes(
             policy,
             test_globs: g.test_globs.to_vec(),
         };
-        let metrics_node = format!("metrics:{}", s.id);
+        let metrics_node = names::metrics(&s.id);
         out.push(node(
             metrics_node.clone(),
             "metrics",
@@ -235,9 +235,8 @@ fn previous_task_keys(cache_dir: &Path) -> BTreeMap<String, String> {
     };
     if let Some(Ok(Some(m))) = builds.first().map(|b| store.manifest(b)) {
         for e in m.entries.iter().filter(|e| e.kind == "task") {
-            if let (Some(k), Some(id)) = (e.key, e.name.strip_prefix("task:")) {
-                let id = id.split(':').next().unwrap_or(id).to_owned();
-                map.insert(k.to_hex(), id);
+            if let (Some(k), Some(id)) = (e.key, names::task_of(&e.name)) {
+                map.insert(k.to_hex(), id.to_owned());
             }
         }
     }

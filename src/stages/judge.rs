@@ -42,6 +42,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::StageError;
 use super::layout::node;
+use super::names;
 use super::records::{GradeRecord, SessionRecord, TaskRecord};
 use super::release;
 use crate::pipeline::{ConfigError, JudgeConfig, Pipeline};
@@ -234,7 +235,7 @@ pub(super) fn nodes(
             for r in sessions {
                 for k in 0..s.samples.get() {
                     push(
-                        format!("judge:{}:{}:s{k}", s.name, r.session),
+                        names::judge_single(&s.name, &r.session, k),
                         &[r],
                         vec![0],
                         k,
@@ -249,7 +250,7 @@ pub(super) fn nodes(
                     for k in 0..s.samples.get() {
                         for (order, (x, y)) in [(vec![0, 1], (a, b)), (vec![1, 0], (b, a))] {
                             push(
-                                format!("judge:{}:{}>{}:s{k}", s.name, x.session, y.session),
+                                names::judge_pair(&s.name, &x.session, &y.session, k),
                                 &[a, b],
                                 order,
                                 k,

@@ -26,7 +26,7 @@ use super::sources::open_source;
 use super::task::TaskParams;
 use super::tree::{State, TreeParams};
 use super::triage::TriageParams;
-use super::{env, release, run, screen, task, tree, triage};
+use super::{env, names, release, run, screen, task, tree, triage};
 use crate::pipeline::Pipeline;
 
 pub(super) fn node<P: Serialize>(
@@ -117,10 +117,7 @@ pub(super) fn nodes(
                 redact: redact.clone(),
                 export: env.export,
             };
-            let env_name = format!(
-                "env:{}",
-                &blake3::hash(&encode_params(&env_params)).to_hex()[..12]
-            );
+            let env_name = names::env(&blake3::hash(&encode_params(&env_params)));
             if env_nodes.insert(env_name.clone()) {
                 out.push(node(
                     env_name.clone(),
@@ -138,7 +135,7 @@ pub(super) fn nodes(
                 ));
                 env_of.insert(env_name.clone(), env);
             }
-            let triage_name = format!("triage:{cid}");
+            let triage_name = names::triage(&cid);
             let tp = TriageParams {
                 repo: src.name.get_ref().clone(),
                 id: cid.clone(),
@@ -161,7 +158,7 @@ pub(super) fn nodes(
             ));
             let mut screen_deps = vec![triage_name.clone()];
             for state in State::ALL {
-                let tree_name = format!("tree:{cid}:{}", state.as_str());
+                let tree_name = names::tree(&cid, state);
                 out.push(node(
                     tree_name.clone(),
                     "tree",
@@ -173,7 +170,7 @@ pub(super) fn nodes(
                 ));
                 for r in 0..repeats {
                     let rp: RunParams = env.run_params(&redact, r, &watch);
-                    let run_name = format!("run:{cid}:{}:r{r}", state.as_str());
+                    let run_name = names::screen_run(&cid, state, r);
                     out.push(node(
                         run_name.clone(),
                         "run",
@@ -186,7 +183,7 @@ pub(super) fn nodes(
                     screen_deps.push(run_name);
                 }
             }
-            let screen_name = format!("screen:{cid}");
+            let screen_name = names::screen(&cid);
             out.push(node(
                 screen_name.clone(),
                 "screen",
@@ -238,11 +235,7 @@ pub(super) fn nodes(
                         test_command: env_cfg.test_command.clone(),
                         log_parser: super::swebench::log_parser(env.format).to_owned(),
                     };
-                    let task_name = if track == "basic" {
-                        format!("task:{instance_id}")
-                    } else {
-                        format!("task:{instance_id}:{track}")
-                    };
+                    let task_name = names::task(&instance_id, track);
                     let mut task_deps = vec![triage_name.clone(), screen_name.clone()];
                     if env.confine.docker().is_some() {
                         // The task records the image that certified it.
@@ -315,7 +308,7 @@ pub(super) fn nodes(
         provenance: Some(super::provenance::Provenance::of(&pipeline.text)),
     };
     out.push(node(
-        "release".into(),
+        names::RELEASE.into(),
         "release",
         release::KIND_VERSION,
         &params,

@@ -11,6 +11,7 @@ mod grading;
 mod judge;
 mod layout;
 mod metrics;
+mod names;
 mod provenance;
 mod publish;
 mod records;
@@ -25,6 +26,7 @@ mod task;
 mod tree;
 mod triage;
 
+pub(crate) use names::RELEASE as RELEASE_NODE;
 pub(crate) use release::{ReleaseParams, ReleaseRecord, assemble};
 pub(crate) use sources::parse_date;
 
@@ -130,7 +132,7 @@ pub(crate) fn start_docker(
 
 /// A graph error points at the step that caused it where the file names one.
 fn graph_error(pipeline: &Pipeline, e: GraphError) -> ConfigError {
-    let name_of = |n: &str| n.strip_prefix("step:").unwrap_or(n).to_owned();
+    let name_of = |n: &str| names::step_of(n).unwrap_or(n).to_owned();
     let span_of = |n: &str| {
         pipeline
             .file

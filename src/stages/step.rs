@@ -64,12 +64,12 @@ pub(super) fn nodes(pipeline: &Pipeline, out: &mut Vec<NodeSpec>) -> Result<(), 
             deps: deps.clone(),
         };
         out.push(NodeSpec {
-            name: format!("step:{}", step.name.get_ref()),
+            name: super::names::step(step.name.get_ref()),
             kind: "step".into(),
             kind_version: KIND_VERSION,
             params: encode_params(&params),
             params_json: serde_json::to_string(&params).unwrap_or_default(),
-            deps: deps.iter().map(|d| format!("step:{d}")).collect(),
+            deps: deps.iter().map(|d| super::names::step(d)).collect(),
             observation: false,
             job: Arc::new(StepJob {
                 run: step.run.clone(),

@@ -1,0 +1,120 @@
+//! Node names, built and parsed in this one place. A name is `<kind>:<what>`;
+//! names are what users type (`assay explain grade:alpha/calc-1.json:exclude`)
+//! and what manifests list, so their shapes are part of the interface
+//! (docs/stages.md): change one here or nowhere.
+
+use super::tree::State;
+
+/// The one release node.
+pub(crate) const RELEASE: &str = "release";
+
+pub(crate) fn step(name: &str) -> String {
+    format!("step:{name}")
+}
+
+/// The step a `step:` node name names, if it is one.
+pub(crate) fn step_of(node: &str) -> Option<&str> {
+    node.strip_prefix("step:")
+}
+
+/// An environment, by the first 12 hex digits of its params' hash.
+pub(crate) fn env(params_hash: &blake3::Hash) -> String {
+    format!("env:{}", &params_hash.to_hex()[..12])
+}
+
+pub(crate) fn triage(candidate: &str) -> String {
+    format!("triage:{candidate}")
+}
+
+pub(crate) fn tree(candidate: &str, state: State) -> String {
+    format!("tree:{candidate}:{}", state.as_str())
+}
+
+/// Reading `repeat` of a candidate's tree in `state`, at screening.
+pub(crate) fn screen_run(candidate: &str, state: State, repeat: u32) -> String {
+    format!("run:{candidate}:{}:r{repeat}", state.as_str())
+}
+
+pub(crate) fn screen(candidate: &str) -> String {
+    format!("screen:{candidate}")
+}
+
+/// A task: `task:<id>` on the basic track, `task:<id>:<track>` otherwise.
+pub(crate) fn task(instance_id: &str, track: &str) -> String {
+    if track == "basic" {
+        format!("task:{instance_id}")
+    } else {
+        format!("task:{instance_id}:{track}")
+    }
+}
+
+/// The task id a `task:` node name names (either track).
+pub(crate) fn task_of(node: &str) -> Option<&str> {
+    let rest = node.strip_prefix("task:")?;
+    Some(rest.split(':').next().unwrap_or(rest))
+}
+
+pub(crate) fn session(id: &str) -> String {
+    format!("session:{id}")
+}
+
+/// A session's patch staged over its task's tree, in one arm.
+pub(crate) fn stage(session: &str, arm: &str) -> String {
+    format!("stage:{session}:{arm}")
+}
+
+/// The graded run of a session in one arm.
+pub(crate) fn graded_run(session: &str, arm: &str) -> String {
+    format!("run:{session}:{arm}")
+}
+
+pub(crate) fn grade(session: &str, arm: &str) -> String {
+    format!("grade:{session}:{arm}")
+}
+
+pub(crate) fn metrics(session: &str) -> String {
+    format!("metrics:{session}")
+}
+
+/// Sample `sample` of judge `judge` reading one session.
+pub(crate) fn judge_single(judge: &str, session: &str, sample: u32) -> String {
+    format!("judge:{judge}:{session}:s{sample}")
+}
+
+/// Sample `sample` of judge `judge` comparing two sessions, `first` shown first.
+pub(crate) fn judge_pair(judge: &str, first: &str, second: &str, sample: u32) -> String {
+    format!("judge:{judge}:{first}>{second}:s{sample}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_names_parse_back_to_their_id_on_every_track() {
+        assert_eq!(task("calc-1", "basic"), "task:calc-1");
+        assert_eq!(task("calc-1", "spec"), "task:calc-1:spec");
+        for track in ["basic", "spec"] {
+            assert_eq!(task_of(&task("calc-4-parse", track)), Some("calc-4-parse"));
+        }
+        assert_eq!(task_of("grade:calc-1:exclude"), None);
+    }
+
+    #[test]
+    fn step_names_parse_back() {
+        assert_eq!(step_of(&step("fetch")), Some("fetch"));
+        assert_eq!(step_of("release"), None);
+    }
+
+    /// The shapes users type and manifests list (docs/stages.md).
+    #[test]
+    fn names_keep_their_published_shapes() {
+        assert_eq!(tree("calc-1", State::Base), "tree:calc-1:base");
+        assert_eq!(screen_run("calc-1", State::Base, 1), "run:calc-1:base:r1");
+        assert_eq!(graded_run("a/s.json", "keep"), "run:a/s.json:keep");
+        assert_eq!(grade("a/s.json", "exclude"), "grade:a/s.json:exclude");
+        assert_eq!(judge_single("j", "a/s.json", 0), "judge:j:a/s.json:s0");
+        assert_eq!(judge_pair("j", "a", "b", 2), "judge:j:a>b:s2");
+        assert_eq!(env(&blake3::hash(b"x")).len(), "env:".len() + 12);
+    }
+}

@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use super::RunFacts;
 use super::span::{self, ObjectSpans};
-use super::{Failure, ParsedSession, SessionError, claude, read_text};
+use super::{Failure, ParsedSession, Session, SessionError, claude, read_text};
 
 /// The tracks a task is released on (`stages/layout.rs`).
 const TRACKS: [&str; 2] = ["basic", "spec"];
@@ -219,13 +219,15 @@ pub(super) fn load(id: &str, path: &Path) -> Result<ParsedSession, Failure> {
     let facts = file.run.unwrap_or_default().over(transcript_facts);
 
     Ok(ParsedSession {
-        id: id.to_owned(),
-        task,
-        track: file.track,
-        agent,
-        model,
-        patch,
-        facts,
+        session: Session {
+            id: id.to_owned(),
+            task,
+            track: file.track,
+            agent,
+            model,
+            patch,
+            facts,
+        },
         file: path.to_path_buf(),
     })
 }

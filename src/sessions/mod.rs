@@ -22,18 +22,29 @@ use std::path::{Path, PathBuf};
 
 pub(crate) use facts::RunFacts;
 
+/// One agent attempt at one task, in the one shape every layer shares: as
+/// read from disk (the patch's bytes, the track if the file gives one), as
+/// the session node's params (the patch's bytes), and as its record (the
+/// patch's blob digest, `stages::records::SessionRecord`).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Session<Patch, Track = String> {
+    /// Stable id: the file's path under the sessions directory (`#<line>`
+    /// appended for JSONL lines).
+    pub(crate) id: String,
+    /// instance_id or task digest, as the file says.
+    pub(crate) task: String,
+    pub(crate) track: Track,
+    pub(crate) agent: String,
+    pub(crate) model: String,
+    pub(crate) patch: Patch,
+    pub(crate) facts: RunFacts,
+}
+
 /// One session as read from disk, before it enters the DAG.
 #[derive(Clone, Debug)]
 pub(crate) struct ParsedSession {
-    /// Stable id: path under the sessions dir (`#<line>` appended for JSONL lines).
-    pub(crate) id: String,
-    /// instance_id or task digest.
-    pub(crate) task: String,
-    pub(crate) track: Option<String>,
-    pub(crate) agent: String,
-    pub(crate) model: String,
-    pub(crate) patch: Vec<u8>,
-    pub(crate) facts: RunFacts,
+    /// The track is the file's, when it names one.
+    pub(crate) session: Session<Vec<u8>, Option<String>>,
     /// The file it came from.
     pub(crate) file: PathBuf,
 }

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::RunFacts;
 use super::span;
-use super::{Failure, ParsedSession, SessionError, read_text};
+use super::{Failure, ParsedSession, Session, SessionError, read_text};
 
 /// Every non-blank line of `path` as (1-based line number, session or error).
 pub(super) fn load(id: &str, path: &Path) -> Vec<(usize, Result<ParsedSession, Failure>)> {
@@ -180,13 +180,15 @@ fn load_line(
     };
 
     Ok(ParsedSession {
-        id: id.to_owned(),
-        task,
-        track,
-        agent,
-        model,
-        patch: patch.into_bytes(),
-        facts: RunFacts::default(),
+        session: Session {
+            id: id.to_owned(),
+            task,
+            track,
+            agent,
+            model,
+            patch: patch.into_bytes(),
+            facts: RunFacts::default(),
+        },
         file: path.to_path_buf(),
     })
 }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::RunFacts;
-use super::{ParsedSession, SessionError, load_dir};
+use super::{ParsedSession, Session, SessionError, load_dir};
 
 fn write(dir: &Path, rel: &str, content: impl AsRef<[u8]>) {
     let path = dir.join(rel);
@@ -14,9 +14,9 @@ fn write(dir: &Path, rel: &str, content: impl AsRef<[u8]>) {
     std::fs::write(path, content).expect("write");
 }
 
-fn ok(result: &Result<ParsedSession, SessionError>) -> &ParsedSession {
+fn ok(result: &Result<ParsedSession, SessionError>) -> &Session<Vec<u8>, Option<String>> {
     match result {
-        Ok(s) => s,
+        Ok(s) => &s.session,
         Err(e) => panic!("expected a session, got {e:?}"),
     }
 }
@@ -47,7 +47,7 @@ fn ids(results: &[Result<ParsedSession, SessionError>]) -> Vec<String> {
     results
         .iter()
         .map(|r| match r {
-            Ok(s) => s.id.clone(),
+            Ok(s) => s.session.id.clone(),
             Err(e) => e.id.clone(),
         })
         .collect()
@@ -113,7 +113,10 @@ fn inline_patch_session() {
     assert_eq!(s.track.as_deref(), Some("spec"));
     assert_eq!((s.agent.as_str(), s.model.as_str()), ("alpha", "model-a"));
     assert_eq!(s.patch, PATCH.as_bytes());
-    assert_eq!(s.file, dir.path().join("alpha/calc-1.json"));
+    assert_eq!(
+        results[0].as_ref().map(|p| &p.file).ok(),
+        Some(&dir.path().join("alpha/calc-1.json"))
+    );
     assert_eq!(
         s.facts,
         RunFacts {
@@ -360,7 +363,10 @@ fn swebench_predictions_one_session_per_line() {
         (a.track.clone(), a.facts.clone()),
         (None, RunFacts::default())
     );
-    assert_eq!(a.file, dir.path().join("preds/beta.jsonl"));
+    assert_eq!(
+        results[0].as_ref().map(|p| &p.file).ok(),
+        Some(&dir.path().join("preds/beta.jsonl"))
+    );
 }
 
 #[test]
@@ -788,7 +794,7 @@ fn patch_and_transcript_files_must_stay_below_the_session() {
     let by_id: BTreeMap<String, &Result<ParsedSession, SessionError>> = results
         .iter()
         .map(|r| match r {
-            Ok(s) => (s.id.clone(), r),
+            Ok(s) => (s.session.id.clone(), r),
             Err(e) => (e.id.clone(), r),
         })
         .collect();

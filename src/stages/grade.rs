@@ -141,16 +141,13 @@ pub(crate) fn excluded_paths(
 
 // ---- session ---------------------------------------------------------------
 
+/// The session node's params: the session with its patch's bytes (so the
+/// key follows the patch), then why the file could not be read, if it
+/// could not (the node then fails with it). The key's bytes are the
+/// fields in this order, as before the session became one shared type.
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct SessionParams {
-    pub(crate) id: String,
-    pub(crate) task: String,
-    pub(crate) track: String,
-    pub(crate) agent: String,
-    pub(crate) model: String,
-    pub(crate) patch: Vec<u8>,
-    pub(crate) facts: super::records::RunFacts,
-    /// Why the file could not be read; the node then fails with it.
+    pub(crate) session: crate::sessions::Session<Vec<u8>>,
     pub(crate) error: Option<String>,
 }
 
@@ -160,21 +157,22 @@ impl Job for SessionJob {
     fn run(&self, ctx: JobCtx) -> JobFuture {
         let p = self.0.clone();
         Box::pin(async move {
+            let s = p.session;
             if let Some(e) = p.error {
-                return Err(JobError::new(format!("session {}: {e}", p.id)));
+                return Err(JobError::new(format!("session {}: {e}", s.id)));
             }
             let digest = ctx
                 .blobs
-                .put(&p.patch)
+                .put(&s.patch)
                 .map_err(|e| JobError::new(e.to_string()))?;
             let record = SessionRecord {
-                id: p.id,
-                task: p.task,
-                track: p.track,
-                agent: p.agent,
-                model: p.model,
                 patch: digest.to_hex(),
-                facts: p.facts,
+                id: s.id,
+                task: s.task,
+                track: s.track,
+                agent: s.agent,
+                model: s.model,
+                facts: s.facts,
             };
             Ok(Output {
                 bytes: serde_json::to_vec(&record).map_err(|e| JobError::new(e.to_string()))?,

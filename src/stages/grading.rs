@@ -15,6 +15,7 @@ use super::release;
 use super::run::{self, RunParams};
 use super::{judge, names};
 use crate::pipeline::Pipeline;
+use crate::sessions::Session;
 
 pub(super) struct GradeLayout<'a> {
     pub(super) test_globs: &'a [String],
@@ -45,21 +46,23 @@ pub(super) fn grade_nodes(
     let mut not_graded = Vec::new();
     let mut reviewable = Vec::new();
     for loaded in crate::sessions::load_dir(sessions_dir) {
-        let s = match loaded {
-            Ok(s) => s,
+        let (s, file) = match loaded {
+            Ok(parsed) => (parsed.session, parsed.file),
             Err(e) => {
                 let id = e.id.clone();
                 let why = e.message.clone();
                 warnings.push(format!("{:?}", miette::Report::new(e)));
                 not_graded.push((id.clone(), format!("unreadable session file: {why}")));
                 let params = SessionParams {
-                    id: id.clone(),
-                    task: String::new(),
-                    track: String::new(),
-                    agent: String::new(),
-                    model: String::new(),
-                    patch: Vec::new(),
-                    facts: Default::default(),
+                    session: Session {
+                        id: id.clone(),
+                        task: String::new(),
+                        track: String::new(),
+                        agent: String::new(),
+                        model: String::new(),
+                        patch: Vec::new(),
+                        facts: Default::default(),
+                    },
                     error: Some(why),
                 };
                 out.push(node(
@@ -78,7 +81,7 @@ pub(super) fn grade_nodes(
             warnings.push(format!(
                 "warning: session {} ({}) is labelled model `{}`, but its transcript names {models}: reports group it under the label",
                 s.id,
-                s.file.display(),
+                file.display(),
                 s.model
             ));
         }
@@ -99,7 +102,7 @@ pub(super) fn grade_nodes(
             warnings.push(format!(
                 "warning: session {} ({}) names task `{}` ({track} track), which this pipeline does not release: not graded",
                 s.id,
-                s.file.display(),
+                file.display(),
                 s.task
             ));
             not_graded.push((
@@ -108,17 +111,20 @@ pub(super) fn grade_nodes(
             ));
             continue;
         };
+        let session_node = names::session(&s.id);
         let params = SessionParams {
-            id: s.id.clone(),
-            task: task_id,
-            track,
-            agent: s.agent,
-            model: s.model,
-            patch: s.patch,
-            facts: s.facts,
+            session: Session {
+                id: s.id,
+                task: task_id,
+                track,
+                agent: s.agent,
+                model: s.model,
+                patch: s.patch,
+                facts: s.facts,
+            },
             error: None,
         };
-        let session_node = names::session(&s.id);
+        let s = &params.session;
         out.push(node(
             session_node.clone(),
             "session",

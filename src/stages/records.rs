@@ -197,20 +197,9 @@ pub(crate) struct TaskRecord {
     pub(crate) eval_script: String,
 }
 
-/// `session:<id>`: one agent attempt at one task, normalised from any input format.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct SessionRecord {
-    /// Stable id: the file's path under the sessions directory (`#<line>` for JSONL).
-    pub(crate) id: String,
-    /// instance_id or task digest, as the file says.
-    pub(crate) task: String,
-    pub(crate) track: String,
-    pub(crate) agent: String,
-    pub(crate) model: String,
-    /// Blob digest of the patch.
-    pub(crate) patch: String,
-    pub(crate) facts: RunFacts,
-}
+/// `session:<id>`: one agent attempt at one task, normalised from any input
+/// format; the patch is its blob digest.
+pub(crate) type SessionRecord = crate::sessions::Session<String>;
 
 /// One piece of evidence with its blake3 receipt.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

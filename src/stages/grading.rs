@@ -13,7 +13,7 @@ use super::metrics::{self, MetricsParams};
 use super::redact::RedactConfig;
 use super::release;
 use super::run::{self, RunParams};
-use super::{judge, names};
+use super::{judge, names, node};
 use crate::pipeline::Pipeline;
 use crate::sessions::Session;
 
@@ -214,14 +214,13 @@ pub(super) fn grade_nodes(
             test_globs: g.test_globs.to_vec(),
         };
         let metrics_node = names::metrics(&s.id);
-        out.push(node(
+        out.push(node::spec(
             metrics_node.clone(),
-            "metrics",
-            metrics::KIND_VERSION,
-            &mp,
-            vec![task_node.clone(), session_node],
-            false,
-            metrics::job(mp.clone()),
+            metrics::Metrics(mp),
+            metrics::MetricsNames {
+                task: task_node.clone(),
+                session: session_node,
+            },
         ));
         release_deps.push(metrics_node);
         release_inputs.push(release::Input::Metrics);

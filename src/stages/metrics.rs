@@ -5,13 +5,12 @@
 
 use std::sync::Arc;
 
-use assay_engine::{Digest, Job, JobCtx, JobError, JobFuture, Output};
+use assay_engine::{Digest, JobCtx};
 use serde::Serialize;
 
 use super::grade::{Policy, excluded_paths};
+use super::node::{Kind, Made};
 use super::records::{MetricsRecord, SessionRecord, TaskRecord};
-
-pub(super) const KIND_VERSION: u32 = 1;
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct MetricsParams {
@@ -70,46 +69,51 @@ pub(crate) fn measure(patch: &str, skip: &dyn Fn(&str) -> bool) -> (u64, u64, u6
     (added, removed, files, supp, comments)
 }
 
-struct MetricsJob(MetricsParams);
-
-impl Job for MetricsJob {
-    fn run(&self, ctx: JobCtx) -> JobFuture {
-        let p = self.0.clone();
-        Box::pin(async move {
-            let err = |e: &dyn std::fmt::Display| JobError::new(format!("metrics: {e}"));
-            let task: TaskRecord = serde_json::from_slice(&ctx.inputs[0]).map_err(|e| err(&e))?;
-            let session: SessionRecord =
-                serde_json::from_slice(&ctx.inputs[1]).map_err(|e| err(&e))?;
-            let d: Digest = session.patch.parse().map_err(|e: String| err(&e))?;
-            let patch = ctx.blobs.get(&d).map_err(|e| err(&e))?;
-            let tests = super::triage::globset(&p.test_globs).map_err(|e| err(&e))?;
-            let excluded = excluded_paths(&patch, task.test_patch.as_bytes(), p.policy, &tests)
-                .unwrap_or_default();
-            let text = String::from_utf8_lossy(&patch);
-            let skip = |path: &str| tests.is_match(path) || excluded.iter().any(|e| e == path);
-            let (a, r, f, s, c) = measure(&text, &skip);
-            let (ga, gr, _, _, _) = measure(&task.patch, &|path: &str| tests.is_match(path));
-            let record = MetricsRecord {
-                session: session.id,
-                lines_added: a,
-                lines_removed: r,
-                files_touched: f,
-                size_vs_gold: (ga + gr > 0)
-                    .then(|| ((a + r) as f64 / (ga + gr) as f64 * 1000.0).round() / 1000.0),
-                suppressions_added: s,
-                comment_lines_added: c,
-                empty_patch: text.trim().is_empty(),
-            };
-            Ok(Output {
-                bytes: serde_json::to_vec(&record).map_err(|e| err(&e))?,
-                attachments: Vec::new(),
-            })
-        })
-    }
+super::node::inputs! {
+    pub(crate) struct MetricsInputs / MetricsNames { task: TaskRecord, session: SessionRecord }
 }
 
-pub(crate) fn job(p: MetricsParams) -> Arc<dyn Job> {
-    Arc::new(MetricsJob(p))
+pub(crate) struct Metrics(pub(crate) MetricsParams);
+
+impl Kind for Metrics {
+    const NAME: &'static str = "metrics";
+    const VERSION: u32 = 1;
+    type Params = MetricsParams;
+    type Inputs = MetricsInputs;
+    type Record = MetricsRecord;
+
+    fn params(&self) -> &MetricsParams {
+        &self.0
+    }
+
+    async fn run(
+        self: Arc<Self>,
+        i: MetricsInputs,
+        ctx: JobCtx,
+    ) -> Result<Made<MetricsRecord>, String> {
+        let p = &self.0;
+        let (task, session) = (&i.task, &i.session);
+        let d: Digest = session.patch.parse()?;
+        let patch = ctx.blobs.get(&d).map_err(|e| e.to_string())?;
+        let tests = super::triage::globset(&p.test_globs).map_err(|e| e.to_string())?;
+        let excluded = excluded_paths(&patch, task.test_patch.as_bytes(), p.policy, &tests)
+            .unwrap_or_default();
+        let text = String::from_utf8_lossy(&patch);
+        let skip = |path: &str| tests.is_match(path) || excluded.iter().any(|e| e == path);
+        let (a, r, f, s, c) = measure(&text, &skip);
+        let (ga, gr, _, _, _) = measure(&task.patch, &|path: &str| tests.is_match(path));
+        Ok(Made::record(MetricsRecord {
+            session: session.id.clone(),
+            lines_added: a,
+            lines_removed: r,
+            files_touched: f,
+            size_vs_gold: (ga + gr > 0)
+                .then(|| ((a + r) as f64 / (ga + gr) as f64 * 1000.0).round() / 1000.0),
+            suppressions_added: s,
+            comment_lines_added: c,
+            empty_patch: text.trim().is_empty(),
+        }))
+    }
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ mod judge;
 mod layout;
 mod metrics;
 mod names;
+mod node;
 mod provenance;
 mod publish;
 mod records;
@@ -141,7 +142,7 @@ fn graph_error(pipeline: &Pipeline, e: GraphError) -> ConfigError {
             .find(|s| s.name.get_ref() == &name_of(n))
             .map(|s| s.name.span())
     };
-    let err = match &e {
+    match &e {
         GraphError::Cycle(names) => match span_of(&names[0]) {
             Some(span) => pipeline.error_at(
                 span,
@@ -164,6 +165,5 @@ fn graph_error(pipeline: &Pipeline, e: GraphError) -> ConfigError {
             Some(span) => pipeline.error_at(span, format!("{e}"), "defined again here", "give each step its own name"),
             None => ConfigError::plain(format!("{e}"), "give each node its own name"),
         },
-    };
-    err
+    }
 }

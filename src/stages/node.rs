@@ -1,0 +1,454 @@
+//! The typed node adapter. A node kind declares its name, version, params
+//! (its key), *named* inputs and output record ([`Kind`]); the adapter turns
+//! it into the engine's untyped [`Job`] — decoding each input by name,
+//! encoding the record, prefixing errors with the kind — and into a
+//! [`NodeSpec`] whose dependencies are given by the same names. So the order
+//! of a node's inputs is written once, in its kind's [`inputs!`] block, and
+//! the layout and the job can no longer disagree about it.
+//!
+//! Adding a kind is one file (params, inputs, record, `impl Kind`) plus the
+//! line of the layout that lays out its nodes with [`spec`]; the test at the
+//! bottom of this file is such a kind, whole.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use assay_engine::{Digest, Job, JobCtx, JobError, JobFuture, NodeSpec, Output, encode_params};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// One dependency's output, decoded, with the dependency's node key.
+#[derive(Debug)]
+pub(crate) struct Dep<T> {
+    pub(crate) record: T,
+    // Read by the kinds that name an input by its key (a grade, its task's
+    // digest) as they move onto the adapter.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) key: Digest,
+}
+
+impl<T> std::ops::Deref for Dep<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.record
+    }
+}
+
+impl<T: DeserializeOwned> Dep<T> {
+    /// Decodes input `name` (for the error) from its output bytes.
+    pub(crate) fn decode(name: &str, bytes: &[u8], key: Digest) -> Result<Dep<T>, String> {
+        serde_json::from_slice(bytes)
+            .map(|record| Dep { record, key })
+            .map_err(|e| format!("input `{name}`: {e}"))
+    }
+}
+
+/// A kind's inputs, by name: decoded from the engine's positional inputs,
+/// and named by the layout through [`Inputs::Names`].
+pub(crate) trait Inputs: Sized + Send + 'static {
+    /// The node name of each input, as the layout gives them.
+    type Names;
+    fn names(names: Self::Names) -> Vec<String>;
+    fn decode(ctx: &JobCtx) -> Result<Self, String>;
+}
+
+/// Declares a kind's named inputs: a struct of [`Dep`]s and, beside it, a
+/// struct of the same fields holding node names (`<Name>Names`). The field
+/// order is the dependency order, here and only here. A last `; ..rest: [T]`
+/// takes every input after the named ones (a screen's readings, say).
+macro_rules! inputs {
+    ($(#[$m:meta])* $vis:vis struct $name:ident / $names:ident {
+        $($field:ident: $ty:ty),* $(,)? $(; ..$tail:ident: [$tty:ty])?
+    }) => {
+        $(#[$m])*
+        $vis struct $name {
+            $($vis $field: $crate::stages::node::Dep<$ty>,)*
+            $($vis $tail: Vec<$crate::stages::node::Dep<$tty>>,)?
+        }
+
+        /// The node names of the inputs, by name.
+        $vis struct $names {
+            $($vis $field: String,)*
+            $($vis $tail: Vec<String>,)?
+        }
+
+        impl $crate::stages::node::Inputs for $name {
+            type Names = $names;
+
+            #[allow(unused_variables, unused_mut)]
+            fn names(names: $names) -> Vec<String> {
+                let mut all = vec![$(names.$field),*];
+                $(all.extend(names.$tail);)?
+                all
+            }
+
+            #[allow(unused_mut)]
+            fn decode(ctx: &assay_engine::JobCtx) -> Result<Self, String> {
+                let mut at = 0usize;
+                $(
+                    let $field = $crate::stages::node::Dep::decode(
+                        stringify!($field),
+                        ctx.inputs.get(at).ok_or_else(|| format!("input `{}` is missing", stringify!($field)))?,
+                        ctx.input_keys[at],
+                    )?;
+                    at += 1;
+                )*
+                $(
+                    let $tail = (at..ctx.inputs.len())
+                        .map(|i| {
+                            $crate::stages::node::Dep::decode(
+                                &format!("{}[{}]", stringify!($tail), i - at),
+                                &ctx.inputs[i],
+                                ctx.input_keys[i],
+                            )
+                        })
+                        .collect::<Result<Vec<_>, String>>()?;
+                    at = ctx.inputs.len();
+                )?
+                if at != ctx.inputs.len() {
+                    return Err(format!("{} inputs, {} declared", ctx.inputs.len(), at));
+                }
+                Ok($name { $($field,)* $($tail)? })
+            }
+        }
+    };
+}
+pub(crate) use inputs;
+
+/// What a run of a kind made: its record and the blobs the record names.
+pub(crate) struct Made<R> {
+    pub(crate) record: R,
+    pub(crate) attachments: Vec<Digest>,
+}
+
+impl<R> Made<R> {
+    pub(crate) fn record(record: R) -> Made<R> {
+        Made {
+            record,
+            attachments: Vec::new(),
+        }
+    }
+}
+
+/// A node kind. The implementing value holds the params plus what the job
+/// needs that is not part of the key (directories, clients).
+pub(crate) trait Kind: Send + Sync + Sized + 'static {
+    const NAME: &'static str;
+    /// Bumped whenever the same params and inputs would make another record.
+    const VERSION: u32;
+    /// Test runs: reused until re-read, never re-executed to check them.
+    const OBSERVATION: bool = false;
+    type Params: Serialize;
+    type Inputs: Inputs;
+    type Record: Serialize;
+
+    fn params(&self) -> &Self::Params;
+
+    fn run(
+        self: Arc<Self>,
+        inputs: Self::Inputs,
+        ctx: JobCtx,
+    ) -> impl Future<Output = Result<Made<Self::Record>, String>> + Send;
+
+    /// See [`Job::exclusive`].
+    fn exclusive(&self) -> Option<&str> {
+        None
+    }
+
+    /// See [`Job::hit_valid`].
+    fn hit_valid(&self, _record: &[u8]) -> bool {
+        true
+    }
+}
+
+struct Adapter<K>(Arc<K>);
+
+impl<K: Kind> Job for Adapter<K> {
+    fn run(&self, ctx: JobCtx) -> JobFuture {
+        let kind = self.0.clone();
+        Box::pin(async move {
+            let err = |e: String| JobError::new(format!("{}: {e}", K::NAME));
+            let inputs = K::Inputs::decode(&ctx).map_err(err)?;
+            let made = kind.run(inputs, ctx).await.map_err(err)?;
+            Ok(Output {
+                bytes: serde_json::to_vec(&made.record).map_err(|e| err(e.to_string()))?,
+                attachments: made.attachments,
+            })
+        })
+    }
+
+    fn exclusive(&self) -> Option<&str> {
+        self.0.exclusive()
+    }
+
+    fn hit_valid(&self, output: &[u8]) -> bool {
+        self.0.hit_valid(output)
+    }
+}
+
+/// The node `name` of kind `K`, its inputs named.
+pub(crate) fn spec<K: Kind>(
+    name: String,
+    kind: K,
+    inputs: <K::Inputs as Inputs>::Names,
+) -> NodeSpec {
+    NodeSpec {
+        name,
+        kind: K::NAME.to_owned(),
+        kind_version: K::VERSION,
+        params: encode_params(kind.params()),
+        params_json: serde_json::to_string(kind.params()).unwrap_or_default(),
+        deps: K::Inputs::names(inputs),
+        observation: K::OBSERVATION,
+        job: Arc::new(Adapter(Arc::new(kind))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! A whole node kind, as a new one is written: the file's part is the
+    //! params, inputs, record and `impl Kind` below; the registration is the
+    //! one `spec` call per node (in the product, in the layout).
+    use std::sync::Arc;
+
+    use assay_engine::{BuildOptions, Graph, JobCtx, NodeSpec, NodeStatus, Store};
+    use serde::{Deserialize, Serialize};
+
+    use super::{Kind, Made, spec};
+
+    // ---- the kind's file --------------------------------------------------
+    #[derive(Serialize)]
+    struct CountParams {
+        word: String,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    struct CountRecord {
+        count: usize,
+    }
+
+    super::inputs! {
+        struct CountInputs / CountNames { left: CountRecord, right: CountRecord }
+    }
+
+    /// Adds its inputs' counts, plus one per letter of its word.
+    struct Count(CountParams);
+
+    impl Kind for Count {
+        const NAME: &'static str = "count";
+        const VERSION: u32 = 1;
+        type Params = CountParams;
+        type Inputs = CountInputs;
+        type Record = CountRecord;
+
+        fn params(&self) -> &CountParams {
+            &self.0
+        }
+
+        async fn run(
+            self: Arc<Self>,
+            i: CountInputs,
+            _ctx: JobCtx,
+        ) -> Result<Made<CountRecord>, String> {
+            Ok(Made::record(CountRecord {
+                count: i.left.count + i.right.count + self.0.word.len(),
+            }))
+        }
+    }
+    // ---- end of the kind's file -------------------------------------------
+
+    /// A source node without inputs, to feed the counts.
+    struct Seed(CountParams);
+
+    super::inputs! {
+        struct NoInputs / NoNames {}
+    }
+
+    impl Kind for Seed {
+        const NAME: &'static str = "seed";
+        const VERSION: u32 = 1;
+        type Params = CountParams;
+        type Inputs = NoInputs;
+        type Record = CountRecord;
+
+        fn params(&self) -> &CountParams {
+            &self.0
+        }
+
+        async fn run(
+            self: Arc<Self>,
+            _: NoInputs,
+            _ctx: JobCtx,
+        ) -> Result<Made<CountRecord>, String> {
+            Ok(Made::record(CountRecord {
+                count: self.0.word.len(),
+            }))
+        }
+    }
+
+    fn word(w: &str) -> CountParams {
+        CountParams { word: w.into() }
+    }
+
+    /// Builds `nodes` in a fresh store: each node's status and record.
+    fn build(nodes: Vec<NodeSpec>) -> Vec<(String, NodeStatus, Option<Vec<u8>>)> {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
+        let graph = Graph::new(nodes).unwrap();
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let opts = BuildOptions {
+            jobs: 2,
+            reread: Default::default(),
+            label: "test".into(),
+        };
+        let outcome = rt
+            .block_on(assay_engine::build(&store, &graph, &opts, &mut |_| {}))
+            .unwrap();
+        names
+            .into_iter()
+            .enumerate()
+            .map(|(id, name)| {
+                let bytes = outcome.output(&store, id).unwrap().map(|b| b.to_vec());
+                (name, outcome.nodes[id].status.clone(), bytes)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_new_kind_runs_through_the_engine_with_its_inputs_by_name() {
+        let nodes = vec![
+            spec("seed:a".into(), Seed(word("ab")), NoNames {}),
+            spec("seed:b".into(), Seed(word("abc")), NoNames {}),
+            spec(
+                "count:ab".into(),
+                Count(word("x")),
+                CountNames {
+                    left: "seed:a".into(),
+                    right: "seed:b".into(),
+                },
+            ),
+        ];
+        assert_eq!(
+            nodes[2].deps,
+            ["seed:a", "seed:b"],
+            "the names' order is the fields'"
+        );
+        assert_eq!(
+            (nodes[2].kind.as_str(), nodes[2].kind_version),
+            ("count", 1)
+        );
+        let built = build(nodes);
+        let (name, status, bytes) = &built[2];
+        assert_eq!((name.as_str(), status), ("count:ab", &NodeStatus::Executed));
+        let record: CountRecord = serde_json::from_slice(bytes.as_ref().unwrap()).unwrap();
+        assert_eq!(record.count, 2 + 3 + 1);
+    }
+
+    /// Sums any number of counts after a first one it subtracts.
+    struct Sum(CountParams);
+
+    super::inputs! {
+        struct SumInputs / SumNames { first: CountRecord; ..rest: [CountRecord] }
+    }
+
+    impl Kind for Sum {
+        const NAME: &'static str = "sum";
+        const VERSION: u32 = 1;
+        type Params = CountParams;
+        type Inputs = SumInputs;
+        type Record = CountRecord;
+
+        fn params(&self) -> &CountParams {
+            &self.0
+        }
+
+        async fn run(
+            self: Arc<Self>,
+            i: SumInputs,
+            ctx: JobCtx,
+        ) -> Result<Made<CountRecord>, String> {
+            // Every input comes with its node's key, as the engine has it.
+            assert!(i.rest.iter().all(|d| ctx.input_keys.contains(&d.key)));
+            assert_eq!(ctx.input_keys[0], i.first.key);
+            let rest: usize = i.rest.iter().map(|d| d.count).sum();
+            Ok(Made::record(CountRecord {
+                count: rest - i.first.count,
+            }))
+        }
+    }
+
+    #[test]
+    fn a_tail_of_inputs_follows_the_named_ones() {
+        let nodes = vec![
+            spec("seed:a".into(), Seed(word("a")), NoNames {}),
+            spec("seed:bb".into(), Seed(word("bb")), NoNames {}),
+            spec("seed:ccc".into(), Seed(word("ccc")), NoNames {}),
+            spec(
+                "sum".into(),
+                Sum(word("")),
+                SumNames {
+                    first: "seed:a".into(),
+                    rest: vec!["seed:bb".into(), "seed:ccc".into()],
+                },
+            ),
+        ];
+        assert_eq!(nodes[3].deps, ["seed:a", "seed:bb", "seed:ccc"]);
+        let built = build(nodes);
+        assert_eq!(built[3].1, NodeStatus::Executed, "{:?}", built[3]);
+        let record: CountRecord = serde_json::from_slice(built[3].2.as_ref().unwrap()).unwrap();
+        assert_eq!(record.count, 2 + 3 - 1);
+    }
+
+    #[test]
+    fn an_input_that_does_not_decode_fails_the_node_naming_the_kind_and_input() {
+        /// Records another shape than `CountRecord`.
+        struct Other(CountParams);
+        #[derive(Serialize)]
+        struct OtherRecord {
+            text: String,
+        }
+        impl Kind for Other {
+            const NAME: &'static str = "other";
+            const VERSION: u32 = 1;
+            type Params = CountParams;
+            type Inputs = NoInputs;
+            type Record = OtherRecord;
+            fn params(&self) -> &CountParams {
+                &self.0
+            }
+            async fn run(
+                self: Arc<Self>,
+                _: NoInputs,
+                _ctx: JobCtx,
+            ) -> Result<Made<OtherRecord>, String> {
+                Ok(Made::record(OtherRecord { text: "t".into() }))
+            }
+        }
+        let nodes = vec![
+            spec("other:a".into(), Other(word("a")), NoNames {}),
+            spec("seed:b".into(), Seed(word("b")), NoNames {}),
+            spec(
+                "count:x".into(),
+                Count(word("x")),
+                CountNames {
+                    left: "other:a".into(),
+                    right: "seed:b".into(),
+                },
+            ),
+        ];
+        let built = build(nodes);
+        match &built[2].1 {
+            NodeStatus::Failed(why) => assert!(
+                why.contains("count: input `left`"),
+                "the error names the kind and the input: {why}"
+            ),
+            other => panic!("count:x should fail, it is {other:?}"),
+        }
+        assert_eq!(
+            built[1].1,
+            NodeStatus::Executed,
+            "the rest of the build goes on"
+        );
+    }
+}

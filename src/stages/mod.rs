@@ -1,31 +1,30 @@
-//! Stages turn the pipeline into engine nodes. Each stage module owns one node
-//! kind: its params (the key), its job, and its output record.
+//! Stages turn the pipeline into engine nodes.
+//!
+//! - `nodes/`: one file per node kind — its params (the key), its job, its
+//!   output record (`records`) — on the typed adapter of `node`;
+//! - `plan/`: the layout, which lays the kinds' nodes out from the
+//!   pipeline's valid settings (`layout`, then `grading` for the sessions),
+//!   with the sources and environments it reads;
+//! - `publish/`: the release's files, a pure function of the release node's
+//!   inputs (shared with `assay verify --bundle`);
+//! - beside them what several share: `names` (node names), `records`,
+//!   `confine` (sandbox and limits), `redact`, `docker`, `swebench`.
 
 mod confine;
 mod docker;
-mod env;
-mod envs;
 mod error;
-mod grade;
-mod grading;
-mod judge;
-mod layout;
-mod metrics;
 mod names;
 mod node;
+mod nodes;
+mod plan;
 mod provenance;
 mod publish;
 mod records;
 mod redact;
-mod release;
-mod run;
-mod screen;
-mod sources;
-mod step;
 mod swebench;
-mod task;
-mod tree;
-mod triage;
+
+use nodes::{env, judge, release, step, tree};
+use plan::{layout, sources};
 
 pub(crate) use names::RELEASE as RELEASE_NODE;
 pub(crate) use release::{ReleaseParams, ReleaseRecord, assemble};

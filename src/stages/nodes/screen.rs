@@ -37,7 +37,7 @@ use super::tree::State;
 /// may rest on base and gold where the test-only state did not build.
 /// 3: a command that could not run (exit 126/127, not found) is
 /// `environment_broken`, and nothing else.
-pub(super) const KIND_VERSION: u32 = 3;
+pub(crate) const KIND_VERSION: u32 = 3;
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct ScreenParams {

@@ -21,7 +21,7 @@ use super::records::EnvRecord;
 
 /// 2: setup runs sandboxed, with the environment at `/assay/env`; its log
 /// is redacted.
-pub(super) const KIND_VERSION: u32 = 2;
+pub(crate) const KIND_VERSION: u32 = 2;
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct EnvParams {

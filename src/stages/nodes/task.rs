@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use super::records::{EnvRecord, ScreenRecord, TaskRecord, TriageRecord};
 
-pub(super) const KIND_VERSION: u32 = 2;
+pub(crate) const KIND_VERSION: u32 = 2;
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct TaskParams {

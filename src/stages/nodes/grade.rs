@@ -21,15 +21,15 @@ use super::records::{
 };
 use super::run::{HowToRun, execute_tree};
 
-pub(super) const SESSION_VERSION: u32 = 1;
+pub(crate) const SESSION_VERSION: u32 = 1;
 /// 2: the test patch's files are reset in every arm; a patch that is not a
 /// diff fails to apply; the tests-and-infra policy.
-pub(super) const STAGE_VERSION: u32 = 2;
+pub(crate) const STAGE_VERSION: u32 = 2;
 /// 2: tamper suspects; `no_report` on a certified task is the agent's.
 /// 3: a unit that does not build fails its expected tests (`unresolved`, the
 /// compiler's message in `detail`), never `no_report`.
 /// 4: a red grade of a run that ended with `is_error` is `infrastructure`'s.
-pub(super) const GRADE_VERSION: u32 = 4;
+pub(crate) const GRADE_VERSION: u32 = 4;
 
 pub(crate) use crate::pipeline::Policy;
 

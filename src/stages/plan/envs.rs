@@ -13,21 +13,21 @@ use super::run::RunParams;
 use crate::pipeline::{EnvConfig, Pipeline, SourceConfig};
 
 /// One environment, checked: what its nodes are laid out with.
-pub(super) struct EnvSettings<'a> {
+pub(crate) struct EnvSettings<'a> {
     /// `None` for the unnamed `[env]`.
-    pub(super) name: Option<&'a str>,
-    pub(super) cfg: &'a EnvConfig,
-    pub(super) format: Format,
-    pub(super) timeout: u64,
-    pub(super) log_cap: u64,
-    pub(super) confine: Confinement,
+    pub(crate) name: Option<&'a str>,
+    pub(crate) cfg: &'a EnvConfig,
+    pub(crate) format: Format,
+    pub(crate) timeout: u64,
+    pub(crate) log_cap: u64,
+    pub(crate) confine: Confinement,
     /// `[env] export`, on the docker executor.
-    pub(super) export: bool,
+    pub(crate) export: bool,
 }
 
 impl EnvSettings<'_> {
     /// The params of a run of the test command in this environment.
-    pub(super) fn run_params(
+    pub(crate) fn run_params(
         &self,
         redact: &RedactConfig,
         repeat: u32,
@@ -48,20 +48,20 @@ impl EnvSettings<'_> {
     }
 
     /// The docker executor's base image, when this environment uses it.
-    pub(super) fn docker_base(&self) -> Option<&str> {
+    pub(crate) fn docker_base(&self) -> Option<&str> {
         self.confine.docker().map(|d| d.base_image.as_str())
     }
 }
 
 /// Every environment of the pipeline.
-pub(super) struct Envs<'a> {
+pub(crate) struct Envs<'a> {
     all: Vec<EnvSettings<'a>>,
     named: bool,
 }
 
 impl<'a> Envs<'a> {
     /// Checks every environment; a pipeline with sources needs at least one.
-    pub(super) fn resolve(
+    pub(crate) fn resolve(
         pipeline: &'a Pipeline,
         warnings: &mut Vec<String>,
     ) -> Result<Envs<'a>, StageError> {
@@ -106,7 +106,7 @@ impl<'a> Envs<'a> {
 
     /// The environment `src` runs in: the unnamed `[env]`, the `[env.NAME]`
     /// it names, or the only named one.
-    pub(super) fn for_source(
+    pub(crate) fn for_source(
         &self,
         pipeline: &Pipeline,
         src: &SourceConfig,
@@ -158,7 +158,7 @@ impl<'a> Envs<'a> {
     }
 
     /// The base images of the docker environments these sources use.
-    pub(super) fn docker_bases(
+    pub(crate) fn docker_bases(
         &self,
         pipeline: &Pipeline,
         sources: &[SourceConfig],
@@ -176,7 +176,7 @@ impl<'a> Envs<'a> {
 /// `[env] executor`, `base_image` and `cpus`, checked. The docker-only keys
 /// are ignored on the local executor, so `build --executor local` works on a
 /// docker pipeline.
-pub(super) fn executor(
+pub(crate) fn executor(
     pipeline: &Pipeline,
     cfg: &EnvConfig,
 ) -> Result<super::confine::Executor, StageError> {

@@ -14,7 +14,7 @@ use super::publish::{Price, PublishInput, publish};
 use super::records::{GradeRecord, TaskRecord};
 use super::swebench;
 
-pub(super) const KIND_VERSION: u32 = 2;
+pub(crate) const KIND_VERSION: u32 = 2;
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct Funnel {

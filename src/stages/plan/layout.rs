@@ -29,7 +29,7 @@ use super::triage::TriageParams;
 use super::{env, names, release, run, screen, task, tree, triage};
 use crate::pipeline::Pipeline;
 
-pub(super) fn node<P: Serialize>(
+pub(crate) fn node<P: Serialize>(
     name: String,
     kind: &str,
     kind_version: u32,
@@ -52,7 +52,7 @@ pub(super) fn node<P: Serialize>(
 
 /// Every node of the benchmark part of the pipeline, appended to `out`.
 /// Returns the base images of the docker environments in use.
-pub(super) fn nodes(
+pub(crate) fn nodes(
     pipeline: &Pipeline,
     cache_dir: &Path,
     out: &mut Vec<NodeSpec>,
@@ -325,7 +325,7 @@ fn read_statement(dir: Option<&Path>, id: &str, ext: &str) -> Option<String> {
 
 /// `[env]`'s executor, sandbox and limits, checked; bubblewrap probed once
 /// when used.
-pub(super) fn confinement(
+pub(crate) fn confinement(
     pipeline: &Pipeline,
     env_cfg: &crate::pipeline::EnvConfig,
     warnings: &mut Vec<String>,

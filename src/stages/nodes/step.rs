@@ -31,7 +31,7 @@ struct StepJob {
     timeout: Duration,
 }
 
-pub(super) fn nodes(pipeline: &Pipeline, out: &mut Vec<NodeSpec>) -> Result<(), StageError> {
+pub(crate) fn nodes(pipeline: &Pipeline, out: &mut Vec<NodeSpec>) -> Result<(), StageError> {
     for step in &pipeline.file.step {
         let mut inputs = Vec::new();
         let mut keyed = Vec::new();

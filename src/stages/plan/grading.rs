@@ -17,18 +17,18 @@ use super::{judge, names, node};
 use crate::pipeline::Pipeline;
 use crate::sessions::Session;
 
-pub(super) struct GradeLayout<'a> {
-    pub(super) test_globs: &'a [String],
+pub(crate) struct GradeLayout<'a> {
+    pub(crate) test_globs: &'a [String],
     /// env node -> the settings of that environment.
-    pub(super) env_of: &'a BTreeMap<String, &'a super::envs::EnvSettings<'a>>,
-    pub(super) redact: &'a RedactConfig,
-    pub(super) store_dir: &'a Path,
-    pub(super) task_nodes: &'a BTreeMap<(String, String), (String, String)>,
+    pub(crate) env_of: &'a BTreeMap<String, &'a super::envs::EnvSettings<'a>>,
+    pub(crate) redact: &'a RedactConfig,
+    pub(crate) store_dir: &'a Path,
+    pub(crate) task_nodes: &'a BTreeMap<(String, String), (String, String)>,
 }
 
 /// Per session: a session node, then per arm stage → run → grade, and one
 /// metrics node. Returns the sessions that cannot be graded, with why.
-pub(super) fn grade_nodes(
+pub(crate) fn grade_nodes(
     pipeline: &Pipeline,
     cache_dir: &Path,
     g: &GradeLayout<'_>,

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use super::records::{TreeRecord, TriageRecord};
 
-pub(super) const KIND_VERSION: u32 = 1;
+pub(crate) const KIND_VERSION: u32 = 1;
 
 #[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]

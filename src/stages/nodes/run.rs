@@ -26,7 +26,7 @@ use super::records::{EnvRecord, RunRecord, TreeRecord};
 /// 3: a reading whose units did not build is believed and records them
 /// (`build_failures`); a missing report file with a build failure in the log
 /// is such a reading.
-pub(super) const KIND_VERSION: u32 = 3;
+pub(crate) const KIND_VERSION: u32 = 3;
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct RunParams {

@@ -47,18 +47,18 @@ use super::records::{GradeRecord, SessionRecord, TaskRecord};
 use super::release;
 use crate::pipeline::{ConfigError, JudgeConfig, Pipeline};
 
-pub(super) const KIND_VERSION: u32 = 1;
+pub(crate) const KIND_VERSION: u32 = 1;
 
 /// The separator the task stage puts between a statement and its spec.
 const SPEC_HEADER: &str = "\n\n## Interface\n\n";
 
 /// A graded session the judges may review (known once its grade is laid out).
-pub(super) struct Reviewable {
-    pub(super) session: String,
-    pub(super) task_node: String,
-    pub(super) session_node: String,
+pub(crate) struct Reviewable {
+    pub(crate) session: String,
+    pub(crate) task_node: String,
+    pub(crate) session_node: String,
     /// The grade of the scored arm.
-    pub(super) grade_node: String,
+    pub(crate) grade_node: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -141,7 +141,7 @@ fn settings_digest(j: &JudgeConfig) -> String {
 }
 
 /// The judges as the release lists them; warns once per skipped judge.
-pub(super) fn release_info(pipeline: &Pipeline, warnings: &mut Vec<String>) -> Vec<JudgeInfo> {
+pub(crate) fn release_info(pipeline: &Pipeline, warnings: &mut Vec<String>) -> Vec<JudgeInfo> {
     pipeline
         .judges
         .iter()
@@ -169,7 +169,7 @@ pub(super) fn release_info(pipeline: &Pipeline, warnings: &mut Vec<String>) -> V
 }
 
 /// The judge nodes over `reviewable`, for every judge that can run.
-pub(super) fn nodes(
+pub(crate) fn nodes(
     pipeline: &Pipeline,
     reviewable: &[Reviewable],
     out: &mut Vec<NodeSpec>,

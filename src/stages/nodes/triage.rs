@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::records::TriageRecord;
 
-pub(super) const KIND_VERSION: u32 = 1;
+pub(crate) const KIND_VERSION: u32 = 1;
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct TriageParams {

@@ -11,22 +11,22 @@ use crate::pipeline::{Pipeline, SourceConfig};
 
 /// A candidate as the pipeline sees it, from git or from a candidates file.
 #[derive(Debug, serde::Deserialize)]
-pub(super) struct CandidateLine {
-    pub(super) id: String,
-    pub(super) base: String,
-    pub(super) head: String,
+pub(crate) struct CandidateLine {
+    pub(crate) id: String,
+    pub(crate) base: String,
+    pub(crate) head: String,
     #[serde(default)]
-    pub(super) title: String,
+    pub(crate) title: String,
     #[serde(default)]
-    pub(super) body: String,
+    pub(crate) body: String,
     /// The head (merge) commit's committer time, unix seconds (read from the
     /// repository for a candidates file's lines).
     #[serde(skip)]
-    pub(super) merged_at: i64,
+    pub(crate) merged_at: i64,
 }
 
 /// Opens a source (creating it with its `create` script when missing) and lists its candidates.
-pub(super) fn open_source(
+pub(crate) fn open_source(
     pipeline: &Pipeline,
     src: &SourceConfig,
 ) -> Result<(Source, Vec<CandidateLine>), StageError> {

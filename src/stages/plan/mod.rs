@@ -1,0 +1,13 @@
+//! The layout: every node of a build, laid out from the pipeline's valid
+//! settings. `layout` lays out the tasks (triage, trees, screening runs,
+//! screen, tasks, environments) and the release; `grading` the sessions'
+//! nodes; `sources` reads the repositories, `envs` the environments.
+
+pub(super) mod envs;
+pub(super) mod grading;
+pub(super) mod layout;
+pub(super) mod sources;
+
+// The node kinds and shared modules the layout names as `super::…`.
+use super::nodes::{env, grade, judge, metrics, release, run, screen, task, tree, triage};
+use super::{confine, error, names, node, provenance, publish, redact, swebench};

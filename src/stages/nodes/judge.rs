@@ -41,7 +41,7 @@ use assay_judge::{
 use serde::{Deserialize, Serialize};
 
 use super::error::StageError;
-use super::layout::node;
+use super::layout::{ReleaseInputs, node};
 use super::names;
 use super::records::{GradeRecord, SessionRecord, TaskRecord};
 use super::release;
@@ -173,8 +173,7 @@ pub(crate) fn nodes(
     pipeline: &Pipeline,
     reviewable: &[Reviewable],
     out: &mut Vec<NodeSpec>,
-    release_deps: &mut Vec<String>,
-    release_inputs: &mut Vec<release::Input>,
+    release: &mut ReleaseInputs,
 ) -> Result<(), StageError> {
     // Per task, its sessions in a stable order (by id).
     let mut by_task: BTreeMap<&str, Vec<&Reviewable>> = BTreeMap::new();
@@ -228,8 +227,7 @@ pub(crate) fn nodes(
                     params: params.clone(),
                 }),
             ));
-            release_deps.push(name);
-            release_inputs.push(release::Input::Judge(s.name.clone()));
+            release.push(name, release::Input::Judge(s.name.clone()));
         };
         for sessions in by_task.values() {
             for r in sessions {

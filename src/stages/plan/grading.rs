@@ -8,10 +8,11 @@ use assay_engine::NodeSpec;
 
 use super::error::StageError;
 use super::grade::{self, GradeParams, Policy, SessionParams, StageParams};
+use super::layout::ReleaseInputs;
 use super::layout::node;
 use super::metrics::{self, MetricsParams};
 use super::redact::RedactConfig;
-use super::release;
+use super::release::Input;
 use super::run::{self, RunParams};
 use super::{judge, names, node};
 use crate::pipeline::Pipeline;
@@ -33,8 +34,7 @@ pub(crate) fn grade_nodes(
     cache_dir: &Path,
     g: &GradeLayout<'_>,
     out: &mut Vec<NodeSpec>,
-    release_deps: &mut Vec<String>,
-    release_inputs: &mut Vec<release::Input>,
+    release: &mut ReleaseInputs,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<(String, String)>, StageError> {
     let Some(sessions_dir) = &pipeline.settings.sessions else {
@@ -134,8 +134,7 @@ pub(crate) fn grade_nodes(
             false,
             grade::session_job(params.clone()),
         ));
-        release_deps.push(session_node.clone());
-        release_inputs.push(release::Input::Session);
+        release.push(session_node.clone(), Input::Session);
         let Some(env) = g.env_of.get(env_node) else {
             continue;
         };
@@ -206,8 +205,7 @@ pub(crate) fn grade_nodes(
                     grade_node: grade_node.clone(),
                 });
             }
-            release_deps.push(grade_node);
-            release_inputs.push(release::Input::Grade);
+            release.push(grade_node, Input::Grade);
         }
         let mp = MetricsParams {
             policy,
@@ -222,10 +220,9 @@ pub(crate) fn grade_nodes(
                 session: session_node,
             },
         ));
-        release_deps.push(metrics_node);
-        release_inputs.push(release::Input::Metrics);
+        release.push(metrics_node, Input::Metrics);
     }
-    judge::nodes(pipeline, &reviewable, out, release_deps, release_inputs)?;
+    judge::nodes(pipeline, &reviewable, out, release)?;
     Ok(not_graded)
 }
 

@@ -50,6 +50,21 @@ pub(crate) fn node<P: Serialize>(
     }
 }
 
+/// The release node's inputs as they are laid out: each node beside what
+/// it is (the release params list the latter, in the same order).
+#[derive(Default)]
+pub(crate) struct ReleaseInputs(Vec<(String, release::Input)>);
+
+impl ReleaseInputs {
+    pub(crate) fn push(&mut self, node: String, what: release::Input) {
+        self.0.push((node, what));
+    }
+
+    fn split(self) -> (Vec<String>, Vec<release::Input>) {
+        self.0.into_iter().unzip()
+    }
+}
+
 /// Every node of the benchmark part of the pipeline, appended to `out`.
 /// Returns the base images of the docker environments in use.
 pub(crate) fn nodes(
@@ -83,8 +98,7 @@ pub(crate) fn nodes(
     let mut task_nodes: BTreeMap<(String, String), (String, String)> = BTreeMap::new();
     // env node -> its settings, for the grading nodes.
     let mut env_of = BTreeMap::new();
-    let mut release_deps = Vec::new();
-    let mut release_inputs = Vec::new();
+    let mut release_inputs = ReleaseInputs::default();
     let mut seen_candidates = HashSet::new();
     for src in &pipeline.file.source {
         let env = envs.for_source(pipeline, src)?;
@@ -254,8 +268,7 @@ pub(crate) fn nodes(
                         (instance_id.clone(), track.to_owned()),
                         (task_name.clone(), env_name.clone()),
                     );
-                    release_deps.push(task_name);
-                    release_inputs.push(release::Input::Task(cid.clone()));
+                    release_inputs.push(task_name, release::Input::Task(cid.clone()));
                 }
             }
         }
@@ -290,7 +303,6 @@ pub(crate) fn nodes(
         cache_dir,
         &ctx,
         out,
-        &mut release_deps,
         &mut release_inputs,
         warnings,
     )?;
@@ -300,11 +312,12 @@ pub(crate) fn nodes(
         .iter()
         .map(|(k, v)| (k.clone(), Price(v.clone())))
         .collect();
+    let (release_deps, inputs) = release_inputs.split();
     let params = release::ReleaseParams {
         prices,
         not_graded,
         judges: super::judge::release_info(pipeline, warnings),
-        inputs: release_inputs,
+        inputs,
         provenance: Some(super::provenance::Provenance::of(&pipeline.text)),
     };
     out.push(node(

@@ -520,10 +520,10 @@ mod tests {
     use super::*;
 
     const GO_BUILD_FAIL: &[u8] = include_bytes!(
-        "../../crates/assay-report/tests/fixtures/go_test_json_build_fail_go119.txt"
+        "../../../crates/assay-report/tests/fixtures/go_test_json_build_fail_go119.txt"
     );
     const MAVEN_COMPILE_ERROR: &[u8] =
-        include_bytes!("../../crates/assay-report/tests/fixtures/maven_compile_error.txt");
+        include_bytes!("../../../crates/assay-report/tests/fixtures/maven_compile_error.txt");
 
     fn read(
         format: Format,

@@ -76,6 +76,7 @@ pub(super) fn grade(
         sandbox: "bwrap".to_owned(),
         executor: None,
         image: None,
+        log_tail: None,
     };
     (record, format!("grade-{session}-{arm}"))
 }

@@ -25,7 +25,7 @@ mod tree;
 mod triage;
 
 pub(crate) use records::RunFacts;
-pub(crate) use release::{ReleaseParams, ReleaseRecord, assemble};
+pub(crate) use release::{ReadBlob, ReleaseParams, ReleaseRecord, assemble};
 pub(crate) use sources::parse_date;
 
 use assay_engine::{GraphError, NodeSpec, Store};

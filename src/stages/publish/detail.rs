@@ -196,12 +196,13 @@ fn run_facts(h: &mut String, index: &Index<'_>, record: Option<&SessionRecord>, 
     } else {
         let mut unpriced = BTreeSet::new();
         let usd = super::session_cost(index.prices, model, f, &mut unpriced);
-        let mut text = format!("{usd:.4}");
-        if !unpriced.is_empty() {
-            let names: Vec<String> = unpriced.iter().map(|u| esc(u)).collect();
-            let _ = write!(text, " (no price for {})", names.join(", "));
+        let names: Vec<String> = unpriced.iter().map(|u| esc(u)).collect();
+        match (usd == 0.0, names.is_empty()) {
+            // Nothing priced is no cost of zero.
+            (true, false) => format!("no price for {}", names.join(", ")),
+            (false, false) => format!("{usd:.4} (no price for {})", names.join(", ")),
+            _ => format!("{usd:.4}"),
         }
-        text
     };
     let _ = writeln!(
         h,

@@ -220,6 +220,62 @@ impl Example {
     }
 }
 
+/// The report as text, for a snapshot: tables as `|` rows, sections and
+/// links named, and what varies from run to run (digests, which name logs,
+/// and the assay commit; the test runner's timings and the log sizes they
+/// change) replaced by a placeholder.
+fn report_text(html: &str) -> String {
+    let body = &html[html.find("<body>").unwrap()..];
+    let svg = regex::Regex::new(r"(?s)<svg.*?</svg>").unwrap();
+    let body = svg.replace_all(body, "[chart]\n");
+    let anchor = regex::Regex::new(r#"<(?:section|h2)[^>]* id="([^"]+)"[^>]*>"#).unwrap();
+    let body = anchor.replace_all(&body, "\n[#$1] ");
+    let link = regex::Regex::new(r##"<a [^>]*href="#([^"]+)"[^>]*>"##).unwrap();
+    let body = link.replace_all(&body, "[→$1] ");
+    let mut text = body.into_owned();
+    for (tag, with) in [
+        ("<tr>", "\n| "),
+        ("</td>", " | "),
+        ("</th>", " | "),
+        ("<br>", "\n"),
+        ("<li>", "\n- "),
+        ("<p>", "\n"),
+        ("<h1>", "\n# "),
+        ("<h2>", "\n## "),
+        ("<h3>", "\n### "),
+        ("<summary>", "\n"),
+        ("</pre>", "\n```"),
+    ] {
+        text = text.replace(tag, with);
+    }
+    let pre = regex::Regex::new(r"<pre[^>]*>").unwrap();
+    let text = pre.replace_all(&text, "\n```\n");
+    let tags = regex::Regex::new(r"<[^>]+>").unwrap();
+    let text = tags.replace_all(&text, "");
+    let text = text
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&");
+    let hex = regex::Regex::new(r"\b[0-9a-f]{12,64}\b").unwrap();
+    let text = hex.replace_all(&text, "[hex]");
+    let timing = regex::Regex::new(r"\b\d+\.\d+s\b").unwrap();
+    let text = timing.replace_all(&text, "[time]");
+    let bytes = regex::Regex::new(r"\b\d+ bytes\)").unwrap();
+    let text = bytes.replace_all(&text, "[n] bytes)");
+    // One line a row or paragraph, a blank line before each heading.
+    let mut out = String::new();
+    for line in text.lines().map(str::trim_end).filter(|l| !l.is_empty()) {
+        if line.starts_with('#') || line.starts_with("[#") {
+            out.push('\n');
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
 fn strs(v: &Value) -> BTreeSet<&str> {
     v.as_array()
         .unwrap_or_else(|| panic!("not a list: {v}"))
@@ -422,6 +478,21 @@ fn the_bundled_example_builds_what_its_documents_say() {
     // once summed the cached input kinds into `input` too: 154515).
     let calc1 = &ex.rows[&("alpha/calc-1.json".to_owned(), "exclude".to_owned())];
     assert_eq!(calc1["tokens_total"], "78215", "{calc1:?}");
+
+    // The report: every matrix cell reaches its session's section, and what
+    // the page says, as text.
+    let html = std::fs::read_to_string(ex.project.path().join("release/report.html")).unwrap();
+    let matrix = section(&html, "<h2>Tasks × agents", "<table>", "</table>");
+    let cells: Vec<&str> = matrix.split("href=\"#").skip(1).collect();
+    assert_eq!(cells.len(), 17, "one per scored session");
+    for cell in cells {
+        let id = &cell[..cell.find('"').unwrap()];
+        assert!(
+            html.contains(&format!("<section class=\"session\" id=\"{id}\">")),
+            "#{id} names no section"
+        );
+    }
+    insta::assert_snapshot!("report", report_text(&html));
 
     // "Run it again: it executes nothing."
     let again = ex.project.build_json(&[]).code(0);

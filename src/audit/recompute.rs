@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use assay_engine::{Digest, encode_params};
 use serde_json::Value;
 
-use crate::stages::{ReleaseParams, ReleaseRecord, assemble};
+use crate::stages::{ReadBlob, ReleaseParams, ReleaseRecord, assemble};
 
 /// The release files and the output record the release job would store.
 pub(crate) struct Recomputed {
@@ -18,11 +18,13 @@ pub(crate) struct Recomputed {
 
 /// `params_json` is the human form of the params (not hashed into the key):
 /// it is believed only if it encodes to exactly `params`, the key's bytes.
-/// `inputs`: each input's output bytes with its node key, in input order.
+/// `inputs`: each input's output bytes with its node key, in input order;
+/// `read`: the blobs the release reads (the session patches).
 pub(crate) fn recompute_release(
     params_json: &Value,
     params: &[u8],
     inputs: &[(Vec<u8>, Digest)],
+    read: ReadBlob<'_>,
 ) -> Result<Recomputed, String> {
     let parsed: ReleaseParams = serde_json::from_value(params_json.clone())
         .map_err(|e| format!("release node params: {e}"))?;
@@ -33,7 +35,7 @@ pub(crate) fn recompute_release(
         );
     }
     let refs: Vec<(&[u8], Digest)> = inputs.iter().map(|(b, k)| (b.as_slice(), *k)).collect();
-    let (files, funnel) = assemble(&parsed, &refs)?;
+    let (files, funnel) = assemble(&parsed, &refs, read)?;
     let record = ReleaseRecord {
         files: files
             .iter()

@@ -204,8 +204,17 @@ pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>,
     }
     checked.inputs = inputs.len();
     if inputs.len() == record.deps.len() {
-        let files =
-            super::recompute::recompute_release(&display["params"], &record.params, &inputs)?.files;
+        let read = |hex: &str| -> Result<Vec<u8>, String> {
+            let d: Digest = hex.parse()?;
+            store.blobs().get(&d).map_err(|e| e.to_string())
+        };
+        let files = super::recompute::recompute_release(
+            &display["params"],
+            &record.params,
+            &inputs,
+            &read,
+        )?
+        .files;
         checked.recomputed = true;
         for (name, bytes) in &files {
             match present.get(name) {

@@ -19,6 +19,7 @@
 //!   `verifier_suspects`: the verifier, not the agent, is the suspect.
 
 mod csv;
+mod detail;
 mod html;
 mod judged;
 mod manifest;
@@ -36,6 +37,7 @@ use super::records::{GradeRecord, MetricsRecord, SessionRecord, TaskRecord};
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct Price(pub(crate) BTreeMap<String, f64>);
 
+#[derive(Default)]
 pub(crate) struct PublishInput {
     /// Released tasks (certified or not) with their digests.
     pub(crate) tasks: Vec<(TaskRecord, String)>,
@@ -51,6 +53,23 @@ pub(crate) struct PublishInput {
     pub(crate) judges: Vec<crate::stages::judge::JudgeInfo>,
     /// Every judge reading: (judge name, record, judge node key).
     pub(crate) readings: Vec<(String, crate::stages::judge::JudgeRecord, String)>,
+    /// Session patch blob digest -> its bytes (the report shows them).
+    pub(crate) patches: BTreeMap<String, Vec<u8>>,
+    /// What the report's header says the release is.
+    pub(crate) about: About,
+}
+
+/// The release as the report's header describes it: nothing here enters
+/// summary.json, results.csv or manifest.json (the provenance is sealed into
+/// the manifest apart).
+#[derive(Default)]
+pub(crate) struct About {
+    /// Candidates (PRs) → eligible → screened → certified, and the tasks.
+    pub(crate) funnel: super::release::Funnel,
+    pub(crate) provenance: Option<super::provenance::Provenance>,
+    /// The release node's key (the release digest, which covers this file,
+    /// can only be in manifest.json).
+    pub(crate) release_node: String,
 }
 
 /// The eight verdicts, in the order tables show them.
@@ -200,6 +219,8 @@ pub(crate) struct Index<'a> {
     pub(crate) suspects: Vec<Suspect<'a>>,
     pub(crate) prices: &'a BTreeMap<String, Price>,
     pub(crate) judged: judged::Judged<'a>,
+    pub(crate) patches: &'a BTreeMap<String, Vec<u8>>,
+    pub(crate) about: &'a About,
 }
 
 impl<'a> Index<'a> {
@@ -259,6 +280,8 @@ impl<'a> Index<'a> {
             suspects,
             prices: &input.prices,
             judged: judged::Judged::new(&input.judges, &input.readings),
+            patches: &input.patches,
+            about: &input.about,
         }
     }
 

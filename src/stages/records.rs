@@ -263,6 +263,21 @@ pub(crate) struct GradeRecord {
     /// The environment image the graded run used (docker).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) image: Option<String>,
+    /// The end of the last log of a grade that is not `resolved`, for the
+    /// report: inline, because `export --no-logs` leaves the logs out of an
+    /// audit bundle and the release must still be recomputable from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) log_tail: Option<LogTail>,
+}
+
+/// The last lines of one evidence log (already redacted when stored).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct LogTail {
+    /// The receipt it ends: `log`, `rerun 2 log`, …
+    pub(crate) of: String,
+    /// Lines of the log before the tail, left out.
+    pub(crate) lines_omitted: u64,
+    pub(crate) text: String,
 }
 
 /// `metrics:<session>`: the shape of the patch that was graded.

@@ -29,7 +29,12 @@ pub(crate) const STAGE_VERSION: u32 = 2;
 /// 3: a unit that does not build fails its expected tests (`unresolved`, the
 /// compiler's message in `detail`), never `no_report`.
 /// 4: a red grade of a run that ended with `is_error` is `infrastructure`'s.
-pub(crate) const GRADE_VERSION: u32 = 4;
+/// 5: a grade that is not `resolved` carries the tail of its last log.
+pub(crate) const GRADE_VERSION: u32 = 5;
+
+/// How much of a log a grade carries: the last lines, capped in bytes.
+const TAIL_LINES: usize = 40;
+const TAIL_BYTES: usize = 4096;
 
 pub(crate) use crate::pipeline::Policy;
 
@@ -393,6 +398,7 @@ async fn grade(
         sandbox: run.sandbox.clone(),
         executor: env.executor.clone(),
         image: env.image.clone(),
+        log_tail: None,
         session: session.id.clone(),
         instance_id: task.instance_id.clone(),
         track: task.track.clone(),
@@ -573,6 +579,11 @@ async fn grade(
             format!("tamper suspect, never scored resolved: {why}"),
         );
     }
+    if rec.verdict != "resolved"
+        && let Some(last) = rec.evidence.last()
+    {
+        rec.log_tail = Some(log_tail(&last.what, &blob(&ctx, &last.digest)?));
+    }
     for r in &rec.evidence {
         if let Ok(d) = r.digest.parse::<Digest>() {
             attachments.push(d);
@@ -584,6 +595,40 @@ async fn grade(
         bytes: serde_json::to_vec(&rec).map_err(|e| err(&e))?,
         attachments,
     })
+}
+
+/// The last [`TAIL_LINES`] lines of `log`, at most [`TAIL_BYTES`] bytes of
+/// them (a longer last line is cut from its start, on a character boundary,
+/// and marked with `…`).
+pub(crate) fn log_tail(of: &str, log: &[u8]) -> super::records::LogTail {
+    let text = String::from_utf8_lossy(log);
+    let text = text.strip_suffix('\n').unwrap_or(&text);
+    let lines: Vec<&str> = text.split('\n').collect();
+    let (mut start, mut bytes) = (lines.len(), 0);
+    while start > 0
+        && lines.len() - start < TAIL_LINES
+        && bytes + lines[start - 1].len() < TAIL_BYTES
+    {
+        start -= 1;
+        bytes += lines[start].len() + 1;
+    }
+    let tail = if start == lines.len() {
+        // The last line alone is over the cap: its end.
+        start -= 1;
+        let last = lines[start];
+        let mut cut = last.len() - TAIL_BYTES;
+        while !last.is_char_boundary(cut) {
+            cut += 1;
+        }
+        format!("…{}", &last[cut..])
+    } else {
+        lines[start..].join("\n")
+    };
+    super::records::LogTail {
+        of: of.to_owned(),
+        lines_omitted: start as u64,
+        text: tail,
+    }
 }
 
 /// The verdict of a run that produced a usable report.
@@ -870,6 +915,31 @@ mod tests {
             (s.verdict, s.fault, s.detail.as_str()),
             ("unresolved", "agent", "1 tests still fail after 3 reruns")
         );
+    }
+
+    #[test]
+    fn a_log_tail_is_the_last_lines_within_the_byte_cap() {
+        let log: String = (1..=100).map(|i| format!("line {i}\n")).collect();
+        let t = log_tail("rerun 1 log", log.as_bytes());
+        assert_eq!((t.of.as_str(), t.lines_omitted), ("rerun 1 log", 60));
+        assert!(t.text.starts_with("line 61\n") && t.text.ends_with("line 100"));
+        // Long lines: fewer of them, never over the cap.
+        let wide = "x".repeat(1000);
+        let log = format!("{wide}\n{wide}\n{wide}\n{wide}\n{wide}\nend\n");
+        let t = log_tail("log", log.as_bytes());
+        assert!(t.text.len() <= TAIL_BYTES);
+        assert_eq!(
+            t.lines_omitted, 1,
+            "four of the five wide lines and the last"
+        );
+        assert!(t.text.ends_with("\nend"));
+        // One line over the cap: its end, cut on a character boundary.
+        let log = "é".repeat(3000);
+        let t = log_tail("log", log.as_bytes());
+        let cut = t.text.strip_prefix('…').expect("marked as cut");
+        assert!(cut.len() <= TAIL_BYTES && cut.chars().all(|c| c == 'é'));
+        assert_eq!(t.lines_omitted, 0);
+        assert_eq!(log_tail("log", b"").text, "");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use assay_engine::{Digest, Job, JobCtx, JobError, JobFuture, Output};
 use serde::{Deserialize, Serialize};
 
-use super::publish::{Price, PublishInput, publish};
+use super::publish::{About, Price, PublishInput, publish};
 use super::records::{GradeRecord, TaskRecord};
 use super::swebench;
 
@@ -175,7 +175,11 @@ impl Job for ReleaseJob {
                 .zip(&ctx.input_keys)
                 .map(|(b, k)| (b.as_slice(), *k))
                 .collect();
-            let (files, funnel) = assemble(&params, &inputs).map_err(|e| err(&e))?;
+            let read = |hex: &str| -> Result<Vec<u8>, String> {
+                let d: Digest = hex.parse()?;
+                ctx.blobs.get(&d).map_err(|e| e.to_string())
+            };
+            let (files, funnel) = assemble(&params, &inputs, &read).map_err(|e| err(&e))?;
             let mut names = BTreeMap::new();
             let mut attachments = Vec::new();
             for (name, bytes) in files {
@@ -195,11 +199,18 @@ impl Job for ReleaseJob {
     }
 }
 
+/// Reads a content-addressed blob by its hex digest: the blob store for the
+/// job and `verify --release`, an audit bundle's `blobs/` for `verify --bundle`.
+pub(crate) type ReadBlob<'a> = &'a dyn Fn(&str) -> Result<Vec<u8>, String>;
+
 /// The release files from the release node's inputs (each with its node
 /// key), in input order: a pure function, shared by the job and `assay verify`.
+/// The only blobs it reads are the session patches (for the report), which
+/// the session records name by digest: the release key covers them.
 pub(crate) fn assemble(
     params: &ReleaseParams,
     inputs: &[(&[u8], Digest)],
+    read: ReadBlob<'_>,
 ) -> Result<(BTreeMap<String, Vec<u8>>, Funnel), String> {
     let err = |e: &dyn std::fmt::Display| e.to_string();
     if inputs.len() != params.inputs.len() {
@@ -229,6 +240,7 @@ pub(crate) fn assemble(
         prices: params.prices.clone(),
         judges: params.judges.clone(),
         readings: Vec::new(),
+        ..PublishInput::default()
     };
     for ((bytes, key), kind) in inputs.iter().map(|(b, k)| (*b, k)).zip(&params.inputs) {
         let cand = match kind {
@@ -350,11 +362,22 @@ pub(crate) fn assemble(
     if !publish_input.sessions.is_empty() || !publish_input.not_graded.is_empty() {
         publish_input.not_graded.sort();
         publish_input.not_graded.dedup();
+        for s in &publish_input.sessions {
+            if !s.patch.is_empty() && !publish_input.patches.contains_key(&s.patch) {
+                let patch = read(&s.patch).map_err(|e| format!("session {}: patch: {e}", s.id))?;
+                publish_input.patches.insert(s.patch.clone(), patch);
+            }
+        }
+        let key = super::provenance::release_key(params, inputs);
+        publish_input.about = About {
+            funnel: funnel.clone(),
+            provenance: params.provenance.clone(),
+            release_node: key.to_hex(),
+        };
         files.extend(publish(&publish_input));
         if let Some(p) = &params.provenance
             && let Some(m) = files.get("manifest.json")
         {
-            let key = super::provenance::release_key(params, inputs);
             let sealed = super::provenance::seal(m, p, key, &publish_input.tasks)
                 .ok_or("manifest.json cannot be read back")?;
             files.insert("manifest.json".to_owned(), sealed);

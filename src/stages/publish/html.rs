@@ -1,6 +1,8 @@
 //! `report.html`: one self-contained page (inline CSS and SVG, no script, no
 //! link to anything outside the file). The numbers come from summary.json, so
-//! the page never disagrees with it. Every piece of text is escaped: agent,
+//! the page never disagrees with it; its header adds the provenance and the
+//! funnel (every count with its unit), and each matrix cell links to its
+//! session's section (`detail.rs`). Every piece of text is escaped: agent,
 //! model and session labels come from users.
 
 use std::collections::BTreeMap;
@@ -23,6 +25,13 @@ svg text{font:12px system-ui,sans-serif;fill:#222}
 .v{display:inline-block;margin:1px;padding:0 .3em;border-radius:3px;font-size:12px}
 .f-none{background:#c7e9c0}.f-agent{background:#fcbba1}.f-flaky_test{background:#fee391}
 .f-harness{background:#d9d9d9}.f-infrastructure{background:#c6dbef}.f-ambiguous{background:#dadaeb}.f-other{background:#fff;border:1px solid #999}
+a.v{color:inherit;text-decoration:none}a.v:hover{outline:1px solid #222}
+code{font-size:12px}
+pre{background:#f7f7f7;border:1px solid #ddd;padding:.5em;overflow-x:auto;max-height:40em;font-size:12px;white-space:pre}
+section.session{border-top:1px solid #ddd;padding:.3em 0 .8em}
+section.session:target{background:#fffbe6;outline:2px solid #e6c200;outline-offset:4px}
+h3{font-size:1.05em;margin:.6em 0 .2em;font-family:ui-monospace,monospace}
+table.about th{background:none;font-weight:600}
 ";
 
 const LABEL_W: f64 = 260.0;
@@ -51,6 +60,7 @@ pub(super) fn report(index: &Index<'_>, summary: &Value) -> String {
     h.push_str("<title>assay release report</title>\n<style>");
     h.push_str(CSS);
     h.push_str("</style>\n</head>\n<body>\n<h1>assay release report</h1>\n");
+    about(&mut h, index, summary);
     if summary["graded_unsandboxed"] == Value::Bool(true) {
         h.push_str("<p class=\"warn\"><strong>Graded unsandboxed</strong> (<code>[env] sandbox = \"none\"</code>): agent code ran with the grader's rights on the host; these verdicts are not tamper-resistant.</p>\n");
     }
@@ -58,15 +68,10 @@ pub(super) fn report(index: &Index<'_>, summary: &Value) -> String {
         .as_object()
         .map(|m| m.values().collect())
         .unwrap_or_default();
-    let tasks = &summary["tasks"];
-    let _ = writeln!(
-        h,
-        "<p>{} tasks released: {} certified, {} uncertified. Scored arm: <code>exclude</code> \
-         (<code>keep</code> where a session has no other). Intervals are Wilson 95%. \
-         <code>resolved_after_rerun</code> is counted apart and is not in the resolved rate.</p>",
-        int(&tasks["released"]),
-        int(&tasks["certified"]),
-        int(&tasks["uncertified"]),
+    h.push_str(
+        "<p>Scored arm: <code>exclude</code> (<code>keep</code> where a session has no other). \
+         Intervals are Wilson 95%. <code>resolved_after_rerun</code> is counted apart and is not \
+         in the resolved rate.</p>\n",
     );
 
     leaderboard(&mut h, summary);
@@ -125,9 +130,100 @@ pub(super) fn report(index: &Index<'_>, summary: &Value) -> String {
     usage(&mut h, &agents);
     run_facts(&mut h, &agents);
     super::judged::html(&mut h, summary);
+    super::detail::sections(&mut h, index);
 
     h.push_str("</body>\n</html>\n");
     h
+}
+
+/// What the release is (provenance) and how it was reached (the funnel),
+/// every count with its unit: the funnel counts PRs until tasks are made.
+fn about(h: &mut String, index: &Index<'_>, summary: &Value) {
+    let about = index.about;
+    h.push_str("<table class=\"about\">\n");
+    let row = |h: &mut String, what: &str, value: String| {
+        let _ = writeln!(h, "<tr><th>{what}</th><td>{value}</td></tr>");
+    };
+    if !about.release_node.is_empty() {
+        row(
+            h,
+            "release node",
+            format!("<code>{}</code>", esc(&about.release_node)),
+        );
+    }
+    row(
+        h,
+        "release digest",
+        "in <code>manifest.json</code> (<code>release_digest</code>): it covers this page, \
+         so the page cannot hold it; <code>assay verify</code> checks both"
+            .to_owned(),
+    );
+    if let Some(p) = &about.provenance {
+        row(
+            h,
+            "assay",
+            format!(
+                "{}, commit <code>{}</code>",
+                esc(&p.assay_version),
+                esc(&p.assay_commit)
+            ),
+        );
+        row(
+            h,
+            "pipeline.toml",
+            format!("<code>{}</code> (blake3)", esc(&p.pipeline)),
+        );
+    }
+    // The page reads no clock (it is rebuilt byte for byte from its inputs):
+    // its date is the data's, the newest merge among the released tasks.
+    let newest = index.tasks.iter().map(|(t, _)| t.created_at.as_str()).max();
+    row(
+        h,
+        "date",
+        match newest.filter(|d| !d.is_empty()) {
+            Some(d) => format!("{}, the newest merge of a released task", esc(d)),
+            None => "–".to_owned(),
+        },
+    );
+    h.push_str("</table>\n");
+
+    let f = &about.funnel;
+    let reasons = |m: &BTreeMap<String, usize>| {
+        let parts: Vec<String> = m.iter().map(|(k, n)| format!("{} {n}", esc(k))).collect();
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!(" <span class=\"muted\">({})</span>", parts.join(", "))
+        }
+    };
+    let tasks = &summary["tasks"];
+    let sessions: std::collections::BTreeSet<&str> =
+        index.grades.iter().map(|g| g.0.session.as_str()).collect();
+    h.push_str("<h2>Funnel</h2>\n<table>\n");
+    let _ = writeln!(
+        h,
+        "<tr><th>PRs merged (candidates)</th><td class=\"n\">{}</td><td></td></tr>\n\
+         <tr><th>PRs eligible</th><td class=\"n\">{}</td><td>declined{}</td></tr>\n\
+         <tr><th>PRs screened</th><td class=\"n\">{}</td><td></td></tr>\n\
+         <tr><th>PRs certified</th><td class=\"n\">{}</td><td>with at least one certified task</td></tr>\n\
+         <tr><th>tasks released</th><td class=\"n\">{}</td><td>{} certified, {} uncertified{}; \
+         {} awaiting a statement (not released)</td></tr>\n\
+         <tr><th>sessions graded</th><td class=\"n\">{}</td><td>{} scored; {} not graded</td></tr>",
+        f.candidates,
+        f.eligible,
+        reasons(&f.declined),
+        f.screened,
+        f.certified,
+        int(&tasks["released"]),
+        int(&tasks["certified"]),
+        int(&tasks["uncertified"]),
+        reasons(&f.uncertified_because),
+        f.awaiting_statement,
+        sessions.len(),
+        index.groups.values().map(Vec::len).sum::<usize>(),
+        int(&summary["not_graded"]["total"]),
+    );
+    h.push_str("</table>\n");
 }
 
 fn int(v: &Value) -> String {
@@ -326,7 +422,7 @@ fn short(label: &str) -> String {
     }
 }
 
-fn fault_class(fault: &str) -> &'static str {
+pub(super) fn fault_class(fault: &str) -> &'static str {
     match fault {
         "none" => "f-none",
         "agent" => "f-agent",
@@ -340,7 +436,10 @@ fn fault_class(fault: &str) -> &'static str {
 
 /// Task × agent/model: the scored verdict of every session, coloured by fault.
 fn matrix(h: &mut String, index: &Index<'_>) {
-    h.push_str("<h2>Tasks × agents</h2>\n<p>");
+    h.push_str(
+        "<h2>Tasks × agents</h2>\n<p>The scored verdict of each session; \
+         a cell links to the session's detail below.</p>\n<p>",
+    );
     for f in FAULTS {
         let _ = write!(
             h,
@@ -384,8 +483,9 @@ fn matrix(h: &mut String, index: &Index<'_>) {
                     for g in grades {
                         let _ = write!(
                             h,
-                            "<span class=\"v {}\" title=\"{}\">{}</span>",
+                            "<a class=\"v {}\" href=\"#{}\" title=\"{}\">{}</a>",
                             fault_class(&g.0.fault),
+                            super::detail::anchor(&g.0.session),
                             esc(&g.0.session),
                             esc(&g.0.verdict)
                         );

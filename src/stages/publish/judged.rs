@@ -891,6 +891,7 @@ mod tests {
                     ),
                 ),
             ],
+            ..PublishInput::default()
         }
     }
 

@@ -1,4 +1,4 @@
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
@@ -76,6 +76,7 @@ pub(super) fn grade(
         sandbox: "bwrap".to_owned(),
         executor: None,
         image: None,
+        log_tail: None,
     };
     (record, format!("grade-{session}-{arm}"))
 }
@@ -196,6 +197,7 @@ fn sample() -> PublishInput {
         .into(),
         judges: vec![],
         readings: vec![],
+        ..PublishInput::default()
     }
 }
 
@@ -585,4 +587,134 @@ fn run_facts_are_published_per_session_and_per_agent() {
         html.contains("error_during_execution 1; success 1"),
         "the ended counts"
     );
+}
+
+/// The hrefs of the matrix's cells and the ids of the session sections.
+fn links_and_anchors(html: &str) -> (Vec<String>, BTreeSet<String>) {
+    let matrix = &html[html.find("<h2>Tasks × agents").expect("a matrix")..];
+    let matrix = &matrix[..matrix.find("</table>").expect("its table")];
+    let hrefs = matrix
+        .split("href=\"#")
+        .skip(1)
+        .map(|s| s[..s.find('"').expect("closed")].to_owned())
+        .collect();
+    let ids = html
+        .split("<section class=\"session\" id=\"")
+        .skip(1)
+        .map(|s| s[..s.find('"').expect("closed")].to_owned())
+        .collect();
+    (hrefs, ids)
+}
+
+#[test]
+fn every_matrix_cell_links_to_its_sessions_section() {
+    let input = sample();
+    let html = String::from_utf8(publish(&input)["report.html"].clone()).expect("utf8");
+    let (hrefs, ids) = links_and_anchors(&html);
+    // s1..s4 (alpha) and s5 (beta) are scored; s6 is on an uncertified task.
+    assert_eq!(hrefs.len(), 5, "{hrefs:?}");
+    for href in &hrefs {
+        assert!(ids.contains(href), "{href} links to no section: {ids:?}");
+    }
+    // Every graded session has its section, named by its id, the one on an
+    // uncertified task too (saying it was not scored).
+    assert_eq!(ids.len(), 6);
+    let s3 = &html[html
+        .find(&format!("id=\"{}\"", detail::anchor("s3")))
+        .expect("s3")..];
+    let s3 = &s3[..s3.find("</section>").expect("closed")];
+    assert!(s3.contains("<h3>s3</h3>"), "{s3}");
+    // Its arms disagree: both are told, the scored one first.
+    let exclude = s3.find("exclude (scored)").expect("the scored arm");
+    assert!(
+        exclude < s3.find("<td>keep").expect("the other arm"),
+        "{s3}"
+    );
+    assert!(s3.contains("<code>t::b</code>"), "its failing tests: {s3}");
+    let s6 = &html[html
+        .find(&format!("id=\"{}\"", detail::anchor("s6")))
+        .expect("s6")..];
+    assert!(s6.contains("<strong>Not scored</strong>: task uncertified"));
+}
+
+#[test]
+fn a_patch_or_log_that_closes_the_pre_cannot_open_a_script() {
+    const ATTACK: &str = "</pre><script>alert(1)</script><pre>";
+    let mut input = sample();
+    let patch = format!("diff --git a/x b/x\n+{ATTACK}\n");
+    input.patches.insert("patch".to_owned(), patch.into_bytes());
+    let s3 = input
+        .grades
+        .iter_mut()
+        .find(|g| g.0.session == "s3" && g.0.arm == "exclude")
+        .expect("s3");
+    s3.0.log_tail = Some(crate::stages::records::LogTail {
+        of: "log".to_owned(),
+        lines_omitted: 3,
+        text: format!("FAILED {ATTACK}"),
+    });
+    s3.0.detail = ATTACK.to_owned();
+    let html = String::from_utf8(publish(&input)["report.html"].clone()).expect("utf8");
+    assert!(!html.contains("<script"), "a script got through");
+    assert!(!html.contains(ATTACK));
+    let escaped = "&lt;/pre&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;pre&gt;";
+    // In the patch of s1..s3, the log of s3 and its reason.
+    assert_eq!(html.matches(escaped).count(), 5, "{html}");
+    assert!(html.contains("after 3 lines left out"));
+}
+
+#[test]
+fn a_long_patch_is_cut_and_says_how_much_is_left_out() {
+    let mut input = sample();
+    let long: String = (0..1000).map(|i| format!("+line {i}\n")).collect();
+    input.patches.insert(
+        "patch".to_owned(),
+        format!("diff --git a/x b/x\n{long}").into_bytes(),
+    );
+    let html = String::from_utf8(publish(&input)["report.html"].clone()).expect("utf8");
+    assert!(
+        html.contains("+line 298</pre>"),
+        "the first lines are shown"
+    );
+    assert!(!html.contains("+line 299"));
+    assert!(html.contains("… 701 more lines"));
+}
+
+#[test]
+fn the_header_counts_prs_and_tasks_apart_and_names_its_provenance() {
+    let mut input = sample();
+    input.about = About {
+        funnel: crate::stages::release::Funnel {
+            candidates: 5,
+            eligible: 4,
+            screened: 4,
+            certified: 2,
+            tasks_released: 3,
+            uncertified: 1,
+            ..Default::default()
+        },
+        provenance: Some(crate::stages::provenance::Provenance {
+            pipeline: "p1p1".to_owned(),
+            assay_version: "9.9.9".to_owned(),
+            assay_commit: "c0ffee".to_owned(),
+        }),
+        release_node: "r00t".to_owned(),
+    };
+    input.tasks[1].0.created_at = "2026-02-03T04:05:06Z".to_owned();
+    input.tasks[0].0.created_at = "2026-01-01T00:00:00Z".to_owned();
+    let html = String::from_utf8(publish(&input)["report.html"].clone()).expect("utf8");
+    for (what, text) in [
+        ("node", "<code>r00t</code>"),
+        ("version and commit", "9.9.9, commit <code>c0ffee</code>"),
+        ("pipeline", "<code>p1p1</code>"),
+        ("the newest merge", "2026-02-03T04:05:06Z, the newest merge"),
+        ("where the digest is", "in <code>manifest.json</code>"),
+        ("PRs", "<th>PRs certified</th><td class=\"n\">2</td>"),
+        (
+            "tasks",
+            "<th>tasks released</th><td class=\"n\">3</td><td>2 certified, 1 uncertified",
+        ),
+    ] {
+        assert!(html.contains(text), "{what}: {text}");
+    }
 }

@@ -1,0 +1,279 @@
+//! The report's per-session sections: one `<section id="s-…">` per graded
+//! session, linked from its matrix cell, with every arm's verdict, fault and
+//! reason, the failing tests with the tail of the last log, the paths the
+//! grader left out, the tamper suspects, the run's own facts and the patch.
+//!
+//! Patches and logs are hostile text (an agent wrote the one and its code
+//! printed the other): both are escaped and capped, like every label.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+use assay_engine::Digest;
+
+use super::html::esc;
+use super::{Graded, Index, SCORED_ARM};
+use crate::stages::records::{GradeRecord, SessionRecord};
+
+/// How much of a patch the page shows.
+const PATCH_LINES: usize = 300;
+const PATCH_BYTES: usize = 24 * 1024;
+
+/// The anchor of a session's section: stable for its id, whatever the
+/// release around it (an id holds `/`, `#` and spaces; a digest holds none).
+pub(super) fn anchor(session: &str) -> String {
+    format!("s-{}", &Digest::of(session.as_bytes()).to_hex()[..16])
+}
+
+/// Every graded session, by id, each with its grades (scored arm first).
+pub(super) fn sections(h: &mut String, index: &Index<'_>) {
+    let mut by_session: BTreeMap<&str, Vec<Graded<'_>>> = BTreeMap::new();
+    for g in &index.grades {
+        by_session.entry(&g.0.session).or_default().push(g);
+    }
+    let _ = writeln!(
+        h,
+        "<h2 id=\"sessions\">Sessions ({} graded)</h2>",
+        by_session.len()
+    );
+    h.push_str(
+        "<p>Each graded session: its verdict on every arm (the scored one first), why, the \
+         tests still failing with the end of the last log, what the grader left out, the run's \
+         own facts and the patch. Reached from the cells of the matrix above.</p>\n",
+    );
+    let ungraded: BTreeMap<&str, &str> = index
+        .not_graded
+        .iter()
+        .map(|(s, why)| (s.as_str(), why.as_str()))
+        .collect();
+    for (session, mut grades) in by_session {
+        grades.sort_by_key(|g| g.0.arm != SCORED_ARM);
+        let first = &grades[0].0;
+        let _ = writeln!(
+            h,
+            "<section class=\"session\" id=\"{}\">\n<h3>{}</h3>\n<p>{} / {} on task <strong>{}</strong> \
+             ({} track), task digest <code>{}</code>{}</p>",
+            anchor(session),
+            esc(session),
+            esc(&first.agent),
+            esc(&first.model),
+            esc(&first.instance_id),
+            esc(&first.track),
+            esc(short_digest(&first.task_digest)),
+            match ungraded.get(session) {
+                Some(why) => format!(". <strong>Not scored</strong>: {}", esc(why)),
+                None => String::new(),
+            }
+        );
+        arms(h, &grades);
+        // Another arm's evidence only where it tells something new: the
+        // same verdict on the same failing tests is the same story.
+        for g in &grades {
+            let same = |o: &GradeRecord| o.verdict == g.0.verdict && o.failing == g.0.failing;
+            if g.0.arm == first.arm || !same(first) {
+                evidence(h, &g.0, grades.len() > 1);
+            }
+        }
+        let record = index.sessions.get(session).copied();
+        run_facts(h, index, record, &first.model);
+        patch(h, index, record);
+        h.push_str("</section>\n");
+    }
+}
+
+fn short_digest(d: &str) -> &str {
+    d.get(..16).unwrap_or(d)
+}
+
+/// One row per arm: the verdict and what it rests on.
+fn arms(h: &mut String, grades: &[Graded<'_>]) {
+    h.push_str(
+        "<table>\n<tr><th>arm</th><th>verdict</th><th>fault</th><th>reason</th>\
+         <th>PASS_TO_PASS</th><th>FAIL_TO_PASS</th><th>exit</th><th>reruns</th><th>sandbox</th></tr>\n",
+    );
+    for g in grades {
+        let r = &g.0;
+        let exit = |code: Option<i32>| code.map_or("–".to_owned(), |c| c.to_string());
+        let checks = |word: &str, code: Option<i32>| match code {
+            Some(c) => format!("{} (exit {c})", esc(word)),
+            None => esc(word),
+        };
+        let _ = writeln!(
+            h,
+            "<tr><td>{}{}<br><span class=\"muted\">{}</span></td><td><span class=\"v {}\">{}</span></td>\
+             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
+            esc(&r.arm),
+            if r.arm == SCORED_ARM { " (scored)" } else { "" },
+            esc(&r.policy),
+            super::html::fault_class(&r.fault),
+            esc(&r.verdict),
+            esc(&r.fault),
+            if r.detail.is_empty() {
+                "–".to_owned()
+            } else {
+                esc(&r.detail)
+            },
+            checks(&r.base_check, r.base_exit),
+            checks(&r.new_check, r.new_exit),
+            exit(r.exit_code),
+            r.reruns,
+            esc(&r.sandbox),
+        );
+    }
+    h.push_str("</table>\n");
+}
+
+/// Failing tests, the log's tail, excluded and reset paths, tamper suspects:
+/// each only where the grade has some.
+fn evidence(h: &mut String, r: &GradeRecord, name_arm: bool) {
+    let arm = if name_arm {
+        format!(" <span class=\"muted\">({} arm)</span>", esc(&r.arm))
+    } else {
+        String::new()
+    };
+    let list = |h: &mut String, title: &str, items: &[String]| {
+        if items.is_empty() {
+            return;
+        }
+        let _ = write!(
+            h,
+            "<p><strong>{title}</strong> ({}){arm}:</p>\n<ul>",
+            items.len()
+        );
+        for i in items {
+            let _ = write!(h, "<li><code>{}</code></li>", esc(i));
+        }
+        h.push_str("</ul>\n");
+    };
+    list(h, "Failing tests", &r.failing);
+    if let Some(t) = &r.log_tail {
+        let omitted = if t.lines_omitted == 0 {
+            String::new()
+        } else {
+            format!(", after {} lines left out", t.lines_omitted)
+        };
+        let receipt = r.evidence.iter().find(|e| e.what == t.of);
+        let _ = writeln!(
+            h,
+            "<p><strong>End of the {}</strong>{arm}{omitted}{}:</p>\n{}",
+            esc(&t.of),
+            receipt.map_or(String::new(), |e| format!(
+                " (blob <code>{}</code>, {} bytes)",
+                esc(short_digest(&e.digest)),
+                e.bytes
+            )),
+            if t.text.is_empty() {
+                "<p class=\"muted\">(the log is empty)</p>".to_owned()
+            } else {
+                format!("<pre class=\"log\">{}</pre>", esc(&t.text))
+            }
+        );
+    }
+    list(h, "Left out by the policy", &r.excluded_paths);
+    list(h, "Reset to the test patch", &r.reset_paths);
+    list(h, "Tamper suspects", &r.tamper);
+}
+
+fn run_facts(h: &mut String, index: &Index<'_>, record: Option<&SessionRecord>, model: &str) {
+    let Some(s) = record else {
+        h.push_str("<p class=\"muted\">No session record.</p>\n");
+        return;
+    };
+    let f = &s.facts;
+    let opt = |v: Option<String>| v.map_or("–".to_owned(), |v| esc(&v));
+    let tokens = if f.tokens.is_empty() {
+        "–".to_owned()
+    } else {
+        let kinds: Vec<String> = f
+            .tokens
+            .iter()
+            .map(|(k, n)| format!("{} {n}", esc(k)))
+            .collect();
+        format!("{} ({})", f.tokens.values().sum::<u64>(), kinds.join(", "))
+    };
+    let cost = if index.prices.is_empty() || f.tokens.is_empty() && f.by_model.is_empty() {
+        "–".to_owned()
+    } else {
+        let mut unpriced = BTreeSet::new();
+        let usd = super::session_cost(index.prices, model, f, &mut unpriced);
+        let names: Vec<String> = unpriced.iter().map(|u| esc(u)).collect();
+        match (usd == 0.0, names.is_empty()) {
+            // Nothing priced is no cost of zero.
+            (true, false) => format!("no price for {}", names.join(", ")),
+            (false, false) => format!("{usd:.4} (no price for {})", names.join(", ")),
+            _ => format!("{usd:.4}"),
+        }
+    };
+    let _ = writeln!(
+        h,
+        "<table class=\"facts\">\n<tr><th>turns</th><th>tokens</th><th>cost (USD)</th>\
+         <th>reported cost (USD)</th><th>ended</th><th>is_error</th><th>permission denials</th>\
+         <th>duration (s)</th><th>models</th></tr>\n<tr><td class=\"n\">{}</td><td>{tokens}</td>\
+         <td class=\"n\">{cost}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td>\
+         <td class=\"n\">{}</td><td>{}</td></tr>\n</table>",
+        opt(f.turns.map(|t| t.to_string())),
+        opt(f.reported_cost_usd.map(|c| format!("{c:.4}"))),
+        opt(f.ended.clone()),
+        opt(f.is_error.map(|e| e.to_string())),
+        opt(f.permission_denials.map(|d| d.to_string())),
+        opt(f.duration_ms.map(|ms| format!("{:.1}", ms as f64 / 1000.0))),
+        if f.models.is_empty() {
+            "–".to_owned()
+        } else {
+            esc(&f.models.join(", "))
+        },
+    );
+}
+
+/// The session's patch, capped, in a closed `<details>` (open it to read).
+fn patch(h: &mut String, index: &Index<'_>, record: Option<&SessionRecord>) {
+    let Some(bytes) = record.and_then(|s| index.patches.get(&s.patch)) else {
+        h.push_str("<p class=\"muted\">No patch.</p>\n");
+        return;
+    };
+    let text = String::from_utf8_lossy(bytes);
+    if text.trim().is_empty() {
+        h.push_str("<p><strong>Patch</strong>: empty.</p>\n");
+        return;
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let mut shown = 0;
+    let mut size = 0;
+    for l in lines.iter().take(PATCH_LINES) {
+        if size + l.len() + 1 > PATCH_BYTES {
+            break;
+        }
+        size += l.len() + 1;
+        shown += 1;
+    }
+    let shape = index
+        .metrics
+        .get(record.map_or("", |s| s.id.as_str()))
+        .map_or(String::new(), |m| {
+            format!(
+                ", +{} −{} in {} file{}",
+                m.lines_added,
+                m.lines_removed,
+                m.files_touched,
+                if m.files_touched == 1 { "" } else { "s" }
+            )
+        });
+    let more = lines.len() - shown;
+    let _ = write!(
+        h,
+        "<details class=\"patch\"><summary><strong>Patch</strong>: {} lines{shape} \
+         (blob <code>{}</code>)</summary>\n<pre>{}</pre>",
+        lines.len(),
+        esc(short_digest(
+            &record.map_or(String::new(), |s| s.patch.clone())
+        )),
+        esc(&lines[..shown].join("\n"))
+    );
+    if more > 0 {
+        let _ = write!(
+            h,
+            "<p class=\"muted\">… {more} more lines (the whole patch is the session's blob)</p>"
+        );
+    }
+    h.push_str("</details>\n");
+}

@@ -4,6 +4,7 @@
 
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
 
+pub mod example;
 pub mod fixture;
 
 use std::collections::BTreeMap;

@@ -2,7 +2,6 @@
 //! requests and a [`Checkout`] of it where sessions' diffs are made.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use super::Project;
 
@@ -13,40 +12,11 @@ pub struct Repo {
     tick: u64,
 }
 
-/// `git` with no user or system config and fixed identities and dates.
+/// Hermetic `git` in `dir` (see `assay_testkit::git`), its dates `tick`
+/// hours after a fixed moment.
 pub fn git_in(dir: &Path, tick: u64, args: &[&str]) -> String {
-    let t = 1_767_607_200 + tick * 3600;
-    let date = format!("{t} +0000");
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args([
-            "-c",
-            "commit.gpgsign=false",
-            "-c",
-            "core.autocrlf=false",
-            "-c",
-            "merge.ff=true",
-        ])
-        .args(args)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_SYSTEM", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "Octo Cat")
-        .env("GIT_AUTHOR_EMAIL", "octo@example.com")
-        .env("GIT_COMMITTER_NAME", "Octo Cat")
-        .env("GIT_COMMITTER_EMAIL", "octo@example.com")
-        .env("GIT_AUTHOR_DATE", &date)
-        .env("GIT_COMMITTER_DATE", &date)
-        .env("TZ", "UTC")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    let time = 1_767_607_200 + tick as i64 * 3600;
+    assay_testkit::git(dir, time, args)
 }
 
 impl Repo {
@@ -108,18 +78,15 @@ impl Repo {
     /// A clone at `<project>/<name>` for making session diffs with real git.
     pub fn checkout(&self, project: &Project, name: &str) -> Checkout {
         let dir = project.path().join(name);
-        let out = Command::new("git")
-            .args(["clone", "-q"])
-            .arg(&self.dir)
-            .arg(&dir)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        git_in(
+            project.path(),
+            0,
+            &[
+                "clone",
+                "-q",
+                &self.dir.display().to_string(),
+                &dir.display().to_string(),
+            ],
         );
         Checkout { dir }
     }

@@ -23,6 +23,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use util::attacks::{hostile, hostile_code_is_confined};
 use util::fixture::*;
 use util::{Build, Repo, unique};
 

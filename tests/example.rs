@@ -14,25 +14,7 @@ use std::path::Path;
 
 use serde_json::Value;
 use util::Project;
-
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-/// Copies `from` into `to`, leaving out the example repository a build of
-/// the source tree may have created (the copy creates its own).
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let (src, dest) = (e.path(), to.join(e.file_name()));
-        if src == Path::new(ROOT).join("examples/calc/repo") {
-            continue;
-        }
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&src, &dest);
-        } else {
-            std::fs::copy(&src, &dest).unwrap();
-        }
-    }
-}
+use util::example::{ROOT, example_project};
 
 fn read(rel: &str) -> String {
     std::fs::read_to_string(Path::new(ROOT).join(rel)).unwrap()
@@ -84,21 +66,7 @@ struct Example {
 }
 
 fn build_example() -> Example {
-    let project = Project::new();
-    std::fs::copy(
-        Path::new(ROOT).join("pipeline.toml"),
-        project.path().join("pipeline.toml"),
-    )
-    .unwrap();
-    copy_tree(
-        &Path::new(ROOT).join("examples"),
-        &project.path().join("examples"),
-    );
-    // The cache directory as a clone has it: the tracked files only.
-    std::fs::create_dir_all(project.path().join("cache")).unwrap();
-    for tracked in ["cache/README.md", "cache/CACHEDIR.TAG"] {
-        std::fs::copy(Path::new(ROOT).join(tracked), project.path().join(tracked)).unwrap();
-    }
+    let project = example_project();
     let b = project.build_json(&[]).code(0);
     let release = project.path().join("release");
     // Certified tasks in tasks.jsonl, uncertified ones in a file of their

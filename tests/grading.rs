@@ -12,8 +12,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
+use util::attacks::{hostile, hostile_code_is_confined};
 use util::fixture::*;
-use util::{Build, unique};
+use util::{Build, grep_tree, live_with, unique};
 
 /// One session on task p-1 with this patch, default pipeline, built.
 fn grade_p1(id: &str, patch: &str) -> Fixture {

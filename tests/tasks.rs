@@ -458,23 +458,6 @@ fn a_missing_test_command_is_environment_broken_and_nothing_else() {
     );
 }
 
-/// Live processes on the host whose command line holds `token`.
-fn live_with(token: &str) -> Vec<u32> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-            continue;
-        };
-        if let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline"))
-            && String::from_utf8_lossy(&cmd).contains(token)
-            && util::process_alive(pid)
-        {
-            out.push(pid);
-        }
-    }
-    out
-}
-
 #[test]
 fn a_timeout_kills_the_whole_process_tree() {
     let project = Project::new();
@@ -489,7 +472,7 @@ fn a_timeout_kills_the_whole_process_tree() {
     // Were the timeout not enforced, this build would last the sleeps.
     build(&project);
     // The build has returned: every process of every run is gone already.
-    let alive = live_with(&format!("sleep\0{t}."));
+    let alive = util::live_with(&format!("sleep\0{t}."));
     for p in &alive {
         let _ = Command::new("kill").args(["-9", &p.to_string()]).status();
     }

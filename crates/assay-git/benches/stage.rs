@@ -12,30 +12,7 @@ use assay_git::{Source, TreeStore};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 
 fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_SYSTEM", "/dev/null")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_AUTHOR_NAME", "Bench")
-        .env("GIT_AUTHOR_EMAIL", "bench@example.com")
-        .env("GIT_COMMITTER_NAME", "Bench")
-        .env("GIT_COMMITTER_EMAIL", "bench@example.com")
-        .env("GIT_AUTHOR_DATE", "@1700000000 +0000")
-        .env("GIT_COMMITTER_DATE", "@1700000000 +0000")
-        .args(["-c", "core.quotepath=off"])
-        .args(args)
-        .output()
-        .expect("git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .expect("utf8")
+    assay_testkit::git(dir, 1_700_000_000, args)
         .trim()
         .to_string()
 }

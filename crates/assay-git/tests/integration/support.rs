@@ -1,7 +1,6 @@
 //! A small builder for throwaway repositories with fixed identities/dates.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use tempfile::TempDir;
 
@@ -10,33 +9,9 @@ pub(crate) struct Repo {
     time: i64,
 }
 
+/// Hermetic `git` (see `assay_testkit::git`), its output trimmed.
 pub(crate) fn git_in(dir: &Path, args: &[&str], time: i64) -> String {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_SYSTEM", "/dev/null")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_AUTHOR_NAME", "Ada")
-        .env("GIT_AUTHOR_EMAIL", "ada@example.com")
-        .env("GIT_COMMITTER_NAME", "Ada")
-        .env("GIT_COMMITTER_EMAIL", "ada@example.com")
-        .env("GIT_AUTHOR_DATE", format!("@{time} +0000"))
-        .env("GIT_COMMITTER_DATE", format!("@{time} +0000"))
-        .args(["-c", "core.quotepath=off"])
-        .args(args)
-        .output()
-        .expect("run git");
-    assert!(
-        out.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .expect("utf8")
-        .trim()
-        .to_string()
+    assay_testkit::git(dir, time, args).trim().to_string()
 }
 
 impl Repo {

@@ -1,0 +1,109 @@
+//! Snapshots of what users read (insta): the bundled example's
+//! `release/summary.json` and `release/results.csv`, the funnel the build
+//! prints, and diagnostics with their exit code. A change to any of them
+//! shows up as a diff to review (`docs/testing.md`), not as a silent drift.
+//!
+//! Redacted, because they legitimately vary: the grade digests (a grade
+//! record holds the test log, and unittest prints its own wall time: `Ran 19
+//! tests in 0.009s`) and the project's temp directory. Nothing else: every
+//! other byte of the release is the same on every machine.
+
+#![allow(clippy::unwrap_used)]
+
+mod util;
+
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+
+use util::fixture::Fixture;
+use util::{Project, Run, csv_records};
+
+/// The bundled example, built once for every snapshot of it.
+struct Example {
+    project: Project,
+    stderr: String,
+    /// Every grade digest of results.csv (each varies with the test log).
+    grade_digests: BTreeSet<String>,
+}
+
+fn example() -> &'static Example {
+    static EXAMPLE: OnceLock<Example> = OnceLock::new();
+    EXAMPLE.get_or_init(|| {
+        let project = util::example::example_project();
+        let run = project.run(&["build"]).code(0);
+        let results = std::fs::read_to_string(project.path().join("release/results.csv")).unwrap();
+        let grade_digests = csv_records(&results)
+            .into_iter()
+            .map(|r| r["grade_digest"].clone())
+            .collect();
+        Example {
+            project,
+            stderr: run.stderr,
+            grade_digests,
+        }
+    })
+}
+
+impl Example {
+    /// A release file with its grade digests redacted.
+    fn release_file(&self, name: &str) -> String {
+        let path = self.project.path().join("release").join(name);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        for digest in &self.grade_digests {
+            assert_eq!(digest.len(), 64, "not a digest: {digest:?}");
+            text = text.replace(digest.as_str(), "[grade digest]");
+        }
+        text
+    }
+}
+
+/// Exit code and stderr together, the project's directory redacted.
+fn diagnostic(project: &Project, run: &Run) -> String {
+    let dir = project.path().display().to_string();
+    format!(
+        "exit code: {}\n--- stderr\n{}",
+        run.code,
+        run.stderr.replace(&dir, "[project]")
+    )
+}
+
+#[test]
+fn example_summary_json() {
+    insta::assert_snapshot!(example().release_file("summary.json"));
+}
+
+#[test]
+fn example_results_csv() {
+    insta::assert_snapshot!(example().release_file("results.csv"));
+}
+
+#[test]
+fn example_funnel_as_printed() {
+    let stderr = &example().stderr;
+    let at = stderr
+        .find("funnel:")
+        .unwrap_or_else(|| panic!("no funnel line:\n{stderr}"));
+    insta::assert_snapshot!(&stderr[at..]);
+}
+
+#[test]
+fn pipeline_unknown_key_points_at_it_with_a_hint() {
+    let project = Project::new()
+        .file("a.txt", "a")
+        .pipeline("[[step]]\nname = \"a\"\nrun = \"true\"\ncomand = \"x\"\n");
+    let run = project.run(&["build"]);
+    insta::assert_snapshot!(diagnostic(&project, &run));
+}
+
+#[test]
+fn session_file_missing_a_comma_points_at_it_with_a_hint() {
+    let f = Fixture::new();
+    f.default_pipeline();
+    // The comma after the agent is missing.
+    f.project.write(
+        "sessions/alpha/no-comma.json",
+        "{\n  \"task\": \"p-1\",\n  \"agent\": \"alpha\"\n  \"model\": \"model-x\",\n  \"patch\": \"\"\n}\n",
+    );
+    let run = f.project.run(&["build"]);
+    insta::assert_snapshot!(diagnostic(&f.project, &run));
+}

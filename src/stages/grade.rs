@@ -17,7 +17,8 @@ use assay_report::Outcome;
 use serde::Serialize;
 
 use super::records::{
-    EnvRecord, GradeRecord, Receipt, RunRecord, SessionRecord, TaskRecord, TreeRecord,
+    Arm, EnvRecord, Fault, GradeRecord, Receipt, RunRecord, SessionRecord, TaskRecord, TaskStatus,
+    TreeRecord, Verdict,
 };
 use super::run::{HowToRun, execute_tree};
 
@@ -31,39 +32,17 @@ pub(super) const STAGE_VERSION: u32 = 2;
 /// 4: a red grade of a run that ended with `is_error` is `infrastructure`'s.
 pub(super) const GRADE_VERSION: u32 = 4;
 
-/// Which of a session's paths the grader leaves out.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum Policy {
-    /// Every test file the session touches, new or existing, and test
-    /// infrastructure ([`INFRA_GLOBS`]): the default.
-    TestsAndInfra,
-    NewTestFiles,
-    AllTestFiles,
-    ResetTestPatchFiles,
-    None,
-}
-
-impl Policy {
-    pub(crate) fn parse(s: &str) -> Option<Policy> {
-        Some(match s {
-            "tests-and-infra" => Policy::TestsAndInfra,
-            "new-test-files" => Policy::NewTestFiles,
-            "all-test-files" => Policy::AllTestFiles,
-            "reset-test-patch-files" => Policy::ResetTestPatchFiles,
-            "none" => Policy::None,
-            _ => return None,
-        })
-    }
-
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Policy::TestsAndInfra => "tests-and-infra",
-            Policy::NewTestFiles => "new-test-files",
-            Policy::AllTestFiles => "all-test-files",
-            Policy::ResetTestPatchFiles => "reset-test-patch-files",
-            Policy::None => "none",
-        }
+super::records::words! {
+    unit_variant;
+    /// Which of a session's paths the grader leaves out.
+    pub(crate) enum Policy {
+        /// Every test file the session touches, new or existing, and test
+        /// infrastructure ([`INFRA_GLOBS`]): the default.
+        TestsAndInfra = "tests-and-infra",
+        NewTestFiles = "new-test-files",
+        AllTestFiles = "all-test-files",
+        ResetTestPatchFiles = "reset-test-patch-files",
+        None = "none",
     }
 }
 
@@ -226,7 +205,7 @@ pub(crate) fn session_job(p: SessionParams) -> Arc<dyn Job> {
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct StageParams {
-    pub(crate) arm: String,
+    pub(crate) arm: Arm,
     pub(crate) policy: Policy,
     pub(crate) test_globs: Vec<String>,
 }
@@ -264,14 +243,14 @@ fn stage(p: &StageParams, store_dir: &std::path::Path, ctx: &JobCtx) -> Result<O
         tree: None,
         skipped: Some(why),
     };
-    let record = if !task.certified || task.status != "released" {
+    let record = if !task.certified || task.status != TaskStatus::Released {
         skipped(format!(
             "not_graded: task {} is {}",
             task.instance_id,
             if task.certified {
-                task.status.clone()
+                task.status.as_str()
             } else {
-                "uncertified".into()
+                "uncertified"
             }
         ))
     } else {
@@ -332,7 +311,7 @@ pub(crate) fn stage_job(params: StageParams, store_dir: PathBuf) -> Arc<dyn Job>
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct GradeParams {
-    pub(crate) arm: String,
+    pub(crate) arm: Arm,
     pub(crate) policy: Policy,
     pub(crate) test_globs: Vec<String>,
     pub(crate) reruns: u32,
@@ -381,9 +360,9 @@ fn check(tests: &[String], outcomes: &std::collections::BTreeMap<String, Outcome
 /// died of an API or infrastructure failure (`is_error: true`, e.g. Claude
 /// Code's "API Error: 529"): the patch is what a broken run left behind.
 /// Tamper suspects, decided after this, stay the agent's.
-fn blame_infrastructure(fault: &mut String, detail: &mut String, facts: &super::records::RunFacts) {
-    if facts.is_error == Some(true) && fault == "agent" {
-        "infrastructure".clone_into(fault);
+fn blame_infrastructure(fault: &mut Fault, detail: &mut String, facts: &super::records::RunFacts) {
+    if facts.is_error == Some(true) && *fault == Fault::Agent {
+        *fault = Fault::Infrastructure;
         let why = "the agent's run ended with is_error (an API or infrastructure failure)";
         *detail = if detail.is_empty() {
             why.to_owned()
@@ -435,10 +414,10 @@ async fn grade(
         task_digest,
         agent: session.agent.clone(),
         model: session.model.clone(),
-        arm: p.arm.clone(),
-        policy: p.policy.as_str().to_owned(),
-        verdict: String::new(),
-        fault: String::new(),
+        arm: p.arm,
+        policy: p.policy,
+        verdict: Verdict::NotGraded,
+        fault: Fault::None,
         detail: String::new(),
         failing: Vec::new(),
         excluded_paths: excluded,
@@ -459,26 +438,27 @@ async fn grade(
         });
     }
     let mut attachments = Vec::new();
-    let verdict = |rec: &mut GradeRecord, v: &str, fault: &str, detail: String| {
-        rec.verdict = v.to_owned();
-        rec.fault = fault.to_owned();
+    let verdict = |rec: &mut GradeRecord, v: Verdict, fault: Fault, detail: String| {
+        rec.verdict = v;
+        rec.fault = fault;
         rec.detail = detail;
     };
     if let Some(why) = &tree.skipped {
         let (v, detail) = why.split_once(": ").unwrap_or((why.as_str(), ""));
+        let v = Verdict::parse(v).unwrap_or(Verdict::NotGraded);
         let fault = match v {
-            "patch_apply_failed" => "agent",
-            "test_patch_conflict" => "ambiguous",
-            _ => "none",
+            Verdict::PatchApplyFailed => Fault::Agent,
+            Verdict::TestPatchConflict => Fault::Ambiguous,
+            _ => Fault::None,
         };
         verdict(&mut rec, v, fault, detail.to_owned());
     } else if run.env_failed || run.exit_code == Some(127) {
-        verdict(&mut rec, "env_setup_failed", "harness", "the environment could not run the command (setup failed or exit 127: command or interpreter not found)".into());
+        verdict(&mut rec, Verdict::EnvSetupFailed, Fault::Harness, "the environment could not run the command (setup failed or exit 127: command or interpreter not found)".into());
     } else if run.log_truncated {
         verdict(
             &mut rec,
-            "ineligible",
-            "harness",
+            Verdict::Ineligible,
+            Fault::Harness,
             format!(
                 "the evidence ({} bytes) exceeds the cap ({} bytes); the stored log was cut after {} bytes, and a grade is never scored on a cut log",
                 run.log_bytes, p.run.log_cap, p.run.log_cap
@@ -487,8 +467,8 @@ async fn grade(
     } else if run.timed_out {
         verdict(
             &mut rec,
-            "unresolved",
-            "agent",
+            Verdict::Unresolved,
+            Fault::Agent,
             format!("timed out after {} s", p.run.timeout_s),
         );
     } else if let Some(limit) = &run.limit {
@@ -496,8 +476,8 @@ async fn grade(
         // the run: the patch's code did that, as with a timeout.
         verdict(
             &mut rec,
-            "unresolved",
-            "agent",
+            Verdict::Unresolved,
+            Fault::Agent,
             format!("the run hit its {limit} limit"),
         );
     } else if run.report_error.is_some()
@@ -512,8 +492,12 @@ async fn grade(
         // Graded tasks are certified: their controls reported normally, so a
         // run of this tree that gives no usable report is the patch's doing
         // (its code broke or faked the runner).
-        let fault = if task.certified { "agent" } else { "harness" };
-        verdict(&mut rec, "no_report", fault, why);
+        let fault = if task.certified {
+            Fault::Agent
+        } else {
+            Fault::Harness
+        };
+        verdict(&mut rec, Verdict::NoReport, fault, why);
     } else {
         let mut outcomes = run.tests.clone();
         let p2p = check(&task.pass_to_pass, &outcomes);
@@ -600,12 +584,12 @@ async fn grade(
     let changed: Vec<String> = changed_test_files.into_iter().collect();
     let (suspects, in_effect) = tamper_suspects(&patch, &rec.excluded_paths, &tests, &changed);
     rec.tamper = suspects;
-    if in_effect && matches!(rec.verdict.as_str(), "resolved" | "resolved_after_rerun") {
+    if in_effect && rec.verdict.passed() {
         let why = rec.tamper.join("; ");
         verdict(
             &mut rec,
-            "unresolved",
-            "agent",
+            Verdict::Unresolved,
+            Fault::Agent,
             format!("tamper suspect, never scored resolved: {why}"),
         );
     }
@@ -625,8 +609,8 @@ async fn grade(
 /// The verdict of a run that produced a usable report.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Settled {
-    pub(crate) verdict: &'static str,
-    pub(crate) fault: &'static str,
+    pub(crate) verdict: Verdict,
+    pub(crate) fault: Fault,
     pub(crate) detail: String,
     pub(crate) failing: Vec<String>,
 }
@@ -644,10 +628,15 @@ pub(crate) fn settle(unbuilt: &Unbuilt<'_>, mut failing: Vec<String>, reruns: u3
     };
     if failing.is_empty() && unbuilt.tests.is_empty() {
         return if reruns == 0 {
-            settled("resolved", "none", String::new(), failing)
+            settled(Verdict::Resolved, Fault::None, String::new(), failing)
         } else {
             let detail = format!("passed on rerun {reruns}");
-            settled("resolved_after_rerun", "flaky_test", detail, failing)
+            settled(
+                Verdict::ResolvedAfterRerun,
+                Fault::FlakyTest,
+                detail,
+                failing,
+            )
         };
     }
     let mut detail = Vec::new();
@@ -663,7 +652,12 @@ pub(crate) fn settle(unbuilt: &Unbuilt<'_>, mut failing: Vec<String>, reruns: u3
     failing.extend(unbuilt.tests.iter().cloned());
     failing.sort();
     failing.dedup();
-    settled("unresolved", "agent", detail.join("; "), failing)
+    settled(
+        Verdict::Unresolved,
+        Fault::Agent,
+        detail.join("; "),
+        failing,
+    )
 }
 
 /// The expected tests (FAIL_TO_PASS, PASS_TO_PASS) a graded run did not
@@ -801,7 +795,7 @@ mod tests {
             fail_to_pass: ids(f2p),
             pass_to_pass: ids(p2p),
             track: "basic".into(),
-            status: "released".into(),
+            status: TaskStatus::Released,
             certified: true,
             ..TaskRecord::default()
         }
@@ -829,7 +823,7 @@ mod tests {
         let unbuilt = Unbuilt::of(Format::GoTestJson, &task, &run);
         assert_eq!(unbuilt.tests.len(), 3);
         let s = settle(&unbuilt, Vec::new(), 0);
-        assert_eq!((s.verdict, s.fault), ("unresolved", "agent"));
+        assert_eq!((s.verdict, s.fault), (Verdict::Unresolved, Fault::Agent));
         assert_eq!(s.detail, format!("{PKG} does not build: {TOO_MANY}"));
         assert_eq!(
             s.failing,
@@ -855,7 +849,7 @@ mod tests {
         let unbuilt = Unbuilt::of(Format::GoTestJson, &task, &run);
         assert!(unbuilt.tests.is_empty());
         let s = settle(&unbuilt, vec![format!("{PKG}.TestMeanEmpty")], 1);
-        assert_eq!(s.verdict, "unresolved");
+        assert_eq!(s.verdict, Verdict::Unresolved);
         assert_eq!(s.detail, "1 tests still fail after 1 reruns");
         // Both at once: the compiler's message first.
         let mut run = broken(PKG, "x.go:1: boom");
@@ -894,17 +888,25 @@ mod tests {
         let s = settle(&none, Vec::new(), 0);
         assert_eq!(
             (s.verdict, s.fault, s.detail.as_str()),
-            ("resolved", "none", "")
+            (Verdict::Resolved, Fault::None, "")
         );
         let s = settle(&none, Vec::new(), 2);
         assert_eq!(
             (s.verdict, s.fault, s.detail.as_str()),
-            ("resolved_after_rerun", "flaky_test", "passed on rerun 2")
+            (
+                Verdict::ResolvedAfterRerun,
+                Fault::FlakyTest,
+                "passed on rerun 2"
+            )
         );
         let s = settle(&none, vec!["t".into()], 3);
         assert_eq!(
             (s.verdict, s.fault, s.detail.as_str()),
-            ("unresolved", "agent", "1 tests still fail after 3 reruns")
+            (
+                Verdict::Unresolved,
+                Fault::Agent,
+                "1 tests still fail after 3 reruns"
+            )
         );
     }
 
@@ -914,26 +916,24 @@ mod tests {
             is_error: Some(true),
             ..Default::default()
         };
-        let (mut fault, mut detail) = (
-            "agent".to_owned(),
-            "2 tests still fail after 3 reruns".to_owned(),
-        );
+        let (mut fault, mut detail) =
+            (Fault::Agent, "2 tests still fail after 3 reruns".to_owned());
         blame_infrastructure(&mut fault, &mut detail, &errored);
-        assert_eq!(fault, "infrastructure");
+        assert_eq!(fault, Fault::Infrastructure);
         assert_eq!(
             detail,
             "2 tests still fail after 3 reruns; the agent's run ended with is_error (an API or infrastructure failure)"
         );
         // Only the agent's blame moves; a run that ended well keeps it.
-        let (mut fault, mut detail) = ("harness".to_owned(), String::new());
+        let (mut fault, mut detail) = (Fault::Harness, String::new());
         blame_infrastructure(&mut fault, &mut detail, &errored);
-        assert_eq!(fault, "harness");
-        let (mut fault, mut detail) = ("agent".to_owned(), String::new());
+        assert_eq!(fault, Fault::Harness);
+        let (mut fault, mut detail) = (Fault::Agent, String::new());
         let fine = crate::stages::records::RunFacts {
             is_error: Some(false),
             ..Default::default()
         };
         blame_infrastructure(&mut fault, &mut detail, &fine);
-        assert_eq!(fault, "agent");
+        assert_eq!(fault, Fault::Agent);
     }
 }

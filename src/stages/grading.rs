@@ -10,6 +10,7 @@ use super::grade::{self, GradeParams, Policy, SessionParams, StageParams};
 use super::judge;
 use super::layout::node;
 use super::metrics::{self, MetricsParams};
+use super::records::Arm;
 use super::redact::RedactConfig;
 use super::release;
 use super::run::{self, RunParams};
@@ -65,9 +66,10 @@ pub(super) fn grade_nodes(
     };
     let mut arms = Vec::new();
     for a in pipeline.file.grade.arms.iter().flatten() {
-        match a.get_ref().as_str() {
-            "exclude" | "keep" => arms.push(a.get_ref().clone()),
-            other => {
+        match Arm::parse(a.get_ref()) {
+            Some(arm) => arms.push(arm),
+            None => {
+                let other = a.get_ref();
                 return Err(pipeline
                     .error_at(
                         a.span(),
@@ -80,7 +82,7 @@ pub(super) fn grade_nodes(
         }
     }
     if arms.is_empty() {
-        arms.push("exclude".into());
+        arms.push(Arm::Exclude);
     }
     let previous_tasks = previous_task_keys(cache_dir);
     let mut not_graded = Vec::new();
@@ -175,9 +177,12 @@ pub(super) fn grade_nodes(
             continue;
         };
         for arm in &arms {
-            let arm_policy = if arm == "keep" { Policy::None } else { policy };
+            let arm_policy = match arm {
+                Arm::Keep => Policy::None,
+                Arm::Exclude => policy,
+            };
             let sp = StageParams {
-                arm: arm.clone(),
+                arm: *arm,
                 policy: arm_policy,
                 test_globs: g.test_globs.to_vec(),
             };
@@ -208,7 +213,7 @@ pub(super) fn grade_nodes(
                 ),
             ));
             let gp = GradeParams {
-                arm: arm.clone(),
+                arm: *arm,
                 policy: arm_policy,
                 test_globs: g.test_globs.to_vec(),
                 reruns: pipeline.file.grade.reruns.unwrap_or(3),
@@ -233,7 +238,7 @@ pub(super) fn grade_nodes(
                 true,
                 grade::grade_job(gp.clone(), env.format, g.store_dir.to_owned()),
             ));
-            if Some(arm) == arms.iter().find(|a| *a == "exclude").or(arms.first()) {
+            if Some(arm) == arms.iter().find(|a| **a == Arm::SCORED).or(arms.first()) {
                 reviewable.push(judge::Reviewable {
                     session: s.id.clone(),
                     task_node: task_node.clone(),

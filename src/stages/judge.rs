@@ -41,7 +41,7 @@ use assay_judge::{
 use serde::{Deserialize, Serialize};
 
 use super::layout::node;
-use super::records::{GradeRecord, SessionRecord, TaskRecord};
+use super::records::{GradeRecord, SessionRecord, TaskRecord, Verdict};
 use super::release;
 use crate::cli::Failure;
 use crate::pipeline::{JudgeConfig, Pipeline};
@@ -307,14 +307,14 @@ async fn review(judge: &Judge, p: &JudgeParams, ctx: &JobCtx) -> Result<Output, 
     for (slot, pair) in ctx.inputs[1..].chunks(2).enumerate() {
         let session: SessionRecord = serde_json::from_slice(&pair[0]).map_err(|e| err(&e))?;
         let grade: GradeRecord = serde_json::from_slice(&pair[1]).map_err(|e| err(&e))?;
-        if grade.verdict == "not_graded" {
+        if grade.verdict == Verdict::NotGraded {
             not_graded = Some(format!("{} is not graded: {}", session.id, grade.detail));
         }
         candidates.push(Candidate {
             slot,
             patch: blob_text(ctx, &session.patch)?,
             grading: Grading {
-                verdict: grade.verdict.clone(),
+                verdict: grade.verdict.to_string(),
                 failing_tests: grade.failing.clone(),
             },
         });
@@ -374,6 +374,7 @@ async fn review(judge: &Judge, p: &JudgeParams, ctx: &JobCtx) -> Result<Output, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stages::records::TaskStatus;
 
     fn task(track: &str, statement: &str) -> TaskRecord {
         TaskRecord {
@@ -383,7 +384,7 @@ mod tests {
             patch: "+gold".into(),
             problem_statement: statement.into(),
             track: track.into(),
-            status: "released".into(),
+            status: TaskStatus::Released,
             certified: true,
             env: "e".into(),
             ..TaskRecord::default()

@@ -6,6 +6,170 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+/// A closed set of words a record stores: an enum for logic, its word for
+/// output. Each value's word is written once, here; serde reads and writes
+/// exactly that word, so records keep their bytes.
+///
+/// Serialized as a plain string by default (the bytes a `String` field had).
+/// `words! { unit_variant; … }` serializes as serde's unit variant instead
+/// (JSON: the same word; bincode node params: the variant index), for an
+/// enum that was `#[derive(Serialize)]`d before and sits in node params.
+macro_rules! words {
+    (unit_variant; $($enum:tt)*) => {
+        $crate::stages::records::words!(@enum $($enum)*);
+        $crate::stages::records::words!(@serialize_unit_variant $($enum)*);
+    };
+    ($(#[$meta:meta])* pub(crate) enum $name:ident { $($body:tt)* }) => {
+        $crate::stages::records::words!(@enum $(#[$meta])* pub(crate) enum $name { $($body)* });
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+    };
+    (@serialize_unit_variant $(#[$meta:meta])* pub(crate) enum $name:ident { $($body:tt)* }) => {
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let index = Self::ALL.iter().position(|v| v == self).unwrap_or_default();
+                s.serialize_unit_variant(stringify!($name), index as u32, self.as_str())
+            }
+        }
+    };
+    (@enum $(#[$meta:meta])* pub(crate) enum $name:ident {
+        $($(#[$vmeta:meta])* $value:ident = $word:literal,)*
+    }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub(crate) enum $name {
+            $($(#[$vmeta])* $value,)*
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub(crate) const ALL: &'static [$name] = &[$($name::$value,)*];
+
+            pub(crate) fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$value => $word,)*
+                }
+            }
+
+            pub(crate) fn parse(word: &str) -> Option<$name> {
+                Self::ALL.iter().copied().find(|v| v.as_str() == word)
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let word = <String as serde::Deserialize>::deserialize(d)?;
+                $name::parse(&word).ok_or_else(|| {
+                    let known: Vec<&str> = Self::ALL.iter().map(|v| v.as_str()).collect();
+                    serde::de::Error::custom(format!(
+                        "unknown {} `{word}` (known: {})",
+                        stringify!($name),
+                        known.join(", ")
+                    ))
+                })
+            }
+        }
+    };
+}
+pub(crate) use words;
+
+words! {
+    /// What grading a session concluded (docs/verdicts.md).
+    pub(crate) enum Verdict {
+        Resolved = "resolved",
+        ResolvedAfterRerun = "resolved_after_rerun",
+        Unresolved = "unresolved",
+        PatchApplyFailed = "patch_apply_failed",
+        TestPatchConflict = "test_patch_conflict",
+        NoReport = "no_report",
+        EnvSetupFailed = "env_setup_failed",
+        Ineligible = "ineligible",
+        /// The task is not released and certified: the session was not
+        /// graded at all (the release lists it apart, never as a grade).
+        NotGraded = "not_graded",
+    }
+}
+
+impl Verdict {
+    /// The eight verdicts of a graded session, in the order tables show
+    /// them ([`Verdict::NotGraded`] never reaches a table).
+    pub(crate) const GRADED: [Verdict; 8] = [
+        Verdict::Resolved,
+        Verdict::ResolvedAfterRerun,
+        Verdict::Unresolved,
+        Verdict::PatchApplyFailed,
+        Verdict::TestPatchConflict,
+        Verdict::NoReport,
+        Verdict::EnvSetupFailed,
+        Verdict::Ineligible,
+    ];
+
+    /// `resolved` or `resolved_after_rerun`.
+    pub(crate) fn passed(self) -> bool {
+        matches!(self, Verdict::Resolved | Verdict::ResolvedAfterRerun)
+    }
+}
+
+words! {
+    /// Who a grade blames.
+    pub(crate) enum Fault {
+        None = "none",
+        Agent = "agent",
+        FlakyTest = "flaky_test",
+        Ambiguous = "ambiguous",
+        Harness = "harness",
+        Infrastructure = "infrastructure",
+    }
+}
+
+words! {
+    /// A grading arm: `exclude` applies the exclusion policy, `keep` leaves
+    /// out nothing (it only exposes the verifier).
+    pub(crate) enum Arm {
+        Exclude = "exclude",
+        Keep = "keep",
+    }
+}
+
+impl Arm {
+    /// The arm that scores.
+    pub(crate) const SCORED: Arm = Arm::Exclude;
+    /// The arm scored only when a session has no scored one.
+    pub(crate) const CONTRAST: Arm = Arm::Keep;
+}
+
+words! {
+    /// Where a task stands in the release.
+    #[derive(Default)]
+    pub(crate) enum TaskStatus {
+        #[default]
+        Released = "released",
+        AwaitingStatement = "awaiting_statement",
+        Declined = "declined",
+    }
+}
+
+words! {
+    /// Triage's decision on a candidate: eligible, or why it is declined.
+    pub(crate) enum Decision {
+        Eligible = "eligible",
+        EmptyDiff = "empty_diff",
+        DocsOnly = "docs_only",
+        NoTestChange = "no_test_change",
+        NoCodeChange = "no_code_change",
+        TooManyFiles = "too_many_files",
+    }
+}
+
 /// `triage:<candidate>`: can this candidate become a task, and its two patches.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct TriageRecord {
@@ -15,8 +179,7 @@ pub(crate) struct TriageRecord {
     pub(crate) head: String,
     pub(crate) title: String,
     pub(crate) body: String,
-    /// `eligible`, or the decline reason.
-    pub(crate) decision: String,
+    pub(crate) decision: Decision,
     pub(crate) detail: String,
     pub(crate) test_files: Vec<String>,
     pub(crate) gold_files: Vec<String>,
@@ -27,7 +190,7 @@ pub(crate) struct TriageRecord {
 
 impl TriageRecord {
     pub(crate) fn eligible(&self) -> bool {
-        self.decision == "eligible"
+        self.decision == Decision::Eligible
     }
 }
 
@@ -161,8 +324,7 @@ pub(crate) struct TaskRecord {
     #[serde(rename = "PASS_TO_PASS")]
     pub(crate) pass_to_pass: Vec<String>,
     pub(crate) track: String,
-    /// released | awaiting_statement | declined
-    pub(crate) status: String,
+    pub(crate) status: TaskStatus,
     pub(crate) certified: bool,
     pub(crate) uncertified_because: Vec<String>,
     pub(crate) flaky: Vec<String>,
@@ -253,14 +415,10 @@ pub(crate) struct GradeRecord {
     pub(crate) task_digest: String,
     pub(crate) agent: String,
     pub(crate) model: String,
-    /// `exclude` (the exclusion policy applies) or `keep` (nothing excluded).
-    pub(crate) arm: String,
-    pub(crate) policy: String,
-    /// resolved | resolved_after_rerun | unresolved | patch_apply_failed |
-    /// test_patch_conflict | no_report | env_setup_failed | ineligible
-    pub(crate) verdict: String,
-    /// none | agent | flaky_test | ambiguous | harness
-    pub(crate) fault: String,
+    pub(crate) arm: Arm,
+    pub(crate) policy: super::grade::Policy,
+    pub(crate) verdict: Verdict,
+    pub(crate) fault: Fault,
     pub(crate) detail: String,
     /// FAIL_TO_PASS / PASS_TO_PASS tests still failing (after reruns).
     pub(crate) failing: Vec<String>,
@@ -311,4 +469,115 @@ pub(crate) struct MetricsRecord {
     pub(crate) suppressions_added: u64,
     pub(crate) comment_lines_added: u64,
     pub(crate) empty_patch: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every value's JSON is the word records stored before it was an
+    /// enum, and reads back as the same value.
+    fn same_bytes<T>(pairs: &[(T, &str)])
+    where
+        T: Copy + std::fmt::Debug + PartialEq + Serialize + for<'de> Deserialize<'de>,
+    {
+        for (value, word) in pairs {
+            let json = serde_json::to_string(value).expect("serializes");
+            assert_eq!(json, format!("\"{word}\""));
+            let back: T = serde_json::from_str(&json).expect("deserializes");
+            assert_eq!(back, *value);
+        }
+    }
+
+    #[test]
+    fn verdicts_serialize_as_their_old_words() {
+        same_bytes(&[
+            (Verdict::Resolved, "resolved"),
+            (Verdict::ResolvedAfterRerun, "resolved_after_rerun"),
+            (Verdict::Unresolved, "unresolved"),
+            (Verdict::PatchApplyFailed, "patch_apply_failed"),
+            (Verdict::TestPatchConflict, "test_patch_conflict"),
+            (Verdict::NoReport, "no_report"),
+            (Verdict::EnvSetupFailed, "env_setup_failed"),
+            (Verdict::Ineligible, "ineligible"),
+            (Verdict::NotGraded, "not_graded"),
+        ]);
+        assert_eq!(Verdict::ALL.len(), 9);
+        assert!(!Verdict::GRADED.contains(&Verdict::NotGraded));
+    }
+
+    #[test]
+    fn faults_serialize_as_their_old_words() {
+        same_bytes(&[
+            (Fault::None, "none"),
+            (Fault::Agent, "agent"),
+            (Fault::FlakyTest, "flaky_test"),
+            (Fault::Ambiguous, "ambiguous"),
+            (Fault::Harness, "harness"),
+            (Fault::Infrastructure, "infrastructure"),
+        ]);
+        assert_eq!(Fault::ALL.len(), 6);
+    }
+
+    #[test]
+    fn arms_serialize_as_their_old_words() {
+        same_bytes(&[(Arm::Exclude, "exclude"), (Arm::Keep, "keep")]);
+        assert_eq!((Arm::SCORED, Arm::CONTRAST), (Arm::Exclude, Arm::Keep));
+    }
+
+    #[test]
+    fn task_statuses_serialize_as_their_old_words() {
+        same_bytes(&[
+            (TaskStatus::Released, "released"),
+            (TaskStatus::AwaitingStatement, "awaiting_statement"),
+            (TaskStatus::Declined, "declined"),
+        ]);
+        assert_eq!(TaskStatus::ALL.len(), 3);
+    }
+
+    #[test]
+    fn triage_decisions_serialize_as_their_old_words() {
+        same_bytes(&[
+            (Decision::Eligible, "eligible"),
+            (Decision::EmptyDiff, "empty_diff"),
+            (Decision::DocsOnly, "docs_only"),
+            (Decision::NoTestChange, "no_test_change"),
+            (Decision::NoCodeChange, "no_code_change"),
+            (Decision::TooManyFiles, "too_many_files"),
+        ]);
+        assert_eq!(Decision::ALL.len(), 6);
+    }
+
+    #[test]
+    fn policies_serialize_as_their_old_words() {
+        use crate::stages::grade::Policy;
+        same_bytes(&[
+            (Policy::TestsAndInfra, "tests-and-infra"),
+            (Policy::NewTestFiles, "new-test-files"),
+            (Policy::AllTestFiles, "all-test-files"),
+            (Policy::ResetTestPatchFiles, "reset-test-patch-files"),
+            (Policy::None, "none"),
+        ]);
+    }
+
+    #[test]
+    fn a_policy_keeps_its_derived_encoding_in_node_params() {
+        use crate::stages::grade::Policy;
+        // What `#[derive(Serialize)]` gave: the variant index.
+        for (i, p) in Policy::ALL.iter().enumerate() {
+            assert_eq!(assay_engine::encode_params(p), [i as u8]);
+        }
+        // An arm was a `String` param: it stays one.
+        assert_eq!(
+            assay_engine::encode_params(&Arm::Keep),
+            assay_engine::encode_params(&"keep")
+        );
+    }
+
+    #[test]
+    fn an_unknown_word_is_an_error_naming_the_known_ones() {
+        let e = serde_json::from_str::<Fault>("\"gremlins\"").expect_err("unknown");
+        assert!(e.to_string().contains("unknown Fault `gremlins`"), "{e}");
+        assert!(e.to_string().contains("flaky_test"), "{e}");
+    }
 }

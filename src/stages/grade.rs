@@ -17,8 +17,8 @@ use assay_report::Outcome;
 use serde::Serialize;
 
 use super::records::{
-    Arm, EnvRecord, Fault, GradeRecord, Receipt, RunRecord, SessionRecord, TaskRecord, TaskStatus,
-    TreeRecord, Verdict,
+    Arm, EnvRecord, Fault, GradeRecord, Receipt, RunRecord, SessionRecord, Skip, TaskRecord,
+    TaskStatus, TreeRecord, Verdict,
 };
 use super::run::{HowToRun, execute_tree};
 
@@ -239,26 +239,28 @@ fn stage(p: &StageParams, store_dir: &std::path::Path, ctx: &JobCtx) -> Result<O
     let err = |e: &dyn std::fmt::Display| JobError::new(format!("stage: {e}"));
     let task: TaskRecord = serde_json::from_slice(&ctx.inputs[0]).map_err(|e| err(&e))?;
     let session: SessionRecord = serde_json::from_slice(&ctx.inputs[1]).map_err(|e| err(&e))?;
-    let skipped = |why: String| TreeRecord {
+    let skipped = |why: Skip| TreeRecord {
         tree: None,
         skipped: Some(why),
     };
     let record = if !task.certified || task.status != TaskStatus::Released {
-        skipped(format!(
-            "not_graded: task {} is {}",
+        skipped(Skip::NotGraded(format!(
+            "task {} is {}",
             task.instance_id,
             if task.certified {
                 task.status.as_str()
             } else {
                 "uncertified"
             }
-        ))
+        )))
     } else {
         let patch = blob(ctx, &session.patch)?;
         let tests = super::triage::globset(&p.test_globs).map_err(|e| err(&e))?;
         let policy_excluded = excluded_paths(&patch, task.test_patch.as_bytes(), p.policy, &tests);
         match policy_excluded.and_then(|ex| session_paths(&patch).map(|paths| (ex, paths))) {
-            Err(e) => skipped(format!("patch_apply_failed: the patch cannot be read: {e}")),
+            Err(e) => skipped(Skip::PatchApplyFailed(format!(
+                "the patch cannot be read: {e}"
+            ))),
             Ok((mut exclude, paths)) => {
                 exclude.extend(reset_paths(&patch, task.test_patch.as_bytes()));
                 exclude.sort();
@@ -284,13 +286,13 @@ fn stage(p: &StageParams, store_dir: &std::path::Path, ctx: &JobCtx) -> Result<O
                         skipped: None,
                     },
                     Err(ComposeError::Apply { label, stderr }) if label == "session" => {
-                        skipped(format!("patch_apply_failed: {}", stderr.trim()))
+                        skipped(Skip::PatchApplyFailed(stderr.trim().to_owned()))
                     }
                     Err(ComposeError::PathEscape { path, reason, .. }) => {
-                        skipped(format!("patch_apply_failed: {path}: {reason}"))
+                        skipped(Skip::PatchApplyFailed(format!("{path}: {reason}")))
                     }
                     Err(ComposeError::Apply { stderr, .. }) => {
-                        skipped(format!("test_patch_conflict: {}", stderr.trim()))
+                        skipped(Skip::TestPatchConflict(stderr.trim().to_owned()))
                     }
                     Err(e) => return Err(err(&e)),
                 }
@@ -444,14 +446,16 @@ async fn grade(
         rec.detail = detail;
     };
     if let Some(why) = &tree.skipped {
-        let (v, detail) = why.split_once(": ").unwrap_or((why.as_str(), ""));
-        let v = Verdict::parse(v).unwrap_or(Verdict::NotGraded);
-        let fault = match v {
-            Verdict::PatchApplyFailed => Fault::Agent,
-            Verdict::TestPatchConflict => Fault::Ambiguous,
-            _ => Fault::None,
+        let (v, fault, detail) = match why {
+            Skip::PatchApplyFailed(d) => (Verdict::PatchApplyFailed, Fault::Agent, d.clone()),
+            Skip::TestPatchConflict(d) => (Verdict::TestPatchConflict, Fault::Ambiguous, d.clone()),
+            Skip::NotGraded(d) => (Verdict::NotGraded, Fault::None, d.clone()),
+            // The tree node's skips; a stage never records them.
+            Skip::Declined(_) | Skip::Unstaged(_) => {
+                (Verdict::NotGraded, Fault::None, why.to_string())
+            }
         };
-        verdict(&mut rec, v, fault, detail.to_owned());
+        verdict(&mut rec, v, fault, detail);
     } else if run.env_failed || run.exit_code == Some(127) {
         verdict(&mut rec, Verdict::EnvSetupFailed, Fault::Harness, "the environment could not run the command (setup failed or exit 127: command or interpreter not found)".into());
     } else if run.log_truncated {

@@ -224,11 +224,77 @@ pub(crate) struct EnvRecord {
     pub(crate) failed_command: Option<String>,
 }
 
-/// `tree:<candidate>:<state>`: the staged tree's git id, or why there is none.
+/// `tree:<candidate>:<state>` and `stage:<session>:<arm>`: the staged
+/// tree's git id, or why there is none.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct TreeRecord {
     pub(crate) tree: Option<String>,
-    pub(crate) skipped: Option<String>,
+    pub(crate) skipped: Option<Skip>,
+}
+
+/// Why a tree was not composed. Stored as one line of text, `<kind>:
+/// <detail>` (the bytes the records always had), read back by its kind.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Skip {
+    /// Triage declined the candidate (`tree`).
+    Declined(Decision),
+    /// The task is not released and certified (`stage`): nothing to grade.
+    NotGraded(String),
+    /// The session's patch does not apply, or is not a patch (`stage`).
+    PatchApplyFailed(String),
+    /// The hidden test patch does not apply over the session's (`stage`).
+    TestPatchConflict(String),
+    /// A state of the candidate could not be composed (`tree`); the text
+    /// says which and why, with no kind of its own.
+    Unstaged(String),
+}
+
+impl Skip {
+    const DECLINED: &'static str = "declined";
+    const NOT_GRADED: &'static str = "not_graded";
+    const PATCH_APPLY_FAILED: &'static str = "patch_apply_failed";
+    const TEST_PATCH_CONFLICT: &'static str = "test_patch_conflict";
+
+    /// Reads the stored line back; text of no known kind is [`Skip::Unstaged`].
+    pub(crate) fn parse(line: &str) -> Skip {
+        let Some((kind, detail)) = line.split_once(": ") else {
+            return Skip::Unstaged(line.to_owned());
+        };
+        match kind {
+            Self::DECLINED => match Decision::parse(detail) {
+                Some(d) => Skip::Declined(d),
+                None => Skip::Unstaged(line.to_owned()),
+            },
+            Self::NOT_GRADED => Skip::NotGraded(detail.to_owned()),
+            Self::PATCH_APPLY_FAILED => Skip::PatchApplyFailed(detail.to_owned()),
+            Self::TEST_PATCH_CONFLICT => Skip::TestPatchConflict(detail.to_owned()),
+            _ => Skip::Unstaged(line.to_owned()),
+        }
+    }
+}
+
+impl std::fmt::Display for Skip {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Skip::Declined(d) => write!(f, "{}: {d}", Self::DECLINED),
+            Skip::NotGraded(why) => write!(f, "{}: {why}", Self::NOT_GRADED),
+            Skip::PatchApplyFailed(why) => write!(f, "{}: {why}", Self::PATCH_APPLY_FAILED),
+            Skip::TestPatchConflict(why) => write!(f, "{}: {why}", Self::TEST_PATCH_CONFLICT),
+            Skip::Unstaged(why) => f.write_str(why),
+        }
+    }
+}
+
+impl Serialize for Skip {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Skip {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(Skip::parse(&String::deserialize(d)?))
+    }
 }
 
 /// `run:…`: one execution of the test command over one tree.
@@ -571,6 +637,48 @@ mod tests {
         assert_eq!(
             assay_engine::encode_params(&Arm::Keep),
             assay_engine::encode_params(&"keep")
+        );
+    }
+
+    #[test]
+    fn a_skip_keeps_the_text_tree_records_stored() {
+        let cases = [
+            (Skip::Declined(Decision::DocsOnly), "declined: docs_only"),
+            (
+                Skip::NotGraded("task calc-3 is uncertified".into()),
+                "not_graded: task calc-3 is uncertified",
+            ),
+            (
+                Skip::PatchApplyFailed("error: corrupt patch at line 7".into()),
+                "patch_apply_failed: error: corrupt patch at line 7",
+            ),
+            // An empty reason keeps its separator, as the text always had.
+            (
+                Skip::PatchApplyFailed(String::new()),
+                "patch_apply_failed: ",
+            ),
+            (
+                Skip::TestPatchConflict("tests/a.py: patch does not apply".into()),
+                "test_patch_conflict: tests/a.py: patch does not apply",
+            ),
+            (
+                Skip::Unstaged("cannot compose the gold state: boom".into()),
+                "cannot compose the gold state: boom",
+            ),
+        ];
+        for (skip, text) in cases {
+            let json = serde_json::to_string(&skip).expect("serializes");
+            assert_eq!(json, serde_json::to_string(text).expect("a string"));
+            let back: Skip = serde_json::from_str(&json).expect("deserializes");
+            assert_eq!(back, skip);
+        }
+        let none = TreeRecord {
+            tree: Some("abc".into()),
+            skipped: None,
+        };
+        assert_eq!(
+            serde_json::to_string(&none).expect("serializes"),
+            r#"{"tree":"abc","skipped":null}"#
         );
     }
 

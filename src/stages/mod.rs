@@ -23,6 +23,7 @@ mod swebench;
 mod task;
 mod tree;
 mod triage;
+mod verdict;
 
 pub(crate) use records::RunFacts;
 pub(crate) use release::{ReleaseParams, ReleaseRecord, assemble};

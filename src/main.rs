@@ -9,6 +9,7 @@ mod pipeline;
 mod render;
 mod sessions;
 mod stages;
+mod words;
 
 use std::process::ExitCode;
 

@@ -14,7 +14,7 @@ use toml::Spanned;
 
 pub(crate) use diag::ConfigError;
 pub(crate) use judge::JudgeConfig;
-pub(crate) use settings::{Policy, Settings};
+pub(crate) use settings::{Arm, Policy, Settings};
 
 /// The file as written. Every table rejects unknown keys.
 #[derive(Debug, Deserialize)]

@@ -10,8 +10,6 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use serde::Serialize;
-
 use super::{ConfigError, Pipeline};
 
 /// Test layouts of Python, JS/TS, Go, Rust and Java, plus snapshots and fixtures.
@@ -48,42 +46,38 @@ pub(crate) const DEFAULT_DOCS_GLOBS: &[&str] = &[
     ".github/**",
 ];
 
-/// Which of a session's paths the grader leaves out (`[grade] exclusion`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum Policy {
-    /// Every test file the session touches, new or existing, and test
-    /// infrastructure (`stages::grade::INFRA_GLOBS`): the default.
-    #[default]
-    TestsAndInfra,
-    NewTestFiles,
-    AllTestFiles,
-    ResetTestPatchFiles,
-    None,
+crate::words::words! {
+    unit_variant;
+    /// Which of a session's paths the grader leaves out (`[grade] exclusion`).
+    /// In node params as the derived enum it was (its variant index).
+    #[derive(Default)]
+    pub(crate) enum Policy {
+        /// Every test file the session touches, new or existing, and test
+        /// infrastructure (`stages::grade::INFRA_GLOBS`): the default.
+        #[default]
+        TestsAndInfra = "tests-and-infra",
+        NewTestFiles = "new-test-files",
+        AllTestFiles = "all-test-files",
+        ResetTestPatchFiles = "reset-test-patch-files",
+        None = "none",
+    }
 }
 
-impl Policy {
-    pub(crate) const ALL: [Policy; 5] = [
-        Policy::TestsAndInfra,
-        Policy::NewTestFiles,
-        Policy::AllTestFiles,
-        Policy::ResetTestPatchFiles,
-        Policy::None,
-    ];
-
-    pub(crate) fn parse(s: &str) -> Option<Policy> {
-        Policy::ALL.into_iter().find(|p| p.as_str() == s)
+crate::words::words! {
+    /// A grading arm: `exclude` applies the exclusion policy, `keep` leaves
+    /// out nothing (it only exposes the verifier). In node params and
+    /// records as its word.
+    pub(crate) enum Arm {
+        Exclude = "exclude",
+        Keep = "keep",
     }
+}
 
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Policy::TestsAndInfra => "tests-and-infra",
-            Policy::NewTestFiles => "new-test-files",
-            Policy::AllTestFiles => "all-test-files",
-            Policy::ResetTestPatchFiles => "reset-test-patch-files",
-            Policy::None => "none",
-        }
-    }
+impl Arm {
+    /// The arm that scores.
+    pub(crate) const SCORED: Arm = Arm::Exclude;
+    /// The arm scored only when a session has no scored one.
+    pub(crate) const CONTRAST: Arm = Arm::Keep;
 }
 
 /// `[triage]`, checked: the globs as written (they are part of node keys).
@@ -99,8 +93,8 @@ pub(crate) struct TriageSettings {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct GradeSettings {
     pub(crate) policy: Policy,
-    /// `exclude` and/or `keep`, in file order; never empty.
-    pub(crate) arms: Vec<String>,
+    /// In file order; never empty.
+    pub(crate) arms: Vec<Arm>,
     pub(crate) reruns: u32,
     pub(crate) rerun_command: Option<String>,
     pub(crate) check_command: Option<String>,
@@ -259,20 +253,18 @@ fn grade(pipeline: &Pipeline) -> Result<GradeSettings, ConfigError> {
     };
     let mut arms = Vec::new();
     for a in g.arms.iter().flatten() {
-        match a.get_ref().as_str() {
-            "exclude" | "keep" => arms.push(a.get_ref().clone()),
-            other => {
-                return Err(pipeline.error_at(
-                    a.span(),
-                    format!("unknown arm `{other}`"),
-                    "here",
-                    "arms are `exclude` (the policy applies) and `keep` (nothing excluded)",
-                ));
-            }
-        }
+        let arm = Arm::parse(a.get_ref()).ok_or_else(|| {
+            pipeline.error_at(
+                a.span(),
+                format!("unknown arm `{}`", a.get_ref()),
+                "here",
+                "arms are `exclude` (the policy applies) and `keep` (nothing excluded)",
+            )
+        })?;
+        arms.push(arm);
     }
     if arms.is_empty() {
-        arms.push("exclude".into());
+        arms.push(Arm::SCORED);
     }
     Ok(GradeSettings {
         policy,
@@ -315,7 +307,7 @@ mod tests {
         assert_eq!(s.triage.max_files, 50);
         assert_eq!(s.repeats, 2);
         assert_eq!(s.grade.policy, Policy::TestsAndInfra);
-        assert_eq!(s.grade.arms, ["exclude"]);
+        assert_eq!(s.grade.arms, [Arm::Exclude]);
         assert_eq!(s.grade.reruns, 3);
         assert!(s.statements.is_none() && s.sessions.is_none());
     }
@@ -380,7 +372,7 @@ mod tests {
     #[test]
     fn every_policy_parses_back_from_its_name() {
         for p in Policy::ALL {
-            assert_eq!(Policy::parse(p.as_str()), Some(p));
+            assert_eq!(Policy::parse(p.as_str()), Some(*p));
             assert_eq!(serde_json::to_value(p).unwrap(), p.as_str());
         }
     }

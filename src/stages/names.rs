@@ -4,6 +4,7 @@
 //! (docs/stages.md): change one here or nowhere.
 
 use super::tree::State;
+use crate::pipeline::Arm;
 
 /// The one release node.
 pub(crate) const RELEASE: &str = "release";
@@ -59,17 +60,17 @@ pub(crate) fn session(id: &str) -> String {
 }
 
 /// A session's patch staged over its task's tree, in one arm.
-pub(crate) fn stage(session: &str, arm: &str) -> String {
-    format!("stage:{session}:{arm}")
+pub(crate) fn stage(session: &str, arm: Arm) -> String {
+    format!("stage:{session}:{}", arm.as_str())
 }
 
 /// The graded run of a session in one arm.
-pub(crate) fn graded_run(session: &str, arm: &str) -> String {
-    format!("run:{session}:{arm}")
+pub(crate) fn graded_run(session: &str, arm: Arm) -> String {
+    format!("run:{session}:{}", arm.as_str())
 }
 
-pub(crate) fn grade(session: &str, arm: &str) -> String {
-    format!("grade:{session}:{arm}")
+pub(crate) fn grade(session: &str, arm: Arm) -> String {
+    format!("grade:{session}:{}", arm.as_str())
 }
 
 pub(crate) fn metrics(session: &str) -> String {
@@ -111,8 +112,8 @@ mod tests {
     fn names_keep_their_published_shapes() {
         assert_eq!(tree("calc-1", State::Base), "tree:calc-1:base");
         assert_eq!(screen_run("calc-1", State::Base, 1), "run:calc-1:base:r1");
-        assert_eq!(graded_run("a/s.json", "keep"), "run:a/s.json:keep");
-        assert_eq!(grade("a/s.json", "exclude"), "grade:a/s.json:exclude");
+        assert_eq!(graded_run("a/s.json", Arm::Keep), "run:a/s.json:keep");
+        assert_eq!(grade("a/s.json", Arm::Exclude), "grade:a/s.json:exclude");
         assert_eq!(judge_single("j", "a/s.json", 0), "judge:j:a/s.json:s0");
         assert_eq!(judge_pair("j", "a", "b", 2), "judge:j:a>b:s2");
         assert_eq!(env(&blake3::hash(b"x")).len(), "env:".len() + 12);

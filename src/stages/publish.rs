@@ -31,7 +31,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::records::{GradeRecord, MetricsRecord, SessionRecord, TaskRecord};
+use super::records::{Arm, GradeRecord, MetricsRecord, SessionRecord, TaskRecord};
 
 /// USD per million tokens, by token kind (input, output, cache_read, …).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -72,34 +72,8 @@ pub(crate) struct About {
     pub(crate) release_node: String,
 }
 
-/// The eight verdicts, in the order tables show them.
-pub(crate) const VERDICTS: [&str; 8] = [
-    "resolved",
-    "resolved_after_rerun",
-    "unresolved",
-    "patch_apply_failed",
-    "test_patch_conflict",
-    "no_report",
-    "env_setup_failed",
-    "ineligible",
-];
-
-/// The faults a grade can name.
-pub(crate) const FAULTS: [&str; 6] = [
-    "none",
-    "agent",
-    "flaky_test",
-    "ambiguous",
-    "harness",
-    "infrastructure",
-];
-
 /// The tracks the rate is split by (others found in the grades are added).
 pub(crate) const TRACKS: [&str; 2] = ["basic", "spec"];
-
-/// The arm that scores; the other one only exposes the verifier.
-pub(crate) const SCORED_ARM: &str = "exclude";
-pub(crate) const CONTRAST_ARM: &str = "keep";
 
 /// The z of a two-sided 95% interval.
 const Z95: f64 = 1.959964;
@@ -242,22 +216,25 @@ impl<'a> Index<'a> {
         let mut not_graded: BTreeSet<(String, String)> = input.not_graded.iter().cloned().collect();
 
         // session -> arm -> first grade in sorted order.
-        let mut arms: BTreeMap<&str, BTreeMap<&str, Graded<'a>>> = BTreeMap::new();
+        let mut arms: BTreeMap<&str, BTreeMap<Arm, Graded<'a>>> = BTreeMap::new();
         for g in &grades {
             arms.entry(g.0.session.as_str())
                 .or_default()
-                .entry(g.0.arm.as_str())
+                .entry(g.0.arm)
                 .or_insert(*g);
         }
         let mut groups: BTreeMap<(String, String), Vec<Graded<'a>>> = BTreeMap::new();
         let mut suspects = Vec::new();
         for (session, by_arm) in &arms {
-            if let (Some(ex), Some(keep)) = (by_arm.get(SCORED_ARM), by_arm.get(CONTRAST_ARM))
+            if let (Some(ex), Some(keep)) = (by_arm.get(&Arm::SCORED), by_arm.get(&Arm::CONTRAST))
                 && ex.0.verdict != keep.0.verdict
             {
                 suspects.push(Suspect { exclude: ex, keep });
             }
-            let Some(scored) = by_arm.get(SCORED_ARM).or_else(|| by_arm.get(CONTRAST_ARM)) else {
+            let Some(scored) = by_arm
+                .get(&Arm::SCORED)
+                .or_else(|| by_arm.get(&Arm::CONTRAST))
+            else {
                 continue;
             };
             if uncertified.contains(scored.0.task_digest.as_str()) {
@@ -299,7 +276,7 @@ impl<'a> Index<'a> {
 }
 
 fn grade_order<'a>(g: Graded<'a>) -> (&'a str, &'a str, &'a str, &'a str, &'a str) {
-    (&g.0.agent, &g.0.model, &g.0.session, &g.0.arm, &g.1)
+    (&g.0.agent, &g.0.model, &g.0.session, g.0.arm.as_str(), &g.1)
 }
 
 /// One record per id; where the input repeats an id, the record whose JSON

@@ -6,7 +6,82 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub(crate) use crate::pipeline::{Arm, Policy};
+use crate::words::words;
+
 pub(crate) use crate::sessions::RunFacts;
+
+words! {
+    /// What grading a session concluded (docs/verdicts.md).
+    pub(crate) enum Verdict {
+        Resolved = "resolved",
+        ResolvedAfterRerun = "resolved_after_rerun",
+        Unresolved = "unresolved",
+        PatchApplyFailed = "patch_apply_failed",
+        TestPatchConflict = "test_patch_conflict",
+        NoReport = "no_report",
+        EnvSetupFailed = "env_setup_failed",
+        Ineligible = "ineligible",
+        /// The task is not released and certified: the session was not
+        /// graded at all (the release lists it apart, never as a grade).
+        NotGraded = "not_graded",
+    }
+}
+
+impl Verdict {
+    /// The eight verdicts of a graded session, in the order tables show
+    /// them ([`Verdict::NotGraded`] never reaches a table).
+    pub(crate) const GRADED: [Verdict; 8] = [
+        Verdict::Resolved,
+        Verdict::ResolvedAfterRerun,
+        Verdict::Unresolved,
+        Verdict::PatchApplyFailed,
+        Verdict::TestPatchConflict,
+        Verdict::NoReport,
+        Verdict::EnvSetupFailed,
+        Verdict::Ineligible,
+    ];
+
+    /// `resolved` or `resolved_after_rerun`.
+    pub(crate) fn passed(self) -> bool {
+        matches!(self, Verdict::Resolved | Verdict::ResolvedAfterRerun)
+    }
+}
+
+words! {
+    /// Who a grade blames.
+    pub(crate) enum Fault {
+        None = "none",
+        Agent = "agent",
+        FlakyTest = "flaky_test",
+        Ambiguous = "ambiguous",
+        Harness = "harness",
+        Infrastructure = "infrastructure",
+    }
+}
+
+words! {
+    /// Where a task stands in the release.
+    #[derive(Default)]
+    pub(crate) enum TaskStatus {
+        #[default]
+        Released = "released",
+        AwaitingStatement = "awaiting_statement",
+        Declined = "declined",
+    }
+}
+
+words! {
+    /// Triage's decision on a candidate: eligible, or why it is declined.
+    pub(crate) enum Decision {
+        Eligible = "eligible",
+        EmptyDiff = "empty_diff",
+        DocsOnly = "docs_only",
+        NoTestChange = "no_test_change",
+        NoCodeChange = "no_code_change",
+        TooManyFiles = "too_many_files",
+    }
+}
 
 /// `triage:<candidate>`: can this candidate become a task, and its two patches.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -17,8 +92,7 @@ pub(crate) struct TriageRecord {
     pub(crate) head: String,
     pub(crate) title: String,
     pub(crate) body: String,
-    /// `eligible`, or the decline reason.
-    pub(crate) decision: String,
+    pub(crate) decision: Decision,
     pub(crate) detail: String,
     pub(crate) test_files: Vec<String>,
     pub(crate) gold_files: Vec<String>,
@@ -29,7 +103,7 @@ pub(crate) struct TriageRecord {
 
 impl TriageRecord {
     pub(crate) fn eligible(&self) -> bool {
-        self.decision == "eligible"
+        self.decision == Decision::Eligible
     }
 }
 
@@ -63,11 +137,77 @@ pub(crate) struct EnvRecord {
     pub(crate) failed_command: Option<String>,
 }
 
-/// `tree:<candidate>:<state>`: the staged tree's git id, or why there is none.
+/// `tree:<candidate>:<state>` and `stage:<session>:<arm>`: the staged
+/// tree's git id, or why there is none.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct TreeRecord {
     pub(crate) tree: Option<String>,
-    pub(crate) skipped: Option<String>,
+    pub(crate) skipped: Option<Skip>,
+}
+
+/// Why a tree was not composed. Stored as one line of text, `<kind>:
+/// <detail>` (the bytes the records always had), read back by its kind.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Skip {
+    /// Triage declined the candidate (`tree`).
+    Declined(Decision),
+    /// The task is not released and certified (`stage`): nothing to grade.
+    NotGraded(String),
+    /// The session's patch does not apply, or is not a patch (`stage`).
+    PatchApplyFailed(String),
+    /// The hidden test patch does not apply over the session's (`stage`).
+    TestPatchConflict(String),
+    /// A state of the candidate could not be composed (`tree`); the text
+    /// says which and why, with no kind of its own.
+    Unstaged(String),
+}
+
+impl Skip {
+    const DECLINED: &'static str = "declined";
+    const NOT_GRADED: &'static str = "not_graded";
+    const PATCH_APPLY_FAILED: &'static str = "patch_apply_failed";
+    const TEST_PATCH_CONFLICT: &'static str = "test_patch_conflict";
+
+    /// Reads the stored line back; text of no known kind is [`Skip::Unstaged`].
+    pub(crate) fn parse(line: &str) -> Skip {
+        let Some((kind, detail)) = line.split_once(": ") else {
+            return Skip::Unstaged(line.to_owned());
+        };
+        match kind {
+            Self::DECLINED => match Decision::parse(detail) {
+                Some(d) => Skip::Declined(d),
+                None => Skip::Unstaged(line.to_owned()),
+            },
+            Self::NOT_GRADED => Skip::NotGraded(detail.to_owned()),
+            Self::PATCH_APPLY_FAILED => Skip::PatchApplyFailed(detail.to_owned()),
+            Self::TEST_PATCH_CONFLICT => Skip::TestPatchConflict(detail.to_owned()),
+            _ => Skip::Unstaged(line.to_owned()),
+        }
+    }
+}
+
+impl std::fmt::Display for Skip {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Skip::Declined(d) => write!(f, "{}: {d}", Self::DECLINED),
+            Skip::NotGraded(why) => write!(f, "{}: {why}", Self::NOT_GRADED),
+            Skip::PatchApplyFailed(why) => write!(f, "{}: {why}", Self::PATCH_APPLY_FAILED),
+            Skip::TestPatchConflict(why) => write!(f, "{}: {why}", Self::TEST_PATCH_CONFLICT),
+            Skip::Unstaged(why) => f.write_str(why),
+        }
+    }
+}
+
+impl Serialize for Skip {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Skip {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(Skip::parse(&String::deserialize(d)?))
+    }
 }
 
 /// `run:…`: one execution of the test command over one tree.
@@ -163,8 +303,7 @@ pub(crate) struct TaskRecord {
     #[serde(rename = "PASS_TO_PASS")]
     pub(crate) pass_to_pass: Vec<String>,
     pub(crate) track: String,
-    /// released | awaiting_statement | declined
-    pub(crate) status: String,
+    pub(crate) status: TaskStatus,
     pub(crate) certified: bool,
     pub(crate) uncertified_because: Vec<String>,
     pub(crate) flaky: Vec<String>,
@@ -219,14 +358,10 @@ pub(crate) struct GradeRecord {
     pub(crate) task_digest: String,
     pub(crate) agent: String,
     pub(crate) model: String,
-    /// `exclude` (the exclusion policy applies) or `keep` (nothing excluded).
-    pub(crate) arm: String,
-    pub(crate) policy: String,
-    /// resolved | resolved_after_rerun | unresolved | patch_apply_failed |
-    /// test_patch_conflict | no_report | env_setup_failed | ineligible
-    pub(crate) verdict: String,
-    /// none | agent | flaky_test | ambiguous | harness
-    pub(crate) fault: String,
+    pub(crate) arm: Arm,
+    pub(crate) policy: Policy,
+    pub(crate) verdict: Verdict,
+    pub(crate) fault: Fault,
     pub(crate) detail: String,
     /// FAIL_TO_PASS / PASS_TO_PASS tests still failing (after reruns).
     pub(crate) failing: Vec<String>,
@@ -292,4 +427,157 @@ pub(crate) struct MetricsRecord {
     pub(crate) suppressions_added: u64,
     pub(crate) comment_lines_added: u64,
     pub(crate) empty_patch: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every value's JSON is the word records stored before it was an
+    /// enum, and reads back as the same value.
+    fn same_bytes<T>(pairs: &[(T, &str)])
+    where
+        T: Copy + std::fmt::Debug + PartialEq + Serialize + for<'de> Deserialize<'de>,
+    {
+        for (value, word) in pairs {
+            let json = serde_json::to_string(value).expect("serializes");
+            assert_eq!(json, format!("\"{word}\""));
+            let back: T = serde_json::from_str(&json).expect("deserializes");
+            assert_eq!(back, *value);
+        }
+    }
+
+    #[test]
+    fn verdicts_serialize_as_their_old_words() {
+        same_bytes(&[
+            (Verdict::Resolved, "resolved"),
+            (Verdict::ResolvedAfterRerun, "resolved_after_rerun"),
+            (Verdict::Unresolved, "unresolved"),
+            (Verdict::PatchApplyFailed, "patch_apply_failed"),
+            (Verdict::TestPatchConflict, "test_patch_conflict"),
+            (Verdict::NoReport, "no_report"),
+            (Verdict::EnvSetupFailed, "env_setup_failed"),
+            (Verdict::Ineligible, "ineligible"),
+            (Verdict::NotGraded, "not_graded"),
+        ]);
+        assert_eq!(Verdict::ALL.len(), 9);
+        assert!(!Verdict::GRADED.contains(&Verdict::NotGraded));
+    }
+
+    #[test]
+    fn faults_serialize_as_their_old_words() {
+        same_bytes(&[
+            (Fault::None, "none"),
+            (Fault::Agent, "agent"),
+            (Fault::FlakyTest, "flaky_test"),
+            (Fault::Ambiguous, "ambiguous"),
+            (Fault::Harness, "harness"),
+            (Fault::Infrastructure, "infrastructure"),
+        ]);
+        assert_eq!(Fault::ALL.len(), 6);
+    }
+
+    #[test]
+    fn arms_serialize_as_their_old_words() {
+        same_bytes(&[(Arm::Exclude, "exclude"), (Arm::Keep, "keep")]);
+        assert_eq!((Arm::SCORED, Arm::CONTRAST), (Arm::Exclude, Arm::Keep));
+    }
+
+    #[test]
+    fn task_statuses_serialize_as_their_old_words() {
+        same_bytes(&[
+            (TaskStatus::Released, "released"),
+            (TaskStatus::AwaitingStatement, "awaiting_statement"),
+            (TaskStatus::Declined, "declined"),
+        ]);
+        assert_eq!(TaskStatus::ALL.len(), 3);
+    }
+
+    #[test]
+    fn triage_decisions_serialize_as_their_old_words() {
+        same_bytes(&[
+            (Decision::Eligible, "eligible"),
+            (Decision::EmptyDiff, "empty_diff"),
+            (Decision::DocsOnly, "docs_only"),
+            (Decision::NoTestChange, "no_test_change"),
+            (Decision::NoCodeChange, "no_code_change"),
+            (Decision::TooManyFiles, "too_many_files"),
+        ]);
+        assert_eq!(Decision::ALL.len(), 6);
+    }
+
+    #[test]
+    fn policies_serialize_as_their_old_words() {
+        use crate::pipeline::Policy;
+        same_bytes(&[
+            (Policy::TestsAndInfra, "tests-and-infra"),
+            (Policy::NewTestFiles, "new-test-files"),
+            (Policy::AllTestFiles, "all-test-files"),
+            (Policy::ResetTestPatchFiles, "reset-test-patch-files"),
+            (Policy::None, "none"),
+        ]);
+    }
+
+    #[test]
+    fn a_policy_keeps_its_derived_encoding_in_node_params() {
+        use crate::pipeline::Policy;
+        // What `#[derive(Serialize)]` gave: the variant index.
+        for (i, p) in Policy::ALL.iter().enumerate() {
+            assert_eq!(assay_engine::encode_params(p), [i as u8]);
+        }
+        // An arm was a `String` param: it stays one.
+        assert_eq!(
+            assay_engine::encode_params(&Arm::Keep),
+            assay_engine::encode_params(&"keep")
+        );
+    }
+
+    #[test]
+    fn a_skip_keeps_the_text_tree_records_stored() {
+        let cases = [
+            (Skip::Declined(Decision::DocsOnly), "declined: docs_only"),
+            (
+                Skip::NotGraded("task calc-3 is uncertified".into()),
+                "not_graded: task calc-3 is uncertified",
+            ),
+            (
+                Skip::PatchApplyFailed("error: corrupt patch at line 7".into()),
+                "patch_apply_failed: error: corrupt patch at line 7",
+            ),
+            // An empty reason keeps its separator, as the text always had.
+            (
+                Skip::PatchApplyFailed(String::new()),
+                "patch_apply_failed: ",
+            ),
+            (
+                Skip::TestPatchConflict("tests/a.py: patch does not apply".into()),
+                "test_patch_conflict: tests/a.py: patch does not apply",
+            ),
+            (
+                Skip::Unstaged("cannot compose the gold state: boom".into()),
+                "cannot compose the gold state: boom",
+            ),
+        ];
+        for (skip, text) in cases {
+            let json = serde_json::to_string(&skip).expect("serializes");
+            assert_eq!(json, serde_json::to_string(text).expect("a string"));
+            let back: Skip = serde_json::from_str(&json).expect("deserializes");
+            assert_eq!(back, skip);
+        }
+        let none = TreeRecord {
+            tree: Some("abc".into()),
+            skipped: None,
+        };
+        assert_eq!(
+            serde_json::to_string(&none).expect("serializes"),
+            r#"{"tree":"abc","skipped":null}"#
+        );
+    }
+
+    #[test]
+    fn an_unknown_word_is_an_error_naming_the_known_ones() {
+        let e = serde_json::from_str::<Fault>("\"gremlins\"").expect_err("unknown");
+        assert!(e.to_string().contains("unknown Fault `gremlins`"), "{e}");
+        assert!(e.to_string().contains("flaky_test"), "{e}");
+    }
 }

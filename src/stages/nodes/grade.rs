@@ -1,6 +1,7 @@
 //! Grading a session: `session` (normalise), `stage` (compose the graded
 //! tree), a `run` over it (the same node kind as screening, so identical trees
-//! share runs), and `grade` (decide the verdict, rerunning failures).
+//! share runs), and `grade` (run the checks and reruns the verdict asks
+//! for; the verdict itself is the pure [`decide`](super::verdict::decide)).
 //!
 //! The exclusion policy is applied per *arm*: `exclude` leaves out what the
 //! policy names (by default the session's NEW files named like tests, which
@@ -13,13 +14,14 @@ use std::sync::Arc;
 
 use assay_engine::{Digest, Job, JobCtx, JobError, JobFuture, Output};
 use assay_git::{ComposeError, PatchStep, TreeStore, patch_paths};
-use assay_report::Outcome;
 use serde::Serialize;
 
 use super::records::{
-    EnvRecord, GradeRecord, Receipt, RunRecord, SessionRecord, TaskRecord, TreeRecord,
+    Arm, EnvRecord, Fault, GradeRecord, Receipt, RunRecord, SessionRecord, Skip, TaskRecord,
+    TaskStatus, TreeRecord, Verdict,
 };
 use super::run::{HowToRun, execute_tree};
+use super::verdict::{self, Readings};
 
 pub(crate) const SESSION_VERSION: u32 = 1;
 /// 2: the test patch's files are reset in every arm; a patch that is not a
@@ -195,7 +197,7 @@ pub(crate) fn session_job(p: SessionParams) -> Arc<dyn Job> {
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct StageParams {
-    pub(crate) arm: String,
+    pub(crate) arm: Arm,
     pub(crate) policy: Policy,
     pub(crate) test_globs: Vec<String>,
 }
@@ -229,26 +231,28 @@ fn stage(p: &StageParams, store_dir: &std::path::Path, ctx: &JobCtx) -> Result<O
     let err = |e: &dyn std::fmt::Display| JobError::new(format!("stage: {e}"));
     let task: TaskRecord = serde_json::from_slice(&ctx.inputs[0]).map_err(|e| err(&e))?;
     let session: SessionRecord = serde_json::from_slice(&ctx.inputs[1]).map_err(|e| err(&e))?;
-    let skipped = |why: String| TreeRecord {
+    let skipped = |why: Skip| TreeRecord {
         tree: None,
         skipped: Some(why),
     };
-    let record = if !task.certified || task.status != "released" {
-        skipped(format!(
-            "not_graded: task {} is {}",
+    let record = if !task.certified || task.status != TaskStatus::Released {
+        skipped(Skip::NotGraded(format!(
+            "task {} is {}",
             task.instance_id,
             if task.certified {
-                task.status.clone()
+                task.status.as_str()
             } else {
-                "uncertified".into()
+                "uncertified"
             }
-        ))
+        )))
     } else {
         let patch = blob(ctx, &session.patch)?;
         let tests = super::triage::globset(&p.test_globs).map_err(|e| err(&e))?;
         let policy_excluded = excluded_paths(&patch, task.test_patch.as_bytes(), p.policy, &tests);
         match policy_excluded.and_then(|ex| session_paths(&patch).map(|paths| (ex, paths))) {
-            Err(e) => skipped(format!("patch_apply_failed: the patch cannot be read: {e}")),
+            Err(e) => skipped(Skip::PatchApplyFailed(format!(
+                "the patch cannot be read: {e}"
+            ))),
             Ok((mut exclude, paths)) => {
                 exclude.extend(reset_paths(&patch, task.test_patch.as_bytes()));
                 exclude.sort();
@@ -274,13 +278,13 @@ fn stage(p: &StageParams, store_dir: &std::path::Path, ctx: &JobCtx) -> Result<O
                         skipped: None,
                     },
                     Err(ComposeError::Apply { label, stderr }) if label == "session" => {
-                        skipped(format!("patch_apply_failed: {}", stderr.trim()))
+                        skipped(Skip::PatchApplyFailed(stderr.trim().to_owned()))
                     }
                     Err(ComposeError::PathEscape { path, reason, .. }) => {
-                        skipped(format!("patch_apply_failed: {path}: {reason}"))
+                        skipped(Skip::PatchApplyFailed(format!("{path}: {reason}")))
                     }
                     Err(ComposeError::Apply { stderr, .. }) => {
-                        skipped(format!("test_patch_conflict: {}", stderr.trim()))
+                        skipped(Skip::TestPatchConflict(stderr.trim().to_owned()))
                     }
                     Err(e) => return Err(err(&e)),
                 }
@@ -301,7 +305,7 @@ pub(crate) fn stage_job(params: StageParams, store_dir: PathBuf) -> Arc<dyn Job>
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct GradeParams {
-    pub(crate) arm: String,
+    pub(crate) arm: Arm,
     pub(crate) policy: Policy,
     pub(crate) test_globs: Vec<String>,
     pub(crate) reruns: u32,
@@ -338,38 +342,8 @@ pub(crate) fn grade_job(
     })
 }
 
-fn check(tests: &[String], outcomes: &std::collections::BTreeMap<String, Outcome>) -> Vec<String> {
-    tests
-        .iter()
-        .filter(|t| outcomes.get(*t) != Some(&Outcome::Passed))
-        .cloned()
-        .collect()
-}
-
-/// A red grade the agent would carry is not its fault when its own run
-/// died of an API or infrastructure failure (`is_error: true`, e.g. Claude
-/// Code's "API Error: 529"): the patch is what a broken run left behind.
-/// Tamper suspects, decided after this, stay the agent's.
-fn blame_infrastructure(fault: &mut String, detail: &mut String, facts: &super::records::RunFacts) {
-    if facts.is_error == Some(true) && fault == "agent" {
-        "infrastructure".clone_into(fault);
-        let why = "the agent's run ended with is_error (an API or infrastructure failure)";
-        *detail = if detail.is_empty() {
-            why.to_owned()
-        } else {
-            format!("{detail}; {why}")
-        };
-    }
-}
-
-fn check_word(failing: usize) -> String {
-    if failing == 0 {
-        "pass".into()
-    } else {
-        format!("fail ({failing})")
-    }
-}
-
+/// Gathers the readings (the graded run, then the checks and reruns
+/// [`verdict`](super::verdict) asks for) and records the decision.
 async fn grade(
     p: GradeParams,
     format: assay_report::Format,
@@ -391,7 +365,6 @@ async fn grade(
     excluded.extend(reset.iter().cloned());
     excluded.sort();
     excluded.dedup();
-    let mut changed_test_files: BTreeSet<String> = run.changed_test_files.iter().cloned().collect();
     let mut rec = GradeRecord {
         reset_paths: reset,
         tamper: Vec::new(),
@@ -405,16 +378,16 @@ async fn grade(
         task_digest,
         agent: session.agent.clone(),
         model: session.model.clone(),
-        arm: p.arm.clone(),
-        policy: p.policy.as_str().to_owned(),
-        verdict: String::new(),
-        fault: String::new(),
+        arm: p.arm,
+        policy: p.policy,
+        verdict: Verdict::NotGraded,
+        fault: Fault::None,
         detail: String::new(),
         failing: Vec::new(),
         excluded_paths: excluded,
         exit_code: run.exit_code,
-        base_check: "not run".into(),
-        new_check: "not run".into(),
+        base_check: String::new(),
+        new_check: String::new(),
         base_exit: None,
         new_exit: None,
         reruns: 0,
@@ -429,67 +402,20 @@ async fn grade(
         });
     }
     let mut attachments = Vec::new();
-    let verdict = |rec: &mut GradeRecord, v: &str, fault: &str, detail: String| {
-        rec.verdict = v.to_owned();
-        rec.fault = fault.to_owned();
-        rec.detail = detail;
+    let mut readings = Readings {
+        first: run,
+        ..Readings::default()
     };
-    if let Some(why) = &tree.skipped {
-        let (v, detail) = why.split_once(": ").unwrap_or((why.as_str(), ""));
-        let fault = match v {
-            "patch_apply_failed" => "agent",
-            "test_patch_conflict" => "ambiguous",
-            _ => "none",
-        };
-        verdict(&mut rec, v, fault, detail.to_owned());
-    } else if run.env_failed || run.exit_code == Some(127) {
-        verdict(&mut rec, "env_setup_failed", "harness", "the environment could not run the command (setup failed or exit 127: command or interpreter not found)".into());
-    } else if run.log_truncated {
-        verdict(
-            &mut rec,
-            "ineligible",
-            "harness",
-            format!(
-                "the evidence ({} bytes) exceeds the cap ({} bytes); the stored log was cut after {} bytes, and a grade is never scored on a cut log",
-                run.log_bytes, p.run.log_cap, p.run.log_cap
-            ),
-        );
-    } else if run.timed_out {
-        verdict(
-            &mut rec,
-            "unresolved",
-            "agent",
-            format!("timed out after {} s", p.run.timeout_s),
-        );
-    } else if let Some(limit) = &run.limit {
-        // The sandbox's memory, process or file-size limit ended or broke
-        // the run: the patch's code did that, as with a timeout.
-        verdict(
-            &mut rec,
-            "unresolved",
-            "agent",
-            format!("the run hit its {limit} limit"),
-        );
-    } else if run.report_error.is_some()
-        || run.untrusted.is_some()
-        || (run.tests.is_empty() && run.build_failures.is_empty())
-    {
-        let why = run
-            .report_error
-            .clone()
-            .or(run.untrusted.clone())
-            .unwrap_or_else(|| "the report holds no tests".into());
-        // Graded tasks are certified: their controls reported normally, so a
-        // run of this tree that gives no usable report is the patch's doing
-        // (its code broke or faked the runner).
-        let fault = if task.certified { "agent" } else { "harness" };
-        verdict(&mut rec, "no_report", fault, why);
-    } else {
-        let mut outcomes = run.tests.clone();
-        let p2p = check(&task.pass_to_pass, &outcomes);
-        let f2p = check(&task.fail_to_pass, &outcomes);
-        rec.base_check = check_word(p2p.len());
-        rec.new_check = check_word(f2p.len());
+    let record_run = |rec: &mut GradeRecord, what: String, r: &RunRecord| {
+        rec.redactions += r.redactions;
+        rec.evidence.push(Receipt {
+            what,
+            digest: r.log.clone(),
+            bytes: r.log_bytes,
+        });
+    };
+    let tree_id = tree.tree.clone().unwrap_or_default();
+    if verdict::reads_report(&task, &tree, &readings.first) {
         // The two checks as commands of their own, each keeping its exit code:
         // `base=0 new=1` says the agent broke nothing and fixed nothing.
         if let (Some(template), Some(tree_id)) = (&p.check_command, &tree.tree) {
@@ -503,83 +429,50 @@ async fn grade(
                 };
                 let (checked, att) = execute_tree(tree_id, &env, &how, 0, &store_dir, &ctx).await?;
                 attachments.extend(att);
-                rec.redactions += checked.redactions;
-                changed_test_files.extend(checked.changed_test_files.iter().cloned());
-                rec.evidence.push(Receipt {
-                    what: format!("{which} check log"),
-                    digest: checked.log.clone(),
-                    bytes: checked.log_bytes,
-                });
+                record_run(&mut rec, format!("{which} check log"), &checked);
                 if which == "base" {
                     rec.base_exit = checked.exit_code;
                 } else {
                     rec.new_exit = checked.exit_code;
                 }
+                readings.checks.push(checked);
             }
         }
-        // Expected tests whose unit did not build are failed, and a rerun of
-        // the same tree would only compile it again: they are not rerun.
-        let unbuilt = Unbuilt::of(format, &task, &run);
-        let mut failing: Vec<String> = p2p
-            .into_iter()
-            .chain(f2p)
-            .filter(|t| !unbuilt.tests.contains(t))
-            .collect();
-        let tree_id = tree.tree.clone().unwrap_or_default();
-        while !failing.is_empty() && rec.reruns < p.reruns {
-            rec.reruns += 1;
-            let files: BTreeSet<&String> =
-                failing.iter().filter_map(|t| run.files.get(t)).collect();
-            let command = match &p.rerun_command {
-                Some(c) if !files.is_empty() => c.replace(
-                    "{files}",
-                    &files
-                        .iter()
-                        .map(|f| f.as_str())
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                ),
-                _ => p.run.command.clone(),
-            };
+        while let Some(failing) = verdict::next_rerun(format, &task, &readings, p.reruns) {
+            let rerun = readings.reruns.len() as u32 + 1;
             let how = HowToRun {
-                command,
+                command: rerun_command(&p, &readings.first, &failing),
                 ..HowToRun::new(&p.run, format)
             };
-            let (again, att) =
-                execute_tree(&tree_id, &env, &how, rec.reruns, &store_dir, &ctx).await?;
+            let (again, att) = execute_tree(&tree_id, &env, &how, rerun, &store_dir, &ctx).await?;
             attachments.extend(att);
-            rec.redactions += again.redactions;
-            changed_test_files.extend(again.changed_test_files.iter().cloned());
-            rec.evidence.push(Receipt {
-                what: format!("rerun {} log", rec.reruns),
-                digest: again.log.clone(),
-                bytes: again.log_bytes,
-            });
-            for t in &failing {
-                if let Some(o) = again.tests.get(t) {
-                    outcomes.insert(t.clone(), *o);
-                }
-            }
-            failing.retain(|t| outcomes.get(t) != Some(&Outcome::Passed));
+            record_run(&mut rec, format!("rerun {rerun} log"), &again);
+            readings.reruns.push(again);
         }
-        let settled = settle(&unbuilt, failing, rec.reruns);
-        rec.failing = settled.failing;
-        verdict(&mut rec, settled.verdict, settled.fault, settled.detail);
     }
-    blame_infrastructure(&mut rec.fault, &mut rec.detail, &session.facts);
-    let changed: Vec<String> = changed_test_files.into_iter().collect();
-    let (suspects, in_effect) = tamper_suspects(&patch, &rec.excluded_paths, &tests, &changed);
-    rec.tamper = suspects;
-    if in_effect && matches!(rec.verdict.as_str(), "resolved" | "resolved_after_rerun") {
-        let why = rec.tamper.join("; ");
-        verdict(
-            &mut rec,
-            "unresolved",
-            "agent",
-            format!("tamper suspect, never scored resolved: {why}"),
-        );
-    }
-    if rec.verdict != "resolved"
+    let graded = verdict::Graded {
+        task: &task,
+        tree: &tree,
+        facts: &session.facts,
+        format,
+        limits: verdict::Limits {
+            timeout_s: p.run.timeout_s,
+            log_cap: p.run.log_cap,
+        },
+        patch: &patch,
+        excluded: &rec.excluded_paths,
+        tests: &tests,
+    };
+    let decision = verdict::decide(&graded, &readings);
+    rec.verdict = decision.verdict;
+    rec.fault = decision.fault;
+    rec.detail = decision.detail;
+    rec.failing = decision.failing;
+    rec.base_check = decision.base_check;
+    rec.new_check = decision.new_check;
+    rec.tamper = decision.tamper;
+    rec.reruns = readings.reruns.len() as u32;
+    if rec.verdict != Verdict::Resolved
         && let Some(last) = rec.evidence.last()
     {
         rec.log_tail = Some(log_tail(&last.what, &blob(&ctx, &last.digest)?));
@@ -631,93 +524,16 @@ pub(crate) fn log_tail(of: &str, log: &[u8]) -> super::records::LogTail {
     }
 }
 
-/// The verdict of a run that produced a usable report.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) struct Settled {
-    pub(crate) verdict: &'static str,
-    pub(crate) fault: &'static str,
-    pub(crate) detail: String,
-    pub(crate) failing: Vec<String>,
-}
-
-/// Decides the verdict once the reruns are done: `failing`, the expected
-/// tests that still fail after `reruns` reruns, besides the `unbuilt` ones
-/// (never rerun). A unit the patch keeps from building is the agent's
-/// failure, with the compiler's message as the reason.
-pub(crate) fn settle(unbuilt: &Unbuilt<'_>, mut failing: Vec<String>, reruns: u32) -> Settled {
-    let settled = |verdict, fault, detail: String, failing| Settled {
-        verdict,
-        fault,
-        detail,
-        failing,
-    };
-    if failing.is_empty() && unbuilt.tests.is_empty() {
-        return if reruns == 0 {
-            settled("resolved", "none", String::new(), failing)
-        } else {
-            let detail = format!("passed on rerun {reruns}");
-            settled("resolved_after_rerun", "flaky_test", detail, failing)
-        };
-    }
-    let mut detail = Vec::new();
-    if !unbuilt.tests.is_empty() {
-        detail.push(unbuilt.detail());
-    }
-    if !failing.is_empty() {
-        detail.push(format!(
-            "{} tests still fail after {reruns} reruns",
-            failing.len()
-        ));
-    }
-    failing.extend(unbuilt.tests.iter().cloned());
-    failing.sort();
-    failing.dedup();
-    settled("unresolved", "agent", detail.join("; "), failing)
-}
-
-/// The expected tests (FAIL_TO_PASS, PASS_TO_PASS) a graded run did not
-/// name because their unit did not build, and those units' failures.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct Unbuilt<'a> {
-    /// Sorted, unique.
-    pub(crate) tests: BTreeSet<String>,
-    /// The failures that account for them, sorted by unit.
-    pub(crate) failures: Vec<&'a assay_report::BuildFailure>,
-}
-
-impl<'a> Unbuilt<'a> {
-    pub(crate) fn of(
-        format: assay_report::Format,
-        task: &TaskRecord,
-        run: &'a RunRecord,
-    ) -> Unbuilt<'a> {
-        let mut out = Unbuilt::default();
-        for t in task.fail_to_pass.iter().chain(&task.pass_to_pass) {
-            if let Some(b) = run.build_failure_for(format, t, None) {
-                out.tests.insert(t.clone());
-                if !out.failures.contains(&b) {
-                    out.failures.push(b);
-                }
-            }
+/// The command that reruns `failing`: `[grade] rerun_command` over their
+/// files, where the graded run's report names them; else the test command.
+fn rerun_command(p: &GradeParams, first: &RunRecord, failing: &[String]) -> String {
+    let files: BTreeSet<&String> = failing.iter().filter_map(|t| first.files.get(t)).collect();
+    match &p.rerun_command {
+        Some(c) if !files.is_empty() => {
+            let files: Vec<&str> = files.iter().map(|f| f.as_str()).collect();
+            c.replace("{files}", &files.join(" "))
         }
-        out.failures.sort_by(|a, b| a.unit.cmp(&b.unit));
-        out
-    }
-
-    /// The failing reason: each unit with the compiler's message.
-    pub(crate) fn detail(&self) -> String {
-        self.failures
-            .iter()
-            .map(|b| {
-                let message = if b.message.is_empty() {
-                    "(the runner printed no reason)"
-                } else {
-                    b.message.as_str()
-                };
-                format!("{} does not build: {message}", b.unit)
-            })
-            .collect::<Vec<_>>()
-            .join("; ")
+        _ => p.run.command.clone(),
     }
 }
 
@@ -798,124 +614,6 @@ pub(crate) fn tamper_suspects(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use assay_report::{BuildFailure, Format};
-
-    const PKG: &str = "example.com/gocalc";
-
-    fn task(f2p: &[&str], p2p: &[&str]) -> TaskRecord {
-        let ids = |v: &[&str]| v.iter().map(|t| format!("{PKG}.{t}")).collect();
-        TaskRecord {
-            instance_id: "gocalc-1".into(),
-            repo: "gocalc".into(),
-            fail_to_pass: ids(f2p),
-            pass_to_pass: ids(p2p),
-            track: "basic".into(),
-            status: "released".into(),
-            certified: true,
-            ..TaskRecord::default()
-        }
-    }
-
-    fn broken(unit: &str, message: &str) -> RunRecord {
-        RunRecord {
-            exit_code: Some(2),
-            build_failures: vec![BuildFailure {
-                unit: unit.to_owned(),
-                message: message.to_owned(),
-                stopped_run: false,
-            }],
-            ..RunRecord::default()
-        }
-    }
-
-    const TOO_MANY: &str =
-        "./stats.go:15:13: too many return values\n\thave (number, nil)\n\twant (float64)";
-
-    #[test]
-    fn a_patch_that_breaks_the_build_is_unresolved_the_agents_with_the_compilers_message() {
-        let task = task(&["TestMeanEmpty"], &["TestAdd", "TestMean"]);
-        let run = broken(PKG, TOO_MANY);
-        let unbuilt = Unbuilt::of(Format::GoTestJson, &task, &run);
-        assert_eq!(unbuilt.tests.len(), 3);
-        let s = settle(&unbuilt, Vec::new(), 0);
-        assert_eq!((s.verdict, s.fault), ("unresolved", "agent"));
-        assert_eq!(s.detail, format!("{PKG} does not build: {TOO_MANY}"));
-        assert_eq!(
-            s.failing,
-            [
-                format!("{PKG}.TestAdd"),
-                format!("{PKG}.TestMean"),
-                format!("{PKG}.TestMeanEmpty")
-            ]
-        );
-    }
-
-    #[test]
-    fn only_the_broken_units_tests_are_unbuilt_and_the_rest_still_count() {
-        // Two packages: the agent broke `other`; gocalc's tests ran.
-        let task = task(&["TestMeanEmpty"], &["TestAdd"]);
-        let mut run = broken(
-            "example.com/gocalc/other",
-            "other.go:1:1: expected 'package'",
-        );
-        run.tests.insert(format!("{PKG}.TestAdd"), Outcome::Passed);
-        run.tests
-            .insert(format!("{PKG}.TestMeanEmpty"), Outcome::Failed);
-        let unbuilt = Unbuilt::of(Format::GoTestJson, &task, &run);
-        assert!(unbuilt.tests.is_empty());
-        let s = settle(&unbuilt, vec![format!("{PKG}.TestMeanEmpty")], 1);
-        assert_eq!(s.verdict, "unresolved");
-        assert_eq!(s.detail, "1 tests still fail after 1 reruns");
-        // Both at once: the compiler's message first.
-        let mut run = broken(PKG, "x.go:1: boom");
-        run.build_failures.push(BuildFailure {
-            unit: "example.com/z".into(),
-            message: String::new(),
-            stopped_run: false,
-        });
-        let mut t = task.clone();
-        t.pass_to_pass.push("example.com/z.TestZ".into());
-        let unbuilt = Unbuilt::of(Format::GoTestJson, &t, &run);
-        let s = settle(&unbuilt, vec!["example.com/y.TestY".into()], 2);
-        assert_eq!(
-            s.detail,
-            format!(
-                "{PKG} does not build: x.go:1: boom; example.com/z does not build: \
-                 (the runner printed no reason); 1 tests still fail after 2 reruns"
-            )
-        );
-        assert_eq!(s.failing.len(), 4);
-    }
-
-    #[test]
-    fn a_run_stopped_by_a_build_failure_covers_every_expected_test() {
-        let task = task(&["multiplies"], &["adds"]);
-        let mut run = broken("tinycalc", "error[E0425]: cannot find function `mul`");
-        run.build_failures[0].stopped_run = true;
-        let unbuilt = Unbuilt::of(Format::Libtest, &task, &run);
-        assert_eq!(unbuilt.tests.len(), 2);
-        assert_eq!(unbuilt.failures.len(), 1);
-    }
-
-    #[test]
-    fn without_build_failures_settle_decides_as_before() {
-        let none = Unbuilt::default();
-        let s = settle(&none, Vec::new(), 0);
-        assert_eq!(
-            (s.verdict, s.fault, s.detail.as_str()),
-            ("resolved", "none", "")
-        );
-        let s = settle(&none, Vec::new(), 2);
-        assert_eq!(
-            (s.verdict, s.fault, s.detail.as_str()),
-            ("resolved_after_rerun", "flaky_test", "passed on rerun 2")
-        );
-        let s = settle(&none, vec!["t".into()], 3);
-        assert_eq!(
-            (s.verdict, s.fault, s.detail.as_str()),
-            ("unresolved", "agent", "1 tests still fail after 3 reruns")
-        );
-    }
 
     #[test]
     fn a_log_tail_is_the_last_lines_within_the_byte_cap() {
@@ -940,34 +638,5 @@ mod tests {
         assert!(cut.len() <= TAIL_BYTES && cut.chars().all(|c| c == 'é'));
         assert_eq!(t.lines_omitted, 0);
         assert_eq!(log_tail("log", b"").text, "");
-    }
-
-    #[test]
-    fn a_run_that_died_of_an_api_error_is_not_the_agents_fault() {
-        let errored = crate::stages::records::RunFacts {
-            is_error: Some(true),
-            ..Default::default()
-        };
-        let (mut fault, mut detail) = (
-            "agent".to_owned(),
-            "2 tests still fail after 3 reruns".to_owned(),
-        );
-        blame_infrastructure(&mut fault, &mut detail, &errored);
-        assert_eq!(fault, "infrastructure");
-        assert_eq!(
-            detail,
-            "2 tests still fail after 3 reruns; the agent's run ended with is_error (an API or infrastructure failure)"
-        );
-        // Only the agent's blame moves; a run that ended well keeps it.
-        let (mut fault, mut detail) = ("harness".to_owned(), String::new());
-        blame_infrastructure(&mut fault, &mut detail, &errored);
-        assert_eq!(fault, "harness");
-        let (mut fault, mut detail) = ("agent".to_owned(), String::new());
-        let fine = crate::stages::records::RunFacts {
-            is_error: Some(false),
-            ..Default::default()
-        };
-        blame_infrastructure(&mut fault, &mut detail, &fine);
-        assert_eq!(fault, "agent");
     }
 }

@@ -43,7 +43,7 @@ use serde::{Deserialize, Serialize};
 use super::error::StageError;
 use super::layout::{ReleaseInputs, node};
 use super::names;
-use super::records::{GradeRecord, SessionRecord, TaskRecord};
+use super::records::{GradeRecord, SessionRecord, TaskRecord, Verdict};
 use super::release;
 use crate::pipeline::{ConfigError, JudgeConfig, Pipeline};
 
@@ -310,14 +310,14 @@ async fn review(judge: &Judge, p: &JudgeParams, ctx: &JobCtx) -> Result<Output, 
     for (slot, pair) in ctx.inputs[1..].chunks(2).enumerate() {
         let session: SessionRecord = serde_json::from_slice(&pair[0]).map_err(|e| err(&e))?;
         let grade: GradeRecord = serde_json::from_slice(&pair[1]).map_err(|e| err(&e))?;
-        if grade.verdict == "not_graded" {
+        if grade.verdict == Verdict::NotGraded {
             not_graded = Some(format!("{} is not graded: {}", session.id, grade.detail));
         }
         candidates.push(Candidate {
             slot,
             patch: blob_text(ctx, &session.patch)?,
             grading: Grading {
-                verdict: grade.verdict.clone(),
+                verdict: grade.verdict.to_string(),
                 failing_tests: grade.failing.clone(),
             },
         });
@@ -377,6 +377,7 @@ async fn review(judge: &Judge, p: &JudgeParams, ctx: &JobCtx) -> Result<Output, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stages::records::TaskStatus;
 
     fn task(track: &str, statement: &str) -> TaskRecord {
         TaskRecord {
@@ -386,7 +387,7 @@ mod tests {
             patch: "+gold".into(),
             problem_statement: statement.into(),
             track: track.into(),
-            status: "released".into(),
+            status: TaskStatus::Released,
             certified: true,
             env: "e".into(),
             ..TaskRecord::default()

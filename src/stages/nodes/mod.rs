@@ -13,6 +13,7 @@ pub(super) mod step;
 pub(super) mod task;
 pub(super) mod tree;
 pub(super) mod triage;
+pub(super) mod verdict;
 
 // What the kinds share with the rest of the stages, named from a kind's
 // file as `super::records` and so on.

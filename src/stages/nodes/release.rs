@@ -11,7 +11,7 @@ use assay_engine::{Digest, Job, JobCtx, JobError, JobFuture, Output};
 use serde::{Deserialize, Serialize};
 
 use super::publish::{About, Price, PublishInput, publish};
-use super::records::{GradeRecord, TaskRecord};
+use super::records::{Arm, GradeRecord, TaskRecord, TaskStatus, Verdict};
 use super::swebench;
 
 pub(crate) const KIND_VERSION: u32 = 2;
@@ -149,7 +149,7 @@ impl<'a> Released<'a> {
             },
             digest,
             status: if task.certified {
-                &task.status
+                task.status.as_str()
             } else {
                 "uncertified"
             },
@@ -266,8 +266,8 @@ pub(crate) fn assemble(
             }
             Input::Grade => {
                 let g: GradeRecord = serde_json::from_slice(bytes).map_err(|e| err(&e))?;
-                if g.verdict == "not_graded" {
-                    if g.arm != "keep" {
+                if g.verdict == Verdict::NotGraded {
+                    if g.arm != Arm::Keep {
                         publish_input
                             .not_graded
                             .push((g.session.clone(), g.detail.clone()));
@@ -285,26 +285,26 @@ pub(crate) fn assemble(
             .first()
             .map(|r| r.split(':').next().unwrap_or(r).to_owned())
             .unwrap_or_default();
-        match task.status.as_str() {
-            "declined" if reason == "not screened" => {
+        match task.status {
+            TaskStatus::Declined if reason == "not screened" => {
                 *funnel.declined.entry(reason).or_default() += 1;
                 continue;
             }
-            "declined" if reason == "topic_split_rejected" => {
+            TaskStatus::Declined if reason == "topic_split_rejected" => {
                 progress.screened = true;
                 *funnel.declined.entry(reason).or_default() += 1;
                 continue;
             }
-            "declined" => {
+            TaskStatus::Declined => {
                 progress.declined = Some(reason);
                 continue;
             }
-            "awaiting_statement" => {
+            TaskStatus::AwaitingStatement => {
                 progress.screened = true;
                 funnel.awaiting_statement += 1;
                 continue;
             }
-            _ => {}
+            TaskStatus::Released => {}
         }
         progress.screened = true;
         if task.certified {

@@ -87,7 +87,10 @@ async fn execute(
     let env: EnvRecord = serde_json::from_slice(&ctx.inputs[1]).map_err(|e| err(&e))?;
     let Some(tree_id) = tree.tree else {
         let record = RunRecord {
-            skipped: tree.skipped.or(Some("no tree".into())),
+            skipped: tree
+                .skipped
+                .map(|s| s.to_string())
+                .or(Some("no tree".into())),
             ..RunRecord::default()
         };
         return finish(record, Vec::new());

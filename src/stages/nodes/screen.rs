@@ -580,7 +580,7 @@ mod tests {
             head: String::new(),
             title: String::new(),
             body: String::new(),
-            decision: "eligible".into(),
+            decision: crate::stages::records::Decision::Eligible,
             detail: String::new(),
             test_files: test_files.iter().map(|f| (*f).to_owned()).collect(),
             gold_files: Vec::new(),

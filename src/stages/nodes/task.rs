@@ -12,7 +12,7 @@ use assay_engine::{Digest, Job, JobCtx, JobError, JobFuture, Output};
 use regex::Regex;
 use serde::Serialize;
 
-use super::records::{EnvRecord, ScreenRecord, TaskRecord, TriageRecord};
+use super::records::{EnvRecord, ScreenRecord, TaskRecord, TaskStatus, TriageRecord};
 
 pub(crate) const KIND_VERSION: u32 = 2;
 
@@ -100,7 +100,7 @@ fn assemble(
         fail_to_pass: screen.fail_to_pass.clone(),
         pass_to_pass: screen.pass_to_pass.clone(),
         track: p.track.clone(),
-        status: "released".into(),
+        status: TaskStatus::Released,
         certified: true,
         uncertified_because: Vec::new(),
         flaky: screen.flaky.clone(),
@@ -116,7 +116,7 @@ fn assemble(
         eval_script: script,
     };
     if !triage.eligible() {
-        record.status = "declined".into();
+        record.status = TaskStatus::Declined;
         record.certified = false;
         record
             .uncertified_because
@@ -124,7 +124,7 @@ fn assemble(
         return Ok(record);
     }
     if let Some(skip) = &screen.skipped {
-        record.status = "declined".into();
+        record.status = TaskStatus::Declined;
         record.certified = false;
         record
             .uncertified_because
@@ -159,7 +159,7 @@ fn assemble(
             }
         }
         if !offending.is_empty() {
-            record.status = "declined".into();
+            record.status = TaskStatus::Declined;
             record.certified = false;
             record.uncertified_because.push(format!(
                 "topic_split_rejected: each FAIL_TO_PASS test must fall in exactly one topic: {}",
@@ -188,7 +188,7 @@ fn assemble(
     }
     match &p.statement {
         None => {
-            record.status = "awaiting_statement".into();
+            record.status = TaskStatus::AwaitingStatement;
         }
         Some(s) => {
             record.problem_statement = match &p.spec {

@@ -11,7 +11,7 @@ use assay_engine::{Digest, Job, JobCtx, JobError, JobFuture, Output};
 use assay_git::{PatchStep, TreeStore};
 use serde::Serialize;
 
-use super::records::{TreeRecord, TriageRecord};
+use super::records::{Skip, TreeRecord, TriageRecord};
 
 pub(crate) const KIND_VERSION: u32 = 1;
 
@@ -66,7 +66,7 @@ fn compose(state: State, store_dir: &std::path::Path, ctx: &JobCtx) -> Result<Ou
     let record = if !triage.eligible() {
         TreeRecord {
             tree: None,
-            skipped: Some(format!("declined: {}", triage.decision)),
+            skipped: Some(Skip::Declined(triage.decision)),
         }
     } else {
         let store = TreeStore::open_or_init(store_dir).map_err(|e| err(&e))?;
@@ -92,7 +92,10 @@ fn compose(state: State, store_dir: &std::path::Path, ctx: &JobCtx) -> Result<Ou
             },
             Err(e) => TreeRecord {
                 tree: None,
-                skipped: Some(format!("cannot compose the {} state: {e}", state.as_str())),
+                skipped: Some(Skip::Unstaged(format!(
+                    "cannot compose the {} state: {e}",
+                    state.as_str()
+                ))),
             },
         }
     };

@@ -10,7 +10,7 @@ use assay_engine::{Job, JobCtx, JobError, JobFuture, Output};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Serialize;
 
-use super::records::TriageRecord;
+use super::records::{Decision, TriageRecord};
 
 pub(crate) const KIND_VERSION: u32 = 1;
 
@@ -89,10 +89,13 @@ fn triage(p: &TriageParams, repo_path: &std::path::Path, ctx: &JobCtx) -> Result
     gold_files.sort();
     gold_files.dedup();
     let (decision, detail) = if changes.is_empty() {
-        ("empty_diff", "the pull request changes no file".to_owned())
+        (
+            Decision::EmptyDiff,
+            "the pull request changes no file".to_owned(),
+        )
     } else if all_docs {
         (
-            "docs_only",
+            Decision::DocsOnly,
             format!(
                 "all {} changed files are docs or release files",
                 changes.len()
@@ -100,14 +103,17 @@ fn triage(p: &TriageParams, repo_path: &std::path::Path, ctx: &JobCtx) -> Result
         )
     } else if test_files.is_empty() {
         (
-            "no_test_change",
+            Decision::NoTestChange,
             "no changed path matches the test rules".to_owned(),
         )
     } else if gold_files.is_empty() {
-        ("no_code_change", "every changed path is a test".to_owned())
+        (
+            Decision::NoCodeChange,
+            "every changed path is a test".to_owned(),
+        )
     } else if changes.len() > p.max_files {
         (
-            "too_many_files",
+            Decision::TooManyFiles,
             format!(
                 "{} files changed, the limit is {}",
                 changes.len(),
@@ -115,7 +121,7 @@ fn triage(p: &TriageParams, repo_path: &std::path::Path, ctx: &JobCtx) -> Result
             ),
         )
     } else {
-        ("eligible", String::new())
+        (Decision::Eligible, String::new())
     };
     let mut record = TriageRecord {
         id: p.id.clone(),
@@ -124,7 +130,7 @@ fn triage(p: &TriageParams, repo_path: &std::path::Path, ctx: &JobCtx) -> Result
         head: p.head.clone(),
         title: p.title.clone(),
         body: p.body.clone(),
-        decision: decision.to_owned(),
+        decision,
         detail,
         test_files,
         gold_files,

@@ -15,6 +15,7 @@ use super::redact::RedactConfig;
 use super::release::Input;
 use super::run::{self, RunParams};
 use super::{judge, names, node};
+use crate::pipeline::Arm;
 use crate::pipeline::Pipeline;
 use crate::sessions::Session;
 
@@ -138,10 +139,13 @@ pub(crate) fn grade_nodes(
         let Some(env) = g.env_of.get(env_node) else {
             continue;
         };
-        for arm in arms {
-            let arm_policy = if arm == "keep" { Policy::None } else { policy };
+        for &arm in arms {
+            let arm_policy = match arm {
+                Arm::Keep => Policy::None,
+                Arm::Exclude => policy,
+            };
             let sp = StageParams {
-                arm: arm.clone(),
+                arm,
                 policy: arm_policy,
                 test_globs: g.test_globs.to_vec(),
             };
@@ -172,7 +176,7 @@ pub(crate) fn grade_nodes(
                 ),
             ));
             let gp = GradeParams {
-                arm: arm.clone(),
+                arm,
                 policy: arm_policy,
                 test_globs: g.test_globs.to_vec(),
                 reruns: grade.reruns,
@@ -197,7 +201,7 @@ pub(crate) fn grade_nodes(
                 true,
                 grade::grade_job(gp.clone(), env.format, g.store_dir.to_owned()),
             ));
-            if Some(arm) == arms.iter().find(|a| *a == "exclude").or(arms.first()) {
+            if Some(&arm) == arms.iter().find(|a| **a == Arm::SCORED).or(arms.first()) {
                 reviewable.push(judge::Reviewable {
                     session: s.id.clone(),
                     task_node: task_node.clone(),

@@ -12,7 +12,8 @@ use std::fmt::Write as _;
 use assay_engine::Digest;
 
 use super::html::esc;
-use super::{Graded, Index, SCORED_ARM};
+use super::{Graded, Index};
+use crate::pipeline::Arm;
 use crate::stages::records::{GradeRecord, SessionRecord};
 
 /// How much of a patch the page shows.
@@ -47,7 +48,7 @@ pub(super) fn sections(h: &mut String, index: &Index<'_>) {
         .map(|(s, why)| (s.as_str(), why.as_str()))
         .collect();
     for (session, mut grades) in by_session {
-        grades.sort_by_key(|g| g.0.arm != SCORED_ARM);
+        grades.sort_by_key(|g| g.0.arm != Arm::SCORED);
         let first = &grades[0].0;
         let _ = writeln!(
             h,
@@ -102,12 +103,16 @@ fn arms(h: &mut String, grades: &[Graded<'_>]) {
             h,
             "<tr><td>{}{}<br><span class=\"muted\">{}</span></td><td><span class=\"v {}\">{}</span></td>\
              <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
-            esc(&r.arm),
-            if r.arm == SCORED_ARM { " (scored)" } else { "" },
-            esc(&r.policy),
-            super::html::fault_class(&r.fault),
-            esc(&r.verdict),
-            esc(&r.fault),
+            esc(r.arm.as_str()),
+            if r.arm == Arm::SCORED {
+                " (scored)"
+            } else {
+                ""
+            },
+            esc(r.policy.as_str()),
+            super::html::fault_class(r.fault),
+            esc(r.verdict.as_str()),
+            esc(r.fault.as_str()),
             if r.detail.is_empty() {
                 "–".to_owned()
             } else {
@@ -127,7 +132,10 @@ fn arms(h: &mut String, grades: &[Graded<'_>]) {
 /// each only where the grade has some.
 fn evidence(h: &mut String, r: &GradeRecord, name_arm: bool) {
     let arm = if name_arm {
-        format!(" <span class=\"muted\">({} arm)</span>", esc(&r.arm))
+        format!(
+            " <span class=\"muted\">({} arm)</span>",
+            esc(r.arm.as_str())
+        )
     } else {
         String::new()
     };

@@ -10,7 +10,8 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::{FAULTS, Graded, Index, VERDICTS};
+use super::{Graded, Index};
+use crate::stages::records::{Fault, TaskStatus, Verdict};
 
 const CSS: &str = "
 body{font:14px/1.4 system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#222}
@@ -79,8 +80,8 @@ pub(super) fn report(index: &Index<'_>, summary: &Value) -> String {
     bars(&mut h, &agents);
 
     h.push_str("<h2>Verdicts</h2>\n<table>\n<tr><th>agent / model</th><th>n</th>");
-    for v in VERDICTS {
-        let _ = write!(h, "<th>{}</th>", esc(v));
+    for v in Verdict::GRADED {
+        let _ = write!(h, "<th>{}</th>", esc(v.as_str()));
     }
     h.push_str("<th>empty patch</th></tr>\n");
     for a in &agents {
@@ -90,8 +91,12 @@ pub(super) fn report(index: &Index<'_>, summary: &Value) -> String {
             label(a),
             int(&a["n"])
         );
-        for v in VERDICTS {
-            let _ = write!(h, "<td class=\"n\">{}</td>", int(&a["verdicts"][v]));
+        for v in Verdict::GRADED {
+            let _ = write!(
+                h,
+                "<td class=\"n\">{}</td>",
+                int(&a["verdicts"][v.as_str()])
+            );
         }
         let _ = writeln!(h, "<td class=\"n\">{}</td></tr>", int(&a["empty_patch"]));
     }
@@ -422,15 +427,14 @@ fn short(label: &str) -> String {
     }
 }
 
-pub(super) fn fault_class(fault: &str) -> &'static str {
+pub(super) fn fault_class(fault: Fault) -> &'static str {
     match fault {
-        "none" => "f-none",
-        "agent" => "f-agent",
-        "flaky_test" => "f-flaky_test",
-        "harness" => "f-harness",
-        "ambiguous" => "f-ambiguous",
-        "infrastructure" => "f-infrastructure",
-        _ => "f-other",
+        Fault::None => "f-none",
+        Fault::Agent => "f-agent",
+        Fault::FlakyTest => "f-flaky_test",
+        Fault::Harness => "f-harness",
+        Fault::Ambiguous => "f-ambiguous",
+        Fault::Infrastructure => "f-infrastructure",
     }
 }
 
@@ -440,19 +444,19 @@ fn matrix(h: &mut String, index: &Index<'_>) {
         "<h2>Tasks × agents</h2>\n<p>The scored verdict of each session; \
          a cell links to the session's detail below.</p>\n<p>",
     );
-    for f in FAULTS {
+    for f in Fault::ALL {
         let _ = write!(
             h,
             "<span class=\"v {}\">fault: {}</span> ",
-            fault_class(f),
-            esc(f)
+            fault_class(*f),
+            esc(f.as_str())
         );
     }
     h.push_str("</p>\n");
     let pairs: Vec<&(String, String)> = index.groups.keys().collect();
     let mut rows: BTreeMap<(&str, &str), BTreeMap<usize, Vec<Graded<'_>>>> = BTreeMap::new();
     for (t, _) in &index.tasks {
-        if t.status == "released" && t.certified {
+        if t.status == TaskStatus::Released && t.certified {
             rows.entry((&t.instance_id, &t.track)).or_default();
         }
     }
@@ -484,10 +488,10 @@ fn matrix(h: &mut String, index: &Index<'_>) {
                         let _ = write!(
                             h,
                             "<a class=\"v {}\" href=\"#{}\" title=\"{}\">{}</a>",
-                            fault_class(&g.0.fault),
+                            fault_class(g.0.fault),
                             super::detail::anchor(&g.0.session),
                             esc(&g.0.session),
-                            esc(&g.0.verdict)
+                            esc(g.0.verdict.as_str())
                         );
                     }
                 }
@@ -549,7 +553,7 @@ fn apart(h: &mut String, index: &Index<'_>, summary: &Value) {
                 esc(&g.0.model),
                 esc(&g.0.session),
                 esc(&g.0.instance_id),
-                esc(&g.0.verdict)
+                esc(g.0.verdict.as_str())
             );
         }
         h.push_str("</table>\n");

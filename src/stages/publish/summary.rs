@@ -11,7 +11,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 
-use super::{FAULTS, Graded, Index, SCORED_ARM, TRACKS, VERDICTS, agent_key, round6, wilson};
+use super::{Graded, Index, TRACKS, agent_key, round6, wilson};
+use crate::stages::records::{Arm, Fault, TaskStatus, Verdict};
 
 /// Bumped when the meaning or shape of summary.json changes.
 const SCHEMA: u64 = 1;
@@ -108,7 +109,10 @@ impl<'s> Obj<'s> {
     fn rate(&mut self, grades: &[Graded<'_>]) {
         let all = Source::grades(grades);
         let n = grades.len() as u64;
-        let k = grades.iter().filter(|g| g.0.verdict == "resolved").count() as u64;
+        let k = grades
+            .iter()
+            .filter(|g| g.0.verdict == Verdict::Resolved)
+            .count() as u64;
         self.count("n", n, &all);
         self.count("resolved", k, &all);
         self.float("resolved_rate", (n > 0).then(|| k as f64 / n as f64), &all);
@@ -124,8 +128,8 @@ pub(super) fn summary(index: &Index<'_>) -> (Value, Sources) {
     let mut root = Obj::new("summary".to_owned(), &mut sources);
     root.count("schema", SCHEMA, &Source::default());
     root.object("scoring", |o| {
-        o.text("arm", SCORED_ARM);
-        o.text("fallback_arm", super::CONTRAST_ARM);
+        o.text("arm", Arm::SCORED.as_str());
+        o.text("fallback_arm", Arm::CONTRAST.as_str());
         o.text("interval", "Wilson score, 95% (z = 1.959964)");
         o.text("floats", "rounded to 6 decimals");
     });
@@ -154,7 +158,10 @@ pub(super) fn summary(index: &Index<'_>) -> (Value, Sources) {
                 .get(&(agent.clone(), model.clone()))
                 .unwrap_or(&empty);
             let n = grades.len();
-            let k = grades.iter().filter(|g| g.0.verdict == "resolved").count();
+            let k = grades
+                .iter()
+                .filter(|g| g.0.verdict == Verdict::Resolved)
+                .count();
             let rate = (n > 0).then(|| k as f64 / n as f64);
             (
                 Board::new(index, grades).score(),
@@ -278,7 +285,7 @@ fn tasks(o: &mut Obj<'_>, index: &Index<'_>) {
     let released: Vec<_> = index
         .tasks
         .iter()
-        .filter(|(t, _)| t.status == "released")
+        .filter(|(t, _)| t.status == TaskStatus::Released)
         .collect();
     let digests = |f: &dyn Fn(bool) -> bool| Source {
         tasks: released
@@ -330,27 +337,18 @@ fn agent_summary(
         "resolved_after_rerun",
         grades
             .iter()
-            .filter(|g| g.0.verdict == "resolved_after_rerun")
+            .filter(|g| g.0.verdict == Verdict::ResolvedAfterRerun)
             .count() as u64,
         &all,
     );
     o.object("arms", |o| {
-        let mut arms: BTreeMap<&str, Vec<Graded<'_>>> =
-            [(SCORED_ARM, Vec::new()), (super::CONTRAST_ARM, Vec::new())]
-                .into_iter()
-                .collect();
-        for g in grades {
-            arms.entry(g.0.arm.as_str()).or_default().push(g);
-        }
-        for (arm, gs) in arms {
-            o.count(arm, gs.len() as u64, &all);
-        }
+        counts(o, Arm::ALL, grades, |g| g.0.arm);
     });
     o.object("verdicts", |o| {
-        counts(o, &VERDICTS, grades, |g| &g.0.verdict);
+        counts(o, &Verdict::GRADED, grades, |g| g.0.verdict);
     });
     o.object("faults", |o| {
-        counts(o, &FAULTS, grades, |g| &g.0.fault);
+        counts(o, Fault::ALL, grades, |g| g.0.fault);
     });
     let empty = grades
         .iter()
@@ -415,7 +413,7 @@ impl<'a> Board<'a> {
         let tasks: BTreeSet<&'a str> = index
             .tasks
             .iter()
-            .filter(|(t, _)| t.certified && t.status == "released")
+            .filter(|(t, _)| t.certified && t.status == TaskStatus::Released)
             .filter(|(t, _)| tracks.contains(t.track.as_str()))
             .map(|(_, d)| *d)
             .collect();
@@ -434,7 +432,7 @@ impl<'a> Board<'a> {
         }
         let resolved = attempted
             .values()
-            .filter(|g| g.0.verdict == "resolved")
+            .filter(|g| g.0.verdict == Verdict::Resolved)
             .count() as u64;
         Board {
             tasks,
@@ -466,19 +464,24 @@ impl<'a> Board<'a> {
 }
 
 /// Counts of `key(grade)`, every one of `known` present, others added.
-fn counts<'g>(
+/// How many of `grades` carry each of `values` (every value listed, zero
+/// or not), keyed by its word.
+fn counts<'g, T: Copy + PartialEq + std::fmt::Display>(
     o: &mut Obj<'_>,
-    known: &[&str],
+    values: &[T],
     grades: &[Graded<'g>],
-    key: impl Fn(Graded<'g>) -> &'g String,
+    key: impl Fn(Graded<'g>) -> T,
 ) {
     let all = Source::grades(grades);
-    let mut counts: BTreeMap<&str, u64> = known.iter().map(|k| (*k, 0)).collect();
-    for g in grades {
-        *counts.entry(key(g).as_str()).or_default() += 1;
-    }
+    let counts: BTreeMap<String, u64> = values
+        .iter()
+        .map(|v| {
+            let n = grades.iter().filter(|g| key(g) == *v).count();
+            (v.to_string(), n as u64)
+        })
+        .collect();
     for (k, c) in counts {
-        o.count(k, c, &all);
+        o.count(&k, c, &all);
     }
 }
 

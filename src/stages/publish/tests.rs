@@ -4,7 +4,8 @@ use serde_json::Value;
 
 use super::manifest::walk;
 use super::*;
-use crate::stages::records::RunFacts;
+use crate::pipeline::Policy;
+use crate::stages::records::{Arm, Fault, RunFacts, TaskStatus, Verdict};
 
 pub(super) fn task(id: &str, track: &str, certified: bool) -> (TaskRecord, String) {
     let record = TaskRecord {
@@ -17,7 +18,7 @@ pub(super) fn task(id: &str, track: &str, certified: bool) -> (TaskRecord, Strin
         fail_to_pass: vec!["t::a".to_owned()],
         pass_to_pass: vec![],
         track: track.to_owned(),
-        status: "released".to_owned(),
+        status: TaskStatus::Released,
         certified,
         uncertified_because: if certified {
             vec![]
@@ -47,15 +48,14 @@ pub(super) fn grade(
         task_digest: "task-t1-basic".to_owned(),
         agent: agent.to_owned(),
         model: model.to_owned(),
-        arm: arm.to_owned(),
+        arm: Arm::parse(arm).expect("an arm"),
         policy: if arm == "exclude" {
-            "new-test-files"
+            Policy::NewTestFiles
         } else {
-            "none"
-        }
-        .to_owned(),
-        verdict: verdict.to_owned(),
-        fault: fault.to_owned(),
+            Policy::None
+        },
+        verdict: Verdict::parse(verdict).expect("a verdict"),
+        fault: Fault::parse(fault).expect("a fault"),
         detail: String::new(),
         failing: if verdict == "unresolved" {
             vec!["t::a".to_owned(), "t::b".to_owned()]
@@ -646,7 +646,7 @@ fn a_patch_or_log_that_closes_the_pre_cannot_open_a_script() {
     let s3 = input
         .grades
         .iter_mut()
-        .find(|g| g.0.session == "s3" && g.0.arm == "exclude")
+        .find(|g| g.0.session == "s3" && g.0.arm == crate::pipeline::Arm::Exclude)
         .expect("s3");
     s3.0.log_tail = Some(crate::stages::records::LogTail {
         of: "log".to_owned(),

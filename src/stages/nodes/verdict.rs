@@ -1,0 +1,964 @@
+//! The verdict of a graded session, as a pure function of what grading
+//! read: [`decide`] takes the task, the staged tree, the session's own run
+//! facts and the [`Readings`] (the graded run, the separate check runs and
+//! the reruns), and returns the [`Decision`]. No process, file or clock is
+//! touched here; the grade job (`grade.rs`) only performs the runs this
+//! module asks for ([`reads_report`], [`next_rerun`]) and records the result.
+//!
+//! The order of the rules is the contract (docs/verdicts.md): a tree that
+//! could not be staged, then a run that could not be believed (environment,
+//! cut log, timeout, sandbox limit, no usable report), then the expected
+//! tests after reruns; on top of any of them the infrastructure blame of a
+//! run that died of an API error, and last the tamper demotion.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use assay_report::{Format, Outcome};
+
+use super::grade::tamper_suspects;
+use super::records::{Fault, RunFacts, RunRecord, Skip, TaskRecord, TreeRecord, Verdict};
+
+/// The settings of the graded run that its verdict's reasons quote.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    pub(crate) timeout_s: u64,
+    pub(crate) log_cap: u64,
+}
+
+/// Every run grading performed over the staged tree.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Readings {
+    /// The graded run (the `run` node).
+    pub(crate) first: RunRecord,
+    /// The PASS_TO_PASS and FAIL_TO_PASS checks run as commands of their
+    /// own (`[grade] check_command`): only the test files they changed
+    /// count towards the verdict.
+    pub(crate) checks: Vec<RunRecord>,
+    /// The reruns, in order, each over the tests still failing before it.
+    pub(crate) reruns: Vec<RunRecord>,
+}
+
+impl Readings {
+    /// Test files whose bytes any of the runs changed, sorted.
+    fn changed_test_files(&self) -> Vec<String> {
+        let runs = std::iter::once(&self.first)
+            .chain(&self.checks)
+            .chain(&self.reruns);
+        let changed: BTreeSet<&String> = runs.flat_map(|r| &r.changed_test_files).collect();
+        changed.into_iter().cloned().collect()
+    }
+}
+
+/// What the graded session gets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Decision {
+    pub(crate) verdict: Verdict,
+    pub(crate) fault: Fault,
+    pub(crate) detail: String,
+    /// FAIL_TO_PASS / PASS_TO_PASS tests still failing (after reruns).
+    pub(crate) failing: Vec<String>,
+    /// `pass`, `fail (N)` or `not run` (the report was not usable).
+    pub(crate) base_check: String,
+    pub(crate) new_check: String,
+    /// Tamper suspects, in effect or not (docs/verdicts.md).
+    pub(crate) tamper: Vec<String>,
+}
+
+/// What [`decide`] reads besides the runs.
+#[derive(Clone, Copy)]
+pub(crate) struct Graded<'a> {
+    pub(crate) task: &'a TaskRecord,
+    pub(crate) tree: &'a TreeRecord,
+    /// What the agent's own run reported about itself.
+    pub(crate) facts: &'a RunFacts,
+    pub(crate) format: Format,
+    pub(crate) limits: Limits,
+    /// The session's patch, the paths this arm left out of it, and the
+    /// test globs: what the tamper suspects are read from.
+    pub(crate) patch: &'a [u8],
+    pub(crate) excluded: &'a [String],
+    pub(crate) tests: &'a globset::GlobSet,
+}
+
+/// The verdict of the session graded over `readings`.
+pub(crate) fn decide(g: &Graded<'_>, readings: &Readings) -> Decision {
+    let mut d = match unusable(g.task, g.tree, &readings.first, g.limits) {
+        Some((verdict, fault, detail)) => Decision {
+            verdict,
+            fault,
+            detail,
+            failing: Vec::new(),
+            base_check: NOT_RUN.into(),
+            new_check: NOT_RUN.into(),
+            tamper: Vec::new(),
+        },
+        None => {
+            let first = &readings.first;
+            let unbuilt = Unbuilt::of(g.format, g.task, first);
+            let failing = failing_after(g.format, g.task, first, &readings.reruns);
+            let settled = settle(&unbuilt, failing, readings.reruns.len() as u32);
+            Decision {
+                verdict: settled.verdict,
+                fault: settled.fault,
+                detail: settled.detail,
+                failing: settled.failing,
+                base_check: check_word(check(&g.task.pass_to_pass, &first.tests).len()),
+                new_check: check_word(check(&g.task.fail_to_pass, &first.tests).len()),
+                tamper: Vec::new(),
+            }
+        }
+    };
+    blame_infrastructure(&mut d.fault, &mut d.detail, g.facts);
+    let changed = readings.changed_test_files();
+    let (suspects, in_effect) = tamper_suspects(g.patch, g.excluded, g.tests, &changed);
+    d.tamper = suspects;
+    if in_effect && d.verdict.passed() {
+        d.verdict = Verdict::Unresolved;
+        d.fault = Fault::Agent;
+        d.detail = format!(
+            "tamper suspect, never scored resolved: {}",
+            d.tamper.join("; ")
+        );
+    }
+    d
+}
+
+/// Whether the graded run's report decides the verdict: then the checks
+/// and reruns are worth running.
+pub(crate) fn reads_report(task: &TaskRecord, tree: &TreeRecord, first: &RunRecord) -> bool {
+    let any = Limits {
+        timeout_s: 0,
+        log_cap: 0,
+    };
+    unusable(task, tree, first, any).is_none()
+}
+
+/// The expected tests to rerun next, or None when no rerun is due: none
+/// still fails, or `max` reruns were done.
+pub(crate) fn next_rerun(
+    format: Format,
+    task: &TaskRecord,
+    readings: &Readings,
+    max: u32,
+) -> Option<Vec<String>> {
+    if readings.reruns.len() as u32 >= max {
+        return None;
+    }
+    let failing = failing_after(format, task, &readings.first, &readings.reruns);
+    (!failing.is_empty()).then_some(failing)
+}
+
+const NOT_RUN: &str = "not run";
+
+/// The verdict of a session whose graded run says nothing about its tests,
+/// or None when its report is usable.
+fn unusable(
+    task: &TaskRecord,
+    tree: &TreeRecord,
+    run: &RunRecord,
+    limits: Limits,
+) -> Option<(Verdict, Fault, String)> {
+    if let Some(why) = &tree.skipped {
+        return Some(match why {
+            Skip::PatchApplyFailed(d) => (Verdict::PatchApplyFailed, Fault::Agent, d.clone()),
+            Skip::TestPatchConflict(d) => (Verdict::TestPatchConflict, Fault::Ambiguous, d.clone()),
+            Skip::NotGraded(d) => (Verdict::NotGraded, Fault::None, d.clone()),
+            // The tree node's skips; a stage never records them.
+            Skip::Declined(_) | Skip::Unstaged(_) => {
+                (Verdict::NotGraded, Fault::None, why.to_string())
+            }
+        });
+    }
+    if run.env_failed || run.exit_code == Some(127) {
+        return Some((
+            Verdict::EnvSetupFailed,
+            Fault::Harness,
+            "the environment could not run the command (setup failed or exit 127: command or interpreter not found)".into(),
+        ));
+    }
+    if run.log_truncated {
+        return Some((
+            Verdict::Ineligible,
+            Fault::Harness,
+            format!(
+                "the evidence ({} bytes) exceeds the cap ({} bytes); the stored log was cut after {} bytes, and a grade is never scored on a cut log",
+                run.log_bytes, limits.log_cap, limits.log_cap
+            ),
+        ));
+    }
+    if run.timed_out {
+        let why = format!("timed out after {} s", limits.timeout_s);
+        return Some((Verdict::Unresolved, Fault::Agent, why));
+    }
+    if let Some(limit) = &run.limit {
+        // The sandbox's memory, process or file-size limit ended or broke
+        // the run: the patch's code did that, as with a timeout.
+        let why = format!("the run hit its {limit} limit");
+        return Some((Verdict::Unresolved, Fault::Agent, why));
+    }
+    if run.report_error.is_some()
+        || run.untrusted.is_some()
+        || (run.tests.is_empty() && run.build_failures.is_empty())
+    {
+        let why = run
+            .report_error
+            .clone()
+            .or(run.untrusted.clone())
+            .unwrap_or_else(|| "the report holds no tests".into());
+        // Graded tasks are certified: their controls reported normally, so a
+        // run of this tree that gives no usable report is the patch's doing
+        // (its code broke or faked the runner).
+        let fault = if task.certified {
+            Fault::Agent
+        } else {
+            Fault::Harness
+        };
+        return Some((Verdict::NoReport, fault, why));
+    }
+    None
+}
+
+/// The expected tests (PASS_TO_PASS, then FAIL_TO_PASS) the first run
+/// failed, less those whose unit did not build (a rerun of the same tree
+/// would only compile it again), less those a later rerun passed.
+fn failing_after(
+    format: Format,
+    task: &TaskRecord,
+    first: &RunRecord,
+    reruns: &[RunRecord],
+) -> Vec<String> {
+    let unbuilt = Unbuilt::of(format, task, first);
+    let mut failing: Vec<String> = check(&task.pass_to_pass, &first.tests)
+        .into_iter()
+        .chain(check(&task.fail_to_pass, &first.tests))
+        .filter(|t| !unbuilt.tests.contains(t))
+        .collect();
+    for again in reruns {
+        failing.retain(|t| again.tests.get(t) != Some(&Outcome::Passed));
+    }
+    failing
+}
+
+fn check(tests: &[String], outcomes: &BTreeMap<String, Outcome>) -> Vec<String> {
+    tests
+        .iter()
+        .filter(|t| outcomes.get(*t) != Some(&Outcome::Passed))
+        .cloned()
+        .collect()
+}
+
+fn check_word(failing: usize) -> String {
+    if failing == 0 {
+        "pass".into()
+    } else {
+        format!("fail ({failing})")
+    }
+}
+
+/// A red grade the agent would carry is not its fault when its own run
+/// died of an API or infrastructure failure (`is_error: true`, e.g. Claude
+/// Code's "API Error: 529"): the patch is what a broken run left behind.
+/// Tamper suspects, decided after this, stay the agent's.
+fn blame_infrastructure(fault: &mut Fault, detail: &mut String, facts: &RunFacts) {
+    if facts.is_error == Some(true) && *fault == Fault::Agent {
+        *fault = Fault::Infrastructure;
+        let why = "the agent's run ended with is_error (an API or infrastructure failure)";
+        *detail = if detail.is_empty() {
+            why.to_owned()
+        } else {
+            format!("{detail}; {why}")
+        };
+    }
+}
+
+/// The verdict of a run that produced a usable report.
+#[derive(Debug, PartialEq, Eq)]
+struct Settled {
+    verdict: Verdict,
+    fault: Fault,
+    detail: String,
+    failing: Vec<String>,
+}
+
+/// Decides the verdict once the reruns are done: `failing`, the expected
+/// tests that still fail after `reruns` reruns, besides the `unbuilt` ones
+/// (never rerun). A unit the patch keeps from building is the agent's
+/// failure, with the compiler's message as the reason.
+fn settle(unbuilt: &Unbuilt<'_>, mut failing: Vec<String>, reruns: u32) -> Settled {
+    let settled = |verdict, fault, detail: String, failing| Settled {
+        verdict,
+        fault,
+        detail,
+        failing,
+    };
+    if failing.is_empty() && unbuilt.tests.is_empty() {
+        return if reruns == 0 {
+            settled(Verdict::Resolved, Fault::None, String::new(), failing)
+        } else {
+            let detail = format!("passed on rerun {reruns}");
+            settled(
+                Verdict::ResolvedAfterRerun,
+                Fault::FlakyTest,
+                detail,
+                failing,
+            )
+        };
+    }
+    let mut detail = Vec::new();
+    if !unbuilt.tests.is_empty() {
+        detail.push(unbuilt.detail());
+    }
+    if !failing.is_empty() {
+        detail.push(format!(
+            "{} tests still fail after {reruns} reruns",
+            failing.len()
+        ));
+    }
+    failing.extend(unbuilt.tests.iter().cloned());
+    failing.sort();
+    failing.dedup();
+    settled(
+        Verdict::Unresolved,
+        Fault::Agent,
+        detail.join("; "),
+        failing,
+    )
+}
+
+/// The expected tests (FAIL_TO_PASS, PASS_TO_PASS) a graded run did not
+/// name because their unit did not build, and those units' failures.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Unbuilt<'a> {
+    /// Sorted, unique.
+    tests: BTreeSet<String>,
+    /// The failures that account for them, sorted by unit.
+    failures: Vec<&'a assay_report::BuildFailure>,
+}
+
+impl<'a> Unbuilt<'a> {
+    fn of(format: assay_report::Format, task: &TaskRecord, run: &'a RunRecord) -> Unbuilt<'a> {
+        let mut out = Unbuilt::default();
+        for t in task.fail_to_pass.iter().chain(&task.pass_to_pass) {
+            if let Some(b) = run.build_failure_for(format, t, None) {
+                out.tests.insert(t.clone());
+                if !out.failures.contains(&b) {
+                    out.failures.push(b);
+                }
+            }
+        }
+        out.failures.sort_by(|a, b| a.unit.cmp(&b.unit));
+        out
+    }
+
+    /// The failing reason: each unit with the compiler's message.
+    fn detail(&self) -> String {
+        self.failures
+            .iter()
+            .map(|b| {
+                let message = if b.message.is_empty() {
+                    "(the runner printed no reason)"
+                } else {
+                    b.message.as_str()
+                };
+                format!("{} does not build: {message}", b.unit)
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stages::records::TaskStatus;
+    use assay_report::BuildFailure;
+
+    const PKG: &str = "example.com/gocalc";
+
+    fn task(f2p: &[&str], p2p: &[&str]) -> TaskRecord {
+        let ids = |v: &[&str]| v.iter().map(|t| format!("{PKG}.{t}")).collect();
+        TaskRecord {
+            instance_id: "gocalc-1".into(),
+            repo: "gocalc".into(),
+            fail_to_pass: ids(f2p),
+            pass_to_pass: ids(p2p),
+            track: "basic".into(),
+            status: TaskStatus::Released,
+            certified: true,
+            ..TaskRecord::default()
+        }
+    }
+
+    fn broken(unit: &str, message: &str) -> RunRecord {
+        RunRecord {
+            exit_code: Some(2),
+            build_failures: vec![BuildFailure {
+                unit: unit.to_owned(),
+                message: message.to_owned(),
+                stopped_run: false,
+            }],
+            ..RunRecord::default()
+        }
+    }
+
+    const TOO_MANY: &str =
+        "./stats.go:15:13: too many return values\n\thave (number, nil)\n\twant (float64)";
+
+    #[test]
+    fn a_patch_that_breaks_the_build_is_unresolved_the_agents_with_the_compilers_message() {
+        let task = task(&["TestMeanEmpty"], &["TestAdd", "TestMean"]);
+        let run = broken(PKG, TOO_MANY);
+        let unbuilt = Unbuilt::of(Format::GoTestJson, &task, &run);
+        assert_eq!(unbuilt.tests.len(), 3);
+        let s = settle(&unbuilt, Vec::new(), 0);
+        assert_eq!((s.verdict, s.fault), (Verdict::Unresolved, Fault::Agent));
+        assert_eq!(s.detail, format!("{PKG} does not build: {TOO_MANY}"));
+        assert_eq!(
+            s.failing,
+            [
+                format!("{PKG}.TestAdd"),
+                format!("{PKG}.TestMean"),
+                format!("{PKG}.TestMeanEmpty")
+            ]
+        );
+    }
+
+    #[test]
+    fn only_the_broken_units_tests_are_unbuilt_and_the_rest_still_count() {
+        // Two packages: the agent broke `other`; gocalc's tests ran.
+        let task = task(&["TestMeanEmpty"], &["TestAdd"]);
+        let mut run = broken(
+            "example.com/gocalc/other",
+            "other.go:1:1: expected 'package'",
+        );
+        run.tests.insert(format!("{PKG}.TestAdd"), Outcome::Passed);
+        run.tests
+            .insert(format!("{PKG}.TestMeanEmpty"), Outcome::Failed);
+        let unbuilt = Unbuilt::of(Format::GoTestJson, &task, &run);
+        assert!(unbuilt.tests.is_empty());
+        let s = settle(&unbuilt, vec![format!("{PKG}.TestMeanEmpty")], 1);
+        assert_eq!(s.verdict, Verdict::Unresolved);
+        assert_eq!(s.detail, "1 tests still fail after 1 reruns");
+        // Both at once: the compiler's message first.
+        let mut run = broken(PKG, "x.go:1: boom");
+        run.build_failures.push(BuildFailure {
+            unit: "example.com/z".into(),
+            message: String::new(),
+            stopped_run: false,
+        });
+        let mut t = task.clone();
+        t.pass_to_pass.push("example.com/z.TestZ".into());
+        let unbuilt = Unbuilt::of(Format::GoTestJson, &t, &run);
+        let s = settle(&unbuilt, vec!["example.com/y.TestY".into()], 2);
+        assert_eq!(
+            s.detail,
+            format!(
+                "{PKG} does not build: x.go:1: boom; example.com/z does not build: \
+                 (the runner printed no reason); 1 tests still fail after 2 reruns"
+            )
+        );
+        assert_eq!(s.failing.len(), 4);
+    }
+
+    #[test]
+    fn a_run_stopped_by_a_build_failure_covers_every_expected_test() {
+        let task = task(&["multiplies"], &["adds"]);
+        let mut run = broken("tinycalc", "error[E0425]: cannot find function `mul`");
+        run.build_failures[0].stopped_run = true;
+        let unbuilt = Unbuilt::of(Format::Libtest, &task, &run);
+        assert_eq!(unbuilt.tests.len(), 2);
+        assert_eq!(unbuilt.failures.len(), 1);
+    }
+
+    #[test]
+    fn without_build_failures_settle_decides_as_before() {
+        let none = Unbuilt::default();
+        let s = settle(&none, Vec::new(), 0);
+        assert_eq!(
+            (s.verdict, s.fault, s.detail.as_str()),
+            (Verdict::Resolved, Fault::None, "")
+        );
+        let s = settle(&none, Vec::new(), 2);
+        assert_eq!(
+            (s.verdict, s.fault, s.detail.as_str()),
+            (
+                Verdict::ResolvedAfterRerun,
+                Fault::FlakyTest,
+                "passed on rerun 2"
+            )
+        );
+        let s = settle(&none, vec!["t".into()], 3);
+        assert_eq!(
+            (s.verdict, s.fault, s.detail.as_str()),
+            (
+                Verdict::Unresolved,
+                Fault::Agent,
+                "1 tests still fail after 3 reruns"
+            )
+        );
+    }
+
+    #[test]
+    fn a_run_that_died_of_an_api_error_is_not_the_agents_fault() {
+        let errored = crate::stages::records::RunFacts {
+            is_error: Some(true),
+            ..Default::default()
+        };
+        let (mut fault, mut detail) =
+            (Fault::Agent, "2 tests still fail after 3 reruns".to_owned());
+        blame_infrastructure(&mut fault, &mut detail, &errored);
+        assert_eq!(fault, Fault::Infrastructure);
+        assert_eq!(
+            detail,
+            "2 tests still fail after 3 reruns; the agent's run ended with is_error (an API or infrastructure failure)"
+        );
+        // Only the agent's blame moves; a run that ended well keeps it.
+        let (mut fault, mut detail) = (Fault::Harness, String::new());
+        blame_infrastructure(&mut fault, &mut detail, &errored);
+        assert_eq!(fault, Fault::Harness);
+        let (mut fault, mut detail) = (Fault::Agent, String::new());
+        let fine = crate::stages::records::RunFacts {
+            is_error: Some(false),
+            ..Default::default()
+        };
+        blame_infrastructure(&mut fault, &mut detail, &fine);
+        assert_eq!(fault, Fault::Agent);
+    }
+
+    // ---- decide: one graded session in memory, no process ----------------
+
+    const F2P: &str = "tests.test_ops.TestOps.test_divide";
+    const P2P: &str = "tests.test_ops.TestOps.test_add";
+    const PATCH: &str = "--- a/calc/ops.py\n+++ b/calc/ops.py\n@@ -1 +1,2 @@\n def divide(a, b):\n+    return a / b\n";
+
+    /// A certified, released task graded over a staged tree, with a plain
+    /// patch to non-test code.
+    struct Case {
+        task: TaskRecord,
+        tree: TreeRecord,
+        facts: RunFacts,
+        patch: Vec<u8>,
+        excluded: Vec<String>,
+        tests: globset::GlobSet,
+    }
+
+    impl Case {
+        fn new() -> Case {
+            let globs = ["tests/**".to_owned()];
+            Case {
+                task: TaskRecord {
+                    instance_id: "calc-1".into(),
+                    fail_to_pass: vec![F2P.into()],
+                    pass_to_pass: vec![P2P.into()],
+                    certified: true,
+                    ..TaskRecord::default()
+                },
+                tree: TreeRecord {
+                    tree: Some("4b825dc642cb6eb9a060e54bf8d69288fbee4904".into()),
+                    skipped: None,
+                },
+                facts: RunFacts::default(),
+                patch: PATCH.as_bytes().to_vec(),
+                excluded: Vec::new(),
+                tests: super::super::triage::globset(&globs).expect("globs"),
+            }
+        }
+
+        fn skipped(skip: Skip) -> Case {
+            let mut case = Case::new();
+            case.tree = TreeRecord {
+                tree: None,
+                skipped: Some(skip),
+            };
+            case
+        }
+
+        fn decide(&self, readings: &Readings) -> Decision {
+            let graded = Graded {
+                task: &self.task,
+                tree: &self.tree,
+                facts: &self.facts,
+                format: Format::Unittest,
+                limits: Limits {
+                    timeout_s: 600,
+                    log_cap: 1024,
+                },
+                patch: &self.patch,
+                excluded: &self.excluded,
+                tests: &self.tests,
+            };
+            decide(&graded, readings)
+        }
+
+        fn decide_first(&self, first: RunRecord) -> Decision {
+            self.decide(&Readings {
+                first,
+                ..Readings::default()
+            })
+        }
+    }
+
+    fn reading(outcomes: &[(&str, Outcome)]) -> RunRecord {
+        RunRecord {
+            exit_code: Some(0),
+            tests: outcomes
+                .iter()
+                .map(|(t, o)| ((*t).to_owned(), *o))
+                .collect(),
+            ..RunRecord::default()
+        }
+    }
+
+    fn green() -> RunRecord {
+        reading(&[(F2P, Outcome::Passed), (P2P, Outcome::Passed)])
+    }
+
+    fn red() -> RunRecord {
+        RunRecord {
+            exit_code: Some(1),
+            ..reading(&[(F2P, Outcome::Failed), (P2P, Outcome::Passed)])
+        }
+    }
+
+    fn verdict_of(d: &Decision) -> (Verdict, Fault, &str) {
+        (d.verdict, d.fault, d.detail.as_str())
+    }
+
+    #[test]
+    fn every_expected_test_passing_at_once_is_resolved() {
+        let d = Case::new().decide_first(green());
+        assert_eq!(verdict_of(&d), (Verdict::Resolved, Fault::None, ""));
+        assert_eq!(
+            (d.base_check.as_str(), d.new_check.as_str()),
+            ("pass", "pass")
+        );
+        assert!(d.failing.is_empty() && d.tamper.is_empty());
+    }
+
+    #[test]
+    fn a_failure_that_passes_on_a_rerun_is_resolved_after_rerun_and_the_flaky_tests() {
+        let d = Case::new().decide(&Readings {
+            first: red(),
+            reruns: vec![reading(&[(F2P, Outcome::Passed)])],
+            ..Readings::default()
+        });
+        assert_eq!(
+            verdict_of(&d),
+            (
+                Verdict::ResolvedAfterRerun,
+                Fault::FlakyTest,
+                "passed on rerun 1"
+            )
+        );
+        // The checks say what the graded run saw, before any rerun.
+        assert_eq!(
+            (d.base_check.as_str(), d.new_check.as_str()),
+            ("pass", "fail (1)")
+        );
+    }
+
+    #[test]
+    fn a_failure_every_rerun_repeats_is_unresolved_the_agents() {
+        let d = Case::new().decide(&Readings {
+            first: red(),
+            reruns: vec![red(), red(), red()],
+            ..Readings::default()
+        });
+        assert_eq!(
+            verdict_of(&d),
+            (
+                Verdict::Unresolved,
+                Fault::Agent,
+                "1 tests still fail after 3 reruns"
+            )
+        );
+        assert_eq!(d.failing, [F2P]);
+    }
+
+    #[test]
+    fn a_session_patch_that_does_not_apply_is_patch_apply_failed_the_agents() {
+        let case = Case::skipped(Skip::PatchApplyFailed(
+            "error: corrupt patch at line 7".into(),
+        ));
+        let d = case.decide_first(RunRecord::default());
+        assert_eq!(
+            verdict_of(&d),
+            (
+                Verdict::PatchApplyFailed,
+                Fault::Agent,
+                "error: corrupt patch at line 7"
+            )
+        );
+        assert_eq!(
+            (d.base_check.as_str(), d.new_check.as_str()),
+            ("not run", "not run")
+        );
+    }
+
+    #[test]
+    fn a_test_patch_that_conflicts_with_the_session_is_ambiguous() {
+        let case = Case::skipped(Skip::TestPatchConflict(
+            "tests/test_ops.py: does not apply".into(),
+        ));
+        let d = case.decide_first(RunRecord::default());
+        assert_eq!(
+            verdict_of(&d),
+            (
+                Verdict::TestPatchConflict,
+                Fault::Ambiguous,
+                "tests/test_ops.py: does not apply"
+            )
+        );
+    }
+
+    #[test]
+    fn a_run_without_a_usable_report_is_no_report_the_agents_on_a_certified_task() {
+        let first = RunRecord {
+            report_error: Some("no test report was written".into()),
+            ..RunRecord::default()
+        };
+        let d = Case::new().decide_first(first);
+        assert_eq!(
+            verdict_of(&d),
+            (
+                Verdict::NoReport,
+                Fault::Agent,
+                "no test report was written"
+            )
+        );
+        let d = Case::new().decide_first(RunRecord::default());
+        assert_eq!(
+            verdict_of(&d),
+            (Verdict::NoReport, Fault::Agent, "the report holds no tests")
+        );
+    }
+
+    #[test]
+    fn a_command_the_environment_cannot_run_is_env_setup_failed_the_harnesss() {
+        let first = RunRecord {
+            exit_code: Some(127),
+            ..green()
+        };
+        let d = Case::new().decide_first(first);
+        assert_eq!(
+            (d.verdict, d.fault),
+            (Verdict::EnvSetupFailed, Fault::Harness)
+        );
+        let first = RunRecord {
+            env_failed: true,
+            ..green()
+        };
+        let d = Case::new().decide_first(first);
+        assert_eq!(
+            (d.verdict, d.fault),
+            (Verdict::EnvSetupFailed, Fault::Harness)
+        );
+    }
+
+    #[test]
+    fn a_cut_log_is_ineligible_never_scored() {
+        let first = RunRecord {
+            log_truncated: true,
+            log_bytes: 4096,
+            ..green()
+        };
+        let d = Case::new().decide_first(first);
+        assert_eq!(
+            verdict_of(&d),
+            (
+                Verdict::Ineligible,
+                Fault::Harness,
+                "the evidence (4096 bytes) exceeds the cap (1024 bytes); the stored log was cut \
+                 after 1024 bytes, and a grade is never scored on a cut log"
+            )
+        );
+    }
+
+    #[test]
+    fn a_task_not_released_and_certified_is_not_graded_and_blames_no_one() {
+        let case = Case::skipped(Skip::NotGraded("task calc-1 is uncertified".into()));
+        let d = case.decide_first(RunRecord::default());
+        assert_eq!(
+            verdict_of(&d),
+            (
+                Verdict::NotGraded,
+                Fault::None,
+                "task calc-1 is uncertified"
+            )
+        );
+    }
+
+    #[test]
+    fn no_fault_when_resolved_even_if_the_agents_run_ended_with_is_error() {
+        let mut case = Case::new();
+        case.facts.is_error = Some(true);
+        let d = case.decide_first(green());
+        assert_eq!(verdict_of(&d), (Verdict::Resolved, Fault::None, ""));
+    }
+
+    #[test]
+    fn the_agents_fault_when_its_code_times_out_or_hits_a_sandbox_limit() {
+        let timed_out = RunRecord {
+            timed_out: true,
+            ..green()
+        };
+        let d = Case::new().decide_first(timed_out);
+        assert_eq!(
+            verdict_of(&d),
+            (Verdict::Unresolved, Fault::Agent, "timed out after 600 s")
+        );
+        let limited = RunRecord {
+            limit: Some("memory".into()),
+            ..green()
+        };
+        let d = Case::new().decide_first(limited);
+        assert_eq!(
+            verdict_of(&d),
+            (
+                Verdict::Unresolved,
+                Fault::Agent,
+                "the run hit its memory limit"
+            )
+        );
+    }
+
+    #[test]
+    fn a_flaky_test_fault_counts_the_reruns_it_took() {
+        let d = Case::new().decide(&Readings {
+            first: red(),
+            reruns: vec![red(), reading(&[(F2P, Outcome::Passed)])],
+            ..Readings::default()
+        });
+        assert_eq!(
+            verdict_of(&d),
+            (
+                Verdict::ResolvedAfterRerun,
+                Fault::FlakyTest,
+                "passed on rerun 2"
+            )
+        );
+    }
+
+    #[test]
+    fn an_ambiguous_fault_does_not_move_to_infrastructure() {
+        let mut case = Case::skipped(Skip::TestPatchConflict("conflict".into()));
+        case.facts.is_error = Some(true);
+        let d = case.decide_first(RunRecord::default());
+        assert_eq!(
+            verdict_of(&d),
+            (Verdict::TestPatchConflict, Fault::Ambiguous, "conflict")
+        );
+    }
+
+    #[test]
+    fn the_harnesss_fault_when_an_uncertified_task_gives_no_report() {
+        let mut case = Case::new();
+        case.task.certified = false;
+        let d = case.decide_first(RunRecord::default());
+        assert_eq!(
+            verdict_of(&d),
+            (
+                Verdict::NoReport,
+                Fault::Harness,
+                "the report holds no tests"
+            )
+        );
+    }
+
+    #[test]
+    fn infrastructure_takes_the_agents_blame_when_its_run_ended_with_is_error() {
+        let mut case = Case::new();
+        case.facts.is_error = Some(true);
+        let d = case.decide(&Readings {
+            first: red(),
+            reruns: vec![red()],
+            ..Readings::default()
+        });
+        assert_eq!(
+            verdict_of(&d),
+            (
+                Verdict::Unresolved,
+                Fault::Infrastructure,
+                "1 tests still fail after 1 reruns; the agent's run ended with is_error \
+                 (an API or infrastructure failure)"
+            )
+        );
+    }
+
+    #[test]
+    fn a_test_file_changed_by_a_rerun_demotes_a_resolved_grade_to_the_agents_unresolved() {
+        let mut again = reading(&[(F2P, Outcome::Passed)]);
+        again.changed_test_files = vec!["tests/test_ops.py".into()];
+        let mut case = Case::new();
+        // Tamper stays the agent's even when its run ended with is_error.
+        case.facts.is_error = Some(true);
+        let d = case.decide(&Readings {
+            first: red(),
+            reruns: vec![again],
+            ..Readings::default()
+        });
+        assert_eq!(
+            verdict_of(&d),
+            (
+                Verdict::Unresolved,
+                Fault::Agent,
+                "tamper suspect, never scored resolved: test files changed during the run: \
+                 tests/test_ops.py"
+            )
+        );
+        assert_eq!(
+            d.tamper,
+            ["test files changed during the run: tests/test_ops.py"]
+        );
+    }
+
+    #[test]
+    fn neutralised_infrastructure_is_listed_but_leaves_a_resolved_grade_alone() {
+        let mut case = Case::new();
+        case.patch = b"--- /dev/null\n+++ b/conftest.py\n@@ -0,0 +1 @@\n+import os\n".to_vec();
+        case.excluded = vec!["conftest.py".into()];
+        let d = case.decide_first(green());
+        assert_eq!(d.verdict, Verdict::Resolved);
+        assert_eq!(
+            d.tamper,
+            ["touches test infrastructure: conftest.py (neutralised)"]
+        );
+        // Kept (the `keep` arm), it is in effect.
+        case.excluded.clear();
+        let d = case.decide_first(green());
+        assert_eq!((d.verdict, d.fault), (Verdict::Unresolved, Fault::Agent));
+    }
+
+    #[test]
+    fn reruns_are_asked_for_the_failing_tests_until_they_pass_or_run_out() {
+        let case = Case::new();
+        let mut readings = Readings {
+            first: red(),
+            ..Readings::default()
+        };
+        let next = |r: &Readings| next_rerun(Format::Unittest, &case.task, r, 2);
+        assert_eq!(next(&readings), Some(vec![F2P.to_owned()]));
+        readings.reruns.push(red());
+        assert_eq!(next(&readings), Some(vec![F2P.to_owned()]));
+        readings.reruns.push(red());
+        assert_eq!(next(&readings), None, "two reruns at most");
+        readings.reruns = vec![reading(&[(F2P, Outcome::Passed)])];
+        assert_eq!(next(&readings), None, "nothing fails any more");
+        readings.first = green();
+        readings.reruns.clear();
+        assert_eq!(next(&readings), None, "nothing failed");
+    }
+
+    #[test]
+    fn only_a_usable_report_is_worth_checks_and_reruns() {
+        let case = Case::new();
+        assert!(reads_report(&case.task, &case.tree, &red()));
+        let timed_out = RunRecord {
+            timed_out: true,
+            ..red()
+        };
+        assert!(!reads_report(&case.task, &case.tree, &timed_out));
+        let skipped = Case::skipped(Skip::PatchApplyFailed(String::new()));
+        assert!(!reads_report(&skipped.task, &skipped.tree, &red()));
+    }
+}

@@ -1,0 +1,78 @@
+//! Closed sets of words: an enum for logic, its word for output and records.
+//! Every value's word is written once, in its `words!` block.
+
+/// A closed set of words a record stores: an enum for logic, its word for
+/// output. Each value's word is written once, here; serde reads and writes
+/// exactly that word, so records keep their bytes.
+///
+/// Serialized as a plain string by default (the bytes a `String` field had).
+/// `words! { unit_variant; … }` serializes as serde's unit variant instead
+/// (JSON: the same word; bincode node params: the variant index), for an
+/// enum that was `#[derive(Serialize)]`d before and sits in node params.
+macro_rules! words {
+    (unit_variant; $($enum:tt)*) => {
+        $crate::words::words!(@enum $($enum)*);
+        $crate::words::words!(@serialize_unit_variant $($enum)*);
+    };
+    ($(#[$meta:meta])* pub(crate) enum $name:ident { $($body:tt)* }) => {
+        $crate::words::words!(@enum $(#[$meta])* pub(crate) enum $name { $($body)* });
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+    };
+    (@serialize_unit_variant $(#[$meta:meta])* pub(crate) enum $name:ident { $($body:tt)* }) => {
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let index = Self::ALL.iter().position(|v| v == self).unwrap_or_default();
+                s.serialize_unit_variant(stringify!($name), index as u32, self.as_str())
+            }
+        }
+    };
+    (@enum $(#[$meta:meta])* pub(crate) enum $name:ident {
+        $($(#[$vmeta:meta])* $value:ident = $word:literal,)*
+    }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub(crate) enum $name {
+            $($(#[$vmeta])* $value,)*
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub(crate) const ALL: &'static [$name] = &[$($name::$value,)*];
+
+            pub(crate) fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$value => $word,)*
+                }
+            }
+
+            pub(crate) fn parse(word: &str) -> Option<$name> {
+                Self::ALL.iter().copied().find(|v| v.as_str() == word)
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let word = <String as serde::Deserialize>::deserialize(d)?;
+                $name::parse(&word).ok_or_else(|| {
+                    let known: Vec<&str> = Self::ALL.iter().map(|v| v.as_str()).collect();
+                    serde::de::Error::custom(format!(
+                        "unknown {} `{word}` (known: {})",
+                        stringify!($name),
+                        known.join(", ")
+                    ))
+                })
+            }
+        }
+    };
+}
+pub(crate) use words;

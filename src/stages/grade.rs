@@ -346,6 +346,8 @@ struct GradeJob {
     params: GradeParams,
     format: assay_report::Format,
     store_dir: PathBuf,
+    /// The env node its reruns and checks run in.
+    env: String,
 }
 
 impl Job for GradeJob {
@@ -355,17 +357,28 @@ impl Job for GradeJob {
         let store_dir = self.store_dir.clone();
         Box::pin(async move { grade(p, format, store_dir, ctx).await })
     }
+
+    /// Reruns and checks run in the graded run's environment: a grade that
+    /// may start them holds that environment as a run does.
+    fn exclusive(&self) -> Option<&str> {
+        let runs_processes = self.params.reruns > 0 || self.params.check_command.is_some();
+        runs_processes
+            .then(|| self.params.run.exclusive(&self.env))
+            .flatten()
+    }
 }
 
 pub(crate) fn grade_job(
     params: GradeParams,
     format: assay_report::Format,
     store_dir: PathBuf,
+    env: String,
 ) -> Arc<dyn Job> {
     Arc::new(GradeJob {
         params,
         format,
         store_dir,
+        env,
     })
 }
 

@@ -231,7 +231,12 @@ pub(super) fn grade_nodes(
                 ],
                 // Reruns and separate checks are test runs: a grade is an observation.
                 true,
-                grade::grade_job(gp.clone(), env.format, g.store_dir.to_owned()),
+                grade::grade_job(
+                    gp.clone(),
+                    env.format,
+                    g.store_dir.to_owned(),
+                    env_node.clone(),
+                ),
             ));
             if Some(arm) == arms.iter().find(|a| *a == "exclude").or(arms.first()) {
                 reviewable.push(judge::Reviewable {

@@ -10,9 +10,8 @@
 //! in one local environment are serialised: the environment directory is
 //! shared mutable state (the example's flaky test depends on it).
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use assay_engine::{Job, JobCtx, JobError, JobFuture, Output};
@@ -54,14 +53,6 @@ pub(crate) struct RunJob {
     pub(crate) env: String,
 }
 
-static ENV_LOCKS: LazyLock<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
-
-fn env_lock(dir: &str) -> Arc<tokio::sync::Mutex<()>> {
-    let mut map = ENV_LOCKS.lock().unwrap_or_else(|p| p.into_inner());
-    map.entry(dir.to_owned()).or_default().clone()
-}
-
 impl Job for RunJob {
     fn run(&self, ctx: JobCtx) -> JobFuture {
         let params = self.params.clone();
@@ -71,8 +62,18 @@ impl Job for RunJob {
     }
 
     fn exclusive(&self) -> Option<&str> {
-        // A container's environment is its own copy: nothing is shared.
-        (self.params.serial && self.params.confine.docker().is_none()).then_some(self.env.as_str())
+        self.params.exclusive(&self.env)
+    }
+}
+
+impl RunParams {
+    /// The resource a job running these params holds alone: the env node,
+    /// when its runs are serial and local. A container's environment is its
+    /// own copy: nothing is shared. Every job that runs processes in an
+    /// environment (a run, a grade's reruns and checks) says so through
+    /// [`Job::exclusive`], the engine's one lock.
+    pub(crate) fn exclusive<'a>(&self, env_node: &'a str) -> Option<&'a str> {
+        (self.serial && self.confine.docker().is_none()).then_some(env_node)
     }
 }
 
@@ -107,7 +108,6 @@ pub(crate) struct HowToRun {
     pub(crate) timeout_s: u64,
     pub(crate) log_cap: u64,
     pub(crate) redact: super::redact::RedactConfig,
-    pub(crate) serial: bool,
     pub(crate) confine: super::confine::Confinement,
     pub(crate) watch: Vec<String>,
 }
@@ -121,7 +121,6 @@ impl HowToRun {
             timeout_s: p.timeout_s,
             log_cap: p.log_cap,
             redact: p.redact.clone(),
-            serial: p.serial,
             confine: p.confine.clone(),
             watch: p.watch.clone(),
         }
@@ -188,7 +187,7 @@ pub(crate) async fn execute_tree(
     .map_err(|e| err(&e))?;
     let ran = match process {
         super::confine::Process::Local(spec) => {
-            run_local(&spec, p, &env.dir, &work, store_dir, staged).await?
+            run_local(&spec, p, &work, store_dir, staged).await?
         }
         super::confine::Process::Docker(run) => run_docker(&run, p, store_dir, staged).await?,
     };
@@ -302,24 +301,18 @@ struct Ran {
     changed: Vec<String>,
 }
 
-/// Runs a local process spec (one at a time per environment when serial)
-/// and reads what it left in its tree.
+/// Runs a local process spec and reads what it left in its tree. Serial
+/// environments are not locked here: the job holding the run holds its
+/// environment ([`RunParams::exclusive`]).
 async fn run_local(
     spec: &assay_exec::RunSpec,
     p: &HowToRun,
-    env_dir: &str,
     work: &std::path::Path,
     store_dir: &std::path::Path,
     staged: Watched,
 ) -> Result<Ran, JobError> {
     let err = |e: &dyn std::fmt::Display| JobError::new(format!("run: {e}"));
-    let outcome = if p.serial {
-        let lock = env_lock(env_dir);
-        let _guard = lock.lock().await;
-        assay_exec::run(spec).await.map_err(|e| err(&e))?
-    } else {
-        assay_exec::run(spec).await.map_err(|e| err(&e))?
-    };
+    let outcome = assay_exec::run(spec).await.map_err(|e| err(&e))?;
     let changed = {
         let work = work.to_owned();
         let store_dir = store_dir.to_owned();

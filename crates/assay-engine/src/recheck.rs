@@ -8,13 +8,14 @@
 //! blobs, which changes nothing). For observation kinds (test runs) a
 //! difference is an observation, not necessarily corruption.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use serde::Serialize;
 use tokio::task::JoinSet;
 
-use crate::graph::Graph;
+use crate::exclusive::Held;
+use crate::graph::{Graph, NodeId};
 use crate::key::Digest;
 use crate::scheduler::{JobCtx, node_key};
 use crate::store::{Store, StoreError};
@@ -86,10 +87,14 @@ pub async fn recheck(
         }
     }
     let mut running = JoinSet::new();
-    let mut queue = chosen.into_iter();
+    let mut task_node: HashMap<tokio::task::Id, NodeId> = HashMap::new();
+    let mut held = Held::default();
+    let mut queue: VecDeque<NodeId> = chosen.into();
     loop {
         while running.len() < jobs.max(1) {
-            let Some(id) = queue.next() else { break };
+            let Some(id) = held.take_free(graph, &mut queue, |id| *id) else {
+                break;
+            };
             let spec = graph.node(id);
             let mut inputs = Vec::new();
             let mut input_keys = Vec::new();
@@ -117,7 +122,7 @@ pub async fn recheck(
             let fut = spec.job.run(ctx);
             let (name, kind, observation) =
                 (spec.name.clone(), spec.kind.clone(), spec.observation);
-            running.spawn(async move {
+            let handle = running.spawn(async move {
                 let (recomputed, new_bytes) = match broken {
                     Some(e) => (Err(format!("cannot read an input: {e}")), None),
                     None => match fut.await {
@@ -136,11 +141,21 @@ pub async fn recheck(
                     new_bytes,
                 }
             });
+            task_node.insert(handle.id(), id);
         }
-        match running.join_next().await {
-            None => break,
-            Some(Ok(r)) => report.checked.push(r),
-            Some(Err(e)) => report.checked.push(Recheck {
+        let Some(joined) = running.join_next_with_id().await else {
+            break;
+        };
+        let tid = match &joined {
+            Ok((tid, _)) => *tid,
+            Err(e) => e.id(),
+        };
+        if let Some(id) = task_node.remove(&tid) {
+            held.release(graph, id);
+        }
+        match joined {
+            Ok((_, r)) => report.checked.push(r),
+            Err(e) => report.checked.push(Recheck {
                 name: "?".into(),
                 kind: "?".into(),
                 key: String::new(),

@@ -18,6 +18,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 
 use crate::events::{Event, Summary};
+use crate::exclusive::Held;
 use crate::graph::{Graph, NodeId};
 use crate::key::{Digest, DigestMap, KeyRecord, KeyRecordRef, SCHEMA_VERSION};
 use crate::store::{
@@ -269,7 +270,7 @@ pub async fn build(
     let mut deps: Vec<Digest> = Vec::new();
     let mut encoded: Vec<u8> = Vec::new();
     let mut followers: HashMap<NodeId, Vec<NodeId>> = HashMap::new();
-    let mut busy: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut held = Held::default();
 
     loop {
         while let Some(id) = ready.pop_front() {
@@ -335,21 +336,11 @@ pub async fn build(
         }
 
         while inflight.len() < jobs {
-            // The first queued job whose exclusive resource is free.
-            let free = to_run.iter().position(|(id, _, _)| {
-                graph
-                    .node(*id)
-                    .job
-                    .exclusive()
-                    .is_none_or(|r| !busy.contains(r))
-            });
-            let Some((id, record, key)) = free.and_then(|i| to_run.remove(i)) else {
+            let Some((id, record, key)) = held.take_free(graph, &mut to_run, |(id, _, _)| *id)
+            else {
                 break;
             };
             let spec = graph.node(id);
-            if let Some(r) = spec.job.exclusive() {
-                busy.insert(r.to_owned());
-            }
             sink(&Event::NodeStarted {
                 name: &spec.name,
                 kind: &spec.kind,
@@ -462,9 +453,7 @@ pub async fn build(
             ),
         };
         let Some(id) = id else { continue };
-        if let Some(r) = graph.node(id).job.exclusive() {
-            busy.remove(r);
-        }
+        held.release(graph, id);
         let spec = graph.node(id);
         let key = outcomes[id].key.unwrap_or(Digest([0; 32]));
         match result {

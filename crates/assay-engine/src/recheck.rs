@@ -66,15 +66,14 @@ pub async fn recheck(
     let mut keys: Vec<Option<Digest>> = vec![None; n];
     let mut report = RecheckReport::default();
     let mut chosen = Vec::new();
+    let mut deps = Vec::new();
     let mut buf = Vec::new();
     for &id in &graph.order {
-        let deps: Option<Vec<Digest>> = graph.deps[id].iter().map(|&d| outputs[d]).collect();
         let spec = graph.node(id);
-        let Some(deps) = deps else {
+        let Ok(key) = node_key(graph, id, |d| outputs[d], &mut deps, &mut buf) else {
             report.not_cached.push(spec.name.clone());
             continue;
         };
-        let key = node_key(graph, id, &deps, &mut buf);
         match index.get(&key) {
             Some(row) => {
                 outputs[id] = Some(row.output);
@@ -96,29 +95,18 @@ pub async fn recheck(
                 break;
             };
             let spec = graph.node(id);
-            let mut inputs = Vec::new();
-            let mut input_keys = Vec::new();
-            let mut broken = None;
-            for &d in &graph.deps[id] {
-                let dkey = keys[d].unwrap_or(Digest([0; 32]));
-                match index.get(&dkey).map(|row| store.output_bytes(row)) {
-                    Some(Ok(bytes)) => inputs.push(Arc::new(bytes)),
-                    Some(Err(e)) => broken = Some(e.to_string()),
-                    None => broken = Some("an input is not cached".into()),
-                }
-                input_keys.push(dkey);
-            }
             let key = keys[id].unwrap_or(Digest([0; 32]));
             let stored = outputs[id].unwrap_or(Digest([0; 32]));
             let stored_bytes = index.get(&key).and_then(|row| store.output_bytes(row).ok());
-            let ctx = JobCtx {
-                name: spec.name.clone(),
-                key,
-                inputs,
-                input_keys,
-                blobs: store.blobs().clone(),
-                cache_dir: store.dir().to_owned(),
-            };
+            let (ctx, broken) = JobCtx::assemble(store, graph, id, key, |d| {
+                let dkey = keys[d].unwrap_or(Digest([0; 32]));
+                let bytes = match index.get(&dkey).map(|row| store.output_bytes(row)) {
+                    Some(Ok(bytes)) => Ok(Arc::new(bytes)),
+                    Some(Err(e)) => Err(e.to_string()),
+                    None => Err("an input is not cached".into()),
+                };
+                (dkey, bytes)
+            });
             let fut = spec.job.run(ctx);
             let (name, kind, observation) =
                 (spec.name.clone(), spec.kind.clone(), spec.observation);

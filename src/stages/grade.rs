@@ -19,7 +19,7 @@ use serde::Serialize;
 use super::records::{
     EnvRecord, GradeRecord, Receipt, RunRecord, SessionRecord, TaskRecord, TreeRecord,
 };
-use super::run::{HowToRun, execute_tree};
+use super::run::{RunParams, execute_tree};
 
 pub(super) const SESSION_VERSION: u32 = 1;
 /// 2: the test patch's files are reset in every arm; a patch that is not a
@@ -339,7 +339,7 @@ pub(crate) struct GradeParams {
     pub(crate) rerun_command: Option<String>,
     pub(crate) check_command: Option<String>,
     /// How the test command runs: the same settings as the graded run.
-    pub(crate) run: super::run::RunParams,
+    pub(crate) run: RunParams,
 }
 
 struct GradeJob {
@@ -540,9 +540,9 @@ async fn grade(
                 if tests.is_empty() {
                     continue;
                 }
-                let how = HowToRun {
+                let how = RunParams {
                     command: template.replace("{tests}", &tests.join(" ")),
-                    ..HowToRun::new(&p.run, format)
+                    ..p.run.clone()
                 };
                 let (checked, att) = execute_tree(tree_id, &env, &how, 0, &store_dir, &ctx).await?;
                 attachments.extend(att);
@@ -584,9 +584,9 @@ async fn grade(
                 ),
                 _ => p.run.command.clone(),
             };
-            let how = HowToRun {
+            let how = RunParams {
                 command,
-                ..HowToRun::new(&p.run, format)
+                ..p.run.clone()
             };
             let (again, att) =
                 execute_tree(&tree_id, &env, &how, rec.reruns, &store_dir, &ctx).await?;

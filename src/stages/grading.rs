@@ -200,12 +200,7 @@ pub(super) fn grade_nodes(
                 &rp,
                 vec![stage_node.clone(), env_node.clone()],
                 true,
-                run::job(
-                    rp.clone(),
-                    env.format,
-                    g.store_dir.to_owned(),
-                    env_node.clone(),
-                ),
+                run::job(rp.clone(), g.store_dir.to_owned(), env_node.clone()),
             ));
             let gp = GradeParams {
                 arm: arm.clone(),

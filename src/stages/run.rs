@@ -7,8 +7,9 @@
 //! The tree is materialized fresh into a scratch directory (nothing of the
 //! history, remote or gold patch is visible); the command runs in its own
 //! session and process group with a timeout that kills the whole group. Runs
-//! in one local environment are serialised: the environment directory is
-//! shared mutable state (the example's flaky test depends on it).
+//! in one local environment are serialised through the engine's one lock
+//! ([`RunParams::exclusive`]): the environment directory is shared mutable
+//! state (the example's flaky test depends on it).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -27,10 +28,14 @@ use super::records::{EnvRecord, RunRecord, TreeRecord};
 /// is such a reading.
 pub(super) const KIND_VERSION: u32 = 3;
 
+/// How a test command is run and read: the run node's params (so its key),
+/// and what a grade's reruns and checks run with, their command replaced.
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct RunParams {
     pub(crate) command: String,
-    pub(crate) report: String,
+    /// Keyed by its name (a string, as it always was).
+    #[serde(serialize_with = "format_name")]
+    pub(crate) report: Format,
     pub(crate) report_file: Option<String>,
     pub(crate) timeout_s: u64,
     pub(crate) log_cap: u64,
@@ -45,9 +50,12 @@ pub(crate) struct RunParams {
     pub(crate) watch: Vec<String>,
 }
 
+fn format_name<S: serde::Serializer>(format: &Format, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(format.as_str())
+}
+
 pub(crate) struct RunJob {
     pub(crate) params: RunParams,
-    pub(crate) format: Format,
     pub(crate) store_dir: PathBuf,
     /// The env node: runs of one local environment never overlap.
     pub(crate) env: String,
@@ -56,9 +64,8 @@ pub(crate) struct RunJob {
 impl Job for RunJob {
     fn run(&self, ctx: JobCtx) -> JobFuture {
         let params = self.params.clone();
-        let format = self.format;
         let store_dir = self.store_dir.clone();
-        Box::pin(async move { execute(params, format, store_dir, ctx).await })
+        Box::pin(async move { execute(params, store_dir, ctx).await })
     }
 
     fn exclusive(&self) -> Option<&str> {
@@ -77,12 +84,7 @@ impl RunParams {
     }
 }
 
-async fn execute(
-    p: RunParams,
-    format: Format,
-    store_dir: PathBuf,
-    ctx: JobCtx,
-) -> Result<Output, JobError> {
+async fn execute(p: RunParams, store_dir: PathBuf, ctx: JobCtx) -> Result<Output, JobError> {
     let err = |e: &dyn std::fmt::Display| JobError::new(format!("run: {e}"));
     let tree: TreeRecord = serde_json::from_slice(&ctx.inputs[0]).map_err(|e| err(&e))?;
     let env: EnvRecord = serde_json::from_slice(&ctx.inputs[1]).map_err(|e| err(&e))?;
@@ -93,38 +95,9 @@ async fn execute(
         };
         return finish(record, Vec::new());
     };
-    let how = HowToRun::new(&p, format);
     let (record, attachments) =
-        execute_tree(&tree_id, &env, &how, p.repeat, &store_dir, &ctx).await?;
+        execute_tree(&tree_id, &env, &p, p.repeat, &store_dir, &ctx).await?;
     finish(record, attachments)
-}
-
-/// How a test command is run and read.
-#[derive(Clone, Debug)]
-pub(crate) struct HowToRun {
-    pub(crate) command: String,
-    pub(crate) format: Format,
-    pub(crate) report_file: Option<String>,
-    pub(crate) timeout_s: u64,
-    pub(crate) log_cap: u64,
-    pub(crate) redact: super::redact::RedactConfig,
-    pub(crate) confine: super::confine::Confinement,
-    pub(crate) watch: Vec<String>,
-}
-
-impl HowToRun {
-    pub(crate) fn new(p: &RunParams, format: Format) -> HowToRun {
-        HowToRun {
-            command: p.command.clone(),
-            format,
-            report_file: p.report_file.clone(),
-            timeout_s: p.timeout_s,
-            log_cap: p.log_cap,
-            redact: p.redact.clone(),
-            confine: p.confine.clone(),
-            watch: p.watch.clone(),
-        }
-    }
 }
 
 /// Materializes `tree_id` into a fresh scratch directory and runs the command
@@ -133,7 +106,7 @@ impl HowToRun {
 pub(crate) async fn execute_tree(
     tree_id: &str,
     env: &EnvRecord,
-    p: &HowToRun,
+    p: &RunParams,
     attempt: u32,
     store_dir: &std::path::Path,
     ctx: &JobCtx,
@@ -222,7 +195,7 @@ pub(crate) async fn execute_tree(
             Err(format!("the report {rel}: {why}"))
         }
     };
-    read_outcomes(&mut record, p.format, &log, report_file);
+    read_outcomes(&mut record, p.report, &log, report_file);
     if record.timed_out {
         record.untrusted = Some(format!("timed out after {} s", p.timeout_s));
     } else if let Some(limit) = &record.limit {
@@ -306,7 +279,7 @@ struct Ran {
 /// environment ([`RunParams::exclusive`]).
 async fn run_local(
     spec: &assay_exec::RunSpec,
-    p: &HowToRun,
+    p: &RunParams,
     work: &std::path::Path,
     store_dir: &std::path::Path,
     staged: Watched,
@@ -340,7 +313,7 @@ async fn run_local(
 /// from it before it is removed.
 async fn run_docker(
     run: &assay_docker::ContainerRun,
-    p: &HowToRun,
+    p: &RunParams,
     store_dir: &std::path::Path,
     staged: Watched,
 ) -> Result<Ran, JobError> {
@@ -494,15 +467,9 @@ fn finish(record: RunRecord, attachments: Vec<assay_engine::Digest>) -> Result<O
     })
 }
 
-pub(crate) fn job(
-    params: RunParams,
-    format: Format,
-    store_dir: PathBuf,
-    env: String,
-) -> Arc<dyn Job> {
+pub(crate) fn job(params: RunParams, store_dir: PathBuf, env: String) -> Arc<dyn Job> {
     Arc::new(RunJob {
         params,
-        format,
         store_dir,
         env,
     })
@@ -530,6 +497,57 @@ mod tests {
         };
         read_outcomes(&mut r, format, log, file);
         r
+    }
+
+    /// The run params as they were keyed when the report was a string.
+    #[derive(Serialize)]
+    struct KeyedByName {
+        command: String,
+        report: String,
+        report_file: Option<String>,
+        timeout_s: u64,
+        log_cap: u64,
+        redact: super::super::redact::RedactConfig,
+        serial: bool,
+        repeat: u32,
+        confine: super::super::confine::Confinement,
+        watch: Vec<String>,
+    }
+
+    #[test]
+    fn run_params_key_their_report_format_by_name_as_they_always_did() {
+        let p = RunParams {
+            command: "python3 -m unittest -v".into(),
+            report: Format::LibtestJson,
+            report_file: Some("report.json".into()),
+            timeout_s: 120,
+            log_cap: 1 << 20,
+            redact: Default::default(),
+            serial: true,
+            repeat: 2,
+            confine: Default::default(),
+            watch: vec!["tests/**".into()],
+        };
+        let old = KeyedByName {
+            command: p.command.clone(),
+            report: "libtest-json".into(),
+            report_file: p.report_file.clone(),
+            timeout_s: p.timeout_s,
+            log_cap: p.log_cap,
+            redact: p.redact.clone(),
+            serial: p.serial,
+            repeat: p.repeat,
+            confine: p.confine.clone(),
+            watch: p.watch.clone(),
+        };
+        assert_eq!(
+            assay_engine::encode_params(&p),
+            assay_engine::encode_params(&old)
+        );
+        assert_eq!(
+            serde_json::to_string(&p).unwrap(),
+            serde_json::to_string(&old).unwrap()
+        );
     }
 
     #[test]

@@ -20,6 +20,8 @@ use assay_git::TreeStore;
 use assay_report::{Format, Trust};
 use serde::Serialize;
 
+use super::confine::Launch;
+use super::executor::{EnvHandle, TestRun, Watched, runner};
 use super::records::{EnvRecord, RunRecord, TreeRecord};
 
 /// 2: runs are sandboxed (docs/security.md), limited, and see `ASSAY_ATTEMPT`.
@@ -123,7 +125,6 @@ pub(crate) async fn execute_tree(
         record.log = env.setup_log.clone();
         return Ok((record, Vec::new()));
     }
-    let env_dir = ctx.cache_dir.join(&env.dir);
     let scratch = tempfile::Builder::new()
         .prefix("run-")
         .tempdir_in(ctx.cache_dir.join("tmp"))
@@ -140,30 +141,27 @@ pub(crate) async fn execute_tree(
             .map_err(|e| err(&e))?
     };
     let log_path = scratch.path().join("log");
-    let process = super::confine::process(
-        &p.confine,
-        super::confine::Launch {
-            command: p.command.clone(),
-            tree: Some(&work),
-            env_dir: &env_dir,
-            setup: false,
-            scratch: scratch.path(),
-            log_path: log_path.clone(),
-            log_cap: p.log_cap,
-            timeout: Duration::from_secs(p.timeout_s),
-            attempt,
-            image: env.image.as_deref(),
-            report_file: p.report_file.as_deref(),
-            watch: staged.iter().map(|(path, _)| PathBuf::from(path)).collect(),
-        },
-    )
-    .map_err(|e| err(&e))?;
-    let ran = match process {
-        super::confine::Process::Local(spec) => {
-            run_local(&spec, p, &work, store_dir, staged).await?
-        }
-        super::confine::Process::Docker(run) => run_docker(&run, p, store_dir, staged).await?,
-    };
+    let env_handle = EnvHandle::of(env, &ctx.cache_dir);
+    let watch = staged.iter().map(|(path, _)| PathBuf::from(path)).collect();
+    let ran = runner(&p.confine)
+        .run(TestRun {
+            launch: Launch {
+                command: p.command.clone(),
+                tree: Some(&work),
+                env: &env_handle,
+                setup: false,
+                scratch: scratch.path(),
+                log_path: log_path.clone(),
+                log_cap: p.log_cap,
+                timeout: Duration::from_secs(p.timeout_s),
+                attempt,
+                report_file: p.report_file.as_deref(),
+                watch,
+            },
+            store_dir,
+            staged,
+        })
+        .await?;
     record.limit = ran.limit;
     record.changed_test_files = ran.changed;
     record.exit_code = ran.exit_code;
@@ -259,135 +257,6 @@ fn read_outcomes(
     record.build_failures = report.build_failures;
 }
 
-/// How a run ended, whichever executor ran it.
-struct Ran {
-    exit_code: Option<i32>,
-    signal: Option<i32>,
-    timed_out: bool,
-    limit: Option<String>,
-    duration: Duration,
-    log_bytes: u64,
-    log_truncated: bool,
-    /// The report file's bytes, or why it was not read; `None` when the
-    /// report is the log.
-    report: Option<Result<Vec<u8>, String>>,
-    changed: Vec<String>,
-}
-
-/// Runs a local process spec and reads what it left in its tree. Serial
-/// environments are not locked here: the job holding the run holds its
-/// environment ([`RunParams::exclusive`]).
-async fn run_local(
-    spec: &assay_exec::RunSpec,
-    p: &RunParams,
-    work: &std::path::Path,
-    store_dir: &std::path::Path,
-    staged: Watched,
-) -> Result<Ran, JobError> {
-    let err = |e: &dyn std::fmt::Display| JobError::new(format!("run: {e}"));
-    let outcome = assay_exec::run(spec).await.map_err(|e| err(&e))?;
-    let changed = {
-        let work = work.to_owned();
-        let store_dir = store_dir.to_owned();
-        tokio::task::spawn_blocking(move || changed_files(&store_dir, &work, &staged))
-            .await
-            .map_err(|e| err(&e))?
-    };
-    Ok(Ran {
-        exit_code: outcome.exit_code,
-        signal: outcome.signal,
-        timed_out: outcome.timed_out,
-        limit: outcome.limit_hit.map(|l| l.as_str().to_owned()),
-        duration: outcome.duration,
-        log_bytes: outcome.log_bytes,
-        log_truncated: outcome.log_truncated,
-        report: p
-            .report_file
-            .as_ref()
-            .map(|rel| read_report(&work.join(rel), p.log_cap)),
-        changed,
-    })
-}
-
-/// Runs a container: the report and the test files' fingerprints come back
-/// from it before it is removed.
-async fn run_docker(
-    run: &assay_docker::ContainerRun,
-    p: &RunParams,
-    store_dir: &std::path::Path,
-    staged: Watched,
-) -> Result<Ran, JobError> {
-    let err = |e: &dyn std::fmt::Display| JobError::new(format!("run: {e}"));
-    let docker = super::docker::client().await.map_err(|e| err(&e))?;
-    let outcome = docker.run(run).await.map_err(|e| err(&e))?;
-    let changed = {
-        let store_dir = store_dir.to_owned();
-        let watched = outcome.watched.clone();
-        tokio::task::spawn_blocking(move || changed_in(&store_dir, &staged, &watched))
-            .await
-            .map_err(|e| err(&e))?
-    };
-    Ok(Ran {
-        exit_code: outcome.exit_code,
-        signal: None,
-        timed_out: outcome.timed_out,
-        limit: outcome.killed_by.map(|k| {
-            match k {
-                assay_docker::KilledBy::WallClock => "time",
-                assay_docker::KilledBy::Memory => "memory",
-            }
-            .to_owned()
-        }),
-        duration: outcome.duration,
-        log_bytes: outcome.log_bytes,
-        log_truncated: outcome.log_truncated,
-        report: outcome.report.map(|r| container_report(r, p.log_cap)),
-        changed,
-    })
-}
-
-/// A report copied out of a container, in the words of [`read_report`].
-fn container_report(report: assay_docker::Report, cap: u64) -> Result<Vec<u8>, String> {
-    match report {
-        assay_docker::Report::Present(bytes) => Ok(bytes),
-        assay_docker::Report::Missing => Err("not found".into()),
-        assay_docker::Report::NotAFile => {
-            Err("is a symbolic link or not a regular file; not read".into())
-        }
-        assay_docker::Report::TooLarge { size } => Err(format!(
-            "is {size} bytes, over the evidence cap ({cap} bytes); not read"
-        )),
-    }
-}
-
-/// Reads a report the code under test wrote: never through a link it left
-/// there, never a FIFO or device (which could block the grader), never more
-/// than `cap` bytes.
-fn read_report(path: &std::path::Path, cap: u64) -> Result<Vec<u8>, String> {
-    use std::io::Read;
-    let meta = std::fs::symlink_metadata(path).map_err(|e| format!("not found ({e})"))?;
-    if meta.file_type().is_symlink() {
-        return Err("is a symbolic link; not read".into());
-    }
-    if !meta.is_file() {
-        return Err("is not a regular file; not read".into());
-    }
-    if meta.len() > cap {
-        return Err(format!(
-            "is {} bytes, over the evidence cap ({cap} bytes); not read",
-            meta.len()
-        ));
-    }
-    let mut out = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(cap).read_to_end(&mut out))
-        .map_err(|e| e.to_string())?;
-    Ok(out)
-}
-
-/// The watched (test) files of the staged tree: path -> blob id.
-type Watched = Vec<(String, String)>;
-
 /// Materializes `tree_id` into `dest` and lists the watched files in it.
 fn stage_copy(
     store_dir: &std::path::Path,
@@ -407,57 +276,6 @@ fn stage_copy(
         .filter(|e| e.mode != 0o120000 && globs.is_match(&e.path))
         .map(|e| (e.path, e.id))
         .collect())
-}
-
-/// The watched files whose bytes differ after the run from the staged ones
-/// (changed, deleted or replaced by a link), sorted.
-fn changed_files(
-    store_dir: &std::path::Path,
-    work: &std::path::Path,
-    staged: &Watched,
-) -> Vec<String> {
-    let Ok(store) = TreeStore::open_or_init(store_dir) else {
-        return staged.iter().map(|(p, _)| p.clone()).collect();
-    };
-    let mut out: Vec<String> = staged
-        .iter()
-        .filter(|(path, id)| {
-            let here = work.join(path);
-            let is_file = std::fs::symlink_metadata(&here).is_ok_and(|m| m.is_file());
-            !is_file
-                || match (std::fs::read(&here), store.read_blob(id)) {
-                    (Ok(now), Ok(then)) => now != then,
-                    _ => true,
-                }
-        })
-        .map(|(p, _)| p.clone())
-        .collect();
-    out.sort();
-    out
-}
-
-/// The watched files whose fingerprints after a container run differ from
-/// the staged bytes (changed, deleted or no longer a regular file), sorted.
-fn changed_in(
-    store_dir: &std::path::Path,
-    staged: &Watched,
-    watched: &std::collections::BTreeMap<PathBuf, Option<[u8; 32]>>,
-) -> Vec<String> {
-    let store = TreeStore::open_or_init(store_dir).ok();
-    let mut out: Vec<String> = staged
-        .iter()
-        .filter(|(path, id)| {
-            let then = store
-                .as_ref()
-                .and_then(|s| s.read_blob(id).ok())
-                .map(|bytes| *blake3::hash(&bytes).as_bytes());
-            let now = watched.get(std::path::Path::new(path)).copied().flatten();
-            then.is_none() || now != then
-        })
-        .map(|(p, _)| p.clone())
-        .collect();
-    out.sort();
-    out
 }
 
 fn finish(record: RunRecord, attachments: Vec<assay_engine::Digest>) -> Result<Output, JobError> {

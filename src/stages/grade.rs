@@ -949,4 +949,61 @@ mod tests {
         blame_infrastructure(&mut fault, &mut detail, &fine);
         assert_eq!(fault, "agent");
     }
+
+    /// Reruns and checks run in the graded run's environment: a grade that
+    /// may start them holds a local serial environment as a run does.
+    #[test]
+    fn a_grade_that_may_rerun_holds_its_local_serial_environment() {
+        let run = RunParams {
+            command: "python3 -m unittest -v".into(),
+            report: Format::Unittest,
+            report_file: None,
+            timeout_s: 60,
+            log_cap: 1 << 20,
+            redact: Default::default(),
+            serial: true,
+            repeat: 0,
+            confine: Default::default(),
+            watch: Vec::new(),
+        };
+        let params = |reruns, check: Option<&str>, run: &RunParams| GradeParams {
+            arm: "exclude".into(),
+            policy: Policy::TestsAndInfra,
+            test_globs: Vec::new(),
+            reruns,
+            rerun_command: None,
+            check_command: check.map(str::to_owned),
+            run: run.clone(),
+        };
+        let holds = |p: GradeParams| {
+            grade_job(p, Format::Unittest, PathBuf::new(), "env:abc".into())
+                .exclusive()
+                .map(str::to_owned)
+        };
+        assert_eq!(holds(params(3, None, &run)).as_deref(), Some("env:abc"));
+        assert_eq!(
+            holds(params(0, Some("t {tests}"), &run)).as_deref(),
+            Some("env:abc")
+        );
+        // Nothing to run: nothing to hold.
+        assert_eq!(holds(params(0, None, &run)), None);
+        let parallel = RunParams {
+            serial: false,
+            ..run.clone()
+        };
+        assert_eq!(holds(params(3, None, &parallel)), None);
+        let docker = RunParams {
+            confine: super::super::confine::Confinement {
+                executor: super::super::confine::Executor::Docker(
+                    super::super::confine::DockerSettings {
+                        base_image: "assay-base:bookworm".into(),
+                        cpu_millis: None,
+                    },
+                ),
+                ..Default::default()
+            },
+            ..run
+        };
+        assert_eq!(holds(params(3, None, &docker)), None);
+    }
 }

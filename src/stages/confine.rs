@@ -3,7 +3,7 @@
 //! setup all build their process spec here, so no run path can forget the
 //! sandbox (docs/security.md). The executor decides the shape: a local
 //! [`RunSpec`] under bubblewrap, or a Docker [`ContainerRun`] (and, for
-//! setup, an [`ImageSpec`]).
+//! setup, an [`ImageSpec`]); the runners of `executor.rs` start them.
 //!
 //! The executor, the sandbox and the limits are part of a run's key: they
 //! change what the code under test can see and do. The local executor adds
@@ -19,6 +19,8 @@ use std::time::Duration;
 use assay_docker::{ContainerRun, ImageId, ImageSpec, ReportRequest};
 use assay_exec::{Bwrap, Limits, RunSpec, Sandbox, sandbox};
 use serde::Serialize;
+
+use super::executor::EnvHandle;
 
 /// `[env] sandbox`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -157,7 +159,9 @@ pub(crate) struct Launch<'a> {
     pub(crate) command: String,
     /// The fresh copy of the staged tree (`None` for environment setup).
     pub(crate) tree: Option<&'a Path>,
-    pub(crate) env_dir: &'a Path,
+    /// The environment: a directory for a local process (for setup, the
+    /// one being prepared), an image for a container.
+    pub(crate) env: &'a EnvHandle,
     /// Environment setup only: it writes its environment and may reach the
     /// network to install packages.
     pub(crate) setup: bool,
@@ -169,26 +173,10 @@ pub(crate) struct Launch<'a> {
     /// `ASSAY_ATTEMPT`: the repeat index of a screening run, the rerun
     /// number of a grade's rerun.
     pub(crate) attempt: u32,
-    /// Docker: the environment's image (from its env record).
-    pub(crate) image: Option<&'a str>,
     /// Docker: the report file to copy out of the container's tree.
     pub(crate) report_file: Option<&'a str>,
     /// Docker: tree files to fingerprint after the run (tamper evidence).
     pub(crate) watch: Vec<PathBuf>,
-}
-
-/// A run, as the executor will start it.
-pub(crate) enum Process {
-    Local(RunSpec),
-    Docker(ContainerRun),
-}
-
-/// The process of one run under `conf`: local or in a container.
-pub(crate) fn process(conf: &Confinement, launch: Launch<'_>) -> Result<Process, String> {
-    match &conf.executor {
-        Executor::Local => spec(conf, launch).map(Process::Local),
-        Executor::Docker(d) => container(conf, d, launch).map(Process::Docker),
-    }
 }
 
 fn host_path() -> String {
@@ -218,15 +206,15 @@ fn docker_limits(conf: &Confinement, d: &DockerSettings) -> assay_docker::Limits
 
 /// A test run in a fresh container of the environment's image; the same
 /// environment variables as a local run, with the container's paths.
-fn container(
+pub(crate) fn container(
     conf: &Confinement,
     d: &DockerSettings,
     launch: Launch<'_>,
 ) -> Result<ContainerRun, String> {
-    let (Some(tree), Some(image)) = (launch.tree, launch.image) else {
-        return Err("a docker run needs a tree and its environment's image".into());
+    let Some(tree) = launch.tree else {
+        return Err("a docker run needs a tree".into());
     };
-    let image = ImageId::parse(image).map_err(|e| e.to_string())?;
+    let image = ImageId::parse(launch.env.image()?).map_err(|e| e.to_string())?;
     let mut env = base_env(CONTAINER_PATH, launch.attempt);
     env.insert("HOME".to_owned(), assay_docker::HOME_DIR.to_owned());
     env.insert("TMPDIR".to_owned(), "/tmp".to_owned());
@@ -278,6 +266,7 @@ pub(crate) fn image_spec(
 
 /// The process spec of one local run under `conf`.
 pub(crate) fn spec(conf: &Confinement, launch: Launch<'_>) -> Result<RunSpec, String> {
+    let env_dir = launch.env.host_dir()?;
     let path = host_path();
     let mut env = base_env(&path, launch.attempt);
     let limits = Limits {
@@ -290,15 +279,15 @@ pub(crate) fn spec(conf: &Confinement, launch: Launch<'_>) -> Result<RunSpec, St
     let (cwd, sandbox) = match conf.sandbox {
         SandboxMode::None => {
             let home = if launch.setup {
-                launch.env_dir.join(".home")
+                env_dir.join(".home")
             } else {
                 launch.scratch.join("home")
             };
             std::fs::create_dir_all(&home).map_err(|e| e.to_string())?;
             env.insert("HOME".to_owned(), home.display().to_string());
             env.insert("TMPDIR".to_owned(), home.display().to_string());
-            env.insert("ASSAY_ENV".to_owned(), launch.env_dir.display().to_string());
-            let cwd = launch.tree.unwrap_or(launch.env_dir).to_owned();
+            env.insert("ASSAY_ENV".to_owned(), env_dir.display().to_string());
+            let cwd = launch.tree.unwrap_or(env_dir).to_owned();
             (cwd, None)
         }
         SandboxMode::Bwrap => {
@@ -308,14 +297,14 @@ pub(crate) fn spec(conf: &Confinement, launch: Launch<'_>) -> Result<RunSpec, St
                 sandbox::HOME.to_owned()
             };
             if launch.setup {
-                std::fs::create_dir_all(launch.env_dir.join(".home")).map_err(|e| e.to_string())?;
+                std::fs::create_dir_all(env_dir.join(".home")).map_err(|e| e.to_string())?;
             }
             env.insert("HOME".to_owned(), home);
             env.insert("TMPDIR".to_owned(), "/tmp".to_owned());
             env.insert("ASSAY_ENV".to_owned(), sandbox::ENV.to_owned());
             let sandbox = Sandbox {
                 tree: launch.tree.map(Path::to_owned),
-                env_dir: Some(launch.env_dir.to_owned()),
+                env_dir: Some(env_dir.to_owned()),
                 env_writable: launch.setup,
                 network: launch.setup,
                 read_only: sandbox::toolchain_roots(&path),

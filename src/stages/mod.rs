@@ -13,6 +13,7 @@
 mod confine;
 mod docker;
 mod error;
+mod executor;
 mod names;
 mod node;
 mod nodes;
@@ -71,7 +72,9 @@ pub(crate) fn damaged_environments(store: &Store) -> Result<Vec<(String, String)
         let Ok(rec) = serde_json::from_slice::<records::EnvRecord>(&bytes) else {
             continue;
         };
-        let dir = store.dir().join(&rec.dir);
+        let executor::EnvHandle::HostDir(dir) = executor::EnvHandle::of(&rec, store.dir()) else {
+            continue;
+        };
         if !rec.ok || rec.digest.is_empty() || !dir.is_dir() {
             continue;
         }

@@ -11,6 +11,7 @@
 //! This crate knows nothing about benchmarks: stages are opaque [`Job`]s.
 
 mod events;
+mod exclusive;
 mod graph;
 mod key;
 mod lock;

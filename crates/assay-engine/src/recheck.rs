@@ -8,13 +8,14 @@
 //! blobs, which changes nothing). For observation kinds (test runs) a
 //! difference is an observation, not necessarily corruption.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use serde::Serialize;
 use tokio::task::JoinSet;
 
-use crate::graph::Graph;
+use crate::exclusive::Held;
+use crate::graph::{Graph, NodeId};
 use crate::key::Digest;
 use crate::scheduler::{JobCtx, node_key};
 use crate::store::{Store, StoreError};
@@ -65,15 +66,14 @@ pub async fn recheck(
     let mut keys: Vec<Option<Digest>> = vec![None; n];
     let mut report = RecheckReport::default();
     let mut chosen = Vec::new();
+    let mut deps = Vec::new();
     let mut buf = Vec::new();
     for &id in &graph.order {
-        let deps: Option<Vec<Digest>> = graph.deps[id].iter().map(|&d| outputs[d]).collect();
         let spec = graph.node(id);
-        let Some(deps) = deps else {
+        let Ok(key) = node_key(graph, id, |d| outputs[d], &mut deps, &mut buf) else {
             report.not_cached.push(spec.name.clone());
             continue;
         };
-        let key = node_key(graph, id, &deps, &mut buf);
         match index.get(&key) {
             Some(row) => {
                 outputs[id] = Some(row.output);
@@ -86,38 +86,31 @@ pub async fn recheck(
         }
     }
     let mut running = JoinSet::new();
-    let mut queue = chosen.into_iter();
+    let mut task_node: HashMap<tokio::task::Id, NodeId> = HashMap::new();
+    let mut held = Held::default();
+    let mut queue: VecDeque<NodeId> = chosen.into();
     loop {
         while running.len() < jobs.max(1) {
-            let Some(id) = queue.next() else { break };
+            let Some(id) = held.take_free(graph, &mut queue, |id| *id) else {
+                break;
+            };
             let spec = graph.node(id);
-            let mut inputs = Vec::new();
-            let mut input_keys = Vec::new();
-            let mut broken = None;
-            for &d in &graph.deps[id] {
-                let dkey = keys[d].unwrap_or(Digest([0; 32]));
-                match index.get(&dkey).map(|row| store.output_bytes(row)) {
-                    Some(Ok(bytes)) => inputs.push(Arc::new(bytes)),
-                    Some(Err(e)) => broken = Some(e.to_string()),
-                    None => broken = Some("an input is not cached".into()),
-                }
-                input_keys.push(dkey);
-            }
             let key = keys[id].unwrap_or(Digest([0; 32]));
             let stored = outputs[id].unwrap_or(Digest([0; 32]));
             let stored_bytes = index.get(&key).and_then(|row| store.output_bytes(row).ok());
-            let ctx = JobCtx {
-                name: spec.name.clone(),
-                key,
-                inputs,
-                input_keys,
-                blobs: store.blobs().clone(),
-                cache_dir: store.dir().to_owned(),
-            };
+            let (ctx, broken) = JobCtx::assemble(store, graph, id, key, |d| {
+                let dkey = keys[d].unwrap_or(Digest([0; 32]));
+                let bytes = match index.get(&dkey).map(|row| store.output_bytes(row)) {
+                    Some(Ok(bytes)) => Ok(Arc::new(bytes)),
+                    Some(Err(e)) => Err(e.to_string()),
+                    None => Err("an input is not cached".into()),
+                };
+                (dkey, bytes)
+            });
             let fut = spec.job.run(ctx);
             let (name, kind, observation) =
                 (spec.name.clone(), spec.kind.clone(), spec.observation);
-            running.spawn(async move {
+            let handle = running.spawn(async move {
                 let (recomputed, new_bytes) = match broken {
                     Some(e) => (Err(format!("cannot read an input: {e}")), None),
                     None => match fut.await {
@@ -136,11 +129,21 @@ pub async fn recheck(
                     new_bytes,
                 }
             });
+            task_node.insert(handle.id(), id);
         }
-        match running.join_next().await {
-            None => break,
-            Some(Ok(r)) => report.checked.push(r),
-            Some(Err(e)) => report.checked.push(Recheck {
+        let Some(joined) = running.join_next_with_id().await else {
+            break;
+        };
+        let tid = match &joined {
+            Ok((tid, _)) => *tid,
+            Err(e) => e.id(),
+        };
+        if let Some(id) = task_node.remove(&tid) {
+            held.release(graph, id);
+        }
+        match joined {
+            Ok((_, r)) => report.checked.push(r),
+            Err(e) => report.checked.push(Recheck {
                 name: "?".into(),
                 kind: "?".into(),
                 key: String::new(),

@@ -18,6 +18,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 
 use crate::events::{Event, Summary};
+use crate::exclusive::Held;
 use crate::graph::{Graph, NodeId};
 use crate::key::{Digest, DigestMap, KeyRecord, KeyRecordRef, SCHEMA_VERSION};
 use crate::store::{
@@ -58,6 +59,43 @@ pub struct JobCtx {
     pub input_keys: Vec<Digest>,
     pub blobs: Blobs,
     pub cache_dir: PathBuf,
+}
+
+impl JobCtx {
+    /// The context of node `id` under `key`: each dependency's key and output
+    /// as `input_of` finds them (the one assembly of build and recheck),
+    /// with why the first unreadable input could not be read.
+    pub(crate) fn assemble(
+        store: &Store,
+        graph: &Graph,
+        id: NodeId,
+        key: Digest,
+        mut input_of: impl FnMut(NodeId) -> (Digest, Result<Arc<Vec<u8>>, String>),
+    ) -> (JobCtx, Option<String>) {
+        let deps = &graph.deps[id];
+        let mut inputs = Vec::with_capacity(deps.len());
+        let mut input_keys = Vec::with_capacity(deps.len());
+        let mut unreadable = None;
+        for &d in deps {
+            let (dkey, bytes) = input_of(d);
+            input_keys.push(dkey);
+            match bytes {
+                Ok(b) => inputs.push(b),
+                Err(e) => {
+                    unreadable.get_or_insert(e);
+                }
+            }
+        }
+        let ctx = JobCtx {
+            name: graph.node(id).name.clone(),
+            key,
+            inputs,
+            input_keys,
+            blobs: store.blobs().clone(),
+            cache_dir: store.dir().to_owned(),
+        };
+        (ctx, unreadable)
+    }
 }
 
 /// A job's result: the output record and the blobs it references.
@@ -179,10 +217,22 @@ enum State {
     Skipped,
 }
 
-/// A node's key from its spec and its dependencies' outputs, encoded into the
-/// build's reusable buffer: computing a key allocates nothing.
-pub(crate) fn node_key(graph: &Graph, id: NodeId, deps: &[Digest], buf: &mut Vec<u8>) -> Digest {
-    record_ref(graph, id, deps).key_with(buf)
+/// A node's key from its dependencies' outputs as `output_of` finds them, or
+/// the first dependency that has none: the one key walk of build, plan and
+/// recheck. `deps` is left holding the outputs; it and `buf` are reused from
+/// node to node, so computing a key allocates nothing.
+pub(crate) fn node_key(
+    graph: &Graph,
+    id: NodeId,
+    output_of: impl Fn(NodeId) -> Option<Digest>,
+    deps: &mut Vec<Digest>,
+    buf: &mut Vec<u8>,
+) -> Result<Digest, NodeId> {
+    deps.clear();
+    for &d in &graph.deps[id] {
+        deps.push(output_of(d).ok_or(d)?);
+    }
+    Ok(record_ref(graph, id, deps).key_with(buf))
 }
 
 fn record_ref<'a>(graph: &'a Graph, id: NodeId, deps: &'a [Digest]) -> KeyRecordRef<'a> {
@@ -269,19 +319,21 @@ pub async fn build(
     let mut deps: Vec<Digest> = Vec::new();
     let mut encoded: Vec<u8> = Vec::new();
     let mut followers: HashMap<NodeId, Vec<NodeId>> = HashMap::new();
-    let mut busy: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut held = Held::default();
 
     loop {
         while let Some(id) = ready.pop_front() {
             if !matches!(state[id], State::Waiting) {
                 continue;
             }
-            deps.clear();
-            deps.extend(graph.deps[id].iter().map(|&d| match &state[d] {
-                State::Done(out, _) => *out,
-                _ => Digest([0; 32]),
-            }));
-            let key = node_key(graph, id, &deps, &mut encoded);
+            let done = |d: NodeId| match &state[d] {
+                State::Done(out, _) => Some(*out),
+                _ => None,
+            };
+            // A node is ready only once every dependency is done.
+            let Ok(key) = node_key(graph, id, done, &mut deps, &mut encoded) else {
+                continue;
+            };
             let spec = graph.node(id);
             outcomes[id].key = Some(key);
             let reread = spec.observation && opts.reread.contains(&spec.kind);
@@ -335,45 +387,23 @@ pub async fn build(
         }
 
         while inflight.len() < jobs {
-            // The first queued job whose exclusive resource is free.
-            let free = to_run.iter().position(|(id, _, _)| {
-                graph
-                    .node(*id)
-                    .job
-                    .exclusive()
-                    .is_none_or(|r| !busy.contains(r))
-            });
-            let Some((id, record, key)) = free.and_then(|i| to_run.remove(i)) else {
+            let Some((id, record, key)) = held.take_free(graph, &mut to_run, |(id, _, _)| *id)
+            else {
                 break;
             };
             let spec = graph.node(id);
-            if let Some(r) = spec.job.exclusive() {
-                busy.insert(r.to_owned());
-            }
             sink(&Event::NodeStarted {
                 name: &spec.name,
                 kind: &spec.kind,
                 key,
             });
-            let mut inputs = Vec::with_capacity(graph.deps[id].len());
-            let mut input_error = None;
-            for &d in &graph.deps[id] {
-                match load_input(store, &index, &state, &outcomes, d) {
-                    Ok(b) => inputs.push(b),
-                    Err(e) => input_error = Some(e),
-                }
-            }
-            let ctx = JobCtx {
-                name: spec.name.clone(),
-                key,
-                inputs,
-                input_keys: graph.deps[id]
-                    .iter()
-                    .map(|&d| outcomes[d].key.unwrap_or(Digest([0; 32])))
-                    .collect(),
-                blobs: store.blobs().clone(),
-                cache_dir: store.dir().to_owned(),
-            };
+            let (ctx, input_error) = JobCtx::assemble(store, graph, id, key, |d| {
+                let bytes = load_input(store, &index, &state, &outcomes, d);
+                (
+                    outcomes[d].key.unwrap_or(Digest([0; 32])),
+                    bytes.map_err(|e| e.to_string()),
+                )
+            });
             let fut = spec.job.run(ctx);
             let row_base = NewRow {
                 key,
@@ -462,9 +492,7 @@ pub async fn build(
             ),
         };
         let Some(id) = id else { continue };
-        if let Some(r) = graph.node(id).job.exclusive() {
-            busy.remove(r);
-        }
+        held.release(graph, id);
         let spec = graph.node(id);
         let key = outcomes[id].key.unwrap_or(Digest([0; 32]));
         match result {
@@ -686,38 +714,30 @@ pub fn plan(
     let mut outputs: Vec<Option<Digest>> = vec![None; n];
     let mut blocked_on: Vec<Option<String>> = vec![None; n];
     let mut entries: Vec<Option<PlanEntry>> = (0..n).map(|_| None).collect();
+    let mut deps = Vec::new();
     let mut encoded = Vec::new();
     let previous_by_name: HashMap<&str, &crate::store::ManifestEntry> = previous
         .map(|m| m.entries.iter().map(|e| (e.name.as_str(), e)).collect())
         .unwrap_or_default();
     for &id in &graph.order {
         let spec = graph.node(id);
-        let mut deps = Vec::new();
-        let mut blocked = None;
-        for &d in &graph.deps[id] {
-            match outputs[d] {
-                Some(o) => deps.push(o),
-                None => {
-                    blocked = blocked_on[d]
-                        .clone()
-                        .or_else(|| Some(graph.node(d).name.clone()));
-                    break;
+        let entry = match node_key(graph, id, |d| outputs[d], &mut deps, &mut encoded) {
+            Err(d) => {
+                let on = blocked_on[d]
+                    .clone()
+                    .unwrap_or_else(|| graph.node(d).name.clone());
+                blocked_on[id] = Some(on.clone());
+                PlanEntry {
+                    name: spec.name.clone(),
+                    kind: spec.kind.clone(),
+                    key: None,
+                    state: PlanState::Blocked { on },
                 }
             }
-        }
-        let entry = if let Some(on) = blocked {
-            blocked_on[id] = Some(on.clone());
-            PlanEntry {
-                name: spec.name.clone(),
-                kind: spec.kind.clone(),
-                key: None,
-                state: PlanState::Blocked { on },
-            }
-        } else {
-            let key = node_key(graph, id, &deps, &mut encoded);
-            let prev = previous_by_name.get(spec.name.as_str()).copied();
-            let reread_it = spec.observation && reread.contains(&spec.kind);
-            let state = match index.get(&key) {
+            Ok(key) => {
+                let prev = previous_by_name.get(spec.name.as_str()).copied();
+                let reread_it = spec.observation && reread.contains(&spec.kind);
+                let state = match index.get(&key) {
                 Some(row) if !reread_it => match verify_hit(store, row, spec.job.as_ref()) {
                     Ok(()) => {
                         outputs[id] = Some(row.output);
@@ -743,11 +763,12 @@ pub fn plan(
                     },
                 },
             };
-            PlanEntry {
-                name: spec.name.clone(),
-                kind: spec.kind.clone(),
-                key: Some(key.to_hex()),
-                state,
+                PlanEntry {
+                    name: spec.name.clone(),
+                    kind: spec.kind.clone(),
+                    key: Some(key.to_hex()),
+                    state,
+                }
             }
         };
         if !matches!(entry.state, PlanState::Cached) && blocked_on[id].is_none() {

@@ -138,3 +138,77 @@ fn exclusive_jobs_never_overlap_and_do_not_hold_slots() {
         "the free job started only after the first `env` job ended: {log:?}"
     );
 }
+
+/// Records its start, stays running a while, then records its end.
+struct Lingers {
+    name: String,
+    log: Log,
+}
+
+impl Job for Lingers {
+    fn run(&self, _ctx: JobCtx) -> JobFuture {
+        let (name, log) = (self.name.clone(), self.log.clone());
+        Box::pin(async move {
+            note(&log, format!("start {name}"));
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            note(&log, format!("end {name}"));
+            Ok(Output {
+                bytes: name.into_bytes(),
+                attachments: Vec::new(),
+            })
+        })
+    }
+
+    fn exclusive(&self) -> Option<&str> {
+        Some("env")
+    }
+}
+
+/// `verify --reexecute` drives jobs without the build's scheduler: it must
+/// honour `exclusive()` all the same (a grade's reruns share a local
+/// environment with the runs).
+#[test]
+fn exclusive_jobs_never_overlap_under_recheck() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let log: Log = Arc::default();
+    let lingers = |name: &str| NodeSpec {
+        name: name.into(),
+        kind: "lingers".into(),
+        kind_version: 1,
+        params: name.as_bytes().to_vec(),
+        params_json: String::new(),
+        deps: Vec::new(),
+        observation: true,
+        job: Arc::new(Lingers {
+            name: name.into(),
+            log: log.clone(),
+        }),
+    };
+    let graph = Graph::new(vec![lingers("a"), lingers("b")]).unwrap();
+    let opts = BuildOptions {
+        jobs: 2,
+        reread: BTreeSet::new(),
+        label: "t".into(),
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(assay_engine::build(&store, &graph, &opts, &mut |_| {}))
+        .unwrap();
+    log.lock().unwrap().clear();
+    let kinds = BTreeSet::from(["lingers".to_owned()]);
+    let report = rt
+        .block_on(assay_engine::recheck(&store, &graph, &kinds, 2))
+        .unwrap();
+    assert_eq!(report.checked.len(), 2);
+    assert!(report.checked.iter().all(|r| r.same()));
+    let log = log.lock().unwrap().clone();
+    assert_eq!(log.len(), 4, "{log:?}");
+    for pair in log.chunks(2) {
+        let name = pair[0].trim_start_matches("start ");
+        assert_eq!(
+            pair,
+            [format!("start {name}"), format!("end {name}")],
+            "the two jobs on `env` overlapped under recheck: {log:?}"
+        );
+    }
+}

@@ -29,7 +29,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Deserialize;
 
 use crate::build::{Failures, MESSAGE_MAX_LINES};
-use crate::{BuildFailure, Collector, Format, Outcome, ParseError, Report, text_lines};
+use crate::{BuildFailure, Collector, Format, Outcome, ParseError, Report, json_lines, text_lines};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "PascalCase")]
@@ -57,21 +57,9 @@ pub(crate) fn parse(input: &[u8]) -> Result<Report, ParseError> {
             text.line(&raw);
             continue;
         }
-        let event: Event = match serde_json::from_str(line) {
-            Ok(event) => event,
-            Err(e) if e.is_data() => match serde_json::from_str::<serde_json::Value>(line) {
-                Ok(v) if v.get("Action").is_some() => {
-                    return Err(ParseError::Schema {
-                        line: number,
-                        message: e.to_string(),
-                    });
-                }
-                _ => continue,
-            },
-            Err(e) => {
-                out.note(format!("line {number}: skipped malformed JSON ({e})"));
-                continue;
-            }
+        let owns = |v: &serde_json::Value| v.get("Action").is_some();
+        let Some(event): Option<Event> = json_lines::event(&mut out, number, line, owns)? else {
+            continue;
         };
         // `build-output` / `build-fail` (Go ≥ 1.24) carry `ImportPath`, not
         // `Package`; the package's own `fail` follows them.

@@ -37,10 +37,12 @@ pub use build::{BuildFailure, MESSAGE_MAX_BYTES, MESSAGE_MAX_LINES, build_failur
 
 mod build;
 mod go_json;
+mod json_lines;
 mod junit;
 mod junit_log;
 mod libtest;
 mod libtest_json;
+mod pending;
 mod pytest;
 mod tap;
 mod unittest;

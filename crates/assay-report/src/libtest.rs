@@ -24,6 +24,7 @@
 //! the same way.
 
 use crate::build::{Failures, MESSAGE_MAX_LINES};
+use crate::pending::Pending;
 use crate::{BuildFailure, Collector, Format, Outcome, Report, leading_count, text_lines};
 
 const MODE_SUFFIXES: [&str; 3] = [" - should panic", " - compile fail", " - compile"];
@@ -95,12 +96,6 @@ struct Block {
     read: usize,
 }
 
-struct Pending {
-    name: String,
-    line: usize,
-    tentative: Option<Outcome>,
-}
-
 struct Parser {
     out: Collector,
     block: Option<Block>,
@@ -135,7 +130,7 @@ impl Parser {
                 Some(outcome) => self.record(name, outcome),
                 None => {
                     self.pending = Some(Pending {
-                        name,
+                        id: name,
                         line: number,
                         tentative: glued_status(after),
                     })
@@ -146,7 +141,7 @@ impl Parser {
         if let Some(pending) = self.pending.as_mut() {
             if let Some(outcome) = status(line) {
                 if let Some(p) = self.pending.take() {
-                    self.record(p.name, outcome);
+                    self.record(p.id, outcome);
                 }
             } else if let Some(outcome) = glued_status(line) {
                 pending.tentative = Some(outcome);
@@ -175,20 +170,13 @@ impl Parser {
         let Some(p) = self.pending.take() else {
             return;
         };
-        match p.tentative.filter(|_| !crashed) {
-            Some(outcome) => {
+        match p.settle(crashed, &mut self.out, str::to_owned) {
+            Ok((name, outcome)) => self.record(name, outcome),
+            Err((name, line)) => {
                 self.out.note(format!(
-                    "line {}: status of `{}` read from output it was glued to: {outcome:?}",
-                    p.line, p.name
+                    "line {line}: `{name}` started but printed no status; counted as an error"
                 ));
-                self.record(p.name, outcome);
-            }
-            None => {
-                self.out.note(format!(
-                    "line {}: `{}` started but printed no status; counted as an error",
-                    p.line, p.name
-                ));
-                self.record(p.name, Outcome::Error);
+                self.record(name, Outcome::Error);
             }
         }
     }

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use crate::libtest::doctest_file;
-use crate::{Collector, Format, Outcome, ParseError, Report, text_lines};
+use crate::{Collector, Format, Outcome, ParseError, Report, json_lines, text_lines};
 
 #[derive(Deserialize)]
 struct Event {
@@ -40,29 +40,9 @@ pub(crate) fn parse(input: &[u8]) -> Result<Report, ParseError> {
         started: BTreeMap::new(),
     };
     for (number, line) in text_lines(input) {
-        let line = line.trim();
-        if !line.starts_with('{') {
+        // Valid JSON of the wrong shape is fatal only for libtest's own types.
+        let Some(event) = json_lines::event(&mut p.out, number, &line, is_libtest_type)? else {
             continue;
-        }
-        let event: Event = match serde_json::from_str(line) {
-            Ok(event) => event,
-            Err(e) if e.is_data() => {
-                // Valid JSON, wrong shape: fatal only for our own event types.
-                match serde_json::from_str::<serde_json::Value>(line) {
-                    Ok(v) if is_libtest_type(&v) => {
-                        return Err(ParseError::Schema {
-                            line: number,
-                            message: e.to_string(),
-                        });
-                    }
-                    _ => continue,
-                }
-            }
-            Err(e) => {
-                p.out
-                    .note(format!("line {number}: skipped malformed JSON ({e})"));
-                continue;
-            }
         };
         p.event(number, event);
     }

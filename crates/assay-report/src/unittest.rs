@@ -28,6 +28,7 @@
 //! modules still run.
 
 use crate::build::Failures;
+use crate::pending::Pending;
 use crate::{BuildFailure, Collector, Format, Outcome, Report, leading_count, text_lines};
 
 const FAILED_IMPORT_PREFIXES: [&str; 2] = [
@@ -83,13 +84,6 @@ pub(crate) fn build_failures(input: &[u8]) -> Vec<BuildFailure> {
 pub(crate) fn module_of(id: &str) -> Option<String> {
     let (module, _) = split_module(id);
     (!module.is_empty()).then_some(module)
-}
-
-/// A test whose header was printed but whose status has not been seen yet.
-struct Pending {
-    id: String,
-    line: usize,
-    tentative: Option<Outcome>,
 }
 
 struct Parser {
@@ -178,16 +172,9 @@ impl Parser {
         let Some(p) = self.pending.take() else {
             return;
         };
-        match p.tentative.filter(|_| !crashed) {
-            Some(outcome) => {
-                self.out.note(format!(
-                    "line {}: status of `{}` read from output it was glued to: {outcome:?}",
-                    p.line,
-                    canonical_name(&p.id)
-                ));
-                self.record(p.id, outcome);
-            }
-            None => self.unresolved.push((p.id, p.line)),
+        match p.settle(crashed, &mut self.out, canonical_name) {
+            Ok((id, outcome)) => self.record(id, outcome),
+            Err(unfinished) => self.unresolved.push(unfinished),
         }
     }
 

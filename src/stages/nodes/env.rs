@@ -17,6 +17,7 @@ use std::time::Duration;
 use assay_engine::{Job, JobCtx, JobError, JobFuture, Output};
 use serde::Serialize;
 
+use super::executor::EnvHandle;
 use super::records::EnvRecord;
 
 /// 2: setup runs sandboxed, with the environment at `/assay/env`; its log
@@ -90,19 +91,19 @@ impl Job for EnvJob {
             let log_path = scratch.path().join("log");
             let mut exit_code = Some(0);
             if !setup.is_empty() {
+                let env = EnvHandle::HostDir(tmp.clone());
                 let spec = super::confine::spec(
                     &confine,
                     super::confine::Launch {
                         command: format!("set -e\n{}", setup.join("\n")),
                         tree: None,
-                        env_dir: &tmp,
+                        env: &env,
                         setup: true,
                         scratch: scratch.path(),
                         log_path: log_path.clone(),
                         log_cap: 16 << 20,
                         timeout,
                         attempt: 0,
-                        image: None,
                         report_file: None,
                         watch: Vec::new(),
                     },
@@ -149,10 +150,10 @@ impl Job for EnvJob {
         if !r.ok {
             return true;
         }
-        match &r.image {
-            None => self.cache_dir.join(&r.dir).is_dir(),
+        match EnvHandle::of(&r, &self.cache_dir) {
+            EnvHandle::HostDir(dir) => dir.is_dir(),
             // Unchecked (no build started): the run itself will say.
-            Some(id) => match super::docker::image_present(id) {
+            EnvHandle::Image(id) => match super::docker::image_present(&id) {
                 Some(false) => {
                     *self.lost.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
                     false

@@ -20,7 +20,7 @@ use super::records::{
     Arm, EnvRecord, Fault, GradeRecord, Receipt, RunRecord, SessionRecord, Skip, TaskRecord,
     TaskStatus, TreeRecord, Verdict,
 };
-use super::run::{HowToRun, execute_tree};
+use super::run::{RunParams, execute_tree};
 use super::verdict::{self, Readings};
 
 pub(crate) const SESSION_VERSION: u32 = 1;
@@ -312,13 +312,15 @@ pub(crate) struct GradeParams {
     pub(crate) rerun_command: Option<String>,
     pub(crate) check_command: Option<String>,
     /// How the test command runs: the same settings as the graded run.
-    pub(crate) run: super::run::RunParams,
+    pub(crate) run: RunParams,
 }
 
 struct GradeJob {
     params: GradeParams,
     format: assay_report::Format,
     store_dir: PathBuf,
+    /// The env node its reruns and checks run in.
+    env: String,
 }
 
 impl Job for GradeJob {
@@ -328,17 +330,28 @@ impl Job for GradeJob {
         let store_dir = self.store_dir.clone();
         Box::pin(async move { grade(p, format, store_dir, ctx).await })
     }
+
+    /// Reruns and checks run in the graded run's environment: a grade that
+    /// may start them holds that environment as a run does.
+    fn exclusive(&self) -> Option<&str> {
+        let runs_processes = self.params.reruns > 0 || self.params.check_command.is_some();
+        runs_processes
+            .then(|| self.params.run.exclusive(&self.env))
+            .flatten()
+    }
 }
 
 pub(crate) fn grade_job(
     params: GradeParams,
     format: assay_report::Format,
     store_dir: PathBuf,
+    env: String,
 ) -> Arc<dyn Job> {
     Arc::new(GradeJob {
         params,
         format,
         store_dir,
+        env,
     })
 }
 
@@ -423,9 +436,9 @@ async fn grade(
                 if tests.is_empty() {
                     continue;
                 }
-                let how = HowToRun {
+                let how = RunParams {
                     command: template.replace("{tests}", &tests.join(" ")),
-                    ..HowToRun::new(&p.run, format)
+                    ..p.run.clone()
                 };
                 let (checked, att) = execute_tree(tree_id, &env, &how, 0, &store_dir, &ctx).await?;
                 attachments.extend(att);
@@ -440,9 +453,9 @@ async fn grade(
         }
         while let Some(failing) = verdict::next_rerun(format, &task, &readings, p.reruns) {
             let rerun = readings.reruns.len() as u32 + 1;
-            let how = HowToRun {
+            let how = RunParams {
                 command: rerun_command(&p, &readings.first, &failing),
-                ..HowToRun::new(&p.run, format)
+                ..p.run.clone()
             };
             let (again, att) = execute_tree(&tree_id, &env, &how, rerun, &store_dir, &ctx).await?;
             attachments.extend(att);
@@ -638,5 +651,63 @@ mod tests {
         assert!(cut.len() <= TAIL_BYTES && cut.chars().all(|c| c == 'é'));
         assert_eq!(t.lines_omitted, 0);
         assert_eq!(log_tail("log", b"").text, "");
+    }
+
+    /// Reruns and checks run in the graded run's environment: a grade that
+    /// may start them holds a local serial environment as a run does.
+    #[test]
+    fn a_grade_that_may_rerun_holds_its_local_serial_environment() {
+        use assay_report::Format;
+        let run = RunParams {
+            command: "python3 -m unittest -v".into(),
+            report: Format::Unittest,
+            report_file: None,
+            timeout_s: 60,
+            log_cap: 1 << 20,
+            redact: Default::default(),
+            serial: true,
+            repeat: 0,
+            confine: Default::default(),
+            watch: Vec::new(),
+        };
+        let params = |reruns, check: Option<&str>, run: &RunParams| GradeParams {
+            arm: crate::pipeline::Arm::Exclude,
+            policy: Policy::TestsAndInfra,
+            test_globs: Vec::new(),
+            reruns,
+            rerun_command: None,
+            check_command: check.map(str::to_owned),
+            run: run.clone(),
+        };
+        let holds = |p: GradeParams| {
+            grade_job(p, Format::Unittest, PathBuf::new(), "env:abc".into())
+                .exclusive()
+                .map(str::to_owned)
+        };
+        assert_eq!(holds(params(3, None, &run)).as_deref(), Some("env:abc"));
+        assert_eq!(
+            holds(params(0, Some("t {tests}"), &run)).as_deref(),
+            Some("env:abc")
+        );
+        // Nothing to run: nothing to hold.
+        assert_eq!(holds(params(0, None, &run)), None);
+        let parallel = RunParams {
+            serial: false,
+            ..run.clone()
+        };
+        assert_eq!(holds(params(3, None, &parallel)), None);
+        let docker = RunParams {
+            confine: super::super::confine::Confinement {
+                executor: super::super::confine::Executor::Docker(
+                    super::super::confine::DockerSettings {
+                        base_image: "assay-base:bookworm".into(),
+                        cpu_millis: None,
+                    },
+                ),
+                ..Default::default()
+            },
+            ..run
+        };
+        assert_eq!(holds(params(3, None, &docker)), None);
     }
 }

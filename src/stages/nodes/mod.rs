@@ -18,4 +18,6 @@ pub(super) mod verdict;
 // What the kinds share with the rest of the stages, named from a kind's
 // file as `super::records` and so on.
 use super::plan::layout;
-use super::{confine, docker, error, names, node, provenance, publish, records, redact, swebench};
+use super::{
+    confine, docker, error, executor, names, node, provenance, publish, records, redact, swebench,
+};

@@ -7,12 +7,12 @@
 //! The tree is materialized fresh into a scratch directory (nothing of the
 //! history, remote or gold patch is visible); the command runs in its own
 //! session and process group with a timeout that kills the whole group. Runs
-//! in one local environment are serialised: the environment directory is
-//! shared mutable state (the example's flaky test depends on it).
+//! in one local environment are serialised through the engine's one lock
+//! ([`RunParams::exclusive`]): the environment directory is shared mutable
+//! state (the example's flaky test depends on it).
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use assay_engine::{Job, JobCtx, JobError, JobFuture, Output};
@@ -20,6 +20,8 @@ use assay_git::TreeStore;
 use assay_report::{Format, Trust};
 use serde::Serialize;
 
+use super::confine::Launch;
+use super::executor::{EnvHandle, TestRun, Watched, runner};
 use super::records::{EnvRecord, RunRecord, TreeRecord};
 
 /// 2: runs are sandboxed (docs/security.md), limited, and see `ASSAY_ATTEMPT`.
@@ -28,10 +30,14 @@ use super::records::{EnvRecord, RunRecord, TreeRecord};
 /// is such a reading.
 pub(crate) const KIND_VERSION: u32 = 3;
 
+/// How a test command is run and read: the run node's params (so its key),
+/// and what a grade's reruns and checks run with, their command replaced.
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct RunParams {
     pub(crate) command: String,
-    pub(crate) report: String,
+    /// Keyed by its name (a string, as it always was).
+    #[serde(serialize_with = "format_name")]
+    pub(crate) report: Format,
     pub(crate) report_file: Option<String>,
     pub(crate) timeout_s: u64,
     pub(crate) log_cap: u64,
@@ -46,42 +52,41 @@ pub(crate) struct RunParams {
     pub(crate) watch: Vec<String>,
 }
 
+fn format_name<S: serde::Serializer>(format: &Format, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(format.as_str())
+}
+
 pub(crate) struct RunJob {
     pub(crate) params: RunParams,
-    pub(crate) format: Format,
     pub(crate) store_dir: PathBuf,
     /// The env node: runs of one local environment never overlap.
     pub(crate) env: String,
 }
 
-static ENV_LOCKS: LazyLock<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
-
-fn env_lock(dir: &str) -> Arc<tokio::sync::Mutex<()>> {
-    let mut map = ENV_LOCKS.lock().unwrap_or_else(|p| p.into_inner());
-    map.entry(dir.to_owned()).or_default().clone()
-}
-
 impl Job for RunJob {
     fn run(&self, ctx: JobCtx) -> JobFuture {
         let params = self.params.clone();
-        let format = self.format;
         let store_dir = self.store_dir.clone();
-        Box::pin(async move { execute(params, format, store_dir, ctx).await })
+        Box::pin(async move { execute(params, store_dir, ctx).await })
     }
 
     fn exclusive(&self) -> Option<&str> {
-        // A container's environment is its own copy: nothing is shared.
-        (self.params.serial && self.params.confine.docker().is_none()).then_some(self.env.as_str())
+        self.params.exclusive(&self.env)
     }
 }
 
-async fn execute(
-    p: RunParams,
-    format: Format,
-    store_dir: PathBuf,
-    ctx: JobCtx,
-) -> Result<Output, JobError> {
+impl RunParams {
+    /// The resource a job running these params holds alone: the env node,
+    /// when its runs are serial and local. A container's environment is its
+    /// own copy: nothing is shared. Every job that runs processes in an
+    /// environment (a run, a grade's reruns and checks) says so through
+    /// [`Job::exclusive`], the engine's one lock.
+    pub(crate) fn exclusive<'a>(&self, env_node: &'a str) -> Option<&'a str> {
+        (self.serial && self.confine.docker().is_none()).then_some(env_node)
+    }
+}
+
+async fn execute(p: RunParams, store_dir: PathBuf, ctx: JobCtx) -> Result<Output, JobError> {
     let err = |e: &dyn std::fmt::Display| JobError::new(format!("run: {e}"));
     let tree: TreeRecord = serde_json::from_slice(&ctx.inputs[0]).map_err(|e| err(&e))?;
     let env: EnvRecord = serde_json::from_slice(&ctx.inputs[1]).map_err(|e| err(&e))?;
@@ -95,40 +100,9 @@ async fn execute(
         };
         return finish(record, Vec::new());
     };
-    let how = HowToRun::new(&p, format);
     let (record, attachments) =
-        execute_tree(&tree_id, &env, &how, p.repeat, &store_dir, &ctx).await?;
+        execute_tree(&tree_id, &env, &p, p.repeat, &store_dir, &ctx).await?;
     finish(record, attachments)
-}
-
-/// How a test command is run and read.
-#[derive(Clone, Debug)]
-pub(crate) struct HowToRun {
-    pub(crate) command: String,
-    pub(crate) format: Format,
-    pub(crate) report_file: Option<String>,
-    pub(crate) timeout_s: u64,
-    pub(crate) log_cap: u64,
-    pub(crate) redact: super::redact::RedactConfig,
-    pub(crate) serial: bool,
-    pub(crate) confine: super::confine::Confinement,
-    pub(crate) watch: Vec<String>,
-}
-
-impl HowToRun {
-    pub(crate) fn new(p: &RunParams, format: Format) -> HowToRun {
-        HowToRun {
-            command: p.command.clone(),
-            format,
-            report_file: p.report_file.clone(),
-            timeout_s: p.timeout_s,
-            log_cap: p.log_cap,
-            redact: p.redact.clone(),
-            serial: p.serial,
-            confine: p.confine.clone(),
-            watch: p.watch.clone(),
-        }
-    }
 }
 
 /// Materializes `tree_id` into a fresh scratch directory and runs the command
@@ -137,7 +111,7 @@ impl HowToRun {
 pub(crate) async fn execute_tree(
     tree_id: &str,
     env: &EnvRecord,
-    p: &HowToRun,
+    p: &RunParams,
     attempt: u32,
     store_dir: &std::path::Path,
     ctx: &JobCtx,
@@ -154,7 +128,6 @@ pub(crate) async fn execute_tree(
         record.log = env.setup_log.clone();
         return Ok((record, Vec::new()));
     }
-    let env_dir = ctx.cache_dir.join(&env.dir);
     let scratch = tempfile::Builder::new()
         .prefix("run-")
         .tempdir_in(ctx.cache_dir.join("tmp"))
@@ -171,30 +144,27 @@ pub(crate) async fn execute_tree(
             .map_err(|e| err(&e))?
     };
     let log_path = scratch.path().join("log");
-    let process = super::confine::process(
-        &p.confine,
-        super::confine::Launch {
-            command: p.command.clone(),
-            tree: Some(&work),
-            env_dir: &env_dir,
-            setup: false,
-            scratch: scratch.path(),
-            log_path: log_path.clone(),
-            log_cap: p.log_cap,
-            timeout: Duration::from_secs(p.timeout_s),
-            attempt,
-            image: env.image.as_deref(),
-            report_file: p.report_file.as_deref(),
-            watch: staged.iter().map(|(path, _)| PathBuf::from(path)).collect(),
-        },
-    )
-    .map_err(|e| err(&e))?;
-    let ran = match process {
-        super::confine::Process::Local(spec) => {
-            run_local(&spec, p, &env.dir, &work, store_dir, staged).await?
-        }
-        super::confine::Process::Docker(run) => run_docker(&run, p, store_dir, staged).await?,
-    };
+    let env_handle = EnvHandle::of(env, &ctx.cache_dir);
+    let watch = staged.iter().map(|(path, _)| PathBuf::from(path)).collect();
+    let ran = runner(&p.confine)
+        .run(TestRun {
+            launch: Launch {
+                command: p.command.clone(),
+                tree: Some(&work),
+                env: &env_handle,
+                setup: false,
+                scratch: scratch.path(),
+                log_path: log_path.clone(),
+                log_cap: p.log_cap,
+                timeout: Duration::from_secs(p.timeout_s),
+                attempt,
+                report_file: p.report_file.as_deref(),
+                watch,
+            },
+            store_dir,
+            staged,
+        })
+        .await?;
     record.limit = ran.limit;
     record.changed_test_files = ran.changed;
     record.exit_code = ran.exit_code;
@@ -226,7 +196,7 @@ pub(crate) async fn execute_tree(
             Err(format!("the report {rel}: {why}"))
         }
     };
-    read_outcomes(&mut record, p.format, &log, report_file);
+    read_outcomes(&mut record, p.report, &log, report_file);
     if record.timed_out {
         record.untrusted = Some(format!("timed out after {} s", p.timeout_s));
     } else if let Some(limit) = &record.limit {
@@ -290,141 +260,6 @@ fn read_outcomes(
     record.build_failures = report.build_failures;
 }
 
-/// How a run ended, whichever executor ran it.
-struct Ran {
-    exit_code: Option<i32>,
-    signal: Option<i32>,
-    timed_out: bool,
-    limit: Option<String>,
-    duration: Duration,
-    log_bytes: u64,
-    log_truncated: bool,
-    /// The report file's bytes, or why it was not read; `None` when the
-    /// report is the log.
-    report: Option<Result<Vec<u8>, String>>,
-    changed: Vec<String>,
-}
-
-/// Runs a local process spec (one at a time per environment when serial)
-/// and reads what it left in its tree.
-async fn run_local(
-    spec: &assay_exec::RunSpec,
-    p: &HowToRun,
-    env_dir: &str,
-    work: &std::path::Path,
-    store_dir: &std::path::Path,
-    staged: Watched,
-) -> Result<Ran, JobError> {
-    let err = |e: &dyn std::fmt::Display| JobError::new(format!("run: {e}"));
-    let outcome = if p.serial {
-        let lock = env_lock(env_dir);
-        let _guard = lock.lock().await;
-        assay_exec::run(spec).await.map_err(|e| err(&e))?
-    } else {
-        assay_exec::run(spec).await.map_err(|e| err(&e))?
-    };
-    let changed = {
-        let work = work.to_owned();
-        let store_dir = store_dir.to_owned();
-        tokio::task::spawn_blocking(move || changed_files(&store_dir, &work, &staged))
-            .await
-            .map_err(|e| err(&e))?
-    };
-    Ok(Ran {
-        exit_code: outcome.exit_code,
-        signal: outcome.signal,
-        timed_out: outcome.timed_out,
-        limit: outcome.limit_hit.map(|l| l.as_str().to_owned()),
-        duration: outcome.duration,
-        log_bytes: outcome.log_bytes,
-        log_truncated: outcome.log_truncated,
-        report: p
-            .report_file
-            .as_ref()
-            .map(|rel| read_report(&work.join(rel), p.log_cap)),
-        changed,
-    })
-}
-
-/// Runs a container: the report and the test files' fingerprints come back
-/// from it before it is removed.
-async fn run_docker(
-    run: &assay_docker::ContainerRun,
-    p: &HowToRun,
-    store_dir: &std::path::Path,
-    staged: Watched,
-) -> Result<Ran, JobError> {
-    let err = |e: &dyn std::fmt::Display| JobError::new(format!("run: {e}"));
-    let docker = super::docker::client().await.map_err(|e| err(&e))?;
-    let outcome = docker.run(run).await.map_err(|e| err(&e))?;
-    let changed = {
-        let store_dir = store_dir.to_owned();
-        let watched = outcome.watched.clone();
-        tokio::task::spawn_blocking(move || changed_in(&store_dir, &staged, &watched))
-            .await
-            .map_err(|e| err(&e))?
-    };
-    Ok(Ran {
-        exit_code: outcome.exit_code,
-        signal: None,
-        timed_out: outcome.timed_out,
-        limit: outcome.killed_by.map(|k| {
-            match k {
-                assay_docker::KilledBy::WallClock => "time",
-                assay_docker::KilledBy::Memory => "memory",
-            }
-            .to_owned()
-        }),
-        duration: outcome.duration,
-        log_bytes: outcome.log_bytes,
-        log_truncated: outcome.log_truncated,
-        report: outcome.report.map(|r| container_report(r, p.log_cap)),
-        changed,
-    })
-}
-
-/// A report copied out of a container, in the words of [`read_report`].
-fn container_report(report: assay_docker::Report, cap: u64) -> Result<Vec<u8>, String> {
-    match report {
-        assay_docker::Report::Present(bytes) => Ok(bytes),
-        assay_docker::Report::Missing => Err("not found".into()),
-        assay_docker::Report::NotAFile => {
-            Err("is a symbolic link or not a regular file; not read".into())
-        }
-        assay_docker::Report::TooLarge { size } => Err(format!(
-            "is {size} bytes, over the evidence cap ({cap} bytes); not read"
-        )),
-    }
-}
-
-/// Reads a report the code under test wrote: never through a link it left
-/// there, never a FIFO or device (which could block the grader), never more
-/// than `cap` bytes.
-fn read_report(path: &std::path::Path, cap: u64) -> Result<Vec<u8>, String> {
-    use std::io::Read;
-    let meta = std::fs::symlink_metadata(path).map_err(|e| format!("not found ({e})"))?;
-    if meta.file_type().is_symlink() {
-        return Err("is a symbolic link; not read".into());
-    }
-    if !meta.is_file() {
-        return Err("is not a regular file; not read".into());
-    }
-    if meta.len() > cap {
-        return Err(format!(
-            "is {} bytes, over the evidence cap ({cap} bytes); not read",
-            meta.len()
-        ));
-    }
-    let mut out = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(cap).read_to_end(&mut out))
-        .map_err(|e| e.to_string())?;
-    Ok(out)
-}
-
-/// The watched (test) files of the staged tree: path -> blob id.
-type Watched = Vec<(String, String)>;
-
 /// Materializes `tree_id` into `dest` and lists the watched files in it.
 fn stage_copy(
     store_dir: &std::path::Path,
@@ -446,57 +281,6 @@ fn stage_copy(
         .collect())
 }
 
-/// The watched files whose bytes differ after the run from the staged ones
-/// (changed, deleted or replaced by a link), sorted.
-fn changed_files(
-    store_dir: &std::path::Path,
-    work: &std::path::Path,
-    staged: &Watched,
-) -> Vec<String> {
-    let Ok(store) = TreeStore::open_or_init(store_dir) else {
-        return staged.iter().map(|(p, _)| p.clone()).collect();
-    };
-    let mut out: Vec<String> = staged
-        .iter()
-        .filter(|(path, id)| {
-            let here = work.join(path);
-            let is_file = std::fs::symlink_metadata(&here).is_ok_and(|m| m.is_file());
-            !is_file
-                || match (std::fs::read(&here), store.read_blob(id)) {
-                    (Ok(now), Ok(then)) => now != then,
-                    _ => true,
-                }
-        })
-        .map(|(p, _)| p.clone())
-        .collect();
-    out.sort();
-    out
-}
-
-/// The watched files whose fingerprints after a container run differ from
-/// the staged bytes (changed, deleted or no longer a regular file), sorted.
-fn changed_in(
-    store_dir: &std::path::Path,
-    staged: &Watched,
-    watched: &std::collections::BTreeMap<PathBuf, Option<[u8; 32]>>,
-) -> Vec<String> {
-    let store = TreeStore::open_or_init(store_dir).ok();
-    let mut out: Vec<String> = staged
-        .iter()
-        .filter(|(path, id)| {
-            let then = store
-                .as_ref()
-                .and_then(|s| s.read_blob(id).ok())
-                .map(|bytes| *blake3::hash(&bytes).as_bytes());
-            let now = watched.get(std::path::Path::new(path)).copied().flatten();
-            then.is_none() || now != then
-        })
-        .map(|(p, _)| p.clone())
-        .collect();
-    out.sort();
-    out
-}
-
 fn finish(record: RunRecord, attachments: Vec<assay_engine::Digest>) -> Result<Output, JobError> {
     Ok(Output {
         bytes: serde_json::to_vec(&record).map_err(|e| JobError::new(e.to_string()))?,
@@ -504,15 +288,9 @@ fn finish(record: RunRecord, attachments: Vec<assay_engine::Digest>) -> Result<O
     })
 }
 
-pub(crate) fn job(
-    params: RunParams,
-    format: Format,
-    store_dir: PathBuf,
-    env: String,
-) -> Arc<dyn Job> {
+pub(crate) fn job(params: RunParams, store_dir: PathBuf, env: String) -> Arc<dyn Job> {
     Arc::new(RunJob {
         params,
-        format,
         store_dir,
         env,
     })
@@ -540,6 +318,57 @@ mod tests {
         };
         read_outcomes(&mut r, format, log, file);
         r
+    }
+
+    /// The run params as they were keyed when the report was a string.
+    #[derive(Serialize)]
+    struct KeyedByName {
+        command: String,
+        report: String,
+        report_file: Option<String>,
+        timeout_s: u64,
+        log_cap: u64,
+        redact: super::super::redact::RedactConfig,
+        serial: bool,
+        repeat: u32,
+        confine: super::super::confine::Confinement,
+        watch: Vec<String>,
+    }
+
+    #[test]
+    fn run_params_key_their_report_format_by_name_as_they_always_did() {
+        let p = RunParams {
+            command: "python3 -m unittest -v".into(),
+            report: Format::LibtestJson,
+            report_file: Some("report.json".into()),
+            timeout_s: 120,
+            log_cap: 1 << 20,
+            redact: Default::default(),
+            serial: true,
+            repeat: 2,
+            confine: Default::default(),
+            watch: vec!["tests/**".into()],
+        };
+        let old = KeyedByName {
+            command: p.command.clone(),
+            report: "libtest-json".into(),
+            report_file: p.report_file.clone(),
+            timeout_s: p.timeout_s,
+            log_cap: p.log_cap,
+            redact: p.redact.clone(),
+            serial: p.serial,
+            repeat: p.repeat,
+            confine: p.confine.clone(),
+            watch: p.watch.clone(),
+        };
+        assert_eq!(
+            assay_engine::encode_params(&p),
+            assay_engine::encode_params(&old)
+        );
+        assert_eq!(
+            serde_json::to_string(&p).unwrap(),
+            serde_json::to_string(&old).unwrap()
+        );
     }
 
     #[test]

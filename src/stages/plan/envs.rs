@@ -35,7 +35,7 @@ impl EnvSettings<'_> {
     ) -> RunParams {
         RunParams {
             command: self.cfg.test_command.clone(),
-            report: self.format.as_str().to_owned(),
+            report: self.format,
             report_file: self.cfg.report_file.clone(),
             timeout_s: self.timeout,
             log_cap: self.log_cap,

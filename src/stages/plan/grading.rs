@@ -168,12 +168,7 @@ pub(crate) fn grade_nodes(
                 &rp,
                 vec![stage_node.clone(), env_node.clone()],
                 true,
-                run::job(
-                    rp.clone(),
-                    env.format,
-                    g.store_dir.to_owned(),
-                    env_node.clone(),
-                ),
+                run::job(rp.clone(), g.store_dir.to_owned(), env_node.clone()),
             ));
             let gp = GradeParams {
                 arm,
@@ -199,7 +194,12 @@ pub(crate) fn grade_nodes(
                 ],
                 // Reruns and separate checks are test runs: a grade is an observation.
                 true,
-                grade::grade_job(gp.clone(), env.format, g.store_dir.to_owned()),
+                grade::grade_job(
+                    gp.clone(),
+                    env.format,
+                    g.store_dir.to_owned(),
+                    env_node.clone(),
+                ),
             ));
             if Some(&arm) == arms.iter().find(|a| **a == Arm::SCORED).or(arms.first()) {
                 reviewable.push(judge::Reviewable {

@@ -192,7 +192,7 @@ pub(crate) fn nodes(
                         &rp,
                         vec![tree_name.clone(), env_name.clone()],
                         true,
-                        run::job(rp.clone(), env.format, store_dir.clone(), env_name.clone()),
+                        run::job(rp.clone(), store_dir.clone(), env_name.clone()),
                     ));
                     screen_deps.push(run_name);
                 }

@@ -1,0 +1,82 @@
+//! Content-addressed blob files: written whole or not at all, re-hashed on
+//! every read.
+
+use std::fs;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::{StoreError, io_err};
+use crate::key::Digest;
+
+/// Content-addressed blob files. Cheap to clone; safe to share between jobs.
+#[derive(Clone, Debug)]
+pub struct Blobs {
+    dir: PathBuf,
+}
+
+impl Blobs {
+    pub(super) fn new(dir: PathBuf) -> Blobs {
+        Blobs { dir }
+    }
+}
+
+static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+impl Blobs {
+    pub fn path(&self, digest: &Digest) -> PathBuf {
+        let hex = digest.to_hex();
+        self.dir.join("blobs").join(&hex[..2]).join(&hex[2..])
+    }
+
+    /// Stores bytes under their digest (idempotent; repairs a corrupt copy).
+    pub fn put(&self, bytes: &[u8]) -> Result<Digest, StoreError> {
+        let digest = Digest::of(bytes);
+        let path = self.path(&digest);
+        if let Ok(existing) = fs::read(&path)
+            && Digest::of(&existing) == digest
+        {
+            return Ok(digest);
+        }
+        let tmp_dir = self.dir.join("tmp");
+        fs::create_dir_all(&tmp_dir).map_err(io_err(&tmp_dir))?;
+        let tmp = tmp_dir.join(format!(
+            "blob-{}-{}",
+            std::process::id(),
+            TMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        {
+            let mut f = fs::File::create(&tmp).map_err(io_err(&tmp))?;
+            f.write_all(bytes).map_err(io_err(&tmp))?;
+            f.sync_all().map_err(io_err(&tmp))?;
+        }
+        let parent = path.parent().unwrap_or(&self.dir);
+        fs::create_dir_all(parent).map_err(io_err(parent))?;
+        fs::rename(&tmp, &path).map_err(io_err(&path))?;
+        Ok(digest)
+    }
+
+    /// Reads a blob and checks it against its digest.
+    pub fn get(&self, digest: &Digest) -> Result<Vec<u8>, StoreError> {
+        let path = self.path(digest);
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(StoreError::MissingBlob { digest: *digest });
+            }
+            Err(e) => return Err(io_err(&path)(e)),
+        };
+        let actual = Digest::of(&bytes);
+        if actual != *digest {
+            return Err(StoreError::CorruptBlob {
+                digest: *digest,
+                actual,
+            });
+        }
+        Ok(bytes)
+    }
+
+    pub fn exists(&self, digest: &Digest) -> bool {
+        self.path(digest).is_file()
+    }
+}

@@ -1,0 +1,343 @@
+//! The index rows: a success per key (output digest, inline bytes,
+//! attachments, the key record) and the failures, with the build's one
+//! writing connection.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+
+use super::{Store, StoreError};
+use crate::key::{Digest, DigestMap, KeyRecord};
+
+pub(crate) const INDEX_SCHEMA: i64 = 1;
+
+/// What a no-op build needs of a row: enough to decide a hit and feed dependents.
+#[derive(Clone, Debug)]
+pub struct IndexRow {
+    pub output: Digest,
+    pub inline: Option<Vec<u8>>,
+    pub attachments: Vec<Digest>,
+}
+
+/// A committed success, as written by the scheduler.
+#[derive(Clone, Debug)]
+pub(crate) struct NewRow {
+    pub key: Digest,
+    pub record: KeyRecord,
+    pub params_json: String,
+    pub name: String,
+    pub output: Digest,
+    pub inline: Option<Vec<u8>>,
+    pub attachments: Vec<Digest>,
+    pub started_ms: i64,
+    pub duration_ms: i64,
+    pub build: i64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FailureRow {
+    pub key: String,
+    pub name: String,
+    pub kind: String,
+    pub reason: String,
+    pub build: i64,
+    pub at_ms: i64,
+}
+
+impl Store {
+    /// Every success row, for hit decisions: one table scan.
+    pub fn load_index(&self) -> Result<DigestMap<IndexRow>, StoreError> {
+        self.load_index_sized(0)
+    }
+
+    /// [`Store::load_index`], sized up front for about `expected` rows (the
+    /// node count of the build about to run) so the map does not regrow.
+    pub fn load_index_sized(&self, expected: usize) -> Result<DigestMap<IndexRow>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT key, output, inline, attachments FROM nodes")
+            .map_err(|e| self.index_err(e))?;
+        let mut rows = stmt.query([]).map_err(|e| self.index_err(e))?;
+        let mut map = DigestMap::with_capacity_and_hasher(expected, Default::default());
+        let bad = |detail: &str| StoreError::Index {
+            path: self.dir.join("index.sqlite"),
+            detail: detail.to_owned(),
+        };
+        while let Some(row) = rows.next().map_err(|e| self.index_err(e))? {
+            // Columns are borrowed from sqlite's row buffer: only `inline` is copied.
+            let blob = |i: usize| -> Result<Option<&[u8]>, StoreError> {
+                row.get_ref(i)
+                    .and_then(|v| v.as_blob_or_null().map_err(Into::into))
+                    .map_err(|e| self.index_err(e))
+            };
+            let (Some(key), Some(output)) = (
+                blob(0)?.and_then(Digest::from_slice),
+                blob(1)?.and_then(Digest::from_slice),
+            ) else {
+                return Err(bad("a row holds a key or digest that is not 32 bytes"));
+            };
+            let inline = blob(2)?.map(<[u8]>::to_vec);
+            let attachments = blob(3)?.map(split_digests).unwrap_or_default();
+            map.insert(
+                key,
+                IndexRow {
+                    output,
+                    inline,
+                    attachments,
+                },
+            );
+        }
+        Ok(map)
+    }
+
+    /// The key record and metadata of one node, for `explain` and `show`.
+    pub fn key_record(
+        &self,
+        key: &Digest,
+    ) -> Result<Option<(KeyRecord, String, IndexRow)>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT kind, kind_version, params, deps, params_json, output, inline, attachments, schema FROM nodes WHERE key = ?1",
+                params![key.0.to_vec()],
+                |r| {
+                    let deps: Vec<u8> = r.get(3)?;
+                    let output: Vec<u8> = r.get(5)?;
+                    let attachments: Vec<u8> = r.get(7)?;
+                    Ok((
+                        KeyRecord {
+                            schema: r.get(8)?,
+                            kind: r.get(0)?,
+                            kind_version: r.get(1)?,
+                            params: r.get(2)?,
+                            deps: split_digests(&deps),
+                        },
+                        r.get::<_, String>(4)?,
+                        IndexRow {
+                            output: Digest::from_slice(&output).unwrap_or(Digest([0; 32])),
+                            inline: r.get(6)?,
+                            attachments: split_digests(&attachments),
+                        },
+                    ))
+                },
+            )
+            .optional()
+            .map_err(|e| self.index_err(e))
+    }
+
+    /// The bytes of an output stored inline in some row (outputs are not all
+    /// blob files), verified against the digest. A scan: for `assay show`.
+    pub fn inline_output(&self, digest: &Digest) -> Result<Option<Vec<u8>>, StoreError> {
+        let bytes: Option<Vec<u8>> = self
+            .conn
+            .query_row(
+                "SELECT inline FROM nodes WHERE output = ?1 AND inline IS NOT NULL LIMIT 1",
+                params![digest.0.to_vec()],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.index_err(e))?;
+        match bytes {
+            Some(b) if Digest::of(&b) == *digest => Ok(Some(b)),
+            Some(b) => Err(StoreError::CorruptBlob {
+                digest: *digest,
+                actual: Digest::of(&b),
+            }),
+            None => Ok(None),
+        }
+    }
+
+    /// Keys whose hex starts with `prefix` (nodes only).
+    pub fn keys_with_prefix(&self, prefix: &str) -> Result<Vec<Digest>, StoreError> {
+        let mut out = Vec::new();
+        let mut stmt = self
+            .conn
+            .prepare("SELECT key FROM nodes")
+            .map_err(|e| self.index_err(e))?;
+        let mut rows = stmt.query([]).map_err(|e| self.index_err(e))?;
+        while let Some(row) = rows.next().map_err(|e| self.index_err(e))? {
+            let key: Vec<u8> = row.get(0).map_err(|e| self.index_err(e))?;
+            if let Some(d) = Digest::from_slice(&key)
+                && d.to_hex().starts_with(prefix)
+            {
+                out.push(d);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The keys of the rows of one node kind (for audits of a kind's outputs).
+    pub fn keys_of_kind(&self, kind: &str) -> Result<Vec<Digest>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT key FROM nodes WHERE kind = ?1")
+            .map_err(|e| self.index_err(e))?;
+        let mut rows = stmt.query([kind]).map_err(|e| self.index_err(e))?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(|e| self.index_err(e))? {
+            let key: Vec<u8> = row.get(0).map_err(|e| self.index_err(e))?;
+            out.extend(Digest::from_slice(&key));
+        }
+        Ok(out)
+    }
+
+    /// Output bytes of a row, verified against the output digest.
+    pub fn output_bytes(&self, row: &IndexRow) -> Result<Vec<u8>, StoreError> {
+        match &row.inline {
+            Some(bytes) => {
+                let actual = Digest::of(bytes);
+                if actual != row.output {
+                    return Err(StoreError::CorruptBlob {
+                        digest: row.output,
+                        actual,
+                    });
+                }
+                Ok(bytes.clone())
+            }
+            None => self.blobs.get(&row.output),
+        }
+    }
+
+    pub fn failures(&self, build: Option<i64>) -> Result<Vec<FailureRow>, StoreError> {
+        let sql = "SELECT key, name, kind, reason, build, at_ms FROM failures WHERE (?1 IS NULL OR build = ?1) ORDER BY at_ms";
+        let mut stmt = self.conn.prepare(sql).map_err(|e| self.index_err(e))?;
+        let rows = stmt
+            .query_map(params![build], |r| {
+                let key: Vec<u8> = r.get(0)?;
+                Ok(FailureRow {
+                    key: hex::encode(key),
+                    name: r.get(1)?,
+                    kind: r.get(2)?,
+                    reason: r.get(3)?,
+                    build: r.get(4)?,
+                    at_ms: r.get(5)?,
+                })
+            })
+            .map_err(|e| self.index_err(e))?;
+        rows.collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.index_err(e))
+    }
+
+    pub(crate) fn writer(&self) -> Result<IndexWriter, StoreError> {
+        Ok(IndexWriter {
+            conn: open_conn(&self.dir.join("index.sqlite"))?,
+            path: self.dir.join("index.sqlite"),
+        })
+    }
+}
+
+/// The single writing connection of a build; commits rows in batches.
+pub(crate) struct IndexWriter {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl IndexWriter {
+    pub(crate) fn commit(
+        &mut self,
+        rows: &[NewRow],
+        failures: &[FailureRow],
+    ) -> Result<(), StoreError> {
+        let err = |e: rusqlite::Error| StoreError::Index {
+            path: self.path.clone(),
+            detail: e.to_string(),
+        };
+        let tx = self.conn.transaction().map_err(err)?;
+        {
+            let mut ins = tx
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO nodes(key, schema, kind, kind_version, params, params_json, deps, name, output, inline, attachments, started_ms, duration_ms, build)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                )
+                .map_err(err)?;
+            for r in rows {
+                ins.execute(params![
+                    r.key.0.to_vec(),
+                    r.record.schema,
+                    r.record.kind,
+                    r.record.kind_version,
+                    r.record.params,
+                    r.params_json,
+                    join_digests(&r.record.deps),
+                    r.name,
+                    r.output.0.to_vec(),
+                    r.inline,
+                    join_digests(&r.attachments),
+                    r.started_ms,
+                    r.duration_ms,
+                    r.build,
+                ])
+                .map_err(err)?;
+            }
+            let mut fail = tx
+                .prepare_cached(
+                    "INSERT INTO failures(key, name, kind, reason, build, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )
+                .map_err(err)?;
+            for f in failures {
+                fail.execute(params![
+                    hex::decode(&f.key).unwrap_or_default(),
+                    f.name,
+                    f.kind,
+                    f.reason,
+                    f.build,
+                    f.at_ms
+                ])
+                .map_err(err)?;
+            }
+        }
+        tx.commit().map_err(err)
+    }
+}
+
+pub(super) fn open_conn(path: &Path) -> Result<Connection, StoreError> {
+    let err = |e: rusqlite::Error| StoreError::Index {
+        path: path.to_owned(),
+        detail: e.to_string(),
+    };
+    let conn = Connection::open(path).map_err(err)?;
+    conn.busy_timeout(std::time::Duration::from_secs(60))
+        .map_err(err)?;
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(err)?;
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(err)?;
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(err)?;
+    if version > INDEX_SCHEMA {
+        return Err(StoreError::NewerSchema { found: version });
+    }
+    if version < INDEX_SCHEMA {
+        conn.execute_batch(
+            "BEGIN IMMEDIATE;
+             CREATE TABLE IF NOT EXISTS nodes(
+                key BLOB PRIMARY KEY, schema INTEGER NOT NULL, kind TEXT NOT NULL,
+                kind_version INTEGER NOT NULL, params BLOB NOT NULL, params_json TEXT NOT NULL,
+                deps BLOB NOT NULL, name TEXT NOT NULL, output BLOB NOT NULL, inline BLOB,
+                attachments BLOB NOT NULL, started_ms INTEGER NOT NULL,
+                duration_ms INTEGER NOT NULL, build INTEGER NOT NULL) WITHOUT ROWID;
+             CREATE TABLE IF NOT EXISTS failures(
+                key BLOB NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL, reason TEXT NOT NULL,
+                build INTEGER NOT NULL, at_ms INTEGER NOT NULL);
+             CREATE TABLE IF NOT EXISTS builds(
+                id INTEGER PRIMARY KEY, started_ms INTEGER NOT NULL, finished_ms INTEGER,
+                label TEXT NOT NULL, manifest BLOB, summary TEXT);
+             PRAGMA user_version = 1;
+             COMMIT;",
+        )
+        .map_err(err)?;
+    }
+    Ok(conn)
+}
+
+pub(super) fn split_digests(bytes: &[u8]) -> Vec<Digest> {
+    bytes
+        .chunks_exact(32)
+        .filter_map(Digest::from_slice)
+        .collect()
+}
+
+fn join_digests(digests: &[Digest]) -> Vec<u8> {
+    digests.iter().flat_map(|d| d.0).collect()
+}

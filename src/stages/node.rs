@@ -21,9 +21,6 @@ use serde::de::DeserializeOwned;
 #[derive(Debug)]
 pub(crate) struct Dep<T> {
     pub(crate) record: T,
-    // Read by the kinds that name an input by its key (a grade, its task's
-    // digest) as they move onto the adapter.
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) key: Digest,
 }
 

@@ -21,9 +21,6 @@ use serde::de::DeserializeOwned;
 #[derive(Debug)]
 pub(crate) struct Dep<T> {
     pub(crate) record: T,
-    // Read by the kinds that name an input by its key (a grade, its task's
-    // digest) as they move onto the adapter.
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) key: Digest,
 }
 
@@ -43,6 +40,43 @@ impl<T: DeserializeOwned> Dep<T> {
     }
 }
 
+/// One element of an [`inputs!`] tail: one input, or a pair of inputs that
+/// come together (a judge's reviewed session and its grade).
+pub(crate) trait Tail: Sized {
+    /// The node names of its inputs.
+    type Names;
+    /// How many inputs it takes.
+    const WIDTH: usize;
+    fn push_names(names: Self::Names, all: &mut Vec<String>);
+    /// Decodes it, named `name` (for the error), from its `WIDTH` inputs.
+    fn decode(name: &str, inputs: &[Arc<Vec<u8>>], keys: &[Digest]) -> Result<Self, String>;
+}
+
+impl<T: DeserializeOwned> Tail for Dep<T> {
+    type Names = String;
+    const WIDTH: usize = 1;
+    fn push_names(name: String, all: &mut Vec<String>) {
+        all.push(name);
+    }
+    fn decode(name: &str, inputs: &[Arc<Vec<u8>>], keys: &[Digest]) -> Result<Self, String> {
+        Dep::decode(name, &inputs[0], keys[0])
+    }
+}
+
+impl<A: DeserializeOwned, B: DeserializeOwned> Tail for (Dep<A>, Dep<B>) {
+    type Names = (String, String);
+    const WIDTH: usize = 2;
+    fn push_names((a, b): (String, String), all: &mut Vec<String>) {
+        all.extend([a, b]);
+    }
+    fn decode(name: &str, inputs: &[Arc<Vec<u8>>], keys: &[Digest]) -> Result<Self, String> {
+        Ok((
+            Dep::decode(&format!("{name}.0"), &inputs[0], keys[0])?,
+            Dep::decode(&format!("{name}.1"), &inputs[1], keys[1])?,
+        ))
+    }
+}
+
 /// A kind's inputs, by name: decoded from the engine's positional inputs,
 /// and named by the layout through [`Inputs::Names`].
 pub(crate) trait Inputs: Sized + Send + 'static {
@@ -55,30 +89,39 @@ pub(crate) trait Inputs: Sized + Send + 'static {
 /// Declares a kind's named inputs: a struct of [`Dep`]s and, beside it, a
 /// struct of the same fields holding node names (`<Name>Names`). The field
 /// order is the dependency order, here and only here. A last `; ..rest: [T]`
-/// takes every input after the named ones (a screen's readings, say).
+/// takes every input after the named ones (a screen's readings, say);
+/// `; ..rest: [A, B]` takes them in pairs, each a `(Dep<A>, Dep<B>)` named
+/// by a `(String, String)`.
 macro_rules! inputs {
     ($(#[$m:meta])* $vis:vis struct $name:ident / $names:ident {
-        $($field:ident: $ty:ty),* $(,)? $(; ..$tail:ident: [$tty:ty])?
+        $($field:ident: $ty:ty),* $(,)? $(; ..$tail:ident: [$($tty:ty),+])?
     }) => {
         $(#[$m])*
+        #[allow(unused_parens)]
         $vis struct $name {
             $($vis $field: $crate::stages::node::Dep<$ty>,)*
-            $($vis $tail: Vec<$crate::stages::node::Dep<$tty>>,)?
+            $($vis $tail: Vec<($($crate::stages::node::Dep<$tty>),+)>,)?
         }
 
         /// The node names of the inputs, by name.
+        #[allow(unused_parens)]
         $vis struct $names {
             $($vis $field: String,)*
-            $($vis $tail: Vec<String>,)?
+            $($vis $tail: Vec<<($($crate::stages::node::Dep<$tty>),+) as $crate::stages::node::Tail>::Names>,)?
         }
 
+        #[allow(unused_parens)]
         impl $crate::stages::node::Inputs for $name {
             type Names = $names;
 
             #[allow(unused_variables, unused_mut)]
             fn names(names: $names) -> Vec<String> {
                 let mut all = vec![$(names.$field),*];
-                $(all.extend(names.$tail);)?
+                $(
+                    for n in names.$tail {
+                        <($($crate::stages::node::Dep<$tty>),+) as $crate::stages::node::Tail>::push_names(n, &mut all);
+                    }
+                )?
                 all
             }
 
@@ -94,12 +137,21 @@ macro_rules! inputs {
                     at += 1;
                 )*
                 $(
-                    let $tail = (at..ctx.inputs.len())
-                        .map(|i| {
-                            $crate::stages::node::Dep::decode(
-                                &format!("{}[{}]", stringify!($tail), i - at),
-                                &ctx.inputs[i],
-                                ctx.input_keys[i],
+                    type Each = ($($crate::stages::node::Dep<$tty>),+);
+                    let width = <Each as $crate::stages::node::Tail>::WIDTH;
+                    let rest = ctx.inputs.len() - at;
+                    if rest % width != 0 {
+                        return Err(format!(
+                            "{rest} inputs after the named ones, not in groups of {width}"
+                        ));
+                    }
+                    let $tail = (0..rest / width)
+                        .map(|n| {
+                            let i = at + n * width;
+                            <Each as $crate::stages::node::Tail>::decode(
+                                &format!("{}[{}]", stringify!($tail), n),
+                                &ctx.inputs[i..i + width],
+                                &ctx.input_keys[i..i + width],
                             )
                         })
                         .collect::<Result<Vec<_>, String>>()?;
@@ -398,6 +450,81 @@ mod tests {
         assert_eq!(built[3].1, NodeStatus::Executed, "{:?}", built[3]);
         let record: CountRecord = serde_json::from_slice(built[3].2.as_ref().unwrap()).unwrap();
         assert_eq!(record.count, 2 + 3 - 1);
+    }
+
+    /// The first count plus, per pair after it, the left count times the right.
+    struct Products(CountParams);
+
+    super::inputs! {
+        struct ProductsInputs / ProductsNames { first: CountRecord; ..pairs: [CountRecord, CountRecord] }
+    }
+
+    impl Kind for Products {
+        const NAME: &'static str = "products";
+        const VERSION: u32 = 1;
+        type Params = CountParams;
+        type Inputs = ProductsInputs;
+        type Record = CountRecord;
+
+        fn params(&self) -> &CountParams {
+            &self.0
+        }
+
+        async fn run(
+            self: Arc<Self>,
+            i: ProductsInputs,
+            ctx: JobCtx,
+        ) -> Result<Made<CountRecord>, String> {
+            // Each of a pair comes with its own node's key, in input order.
+            let keys: Vec<_> = i.pairs.iter().flat_map(|(l, r)| [l.key, r.key]).collect();
+            assert_eq!(keys, ctx.input_keys[1..]);
+            Ok(Made::record(CountRecord {
+                count: i.first.count
+                    + i.pairs
+                        .iter()
+                        .map(|(l, r)| l.count * r.count)
+                        .sum::<usize>(),
+            }))
+        }
+    }
+
+    #[test]
+    fn a_tail_of_pairs_keeps_each_pair_together_in_input_order() {
+        let seeds = ["a", "bb", "ccc", "dddd", "eeeee"]
+            .map(|w| spec(format!("seed:{w}"), Seed(word(w)), NoNames {}));
+        let pair = |l: &str, r: &str| (format!("seed:{l}"), format!("seed:{r}"));
+        let products = |name: &str, pairs| {
+            spec(
+                name.into(),
+                Products(word("")),
+                ProductsNames {
+                    first: "seed:a".into(),
+                    pairs,
+                },
+            )
+        };
+        let mut nodes = Vec::from(seeds);
+        nodes.push(products(
+            "products",
+            vec![pair("bb", "ccc"), pair("dddd", "eeeee")],
+        ));
+        assert_eq!(
+            nodes[5].deps,
+            ["seed:a", "seed:bb", "seed:ccc", "seed:dddd", "seed:eeeee"],
+            "each pair's two names, pair after pair"
+        );
+        // A hand-laid node whose tail is not whole pairs fails, saying so.
+        let mut odd = products("odd", vec![pair("bb", "ccc")]);
+        odd.deps.push("seed:dddd".into());
+        nodes.push(odd);
+        let built = build(nodes);
+        assert_eq!(built[5].1, NodeStatus::Executed, "{:?}", built[5]);
+        let record: CountRecord = serde_json::from_slice(built[5].2.as_ref().unwrap()).unwrap();
+        assert_eq!(record.count, 1 + 2 * 3 + 4 * 5);
+        match &built[6].1 {
+            NodeStatus::Failed(why) => assert!(why.contains("not in groups of 2"), "{why}"),
+            other => panic!("odd should fail, it is {other:?}"),
+        }
     }
 
     #[test]

@@ -12,10 +12,11 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use assay_engine::{Digest, Job, JobCtx, JobError, JobFuture, Output};
+use assay_engine::{Digest, JobCtx};
 use assay_git::{ComposeError, PatchStep, TreeStore, patch_paths};
 use serde::Serialize;
 
+use super::node::{Kind, Made};
 use super::records::{
     Arm, EnvRecord, Fault, GradeRecord, Receipt, RunRecord, SessionRecord, Skip, TaskRecord,
     TaskStatus, TreeRecord, Verdict,
@@ -158,39 +159,47 @@ pub(crate) struct SessionParams {
     pub(crate) error: Option<String>,
 }
 
-struct SessionJob(SessionParams);
-
-impl Job for SessionJob {
-    fn run(&self, ctx: JobCtx) -> JobFuture {
-        let p = self.0.clone();
-        Box::pin(async move {
-            let s = p.session;
-            if let Some(e) = p.error {
-                return Err(JobError::new(format!("session {}: {e}", s.id)));
-            }
-            let digest = ctx
-                .blobs
-                .put(&s.patch)
-                .map_err(|e| JobError::new(e.to_string()))?;
-            let record = SessionRecord {
-                patch: digest.to_hex(),
-                id: s.id,
-                task: s.task,
-                track: s.track,
-                agent: s.agent,
-                model: s.model,
-                facts: s.facts,
-            };
-            Ok(Output {
-                bytes: serde_json::to_vec(&record).map_err(|e| JobError::new(e.to_string()))?,
-                attachments: vec![digest],
-            })
-        })
-    }
+super::node::inputs! {
+    pub(crate) struct SessionInputs / SessionNames {}
 }
 
-pub(crate) fn session_job(p: SessionParams) -> Arc<dyn Job> {
-    Arc::new(SessionJob(p))
+/// Normalises a session: its patch into the blob store, named by digest.
+pub(crate) struct Session(pub(crate) SessionParams);
+
+impl Kind for Session {
+    const NAME: &'static str = "session";
+    const VERSION: u32 = SESSION_VERSION;
+    type Params = SessionParams;
+    type Inputs = SessionInputs;
+    type Record = SessionRecord;
+
+    fn params(&self) -> &SessionParams {
+        &self.0
+    }
+
+    async fn run(
+        self: Arc<Self>,
+        _: SessionInputs,
+        ctx: JobCtx,
+    ) -> Result<Made<SessionRecord>, String> {
+        let s = &self.0.session;
+        if let Some(e) = &self.0.error {
+            return Err(format!("{}: {e}", s.id));
+        }
+        let digest = ctx.blobs.put(&s.patch).map_err(|e| e.to_string())?;
+        Ok(Made {
+            record: SessionRecord {
+                patch: digest.to_hex(),
+                id: s.id.clone(),
+                task: s.task.clone(),
+                track: s.track.clone(),
+                agent: s.agent.clone(),
+                model: s.model.clone(),
+                facts: s.facts.clone(),
+            },
+            attachments: vec![digest],
+        })
+    }
 }
 
 // ---- stage -----------------------------------------------------------------
@@ -202,35 +211,52 @@ pub(crate) struct StageParams {
     pub(crate) test_globs: Vec<String>,
 }
 
-struct StageJob {
-    params: StageParams,
-    store_dir: PathBuf,
-}
-
-fn blob(ctx: &JobCtx, hex: &str) -> Result<Vec<u8>, JobError> {
+/// The blob `hex` names; nothing for an empty name (an empty patch).
+pub(crate) fn blob(ctx: &JobCtx, hex: &str) -> Result<Vec<u8>, String> {
     if hex.is_empty() {
         return Ok(Vec::new());
     }
-    let d: Digest = hex.parse().map_err(JobError::new)?;
-    ctx.blobs.get(&d).map_err(|e| JobError::new(e.to_string()))
+    let d: Digest = hex.parse()?;
+    ctx.blobs.get(&d).map_err(|e| e.to_string())
 }
 
-impl Job for StageJob {
-    fn run(&self, ctx: JobCtx) -> JobFuture {
-        let p = self.params.clone();
-        let store_dir = self.store_dir.clone();
-        Box::pin(async move {
-            tokio::task::spawn_blocking(move || stage(&p, &store_dir, &ctx))
-                .await
-                .map_err(|e| JobError::new(format!("stage task: {e}")))?
-        })
+super::node::inputs! {
+    pub(crate) struct StageInputs / StageNames { task: TaskRecord, session: SessionRecord }
+}
+
+/// Composes the graded tree: the base, the session patch less what the
+/// arm leaves out, then the hidden test patch.
+pub(crate) struct Stage {
+    pub(crate) params: StageParams,
+    pub(crate) store_dir: PathBuf,
+}
+
+impl Kind for Stage {
+    const NAME: &'static str = "stage";
+    const VERSION: u32 = STAGE_VERSION;
+    type Params = StageParams;
+    type Inputs = StageInputs;
+    type Record = TreeRecord;
+
+    fn params(&self) -> &StageParams {
+        &self.params
+    }
+
+    async fn run(self: Arc<Self>, i: StageInputs, ctx: JobCtx) -> Result<Made<TreeRecord>, String> {
+        tokio::task::spawn_blocking(move || stage(&self.params, &self.store_dir, &i, &ctx))
+            .await
+            .map_err(|e| format!("stage task: {e}"))?
+            .map(Made::record)
     }
 }
 
-fn stage(p: &StageParams, store_dir: &std::path::Path, ctx: &JobCtx) -> Result<Output, JobError> {
-    let err = |e: &dyn std::fmt::Display| JobError::new(format!("stage: {e}"));
-    let task: TaskRecord = serde_json::from_slice(&ctx.inputs[0]).map_err(|e| err(&e))?;
-    let session: SessionRecord = serde_json::from_slice(&ctx.inputs[1]).map_err(|e| err(&e))?;
+fn stage(
+    p: &StageParams,
+    store_dir: &std::path::Path,
+    i: &StageInputs,
+    ctx: &JobCtx,
+) -> Result<TreeRecord, String> {
+    let (task, session) = (&i.task, &i.session);
     let skipped = |why: Skip| TreeRecord {
         tree: None,
         skipped: Some(why),
@@ -247,7 +273,7 @@ fn stage(p: &StageParams, store_dir: &std::path::Path, ctx: &JobCtx) -> Result<O
         )))
     } else {
         let patch = blob(ctx, &session.patch)?;
-        let tests = super::triage::globset(&p.test_globs).map_err(|e| err(&e))?;
+        let tests = super::triage::globset(&p.test_globs).map_err(|e| e.to_string())?;
         let policy_excluded = excluded_paths(&patch, task.test_patch.as_bytes(), p.policy, &tests);
         match policy_excluded.and_then(|ex| session_paths(&patch).map(|paths| (ex, paths))) {
             Err(e) => skipped(Skip::PatchApplyFailed(format!(
@@ -257,7 +283,7 @@ fn stage(p: &StageParams, store_dir: &std::path::Path, ctx: &JobCtx) -> Result<O
                 exclude.extend(reset_paths(&patch, task.test_patch.as_bytes()));
                 exclude.sort();
                 exclude.dedup();
-                let store = TreeStore::open_or_init(store_dir).map_err(|e| err(&e))?;
+                let store = TreeStore::open_or_init(store_dir).map_err(|e| e.to_string())?;
                 let mut steps = Vec::new();
                 let all_excluded = paths.iter().all(|x| exclude.contains(&x.path));
                 if !paths.is_empty() && !all_excluded {
@@ -286,19 +312,12 @@ fn stage(p: &StageParams, store_dir: &std::path::Path, ctx: &JobCtx) -> Result<O
                     Err(ComposeError::Apply { stderr, .. }) => {
                         skipped(Skip::TestPatchConflict(stderr.trim().to_owned()))
                     }
-                    Err(e) => return Err(err(&e)),
+                    Err(e) => return Err(e.to_string()),
                 }
             }
         }
     };
-    Ok(Output {
-        bytes: serde_json::to_vec(&record).map_err(|e| err(&e))?,
-        attachments: Vec::new(),
-    })
-}
-
-pub(crate) fn stage_job(params: StageParams, store_dir: PathBuf) -> Arc<dyn Job> {
-    Arc::new(StageJob { params, store_dir })
+    Ok(record)
 }
 
 // ---- grade -----------------------------------------------------------------
@@ -315,20 +334,45 @@ pub(crate) struct GradeParams {
     pub(crate) run: RunParams,
 }
 
-struct GradeJob {
-    params: GradeParams,
-    format: assay_report::Format,
-    store_dir: PathBuf,
-    /// The env node its reruns and checks run in.
-    env: String,
+super::node::inputs! {
+    pub(crate) struct GradeInputs / GradeNames {
+        task: TaskRecord,
+        session: SessionRecord,
+        stage: TreeRecord,
+        run: RunRecord,
+        env: EnvRecord,
+    }
 }
 
-impl Job for GradeJob {
-    fn run(&self, ctx: JobCtx) -> JobFuture {
-        let p = self.params.clone();
-        let format = self.format;
-        let store_dir = self.store_dir.clone();
-        Box::pin(async move { grade(p, format, store_dir, ctx).await })
+/// Grades a staged session's run: the checks and reruns the verdict asks
+/// for, then the verdict.
+pub(crate) struct Grade {
+    pub(crate) params: GradeParams,
+    pub(crate) format: assay_report::Format,
+    pub(crate) store_dir: PathBuf,
+    /// The env node its reruns and checks run in.
+    pub(crate) env: String,
+}
+
+impl Kind for Grade {
+    const NAME: &'static str = "grade";
+    const VERSION: u32 = GRADE_VERSION;
+    /// Reruns and separate checks are test runs: a grade is an observation.
+    const OBSERVATION: bool = true;
+    type Params = GradeParams;
+    type Inputs = GradeInputs;
+    type Record = GradeRecord;
+
+    fn params(&self) -> &GradeParams {
+        &self.params
+    }
+
+    async fn run(
+        self: Arc<Self>,
+        i: GradeInputs,
+        ctx: JobCtx,
+    ) -> Result<Made<GradeRecord>, String> {
+        grade(&self, i, ctx).await
     }
 
     /// Reruns and checks run in the graded run's environment: a grade that
@@ -341,37 +385,20 @@ impl Job for GradeJob {
     }
 }
 
-pub(crate) fn grade_job(
-    params: GradeParams,
-    format: assay_report::Format,
-    store_dir: PathBuf,
-    env: String,
-) -> Arc<dyn Job> {
-    Arc::new(GradeJob {
-        params,
-        format,
-        store_dir,
-        env,
-    })
-}
-
 /// Gathers the readings (the graded run, then the checks and reruns
 /// [`verdict`](super::verdict) asks for) and records the decision.
-async fn grade(
-    p: GradeParams,
-    format: assay_report::Format,
-    store_dir: PathBuf,
-    ctx: JobCtx,
-) -> Result<Output, JobError> {
-    let err = |e: &dyn std::fmt::Display| JobError::new(format!("grade: {e}"));
-    let task: TaskRecord = serde_json::from_slice(&ctx.inputs[0]).map_err(|e| err(&e))?;
-    let session: SessionRecord = serde_json::from_slice(&ctx.inputs[1]).map_err(|e| err(&e))?;
-    let tree: TreeRecord = serde_json::from_slice(&ctx.inputs[2]).map_err(|e| err(&e))?;
-    let run: RunRecord = serde_json::from_slice(&ctx.inputs[3]).map_err(|e| err(&e))?;
-    let env: EnvRecord = serde_json::from_slice(&ctx.inputs[4]).map_err(|e| err(&e))?;
-    let task_digest = ctx.input_keys[0].to_hex();
+async fn grade(g: &Grade, i: GradeInputs, ctx: JobCtx) -> Result<Made<GradeRecord>, String> {
+    let (p, format, store_dir) = (&g.params, g.format, &g.store_dir);
+    let task_digest = i.task.key.to_hex();
+    let (task, session, tree, env) = (
+        i.task.record,
+        i.session.record,
+        i.stage.record,
+        i.env.record,
+    );
+    let run = i.run.record;
     let patch = blob(&ctx, &session.patch)?;
-    let tests = super::triage::globset(&p.test_globs).map_err(|e| err(&e))?;
+    let tests = super::triage::globset(&p.test_globs).map_err(|e| e.to_string())?;
     let reset = reset_paths(&patch, task.test_patch.as_bytes());
     let mut excluded =
         excluded_paths(&patch, task.test_patch.as_bytes(), p.policy, &tests).unwrap_or_default();
@@ -440,7 +467,9 @@ async fn grade(
                     command: template.replace("{tests}", &tests.join(" ")),
                     ..p.run.clone()
                 };
-                let (checked, att) = execute_tree(tree_id, &env, &how, 0, &store_dir, &ctx).await?;
+                let (checked, att) = execute_tree(tree_id, &env, &how, 0, store_dir, &ctx)
+                    .await
+                    .map_err(|e| e.0)?;
                 attachments.extend(att);
                 record_run(&mut rec, format!("{which} check log"), &checked);
                 if which == "base" {
@@ -454,10 +483,12 @@ async fn grade(
         while let Some(failing) = verdict::next_rerun(format, &task, &readings, p.reruns) {
             let rerun = readings.reruns.len() as u32 + 1;
             let how = RunParams {
-                command: rerun_command(&p, &readings.first, &failing),
+                command: rerun_command(p, &readings.first, &failing),
                 ..p.run.clone()
             };
-            let (again, att) = execute_tree(&tree_id, &env, &how, rerun, &store_dir, &ctx).await?;
+            let (again, att) = execute_tree(&tree_id, &env, &how, rerun, store_dir, &ctx)
+                .await
+                .map_err(|e| e.0)?;
             attachments.extend(att);
             record_run(&mut rec, format!("rerun {rerun} log"), &again);
             readings.reruns.push(again);
@@ -497,8 +528,8 @@ async fn grade(
     }
     attachments.sort();
     attachments.dedup();
-    Ok(Output {
-        bytes: serde_json::to_vec(&rec).map_err(|e| err(&e))?,
+    Ok(Made {
+        record: rec,
         attachments,
     })
 }
@@ -679,10 +710,14 @@ mod tests {
             check_command: check.map(str::to_owned),
             run: run.clone(),
         };
-        let holds = |p: GradeParams| {
-            grade_job(p, Format::Unittest, PathBuf::new(), "env:abc".into())
-                .exclusive()
-                .map(str::to_owned)
+        let holds = |params: GradeParams| {
+            let grade = Grade {
+                params,
+                format: Format::Unittest,
+                store_dir: PathBuf::new(),
+                env: "env:abc".into(),
+            };
+            grade.exclusive().map(str::to_owned)
         };
         assert_eq!(holds(params(3, None, &run)).as_deref(), Some("env:abc"));
         assert_eq!(

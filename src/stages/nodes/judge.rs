@@ -33,7 +33,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use assay_engine::{Digest, Job, JobCtx, JobError, JobFuture, NodeSpec, Output};
+use assay_engine::{JobCtx, NodeSpec};
 use assay_judge::{
     Candidate, ErrorKind, Grading, Judge, JudgeKey, Labels, Mode, Reading, ReviewInput, Settings,
     TaskText, Usage,
@@ -41,8 +41,10 @@ use assay_judge::{
 use serde::{Deserialize, Serialize};
 
 use super::error::StageError;
-use super::layout::{ReleaseInputs, node};
+use super::grade::blob;
+use super::layout::ReleaseInputs;
 use super::names;
+use super::node::{self, Kind, Made};
 use super::records::{GradeRecord, SessionRecord, TaskRecord, Verdict};
 use super::release;
 use crate::pipeline::{ConfigError, JudgeConfig, Pipeline};
@@ -209,23 +211,19 @@ pub(crate) fn nodes(
                 labels: Labels::for_task(j.seed, &basis.join("\n"), shown.len()),
                 order,
             };
-            let mut deps = vec![shown[0].task_node.clone()];
-            for r in shown {
-                deps.push(r.session_node.clone());
-                deps.push(r.grade_node.clone());
-            }
-            out.push(node(
+            out.push(node::spec(
                 name.clone(),
-                "judge",
-                KIND_VERSION,
-                &params,
-                deps,
-                // A reading is an observation of the model: `--reread judge` asks again.
-                true,
-                Arc::new(JudgeJob {
+                Review {
                     judge: client.clone(),
-                    params: params.clone(),
-                }),
+                    params,
+                },
+                JudgeNames {
+                    task: shown[0].task_node.clone(),
+                    reviewed: shown
+                        .iter()
+                        .map(|r| (r.session_node.clone(), r.grade_node.clone()))
+                        .collect(),
+                },
             ));
             release.push(name, release::Input::Judge(s.name.clone()));
         };
@@ -262,29 +260,42 @@ pub(crate) fn nodes(
     Ok(())
 }
 
-struct JudgeJob {
+super::node::inputs! {
+    /// The task, then per slot the reviewed session and its scored grade.
+    pub(crate) struct JudgeInputs / JudgeNames {
+        task: TaskRecord;
+        ..reviewed: [SessionRecord, GradeRecord]
+    }
+}
+
+/// One reading by one judge.
+struct Review {
     judge: Judge,
     params: JudgeParams,
 }
 
-impl Job for JudgeJob {
-    fn run(&self, ctx: JobCtx) -> JobFuture {
-        let judge = self.judge.clone();
-        let params = self.params.clone();
-        Box::pin(async move { review(&judge, &params, &ctx).await })
-    }
-}
+impl Kind for Review {
+    const NAME: &'static str = "judge";
+    const VERSION: u32 = KIND_VERSION;
+    /// A reading is an observation of the model: `--reread judge` asks again.
+    const OBSERVATION: bool = true;
+    type Params = JudgeParams;
+    type Inputs = JudgeInputs;
+    type Record = JudgeRecord;
 
-fn blob_text(ctx: &JobCtx, hex: &str) -> Result<String, JobError> {
-    if hex.is_empty() {
-        return Ok(String::new());
+    fn params(&self) -> &JudgeParams {
+        &self.params
     }
-    let d: Digest = hex.parse().map_err(JobError::new)?;
-    let bytes = ctx
-        .blobs
-        .get(&d)
-        .map_err(|e| JobError::new(e.to_string()))?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+
+    async fn run(
+        self: Arc<Self>,
+        i: JudgeInputs,
+        ctx: JobCtx,
+    ) -> Result<Made<JudgeRecord>, String> {
+        review(&self.judge, &self.params, i, &ctx)
+            .await
+            .map(Made::record)
+    }
 }
 
 /// The task as the judge sees it: the spec track's spec apart from the statement.
@@ -300,22 +311,25 @@ fn task_text(task: &TaskRecord) -> TaskText {
     }
 }
 
-async fn review(judge: &Judge, p: &JudgeParams, ctx: &JobCtx) -> Result<Output, JobError> {
-    let err = |e: &dyn std::fmt::Display| JobError::new(format!("judge: {e}"));
-    let task: TaskRecord = serde_json::from_slice(&ctx.inputs[0]).map_err(|e| err(&e))?;
+async fn review(
+    judge: &Judge,
+    p: &JudgeParams,
+    i: JudgeInputs,
+    ctx: &JobCtx,
+) -> Result<JudgeRecord, String> {
+    let task = i.task.record;
     let mut candidates = Vec::new();
     let mut sessions = Vec::new();
     let mut first_grade: Option<GradeRecord> = None;
     let mut not_graded = None;
-    for (slot, pair) in ctx.inputs[1..].chunks(2).enumerate() {
-        let session: SessionRecord = serde_json::from_slice(&pair[0]).map_err(|e| err(&e))?;
-        let grade: GradeRecord = serde_json::from_slice(&pair[1]).map_err(|e| err(&e))?;
+    for (slot, (session, grade)) in i.reviewed.into_iter().enumerate() {
+        let (session, grade) = (session.record, grade.record);
         if grade.verdict == Verdict::NotGraded {
             not_graded = Some(format!("{} is not graded: {}", session.id, grade.detail));
         }
         candidates.push(Candidate {
             slot,
-            patch: blob_text(ctx, &session.patch)?,
+            patch: String::from_utf8_lossy(&blob(ctx, &session.patch)?).into_owned(),
             grading: Grading {
                 verdict: grade.verdict.to_string(),
                 failing_tests: grade.failing.clone(),
@@ -325,7 +339,7 @@ async fn review(judge: &Judge, p: &JudgeParams, ctx: &JobCtx) -> Result<Output, 
         first_grade.get_or_insert(grade);
     }
     let Some(grade) = first_grade else {
-        return Err(err(&"no session to review"));
+        return Err("no session to review".into());
     };
     let mut record = JudgeRecord {
         instance_id: grade.instance_id.clone(),
@@ -349,7 +363,7 @@ async fn review(judge: &Judge, p: &JudgeParams, ctx: &JobCtx) -> Result<Output, 
         let input = match (shown.next(), shown.next()) {
             (Some(a), None) => ReviewInput::single(task_text(&task), a),
             (Some(a), Some(b)) => ReviewInput::pair(task_text(&task), a, b),
-            _ => return Err(err(&"the shown order names no session")),
+            _ => return Err("the shown order names no session".into()),
         };
         match judge.review(&input, &p.labels, p.judge.sample).await {
             Ok(reading) => {
@@ -365,13 +379,10 @@ async fn review(judge: &Judge, p: &JudgeParams, ctx: &JobCtx) -> Result<Output, 
                 record.attempts = e.attempts();
             }
             // Infrastructure, configuration or a bug: nothing is committed.
-            Err(e) => return Err(JobError::new(e.to_string())),
+            Err(e) => return Err(e.to_string()),
         }
     }
-    Ok(Output {
-        bytes: serde_json::to_vec(&record).map_err(|e| err(&e))?,
-        attachments: Vec::new(),
-    })
+    Ok(record)
 }
 
 #[cfg(test)]

@@ -66,14 +66,10 @@ pub(crate) fn grade_nodes(
                     },
                     error: Some(why),
                 };
-                out.push(node(
+                out.push(node::spec(
                     names::session(&id),
-                    "session",
-                    grade::SESSION_VERSION,
-                    &params,
-                    vec![],
-                    false,
-                    grade::session_job(params.clone()),
+                    grade::Session(params),
+                    grade::SessionNames {},
                 ));
                 continue;
             }
@@ -125,15 +121,11 @@ pub(crate) fn grade_nodes(
             },
             error: None,
         };
-        let s = &params.session;
-        out.push(node(
+        let id = params.session.id.clone();
+        out.push(node::spec(
             session_node.clone(),
-            "session",
-            grade::SESSION_VERSION,
-            &params,
-            vec![],
-            false,
-            grade::session_job(params.clone()),
+            grade::Session(params),
+            grade::SessionNames {},
         ));
         release.push(session_node.clone(), Input::Session);
         let Some(env) = g.env_of.get(env_node) else {
@@ -149,18 +141,20 @@ pub(crate) fn grade_nodes(
                 policy: arm_policy,
                 test_globs: g.test_globs.to_vec(),
             };
-            let stage_node = names::stage(&s.id, arm);
-            out.push(node(
+            let stage_node = names::stage(&id, arm);
+            out.push(node::spec(
                 stage_node.clone(),
-                "stage",
-                grade::STAGE_VERSION,
-                &sp,
-                vec![task_node.clone(), session_node.clone()],
-                false,
-                grade::stage_job(sp.clone(), g.store_dir.to_owned()),
+                grade::Stage {
+                    params: sp,
+                    store_dir: g.store_dir.to_owned(),
+                },
+                grade::StageNames {
+                    task: task_node.clone(),
+                    session: session_node.clone(),
+                },
             ));
             let rp: RunParams = env.run_params(g.redact, 0, g.test_globs);
-            let run_node = names::graded_run(&s.id, arm);
+            let run_node = names::graded_run(&id, arm);
             out.push(node(
                 run_node.clone(),
                 "run",
@@ -179,31 +173,26 @@ pub(crate) fn grade_nodes(
                 check_command: grade.check_command.clone(),
                 run: rp.clone(),
             };
-            let grade_node = names::grade(&s.id, arm);
-            out.push(node(
+            let grade_node = names::grade(&id, arm);
+            out.push(node::spec(
                 grade_node.clone(),
-                "grade",
-                grade::GRADE_VERSION,
-                &gp,
-                vec![
-                    task_node.clone(),
-                    session_node.clone(),
-                    stage_node,
-                    run_node,
-                    env_node.clone(),
-                ],
-                // Reruns and separate checks are test runs: a grade is an observation.
-                true,
-                grade::grade_job(
-                    gp.clone(),
-                    env.format,
-                    g.store_dir.to_owned(),
-                    env_node.clone(),
-                ),
+                grade::Grade {
+                    params: gp,
+                    format: env.format,
+                    store_dir: g.store_dir.to_owned(),
+                    env: env_node.clone(),
+                },
+                grade::GradeNames {
+                    task: task_node.clone(),
+                    session: session_node.clone(),
+                    stage: stage_node,
+                    run: run_node,
+                    env: env_node.clone(),
+                },
             ));
             if Some(&arm) == arms.iter().find(|a| **a == Arm::SCORED).or(arms.first()) {
                 reviewable.push(judge::Reviewable {
-                    session: s.id.clone(),
+                    session: id.clone(),
                     task_node: task_node.clone(),
                     session_node: session_node.clone(),
                     grade_node: grade_node.clone(),
@@ -215,7 +204,7 @@ pub(crate) fn grade_nodes(
             policy,
             test_globs: g.test_globs.to_vec(),
         };
-        let metrics_node = names::metrics(&s.id);
+        let metrics_node = names::metrics(&id);
         out.push(node::spec(
             metrics_node.clone(),
             metrics::Metrics(mp),

@@ -55,20 +55,26 @@ pub(crate) trait Inputs: Sized + Send + 'static {
 /// Declares a kind's named inputs: a struct of [`Dep`]s and, beside it, a
 /// struct of the same fields holding node names (`<Name>Names`). The field
 /// order is the dependency order, here and only here. A last `; ..rest: [T]`
-/// takes every input after the named ones (a screen's readings, say).
+/// takes every input after the named ones (a screen's readings, say); a last
+/// `; ?extra: T` the one input after them, when the layout gives one (a
+/// task's environment, on docker). Not both: a missing optional input would
+/// leave the tail's first in its place.
 macro_rules! inputs {
     ($(#[$m:meta])* $vis:vis struct $name:ident / $names:ident {
-        $($field:ident: $ty:ty),* $(,)? $(; ..$tail:ident: [$tty:ty])?
+        $($field:ident: $ty:ty),* $(,)?
+        $(; ?$opt:ident: $oty:ty)? $(; ..$tail:ident: [$tty:ty])?
     }) => {
         $(#[$m])*
         $vis struct $name {
             $($vis $field: $crate::stages::node::Dep<$ty>,)*
+            $($vis $opt: Option<$crate::stages::node::Dep<$oty>>,)?
             $($vis $tail: Vec<$crate::stages::node::Dep<$tty>>,)?
         }
 
         /// The node names of the inputs, by name.
         $vis struct $names {
             $($vis $field: String,)*
+            $($vis $opt: Option<String>,)?
             $($vis $tail: Vec<String>,)?
         }
 
@@ -78,6 +84,7 @@ macro_rules! inputs {
             #[allow(unused_variables, unused_mut)]
             fn names(names: $names) -> Vec<String> {
                 let mut all = vec![$(names.$field),*];
+                $(all.extend(names.$opt);)?
                 $(all.extend(names.$tail);)?
                 all
             }
@@ -94,6 +101,19 @@ macro_rules! inputs {
                     at += 1;
                 )*
                 $(
+                    let $opt = match ctx.inputs.get(at) {
+                        Some(bytes) => {
+                            at += 1;
+                            Some($crate::stages::node::Dep::decode(
+                                stringify!($opt),
+                                bytes,
+                                ctx.input_keys[at - 1],
+                            )?)
+                        }
+                        None => None,
+                    };
+                )?
+                $(
                     let $tail = (at..ctx.inputs.len())
                         .map(|i| {
                             $crate::stages::node::Dep::decode(
@@ -108,12 +128,17 @@ macro_rules! inputs {
                 if at != ctx.inputs.len() {
                     return Err(format!("{} inputs, {} declared", ctx.inputs.len(), at));
                 }
-                Ok($name { $($field,)* $($tail)? })
+                Ok($name { $($field,)* $($opt,)? $($tail)? })
             }
         }
     };
 }
 pub(crate) use inputs;
+
+inputs! {
+    /// The inputs of a kind that has none (a source: triage, env).
+    pub(crate) struct NoInputs / NoNames {}
+}
 
 /// What a run of a kind made: its record and the blobs the record names.
 pub(crate) struct Made<R> {
@@ -214,7 +239,7 @@ mod tests {
     use assay_engine::{BuildOptions, Graph, JobCtx, NodeSpec, NodeStatus, Store};
     use serde::{Deserialize, Serialize};
 
-    use super::{Kind, Made, spec};
+    use super::{Kind, Made, NoInputs, NoNames, spec};
 
     // ---- the kind's file --------------------------------------------------
     #[derive(Serialize)]
@@ -259,10 +284,6 @@ mod tests {
 
     /// A source node without inputs, to feed the counts.
     struct Seed(CountParams);
-
-    super::inputs! {
-        struct NoInputs / NoNames {}
-    }
 
     impl Kind for Seed {
         const NAME: &'static str = "seed";
@@ -398,6 +419,67 @@ mod tests {
         assert_eq!(built[3].1, NodeStatus::Executed, "{:?}", built[3]);
         let record: CountRecord = serde_json::from_slice(built[3].2.as_ref().unwrap()).unwrap();
         assert_eq!(record.count, 2 + 3 - 1);
+    }
+
+    /// A first count, plus an extra one where the layout gives it.
+    struct Maybe(CountParams);
+
+    super::inputs! {
+        struct MaybeInputs / MaybeNames { first: CountRecord; ?extra: CountRecord }
+    }
+
+    impl Kind for Maybe {
+        const NAME: &'static str = "maybe";
+        const VERSION: u32 = 1;
+        type Params = CountParams;
+        type Inputs = MaybeInputs;
+        type Record = CountRecord;
+
+        fn params(&self) -> &CountParams {
+            &self.0
+        }
+
+        async fn run(
+            self: Arc<Self>,
+            i: MaybeInputs,
+            _ctx: JobCtx,
+        ) -> Result<Made<CountRecord>, String> {
+            let extra = i.extra.map_or(100, |d| d.count);
+            Ok(Made::record(CountRecord {
+                count: i.first.count + extra,
+            }))
+        }
+    }
+
+    #[test]
+    fn an_optional_input_is_there_when_the_layout_names_it() {
+        let maybe = |name: &str, extra: Option<&str>| {
+            spec(
+                name.into(),
+                Maybe(word("")),
+                MaybeNames {
+                    first: "seed:a".into(),
+                    extra: extra.map(Into::into),
+                },
+            )
+        };
+        let nodes = vec![
+            spec("seed:a".into(), Seed(word("a")), NoNames {}),
+            spec("seed:bb".into(), Seed(word("bb")), NoNames {}),
+            maybe("maybe:with", Some("seed:bb")),
+            maybe("maybe:without", None),
+        ];
+        assert_eq!(nodes[2].deps, ["seed:a", "seed:bb"]);
+        assert_eq!(nodes[3].deps, ["seed:a"]);
+        let built = build(nodes);
+        let count = |i: usize| {
+            assert_eq!(built[i].1, NodeStatus::Executed, "{:?}", built[i]);
+            serde_json::from_slice::<CountRecord>(built[i].2.as_ref().unwrap())
+                .unwrap()
+                .count
+        };
+        assert_eq!(count(2), 1 + 2, "with its extra input");
+        assert_eq!(count(3), 1 + 100, "without: None");
     }
 
     #[test]

@@ -13,7 +13,7 @@ use super::layout::node;
 use super::metrics::{self, MetricsParams};
 use super::redact::RedactConfig;
 use super::release::Input;
-use super::run::{self, RunParams};
+use super::run::{Run, RunNames, RunParams};
 use super::{judge, names, node};
 use crate::pipeline::Arm;
 use crate::pipeline::Pipeline;
@@ -161,14 +161,17 @@ pub(crate) fn grade_nodes(
             ));
             let rp: RunParams = env.run_params(g.redact, 0, g.test_globs);
             let run_node = names::graded_run(&s.id, arm);
-            out.push(node(
+            out.push(node::spec(
                 run_node.clone(),
-                "run",
-                run::KIND_VERSION,
-                &rp,
-                vec![stage_node.clone(), env_node.clone()],
-                true,
-                run::job(rp.clone(), g.store_dir.to_owned(), env_node.clone()),
+                Run {
+                    params: rp.clone(),
+                    store_dir: g.store_dir.to_owned(),
+                    env: env_node.clone(),
+                },
+                RunNames {
+                    tree: stage_node.clone(),
+                    env: env_node.clone(),
+                },
             ));
             let gp = GradeParams {
                 arm,

@@ -15,18 +15,19 @@ use assay_engine::{NodeSpec, encode_params};
 use assay_git::TreeStore;
 use serde::Serialize;
 
-use super::env::EnvParams;
+use super::env::{Env, EnvParams};
 use super::error::StageError;
 use super::grading::{GradeLayout, grade_nodes};
+use super::node::{self, NoNames};
 use super::publish::Price;
 use super::redact::RedactConfig;
-use super::run::RunParams;
-use super::screen::ScreenParams;
+use super::run::{Run, RunNames, RunParams};
+use super::screen::{Screen, ScreenNames, ScreenParams};
 use super::sources::open_source;
-use super::task::TaskParams;
-use super::tree::{State, TreeParams};
-use super::triage::TriageParams;
-use super::{env, names, release, run, screen, task, tree, triage};
+use super::task::{Task, TaskNames, TaskParams};
+use super::tree::{State, Tree, TreeNames, TreeParams};
+use super::triage::{Triage, TriageParams};
+use super::{names, release, screen, task};
 use crate::pipeline::Pipeline;
 
 pub(crate) fn node<P: Serialize>(
@@ -133,19 +134,15 @@ pub(crate) fn nodes(
             };
             let env_name = names::env(&blake3::hash(&encode_params(&env_params)));
             if env_nodes.insert(env_name.clone()) {
-                out.push(node(
+                out.push(node::spec(
                     env_name.clone(),
-                    "env",
-                    env::KIND_VERSION,
-                    &env_params,
-                    vec![],
-                    false,
-                    env::job(
-                        env_params.clone(),
+                    Env::new(
+                        env_params,
                         files,
                         Duration::from_secs(env.timeout.max(600)),
                         cache_dir.to_owned(),
                     ),
+                    NoNames {},
                 ));
                 env_of.insert(env_name.clone(), env);
             }
@@ -161,57 +158,55 @@ pub(crate) fn nodes(
                 docs_globs: settings.triage.docs_globs.clone(),
                 max_files: settings.triage.max_files,
             };
-            out.push(node(
+            out.push(node::spec(
                 triage_name.clone(),
-                "triage",
-                triage::KIND_VERSION,
-                &tp,
-                vec![],
-                false,
-                triage::job(tp.clone(), source.path().to_owned()),
+                Triage {
+                    params: tp,
+                    repo_path: source.path().to_owned(),
+                },
+                NoNames {},
             ));
-            let mut screen_deps = vec![triage_name.clone()];
             for state in State::ALL {
                 let tree_name = names::tree(&cid, state);
-                out.push(node(
+                out.push(node::spec(
                     tree_name.clone(),
-                    "tree",
-                    tree::KIND_VERSION,
-                    &TreeParams { state },
-                    vec![triage_name.clone()],
-                    false,
-                    tree::job(state, store_dir.clone()),
+                    Tree {
+                        params: TreeParams { state },
+                        store_dir: store_dir.clone(),
+                    },
+                    TreeNames {
+                        triage: triage_name.clone(),
+                    },
                 ));
                 for r in 0..repeats {
                     let rp: RunParams = env.run_params(&redact, r, &watch);
-                    let run_name = names::screen_run(&cid, state, r);
-                    out.push(node(
-                        run_name.clone(),
-                        "run",
-                        run::KIND_VERSION,
-                        &rp,
-                        vec![tree_name.clone(), env_name.clone()],
-                        true,
-                        run::job(rp.clone(), store_dir.clone(), env_name.clone()),
+                    out.push(node::spec(
+                        names::screen_run(&cid, state, r),
+                        Run {
+                            params: rp,
+                            store_dir: store_dir.clone(),
+                            env: env_name.clone(),
+                        },
+                        RunNames {
+                            tree: tree_name.clone(),
+                            env: env_name.clone(),
+                        },
                     ));
-                    screen_deps.push(run_name);
                 }
             }
             let screen_name = names::screen(&cid);
-            out.push(node(
+            out.push(node::spec(
                 screen_name.clone(),
-                "screen",
-                screen::KIND_VERSION,
-                &ScreenParams {
-                    repeats,
-                    report: env.format,
-                },
-                screen_deps,
-                false,
-                screen::job(ScreenParams {
+                Screen(ScreenParams {
                     repeats,
                     report: env.format,
                 }),
+                ScreenNames {
+                    triage: triage_name.clone(),
+                    runs: screen::readings(repeats)
+                        .map(|(state, r)| names::screen_run(&cid, state, r))
+                        .collect(),
+                },
             ));
             let topics = splits.get(&cid).cloned().unwrap_or_default();
             let topic_list: Vec<Option<String>> = if topics.is_empty() {
@@ -250,19 +245,15 @@ pub(crate) fn nodes(
                         log_parser: super::swebench::log_parser(env.format).to_owned(),
                     };
                     let task_name = names::task(&instance_id, track);
-                    let mut task_deps = vec![triage_name.clone(), screen_name.clone()];
-                    if env.confine.docker().is_some() {
-                        // The task records the image that certified it.
-                        task_deps.push(env_name.clone());
-                    }
-                    out.push(node(
+                    out.push(node::spec(
                         task_name.clone(),
-                        "task",
-                        task::KIND_VERSION,
-                        &params,
-                        task_deps,
-                        false,
-                        task::job(params.clone()),
+                        Task(params),
+                        TaskNames {
+                            triage: triage_name.clone(),
+                            screen: screen_name.clone(),
+                            // The task records the image that certified it.
+                            env: env.confine.docker().is_some().then(|| env_name.clone()),
+                        },
                     ));
                     task_nodes.insert(
                         (instance_id.clone(), track.to_owned()),

@@ -968,6 +968,25 @@ diff --git a/stats_test.go b/stats_test.go
     }
 
     #[test]
+    fn the_readings_go_state_by_state_every_repeat_of_one_before_the_next() {
+        // The layout names the screen's runs in this order and the job reads
+        // them back by it: base, then the test-only state, then gold.
+        let order: Vec<(&str, u32)> = readings(2).map(|(s, r)| (s.as_str(), r)).collect();
+        assert_eq!(
+            order,
+            [
+                ("base", 0),
+                ("base", 1),
+                ("test", 0),
+                ("test", 1),
+                ("gold", 0),
+                ("gold", 1)
+            ]
+        );
+        assert_eq!(readings(0).count(), 0);
+    }
+
+    #[test]
     fn a_broken_environment_is_the_only_reason_given() {
         let rec = broken_record(
             &triage(&[]),

@@ -107,7 +107,7 @@ pub(crate) fn plan(pipeline: &Pipeline, store: &Store) -> Result<StagePlan, Stag
     let mut nodes = Vec::new();
     let mut warnings = Vec::new();
     step::nodes(pipeline, &mut nodes)?;
-    let docker_bases = layout::nodes(pipeline, store.dir(), &mut nodes, &mut warnings)?;
+    let docker_bases = layout::nodes(pipeline, store, &mut nodes, &mut warnings)?;
     let graph = Graph::new(nodes).map_err(|e| graph_error(pipeline, e))?;
     Ok(StagePlan {
         graph,

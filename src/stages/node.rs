@@ -86,20 +86,45 @@ pub(crate) trait Inputs: Sized + Send + 'static {
     fn decode(ctx: &JobCtx) -> Result<Self, String>;
 }
 
+/// Every input as it came, with its node key, for a kind whose params
+/// describe its inputs and that decodes them itself (the release: its
+/// `assemble` is shared with `assay verify --bundle`, which has only bytes).
+pub(crate) struct Raw(pub(crate) Vec<(Arc<Vec<u8>>, Digest)>);
+
+impl Inputs for Raw {
+    type Names = Vec<String>;
+    fn names(names: Vec<String>) -> Vec<String> {
+        names
+    }
+    fn decode(ctx: &JobCtx) -> Result<Raw, String> {
+        Ok(Raw(ctx
+            .inputs
+            .iter()
+            .cloned()
+            .zip(ctx.input_keys.iter().copied())
+            .collect()))
+    }
+}
+
 /// Declares a kind's named inputs: a struct of [`Dep`]s and, beside it, a
 /// struct of the same fields holding node names (`<Name>Names`). The field
-/// order is the dependency order, here and only here. A last `; ..rest: [T]`
-/// takes every input after the named ones (a screen's readings, say);
-/// `; ..rest: [A, B]` takes them in pairs, each a `(Dep<A>, Dep<B>)` named
-/// by a `(String, String)`.
+/// order is the dependency order, here and only here. After the named ones:
+/// `; ?extra: T` the one input after them, when the layout gives one (a
+/// task's environment, on docker); or `; ..rest: [T]` every input left (a
+/// screen's readings), or `; ..rest: [A, B]` them in pairs, each a
+/// `(Dep<A>, Dep<B>)` named by a `(String, String)` (a judge's reviewed
+/// session and its grade). Not an optional input and a tail: a missing
+/// optional input would leave the tail's first in its place.
 macro_rules! inputs {
     ($(#[$m:meta])* $vis:vis struct $name:ident / $names:ident {
-        $($field:ident: $ty:ty),* $(,)? $(; ..$tail:ident: [$($tty:ty),+])?
+        $($field:ident: $ty:ty),* $(,)?
+        $(; ?$opt:ident: $oty:ty)? $(; ..$tail:ident: [$($tty:ty),+])?
     }) => {
         $(#[$m])*
         #[allow(unused_parens)]
         $vis struct $name {
             $($vis $field: $crate::stages::node::Dep<$ty>,)*
+            $($vis $opt: Option<$crate::stages::node::Dep<$oty>>,)?
             $($vis $tail: Vec<($($crate::stages::node::Dep<$tty>),+)>,)?
         }
 
@@ -107,6 +132,7 @@ macro_rules! inputs {
         #[allow(unused_parens)]
         $vis struct $names {
             $($vis $field: String,)*
+            $($vis $opt: Option<String>,)?
             $($vis $tail: Vec<<($($crate::stages::node::Dep<$tty>),+) as $crate::stages::node::Tail>::Names>,)?
         }
 
@@ -117,6 +143,7 @@ macro_rules! inputs {
             #[allow(unused_variables, unused_mut)]
             fn names(names: $names) -> Vec<String> {
                 let mut all = vec![$(names.$field),*];
+                $(all.extend(names.$opt);)?
                 $(
                     for n in names.$tail {
                         <($($crate::stages::node::Dep<$tty>),+) as $crate::stages::node::Tail>::push_names(n, &mut all);
@@ -136,6 +163,19 @@ macro_rules! inputs {
                     )?;
                     at += 1;
                 )*
+                $(
+                    let $opt = match ctx.inputs.get(at) {
+                        Some(bytes) => {
+                            at += 1;
+                            Some($crate::stages::node::Dep::decode(
+                                stringify!($opt),
+                                bytes,
+                                ctx.input_keys[at - 1],
+                            )?)
+                        }
+                        None => None,
+                    };
+                )?
                 $(
                     type Each = ($($crate::stages::node::Dep<$tty>),+);
                     let width = <Each as $crate::stages::node::Tail>::WIDTH;
@@ -160,12 +200,17 @@ macro_rules! inputs {
                 if at != ctx.inputs.len() {
                     return Err(format!("{} inputs, {} declared", ctx.inputs.len(), at));
                 }
-                Ok($name { $($field,)* $($tail)? })
+                Ok($name { $($field,)* $($opt,)? $($tail)? })
             }
         }
     };
 }
 pub(crate) use inputs;
+
+inputs! {
+    /// The inputs of a kind that has none (a source: triage, env).
+    pub(crate) struct NoInputs / NoNames {}
+}
 
 /// What a run of a kind made: its record and the blobs the record names.
 pub(crate) struct Made<R> {
@@ -266,7 +311,7 @@ mod tests {
     use assay_engine::{BuildOptions, Graph, JobCtx, NodeSpec, NodeStatus, Store};
     use serde::{Deserialize, Serialize};
 
-    use super::{Kind, Made, spec};
+    use super::{Kind, Made, NoInputs, NoNames, spec};
 
     // ---- the kind's file --------------------------------------------------
     #[derive(Serialize)]
@@ -311,10 +356,6 @@ mod tests {
 
     /// A source node without inputs, to feed the counts.
     struct Seed(CountParams);
-
-    super::inputs! {
-        struct NoInputs / NoNames {}
-    }
 
     impl Kind for Seed {
         const NAME: &'static str = "seed";
@@ -525,6 +566,67 @@ mod tests {
             NodeStatus::Failed(why) => assert!(why.contains("not in groups of 2"), "{why}"),
             other => panic!("odd should fail, it is {other:?}"),
         }
+    }
+
+    /// A first count, plus an extra one where the layout gives it.
+    struct Maybe(CountParams);
+
+    super::inputs! {
+        struct MaybeInputs / MaybeNames { first: CountRecord; ?extra: CountRecord }
+    }
+
+    impl Kind for Maybe {
+        const NAME: &'static str = "maybe";
+        const VERSION: u32 = 1;
+        type Params = CountParams;
+        type Inputs = MaybeInputs;
+        type Record = CountRecord;
+
+        fn params(&self) -> &CountParams {
+            &self.0
+        }
+
+        async fn run(
+            self: Arc<Self>,
+            i: MaybeInputs,
+            _ctx: JobCtx,
+        ) -> Result<Made<CountRecord>, String> {
+            let extra = i.extra.map_or(100, |d| d.count);
+            Ok(Made::record(CountRecord {
+                count: i.first.count + extra,
+            }))
+        }
+    }
+
+    #[test]
+    fn an_optional_input_is_there_when_the_layout_names_it() {
+        let maybe = |name: &str, extra: Option<&str>| {
+            spec(
+                name.into(),
+                Maybe(word("")),
+                MaybeNames {
+                    first: "seed:a".into(),
+                    extra: extra.map(Into::into),
+                },
+            )
+        };
+        let nodes = vec![
+            spec("seed:a".into(), Seed(word("a")), NoNames {}),
+            spec("seed:bb".into(), Seed(word("bb")), NoNames {}),
+            maybe("maybe:with", Some("seed:bb")),
+            maybe("maybe:without", None),
+        ];
+        assert_eq!(nodes[2].deps, ["seed:a", "seed:bb"]);
+        assert_eq!(nodes[3].deps, ["seed:a"]);
+        let built = build(nodes);
+        let count = |i: usize| {
+            assert_eq!(built[i].1, NodeStatus::Executed, "{:?}", built[i]);
+            serde_json::from_slice::<CountRecord>(built[i].2.as_ref().unwrap())
+                .unwrap()
+                .count
+        };
+        assert_eq!(count(2), 1 + 2, "with its extra input");
+        assert_eq!(count(3), 1 + 100, "without: None");
     }
 
     #[test]

@@ -14,15 +14,12 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use assay_engine::{Job, JobCtx, JobError, JobFuture, Output};
+use assay_engine::JobCtx;
 use serde::Serialize;
 
 use super::executor::EnvHandle;
+use super::node::{Kind, Made, NoInputs};
 use super::records::EnvRecord;
-
-/// 2: setup runs sandboxed, with the environment at `/assay/env`; its log
-/// is redacted.
-pub(crate) const KIND_VERSION: u32 = 2;
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct EnvParams {
@@ -37,7 +34,7 @@ pub(crate) struct EnvParams {
     pub(crate) export: bool,
 }
 
-pub(crate) struct EnvJob {
+pub(crate) struct Env {
     pub(crate) params: EnvParams,
     /// The key files' bytes, written into the directory before setup runs.
     pub(crate) files: Vec<(String, Vec<u8>)>,
@@ -48,99 +45,42 @@ pub(crate) struct EnvJob {
     pub(crate) lost: Mutex<Option<EnvRecord>>,
 }
 
-impl Job for EnvJob {
-    fn run(&self, ctx: JobCtx) -> JobFuture {
+impl Env {
+    pub(crate) fn new(
+        params: EnvParams,
+        files: Vec<(String, Vec<u8>)>,
+        timeout: Duration,
+        cache_dir: PathBuf,
+    ) -> Env {
+        Env {
+            params,
+            files,
+            timeout,
+            cache_dir,
+            lost: Mutex::new(None),
+        }
+    }
+}
+
+impl Kind for Env {
+    const NAME: &'static str = "env";
+    /// 2: setup runs sandboxed, with the environment at `/assay/env`; its log
+    /// is redacted.
+    const VERSION: u32 = 2;
+    type Params = EnvParams;
+    type Inputs = NoInputs;
+    type Record = EnvRecord;
+
+    fn params(&self) -> &EnvParams {
+        &self.params
+    }
+
+    async fn run(self: Arc<Self>, _: NoInputs, ctx: JobCtx) -> Result<Made<EnvRecord>, String> {
         if self.params.confine.docker().is_some() {
             let lost = self.lost.lock().unwrap_or_else(|p| p.into_inner()).take();
-            return Box::pin(docker_env(
-                self.params.clone(),
-                self.files.clone(),
-                self.timeout,
-                lost,
-                ctx,
-            ));
+            return docker_env(&self, lost, ctx).await;
         }
-        let setup = self.params.setup.clone();
-        let confine = self.params.confine.clone();
-        let redact = self.params.redact.clone();
-        let files = self.files.clone();
-        let timeout = self.timeout;
-        Box::pin(async move {
-            let err = |e: &dyn std::fmt::Display| JobError::new(format!("env: {e}"));
-            let name = ctx.key.to_hex();
-            let final_dir = ctx.cache_dir.join("envs").join(&name);
-            let rel = format!("envs/{name}");
-            // Built in place (tools such as venvs embed absolute paths); the
-            // directory only counts once this node's row is committed, and a
-            // leftover from a killed build is wiped here first.
-            let tmp = final_dir.clone();
-            let _ = std::fs::remove_dir_all(&tmp);
-            std::fs::create_dir_all(tmp.join(".home")).map_err(|e| err(&e))?;
-            for (path, bytes) in &files {
-                let dest = tmp.join(path);
-                if let Some(p) = dest.parent() {
-                    std::fs::create_dir_all(p).map_err(|e| err(&e))?;
-                }
-                std::fs::write(&dest, bytes).map_err(|e| err(&e))?;
-            }
-            std::fs::create_dir_all(ctx.cache_dir.join("tmp")).map_err(|e| err(&e))?;
-            let scratch = tempfile::Builder::new()
-                .prefix("setup-")
-                .tempdir_in(ctx.cache_dir.join("tmp"))
-                .map_err(|e| err(&e))?;
-            let log_path = scratch.path().join("log");
-            let mut exit_code = Some(0);
-            if !setup.is_empty() {
-                let env = EnvHandle::HostDir(tmp.clone());
-                let spec = super::confine::spec(
-                    &confine,
-                    super::confine::Launch {
-                        command: format!("set -e\n{}", setup.join("\n")),
-                        tree: None,
-                        env: &env,
-                        setup: true,
-                        scratch: scratch.path(),
-                        log_path: log_path.clone(),
-                        log_cap: 16 << 20,
-                        timeout,
-                        attempt: 0,
-                        report_file: None,
-                        watch: Vec::new(),
-                    },
-                )
-                .map_err(|e| err(&e))?;
-                let out = assay_exec::run(&spec).await.map_err(|e| err(&e))?;
-                exit_code = if out.timed_out { None } else { out.exit_code };
-            }
-            let raw = std::fs::read(&log_path).unwrap_or_default();
-            let (log, _) = super::redact::Redactor::new(&redact).redact(&raw);
-            let log_digest = ctx.blobs.put(&log).map_err(|e| err(&e))?;
-            let ok = exit_code == Some(0);
-            if !ok {
-                let _ = std::fs::remove_dir_all(&tmp);
-            }
-            let digest = if ok {
-                dir_digest(&tmp).map_err(|e| err(&e))?
-            } else {
-                String::new()
-            };
-            let record = EnvRecord {
-                dir: rel,
-                ok,
-                exit_code,
-                setup_log: log_digest.to_hex(),
-                digest,
-                executor: None,
-                image: None,
-                base_image: None,
-                export: None,
-                failed_command: None,
-            };
-            Ok(Output {
-                bytes: serde_json::to_vec(&record).map_err(|e| err(&e))?,
-                attachments: vec![log_digest],
-            })
-        })
+        local_env(&self, ctx).await
     }
 
     fn hit_valid(&self, output: &[u8]) -> bool {
@@ -164,6 +104,80 @@ impl Job for EnvJob {
     }
 }
 
+/// A local environment: a directory of the cache, set up in place.
+async fn local_env(env: &Env, ctx: JobCtx) -> Result<Made<EnvRecord>, String> {
+    let name = ctx.key.to_hex();
+    let final_dir = ctx.cache_dir.join("envs").join(&name);
+    let rel = format!("envs/{name}");
+    // Built in place (tools such as venvs embed absolute paths); the
+    // directory only counts once this node's row is committed, and a
+    // leftover from a killed build is wiped here first.
+    let tmp = final_dir.clone();
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(tmp.join(".home")).map_err(|e| e.to_string())?;
+    for (path, bytes) in &env.files {
+        let dest = tmp.join(path);
+        if let Some(p) = dest.parent() {
+            std::fs::create_dir_all(p).map_err(|e| e.to_string())?;
+        }
+        std::fs::write(&dest, bytes).map_err(|e| e.to_string())?;
+    }
+    std::fs::create_dir_all(ctx.cache_dir.join("tmp")).map_err(|e| e.to_string())?;
+    let scratch = tempfile::Builder::new()
+        .prefix("setup-")
+        .tempdir_in(ctx.cache_dir.join("tmp"))
+        .map_err(|e| e.to_string())?;
+    let log_path = scratch.path().join("log");
+    let mut exit_code = Some(0);
+    let setup = &env.params.setup;
+    if !setup.is_empty() {
+        let handle = EnvHandle::HostDir(tmp.clone());
+        let spec = super::confine::spec(
+            &env.params.confine,
+            super::confine::Launch {
+                command: format!("set -e\n{}", setup.join("\n")),
+                tree: None,
+                env: &handle,
+                setup: true,
+                scratch: scratch.path(),
+                log_path: log_path.clone(),
+                log_cap: 16 << 20,
+                timeout: env.timeout,
+                attempt: 0,
+                report_file: None,
+                watch: Vec::new(),
+            },
+        )
+        .map_err(|e| e.to_string())?;
+        let out = assay_exec::run(&spec).await.map_err(|e| e.to_string())?;
+        exit_code = if out.timed_out { None } else { out.exit_code };
+    }
+    let raw = std::fs::read(&log_path).unwrap_or_default();
+    let (log, _) = super::redact::Redactor::new(&env.params.redact).redact(&raw);
+    let log_digest = ctx.blobs.put(&log).map_err(|e| e.to_string())?;
+    let ok = exit_code == Some(0);
+    if !ok {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    let digest = if ok {
+        dir_digest(&tmp).map_err(|e| e.to_string())?
+    } else {
+        String::new()
+    };
+    Ok(made(EnvRecord {
+        dir: rel,
+        ok,
+        exit_code,
+        setup_log: log_digest.to_hex(),
+        digest,
+        executor: None,
+        image: None,
+        base_image: None,
+        export: None,
+        failed_command: None,
+    }))
+}
+
 /// Bytes of setup output kept as the setup log.
 const SETUP_LOG_CAP: u64 = 16 << 20;
 
@@ -171,17 +185,15 @@ const SETUP_LOG_CAP: u64 = 16 << 20;
 /// record whose image is gone, or built (reused by the daemon when an image
 /// of the same spec is there).
 async fn docker_env(
-    params: EnvParams,
-    files: Vec<(String, Vec<u8>)>,
-    timeout: Duration,
+    env: &Env,
     lost: Option<EnvRecord>,
     ctx: JobCtx,
-) -> Result<Output, JobError> {
-    let err = |e: &dyn std::fmt::Display| JobError::new(format!("env: {e}"));
+) -> Result<Made<EnvRecord>, String> {
+    let params = &env.params;
     let Some(settings) = params.confine.docker() else {
-        return Err(err(&"not a docker environment"));
+        return Err("not a docker environment".to_owned());
     };
-    let docker = super::docker::client().await.map_err(|e| err(&e))?;
+    let docker = super::docker::client().await.map_err(|e| e.to_string())?;
     let gone = lost.as_ref().and_then(|r| r.image.clone());
     if let Some(old) = &lost
         && let (Some(id), Some(blob)) = (&old.image, &old.export)
@@ -192,7 +204,7 @@ async fn docker_env(
                     "{}: image {id} was gone from the Docker daemon; loaded back from its saved blob",
                     ctx.name
                 );
-                return output(old);
+                return Ok(made(old.clone()));
             }
             Ok(loaded) => eprintln!(
                 "{}: the saved blob of image {id} loaded as {loaded}; rebuilding",
@@ -208,14 +220,14 @@ async fn docker_env(
         &params.confine,
         settings,
         &params.setup,
-        &files,
-        timeout,
+        &env.files,
+        env.timeout,
         SETUP_LOG_CAP,
     );
     let base = docker
         .base_image(&settings.base_image)
         .await
-        .map_err(|e| err(&e))?;
+        .map_err(|e| e.to_string())?;
     let redactor = super::redact::Redactor::new(&params.redact);
     let mut record = EnvRecord {
         dir: String::new(),
@@ -232,12 +244,15 @@ async fn docker_env(
     match docker.build_image(&spec).await {
         Ok(built) => {
             let (log, _) = redactor.redact(&built.setup_log);
-            let log_digest = ctx.blobs.put(&log).map_err(|e| err(&e))?;
+            let log_digest = ctx.blobs.put(&log).map_err(|e| e.to_string())?;
             record.setup_log = log_digest.to_hex();
             record.image = Some(built.id.to_string());
             if params.export {
-                let tar = docker.save_image(&built.id).await.map_err(|e| err(&e))?;
-                let blob = ctx.blobs.put(&tar).map_err(|e| err(&e))?;
+                let tar = docker
+                    .save_image(&built.id)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let blob = ctx.blobs.put(&tar).map_err(|e| e.to_string())?;
                 record.export = Some(blob.to_hex());
             }
             if let Some(old) = gone {
@@ -260,7 +275,7 @@ assay: {failure}
                 .as_bytes(),
             );
             let (log, _) = redactor.redact(&raw);
-            let log_digest = ctx.blobs.put(&log).map_err(|e| err(&e))?;
+            let log_digest = ctx.blobs.put(&log).map_err(|e| e.to_string())?;
             record.ok = false;
             record.exit_code = if failure.timed_out {
                 None
@@ -274,9 +289,9 @@ assay: {failure}
                 ctx.name, record.setup_log
             );
         }
-        Err(e) => return Err(err(&e)),
+        Err(e) => return Err(e.to_string()),
     }
-    output(&record)
+    Ok(made(record))
 }
 
 /// Loads a saved image blob into the daemon.
@@ -290,31 +305,16 @@ async fn reload(
     docker.load_image(tar).await.map_err(|e| e.to_string())
 }
 
-/// The record as the node's output, naming the blobs it references.
-fn output(record: &EnvRecord) -> Result<Output, JobError> {
+/// The record, with the blobs it names: its setup log and saved image.
+fn made(record: EnvRecord) -> Made<EnvRecord> {
     let attachments = std::iter::once(&record.setup_log)
         .chain(&record.export)
         .filter_map(|d| d.parse::<assay_engine::Digest>().ok())
         .collect();
-    Ok(Output {
-        bytes: serde_json::to_vec(record).map_err(|e| JobError::new(format!("env: {e}")))?,
+    Made {
+        record,
         attachments,
-    })
-}
-
-pub(crate) fn job(
-    params: EnvParams,
-    files: Vec<(String, Vec<u8>)>,
-    timeout: Duration,
-    cache_dir: PathBuf,
-) -> Arc<dyn Job> {
-    Arc::new(EnvJob {
-        params,
-        files,
-        timeout,
-        cache_dir,
-        lost: Mutex::new(None),
-    })
+    }
 }
 
 /// blake3 over a directory tree: every entry's relative path, type,

@@ -7,9 +7,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use assay_engine::{Digest, Job, JobCtx, JobError, JobFuture, Output};
+use assay_engine::{Digest, JobCtx};
 use serde::{Deserialize, Serialize};
 
+use super::node::{Kind, Made, Raw};
 use super::publish::{About, Price, PublishInput, publish};
 use super::records::{Arm, GradeRecord, TaskRecord, TaskStatus, Verdict};
 use super::swebench;
@@ -64,9 +65,9 @@ pub(crate) struct ReleaseParams {
     pub(crate) provenance: Option<super::provenance::Provenance>,
 }
 
-pub(crate) struct ReleaseJob {
-    params: ReleaseParams,
-}
+/// The release node: every task, session, grade, metrics and judge reading,
+/// described in its params' `inputs`, made into the release files.
+pub(crate) struct Release(pub(crate) ReleaseParams);
 
 /// One line of `tasks.jsonl` / `tasks.uncertified.jsonl`: SWE-bench's
 /// instance fields first (loadable by its harness: ids unique per track, test
@@ -164,37 +165,38 @@ impl<'a> Released<'a> {
     }
 }
 
-impl Job for ReleaseJob {
-    fn run(&self, ctx: JobCtx) -> JobFuture {
-        let params = self.params.clone();
-        Box::pin(async move {
-            let err = |e: &dyn std::fmt::Display| JobError::new(format!("release: {e}"));
-            let inputs: Vec<(&[u8], Digest)> = ctx
-                .inputs
-                .iter()
-                .zip(&ctx.input_keys)
-                .map(|(b, k)| (b.as_slice(), *k))
-                .collect();
-            let read = |hex: &str| -> Result<Vec<u8>, String> {
-                let d: Digest = hex.parse()?;
-                ctx.blobs.get(&d).map_err(|e| e.to_string())
-            };
-            let (files, funnel) = assemble(&params, &inputs, &read).map_err(|e| err(&e))?;
-            let mut names = BTreeMap::new();
-            let mut attachments = Vec::new();
-            for (name, bytes) in files {
-                let d = ctx.blobs.put(&bytes).map_err(|e| err(&e))?;
-                attachments.push(d);
-                names.insert(name, d.to_hex());
-            }
-            let record = ReleaseRecord {
+impl Kind for Release {
+    const NAME: &'static str = "release";
+    /// 2: manifest.json carries the provenance.
+    const VERSION: u32 = KIND_VERSION;
+    type Params = ReleaseParams;
+    type Inputs = Raw;
+    type Record = ReleaseRecord;
+
+    fn params(&self) -> &ReleaseParams {
+        &self.0
+    }
+
+    async fn run(self: Arc<Self>, raw: Raw, ctx: JobCtx) -> Result<Made<ReleaseRecord>, String> {
+        let inputs: Vec<(&[u8], Digest)> = raw.0.iter().map(|(b, k)| (b.as_slice(), *k)).collect();
+        let read = |hex: &str| -> Result<Vec<u8>, String> {
+            let d: Digest = hex.parse()?;
+            ctx.blobs.get(&d).map_err(|e| e.to_string())
+        };
+        let (files, funnel) = assemble(&self.0, &inputs, &read)?;
+        let mut names = BTreeMap::new();
+        let mut attachments = Vec::new();
+        for (name, bytes) in files {
+            let d = ctx.blobs.put(&bytes).map_err(|e| e.to_string())?;
+            attachments.push(d);
+            names.insert(name, d.to_hex());
+        }
+        Ok(Made {
+            record: ReleaseRecord {
                 files: names,
                 funnel,
-            };
-            Ok(Output {
-                bytes: serde_json::to_vec(&record).map_err(|e| err(&e))?,
-                attachments,
-            })
+            },
+            attachments,
         })
     }
 }
@@ -384,8 +386,4 @@ pub(crate) fn assemble(
         }
     }
     Ok((files, funnel))
-}
-
-pub(crate) fn job(params: ReleaseParams) -> Arc<dyn Job> {
-    Arc::new(ReleaseJob { params })
 }

@@ -15,20 +15,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use assay_engine::{Job, JobCtx, JobError, JobFuture, Output};
+use assay_engine::{JobCtx, JobError};
 use assay_git::TreeStore;
 use assay_report::{Format, Trust};
 use serde::Serialize;
 
 use super::confine::Launch;
 use super::executor::{EnvHandle, TestRun, Watched, runner};
+use super::node::{Kind, Made};
 use super::records::{EnvRecord, RunRecord, TreeRecord};
-
-/// 2: runs are sandboxed (docs/security.md), limited, and see `ASSAY_ATTEMPT`.
-/// 3: a reading whose units did not build is believed and records them
-/// (`build_failures`); a missing report file with a build failure in the log
-/// is such a reading.
-pub(crate) const KIND_VERSION: u32 = 3;
 
 /// How a test command is run and read: the run node's params (so its key),
 /// and what a grade's reruns and checks run with, their command replaced.
@@ -56,18 +51,55 @@ fn format_name<S: serde::Serializer>(format: &Format, s: S) -> Result<S::Ok, S::
     s.serialize_str(format.as_str())
 }
 
-pub(crate) struct RunJob {
+super::node::inputs! {
+    pub(crate) struct RunInputs / RunNames {
+        // What to run over: a tree node's record (screening) or a stage
+        // node's (grading), both a `TreeRecord`.
+        tree: TreeRecord,
+        env: EnvRecord,
+    }
+}
+
+pub(crate) struct Run {
     pub(crate) params: RunParams,
     pub(crate) store_dir: PathBuf,
     /// The env node: runs of one local environment never overlap.
     pub(crate) env: String,
 }
 
-impl Job for RunJob {
-    fn run(&self, ctx: JobCtx) -> JobFuture {
-        let params = self.params.clone();
-        let store_dir = self.store_dir.clone();
-        Box::pin(async move { execute(params, store_dir, ctx).await })
+impl Kind for Run {
+    const NAME: &'static str = "run";
+    /// 2: runs are sandboxed (docs/security.md), limited, and see `ASSAY_ATTEMPT`.
+    /// 3: a reading whose units did not build is believed and records them
+    /// (`build_failures`); a missing report file with a build failure in the log
+    /// is such a reading.
+    const VERSION: u32 = 3;
+    const OBSERVATION: bool = true;
+    type Params = RunParams;
+    type Inputs = RunInputs;
+    type Record = RunRecord;
+
+    fn params(&self) -> &RunParams {
+        &self.params
+    }
+
+    async fn run(self: Arc<Self>, i: RunInputs, ctx: JobCtx) -> Result<Made<RunRecord>, String> {
+        let p = &self.params;
+        let Some(tree_id) = &i.tree.tree else {
+            let skipped = i.tree.skipped.as_ref().map(|s| s.to_string());
+            return Ok(Made::record(RunRecord {
+                skipped: skipped.or(Some("no tree".into())),
+                ..RunRecord::default()
+            }));
+        };
+        let (record, attachments) =
+            execute_tree(tree_id, &i.env, p, p.repeat, &self.store_dir, &ctx)
+                .await
+                .map_err(|e| e.0)?;
+        Ok(Made {
+            record,
+            attachments,
+        })
     }
 
     fn exclusive(&self) -> Option<&str> {
@@ -80,29 +112,10 @@ impl RunParams {
     /// when its runs are serial and local. A container's environment is its
     /// own copy: nothing is shared. Every job that runs processes in an
     /// environment (a run, a grade's reruns and checks) says so through
-    /// [`Job::exclusive`], the engine's one lock.
+    /// [`assay_engine::Job::exclusive`], the engine's one lock.
     pub(crate) fn exclusive<'a>(&self, env_node: &'a str) -> Option<&'a str> {
         (self.serial && self.confine.docker().is_none()).then_some(env_node)
     }
-}
-
-async fn execute(p: RunParams, store_dir: PathBuf, ctx: JobCtx) -> Result<Output, JobError> {
-    let err = |e: &dyn std::fmt::Display| JobError::new(format!("run: {e}"));
-    let tree: TreeRecord = serde_json::from_slice(&ctx.inputs[0]).map_err(|e| err(&e))?;
-    let env: EnvRecord = serde_json::from_slice(&ctx.inputs[1]).map_err(|e| err(&e))?;
-    let Some(tree_id) = tree.tree else {
-        let record = RunRecord {
-            skipped: tree
-                .skipped
-                .map(|s| s.to_string())
-                .or(Some("no tree".into())),
-            ..RunRecord::default()
-        };
-        return finish(record, Vec::new());
-    };
-    let (record, attachments) =
-        execute_tree(&tree_id, &env, &p, p.repeat, &store_dir, &ctx).await?;
-    finish(record, attachments)
 }
 
 /// Materializes `tree_id` into a fresh scratch directory and runs the command
@@ -279,21 +292,6 @@ fn stage_copy(
         .filter(|e| e.mode != 0o120000 && globs.is_match(&e.path))
         .map(|e| (e.path, e.id))
         .collect())
-}
-
-fn finish(record: RunRecord, attachments: Vec<assay_engine::Digest>) -> Result<Output, JobError> {
-    Ok(Output {
-        bytes: serde_json::to_vec(&record).map_err(|e| JobError::new(e.to_string()))?,
-        attachments,
-    })
-}
-
-pub(crate) fn job(params: RunParams, store_dir: PathBuf, env: String) -> Arc<dyn Job> {
-    Arc::new(RunJob {
-        params,
-        store_dir,
-        env,
-    })
 }
 
 #[cfg(test)]

@@ -26,18 +26,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use assay_engine::{Digest, Job, JobCtx, JobError, JobFuture, Output};
+use assay_engine::{Digest, JobCtx};
 use assay_report::{Format, Outcome};
 use serde::Serialize;
 
+use super::node::{Kind, Made};
 use super::records::{RunRecord, ScreenRecord, TriageRecord};
 use super::tree::State;
-
-/// 2: a unit that did not build counts its tests as failed; PASS_TO_PASS
-/// may rest on base and gold where the test-only state did not build.
-/// 3: a command that could not run (exit 126/127, not found) is
-/// `environment_broken`, and nothing else.
-pub(crate) const KIND_VERSION: u32 = 3;
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct ScreenParams {
@@ -46,57 +41,80 @@ pub(crate) struct ScreenParams {
     pub(crate) report: Format,
 }
 
-pub(crate) struct ScreenJob {
-    pub(crate) params: ScreenParams,
+/// The readings a screen reads, in the order of its `runs`: every repeat of
+/// a state, state by state. The layout names the runs in this order and the
+/// job reads them back by it.
+pub(crate) fn readings(repeats: u32) -> impl Iterator<Item = (State, u32)> {
+    State::ALL
+        .into_iter()
+        .flat_map(move |state| (0..repeats).map(move |r| (state, r)))
 }
 
-impl Job for ScreenJob {
-    fn run(&self, ctx: JobCtx) -> JobFuture {
-        let repeats = self.params.repeats as usize;
-        let format = self.params.report;
-        Box::pin(async move {
-            let err = |e: &dyn std::fmt::Display| JobError::new(format!("screen: {e}"));
-            let triage: TriageRecord =
-                serde_json::from_slice(&ctx.inputs[0]).map_err(|e| err(&e))?;
-            let mut runs: BTreeMap<&'static str, Vec<RunRecord>> = BTreeMap::new();
-            for (i, state) in State::ALL.iter().enumerate() {
-                for r in 0..repeats {
-                    let bytes = &ctx.inputs[1 + i * repeats + r];
-                    let run: RunRecord = serde_json::from_slice(bytes).map_err(|e| err(&e))?;
-                    runs.entry(state.as_str()).or_default().push(run);
+super::node::inputs! {
+    pub(crate) struct ScreenInputs / ScreenNames { triage: TriageRecord; ..runs: [RunRecord] }
+}
+
+pub(crate) struct Screen(pub(crate) ScreenParams);
+
+impl Kind for Screen {
+    const NAME: &'static str = "screen";
+    /// 2: a unit that did not build counts its tests as failed; PASS_TO_PASS
+    /// may rest on base and gold where the test-only state did not build.
+    /// 3: a command that could not run (exit 126/127, not found) is
+    /// `environment_broken`, and nothing else.
+    const VERSION: u32 = 3;
+    type Params = ScreenParams;
+    type Inputs = ScreenInputs;
+    type Record = ScreenRecord;
+
+    fn params(&self) -> &ScreenParams {
+        &self.0
+    }
+
+    async fn run(
+        self: Arc<Self>,
+        inputs: ScreenInputs,
+        ctx: JobCtx,
+    ) -> Result<Made<ScreenRecord>, String> {
+        let triage = &inputs.triage;
+        let expected = readings(self.0.repeats).count();
+        if inputs.runs.len() != expected {
+            return Err(format!(
+                "{} runs, {expected} expected ({} repeats of each state)",
+                inputs.runs.len(),
+                self.0.repeats
+            ));
+        }
+        let mut runs: BTreeMap<&'static str, Vec<RunRecord>> = BTreeMap::new();
+        for ((state, _), run) in readings(self.0.repeats).zip(inputs.runs) {
+            runs.entry(state.as_str()).or_default().push(run.record);
+        }
+        let test_patch = if triage.test_patch.is_empty() {
+            Vec::new()
+        } else {
+            let d: Digest = triage.test_patch.parse()?;
+            ctx.blobs.get(&d).map_err(|e| e.to_string())?
+        };
+        // A reading whose command could not start says nothing about the
+        // tests: the task is uncertified for that alone.
+        let mut broken = Vec::new();
+        for (state, list) in &runs {
+            for (i, run) in list.iter().enumerate() {
+                let log = match run.log.parse::<Digest>() {
+                    Ok(d) => ctx.blobs.get(&d).unwrap_or_default(),
+                    Err(_) => Vec::new(),
+                };
+                let log = String::from_utf8_lossy(&log);
+                if let Some(why) = environment_broken(run, &log) {
+                    broken.push(format!("{state} reading {i}: {why}"));
                 }
             }
-            let test_patch = if triage.test_patch.is_empty() {
-                Vec::new()
-            } else {
-                let d: Digest = triage.test_patch.parse().map_err(|e: String| err(&e))?;
-                ctx.blobs.get(&d).map_err(|e| err(&e))?
-            };
-            // A reading whose command could not start says nothing about the
-            // tests: the task is uncertified for that alone.
-            let mut broken = Vec::new();
-            for (state, list) in &runs {
-                for (i, run) in list.iter().enumerate() {
-                    let log = match run.log.parse::<Digest>() {
-                        Ok(d) => ctx.blobs.get(&d).unwrap_or_default(),
-                        Err(_) => Vec::new(),
-                    };
-                    let log = String::from_utf8_lossy(&log);
-                    if let Some(why) = environment_broken(run, &log) {
-                        broken.push(format!("{state} reading {i}: {why}"));
-                    }
-                }
-            }
-            let record = if broken.is_empty() {
-                reduce(&triage, format, &changed_words(&test_patch), &runs)
-            } else {
-                broken_record(&triage, &broken)
-            };
-            Ok(Output {
-                bytes: serde_json::to_vec(&record).map_err(|e| err(&e))?,
-                attachments: Vec::new(),
-            })
-        })
+        }
+        Ok(Made::record(if broken.is_empty() {
+            reduce(triage, self.0.report, &changed_words(&test_patch), &runs)
+        } else {
+            broken_record(triage, &broken)
+        }))
     }
 }
 
@@ -528,10 +546,6 @@ fn cascades(runs: &BTreeMap<&'static str, Vec<RunRecord>>) -> Vec<String> {
     out.into_iter().collect()
 }
 
-pub(crate) fn job(params: ScreenParams) -> Arc<dyn Job> {
-    Arc::new(ScreenJob { params })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -951,6 +965,25 @@ diff --git a/stats_test.go b/stats_test.go
             environment_broken(&exited(1), "go: example.com/x@v1: not found\n"),
             None
         );
+    }
+
+    #[test]
+    fn the_readings_go_state_by_state_every_repeat_of_one_before_the_next() {
+        // The layout names the screen's runs in this order and the job reads
+        // them back by it: base, then the test-only state, then gold.
+        let order: Vec<(&str, u32)> = readings(2).map(|(s, r)| (s.as_str(), r)).collect();
+        assert_eq!(
+            order,
+            [
+                ("base", 0),
+                ("base", 1),
+                ("test", 0),
+                ("test", 1),
+                ("gold", 0),
+                ("gold", 1)
+            ]
+        );
+        assert_eq!(readings(0).count(), 0);
     }
 
     #[test]

@@ -8,13 +8,12 @@
 
 use std::sync::Arc;
 
-use assay_engine::{Digest, Job, JobCtx, JobError, JobFuture, Output};
+use assay_engine::{Digest, JobCtx};
 use regex::Regex;
 use serde::Serialize;
 
+use super::node::{Kind, Made};
 use super::records::{EnvRecord, ScreenRecord, TaskRecord, TaskStatus, TriageRecord};
-
-pub(crate) const KIND_VERSION: u32 = 2;
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct TaskParams {
@@ -39,46 +38,53 @@ pub(crate) struct TaskParams {
     pub(crate) log_parser: String,
 }
 
-pub(crate) struct TaskJob {
-    pub(crate) params: TaskParams,
+super::node::inputs! {
+    pub(crate) struct TaskInputs / TaskNames {
+        triage: TriageRecord,
+        screen: ScreenRecord;
+        // Docker only: the environment that screened (certified) the task.
+        ?env: EnvRecord
+    }
 }
 
-impl Job for TaskJob {
-    fn run(&self, ctx: JobCtx) -> JobFuture {
-        let p = self.params.clone();
-        Box::pin(async move {
-            let err =
-                |e: &dyn std::fmt::Display| JobError::new(format!("task {}: {e}", p.instance_id));
-            let triage: TriageRecord =
-                serde_json::from_slice(&ctx.inputs[0]).map_err(|e| err(&e))?;
-            let screen: ScreenRecord =
-                serde_json::from_slice(&ctx.inputs[1]).map_err(|e| err(&e))?;
-            let patch = |d: &str| -> Result<String, JobError> {
-                if d.is_empty() {
-                    return Ok(String::new());
-                }
-                let d: Digest = d.parse().map_err(|e: String| err(&e))?;
-                let bytes = ctx.blobs.get(&d).map_err(|e| err(&e))?;
-                Ok(String::from_utf8_lossy(&bytes).into_owned())
-            };
-            let mut record = assemble(
-                &p,
-                &triage,
-                &screen,
-                patch(&triage.gold_patch)?,
-                patch(&triage.test_patch)?,
-            )
-            .map_err(|e| err(&e))?;
-            if let Some(env) = ctx.inputs.get(2) {
-                let env: EnvRecord = serde_json::from_slice(env).map_err(|e| err(&e))?;
-                record.executor = env.executor;
-                record.image = env.image;
+pub(crate) struct Task(pub(crate) TaskParams);
+
+impl Kind for Task {
+    const NAME: &'static str = "task";
+    const VERSION: u32 = 2;
+    type Params = TaskParams;
+    type Inputs = TaskInputs;
+    type Record = TaskRecord;
+
+    fn params(&self) -> &TaskParams {
+        &self.0
+    }
+
+    async fn run(self: Arc<Self>, i: TaskInputs, ctx: JobCtx) -> Result<Made<TaskRecord>, String> {
+        let p = &self.0;
+        let err = |e: &dyn std::fmt::Display| format!("{}: {e}", p.instance_id);
+        let patch = |d: &str| -> Result<String, String> {
+            if d.is_empty() {
+                return Ok(String::new());
             }
-            Ok(Output {
-                bytes: serde_json::to_vec(&record).map_err(|e| err(&e))?,
-                attachments: Vec::new(),
-            })
-        })
+            let d: Digest = d.parse().map_err(|e: String| err(&e))?;
+            let bytes = ctx.blobs.get(&d).map_err(|e| err(&e))?;
+            Ok(String::from_utf8_lossy(&bytes).into_owned())
+        };
+        let (triage, screen) = (&i.triage, &i.screen);
+        let mut record = assemble(
+            p,
+            triage,
+            screen,
+            patch(&triage.gold_patch)?,
+            patch(&triage.test_patch)?,
+        )
+        .map_err(|e| err(&e))?;
+        if let Some(env) = i.env {
+            record.executor = env.record.executor;
+            record.image = env.record.image;
+        }
+        Ok(Made::record(record))
     }
 }
 
@@ -243,10 +249,6 @@ pub(crate) fn iso8601(secs: i64) -> String {
         rem % 3600 / 60,
         rem % 60
     )
-}
-
-pub(crate) fn job(params: TaskParams) -> Arc<dyn Job> {
-    Arc::new(TaskJob { params })
 }
 
 #[cfg(test)]

@@ -7,13 +7,12 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use assay_engine::{Digest, Job, JobCtx, JobError, JobFuture, Output};
+use assay_engine::{Digest, JobCtx};
 use assay_git::{PatchStep, TreeStore};
 use serde::Serialize;
 
+use super::node::{Kind, Made};
 use super::records::{Skip, TreeRecord, TriageRecord};
-
-pub(crate) const KIND_VERSION: u32 = 1;
 
 #[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -43,68 +42,76 @@ pub(crate) struct TreeParams {
     pub(crate) state: State,
 }
 
-pub(crate) struct TreeJob {
-    pub(crate) state: State,
+super::node::inputs! {
+    pub(crate) struct TreeInputs / TreeNames { triage: TriageRecord }
+}
+
+pub(crate) struct Tree {
+    pub(crate) params: TreeParams,
+    /// assay's object store (`cache/git`); not in the key (tree ids are content).
     pub(crate) store_dir: PathBuf,
 }
 
-impl Job for TreeJob {
-    fn run(&self, ctx: JobCtx) -> JobFuture {
-        let state = self.state;
-        let store_dir = self.store_dir.clone();
-        Box::pin(async move {
-            tokio::task::spawn_blocking(move || compose(state, &store_dir, &ctx))
-                .await
-                .map_err(|e| JobError::new(format!("tree task: {e}")))?
+impl Kind for Tree {
+    const NAME: &'static str = "tree";
+    const VERSION: u32 = 1;
+    type Params = TreeParams;
+    type Inputs = TreeInputs;
+    type Record = TreeRecord;
+
+    fn params(&self) -> &TreeParams {
+        &self.params
+    }
+
+    async fn run(self: Arc<Self>, i: TreeInputs, ctx: JobCtx) -> Result<Made<TreeRecord>, String> {
+        let triage = i.triage.record;
+        tokio::task::spawn_blocking(move || {
+            compose(self.params.state, &triage, &self.store_dir, &ctx).map(Made::record)
         })
+        .await
+        .map_err(|e| format!("tree task: {e}"))?
     }
 }
 
-fn compose(state: State, store_dir: &std::path::Path, ctx: &JobCtx) -> Result<Output, JobError> {
-    let err = |e: &dyn std::fmt::Display| JobError::new(format!("tree: {e}"));
-    let triage: TriageRecord = serde_json::from_slice(&ctx.inputs[0]).map_err(|e| err(&e))?;
-    let record = if !triage.eligible() {
-        TreeRecord {
+fn compose(
+    state: State,
+    triage: &TriageRecord,
+    store_dir: &std::path::Path,
+    ctx: &JobCtx,
+) -> Result<TreeRecord, String> {
+    if !triage.eligible() {
+        return Ok(TreeRecord {
             tree: None,
             skipped: Some(Skip::Declined(triage.decision)),
-        }
-    } else {
-        let store = TreeStore::open_or_init(store_dir).map_err(|e| err(&e))?;
-        let mut steps = Vec::new();
-        let patch = |label: &str, digest: &str| -> Result<PatchStep, JobError> {
-            let d: Digest = digest.parse().map_err(|e: String| err(&e))?;
-            Ok(PatchStep {
-                label: label.to_owned(),
-                patch: ctx.blobs.get(&d).map_err(|e| err(&e))?,
-                exclude: Vec::new(),
-            })
-        };
-        if state != State::Base {
-            steps.push(patch("test_patch", &triage.test_patch)?);
-        }
-        if state == State::Gold {
-            steps.push(patch("gold_patch", &triage.gold_patch)?);
-        }
-        match store.compose(&triage.base, &steps) {
-            Ok(tree) => TreeRecord {
-                tree: Some(tree),
-                skipped: None,
-            },
-            Err(e) => TreeRecord {
-                tree: None,
-                skipped: Some(Skip::Unstaged(format!(
-                    "cannot compose the {} state: {e}",
-                    state.as_str()
-                ))),
-            },
-        }
+        });
+    }
+    let store = TreeStore::open_or_init(store_dir).map_err(|e| e.to_string())?;
+    let mut steps = Vec::new();
+    let patch = |label: &str, digest: &str| -> Result<PatchStep, String> {
+        let d: Digest = digest.parse()?;
+        Ok(PatchStep {
+            label: label.to_owned(),
+            patch: ctx.blobs.get(&d).map_err(|e| e.to_string())?,
+            exclude: Vec::new(),
+        })
     };
-    Ok(Output {
-        bytes: serde_json::to_vec(&record).map_err(|e| err(&e))?,
-        attachments: Vec::new(),
+    if state != State::Base {
+        steps.push(patch("test_patch", &triage.test_patch)?);
+    }
+    if state == State::Gold {
+        steps.push(patch("gold_patch", &triage.gold_patch)?);
+    }
+    Ok(match store.compose(&triage.base, &steps) {
+        Ok(tree) => TreeRecord {
+            tree: Some(tree),
+            skipped: None,
+        },
+        Err(e) => TreeRecord {
+            tree: None,
+            skipped: Some(Skip::Unstaged(format!(
+                "cannot compose the {} state: {e}",
+                state.as_str()
+            ))),
+        },
     })
-}
-
-pub(crate) fn job(state: State, store_dir: PathBuf) -> Arc<dyn Job> {
-    Arc::new(TreeJob { state, store_dir })
 }

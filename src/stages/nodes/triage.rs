@@ -3,16 +3,15 @@
 //! **gold patch** (everything else). Both patches are git-apply compatible,
 //! binary-safe, and keep renames; they are stored as blobs.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use assay_engine::{Job, JobCtx, JobError, JobFuture, Output};
+use assay_engine::JobCtx;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Serialize;
 
+use super::node::{Kind, Made, NoInputs};
 use super::records::{Decision, TriageRecord};
-
-pub(crate) const KIND_VERSION: u32 = 1;
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct TriageParams {
@@ -27,10 +26,28 @@ pub(crate) struct TriageParams {
     pub(crate) max_files: usize,
 }
 
-pub(crate) struct TriageJob {
+pub(crate) struct Triage {
     pub(crate) params: TriageParams,
     /// Where the repository lives; not in the key (commit ids are).
     pub(crate) repo_path: PathBuf,
+}
+
+impl Kind for Triage {
+    const NAME: &'static str = "triage";
+    const VERSION: u32 = 1;
+    type Params = TriageParams;
+    type Inputs = NoInputs;
+    type Record = TriageRecord;
+
+    fn params(&self) -> &TriageParams {
+        &self.params
+    }
+
+    async fn run(self: Arc<Self>, _: NoInputs, ctx: JobCtx) -> Result<Made<TriageRecord>, String> {
+        tokio::task::spawn_blocking(move || triage(&self.params, &self.repo_path, &ctx))
+            .await
+            .map_err(|e| format!("triage task: {e}"))?
+    }
 }
 
 pub(crate) fn globset(globs: &[String]) -> Result<GlobSet, globset::Error> {
@@ -41,20 +58,8 @@ pub(crate) fn globset(globs: &[String]) -> Result<GlobSet, globset::Error> {
     b.build()
 }
 
-impl Job for TriageJob {
-    fn run(&self, ctx: JobCtx) -> JobFuture {
-        let params = self.params.clone();
-        let repo_path = self.repo_path.clone();
-        Box::pin(async move {
-            tokio::task::spawn_blocking(move || triage(&params, &repo_path, &ctx))
-                .await
-                .map_err(|e| JobError::new(format!("triage task: {e}")))?
-        })
-    }
-}
-
-fn triage(p: &TriageParams, repo_path: &std::path::Path, ctx: &JobCtx) -> Result<Output, JobError> {
-    let err = |e: &dyn std::fmt::Display| JobError::new(format!("{}: {e}", p.id));
+fn triage(p: &TriageParams, repo_path: &Path, ctx: &JobCtx) -> Result<Made<TriageRecord>, String> {
+    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", p.id);
     let tests = globset(&p.test_globs).map_err(|e| err(&e))?;
     let docs = globset(&p.docs_globs).map_err(|e| err(&e))?;
     let source = assay_git::Source::open(repo_path).map_err(|e| err(&e))?;
@@ -151,12 +156,8 @@ fn triage(p: &TriageParams, repo_path: &std::path::Path, ctx: &JobCtx) -> Result
             *slot = digest.to_hex();
         }
     }
-    Ok(Output {
-        bytes: serde_json::to_vec(&record).map_err(|e| err(&e))?,
+    Ok(Made {
+        record,
         attachments,
     })
-}
-
-pub(crate) fn job(params: TriageParams, repo_path: PathBuf) -> Arc<dyn Job> {
-    Arc::new(TriageJob { params, repo_path })
 }

@@ -4,16 +4,15 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use assay_engine::NodeSpec;
+use assay_engine::{NodeSpec, Store};
 
 use super::error::StageError;
 use super::grade::{self, GradeParams, Policy, SessionParams, StageParams};
 use super::layout::ReleaseInputs;
-use super::layout::node;
 use super::metrics::{self, MetricsParams};
 use super::redact::RedactConfig;
 use super::release::Input;
-use super::run::{self, RunParams};
+use super::run::{Run, RunNames, RunParams};
 use super::{judge, names, node};
 use crate::pipeline::Arm;
 use crate::pipeline::Pipeline;
@@ -32,7 +31,7 @@ pub(crate) struct GradeLayout<'a> {
 /// metrics node. Returns the sessions that cannot be graded, with why.
 pub(crate) fn grade_nodes(
     pipeline: &Pipeline,
-    cache_dir: &Path,
+    store: &Store,
     g: &GradeLayout<'_>,
     out: &mut Vec<NodeSpec>,
     release: &mut ReleaseInputs,
@@ -43,7 +42,7 @@ pub(crate) fn grade_nodes(
     };
     let grade = &pipeline.settings.grade;
     let (policy, arms) = (grade.policy, &grade.arms);
-    let previous_tasks = previous_task_keys(cache_dir);
+    let previous_tasks = previous_task_keys(store);
     let mut not_graded = Vec::new();
     let mut reviewable = Vec::new();
     for loaded in crate::sessions::load_dir(sessions_dir) {
@@ -155,14 +154,17 @@ pub(crate) fn grade_nodes(
             ));
             let rp: RunParams = env.run_params(g.redact, 0, g.test_globs);
             let run_node = names::graded_run(&id, arm);
-            out.push(node(
+            out.push(node::spec(
                 run_node.clone(),
-                "run",
-                run::KIND_VERSION,
-                &rp,
-                vec![stage_node.clone(), env_node.clone()],
-                true,
-                run::job(rp.clone(), g.store_dir.to_owned(), env_node.clone()),
+                Run {
+                    params: rp.clone(),
+                    store_dir: g.store_dir.to_owned(),
+                    env: env_node.clone(),
+                },
+                RunNames {
+                    tree: stage_node.clone(),
+                    env: env_node.clone(),
+                },
             ));
             let gp = GradeParams {
                 arm,
@@ -220,11 +222,8 @@ pub(crate) fn grade_nodes(
 }
 
 /// Task digests of the last build, so a session may name its task by digest.
-fn previous_task_keys(cache_dir: &Path) -> BTreeMap<String, String> {
+fn previous_task_keys(store: &Store) -> BTreeMap<String, String> {
     let mut map = BTreeMap::new();
-    let Ok(store) = assay_engine::Store::open(cache_dir) else {
-        return map;
-    };
     let Ok(builds) = store.builds(1) else {
         return map;
     };

@@ -11,44 +11,23 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::Path;
 use std::time::Duration;
 
-use assay_engine::{NodeSpec, encode_params};
+use assay_engine::{NodeSpec, Store, encode_params};
 use assay_git::TreeStore;
-use serde::Serialize;
 
-use super::env::EnvParams;
+use super::env::{Env, EnvParams};
 use super::error::StageError;
 use super::grading::{GradeLayout, grade_nodes};
+use super::node::{self, NoNames};
 use super::publish::Price;
 use super::redact::RedactConfig;
-use super::run::RunParams;
-use super::screen::ScreenParams;
+use super::run::{Run, RunNames, RunParams};
+use super::screen::{Screen, ScreenNames, ScreenParams};
 use super::sources::open_source;
-use super::task::TaskParams;
-use super::tree::{State, TreeParams};
-use super::triage::TriageParams;
-use super::{env, names, release, run, screen, task, tree, triage};
+use super::task::{Task, TaskNames, TaskParams};
+use super::tree::{State, Tree, TreeNames, TreeParams};
+use super::triage::{Triage, TriageParams};
+use super::{names, release, screen, task};
 use crate::pipeline::Pipeline;
-
-pub(crate) fn node<P: Serialize>(
-    name: String,
-    kind: &str,
-    kind_version: u32,
-    params: &P,
-    deps: Vec<String>,
-    observation: bool,
-    job: std::sync::Arc<dyn assay_engine::Job>,
-) -> NodeSpec {
-    NodeSpec {
-        name,
-        kind: kind.to_owned(),
-        kind_version,
-        params: encode_params(params),
-        params_json: serde_json::to_string(params).unwrap_or_default(),
-        deps,
-        observation,
-        job,
-    }
-}
 
 /// The release node's inputs as they are laid out: each node beside what
 /// it is (the release params list the latter, in the same order).
@@ -69,7 +48,7 @@ impl ReleaseInputs {
 /// Returns the base images of the docker environments in use.
 pub(crate) fn nodes(
     pipeline: &Pipeline,
-    cache_dir: &Path,
+    store: &Store,
     out: &mut Vec<NodeSpec>,
     warnings: &mut Vec<String>,
 ) -> Result<BTreeSet<String>, StageError> {
@@ -79,6 +58,7 @@ pub(crate) fn nodes(
     let envs = super::envs::Envs::resolve(pipeline, warnings)?;
     // Every source's environment is checked before any source is read.
     let docker_bases = envs.docker_bases(pipeline, &pipeline.file.source)?;
+    let cache_dir = store.dir();
     let store_dir = cache_dir.join("git");
     let tree_store = TreeStore::open_or_init(&store_dir).map_err(StageError::cache)?;
     let settings = &pipeline.settings;
@@ -133,19 +113,15 @@ pub(crate) fn nodes(
             };
             let env_name = names::env(&blake3::hash(&encode_params(&env_params)));
             if env_nodes.insert(env_name.clone()) {
-                out.push(node(
+                out.push(node::spec(
                     env_name.clone(),
-                    "env",
-                    env::KIND_VERSION,
-                    &env_params,
-                    vec![],
-                    false,
-                    env::job(
-                        env_params.clone(),
+                    Env::new(
+                        env_params,
                         files,
                         Duration::from_secs(env.timeout.max(600)),
                         cache_dir.to_owned(),
                     ),
+                    NoNames {},
                 ));
                 env_of.insert(env_name.clone(), env);
             }
@@ -161,57 +137,55 @@ pub(crate) fn nodes(
                 docs_globs: settings.triage.docs_globs.clone(),
                 max_files: settings.triage.max_files,
             };
-            out.push(node(
+            out.push(node::spec(
                 triage_name.clone(),
-                "triage",
-                triage::KIND_VERSION,
-                &tp,
-                vec![],
-                false,
-                triage::job(tp.clone(), source.path().to_owned()),
+                Triage {
+                    params: tp,
+                    repo_path: source.path().to_owned(),
+                },
+                NoNames {},
             ));
-            let mut screen_deps = vec![triage_name.clone()];
             for state in State::ALL {
                 let tree_name = names::tree(&cid, state);
-                out.push(node(
+                out.push(node::spec(
                     tree_name.clone(),
-                    "tree",
-                    tree::KIND_VERSION,
-                    &TreeParams { state },
-                    vec![triage_name.clone()],
-                    false,
-                    tree::job(state, store_dir.clone()),
+                    Tree {
+                        params: TreeParams { state },
+                        store_dir: store_dir.clone(),
+                    },
+                    TreeNames {
+                        triage: triage_name.clone(),
+                    },
                 ));
                 for r in 0..repeats {
                     let rp: RunParams = env.run_params(&redact, r, &watch);
-                    let run_name = names::screen_run(&cid, state, r);
-                    out.push(node(
-                        run_name.clone(),
-                        "run",
-                        run::KIND_VERSION,
-                        &rp,
-                        vec![tree_name.clone(), env_name.clone()],
-                        true,
-                        run::job(rp.clone(), store_dir.clone(), env_name.clone()),
+                    out.push(node::spec(
+                        names::screen_run(&cid, state, r),
+                        Run {
+                            params: rp,
+                            store_dir: store_dir.clone(),
+                            env: env_name.clone(),
+                        },
+                        RunNames {
+                            tree: tree_name.clone(),
+                            env: env_name.clone(),
+                        },
                     ));
-                    screen_deps.push(run_name);
                 }
             }
             let screen_name = names::screen(&cid);
-            out.push(node(
+            out.push(node::spec(
                 screen_name.clone(),
-                "screen",
-                screen::KIND_VERSION,
-                &ScreenParams {
-                    repeats,
-                    report: env.format,
-                },
-                screen_deps,
-                false,
-                screen::job(ScreenParams {
+                Screen(ScreenParams {
                     repeats,
                     report: env.format,
                 }),
+                ScreenNames {
+                    triage: triage_name.clone(),
+                    runs: screen::readings(repeats)
+                        .map(|(state, r)| names::screen_run(&cid, state, r))
+                        .collect(),
+                },
             ));
             let topics = splits.get(&cid).cloned().unwrap_or_default();
             let topic_list: Vec<Option<String>> = if topics.is_empty() {
@@ -250,19 +224,15 @@ pub(crate) fn nodes(
                         log_parser: super::swebench::log_parser(env.format).to_owned(),
                     };
                     let task_name = names::task(&instance_id, track);
-                    let mut task_deps = vec![triage_name.clone(), screen_name.clone()];
-                    if env.confine.docker().is_some() {
-                        // The task records the image that certified it.
-                        task_deps.push(env_name.clone());
-                    }
-                    out.push(node(
+                    out.push(node::spec(
                         task_name.clone(),
-                        "task",
-                        task::KIND_VERSION,
-                        &params,
-                        task_deps,
-                        false,
-                        task::job(params.clone()),
+                        Task(params),
+                        TaskNames {
+                            triage: triage_name.clone(),
+                            screen: screen_name.clone(),
+                            // The task records the image that certified it.
+                            env: env.confine.docker().is_some().then(|| env_name.clone()),
+                        },
                     ));
                     task_nodes.insert(
                         (instance_id.clone(), track.to_owned()),
@@ -298,14 +268,7 @@ pub(crate) fn nodes(
         store_dir: &store_dir,
         task_nodes: &task_nodes,
     };
-    let not_graded = grade_nodes(
-        pipeline,
-        cache_dir,
-        &ctx,
-        out,
-        &mut release_inputs,
-        warnings,
-    )?;
+    let not_graded = grade_nodes(pipeline, store, &ctx, out, &mut release_inputs, warnings)?;
     let prices: BTreeMap<String, Price> = pipeline
         .file
         .prices
@@ -320,14 +283,10 @@ pub(crate) fn nodes(
         inputs,
         provenance: Some(super::provenance::Provenance::of(&pipeline.text)),
     };
-    out.push(node(
+    out.push(node::spec(
         names::RELEASE.into(),
-        "release",
-        release::KIND_VERSION,
-        &params,
+        release::Release(params),
         release_deps,
-        false,
-        release::job(params.clone()),
     ));
     Ok(docker_bases)
 }

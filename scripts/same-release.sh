@@ -6,7 +6,8 @@
 # with OLD, then again with NEW on the same cache. With no key changed the
 # second build reuses every node but the release (whose params carry the
 # assay commit), and the release differs only in manifest.json's commit,
-# release node key and release digest. Prints the second build's counts and
+# release node key and release digest (and report.html's provenance lines,
+# which print the first two). Prints the second build's counts and
 # the diff.
 set -euo pipefail
 old=$(realpath "$1"); new=$(realpath "$2")

@@ -15,12 +15,13 @@ use assay_engine::{NodeSpec, Store, encode_params};
 use assay_git::TreeStore;
 
 use super::env::{Env, EnvParams};
+use super::envs::EnvSettings;
 use super::error::StageError;
 use super::grading::{GradeLayout, grade_nodes};
 use super::node::{self, NoNames};
 use super::publish::Price;
 use super::redact::RedactConfig;
-use super::run::{Run, RunNames, RunParams};
+use super::run::{Run, RunNames};
 use super::screen::{Screen, ScreenNames, ScreenParams};
 use super::sources::open_source;
 use super::task::{Task, TaskNames, TaskParams};
@@ -145,104 +146,190 @@ pub(crate) fn nodes(
                 },
                 NoNames {},
             ));
-            for state in State::ALL {
-                let tree_name = names::tree(&cid, state);
-                out.push(node::spec(
-                    tree_name.clone(),
-                    Tree {
-                        params: TreeParams { state },
-                        store_dir: store_dir.clone(),
-                    },
-                    TreeNames {
-                        triage: triage_name.clone(),
-                    },
-                ));
-                for r in 0..repeats {
-                    let rp: RunParams = env.run_params(&redact, r, &watch);
-                    out.push(node::spec(
-                        names::screen_run(&cid, state, r),
-                        Run {
-                            params: rp,
-                            store_dir: store_dir.clone(),
-                            env: env_name.clone(),
-                        },
-                        RunNames {
-                            tree: tree_name.clone(),
-                            env: env_name.clone(),
-                        },
-                    ));
-                }
-            }
-            let screen_name = names::screen(&cid);
-            out.push(node::spec(
-                screen_name.clone(),
-                Screen(ScreenParams {
+            let screen_name = screening_nodes(
+                out,
+                &Screening {
+                    candidate: &cid,
+                    triage: &triage_name,
+                    env,
+                    env_name: &env_name,
+                    store_dir: &store_dir,
                     repeats,
-                    report: env.format,
-                }),
-                ScreenNames {
-                    triage: triage_name.clone(),
-                    runs: screen::readings(repeats)
-                        .map(|(state, r)| names::screen_run(&cid, state, r))
-                        .collect(),
+                    redact: &redact,
+                    watch: &watch,
                 },
-            ));
-            let topics = splits.get(&cid).cloned().unwrap_or_default();
-            let topic_list: Vec<Option<String>> = if topics.is_empty() {
-                vec![None]
-            } else {
-                topics.iter().map(|(n, _)| Some(n.clone())).collect()
+            );
+            let tasks = Tasks {
+                candidate: &cid,
+                merged_at: c.merged_at,
+                source: src,
+                topics: splits.get(&cid).cloned().unwrap_or_default(),
+                statements: statements_dir,
+                env,
+                env_name: &env_name,
+                triage: &triage_name,
+                screen: &screen_name,
             };
-            for topic in topic_list {
-                let instance_id = match &topic {
-                    Some(t) => format!("{cid}-{t}"),
-                    None => cid.clone(),
-                };
-                let statement = read_statement(statements_dir, &instance_id, "md");
-                let spec = read_statement(statements_dir, &instance_id, "spec.md");
-                let mut tracks = vec![("basic", None)];
-                if spec.is_some() {
-                    tracks.push(("spec", spec));
-                }
-                for (track, spec) in tracks {
-                    let params = TaskParams {
-                        instance_id: instance_id.clone(),
-                        track: track.to_owned(),
-                        statement: statement.clone(),
-                        spec,
-                        topic: topic.clone(),
-                        topics: topics.clone(),
-                        env: env_name.clone(),
-                        repo: src
-                            .repo
-                            .clone()
-                            .unwrap_or_else(|| src.name.get_ref().clone()),
-                        version: src.version.clone().unwrap_or_else(|| "0".to_owned()),
-                        hints: read_statement(statements_dir, &instance_id, "hints.md"),
-                        created_at: task::iso8601(c.merged_at),
-                        test_command: env_cfg.test_command.clone(),
-                        log_parser: super::swebench::log_parser(env.format).to_owned(),
-                    };
-                    let task_name = names::task(&instance_id, track);
-                    out.push(node::spec(
-                        task_name.clone(),
-                        Task(params),
-                        TaskNames {
-                            triage: triage_name.clone(),
-                            screen: screen_name.clone(),
-                            // The task records the image that certified it.
-                            env: env.confine.docker().is_some().then(|| env_name.clone()),
-                        },
-                    ));
-                    task_nodes.insert(
-                        (instance_id.clone(), track.to_owned()),
-                        (task_name.clone(), env_name.clone()),
-                    );
-                    release_inputs.push(task_name, release::Input::Task(cid.clone()));
-                }
+            for (task_key, task_name) in task_nodes_of(out, &tasks) {
+                task_nodes.insert(task_key, (task_name.clone(), env_name.clone()));
+                release_inputs.push(task_name, release::Input::Task(cid.clone()));
             }
         }
     }
+    check_topic_splits(pipeline, &seen_candidates)?;
+    let ctx = GradeLayout {
+        test_globs,
+        env_of: &env_of,
+        redact: &redact,
+        store_dir: &store_dir,
+        task_nodes: &task_nodes,
+    };
+    let not_graded = grade_nodes(pipeline, store, &ctx, out, &mut release_inputs, warnings)?;
+    out.push(release_node(pipeline, not_graded, release_inputs, warnings));
+    Ok(docker_bases)
+}
+
+/// What a candidate's tasks are laid out with.
+struct Tasks<'a> {
+    candidate: &'a str,
+    merged_at: i64,
+    source: &'a crate::pipeline::SourceConfig,
+    /// The candidate's `[[topic_split]]` (empty: one task).
+    topics: Vec<(String, String)>,
+    statements: Option<&'a Path>,
+    env: &'a EnvSettings<'a>,
+    env_name: &'a str,
+    triage: &'a str,
+    screen: &'a str,
+}
+
+/// A candidate's tasks: one per topic (or one), on the basic track and, with
+/// a spec statement, the spec track. Returns each task's (id, track) and
+/// node name.
+fn task_nodes_of(out: &mut Vec<NodeSpec>, t: &Tasks<'_>) -> Vec<((String, String), String)> {
+    let (cid, src, env) = (t.candidate, t.source, t.env);
+    let topics = &t.topics;
+    let topic_list: Vec<Option<String>> = if topics.is_empty() {
+        vec![None]
+    } else {
+        topics.iter().map(|(n, _)| Some(n.clone())).collect()
+    };
+    let mut laid = Vec::new();
+    for topic in topic_list {
+        let instance_id = match &topic {
+            Some(t) => format!("{cid}-{t}"),
+            None => cid.to_owned(),
+        };
+        let statement = read_statement(t.statements, &instance_id, "md");
+        let spec = read_statement(t.statements, &instance_id, "spec.md");
+        let mut tracks = vec![("basic", None)];
+        if spec.is_some() {
+            tracks.push(("spec", spec));
+        }
+        for (track, spec) in tracks {
+            let params = TaskParams {
+                instance_id: instance_id.clone(),
+                track: track.to_owned(),
+                statement: statement.clone(),
+                spec,
+                topic: topic.clone(),
+                topics: topics.clone(),
+                env: t.env_name.to_owned(),
+                repo: src
+                    .repo
+                    .clone()
+                    .unwrap_or_else(|| src.name.get_ref().clone()),
+                version: src.version.clone().unwrap_or_else(|| "0".to_owned()),
+                hints: read_statement(t.statements, &instance_id, "hints.md"),
+                created_at: task::iso8601(t.merged_at),
+                test_command: env.cfg.test_command.clone(),
+                log_parser: super::swebench::log_parser(env.format).to_owned(),
+            };
+            let task_name = names::task(&instance_id, track);
+            out.push(node::spec(
+                task_name.clone(),
+                Task(params),
+                TaskNames {
+                    triage: t.triage.to_owned(),
+                    screen: t.screen.to_owned(),
+                    // The task records the image that certified it.
+                    env: env
+                        .confine
+                        .docker()
+                        .is_some()
+                        .then(|| t.env_name.to_owned()),
+                },
+            ));
+            laid.push(((instance_id.clone(), track.to_owned()), task_name));
+        }
+    }
+    laid
+}
+
+/// What a candidate's screening nodes are laid out with.
+struct Screening<'a> {
+    candidate: &'a str,
+    triage: &'a str,
+    env: &'a EnvSettings<'a>,
+    env_name: &'a str,
+    store_dir: &'a Path,
+    repeats: u32,
+    redact: &'a RedactConfig,
+    watch: &'a [String],
+}
+
+/// A candidate's three trees, `repeats` runs of each (tree by tree, as the
+/// runs of a serial environment execute) and its screen; returns the
+/// screen's name.
+fn screening_nodes(out: &mut Vec<NodeSpec>, s: &Screening<'_>) -> String {
+    let cid = s.candidate;
+    for state in State::ALL {
+        let tree_name = names::tree(cid, state);
+        out.push(node::spec(
+            tree_name.clone(),
+            Tree {
+                params: TreeParams { state },
+                store_dir: s.store_dir.to_owned(),
+            },
+            TreeNames {
+                triage: s.triage.to_owned(),
+            },
+        ));
+        for r in 0..s.repeats {
+            out.push(node::spec(
+                names::screen_run(cid, state, r),
+                Run {
+                    params: s.env.run_params(s.redact, r, s.watch),
+                    store_dir: s.store_dir.to_owned(),
+                    env: s.env_name.to_owned(),
+                },
+                RunNames {
+                    tree: tree_name.clone(),
+                    env: s.env_name.to_owned(),
+                },
+            ));
+        }
+    }
+    let screen_name = names::screen(cid);
+    out.push(node::spec(
+        screen_name.clone(),
+        Screen(ScreenParams {
+            repeats: s.repeats,
+            report: s.env.format,
+        }),
+        ScreenNames {
+            triage: s.triage.to_owned(),
+            runs: screen::readings(s.repeats)
+                .map(|(state, r)| names::screen_run(cid, state, r))
+                .collect(),
+        },
+    ));
+    screen_name
+}
+
+/// Every `[[topic_split]]` names a candidate of the sources (unless the
+/// sources are bounded by since/limit, which may leave it out on purpose).
+fn check_topic_splits(pipeline: &Pipeline, seen: &HashSet<String>) -> Result<(), StageError> {
     // With bounds (since/limit) a split may name a candidate left out on purpose.
     let bounded = pipeline
         .file
@@ -250,7 +337,7 @@ pub(crate) fn nodes(
         .iter()
         .any(|s| s.since.is_some() || s.limit.is_some());
     for t in &pipeline.file.topic_split {
-        if !bounded && !seen_candidates.contains(t.candidate.get_ref()) {
+        if !bounded && !seen.contains(t.candidate.get_ref()) {
             return Err(pipeline
                 .error_at(
                     t.candidate.span(),
@@ -261,14 +348,16 @@ pub(crate) fn nodes(
                 .into());
         }
     }
-    let ctx = GradeLayout {
-        test_globs,
-        env_of: &env_of,
-        redact: &redact,
-        store_dir: &store_dir,
-        task_nodes: &task_nodes,
-    };
-    let not_graded = grade_nodes(pipeline, store, &ctx, out, &mut release_inputs, warnings)?;
+    Ok(())
+}
+
+/// The release node over every task, session, grade, metrics and judge reading.
+fn release_node(
+    pipeline: &Pipeline,
+    not_graded: Vec<(String, String)>,
+    release_inputs: ReleaseInputs,
+    warnings: &mut Vec<String>,
+) -> NodeSpec {
     let prices: BTreeMap<String, Price> = pipeline
         .file
         .prices
@@ -283,12 +372,11 @@ pub(crate) fn nodes(
         inputs,
         provenance: Some(super::provenance::Provenance::of(&pipeline.text)),
     };
-    out.push(node::spec(
+    node::spec(
         names::RELEASE.into(),
         release::Release(params),
         release_deps,
-    ));
-    Ok(docker_bases)
+    )
 }
 
 fn read_statement(dir: Option<&Path>, id: &str, ext: &str) -> Option<String> {

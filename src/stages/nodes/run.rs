@@ -129,7 +129,7 @@ pub(crate) async fn execute_tree(
     store_dir: &std::path::Path,
     ctx: &JobCtx,
 ) -> Result<(RunRecord, Vec<assay_engine::Digest>), JobError> {
-    let err = |e: &dyn std::fmt::Display| JobError::new(format!("run: {e}"));
+    let err = |e: &dyn std::fmt::Display| JobError::new(e.to_string());
     let mut record = RunRecord {
         sandbox: p.confine.label().to_owned(),
         ..RunRecord::default()

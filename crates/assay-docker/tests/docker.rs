@@ -754,10 +754,12 @@ fn a_run_dropped_with_its_runtime_removes_its_container() {
         std::thread::sleep(Duration::from_millis(200));
     }
     runtime.shutdown_background();
+    // A bound on "eventually", not a speed: with every docker test running
+    // side by side on a loaded 2-core machine the daemon took over 20 s.
     let start = Instant::now();
     while !containers_with(&marker).is_empty() {
         assert!(
-            start.elapsed() < Duration::from_secs(20),
+            start.elapsed() < Duration::from_secs(90),
             "the container outlived its runtime"
         );
         std::thread::sleep(Duration::from_millis(200));

@@ -348,7 +348,6 @@ super::node::inputs! {
 /// for, then the verdict.
 pub(crate) struct Grade {
     pub(crate) params: GradeParams,
-    pub(crate) format: assay_report::Format,
     pub(crate) store_dir: PathBuf,
     /// The env node its reruns and checks run in.
     pub(crate) env: String,
@@ -388,7 +387,8 @@ impl Kind for Grade {
 /// Gathers the readings (the graded run, then the checks and reruns
 /// [`verdict`](super::verdict) asks for) and records the decision.
 async fn grade(g: &Grade, i: GradeInputs, ctx: JobCtx) -> Result<Made<GradeRecord>, String> {
-    let (p, format, store_dir) = (&g.params, g.format, &g.store_dir);
+    let (p, store_dir) = (&g.params, &g.store_dir);
+    let format = p.run.report;
     let task_digest = i.task.key.to_hex();
     let (task, session, tree, env) = (
         i.task.record,
@@ -713,7 +713,6 @@ mod tests {
         let holds = |params: GradeParams| {
             let grade = Grade {
                 params,
-                format: Format::Unittest,
                 store_dir: PathBuf::new(),
                 env: "env:abc".into(),
             };

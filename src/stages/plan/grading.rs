@@ -180,7 +180,6 @@ pub(crate) fn grade_nodes(
                 grade_node.clone(),
                 grade::Grade {
                     params: gp,
-                    format: env.format,
                     store_dir: g.store_dir.to_owned(),
                     env: env_node.clone(),
                 },

@@ -204,10 +204,7 @@ pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>,
     }
     checked.inputs = inputs.len();
     if inputs.len() == record.deps.len() {
-        let read = |hex: &str| -> Result<Vec<u8>, String> {
-            let d: Digest = hex.parse()?;
-            store.blobs().get(&d).map_err(|e| e.to_string())
-        };
+        let read = crate::stages::read_from(store.blobs());
         let files = super::recompute::recompute_release(
             &display["params"],
             &record.params,

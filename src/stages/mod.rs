@@ -28,7 +28,7 @@ use nodes::{env, judge, release, step, tree};
 use plan::{layout, sources};
 
 pub(crate) use names::RELEASE as RELEASE_NODE;
-pub(crate) use release::{ReadBlob, ReleaseParams, ReleaseRecord, assemble};
+pub(crate) use release::{ReadBlob, ReleaseParams, ReleaseRecord, assemble, read_from};
 pub(crate) use sources::parse_date;
 
 use assay_engine::{Graph, GraphError, Store};

@@ -16,7 +16,7 @@ use assay_engine::{Digest, JobCtx};
 use assay_git::{ComposeError, PatchStep, TreeStore, patch_paths};
 use serde::Serialize;
 
-use super::node::{Kind, Made};
+use super::node::{Kind, Made, NoInputs};
 use super::records::{
     Arm, EnvRecord, Fault, GradeRecord, Receipt, RunRecord, SessionRecord, Skip, TaskRecord,
     TaskStatus, TreeRecord, Verdict,
@@ -159,10 +159,6 @@ pub(crate) struct SessionParams {
     pub(crate) error: Option<String>,
 }
 
-super::node::inputs! {
-    pub(crate) struct SessionInputs / SessionNames {}
-}
-
 /// Normalises a session: its patch into the blob store, named by digest.
 pub(crate) struct Session(pub(crate) SessionParams);
 
@@ -170,18 +166,14 @@ impl Kind for Session {
     const NAME: &'static str = "session";
     const VERSION: u32 = SESSION_VERSION;
     type Params = SessionParams;
-    type Inputs = SessionInputs;
+    type Inputs = NoInputs;
     type Record = SessionRecord;
 
     fn params(&self) -> &SessionParams {
         &self.0
     }
 
-    async fn run(
-        self: Arc<Self>,
-        _: SessionInputs,
-        ctx: JobCtx,
-    ) -> Result<Made<SessionRecord>, String> {
+    async fn run(self: Arc<Self>, _: NoInputs, ctx: JobCtx) -> Result<Made<SessionRecord>, String> {
         let s = &self.0.session;
         if let Some(e) = &self.0.error {
             return Err(format!("{}: {e}", s.id));

@@ -179,11 +179,7 @@ impl Kind for Release {
 
     async fn run(self: Arc<Self>, raw: Raw, ctx: JobCtx) -> Result<Made<ReleaseRecord>, String> {
         let inputs: Vec<(&[u8], Digest)> = raw.0.iter().map(|(b, k)| (b.as_slice(), *k)).collect();
-        let read = |hex: &str| -> Result<Vec<u8>, String> {
-            let d: Digest = hex.parse()?;
-            ctx.blobs.get(&d).map_err(|e| e.to_string())
-        };
-        let (files, funnel) = assemble(&self.0, &inputs, &read)?;
+        let (files, funnel) = assemble(&self.0, &inputs, &read_from(&ctx.blobs))?;
         let mut names = BTreeMap::new();
         let mut attachments = Vec::new();
         for (name, bytes) in files {
@@ -204,6 +200,16 @@ impl Kind for Release {
 /// Reads a content-addressed blob by its hex digest: the blob store for the
 /// job and `verify --release`, an audit bundle's `blobs/` for `verify --bundle`.
 pub(crate) type ReadBlob<'a> = &'a dyn Fn(&str) -> Result<Vec<u8>, String>;
+
+/// The [`ReadBlob`] of a blob store.
+pub(crate) fn read_from(
+    blobs: &assay_engine::Blobs,
+) -> impl Fn(&str) -> Result<Vec<u8>, String> + '_ {
+    move |hex: &str| {
+        let d: Digest = hex.parse()?;
+        blobs.get(&d).map_err(|e| e.to_string())
+    }
+}
 
 /// The release files from the release node's inputs (each with its node
 /// key), in input order: a pure function, shared by the job and `assay verify`.

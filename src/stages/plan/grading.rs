@@ -10,10 +10,11 @@ use super::error::StageError;
 use super::grade::{self, GradeParams, Policy, SessionParams, StageParams};
 use super::layout::ReleaseInputs;
 use super::metrics::{self, MetricsParams};
+use super::node::{self, NoNames};
 use super::redact::RedactConfig;
 use super::release::Input;
 use super::run::{Run, RunNames, RunParams};
-use super::{judge, names, node};
+use super::{judge, names};
 use crate::pipeline::Arm;
 use crate::pipeline::Pipeline;
 use crate::sessions::Session;
@@ -68,7 +69,7 @@ pub(crate) fn grade_nodes(
                 out.push(node::spec(
                     names::session(&id),
                     grade::Session(params),
-                    grade::SessionNames {},
+                    NoNames {},
                 ));
                 continue;
             }
@@ -124,7 +125,7 @@ pub(crate) fn grade_nodes(
         out.push(node::spec(
             session_node.clone(),
             grade::Session(params),
-            grade::SessionNames {},
+            NoNames {},
         ));
         release.push(session_node.clone(), Input::Session);
         let Some(env) = g.env_of.get(env_node) else {

@@ -170,9 +170,14 @@ pub(crate) struct Launch<'a> {
     pub(crate) log_path: PathBuf,
     pub(crate) log_cap: u64,
     pub(crate) timeout: Duration,
-    /// `ASSAY_ATTEMPT`: the repeat index of a screening run, the rerun
-    /// number of a grade's rerun.
-    pub(crate) attempt: u32,
+    /// `ASSAY_ATTEMPT`: the repeat index of a screening run (the maintainer's
+    /// code, whose flaky tests may read it). `None` for graded runs: graded
+    /// code must not tell a first run from a rerun or a check.
+    pub(crate) attempt: Option<u32>,
+    /// Tree-relative paths the run may read but not change: the hidden
+    /// test patch's files (written, replaced, renamed or unlinked). Empty
+    /// for screening and setup, which run no agent code.
+    pub(crate) protect: Vec<PathBuf>,
     /// Docker: the report file to copy out of the container's tree.
     pub(crate) report_file: Option<&'a str>,
     /// Docker: tree files to fingerprint after the run (tamper evidence).
@@ -184,13 +189,18 @@ fn host_path() -> String {
 }
 
 /// What every process of a run sees besides its paths: built from nothing.
-fn base_env(path: &str, attempt: u32) -> BTreeMap<String, String> {
+/// A graded run's environment says nothing that tells a first run from a
+/// rerun or a check: graded code that could tell them apart could behave
+/// differently in each.
+fn base_env(path: &str, attempt: Option<u32>) -> BTreeMap<String, String> {
     let mut env = BTreeMap::new();
     env.insert("PATH".to_owned(), path.to_owned());
     env.insert("LANG".to_owned(), "C.UTF-8".to_owned());
     env.insert("PYTHONDONTWRITEBYTECODE".to_owned(), "1".to_owned());
     env.insert("PYTHONHASHSEED".to_owned(), "0".to_owned());
-    env.insert("ASSAY_ATTEMPT".to_owned(), attempt.to_string());
+    if let Some(n) = attempt {
+        env.insert("ASSAY_ATTEMPT".to_owned(), n.to_string());
+    }
     env
 }
 
@@ -249,7 +259,7 @@ pub(crate) fn image_spec(
     timeout: Duration,
     log_cap: u64,
 ) -> ImageSpec {
-    let mut env = base_env(CONTAINER_PATH, 0);
+    let mut env = base_env(CONTAINER_PATH, None);
     env.insert("HOME".to_owned(), "/root".to_owned());
     env.insert("TMPDIR".to_owned(), "/tmp".to_owned());
     ImageSpec {

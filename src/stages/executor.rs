@@ -13,7 +13,6 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use assay_engine::JobError;
-use assay_git::TreeStore;
 
 use super::confine::{Confinement, DockerSettings, Executor, Launch};
 use super::records::EnvRecord;
@@ -57,15 +56,14 @@ impl EnvHandle {
     }
 }
 
-/// The watched (test) files of the staged tree: path -> blob id.
-pub(crate) type Watched = Vec<(String, String)>;
+/// The watched (test) files of the staged tree: path -> blake3 of the bytes
+/// the run was given (canaries included).
+pub(crate) type Watched = Vec<(String, [u8; 32])>;
 
 /// One test run, as a runner is handed it.
 pub(crate) struct TestRun<'a> {
     /// The process; its `tree` is the staged copy.
     pub(crate) launch: Launch<'a>,
-    /// Where the staged trees' blobs are, to compare the watched files with.
-    pub(crate) store_dir: &'a Path,
     pub(crate) staged: Watched,
 }
 
@@ -124,9 +122,8 @@ impl Runner for LocalRunner<'_> {
             let spec = super::confine::spec(self.conf, test.launch).map_err(|e| err(&e))?;
             let outcome = assay_exec::run(&spec).await.map_err(|e| err(&e))?;
             let changed = {
-                let (work, store_dir, staged) =
-                    (work.clone(), test.store_dir.to_owned(), test.staged);
-                tokio::task::spawn_blocking(move || changed_files(&store_dir, &work, &staged))
+                let (work, staged) = (work.clone(), test.staged);
+                tokio::task::spawn_blocking(move || changed_files(&work, &staged))
                     .await
                     .map_err(|e| err(&e))?
             };
@@ -161,9 +158,8 @@ impl Runner for DockerRunner<'_> {
             let docker = super::docker::client().await.map_err(|e| err(&e))?;
             let outcome = docker.run(&run).await.map_err(|e| err(&e))?;
             let changed = {
-                let (store_dir, staged) = (test.store_dir.to_owned(), test.staged);
-                let watched = outcome.watched.clone();
-                tokio::task::spawn_blocking(move || changed_in(&store_dir, &staged, &watched))
+                let (staged, watched) = (test.staged, outcome.watched.clone());
+                tokio::task::spawn_blocking(move || changed_in(&staged, &watched))
                     .await
                     .map_err(|e| err(&e))?
             };
@@ -229,19 +225,16 @@ fn read_report(path: &Path, cap: u64) -> Result<Vec<u8>, String> {
 
 /// The watched files whose bytes differ after the run from the staged ones
 /// (changed, deleted or replaced by a link), sorted.
-fn changed_files(store_dir: &Path, work: &Path, staged: &Watched) -> Vec<String> {
-    let Ok(store) = TreeStore::open_or_init(store_dir) else {
-        return staged.iter().map(|(p, _)| p.clone()).collect();
-    };
+fn changed_files(work: &Path, staged: &Watched) -> Vec<String> {
     let mut out: Vec<String> = staged
         .iter()
-        .filter(|(path, id)| {
+        .filter(|(path, then)| {
             let here = work.join(path);
             let is_file = std::fs::symlink_metadata(&here).is_ok_and(|m| m.is_file());
             !is_file
-                || match (std::fs::read(&here), store.read_blob(id)) {
-                    (Ok(now), Ok(then)) => now != then,
-                    _ => true,
+                || match std::fs::read(&here) {
+                    Ok(now) => blake3::hash(&now).as_bytes() != then,
+                    Err(_) => true,
                 }
         })
         .map(|(p, _)| p.clone())
@@ -253,20 +246,14 @@ fn changed_files(store_dir: &Path, work: &Path, staged: &Watched) -> Vec<String>
 /// The watched files whose fingerprints after a container run differ from
 /// the staged bytes (changed, deleted or no longer a regular file), sorted.
 fn changed_in(
-    store_dir: &Path,
     staged: &Watched,
     watched: &std::collections::BTreeMap<PathBuf, Option<[u8; 32]>>,
 ) -> Vec<String> {
-    let store = TreeStore::open_or_init(store_dir).ok();
     let mut out: Vec<String> = staged
         .iter()
-        .filter(|(path, id)| {
-            let then = store
-                .as_ref()
-                .and_then(|s| s.read_blob(id).ok())
-                .map(|bytes| *blake3::hash(&bytes).as_bytes());
+        .filter(|(path, then)| {
             let now = watched.get(Path::new(path)).copied().flatten();
-            then.is_none() || now != then
+            now != Some(*then)
         })
         .map(|(p, _)| p.clone())
         .collect();
@@ -335,11 +322,11 @@ mod tests {
                     log_path: root.join("log"),
                     log_cap: 1 << 16,
                     timeout: Duration::from_secs(30),
-                    attempt: 0,
+                    attempt: None,
+                protect: Vec::new(),
                     report_file: Some("report.txt"),
                     watch: Vec::new(),
                 },
-                store_dir: root,
                 staged: Vec::new(),
             }
         }

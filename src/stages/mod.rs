@@ -10,6 +10,7 @@
 //! - beside them what several share: `names` (node names), `records`,
 //!   `confine` (sandbox and limits), `redact`, `docker`, `swebench`.
 
+mod canary;
 mod confine;
 mod docker;
 mod error;

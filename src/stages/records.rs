@@ -143,6 +143,12 @@ pub(crate) struct EnvRecord {
 pub(crate) struct TreeRecord {
     pub(crate) tree: Option<String>,
     pub(crate) skipped: Option<Skip>,
+    /// A graded tree's hidden test files: the paths the task's test patch
+    /// writes, as `git apply` writes them. The run may not change them
+    /// and plants its canaries among them. Empty for screening trees
+    /// (whose records keep the bytes they always had).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) hidden: Vec<String>,
 }
 
 /// Why a tree was not composed. Stored as one line of text, `<kind>:
@@ -246,6 +252,14 @@ pub(crate) struct RunRecord {
     /// one keeps its bytes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) build_failures: Vec<assay_report::BuildFailure>,
+    /// A graded run's canary tests and what its report made of them (taken
+    /// out of `tests`; docs/security.md). Empty for screening runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) canaries: Vec<super::canary::Canary>,
+    /// A graded run that carried no canary: why. Its verdict is not
+    /// forgery-checked, and the release says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) unchecked: Option<String>,
 }
 
 impl RunRecord {
@@ -403,6 +417,10 @@ pub(crate) struct GradeRecord {
     /// audit bundle and the release must still be recomputable from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) log_tail: Option<LogTail>,
+    /// Why the graded run carried no canary, when it did not: the verdict
+    /// is then not forgery-checked (docs/security.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) unchecked: Option<String>,
 }
 
 /// The last lines of one evidence log (already redacted when stored).
@@ -567,6 +585,7 @@ mod tests {
         let none = TreeRecord {
             tree: Some("abc".into()),
             skipped: None,
+            hidden: Vec::new(),
         };
         assert_eq!(
             serde_json::to_string(&none).expect("serializes"),

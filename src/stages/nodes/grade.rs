@@ -27,13 +27,17 @@ use super::verdict::{self, Readings};
 pub(crate) const SESSION_VERSION: u32 = 1;
 /// 2: the test patch's files are reset in every arm; a patch that is not a
 /// diff fails to apply; the tests-and-infra policy.
-pub(crate) const STAGE_VERSION: u32 = 2;
+/// 3: the record lists the hidden test files (`hidden`).
+pub(crate) const STAGE_VERSION: u32 = 3;
 /// 2: tamper suspects; `no_report` on a certified task is the agent's.
 /// 3: a unit that does not build fails its expected tests (`unresolved`, the
 /// compiler's message in `detail`), never `no_report`.
 /// 4: a red grade of a run that ended with `is_error` is `infrastructure`'s.
 /// 5: a grade that is not `resolved` carries the tail of its last log.
-pub(crate) const GRADE_VERSION: u32 = 5;
+/// 6: canaries: a forged report is `unresolved`/agent; a graded run without
+/// canaries says why (`unchecked`); exit 127 on a certified task is the
+/// agent's.
+pub(crate) const GRADE_VERSION: u32 = 6;
 
 /// How much of a log a grade carries: the last lines, capped in bytes.
 const TAIL_LINES: usize = 40;
@@ -104,6 +108,20 @@ pub(crate) fn reset_paths(session_patch: &[u8], test_patch: &[u8]) -> Vec<String
         .into_iter()
         .map(|p| p.path)
         .filter(|p| hidden.contains(p))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The paths the hidden test patch leaves in the graded tree (not those it
+/// deletes), sorted: the files a run may not change.
+pub(crate) fn hidden_paths(test_patch: &[u8]) -> Vec<String> {
+    let mut out: Vec<String> = patch_paths(test_patch)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|p| !p.is_deleted)
+        .map(|p| p.path)
         .collect();
     out.sort();
     out.dedup();
@@ -252,6 +270,7 @@ fn stage(
     let skipped = |why: Skip| TreeRecord {
         tree: None,
         skipped: Some(why),
+        hidden: Vec::new(),
     };
     let record = if !task.certified || task.status != TaskStatus::Released {
         skipped(Skip::NotGraded(format!(
@@ -294,6 +313,7 @@ fn stage(
                     Ok(tree) => TreeRecord {
                         tree: Some(tree),
                         skipped: None,
+                        hidden: hidden_paths(task.test_patch.as_bytes()),
                     },
                     Err(ComposeError::Apply { label, stderr }) if label == "session" => {
                         skipped(Skip::PatchApplyFailed(stderr.trim().to_owned()))
@@ -404,6 +424,7 @@ async fn grade(g: &Grade, i: GradeInputs, ctx: JobCtx) -> Result<Made<GradeRecor
         executor: env.executor.clone(),
         image: env.image.clone(),
         log_tail: None,
+        unchecked: run.unchecked.clone(),
         session: session.id.clone(),
         instance_id: task.instance_id.clone(),
         track: task.track.clone(),
@@ -459,7 +480,7 @@ async fn grade(g: &Grade, i: GradeInputs, ctx: JobCtx) -> Result<Made<GradeRecor
                     command: template.replace("{tests}", &tests.join(" ")),
                     ..p.run.clone()
                 };
-                let (checked, att) = execute_tree(tree_id, &env, &how, 0, store_dir, &ctx)
+                let (checked, att) = execute_tree(tree_id, &tree.hidden, &env, &how, 0, store_dir, &ctx)
                     .await
                     .map_err(|e| e.0)?;
                 attachments.extend(att);
@@ -478,7 +499,7 @@ async fn grade(g: &Grade, i: GradeInputs, ctx: JobCtx) -> Result<Made<GradeRecor
                 command: rerun_command(p, &readings.first, &failing),
                 ..p.run.clone()
             };
-            let (again, att) = execute_tree(&tree_id, &env, &how, rerun, store_dir, &ctx)
+            let (again, att) = execute_tree(&tree_id, &tree.hidden, &env, &how, rerun, store_dir, &ctx)
                 .await
                 .map_err(|e| e.0)?;
             attachments.extend(att);

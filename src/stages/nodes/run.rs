@@ -20,6 +20,7 @@ use assay_git::TreeStore;
 use assay_report::{Format, Trust};
 use serde::Serialize;
 
+use super::canary::{self, Hidden, Planted};
 use super::confine::Launch;
 use super::executor::{EnvHandle, TestRun, Watched, runner};
 use super::node::{Kind, Made};
@@ -73,7 +74,9 @@ impl Kind for Run {
     /// 3: a reading whose units did not build is believed and records them
     /// (`build_failures`); a missing report file with a build failure in the log
     /// is such a reading.
-    const VERSION: u32 = 3;
+    /// 4: graded code cannot tell a run from a rerun (no `ASSAY_ATTEMPT`),
+    /// and the hidden test patch's files are out of its reach.
+    const VERSION: u32 = 4;
     const OBSERVATION: bool = true;
     type Params = RunParams;
     type Inputs = RunInputs;
@@ -93,7 +96,7 @@ impl Kind for Run {
             }));
         };
         let (record, attachments) =
-            execute_tree(tree_id, &i.env, p, p.repeat, &self.store_dir, &ctx)
+            execute_tree(tree_id, &i.tree.hidden, &i.env, p, p.repeat, &self.store_dir, &ctx)
                 .await
                 .map_err(|e| e.0)?;
         Ok(Made {
@@ -123,6 +126,7 @@ impl RunParams {
 /// reruns. Logs are redacted before they are stored.
 pub(crate) async fn execute_tree(
     tree_id: &str,
+    hidden: &[String],
     env: &EnvRecord,
     p: &RunParams,
     attempt: u32,
@@ -156,6 +160,31 @@ pub(crate) async fn execute_tree(
             .map_err(|e| err(&e))?
             .map_err(|e| err(&e))?
     };
+    let mut staged = staged;
+    let planted = if hidden.is_empty() {
+        None
+    } else {
+        let (work, hidden, command) = (work.clone(), hidden.to_vec(), p.command.clone());
+        let format = p.report;
+        let planted =
+            tokio::task::spawn_blocking(move || plant_canaries(&work, &hidden, format, &command))
+                .await
+                .map_err(|e| err(&e))?;
+        match planted {
+            Ok(planted) => {
+                for (path, bytes) in &planted.files {
+                    if let Some(w) = staged.iter_mut().find(|(p, _)| p == path) {
+                        w.1 = *blake3::hash(bytes).as_bytes();
+                    }
+                }
+                Some(planted)
+            }
+            Err(why) => {
+                record.unchecked = Some(why);
+                None
+            }
+        }
+    };
     let log_path = scratch.path().join("log");
     let env_handle = EnvHandle::of(env, &ctx.cache_dir);
     let watch = staged.iter().map(|(path, _)| PathBuf::from(path)).collect();
@@ -170,12 +199,13 @@ pub(crate) async fn execute_tree(
                 log_path: log_path.clone(),
                 log_cap: p.log_cap,
                 timeout: Duration::from_secs(p.timeout_s),
-                attempt,
+                // Graded code (a tree with hidden tests) sees no attempt number.
+                attempt: hidden.is_empty().then_some(attempt),
+                protect: hidden.iter().map(PathBuf::from).collect(),
                 report_file: p.report_file.as_deref(),
                 watch,
             },
-            store_dir,
-            staged,
+                        staged,
         })
         .await?;
     record.limit = ran.limit;
@@ -210,6 +240,9 @@ pub(crate) async fn execute_tree(
         }
     };
     read_outcomes(&mut record, p.report, &log, report_file);
+    if let Some(planted) = &planted {
+        record.canaries = canary::read(planted, &mut record.tests, &mut record.files);
+    }
     if record.timed_out {
         record.untrusted = Some(format!("timed out after {} s", p.timeout_s));
     } else if let Some(limit) = &record.limit {
@@ -273,6 +306,71 @@ fn read_outcomes(
     record.build_failures = report.build_failures;
 }
 
+/// Plants this run's canaries among the hidden test files of the tree at
+/// `work` (docs/security.md): fresh random names per run, the files
+/// rewritten in place before the run starts. `Err` says why the run carries
+/// none (it is then not forgery-checked).
+fn plant_canaries(
+    work: &std::path::Path,
+    hidden: &[String],
+    format: Format,
+    command: &str,
+) -> Result<Planted, String> {
+    /// The most of a directory's other test files read to keep names apart.
+    const BESIDE_CAP: u64 = 4 << 20;
+    let mut files = Vec::new();
+    for rel in hidden {
+        let path = work.join(rel);
+        let is_file = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
+        let Ok(text) = std::fs::read(&path).map_err(|_| ()).and_then(|t| is_file.then_some(t).ok_or(())) else {
+            continue;
+        };
+        let ext = path.extension().map(|e| e.to_owned());
+        let mut beside = String::new();
+        if let Some(dir) = path.parent()
+            && let Ok(entries) = std::fs::read_dir(dir)
+        {
+            for e in entries.flatten() {
+                let other = e.path();
+                let small = e.metadata().is_ok_and(|m| m.is_file() && m.len() < BESIDE_CAP);
+                if other != path && small && other.extension().map(|e| e.to_owned()) == ext {
+                    beside.push_str(&String::from_utf8_lossy(&std::fs::read(&other).unwrap_or_default()));
+                }
+            }
+        }
+        files.push((rel.clone(), text, beside));
+    }
+    let hidden: Vec<Hidden<'_>> = files
+        .iter()
+        .map(|(path, text, beside)| Hidden {
+            path,
+            text,
+            beside,
+        })
+        .collect();
+    let planted = canary::plant(format, command, &hidden, fresh_seed())?;
+    for (rel, bytes) in &planted.files {
+        std::fs::write(work.join(rel), bytes).map_err(|e| format!("planting canaries in {rel}: {e}"))?;
+    }
+    Ok(planted)
+}
+
+/// 32 bytes from the kernel's random source: canary names no patch can
+/// know in advance.
+fn fresh_seed() -> [u8; 32] {
+    use std::io::Read;
+    let mut seed = [0u8; 32];
+    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut seed));
+    if read.is_err() {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        seed = *blake3::hash(format!("{now}:{}", std::process::id()).as_bytes()).as_bytes();
+    }
+    seed
+}
+
 /// Materializes `tree_id` into `dest` and lists the watched files in it.
 fn stage_copy(
     store_dir: &std::path::Path,
@@ -286,12 +384,14 @@ fn stage_copy(
         return Ok(Vec::new());
     }
     let globs = super::triage::globset(watch).unwrap_or_else(|_| globset::GlobSet::empty());
-    Ok(store
-        .entries(tree_id)?
-        .into_iter()
-        .filter(|e| e.mode != 0o120000 && globs.is_match(&e.path))
-        .map(|e| (e.path, e.id))
-        .collect())
+    let mut out = Vec::new();
+    for e in store.entries(tree_id)? {
+        if e.mode != 0o120000 && globs.is_match(&e.path) {
+            let bytes = store.read_blob(&e.id)?;
+            out.push((e.path, *blake3::hash(&bytes).as_bytes()));
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -83,6 +83,7 @@ fn compose(
         return Ok(TreeRecord {
             tree: None,
             skipped: Some(Skip::Declined(triage.decision)),
+            hidden: Vec::new(),
         });
     }
     let store = TreeStore::open_or_init(store_dir).map_err(|e| e.to_string())?;
@@ -105,6 +106,7 @@ fn compose(
         Ok(tree) => TreeRecord {
             tree: Some(tree),
             skipped: None,
+            hidden: Vec::new(),
         },
         Err(e) => TreeRecord {
             tree: None,

@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use assay_report::{Format, Outcome};
 
+use super::super::canary;
 use super::grade::tamper_suspects;
 use super::records::{Fault, RunFacts, RunRecord, Skip, TaskRecord, TreeRecord, Verdict};
 
@@ -39,6 +40,18 @@ pub(crate) struct Readings {
 }
 
 impl Readings {
+    /// Why a reading the verdict rests on is forged, by its canaries
+    /// ([`canary::forged`]): a must-fail canary that passed in any run; a
+    /// missing or wrong canary in the runs that made `verdict` a pass (the
+    /// graded run for `resolved`, the reruns for `resolved_after_rerun`).
+    fn forged(&self, verdict: Verdict) -> Option<String> {
+        let first_passed = verdict == Verdict::Resolved;
+        std::iter::once((&self.first, first_passed))
+            .chain(self.reruns.iter().map(|r| (r, verdict.passed())))
+            .chain(self.checks.iter().map(|r| (r, false)))
+            .find_map(|(run, would_pass)| canary::forged(&run.canaries, would_pass))
+    }
+
     /// Test files whose bytes any of the runs changed, sorted.
     fn changed_test_files(&self) -> Vec<String> {
         let runs = std::iter::once(&self.first)
@@ -110,7 +123,17 @@ pub(crate) fn decide(g: &Graded<'_>, readings: &Readings) -> Decision {
     };
     blame_infrastructure(&mut d.fault, &mut d.detail, g.facts);
     let changed = readings.changed_test_files();
-    let (suspects, in_effect) = tamper_suspects(g.patch, g.excluded, g.tests, &changed);
+    let (mut suspects, in_effect) = tamper_suspects(g.patch, g.excluded, g.tests, &changed);
+    if let Some(why) = readings.forged(d.verdict) {
+        // A forged report says nothing true: whatever else it led to, the
+        // session is unresolved, and the forgery is the agent's code.
+        suspects.push(why.clone());
+        d.tamper = suspects;
+        d.verdict = Verdict::Unresolved;
+        d.fault = Fault::Agent;
+        d.detail = why;
+        return d;
+    }
     d.tamper = suspects;
     if in_effect && d.verdict.passed() {
         d.verdict = Verdict::Unresolved;
@@ -169,7 +192,9 @@ fn unusable(
             }
         });
     }
-    if run.env_failed || run.exit_code == Some(127) {
+    // Exit 127 (command not found) on a certified task is the patch's doing:
+    // the task's controls ran the same command in the same environment.
+    if run.env_failed || (run.exit_code == Some(127) && !task.certified) {
         return Some((
             Verdict::EnvSetupFailed,
             Fault::Harness,
@@ -200,11 +225,16 @@ fn unusable(
         || run.untrusted.is_some()
         || (run.tests.is_empty() && run.build_failures.is_empty())
     {
-        let why = run
+        let mut why = run
             .report_error
             .clone()
             .or(run.untrusted.clone())
             .unwrap_or_else(|| "the report holds no tests".into());
+        if run.exit_code == Some(127) {
+            why = format!(
+                "{why}; exit 127 (command or interpreter not found) while the task's controls ran the same command normally"
+            );
+        }
         // Graded tasks are certified: their controls reported normally, so a
         // run of this tree that gives no usable report is the patch's doing
         // (its code broke or faked the runner).
@@ -556,6 +586,7 @@ mod tests {
                 tree: TreeRecord {
                     tree: Some("4b825dc642cb6eb9a060e54bf8d69288fbee4904".into()),
                     skipped: None,
+                    hidden: Vec::new(),
                 },
                 facts: RunFacts::default(),
                 patch: PATCH.as_bytes().to_vec(),
@@ -569,6 +600,7 @@ mod tests {
             case.tree = TreeRecord {
                 tree: None,
                 skipped: Some(skip),
+                hidden: Vec::new(),
             };
             case
         }

@@ -77,6 +77,7 @@ pub(super) fn grade(
         executor: None,
         image: None,
         log_tail: None,
+        unchecked: None,
     };
     (record, format!("grade-{session}-{arm}"))
 }

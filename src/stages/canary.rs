@@ -1,0 +1,722 @@
+//! Canary tests: the generic forgery detector (docs/security.md, "Canaries").
+//!
+//! Every graded run plants, per run and with fresh random names, two tests
+//! in each hidden test file it can: one that must pass and one that must
+//! fail, shaped like the file's own tests (the same framework, names made
+//! of the words of the file's own test names, an assertion over integers
+//! whose only difference is the expected value). Graded code that neuters
+//! failing tests in general — a patched runner, an import hook, a faked
+//! report, a monkeypatched assertion — neuters the must-fail canary too; a
+//! report that drops the tests it does not know drops the canaries. So a
+//! reading is **forged** when:
+//!
+//! - a must-fail canary passed (whatever else the reading says), or
+//! - the reading would make the session pass while one of its canaries is
+//!   missing or has the wrong outcome. A canary is *expected* in a reading
+//!   only when the reading names another test of the canary's file, so a
+//!   rerun of other files, or a file the command does not run, never
+//!   forges anything.
+//!
+//! The canaries are taken out of the reading before it is graded: they
+//! never count as tests of the task.
+//!
+//! Built in for unittest, pytest (its own report or JUnit XML over `.py`
+//! files), `go test -json` and libtest (only with `--no-fail-fast`: plain
+//! `cargo test` stops at the first failing test binary, and the must-fail
+//! canary would keep the real tests from running). A command that stops at
+//! the first failure (`-x`, `--failfast`, `-failfast`) gets none. Without a
+//! canary a run is *not forgery-checked*, and its grade and the release
+//! say so. This module is pure: the run stage reads and writes the files.
+
+use std::collections::BTreeMap;
+
+use assay_report::{Format, Outcome};
+use serde::{Deserialize, Serialize};
+
+use crate::words::words;
+
+words! {
+    /// What a canary must do.
+    pub(crate) enum Must {
+        Pass = "pass",
+        Fail = "fail",
+    }
+}
+
+/// One planted canary and, once read back, what the run made of it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Canary {
+    /// The hidden test file it was planted in.
+    pub(crate) file: String,
+    /// The test function's name (for unittest, `Class.method`).
+    pub(crate) name: String,
+    pub(crate) must: Must,
+    /// Its outcome in the reading; `None` when the report did not name it.
+    pub(crate) seen: Option<Outcome>,
+    /// Whether the reading named another test of its file (so the canary
+    /// had to be there).
+    pub(crate) expected: bool,
+}
+
+/// What planting gives the run: the canaries, the new contents of the
+/// files they were planted in, and the test names of those files (to tell
+/// whether a reading ran the file).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Planted {
+    pub(crate) canaries: Vec<Canary>,
+    pub(crate) files: Vec<(String, Vec<u8>)>,
+    pub(crate) siblings: BTreeMap<String, Vec<String>>,
+}
+
+/// A hidden test file as the run stage hands it over: its path, its bytes,
+/// and the text of the other test files beside it (names must not clash
+/// with anything declared there: a Go package or a Python module namespace).
+pub(crate) struct Hidden<'a> {
+    pub(crate) path: &'a str,
+    pub(crate) text: &'a [u8],
+    pub(crate) beside: &'a str,
+}
+
+/// The canaries to plant for one run, or why this run gets none (then it
+/// is not forgery-checked). `seed` must be fresh randomness per run.
+pub(crate) fn plant(
+    format: Format,
+    command: &str,
+    hidden: &[Hidden<'_>],
+    seed: [u8; 32],
+) -> Result<Planted, String> {
+    if let Some(flag) = stops_at_first_failure(command) {
+        return Err(format!(
+            "the test command stops at the first failure (`{flag}`): a canary that must fail would stop the real tests"
+        ));
+    }
+    if matches!(format, Format::Libtest | Format::LibtestJson) && !command.contains("--no-fail-fast")
+    {
+        return Err(
+            "`cargo test` stops at the first failing test binary; add `--no-fail-fast` to the test command to have its runs forgery-checked".into(),
+        );
+    }
+    let mut rng = Rng::new(seed);
+    let mut out = Planted::default();
+    for h in hidden {
+        let Some(lang) = Lang::of(format, h.path) else {
+            continue;
+        };
+        let Ok(text) = std::str::from_utf8(h.text) else {
+            continue;
+        };
+        let Some(shape) = lang.shape(text) else {
+            continue;
+        };
+        let siblings = lang.test_names(text);
+        if siblings.is_empty() {
+            continue;
+        }
+        let taken = |name: &str| text.contains(name) || h.beside.contains(name);
+        let words = words_of(&siblings);
+        let mut names = Vec::new();
+        while names.len() < 3 {
+            let name = lang.name(&rng.pick_words(&words));
+            if !taken(&name) && !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        let musts = if rng.next() % 2 == 0 {
+            [Must::Pass, Must::Fail]
+        } else {
+            [Must::Fail, Must::Pass]
+        };
+        let pairs: Vec<(String, Must, Sum)> = musts
+            .iter()
+            .zip(&names[1..])
+            .map(|(must, name)| (name.clone(), *must, Sum::new(&mut rng, *must)))
+            .collect();
+        let appended = lang.source(&shape, &names[0], &pairs);
+        let mut bytes = h.text.to_vec();
+        if !bytes.ends_with(b"\n") {
+            bytes.push(b'\n');
+        }
+        bytes.extend_from_slice(appended.as_bytes());
+        for (name, must, _) in &pairs {
+            out.canaries.push(Canary {
+                file: h.path.to_owned(),
+                name: lang.report_name(&names[0], name),
+                must: *must,
+                seen: None,
+                expected: false,
+            });
+        }
+        out.siblings.insert(h.path.to_owned(), siblings);
+        out.files.push((h.path.to_owned(), bytes));
+    }
+    if out.canaries.is_empty() {
+        return Err(format!(
+            "no hidden test file could carry a {} canary",
+            format.as_str()
+        ));
+    }
+    Ok(out)
+}
+
+/// Takes the canaries out of a reading (`tests`, and `files` where the
+/// report names them) and records what the reading made of each.
+pub(crate) fn read(
+    planted: &Planted,
+    tests: &mut BTreeMap<String, Outcome>,
+    files: &mut BTreeMap<String, String>,
+) -> Vec<Canary> {
+    let mut out = planted.canaries.clone();
+    for c in &mut out {
+        let ids: Vec<String> = tests
+            .keys()
+            .filter(|id| names_test(id, &c.name))
+            .cloned()
+            .collect();
+        for id in &ids {
+            let outcome = tests.remove(id);
+            files.remove(id);
+            // Named twice: the worst outcome stands.
+            c.seen = match (c.seen, outcome) {
+                (Some(Outcome::Passed), Some(o)) | (None, Some(o)) => Some(o),
+                (seen, _) => seen,
+            };
+        }
+    }
+    for c in &mut out {
+        let siblings = planted.siblings.get(&c.file).map(Vec::as_slice);
+        c.expected = tests.keys().any(|id| {
+            files.get(id).is_some_and(|f| *f == c.file)
+                || siblings.is_some_and(|s| s.iter().any(|name| last_segment(id) == name))
+        });
+    }
+    out
+}
+
+/// Why a reading is forged, if it is; `would_pass` says whether it makes
+/// the session pass (then a missing or wrong canary forges it too).
+pub(crate) fn forged(canaries: &[Canary], would_pass: bool) -> Option<String> {
+    if let Some(c) = canaries
+        .iter()
+        .find(|c| c.must == Must::Fail && c.seen == Some(Outcome::Passed))
+    {
+        return Some(format!(
+            "report forged: the canary {} in {} must fail and passed",
+            c.name, c.file
+        ));
+    }
+    if !would_pass {
+        return None;
+    }
+    canaries.iter().find_map(|c| match (c.must, c.seen) {
+        (_, None) if c.expected => Some(format!(
+            "report forged: the canary {} in {} is missing while the file's other tests ran",
+            c.name, c.file
+        )),
+        (Must::Pass, Some(o)) if o != Outcome::Passed && c.expected => Some(format!(
+            "report forged: the canary {} in {} must pass and did not while the expected tests passed",
+            c.name, c.file
+        )),
+        (Must::Fail, Some(Outcome::Skipped)) if c.expected => Some(format!(
+            "report forged: the canary {} in {} must fail and was skipped",
+            c.name, c.file
+        )),
+        _ => None,
+    })
+}
+
+/// The flag of `command` that stops a run at its first failure, if any.
+fn stops_at_first_failure(command: &str) -> Option<&str> {
+    command.split_whitespace().find(|w| {
+        matches!(
+            *w,
+            "-x" | "--exitfirst" | "-f" | "--failfast" | "-failfast" | "--fail-fast"
+        ) || w.starts_with("--maxfail")
+            || w.starts_with("-failfast=")
+    })
+}
+
+/// Whether report id `id` names the test `name` (`Class.method` for
+/// unittest): `name` ends the id at an identifier boundary.
+fn names_test(id: &str, name: &str) -> bool {
+    let id = id.split(['[', ' ', '(']).next().unwrap_or(id);
+    let id = id.replace("::", ".").replace('/', ".");
+    id == name
+        || id
+            .strip_suffix(name)
+            .is_some_and(|head| head.ends_with('.'))
+}
+
+/// The last identifier of a report id (`tests.test_x.T.test_a` → `test_a`,
+/// `pkg.TestA` → `TestA`, `tests/x.py::test_a[1]` → `test_a`).
+fn last_segment(id: &str) -> &str {
+    let id = id.split(['[', ' ', '(']).next().unwrap_or(id);
+    id.rsplit([':', '.', '/']).next().unwrap_or(id)
+}
+
+/// The words of test names (`test_divide_by_zero`, `TestParseEmpty`),
+/// lower case, without the `test` prefix, for canary names shaped like
+/// the file's own.
+fn words_of(names: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for name in names {
+        let mut word = String::new();
+        let mut flush = |w: &mut String| {
+            let lw = w.to_ascii_lowercase();
+            if lw.len() >= 2 && lw != "test" && !out.contains(&lw) {
+                out.push(lw);
+            }
+            w.clear();
+        };
+        for ch in name.chars() {
+            if ch == '_' || ch.is_ascii_digit() {
+                flush(&mut word);
+            } else if ch.is_ascii_uppercase() && !word.is_empty() {
+                flush(&mut word);
+                word.push(ch);
+            } else {
+                word.push(ch);
+            }
+        }
+        flush(&mut word);
+    }
+    for w in FALLBACK_WORDS {
+        if out.len() >= 6 {
+            break;
+        }
+        if !out.iter().any(|o| o == w) {
+            out.push((*w).to_owned());
+        }
+    }
+    out
+}
+
+const FALLBACK_WORDS: &[&str] = &[
+    "value", "result", "empty", "order", "input", "update", "check", "format", "count", "range",
+    "basic", "case",
+];
+
+/// The expected value of a canary's assertion: right for a must-pass, one
+/// off for a must-fail; the same shape either way.
+struct Sum {
+    a: u32,
+    b: u32,
+    expected: u32,
+}
+
+impl Sum {
+    fn new(rng: &mut Rng, must: Must) -> Sum {
+        let a = 2 + (rng.next() % 90) as u32;
+        let b = 2 + (rng.next() % 90) as u32;
+        let off = if must == Must::Fail { 1 } else { 0 };
+        Sum {
+            a,
+            b,
+            expected: a + b + off,
+        }
+    }
+}
+
+/// The language of a hidden test file under a report format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lang {
+    Unittest,
+    Pytest,
+    Go,
+    Rust,
+}
+
+/// What the appended source must refer to.
+enum Shape {
+    /// The expression that names `unittest.TestCase` in this file.
+    TestCase(String),
+    Plain,
+}
+
+impl Lang {
+    fn of(format: Format, path: &str) -> Option<Lang> {
+        let file = path.rsplit('/').next().unwrap_or(path);
+        let py = file.ends_with(".py") && (file.starts_with("test") || file.ends_with("_test.py"));
+        match format {
+            Format::Unittest if py => Some(Lang::Unittest),
+            Format::Pytest | Format::Junit if py => Some(Lang::Pytest),
+            Format::GoTestJson if file.ends_with("_test.go") => Some(Lang::Go),
+            Format::Libtest | Format::LibtestJson if file.ends_with(".rs") => Some(Lang::Rust),
+            _ => None,
+        }
+    }
+
+    /// Whether the file can carry a canary, and what the canary names.
+    fn shape(self, text: &str) -> Option<Shape> {
+        match self {
+            Lang::Unittest => {
+                let line_starts = |p: &str| text.lines().any(|l| l.starts_with(p));
+                if line_starts("import unittest") {
+                    Some(Shape::TestCase("unittest.TestCase".into()))
+                } else if text
+                    .lines()
+                    .any(|l| l.starts_with("from unittest import") && l.contains("TestCase"))
+                {
+                    Some(Shape::TestCase("TestCase".into()))
+                } else {
+                    Some(Shape::TestCase("__import__(\"unittest\").TestCase".into()))
+                }
+            }
+            Lang::Pytest => Some(Shape::Plain),
+            Lang::Go => {
+                // Build constraints may keep the file out of the run; an
+                // aliased or dot import names `testing` otherwise.
+                let constrained = text
+                    .lines()
+                    .any(|l| l.starts_with("//go:build") || l.starts_with("// +build"));
+                let imports_testing = text
+                    .lines()
+                    .any(|l| matches!(l.trim(), "\"testing\"" | "import \"testing\""));
+                (!constrained && imports_testing).then_some(Shape::Plain)
+            }
+            Lang::Rust => {
+                // A file compiled only under a feature or platform may not run.
+                let gated = text.lines().any(|l| l.trim_start().starts_with("#![cfg"));
+                (!gated && text.contains("#[test]")).then_some(Shape::Plain)
+            }
+        }
+    }
+
+    /// The names of the file's own tests.
+    fn test_names(self, text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut after_test_attr = false;
+        for line in text.lines() {
+            let t = line.trim_start();
+            let name = match self {
+                Lang::Unittest | Lang::Pytest => t
+                    .strip_prefix("def test")
+                    .or_else(|| t.strip_prefix("async def test"))
+                    .map(|rest| format!("test{}", ident(rest))),
+                Lang::Go => t
+                    .strip_prefix("func Test")
+                    .filter(|rest| rest.contains("*testing.T"))
+                    .map(|rest| format!("Test{}", ident(rest))),
+                Lang::Rust => {
+                    if t.starts_with("#[test]") {
+                        after_test_attr = true;
+                        None
+                    } else if after_test_attr && !t.starts_with("#[") {
+                        after_test_attr = false;
+                        t.split("fn ").nth(1).map(|rest| ident(rest).to_owned())
+                    } else {
+                        None
+                    }
+                }
+            };
+            if let Some(n) = name.filter(|n| !n.is_empty()) {
+                out.push(n);
+            }
+        }
+        out
+    }
+
+    /// A test name built of `words`, in the language's convention.
+    fn name(self, words: &[&str]) -> String {
+        match self {
+            Lang::Unittest | Lang::Pytest => format!("test_{}", words.join("_")),
+            Lang::Go => {
+                let camel: String = words.iter().map(|w| capitalise(w)).collect();
+                format!("Test{camel}")
+            }
+            Lang::Rust => words.join("_"),
+        }
+    }
+
+    /// How the report names canary `name` (unittest: under its class).
+    fn report_name(self, class: &str, name: &str) -> String {
+        match self {
+            Lang::Unittest => format!("{}.{name}", class_name(class)),
+            _ => name.to_owned(),
+        }
+    }
+
+    /// The source appended to the file: the canaries, in its framework.
+    fn source(self, shape: &Shape, first: &str, canaries: &[(String, Must, Sum)]) -> String {
+        let mut s = String::new();
+        match (self, shape) {
+            (Lang::Unittest, Shape::TestCase(base)) => {
+                s.push_str(&format!("\n\nclass {}({base}):\n", class_name(first)));
+                for (i, (name, _, sum)) in canaries.iter().enumerate() {
+                    if i > 0 {
+                        s.push('\n');
+                    }
+                    s.push_str(&format!(
+                        "    def {name}(self):\n        self.assertEqual({} + {}, {})\n",
+                        sum.a, sum.b, sum.expected
+                    ));
+                }
+            }
+            (Lang::Pytest, _) | (Lang::Unittest, Shape::Plain) => {
+                for (name, _, sum) in canaries {
+                    s.push_str(&format!(
+                        "\n\ndef {name}():\n    assert {} + {} == {}\n",
+                        sum.a, sum.b, sum.expected
+                    ));
+                }
+            }
+            (Lang::Go, _) => {
+                for (name, _, sum) in canaries {
+                    s.push_str(&format!(
+                        "\nfunc {name}(t *testing.T) {{\n\tif got, want := {} + {}, {}; got != want {{\n\t\tt.Fatalf(\"got %d, want %d\", got, want)\n\t}}\n}}\n",
+                        sum.a, sum.b, sum.expected
+                    ));
+                }
+            }
+            (Lang::Rust, _) => {
+                for (name, _, sum) in canaries {
+                    s.push_str(&format!(
+                        "\n#[test]\nfn {name}() {{\n    assert_eq!({} + {}, {});\n}}\n",
+                        sum.a, sum.b, sum.expected
+                    ));
+                }
+            }
+            (Lang::Go | Lang::Rust, Shape::TestCase(_)) => {}
+        }
+        s
+    }
+}
+
+/// `test_value_order` → `TestValueOrder`.
+fn class_name(name: &str) -> String {
+    name.split('_')
+        .filter(|w| !w.is_empty())
+        .map(capitalise)
+        .collect()
+}
+
+fn capitalise(w: &str) -> String {
+    let mut c = w.chars();
+    match c.next() {
+        Some(f) => f.to_ascii_uppercase().to_string() + c.as_str(),
+        None => String::new(),
+    }
+}
+
+/// The identifier at the start of `s`.
+fn ident(s: &str) -> &str {
+    let end = s
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(s.len());
+    &s[..end]
+}
+
+/// A small deterministic stream over the run's random seed (blake3's XOF):
+/// the names and numbers of one run's canaries.
+struct Rng(blake3::OutputReader);
+
+impl Rng {
+    fn new(seed: [u8; 32]) -> Rng {
+        Rng(blake3::Hasher::new_derive_key("assay canary v1")
+            .update(&seed)
+            .finalize_xof())
+    }
+
+    fn next(&mut self) -> u64 {
+        let mut b = [0u8; 8];
+        self.0.fill(&mut b);
+        u64::from_le_bytes(b)
+    }
+
+    /// Two or three distinct words of `pool`.
+    fn pick_words<'a>(&mut self, pool: &'a [String]) -> Vec<&'a str> {
+        let n = 2 + (self.next() % 2) as usize;
+        let mut out: Vec<&str> = Vec::new();
+        while out.len() < n.min(pool.len()) {
+            let w = pool[(self.next() % pool.len() as u64) as usize].as_str();
+            if !out.contains(&w) {
+                out.push(w);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const UNITTEST_FILE: &str = "import unittest\n\nfrom calc.ops import divide\n\n\nclass TestDivide(unittest.TestCase):\n    def test_divide_by_zero(self):\n        with self.assertRaises(ValueError):\n            divide(1, 0)\n";
+
+    fn hidden<'a>(path: &'a str, text: &'a str) -> Hidden<'a> {
+        Hidden {
+            path,
+            text: text.as_bytes(),
+            beside: "",
+        }
+    }
+
+    fn planted(format: Format, path: &str, text: &str, seed: u8) -> Planted {
+        plant(format, "run tests", &[hidden(path, text)], [seed; 32]).unwrap()
+    }
+
+    #[test]
+    fn a_unittest_file_gets_a_class_with_a_passing_and_a_failing_canary() {
+        let p = planted(Format::Unittest, "tests/test_ops.py", UNITTEST_FILE, 1);
+        assert_eq!(p.canaries.len(), 2);
+        let musts: Vec<Must> = p.canaries.iter().map(|c| c.must).collect();
+        assert!(musts.contains(&Must::Pass) && musts.contains(&Must::Fail));
+        let (path, bytes) = &p.files[0];
+        assert_eq!(path, "tests/test_ops.py");
+        let text = std::str::from_utf8(bytes).unwrap();
+        assert!(text.starts_with(UNITTEST_FILE));
+        assert!(text.contains("(unittest.TestCase):"), "{text}");
+        for c in &p.canaries {
+            let (class, method) = c.name.split_once('.').unwrap();
+            assert!(text.contains(&format!("class {class}(")), "{text}");
+            assert!(text.contains(&format!("def {method}(self)")), "{text}");
+            assert!(!UNITTEST_FILE.contains(method));
+        }
+        assert_eq!(p.siblings["tests/test_ops.py"], vec!["test_divide_by_zero"]);
+    }
+
+    #[test]
+    fn names_are_fresh_per_seed_and_never_clash_with_the_files_own() {
+        let a = planted(Format::Unittest, "tests/test_ops.py", UNITTEST_FILE, 1);
+        let b = planted(Format::Unittest, "tests/test_ops.py", UNITTEST_FILE, 2);
+        assert_ne!(a.canaries[0].name, b.canaries[0].name);
+        let beside = "def test_zero_divide(): pass";
+        for seed in 0..50u8 {
+            let p = plant(
+                Format::Pytest,
+                "pytest -q",
+                &[Hidden {
+                    path: "tests/test_ops.py",
+                    text: UNITTEST_FILE.as_bytes(),
+                    beside,
+                }],
+                [seed; 32],
+            )
+            .unwrap();
+            for c in &p.canaries {
+                assert!(!UNITTEST_FILE.contains(&c.name) && !beside.contains(&c.name));
+            }
+        }
+    }
+
+    #[test]
+    fn the_canaries_run_as_their_framework_says() {
+        let go = "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Fatal(\"add\")\n\t}\n}\n";
+        let p = planted(Format::GoTestJson, "calc_test.go", go, 3);
+        let text = String::from_utf8(p.files[0].1.clone()).unwrap();
+        assert!(text.contains("(t *testing.T) {\n\tif got, want := "), "{text}");
+        assert!(p.canaries.iter().all(|c| c.name.starts_with("Test")));
+        // A build-constrained file may not run: no canary there.
+        let tagged = format!("//go:build integration\n\n{go}");
+        assert!(
+            plant(
+                Format::GoTestJson,
+                "go test",
+                &[hidden("x_test.go", &tagged)],
+                [0; 32]
+            )
+            .is_err()
+        );
+        let rust = "#[test]\nfn parses_empty() {\n    assert!(true);\n}\n";
+        let cargo = "cargo test --no-fail-fast";
+        let p = plant(
+            Format::Libtest,
+            cargo,
+            &[hidden("tests/parse.rs", rust)],
+            [4; 32],
+        )
+        .unwrap();
+        let text = String::from_utf8(p.files[0].1.clone()).unwrap();
+        assert_eq!(text.matches("#[test]").count(), 3, "{text}");
+        let refused = plant(
+            Format::Libtest,
+            "cargo test",
+            &[hidden("tests/parse.rs", rust)],
+            [4; 32],
+        );
+        assert!(refused.unwrap_err().contains("--no-fail-fast"));
+        let failfast = plant(
+            Format::Pytest,
+            "pytest -x",
+            &[hidden("tests/test_a.py", UNITTEST_FILE)],
+            [0; 32],
+        );
+        assert!(failfast.unwrap_err().contains("`-x`"));
+    }
+
+    /// A reading with the file's real test and the two canaries, as the
+    /// canary outcomes say.
+    fn reading(
+        p: &Planted,
+        real: Outcome,
+        outcome: impl Fn(Must) -> Option<Outcome>,
+    ) -> BTreeMap<String, Outcome> {
+        let mut tests = BTreeMap::new();
+        tests.insert(
+            "tests.test_ops.TestDivide.test_divide_by_zero".to_owned(),
+            real,
+        );
+        for c in &p.canaries {
+            if let Some(o) = outcome(c.must) {
+                tests.insert(format!("tests.test_ops.{}", c.name), o);
+            }
+        }
+        tests
+    }
+
+    fn honest(m: Must) -> Option<Outcome> {
+        Some(match m {
+            Must::Pass => Outcome::Passed,
+            Must::Fail => Outcome::Failed,
+        })
+    }
+
+    #[test]
+    fn an_honest_reading_is_not_forged_and_loses_its_canaries() {
+        let p = planted(Format::Unittest, "tests/test_ops.py", UNITTEST_FILE, 5);
+        let mut tests = reading(&p, Outcome::Passed, honest);
+        let read_back = read(&p, &mut tests, &mut BTreeMap::new());
+        assert_eq!(tests.len(), 1, "only the real test is left: {tests:?}");
+        assert!(read_back.iter().all(|c| c.expected && c.seen.is_some()));
+        assert_eq!(forged(&read_back, true), None);
+    }
+
+    #[test]
+    fn a_must_fail_canary_that_passed_forges_the_reading_whatever_else_it_says() {
+        let p = planted(Format::Unittest, "tests/test_ops.py", UNITTEST_FILE, 6);
+        let mut tests = reading(&p, Outcome::Failed, |_| Some(Outcome::Passed));
+        let c = read(&p, &mut tests, &mut BTreeMap::new());
+        let why = forged(&c, false).expect("forged");
+        assert!(why.contains("must fail and passed"), "{why}");
+    }
+
+    #[test]
+    fn a_missing_or_wrong_canary_forges_a_reading_only_when_it_would_pass() {
+        let p = planted(Format::Unittest, "tests/test_ops.py", UNITTEST_FILE, 7);
+        let mut tests = reading(&p, Outcome::Passed, |_| None);
+        let c = read(&p, &mut tests, &mut BTreeMap::new());
+        assert!(forged(&c, true).unwrap().contains("is missing"));
+        assert_eq!(forged(&c, false), None);
+        // Told apart and failed on purpose: the must-pass did not pass.
+        let mut tests = reading(&p, Outcome::Passed, |_| Some(Outcome::Failed));
+        let c = read(&p, &mut tests, &mut BTreeMap::new());
+        assert!(forged(&c, true).unwrap().contains("must pass"));
+        // A reading that ran none of the file's tests expects no canary.
+        let mut tests = BTreeMap::from([("tests.test_x.T.test_other".to_owned(), Outcome::Passed)]);
+        let c = read(&p, &mut tests, &mut BTreeMap::new());
+        assert!(c.iter().all(|c| !c.expected));
+        assert_eq!(forged(&c, true), None);
+    }
+
+    #[test]
+    fn report_ids_name_a_canary_in_every_framework_spelling() {
+        assert!(names_test("tests.test_x.TestValueOrder.test_value_order", "TestValueOrder.test_value_order"));
+        assert!(names_test("tests/test_x.py::test_value_order", "test_value_order"));
+        assert!(names_test("tests/test_x.py::test_value_order[1]", "test_value_order"));
+        assert!(names_test("example.com/calc.TestValueOrder", "TestValueOrder"));
+        assert!(names_test("tests::value_order", "value_order"));
+        assert!(!names_test("tests.test_x.T.test_value_order_two", "test_value_order"));
+        assert!(!names_test("tests.test_x.T.xtest_value_order", "test_value_order"));
+        assert_eq!(last_segment("tests/test_x.py::test_a[1]"), "test_a");
+        assert_eq!(last_segment("pkg.TestA"), "TestA");
+    }
+}

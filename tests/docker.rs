@@ -283,6 +283,12 @@ fn hostile_code_reaches_nothing_outside_its_tree_and_is_never_resolved_on_docker
     hostile_code_is_confined(Executor::Docker);
 }
 
+#[test]
+fn forged_reports_are_caught_by_the_canaries_on_docker() {
+    base_image();
+    util::forgery::forged_reports_are_caught(Executor::Docker);
+}
+
 // ---- no container outlives a build -------------------------------------------------
 
 /// Sleeps at import, far past the run's timeout.

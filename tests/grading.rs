@@ -47,7 +47,7 @@ fn a_correct_fix_is_resolved_in_both_arms() {
 }
 
 #[test]
-fn code_failing_only_on_a_trees_first_run_is_resolved_after_rerun() {
+fn code_failing_only_in_a_whole_suite_run_is_resolved_after_rerun() {
     let f = Fixture::new();
     f.default_pipeline();
     let patch = f.diff1(&[("pkg/ops.py", Some(OPS_FLAKY))]);
@@ -1310,6 +1310,11 @@ fn explain_lists_the_grades_behind_a_published_number() {
 #[test]
 fn hostile_code_reaches_nothing_outside_its_tree_and_is_never_resolved() {
     hostile_code_is_confined(Executor::Local);
+}
+
+#[test]
+fn forged_reports_fake_output_import_hooks_neutered_asserts_and_exit_127_are_the_agents() {
+    util::forgery::forged_reports_are_caught(Executor::Local);
 }
 
 #[test]

@@ -475,7 +475,6 @@ impl Lang {
                     ));
                 }
             }
-            (Lang::Go | Lang::Rust, Shape::TestCase(_)) => {}
         }
         s
     }

@@ -17,6 +17,7 @@ pub mod csv;
 pub mod example;
 pub mod files;
 pub mod fixture;
+pub mod forgery;
 pub mod git;
 pub mod processes;
 pub mod project;

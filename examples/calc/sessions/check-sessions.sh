@@ -18,11 +18,11 @@
 #      them too) -> patch_apply_failed;
 #   3. apply the hidden test patch (git diff BASE HEAD -- tests/); a failure
 #      is test_patch_conflict;
-#   4. python3 -m unittest -v at the tree root, ASSAY_ATTEMPT = the attempt
-#      at this tree (0, then the rerun number); log over 1 MiB ->
+#   4. python3 -m unittest -v at the tree root (a rerun names the failing
+#      tests' files; graded runs see no ASSAY_ATTEMPT); log over 1 MiB ->
 #      ineligible; exit 127 -> env_setup_failed; no test lines -> no_report;
 #   5. FAIL_TO_PASS + PASS_TO_PASS all ok -> resolved; otherwise rerun the
-#      whole command up to 3 times: ok then -> resolved_after_rerun, else
+#      failing files up to 3 times: ok then -> resolved_after_rerun, else
 #      unresolved.
 # Runs are shared between the arms when the two staged trees are identical
 # (as assay shares runs of identical trees), so a first-run-only flake is
@@ -123,10 +123,11 @@ def stage(commit, dest, tests_from=None):
             raise SystemExit(f"git archive {tests_from} tests failed")
 
 
-def run_tests(tree, env_dir, attempt=0):
-    env = dict(os.environ, ASSAY_ENV=env_dir, ASSAY_ATTEMPT=str(attempt),
+def run_tests(tree, env_dir, files=()):
+    env = dict(os.environ, ASSAY_ENV=env_dir,
                PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0")
-    proc = subprocess.run(["python3", "-m", "unittest", "-v"], cwd=tree, env=env,
+    env.pop("ASSAY_ATTEMPT", None)
+    proc = subprocess.run(["python3", "-m", "unittest", "-v", *files], cwd=tree, env=env,
                           capture_output=True, timeout=300)
     log = proc.stdout + proc.stderr
     results = {}
@@ -273,9 +274,9 @@ def grade(sid, task, patch, arm, env_dir, run_cache):
     if digest in run_cache:
         return run_cache[digest][0], run_cache[digest][1] + " (run shared with the other arm)"
     graded = t["f2p"] + t["p2p"]
-    verdict, why = None, ""
+    verdict, why, files = None, "", ()
     for attempt in range(1 + RERUNS):
-        code, results, log_len = run_tests(tree, env_dir, attempt)
+        code, results, log_len = run_tests(tree, env_dir, files)
         if log_len > LOG_CAP:
             verdict, why = "ineligible", f"log {log_len} bytes > cap {LOG_CAP}"
             break
@@ -290,6 +291,8 @@ def grade(sid, task, patch, arm, env_dir, run_cache):
             verdict = "resolved" if attempt == 0 else "resolved_after_rerun"
             why = f"{len(graded)} graded tests ok" + (f" on rerun {attempt}" if attempt else "")
             break
+        # A rerun names the failing tests' files, as `rerun_command` does.
+        files = sorted({"/".join(x.split(".")[:2]) + ".py" for x in failing})
         if attempt == RERUNS:
             verdict = "unresolved"
             why = "failing: " + ", ".join(x.split(".")[-1] for x in failing)

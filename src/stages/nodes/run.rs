@@ -20,7 +20,7 @@ use assay_git::TreeStore;
 use assay_report::{Format, Trust};
 use serde::Serialize;
 
-use super::canary::{self, Hidden, Planted};
+use super::super::canary::{self, Hidden, Planted};
 use super::confine::Launch;
 use super::executor::{EnvHandle, TestRun, Watched, runner};
 use super::node::{Kind, Made};

@@ -114,6 +114,7 @@ fn compose(
                 "cannot compose the {} state: {e}",
                 state.as_str()
             ))),
+            hidden: Vec::new(),
         },
     })
 }

@@ -65,6 +65,17 @@ pub(super) fn report(index: &Index<'_>, summary: &Value) -> String {
     if summary["graded_unsandboxed"] == Value::Bool(true) {
         h.push_str("<p class=\"warn\"><strong>Graded unsandboxed</strong> (<code>[env] sandbox = \"none\"</code>): agent code ran with the grader's rights on the host; these verdicts are not tamper-resistant.</p>\n");
     }
+    if let Some(list) = summary["not_forgery_checked"].as_array() {
+        h.push_str("<p class=\"warn\"><strong>Not forgery-checked</strong>: these grades' runs carried no canary test, so a report faked by the graded code would not be caught (docs/security.md):</p>\n<ul>\n");
+        for item in list {
+            h.push_str(&format!(
+                "<li>{} grades: {}</li>\n",
+                item["grades"],
+                esc(item["why"].as_str().unwrap_or_default())
+            ));
+        }
+        h.push_str("</ul>\n");
+    }
     let agents: Vec<&Value> = summary["agents"]
         .as_object()
         .map(|m| m.values().collect())

@@ -256,6 +256,21 @@ pub(super) fn summary(index: &Index<'_>) -> (Value, Sources) {
         "graded_unsandboxed",
         Value::Bool(sandboxes.contains(&"none")),
     );
+    // Grades whose run carried no canary (docs/security.md), by why: their
+    // verdicts are not forgery-checked. Absent when every grade was.
+    let mut unchecked: BTreeMap<&str, u64> = BTreeMap::new();
+    for g in &index.grades {
+        if let Some(why) = &g.0.unchecked {
+            *unchecked.entry(why.as_str()).or_default() += 1;
+        }
+    }
+    if !unchecked.is_empty() {
+        let list: Vec<Value> = unchecked
+            .into_iter()
+            .map(|(why, grades)| json!({ "why": why, "grades": grades }))
+            .collect();
+        root.text("not_forgery_checked", list);
+    }
     // The images tasks were certified and sessions graded in, when any were
     // (docker); absent when everything ran locally.
     let environments: BTreeSet<(&str, &str)> = index

@@ -361,7 +361,6 @@ fn the_bundled_example_builds_what_its_documents_say() {
             "unresolved",
             "patch_apply_failed",
             "no_report",
-            "env_setup_failed",
             "ineligible",
         ]),
         "the README's list of verdicts"

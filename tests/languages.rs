@@ -20,13 +20,14 @@ const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/gocalc");
 const PKG: &str = "example.com/gocalc";
 
 /// A session that fixes nothing: an `init()` in the package prints a
-/// passing `go test -json` event for every test it finds in the package's
-/// test files (the canaries among them) and exits 0 before any test runs.
+/// passing result for every test it finds in the package's test files (the
+/// canaries among them), which `go test -json` turns into pass events, and
+/// exits 0 before any test runs.
 const FORGE_INIT_PATCH: &str = r#"diff --git a/forge.go b/forge.go
 new file mode 100644
 --- /dev/null
 +++ b/forge.go
-@@ -0,0 +1,25 @@
+@@ -0,0 +1,24 @@
 +package gocalc
 +
 +import (
@@ -37,19 +38,18 @@ new file mode 100644
 +)
 +
 +// init runs before any test: it reports every test of the package as
-+// passed, in go test -json's own words, and exits 0. Nothing is fixed.
++// passed, in the words test2json turns into pass events, and exits 0.
++// Nothing is fixed.
 +func init() {
 +	files, _ := filepath.Glob("*_test.go")
 +	re := regexp.MustCompile(`(?m)^func (Test\w+)\(`)
 +	for _, f := range files {
 +		src, _ := os.ReadFile(f)
 +		for _, m := range re.FindAllStringSubmatch(string(src), -1) {
-+			line := fmt.Sprintf("{\"Action\":\"pass\",\"Package\":\"example.com/gocalc\",\"Test\":%q,\"Elapsed\":0}\n", m[1])
-+			os.Stdout.WriteString(line)
-+			os.Stderr.WriteString(line)
++			fmt.Printf("=== RUN   %s\n--- PASS: %s (0.00s)\n", m[1], m[1])
 +		}
 +	}
-+	fmt.Fprint(os.Stderr, "{\"Action\":\"pass\",\"Package\":\"example.com/gocalc\",\"Elapsed\":0}\n")
++	fmt.Println("PASS")
 +	os.Exit(0)
 +}
 "#;

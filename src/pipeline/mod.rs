@@ -198,6 +198,22 @@ pub(crate) struct EnvConfig {
     /// Save the environment image into the cache as a blob (docker), so it
     /// can be loaded back when the daemon loses it. Default false.
     pub(crate) export: Option<Spanned<bool>>,
+    /// The canary tests of a framework assay has none built in for
+    /// (docs/security.md, "Canaries"): which hidden test files carry them,
+    /// and the source appended per canary.
+    pub(crate) canary: Option<Spanned<CanaryTemplate>>,
+}
+
+/// `[env] canary = { files = [...], template = "..." }`: a canary planted
+/// in each hidden test file matching `files`, appended as `template` with
+/// `{name}` (a fresh snake_case name, unique in the report), `{a}`, `{b}`
+/// and `{sum}` (`a + b` for the canary that must pass, one more for the one
+/// that must fail) filled in.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CanaryTemplate {
+    pub(crate) files: Vec<String>,
+    pub(crate) template: String,
 }
 
 /// `[env]`: either the one environment of every source (`[env]` with the

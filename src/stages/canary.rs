@@ -77,6 +77,13 @@ pub(crate) struct Hidden<'a> {
     pub(crate) beside: &'a str,
 }
 
+/// A pipeline's own canary (`[env] canary`), for a framework with none
+/// built in: the files it goes in and the source of one canary.
+pub(crate) struct Custom<'a> {
+    pub(crate) files: &'a globset::GlobSet,
+    pub(crate) template: &'a str,
+}
+
 /// The canaries to plant for one run, or why this run gets none (then it
 /// is not forgery-checked). `seed` must be fresh randomness per run.
 pub(crate) fn plant(
@@ -84,6 +91,7 @@ pub(crate) fn plant(
     command: &str,
     hidden: &[Hidden<'_>],
     seed: [u8; 32],
+    custom: Option<&Custom<'_>>,
 ) -> Result<Planted, String> {
     if let Some(flag) = stops_at_first_failure(command) {
         return Err(format!(
@@ -98,6 +106,15 @@ pub(crate) fn plant(
     }
     let mut rng = Rng::new(seed);
     let mut out = Planted::default();
+    if let Some(custom) = custom {
+        for h in hidden.iter().filter(|h| custom.files.is_match(h.path)) {
+            plant_custom(custom.template, h, &mut rng, &mut out);
+        }
+        if out.canaries.is_empty() {
+            return Err("no hidden test file matches `[env] canary` files".into());
+        }
+        return Ok(out);
+    }
     for h in hidden {
         let Some(lang) = Lang::of(format, h.path) else {
             continue;
@@ -158,6 +175,54 @@ pub(crate) fn plant(
     Ok(out)
 }
 
+/// Appends two canaries of a pipeline's own `template` to `h`.
+fn plant_custom(template: &str, h: &Hidden<'_>, rng: &mut Rng, out: &mut Planted) {
+    let text = String::from_utf8_lossy(h.text);
+    let stem = h.path.rsplit('/').next().unwrap_or(h.path);
+    let stem = stem.split('.').next().unwrap_or(stem);
+    let words = words_of(&[stem.to_owned()]);
+    let mut names: Vec<String> = Vec::new();
+    while names.len() < 2 {
+        let name = rng.pick_words(&words).join("_");
+        if !text.contains(&name) && !h.beside.contains(&name) && !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    let musts = if rng.next() % 2 == 0 {
+        [Must::Pass, Must::Fail]
+    } else {
+        [Must::Fail, Must::Pass]
+    };
+    let mut bytes = h.text.to_vec();
+    if !bytes.ends_with(b"\n") {
+        bytes.push(b'\n');
+    }
+    for (name, must) in names.iter().zip(musts) {
+        let sum = Sum::new(rng, must);
+        let source = template
+            .replace("{name}", name)
+            .replace("{a}", &sum.a.to_string())
+            .replace("{b}", &sum.b.to_string())
+            .replace("{sum}", &sum.expected.to_string());
+        bytes.push(b'\n');
+        bytes.extend_from_slice(source.as_bytes());
+        if !source.ends_with('\n') {
+            bytes.push(b'\n');
+        }
+        out.canaries.push(Canary {
+            file: h.path.to_owned(),
+            name: name.clone(),
+            must,
+            seen: None,
+            expected: false,
+        });
+    }
+    // The file's own tests are unknown: a reading runs the file when the
+    // report names it (or its stem) for one of its tests.
+    out.siblings.insert(h.path.to_owned(), Vec::new());
+    out.files.push((h.path.to_owned(), bytes));
+}
+
 /// Takes the canaries out of a reading (`tests`, and `files` where the
 /// report names them) and records what the reading made of each.
 pub(crate) fn read(
@@ -184,9 +249,15 @@ pub(crate) fn read(
     }
     for c in &mut out {
         let siblings = planted.siblings.get(&c.file).map(Vec::as_slice);
+        let stem = c.file.rsplit('/').next().unwrap_or(&c.file);
+        let stem = stem.split('.').next().unwrap_or(stem);
         c.expected = tests.keys().any(|id| {
             files.get(id).is_some_and(|f| *f == c.file)
-                || siblings.is_some_and(|s| s.iter().any(|name| last_segment(id) == name))
+                || match siblings {
+                    Some([]) => id.contains(&c.file) || id.contains(stem),
+                    Some(s) => s.iter().any(|name| last_segment(id) == name),
+                    None => false,
+                }
         });
     }
     out
@@ -236,8 +307,16 @@ fn stops_at_first_failure(command: &str) -> Option<&str> {
 }
 
 /// Whether report id `id` names the test `name` (`Class.method` for
-/// unittest): `name` ends the id at an identifier boundary.
+/// unittest): `name` ends the id at an identifier boundary, or (a custom
+/// canary's description) stands in it as a whole word.
 fn names_test(id: &str, name: &str) -> bool {
+    let word = |w: &str| w == name;
+    if id
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .any(word)
+    {
+        return true;
+    }
     let id = id.split(['[', ' ', '(']).next().unwrap_or(id);
     let id = id.replace("::", ".").replace('/', ".");
     id == name
@@ -550,7 +629,7 @@ mod tests {
     }
 
     fn planted(format: Format, path: &str, text: &str, seed: u8) -> Planted {
-        plant(format, "run tests", &[hidden(path, text)], [seed; 32]).unwrap()
+        plant(format, "run tests", &[hidden(path, text)], [seed; 32], None).unwrap()
     }
 
     #[test]
@@ -589,6 +668,7 @@ mod tests {
                     beside,
                 }],
                 [seed; 32],
+                None,
             )
             .unwrap();
             for c in &p.canaries {
@@ -611,7 +691,8 @@ mod tests {
                 Format::GoTestJson,
                 "go test",
                 &[hidden("x_test.go", &tagged)],
-                [0; 32]
+                [0; 32],
+                None,
             )
             .is_err()
         );
@@ -622,6 +703,7 @@ mod tests {
             cargo,
             &[hidden("tests/parse.rs", rust)],
             [4; 32],
+            None,
         )
         .unwrap();
         let text = String::from_utf8(p.files[0].1.clone()).unwrap();
@@ -631,6 +713,7 @@ mod tests {
             "cargo test",
             &[hidden("tests/parse.rs", rust)],
             [4; 32],
+            None,
         );
         assert!(refused.unwrap_err().contains("--no-fail-fast"));
         let failfast = plant(
@@ -638,8 +721,50 @@ mod tests {
             "pytest -x",
             &[hidden("tests/test_a.py", UNITTEST_FILE)],
             [0; 32],
+            None,
         );
         assert!(failfast.unwrap_err().contains("`-x`"));
+    }
+
+    #[test]
+    fn a_pipelines_own_template_plants_two_canaries_in_the_files_it_names() {
+        let js = "test('adds', () => { expect(add(1, 2)).toBe(3); });\n";
+        let files = crate::stages::nodes::triage::globset(&["**/*.test.js".to_owned()]).unwrap();
+        let custom = Custom {
+            files: &files,
+            template: "test('{name}', () => { expect({a} + {b}).toBe({sum}); });",
+        };
+        let p = plant(
+            Format::Junit,
+            "npx jest",
+            &[hidden("src/add.test.js", js), hidden("src/add.js", "x")],
+            [9; 32],
+            Some(&custom),
+        )
+        .unwrap();
+        assert_eq!(p.canaries.len(), 2);
+        assert_eq!(p.files.len(), 1, "only the matching file");
+        let text = String::from_utf8(p.files[0].1.clone()).unwrap();
+        for c in &p.canaries {
+            assert!(text.contains(&format!("test('{}', ", c.name)), "{text}");
+        }
+        // Read back from a JUnit report that names the file.
+        let mut tests: BTreeMap<String, Outcome> = p
+            .canaries
+            .iter()
+            .map(|c| (format!("src/add.test.js.{}", c.name), honest(c.must).unwrap()))
+            .collect();
+        tests.insert("src/add.test.js.adds".into(), Outcome::Passed);
+        let c = read(&p, &mut tests, &mut BTreeMap::new());
+        assert!(c.iter().all(|c| c.expected && c.seen.is_some()), "{c:?}");
+        assert_eq!(forged(&c, true), None);
+        let none = crate::stages::nodes::triage::globset(&["**/*.spec.ts".to_owned()]).unwrap();
+        let custom = Custom {
+            files: &none,
+            template: "x",
+        };
+        let missing = plant(Format::Junit, "jest", &[hidden("a.test.js", js)], [1; 32], Some(&custom));
+        assert!(missing.is_err());
     }
 
     /// A reading with the file's real test and the two canaries, as the

@@ -713,6 +713,7 @@ mod tests {
             repeat: 0,
             confine: Default::default(),
             watch: Vec::new(),
+            canary: None,
         };
         let params = |reruns, check: Option<&str>, run: &RunParams| GradeParams {
             arm: crate::pipeline::Arm::Exclude,

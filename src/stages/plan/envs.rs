@@ -44,6 +44,7 @@ impl EnvSettings<'_> {
             repeat,
             confine: self.confine.clone(),
             watch: watch.to_vec(),
+            canary: self.cfg.canary.as_ref().map(|c| c.get_ref().clone()),
         }
     }
 
@@ -88,6 +89,26 @@ impl<'a> Envs<'a> {
                     "use one of: junit, pytest, unittest, libtest, libtest-json, go-test-json, tap",
                 )
             })?;
+            if let Some(canary) = &cfg.canary {
+                let c = canary.get_ref();
+                let bad = if crate::stages::nodes::triage::globset(&c.files).is_err() {
+                    Some("a glob of `files` does not parse")
+                } else if !c.template.contains("{name}") || !c.template.contains("{sum}") {
+                    Some("the template needs `{name}` (the test's name) and `{sum}` (its expected value)")
+                } else {
+                    None
+                };
+                if let Some(why) = bad {
+                    return Err(pipeline
+                        .error_at(
+                            canary.span(),
+                            format!("[env] canary: {why}"),
+                            "this canary",
+                            "e.g. canary = { files = [\"**/*.test.js\"], template = \"test('{name}', () => expect({a} + {b}).toBe({sum}))\" } (docs/security.md)",
+                        )
+                        .into());
+                }
+            }
             let confine = super::layout::confinement(pipeline, cfg, warnings)?;
             let export =
                 confine.docker().is_some() && cfg.export.as_ref().is_some_and(|e| *e.get_ref());

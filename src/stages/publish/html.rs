@@ -66,7 +66,7 @@ pub(super) fn report(index: &Index<'_>, summary: &Value) -> String {
         h.push_str("<p class=\"warn\"><strong>Graded unsandboxed</strong> (<code>[env] sandbox = \"none\"</code>): agent code ran with the grader's rights on the host; these verdicts are not tamper-resistant.</p>\n");
     }
     if let Some(list) = summary["not_forgery_checked"].as_array() {
-        h.push_str("<p class=\"warn\"><strong>Not forgery-checked</strong>: these grades' runs carried no canary test, so a report faked by the graded code would not be caught (docs/security.md):</p>\n<ul>\n");
+        h.push_str("<p class=\"warn\"><strong>Not forgery-checked</strong>: for these grades a report faked by the graded code may not be caught, as their canary tests were missing or predictable (docs/security.md):</p>\n<ul>\n");
         for item in list {
             h.push_str(&format!(
                 "<li>{} grades: {}</li>\n",

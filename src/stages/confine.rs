@@ -59,6 +59,9 @@ pub(crate) struct RunLimits {
     pub(crate) file_size: u64,
     pub(crate) tmp: u64,
     pub(crate) home: u64,
+    /// Bytes a test run may add to its tree (`write_limit`); its `/tmp`
+    /// and `HOME` are bounded by their own sizes.
+    pub(crate) write: u64,
 }
 
 impl Default for RunLimits {
@@ -70,6 +73,7 @@ impl Default for RunLimits {
             file_size: 1 << 30,
             tmp: 1 << 30,
             home: 512 << 20,
+            write: 1 << 30,
         }
     }
 }
@@ -145,6 +149,30 @@ impl Confinement {
     }
 }
 
+/// Why a run that hit `limit` (a run record's word) cannot be believed, as
+/// records and grades say it; the write limit says how much.
+pub(crate) fn limit_reason(limit: &str, write_limit: u64) -> String {
+    if limit == assay_exec::LimitHit::Written.as_str() {
+        format!(
+            "the run hit its write limit: it wrote over {} into its tree",
+            bytes_text(write_limit)
+        )
+    } else {
+        format!("the run hit its {limit} limit")
+    }
+}
+
+/// `n` bytes in the largest binary unit that divides it (`1 GiB`,
+/// `64 MiB`, `1000 bytes`).
+pub(crate) fn bytes_text(n: u64) -> String {
+    for (unit, shift) in [("GiB", 30), ("MiB", 20), ("KiB", 10)] {
+        if n >= 1 << shift && n % (1 << shift) == 0 {
+            return format!("{} {unit}", n >> shift);
+        }
+    }
+    format!("{n} bytes")
+}
+
 static BWRAP: OnceLock<Result<Bwrap, String>> = OnceLock::new();
 
 /// bubblewrap, found and probed once per process.
@@ -211,6 +239,7 @@ fn docker_limits(conf: &Confinement, d: &DockerSettings) -> assay_docker::Limits
         pids: Some(u32::try_from(conf.limits.processes).unwrap_or(u32::MAX)),
         open_files: Some(conf.limits.open_files),
         file_size: Some(conf.limits.file_size),
+        written: Some(conf.limits.write),
     }
 }
 
@@ -270,7 +299,12 @@ pub(crate) fn image_spec(
         user: assay_docker::RunUser::default(),
         timeout,
         log_cap,
-        limits: docker_limits(conf, d),
+        limits: assay_docker::Limits {
+            // Setup writes the environment, not a tree: the maintainer's
+            // commands, bounded by the timeout.
+            written: None,
+            ..docker_limits(conf, d)
+        },
     }
 }
 
@@ -285,6 +319,8 @@ pub(crate) fn spec(conf: &Confinement, launch: Launch<'_>) -> Result<RunSpec, St
         max_open_files: Some(conf.limits.open_files),
         max_memory: Some(conf.limits.memory),
         no_core: true,
+        // A test run's tree; setup writes its environment instead.
+        max_written: (launch.tree.is_some() && !launch.setup).then_some(conf.limits.write),
     };
     let (cwd, sandbox) = match conf.sandbox {
         SandboxMode::None => {
@@ -367,6 +403,35 @@ mod tests {
                 serde_json::to_string(&old).unwrap_or_default()
             );
         }
+    }
+
+    #[test]
+    fn the_write_limit_enters_the_key_and_its_reason_says_how_much() {
+        let lowered = Confinement {
+            limits: RunLimits {
+                write: 64 << 20,
+                ..RunLimits::default()
+            },
+            ..Confinement::default()
+        };
+        assert_ne!(
+            assay_engine::encode_params(&lowered),
+            assay_engine::encode_params(&Confinement::default())
+        );
+        assert_eq!(
+            limit_reason("write", RunLimits::default().write),
+            "the run hit its write limit: it wrote over 1 GiB into its tree"
+        );
+        assert_eq!(
+            limit_reason("write", lowered.limits.write),
+            "the run hit its write limit: it wrote over 64 MiB into its tree"
+        );
+        assert_eq!(
+            limit_reason("memory", lowered.limits.write),
+            "the run hit its memory limit"
+        );
+        assert_eq!(bytes_text(1536 << 20), "1536 MiB");
+        assert_eq!(bytes_text(1000), "1000 bytes");
     }
 
     #[test]

@@ -222,7 +222,7 @@ impl<'d> Container<'d> {
     }
 
     /// The processes of the started container, for the write watchdog: its
-    /// pid namespace, by its first process (none if that already exited).
+    /// first process and its descendants (none if it already exited).
     async fn processes(&self) -> Result<Processes, DockerError> {
         let inspected = self
             .docker
@@ -235,9 +235,7 @@ impl<'d> Container<'d> {
             .and_then(|state| state.pid)
             .and_then(|pid| i32::try_from(pid).ok())
             .filter(|&pid| pid > 0);
-        Ok(pid
-            .and_then(assay_exec::writes::pid_namespace)
-            .map_or(Processes::None, Processes::Namespace))
+        Ok(pid.map_or(Processes::None, Processes::Tree))
     }
 
     /// Where the volume mounted at `target` lives on the daemon's host.

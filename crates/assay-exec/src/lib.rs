@@ -349,7 +349,7 @@ pub async fn run(spec: &RunSpec) -> Result<RunOutcome, ExecError> {
         let overrun = async {
             match &watch {
                 Some(w) => {
-                    w.overrun(writes::Processes::Group(pgid.as_raw_nonzero().get()))
+                    w.overrun(writes::Processes::Tree(pgid.as_raw_nonzero().get()))
                         .await
                 }
                 None => std::future::pending().await,

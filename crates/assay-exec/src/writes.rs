@@ -75,13 +75,12 @@ pub const MAX_DEPTH: usize = 128;
 /// The processes of a run, whose unlinked but open files count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Processes {
-    /// A local run: the process group of this id, every descendant of its
-    /// leader, and every process of the pid namespaces they started (a
-    /// sandbox's: a daemon that left the group is still in it).
-    Group(i32),
-    /// A container: every process of the pid namespace with this inode
-    /// ([`pid_namespace`]).
-    Namespace(u64),
+    /// The process of this id, every descendant of it and every member of
+    /// its process group: a local run's group leader, or a container's
+    /// first process. In a pid namespace (a sandbox, a container) that is
+    /// every process of it: an orphan, a daemon that called `setsid`
+    /// included, is adopted by the namespace's init, a descendant.
+    Tree(i32),
     /// None (the run has not started, or its processes are gone).
     None,
 }
@@ -187,19 +186,6 @@ impl WriteWatch {
 /// What one inode counts for.
 fn charge(blocks: u64) -> u64 {
     blocks.saturating_mul(512).max(MIN_CHARGE)
-}
-
-/// The inode of the pid namespace `pid` is in; `None` if it is gone or
-/// unreadable.
-pub fn pid_namespace(pid: i32) -> Option<u64> {
-    namespace_of(&format!("/proc/{pid}/ns/pid"))
-}
-
-fn namespace_of(link: &str) -> Option<u64> {
-    // "pid:[4026531836]"
-    let target = std::fs::read_link(link).ok()?;
-    let text = target.to_str()?;
-    text.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()
 }
 
 /// Every inode below `root` (itself included) on device `dev`, walked
@@ -412,53 +398,27 @@ fn process_table() -> Vec<(i32, i32, i32)> {
 
 /// The pids of the run's processes now.
 fn run_pids(processes: Processes) -> Vec<i32> {
-    match processes {
-        Processes::None => Vec::new(),
-        Processes::Namespace(ns) => processes_now()
-            .filter(|&pid| pid_namespace(pid) == Some(ns))
-            .collect(),
-        Processes::Group(pgid) => {
-            let all = process_table();
-            let mut members: HashSet<i32> = all
-                .iter()
-                .filter(|&&(pid, _, pgrp)| pid == pgid || pgrp == pgid)
-                .map(|&(pid, _, _)| pid)
-                .collect();
-            loop {
-                let before = members.len();
-                for &(pid, ppid, _) in &all {
-                    if members.contains(&ppid) {
-                        members.insert(pid);
-                    }
-                }
-                if members.len() == before {
-                    break;
-                }
+    let Processes::Tree(root) = processes else {
+        return Vec::new();
+    };
+    let all = process_table();
+    let mut members: HashSet<i32> = all
+        .iter()
+        .filter(|&&(pid, _, pgrp)| pid == root || pgrp == root)
+        .map(|&(pid, _, _)| pid)
+        .collect();
+    loop {
+        let before = members.len();
+        for &(pid, ppid, _) in &all {
+            if members.contains(&ppid) {
+                members.insert(pid);
             }
-            let own = namespace_of("/proc/self/ns/pid");
-            let namespaces: HashSet<u64> = members
-                .iter()
-                .filter_map(|&pid| pid_namespace(pid))
-                .filter(|&ns| Some(ns) != own)
-                .collect();
-            if !namespaces.is_empty() {
-                for &(pid, _, _) in &all {
-                    if pid_namespace(pid).is_some_and(|ns| namespaces.contains(&ns)) {
-                        members.insert(pid);
-                    }
-                }
-            }
-            members.into_iter().collect()
+        }
+        if members.len() == before {
+            break;
         }
     }
-}
-
-fn processes_now() -> impl Iterator<Item = i32> {
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+    members.into_iter().collect()
 }
 
 #[cfg(test)]
@@ -548,7 +508,7 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let watch = WriteWatch::new(dir.path(), 1 << 20).unwrap();
             let mut child = holder(dir.path(), script);
-            let group = Processes::Group(i32::try_from(child.id()).unwrap());
+            let group = Processes::Tree(i32::try_from(child.id()).unwrap());
             let usage = over_within(&watch, group);
             let unseen = watch.measure(Processes::None).unwrap();
             let _ = child.kill();

@@ -303,9 +303,13 @@ fn a_run_writing_past_its_write_limit_is_killed_and_says_so() {
 #[test]
 fn unlinked_files_a_sandboxed_run_holds_open_count_towards_its_write_limit() {
     let c = Case::new();
-    // Every write appends to one file the run unlinked at once: the tree
-    // looks empty throughout.
-    let command = format!("exec 3>hidden; rm hidden; {}", writer(">&3"));
+    // Every write appends to one file unlinked at once (the tree looks
+    // empty throughout), by a daemon that left the run's process group and
+    // its parent.
+    let command = format!(
+        "(setsid sh -c 'exec 3>hidden; rm hidden; {}' &); sleep 10; echo finished",
+        writer(">&3")
+    );
     let mut spec = c.spec(c.sandbox(), &command);
     spec.limits.max_written = Some(32 << 20);
     let (out, log) = c.run_spec(spec);

@@ -166,7 +166,7 @@ pub(crate) fn limit_reason(limit: &str, write_limit: u64) -> String {
 /// `64 MiB`, `1000 bytes`).
 pub(crate) fn bytes_text(n: u64) -> String {
     for (unit, shift) in [("GiB", 30), ("MiB", 20), ("KiB", 10)] {
-        if n >= 1 << shift && n % (1 << shift) == 0 {
+        if n >= 1 << shift && n.is_multiple_of(1 << shift) {
             return format!("{} {unit}", n >> shift);
         }
     }

@@ -297,7 +297,7 @@ for i in range({files}):
     f.build_ok();
     assert_verdict(&f, "good/fix.json", "resolved", "resolved");
     let limit = match write_limit.unwrap_or(1 << 30) {
-        n if n % (1 << 30) == 0 => format!("{} GiB", n >> 30),
+        n if n.is_multiple_of(1 << 30) => format!("{} GiB", n >> 30),
         n => format!("{} MiB", n >> 20),
     };
     for arm in ["exclude", "keep"] {

@@ -60,8 +60,18 @@ pub(crate) struct RunLimits {
     pub(crate) tmp: u64,
     pub(crate) home: u64,
     /// Bytes a test run may add to its tree (`write_limit`); its `/tmp`
-    /// and `HOME` are bounded by their own sizes.
+    /// and `HOME` are bounded by their own sizes. Left out of the key at
+    /// its default, so that keys (and task digests) stay what they were
+    /// before the limit existed; any other value enters it.
+    #[serde(skip_serializing_if = "is_default_write")]
     pub(crate) write: u64,
+}
+
+/// The default `write_limit`: 1 GiB.
+const DEFAULT_WRITE: u64 = 1 << 30;
+
+fn is_default_write(write: &u64) -> bool {
+    *write == DEFAULT_WRITE
 }
 
 impl Default for RunLimits {
@@ -73,7 +83,7 @@ impl Default for RunLimits {
             file_size: 1 << 30,
             tmp: 1 << 30,
             home: 512 << 20,
-            write: 1 << 30,
+            write: DEFAULT_WRITE,
         }
     }
 }
@@ -405,8 +415,32 @@ mod tests {
         }
     }
 
+    /// The limits as they were before the write limit existed.
+    #[derive(Serialize)]
+    struct LimitsBeforeWrites {
+        memory: u64,
+        processes: u64,
+        open_files: u64,
+        file_size: u64,
+        tmp: u64,
+        home: u64,
+    }
+
     #[test]
     fn the_write_limit_enters_the_key_and_its_reason_says_how_much() {
+        let d = RunLimits::default();
+        let before = LimitsBeforeWrites {
+            memory: d.memory,
+            processes: d.processes,
+            open_files: d.open_files,
+            file_size: d.file_size,
+            tmp: d.tmp,
+            home: d.home,
+        };
+        assert_eq!(
+            assay_engine::encode_params(&d),
+            assay_engine::encode_params(&before)
+        );
         let lowered = Confinement {
             limits: RunLimits {
                 write: 64 << 20,

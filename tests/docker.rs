@@ -23,7 +23,9 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use util::attacks::{hostile, hostile_code_is_confined};
+use util::attacks::{
+    a_run_filling_its_tree_is_stopped_at_its_write_limit, hostile, hostile_code_is_confined,
+};
 use util::fixture::*;
 use util::{Build, Repo, unique};
 
@@ -287,6 +289,18 @@ fn hostile_code_reaches_nothing_outside_its_tree_and_is_never_resolved_on_docker
 fn forged_reports_are_caught_by_the_canaries_on_docker() {
     base_image();
     util::forgery::forged_reports_are_caught(Executor::Docker);
+}
+
+#[test]
+fn a_run_filling_its_tree_is_stopped_at_a_lowered_write_limit_on_docker() {
+    base_image();
+    a_run_filling_its_tree_is_stopped_at_its_write_limit(Executor::Docker, Some(64 << 20), 15, 10);
+}
+
+#[test]
+fn a_run_writing_1_5_gb_into_its_tree_is_stopped_at_the_default_write_limit_on_docker() {
+    base_image();
+    a_run_filling_its_tree_is_stopped_at_its_write_limit(Executor::Docker, None, 15, 100);
 }
 
 // ---- no container outlives a build -------------------------------------------------

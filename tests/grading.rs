@@ -12,7 +12,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use util::attacks::{hostile, hostile_code_is_confined};
+use util::attacks::{
+    a_run_filling_its_tree_is_stopped_at_its_write_limit, hostile, hostile_code_is_confined,
+};
 use util::fixture::*;
 use util::{Build, grep_tree, live_with, unique};
 
@@ -1315,6 +1317,16 @@ fn hostile_code_reaches_nothing_outside_its_tree_and_is_never_resolved() {
 #[test]
 fn forged_reports_fake_output_import_hooks_neutered_asserts_and_exit_127_are_the_agents() {
     util::forgery::forged_reports_are_caught(Executor::Local);
+}
+
+#[test]
+fn a_run_filling_its_tree_is_stopped_at_a_lowered_write_limit() {
+    a_run_filling_its_tree_is_stopped_at_its_write_limit(Executor::Local, Some(64 << 20), 15, 10);
+}
+
+#[test]
+fn a_run_writing_1_5_gb_into_its_tree_is_stopped_at_the_default_write_limit() {
+    a_run_filling_its_tree_is_stopped_at_its_write_limit(Executor::Local, None, 15, 100);
 }
 
 #[test]

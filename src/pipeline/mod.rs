@@ -187,6 +187,8 @@ pub(crate) struct EnvConfig {
     pub(crate) tmp_size: Option<Spanned<u64>>,
     /// Size of a run's private HOME in bytes (default 512 MiB).
     pub(crate) home_size: Option<Spanned<u64>>,
+    /// Bytes a test run may add to its tree (default 1 GiB).
+    pub(crate) write_limit: Option<Spanned<u64>>,
     /// `local` (default: bubblewrap on this machine) or `docker` (an image
     /// per environment, a container per run). docs/security.md.
     pub(crate) executor: Option<Spanned<String>>,

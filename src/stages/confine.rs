@@ -59,6 +59,19 @@ pub(crate) struct RunLimits {
     pub(crate) file_size: u64,
     pub(crate) tmp: u64,
     pub(crate) home: u64,
+    /// Bytes a test run may add to its tree (`write_limit`); its `/tmp`
+    /// and `HOME` are bounded by their own sizes. Left out of the key at
+    /// its default, so that keys (and task digests) stay what they were
+    /// before the limit existed; any other value enters it.
+    #[serde(skip_serializing_if = "is_default_write")]
+    pub(crate) write: u64,
+}
+
+/// The default `write_limit`: 1 GiB.
+const DEFAULT_WRITE: u64 = 1 << 30;
+
+fn is_default_write(write: &u64) -> bool {
+    *write == DEFAULT_WRITE
 }
 
 impl Default for RunLimits {
@@ -70,6 +83,7 @@ impl Default for RunLimits {
             file_size: 1 << 30,
             tmp: 1 << 30,
             home: 512 << 20,
+            write: DEFAULT_WRITE,
         }
     }
 }
@@ -145,6 +159,30 @@ impl Confinement {
     }
 }
 
+/// Why a run that hit `limit` (a run record's word) cannot be believed, as
+/// records and grades say it; the write limit says how much.
+pub(crate) fn limit_reason(limit: &str, write_limit: u64) -> String {
+    if limit == assay_exec::LimitHit::Written.as_str() {
+        format!(
+            "the run hit its write limit: it wrote over {} into its tree",
+            bytes_text(write_limit)
+        )
+    } else {
+        format!("the run hit its {limit} limit")
+    }
+}
+
+/// `n` bytes in the largest binary unit that divides it (`1 GiB`,
+/// `64 MiB`, `1000 bytes`).
+pub(crate) fn bytes_text(n: u64) -> String {
+    for (unit, shift) in [("GiB", 30), ("MiB", 20), ("KiB", 10)] {
+        if n >= 1 << shift && n.is_multiple_of(1 << shift) {
+            return format!("{} {unit}", n >> shift);
+        }
+    }
+    format!("{n} bytes")
+}
+
 static BWRAP: OnceLock<Result<Bwrap, String>> = OnceLock::new();
 
 /// bubblewrap, found and probed once per process.
@@ -211,6 +249,7 @@ fn docker_limits(conf: &Confinement, d: &DockerSettings) -> assay_docker::Limits
         pids: Some(u32::try_from(conf.limits.processes).unwrap_or(u32::MAX)),
         open_files: Some(conf.limits.open_files),
         file_size: Some(conf.limits.file_size),
+        written: Some(conf.limits.write),
     }
 }
 
@@ -270,7 +309,12 @@ pub(crate) fn image_spec(
         user: assay_docker::RunUser::default(),
         timeout,
         log_cap,
-        limits: docker_limits(conf, d),
+        limits: assay_docker::Limits {
+            // Setup writes the environment, not a tree: the maintainer's
+            // commands, bounded by the timeout.
+            written: None,
+            ..docker_limits(conf, d)
+        },
     }
 }
 
@@ -285,6 +329,8 @@ pub(crate) fn spec(conf: &Confinement, launch: Launch<'_>) -> Result<RunSpec, St
         max_open_files: Some(conf.limits.open_files),
         max_memory: Some(conf.limits.memory),
         no_core: true,
+        // A test run's tree; setup writes its environment instead.
+        max_written: (launch.tree.is_some() && !launch.setup).then_some(conf.limits.write),
     };
     let (cwd, sandbox) = match conf.sandbox {
         SandboxMode::None => {
@@ -367,6 +413,59 @@ mod tests {
                 serde_json::to_string(&old).unwrap_or_default()
             );
         }
+    }
+
+    /// The limits as they were before the write limit existed.
+    #[derive(Serialize)]
+    struct LimitsBeforeWrites {
+        memory: u64,
+        processes: u64,
+        open_files: u64,
+        file_size: u64,
+        tmp: u64,
+        home: u64,
+    }
+
+    #[test]
+    fn the_write_limit_enters_the_key_and_its_reason_says_how_much() {
+        let d = RunLimits::default();
+        let before = LimitsBeforeWrites {
+            memory: d.memory,
+            processes: d.processes,
+            open_files: d.open_files,
+            file_size: d.file_size,
+            tmp: d.tmp,
+            home: d.home,
+        };
+        assert_eq!(
+            assay_engine::encode_params(&d),
+            assay_engine::encode_params(&before)
+        );
+        let lowered = Confinement {
+            limits: RunLimits {
+                write: 64 << 20,
+                ..RunLimits::default()
+            },
+            ..Confinement::default()
+        };
+        assert_ne!(
+            assay_engine::encode_params(&lowered),
+            assay_engine::encode_params(&Confinement::default())
+        );
+        assert_eq!(
+            limit_reason("write", RunLimits::default().write),
+            "the run hit its write limit: it wrote over 1 GiB into its tree"
+        );
+        assert_eq!(
+            limit_reason("write", lowered.limits.write),
+            "the run hit its write limit: it wrote over 64 MiB into its tree"
+        );
+        assert_eq!(
+            limit_reason("memory", lowered.limits.write),
+            "the run hit its memory limit"
+        );
+        assert_eq!(bytes_text(1536 << 20), "1536 MiB");
+        assert_eq!(bytes_text(1000), "1000 bytes");
     }
 
     #[test]

@@ -171,6 +171,7 @@ impl Runner for DockerRunner<'_> {
                     match k {
                         assay_docker::KilledBy::WallClock => "time",
                         assay_docker::KilledBy::Memory => "memory",
+                        assay_docker::KilledBy::Written => assay_exec::LimitHit::Written.as_str(),
                     }
                     .to_owned()
                 }),
@@ -323,7 +324,7 @@ mod tests {
                     log_cap: 1 << 16,
                     timeout: Duration::from_secs(30),
                     attempt: None,
-                protect: Vec::new(),
+                    protect: Vec::new(),
                     report_file: Some("report.txt"),
                     watch: Vec::new(),
                 },

@@ -240,7 +240,8 @@ pub(crate) struct RunRecord {
     /// `bwrap`, `none` when graded unsandboxed, or `docker`.
     #[serde(default)]
     pub(crate) sandbox: String,
-    /// The limit the run hit: time, memory, processes or file_size.
+    /// The limit the run hit: time, memory, processes, file_size or write
+    /// (its tree grew past `write_limit`).
     #[serde(default)]
     pub(crate) limit: Option<String>,
     /// Test files whose bytes after the run differ from the staged ones.

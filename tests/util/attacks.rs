@@ -260,3 +260,64 @@ for root in ["PROJECT", ".."]:
         "found in the cache or the release: {hits:?}"
     );
 }
+
+/// Graded code that fills its tree at import: `files` files of `mib` MiB,
+/// a tenth of a second apart, saying after each how many it wrote. Under
+/// `write_limit` bytes (`None`: the default, 1 GiB) the run is stopped short
+/// of them; it is never resolved, the fault is the agent's and the grade
+/// says it wrote over the limit. An honest fix in the same build is
+/// resolved. Harmless if the defence fails: it writes only into its own
+/// tree, in this test's cache.
+pub fn a_run_filling_its_tree_is_stopped_at_its_write_limit(
+    executor: Executor,
+    write_limit: Option<u64>,
+    files: u32,
+    mib: u32,
+) {
+    let f = Fixture::on(executor);
+    f.default_pipeline();
+    if let Some(limit) = write_limit {
+        f.edit_pipeline(
+            "timeout = 60",
+            &format!("timeout = 60\nwrite_limit = {limit}"),
+        );
+    }
+    let fill = format!(
+        r#"import time
+for i in range({files}):
+    with open("fill-%d.bin" % i, "wb") as out:
+        for _ in range({mib}):
+            out.write(b"\0" * (1 << 20))
+    print("assay-filled", i + 1, flush=True)
+    time.sleep(0.1)
+"#
+    );
+    f.session("evil/fill.json", "p-1", &hostile(&f, &fill));
+    f.session("good/fix.json", "p-1", &f.fix1());
+    f.build_ok();
+    assert_verdict(&f, "good/fix.json", "resolved", "resolved");
+    let limit = match write_limit.unwrap_or(1 << 30) {
+        n if n.is_multiple_of(1 << 30) => format!("{} GiB", n >> 30),
+        n => format!("{} MiB", n >> 20),
+    };
+    for arm in ["exclude", "keep"] {
+        let row = f.row("evil/fill.json", arm);
+        assert_eq!(
+            (row["verdict"].as_str(), row["fault"].as_str()),
+            ("unresolved", "agent"),
+            "{row:#?}"
+        );
+        let grade = f.grade_record("evil/fill.json", arm);
+        assert_eq!(
+            grade["detail"],
+            format!("the run hit its write limit: it wrote over {limit} into its tree"),
+            "{grade:#}"
+        );
+        let log = f.evidence(&grade, "log");
+        assert!(log.contains("assay-filled 1\n"), "{log}");
+        assert!(
+            !log.contains(&format!("assay-filled {files}\n")),
+            "the run was not stopped: {log}"
+        );
+    }
+}

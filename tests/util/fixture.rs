@@ -308,6 +308,21 @@ rerun_command = "python3 -m unittest -v {{files}}"
         self.project.show_json(&digest)
     }
 
+    /// The blob of the grade's receipt `what` (`log`, `rerun 1 log`, …), as
+    /// text.
+    pub fn evidence(&self, grade: &Value, what: &str) -> String {
+        let digest = grade["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["what"] == what)
+            .unwrap_or_else(|| panic!("no {what} receipt: {grade:#}"))["digest"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        String::from_utf8_lossy(&self.project.blob(&digest)).into_owned()
+    }
+
     pub fn build_ok(&self) -> Build {
         let b = self.build(&[]);
         assert_eq!(

@@ -8,7 +8,10 @@
 //! which let [`crate::Docker::cleanup_leftovers`] remove what a killed assay
 //! left behind.
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
+
+use assay_exec::writes::{Processes, WriteWatch};
 
 use bollard::body_try_stream;
 use bollard::models::{ContainerCreateBody, HostConfig};
@@ -42,6 +45,8 @@ pub(crate) struct Container<'d> {
 pub(crate) struct Ended<W> {
     pub(crate) exit_code: Option<i32>,
     pub(crate) timed_out: bool,
+    /// The write watchdog killed it.
+    pub(crate) wrote_over: bool,
     pub(crate) oom_killed: bool,
     pub(crate) duration: Duration,
     pub(crate) output: Captured<W>,
@@ -109,13 +114,15 @@ impl<'d> Container<'d> {
             .map_err(DockerError::api(format!("upload a tar to {path}")))
     }
 
-    /// Attach, start, wait at most `timeout` (then SIGKILL), collect the
-    /// output into `sink` (at most `cap` bytes) and read the final state.
+    /// Attach, start, wait at most `timeout` (then SIGKILL; the same once
+    /// `watch` finds the tree over its write limit), collect the output into
+    /// `sink` (at most `cap` bytes) and read the final state.
     pub(crate) async fn drive<W>(
         &self,
         sink: W,
         cap: u64,
         timeout: Duration,
+        watch: Option<&WriteWatch>,
     ) -> Result<Ended<W>, DockerError>
     where
         W: AsyncWrite + Unpin + Send + 'static,
@@ -141,22 +148,33 @@ impl<'d> Container<'d> {
             .await
             .map_err(DockerError::api("start a container"))?;
         let started = Instant::now();
-        let timed_out = match tokio::time::timeout(timeout, self.wait()).await {
-            Ok(waited) => {
-                waited?;
-                false
-            }
-            Err(_elapsed) => {
-                self.kill().await?;
-                tokio::time::timeout(KILL_GRACE, self.wait())
-                    .await
-                    .map_err(|_| DockerError::Api {
-                        action: "stop a killed container".into(),
-                        source: bollard::errors::Error::RequestTimeoutError,
-                    })??;
-                true
+        let processes = match watch {
+            Some(_) => self.processes().await?,
+            None => Processes::None,
+        };
+        let overrun = async {
+            match watch {
+                Some(w) => w.overrun(processes).await,
+                None => std::future::pending().await,
             }
         };
+        let (timed_out, wrote_over) = tokio::select! {
+            waited = self.wait() => {
+                waited?;
+                (false, false)
+            }
+            () = tokio::time::sleep(timeout) => (true, false),
+            _ = overrun => (false, true),
+        };
+        if timed_out || wrote_over {
+            self.kill().await?;
+            tokio::time::timeout(KILL_GRACE, self.wait())
+                .await
+                .map_err(|_| DockerError::Api {
+                    action: "stop a killed container".into(),
+                    source: bollard::errors::Error::RequestTimeoutError,
+                })??;
+        }
         let duration = started.elapsed();
         let output = match tokio::time::timeout(OUTPUT_GRACE, &mut capturing).await {
             Ok(joined) => joined.map_err(|join| DockerError::Api {
@@ -193,6 +211,7 @@ impl<'d> Container<'d> {
                 state.exit_code.and_then(|code| i32::try_from(code).ok())
             },
             timed_out,
+            wrote_over,
             oom_killed: state.oom_killed.unwrap_or(false),
             duration,
             output: Captured {
@@ -200,6 +219,45 @@ impl<'d> Container<'d> {
                 ..output
             },
         })
+    }
+
+    /// The processes of the started container, for the write watchdog: its
+    /// first process and its descendants (none if it already exited).
+    async fn processes(&self) -> Result<Processes, DockerError> {
+        let inspected = self
+            .docker
+            .api
+            .inspect_container(&self.id, None)
+            .await
+            .map_err(DockerError::api("inspect a started container"))?;
+        let pid = inspected
+            .state
+            .and_then(|state| state.pid)
+            .and_then(|pid| i32::try_from(pid).ok())
+            .filter(|&pid| pid > 0);
+        Ok(pid.map_or(Processes::None, Processes::Tree))
+    }
+
+    /// Where the volume mounted at `target` lives on the daemon's host.
+    pub(crate) async fn volume_source(&self, target: &str) -> Result<PathBuf, DockerError> {
+        let inspected = self
+            .docker
+            .api
+            .inspect_container(&self.id, None)
+            .await
+            .map_err(DockerError::api("inspect a created container"))?;
+        inspected
+            .mounts
+            .into_iter()
+            .flatten()
+            .find(|m| m.destination.as_deref() == Some(target))
+            .and_then(|m| m.source)
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from)
+            .ok_or_else(|| DockerError::TreeVolume {
+                path: PathBuf::from(target),
+                source: std::io::Error::other("the daemon names no volume mounted there"),
+            })
     }
 
     /// Until the container is not running. A non-zero exit is reported by

@@ -49,6 +49,19 @@ pub enum DockerError {
         source: io::Error,
     },
 
+    /// The write limit measures a run's tree volume from this host, and
+    /// could not read it.
+    #[error(
+        "cannot read the run's tree volume at {path} to hold its write limit: the docker executor \
+         measures the volume on the daemon's disk, so assay must run on the daemon's machine as a \
+         user that can read its volumes (root, for a rootful daemon)"
+    )]
+    TreeVolume {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+
     #[error("cannot write the log file {path}")]
     Log {
         path: PathBuf,

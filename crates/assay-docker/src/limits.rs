@@ -9,6 +9,7 @@
 //! | `open_files` | `Ulimits` `nofile` | rlimit |
 //! | `file_size` | `Ulimits` `fsize` | rlimit |
 //! | (always) | `Ulimits` `core` = 0 | no core dumps fill the disk |
+//! | `written` | nothing: no Docker option bounds a volume on overlay/ext4 (`storage-opt size` needs xfs with project quotas) | a watchdog over the volume, from the host (`run.rs`) |
 //!
 //! Output never goes to a Docker log driver (`LogConfig` `none`): we read it
 //! attached and cap it ourselves, so a flood cannot fill the daemon's disk.

@@ -7,7 +7,7 @@
 //! | no network | `NetworkMode: none` (only a loopback), `NetworkDisabled` |
 //! | writes only to its tree, `/tmp`, home | read-only root; the tree is an anonymous volume (removed with the container); `/tmp` and the home are size-limited tmpfs; `/dev/shm` is private (`IpcMode: private`) and as large as `/tmp` |
 //! | not root, no privilege | the image's run user (numeric `uid:gid`), `CapDrop: ALL`, `no-new-privileges` |
-//! | limited | CPU, memory (no swap), pids, rlimits: see [`crate::Limits`] |
+//! | limited | CPU, memory (no swap), pids, rlimits: see [`crate::Limits`]; what the tree takes: a watchdog reads the tree's volume on the host (`assay_exec::writes`) and kills the container past [`crate::Limits::written`] |
 //! | nothing of ours | no mount of the host; the env is exactly the spec's |
 //! | cannot outlive the run | wall-clock timeout → SIGKILL; the container is removed after success, failure, timeout, and when the future is dropped |
 //!
@@ -24,6 +24,7 @@ use std::collections::HashMap;
 use std::io;
 use std::path::Path;
 
+use assay_exec::writes::WriteWatch;
 use bollard::models::{HostConfig, Mount, MountType, MountVolumeOptions};
 
 use crate::build::USER_LABEL;
@@ -107,7 +108,13 @@ impl Docker {
             (Err(error), Ok(())) => return Err(error),
         }
 
-        let ended = container.drive(log, spec.log_cap, spec.timeout).await?;
+        let watch = match spec.limits.written {
+            Some(limit) => Some(tree_watch(&container, limit).await?),
+            None => None,
+        };
+        let ended = container
+            .drive(log, spec.log_cap, spec.timeout, watch.as_ref())
+            .await?;
         if let Some(source) = ended.output.write_error {
             return Err(DockerError::Log {
                 path: spec.log_path.clone(),
@@ -123,10 +130,18 @@ impl Docker {
         } else {
             container.fingerprints(TREE_DIR, &spec.watch).await?
         };
+        // What it wrote within its last interval, before the volume goes.
+        let wrote_over = ended.wrote_over
+            || match &watch {
+                Some(w) => w.over_after().await,
+                None => false,
+            };
         let id = container.id.clone();
         container.remove().await?;
         let killed_by = if ended.timed_out {
             Some(KilledBy::WallClock)
+        } else if wrote_over {
+            Some(KilledBy::Written)
         } else if ended.oom_killed {
             Some(KilledBy::Memory)
         } else {
@@ -222,6 +237,22 @@ fn host_config(spec: &ContainerRun, user: RunUser) -> HostConfig {
         mounts: Some(vec![tree]),
         ..limits::host_config(&spec.limits)
     }
+}
+
+/// The write watchdog over the container's tree volume, measured as
+/// uploaded. The volume is read on the host where the daemon keeps it: its
+/// path holds the volume's random name, so a path that exists here is that
+/// volume (a remote daemon's is not here, and fails).
+async fn tree_watch(container: &Container<'_>, limit: u64) -> Result<WriteWatch, DockerError> {
+    let source = container.volume_source(TREE_DIR).await?;
+    let root = source.clone();
+    tokio::task::spawn_blocking(move || WriteWatch::new(&root, limit))
+        .await
+        .unwrap_or_else(|join| Err(io::Error::other(join)))
+        .map_err(|error| DockerError::TreeVolume {
+            path: source,
+            source: error,
+        })
 }
 
 /// The report file, read without following a symlink anywhere on its path:

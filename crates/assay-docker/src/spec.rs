@@ -98,9 +98,13 @@ pub struct Limits {
     pub pids: Option<u32>,
     /// `RLIMIT_NOFILE`.
     pub open_files: Option<u64>,
-    /// `RLIMIT_FSIZE`: the largest file a process may write, in bytes. The
-    /// tree is disk-backed and not otherwise size-limited.
+    /// `RLIMIT_FSIZE`: the largest file a process may write, in bytes.
     pub file_size: Option<u64>,
+    /// Bytes a test run may add to its tree (a disk-backed volume): past
+    /// it the container is killed ([`KilledBy::Written`]). No Docker option
+    /// bounds a volume on this engine's storage, so a watchdog measures the
+    /// volume from the host (`assay_exec::writes`). Test runs only.
+    pub written: Option<u64>,
 }
 
 impl Default for Limits {
@@ -112,6 +116,7 @@ impl Default for Limits {
             pids: Some(1024),
             open_files: None,
             file_size: None,
+            written: None,
         }
     }
 }
@@ -262,6 +267,10 @@ pub enum KilledBy {
     WallClock,
     /// [`Limits::memory`]: the command was OOM-killed.
     Memory,
+    /// [`Limits::written`]: the tree grew past it (or could not be
+    /// measured) and the container was killed, or it had ended by the time
+    /// the tree was seen over it.
+    Written,
 }
 
 /// The report file as found in the tree after the run.

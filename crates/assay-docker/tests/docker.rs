@@ -479,6 +479,7 @@ df -k /tmp /assay/home | awk 'NR > 1 { print $6, $2 }'"#,
         pids: Some(64),
         open_files: Some(256),
         file_size: Some(8 << 20),
+        written: Some(64 << 20),
     };
     let out = docker().await.run(&spec).await.unwrap();
     let log = stage.log();
@@ -777,6 +778,48 @@ async fn a_memory_hog_is_oom_killed_and_says_so() {
     assert_eq!(out.exit_code, Some(137));
     assert!(!out.timed_out);
     assert!(!container_exists(&out.container));
+}
+
+/// Writes 8 MiB into the tree 40 times (320 MiB), a tenth of a second
+/// apart, then says `finished`: `redirect` says where each write goes.
+fn writer(redirect: &str) -> String {
+    format!(
+        "for i in $(seq 40); do head -c 8388608 /dev/zero {redirect}; sleep 0.1; done; echo finished"
+    )
+}
+
+#[tokio::test]
+async fn a_run_writing_past_its_write_limit_is_killed_and_says_so() {
+    for command in [
+        writer("> part$i"),
+        // One file, unlinked at once: the tree looks empty throughout.
+        format!("exec 3>hidden; rm hidden; {}", writer(">&3")),
+    ] {
+        let stage = Stage::new();
+        let mut spec = stage.spec(&command);
+        spec.limits.written = Some(32 << 20);
+        let out = docker().await.run(&spec).await.unwrap();
+        assert_eq!(out.killed_by, Some(KilledBy::Written), "{command}: {out:?}");
+        assert!(
+            !stage.log().contains("finished"),
+            "{command}: {}",
+            stage.log()
+        );
+        assert!(!out.timed_out);
+        assert!(!container_exists(&out.container));
+    }
+}
+
+#[tokio::test]
+async fn a_run_within_its_write_limit_is_left_alone() {
+    let stage = Stage::new();
+    stage.write("big-already", &"x".repeat(40 << 20));
+    let mut spec = stage.spec("head -c 8388608 /dev/zero > part; echo finished");
+    // The tree as uploaded does not count: only what the run adds.
+    spec.limits.written = Some(32 << 20);
+    let out = docker().await.run(&spec).await.unwrap();
+    assert_eq!((out.exit_code, out.killed_by), (Some(0), None), "{out:?}");
+    assert!(stage.log().contains("finished"));
 }
 
 #[tokio::test]

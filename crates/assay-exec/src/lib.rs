@@ -29,6 +29,9 @@
 //! - **Limits before exec.** rlimits are set in the child between `fork` and
 //!   `exec` (never above the inherited hard limit), soft = hard so the command
 //!   cannot raise them back.
+//! - **A bound on what the tree takes.** With [`Limits::max_written`], a
+//!   watchdog ([`writes`]) measures the run's tree while it runs and kills
+//!   the group once it has grown by more than that (`LimitHit::Written`).
 //!
 //! # Limitation: escaping the group
 //!
@@ -48,6 +51,7 @@ mod cgroup;
 mod group;
 mod limits;
 pub mod sandbox;
+pub mod writes;
 
 use std::collections::BTreeMap;
 use std::io;
@@ -104,6 +108,10 @@ pub struct Limits {
     pub max_memory: Option<u64>,
     /// `RLIMIT_CORE = 0`: a crashing test must not fill the disk with cores.
     pub no_core: bool,
+    /// Bytes the run may add to its tree (the sandbox's `tree`, else
+    /// `cwd`; nothing for a sandboxed run without a tree, i.e. environment
+    /// setup): past it the group is killed ([`writes`]).
+    pub max_written: Option<u64>,
 }
 
 impl Default for Limits {
@@ -114,6 +122,7 @@ impl Default for Limits {
             max_open_files: None,
             max_memory: None,
             no_core: true,
+            max_written: None,
         }
     }
 }
@@ -157,6 +166,9 @@ pub enum LimitHit {
     Processes,
     /// A file grew past the file-size limit (`SIGXFSZ`).
     FileSize,
+    /// The tree grew past the write limit ([`Limits::max_written`]), or
+    /// could not be measured (see [`writes`]).
+    Written,
 }
 
 impl LimitHit {
@@ -167,6 +179,7 @@ impl LimitHit {
             LimitHit::Memory => "memory",
             LimitHit::Processes => "processes",
             LimitHit::FileSize => "file_size",
+            LimitHit::Written => "write",
         }
     }
 }
@@ -205,7 +218,8 @@ pub enum ExecError {
         #[source]
         source: io::Error,
     },
-    /// The tree could not be handed to the run's uid.
+    /// The tree could not be handed to the run's uid, or measured for the
+    /// write limit.
     #[error("cannot prepare the sandbox's tree {path}")]
     Prepare {
         path: PathBuf,
@@ -238,6 +252,19 @@ pub async fn run(spec: &RunSpec) -> Result<RunOutcome, ExecError> {
 
     let cgroup = cgroup::Cgroup::create(spec.limits.max_memory, spec.limits.max_processes);
     let (cg_memory, cg_pids) = cgroup.as_ref().map_or((false, false), |c| c.limits());
+    let watch = match (spec.limits.max_written, written_root(spec)) {
+        (Some(limit), Some(root)) => {
+            let root = root.to_owned();
+            let measured = {
+                let root = root.clone();
+                tokio::task::spawn_blocking(move || writes::WriteWatch::new(&root, limit))
+                    .await
+                    .unwrap_or_else(|join| Err(io::Error::other(join)))
+            };
+            Some(measured.map_err(|source| ExecError::Prepare { path: root, source })?)
+        }
+        _ => None,
+    };
     let mut rlimits = spec.limits;
     if cg_memory {
         // The cgroup limits the run as a whole; an address-space limit on
@@ -319,15 +346,32 @@ pub async fn run(spec: &RunSpec) -> Result<RunOutcome, ExecError> {
     let supervise = async {
         let _done = done;
         let mut waiter = tokio::task::spawn_blocking(move || group::wait_exit(pgid));
-        let (timed_out, leftover_killed) =
-            match tokio::time::timeout(spec.timeout, &mut waiter).await {
-                Ok(joined) => (false, joined??),
-                Err(_elapsed) => {
-                    group::kill(pgid);
-                    waiter.await??;
-                    (true, false)
+        let overrun = async {
+            match &watch {
+                Some(w) => {
+                    w.overrun(writes::Processes::Tree(pgid.as_raw_nonzero().get()))
+                        .await
                 }
-            };
+                None => std::future::pending().await,
+            }
+        };
+        let stopped = tokio::select! {
+            joined = &mut waiter => Stopped::Exited { leftover_killed: joined?? },
+            () = tokio::time::sleep(spec.timeout) => Stopped::TimedOut,
+            _ = overrun => Stopped::WroteOver,
+        };
+        let (timed_out, wrote_over, leftover_killed) = match stopped {
+            Stopped::Exited { leftover_killed } => (false, false, leftover_killed),
+            killed => {
+                group::kill(pgid);
+                waiter.await??;
+                (
+                    killed == Stopped::TimedOut,
+                    killed == Stopped::WroteOver,
+                    false,
+                )
+            }
+        };
         // The child is exited but not reaped, so `pgid` still names our group.
         group::kill(pgid);
         // Killed processes take a moment to die; a sandbox's init dies last,
@@ -341,7 +385,13 @@ pub async fn run(spec: &RunSpec) -> Result<RunOutcome, ExecError> {
         }
         let status = child.wait().await?;
         guard.disarm();
-        Ok::<_, io::Error>((status, timed_out, leftover_killed, started.elapsed()))
+        Ok::<_, io::Error>((
+            status,
+            timed_out,
+            wrote_over,
+            leftover_killed,
+            started.elapsed(),
+        ))
     };
     let (supervised, captured) = tokio::join!(
         supervise,
@@ -352,7 +402,7 @@ pub async fn run(spec: &RunSpec) -> Result<RunOutcome, ExecError> {
     if let Some(c) = &cgroup {
         c.remove();
     }
-    let (status, timed_out, leftover_killed, duration) =
+    let (status, timed_out, wrote_over, leftover_killed, duration) =
         supervised.map_err(|source| ExecError::Wait {
             command: spec.command.clone(),
             source,
@@ -369,8 +419,17 @@ pub async fn run(spec: &RunSpec) -> Result<RunOutcome, ExecError> {
             source,
         });
     }
+    // A run that wrote past the limit within one interval and ended is seen
+    // now: its tree is still there.
+    let wrote_over = wrote_over
+        || match &watch {
+            Some(w) => w.over_after().await,
+            None => false,
+        };
     let limit_hit = if timed_out {
         Some(LimitHit::Time)
+    } else if wrote_over {
+        Some(LimitHit::Written)
     } else if hits.memory {
         Some(LimitHit::Memory)
     } else if status.signal() == Some(libc::SIGXFSZ)
@@ -395,4 +454,21 @@ pub async fn run(spec: &RunSpec) -> Result<RunOutcome, ExecError> {
         log_truncated: captured.total > spec.log_cap,
         leftover_killed,
     })
+}
+
+/// How supervision saw the run end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stopped {
+    Exited { leftover_killed: bool },
+    TimedOut,
+    WroteOver,
+}
+
+/// The tree the write limit measures: the sandbox's, else the working
+/// directory; none for a sandboxed run without a tree (environment setup).
+fn written_root(spec: &RunSpec) -> Option<&std::path::Path> {
+    match &spec.sandbox {
+        Some((_, sandbox)) => sandbox.tree.as_deref(),
+        None => Some(&spec.cwd),
+    }
 }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use assay_exec::{ExecError, Limits, RunOutcome, RunSpec, process_alive, run};
+use assay_exec::{ExecError, LimitHit, Limits, RunOutcome, RunSpec, process_alive, run};
 use tempfile::TempDir;
 
 const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -312,6 +312,29 @@ async fn file_size_limit_stops_a_large_write() {
         .unwrap()
         .len();
     assert_eq!(written, 4096);
+}
+
+#[tokio::test]
+async fn an_unsandboxed_run_writing_past_its_write_limit_in_its_cwd_is_killed() {
+    let sandbox = Sandbox::new();
+    let mut spec = sandbox.spec(
+        "for i in $(seq 40); do head -c 8388608 /dev/zero > part$i; sleep 0.1; done; echo finished",
+    );
+    spec.limits.max_written = Some(32 << 20);
+    let outcome = run_bounded(&spec).await;
+    assert_eq!(outcome.limit_hit, Some(LimitHit::Written), "{outcome:?}");
+    assert!(!sandbox.log().contains("finished"), "{}", sandbox.log());
+}
+
+#[tokio::test]
+async fn a_run_that_wrote_past_its_write_limit_and_ended_before_a_measurement_says_so() {
+    let sandbox = Sandbox::new();
+    let mut spec = sandbox.spec("head -c 67108864 /dev/zero > big; echo finished");
+    spec.limits.max_written = Some(32 << 20);
+    let outcome = run_bounded(&spec).await;
+    assert!(sandbox.log().contains("finished"), "{}", sandbox.log());
+    assert_eq!(outcome.exit_code, Some(0));
+    assert_eq!(outcome.limit_hit, Some(LimitHit::Written), "{outcome:?}");
 }
 
 #[tokio::test]

@@ -262,6 +262,86 @@ fn a_memory_hog_is_killed_at_the_limit_and_says_so() {
     }
 }
 
+/// Bytes below `dir`, by what its files take on disk.
+fn disk_usage(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let mut total = 0;
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap().flatten() {
+            let meta = entry.path().symlink_metadata().unwrap();
+            total += meta.blocks() * 512;
+            if meta.is_dir() {
+                stack.push(entry.path());
+            }
+        }
+    }
+    total
+}
+
+/// Writes 8 MiB into the tree 40 times (320 MiB), a tenth of a second
+/// apart, then says `finished`: `redirect` says where each write goes.
+fn writer(redirect: &str) -> String {
+    format!(
+        "for i in $(seq 40); do head -c 8388608 /dev/zero {redirect}; sleep 0.1; done; echo finished"
+    )
+}
+
+#[test]
+fn a_run_writing_past_its_write_limit_is_killed_and_says_so() {
+    let c = Case::new();
+    let mut spec = c.spec(c.sandbox(), &writer("> part$i"));
+    spec.limits.max_written = Some(32 << 20);
+    let (out, log) = c.run_spec(spec);
+    assert_eq!(out.limit_hit, Some(LimitHit::Written), "{out:?} {log}");
+    assert!(!log.contains("finished"), "{log}");
+    // Stopped within a few measurements, far short of the 320 MiB.
+    let left = disk_usage(&c.tree());
+    assert!(((32 << 20)..(160 << 20)).contains(&left), "{left}");
+}
+
+#[test]
+fn unlinked_files_a_sandboxed_run_holds_open_count_towards_its_write_limit() {
+    let c = Case::new();
+    // Every write appends to one file unlinked at once (the tree looks
+    // empty throughout), by a daemon that left the run's process group and
+    // its parent.
+    let command = format!(
+        "(setsid sh -c 'exec 3>hidden; rm hidden; {}' &); sleep 10; echo finished",
+        writer(">&3")
+    );
+    let mut spec = c.spec(c.sandbox(), &command);
+    spec.limits.max_written = Some(32 << 20);
+    let (out, log) = c.run_spec(spec);
+    assert_eq!(out.limit_hit, Some(LimitHit::Written), "{out:?} {log}");
+    assert!(!log.contains("finished"), "{log}");
+}
+
+#[test]
+fn a_run_within_its_write_limit_and_setup_without_a_tree_are_left_alone() {
+    let c = Case::new();
+    let mut spec = c.spec(
+        c.sandbox(),
+        "head -c 8388608 /dev/zero > part; echo finished",
+    );
+    spec.limits.max_written = Some(32 << 20);
+    let (out, log) = c.run_spec(spec);
+    assert_eq!((out.exit_code, out.limit_hit), (Some(0), None), "{log}");
+    // Setup writes its environment, which the write limit does not measure.
+    let setup = Sandbox {
+        tree: None,
+        env_writable: true,
+        ..c.sandbox()
+    };
+    let mut spec = c.spec(
+        setup,
+        "head -c 67108864 /dev/zero > big; sleep 1; echo finished",
+    );
+    spec.limits.max_written = Some(32 << 20);
+    let (out, log) = c.run_spec(spec);
+    assert_eq!((out.exit_code, out.limit_hit), (Some(0), None), "{log}");
+}
+
 #[test]
 fn a_fork_bomb_stops_at_the_process_limit() {
     let c = Case::new();

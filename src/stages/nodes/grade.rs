@@ -515,6 +515,7 @@ async fn grade(g: &Grade, i: GradeInputs, ctx: JobCtx) -> Result<Made<GradeRecor
         limits: verdict::Limits {
             timeout_s: p.run.timeout_s,
             log_cap: p.run.log_cap,
+            write: p.run.confine.limits.write,
         },
         patch: &patch,
         excluded: &rec.excluded_paths,

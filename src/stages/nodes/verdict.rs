@@ -24,6 +24,8 @@ use super::records::{Fault, RunFacts, RunRecord, Skip, TaskRecord, TreeRecord, V
 pub(crate) struct Limits {
     pub(crate) timeout_s: u64,
     pub(crate) log_cap: u64,
+    /// `write_limit`: what a run may add to its tree.
+    pub(crate) write: u64,
 }
 
 /// Every run grading performed over the staged tree.
@@ -152,6 +154,7 @@ pub(crate) fn reads_report(task: &TaskRecord, tree: &TreeRecord, first: &RunReco
     let any = Limits {
         timeout_s: 0,
         log_cap: 0,
+        write: 0,
     };
     unusable(task, tree, first, any).is_none()
 }
@@ -216,9 +219,9 @@ fn unusable(
         return Some((Verdict::Unresolved, Fault::Agent, why));
     }
     if let Some(limit) = &run.limit {
-        // The sandbox's memory, process or file-size limit ended or broke
-        // the run: the patch's code did that, as with a timeout.
-        let why = format!("the run hit its {limit} limit");
+        // The sandbox's memory, process, file-size or write limit ended or
+        // broke the run: the patch's code did that, as with a timeout.
+        let why = super::confine::limit_reason(limit, limits.write);
         return Some((Verdict::Unresolved, Fault::Agent, why));
     }
     if run.report_error.is_some()
@@ -614,6 +617,7 @@ mod tests {
                 limits: Limits {
                     timeout_s: 600,
                     log_cap: 1024,
+                    write: 1 << 30,
                 },
                 patch: &self.patch,
                 excluded: &self.excluded,
@@ -850,6 +854,18 @@ mod tests {
                 Verdict::Unresolved,
                 Fault::Agent,
                 "the run hit its memory limit"
+            )
+        );
+        let wrote = RunRecord {
+            limit: Some("write".into()),
+            ..green()
+        };
+        assert_eq!(
+            verdict_of(&Case::new().decide_first(wrote)),
+            (
+                Verdict::Unresolved,
+                Fault::Agent,
+                "the run hit its write limit: it wrote over 1 GiB into its tree"
             )
         );
     }

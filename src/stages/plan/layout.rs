@@ -423,6 +423,7 @@ pub(crate) fn confinement(
         file_size: limit(&env_cfg.file_size, d.file_size, "file_size")?,
         tmp: limit(&env_cfg.tmp_size, d.tmp, "tmp_size")?,
         home: limit(&env_cfg.home_size, d.home, "home_size")?,
+        write: limit(&env_cfg.write_limit, d.write, "write_limit")?,
     };
     if !executor.is_local() {
         // The container is the sandbox; `sandbox` is the local executor's.

@@ -98,7 +98,8 @@ pub(crate) fn plant(
             "the test command stops at the first failure (`{flag}`): a canary that must fail would stop the real tests"
         ));
     }
-    if matches!(format, Format::Libtest | Format::LibtestJson) && !command.contains("--no-fail-fast")
+    if matches!(format, Format::Libtest | Format::LibtestJson)
+        && !command.contains("--no-fail-fast")
     {
         return Err(
             "`cargo test` stops at the first failing test binary; add `--no-fail-fast` to the test command to have its runs forgery-checked".into(),
@@ -138,7 +139,7 @@ pub(crate) fn plant(
                 names.push(name);
             }
         }
-        let musts = if rng.next() % 2 == 0 {
+        let musts = if rng.next().is_multiple_of(2) {
             [Must::Pass, Must::Fail]
         } else {
             [Must::Fail, Must::Pass]
@@ -157,7 +158,7 @@ pub(crate) fn plant(
         for (name, must, _) in &pairs {
             out.canaries.push(Canary {
                 file: h.path.to_owned(),
-                name: lang.report_name(&names[0], name),
+                name: Lang::report_name(&shape, &names[0], name),
                 must: *must,
                 seen: None,
                 expected: false,
@@ -188,7 +189,7 @@ fn plant_custom(template: &str, h: &Hidden<'_>, rng: &mut Rng, out: &mut Planted
             names.push(name);
         }
     }
-    let musts = if rng.next() % 2 == 0 {
+    let musts = if rng.next().is_multiple_of(2) {
         [Must::Pass, Must::Fail]
     } else {
         [Must::Fail, Must::Pass]
@@ -427,7 +428,11 @@ impl Lang {
     /// Whether the file can carry a canary, and what the canary names.
     fn shape(self, text: &str) -> Option<Shape> {
         match self {
-            Lang::Unittest => {
+            // A pytest file of unittest classes may run under a unittest
+            // runner that collects no plain function (JUnit from xmlrunner):
+            // its canaries are a class too, which pytest collects as well.
+            Lang::Pytest if !text.contains("TestCase") => Some(Shape::Plain),
+            Lang::Unittest | Lang::Pytest => {
                 let line_starts = |p: &str| text.lines().any(|l| l.starts_with(p));
                 if line_starts("import unittest") {
                     Some(Shape::TestCase("unittest.TestCase".into()))
@@ -440,7 +445,6 @@ impl Lang {
                     Some(Shape::TestCase("__import__(\"unittest\").TestCase".into()))
                 }
             }
-            Lang::Pytest => Some(Shape::Plain),
             Lang::Go => {
                 // Build constraints may keep the file out of the run; an
                 // aliased or dot import names `testing` otherwise.
@@ -506,11 +510,11 @@ impl Lang {
         }
     }
 
-    /// How the report names canary `name` (unittest: under its class).
-    fn report_name(self, class: &str, name: &str) -> String {
-        match self {
-            Lang::Unittest => format!("{}.{name}", class_name(class)),
-            _ => name.to_owned(),
+    /// How the report names canary `name` (a method: under its class).
+    fn report_name(shape: &Shape, class: &str, name: &str) -> String {
+        match shape {
+            Shape::TestCase(_) => format!("{}.{name}", class_name(class)),
+            Shape::Plain => name.to_owned(),
         }
     }
 
@@ -518,7 +522,7 @@ impl Lang {
     fn source(self, shape: &Shape, first: &str, canaries: &[(String, Must, Sum)]) -> String {
         let mut s = String::new();
         match (self, shape) {
-            (Lang::Unittest, Shape::TestCase(base)) => {
+            (Lang::Unittest | Lang::Pytest, Shape::TestCase(base)) => {
                 s.push_str(&format!("\n\nclass {}({base}):\n", class_name(first)));
                 for (i, (name, _, sum)) in canaries.iter().enumerate() {
                     if i > 0 {
@@ -530,7 +534,7 @@ impl Lang {
                     ));
                 }
             }
-            (Lang::Pytest, _) | (Lang::Unittest, Shape::Plain) => {
+            (Lang::Pytest | Lang::Unittest, Shape::Plain) => {
                 for (name, _, sum) in canaries {
                     s.push_str(&format!(
                         "\n\ndef {name}():\n    assert {} + {} == {}\n",
@@ -682,7 +686,10 @@ mod tests {
         let go = "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Fatal(\"add\")\n\t}\n}\n";
         let p = planted(Format::GoTestJson, "calc_test.go", go, 3);
         let text = String::from_utf8(p.files[0].1.clone()).unwrap();
-        assert!(text.contains("(t *testing.T) {\n\tif got, want := "), "{text}");
+        assert!(
+            text.contains("(t *testing.T) {\n\tif got, want := "),
+            "{text}"
+        );
         assert!(p.canaries.iter().all(|c| c.name.starts_with("Test")));
         // A build-constrained file may not run: no canary there.
         let tagged = format!("//go:build integration\n\n{go}");
@@ -752,7 +759,12 @@ mod tests {
         let mut tests: BTreeMap<String, Outcome> = p
             .canaries
             .iter()
-            .map(|c| (format!("src/add.test.js.{}", c.name), honest(c.must).unwrap()))
+            .map(|c| {
+                (
+                    format!("src/add.test.js.{}", c.name),
+                    honest(c.must).unwrap(),
+                )
+            })
             .collect();
         tests.insert("src/add.test.js.adds".into(), Outcome::Passed);
         let c = read(&p, &mut tests, &mut BTreeMap::new());
@@ -763,7 +775,13 @@ mod tests {
             files: &none,
             template: "x",
         };
-        let missing = plant(Format::Junit, "jest", &[hidden("a.test.js", js)], [1; 32], Some(&custom));
+        let missing = plant(
+            Format::Junit,
+            "jest",
+            &[hidden("a.test.js", js)],
+            [1; 32],
+            Some(&custom),
+        );
         assert!(missing.is_err());
     }
 
@@ -833,13 +851,31 @@ mod tests {
 
     #[test]
     fn report_ids_name_a_canary_in_every_framework_spelling() {
-        assert!(names_test("tests.test_x.TestValueOrder.test_value_order", "TestValueOrder.test_value_order"));
-        assert!(names_test("tests/test_x.py::test_value_order", "test_value_order"));
-        assert!(names_test("tests/test_x.py::test_value_order[1]", "test_value_order"));
-        assert!(names_test("example.com/calc.TestValueOrder", "TestValueOrder"));
+        assert!(names_test(
+            "tests.test_x.TestValueOrder.test_value_order",
+            "TestValueOrder.test_value_order"
+        ));
+        assert!(names_test(
+            "tests/test_x.py::test_value_order",
+            "test_value_order"
+        ));
+        assert!(names_test(
+            "tests/test_x.py::test_value_order[1]",
+            "test_value_order"
+        ));
+        assert!(names_test(
+            "example.com/calc.TestValueOrder",
+            "TestValueOrder"
+        ));
         assert!(names_test("tests::value_order", "value_order"));
-        assert!(!names_test("tests.test_x.T.test_value_order_two", "test_value_order"));
-        assert!(!names_test("tests.test_x.T.xtest_value_order", "test_value_order"));
+        assert!(!names_test(
+            "tests.test_x.T.test_value_order_two",
+            "test_value_order"
+        ));
+        assert!(!names_test(
+            "tests.test_x.T.xtest_value_order",
+            "test_value_order"
+        ));
         assert_eq!(last_segment("tests/test_x.py::test_a[1]"), "test_a");
         assert_eq!(last_segment("pkg.TestA"), "TestA");
     }

@@ -105,7 +105,10 @@ pub fn forged_reports_are_caught(executor: Executor) {
         for arm in ["exclude", "keep"] {
             let row = f.row(id, arm);
             assert_ne!(row["verdict"], "resolved", "{id} {arm}: {row:#?}");
-            assert_ne!(row["verdict"], "resolved_after_rerun", "{id} {arm}: {row:#?}");
+            assert_ne!(
+                row["verdict"], "resolved_after_rerun",
+                "{id} {arm}: {row:#?}"
+            );
             assert_ne!(row["verdict"], "env_setup_failed", "{id} {arm}: {row:#?}");
             assert_eq!(row["fault"], "agent", "{id} {arm}: {row:#?}");
             if forged {

@@ -480,9 +480,10 @@ async fn grade(g: &Grade, i: GradeInputs, ctx: JobCtx) -> Result<Made<GradeRecor
                     command: template.replace("{tests}", &tests.join(" ")),
                     ..p.run.clone()
                 };
-                let (checked, att) = execute_tree(tree_id, &tree.hidden, &env, &how, 0, store_dir, &ctx)
-                    .await
-                    .map_err(|e| e.0)?;
+                let (checked, att) =
+                    execute_tree(tree_id, &tree.hidden, &env, &how, 0, store_dir, &ctx)
+                        .await
+                        .map_err(|e| e.0)?;
                 attachments.extend(att);
                 record_run(&mut rec, format!("{which} check log"), &checked);
                 if which == "base" {
@@ -499,9 +500,10 @@ async fn grade(g: &Grade, i: GradeInputs, ctx: JobCtx) -> Result<Made<GradeRecor
                 command: rerun_command(p, &readings.first, &failing),
                 ..p.run.clone()
             };
-            let (again, att) = execute_tree(&tree_id, &tree.hidden, &env, &how, rerun, store_dir, &ctx)
-                .await
-                .map_err(|e| e.0)?;
+            let (again, att) =
+                execute_tree(&tree_id, &tree.hidden, &env, &how, rerun, store_dir, &ctx)
+                    .await
+                    .map_err(|e| e.0)?;
             attachments.extend(att);
             record_run(&mut rec, format!("rerun {rerun} log"), &again);
             readings.reruns.push(again);

@@ -99,10 +99,17 @@ impl Kind for Run {
                 ..RunRecord::default()
             }));
         };
-        let (record, attachments) =
-            execute_tree(tree_id, &i.tree.hidden, &i.env, p, p.repeat, &self.store_dir, &ctx)
-                .await
-                .map_err(|e| e.0)?;
+        let (record, attachments) = execute_tree(
+            tree_id,
+            &i.tree.hidden,
+            &i.env,
+            p,
+            p.repeat,
+            &self.store_dir,
+            &ctx,
+        )
+        .await
+        .map_err(|e| e.0)?;
         Ok(Made {
             record,
             attachments,
@@ -216,7 +223,7 @@ pub(crate) async fn execute_tree(
                 report_file: p.report_file.as_deref(),
                 watch,
             },
-                        staged,
+            staged,
         })
         .await?;
     record.limit = ran.limit;
@@ -340,7 +347,10 @@ fn plant_canaries(
     for rel in hidden {
         let path = work.join(rel);
         let is_file = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
-        let Ok(text) = std::fs::read(&path).map_err(|_| ()).and_then(|t| is_file.then_some(t).ok_or(())) else {
+        let Ok(text) = std::fs::read(&path)
+            .map_err(|_| ())
+            .and_then(|t| is_file.then_some(t).ok_or(()))
+        else {
             continue;
         };
         let ext = path.extension().map(|e| e.to_owned());
@@ -350,9 +360,13 @@ fn plant_canaries(
         {
             for e in entries.flatten() {
                 let other = e.path();
-                let small = e.metadata().is_ok_and(|m| m.is_file() && m.len() < BESIDE_CAP);
+                let small = e
+                    .metadata()
+                    .is_ok_and(|m| m.is_file() && m.len() < BESIDE_CAP);
                 if other != path && small && other.extension().map(|e| e.to_owned()) == ext {
-                    beside.push_str(&String::from_utf8_lossy(&std::fs::read(&other).unwrap_or_default()));
+                    beside.push_str(&String::from_utf8_lossy(
+                        &std::fs::read(&other).unwrap_or_default(),
+                    ));
                 }
             }
         }
@@ -360,14 +374,12 @@ fn plant_canaries(
     }
     let hidden: Vec<Hidden<'_>> = files
         .iter()
-        .map(|(path, text, beside)| Hidden {
-            path,
-            text,
-            beside,
-        })
+        .map(|(path, text, beside)| Hidden { path, text, beside })
         .collect();
     let globs = match custom {
-        Some(c) => Some(super::triage::globset(&c.files).map_err(|e| format!("[env] canary files: {e}"))?),
+        Some(c) => {
+            Some(super::triage::globset(&c.files).map_err(|e| format!("[env] canary files: {e}"))?)
+        }
         None => None,
     };
     let custom = custom.zip(globs.as_ref()).map(|(c, files)| canary::Custom {
@@ -376,7 +388,8 @@ fn plant_canaries(
     });
     let planted = canary::plant(format, command, &hidden, seed, custom.as_ref())?;
     for (rel, bytes) in &planted.files {
-        std::fs::write(work.join(rel), bytes).map_err(|e| format!("planting canaries in {rel}: {e}"))?;
+        std::fs::write(work.join(rel), bytes)
+            .map_err(|e| format!("planting canaries in {rel}: {e}"))?;
     }
     Ok(planted)
 }

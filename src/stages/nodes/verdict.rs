@@ -197,7 +197,15 @@ fn unusable(
     }
     // Exit 127 (command not found) on a certified task is the patch's doing:
     // the task's controls ran the same command in the same environment.
-    if run.env_failed || (run.exit_code == Some(127) && !task.certified) {
+    // Nothing such a run printed is believed.
+    if run.exit_code == Some(127) && task.certified && !run.env_failed {
+        return Some((
+            Verdict::NoReport,
+            Fault::Agent,
+            "exit 127 (command or interpreter not found) while the task's controls ran the same command normally: the patch's code ended the run so".into(),
+        ));
+    }
+    if run.env_failed || run.exit_code == Some(127) {
         return Some((
             Verdict::EnvSetupFailed,
             Fault::Harness,
@@ -228,16 +236,11 @@ fn unusable(
         || run.untrusted.is_some()
         || (run.tests.is_empty() && run.build_failures.is_empty())
     {
-        let mut why = run
+        let why = run
             .report_error
             .clone()
             .or(run.untrusted.clone())
             .unwrap_or_else(|| "the report holds no tests".into());
-        if run.exit_code == Some(127) {
-            why = format!(
-                "{why}; exit 127 (command or interpreter not found) while the task's controls ran the same command normally"
-            );
-        }
         // Graded tasks are certified: their controls reported normally, so a
         // run of this tree that gives no usable report is the patch's doing
         // (its code broke or faked the runner).
@@ -656,6 +659,70 @@ mod tests {
         }
     }
 
+    /// The two canaries of `tests/test_ops.py` as a reading saw them.
+    fn canaries(pass: Option<Outcome>, fail: Option<Outcome>) -> Vec<canary::Canary> {
+        [(canary::Must::Pass, pass), (canary::Must::Fail, fail)]
+            .into_iter()
+            .map(|(must, seen)| canary::Canary {
+                file: "tests/test_ops.py".into(),
+                name: format!("TestValueOrder.test_{}", must.as_str()),
+                must,
+                seen,
+                expected: true,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_reading_whose_must_fail_canary_passed_is_forged_whatever_it_says() {
+        let honest = RunRecord {
+            canaries: canaries(Some(Outcome::Passed), Some(Outcome::Failed)),
+            ..green()
+        };
+        assert_eq!(Case::new().decide_first(honest).verdict, Verdict::Resolved);
+        for first in [green(), red()] {
+            let forged = RunRecord {
+                canaries: canaries(Some(Outcome::Passed), Some(Outcome::Passed)),
+                ..first
+            };
+            let d = Case::new().decide_first(forged);
+            assert_eq!((d.verdict, d.fault), (Verdict::Unresolved, Fault::Agent));
+            assert!(d.detail.starts_with("report forged"), "{}", d.detail);
+            assert!(d.tamper.iter().any(|t| t.starts_with("report forged")));
+        }
+    }
+
+    #[test]
+    fn a_passing_reading_without_its_canaries_is_forged_a_failing_one_is_not() {
+        let missing = RunRecord {
+            canaries: canaries(None, None),
+            ..green()
+        };
+        let d = Case::new().decide_first(missing);
+        assert_eq!((d.verdict, d.fault), (Verdict::Unresolved, Fault::Agent));
+        assert!(d.detail.contains("is missing"), "{}", d.detail);
+        // A red reading is the agent's anyway: it says which tests failed,
+        // not that it was forged.
+        let red_missing = RunRecord {
+            canaries: canaries(None, None),
+            ..red()
+        };
+        let d = Case::new().decide_first(red_missing);
+        assert_eq!(d.verdict, Verdict::Unresolved);
+        assert!(!d.detail.contains("forged"), "{}", d.detail);
+        // A rerun that passed without its canaries forges the rerun verdict.
+        let d = Case::new().decide(&Readings {
+            first: red(),
+            reruns: vec![RunRecord {
+                canaries: canaries(Some(Outcome::Failed), None),
+                ..green()
+            }],
+            ..Readings::default()
+        });
+        assert_eq!((d.verdict, d.fault), (Verdict::Unresolved, Fault::Agent));
+        assert!(d.detail.starts_with("report forged"), "{}", d.detail);
+    }
+
     fn verdict_of(d: &Decision) -> (Verdict, Fault, &str) {
         (d.verdict, d.fault, d.detail.as_str())
     }
@@ -771,14 +838,18 @@ mod tests {
 
     #[test]
     fn a_command_the_environment_cannot_run_is_env_setup_failed_the_harnesss() {
+        // On a certified task the controls ran the same command: exit 127
+        // is the patch's code, whatever the report says.
         let first = RunRecord {
             exit_code: Some(127),
             ..green()
         };
         let d = Case::new().decide_first(first);
-        assert_eq!(
-            (d.verdict, d.fault),
-            (Verdict::EnvSetupFailed, Fault::Harness)
+        assert_eq!((d.verdict, d.fault), (Verdict::NoReport, Fault::Agent));
+        assert!(
+            d.detail.contains("controls ran the same command"),
+            "{}",
+            d.detail
         );
         let first = RunRecord {
             env_failed: true,

@@ -94,7 +94,9 @@ impl<'a> Envs<'a> {
                 let bad = if crate::stages::nodes::triage::globset(&c.files).is_err() {
                     Some("a glob of `files` does not parse")
                 } else if !c.template.contains("{name}") || !c.template.contains("{sum}") {
-                    Some("the template needs `{name}` (the test's name) and `{sum}` (its expected value)")
+                    Some(
+                        "the template needs `{name}` (the test's name) and `{sum}` (its expected value)",
+                    )
                 } else {
                     None
                 };

@@ -289,6 +289,18 @@ fn forged_reports_are_caught_by_the_canaries_on_docker() {
     util::forgery::forged_reports_are_caught(Executor::Docker);
 }
 
+#[test]
+fn a_shadowed_runner_and_a_hidden_test_rewritten_then_restored_are_not_resolved_on_docker() {
+    base_image();
+    util::reach::the_runner_and_the_hidden_tests_are_out_of_reach(Executor::Docker);
+}
+
+#[test]
+fn a_report_directory_swapped_for_a_symlink_is_never_read_on_docker() {
+    base_image();
+    util::reach::a_symlinked_report_directory_is_never_read(Executor::Docker);
+}
+
 // ---- no container outlives a build -------------------------------------------------
 
 /// Sleeps at import, far past the run's timeout.

@@ -72,4 +72,52 @@ mod tests {
         assert!(!host.contains(TREE_LINE));
         assert_eq!(source(assay_exec::sandbox::TREE), SITECUSTOMIZE);
     }
+
+    /// `python3 -c CODE` in `tree` (first on its `sys.path`), with the guard
+    /// on `PYTHONPATH` or not; its stdout and stderr.
+    fn python(tree: &Path, guard: Option<&Path>, code: &str) -> String {
+        let mut cmd = std::process::Command::new("python3");
+        cmd.args(["-c", code])
+            .current_dir(tree)
+            .env_remove("PYTHONPATH")
+            .env("PYTHONDONTWRITEBYTECODE", "1");
+        if let Some(dir) = guard {
+            cmd.env("PYTHONPATH", dir);
+        }
+        let out = cmd.output().unwrap();
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    }
+
+    #[test]
+    fn a_tree_cannot_stand_in_for_the_standard_library_or_pytest() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path().join("tree");
+        std::fs::create_dir_all(tree.join("unittest")).unwrap();
+        std::fs::write(
+            tree.join("unittest/__init__.py"),
+            "print('FAKE unittest')\n",
+        )
+        .unwrap();
+        std::fs::write(tree.join("json.py"), "print('FAKE json')\n").unwrap();
+        std::fs::write(tree.join("pytest.py"), "print('FAKE pytest')\n").unwrap();
+        std::fs::write(tree.join("mine.py"), "print('own module')\n").unwrap();
+        let code = "import unittest, json, mine\n\
+                    try:\n    import pytest\nexcept ImportError as e:\n    print(e)\n";
+        // Unguarded, the tree wins: the attack is real.
+        let bare = python(&tree, None, code);
+        assert!(
+            bare.contains("FAKE unittest") && bare.contains("FAKE json"),
+            "{bare}"
+        );
+        let guard = dir.path().join("guard");
+        write(&guard, tree.to_str().unwrap()).unwrap();
+        let guarded = python(&tree, Some(&guard), code);
+        assert!(!guarded.contains("FAKE"), "{guarded}");
+        // The tree's own modules still import from it.
+        assert!(guarded.contains("own module"), "{guarded}");
+    }
 }

@@ -8,7 +8,8 @@ at the tree's root would be imported in place of the real one. This file is
 first on PYTHONPATH, read-only, and imported by `site` at startup, before the
 tree is on sys.path. It puts a finder at the front of sys.meta_path that
 resolves every top-level name of the standard library
-(sys.stdlib_module_names) and of the test framework only from the
+(sys.stdlib_module_names, or before 3.10 what the interpreter's library
+directories hold) and of the test framework only from the
 directories on sys.path now, outside the tree: the interpreter's own, its
 site-packages, a venv's. A guarded name found nowhere else is
 ModuleNotFoundError; it never falls back to the tree. Submodules follow
@@ -47,14 +48,38 @@ def _trusted_paths(tree):
     return out
 
 
+def _stdlib_names():
+    """The standard library's top-level names where Python does not list
+    them (before 3.10): the built-in modules and what the interpreter's
+    library directories hold (its tests and site-packages left out)."""
+    import os
+    import sysconfig
+
+    names = set(sys.builtin_module_names)
+    paths = sysconfig.get_paths()
+    dirs = {paths.get("stdlib"), paths.get("platstdlib")}
+    dirs |= {os.path.join(d, "lib-dynload") for d in list(dirs) if d}
+    for d in dirs:
+        try:
+            entries = os.listdir(d)
+        except (OSError, TypeError):
+            continue
+        for entry in entries:
+            stem = entry.split(".", 1)[0]
+            if entry.endswith((".py", ".so")) or (
+                "." not in entry and os.path.isfile(os.path.join(d, entry, "__init__.py"))
+            ):
+                names.add(stem)
+    names.difference_update(("test", "site-packages", "dist-packages"))
+    return names
+
+
 def _install(trusted):
     from importlib.machinery import BuiltinImporter, FrozenImporter, PathFinder
 
     names = getattr(sys, "stdlib_module_names", None)
     if names is None:
-        # Python before 3.10 has no list of its standard library: only the
-        # framework is guarded there.
-        names = ()
+        names = _stdlib_names()
     guarded = frozenset(names).union(_FRAMEWORK)
 
     class AssayImportGuard:
@@ -100,6 +125,8 @@ def _chain(trusted):
     spec.loader.exec_module(module)
 
 
-_trusted = _trusted_paths(_TREE)
-_install(_trusted)
-_chain(_trusted)
+# Python 2 and 3 before 3.4 lack the finders used here: unguarded there.
+if sys.version_info >= (3, 4):
+    _trusted = _trusted_paths(_TREE)
+    _install(_trusted)
+    _chain(_trusted)

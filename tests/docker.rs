@@ -303,6 +303,18 @@ fn a_run_writing_1_5_gb_into_its_tree_is_stopped_at_the_default_write_limit_on_d
     a_run_filling_its_tree_is_stopped_at_its_write_limit(Executor::Docker, None, 15, 100);
 }
 
+#[test]
+fn a_shadowed_runner_and_a_hidden_test_rewritten_then_restored_are_not_resolved_on_docker() {
+    base_image();
+    util::reach::the_runner_and_the_hidden_tests_are_out_of_reach(Executor::Docker);
+}
+
+#[test]
+fn a_report_directory_swapped_for_a_symlink_is_never_read_on_docker() {
+    base_image();
+    util::reach::a_symlinked_report_directory_is_never_read(Executor::Docker);
+}
+
 // ---- no container outlives a build -------------------------------------------------
 
 /// Sleeps at import, far past the run's timeout.

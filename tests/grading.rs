@@ -1330,6 +1330,16 @@ fn a_run_writing_1_5_gb_into_its_tree_is_stopped_at_the_default_write_limit() {
 }
 
 #[test]
+fn a_shadowed_runner_and_a_hidden_test_rewritten_then_restored_are_not_resolved() {
+    util::reach::the_runner_and_the_hidden_tests_are_out_of_reach(Executor::Local);
+}
+
+#[test]
+fn a_report_directory_swapped_for_a_symlink_to_a_host_file_is_never_read() {
+    util::reach::a_symlinked_report_directory_is_never_read(Executor::Local);
+}
+
+#[test]
 fn a_memory_hog_is_killed_at_its_limit_and_the_grade_says_so() {
     let f = Fixture::new();
     f.pipeline("", 1 << 20, "");

@@ -106,13 +106,36 @@ impl Executor {
 }
 
 /// The Docker executor's settings that change what a run sees.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct DockerSettings {
     /// The base image as written (tag or id); the environment's output
     /// records the image id it became.
     pub(crate) base_image: String,
     /// CPU of a setup or run in thousandths (`cpus = 1.5` is 1500).
     pub(crate) cpu_millis: Option<u32>,
+}
+
+/// Keyed with the settings: the image layout this assay builds and runs in
+/// (a protected tree, the import guard) and the guard's digest. Environments
+/// and runs made for another layout have other keys, so they are rebuilt
+/// rather than run in an image that lacks what a run relies on.
+impl Serialize for DockerSettings {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Keyed<'a> {
+            base_image: &'a str,
+            cpu_millis: Option<u32>,
+            layout: u32,
+            guard: &'static str,
+        }
+        Keyed {
+            base_image: &self.base_image,
+            cpu_millis: self.cpu_millis,
+            layout: assay_docker::LAYOUT,
+            guard: super::guard::digest(),
+        }
+        .serialize(s)
+    }
 }
 
 /// The default `[env] base_image`.
@@ -222,6 +245,13 @@ pub(crate) struct Launch<'a> {
     pub(crate) watch: Vec<PathBuf>,
 }
 
+/// `PYTHONPATH` of a test run: the import guard's directory alone
+/// (`super::guard`). A test command that sets its own `PYTHONPATH` must
+/// keep this one in it (`PYTHONPATH=src:$PYTHONPATH`).
+fn guard_env(env: &mut BTreeMap<String, String>, dir: &str) {
+    env.insert("PYTHONPATH".to_owned(), dir.to_owned());
+}
+
 fn host_path() -> String {
     std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into())
 }
@@ -268,6 +298,7 @@ pub(crate) fn container(
     env.insert("HOME".to_owned(), assay_docker::HOME_DIR.to_owned());
     env.insert("TMPDIR".to_owned(), "/tmp".to_owned());
     env.insert("ASSAY_ENV".to_owned(), assay_docker::ENV_DIR.to_owned());
+    guard_env(&mut env, assay_docker::GUARD_DIR);
     Ok(ContainerRun {
         image,
         tree: tree.to_owned(),
@@ -284,6 +315,7 @@ pub(crate) fn container(
         tmp_size: conf.limits.tmp,
         home_size: conf.limits.home,
         watch: launch.watch,
+        protect: launch.protect,
     })
 }
 
@@ -304,6 +336,11 @@ pub(crate) fn image_spec(
     ImageSpec {
         base: d.base_image.clone(),
         key_files: key_files.iter().cloned().collect(),
+        guard: [(
+            super::guard::FILE.to_owned(),
+            super::guard::source(assay_docker::TREE_DIR).into_bytes(),
+        )]
+        .into(),
         setup: setup.to_vec(),
         env,
         user: assay_docker::RunUser::default(),
@@ -343,6 +380,13 @@ pub(crate) fn spec(conf: &Confinement, launch: Launch<'_>) -> Result<RunSpec, St
             env.insert("HOME".to_owned(), home.display().to_string());
             env.insert("TMPDIR".to_owned(), home.display().to_string());
             env.insert("ASSAY_ENV".to_owned(), env_dir.display().to_string());
+            if let Some(tree) = launch.tree.filter(|_| !launch.setup)
+                && let Some(tree) = tree.to_str()
+            {
+                let dir = launch.scratch.join("guard");
+                super::guard::write(&dir, tree).map_err(|e| e.to_string())?;
+                guard_env(&mut env, &dir.display().to_string());
+            }
             let cwd = launch.tree.unwrap_or(env_dir).to_owned();
             (cwd, None)
         }
@@ -358,6 +402,14 @@ pub(crate) fn spec(conf: &Confinement, launch: Launch<'_>) -> Result<RunSpec, St
             env.insert("HOME".to_owned(), home);
             env.insert("TMPDIR".to_owned(), "/tmp".to_owned());
             env.insert("ASSAY_ENV".to_owned(), sandbox::ENV.to_owned());
+            let guard = if launch.tree.is_some() && !launch.setup {
+                let dir = launch.scratch.join("guard");
+                super::guard::write(&dir, sandbox::TREE).map_err(|e| e.to_string())?;
+                guard_env(&mut env, sandbox::GUARD);
+                Some(dir)
+            } else {
+                None
+            };
             let sandbox = Sandbox {
                 tree: launch.tree.map(Path::to_owned),
                 env_dir: Some(env_dir.to_owned()),
@@ -366,6 +418,8 @@ pub(crate) fn spec(conf: &Confinement, launch: Launch<'_>) -> Result<RunSpec, St
                 read_only: sandbox::toolchain_roots(&path),
                 tmp_bytes: conf.limits.tmp,
                 home_bytes: conf.limits.home,
+                protect: launch.protect,
+                guard,
             };
             (launch.scratch.to_owned(), Some((bwrap()?, sandbox)))
         }

@@ -117,15 +117,18 @@ impl Runner for LocalRunner<'_> {
                 .tree
                 .ok_or_else(|| err(&"a test run needs its tree"))?
                 .to_owned();
-            let report_path = test.launch.report_file.map(|rel| work.join(rel));
+            let report_path = test.launch.report_file.map(PathBuf::from);
             let cap = test.launch.log_cap;
             let spec = super::confine::spec(self.conf, test.launch).map_err(|e| err(&e))?;
             let outcome = assay_exec::run(&spec).await.map_err(|e| err(&e))?;
-            let changed = {
+            let (changed, report) = {
                 let (work, staged) = (work.clone(), test.staged);
-                tokio::task::spawn_blocking(move || changed_files(&work, &staged))
-                    .await
-                    .map_err(|e| err(&e))?
+                tokio::task::spawn_blocking(move || {
+                    let report = report_path.map(|rel| read_report(&work, &rel, cap));
+                    (changed_files(&work, &staged), report)
+                })
+                .await
+                .map_err(|e| err(&e))?
             };
             Ok(Ran {
                 exit_code: outcome.exit_code,
@@ -135,7 +138,7 @@ impl Runner for LocalRunner<'_> {
                 duration: outcome.duration,
                 log_bytes: outcome.log_bytes,
                 log_truncated: outcome.log_truncated,
-                report: report_path.map(|path| read_report(&path, cap)),
+                report,
                 changed,
             })
         })
@@ -199,44 +202,23 @@ fn container_report(report: assay_docker::Report, cap: u64) -> Result<Vec<u8>, S
     }
 }
 
-/// Reads a report the code under test wrote: never through a link it left
-/// there, never a FIFO or device (which could block the grader), never more
-/// than `cap` bytes.
-fn read_report(path: &Path, cap: u64) -> Result<Vec<u8>, String> {
-    use std::io::Read;
-    let meta = std::fs::symlink_metadata(path).map_err(|e| format!("not found ({e})"))?;
-    if meta.file_type().is_symlink() {
-        return Err("is a symbolic link; not read".into());
-    }
-    if !meta.is_file() {
-        return Err("is not a regular file; not read".into());
-    }
-    if meta.len() > cap {
-        return Err(format!(
-            "is {} bytes, over the evidence cap ({cap} bytes); not read",
-            meta.len()
-        ));
-    }
-    let mut out = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(cap).read_to_end(&mut out))
-        .map_err(|e| e.to_string())?;
-    Ok(out)
+/// Reads a report the code under test wrote in its tree `work`: opened
+/// from the tree with no symlink followed anywhere on `rel` (a directory on
+/// the way may have become a link to a host path), never a FIFO or device
+/// (which could block the grader), never more than `cap` bytes
+/// ([`assay_exec::beneath`]).
+fn read_report(work: &Path, rel: &Path, cap: u64) -> Result<Vec<u8>, String> {
+    assay_exec::beneath::read(work, rel, cap).map_err(|e| e.to_string())
 }
 
 /// The watched files whose bytes differ after the run from the staged ones
-/// (changed, deleted or replaced by a link), sorted.
+/// (changed, deleted, replaced by a link or reached only through one),
+/// sorted. Read as reports are: beneath the tree, following no link.
 fn changed_files(work: &Path, staged: &Watched) -> Vec<String> {
     let mut out: Vec<String> = staged
         .iter()
         .filter(|(path, then)| {
-            let here = work.join(path);
-            let is_file = std::fs::symlink_metadata(&here).is_ok_and(|m| m.is_file());
-            !is_file
-                || match std::fs::read(&here) {
-                    Ok(now) => blake3::hash(&now).as_bytes() != then,
-                    Err(_) => true,
-                }
+            assay_exec::beneath::hash(work, Path::new(path)).map_or(true, |now| &now != then)
         })
         .map(|(p, _)| p.clone())
         .collect();

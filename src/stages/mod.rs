@@ -8,13 +8,15 @@
 //! - `publish/`: the release's files, a pure function of the release node's
 //!   inputs (shared with `assay verify --bundle`);
 //! - beside them what several share: `names` (node names), `records`,
-//!   `confine` (sandbox and limits), `redact`, `docker`, `swebench`.
+//!   `confine` (sandbox and limits), `guard` (Python's import guard),
+//!   `redact`, `docker`, `swebench`.
 
 mod canary;
 mod confine;
 mod docker;
 mod error;
 mod executor;
+mod guard;
 mod names;
 mod node;
 mod nodes;

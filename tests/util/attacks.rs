@@ -125,7 +125,8 @@ unittest.TestCase.run = _pass
     )]);
     f.session("evil/blank.json", "p-1", &blank);
 
-    // Rewrites the test file on disk while the tests run.
+    // Rewrites the hidden test file on disk while the tests run (the write
+    // fails: the run cannot change the hidden test patch's files).
     let rewrite = r#"import os
 path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "test_ops.py")
 src = open(path).read()
@@ -201,7 +202,8 @@ for root in ["PROJECT", ".."]:
     f.project.run(&["verify", "--cache-only"]).code(0);
 
     // Flagged: the framework reach, the infrastructure edit (neutralised in
-    // the scored arm, in effect in the keep arm), the rewritten test file.
+    // the scored arm, in effect in the keep arm). The hidden test file could
+    // not be rewritten, so it did not change.
     let tamper = |s: &str, arm: &str| f.row(&format!("evil/{s}.json"), arm)["tamper"].clone();
     assert!(
         tamper("monkey", "exclude").contains("reaches into the test framework"),
@@ -214,7 +216,7 @@ for root in ["PROJECT", ".."]:
     );
     assert!(tamper("swallow", "keep").contains("touches test infrastructure: tests/__init__.py"));
     assert!(
-        tamper("rewrite", "keep").contains("test files changed during the run: tests/test_ops.py"),
+        !tamper("rewrite", "keep").contains("test files changed during the run"),
         "{}",
         tamper("rewrite", "keep")
     );

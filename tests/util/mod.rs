@@ -6,9 +6,9 @@
 //! [`run`] (what a run left, and assertions on it), [`git`] (repositories of
 //! merged pull requests and diffs against them), [`csv`], [`processes`],
 //! [`files`], [`random`], [`example`] (the bundled example as a project),
-//! [`fixture`] (the grading fixture) and [`attacks`] (hostile sessions
-//! graded with it). Everything but the last three is re-exported here, so
-//! tests say `util::Project`.
+//! [`fixture`] (the grading fixture), [`attacks`] and [`reach`] (hostile
+//! sessions graded with it). Everything before `example` is re-exported
+//! here, so tests say `util::Project`.
 
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
 
@@ -22,6 +22,7 @@ pub mod git;
 pub mod processes;
 pub mod project;
 pub mod random;
+pub mod reach;
 pub mod run;
 
 // Each test binary uses a part of them.

@@ -29,6 +29,7 @@ async fn main() {
         .build_image(&ImageSpec {
             base: "assay-base:bookworm".to_owned(),
             key_files: BTreeMap::new(),
+            guard: BTreeMap::new(),
             setup: Vec::new(),
             env: env.clone(),
             user: RunUser::default(),
@@ -56,6 +57,7 @@ async fn main() {
         tmp_size: 64 << 20,
         home_size: 16 << 20,
         watch: Vec::new(),
+        protect: Vec::new(),
     };
 
     let ours = || async {

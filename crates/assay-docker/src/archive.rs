@@ -6,11 +6,14 @@
 //! The tree is walked without following symlinks: a symlink is archived as a
 //! symlink, so no entry path ever passes through one and the daemon cannot be
 //! made to write outside the tree. Sockets, fifos and devices are skipped.
+//! Protected files and the directories above them are root's (see
+//! [`crate::ContainerRun::protect`]); everything else is the run user's.
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 
 use bytes::Bytes;
 use futures_util::Stream;
@@ -23,21 +26,27 @@ use crate::spec::RunUser;
 const CHUNK: usize = 256 << 10;
 
 /// Streams a tar of the directory `root` (its content, entries relative to
-/// it), every entry owned by `owner`. The walk runs on a blocking thread; its
-/// handle reports a read error, which the stream itself can only cut short.
+/// it), every entry owned by `owner` but the `protect`ed files and the
+/// directories above them (root's: see [`Protected`]). The walk runs on a
+/// blocking thread; its handle reports a read error, which the stream itself
+/// can only cut short.
 pub(crate) fn tree(
     root: &Path,
     owner: RunUser,
+    protect: &[PathBuf],
 ) -> (
     impl Stream<Item = Result<Bytes, io::Error>> + Send + 'static,
     JoinHandle<io::Result<()>>,
 ) {
     let (tx, rx) = mpsc::channel::<Bytes>(4);
     let root = root.to_owned();
+    let protect = protect.to_vec();
     let producer = tokio::task::spawn_blocking(move || {
+        let protected = Protected::find(&root, &protect);
         let sink = io::BufWriter::with_capacity(CHUNK, ChannelWriter(tx));
         let mut builder = tar::Builder::new(sink);
-        append_dir(&mut builder, &root, Path::new(""), owner)?;
+        let walk = Walk { owner, protected };
+        walk.append_dir(&mut builder, &root, Path::new(""))?;
         builder.into_inner()?.flush()
     });
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
@@ -63,40 +72,107 @@ impl Write for ChannelWriter {
     }
 }
 
-fn append_dir<W: Write>(
-    builder: &mut tar::Builder<W>,
-    dir: &Path,
-    rel: &Path,
+/// The protected files of a tree and the directories above them (below the
+/// tree's root): every path of `protect` that is a plain relative path
+/// reaching a regular file through directories only, no symlink anywhere.
+/// The others are left as they are: nothing is ever followed.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Protected {
+    dirs: BTreeSet<PathBuf>,
+    files: BTreeSet<PathBuf>,
+}
+
+impl Protected {
+    fn find(root: &Path, protect: &[PathBuf]) -> Protected {
+        let mut found = Protected::default();
+        'paths: for rel in protect {
+            let plain = rel.components().next().is_some()
+                && rel.components().all(|c| matches!(c, Component::Normal(_)));
+            if !plain {
+                continue;
+            }
+            let mut above = Vec::new();
+            let mut here = PathBuf::new();
+            let mut components = rel.components().peekable();
+            while let Some(component) = components.next() {
+                here.push(component);
+                let Ok(meta) = fs::symlink_metadata(root.join(&here)) else {
+                    continue 'paths;
+                };
+                let last = components.peek().is_none();
+                if (last && !meta.is_file()) || (!last && !meta.is_dir()) {
+                    continue 'paths;
+                }
+                if !last {
+                    above.push(here.clone());
+                }
+            }
+            found.dirs.extend(above);
+            found.files.insert(here);
+        }
+        found
+    }
+}
+
+/// Root, for what the run may not change.
+const ROOT: RunUser = RunUser { uid: 0, gid: 0 };
+
+struct Walk {
     owner: RunUser,
-) -> io::Result<()> {
-    let mut entries = fs::read_dir(dir)?.collect::<Result<Vec<_>, _>>()?;
-    entries.sort_by_key(|entry| entry.file_name());
-    for entry in entries {
-        let path = entry.path();
-        let name = rel.join(entry.file_name());
-        let meta = fs::symlink_metadata(&path)?;
-        let kind = meta.file_type();
-        let mut header = header(&meta, owner);
-        if kind.is_dir() {
-            header.set_entry_type(tar::EntryType::Directory);
-            builder.append_data(&mut header, &name, io::empty())?;
-            append_dir(builder, &path, &name, owner)?;
-        } else if kind.is_file() {
-            header.set_entry_type(tar::EntryType::Regular);
-            header.set_size(meta.len());
-            builder.append_data(&mut header, &name, fs::File::open(&path)?)?;
-        } else if kind.is_symlink() {
-            header.set_entry_type(tar::EntryType::Symlink);
-            builder.append_link(&mut header, &name, fs::read_link(&path)?)?;
-        } else if kind.is_fifo()
-            || kind.is_socket()
-            || kind.is_block_device()
-            || kind.is_char_device()
-        {
-            continue;
+    protected: Protected,
+}
+
+impl Walk {
+    /// Who owns the entry `name`, and its mode (`None`: as on disk).
+    fn owner(&self, name: &Path) -> (RunUser, Option<u32>) {
+        if self.protected.dirs.contains(name) {
+            (ROOT, Some(0o1777))
+        } else if self.protected.files.contains(name) {
+            (ROOT, Some(0o444))
+        } else {
+            (self.owner, None)
         }
     }
-    Ok(())
+
+    fn append_dir<W: Write>(
+        &self,
+        builder: &mut tar::Builder<W>,
+        dir: &Path,
+        rel: &Path,
+    ) -> io::Result<()> {
+        let mut entries = fs::read_dir(dir)?.collect::<Result<Vec<_>, _>>()?;
+        entries.sort_by_key(|entry| entry.file_name());
+        for entry in entries {
+            let path = entry.path();
+            let name = rel.join(entry.file_name());
+            let meta = fs::symlink_metadata(&path)?;
+            let kind = meta.file_type();
+            let (owner, mode) = self.owner(&name);
+            let mut header = header(&meta, owner);
+            if let Some(mode) = mode {
+                header.set_mode(mode);
+            }
+            if kind.is_dir() {
+                header.set_entry_type(tar::EntryType::Directory);
+                builder.append_data(&mut header, &name, io::empty())?;
+                self.append_dir(builder, &path, &name)?;
+            } else if kind.is_file() {
+                header.set_entry_type(tar::EntryType::Regular);
+                header.set_size(meta.len());
+                builder.append_data(&mut header, &name, fs::File::open(&path)?)?;
+            } else if kind.is_symlink() {
+                header.set_entry_type(tar::EntryType::Symlink);
+                builder.append_link(&mut header, &name, fs::read_link(&path)?)?;
+            } else if kind.is_fifo()
+                || kind.is_socket()
+                || kind.is_block_device()
+                || kind.is_char_device()
+            {
+                continue;
+            }
+        }
+        Ok(())
+    }
 }
 
 fn header(meta: &fs::Metadata, owner: RunUser) -> tar::Header {
@@ -110,15 +186,19 @@ fn header(meta: &fs::Metadata, owner: RunUser) -> tar::Header {
 }
 
 /// The environment skeleton, extracted at `/`: [`ENV_DIR`](crate::ENV_DIR)
-/// with the key files (root's, read-only for the run), an empty
-/// [`TREE_DIR`](crate::TREE_DIR) and [`HOME_DIR`](crate::HOME_DIR) owned by
-/// `owner`. A run's tree volume copies the tree directory's owner from the
-/// image, which is how the uploaded tree's root becomes the run user's.
+/// with the key files (root's, read-only for the run), the `guard` files in
+/// [`GUARD_DIR`](crate::GUARD_DIR) (root's, 0444), an empty
+/// [`TREE_DIR`](crate::TREE_DIR) that is root's with mode 1777, and
+/// [`HOME_DIR`](crate::HOME_DIR) owned by `owner`. A run's tree volume
+/// copies the tree directory's owner and mode from the image: the run user
+/// may create entries at the tree's root, but not rename or remove root's
+/// (the protected ones).
 pub(crate) fn skeleton<'a>(
     key_files: impl IntoIterator<Item = (&'a String, &'a Vec<u8>)>,
+    guard: impl IntoIterator<Item = (&'a String, &'a Vec<u8>)>,
     owner: RunUser,
 ) -> Result<Vec<u8>, DockerError> {
-    let root = RunUser { uid: 0, gid: 0 };
+    let root = ROOT;
     let mut builder = tar::Builder::new(Vec::new());
     let io_error = |source| DockerError::Archive {
         what: "the environment skeleton",
@@ -140,8 +220,32 @@ pub(crate) fn skeleton<'a>(
     for path in ["assay", "assay/env"] {
         dir(&mut builder, Path::new(path), root, 0o755).map_err(io_error)?;
     }
-    dir(&mut builder, Path::new("assay/tree"), owner, 0o755).map_err(io_error)?;
+    dir(&mut builder, Path::new("assay/tree"), root, 0o1777).map_err(io_error)?;
     dir(&mut builder, Path::new("assay/home"), owner, 0o700).map_err(io_error)?;
+    dir(&mut builder, Path::new("assay/guard"), root, 0o755).map_err(io_error)?;
+    for (name, bytes) in guard {
+        let rel = relative(name, "guard file")?;
+        if rel.components().count() != 1 {
+            return Err(DockerError::InvalidSpec {
+                what: "guard file",
+                value: name.clone(),
+                why: "it must be a plain file name",
+            });
+        }
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_mode(0o444);
+        header.set_uid(0);
+        header.set_gid(0);
+        header.set_size(bytes.len() as u64);
+        builder
+            .append_data(
+                &mut header,
+                Path::new("assay/guard").join(rel),
+                bytes.as_slice(),
+            )
+            .map_err(io_error)?;
+    }
     for (name, bytes) in key_files {
         let rel = relative(name, "key file")?;
         let path = Path::new("assay/env").join(rel);
@@ -284,7 +388,7 @@ mod tests {
         fs::write(dir.path().join("pkg/a.py"), "x = 1\n").unwrap();
         std::os::unix::fs::symlink("/etc", dir.path().join("escape")).unwrap();
         let user = RunUser { uid: 1234, gid: 99 };
-        let (stream, producer) = tree(dir.path(), user);
+        let (stream, producer) = tree(dir.path(), user, &[]);
         let chunks: Vec<_> = stream.collect().await;
         producer.await.unwrap().unwrap();
         let bytes: Vec<u8> = chunks.into_iter().flat_map(|c| c.unwrap()).collect();
@@ -308,11 +412,77 @@ mod tests {
         );
     }
 
+    #[tokio::test]
+    async fn protected_files_and_the_directories_above_them_are_roots() {
+        use futures_util::StreamExt;
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir_all(dir.path().join("tests/unit")).unwrap();
+        fs::write(dir.path().join("tests/unit/test_a.py"), "a").unwrap();
+        fs::write(dir.path().join("tests/unit/helper.py"), "h").unwrap();
+        fs::write(dir.path().join("test_top.py"), "t").unwrap();
+        std::os::unix::fs::symlink("tests", dir.path().join("link")).unwrap();
+        let user = RunUser {
+            uid: 1000,
+            gid: 1000,
+        };
+        let protect = [
+            "tests/unit/test_a.py",
+            "test_top.py",
+            "link/unit/test_a.py",
+            "missing/test_b.py",
+            "../escape.py",
+            "tests/unit",
+        ]
+        .map(PathBuf::from);
+        let (stream, producer) = tree(dir.path(), user, &protect);
+        let chunks: Vec<_> = stream.collect().await;
+        producer.await.unwrap().unwrap();
+        let bytes: Vec<u8> = chunks.into_iter().flat_map(|c| c.unwrap()).collect();
+        let mut archive = tar::Archive::new(bytes.as_slice());
+        let got: Vec<(String, u64, u32)> = archive
+            .entries()
+            .unwrap()
+            .map(|entry| {
+                let entry = entry.unwrap();
+                let header = entry.header();
+                (
+                    entry.path().unwrap().display().to_string(),
+                    header.uid().unwrap(),
+                    header.mode().unwrap() & 0o7777,
+                )
+            })
+            .collect();
+        let mode = |p: &str| fs::symlink_metadata(dir.path().join(p)).unwrap().mode() & 0o7777;
+        assert_eq!(
+            got,
+            [
+                ("link".to_owned(), 1000, mode("link")),
+                ("test_top.py".to_owned(), 0, 0o444),
+                ("tests".to_owned(), 0, 0o1777),
+                ("tests/unit".to_owned(), 0, 0o1777),
+                (
+                    "tests/unit/helper.py".to_owned(),
+                    1000,
+                    mode("tests/unit/helper.py")
+                ),
+                ("tests/unit/test_a.py".to_owned(), 0, 0o444),
+            ]
+        );
+    }
+
     #[test]
     fn key_files_must_stay_below_the_env_dir() {
         for bad in ["../etc/passwd", "/etc/passwd", "a/../../b", "", "./a"] {
             let files = std::collections::BTreeMap::from([(bad.to_owned(), vec![])]);
-            assert!(skeleton(&files, RunUser::default()).is_err(), "{bad}");
+            let none = std::collections::BTreeMap::new();
+            assert!(
+                skeleton(&files, &none, RunUser::default()).is_err(),
+                "{bad}"
+            );
+            assert!(
+                skeleton(&none, &files, RunUser::default()).is_err(),
+                "{bad}"
+            );
         }
     }
 

@@ -31,12 +31,15 @@ use crate::{
     owner,
 };
 
-/// Bumped when the image layout or the setup script changes meaning.
-const LAYOUT_VERSION: &str = "assay-docker image v1";
+/// Bumped when the image layout or the setup script changes meaning (the
+/// layout's number is [`crate::LAYOUT`]).
+const LAYOUT_VERSION: &str = "assay-docker image v2";
 /// Image label: the spec digest.
 pub(crate) const SPEC_LABEL: &str = "assay.spec";
-/// Image label: `uid:gid` of the run user, who owns the tree directory.
+/// Image label: `uid:gid` of the run user, who owns the uploaded tree.
 pub(crate) const USER_LABEL: &str = "assay.user";
+/// Image label: the [`crate::LAYOUT`] the image was built with.
+pub(crate) const LAYOUT_LABEL: &str = "assay.layout";
 /// Written by the setup script's exit trap: `STEP EXIT_CODE`.
 const FAILED_STEP: &str = "/assay/.setup-failed";
 
@@ -57,7 +60,7 @@ impl Docker {
                 log_bytes: 0,
             });
         }
-        let skeleton = archive::skeleton(&spec.key_files, spec.user)?;
+        let skeleton = archive::skeleton(&spec.key_files, &spec.guard, spec.user)?;
         let mut env = spec.env.clone();
         env.insert("ASSAY_ENV".to_owned(), ENV_DIR.to_owned());
         let argv = command::shell(&env, &setup_script(&spec.setup))?;
@@ -150,6 +153,7 @@ impl Docker {
         let mut labels: std::collections::HashMap<String, String> = owner::cleared().collect();
         labels.insert(SPEC_LABEL.to_owned(), spec_digest.to_owned());
         labels.insert(USER_LABEL.to_owned(), spec.user.to_string());
+        labels.insert(LAYOUT_LABEL.to_owned(), crate::LAYOUT.to_string());
         let config = ContainerConfig {
             // An empty list, not none: the daemon would copy the setup's
             // `env -i` entrypoint into the image otherwise.
@@ -212,6 +216,11 @@ fn spec_digest(base: &ImageId, spec: &ImageSpec) -> String {
         put(path.as_bytes());
         put(bytes);
     }
+    put(&(spec.guard.len() as u64).to_le_bytes());
+    for (name, bytes) in &spec.guard {
+        put(name.as_bytes());
+        put(bytes);
+    }
     put(&(spec.setup.len() as u64).to_le_bytes());
     for command in &spec.setup {
         put(command.as_bytes());
@@ -233,6 +242,7 @@ mod tests {
         ImageSpec {
             base: "assay-base:bookworm".into(),
             key_files: [("requirements.txt".into(), b"pytest\n".to_vec())].into(),
+            guard: [("sitecustomize.py".into(), b"import sys\n".to_vec())].into(),
             setup: vec!["pip install -r requirements.txt".into()],
             env: [("PATH".into(), "/usr/bin:/bin".into())].into(),
             user: Default::default(),
@@ -259,9 +269,14 @@ mod tests {
         user.user.uid = 1001;
         let mut split = spec();
         split.setup = vec!["pip install".into(), "-r requirements.txt".into()];
+        let mut guard = spec();
+        guard
+            .guard
+            .insert("sitecustomize.py".into(), b"import os\n".to_vec());
         let other_base = ImageId::parse(&format!("sha256:{}", "b".repeat(64))).unwrap();
         for other in [
             spec_digest(&base, &file),
+            spec_digest(&base, &guard),
             spec_digest(&base, &user),
             spec_digest(&base, &split),
             spec_digest(&other_base, &spec()),

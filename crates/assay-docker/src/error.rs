@@ -31,6 +31,16 @@ pub enum DockerError {
     )]
     NotAnAssayImage { id: String },
 
+    #[error(
+        "image {id} has the layout of another assay (`assay.layout` {found}, this one runs {want}): \
+         its runs could not protect the hidden tests; rebuild its environment"
+    )]
+    OtherLayout {
+        id: String,
+        found: String,
+        want: u32,
+    },
+
     /// The setup ran and failed: the environment cannot be used.
     #[error("{0}")]
     Setup(Box<SetupFailure>),

@@ -17,7 +17,8 @@
 //! [`Docker::cleanup_leftovers`] removes those whose process is gone.
 //!
 //! Inside an image: [`ENV_DIR`] holds the environment (`ASSAY_ENV`),
-//! [`TREE_DIR`] receives each run's tree, [`HOME_DIR`] is a run's home.
+//! [`TREE_DIR`] receives each run's tree, [`HOME_DIR`] is a run's home,
+//! [`GUARD_DIR`] holds assay's own read-only files ([`LAYOUT`]).
 
 mod archive;
 mod build;
@@ -35,6 +36,6 @@ mod spec;
 pub use client::{CONNECT_TIMEOUT, DEFAULT_ENDPOINT, Docker};
 pub use error::DockerError;
 pub use spec::{
-    BuiltImage, ContainerOutcome, ContainerRun, ENV_DIR, HOME_DIR, ImageId, ImageSpec, KilledBy,
-    Limits, Report, ReportRequest, RunUser, SetupFailure, TREE_DIR,
+    BuiltImage, ContainerOutcome, ContainerRun, ENV_DIR, GUARD_DIR, HOME_DIR, ImageId, ImageSpec,
+    KilledBy, LAYOUT, Limits, Report, ReportRequest, RunUser, SetupFailure, TREE_DIR,
 };

@@ -14,11 +14,17 @@
 //! After the run, before removal, the report is copied out and the watched
 //! files are fingerprinted from a streamed tar of the tree (never extracted).
 //!
-//! The tree's root directory is owned by the run user because the tree
-//! volume copies it from the image's empty `/assay/tree` (created by
-//! [`crate::Docker::build_image`] for the user named in its `assay.user`
-//! label); a tar cannot change the owner of the directory it is extracted
-//! into.
+//! The tree's root directory is root's with mode 1777 because the tree
+//! volume copies it from the image's empty `/assay/tree` (created so by
+//! [`crate::Docker::build_image`]; a tar cannot change the owner of the
+//! directory it is extracted into): the run user creates files there, but
+//! cannot rename root's entries. Everything uploaded is the run user's
+//! (named in the image's `assay.user` label), except the protected files
+//! and the directories above them ([`ContainerRun::protect`]): root's, the
+//! files 0444, the directories 1777 (sticky). So the run may write beside
+//! a hidden test file, never write, replace, rename or unlink it, nor
+//! rename a directory on its way. An image without this layout
+//! ([`crate::LAYOUT`], its `assay.layout` label) is refused.
 
 use std::collections::HashMap;
 use std::io;
@@ -27,7 +33,7 @@ use std::path::Path;
 use assay_exec::writes::WriteWatch;
 use bollard::models::{HostConfig, Mount, MountType, MountVolumeOptions};
 
-use crate::build::USER_LABEL;
+use crate::build::{LAYOUT_LABEL, USER_LABEL};
 use crate::container::{Blueprint, Container};
 use crate::error::status;
 use crate::spec::{HOME_DIR, RunUser, TREE_DIR};
@@ -89,7 +95,7 @@ impl Docker {
             }
             created => created?,
         };
-        let (tar, producer) = archive::tree(&spec.tree, user);
+        let (tar, producer) = archive::tree(&spec.tree, user, &spec.protect);
         let uploaded = container.upload(TREE_DIR, tar).await;
         let produced = producer
             .await
@@ -180,13 +186,24 @@ impl Docker {
                 });
             }
         };
-        let user = inspected
+        let labels = inspected
             .config
             .and_then(|config| config.labels)
-            .and_then(|labels| labels.get(USER_LABEL).and_then(|user| RunUser::parse(user)))
+            .unwrap_or_default();
+        let user = labels
+            .get(USER_LABEL)
+            .and_then(|user| RunUser::parse(user))
             .ok_or_else(|| DockerError::NotAnAssayImage {
                 id: image.to_string(),
             })?;
+        let layout = labels.get(LAYOUT_LABEL).map(String::as_str);
+        if layout != Some(crate::LAYOUT.to_string().as_str()) {
+            return Err(DockerError::OtherLayout {
+                id: image.to_string(),
+                found: layout.unwrap_or("none").to_owned(),
+                want: crate::LAYOUT,
+            });
+        }
         self.users().insert(image.clone(), user);
         Ok(user)
     }

@@ -17,6 +17,14 @@ pub const TREE_DIR: &str = "/assay/tree";
 /// A run's private, size-limited home (a tmpfs); pass `HOME` pointing here in
 /// [`ContainerRun::env`] if the command needs one.
 pub const HOME_DIR: &str = "/assay/home";
+/// assay's own files for every run ([`ImageSpec::guard`]): root's and
+/// read-only, in the image.
+pub const GUARD_DIR: &str = "/assay/guard";
+/// The layout of the images this crate builds and runs in: [`TREE_DIR`]
+/// root's with mode 1777 (so the run user cannot rename what a run's
+/// [`ContainerRun::protect`] hands to root), and [`GUARD_DIR`]. An image of
+/// another layout is refused by [`crate::Docker::run`].
+pub const LAYOUT: u32 = 2;
 
 /// An image's content-addressed id, `sha256:<64 hex>`. Never a tag: a tag can
 /// be moved, an id names exactly one image.
@@ -129,6 +137,9 @@ pub struct ImageSpec {
     pub base: String,
     /// Relative path (below [`ENV_DIR`]) → content, written before setup.
     pub key_files: BTreeMap<String, Vec<u8>>,
+    /// File name (in [`GUARD_DIR`]) → content: assay's own files for every
+    /// run, root's and read-only.
+    pub guard: BTreeMap<String, Vec<u8>>,
     /// Shell commands run in order as one `set -e` script in [`ENV_DIR`], as
     /// root, with the network.
     pub setup: Vec<String>,
@@ -222,6 +233,13 @@ pub struct ContainerRun {
     /// Files of the tree (relative paths) to fingerprint after the run, for
     /// tamper evidence: [`ContainerOutcome::watched`] says what each became.
     pub watch: Vec<PathBuf>,
+    /// Files of the tree (relative paths) the run may read but not change:
+    /// uploaded as root's with mode 0444, and every directory above them as
+    /// root's with mode 1777 (sticky: the run user may create beside them,
+    /// but not rename, replace or unlink root's entries). Paths that are
+    /// missing, or that pass through or end in a symlink or anything but a
+    /// regular file, are uploaded as they are.
+    pub protect: Vec<PathBuf>,
 }
 
 /// Which file to copy out of the tree, and how much of it to accept.

@@ -62,6 +62,7 @@ fn setup_spec(setup: &[&str]) -> ImageSpec {
     ImageSpec {
         base: base_image().to_owned(),
         key_files: BTreeMap::new(),
+        guard: BTreeMap::new(),
         setup: setup.iter().map(|s| (*s).to_owned()).collect(),
         env: BTreeMap::from([("PATH".to_owned(), PATH.to_owned())]),
         user: RunUser::default(),
@@ -141,6 +142,7 @@ impl Stage {
             tmp_size: 16 << 20,
             home_size: 4 << 20,
             watch: Vec::new(),
+            protect: Vec::new(),
         }
     }
 
@@ -553,8 +555,92 @@ async fn the_tree_arrives_owned_by_the_run_user_with_symlinks_as_symlinks() {
     assert_eq!(out.exit_code, Some(0));
     assert_eq!(
         stage.log(),
-        ". 1000:1000 directory\npkg 1000:1000 directory\npkg/mod.py 1000:1000 regular file\n\
+        ". 0:0 directory\npkg 1000:1000 directory\npkg/mod.py 1000:1000 regular file\n\
          link 1000:1000 symbolic link\n/etc/passwd\n/assay/tree\n"
+    );
+    // The tree's root is root's and sticky: the run creates entries there,
+    // but renames or removes only its own.
+    let out = stage
+        .run("stat -c '%a' .; touch new && rm new && echo own")
+        .await;
+    assert_eq!(out.exit_code, Some(0));
+    assert_eq!(stage.log(), "1777\nown\n");
+}
+
+/// Every way to change a protected file from inside, each on its own line
+/// so the log says which got through: `CHANGED <how>` when it did.
+const CHANGE_PROTECTED: &str = "\
+cd tests/unit
+echo evil > test_a.py && echo 'CHANGED write'
+echo evil >> test_a.py && echo 'CHANGED append'
+true > test_a.py && echo 'CHANGED truncate'
+chmod 666 test_a.py && echo 'CHANGED chmod'
+mv test_a.py moved.py && echo 'CHANGED rename'
+rm -f test_a.py && echo 'CHANGED unlink'
+echo new > new.py && mv -f new.py test_a.py && echo 'CHANGED replace'
+ln test_a.py ../hard.py && echo evil > ../hard.py && echo 'CHANGED hard link'
+cd /assay/tree
+mv tests/unit tests/moved && echo 'CHANGED dir rename'
+mv tests gone && echo 'CHANGED top dir rename'
+rm -rf tests 2>/dev/null && echo 'CHANGED removed'
+mkdir -p tests/unit/__pycache__ && echo beside > tests/unit/beside.py && echo 'WROTE beside'
+echo helper > tests/unit/helper.py && mv tests/unit/helper.py tests/unit/helper2.py && echo 'MOVED own'
+echo top > test_top.py && echo 'CHANGED top file'
+cat tests/unit/test_a.py
+";
+
+#[tokio::test]
+async fn a_protected_file_cannot_be_written_renamed_unlinked_or_replaced_and_its_dirs_stay() {
+    let docker = docker().await;
+    let stage = Stage::new();
+    stage.write("tests/unit/test_a.py", "hidden\n");
+    stage.write("tests/unit/helper.py", "helper\n");
+    stage.write("test_top.py", "top\n");
+    let mut spec = stage.spec(CHANGE_PROTECTED);
+    spec.protect = ["tests/unit/test_a.py", "test_top.py", "tests/missing.py"]
+        .map(PathBuf::from)
+        .to_vec();
+    spec.watch = spec.protect.clone();
+    let out = docker.run(&spec).await.unwrap();
+    let log = stage.log();
+    assert_eq!(out.exit_code, Some(0), "{log}");
+    assert!(!log.contains("CHANGED"), "{log}");
+    assert!(log.contains("WROTE beside\nMOVED own\n"), "{log}");
+    assert!(log.ends_with("\nhidden\n"), "{log}");
+    let hash = |bytes: &[u8]| Some(*blake3::hash(bytes).as_bytes());
+    assert_eq!(
+        out.watched[Path::new("tests/unit/test_a.py")],
+        hash(b"hidden\n")
+    );
+    assert_eq!(out.watched[Path::new("test_top.py")], hash(b"top\n"));
+
+    // Unprotected, the same script gets through: the attack is real.
+    spec.protect.clear();
+    docker.run(&spec).await.unwrap();
+    assert!(stage.log().contains("CHANGED write"), "{}", stage.log());
+}
+
+#[tokio::test]
+async fn a_run_on_an_image_of_another_layout_is_refused() {
+    // An assay image as an older assay made them: its tree directory the
+    // run user's, no `assay.layout` label.
+    let marker = unique("old-layout");
+    let container = cli(&["create", base_image(), "true", &marker]);
+    let image = cli(&[
+        "commit",
+        "--change",
+        "LABEL assay.user=1000:1000",
+        &container,
+    ]);
+    cli(&["rm", &container]);
+    let stage = Stage::new();
+    let mut spec = stage.spec("true");
+    spec.image = ImageId::parse(&image).unwrap();
+    let error = docker().await.run(&spec).await.unwrap_err();
+    cli(&["image", "rm", &image]);
+    assert!(
+        matches!(error, DockerError::OtherLayout { ref found, .. } if found == "none"),
+        "{error}"
     );
 }
 

@@ -46,6 +46,7 @@
 //! `max_processes` is `RLIMIT_NPROC`, which the kernel counts per user, not
 //! per run: it caps all processes of the uid, not just this tree.
 
+pub mod beneath;
 mod capture;
 mod cgroup;
 mod group;

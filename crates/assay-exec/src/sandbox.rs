@@ -11,8 +11,22 @@
 //! - the system (`/usr`, `/etc`, the toolchain directories the spec names)
 //!   read-only; its own `/proc` (a new pid namespace: no host process is
 //!   visible) and a minimal `/dev`;
+//! - `/assay/guard` ([`GUARD`]): assay's own read-only files for the run
+//!   (Python's import guard), when the spec has them;
 //! - nothing else: not the cache, its index, blobs or object store, not the
 //!   source repositories, not the user's home.
+//!
+//! **Protected files.** The tree is writable, but the files the spec names
+//! in [`Sandbox::protect`] (a graded tree's hidden tests) are not: each is
+//! bound read-only onto itself, and each directory above it, up to the tree,
+//! is bound onto itself. A mount point cannot be renamed, unlinked or
+//! replaced by a rename (`EBUSY`), and a read-only one cannot be written,
+//! truncated or chmod-ed (`EROFS`); the directories stay writable, so the
+//! tests still write beside their files (`__pycache__`, temporary files).
+//! The run has no capability to unmount them (and, nested as root, the inner
+//! user namespace sees them as locked mounts of its parent). Paths that are
+//! missing, or that pass through or end in a symlink or anything but a
+//! regular file, are left out: nothing is ever followed.
 //!
 //! New user, pid, ipc, uts and cgroup namespaces always; a new network
 //! namespace (loopback only, nothing routed) unless the spec allows the
@@ -44,6 +58,8 @@ pub const TREE: &str = "/assay/tree";
 pub const ENV: &str = "/assay/env";
 /// The run's private `HOME`.
 pub const HOME: &str = "/assay/home";
+/// Where [`Sandbox::guard`] is bound read-only.
+pub const GUARD: &str = "/assay/guard";
 
 /// First host uid a root-run sandbox drops to; runs take uids from
 /// `RUN_UID_BASE .. RUN_UID_BASE + RUN_UID_COUNT` in turn, so that
@@ -70,6 +86,12 @@ pub struct Sandbox {
     pub tmp_bytes: u64,
     /// Size of the private `HOME`, in bytes.
     pub home_bytes: u64,
+    /// Files of the tree (relative paths) the run may read but not change:
+    /// not written, replaced, renamed or unlinked, nor the directories above
+    /// them renamed or removed. See the module header.
+    pub protect: Vec<PathBuf>,
+    /// A host directory bound read-only at [`GUARD`].
+    pub guard: Option<PathBuf>,
 }
 
 /// The program that confines runs, found once.
@@ -134,6 +156,8 @@ impl Bwrap {
             read_only: Vec::new(),
             tmp_bytes: 1 << 20,
             home_bytes: 1 << 20,
+            protect: Vec::new(),
+            guard: None,
         };
         let uid = bwrap.next_uid().unwrap_or(0);
         let (program, args) = bwrap.command_line(&probe, uid, "true");
@@ -236,8 +260,20 @@ impl Bwrap {
         } else {
             a.flags(&["--perms", "0755", "--dir", ENV]);
         }
+        if let Some(guard) = &sandbox.guard {
+            a.ro_bind(guard, Path::new(GUARD));
+        }
         if let Some(tree) = &sandbox.tree {
             a.bind(tree, Path::new(TREE));
+            let (dirs, files) = protected(tree, &sandbox.protect);
+            // Parents first (the set is ordered by component), files last:
+            // a later bind of a directory would cover a file's.
+            for dir in &dirs {
+                a.bind(&tree.join(dir), &Path::new(TREE).join(dir));
+            }
+            for file in &files {
+                a.ro_bind(&tree.join(file), &Path::new(TREE).join(file));
+            }
         }
         a.flags(&["--chdir", cwd, "--"]);
         if let Some(setpriv) = &self.setpriv {
@@ -306,6 +342,50 @@ impl Args {
         self.path(host);
         self.path(inside);
     }
+}
+
+/// The directories (each below `tree`, ordered parents first) and the files
+/// to bind so that `protect` cannot be changed: every path of `protect` that
+/// is a plain relative path reaching a regular file through directories
+/// only, with no symlink anywhere (checked on the host before the run, when
+/// nothing of the run exists yet to race it).
+fn protected(
+    tree: &Path,
+    protect: &[PathBuf],
+) -> (
+    std::collections::BTreeSet<PathBuf>,
+    std::collections::BTreeSet<PathBuf>,
+) {
+    let mut dirs = std::collections::BTreeSet::new();
+    let mut files = std::collections::BTreeSet::new();
+    'paths: for rel in protect {
+        let plain = rel.components().next().is_some()
+            && rel
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)));
+        if !plain {
+            continue;
+        }
+        let mut above = Vec::new();
+        let mut here = PathBuf::new();
+        let mut components = rel.components().peekable();
+        while let Some(component) = components.next() {
+            here.push(component);
+            let Ok(meta) = std::fs::symlink_metadata(tree.join(&here)) else {
+                continue 'paths;
+            };
+            let last = components.peek().is_none();
+            if (last && !meta.is_file()) || (!last && !meta.is_dir()) {
+                continue 'paths;
+            }
+            if !last {
+                above.push(here.clone());
+            }
+        }
+        dirs.extend(above);
+        files.insert(here);
+    }
+    (dirs, files)
 }
 
 /// Hands `dir` and everything below it to host uid `uid` (never following a

@@ -45,6 +45,8 @@ impl Case {
             read_only: Vec::new(),
             tmp_bytes: 16 << 20,
             home_bytes: 16 << 20,
+            protect: Vec::new(),
+            guard: None,
         }
     }
 
@@ -392,4 +394,92 @@ fn setup_may_write_its_environment_and_use_the_hosts_network() {
         std::fs::read_to_string(c.path().join("env/built.txt")).unwrap(),
         "built\n"
     );
+}
+
+/// Every way to change a protected file from inside, each on its own line
+/// so the log says which got through: `CHANGED <how>` when it did.
+const CHANGE_PROTECTED: &str = "\
+cd tests/unit
+echo evil > test_a.py && echo 'CHANGED write'
+echo evil >> test_a.py && echo 'CHANGED append'
+true > test_a.py && echo 'CHANGED truncate'
+chmod 666 test_a.py && echo 'CHANGED chmod'
+mv test_a.py moved.py && echo 'CHANGED rename'
+rm -f test_a.py && echo 'CHANGED unlink'
+echo new > new.py && mv -f new.py test_a.py && echo 'CHANGED replace'
+ln test_a.py ../hard.py && echo evil > ../hard.py && echo 'CHANGED hard link'
+cd /assay/tree
+mv tests/unit tests/moved && echo 'CHANGED dir rename'
+mv tests gone && echo 'CHANGED top dir rename'
+rm -rf tests && echo 'CHANGED removed'
+mkdir -p tests/unit/__pycache__ && echo beside > tests/unit/beside.py && echo 'WROTE beside'
+echo helper > tests/unit/helper.py && mv tests/unit/helper.py tests/unit/helper2.py && echo 'MOVED own'
+echo top > test_top.py && echo 'CHANGED top file'
+cat tests/unit/test_a.py
+";
+
+fn protected_case() -> (Case, Sandbox) {
+    let c = Case::new();
+    std::fs::create_dir_all(c.tree().join("tests/unit")).unwrap();
+    std::fs::write(c.tree().join("tests/unit/test_a.py"), "hidden\n").unwrap();
+    std::fs::write(c.tree().join("tests/unit/helper.py"), "helper\n").unwrap();
+    std::fs::write(c.tree().join("test_top.py"), "top\n").unwrap();
+    let mut sandbox = c.sandbox();
+    sandbox.protect = vec![
+        PathBuf::from("tests/unit/test_a.py"),
+        PathBuf::from("test_top.py"),
+        PathBuf::from("tests/missing.py"),
+    ];
+    (c, sandbox)
+}
+
+#[test]
+fn a_protected_file_cannot_be_written_renamed_unlinked_or_replaced_and_its_dirs_stay() {
+    let (c, sandbox) = protected_case();
+    let (out, log) = c.run_spec(c.spec(sandbox, CHANGE_PROTECTED));
+    assert_eq!(out.exit_code, Some(0), "{log}");
+    assert!(!log.contains("CHANGED"), "{log}");
+    assert!(log.contains("WROTE beside\nMOVED own\n"), "{log}");
+    assert!(log.ends_with("\nhidden\n"), "{log}");
+    assert_eq!(
+        std::fs::read_to_string(c.tree().join("tests/unit/test_a.py")).unwrap(),
+        "hidden\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(c.tree().join("test_top.py")).unwrap(),
+        "top\n"
+    );
+    assert!(c.tree().join("tests/unit/beside.py").is_file());
+    assert!(c.tree().join("tests/unit/__pycache__").is_dir());
+    assert!(!c.tree().join("tests/missing.py").exists());
+}
+
+#[test]
+fn without_protection_the_same_changes_go_through() {
+    // The attack above is real: unprotected, the file is rewritten.
+    let (c, mut sandbox) = protected_case();
+    sandbox.protect.clear();
+    let (_, log) = c.run_spec(c.spec(sandbox, CHANGE_PROTECTED));
+    assert!(log.contains("CHANGED write"), "{log}");
+}
+
+#[test]
+fn a_symlinked_protected_path_is_not_followed() {
+    // A protected path through a link (or ending in one) binds nothing: the
+    // link's target outside the tree is never mounted into the run.
+    let c = Case::new();
+    let outside = c.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("test_a.py"), "outside\n").unwrap();
+    std::os::unix::fs::symlink(&outside, c.tree().join("tests")).unwrap();
+    std::os::unix::fs::symlink(outside.join("test_a.py"), c.tree().join("test_b.py")).unwrap();
+    let mut sandbox = c.sandbox();
+    sandbox.protect = vec![PathBuf::from("tests/test_a.py"), PathBuf::from("test_b.py")];
+    let (out, log) = c.run_spec(c.spec(
+        sandbox,
+        "cat tests/test_a.py test_b.py 2>&1; grep -c ' /assay/tree/' /proc/self/mountinfo",
+    ));
+    assert_eq!(out.exit_code, Some(1), "{log}");
+    assert!(!log.contains("outside"), "{log}");
+    assert!(log.trim_end().ends_with('0'), "{log}");
 }

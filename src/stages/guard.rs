@@ -1,0 +1,123 @@
+//! Python's import guard: every test run (screening, graded, reruns,
+//! checks) gets a read-only directory first on `PYTHONPATH` whose
+//! `sitecustomize.py` keeps the standard library and the test framework
+//! from being shadowed by modules of the tree (a `unittest/` package at the
+//! tree's root that prints a passing report). How it works is the Python
+//! file's own docstring (`guard/sitecustomize.py`); what it does not cover
+//! is in docs/security.md.
+//!
+//! Screening runs get it too, so that a repository the guard breaks fails
+//! its controls (uncertified, the harness's) instead of failing only its
+//! graded runs (which would blame the agent). Environment setup does not:
+//! it runs the maintainer's commands, never the tree.
+//!
+//! The file is assay's, never the run's: locally it is written into the
+//! run's scratch directory and bound read-only at [`assay_exec::sandbox::GUARD`];
+//! on Docker it is part of the environment image, root's and read-only, at
+//! [`assay_docker::GUARD_DIR`]. Changing what it does changes what runs
+//! observe: bump the run kind's version (and, for Docker, it enters the
+//! image's spec and the confinement's key by its digest).
+
+use std::path::Path;
+
+/// The guard's source, with the tree's path still the sandbox's.
+const SITECUSTOMIZE: &str = include_str!("guard/sitecustomize.py");
+
+/// The line of [`SITECUSTOMIZE`] that names the tree.
+const TREE_LINE: &str = "_TREE = \"/assay/tree\"\n";
+
+/// The file name the guard directory holds.
+pub(crate) const FILE: &str = "sitecustomize.py";
+
+/// The guard for a run whose tree is at `tree` (as the run sees it).
+pub(crate) fn source(tree: &str) -> String {
+    let literal = serde_json::to_string(tree).unwrap_or_else(|_| "\"/assay/tree\"".into());
+    SITECUSTOMIZE.replacen(TREE_LINE, &format!("_TREE = {literal}\n"), 1)
+}
+
+/// blake3 of the guard as a sandboxed run gets it: keys what the Docker
+/// image carries.
+pub(crate) fn digest() -> &'static str {
+    static DIGEST: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        blake3::hash(source(assay_exec::sandbox::TREE).as_bytes())
+            .to_hex()
+            .to_string()
+    });
+    &DIGEST
+}
+
+/// Writes the guard for a tree seen at `tree` into the directory `dir`
+/// (created; the run sees it through a read-only bind, or, unsandboxed, as
+/// a file it does not own when assay is root).
+pub(crate) fn write(dir: &Path, tree: &str) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir)?;
+    let file = dir.join(FILE);
+    std::fs::write(&file, source(tree))?;
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tree_line_is_there_to_be_replaced() {
+        assert_eq!(SITECUSTOMIZE.matches(TREE_LINE).count(), 1);
+        let host = source("/cache/tmp/run-x/tr\"ee");
+        assert!(
+            host.contains("_TREE = \"/cache/tmp/run-x/tr\\\"ee\"\n"),
+            "{host}"
+        );
+        assert!(!host.contains(TREE_LINE));
+        assert_eq!(source(assay_exec::sandbox::TREE), SITECUSTOMIZE);
+    }
+
+    /// `python3 -c CODE` in `tree` (first on its `sys.path`), with the guard
+    /// on `PYTHONPATH` or not; its stdout and stderr.
+    fn python(tree: &Path, guard: Option<&Path>, code: &str) -> String {
+        let mut cmd = std::process::Command::new("python3");
+        cmd.args(["-c", code])
+            .current_dir(tree)
+            .env_remove("PYTHONPATH")
+            .env("PYTHONDONTWRITEBYTECODE", "1");
+        if let Some(dir) = guard {
+            cmd.env("PYTHONPATH", dir);
+        }
+        let out = cmd.output().unwrap();
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    }
+
+    #[test]
+    fn a_tree_cannot_stand_in_for_the_standard_library_or_pytest() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path().join("tree");
+        std::fs::create_dir_all(tree.join("unittest")).unwrap();
+        std::fs::write(
+            tree.join("unittest/__init__.py"),
+            "print('FAKE unittest')\n",
+        )
+        .unwrap();
+        std::fs::write(tree.join("json.py"), "print('FAKE json')\n").unwrap();
+        std::fs::write(tree.join("pytest.py"), "print('FAKE pytest')\n").unwrap();
+        std::fs::write(tree.join("mine.py"), "print('own module')\n").unwrap();
+        let code = "import unittest, json, mine\n\
+                    try:\n    import pytest\nexcept ImportError as e:\n    print(e)\n";
+        // Unguarded, the tree wins: the attack is real.
+        let bare = python(&tree, None, code);
+        assert!(
+            bare.contains("FAKE unittest") && bare.contains("FAKE json"),
+            "{bare}"
+        );
+        let guard = dir.path().join("guard");
+        write(&guard, tree.to_str().unwrap()).unwrap();
+        let guarded = python(&tree, Some(&guard), code);
+        assert!(!guarded.contains("FAKE"), "{guarded}");
+        // The tree's own modules still import from it.
+        assert!(guarded.contains("own module"), "{guarded}");
+    }
+}

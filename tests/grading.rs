@@ -213,19 +213,20 @@ fn a_patch_that_is_not_a_diff_fails_to_apply_and_is_never_the_empty_patch() {
 }
 
 #[test]
-fn exit_127_is_env_setup_failed() {
+fn exit_127_from_the_patchs_own_code_is_the_agents_not_the_environments() {
     let f = Fixture::new();
     f.default_pipeline();
-    // A documented stand-in: a patch cannot remove the interpreter.
+    // 127 is what a shell says for a missing command; the task's controls
+    // ran the same command in the same environment, so the patch did it.
     let patch = f.diff1(&[
         ("pkg/ops.py", Some(OPS_SUB)),
         ("pkg/__init__.py", Some("import os\n\nos._exit(127)\n")),
     ]);
     f.session("g/exit127.json", "p-1", &patch);
     f.build_ok();
-    assert_verdict(&f, "g/exit127.json", "env_setup_failed", "env_setup_failed");
+    assert_verdict(&f, "g/exit127.json", "no_report", "no_report");
     let row = f.row("g/exit127.json", "exclude");
-    assert_eq!(row["fault"], "harness", "{row:#?}");
+    assert_eq!(row["fault"], "agent", "{row:#?}");
     assert_eq!(row["exit_code"], "127", "{row:#?}");
 }
 

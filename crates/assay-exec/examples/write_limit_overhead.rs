@@ -121,6 +121,8 @@ fn main() {
                     read_only: sandbox::toolchain_roots(&path),
                     tmp_bytes: 1 << 30,
                     home_bytes: 512 << 20,
+                    protect: Vec::new(),
+                    guard: None,
                 },
             )),
         };

@@ -75,17 +75,31 @@ pub struct PatchFile {
 
 /// Parses the file sections of `patch`; see the module documentation.
 pub fn parse_patch(patch: &[u8]) -> Result<Vec<PatchFile>, GitError> {
-    Parser::new(patch)
-        .parse()?
-        .into_iter()
-        .map(Raw::into_file)
-        .collect()
+    parse_patch_with(patch, AddedLines::Keep)
+}
+
+/// Whether [`parse_patch_with`] keeps the added lines or only counts them
+/// (a patch of millions of lines then costs no allocation per line).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AddedLines {
+    Keep,
+    Count,
+}
+
+/// [`parse_patch`], keeping the added lines or only counting them.
+pub fn parse_patch_with(patch: &[u8], lines: AddedLines) -> Result<Vec<PatchFile>, GitError> {
+    let mut parser = Parser::new(patch);
+    parser.keep_added = lines == AddedLines::Keep;
+    parser.parse()?.into_iter().map(Raw::into_file).collect()
 }
 
 /// The paths of each file section of `patch` ([`parse_patch`] without the
 /// added lines).
 pub fn patch_paths(patch: &[u8]) -> Result<Vec<PatchPath>, GitError> {
-    Ok(parse_patch(patch)?.into_iter().map(|f| f.path).collect())
+    Ok(parse_patch_with(patch, AddedLines::Count)?
+        .into_iter()
+        .map(|f| f.path)
+        .collect())
 }
 
 /// Refuses `patch` unless `git apply` reads it as [`parse_patch`] does:
@@ -379,10 +393,11 @@ fn find_name_traditional(line: &[u8], def: Option<&[u8]>, p_value: i64) -> Optio
     {
         return Some(name);
     }
-    let len = c_str(line)
+    // strchrnul(line, '\n'), where a NUL ends the string too.
+    let len = line
         .iter()
-        .position(|b| *b == b'\n')
-        .unwrap_or(c_str(line).len());
+        .position(|b| *b == b'\n' || *b == 0)
+        .unwrap_or(line.len());
     match timestamp::len(&line[..len]) {
         0 => find_name_common(line, def, p_value, None, TERM_TAB),
         date => find_name_common(line, def, p_value, Some(len - date), 0),
@@ -661,6 +676,8 @@ struct Parser<'a> {
     line_ends: Vec<usize>,
     p_value: i64,
     p_value_known: bool,
+    /// Keep each added line (else only count them).
+    keep_added: bool,
 }
 
 impl<'a> Parser<'a> {
@@ -674,6 +691,7 @@ impl<'a> Parser<'a> {
                 .collect(),
             p_value: 1,
             p_value_known: false,
+            keep_added: true,
         }
     }
 
@@ -903,9 +921,12 @@ impl<'a> Parser<'a> {
             }
             return None;
         }
-        let name_s = c_str(&line[name..]);
-        let line_len = name_s.iter().position(|b| *b == b'\n')?;
         let n = &line[name..];
+        // strchr(name, '\n'): None when a NUL comes first.
+        let line_len = n.iter().position(|b| *b == b'\n' || *b == 0)?;
+        if n[line_len] == 0 {
+            return None;
+        }
         for len in 0.. {
             match at(n, len) {
                 b'\n' => return None,
@@ -1089,10 +1110,12 @@ impl<'a> Parser<'a> {
                 b'+' => {
                     added += 1;
                     new = new.wrapping_sub(1);
-                    lines.push(AddedLine {
-                        line: self.line_of(at_),
-                        text: String::from_utf8_lossy(&line[1..l - 1]).into_owned(),
-                    });
+                    if self.keep_added {
+                        lines.push(AddedLine {
+                            line: self.line_of(at_),
+                            text: String::from_utf8_lossy(&line[1..l - 1]).into_owned(),
+                        });
+                    }
                 }
                 b'\\' if l >= 12 && line.starts_with(b"\\ ") => {}
                 _ => return None,
@@ -1140,7 +1163,7 @@ impl<'a> Parser<'a> {
             if l == 1 {
                 return Ok(Some(used));
             }
-            if l < 7 || (l - 2) % 5 != 0 {
+            if l < 7 || !(l - 2).is_multiple_of(5) {
                 return Err(());
             }
             let max = (l - 2) / 5 * 4;
@@ -1224,19 +1247,30 @@ fn parse_mode(s: &[u8]) -> Option<u32> {
 /// `Some(None)` when it is not a valid mode (git refuses the patch).
 fn index_mode(line: &[u8]) -> Option<Option<u32>> {
     const HEXSZ: usize = 40;
-    let s = c_str(line);
+    // git searches the rest of the patch, but only a dot, a space or a
+    // line end within HEXSZ bytes counts: look no further (a patch of many
+    // sections would otherwise be read in quadratic time).
+    let window = |s: &'_ [u8]| -> usize { s.len().min(HEXSZ + 1) };
+    let s = c_str(&line[..window(line)]);
     let dot = s.iter().position(|b| *b == b'.')?;
-    if at(s, dot + 1) != b'.' || HEXSZ < dot {
+    if at(line, dot + 1) != b'.' || HEXSZ < dot {
         return None;
     }
-    let rest = &s[dot + 2..];
-    let eol = rest.iter().position(|b| *b == b'\n').unwrap_or(rest.len());
-    let space = rest.iter().position(|b| *b == b' ').filter(|p| *p <= eol);
-    let end = space.unwrap_or(eol);
+    let rest = &line[dot + 2..];
+    let near = c_str(&rest[..window(rest)]);
+    let eol = near.iter().position(|b| *b == b'\n');
+    let space = near.iter().position(|b| *b == b' ');
+    let end = match (space, eol) {
+        (Some(sp), Some(e)) if sp < e => sp,
+        (Some(sp), None) => sp,
+        (_, Some(e)) => e,
+        // Neither within reach (or a NUL first): the id is too long.
+        (None, None) => return None,
+    };
     if HEXSZ < end {
         return None;
     }
-    space.map(|sp| parse_mode(&rest[sp + 1..]))
+    (rest[end] == b' ').then(|| parse_mode(&rest[end + 1..]))
 }
 
 // ---- what git says about it --------------------------------------------------
@@ -1515,6 +1549,28 @@ mod tests {
     fn a_name_ends_at_a_carriage_return() {
         let p = patch_paths(b"--- a/x.py\r\n+++ b/x.py\r\n@@ -1 +1 @@\n-a\n+b\n").expect("parse");
         assert_eq!(p[0].path, "x.py");
+    }
+
+    /// A patch of 100,000 sections (the shape of issue 18's 16 MB patch)
+    /// is read in linear time: every look past a line stays in its line.
+    #[test]
+    fn a_patch_of_many_sections_is_read_in_linear_time() {
+        let mut patch = Vec::new();
+        for i in 0..100_000 {
+            patch.extend(
+                format!("diff --git a/g/f{i}.py b/g/f{i}.py\nnew file mode 100644\nindex 0000000..e69de29\n")
+                    .into_bytes(),
+            );
+        }
+        let started = std::time::Instant::now();
+        let files = parse_patch(&patch).expect("parse");
+        assert_eq!(files.len(), 100_000);
+        assert_eq!(files[99_999].path.path, "g/f99999.py");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "{:?}",
+            started.elapsed()
+        );
     }
 
     #[test]

@@ -14,7 +14,7 @@ use toml::Spanned;
 
 pub(crate) use diag::ConfigError;
 pub(crate) use judge::JudgeConfig;
-pub(crate) use settings::{Arm, Policy, Settings};
+pub(crate) use settings::{Arm, PatchCaps, Policy, Settings};
 
 /// The file as written. Every table rejects unknown keys.
 #[derive(Debug, Deserialize)]
@@ -74,6 +74,10 @@ pub(crate) struct GradeConfig {
     /// When set, the PASS_TO_PASS and FAIL_TO_PASS checks also run as their
     /// own commands (`{tests}` becomes the test ids) so each keeps its exit code.
     pub(crate) check_command: Option<String>,
+    /// A session patch over this many bytes is `patch_apply_failed`. Default 10 MiB.
+    pub(crate) max_patch_bytes: Option<Spanned<u64>>,
+    /// A session patch of more file sections is `patch_apply_failed`. Default 5000.
+    pub(crate) max_patch_files: Option<Spanned<u64>>,
 }
 
 /// `[redact]`

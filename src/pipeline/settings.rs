@@ -98,6 +98,63 @@ pub(crate) struct GradeSettings {
     pub(crate) reruns: u32,
     pub(crate) rerun_command: Option<String>,
     pub(crate) check_command: Option<String>,
+    pub(crate) caps: PatchCaps,
+}
+
+/// How large a session patch may be (`[grade] max_patch_bytes`,
+/// `max_patch_files`), each at least 1. A larger one is refused before
+/// anything is staged: staging, materialising and removing its tree for
+/// every run, rerun and check is what a patch of 100,000 files costs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub(crate) struct PatchCaps {
+    pub(crate) bytes: u64,
+    pub(crate) files: u64,
+}
+
+impl Default for PatchCaps {
+    fn default() -> PatchCaps {
+        PatchCaps {
+            bytes: 10 << 20,
+            files: 5000,
+        }
+    }
+}
+
+impl PatchCaps {
+    /// Why a patch of `bytes` is over the cap, if it is.
+    pub(crate) fn over_bytes(&self, bytes: u64) -> Option<String> {
+        (bytes > self.bytes).then(|| {
+            format!(
+                "over the patch cap ({} bytes > {})",
+                thousands(bytes),
+                thousands(self.bytes)
+            )
+        })
+    }
+
+    /// Why a patch of `files` file sections is over the cap, if it is.
+    pub(crate) fn over_files(&self, files: u64) -> Option<String> {
+        (files > self.files).then(|| {
+            format!(
+                "over the patch cap ({} files > {})",
+                thousands(files),
+                thousands(self.files)
+            )
+        })
+    }
+}
+
+/// `n` with its thousands separated by commas: 100,000.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Everything of the file but the environments and judges, valid.
@@ -266,12 +323,29 @@ fn grade(pipeline: &Pipeline) -> Result<GradeSettings, ConfigError> {
     if arms.is_empty() {
         arms.push(Arm::SCORED);
     }
+    let d = PatchCaps::default();
+    let cap = |v: &Option<toml::Spanned<u64>>, default: u64, what: &str| {
+        match v {
+        None => Ok(default),
+        Some(v) if *v.get_ref() == 0 => Err(pipeline.error_at(
+            v.span(),
+            format!("`{what}` cannot be 0"),
+            "here",
+            "a cap of 0 would refuse every session patch; leave the key out for the default (docs/pipeline.md)",
+        )),
+        Some(v) => Ok(*v.get_ref()),
+    }
+    };
     Ok(GradeSettings {
         policy,
         arms,
         reruns: g.reruns.unwrap_or(3),
         rerun_command: g.rerun_command.clone(),
         check_command: g.check_command.clone(),
+        caps: PatchCaps {
+            bytes: cap(&g.max_patch_bytes, d.bytes, "max_patch_bytes")?,
+            files: cap(&g.max_patch_files, d.files, "max_patch_files")?,
+        },
     })
 }
 
@@ -309,7 +383,41 @@ mod tests {
         assert_eq!(s.grade.policy, Policy::TestsAndInfra);
         assert_eq!(s.grade.arms, [Arm::Exclude]);
         assert_eq!(s.grade.reruns, 3);
+        assert_eq!(
+            s.grade.caps,
+            PatchCaps {
+                bytes: 10 << 20,
+                files: 5000
+            }
+        );
         assert!(s.statements.is_none() && s.sessions.is_none());
+    }
+
+    #[test]
+    fn a_patch_cap_of_zero_is_pointed_at() {
+        let e = error_of("[grade]\nmax_patch_files = 0\n", &[]);
+        assert!(e.contains("`max_patch_files` cannot be 0"), "{e}");
+        assert!(e.contains("here"), "{e}");
+        let e = error_of("[grade]\nmax_patch_bytes = 0\n", &[]);
+        assert!(e.contains("`max_patch_bytes` cannot be 0"), "{e}");
+        assert!(error_of("[grade]\nmax_patch_files = 7\n", &[]).is_empty());
+    }
+
+    #[test]
+    fn a_patch_over_its_cap_says_by_how_much() {
+        let caps = PatchCaps::default();
+        assert_eq!(
+            caps.over_files(100_000).as_deref(),
+            Some("over the patch cap (100,000 files > 5,000)")
+        );
+        assert_eq!(caps.over_files(5000), None);
+        assert_eq!(
+            caps.over_bytes(16 << 20).as_deref(),
+            Some("over the patch cap (16,777,216 bytes > 10,485,760)")
+        );
+        assert_eq!(caps.over_bytes(10 << 20), None);
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
     }
 
     #[test]

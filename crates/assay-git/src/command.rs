@@ -43,6 +43,12 @@ impl Git {
         }
     }
 
+    /// A git invocation outside any repository (`GIT_DIR` names none), for
+    /// commands that only read their input, like `apply --numstat`.
+    pub(crate) fn detached() -> Git {
+        Git::new(Path::new("/dev/null"))
+    }
+
     pub(crate) fn arg(mut self, arg: impl AsRef<OsStr>) -> Git {
         self.args.push(arg.as_ref().to_string_lossy().into_owned());
         self.cmd.arg(arg);

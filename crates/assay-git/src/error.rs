@@ -58,6 +58,9 @@ pub enum GitError {
     UnsafePath { path: String, reason: String },
     #[error("malformed patch at line {line}: {reason}")]
     Patch { line: usize, reason: String },
+    /// `git apply` reads the patch differently from assay's reading of it.
+    #[error("git reads this patch differently from assay: {reason}")]
+    Misread { reason: String },
     #[error("invalid pattern: {0}")]
     Pattern(String),
 }
@@ -89,6 +92,10 @@ pub enum ComposeError {
     /// `git apply` rejected the patch of this step (conflict, malformed patch).
     #[error("patch `{label}` does not apply: {stderr}")]
     Apply { label: String, stderr: String },
+    /// assay's reading of this step's patch is not `git apply`'s: its paths
+    /// could not be trusted for any decision, so it is not applied.
+    #[error("patch `{label}` is not read the same by git and assay: {reason}")]
+    Misread { label: String, reason: String },
     /// The patch of this step would write outside the tree or into git metadata.
     #[error("patch `{label}` escapes the tree at `{path}`: {reason}")]
     PathEscape {

@@ -24,6 +24,9 @@ pub use candidates::{Candidate, CandidateKind, CandidateQuery};
 pub use changes::{Change, ChangeStatus};
 pub use error::{ComposeError, GitError};
 pub use materialize::MaterializeStats;
-pub use patch::{PatchPath, patch_paths};
+pub use patch::{
+    AddedLine, AddedLines, PatchFile, PatchPath, check_with_git, parse_patch, parse_patch_with,
+    patch_paths,
+};
 pub use source::Source;
 pub use tree_store::{PatchStep, TreeEntry, TreeStore};

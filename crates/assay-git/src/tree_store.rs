@@ -7,10 +7,12 @@
 //! written to. A composed tree's id is a content digest: identical file
 //! trees have identical ids whatever patches produced them.
 //!
-//! Patches are untrusted. `compose` refuses escaping paths twice: from the
-//! patch headers before `git apply` runs (a clear error naming the path),
-//! and from the resulting tree after `git write-tree` (whatever the parser
-//! may have missed, including symlinks that point outside the tree).
+//! Patches are untrusted. `compose` refuses a patch that `git apply` reads
+//! differently from assay ([`crate::check_with_git`]), and escaping paths
+//! twice: from the patch headers before `git apply` runs (a clear error
+//! naming the path), and from the resulting tree after `git write-tree`
+//! (whatever the parser may have missed, including symlinks that point
+//! outside the tree).
 
 use std::collections::HashMap;
 use std::fs::OpenOptions;
@@ -22,7 +24,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::command::Git;
 use crate::error::{ComposeError, GitError};
 use crate::materialize::{self, MaterializeStats};
-use crate::patch::patch_paths;
+use crate::patch::{check_with_git, patch_paths};
 use crate::safety::{LinkResolver, path_violation};
 use crate::tree_walk::{parse_id, walk};
 
@@ -429,8 +431,9 @@ impl TreeStore {
     }
 }
 
-/// Refuses a patch naming a path outside the tree or inside `.git`,
-/// before anything is applied.
+/// Refuses a patch naming a path outside the tree or inside `.git`, or one
+/// that `git apply` reads differently from assay (whose reading decided
+/// what to leave out of it), before anything is applied.
 fn check_patch(step: &PatchStep) -> Result<(), ComposeError> {
     let paths = patch_paths(&step.patch).map_err(|e| ComposeError::Apply {
         label: step.label.clone(),
@@ -447,5 +450,16 @@ fn check_patch(step: &PatchStep) -> Result<(), ComposeError> {
             }
         }
     }
-    Ok(())
+    match check_with_git(&step.patch) {
+        Ok(()) => Ok(()),
+        Err(GitError::Misread { reason }) => Err(ComposeError::Misread {
+            label: step.label.clone(),
+            reason,
+        }),
+        Err(GitError::Command { stderr, .. }) => Err(ComposeError::Apply {
+            label: step.label.clone(),
+            stderr,
+        }),
+        Err(e) => Err(e.into()),
+    }
 }

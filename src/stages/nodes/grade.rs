@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use assay_engine::{Digest, JobCtx};
-use assay_git::{ComposeError, PatchStep, TreeStore, patch_paths};
+use assay_git::{ComposeError, PatchPath, PatchStep, TreeStore, parse_patch, patch_paths};
 use serde::Serialize;
 
 use super::node::{Kind, Made, NoInputs};
@@ -28,7 +28,10 @@ pub(crate) const SESSION_VERSION: u32 = 1;
 /// 2: the test patch's files are reset in every arm; a patch that is not a
 /// diff fails to apply; the tests-and-infra policy.
 /// 3: the record lists the hidden test files (`hidden`).
-pub(crate) const STAGE_VERSION: u32 = 3;
+/// 4: paths as `git apply` reads them (a patch git reads otherwise is
+/// `patch_apply_failed`); a hidden test file renamed away, deleted or put
+/// in the way of is restored; the patch caps.
+pub(crate) const STAGE_VERSION: u32 = 4;
 /// 2: tamper suspects; `no_report` on a certified task is the agent's.
 /// 3: a unit that does not build fails its expected tests (`unresolved`, the
 /// compiler's message in `detail`), never `no_report`.
@@ -37,13 +40,16 @@ pub(crate) const STAGE_VERSION: u32 = 3;
 /// 6: canaries: a forged report is `unresolved`/agent; a graded run without
 /// canaries says why (`unchecked`); exit 127 on a certified task is the
 /// agent's.
-pub(crate) const GRADE_VERSION: u32 = 6;
+/// 7: paths as `git apply` reads them: the tamper scan walks hunks by their
+/// counts; a renamed-away hidden test file is reset; renames count as edits
+/// of their source for the policy and the infrastructure check.
+pub(crate) const GRADE_VERSION: u32 = 7;
 
 /// How much of a log a grade carries: the last lines, capped in bytes.
 const TAIL_LINES: usize = 40;
 const TAIL_BYTES: usize = 4096;
 
-pub(crate) use crate::pipeline::Policy;
+pub(crate) use crate::pipeline::{PatchCaps, Policy};
 
 /// Files that configure or hook into a test run rather than hold tests:
 /// interpreter start-up hooks, path files and runner configuration. Agent
@@ -85,7 +91,9 @@ pub(crate) fn is_infra(path: &str, tests: &globset::GlobSet, infra: &globset::Gl
 
 /// What the patch says it changes, or why it is not a patch at all (binary
 /// junk, an `*** Begin Patch` envelope): never graded as the empty patch.
-pub(crate) fn session_paths(patch: &[u8]) -> Result<Vec<assay_git::PatchPath>, String> {
+/// Read as `git apply` reads it ([`assay_git::parse_patch`]); the stage
+/// refuses a patch git reads otherwise before applying it.
+pub(crate) fn session_paths(patch: &[u8]) -> Result<Vec<PatchPath>, String> {
     if patch.iter().all(u8::is_ascii_whitespace) {
         return Ok(Vec::new());
     }
@@ -96,22 +104,52 @@ pub(crate) fn session_paths(patch: &[u8]) -> Result<Vec<assay_git::PatchPath>, S
     Ok(paths)
 }
 
-/// The session's paths the hidden test patch also touches: always reset to
-/// the test patch's version (SWE-bench's reset), in every arm.
-pub(crate) fn reset_paths(session_patch: &[u8], test_patch: &[u8]) -> Vec<String> {
+/// Whether `path` lies below the directory `dir`.
+fn is_under(path: &str, dir: &str) -> bool {
+    path.len() > dir.len() && path.starts_with(dir) && path.as_bytes()[dir.len()] == b'/'
+}
+
+/// Whether writing `a` keeps `b` from being written: one path, or one a
+/// directory above the other.
+fn collides(a: &str, b: &str) -> bool {
+    a == b || is_under(a, b) || is_under(b, a)
+}
+
+/// What of a session patch gives way to the hidden test patch, in every
+/// arm (SWE-bench's reset, widened to every way of reaching its files).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Reset {
+    /// The test patch's files the session wrote, renamed or deleted, or
+    /// put a file or directory in the way of, sorted: they get the test
+    /// patch's version (the grade's `reset_paths`).
+    pub(crate) restored: Vec<String>,
+    /// The session's file sections left out for them, sorted, by the path
+    /// `git apply --exclude` matches: a rename of a hidden file is left out
+    /// whole, so the file stays and the new name never appears.
+    pub(crate) left_out: Vec<String>,
+}
+
+/// The [`Reset`] of a session patch's sections (its [`session_paths`])
+/// against the task's test patch.
+pub(crate) fn reset(session: &[PatchPath], test_patch: &[u8]) -> Reset {
     let Ok(hidden) = patch_paths(test_patch) else {
-        return Vec::new();
+        return Reset::default();
     };
-    let hidden: BTreeSet<String> = hidden.into_iter().map(|p| p.path).collect();
-    let mut out: Vec<String> = session_paths(session_patch)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|p| p.path)
-        .filter(|p| hidden.contains(p))
-        .collect();
-    out.sort();
-    out.dedup();
-    out
+    let hidden: BTreeSet<&str> = hidden.iter().flat_map(PatchPath::written).collect();
+    let mut restored = BTreeSet::new();
+    let mut left_out = BTreeSet::new();
+    for section in session {
+        for written in section.written() {
+            for h in hidden.iter().filter(|h| collides(written, h)) {
+                restored.insert((*h).to_owned());
+                left_out.insert(section.path.clone());
+            }
+        }
+    }
+    Reset {
+        restored: restored.into_iter().collect(),
+        left_out: left_out.into_iter().collect(),
+    }
 }
 
 /// The paths the hidden test patch leaves in the graded tree (not those it
@@ -128,41 +166,43 @@ pub(crate) fn hidden_paths(test_patch: &[u8]) -> Vec<String> {
     out
 }
 
-/// The session patch's paths that `policy` leaves out, sorted (the reset
-/// paths come on top, see [`reset_paths`]).
+/// The sections of a session patch (its [`session_paths`]) that `policy`
+/// leaves out, sorted, by the path `git apply --exclude` matches (the
+/// [`Reset`] comes on top). A section counts as an edit of every path it
+/// writes: a rename of a test file to `pkg/x.py` is an edit of that test
+/// file.
 pub(crate) fn excluded_paths(
-    session_patch: &[u8],
+    session: &[PatchPath],
     test_patch: &[u8],
     policy: Policy,
     tests: &globset::GlobSet,
-) -> Result<Vec<String>, String> {
-    if policy == Policy::None || session_patch.iter().all(u8::is_ascii_whitespace) {
-        return Ok(Vec::new());
-    }
-    let paths = session_paths(session_patch)?;
+) -> Vec<String> {
     let infra = infra_globset();
     let hidden: BTreeSet<String> = match policy {
         Policy::ResetTestPatchFiles => patch_paths(test_patch)
-            .map_err(|e| e.to_string())?
-            .into_iter()
-            .map(|p| p.path)
+            .unwrap_or_default()
+            .iter()
+            .flat_map(|p| p.written().map(str::to_owned))
             .collect(),
         _ => BTreeSet::new(),
     };
-    let mut out: Vec<String> = paths
-        .into_iter()
+    let mut out: Vec<String> = session
+        .iter()
         .filter(|p| match policy {
-            Policy::TestsAndInfra => tests.is_match(&p.path) || is_infra(&p.path, tests, infra),
-            Policy::NewTestFiles => p.is_new && tests.is_match(&p.path),
-            Policy::AllTestFiles => tests.is_match(&p.path),
-            Policy::ResetTestPatchFiles => hidden.contains(&p.path),
+            Policy::TestsAndInfra => p
+                .written()
+                .any(|w| tests.is_match(w) || is_infra(w, tests, infra)),
+            // A rename's or copy's target is new at base too.
+            Policy::NewTestFiles => (p.is_new || p.old_path.is_some()) && tests.is_match(&p.path),
+            Policy::AllTestFiles => p.written().any(|w| tests.is_match(w)),
+            Policy::ResetTestPatchFiles => p.written().any(|w| hidden.contains(w)),
             Policy::None => false,
         })
-        .map(|p| p.path)
+        .map(|p| p.path.clone())
         .collect();
     out.sort();
     out.dedup();
-    Ok(out)
+    out
 }
 
 // ---- session ---------------------------------------------------------------
@@ -219,6 +259,8 @@ pub(crate) struct StageParams {
     pub(crate) arm: Arm,
     pub(crate) policy: Policy,
     pub(crate) test_globs: Vec<String>,
+    /// A larger session patch is refused before anything is staged.
+    pub(crate) caps: PatchCaps,
 }
 
 /// The blob `hex` names; nothing for an empty name (an empty patch).
@@ -260,6 +302,20 @@ impl Kind for Stage {
     }
 }
 
+/// The session patch's paths, or why it is refused before anything is
+/// staged: over a cap (bytes first, so a huge patch is not even read), or
+/// not a patch.
+fn session_paths_within(patch: &[u8], caps: PatchCaps) -> Result<Vec<PatchPath>, String> {
+    if let Some(why) = caps.over_bytes(patch.len() as u64) {
+        return Err(why);
+    }
+    let paths = session_paths(patch).map_err(|e| format!("the patch cannot be read: {e}"))?;
+    match caps.over_files(paths.len() as u64) {
+        Some(why) => Err(why),
+        None => Ok(paths),
+    }
+}
+
 fn stage(
     p: &StageParams,
     store_dir: &std::path::Path,
@@ -285,18 +341,18 @@ fn stage(
     } else {
         let patch = blob(ctx, &session.patch)?;
         let tests = super::triage::globset(&p.test_globs).map_err(|e| e.to_string())?;
-        let policy_excluded = excluded_paths(&patch, task.test_patch.as_bytes(), p.policy, &tests);
-        match policy_excluded.and_then(|ex| session_paths(&patch).map(|paths| (ex, paths))) {
-            Err(e) => skipped(Skip::PatchApplyFailed(format!(
-                "the patch cannot be read: {e}"
-            ))),
-            Ok((mut exclude, paths)) => {
-                exclude.extend(reset_paths(&patch, task.test_patch.as_bytes()));
+        match session_paths_within(&patch, p.caps) {
+            Err(e) => skipped(Skip::PatchApplyFailed(e)),
+            Ok(paths) => {
+                let test_patch = task.test_patch.as_bytes();
+                let mut exclude = excluded_paths(&paths, test_patch, p.policy, &tests);
+                exclude.extend(reset(&paths, test_patch).left_out);
                 exclude.sort();
                 exclude.dedup();
                 let store = TreeStore::open_or_init(store_dir).map_err(|e| e.to_string())?;
                 let mut steps = Vec::new();
-                let all_excluded = paths.iter().all(|x| exclude.contains(&x.path));
+                let left_out: BTreeSet<&String> = exclude.iter().collect();
+                let all_excluded = paths.iter().all(|x| left_out.contains(&x.path));
                 if !paths.is_empty() && !all_excluded {
                     steps.push(PatchStep {
                         label: "session".into(),
@@ -318,12 +374,18 @@ fn stage(
                     Err(ComposeError::Apply { label, stderr }) if label == "session" => {
                         skipped(Skip::PatchApplyFailed(stderr.trim().to_owned()))
                     }
+                    Err(ComposeError::Misread { label, reason }) if label == "session" => {
+                        skipped(Skip::PatchApplyFailed(reason))
+                    }
                     Err(ComposeError::PathEscape { path, reason, .. }) => {
                         skipped(Skip::PatchApplyFailed(format!("{path}: {reason}")))
                     }
                     Err(ComposeError::Apply { stderr, .. }) => {
                         skipped(Skip::TestPatchConflict(stderr.trim().to_owned()))
                     }
+                    // The task's own test patch, read otherwise by git:
+                    // nothing about it can be trusted, and it is no
+                    // session's doing.
                     Err(e) => return Err(e.to_string()),
                 }
             }
@@ -339,6 +401,8 @@ pub(crate) struct GradeParams {
     pub(crate) arm: Arm,
     pub(crate) policy: Policy,
     pub(crate) test_globs: Vec<String>,
+    /// The stage's caps: a patch over them is not read again.
+    pub(crate) caps: PatchCaps,
     pub(crate) reruns: u32,
     pub(crate) rerun_command: Option<String>,
     pub(crate) check_command: Option<String>,
@@ -411,14 +475,19 @@ async fn grade(g: &Grade, i: GradeInputs, ctx: JobCtx) -> Result<Made<GradeRecor
     let run = i.run.record;
     let patch = blob(&ctx, &session.patch)?;
     let tests = super::triage::globset(&p.test_globs).map_err(|e| e.to_string())?;
-    let reset = reset_paths(&patch, task.test_patch.as_bytes());
-    let mut excluded =
-        excluded_paths(&patch, task.test_patch.as_bytes(), p.policy, &tests).unwrap_or_default();
-    excluded.extend(reset.iter().cloned());
+    // Over a cap, or not a patch: it was never staged, and nothing of it
+    // is read again (reading is what a huge patch costs).
+    let (paths, patch) = match session_paths_within(&patch, p.caps) {
+        Ok(paths) => (paths, patch),
+        Err(_) => (Vec::new(), Vec::new()),
+    };
+    let reset = reset(&paths, task.test_patch.as_bytes());
+    let mut excluded = excluded_paths(&paths, task.test_patch.as_bytes(), p.policy, &tests);
+    excluded.extend(reset.left_out);
     excluded.sort();
     excluded.dedup();
     let mut rec = GradeRecord {
-        reset_paths: reset,
+        reset_paths: reset.restored,
         tamper: Vec::new(),
         sandbox: run.sandbox.clone(),
         executor: env.executor.clone(),
@@ -626,38 +695,41 @@ pub(crate) fn tamper_suspects(
             .collect()
     });
     let reach = &*REACH;
+    let excluded: BTreeSet<&str> = excluded.iter().map(String::as_str).collect();
     let mut out = Vec::new();
     let mut in_effect = false;
-    for p in session_paths(patch).unwrap_or_default() {
-        if is_infra(&p.path, tests, infra) {
-            let neutralised = excluded.contains(&p.path);
+    // The sections as git applies them; the added lines of each, walked by
+    // its hunks' counts (a line shaped like a header is content).
+    let files = if patch.iter().all(u8::is_ascii_whitespace) {
+        Vec::new()
+    } else {
+        parse_patch(patch).unwrap_or_default()
+    };
+    for f in &files {
+        let neutralised = excluded.contains(f.path.path.as_str());
+        for written in f.path.written().filter(|w| is_infra(w, tests, infra)) {
             in_effect |= !neutralised;
             out.push(format!(
-                "touches test infrastructure: {}{}",
-                p.path,
+                "touches test infrastructure: {written}{}",
                 if neutralised { " (neutralised)" } else { "" }
             ));
         }
     }
-    let text = String::from_utf8_lossy(patch);
-    let mut file: Option<String> = None;
-    for line in text.lines() {
-        if let Some(path) = line.strip_prefix("+++ ") {
-            file = path.strip_prefix("b/").map(str::to_owned);
+    for f in &files {
+        let path = &f.path.path;
+        if tests.is_match(path) || excluded.contains(path.as_str()) || is_infra(path, tests, infra)
+        {
             continue;
         }
-        let Some(added) = line.strip_prefix('+') else {
-            continue;
-        };
-        let Some(f) = &file else { continue };
-        if tests.is_match(f) || excluded.contains(f) || is_infra(f, tests, infra) {
-            continue;
-        }
-        if reach.iter().any(|r| r.is_match(added)) {
+        for added in f
+            .added
+            .iter()
+            .filter(|a| reach.iter().any(|r| r.is_match(&a.text)))
+        {
             in_effect = true;
             out.push(format!(
-                "reaches into the test framework: {f}: `{}`",
-                added.trim()
+                "reaches into the test framework: {path}: `{}`",
+                added.text.trim()
             ));
         }
     }
@@ -674,6 +746,101 @@ pub(crate) fn tamper_suspects(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The hidden test patch of the tests below: it edits
+    /// `tests/test_ops.py` and creates `tests/test_mul.py`.
+    const TEST_PATCH: &str = "diff --git a/tests/test_ops.py b/tests/test_ops.py\n--- a/tests/test_ops.py\n+++ b/tests/test_ops.py\n@@ -1 +1,2 @@\n a\n+b\ndiff --git a/tests/test_mul.py b/tests/test_mul.py\nnew file mode 100644\n--- /dev/null\n+++ b/tests/test_mul.py\n@@ -0,0 +1 @@\n+m\n";
+
+    fn test_globs() -> globset::GlobSet {
+        super::super::triage::globset(&["tests/**".to_owned()]).expect("globs")
+    }
+
+    /// Renamed away, deleted, or a file or directory put in its way: every
+    /// way of keeping a hidden test file from the test patch's version
+    /// gives way to it (it was `test_patch_conflict`, ambiguous).
+    #[test]
+    fn a_hidden_test_file_renamed_away_deleted_or_in_the_way_is_reset() {
+        let cases = [
+            (
+                "diff --git a/tests/test_ops.py b/pkg/moved.py\nsimilarity index 100%\nrename from tests/test_ops.py\nrename to pkg/moved.py\n",
+                "tests/test_ops.py",
+                "pkg/moved.py",
+            ),
+            (
+                "diff --git a/tests/test_ops.py b/tests/test_ops.py\ndeleted file mode 100644\n--- a/tests/test_ops.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-a\n",
+                "tests/test_ops.py",
+                "tests/test_ops.py",
+            ),
+            (
+                "diff --git a/tests/test_mul.py/x.py b/tests/test_mul.py/x.py\nnew file mode 100644\n--- /dev/null\n+++ b/tests/test_mul.py/x.py\n@@ -0,0 +1 @@\n+x\n",
+                "tests/test_mul.py",
+                "tests/test_mul.py/x.py",
+            ),
+            // A traditional diff git writes to the hidden file itself.
+            (
+                "--- a/tests/test_ops.py\n+++ b/tests/test_ops.py.orig\n@@ -1 +1,2 @@\n a\n+z\n",
+                "tests/test_ops.py",
+                "tests/test_ops.py",
+            ),
+        ];
+        for (patch, restored, left_out) in cases {
+            let paths = session_paths(patch.as_bytes()).expect("a patch");
+            assert_eq!(
+                reset(&paths, TEST_PATCH.as_bytes()),
+                Reset {
+                    restored: vec![restored.to_owned()],
+                    left_out: vec![left_out.to_owned()],
+                },
+                "{patch}"
+            );
+        }
+        // A copy of a hidden file only reads it; a file beside one is free.
+        let copy = "diff --git a/tests/test_ops.py b/pkg/copy.py\nsimilarity index 100%\ncopy from tests/test_ops.py\ncopy to pkg/copy.py\ndiff --git a/tests/test_ops.pyc b/tests/test_ops.pyc\nnew file mode 100644\n--- /dev/null\n+++ b/tests/test_ops.pyc\n@@ -0,0 +1 @@\n+c\n";
+        let paths = session_paths(copy.as_bytes()).expect("a patch");
+        assert_eq!(reset(&paths, TEST_PATCH.as_bytes()), Reset::default());
+    }
+
+    /// A rename of a test file to a name that is not one is an edit of
+    /// that test file: the policy leaves it out.
+    #[test]
+    fn the_policy_leaves_out_a_test_file_renamed_to_a_plain_name() {
+        let patch = "diff --git a/tests/test_x.py b/pkg/x.py\nsimilarity index 100%\nrename from tests/test_x.py\nrename to pkg/x.py\n";
+        let paths = session_paths(patch.as_bytes()).expect("a patch");
+        let out = excluded_paths(
+            &paths,
+            TEST_PATCH.as_bytes(),
+            Policy::TestsAndInfra,
+            &test_globs(),
+        );
+        assert_eq!(out, ["pkg/x.py"]);
+    }
+
+    /// The scanner desync of issue 18: an added line `++ b/tests/...`
+    /// (the diff line `+++ b/tests/...`) in the package made every later
+    /// added line count as test-file content, and the framework reach
+    /// below it went unflagged.
+    #[test]
+    fn a_framework_reach_after_an_added_line_shaped_like_a_header_is_flagged() {
+        let patch = "diff --git a/pkg/__init__.py b/pkg/__init__.py\n--- a/pkg/__init__.py\n+++ b/pkg/__init__.py\n@@ -0,0 +1,5 @@\n+_DOC = \"\"\"\n+++ b/tests/test_ops.py\n+\"\"\"\n+import unittest\n+unittest.TestCase.run = lambda self, result=None: None\n";
+        let (suspects, in_effect) = tamper_suspects(patch.as_bytes(), &[], &test_globs(), &[]);
+        assert!(in_effect, "{suspects:?}");
+        assert_eq!(
+            suspects,
+            [
+                "reaches into the test framework: pkg/__init__.py: `import unittest`",
+                "reaches into the test framework: pkg/__init__.py: `unittest.TestCase.run = lambda self, result=None: None`",
+            ]
+        );
+    }
+
+    /// Renaming test infrastructure away is touching it.
+    #[test]
+    fn renaming_infrastructure_away_touches_it() {
+        let patch = "diff --git a/tests/conftest.py b/pkg/helpers.py\nsimilarity index 100%\nrename from tests/conftest.py\nrename to pkg/helpers.py\n";
+        let (suspects, in_effect) = tamper_suspects(patch.as_bytes(), &[], &test_globs(), &[]);
+        assert!(in_effect);
+        assert_eq!(suspects, ["touches test infrastructure: tests/conftest.py"]);
+    }
 
     #[test]
     fn a_log_tail_is_the_last_lines_within_the_byte_cap() {
@@ -722,6 +889,7 @@ mod tests {
             arm: crate::pipeline::Arm::Exclude,
             policy: Policy::TestsAndInfra,
             test_globs: Vec::new(),
+            caps: PatchCaps::default(),
             reruns,
             rerun_command: None,
             check_command: check.map(str::to_owned),

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use assay_engine::{Digest, JobCtx};
 use serde::Serialize;
 
-use super::grade::{Policy, excluded_paths};
+use assay_git::AddedLines;
+
+use super::grade::{PatchCaps, Policy, excluded_paths, session_paths};
 use super::node::{Kind, Made};
 use super::records::{MetricsRecord, SessionRecord, TaskRecord};
 
@@ -16,6 +18,7 @@ use super::records::{MetricsRecord, SessionRecord, TaskRecord};
 pub(crate) struct MetricsParams {
     pub(crate) policy: Policy,
     pub(crate) test_globs: Vec<String>,
+    pub(crate) caps: PatchCaps,
 }
 
 const SUPPRESSIONS: &[&str] = &[
@@ -32,24 +35,26 @@ const SUPPRESSIONS: &[&str] = &[
     "@SuppressWarnings",
 ];
 
-/// (added, removed, files, suppressions, comments) of the non-test, non-excluded part of a patch.
-pub(crate) fn measure(patch: &str, skip: &dyn Fn(&str) -> bool) -> (u64, u64, u64, u64, u64) {
+/// (added, removed, files, suppressions, comments) of the non-test,
+/// non-excluded part of a patch, its sections read as `git apply` reads
+/// them (an added line shaped like a header is content). A patch that
+/// cannot be read measures nothing.
+pub(crate) fn measure(
+    patch: &[u8],
+    skip: &dyn Fn(&str) -> bool,
+    lines: AddedLines,
+) -> (u64, u64, u64, u64, u64) {
     let (mut added, mut removed, mut files, mut supp, mut comments) = (0, 0, 0, 0, 0);
-    let mut current_skipped = true;
-    for line in patch.lines() {
-        if let Some(rest) = line.strip_prefix("diff --git ") {
-            let path = rest.rsplit(" b/").next().unwrap_or(rest).trim_matches('"');
-            current_skipped = skip(path);
-            if !current_skipped {
-                files += 1;
-            }
-            continue;
-        }
-        if current_skipped || line.starts_with("+++") || line.starts_with("---") {
-            continue;
-        }
-        if let Some(text) = line.strip_prefix('+') {
-            added += 1;
+    if patch.iter().all(u8::is_ascii_whitespace) {
+        return (0, 0, 0, 0, 0);
+    }
+    let sections = assay_git::parse_patch_with(patch, lines).unwrap_or_default();
+    for f in sections.iter().filter(|f| !skip(&f.path.path)) {
+        files += 1;
+        added += f.lines_added;
+        removed += f.lines_removed;
+        for line in &f.added {
+            let text = line.text.as_str();
             if SUPPRESSIONS.iter().any(|s| text.contains(s)) {
                 supp += 1;
             }
@@ -62,8 +67,6 @@ pub(crate) fn measure(patch: &str, skip: &dyn Fn(&str) -> bool) -> (u64, u64, u6
             {
                 comments += 1;
             }
-        } else if line.starts_with('-') {
-            removed += 1;
         }
     }
     (added, removed, files, supp, comments)
@@ -77,7 +80,8 @@ pub(crate) struct Metrics(pub(crate) MetricsParams);
 
 impl Kind for Metrics {
     const NAME: &'static str = "metrics";
-    const VERSION: u32 = 1;
+    /// 2: sections read as `git apply` reads them.
+    const VERSION: u32 = 2;
     type Params = MetricsParams;
     type Inputs = MetricsInputs;
     type Record = MetricsRecord;
@@ -96,12 +100,20 @@ impl Kind for Metrics {
         let d: Digest = session.patch.parse()?;
         let patch = ctx.blobs.get(&d).map_err(|e| e.to_string())?;
         let tests = super::triage::globset(&p.test_globs).map_err(|e| e.to_string())?;
-        let excluded = excluded_paths(&patch, task.test_patch.as_bytes(), p.policy, &tests)
-            .unwrap_or_default();
-        let text = String::from_utf8_lossy(&patch);
-        let skip = |path: &str| tests.is_match(path) || excluded.iter().any(|e| e == path);
-        let (a, r, f, s, c) = measure(&text, &skip);
-        let (ga, gr, _, _, _) = measure(&task.patch, &|path: &str| tests.is_match(path));
+        let paths = session_paths(&patch).unwrap_or_default();
+        let excluded = excluded_paths(&paths, task.test_patch.as_bytes(), p.policy, &tests);
+        let excluded: std::collections::BTreeSet<&str> =
+            excluded.iter().map(String::as_str).collect();
+        let skip = |path: &str| tests.is_match(path) || excluded.contains(path);
+        // A patch over the byte cap is never graded: its lines are counted,
+        // not read.
+        let lines = match p.caps.over_bytes(patch.len() as u64) {
+            Some(_) => AddedLines::Count,
+            None => AddedLines::Keep,
+        };
+        let (a, r, f, s, c) = measure(&patch, &skip, lines);
+        let gold = |path: &str| tests.is_match(path);
+        let (ga, gr, _, _, _) = measure(task.patch.as_bytes(), &gold, AddedLines::Keep);
         Ok(Made::record(MetricsRecord {
             session: session.id.clone(),
             lines_added: a,
@@ -111,7 +123,7 @@ impl Kind for Metrics {
                 .then(|| ((a + r) as f64 / (ga + gr) as f64 * 1000.0).round() / 1000.0),
             suppressions_added: s,
             comment_lines_added: c,
-            empty_patch: text.trim().is_empty(),
+            empty_patch: patch.iter().all(u8::is_ascii_whitespace),
         }))
     }
 }
@@ -120,8 +132,25 @@ impl Kind for Metrics {
 mod tests {
     #[test]
     fn counts_code_lines_suppressions_and_comments_outside_tests() {
-        let patch = "diff --git a/calc/ops.py b/calc/ops.py\n--- a/calc/ops.py\n+++ b/calc/ops.py\n@@ -1,2 +1,3 @@\n-    return a / b\n+    # guard\n+    return a / b  # noqa\n+    x = 1\ndiff --git a/tests/test_ops.py b/tests/test_ops.py\n--- a/tests/test_ops.py\n+++ b/tests/test_ops.py\n@@ -1 +1,2 @@\n+    assert True\n";
-        let (a, r, f, s, c) = super::measure(patch, &|p: &str| p.starts_with("tests/"));
+        let patch = "diff --git a/calc/ops.py b/calc/ops.py\n--- a/calc/ops.py\n+++ b/calc/ops.py\n@@ -1 +1,3 @@\n-    return a / b\n+    # guard\n+    return a / b  # noqa\n+    x = 1\ndiff --git a/tests/test_ops.py b/tests/test_ops.py\n--- a/tests/test_ops.py\n+++ b/tests/test_ops.py\n@@ -1,0 +2 @@\n+    assert True\n";
+        let (a, r, f, s, c) = super::measure(
+            patch.as_bytes(),
+            &|p: &str| p.starts_with("tests/"),
+            super::AddedLines::Keep,
+        );
         assert_eq!((a, r, f, s, c), (3, 1, 1, 1, 1));
+    }
+
+    /// An added line `+++ b/tests/x.py` is content of the hunk it is in:
+    /// it neither ends the file being measured nor starts a test file.
+    #[test]
+    fn a_line_shaped_like_a_header_is_measured_as_content() {
+        let patch = "diff --git a/calc/ops.py b/calc/ops.py\n--- a/calc/ops.py\n+++ b/calc/ops.py\n@@ -1 +1,4 @@\n x\n+++ b/tests/test_x.py\n+# a comment\n+y = 1  # noqa\n";
+        let (a, r, f, s, c) = super::measure(
+            patch.as_bytes(),
+            &|p: &str| p.starts_with("tests/"),
+            super::AddedLines::Keep,
+        );
+        assert_eq!((a, r, f, s, c), (3, 0, 1, 1, 1));
     }
 }

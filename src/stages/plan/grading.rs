@@ -140,6 +140,7 @@ pub(crate) fn grade_nodes(
                 arm,
                 policy: arm_policy,
                 test_globs: g.test_globs.to_vec(),
+                caps: grade.caps,
             };
             let stage_node = names::stage(&id, arm);
             out.push(node::spec(
@@ -171,6 +172,7 @@ pub(crate) fn grade_nodes(
                 arm,
                 policy: arm_policy,
                 test_globs: g.test_globs.to_vec(),
+                caps: grade.caps,
                 reruns: grade.reruns,
                 rerun_command: grade.rerun_command.clone(),
                 check_command: grade.check_command.clone(),
@@ -205,6 +207,7 @@ pub(crate) fn grade_nodes(
         let mp = MetricsParams {
             policy,
             test_globs: g.test_globs.to_vec(),
+            caps: grade.caps,
         };
         let metrics_node = names::metrics(&id);
         out.push(node::spec(

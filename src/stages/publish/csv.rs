@@ -1,6 +1,12 @@
 //! `results.csv`: one row per grade (session × arm), RFC 4180, rows sorted by
 //! (agent, model, session, arm). Lists are joined with `;`; a missing value is
 //! an empty field.
+//!
+//! Labels, paths and test ids come from sessions and repositories, and a
+//! spreadsheet runs a cell that starts with `=`, `+`, `-` or `@` (or a tab
+//! or carriage return before one) as a formula: `=HYPERLINK(...)` as an
+//! agent label would run on the reader's machine. Such a text field gets a
+//! leading `'` ([`guard`]); a field that is a number stays as it is.
 
 use super::{Index, round6};
 
@@ -154,9 +160,24 @@ fn push_row(out: &mut String, fields: impl Iterator<Item = String>) {
         if i > 0 {
             out.push(',');
         }
-        out.push_str(&quote(&field));
+        out.push_str(&quote(&guard(field)));
     }
     out.push_str("\r\n");
+}
+
+/// A text field a spreadsheet would read as a formula, with a `'` before
+/// it; every other field (numbers among them, `-3` or `-1.5e-3`) as it is.
+pub(super) fn guard(field: String) -> String {
+    let formula = field.starts_with(['=', '+', '-', '@', '\t', '\r']);
+    let number = field.parse::<f64>().is_ok()
+        && field
+            .chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-'));
+    if formula && !number {
+        format!("'{field}")
+    } else {
+        field
+    }
 }
 
 /// Quotes a field holding a comma, a quote, CR or LF; doubles its quotes.
@@ -165,5 +186,31 @@ pub(super) fn quote(field: &str) -> String {
         format!("\"{}\"", field.replace('"', "\"\""))
     } else {
         field.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::guard;
+
+    #[test]
+    fn a_text_field_shaped_like_a_formula_is_guarded_and_numbers_are_not() {
+        for (field, want) in [
+            ("=HYPERLINK(\"http://x\")", "'=HYPERLINK(\"http://x\")"),
+            ("+cmd|' /C calc'!A0", "'+cmd|' /C calc'!A0"),
+            ("-2+3", "'-2+3"),
+            ("@SUM(A1)", "'@SUM(A1)"),
+            ("\t=1", "'\t=1"),
+            ("\r=1", "'\r=1"),
+            ("-1", "-1"),
+            ("-0.25", "-0.25"),
+            ("+7", "+7"),
+            ("1e-3", "1e-3"),
+            ("-inf", "'-inf"),
+            ("agent-a", "agent-a"),
+            ("", ""),
+        ] {
+            assert_eq!(guard(field.to_owned()), want, "{field:?}");
+        }
     }
 }

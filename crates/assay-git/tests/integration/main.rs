@@ -1,5 +1,6 @@
 //! Integration tests on real repositories built with the git CLI.
 
+mod agree;
 mod candidates;
 mod compose;
 mod diff;

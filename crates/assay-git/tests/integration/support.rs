@@ -33,6 +33,11 @@ impl Repo {
         git_in(self.path(), args, self.time)
     }
 
+    /// `git` here, its output as it is (a patch keeps its last line end).
+    pub(crate) fn git_bytes(&self, args: &[&str]) -> Vec<u8> {
+        assay_testkit::git(self.path(), self.time, args).into_bytes()
+    }
+
     pub(crate) fn write(&self, path: &str, content: impl AsRef<[u8]>) -> &Repo {
         let p = self.path().join(path);
         std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");

@@ -314,6 +314,36 @@ fn a_report_directory_swapped_for_a_symlink_is_never_read_on_docker() {
     util::reach::a_symlinked_report_directory_is_never_read(Executor::Docker);
 }
 
+#[test]
+fn a_framework_reach_below_an_added_line_shaped_like_a_header_is_flagged_on_docker() {
+    base_image();
+    util::patches::a_framework_reach_below_an_added_line_shaped_like_a_header_is_flagged(
+        Executor::Docker,
+    );
+}
+
+#[test]
+fn a_traditional_diff_to_a_hidden_test_file_under_a_longer_name_is_reset_on_docker() {
+    base_image();
+    util::patches::a_traditional_diff_to_a_hidden_test_file_under_a_longer_name_is_reset(
+        Executor::Docker,
+    );
+}
+
+#[test]
+fn a_hidden_test_file_renamed_away_deleted_or_blocked_is_restored_and_graded_on_docker() {
+    base_image();
+    util::patches::a_hidden_test_file_renamed_away_deleted_or_blocked_is_restored_and_graded(
+        Executor::Docker,
+    );
+}
+
+#[test]
+fn a_patch_over_the_caps_is_refused_before_anything_is_staged_on_docker() {
+    base_image();
+    util::patches::a_patch_over_the_caps_is_refused_before_anything_is_staged(Executor::Docker);
+}
+
 // ---- no container outlives a build -------------------------------------------------
 
 /// Sleeps at import, far past the run's timeout.

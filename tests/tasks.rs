@@ -901,7 +901,7 @@ fn environments_per_source_are_checked_with_a_pointer_into_the_file() {
             ),
             &[
                 "expected a key of [env]",
-                "or an [env.NAME] table",
+                "[env.NAME] table",
                 "repot = \"tap\"",
             ],
         ),

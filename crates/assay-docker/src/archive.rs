@@ -84,33 +84,8 @@ pub(crate) struct Protected {
 
 impl Protected {
     fn find(root: &Path, protect: &[PathBuf]) -> Protected {
-        let mut found = Protected::default();
-        'paths: for rel in protect {
-            let plain = rel.components().next().is_some()
-                && rel.components().all(|c| matches!(c, Component::Normal(_)));
-            if !plain {
-                continue;
-            }
-            let mut above = Vec::new();
-            let mut here = PathBuf::new();
-            let mut components = rel.components().peekable();
-            while let Some(component) = components.next() {
-                here.push(component);
-                let Ok(meta) = fs::symlink_metadata(root.join(&here)) else {
-                    continue 'paths;
-                };
-                let last = components.peek().is_none();
-                if (last && !meta.is_file()) || (!last && !meta.is_dir()) {
-                    continue 'paths;
-                }
-                if !last {
-                    above.push(here.clone());
-                }
-            }
-            found.dirs.extend(above);
-            found.files.insert(here);
-        }
-        found
+        let (dirs, files) = assay_exec::sandbox::protected(root, protect);
+        Protected { dirs, files }
     }
 }
 

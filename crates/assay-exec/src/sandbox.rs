@@ -348,8 +348,9 @@ impl Args {
 /// to bind so that `protect` cannot be changed: every path of `protect` that
 /// is a plain relative path reaching a regular file through directories
 /// only, with no symlink anywhere (checked on the host before the run, when
-/// nothing of the run exists yet to race it).
-fn protected(
+/// nothing of the run exists yet to race it). Both executors protect
+/// what this finds (the docker executor in its upload).
+pub fn protected(
     tree: &Path,
     protect: &[PathBuf],
 ) -> (

@@ -669,20 +669,6 @@ fn assert_no_secret_stored(f: &Fixture, b: &Build) {
     assert!(!markers.is_empty(), "no redacted evidence in the cache");
 }
 
-/// The blob of the grade's receipt `what`, as text.
-fn evidence(f: &Fixture, grade: &Value, what: &str) -> String {
-    let digest = grade["evidence"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["what"] == what)
-        .unwrap_or_else(|| panic!("no {what} receipt: {grade:#}"))["digest"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    String::from_utf8_lossy(&f.project.blob(&digest)).into_owned()
-}
-
 #[test]
 fn planted_secrets_never_reach_the_cache_or_the_release() {
     let f = Fixture::new();
@@ -808,7 +794,7 @@ fn secrets_are_redacted_in_junit_report_files_check_logs_and_rerun_logs() {
         "rerun 1 log",
         "rerun 2 log",
     ] {
-        let text = evidence(&f, &grade, what);
+        let text = f.evidence(&grade, what);
         assert!(
             text.contains("using key [REDACTED] and [REDACTED]"),
             "{what}:\n{text}"

@@ -474,6 +474,27 @@ impl Pipeline {
     }
 
     /// An error pointing at a span of this file.
+    /// A count or size setting that may not be 0: its value, `default` when
+    /// absent, or an error at its span saying why 0 would not do (`why`).
+    pub(crate) fn nonzero(
+        &self,
+        v: &Option<toml::Spanned<u64>>,
+        default: u64,
+        what: &str,
+        why: &str,
+    ) -> Result<u64, ConfigError> {
+        match v {
+            None => Ok(default),
+            Some(v) if *v.get_ref() == 0 => Err(self.error_at(
+                v.span(),
+                format!("`{what}` cannot be 0"),
+                "here",
+                format!("{why}; leave the key out for the default (docs/pipeline.md)"),
+            )),
+            Some(v) => Ok(*v.get_ref()),
+        }
+    }
+
     pub(crate) fn error_at(
         &self,
         span: std::ops::Range<usize>,

@@ -325,16 +325,12 @@ fn grade(pipeline: &Pipeline) -> Result<GradeSettings, ConfigError> {
     }
     let d = PatchCaps::default();
     let cap = |v: &Option<toml::Spanned<u64>>, default: u64, what: &str| {
-        match v {
-        None => Ok(default),
-        Some(v) if *v.get_ref() == 0 => Err(pipeline.error_at(
-            v.span(),
-            format!("`{what}` cannot be 0"),
-            "here",
-            "a cap of 0 would refuse every session patch; leave the key out for the default (docs/pipeline.md)",
-        )),
-        Some(v) => Ok(*v.get_ref()),
-    }
+        pipeline.nonzero(
+            v,
+            default,
+            what,
+            "a cap of 0 would refuse every session patch",
+        )
     };
     Ok(GradeSettings {
         policy,

@@ -405,16 +405,7 @@ pub(crate) fn confinement(
     };
     let d = RunLimits::default();
     let limit = |v: &Option<toml::Spanned<u64>>, default: u64, what: &str| {
-        match v {
-        None => Ok(default),
-        Some(v) if *v.get_ref() == 0 => Err(pipeline.error_at(
-            v.span(),
-            format!("`{what}` cannot be 0"),
-            "here",
-            "a limit of 0 would fail every run; leave the key out for the default (docs/pipeline.md)",
-        )),
-        Some(v) => Ok(*v.get_ref()),
-    }
+        pipeline.nonzero(v, default, what, "a limit of 0 would fail every run")
     };
     let limits = RunLimits {
         memory: limit(&env_cfg.memory, d.memory, "memory")?,

@@ -81,6 +81,17 @@ pub const NEUTERED_ASSERT: &str = r#"_case = getattr(__import__("unit" + "test")
 setattr(_case, "assert" + "Equal", lambda *a, **k: None)
 "#;
 
+/// Code that is right only on a rerun or a check, told apart by the attempt
+/// number screening runs get: a graded run never sees one, so it is wrong
+/// in every run and never `resolved_after_rerun`.
+pub const RERUN_ONLY: &str = r#"import os
+
+if os.environ.get("ASSAY_ATTEMPT", "0") != "0":
+    from . import ops
+
+    ops.sub = lambda a, b: a - b
+"#;
+
 /// Exit 127 from the package's own code: "command not found" in the
 /// shell's words, while the task's controls ran the same command normally.
 pub const EXIT_127: &str = "import os\nos._exit(127)\n";
@@ -95,6 +106,7 @@ pub fn forged_reports_are_caught(executor: Executor) {
         ("evil/import-hook.json", IMPORT_HOOK, true),
         ("evil/neutered.json", NEUTERED_ASSERT, true),
         ("evil/exit127.json", EXIT_127, false),
+        ("evil/rerun-only.json", RERUN_ONLY, false),
     ];
     for (id, body, _) in sessions {
         f.session(id, "p-1", &f.diff1(&[("pkg/__init__.py", Some(body))]));

@@ -68,7 +68,8 @@ pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
     store.clean_tmp();
     let rt = runtime()?;
     let plan = super::laid_out(&pipeline, &store)?;
-    crate::stages::start_docker(&plan, &rt)?;
+    crate::stages::start_executors(&plan, &rt)?;
+    let executors = plan.executors;
     let graph = plan.graph;
     let opts = BuildOptions {
         jobs: args.jobs.unwrap_or_else(|| {
@@ -94,7 +95,7 @@ pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
         // nothing this process started is left on the daemon.
         eprintln!("interrupted: stopping every run");
         rt.shutdown_timeout(std::time::Duration::from_secs(10));
-        crate::stages::remove_own_containers();
+        crate::stages::interrupted(&executors);
         return Ok(exit::INTERRUPTED);
     };
     let outcome = outcome.map_err(Failure::cache)?;

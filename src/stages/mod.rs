@@ -7,16 +7,17 @@
 //!   with the sources and environments it reads;
 //! - `publish/`: the release's files, a pure function of the release node's
 //!   inputs (shared with `assay verify --bundle`);
+//! - `executor/`: where environments are prepared and runs happen, one
+//!   module per executor behind one trait;
 //! - beside them what several share: `names` (node names), `records`,
-//!   `confine` (sandbox and limits), `guard` (Python's import guard),
-//!   `redact`, `docker`, `swebench`.
+//!   `limits` (a run's limits), `guard` (Python's import guard), `redact`,
+//!   `swebench`.
 
 mod canary;
-mod confine;
-mod docker;
 mod error;
 mod executor;
 mod guard;
+mod limits;
 mod names;
 mod node;
 mod nodes;
@@ -27,7 +28,7 @@ mod records;
 mod redact;
 mod swebench;
 
-use nodes::{env, judge, release, step, tree};
+use nodes::{judge, release, step, tree};
 use plan::{layout, sources};
 
 pub(crate) use names::RELEASE as RELEASE_NODE;
@@ -81,7 +82,7 @@ pub(crate) fn damaged_environments(store: &Store) -> Result<Vec<(String, String)
         if !rec.ok || rec.digest.is_empty() || !dir.is_dir() {
             continue;
         }
-        match env::dir_digest(&dir) {
+        match executor::local::dir_digest(&dir) {
             Ok(d) if d == rec.digest => {}
             Ok(d) => out.push((
                 rec.dir.clone(),
@@ -96,8 +97,10 @@ pub(crate) fn damaged_environments(store: &Store) -> Result<Vec<(String, String)
 /// The graph of one build.
 pub(crate) struct StagePlan {
     pub(crate) graph: Graph,
-    /// The base images of the docker environments in use (none: local only).
-    pub(crate) docker_bases: std::collections::BTreeSet<String>,
+    /// The executors the build's environments use, one confinement per
+    /// executor setting: started before the build, cleaned up after an
+    /// interrupted one.
+    pub(crate) executors: Vec<executor::Confinement>,
     /// What the user should know before the build runs (a session file that
     /// cannot be read, a session naming no task, an unsandboxed environment,
     /// a skipped judge), rendered; the CLI prints them.
@@ -110,30 +113,29 @@ pub(crate) fn plan(pipeline: &Pipeline, store: &Store) -> Result<StagePlan, Stag
     let mut nodes = Vec::new();
     let mut warnings = Vec::new();
     step::nodes(pipeline, &mut nodes)?;
-    let docker_bases = layout::nodes(pipeline, store, &mut nodes, &mut warnings)?;
+    let executors = layout::nodes(pipeline, store, &mut nodes, &mut warnings)?;
     let graph = Graph::new(nodes).map_err(|e| graph_error(pipeline, e))?;
     Ok(StagePlan {
         graph,
-        docker_bases,
+        executors,
         warnings,
     })
 }
 
-/// Before a build on the docker executor: connect, clean up after killed
-/// builds, check the base images (see `docker`).
-/// After ctrl-c: what this build started on the Docker daemon goes too.
-pub(crate) fn remove_own_containers() {
-    docker::remove_own_containers();
-}
-
-pub(crate) fn start_docker(
+/// Before a build: every executor in use starts (connects, cleans up
+/// after killed builds, checks what it needs); the first failure fails the
+/// build.
+pub(crate) fn start_executors(
     plan: &StagePlan,
     rt: &tokio::runtime::Runtime,
 ) -> Result<(), StageError> {
-    if plan.docker_bases.is_empty() {
-        return Ok(());
-    }
-    docker::start(rt, &plan.docker_bases)
+    executor::start(&plan.executors, rt)
+}
+
+/// After ctrl-c: what this build started outside its own process tree
+/// (containers) goes too.
+pub(crate) fn interrupted(plan_executors: &[executor::Confinement]) {
+    executor::interrupted(plan_executors);
 }
 
 /// A graph error points at the step that caused it where the file names one.

@@ -916,9 +916,9 @@ mod tests {
         };
         assert_eq!(holds(params(3, None, &parallel)), None);
         let docker = RunParams {
-            confine: super::super::confine::Confinement {
-                executor: super::super::confine::Executor::Docker(
-                    super::super::confine::DockerSettings {
+            confine: super::super::executor::Confinement {
+                executor: super::super::executor::ExecutorSetting::Docker(
+                    super::super::executor::docker::Settings {
                         base_image: "assay-base:bookworm".into(),
                         cpu_millis: None,
                     },

@@ -18,6 +18,4 @@ pub(super) mod verdict;
 // What the kinds share with the rest of the stages, named from a kind's
 // file as `super::records` and so on.
 use super::plan::layout;
-use super::{
-    confine, docker, error, executor, names, node, provenance, publish, records, redact, swebench,
-};
+use super::{error, executor, limits, names, node, provenance, publish, records, redact, swebench};

@@ -21,8 +21,7 @@ use assay_report::{Format, Trust};
 use serde::Serialize;
 
 use super::super::canary::{self, Hidden, Planted};
-use super::confine::Launch;
-use super::executor::{EnvHandle, TestRun, Watched, runner};
+use super::executor::{EnvHandle, Launch, TestRun, Watched};
 use super::node::{Kind, Made};
 use super::records::{EnvRecord, RunRecord, TreeRecord};
 
@@ -42,7 +41,7 @@ pub(crate) struct RunParams {
     pub(crate) serial: bool,
     pub(crate) repeat: u32,
     /// The sandbox and limits.
-    pub(crate) confine: super::confine::Confinement,
+    pub(crate) confine: super::executor::Confinement,
     /// Test files (by these globs) whose bytes change during the run are
     /// recorded: tamper evidence.
     pub(crate) watch: Vec<String>,
@@ -123,12 +122,13 @@ impl Kind for Run {
 
 impl RunParams {
     /// The resource a job running these params holds alone: the env node,
-    /// when its runs are serial and local. A container's environment is its
+    /// when its runs are serial and its executor shares the environment
+    /// between runs (a local directory). A container's environment is its
     /// own copy: nothing is shared. Every job that runs processes in an
     /// environment (a run, a grade's reruns and checks) says so through
     /// [`assay_engine::Job::exclusive`], the engine's one lock.
     pub(crate) fn exclusive<'a>(&self, env_node: &'a str) -> Option<&'a str> {
-        (self.serial && self.confine.docker().is_none()).then_some(env_node)
+        (self.serial && self.confine.executor().shares_env()).then_some(env_node)
     }
 }
 
@@ -206,7 +206,9 @@ pub(crate) async fn execute_tree(
     let log_path = scratch.path().join("log");
     let env_handle = EnvHandle::of(env, &ctx.cache_dir);
     let watch = staged.iter().map(|(path, _)| PathBuf::from(path)).collect();
-    let ran = runner(&p.confine)
+    let ran = p
+        .confine
+        .executor()
         .run(TestRun {
             launch: Launch {
                 command: p.command.clone(),
@@ -226,7 +228,7 @@ pub(crate) async fn execute_tree(
             staged,
         })
         .await?;
-    record.limit = ran.limit;
+    record.limit = ran.limit.map(|l| l.as_str().to_owned());
     record.changed_test_files = ran.changed;
     record.exit_code = ran.exit_code;
     record.signal = ran.signal;
@@ -264,7 +266,7 @@ pub(crate) async fn execute_tree(
     if record.timed_out {
         record.untrusted = Some(format!("timed out after {} s", p.timeout_s));
     } else if let Some(limit) = &record.limit {
-        record.untrusted = Some(super::confine::limit_reason(limit, p.confine.limits.write));
+        record.untrusted = Some(super::limits::limit_reason(limit, p.confine.limits.write));
     } else if record.log_truncated && p.report_file.is_none() {
         record.untrusted =
             Some("the log exceeded the evidence cap; its report was not believed".into());
@@ -485,7 +487,7 @@ mod tests {
         redact: super::super::redact::RedactConfig,
         serial: bool,
         repeat: u32,
-        confine: super::super::confine::Confinement,
+        confine: super::super::executor::Confinement,
         watch: Vec<String>,
     }
 

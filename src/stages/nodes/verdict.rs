@@ -229,7 +229,7 @@ fn unusable(
     if let Some(limit) = &run.limit {
         // The sandbox's memory, process, file-size or write limit ended or
         // broke the run: the patch's code did that, as with a timeout.
-        let why = super::confine::limit_reason(limit, limits.write);
+        let why = super::limits::limit_reason(limit, limits.write);
         return Some((Verdict::Unresolved, Fault::Agent, why));
     }
     if run.report_error.is_some()

@@ -2,12 +2,11 @@
 //! `[env.NAME]`, with its report format, budgets and confinement; and which
 //! one each source's tasks run in. Every error points into the file.
 
-use std::collections::BTreeSet;
-
 use assay_report::Format;
 
-use super::confine::Confinement;
 use super::error::StageError;
+use super::executor::{Confinement, ExecutorSetting, SandboxMode};
+use super::limits::RunLimits;
 use super::redact::RedactConfig;
 use super::run::RunParams;
 use crate::pipeline::{EnvConfig, Pipeline, SourceConfig};
@@ -21,7 +20,7 @@ pub(crate) struct EnvSettings<'a> {
     pub(crate) timeout: u64,
     pub(crate) log_cap: u64,
     pub(crate) confine: Confinement,
-    /// `[env] export`, on the docker executor.
+    /// `[env] export`, on an executor whose environments are artifacts.
     pub(crate) export: bool,
 }
 
@@ -46,11 +45,6 @@ impl EnvSettings<'_> {
             watch: watch.to_vec(),
             canary: self.cfg.canary.as_ref().map(|c| c.get_ref().clone()),
         }
-    }
-
-    /// The docker executor's base image, when this environment uses it.
-    pub(crate) fn docker_base(&self) -> Option<&str> {
-        self.confine.docker().map(|d| d.base_image.as_str())
     }
 }
 
@@ -111,9 +105,10 @@ impl<'a> Envs<'a> {
                         .into());
                 }
             }
-            let confine = super::layout::confinement(pipeline, cfg, warnings)?;
-            let export =
-                confine.docker().is_some() && cfg.export.as_ref().is_some_and(|e| *e.get_ref());
+            let confine = confinement(pipeline, cfg, warnings)?;
+            // Only an environment that is an artifact of its own can be saved.
+            let export = confine.executor().env_is_artifact()
+                && cfg.export.as_ref().is_some_and(|e| *e.get_ref());
             all.push(EnvSettings {
                 name: name.map(|n| n.get_ref().as_str()),
                 cfg,
@@ -180,80 +175,80 @@ impl<'a> Envs<'a> {
         }
     }
 
-    /// The base images of the docker environments these sources use.
-    pub(crate) fn docker_bases(
+    /// The confinements these sources' environments run under, one per
+    /// executor setting: what a build starts (and cleans up after).
+    pub(crate) fn executors(
         &self,
         pipeline: &Pipeline,
         sources: &[SourceConfig],
-    ) -> Result<BTreeSet<String>, StageError> {
-        let mut bases = BTreeSet::new();
+    ) -> Result<Vec<Confinement>, StageError> {
+        let mut out: Vec<Confinement> = Vec::new();
         for src in sources {
-            if let Some(base) = self.for_source(pipeline, src)?.docker_base() {
-                bases.insert(base.to_owned());
+            let confine = &self.for_source(pipeline, src)?.confine;
+            if !out.iter().any(|c| c.executor == confine.executor) {
+                out.push(confine.clone());
             }
         }
-        Ok(bases)
+        Ok(out)
     }
 }
 
-/// `[env] executor`, `base_image` and `cpus`, checked. The docker-only keys
-/// are ignored on the local executor, so `build --executor local` works on a
-/// docker pipeline.
-pub(crate) fn executor(
+/// `[env]`'s executor, sandbox and limits, checked; bubblewrap probed once
+/// when used.
+fn confinement(
     pipeline: &Pipeline,
-    cfg: &EnvConfig,
-) -> Result<super::confine::Executor, StageError> {
-    use super::confine::{DEFAULT_BASE_IMAGE, DockerSettings, Executor};
-    let Some(name) = &cfg.executor else {
-        return Ok(Executor::Local);
+    env_cfg: &crate::pipeline::EnvConfig,
+    warnings: &mut Vec<String>,
+) -> Result<Confinement, StageError> {
+    let executor = ExecutorSetting::parse(pipeline, env_cfg)?;
+    let sandbox = match &env_cfg.sandbox {
+        None => SandboxMode::Bwrap,
+        Some(s) => SandboxMode::parse(s.get_ref()).ok_or_else(|| {
+            pipeline.error_at(
+                s.span(),
+                format!("unknown sandbox `{}`", s.get_ref()),
+                "here",
+                "use `bwrap` (the default) or `none` (unsandboxed; the release says so)",
+            )
+        })?,
     };
-    match name.get_ref().as_str() {
-        "local" => return Ok(Executor::Local),
-        "docker" => {}
-        other => {
-            return Err(pipeline
-                .error_at(
-                    name.span(),
-                    format!("unknown executor `{other}`"),
-                    "here",
-                    "use `local` (the default: bubblewrap on this machine) or `docker`",
-                )
-                .into());
-        }
+    let d = RunLimits::default();
+    let limit = |v: &Option<toml::Spanned<u64>>, default: u64, what: &str| {
+        pipeline.nonzero(v, default, what, "a limit of 0 would fail every run")
+    };
+    let limits = RunLimits {
+        memory: limit(&env_cfg.memory, d.memory, "memory")?,
+        processes: limit(&env_cfg.processes, d.processes, "processes")?,
+        open_files: limit(&env_cfg.open_files, d.open_files, "open_files")?,
+        file_size: limit(&env_cfg.file_size, d.file_size, "file_size")?,
+        tmp: limit(&env_cfg.tmp_size, d.tmp, "tmp_size")?,
+        home: limit(&env_cfg.home_size, d.home, "home_size")?,
+        write: limit(&env_cfg.write_limit, d.write, "write_limit")?,
+    };
+    if !executor.is_local() {
+        // The container is the sandbox; `sandbox` is the local executor's.
+        return Ok(Confinement {
+            sandbox: SandboxMode::Bwrap,
+            limits,
+            executor,
+        });
     }
-    let base_image = match &cfg.base_image {
-        None => DEFAULT_BASE_IMAGE.to_owned(),
-        Some(b) if b.get_ref().trim().is_empty() => {
-            return Err(pipeline
-                .error_at(
-                    b.span(),
-                    "`base_image` is empty",
-                    "here",
-                    format!("name an image by tag or id, or leave the key out for `{DEFAULT_BASE_IMAGE}`"),
-                )
-                .into());
-        }
-        Some(b) => b.get_ref().clone(),
-    };
-    let cpu_millis = match &cfg.cpus {
-        None => None,
-        Some(c) => {
-            let millis = (c.get_ref() * 1000.0).round();
-            if !(millis >= 1.0 && millis <= f64::from(u32::MAX)) {
-                return Err(pipeline
-                    .error_at(
-                        c.span(),
-                        format!("`cpus` must be a positive number, not {}", c.get_ref()),
-                        "here",
-                        "e.g. `cpus = 2` or `cpus = 1.5`; leave it out for no CPU limit",
-                    )
-                    .into());
-            }
-            Some(millis as u32)
-        }
-    };
-    Ok(Executor::Docker(DockerSettings {
-        base_image,
-        cpu_millis,
-    }))
+    if sandbox == SandboxMode::Bwrap
+        && let Err(e) = super::executor::local::bwrap()
+    {
+        return Err(StageError::sandbox(
+            e,
+            "install bubblewrap (`apt-get install bubblewrap`); or set `sandbox = \"none\"` in [env] to grade unsandboxed (every build warns, and the release says so)",
+        ));
+    }
+    if sandbox == SandboxMode::None {
+        warnings.push(
+            "warning: [env] sandbox = \"none\": task and graded code run unconfined on this machine, with your rights; the release will say it was graded unsandboxed".into(),
+        );
+    }
+    Ok(Confinement {
+        sandbox,
+        limits,
+        executor,
+    })
 }

@@ -7,7 +7,7 @@
 //! record "declined" in microseconds, so the DAG never depends on an output.
 //! Sources are read in `sources`, the grading nodes laid out in `grading`.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::time::Duration;
 
@@ -46,19 +46,19 @@ impl ReleaseInputs {
 }
 
 /// Every node of the benchmark part of the pipeline, appended to `out`.
-/// Returns the base images of the docker environments in use.
+/// Returns the confinements of the executors in use (one per setting).
 pub(crate) fn nodes(
     pipeline: &Pipeline,
     store: &Store,
     out: &mut Vec<NodeSpec>,
     warnings: &mut Vec<String>,
-) -> Result<BTreeSet<String>, StageError> {
+) -> Result<Vec<super::executor::Confinement>, StageError> {
     if pipeline.file.source.is_empty() {
-        return Ok(BTreeSet::new());
+        return Ok(Vec::new());
     }
     let envs = super::envs::Envs::resolve(pipeline, warnings)?;
     // Every source's environment is checked before any source is read.
-    let docker_bases = envs.docker_bases(pipeline, &pipeline.file.source)?;
+    let executors = envs.executors(pipeline, &pipeline.file.source)?;
     let cache_dir = store.dir();
     let store_dir = cache_dir.join("git");
     let tree_store = TreeStore::open_or_init(&store_dir).map_err(StageError::cache)?;
@@ -186,7 +186,7 @@ pub(crate) fn nodes(
     };
     let not_graded = grade_nodes(pipeline, store, &ctx, out, &mut release_inputs, warnings)?;
     out.push(release_node(pipeline, not_graded, release_inputs, warnings));
-    Ok(docker_bases)
+    Ok(executors)
 }
 
 /// What a candidate's tasks are laid out with.
@@ -255,8 +255,8 @@ fn task_nodes_of(out: &mut Vec<NodeSpec>, t: &Tasks<'_>) -> Vec<((String, String
                     // The task records the image that certified it.
                     env: env
                         .confine
-                        .docker()
-                        .is_some()
+                        .executor()
+                        .env_is_artifact()
                         .then(|| t.env_name.to_owned()),
                 },
             ));
@@ -381,65 +381,4 @@ fn release_node(
 
 fn read_statement(dir: Option<&Path>, id: &str, ext: &str) -> Option<String> {
     std::fs::read_to_string(dir?.join(format!("{id}.{ext}"))).ok()
-}
-
-/// `[env]`'s executor, sandbox and limits, checked; bubblewrap probed once
-/// when used.
-pub(crate) fn confinement(
-    pipeline: &Pipeline,
-    env_cfg: &crate::pipeline::EnvConfig,
-    warnings: &mut Vec<String>,
-) -> Result<super::confine::Confinement, StageError> {
-    use super::confine::{Confinement, RunLimits, SandboxMode};
-    let executor = super::envs::executor(pipeline, env_cfg)?;
-    let sandbox = match &env_cfg.sandbox {
-        None => SandboxMode::Bwrap,
-        Some(s) => SandboxMode::parse(s.get_ref()).ok_or_else(|| {
-            pipeline.error_at(
-                s.span(),
-                format!("unknown sandbox `{}`", s.get_ref()),
-                "here",
-                "use `bwrap` (the default) or `none` (unsandboxed; the release says so)",
-            )
-        })?,
-    };
-    let d = RunLimits::default();
-    let limit = |v: &Option<toml::Spanned<u64>>, default: u64, what: &str| {
-        pipeline.nonzero(v, default, what, "a limit of 0 would fail every run")
-    };
-    let limits = RunLimits {
-        memory: limit(&env_cfg.memory, d.memory, "memory")?,
-        processes: limit(&env_cfg.processes, d.processes, "processes")?,
-        open_files: limit(&env_cfg.open_files, d.open_files, "open_files")?,
-        file_size: limit(&env_cfg.file_size, d.file_size, "file_size")?,
-        tmp: limit(&env_cfg.tmp_size, d.tmp, "tmp_size")?,
-        home: limit(&env_cfg.home_size, d.home, "home_size")?,
-        write: limit(&env_cfg.write_limit, d.write, "write_limit")?,
-    };
-    if !executor.is_local() {
-        // The container is the sandbox; `sandbox` is the local executor's.
-        return Ok(Confinement {
-            sandbox: SandboxMode::Bwrap,
-            limits,
-            executor,
-        });
-    }
-    if sandbox == SandboxMode::Bwrap
-        && let Err(e) = super::confine::bwrap()
-    {
-        return Err(StageError::sandbox(
-            e,
-            "install bubblewrap (`apt-get install bubblewrap`); or set `sandbox = \"none\"` in [env] to grade unsandboxed (every build warns, and the release says so)",
-        ));
-    }
-    if sandbox == SandboxMode::None {
-        warnings.push(
-            "warning: [env] sandbox = \"none\": task and graded code run unconfined on this machine, with your rights; the release will say it was graded unsandboxed".into(),
-        );
-    }
-    Ok(Confinement {
-        sandbox,
-        limits,
-        executor,
-    })
 }

@@ -10,4 +10,4 @@ pub(super) mod sources;
 
 // The node kinds and shared modules the layout names as `super::…`.
 use super::nodes::{env, grade, judge, metrics, release, run, screen, task, tree, triage};
-use super::{confine, error, names, node, provenance, publish, redact, swebench};
+use super::{error, executor, limits, names, node, provenance, publish, redact, swebench};

@@ -3,17 +3,18 @@
 //! build, and the images the daemon held then, so that a cached environment
 //! whose image is gone is never taken for a hit.
 //!
-//! A build that uses Docker starts with [`start`]: it fails at once, with
-//! what to do, when the daemon does not answer or a base image is absent
-//! (nothing is ever pulled), and it removes the containers a killed assay
-//! left behind.
+//! A build that uses Docker starts with [`start`], once per base image: it
+//! fails at once, with what to do, when the daemon does not answer or the
+//! base image is absent (nothing is ever pulled); the first call removes the
+//! containers a killed assay left behind.
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use assay_docker::{Docker, DockerError, ImageId};
 
-use super::error::StageError;
+use crate::stages::error::StageError;
 
 static CLIENT: tokio::sync::OnceCell<Result<Docker, String>> = tokio::sync::OnceCell::const_new();
 
@@ -29,12 +30,12 @@ pub(crate) async fn client() -> Result<&'static Docker, String> {
         .map_err(Clone::clone)
 }
 
-/// Connects, removes containers of dead assay processes, checks that every
-/// base image is in the daemon, and notes which images are.
-pub(crate) fn start(
-    rt: &tokio::runtime::Runtime,
-    bases: &BTreeSet<String>,
-) -> Result<(), StageError> {
+/// Whether this process has removed the leftovers of killed builds.
+static SWEPT: AtomicBool = AtomicBool::new(false);
+
+/// Connects, removes containers of dead assay processes (once), checks that
+/// the base image is in the daemon, and notes which images are.
+pub(crate) fn start(rt: &tokio::runtime::Runtime, base: &str) -> Result<(), StageError> {
     rt.block_on(async {
         let docker = client().await.map_err(|e| {
             StageError::sandbox(
@@ -45,24 +46,24 @@ pub(crate) fn start(
         let daemon = |e: DockerError| {
             StageError::sandbox(e, "check the daemon with `docker info`")
         };
-        let removed = docker.cleanup_leftovers().await.map_err(daemon)?;
-        if !removed.is_empty() {
-            eprintln!(
-                "docker: removed {} container(s) left by an assay that was killed",
-                removed.len()
-            );
-        }
-        for base in bases {
-            match docker.base_image(base).await {
-                Ok(_) => {}
-                Err(e @ DockerError::BaseImageMissing { .. }) => {
-                    return Err(StageError::sandbox(
-                        e,
-                        "or `docker pull` / `docker load` an image yourself (a registry image works) and point `[env] base_image` at it",
-                    ));
-                }
-                Err(e) => return Err(daemon(e)),
+        if !SWEPT.swap(true, Ordering::SeqCst) {
+            let removed = docker.cleanup_leftovers().await.map_err(daemon)?;
+            if !removed.is_empty() {
+                eprintln!(
+                    "docker: removed {} container(s) left by an assay that was killed",
+                    removed.len()
+                );
             }
+        }
+        match docker.base_image(base).await {
+            Ok(_) => {}
+            Err(e @ DockerError::BaseImageMissing { .. }) => {
+                return Err(StageError::sandbox(
+                    e,
+                    "or `docker pull` / `docker load` an image yourself (a registry image works) and point `[env] base_image` at it",
+                ));
+            }
+            Err(e) => return Err(daemon(e)),
         }
         let ids = docker.image_ids().await.map_err(daemon)?;
         *PRESENT.lock().unwrap_or_else(|p| p.into_inner()) = Some(ids);

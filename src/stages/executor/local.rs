@@ -1,0 +1,430 @@
+//! The local executor: environments are directories of the cache
+//! (`envs/<key>`, set up in place), runs are process groups on this machine,
+//! confined by bubblewrap unless `[env] sandbox = "none"`
+//! (docs/security.md). An environment's directory is shared by its runs, so
+//! a serial environment's runs take turns.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use assay_engine::JobCtx;
+use assay_exec::{Bwrap, Limits, RunSpec, Sandbox, sandbox};
+use serde::Serialize;
+
+use super::{
+    BoxFuture, Confinement, EnvHandle, Executor, Launch, Presence, Ran, RunFuture, Setup, TestRun,
+    Watched, base_env, guard_env, made, run_err,
+};
+use crate::stages::node::Made;
+use crate::stages::records::EnvRecord;
+
+/// `[env] sandbox`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum SandboxMode {
+    /// bubblewrap: the default.
+    Bwrap,
+    /// Unconfined, on the maintainer's host: a warning on every build, and
+    /// the release says so.
+    None,
+}
+
+impl SandboxMode {
+    pub(crate) fn parse(s: &str) -> Option<SandboxMode> {
+        match s {
+            "bwrap" => Some(SandboxMode::Bwrap),
+            "none" => Some(SandboxMode::None),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            SandboxMode::Bwrap => "bwrap",
+            SandboxMode::None => "none",
+        }
+    }
+}
+
+static BWRAP: OnceLock<Result<Bwrap, String>> = OnceLock::new();
+
+/// bubblewrap, found and probed once per process.
+pub(crate) fn bwrap() -> Result<Bwrap, String> {
+    BWRAP
+        .get_or_init(|| Bwrap::detect().map_err(|e| e.to_string()))
+        .clone()
+}
+
+/// The local executor under a confinement.
+pub(crate) struct Local<'a> {
+    pub(crate) conf: &'a Confinement,
+}
+
+impl Executor for Local<'_> {
+    fn prepare<'a>(
+        &'a self,
+        setup: Setup<'a>,
+        ctx: &'a JobCtx,
+    ) -> BoxFuture<'a, Result<Made<EnvRecord>, String>> {
+        Box::pin(prepare(self.conf, setup, ctx))
+    }
+
+    fn present(&self, record: &EnvRecord, cache_dir: &Path) -> Presence {
+        match EnvHandle::of(record, cache_dir) {
+            EnvHandle::HostDir(dir) if dir.is_dir() => Presence::Present,
+            _ => Presence::Gone,
+        }
+    }
+
+    fn run<'a>(&'a self, test: TestRun<'a>) -> RunFuture<'a> {
+        Box::pin(async move {
+            let work = test
+                .launch
+                .tree
+                .ok_or_else(|| run_err(&"a test run needs its tree"))?
+                .to_owned();
+            let report_path = test.launch.report_file.map(PathBuf::from);
+            let cap = test.launch.log_cap;
+            let spec = spec(self.conf, test.launch).map_err(|e| run_err(&e))?;
+            let outcome = assay_exec::run(&spec).await.map_err(|e| run_err(&e))?;
+            let (changed, report) = {
+                let (work, staged) = (work.clone(), test.staged);
+                tokio::task::spawn_blocking(move || {
+                    let report = report_path.map(|rel| read_report(&work, &rel, cap));
+                    (changed_files(&work, &staged), report)
+                })
+                .await
+                .map_err(|e| run_err(&e))?
+            };
+            Ok(Ran {
+                exit_code: outcome.exit_code,
+                signal: outcome.signal,
+                timed_out: outcome.timed_out,
+                limit: outcome.limit_hit,
+                duration: outcome.duration,
+                log_bytes: outcome.log_bytes,
+                log_truncated: outcome.log_truncated,
+                report,
+                changed,
+            })
+        })
+    }
+
+    /// Every run writes the one directory.
+    fn shares_env(&self) -> bool {
+        true
+    }
+
+    fn env_is_artifact(&self) -> bool {
+        false
+    }
+}
+
+/// A local environment: a directory of the cache, set up in place.
+async fn prepare(
+    conf: &Confinement,
+    setup: Setup<'_>,
+    ctx: &JobCtx,
+) -> Result<Made<EnvRecord>, String> {
+    let name = ctx.key.to_hex();
+    let dir = ctx.cache_dir.join("envs").join(&name);
+    let rel = format!("envs/{name}");
+    // Built in place (tools such as venvs embed absolute paths); the
+    // directory only counts once this node's row is committed, and a
+    // leftover from a killed build is wiped here first.
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join(".home")).map_err(|e| e.to_string())?;
+    for (path, bytes) in setup.files {
+        let dest = dir.join(path);
+        if let Some(p) = dest.parent() {
+            std::fs::create_dir_all(p).map_err(|e| e.to_string())?;
+        }
+        std::fs::write(&dest, bytes).map_err(|e| e.to_string())?;
+    }
+    std::fs::create_dir_all(ctx.cache_dir.join("tmp")).map_err(|e| e.to_string())?;
+    let scratch = tempfile::Builder::new()
+        .prefix("setup-")
+        .tempdir_in(ctx.cache_dir.join("tmp"))
+        .map_err(|e| e.to_string())?;
+    let log_path = scratch.path().join("log");
+    let mut exit_code = Some(0);
+    if !setup.commands.is_empty() {
+        let handle = EnvHandle::HostDir(dir.clone());
+        let spec = spec(
+            conf,
+            Launch {
+                command: format!("set -e\n{}", setup.commands.join("\n")),
+                tree: None,
+                env: &handle,
+                setup: true,
+                scratch: scratch.path(),
+                log_path: log_path.clone(),
+                log_cap: super::SETUP_LOG_CAP,
+                timeout: setup.timeout,
+                attempt: None,
+                protect: Vec::new(),
+                report_file: None,
+                watch: Vec::new(),
+            },
+        )?;
+        let out = assay_exec::run(&spec).await.map_err(|e| e.to_string())?;
+        exit_code = if out.timed_out { None } else { out.exit_code };
+    }
+    let raw = std::fs::read(&log_path).unwrap_or_default();
+    let (log, _) = crate::stages::redact::Redactor::new(setup.redact).redact(&raw);
+    let log_digest = ctx.blobs.put(&log).map_err(|e| e.to_string())?;
+    let ok = exit_code == Some(0);
+    if !ok {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let digest = if ok {
+        dir_digest(&dir).map_err(|e| e.to_string())?
+    } else {
+        String::new()
+    };
+    Ok(made(EnvRecord {
+        dir: rel,
+        ok,
+        exit_code,
+        setup_log: log_digest.to_hex(),
+        digest,
+        executor: None,
+        image: None,
+        base_image: None,
+        export: None,
+        failed_command: None,
+    }))
+}
+
+fn host_path() -> String {
+    std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into())
+}
+
+/// The process spec of one local run under `conf`.
+pub(crate) fn spec(conf: &Confinement, launch: Launch<'_>) -> Result<RunSpec, String> {
+    let env_dir = launch.env.host_dir()?;
+    let path = host_path();
+    let mut env = base_env(&path, launch.attempt);
+    let limits = Limits {
+        max_file_size: Some(conf.limits.file_size.max(launch.log_cap)),
+        max_processes: Some(conf.limits.processes),
+        max_open_files: Some(conf.limits.open_files),
+        max_memory: Some(conf.limits.memory),
+        no_core: true,
+        // A test run's tree; setup writes its environment instead.
+        max_written: (launch.tree.is_some() && !launch.setup).then_some(conf.limits.write),
+    };
+    let (cwd, sandbox) = match conf.sandbox {
+        SandboxMode::None => {
+            let home = if launch.setup {
+                env_dir.join(".home")
+            } else {
+                launch.scratch.join("home")
+            };
+            std::fs::create_dir_all(&home).map_err(|e| e.to_string())?;
+            env.insert("HOME".to_owned(), home.display().to_string());
+            env.insert("TMPDIR".to_owned(), home.display().to_string());
+            env.insert("ASSAY_ENV".to_owned(), env_dir.display().to_string());
+            if let Some(tree) = launch.tree.filter(|_| !launch.setup)
+                && let Some(tree) = tree.to_str()
+            {
+                let dir = launch.scratch.join("guard");
+                crate::stages::guard::write(&dir, tree).map_err(|e| e.to_string())?;
+                guard_env(&mut env, &dir.display().to_string());
+            }
+            let cwd = launch.tree.unwrap_or(env_dir).to_owned();
+            (cwd, None)
+        }
+        SandboxMode::Bwrap => {
+            let home = if launch.setup {
+                format!("{}/.home", sandbox::ENV)
+            } else {
+                sandbox::HOME.to_owned()
+            };
+            if launch.setup {
+                std::fs::create_dir_all(env_dir.join(".home")).map_err(|e| e.to_string())?;
+            }
+            env.insert("HOME".to_owned(), home);
+            env.insert("TMPDIR".to_owned(), "/tmp".to_owned());
+            env.insert("ASSAY_ENV".to_owned(), sandbox::ENV.to_owned());
+            let guard = if launch.tree.is_some() && !launch.setup {
+                let dir = launch.scratch.join("guard");
+                crate::stages::guard::write(&dir, sandbox::TREE).map_err(|e| e.to_string())?;
+                guard_env(&mut env, sandbox::GUARD);
+                Some(dir)
+            } else {
+                None
+            };
+            let sandbox = Sandbox {
+                tree: launch.tree.map(Path::to_owned),
+                env_dir: Some(env_dir.to_owned()),
+                env_writable: launch.setup,
+                network: launch.setup,
+                read_only: sandbox::toolchain_roots(&path),
+                tmp_bytes: conf.limits.tmp,
+                home_bytes: conf.limits.home,
+                protect: launch.protect,
+                guard,
+            };
+            (launch.scratch.to_owned(), Some((bwrap()?, sandbox)))
+        }
+    };
+    Ok(RunSpec {
+        command: launch.command,
+        cwd,
+        env,
+        timeout: launch.timeout,
+        log_path: launch.log_path,
+        log_cap: launch.log_cap,
+        limits,
+        sandbox,
+    })
+}
+
+/// Reads a report the code under test wrote in its tree `work`: opened
+/// from the tree with no symlink followed anywhere on `rel` (a directory on
+/// the way may have become a link to a host path), never a FIFO or device
+/// (which could block the grader), never more than `cap` bytes
+/// ([`assay_exec::beneath`]).
+fn read_report(work: &Path, rel: &Path, cap: u64) -> Result<Vec<u8>, String> {
+    assay_exec::beneath::read(work, rel, cap).map_err(|e| e.to_string())
+}
+
+/// The watched files whose bytes differ after the run from the staged ones
+/// (changed, deleted, replaced by a link or reached only through one),
+/// sorted. Read as reports are: beneath the tree, following no link.
+fn changed_files(work: &Path, staged: &Watched) -> Vec<String> {
+    let mut out: Vec<String> = staged
+        .iter()
+        .filter(|(path, then)| {
+            assay_exec::beneath::hash(work, Path::new(path)).map_or(true, |now| &now != then)
+        })
+        .map(|(p, _)| p.clone())
+        .collect();
+    out.sort();
+    out
+}
+
+/// blake3 over a directory tree: every entry's relative path, type,
+/// executable bit, and content (a link's target), in sorted order. Links are
+/// never followed. An environment's digest, recomputed by `verify`.
+pub(crate) fn dir_digest(dir: &Path) -> std::io::Result<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut entries: Vec<(Vec<u8>, PathBuf)> = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d)? {
+            let e = e?;
+            let path = e.path();
+            let rel = path
+                .strip_prefix(dir)
+                .unwrap_or(&path)
+                .as_os_str()
+                .as_encoded_bytes()
+                .to_vec();
+            if e.file_type()?.is_dir() {
+                stack.push(path.clone());
+            }
+            entries.push((rel, path));
+        }
+    }
+    entries.sort();
+    let mut h = blake3::Hasher::new();
+    for (rel, path) in entries {
+        let meta = std::fs::symlink_metadata(&path)?;
+        h.update(&(rel.len() as u64).to_le_bytes());
+        h.update(&rel);
+        if meta.file_type().is_symlink() {
+            h.update(b"L");
+            let target = std::fs::read_link(&path)?;
+            let t = target.as_os_str().as_encoded_bytes();
+            h.update(&(t.len() as u64).to_le_bytes());
+            h.update(t);
+        } else if meta.is_dir() {
+            h.update(b"D");
+        } else {
+            h.update(if meta.permissions().mode() & 0o111 != 0 {
+                b"X"
+            } else {
+                b"F"
+            });
+            h.update(&meta.len().to_le_bytes());
+            let mut f = std::fs::File::open(&path)?;
+            h.update_reader(&mut f)?;
+        }
+    }
+    Ok(h.finalize().to_hex().to_string())
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// A run's pieces in a temp dir: the staged tree, the environment, the
+    /// scratch directory.
+    pub(crate) struct Dirs {
+        pub(crate) root: tempfile::TempDir,
+        tree: PathBuf,
+        scratch: PathBuf,
+        env: EnvHandle,
+    }
+
+    impl Dirs {
+        pub(crate) fn new() -> Dirs {
+            let root = tempfile::tempdir().unwrap();
+            for d in ["tree", "env", "scratch"] {
+                std::fs::create_dir(root.path().join(d)).unwrap();
+            }
+            Dirs {
+                tree: root.path().join("tree"),
+                scratch: root.path().join("scratch"),
+                env: EnvHandle::HostDir(root.path().join("env")),
+                root,
+            }
+        }
+
+        pub(crate) fn test_run(&self, command: &str) -> TestRun<'_> {
+            let root = self.root.path();
+            TestRun {
+                launch: Launch {
+                    command: command.into(),
+                    tree: Some(&self.tree),
+                    env: &self.env,
+                    setup: false,
+                    scratch: &self.scratch,
+                    log_path: root.join("log"),
+                    log_cap: 1 << 16,
+                    timeout: Duration::from_secs(30),
+                    attempt: None,
+                    protect: Vec::new(),
+                    report_file: Some("report.txt"),
+                    watch: Vec::new(),
+                },
+                staged: Vec::new(),
+            }
+        }
+    }
+
+    #[test]
+    fn the_local_executor_runs_in_the_tree_and_reads_the_report_it_left() {
+        let conf = Confinement {
+            sandbox: SandboxMode::None,
+            ..Confinement::default()
+        };
+        let dirs = Dirs::new();
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let ran = rt
+            .block_on(
+                conf.executor()
+                    .run(dirs.test_run("echo read; printf ok > report.txt; exit 3")),
+            )
+            .unwrap();
+        assert_eq!(ran.exit_code, Some(3));
+        assert!(!ran.timed_out);
+        assert_eq!(ran.report, Some(Ok(b"ok".to_vec())));
+        let log = std::fs::read(dirs.root.path().join("log")).unwrap();
+        assert_eq!(log, b"read\n");
+    }
+}

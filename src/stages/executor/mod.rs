@@ -1,0 +1,491 @@
+//! Executors: where an environment is prepared and where the code under test
+//! runs. An [`Executor`] owns an environment's whole life — it prepares it
+//! (setup into a directory or an image, recorded as an [`EnvRecord`]), says
+//! whether a stored one is still there, runs a staged tree in it with the
+//! run's limits and hands back the report, says whether the runs of one
+//! environment share mutable state (so a serial environment's runs take
+//! turns), and starts and cleans up for a build. The nodes never ask which
+//! executor they have: `env` prepares through it, `run` and a grade's
+//! reruns run through it.
+//!
+//! Every process that runs task or graded code is built by an executor, so
+//! no run path can forget the sandbox (docs/security.md): [`local`] runs a
+//! process group on this machine under bubblewrap, [`docker`] a fresh
+//! locked-down container of the environment's image.
+//!
+//! The executor, the sandbox and the limits are part of a run's key
+//! ([`Confinement`]): they change what the code under test can see and do.
+//! The local executor adds nothing to the key (so local keys stay what they
+//! were before Docker existed).
+//!
+//! **Adding an executor** (docs/stages.md): one module here with its typed
+//! settings (checked from `[env]` by its `settings`) and an `impl Executor`,
+//! plus its line in [`ExecutorSetting`] and the two matches below it
+//! ([`ExecutorSetting::parse`], [`Confinement::executor`]).
+
+pub(crate) mod daemon;
+pub(crate) mod docker;
+pub(crate) mod local;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::time::Duration;
+
+use assay_engine::{JobCtx, JobError};
+use serde::Serialize;
+
+use super::error::StageError;
+use super::limits::RunLimits;
+use super::node::Made;
+use super::records::EnvRecord;
+use super::redact::RedactConfig;
+use crate::pipeline::{EnvConfig, Pipeline};
+
+pub(crate) use local::SandboxMode;
+
+/// `[env] executor`, checked: which executor, with its settings. The one
+/// list of executors: a new one is a line here.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum ExecutorSetting {
+    /// This machine, under the [`SandboxMode`].
+    #[default]
+    Local,
+    /// An image per environment, a fresh locked-down container per run.
+    Docker(docker::Settings),
+}
+
+impl ExecutorSetting {
+    /// `[env] executor` and the keys of the executor it names, checked. Each
+    /// executor reads its own keys and ignores the others' (so `build
+    /// --executor local` works on a docker pipeline).
+    pub(crate) fn parse(pipeline: &Pipeline, cfg: &EnvConfig) -> Result<Self, StageError> {
+        let Some(name) = &cfg.executor else {
+            return Ok(ExecutorSetting::Local);
+        };
+        match name.get_ref().as_str() {
+            "local" => Ok(ExecutorSetting::Local),
+            "docker" => docker::settings(pipeline, cfg).map(ExecutorSetting::Docker),
+            other => Err(pipeline
+                .error_at(
+                    name.span(),
+                    format!("unknown executor `{other}`"),
+                    "here",
+                    "use `local` (the default: bubblewrap on this machine) or `docker`",
+                )
+                .into()),
+        }
+    }
+
+    pub(crate) fn is_local(&self) -> bool {
+        matches!(self, ExecutorSetting::Local)
+    }
+}
+
+/// The confinement of a run: part of its key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub(crate) struct Confinement {
+    /// The local executor's sandbox (`bwrap` elsewhere: unused there).
+    pub(crate) sandbox: SandboxMode,
+    pub(crate) limits: RunLimits,
+    /// Left out of the key when local: a local key is what it always was.
+    #[serde(skip_serializing_if = "ExecutorSetting::is_local")]
+    pub(crate) executor: ExecutorSetting,
+}
+
+impl Default for Confinement {
+    fn default() -> Self {
+        Confinement {
+            sandbox: SandboxMode::Bwrap,
+            limits: RunLimits::default(),
+            executor: ExecutorSetting::Local,
+        }
+    }
+}
+
+impl Confinement {
+    /// The executor that runs under this confinement.
+    pub(crate) fn executor(&self) -> Box<dyn Executor + '_> {
+        match &self.executor {
+            ExecutorSetting::Local => Box::new(local::Local { conf: self }),
+            ExecutorSetting::Docker(settings) => Box::new(docker::Docker {
+                conf: self,
+                settings,
+            }),
+        }
+    }
+
+    /// How a run was confined, as records say it: `bwrap`, `none` or `docker`.
+    pub(crate) fn label(&self) -> &'static str {
+        match self.executor {
+            ExecutorSetting::Local => self.sandbox.as_str(),
+            ExecutorSetting::Docker(_) => "docker",
+        }
+    }
+}
+
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub(crate) type RunFuture<'a> = BoxFuture<'a, Result<Ran, JobError>>;
+
+/// What prepares environments and runs the code under test in them.
+pub(crate) trait Executor: Send + Sync {
+    /// Prepares the environment of the `env` node of `ctx`: setup into a
+    /// directory or an image. A setup that fails is a record (`ok: false`,
+    /// with its log), not an error: its runs report `env_setup_failed`.
+    fn prepare<'a>(
+        &'a self,
+        setup: Setup<'a>,
+        ctx: &'a JobCtx,
+    ) -> BoxFuture<'a, Result<Made<EnvRecord>, String>>;
+
+    /// Whether the environment a stored record names is still there, so the
+    /// record is a cache hit.
+    fn present(&self, record: &EnvRecord, cache_dir: &Path) -> Presence;
+
+    /// One test run over a staged tree in a prepared environment.
+    fn run<'a>(&'a self, test: TestRun<'a>) -> RunFuture<'a>;
+
+    /// Whether the runs of one environment share its mutable state (a
+    /// directory every run writes), so that a serial environment's runs
+    /// must take turns.
+    fn shares_env(&self) -> bool;
+
+    /// Whether an environment is an artifact of its own (an image) that a
+    /// released task names, rather than a directory of this cache.
+    fn env_is_artifact(&self) -> bool;
+
+    /// Before a build that uses it: connect, clean up after killed builds,
+    /// check what it needs. Fails the build at once, with what to do.
+    fn start(&self, _rt: &tokio::runtime::Runtime) -> Result<(), StageError> {
+        Ok(())
+    }
+
+    /// After an interrupted build (its runtime is gone): remove what this
+    /// process started outside its own process tree.
+    fn interrupted(&self) {}
+}
+
+/// Whether a stored environment is still there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Presence {
+    Present,
+    /// Gone: the record is not a hit; [`Setup::lost`] hands it back to
+    /// `prepare`, which may restore it rather than set up anew.
+    Gone,
+    /// Not known (no build started: nothing was checked); the run will say.
+    Unknown,
+}
+
+/// What an environment is prepared from.
+pub(crate) struct Setup<'a> {
+    /// The maintainer's setup commands, run as one `set -e` script.
+    pub(crate) commands: &'a [String],
+    /// The key files' bytes, written into the environment before setup runs.
+    pub(crate) files: &'a [(String, Vec<u8>)],
+    pub(crate) timeout: Duration,
+    pub(crate) redact: &'a RedactConfig,
+    /// `[env] export`: save the environment into the cache as a blob.
+    pub(crate) export: bool,
+    /// A stored record turned down as [`Presence::Gone`].
+    pub(crate) lost: Option<EnvRecord>,
+}
+
+/// Bytes of setup output kept as the setup log.
+pub(crate) const SETUP_LOG_CAP: u64 = 16 << 20;
+
+/// An environment's record, with the blobs it names: its setup log and
+/// saved image.
+pub(crate) fn made(record: EnvRecord) -> Made<EnvRecord> {
+    let attachments = std::iter::once(&record.setup_log)
+        .chain(&record.export)
+        .filter_map(|d| d.parse::<assay_engine::Digest>().ok())
+        .collect();
+    Made {
+        record,
+        attachments,
+    }
+}
+
+/// A prepared environment, as an executor reaches it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum EnvHandle {
+    /// A directory on this machine: the local executor's environments.
+    HostDir(PathBuf),
+    /// An image id (`sha256:…`): the docker executor's.
+    Image(String),
+}
+
+impl EnvHandle {
+    /// The environment an env record names: its image when it has one, else
+    /// its directory (recorded relative to the cache directory).
+    pub(crate) fn of(record: &EnvRecord, cache_dir: &Path) -> EnvHandle {
+        match &record.image {
+            Some(id) => EnvHandle::Image(id.clone()),
+            None => EnvHandle::HostDir(cache_dir.join(&record.dir)),
+        }
+    }
+
+    pub(crate) fn host_dir(&self) -> Result<&Path, String> {
+        match self {
+            EnvHandle::HostDir(dir) => Ok(dir),
+            EnvHandle::Image(id) => Err(format!(
+                "a local process needs an environment directory, not the image {id}"
+            )),
+        }
+    }
+
+    pub(crate) fn image(&self) -> Result<&str, String> {
+        match self {
+            EnvHandle::Image(id) => Ok(id),
+            EnvHandle::HostDir(dir) => Err(format!(
+                "a docker run needs its environment's image, not the directory {}",
+                dir.display()
+            )),
+        }
+    }
+}
+
+/// What one process of a run is given.
+pub(crate) struct Launch<'a> {
+    pub(crate) command: String,
+    /// The fresh copy of the staged tree (`None` for environment setup).
+    pub(crate) tree: Option<&'a Path>,
+    /// The environment: a directory for a local process (for setup, the
+    /// one being prepared), an image for a container.
+    pub(crate) env: &'a EnvHandle,
+    /// Environment setup only: it writes its environment and may reach the
+    /// network to install packages.
+    pub(crate) setup: bool,
+    /// A private scratch directory of the run, for `HOME` when unsandboxed.
+    pub(crate) scratch: &'a Path,
+    pub(crate) log_path: PathBuf,
+    pub(crate) log_cap: u64,
+    pub(crate) timeout: Duration,
+    /// `ASSAY_ATTEMPT`: the repeat index of a screening run (the maintainer's
+    /// code, whose flaky tests may read it). `None` for graded runs: graded
+    /// code must not tell a first run from a rerun or a check.
+    pub(crate) attempt: Option<u32>,
+    /// Tree-relative paths the run may read but not change: the hidden
+    /// test patch's files (written, replaced, renamed or unlinked). Empty
+    /// for screening and setup, which run no agent code.
+    pub(crate) protect: Vec<PathBuf>,
+    /// The report file to read back from the tree after the run.
+    pub(crate) report_file: Option<&'a str>,
+    /// Tree files to fingerprint after the run (tamper evidence).
+    pub(crate) watch: Vec<PathBuf>,
+}
+
+/// The watched (test) files of the staged tree: path -> blake3 of the bytes
+/// the run was given (canaries included).
+pub(crate) type Watched = Vec<(String, [u8; 32])>;
+
+/// One test run, as an executor is handed it.
+pub(crate) struct TestRun<'a> {
+    /// The process; its `tree` is the staged copy.
+    pub(crate) launch: Launch<'a>,
+    pub(crate) staged: Watched,
+}
+
+/// How a run ended, whichever executor ran it.
+pub(crate) struct Ran {
+    pub(crate) exit_code: Option<i32>,
+    pub(crate) signal: Option<i32>,
+    pub(crate) timed_out: bool,
+    pub(crate) limit: Option<assay_exec::LimitHit>,
+    pub(crate) duration: Duration,
+    pub(crate) log_bytes: u64,
+    pub(crate) log_truncated: bool,
+    /// The report file's bytes, or why it was not read; `None` when the
+    /// report is the log.
+    pub(crate) report: Option<Result<Vec<u8>, String>>,
+    /// The watched files whose bytes differ from the staged ones, sorted.
+    pub(crate) changed: Vec<String>,
+}
+
+/// Before a build: starts every executor its environments use (each
+/// setting once). The first that fails fails the build.
+pub(crate) fn start(
+    settings: &[Confinement],
+    rt: &tokio::runtime::Runtime,
+) -> Result<(), StageError> {
+    for conf in settings {
+        conf.executor().start(rt)?;
+    }
+    Ok(())
+}
+
+/// After an interrupted build: each executor it used removes what it
+/// started.
+pub(crate) fn interrupted(settings: &[Confinement]) {
+    for conf in settings {
+        conf.executor().interrupted();
+    }
+}
+
+/// What every process of a run sees besides its paths: built from nothing.
+/// A graded run's environment says nothing that tells a first run from a
+/// rerun or a check: graded code that could tell them apart could behave
+/// differently in each.
+fn base_env(path: &str, attempt: Option<u32>) -> BTreeMap<String, String> {
+    let mut env = BTreeMap::new();
+    env.insert("PATH".to_owned(), path.to_owned());
+    env.insert("LANG".to_owned(), "C.UTF-8".to_owned());
+    env.insert("PYTHONDONTWRITEBYTECODE".to_owned(), "1".to_owned());
+    env.insert("PYTHONHASHSEED".to_owned(), "0".to_owned());
+    if let Some(n) = attempt {
+        env.insert("ASSAY_ATTEMPT".to_owned(), n.to_string());
+    }
+    env
+}
+
+/// `PYTHONPATH` of a test run: the import guard's directory alone
+/// (`super::guard`). A test command that sets its own `PYTHONPATH` must
+/// keep this one in it (`PYTHONPATH=src:$PYTHONPATH`).
+fn guard_env(env: &mut BTreeMap<String, String>, dir: &str) {
+    env.insert("PYTHONPATH".to_owned(), dir.to_owned());
+}
+
+fn run_err(e: &dyn std::fmt::Display) -> JobError {
+    JobError::new(format!("run: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(json: &str) -> EnvRecord {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn an_env_record_names_its_directory_under_the_cache_or_its_image() {
+        let cache = Path::new("/cache");
+        let local = record(r#"{"dir":"envs/ab12","ok":true,"exit_code":0,"setup_log":""}"#);
+        assert_eq!(
+            EnvHandle::of(&local, cache),
+            EnvHandle::HostDir(PathBuf::from("/cache/envs/ab12"))
+        );
+        let docker = record(
+            r#"{"dir":"","ok":true,"exit_code":0,"setup_log":"","executor":"docker","image":"sha256:0123"}"#,
+        );
+        let image = EnvHandle::of(&docker, cache);
+        assert_eq!(image, EnvHandle::Image("sha256:0123".into()));
+        assert!(image.host_dir().is_err());
+        assert!(EnvHandle::of(&local, cache).image().is_err());
+    }
+
+    /// The confinement as it was before the docker executor existed.
+    #[derive(Serialize)]
+    struct LocalOnly {
+        sandbox: SandboxMode,
+        limits: RunLimits,
+    }
+
+    #[test]
+    fn a_local_confinement_keys_as_it_always_did() {
+        for sandbox in [SandboxMode::Bwrap, SandboxMode::None] {
+            let conf = Confinement {
+                sandbox,
+                ..Confinement::default()
+            };
+            let old = LocalOnly {
+                sandbox,
+                limits: conf.limits,
+            };
+            assert_eq!(
+                assay_engine::encode_params(&conf),
+                assay_engine::encode_params(&old)
+            );
+            assert_eq!(
+                serde_json::to_string(&conf).unwrap_or_default(),
+                serde_json::to_string(&old).unwrap_or_default()
+            );
+        }
+    }
+
+    /// The docker confinement as it was keyed before the executor seam
+    /// (variant 1 of the executor enum, its settings with the image layout
+    /// and the guard's digest).
+    #[derive(Serialize)]
+    #[serde(rename_all = "lowercase")]
+    #[allow(dead_code)]
+    enum ExecutorBefore {
+        Local,
+        Docker {
+            base_image: String,
+            cpu_millis: Option<u32>,
+            layout: u32,
+            guard: &'static str,
+        },
+    }
+
+    #[derive(Serialize)]
+    struct DockerBefore {
+        sandbox: SandboxMode,
+        limits: RunLimits,
+        executor: ExecutorBefore,
+    }
+
+    #[test]
+    fn the_docker_executor_and_its_settings_enter_the_key_as_they_always_did() {
+        let docker = |base: &str, cpu_millis| Confinement {
+            executor: ExecutorSetting::Docker(docker::Settings {
+                base_image: base.into(),
+                cpu_millis,
+            }),
+            ..Confinement::default()
+        };
+        let before = DockerBefore {
+            sandbox: SandboxMode::Bwrap,
+            limits: RunLimits::default(),
+            executor: ExecutorBefore::Docker {
+                base_image: "python:3.12".into(),
+                cpu_millis: Some(1500),
+                layout: assay_docker::LAYOUT,
+                guard: super::super::guard::digest(),
+            },
+        };
+        assert_eq!(
+            assay_engine::encode_params(&docker("python:3.12", Some(1500))),
+            assay_engine::encode_params(&before)
+        );
+        assert_eq!(
+            serde_json::to_string(&docker("python:3.12", Some(1500))).unwrap_or_default(),
+            serde_json::to_string(&before).unwrap_or_default()
+        );
+        let keys: Vec<Vec<u8>> = [
+            Confinement::default(),
+            docker("assay-base:bookworm", None),
+            docker("assay-base:bookworm", Some(1500)),
+            docker("python:3.12", None),
+        ]
+        .iter()
+        .map(assay_engine::encode_params)
+        .collect();
+        for (i, a) in keys.iter().enumerate() {
+            for b in &keys[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+        assert_eq!(docker("x", None).label(), "docker");
+        assert_eq!(Confinement::default().label(), "bwrap");
+    }
+
+    #[test]
+    fn only_the_local_executor_shares_an_environment_between_runs() {
+        let local = Confinement::default();
+        let docker = Confinement {
+            executor: ExecutorSetting::Docker(docker::Settings {
+                base_image: "assay-base:bookworm".into(),
+                cpu_millis: None,
+            }),
+            ..Confinement::default()
+        };
+        assert!(local.executor().shares_env());
+        assert!(!local.executor().env_is_artifact());
+        assert!(!docker.executor().shares_env());
+        assert!(docker.executor().env_is_artifact());
+    }
+}

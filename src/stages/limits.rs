@@ -1,0 +1,122 @@
+//! The limits of a run: part of its key (they change what the code under
+//! test can do), enforced by whichever executor runs it (`executor`), and
+//! named in records when a run hits one.
+
+use serde::Serialize;
+
+/// The limits of one run, all in bytes or counts (docs/pipeline.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub(crate) struct RunLimits {
+    pub(crate) memory: u64,
+    pub(crate) processes: u64,
+    pub(crate) open_files: u64,
+    pub(crate) file_size: u64,
+    pub(crate) tmp: u64,
+    pub(crate) home: u64,
+    /// Bytes a test run may add to its tree (`write_limit`); its `/tmp`
+    /// and `HOME` are bounded by their own sizes. Left out of the key at
+    /// its default, so that keys (and task digests) stay what they were
+    /// before the limit existed; any other value enters it.
+    #[serde(skip_serializing_if = "is_default_write")]
+    pub(crate) write: u64,
+}
+
+/// The default `write_limit`: 1 GiB.
+const DEFAULT_WRITE: u64 = 1 << 30;
+
+fn is_default_write(write: &u64) -> bool {
+    *write == DEFAULT_WRITE
+}
+
+impl Default for RunLimits {
+    fn default() -> Self {
+        RunLimits {
+            memory: 4 << 30,
+            processes: 1024,
+            open_files: 4096,
+            file_size: 1 << 30,
+            tmp: 1 << 30,
+            home: 512 << 20,
+            write: DEFAULT_WRITE,
+        }
+    }
+}
+
+/// Why a run that hit `limit` (a run record's word) cannot be believed, as
+/// records and grades say it; the write limit says how much.
+pub(crate) fn limit_reason(limit: &str, write_limit: u64) -> String {
+    if limit == assay_exec::LimitHit::Written.as_str() {
+        format!(
+            "the run hit its write limit: it wrote over {} into its tree",
+            bytes_text(write_limit)
+        )
+    } else {
+        format!("the run hit its {limit} limit")
+    }
+}
+
+/// `n` bytes in the largest binary unit that divides it (`1 GiB`,
+/// `64 MiB`, `1000 bytes`).
+pub(crate) fn bytes_text(n: u64) -> String {
+    for (unit, shift) in [("GiB", 30), ("MiB", 20), ("KiB", 10)] {
+        if n >= 1 << shift && n.is_multiple_of(1 << shift) {
+            return format!("{} {unit}", n >> shift);
+        }
+    }
+    format!("{n} bytes")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The limits as they were before the write limit existed.
+    #[derive(Serialize)]
+    struct LimitsBeforeWrites {
+        memory: u64,
+        processes: u64,
+        open_files: u64,
+        file_size: u64,
+        tmp: u64,
+        home: u64,
+    }
+
+    #[test]
+    fn the_write_limit_enters_the_key_and_its_reason_says_how_much() {
+        let d = RunLimits::default();
+        let before = LimitsBeforeWrites {
+            memory: d.memory,
+            processes: d.processes,
+            open_files: d.open_files,
+            file_size: d.file_size,
+            tmp: d.tmp,
+            home: d.home,
+        };
+        assert_eq!(
+            assay_engine::encode_params(&d),
+            assay_engine::encode_params(&before)
+        );
+        let lowered = RunLimits {
+            write: 64 << 20,
+            ..RunLimits::default()
+        };
+        assert_ne!(
+            assay_engine::encode_params(&lowered),
+            assay_engine::encode_params(&RunLimits::default())
+        );
+        assert_eq!(
+            limit_reason("write", RunLimits::default().write),
+            "the run hit its write limit: it wrote over 1 GiB into its tree"
+        );
+        assert_eq!(
+            limit_reason("write", lowered.write),
+            "the run hit its write limit: it wrote over 64 MiB into its tree"
+        );
+        assert_eq!(
+            limit_reason("memory", lowered.write),
+            "the run hit its memory limit"
+        );
+        assert_eq!(bytes_text(1536 << 20), "1536 MiB");
+        assert_eq!(bytes_text(1000), "1000 bytes");
+    }
+}

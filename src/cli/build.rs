@@ -36,6 +36,7 @@ pub(crate) struct BuildArgs {
 enum ExecutorArg {
     Local,
     Docker,
+    Slurm,
 }
 
 impl ExecutorArg {
@@ -43,6 +44,7 @@ impl ExecutorArg {
         match self {
             ExecutorArg::Local => "local",
             ExecutorArg::Docker => "docker",
+            ExecutorArg::Slurm => "slurm",
         }
     }
 }
@@ -98,6 +100,7 @@ pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
         crate::stages::interrupted(&executors);
         return Ok(exit::INTERRUPTED);
     };
+    crate::stages::finished(&executors);
     let outcome = outcome.map_err(Failure::cache)?;
     if let Some(id) = graph.find("release") {
         write_release(&pipeline, &store, &outcome, id)?;

@@ -9,6 +9,7 @@ mod hash;
 mod plan;
 mod show;
 mod verify;
+mod worker;
 
 use std::path::PathBuf;
 
@@ -51,6 +52,8 @@ enum Command {
     Hash(hash::HashArgs),
     #[command(hide = true)]
     BenchDag(bench_dag::BenchDagArgs),
+    #[command(hide = true)]
+    Worker(worker::WorkerArgs),
 }
 
 /// An error on its way out: what to print, and the exit code it maps to.
@@ -113,6 +116,7 @@ pub(crate) fn run(cli: Cli) -> Result<i32, Failure> {
         Command::Verify(a) => verify::run(&global, a),
         Command::Hash(a) => hash::run(&global, a),
         Command::BenchDag(a) => bench_dag::run(&global, a),
+        Command::Worker(a) => worker::run(a),
     }
 }
 

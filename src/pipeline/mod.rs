@@ -193,8 +193,9 @@ pub(crate) struct EnvConfig {
     pub(crate) home_size: Option<Spanned<u64>>,
     /// Bytes a test run may add to its tree (default 1 GiB).
     pub(crate) write_limit: Option<Spanned<u64>>,
-    /// `local` (default: bubblewrap on this machine) or `docker` (an image
-    /// per environment, a container per run). docs/security.md.
+    /// `local` (default: bubblewrap on this machine), `docker` (an image
+    /// per environment, a container per run) or `slurm` (the local sandbox
+    /// on the nodes of a Slurm cluster). docs/security.md, docs/executors.md.
     pub(crate) executor: Option<Spanned<String>>,
     /// The docker executor's base image, by tag or id; never pulled.
     /// Default `assay-base:bookworm` (scripts/base-image.sh).
@@ -208,6 +209,27 @@ pub(crate) struct EnvConfig {
     /// (docs/security.md, "Canaries"): which hidden test files carry them,
     /// and the source appended per canary.
     pub(crate) canary: Option<Spanned<CanaryTemplate>>,
+    /// The slurm executor's allocation (docs/executors.md).
+    pub(crate) slurm: Option<Spanned<SlurmConfig>>,
+}
+
+/// `[env] slurm = { partition = "…", nodes = 2, time = "2:00:00", … }`:
+/// the allocation the slurm executor runs its job steps in.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SlurmConfig {
+    /// `sbatch --partition`; default: the cluster's default partition.
+    pub(crate) partition: Option<String>,
+    /// Nodes of the allocation (`sbatch --nodes`); default 1.
+    pub(crate) nodes: Option<u32>,
+    /// The allocation's time limit (`sbatch --time`, e.g. `"2:00:00"`);
+    /// default 1 hour. A backstop: each run's timeout is assay's own.
+    pub(crate) time: Option<String>,
+    pub(crate) account: Option<String>,
+    pub(crate) qos: Option<String>,
+    /// More `sbatch` flags, each one argument (`["--constraint=avx2"]`).
+    #[serde(default)]
+    pub(crate) sbatch: Vec<String>,
 }
 
 /// `[env] canary = { files = [...], template = "..." }`: a canary planted

@@ -2,10 +2,10 @@
 //! test can do), enforced by whichever executor runs it (`executor`), and
 //! named in records when a run hits one.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The limits of one run, all in bytes or counts (docs/pipeline.md).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct RunLimits {
     pub(crate) memory: u64,
     pub(crate) processes: u64,
@@ -17,12 +17,16 @@ pub(crate) struct RunLimits {
     /// and `HOME` are bounded by their own sizes. Left out of the key at
     /// its default, so that keys (and task digests) stay what they were
     /// before the limit existed; any other value enters it.
-    #[serde(skip_serializing_if = "is_default_write")]
+    #[serde(skip_serializing_if = "is_default_write", default = "default_write")]
     pub(crate) write: u64,
 }
 
 /// The default `write_limit`: 1 GiB.
 const DEFAULT_WRITE: u64 = 1 << 30;
+
+fn default_write() -> u64 {
+    DEFAULT_WRITE
+}
 
 fn is_default_write(write: &u64) -> bool {
     *write == DEFAULT_WRITE

@@ -132,6 +132,16 @@ pub(crate) fn start_executors(
     executor::start(&plan.executors, rt)
 }
 
+/// `assay worker`: one run of the slurm executor on this node.
+pub(crate) fn work(job: &std::path::Path) -> Result<(), String> {
+    executor::slurm::work(job)
+}
+
+/// After a build: what the executors held (an allocation) is released.
+pub(crate) fn finished(plan_executors: &[executor::Confinement]) {
+    executor::finished(plan_executors);
+}
+
 /// After ctrl-c: what this build started outside its own process tree
 /// (containers) goes too.
 pub(crate) fn interrupted(plan_executors: &[executor::Confinement]) {

@@ -240,6 +240,11 @@ pub(crate) struct RunRecord {
     /// `bwrap`, `none` when graded unsandboxed, or `docker`.
     #[serde(default)]
     pub(crate) sandbox: String,
+    /// Where the run executed when not on this machine: the executor
+    /// (`slurm`) and the cluster node. Absent for local and docker runs
+    /// (whose records are as they always were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) node: Option<String>,
     /// The limit the run hit: time, memory, processes, file_size or write
     /// (its tree grew past `write_limit`).
     #[serde(default)]

@@ -157,6 +157,7 @@ impl Executor for Docker<'_> {
                 log_truncated: outcome.log_truncated,
                 report: outcome.report.map(|r| container_report(r, cap)),
                 changed,
+                node: None,
             })
         })
     }

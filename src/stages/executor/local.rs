@@ -19,7 +19,7 @@ use crate::stages::node::Made;
 use crate::stages::records::EnvRecord;
 
 /// `[env] sandbox`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum SandboxMode {
     /// bubblewrap: the default.
@@ -106,6 +106,7 @@ impl Executor for Local<'_> {
                 log_truncated: outcome.log_truncated,
                 report,
                 changed,
+                node: None,
             })
         })
     }
@@ -121,7 +122,7 @@ impl Executor for Local<'_> {
 }
 
 /// A local environment: a directory of the cache, set up in place.
-async fn prepare(
+pub(crate) async fn prepare(
     conf: &Confinement,
     setup: Setup<'_>,
     ctx: &JobCtx,

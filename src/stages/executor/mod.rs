@@ -11,12 +11,14 @@
 //! Every process that runs task or graded code is built by an executor, so
 //! no run path can forget the sandbox (docs/security.md): [`local`] runs a
 //! process group on this machine under bubblewrap, [`docker`] a fresh
-//! locked-down container of the environment's image.
+//! locked-down container of the environment's image, [`slurm`] the local
+//! sandbox on a node of a Slurm cluster, as a job step.
 //!
 //! The executor, the sandbox and the limits are part of a run's key
 //! ([`Confinement`]): they change what the code under test can see and do.
 //! The local executor adds nothing to the key (so local keys stay what they
-//! were before Docker existed).
+//! were before Docker existed), nor does slurm, whose runs see what a local
+//! run sees.
 //!
 //! **Adding an executor** (docs/stages.md): one module here with its typed
 //! settings (checked from `[env]` by its `settings`) and an `impl Executor`,
@@ -26,6 +28,7 @@
 pub(crate) mod daemon;
 pub(crate) mod docker;
 pub(crate) mod local;
+pub(crate) mod slurm;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -55,6 +58,8 @@ pub(crate) enum ExecutorSetting {
     Local,
     /// An image per environment, a fresh locked-down container per run.
     Docker(docker::Settings),
+    /// The local sandbox on the nodes of a Slurm cluster, a job step per run.
+    Slurm(slurm::Settings),
 }
 
 impl ExecutorSetting {
@@ -68,19 +73,22 @@ impl ExecutorSetting {
         match name.get_ref().as_str() {
             "local" => Ok(ExecutorSetting::Local),
             "docker" => docker::settings(pipeline, cfg).map(ExecutorSetting::Docker),
+            "slurm" => slurm::settings(pipeline, cfg).map(ExecutorSetting::Slurm),
             other => Err(pipeline
                 .error_at(
                     name.span(),
                     format!("unknown executor `{other}`"),
                     "here",
-                    "use `local` (the default: bubblewrap on this machine) or `docker`",
+                    "use `local` (the default: bubblewrap on this machine), `docker` or `slurm`",
                 )
                 .into()),
         }
     }
 
-    pub(crate) fn is_local(&self) -> bool {
-        matches!(self, ExecutorSetting::Local)
+    /// Whether a run under it is keyed as a local run: it sees what a
+    /// local run sees (local, and slurm's local sandbox on a node).
+    pub(crate) fn keyed_as_local(&self) -> bool {
+        matches!(self, ExecutorSetting::Local | ExecutorSetting::Slurm(_))
     }
 }
 
@@ -91,7 +99,7 @@ pub(crate) struct Confinement {
     pub(crate) sandbox: SandboxMode,
     pub(crate) limits: RunLimits,
     /// Left out of the key when local: a local key is what it always was.
-    #[serde(skip_serializing_if = "ExecutorSetting::is_local")]
+    #[serde(skip_serializing_if = "ExecutorSetting::keyed_as_local")]
     pub(crate) executor: ExecutorSetting,
 }
 
@@ -114,13 +122,17 @@ impl Confinement {
                 conf: self,
                 settings,
             }),
+            ExecutorSetting::Slurm(settings) => Box::new(slurm::Slurm {
+                conf: self,
+                settings,
+            }),
         }
     }
 
     /// How a run was confined, as records say it: `bwrap`, `none` or `docker`.
     pub(crate) fn label(&self) -> &'static str {
         match self.executor {
-            ExecutorSetting::Local => self.sandbox.as_str(),
+            ExecutorSetting::Local | ExecutorSetting::Slurm(_) => self.sandbox.as_str(),
             ExecutorSetting::Docker(_) => "docker",
         }
     }
@@ -161,6 +173,10 @@ pub(crate) trait Executor: Send + Sync {
     fn start(&self, _rt: &tokio::runtime::Runtime) -> Result<(), StageError> {
         Ok(())
     }
+
+    /// After a build that ran to its end: release what it held (an
+    /// allocation).
+    fn finished(&self) {}
 
     /// After an interrupted build (its runtime is gone): remove what this
     /// process started outside its own process tree.
@@ -302,6 +318,8 @@ pub(crate) struct Ran {
     pub(crate) report: Option<Result<Vec<u8>, String>>,
     /// The watched files whose bytes differ from the staged ones, sorted.
     pub(crate) changed: Vec<String>,
+    /// The cluster node it ran on, when not this machine.
+    pub(crate) node: Option<String>,
 }
 
 /// Before a build: starts every executor its environments use (each
@@ -314,6 +332,13 @@ pub(crate) fn start(
         conf.executor().start(rt)?;
     }
     Ok(())
+}
+
+/// After a build: each executor it used releases what it held.
+pub(crate) fn finished(settings: &[Confinement]) {
+    for conf in settings {
+        conf.executor().finished();
+    }
 }
 
 /// After an interrupted build: each executor it used removes what it

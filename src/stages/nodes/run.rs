@@ -229,6 +229,7 @@ pub(crate) async fn execute_tree(
         })
         .await?;
     record.limit = ran.limit.map(|l| l.as_str().to_owned());
+    record.node = ran.node;
     record.changed_test_files = ran.changed;
     record.exit_code = ran.exit_code;
     record.signal = ran.signal;

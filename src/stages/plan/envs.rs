@@ -225,8 +225,9 @@ fn confinement(
         home: limit(&env_cfg.home_size, d.home, "home_size")?,
         write: limit(&env_cfg.write_limit, d.write, "write_limit")?,
     };
-    if !executor.is_local() {
-        // The container is the sandbox; `sandbox` is the local executor's.
+    if !executor.keyed_as_local() {
+        // The container is the sandbox; `sandbox` is the local sandbox's
+        // (on this machine, or on a Slurm node).
         return Ok(Confinement {
             sandbox: SandboxMode::Bwrap,
             limits,

@@ -113,70 +113,6 @@ fn with_env_lines(f: &Fixture, lines: &str) {
 
 // ---- the same verdicts -----------------------------------------------------------
 
-/// One session of each verdict the fixture can give, written into `f`.
-fn every_verdict(f: &Fixture) {
-    f.session("a/fix.json", "p-1", &f.fix1());
-    f.session(
-        "a/flaky.json",
-        "p-1",
-        &f.diff1(&[("pkg/ops.py", Some(OPS_FLAKY))]),
-    );
-    let wrong = OPS_BASE.replace(
-        "def sub(a, b):\n    return a + b",
-        "def sub(a, b):\n    return b - a",
-    );
-    f.session(
-        "a/wrong.json",
-        "p-1",
-        &f.diff1(&[("pkg/ops.py", Some(&wrong))]),
-    );
-    f.session("a/empty.json", "p-1", "");
-    f.session("a/mul.json", "p-2", &f.fix2());
-    f.session(
-        "a/stale.json",
-        "p-1",
-        &f.checkout.diff(
-            &f.base1,
-            &[("README.md", "# pkg, wip\n")],
-            &[("README.md", Some("# pkg, done\n"))],
-        ),
-    );
-    f.session(
-        "a/exit0.json",
-        "p-1",
-        &hostile(f, "import os\nos._exit(0)\n"),
-    );
-    f.session(
-        "a/exit127.json",
-        "p-1",
-        &hostile(f, "import os\nos._exit(127)\n"),
-    );
-    f.session(
-        "a/flood.json",
-        "p-1",
-        &f.diff1(&[
-            ("pkg/ops.py", Some(OPS_SUB)),
-            ("pkg/__init__.py", Some("print('x' * (2 << 20))\n")),
-        ]),
-    );
-    f.session(
-        "a/collide.json",
-        "p-2",
-        &f.diff2(&[
-            ("pkg/ops.py", Some(OPS_SUB_MUL)),
-            ("tests/test_mul.py", Some(TEST_EXTRA)),
-        ]),
-    );
-    f.session(
-        "a/extra.json",
-        "p-1",
-        &f.diff1(&[
-            ("pkg/ops.py", Some(OPS_SUB)),
-            ("tests/test_extra.py", Some(TEST_EXTRA)),
-        ]),
-    );
-}
-
 #[test]
 fn the_grading_fixture_gets_the_same_verdicts_on_docker_as_on_local() {
     let local = Fixture::new();
@@ -186,47 +122,7 @@ fn the_grading_fixture_gets_the_same_verdicts_on_docker_as_on_local() {
         every_verdict(f);
         f.build_ok();
     }
-    let (l, d) = (local.results(), docker.results());
-    assert_eq!(
-        l.keys().collect::<Vec<_>>(),
-        d.keys().collect::<Vec<_>>(),
-        "the same grades"
-    );
-    let mut verdicts = std::collections::BTreeSet::new();
-    for (key, lrow) in &l {
-        let drow = &d[key];
-        for column in [
-            "verdict",
-            "fault",
-            "failing",
-            "base_check",
-            "new_check",
-            "reruns",
-            "tamper",
-        ] {
-            assert_eq!(
-                lrow[column], drow[column],
-                "{key:?} {column}: local {lrow:#?}\ndocker {drow:#?}"
-            );
-        }
-        // A grade with no run (the patch did not apply) has no sandbox.
-        let sandboxes = (lrow["sandbox"].as_str(), drow["sandbox"].as_str());
-        assert!(
-            matches!(sandboxes, ("bwrap", "docker") | ("", "")),
-            "{key:?}: {sandboxes:?}"
-        );
-        verdicts.insert(lrow["verdict"].clone());
-    }
-    for v in [
-        "resolved",
-        "resolved_after_rerun",
-        "unresolved",
-        "patch_apply_failed",
-        "no_report",
-        "ineligible",
-    ] {
-        assert!(verdicts.contains(v), "no {v} among {verdicts:?}");
-    }
+    same_verdicts(&local, &docker);
     // The docker release names the image that certified each task and
     // graded each session; the local one names none (SWE-bench's `image`
     // key is there, empty: the harness requires it).

@@ -23,13 +23,16 @@ pub enum Executor {
     Local,
     /// `[env] executor = "docker"`.
     Docker,
+    /// `[env] executor = "slurm"`, on the cluster `SLURM_CONF` names
+    /// (`super::project::set_env`): the local sandbox on its nodes.
+    Slurm,
 }
 
 impl Executor {
     /// The `sandbox` column of results.csv for a run on this executor.
     pub fn sandbox(self) -> &'static str {
         match self {
-            Executor::Local => "bwrap",
+            Executor::Local | Executor::Slurm => "bwrap",
             Executor::Docker => "docker",
         }
     }
@@ -201,6 +204,7 @@ impl Fixture {
         let executor = match self.executor {
             Executor::Local => "",
             Executor::Docker => "executor = \"docker\"\n",
+            Executor::Slurm => "executor = \"slurm\"\nslurm = { nodes = 2 }\n",
         };
         self.project.write(
             "pipeline.toml",
@@ -390,3 +394,115 @@ def sub(a, b):
 def mul(a, b):
     return a + b
 "#;
+
+/// One session of each verdict the fixture can give, written into `f`.
+pub fn every_verdict(f: &Fixture) {
+    f.session("a/fix.json", "p-1", &f.fix1());
+    f.session(
+        "a/flaky.json",
+        "p-1",
+        &f.diff1(&[("pkg/ops.py", Some(OPS_FLAKY))]),
+    );
+    let wrong = OPS_BASE.replace(
+        "def sub(a, b):\n    return a + b",
+        "def sub(a, b):\n    return b - a",
+    );
+    f.session(
+        "a/wrong.json",
+        "p-1",
+        &f.diff1(&[("pkg/ops.py", Some(&wrong))]),
+    );
+    f.session("a/empty.json", "p-1", "");
+    f.session("a/mul.json", "p-2", &f.fix2());
+    f.session(
+        "a/stale.json",
+        "p-1",
+        &f.checkout.diff(
+            &f.base1,
+            &[("README.md", "# pkg, wip\n")],
+            &[("README.md", Some("# pkg, done\n"))],
+        ),
+    );
+    f.session(
+        "a/exit0.json",
+        "p-1",
+        &super::attacks::hostile(f, "import os\nos._exit(0)\n"),
+    );
+    f.session(
+        "a/exit127.json",
+        "p-1",
+        &super::attacks::hostile(f, "import os\nos._exit(127)\n"),
+    );
+    f.session(
+        "a/flood.json",
+        "p-1",
+        &f.diff1(&[
+            ("pkg/ops.py", Some(OPS_SUB)),
+            ("pkg/__init__.py", Some("print('x' * (2 << 20))\n")),
+        ]),
+    );
+    f.session(
+        "a/collide.json",
+        "p-2",
+        &f.diff2(&[
+            ("pkg/ops.py", Some(OPS_SUB_MUL)),
+            ("tests/test_mul.py", Some(TEST_EXTRA)),
+        ]),
+    );
+    f.session(
+        "a/extra.json",
+        "p-1",
+        &f.diff1(&[
+            ("pkg/ops.py", Some(OPS_SUB)),
+            ("tests/test_extra.py", Some(TEST_EXTRA)),
+        ]),
+    );
+}
+
+/// `other` (the fixture graded on another executor) gives `local`'s
+/// verdicts, faults, failing tests, checks, reruns and tamper findings,
+/// every verdict of [`every_verdict`] among them, with its own sandbox.
+pub fn same_verdicts(local: &Fixture, other: &Fixture) {
+    let (l, d) = (local.results(), other.results());
+    assert_eq!(
+        l.keys().collect::<Vec<_>>(),
+        d.keys().collect::<Vec<_>>(),
+        "the same grades"
+    );
+    let mut verdicts = std::collections::BTreeSet::new();
+    for (key, lrow) in &l {
+        let drow = &d[key];
+        for column in [
+            "verdict",
+            "fault",
+            "failing",
+            "base_check",
+            "new_check",
+            "reruns",
+            "tamper",
+        ] {
+            assert_eq!(
+                lrow[column], drow[column],
+                "{key:?} {column}: local {lrow:#?}\n{:?} {drow:#?}",
+                other.executor
+            );
+        }
+        // A grade with no run (the patch did not apply) has no sandbox.
+        let sandboxes = (lrow["sandbox"].as_str(), drow["sandbox"].as_str());
+        assert!(
+            sandboxes == ("bwrap", other.executor.sandbox()) || sandboxes == ("", ""),
+            "{key:?}: {sandboxes:?}"
+        );
+        verdicts.insert(lrow["verdict"].clone());
+    }
+    for v in [
+        "resolved",
+        "resolved_after_rerun",
+        "unresolved",
+        "patch_apply_failed",
+        "no_report",
+        "ineligible",
+    ] {
+        assert!(verdicts.contains(v), "no {v} among {verdicts:?}");
+    }
+}

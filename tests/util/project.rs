@@ -64,6 +64,7 @@ impl Project {
         cmd.args(args)
             .current_dir(self.path())
             .env("NO_COLOR", "1")
+            .envs(ENV.get().into_iter().flatten().map(|(k, v)| (k, v)))
             .stdin(Stdio::null());
         cmd
     }
@@ -117,4 +118,15 @@ impl Project {
         all.extend_from_slice(args);
         Build::from(self.run(&all))
     }
+}
+
+/// Variables every `assay` of this test process gets (`set_env`).
+static ENV: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
+
+/// Puts `vars` into the environment of every `assay` this test process
+/// runs (a cluster's `SLURM_CONF`), once: without touching the test
+/// process's own environment.
+pub fn set_env(vars: Vec<(String, String)>) {
+    let set = ENV.get_or_init(|| vars.clone());
+    assert_eq!(set, &vars, "set_env is set once per test process");
 }

@@ -31,12 +31,12 @@ use assay_engine::JobCtx;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    BoxFuture, Confinement, EnvHandle, Executor, ExecutorSetting, Launch, Presence, Ran,
-    RunFuture, SandboxMode, Setup, TestRun, Watched, run_err,
+    BoxFuture, Confinement, EnvHandle, Executor, ExecutorSetting, Launch, Presence, Ran, RunFuture,
+    SandboxMode, Setup, TestRun, Watched, run_err,
 };
-use crate::stages::limits::RunLimits;
 use crate::pipeline::{EnvConfig, Pipeline};
 use crate::stages::error::StageError;
+use crate::stages::limits::RunLimits;
 use crate::stages::node::Made;
 use crate::stages::records::EnvRecord;
 
@@ -147,7 +147,10 @@ impl Executor for Slurm<'_> {
                 .any(|p| p.trim_end_matches('*') == want);
             if !found {
                 return Err(StageError::sandbox(
-                    format!("slurm: no partition `{want}` (sinfo lists: {})", listed.trim()),
+                    format!(
+                        "slurm: no partition `{want}` (sinfo lists: {})",
+                        listed.trim()
+                    ),
                     "set `[env] slurm.partition` to one of the partitions `sinfo` lists, or leave it out for the default one",
                 ));
             }
@@ -196,6 +199,7 @@ async fn run_on_cluster(exec: &Slurm<'_>, test: TestRun<'_>) -> Result<Ran, Stri
     copy_tree(tree, &pristine).await?;
     let alloc = allocation(exec.settings).await?;
     let mut failures = Vec::new();
+    let mut failed_on: Option<usize> = None;
     for attempt in 1..=ATTEMPTS {
         if attempt > 1 {
             let _ = std::fs::remove_dir_all(tree);
@@ -203,7 +207,16 @@ async fn run_on_cluster(exec: &Slurm<'_>, test: TestRun<'_>) -> Result<Ran, Stri
         }
         let out_path = dir.join("ran.json");
         let _ = std::fs::remove_file(&out_path);
-        let step = step(&alloc, &job_path, launch.timeout).await;
+        let slot = alloc.take(failed_on);
+        let step = step(
+            &alloc.id,
+            alloc.nodes[slot.node].as_str(),
+            &job_path,
+            launch.timeout,
+        )
+        .await;
+        failed_on = Some(slot.node);
+        drop(slot);
         match std::fs::read(&out_path) {
             Ok(bytes) => {
                 let done: WorkerOutcome = serde_json::from_slice(&bytes)
@@ -212,7 +225,8 @@ async fn run_on_cluster(exec: &Slurm<'_>, test: TestRun<'_>) -> Result<Ran, Stri
             }
             Err(_) => failures.push(format!(
                 "attempt {attempt}: {}",
-                step.err().unwrap_or_else(|| "the worker wrote no outcome".into())
+                step.err()
+                    .unwrap_or_else(|| "the worker wrote no outcome".into())
             )),
         }
     }
@@ -223,20 +237,64 @@ async fn run_on_cluster(exec: &Slurm<'_>, test: TestRun<'_>) -> Result<Ran, Stri
 }
 
 /// The job steps' allocation: one per build, made on first use.
-static ALLOCATION: tokio::sync::OnceCell<Result<String, String>> = tokio::sync::OnceCell::const_new();
+static ALLOCATION: tokio::sync::OnceCell<Result<Allocation, String>> =
+    tokio::sync::OnceCell::const_new();
+
+/// A running allocation and how many of assay's steps each of its nodes
+/// runs now. Each step goes to the node running fewest (so runs spread over
+/// the nodes even when they come one at a time); Slurm places nothing: the
+/// nodes are assay's for the allocation's life.
+struct Allocation {
+    id: String,
+    nodes: Vec<String>,
+    busy: Mutex<Vec<u32>>,
+    /// Where the search for the least busy node starts: turns among ties.
+    turn: std::sync::atomic::AtomicUsize,
+}
+
+/// A node's turn, given back when dropped.
+struct Slot<'a> {
+    alloc: &'a Allocation,
+    node: usize,
+}
+
+impl Allocation {
+    /// The node running fewest steps (not `avoid`, the one a failed try
+    /// ran on, when there is another).
+    fn take(&self, avoid: Option<usize>) -> Slot<'_> {
+        let mut busy = self.busy.lock().unwrap_or_else(|p| p.into_inner());
+        let n = busy.len();
+        let start = self.turn.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let node = (0..n)
+            .map(|i| (start + i) % n)
+            .filter(|&i| Some(i) != avoid || n == 1)
+            .min_by_key(|&i| busy[i])
+            .unwrap_or(0);
+        busy[node] += 1;
+        Slot { alloc: self, node }
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        let mut busy = self.alloc.busy.lock().unwrap_or_else(|p| p.into_inner());
+        busy[self.node] -= 1;
+    }
+}
 
 /// Every allocation this process submitted (cancelled at the end).
 static SUBMITTED: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
-async fn allocation(settings: &Settings) -> Result<String, String> {
+async fn allocation(settings: &Settings) -> Result<&'static Allocation, String> {
     ALLOCATION
         .get_or_init(|| allocate(settings))
         .await
-        .clone()
+        .as_ref()
+        .map_err(Clone::clone)
 }
 
 /// Submits the allocation and waits until it runs.
-async fn allocate(settings: &Settings) -> Result<String, String> {
+async fn allocate(settings: &Settings) -> Result<Allocation, String> {
     let mut sbatch = tokio::process::Command::new("sbatch");
     sbatch.args([
         "--parsable",
@@ -288,12 +346,45 @@ async fn allocate(settings: &Settings) -> Result<String, String> {
             .await
             .map_err(|e| format!("slurm: squeue: {e}"))?;
         match String::from_utf8_lossy(&state.stdout).trim() {
-            "RUNNING" => return Ok(id),
+            "RUNNING" => break,
             "PENDING" | "CONFIGURING" => {}
-            other => return Err(format!("slurm: the allocation {id} is {other:?}, not running")),
+            other => {
+                return Err(format!(
+                    "slurm: the allocation {id} is {other:?}, not running"
+                ));
+            }
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    let nodes = slurm_out("squeue", &["-h", "-j", &id, "-o", "%N"]).await?;
+    let hosts = slurm_out("scontrol", &["show", "hostnames", nodes.trim()]).await?;
+    let nodes: Vec<String> = hosts.split_whitespace().map(str::to_owned).collect();
+    if nodes.is_empty() {
+        return Err(format!("slurm: the allocation {id} holds no node"));
+    }
+    Ok(Allocation {
+        id,
+        busy: Mutex::new(vec![0; nodes.len()]),
+        turn: Default::default(),
+        nodes,
+    })
+}
+
+/// A Slurm command's stdout; `Err` when it fails.
+async fn slurm_out(cmd: &str, args: &[&str]) -> Result<String, String> {
+    let out = tokio::process::Command::new(cmd)
+        .args(args)
+        .output()
+        .await
+        .map_err(|e| format!("slurm: {cmd}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "slurm: {cmd} {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// `scancel` of every allocation this process submitted.
@@ -309,7 +400,7 @@ fn cancel_allocations() {
 
 /// One job step: `assay worker JOB` on a node of the allocation. `Err`:
 /// what srun said when it failed.
-async fn step(alloc: &str, job: &Path, timeout: Duration) -> Result<(), String> {
+async fn step(alloc: &str, node: &str, job: &Path, timeout: Duration) -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     // Slurm's limit is a backstop in whole minutes: the run's own timeout is
     // the worker's.
@@ -320,6 +411,8 @@ async fn step(alloc: &str, job: &Path, timeout: Duration) -> Result<(), String> 
             alloc,
             "--nodes=1",
             "--ntasks=1",
+            "--nodelist",
+            node,
             "--exact",
             "--quiet",
             "--kill-on-bad-exit=1",
@@ -411,9 +504,9 @@ const LIMITS: [assay_exec::LimitHit; 5] = [
 
 impl WorkerOutcome {
     fn into_ran(self, dir: &Path) -> Ran {
-        let report = self.report.map(|r| {
-            r.and_then(|()| std::fs::read(dir.join("report")).map_err(|e| e.to_string()))
-        });
+        let report = self
+            .report
+            .map(|r| r.and_then(|()| std::fs::read(dir.join("report")).map_err(|e| e.to_string())));
         Ran {
             exit_code: self.exit_code,
             signal: self.signal,
@@ -489,7 +582,10 @@ pub(crate) fn work(job_path: &Path) -> Result<(), String> {
     };
     // Written whole, then renamed: the coordinator never reads half of it.
     let tmp = dir.join("ran.json.tmp");
-    std::fs::write(&tmp, serde_json::to_vec(&outcome).map_err(|e| e.to_string())?)
-        .map_err(|e| e.to_string())?;
+    std::fs::write(
+        &tmp,
+        serde_json::to_vec(&outcome).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| e.to_string())?;
     std::fs::rename(&tmp, dir.join("ran.json")).map_err(|e| e.to_string())
 }

@@ -50,9 +50,9 @@ mod tests_judge;
 use std::collections::BTreeMap;
 
 pub(crate) use input::{About, Price, PublishInput};
-pub(crate) use model::{Funnel, pretty};
 #[cfg(test)]
-pub(crate) use model::{Manifest, Summary};
+pub(crate) use model::Summary;
+pub(crate) use model::{AssayVersion, Funnel, Manifest, Number, pretty};
 
 /// File name -> bytes: `results.csv`, `summary.json`, `report.html`, `manifest.json`.
 pub(crate) fn publish(input: &PublishInput) -> BTreeMap<String, Vec<u8>> {

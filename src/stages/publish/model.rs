@@ -367,6 +367,10 @@ pub(crate) struct Manifest {
 }
 
 impl Manifest {
+    pub(crate) fn number(&self, path: &str) -> Option<&Number> {
+        self.numbers.iter().find(|n| n.path == path)
+    }
+
     /// Pretty JSON with a final newline (the bytes `release_digest` covers).
     pub(crate) fn to_bytes(&self) -> Vec<u8> {
         pretty(self)
@@ -395,6 +399,19 @@ pub(crate) struct Number {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) tasks: Vec<String>,
     pub(crate) value: serde_json::Number,
+}
+
+impl Number {
+    /// Every node key it names: grades, readings and tasks.
+    pub(crate) fn node_keys(&self) -> impl Iterator<Item = (&'static str, &str)> + '_ {
+        [
+            ("grades", &self.grades),
+            ("readings", &self.readings),
+            ("tasks", &self.tasks),
+        ]
+        .into_iter()
+        .flat_map(|(field, list)| list.iter().map(move |k| (field, k.as_str())))
+    }
 }
 
 /// `manifest.provenance`.

@@ -173,3 +173,43 @@ pub(super) fn check_statement(b: &Bundle, findings: &mut Vec<Finding>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The statement and the provenance were `Value`s (keys sorted) before
+    /// they were types: their fields keep that order, so a bundle exported
+    /// by this assay has the bytes an older one wrote.
+    #[test]
+    fn the_statement_and_the_provenance_write_their_keys_sorted() {
+        let env = BundleEnv {
+            base_image: None,
+            digest: Some("d".into()),
+            executor: "docker".into(),
+            image: Some("sha256:1".into()),
+            key: "k".into(),
+        };
+        let provenance = BundleProvenance {
+            assay: Some(AssayVersion {
+                commit: "c".into(),
+                version: "v".into(),
+            }),
+            environments: [("env:x".to_owned(), env)].into(),
+            judges: [("j".to_owned(), "s".to_owned())].into(),
+            pipeline: Some("p".into()),
+            release_digest: "r".into(),
+            release_node: "n".into(),
+        };
+        let files = [("summary.json".to_owned(), b"{}".to_vec())].into();
+        let statement = Statement::new(&files, &provenance);
+        for text in [
+            serde_json::to_string_pretty(&statement),
+            serde_json::to_string_pretty(&provenance),
+        ] {
+            let text = text.expect("json");
+            let tree: serde_json::Value = serde_json::from_str(&text).expect("json");
+            assert_eq!(text, format!("{tree:#}"));
+        }
+    }
+}

@@ -757,3 +757,36 @@ fn summary_and_manifest_read_back_into_the_model_unchanged() {
     let manifest: Manifest = serde_json::from_slice(&files["manifest.json"]).expect("a manifest");
     assert_eq!(manifest.to_bytes(), files["manifest.json"]);
 }
+
+/// The model's fields are declared in the byte order of their JSON names:
+/// a `Value` (which sorts its keys) of the same data prints the same bytes,
+/// as summary.json and manifest.json did when they were built as `Value`s.
+pub(super) fn assert_keys_sorted(input: &PublishInput) {
+    let files = publish(input);
+    for name in ["summary.json", "manifest.json"] {
+        let tree: Value = serde_json::from_slice(&files[name]).expect("json");
+        assert_eq!(
+            String::from_utf8_lossy(&files[name]),
+            format!("{tree:#}\n"),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn the_model_writes_its_keys_sorted() {
+    let mut input = sample();
+    // Every optional part present: tamper suspects, unchecked grades, images.
+    let g = &mut input.grades[0].0;
+    g.tamper = vec!["conftest.py".to_owned()];
+    g.unchecked = Some("no canary".to_owned());
+    g.executor = Some("docker".to_owned());
+    g.image = Some("sha256:abc".to_owned());
+    input.about.provenance = Some(crate::stages::provenance::Provenance::of("x"));
+    let files = publish(&input);
+    let summary: Summary = serde_json::from_slice(&files["summary.json"]).expect("a summary");
+    assert!(summary.environments.is_some() && summary.not_forgery_checked.is_some());
+    assert!(!summary.tamper_suspects.is_empty() && !summary.verifier_suspects.is_empty());
+    assert!(summary.agents.values().any(|a| a.cost_usd.is_some()));
+    assert_keys_sorted(&input);
+}

@@ -272,3 +272,8 @@ fn a_judged_summary_reads_back_into_the_model_unchanged() {
     assert!(summary.judges.is_some());
     assert_eq!(super::pretty(&summary), files["summary.json"]);
 }
+
+#[test]
+fn the_judges_model_writes_its_keys_sorted() {
+    super::tests::assert_keys_sorted(&input());
+}

@@ -13,9 +13,14 @@
 //!    and checked against its digest) and compared byte for byte.
 
 mod bundle;
+mod diff;
+mod display;
+mod finding;
 mod recompute;
 mod release;
 
 pub(crate) use bundle::{BundleError, LOG_KINDS, export, verify_bundle};
+pub(crate) use display::NodeDisplay;
 
-pub(crate) use release::{Finding, verify_release};
+pub(crate) use finding::Finding;
+pub(crate) use release::verify_release;

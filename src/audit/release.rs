@@ -4,23 +4,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use assay_engine::{Digest, Store};
-use serde::Serialize;
+use serde::Deserialize;
 
-use crate::stages::ReleaseRecord;
-
-/// One disagreement, or one thing that could not be checked.
-#[derive(Clone, Debug, Serialize)]
-pub(crate) struct Finding {
-    pub(crate) what: String,
-    pub(crate) problem: String,
-}
-
-pub(super) fn finding(what: impl Into<String>, problem: impl Into<String>) -> Finding {
-    Finding {
-        what: what.into(),
-        problem: problem.into(),
-    }
-}
+use super::diff::first_difference;
+use super::display::NodeDisplay;
+use super::finding::{Finding, finding};
+use crate::stages::{Manifest, ReleaseRecord};
 
 /// What was checked, for the closing line.
 #[derive(Debug, Default)]
@@ -34,8 +23,12 @@ pub(crate) struct Checked {
 /// The blake3 of `manifest.json` with the value of `release_digest` replaced by `""`.
 pub(crate) fn release_digest(manifest: &[u8]) -> Option<(String, String)> {
     let text = std::str::from_utf8(manifest).ok()?;
-    let v: serde_json::Value = serde_json::from_str(text).ok()?;
-    let claimed = v.get("release_digest")?.as_str()?.to_owned();
+    /// Only the claim: a manifest that is no longer a valid one still says it.
+    #[derive(Deserialize)]
+    struct Claim {
+        release_digest: String,
+    }
+    let claimed = serde_json::from_str::<Claim>(text).ok()?.release_digest;
     let needle = format!("\"release_digest\": \"{claimed}\"");
     let blanked = text.replacen(&needle, "\"release_digest\": \"\"", 1);
     if blanked == text && !claimed.is_empty() {
@@ -76,14 +69,13 @@ pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>,
                 }
             }
         }
-        let v: serde_json::Value = serde_json::from_slice(manifest).unwrap_or_default();
-        for (name, digest) in v["files"].as_object().into_iter().flatten() {
-            let want = digest.as_str().unwrap_or_default();
+        let manifest: Manifest = serde_json::from_slice(manifest).unwrap_or_default();
+        for (name, want) in &manifest.files {
             match present.get(name) {
                 None => findings.push(finding(name.clone(), "listed in manifest.json but missing")),
                 Some(bytes) => {
                     let got = Digest::of(bytes).to_hex();
-                    if got != want {
+                    if got != *want {
                         findings.push(finding(
                             name.clone(),
                             format!("manifest.json says {want}, the file hashes to {got}"),
@@ -148,8 +140,8 @@ pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>,
     // The manifest names the release node that computed it (`provenance`).
     if let Some(node) = present
         .get("manifest.json")
-        .and_then(|m| serde_json::from_slice::<serde_json::Value>(m).ok())
-        .and_then(|v| v["provenance"]["release_node"].as_str().map(str::to_owned))
+        .and_then(|m| serde_json::from_slice::<Manifest>(m).ok())
+        .and_then(|m| m.provenance.map(|p| p.release_node))
         && node != key.to_hex()
     {
         findings.push(finding(
@@ -159,8 +151,8 @@ pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>,
     }
 
     // 3. Recompute every file from the node's inputs, read back from the cache.
-    let display: serde_json::Value = serde_json::from_str(&display).unwrap_or_default();
-    let names: Vec<String> = serde_json::from_value(display["deps"].clone()).unwrap_or_default();
+    let display = NodeDisplay::parse(&display);
+    let names = &display.deps;
     let by_name: BTreeMap<&str, &assay_engine::ManifestEntry> = build_manifest
         .entries
         .iter()
@@ -205,13 +197,9 @@ pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>,
     checked.inputs = inputs.len();
     if inputs.len() == record.deps.len() {
         let read = crate::stages::read_from(store.blobs());
-        let files = super::recompute::recompute_release(
-            &display["params"],
-            &record.params,
-            &inputs,
-            &read,
-        )?
-        .files;
+        let files =
+            super::recompute::recompute_release(&display.params, &record.params, &inputs, &read)?
+                .files;
         checked.recomputed = true;
         for (name, bytes) in &files {
             match present.get(name) {
@@ -228,26 +216,4 @@ pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>,
     }
     checked.files = present.len();
     Ok((findings, checked))
-}
-
-/// "line N: published `…`, recomputed `…`".
-pub(super) fn first_difference(published: &[u8], recomputed: &[u8]) -> String {
-    let a = String::from_utf8_lossy(published);
-    let b = String::from_utf8_lossy(recomputed);
-    for (i, (x, y)) in a.lines().zip(b.lines()).enumerate() {
-        if x != y {
-            let cut = |s: &str| s.chars().take(120).collect::<String>();
-            return format!(
-                "differs from its recomputation at line {}: published `{}`, recomputed `{}`",
-                i + 1,
-                cut(x.trim()),
-                cut(y.trim())
-            );
-        }
-    }
-    format!(
-        "differs from its recomputation in length ({} vs {} bytes)",
-        published.len(),
-        recomputed.len()
-    )
 }

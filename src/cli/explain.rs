@@ -2,11 +2,16 @@
 //! between the last two builds.
 
 use assay_engine::{BuildManifest, Digest, KeyRecord, Store};
+use assay_judge::Mode;
 use clap::Args;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use super::{Failure, Global};
+use crate::audit::NodeDisplay;
 use crate::exit;
-use crate::pipeline::Pipeline;
+use crate::pipeline::{Arm, Pipeline};
+use crate::stages::{Fault, GradeRecord, JudgeOutcome, JudgeRecord, Manifest, Verdict};
 
 /// Say why a node ran or was reused, or what a published number was computed from.
 ///
@@ -61,11 +66,11 @@ pub(crate) fn run(global: &Global, args: ExplainArgs) -> Result<i32, Failure> {
         print_failures(&store, &key)?;
         return Ok(exit::OK);
     };
-    let display: serde_json::Value = serde_json::from_str(&display).unwrap_or_default();
+    let display = NodeDisplay::parse(&display);
     if args.json {
         let v = serde_json::json!({
             "name": name, "key": key.to_hex(), "kind": record.kind, "kind_version": record.kind_version,
-            "schema": record.schema, "params": display["params"], "deps": dep_list(&record, &display),
+            "schema": record.schema, "params": display.params, "deps": dep_list(&record, &display),
             "output": row.output.to_hex(),
         });
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
@@ -78,7 +83,7 @@ pub(crate) fn run(global: &Global, args: ExplainArgs) -> Result<i32, Failure> {
             "kind     {} (version {}, key schema {})",
             record.kind, record.kind_version, record.schema
         );
-        println!("params   {}", display["params"]);
+        println!("params   {}", display.params);
         for (dep, digest) in dep_list(&record, &display) {
             println!("dep      {dep} -> output {digest}");
         }
@@ -99,8 +104,7 @@ pub(crate) fn run(global: &Global, args: ExplainArgs) -> Result<i32, Failure> {
             }
             Some(pk) => match store.key_record(&pk).map_err(Failure::cache)? {
                 Some((old, old_display, _)) => {
-                    let old_display: serde_json::Value =
-                        serde_json::from_str(&old_display).unwrap_or_default();
+                    let old_display = NodeDisplay::parse(&old_display);
                     for line in diff(&old, &old_display, &record, &display) {
                         println!("change   {line}");
                     }
@@ -114,13 +118,13 @@ pub(crate) fn run(global: &Global, args: ExplainArgs) -> Result<i32, Failure> {
     Ok(exit::OK)
 }
 
-fn dep_list(record: &KeyRecord, display: &serde_json::Value) -> Vec<(String, String)> {
+fn dep_list(record: &KeyRecord, display: &NodeDisplay) -> Vec<(String, String)> {
     record
         .deps
         .iter()
         .enumerate()
         .map(|(i, d)| {
-            let n = display["deps"][i].as_str().unwrap_or("?").to_owned();
+            let n = display.deps.get(i).map_or("?", String::as_str).to_owned();
             (n, d.to_hex())
         })
         .collect()
@@ -128,9 +132,9 @@ fn dep_list(record: &KeyRecord, display: &serde_json::Value) -> Vec<(String, Str
 
 fn diff(
     old: &KeyRecord,
-    old_display: &serde_json::Value,
+    old_display: &NodeDisplay,
     new: &KeyRecord,
-    new_display: &serde_json::Value,
+    new_display: &NodeDisplay,
 ) -> Vec<String> {
     let mut out = Vec::new();
     if old.kind_version != new.kind_version {
@@ -140,7 +144,8 @@ fn diff(
         ));
     }
     if old.params != new.params {
-        let (o, n) = (&old_display["params"], &new_display["params"]);
+        // Each kind's params have their own shape: compared as generic trees.
+        let (o, n) = (&old_display.params, &new_display.params);
         match (o.as_object(), n.as_object()) {
             (Some(o), Some(n)) => {
                 let keys: std::collections::BTreeSet<&String> = o.keys().chain(n.keys()).collect();
@@ -215,16 +220,62 @@ pub(super) fn not_found(what: &str) -> Failure {
 }
 
 /// The output record of the node keyed `hex`, and whether its key record
-/// hashes to that key; None when the cache does not hold it.
-fn read_back(store: &Store, hex: &str) -> Option<(bool, serde_json::Value)> {
+/// hashes to that key; None when the cache does not hold it (the record
+/// None when it does not read as a `T`).
+fn read_back<T: DeserializeOwned>(store: &Store, hex: &str) -> Option<(bool, Option<T>)> {
     let key = hex.parse::<Digest>().ok()?;
     let (record, _, row) = store.key_record(&key).ok().flatten()?;
     let value = store
         .output_bytes(&row)
         .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default();
+        .and_then(|b| serde_json::from_slice(&b).ok());
     Some((record.key() == key, value))
+}
+
+/// A grade a number was computed from, as `explain --json` lists it.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum GradeRow {
+    Read {
+        arm: Option<Arm>,
+        fault: Option<Fault>,
+        grade: String,
+        instance_id: Option<String>,
+        key_ok: bool,
+        session: Option<String>,
+        verdict: Option<Verdict>,
+    },
+    Missing {
+        grade: String,
+        missing: bool,
+    },
+}
+
+/// A judge reading a number was computed from.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum ReadingRow {
+    Read {
+        instance_id: Option<String>,
+        key_ok: bool,
+        mode: Option<Mode>,
+        outcome: Option<JudgeOutcome>,
+        reading: String,
+        sample: Option<u32>,
+        sessions: Option<Vec<String>>,
+    },
+    Missing {
+        missing: bool,
+        reading: String,
+    },
+}
+
+#[derive(Serialize)]
+struct Explained<'a> {
+    grades: Vec<GradeRow>,
+    path: &'a str,
+    readings: Vec<ReadingRow>,
+    value: &'a serde_json::Number,
 }
 
 /// A published number: its value and the grades it aggregates, each read back
@@ -246,17 +297,17 @@ fn explain_number(
             ),
         )
     })?;
-    let manifest: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+    let manifest: Manifest = serde_json::from_str(&text).map_err(|e| {
         Failure::new(
             exit::VERIFY_MISMATCH,
             miette::miette!("{}: {e}", file.display()),
         )
     })?;
-    let numbers = manifest["numbers"].as_array().cloned().unwrap_or_default();
-    let Some(number) = numbers.iter().find(|n| n["path"] == path) else {
-        let near: Vec<&str> = numbers
+    let Some(number) = manifest.number(path) else {
+        let near: Vec<&str> = manifest
+            .numbers
             .iter()
-            .filter_map(|n| n["path"].as_str())
+            .map(|n| n.path.as_str())
             .filter(|p| p.contains(path.trim_start_matches("summary")))
             .take(10)
             .collect();
@@ -275,100 +326,116 @@ fn explain_number(
     };
     let mut rows = Vec::new();
     let mut missing = 0;
-    for g in number["grades"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|g| g.as_str())
-    {
-        match read_back(store, g) {
-            Some((key_ok, grade)) => {
-                rows.push(serde_json::json!({
-                    "grade": g,
-                    "key_ok": key_ok,
-                    "session": grade["session"], "arm": grade["arm"], "instance_id": grade["instance_id"],
-                    "verdict": grade["verdict"], "fault": grade["fault"],
-                }));
-            }
+    for g in &number.grades {
+        match read_back::<GradeRecord>(store, g) {
+            Some((key_ok, grade)) => rows.push(GradeRow::Read {
+                grade: g.clone(),
+                key_ok,
+                session: grade.as_ref().map(|r| r.session.clone()),
+                arm: grade.as_ref().map(|r| r.arm),
+                instance_id: grade.as_ref().map(|r| r.instance_id.clone()),
+                verdict: grade.as_ref().map(|r| r.verdict),
+                fault: grade.as_ref().map(|r| r.fault),
+            }),
             None => {
                 missing += 1;
-                rows.push(serde_json::json!({ "grade": g, "missing": true }));
+                rows.push(GradeRow::Missing {
+                    grade: g.clone(),
+                    missing: true,
+                });
             }
         }
     }
     // Judge numbers aggregate readings (judge node keys) instead of grades.
     let mut readings = Vec::new();
-    for r in number["readings"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|r| r.as_str())
-    {
-        let Some((key_ok, reading)) = read_back(store, r) else {
+    for r in &number.readings {
+        let Some((key_ok, reading)) = read_back::<JudgeRecord>(store, r) else {
             missing += 1;
-            readings.push(serde_json::json!({ "reading": r, "missing": true }));
+            readings.push(ReadingRow::Missing {
+                reading: r.clone(),
+                missing: true,
+            });
             continue;
         };
-        readings.push(serde_json::json!({
-            "reading": r,
-            "key_ok": key_ok,
-            "sessions": reading["sessions"], "instance_id": reading["instance_id"],
-            "mode": reading["mode"], "sample": reading["sample"], "outcome": reading["outcome"],
-        }));
+        readings.push(ReadingRow::Read {
+            reading: r.clone(),
+            key_ok,
+            sessions: reading.as_ref().map(|x| x.sessions.clone()),
+            instance_id: reading.as_ref().map(|x| x.instance_id.clone()),
+            mode: reading.as_ref().map(|x| x.mode),
+            sample: reading.as_ref().map(|x| x.sample),
+            outcome: reading.as_ref().map(|x| x.outcome),
+        });
     }
     if !readings.is_empty() && !json {
-        println!("number   {path} = {}", number["value"]);
+        println!("number   {path} = {}", number.value);
         println!("from     {} judge readings", readings.len());
         for r in &readings {
-            let sessions: Vec<&str> = r["sessions"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|s| s.as_str())
-                .collect();
+            let (reading, sessions, mode, sample, note) = match r {
+                ReadingRow::Missing { reading, .. } => (
+                    reading,
+                    Vec::new(),
+                    "",
+                    "null".to_owned(),
+                    "NOT IN THIS CACHE",
+                ),
+                ReadingRow::Read {
+                    reading,
+                    key_ok,
+                    sessions,
+                    mode,
+                    sample,
+                    ..
+                } => (
+                    reading,
+                    sessions.clone().unwrap_or_default(),
+                    mode.map_or("", mode_word),
+                    sample.map_or_else(|| "null".to_owned(), |s| s.to_string()),
+                    if *key_ok { "" } else { "KEY MISMATCH" },
+                ),
+            };
             println!(
                 "  {}  {:40} {:8} s{} {}",
-                r["reading"].as_str().unwrap_or("").get(..12).unwrap_or(""),
+                reading.get(..12).unwrap_or(""),
                 sessions.join(" + "),
-                r["mode"].as_str().unwrap_or(""),
-                r["sample"],
-                if r["missing"] == true {
-                    "NOT IN THIS CACHE"
-                } else if r["key_ok"] == true {
-                    ""
-                } else {
-                    "KEY MISMATCH"
-                }
+                mode,
+                sample,
+                note
             );
         }
     } else if json {
-        let v = serde_json::json!({
-            "path": path, "value": number["value"], "grades": rows, "readings": readings,
-        });
+        let v = Explained {
+            path,
+            value: &number.value,
+            grades: rows,
+            readings,
+        };
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     } else {
-        println!("number   {path} = {}", number["value"]);
+        println!("number   {path} = {}", number.value);
         println!(
             "from     {} grades (release digest {})",
             rows.len(),
-            manifest["release_digest"].as_str().unwrap_or("?")
+            manifest.release_digest
         );
         for r in &rows {
-            if r["missing"] == true {
-                println!("  {}  NOT IN THIS CACHE", r["grade"].as_str().unwrap_or(""));
-            } else {
-                println!(
+            match r {
+                GradeRow::Missing { grade, .. } => println!("  {grade}  NOT IN THIS CACHE"),
+                GradeRow::Read {
+                    grade,
+                    key_ok,
+                    session,
+                    arm,
+                    verdict,
+                    ..
+                } => println!(
                     "  {}  {:28} {:8} {:22} {}",
-                    &r["grade"].as_str().unwrap_or("")[..12],
-                    r["session"].as_str().unwrap_or(""),
-                    r["arm"].as_str().unwrap_or(""),
-                    r["verdict"].as_str().unwrap_or(""),
-                    if r["key_ok"] == true {
-                        ""
-                    } else {
-                        "KEY MISMATCH"
-                    }
-                );
+                    grade.get(..12).unwrap_or(""),
+                    session.as_deref().unwrap_or(""),
+                    arm.map_or("", Arm::as_str),
+                    verdict.map_or("", Verdict::as_str),
+                    if *key_ok { "" } else { "KEY MISMATCH" }
+                ),
             }
         }
     }
@@ -377,4 +444,12 @@ fn explain_number(
     } else {
         exit::OK
     })
+}
+
+/// A judge mode's word, as its record writes it.
+fn mode_word(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Single => "single",
+        Mode::Pairwise => "pairwise",
+    }
 }

@@ -31,7 +31,10 @@ mod swebench;
 use nodes::{judge, release, step, tree};
 use plan::{layout, sources};
 
+pub(crate) use judge::{JudgeOutcome, JudgeRecord};
 pub(crate) use names::RELEASE as RELEASE_NODE;
+pub(crate) use publish::{AssayVersion, Manifest, Number, pretty};
+pub(crate) use records::{EnvRecord, Fault, GradeRecord, Verdict};
 pub(crate) use release::{ReadBlob, ReleaseParams, ReleaseRecord, assemble, read_from};
 pub(crate) use sources::parse_date;
 

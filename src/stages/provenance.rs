@@ -7,16 +7,11 @@
 //!
 //! Part of the release node's params (all but the node key, which is computed
 //! from those params and the inputs), so `assemble` stays a pure function of
-//! its key record and the release is re-made when any of them changes.
+//! its key record and the release is re-made when any of them changes. The
+//! release node computes its own key (`nodes/release.rs`); `publish` seals.
 
-use std::collections::BTreeMap;
-
-use assay_engine::{Digest, KeyRecord, SCHEMA_VERSION, encode_params};
+use assay_engine::Digest;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
-
-use super::records::TaskRecord;
-use super::release::{KIND_VERSION, ReleaseParams};
 
 /// assay's version and the commit it was built from (`build.rs`).
 const ASSAY_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -38,46 +33,4 @@ impl Provenance {
             assay_commit: GIT_COMMIT.to_owned(),
         }
     }
-}
-
-/// The release node's key, from its params and its inputs' bytes: what the
-/// engine computes for it.
-pub(super) fn release_key(params: &ReleaseParams, inputs: &[(&[u8], Digest)]) -> Digest {
-    KeyRecord {
-        schema: SCHEMA_VERSION,
-        kind: "release".to_owned(),
-        kind_version: KIND_VERSION,
-        params: encode_params(params),
-        deps: inputs.iter().map(|(b, _)| Digest::of(b)).collect(),
-    }
-    .key()
-}
-
-/// Adds `provenance` to `manifest.json` and recomputes its `release_digest`.
-pub(super) fn seal(
-    manifest: &[u8],
-    p: &Provenance,
-    release_key: Digest,
-    tasks: &[(TaskRecord, String)],
-) -> Option<Vec<u8>> {
-    let mut v: Value = serde_json::from_slice(manifest).ok()?;
-    let mut environments: BTreeMap<&str, Value> = BTreeMap::new();
-    for (t, _) in tasks {
-        environments.entry(&t.env).or_insert_with(|| {
-            json!({
-                "executor": t.executor.as_deref().unwrap_or("local"),
-                "image": t.image,
-            })
-        });
-    }
-    v["provenance"] = json!({
-        "release_node": release_key.to_hex(),
-        "pipeline": p.pipeline,
-        "assay": { "version": p.assay_version, "commit": p.assay_commit },
-        "environments": environments,
-    });
-    v["release_digest"] = Value::from("");
-    let render = |v: &Value| format!("{v:#}\n").into_bytes();
-    v["release_digest"] = Value::from(Digest::of(&render(&v)).to_hex());
-    Some(render(&v))
 }

@@ -7,28 +7,15 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use assay_engine::{Digest, JobCtx};
+use assay_engine::{Digest, JobCtx, KeyRecord, SCHEMA_VERSION, encode_params};
 use serde::{Deserialize, Serialize};
 
 use super::node::{Kind, Made, Raw};
-use super::publish::{About, Price, PublishInput, publish};
+use super::publish::{About, Funnel, Price, PublishInput, publish};
 use super::records::{Arm, GradeRecord, TaskRecord, TaskStatus, Verdict};
 use super::swebench;
 
 pub(crate) const KIND_VERSION: u32 = 2;
-
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub(crate) struct Funnel {
-    pub(crate) candidates: usize,
-    pub(crate) eligible: usize,
-    pub(crate) screened: usize,
-    pub(crate) certified: usize,
-    pub(crate) tasks_released: usize,
-    pub(crate) uncertified: usize,
-    pub(crate) awaiting_statement: usize,
-    pub(crate) declined: BTreeMap<String, usize>,
-    pub(crate) uncertified_because: BTreeMap<String, usize>,
-}
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct ReleaseRecord {
@@ -376,20 +363,27 @@ pub(crate) fn assemble(
                 publish_input.patches.insert(s.patch.clone(), patch);
             }
         }
-        let key = super::provenance::release_key(params, inputs);
+        let key = release_key(params, inputs);
         publish_input.about = About {
             funnel: funnel.clone(),
             provenance: params.provenance.clone(),
             release_node: key.to_hex(),
         };
+        // With provenance, publish seals it into manifest.json.
         files.extend(publish(&publish_input));
-        if let Some(p) = &params.provenance
-            && let Some(m) = files.get("manifest.json")
-        {
-            let sealed = super::provenance::seal(m, p, key, &publish_input.tasks)
-                .ok_or("manifest.json cannot be read back")?;
-            files.insert("manifest.json".to_owned(), sealed);
-        }
     }
     Ok((files, funnel))
+}
+
+/// The release node's key, from its params and its inputs' bytes: what the
+/// engine computes for it.
+fn release_key(params: &ReleaseParams, inputs: &[(&[u8], Digest)]) -> Digest {
+    KeyRecord {
+        schema: SCHEMA_VERSION,
+        kind: "release".to_owned(),
+        kind_version: KIND_VERSION,
+        params: encode_params(params),
+        deps: inputs.iter().map(|(b, _)| Digest::of(b)).collect(),
+    }
+    .key()
 }

@@ -8,7 +8,14 @@
 //! agent label would run on the reader's machine. Such a text field gets a
 //! leading `'` ([`guard`]); a field that is a number stays as it is.
 
-use super::{Index, round6};
+use std::collections::BTreeSet;
+
+use assay_judge::Criterion;
+
+use super::index::{Graded, Index};
+use super::judged::{Read, Tally, singles};
+use super::stats::{mean, round6, session_cost};
+use crate::stages::records::{GradeRecord, MetricsRecord, RunFacts};
 
 const HEADER: [&str; 38] = [
     "session",
@@ -53,7 +60,7 @@ const HEADER: [&str; 38] = [
 
 pub(super) fn results(index: &Index<'_>) -> String {
     let mut out = String::new();
-    let judged = super::judged::Columns::new(index);
+    let judged = JudgeColumns::new(index);
     let judge_header = judged.header().into_iter();
     push_row(
         &mut out,
@@ -63,9 +70,8 @@ pub(super) fn results(index: &Index<'_>) -> String {
         let (g, key) = (&graded.0, &graded.1);
         let m = index.metrics.get(g.session.as_str());
         let facts = index.sessions.get(g.session.as_str()).map(|s| &s.facts);
-        let num = |f: &dyn Fn(&super::MetricsRecord) -> u64| {
-            m.map(|m| f(m).to_string()).unwrap_or_default()
-        };
+        let num =
+            |f: &dyn Fn(&MetricsRecord) -> u64| m.map(|m| f(m).to_string()).unwrap_or_default();
         let row = [
             g.session.clone(),
             g.instance_id.clone(),
@@ -133,25 +139,93 @@ pub(super) fn results(index: &Index<'_>) -> String {
 
 /// The session's cost by `[prices]` (empty without tokens, or when no price
 /// applies to any of them).
-fn cost(
-    index: &Index<'_>,
-    g: &super::GradeRecord,
-    facts: Option<&super::super::records::RunFacts>,
-) -> String {
+fn cost(index: &Index<'_>, g: &GradeRecord, facts: Option<&RunFacts>) -> String {
     let Some(f) = facts.filter(|f| !f.tokens.is_empty() || !f.by_model.is_empty()) else {
         return String::new();
     };
     if f.by_model.is_empty() && !index.prices.contains_key(&g.model) {
         return String::new();
     }
-    let mut unpriced = std::collections::BTreeSet::new();
-    round6(super::session_cost(
-        index.prices,
-        &g.model,
-        f,
-        &mut unpriced,
-    ))
-    .to_string()
+    let mut unpriced = BTreeSet::new();
+    round6(session_cost(index.prices, &g.model, f, &mut unpriced)).to_string()
+}
+
+/// The judge columns of results.csv: with one judge `judge_overall`,
+/// `judge_samples`, `judge_missing_quotes`, `judge_unverified_quotes`; with
+/// several, each once per judge as `judge_overall:<name>`, ….
+struct JudgeColumns<'i, 'a> {
+    index: &'i Index<'a>,
+    scored: BTreeSet<&'i str>,
+}
+
+const JUDGE_COLUMNS: [&str; 4] = [
+    "judge_overall",
+    "judge_samples",
+    "judge_missing_quotes",
+    "judge_unverified_quotes",
+];
+
+impl<'i, 'a> JudgeColumns<'i, 'a> {
+    fn new(index: &'i Index<'a>) -> Self {
+        let scored = index
+            .groups
+            .values()
+            .flatten()
+            .map(|g| g.1.as_str())
+            .collect();
+        JudgeColumns { index, scored }
+    }
+
+    fn header(&self) -> Vec<String> {
+        let judges = self.index.judged.judges;
+        judges
+            .iter()
+            .flat_map(|j| {
+                JUDGE_COLUMNS.iter().map(move |c| {
+                    if judges.len() == 1 {
+                        (*c).to_owned()
+                    } else {
+                        format!("{c}:{}", j.name)
+                    }
+                })
+            })
+            .collect()
+    }
+
+    /// The cells of one grade's row: filled on the scored grade of a session.
+    fn cells(&self, graded: Graded<'_>) -> Vec<String> {
+        let mut out = Vec::new();
+        for j in self.index.judged.judges {
+            if !self.scored.contains(graded.1.as_str()) || j.skipped.is_some() {
+                out.extend(JUDGE_COLUMNS.iter().map(|_| String::new()));
+                continue;
+            }
+            let session = graded.0.session.as_str();
+            let reads = self.index.judged.readings(&j.name);
+            let samples = singles(reads, session);
+            let overall: Vec<f64> = samples
+                .iter()
+                .filter_map(|(_, m)| m.get(&Criterion::Overall))
+                .map(|x| f64::from(*x))
+                .collect();
+            let mine: Vec<Read<'_>> = reads
+                .iter()
+                .filter(|(r, _)| r.sessions.iter().any(|s| s == session))
+                .copied()
+                .collect();
+            let only: BTreeSet<&str> = [session].into();
+            let t = Tally::of(&mine, Some(&only));
+            out.push(
+                mean(overall)
+                    .map(|m| round6(m).to_string())
+                    .unwrap_or_default(),
+            );
+            out.push(samples.len().to_string());
+            out.push(t.missing.to_string());
+            out.push(t.unverified.to_string());
+        }
+        out
+    }
 }
 
 /// Rows end with CRLF, as RFC 4180 says.

@@ -11,8 +11,9 @@ use std::fmt::Write as _;
 
 use assay_engine::Digest;
 
-use super::html::esc;
-use super::{Graded, Index};
+use super::index::{Graded, Index};
+use super::markup::{esc, fault_class};
+use super::stats::session_cost;
 use crate::pipeline::Arm;
 use crate::stages::records::{GradeRecord, SessionRecord};
 
@@ -110,7 +111,7 @@ fn arms(h: &mut String, grades: &[Graded<'_>]) {
                 ""
             },
             esc(r.policy.as_str()),
-            super::html::fault_class(r.fault),
+            fault_class(r.fault),
             esc(r.verdict.as_str()),
             esc(r.fault.as_str()),
             if r.detail.is_empty() {
@@ -203,7 +204,7 @@ fn run_facts(h: &mut String, index: &Index<'_>, record: Option<&SessionRecord>, 
         "–".to_owned()
     } else {
         let mut unpriced = BTreeSet::new();
-        let usd = super::session_cost(index.prices, model, f, &mut unpriced);
+        let usd = session_cost(index.prices, model, f, &mut unpriced);
         let names: Vec<String> = unpriced.iter().map(|u| esc(u)).collect();
         match (usd == 0.0, names.is_empty()) {
             // Nothing priced is no cost of zero.

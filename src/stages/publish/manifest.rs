@@ -32,63 +32,74 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::Index;
-use super::summary::{Sources, segment};
+use super::index::Index;
+use super::model::{AssayVersion, Manifest, ManifestProvenance, Number, ProvenanceEnv, Summary};
+use super::sources::{Sources, segment};
+use crate::stages::provenance::Provenance;
+use crate::stages::records::TaskRecord;
 
 pub(super) fn manifest(
     index: &Index<'_>,
     files: &BTreeMap<String, Vec<u8>>,
-    summary: &Value,
+    summary: &Summary,
     sources: &Sources,
-) -> Vec<u8> {
-    let file_digests: BTreeMap<&str, String> = files
+) -> Manifest {
+    let files = files
         .iter()
-        .map(|(name, bytes)| (name.as_str(), blake3::hash(bytes).to_hex().to_string()))
+        .map(|(name, bytes)| (name.clone(), blake3::hash(bytes).to_hex().to_string()))
         .collect();
+    let list = |set: &std::collections::BTreeSet<String>| set.iter().cloned().collect();
     let mut numbers = Vec::new();
-    walk(summary, "summary".to_owned(), &mut |path, value| {
+    // The numbers are found by walking summary.json's own tree, so a number
+    // the assembly forgot to give a source is listed too (with none).
+    let tree = serde_json::to_value(summary).unwrap_or_default();
+    walk(&tree, "summary".to_owned(), &mut |path, value| {
         let source = sources.get(&path).cloned().unwrap_or_default();
-        let mut entry = json!({ "path": path, "value": value, "grades": source.grades });
-        if !source.tasks.is_empty() {
-            entry["tasks"] = json!(source.tasks);
-        }
-        if !source.sessions.is_empty() {
-            entry["sessions"] = json!(source.sessions);
-        }
-        if !source.readings.is_empty() {
-            entry["readings"] = json!(source.readings);
-        }
-        numbers.push(entry);
+        numbers.push(Number {
+            grades: list(&source.grades),
+            readings: list(&source.readings),
+            sessions: list(&source.sessions),
+            tasks: list(&source.tasks),
+            path,
+            value: value.clone(),
+        });
     });
-    let tasks: BTreeMap<String, &str> = index
+    let tasks = index
         .tasks
         .iter()
-        .map(|(t, d)| (format!("{}/{}", t.instance_id, t.track), *d))
+        .map(|(t, d)| (format!("{}/{}", t.instance_id, t.track), (*d).to_owned()))
         .collect();
-    let mut manifest = json!({
-        "release_digest": "",
-        "files": file_digests,
-        "numbers": numbers,
-        "tasks": tasks,
+    let judges = (!index.judged.judges.is_empty()).then(|| {
+        index
+            .judged
+            .judges
+            .iter()
+            .map(|j| (j.name.clone(), j.settings_digest.clone()))
+            .collect()
     });
-    if !index.judged.judges.is_empty() {
-        manifest["judges"] = index.judged.settings_digests();
-    }
-    let digest = blake3::hash(&render(&manifest)).to_hex().to_string();
-    manifest["release_digest"] = Value::from(digest);
-    render(&manifest)
+    let mut manifest = Manifest {
+        files,
+        judges,
+        numbers,
+        provenance: None,
+        release_digest: String::new(),
+        tasks,
+    };
+    manifest.seal_digest();
+    manifest
 }
 
-fn render(value: &Value) -> Vec<u8> {
-    format!("{value:#}\n").into_bytes()
-}
-
-/// Calls `found(path, number)` for every number under `value`, in key order.
-pub(super) fn walk(value: &Value, path: String, found: &mut impl FnMut(String, &Value)) {
+/// Calls `found(path, number)` for every number under `value`, in key
+/// order: summary.json's tree as its bytes have it, whatever the type.
+pub(super) fn walk(
+    value: &Value,
+    path: String,
+    found: &mut impl FnMut(String, &serde_json::Number),
+) {
     match value {
-        Value::Number(_) => found(path, value),
+        Value::Number(n) => found(path, n),
         Value::Object(map) => {
             for (key, v) in map {
                 walk(v, format!("{path}{}", segment(key)), found);
@@ -101,4 +112,34 @@ pub(super) fn walk(value: &Value, path: String, found: &mut impl FnMut(String, &
         }
         Value::Null | Value::Bool(_) | Value::String(_) => {}
     }
+}
+
+/// Seals the release's provenance into the manifest (`provenance`) and
+/// recomputes its `release_digest`. The environments are named by the first
+/// task of each, in input order.
+pub(super) fn seal(
+    manifest: &mut Manifest,
+    p: &Provenance,
+    release_node: &str,
+    tasks: &[(TaskRecord, String)],
+) {
+    let mut environments: BTreeMap<String, ProvenanceEnv> = BTreeMap::new();
+    for (t, _) in tasks {
+        environments
+            .entry(t.env.clone())
+            .or_insert_with(|| ProvenanceEnv {
+                executor: t.executor.as_deref().unwrap_or("local").to_owned(),
+                image: t.image.clone(),
+            });
+    }
+    manifest.provenance = Some(ManifestProvenance {
+        release_node: release_node.to_owned(),
+        pipeline: p.pipeline.clone(),
+        assay: AssayVersion {
+            version: p.assay_version.clone(),
+            commit: p.assay_commit.clone(),
+        },
+        environments,
+    });
+    manifest.seal_digest();
 }

@@ -3,9 +3,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::manifest::walk;
+use super::stats::{agent_key, round6, wilson};
 use super::*;
 use crate::pipeline::Policy;
-use crate::stages::records::{Arm, Fault, RunFacts, TaskStatus, Verdict};
+use crate::stages::records::{
+    Arm, Fault, GradeRecord, MetricsRecord, RunFacts, SessionRecord, TaskRecord, TaskStatus,
+    Verdict,
+};
 
 pub(super) fn task(id: &str, track: &str, certified: bool) -> (TaskRecord, String) {
     let record = TaskRecord {
@@ -388,7 +392,7 @@ fn every_summary_number_is_in_the_manifest() {
         let n = numbers
             .get(path.as_str())
             .unwrap_or_else(|| panic!("{path} missing"));
-        assert_eq!(&n["value"], value, "{path}");
+        assert_eq!(n["value"], Value::Number(value.clone()), "{path}");
         let grades = n["grades"].as_array().expect("grades");
         if path.starts_with("summary.agents[alpha/model-a]") && !path.contains(".by_track[") {
             assert!(!grades.is_empty(), "{path} lists no grade");
@@ -685,7 +689,7 @@ fn a_long_patch_is_cut_and_says_how_much_is_left_out() {
 fn the_header_counts_prs_and_tasks_apart_and_names_its_provenance() {
     let mut input = sample();
     input.about = About {
-        funnel: crate::stages::release::Funnel {
+        funnel: Funnel {
             candidates: 5,
             eligible: 4,
             screened: 4,
@@ -718,4 +722,71 @@ fn the_header_counts_prs_and_tasks_apart_and_names_its_provenance() {
     ] {
         assert!(html.contains(text), "{what}: {text}");
     }
+}
+
+/// The assembly records each number's source by a path it writes by hand
+/// beside the model's field: a path that names no number of summary.json
+/// would leave that number without its grades in the manifest.
+pub(super) fn assert_sources_name_numbers(input: &PublishInput) {
+    let index = index::Index::new(input);
+    let (summary, sources) = summary::summary(&index);
+    let tree = serde_json::to_value(&summary).expect("a tree");
+    let mut paths = BTreeSet::new();
+    walk(&tree, "summary".to_owned(), &mut |path, _| {
+        paths.insert(path);
+    });
+    for path in sources.keys() {
+        assert!(paths.contains(path), "source of {path}, which is no number");
+    }
+    assert!(sources.len() > 10, "{} sources", sources.len());
+}
+
+#[test]
+fn every_recorded_source_names_a_published_number() {
+    assert_sources_name_numbers(&sample());
+}
+
+/// summary.json and manifest.json read back into the model and written
+/// again give the same bytes: `verify`, `explain` and the provenance seal
+/// read them as types and lose nothing.
+#[test]
+fn summary_and_manifest_read_back_into_the_model_unchanged() {
+    let files = publish(&sample());
+    let summary: Summary = serde_json::from_slice(&files["summary.json"]).expect("a summary");
+    assert_eq!(pretty(&summary), files["summary.json"]);
+    let manifest: Manifest = serde_json::from_slice(&files["manifest.json"]).expect("a manifest");
+    assert_eq!(manifest.to_bytes(), files["manifest.json"]);
+}
+
+/// The model's fields are declared in the byte order of their JSON names:
+/// a `Value` (which sorts its keys) of the same data prints the same bytes,
+/// as summary.json and manifest.json did when they were built as `Value`s.
+pub(super) fn assert_keys_sorted(input: &PublishInput) {
+    let files = publish(input);
+    for name in ["summary.json", "manifest.json"] {
+        let tree: Value = serde_json::from_slice(&files[name]).expect("json");
+        assert_eq!(
+            String::from_utf8_lossy(&files[name]),
+            format!("{tree:#}\n"),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn the_model_writes_its_keys_sorted() {
+    let mut input = sample();
+    // Every optional part present: tamper suspects, unchecked grades, images.
+    let g = &mut input.grades[0].0;
+    g.tamper = vec!["conftest.py".to_owned()];
+    g.unchecked = Some("no canary".to_owned());
+    g.executor = Some("docker".to_owned());
+    g.image = Some("sha256:abc".to_owned());
+    input.about.provenance = Some(crate::stages::provenance::Provenance::of("x"));
+    let files = publish(&input);
+    let summary: Summary = serde_json::from_slice(&files["summary.json"]).expect("a summary");
+    assert!(summary.environments.is_some() && summary.not_forgery_checked.is_some());
+    assert!(!summary.tamper_suspects.is_empty() && !summary.verifier_suspects.is_empty());
+    assert!(summary.agents.values().any(|a| a.cost_usd.is_some()));
+    assert_keys_sorted(&input);
 }

@@ -1,0 +1,49 @@
+//! What the release is computed from: the release node's inputs, decoded.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::model::Funnel;
+use crate::stages::judge::{JudgeInfo, JudgeRecord};
+use crate::stages::provenance::Provenance;
+use crate::stages::records::{GradeRecord, MetricsRecord, SessionRecord, TaskRecord};
+
+/// USD per million tokens, by token kind (input, output, cache_read, …).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub(crate) struct Price(pub(crate) BTreeMap<String, f64>);
+
+#[derive(Default)]
+pub(crate) struct PublishInput {
+    /// Released tasks (certified or not) with their digests.
+    pub(crate) tasks: Vec<(TaskRecord, String)>,
+    /// Every grade with its grade node key.
+    pub(crate) grades: Vec<(GradeRecord, String)>,
+    pub(crate) metrics: Vec<MetricsRecord>,
+    pub(crate) sessions: Vec<SessionRecord>,
+    /// Sessions not graded, with why (unknown task, uncertified task, unreadable file).
+    pub(crate) not_graded: Vec<(String, String)>,
+    /// model label -> price.
+    pub(crate) prices: BTreeMap<String, Price>,
+    /// The `[[judge]]`s; none: nothing judged, nothing said.
+    pub(crate) judges: Vec<JudgeInfo>,
+    /// Every judge reading: (judge name, record, judge node key).
+    pub(crate) readings: Vec<(String, JudgeRecord, String)>,
+    /// Session patch blob digest -> its bytes (the report shows them).
+    pub(crate) patches: BTreeMap<String, Vec<u8>>,
+    /// What the report's header says the release is.
+    pub(crate) about: About,
+}
+
+/// The release as the report's header describes it: nothing here enters
+/// summary.json or results.csv; the provenance (with the release node's
+/// key) is sealed into manifest.json.
+#[derive(Default)]
+pub(crate) struct About {
+    /// Candidates (PRs) → eligible → screened → certified, and the tasks.
+    pub(crate) funnel: Funnel,
+    pub(crate) provenance: Option<Provenance>,
+    /// The release node's key (the release digest, which covers this file,
+    /// can only be in manifest.json).
+    pub(crate) release_node: String,
+}

@@ -1,0 +1,67 @@
+//! Text for HTML: escaping (every label, patch and log is user-written),
+//! the fault colour classes the matrix and the session sections share, and
+//! how the report writes a label, a count and a rate with its interval.
+
+use std::collections::BTreeMap;
+
+use super::model::{Agent, Leaderboard, Rate};
+use crate::stages::records::Fault;
+
+/// Escapes text for HTML content and attribute values alike.
+pub(super) fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+pub(super) fn fault_class(fault: Fault) -> &'static str {
+    match fault {
+        Fault::None => "f-none",
+        Fault::Agent => "f-agent",
+        Fault::FlakyTest => "f-flaky_test",
+        Fault::Harness => "f-harness",
+        Fault::Ambiguous => "f-ambiguous",
+        Fault::Infrastructure => "f-infrastructure",
+    }
+}
+
+/// A count of a map, or `–` when it has none by that key.
+pub(super) fn count(map: &BTreeMap<String, u64>, key: &str) -> String {
+    map.get(key).map_or_else(|| "–".to_owned(), u64::to_string)
+}
+
+pub(super) fn label_of(agent: &str, model: &str) -> String {
+    format!("{} / {}", esc(agent), esc(model))
+}
+
+pub(super) fn label(a: &Agent) -> String {
+    label_of(&a.agent, &a.model)
+}
+
+/// `42.9% [15.8, 75.0]`, or `–` without a rate.
+pub(super) fn rate_text(r: &Rate) -> String {
+    interval_text(r.resolved_rate, r.resolved_rate_lo, r.resolved_rate_hi)
+}
+
+/// A rate with its interval as `42.9% [15.8, 75.0]`, or `–`.
+fn interval_text(p: Option<f64>, lo: Option<f64>, hi: Option<f64>) -> String {
+    match (p, lo, hi) {
+        (Some(p), Some(lo), Some(hi)) => {
+            format!("{:.1}% [{:.1}, {:.1}]", p * 100.0, lo * 100.0, hi * 100.0)
+        }
+        _ => "–".to_owned(),
+    }
+}
+
+pub(super) fn score_text(b: &Leaderboard) -> String {
+    interval_text(b.score, b.score_lo, b.score_hi)
+}

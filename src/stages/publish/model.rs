@@ -1,0 +1,446 @@
+//! The release as types: [`Summary`] (summary.json) and [`Manifest`]
+//! (manifest.json). Every file of the release is rendered from these, and
+//! `verify` / `explain` read them back; nothing in assay reads a release
+//! file by key.
+//!
+//! Invariants that keep the published bytes what they were when the files
+//! were built as `serde_json::Value`s (whose objects sort their keys):
+//! - **fields are declared in the byte order of their JSON names**, so a
+//!   struct serializes its keys sorted, as a `Value` object did;
+//! - open-ended objects (agents, verdict counts, tracks, judges) are
+//!   `BTreeMap<String, _>`, sorted by the same bytes;
+//! - a field that was absent is `Option` with `skip_serializing_if`; one
+//!   that was `null` is an `Option` without it;
+//! - floats are stored already rounded ([`super::stats::round6`]): the
+//!   renderers print exactly what summary.json says.
+
+use std::collections::BTreeMap;
+
+use assay_judge::Mode;
+use serde::{Deserialize, Serialize};
+
+use crate::stages::records::{Arm, Verdict};
+
+/// `summary.json`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Summary {
+    /// By [`super::stats::agent_key`] (`agent/model`).
+    pub(crate) agents: BTreeMap<String, Agent>,
+    /// The images tasks were certified and sessions graded in; absent when
+    /// everything ran locally.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) environments: Option<Vec<Environment>>,
+    pub(crate) graded_unsandboxed: bool,
+    /// Absent without `[[judge]]`s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) judges: Option<BTreeMap<String, Judge>>,
+    /// Grades whose run carried no canary, by why; absent when every grade did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) not_forgery_checked: Option<Vec<Unchecked>>,
+    pub(crate) not_graded: NotGraded,
+    /// Agent keys, best first.
+    pub(crate) ranking: Vec<String>,
+    pub(crate) schema: u64,
+    pub(crate) scoring: Scoring,
+    pub(crate) tamper_suspects: Vec<TamperSuspect>,
+    pub(crate) tasks: Tasks,
+    pub(crate) verifier_suspects: Vec<VerifierSuspect>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Environment {
+    pub(crate) executor: String,
+    pub(crate) image: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Unchecked {
+    pub(crate) grades: u64,
+    pub(crate) why: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct NotGraded {
+    pub(crate) by_reason: BTreeMap<String, u64>,
+    pub(crate) sessions: Vec<NotGradedSession>,
+    pub(crate) total: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct NotGradedSession {
+    pub(crate) reason: String,
+    pub(crate) session: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Scoring {
+    pub(crate) arm: Arm,
+    pub(crate) fallback_arm: Arm,
+    pub(crate) floats: String,
+    pub(crate) interval: String,
+}
+
+impl Default for Scoring {
+    fn default() -> Self {
+        Scoring {
+            arm: Arm::SCORED,
+            fallback_arm: Arm::CONTRAST,
+            floats: String::new(),
+            interval: String::new(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct TamperSuspect {
+    pub(crate) agent: String,
+    pub(crate) arm: Arm,
+    pub(crate) grade: String,
+    pub(crate) instance_id: String,
+    pub(crate) model: String,
+    pub(crate) session: String,
+    pub(crate) verdict: Verdict,
+    pub(crate) why: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Tasks {
+    pub(crate) certified: u64,
+    pub(crate) released: u64,
+    pub(crate) uncertified: u64,
+    pub(crate) uncertified_tasks: Vec<UncertifiedTask>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct UncertifiedTask {
+    pub(crate) because: Vec<String>,
+    pub(crate) digest: String,
+    pub(crate) instance_id: String,
+    pub(crate) track: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct VerifierSuspect {
+    pub(crate) agent: String,
+    pub(crate) exclude: Verdict,
+    pub(crate) exclude_grade: String,
+    pub(crate) instance_id: String,
+    pub(crate) keep: Verdict,
+    pub(crate) keep_grade: String,
+    pub(crate) model: String,
+    pub(crate) session: String,
+    pub(crate) task_digest: String,
+    pub(crate) track: String,
+}
+
+/// One agent/model pair, over its scored grades.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Agent {
+    pub(crate) agent: String,
+    pub(crate) arms: BTreeMap<String, u64>,
+    pub(crate) by_track: BTreeMap<String, Rate>,
+    /// Null when no price applies.
+    pub(crate) cost_usd: Option<Cost>,
+    pub(crate) empty_patch: u64,
+    pub(crate) faults: BTreeMap<String, u64>,
+    /// Per judge that ran; absent without `[[judge]]`s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) judge: Option<BTreeMap<String, AgentJudge>>,
+    pub(crate) leaderboard: Leaderboard,
+    pub(crate) model: String,
+    pub(crate) n: u64,
+    pub(crate) resolved: u64,
+    pub(crate) resolved_after_rerun: u64,
+    pub(crate) resolved_rate: Option<f64>,
+    pub(crate) resolved_rate_hi: Option<f64>,
+    pub(crate) resolved_rate_lo: Option<f64>,
+    pub(crate) run: Runs,
+    pub(crate) tokens: Tokens,
+    pub(crate) turns: Turns,
+    pub(crate) verdicts: BTreeMap<String, u64>,
+}
+
+impl Agent {
+    /// The pair's own resolved rate, as a track's is given.
+    pub(crate) fn rate(&self) -> Rate {
+        Rate {
+            n: self.n,
+            resolved: self.resolved,
+            resolved_rate: self.resolved_rate,
+            resolved_rate_hi: self.resolved_rate_hi,
+            resolved_rate_lo: self.resolved_rate_lo,
+        }
+    }
+}
+
+/// A resolved rate with its Wilson 95% interval.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Rate {
+    pub(crate) n: u64,
+    pub(crate) resolved: u64,
+    pub(crate) resolved_rate: Option<f64>,
+    pub(crate) resolved_rate_hi: Option<f64>,
+    pub(crate) resolved_rate_lo: Option<f64>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Cost {
+    pub(crate) mean: Option<f64>,
+    pub(crate) reported_sessions: u64,
+    pub(crate) reported_total: Option<f64>,
+    pub(crate) sessions: u64,
+    pub(crate) total: Option<f64>,
+    pub(crate) unpriced_kinds: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Leaderboard {
+    pub(crate) attempted: u64,
+    pub(crate) coverage: Option<f64>,
+    pub(crate) resolved: u64,
+    pub(crate) score: Option<f64>,
+    pub(crate) score_hi: Option<f64>,
+    pub(crate) score_lo: Option<f64>,
+    pub(crate) tasks: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Runs {
+    pub(crate) duration_ms: Mean,
+    pub(crate) ended: BTreeMap<String, u64>,
+    pub(crate) is_error: u64,
+    pub(crate) is_error_sessions: u64,
+    pub(crate) permission_denials: Total,
+}
+
+/// A mean over the sessions that report the quantity.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Mean {
+    pub(crate) mean: Option<f64>,
+    pub(crate) sessions: u64,
+}
+
+pub(crate) type Turns = Mean;
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Total {
+    pub(crate) sessions: u64,
+    pub(crate) total: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Tokens {
+    pub(crate) mean_by_kind: BTreeMap<String, Option<f64>>,
+    pub(crate) mean_total: Option<f64>,
+    pub(crate) sessions: u64,
+}
+
+/// `summary.agents[…].judge[name]`: one judge's readings of the pair's sessions.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct AgentJudge {
+    /// By criterion name.
+    pub(crate) criteria: BTreeMap<String, CriterionMean>,
+    pub(crate) no_usable_answer: u64,
+    pub(crate) pairwise: Pairwise,
+    pub(crate) quotes: Quotes,
+    pub(crate) sample_agreement: Agreement,
+    pub(crate) sessions: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct CriterionMean {
+    pub(crate) hi: Option<f64>,
+    pub(crate) lo: Option<f64>,
+    pub(crate) mean: Option<f64>,
+    pub(crate) n: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Pairwise {
+    pub(crate) appearances: u64,
+    pub(crate) preferred: u64,
+    pub(crate) preferred_rate: Option<f64>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Quotes {
+    pub(crate) low_scores: u64,
+    pub(crate) missing: u64,
+    pub(crate) missing_rate: Option<f64>,
+    pub(crate) quoted: u64,
+    pub(crate) scores: u64,
+    pub(crate) unverified: u64,
+    pub(crate) unverified_rate: Option<f64>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Agreement {
+    pub(crate) agreeing: u64,
+    pub(crate) pairs: u64,
+    pub(crate) rate: Option<f64>,
+}
+
+/// `summary.judges[name]`: a judge's settings and its judge-wide numbers.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Judge {
+    pub(crate) api: String,
+    pub(crate) flagged: Vec<Flag>,
+    pub(crate) interval: String,
+    pub(crate) model: String,
+    pub(crate) no_usable_answer: u64,
+    pub(crate) not_judged: u64,
+    pub(crate) pairwise: bool,
+    pub(crate) position_inconsistency: Inconsistency,
+    pub(crate) quotes: Quotes,
+    pub(crate) readings: u64,
+    pub(crate) sample_agreement: Agreement,
+    pub(crate) samples: u64,
+    pub(crate) seed: u64,
+    pub(crate) settings_digest: String,
+    /// Why its nodes were not laid out; null when they were.
+    pub(crate) skipped: Option<String>,
+    pub(crate) tokens: JudgeTokens,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Inconsistency {
+    pub(crate) inconsistent: u64,
+    pub(crate) pairs: u64,
+    pub(crate) rate: Option<f64>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct JudgeTokens {
+    pub(crate) input: u64,
+    pub(crate) output: u64,
+}
+
+/// A quote flag of one reading.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Flag {
+    pub(crate) agent: String,
+    pub(crate) criterion: String,
+    /// `missing_quote` or `unverified_quote`.
+    pub(crate) flag: String,
+    pub(crate) instance_id: String,
+    pub(crate) label: String,
+    pub(crate) mode: Mode,
+    pub(crate) model: String,
+    /// The judge node key.
+    pub(crate) reading: String,
+    pub(crate) sample: u32,
+    pub(crate) session: String,
+    pub(crate) track: String,
+}
+
+/// `funnel.json`: candidates (PRs) → eligible → screened → certified, with
+/// the reasons for every loss.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub(crate) struct Funnel {
+    pub(crate) candidates: usize,
+    pub(crate) eligible: usize,
+    pub(crate) screened: usize,
+    pub(crate) certified: usize,
+    pub(crate) tasks_released: usize,
+    pub(crate) uncertified: usize,
+    pub(crate) awaiting_statement: usize,
+    pub(crate) declined: BTreeMap<String, usize>,
+    pub(crate) uncertified_because: BTreeMap<String, usize>,
+}
+
+/// `manifest.json` (format: [`super::manifest`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Manifest {
+    /// File name -> blake3 (hex) of its bytes.
+    pub(crate) files: BTreeMap<String, String>,
+    /// Judge name -> settings digest; absent without `[[judge]]`s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) judges: Option<BTreeMap<String, String>>,
+    /// Every number of summary.json, by path.
+    pub(crate) numbers: Vec<Number>,
+    /// Sealed by the release node (`stages::provenance`); absent before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) provenance: Option<ManifestProvenance>,
+    pub(crate) release_digest: String,
+    /// `instance_id/track` -> task digest.
+    pub(crate) tasks: BTreeMap<String, String>,
+}
+
+impl Manifest {
+    pub(crate) fn number(&self, path: &str) -> Option<&Number> {
+        self.numbers.iter().find(|n| n.path == path)
+    }
+
+    /// Pretty JSON with a final newline (the bytes `release_digest` covers).
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
+        pretty(self)
+    }
+
+    /// Sets `release_digest` to the blake3 of the bytes with it empty.
+    pub(crate) fn seal_digest(&mut self) {
+        self.release_digest = String::new();
+        self.release_digest = blake3::hash(&self.to_bytes()).to_hex().to_string();
+    }
+}
+
+/// One published number with what it was computed from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Number {
+    /// Grade node keys.
+    pub(crate) grades: Vec<String>,
+    pub(crate) path: String,
+    /// Judge node keys.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) readings: Vec<String>,
+    /// Session ids (ungraded sessions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) sessions: Vec<String>,
+    /// Task digests.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) tasks: Vec<String>,
+    pub(crate) value: serde_json::Number,
+}
+
+impl Number {
+    /// Every node key it names: grades, readings and tasks.
+    pub(crate) fn node_keys(&self) -> impl Iterator<Item = (&'static str, &str)> + '_ {
+        [
+            ("grades", &self.grades),
+            ("readings", &self.readings),
+            ("tasks", &self.tasks),
+        ]
+        .into_iter()
+        .flat_map(|(field, list)| list.iter().map(move |k| (field, k.as_str())))
+    }
+}
+
+/// `manifest.provenance`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ManifestProvenance {
+    pub(crate) assay: AssayVersion,
+    /// Environment name -> where it ran.
+    pub(crate) environments: BTreeMap<String, ProvenanceEnv>,
+    /// blake3 of `pipeline.toml`.
+    pub(crate) pipeline: String,
+    pub(crate) release_node: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct AssayVersion {
+    pub(crate) commit: String,
+    pub(crate) version: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ProvenanceEnv {
+    pub(crate) executor: String,
+    pub(crate) image: Option<String>,
+}
+
+/// Pretty JSON (two-space indent) with a final newline: the release's one
+/// JSON formatting.
+pub(crate) fn pretty(value: &impl Serialize) -> Vec<u8> {
+    let mut out = serde_json::to_vec_pretty(value).unwrap_or_default();
+    out.push(b'\n');
+    out
+}

@@ -14,10 +14,12 @@ mod util;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
-use util::attacks::hostile_code_is_confined;
+use util::attacks::{hostile, hostile_code_is_confined};
 use util::fixture::*;
+use util::processes::processes_with_env;
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/slurm-dev-cluster.sh");
 
@@ -95,6 +97,8 @@ fn slurm_executor() {
     with_cluster(|cluster| {
         the_grading_fixture_gets_the_same_verdicts_on_slurm_as_on_local_with_runs_on_both_nodes();
         hostile_code_is_confined_on_the_workers();
+        a_run_whose_node_dies_is_retried_on_the_other_node(cluster);
+        a_ctrl_c_stops_the_build_and_leaves_no_job_queued(cluster);
         a_cluster_that_does_not_answer_fails_the_build_at_once(cluster);
     });
 }
@@ -141,4 +145,125 @@ fn a_cluster_that_does_not_answer_fails_the_build_at_once(cluster: &Cluster) {
     assert!(run.stderr.contains("`sinfo` failed"), "{}", run.stderr);
     assert!(run.stderr.contains("SLURM_CONF"), "{}", run.stderr);
     assert!(run.stderr.contains("--executor local"), "{}", run.stderr);
+}
+
+/// A graded run that sleeps `secs` before the package works: `fix1` with
+/// a slow import.
+fn slow_fix(f: &Fixture, secs: u32) -> String {
+    f.diff1(&[
+        ("pkg/ops.py", Some(OPS_SUB)),
+        (
+            "pkg/__init__.py",
+            Some(&format!("import time\n\ntime.sleep({secs})\n")),
+        ),
+    ])
+}
+
+/// Waits until a step of this cluster has run for over `secs` seconds (a
+/// graded sleeper, not a screening run); the node it runs on.
+fn wait_for_a_long_step(cluster: &Cluster, secs: u64) -> String {
+    let started = Instant::now();
+    loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(180),
+            "no step ran for {secs} s"
+        );
+        // Steps: id, node, time (m:ss).
+        let steps = cluster.slurm("squeue", &["-h", "-s", "-o", "%i %N %M"]);
+        for line in steps.lines() {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if let [id, node, time] = f[..]
+                && !id.ends_with(".batch")
+                && let Some((m, sec)) = time.split_once(':')
+                && m.parse::<u64>().unwrap_or(0) * 60 + sec.parse::<u64>().unwrap_or(0) > secs
+            {
+                return node.to_owned();
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn a_run_whose_node_dies_is_retried_on_the_other_node(cluster: &Cluster) {
+    let f = Fixture::on(Executor::Slurm);
+    f.default_pipeline();
+    f.session("a/slow.json", "p-1", &slow_fix(&f, 6));
+    let child = f
+        .project
+        .command(&["build", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let node = wait_for_a_long_step(cluster, 1);
+    // The node dies: its slurmd, and the run's processes on it.
+    let pid = std::fs::read_to_string(cluster.dir.join(format!("run/slurmd-{node}.pid"))).unwrap();
+    Command::new("kill")
+        .args(["-KILL", pid.trim()])
+        .status()
+        .unwrap();
+    let ours: BTreeSet<u32> = processes_with_env("SLURM_CONF", &cluster.conf())
+        .into_iter()
+        .collect();
+    for pid in processes_with_env("SLURMD_NODENAME", &node) {
+        if ours.contains(&pid) {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    let b = util::Build::from(util::Run::from(out));
+    assert_eq!(b.run.code, 0, "{}", b.run.stderr);
+    let row = f.row("a/slow.json", "exclude");
+    assert_eq!(row["verdict"], "resolved", "{row:#?}");
+    let survivor = if node == "n1" { "n2" } else { "n1" };
+    let nodes = run_nodes(&f, &b);
+    assert!(nodes.contains(survivor), "{nodes:?}");
+    // The dead node comes back for the tests after this one.
+    let out = Command::new("slurmd")
+        .args(["-f", &cluster.conf(), "-N", &node])
+        .env("SLURM_CONF", cluster.conf())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn a_ctrl_c_stops_the_build_and_leaves_no_job_queued(cluster: &Cluster) {
+    let f = Fixture::on(Executor::Slurm);
+    f.default_pipeline();
+    f.session(
+        "evil/sleep.json",
+        "p-1",
+        &hostile(&f, "import time\n\ntime.sleep(600)\n"),
+    );
+    let child = f
+        .project
+        .command(&["build", "--json"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    wait_for_a_long_step(cluster, 1);
+    let status = Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let started = Instant::now();
+    loop {
+        let left = cluster.slurm("squeue", &["-h", "-o", "%i %j %T"]);
+        if !left.contains("assay-") {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "left queued by the interrupted build: {left}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }

@@ -197,17 +197,21 @@ async fn run_on_cluster(exec: &Slurm<'_>, test: TestRun<'_>) -> Result<Ran, Stri
     std::fs::write(&job_path, bytes).map_err(|e| e.to_string())?;
     let pristine = launch.scratch.join("tree.pristine");
     copy_tree(tree, &pristine).await?;
-    let alloc = allocation(exec.settings).await?;
     let mut failures = Vec::new();
-    let mut failed_on: Option<usize> = None;
+    let mut failed_on: Option<(String, usize)> = None;
     for attempt in 1..=ATTEMPTS {
+        let alloc = allocation(exec.settings).await?;
         if attempt > 1 {
             let _ = std::fs::remove_dir_all(tree);
             copy_tree(&pristine, tree).await?;
         }
         let out_path = dir.join("ran.json");
         let _ = std::fs::remove_file(&out_path);
-        let slot = alloc.take(failed_on);
+        let avoid = failed_on
+            .as_ref()
+            .filter(|(id, _)| *id == alloc.id)
+            .map(|(_, node)| *node);
+        let slot = alloc.take(avoid);
         let step = step(
             &alloc.id,
             alloc.nodes[slot.node].as_str(),
@@ -215,7 +219,7 @@ async fn run_on_cluster(exec: &Slurm<'_>, test: TestRun<'_>) -> Result<Ran, Stri
             launch.timeout,
         )
         .await;
-        failed_on = Some(slot.node);
+        failed_on = Some((alloc.id.clone(), slot.node));
         drop(slot);
         match std::fs::read(&out_path) {
             Ok(bytes) => {
@@ -223,11 +227,18 @@ async fn run_on_cluster(exec: &Slurm<'_>, test: TestRun<'_>) -> Result<Ran, Stri
                     .map_err(|e| format!("slurm: the worker's outcome cannot be read: {e}"))?;
                 return Ok(done.into_ran(&dir));
             }
-            Err(_) => failures.push(format!(
-                "attempt {attempt}: {}",
-                step.err()
-                    .unwrap_or_else(|| "the worker wrote no outcome".into())
-            )),
+            Err(_) => {
+                failures.push(format!(
+                    "attempt {attempt}: {}",
+                    step.err()
+                        .unwrap_or_else(|| "the worker wrote no outcome".into())
+                ));
+                // An allocation that ended (its time, a scancel, its last
+                // node) is replaced for the next try.
+                if !alloc.running().await {
+                    retire(&alloc);
+                }
+            }
         }
     }
     Err(format!(
@@ -237,8 +248,8 @@ async fn run_on_cluster(exec: &Slurm<'_>, test: TestRun<'_>) -> Result<Ran, Stri
 }
 
 /// The job steps' allocation: one per build, made on first use.
-static ALLOCATION: tokio::sync::OnceCell<Result<Allocation, String>> =
-    tokio::sync::OnceCell::const_new();
+static ALLOCATION: tokio::sync::Mutex<Option<std::sync::Arc<Allocation>>> =
+    tokio::sync::Mutex::const_new(None);
 
 /// A running allocation and how many of assay's steps each of its nodes
 /// runs now. Each step goes to the node running fewest (so runs spread over
@@ -259,6 +270,13 @@ struct Slot<'a> {
 }
 
 impl Allocation {
+    /// Whether Slurm still runs it.
+    async fn running(&self) -> bool {
+        slurm_out("squeue", &["-h", "-j", &self.id, "-o", "%T"])
+            .await
+            .is_ok_and(|state| state.trim() == "RUNNING")
+    }
+
     /// The node running fewest steps (not `avoid`, the one a failed try
     /// ran on, when there is another).
     fn take(&self, avoid: Option<usize>) -> Slot<'_> {
@@ -285,12 +303,23 @@ impl Drop for Slot<'_> {
 /// Every allocation this process submitted (cancelled at the end).
 static SUBMITTED: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
-async fn allocation(settings: &Settings) -> Result<&'static Allocation, String> {
-    ALLOCATION
-        .get_or_init(|| allocate(settings))
-        .await
-        .as_ref()
-        .map_err(Clone::clone)
+async fn allocation(settings: &Settings) -> Result<std::sync::Arc<Allocation>, String> {
+    let mut current = ALLOCATION.lock().await;
+    if let Some(alloc) = current.as_ref() {
+        return Ok(alloc.clone());
+    }
+    let alloc = std::sync::Arc::new(allocate(settings).await?);
+    *current = Some(alloc.clone());
+    Ok(alloc)
+}
+
+/// Forgets an allocation that no longer runs (the next run submits another).
+fn retire(alloc: &Allocation) {
+    if let Ok(mut current) = ALLOCATION.try_lock()
+        && current.as_ref().is_some_and(|a| a.id == alloc.id)
+    {
+        *current = None;
+    }
 }
 
 /// Submits the allocation and waits until it runs.
@@ -300,12 +329,17 @@ async fn allocate(settings: &Settings) -> Result<Allocation, String> {
         "--parsable",
         "--job-name",
         &format!("assay-{}", std::process::id()),
+        // As many as there are, up to `nodes`: a replacement allocation
+        // after a node died starts on the nodes left.
         "--nodes",
-        &settings.nodes.to_string(),
+        &format!("1-{}", settings.nodes),
         "--time",
         &settings.time,
         "--output",
         "/dev/null",
+        // A node that fails takes its steps with it, not the allocation:
+        // they are retried on the others.
+        "--no-kill",
     ]);
     for (flag, value) in [
         ("--partition", &settings.partition),

@@ -21,6 +21,10 @@ use assay_exec::{Bwrap, Limits, RunSpec, Sandbox, sandbox};
 use serde::Serialize;
 
 use super::executor::EnvHandle;
+// The limit reasons are a rule of the pure core; runs and their tests name them here.
+#[cfg(test)]
+use super::rules::limits::bytes_text;
+pub(crate) use super::rules::limits::limit_reason;
 
 /// `[env] sandbox`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -180,30 +184,6 @@ impl Confinement {
             Executor::Docker(d) => Some(d),
         }
     }
-}
-
-/// Why a run that hit `limit` (a run record's word) cannot be believed, as
-/// records and grades say it; the write limit says how much.
-pub(crate) fn limit_reason(limit: &str, write_limit: u64) -> String {
-    if limit == assay_exec::LimitHit::Written.as_str() {
-        format!(
-            "the run hit its write limit: it wrote over {} into its tree",
-            bytes_text(write_limit)
-        )
-    } else {
-        format!("the run hit its {limit} limit")
-    }
-}
-
-/// `n` bytes in the largest binary unit that divides it (`1 GiB`,
-/// `64 MiB`, `1000 bytes`).
-pub(crate) fn bytes_text(n: u64) -> String {
-    for (unit, shift) in [("GiB", 30), ("MiB", 20), ("KiB", 10)] {
-        if n >= 1 << shift && n.is_multiple_of(1 << shift) {
-            return format!("{} {unit}", n >> shift);
-        }
-    }
-    format!("{n} bytes")
 }
 
 static BWRAP: OnceLock<Result<Bwrap, String>> = OnceLock::new();

@@ -25,6 +25,7 @@ mod provenance;
 mod publish;
 mod records;
 mod redact;
+mod rules;
 mod swebench;
 
 use nodes::{env, judge, release, step, tree};

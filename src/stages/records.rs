@@ -83,6 +83,23 @@ words! {
     }
 }
 
+words! {
+    /// A screening control (docs/verdicts.md, "Screening"): a task whose
+    /// control fails is uncertified. Declared in the order of their words,
+    /// the order the screen record's map always had.
+    pub(crate) enum Control {
+        /// At least one FAIL_TO_PASS test: an empty patch does not resolve.
+        EmptyPatchFails = "empty_patch_fails",
+        /// The test command could not run at all; alone when it fails.
+        EnvironmentBroken = "environment_broken",
+        /// The gold patch resolves: no test of the test patch fails with it,
+        /// nothing that passed at base breaks, every unit that built builds.
+        GoldResolves = "gold_resolves",
+        /// Every reading's report is believable.
+        ReadingsTrusted = "readings_trusted",
+    }
+}
+
 /// `triage:<candidate>`: can this candidate become a task, and its two patches.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct TriageRecord {
@@ -300,7 +317,7 @@ pub(crate) struct ScreenRecord {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) build_failures: Vec<String>,
     /// Each control: name -> (passed, why).
-    pub(crate) controls: BTreeMap<String, (bool, String)>,
+    pub(crate) controls: BTreeMap<Control, (bool, String)>,
     pub(crate) readings: BTreeMap<String, BTreeMap<String, Vec<assay_report::Outcome>>>,
 }
 
@@ -592,6 +609,31 @@ mod tests {
             serde_json::to_string(&none).expect("serializes"),
             r#"{"tree":"abc","skipped":null}"#
         );
+    }
+
+    #[test]
+    fn controls_serialize_as_their_old_words_and_keep_their_order() {
+        same_bytes(&[
+            (Control::EmptyPatchFails, "empty_patch_fails"),
+            (Control::EnvironmentBroken, "environment_broken"),
+            (Control::GoldResolves, "gold_resolves"),
+            (Control::ReadingsTrusted, "readings_trusted"),
+        ]);
+        // A map keyed by them is the map keyed by their words, byte for byte.
+        let typed: BTreeMap<Control, (bool, String)> = Control::ALL
+            .iter()
+            .rev()
+            .map(|c| (*c, (true, String::new())))
+            .collect();
+        let words: BTreeMap<&str, (bool, String)> = Control::ALL
+            .iter()
+            .map(|c| (c.as_str(), (true, String::new())))
+            .collect();
+        let json = serde_json::to_string(&typed).expect("serializes");
+        assert_eq!(json, serde_json::to_string(&words).expect("serializes"));
+        let back: BTreeMap<Control, (bool, String)> =
+            serde_json::from_str(&json).expect("deserializes");
+        assert_eq!(back, typed);
     }
 
     #[test]

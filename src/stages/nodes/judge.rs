@@ -40,8 +40,8 @@ use assay_judge::{
 };
 use serde::{Deserialize, Serialize};
 
+use super::blob;
 use super::error::StageError;
-use super::grade::blob;
 use super::layout::ReleaseInputs;
 use super::names;
 use super::node::{self, Kind, Made};

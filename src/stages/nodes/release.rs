@@ -60,7 +60,7 @@ pub(crate) struct ReleaseParams {
     pub(crate) inputs: Vec<Input>,
     /// The `[[judge]]`s; left out of the key when there are none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) judges: Vec<super::judge::JudgeInfo>,
+    pub(crate) judges: Vec<super::records::JudgeInfo>,
     /// Sealed into manifest.json (`provenance`); absent: nothing added.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) provenance: Option<super::provenance::Provenance>,

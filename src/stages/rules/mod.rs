@@ -31,3 +31,53 @@ pub(crate) mod task;
 pub(crate) mod verdict;
 
 use super::{canary, records};
+
+#[cfg(test)]
+mod tests {
+    /// Every rule's source, before its tests.
+    const RULES: &[(&str, &str)] = &[
+        ("funnel.rs", include_str!("funnel.rs")),
+        ("grading.rs", include_str!("grading.rs")),
+        ("limits.rs", include_str!("limits.rs")),
+        ("policy.rs", include_str!("policy.rs")),
+        ("screening.rs", include_str!("screening.rs")),
+        ("shape.rs", include_str!("shape.rs")),
+        ("staging.rs", include_str!("staging.rs")),
+        ("tamper.rs", include_str!("tamper.rs")),
+        ("task.rs", include_str!("task.rs")),
+        ("verdict.rs", include_str!("verdict.rs")),
+        ("mod.rs", include_str!("mod.rs")),
+    ];
+
+    /// The module's invariant, checked where it is written: no rule names
+    /// an I/O crate, module or type (the adapters in `nodes/` do the I/O).
+    #[test]
+    fn no_rule_does_io() {
+        let forbidden = [
+            "tokio",
+            "std::fs",
+            "std::process",
+            "std::net",
+            "assay_engine",
+            "assay_exec::",
+            "assay_docker",
+            "JobCtx",
+            "TreeStore",
+            "Source::open",
+            "super::nodes",
+            "super::confine",
+            "super::executor",
+        ];
+        for (file, source) in RULES {
+            let code = source.split("#[cfg(test)]").next().unwrap_or(source);
+            let code: String = code
+                .lines()
+                .filter(|l| !l.trim_start().starts_with("//"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            for word in forbidden {
+                assert!(!code.contains(word), "rules/{file} names `{word}`");
+            }
+        }
+    }
+}

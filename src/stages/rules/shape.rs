@@ -128,4 +128,34 @@ mod tests {
         );
         assert_eq!((a, r, f, s, c), (3, 0, 1, 1, 1));
     }
+
+    /// What the arm's policy leaves out is not the agent's shape; the gold
+    /// patch's non-test lines are the measure of size.
+    #[test]
+    fn the_shape_leaves_out_tests_and_what_the_policy_leaves_out() {
+        use super::{PatchCaps, Policy, TaskRecord};
+        let patch = "diff --git a/calc/ops.py b/calc/ops.py\n--- a/calc/ops.py\n+++ b/calc/ops.py\n@@ -1 +1,2 @@\n a\n+b\ndiff --git a/conftest.py b/conftest.py\nnew file mode 100644\n--- /dev/null\n+++ b/conftest.py\n@@ -0,0 +1 @@\n+import os\n";
+        let task = TaskRecord {
+            patch: "--- a/calc/ops.py\n+++ b/calc/ops.py\n@@ -1 +1,3 @@\n a\n+b\n+c\n".into(),
+            ..TaskRecord::default()
+        };
+        let tests = super::super::policy::globset(&["tests/**".to_owned()]).expect("globs");
+        let of = |policy| {
+            super::shape(
+                "s",
+                patch.as_bytes(),
+                &task,
+                policy,
+                &tests,
+                PatchCaps::default(),
+            )
+        };
+        let m = of(Policy::TestsAndInfra);
+        assert_eq!((m.files_touched, m.lines_added), (1, 1));
+        assert_eq!(m.size_vs_gold, Some(0.5));
+        assert!(!m.empty_patch);
+        let m = of(Policy::None);
+        assert_eq!((m.files_touched, m.lines_added), (2, 2));
+        assert!(of(Policy::None).session == "s");
+    }
 }

@@ -1,45 +1,36 @@
-//! Grading a session: `session` (normalise), `stage` (compose the graded
-//! tree), a `run` over it (the same node kind as screening, so identical trees
-//! share runs), and `grade` (run the checks and reruns the verdict asks
-//! for; the verdict itself is the pure [`decide`](super::rules::verdict::decide)).
+//! `grade`: the last of a graded session's nodes — after `session`
+//! (normalise), `stage` (compose the graded tree) and a `run` over it (the
+//! same node kind as screening, so identical trees share runs) — runs the
+//! checks and reruns the verdict asks for and records the verdict (the pure
+//! [`decide`](super::rules::verdict::decide)).
 //!
 //! The exclusion policy is applied per *arm*: `exclude` leaves out what the
 //! policy names (by default the session's NEW files named like tests, which
 //! collide with hidden tests); `keep` leaves out nothing. Where the two arms
 //! disagree, the verifier — not the agent — is the suspect.
 //!
-//! These are adapters: each fetches the session patch once, reads it and
-//! the test patch once, and computes the arm's
+//! An adapter, like `stage`: it fetches the session patch once, reads it
+//! and the test patch once, and computes the arm's
 //! [`Exclusion`](super::rules::policy::Exclusion) once; the rules
-//! (`rules::policy`, `rules::staging`, `rules::verdict`, `rules::grading`)
-//! decide everything the records hold.
+//! (`rules::policy`, `rules::verdict`, `rules::grading`) decide everything
+//! the record holds.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use assay_engine::{Digest, JobCtx};
-use assay_git::TreeStore;
 use serde::Serialize;
 
 use super::blob;
-use super::node::{Kind, Made, NoInputs};
+use super::node::{Kind, Made};
 use super::records::{
-    Arm, EnvRecord, GradeRecord, RunRecord, SessionRecord, Skip, TaskRecord, TreeRecord,
+    Arm, EnvRecord, GradeRecord, RunRecord, SessionRecord, TaskRecord, TreeRecord,
 };
 use super::rules::grading::{self, Check, Evidence};
 use super::rules::policy::{Exclusion, TestPatch, globset, session_paths_within};
-use super::rules::staging;
 use super::rules::verdict::{self, Readings};
 use super::run::{RunParams, execute_tree};
 
-pub(crate) const SESSION_VERSION: u32 = 1;
-/// 2: the test patch's files are reset in every arm; a patch that is not a
-/// diff fails to apply; the tests-and-infra policy.
-/// 3: the record lists the hidden test files (`hidden`).
-/// 4: paths as `git apply` reads them (a patch git reads otherwise is
-/// `patch_apply_failed`); a hidden test file renamed away, deleted or put
-/// in the way of is restored; the patch caps.
-pub(crate) const STAGE_VERSION: u32 = 4;
 /// 2: tamper suspects; `no_report` on a certified task is the agent's.
 /// 3: a unit that does not build fails its expected tests (`unresolved`, the
 /// compiler's message in `detail`), never `no_report`.
@@ -54,122 +45,6 @@ pub(crate) const STAGE_VERSION: u32 = 4;
 pub(crate) const GRADE_VERSION: u32 = 7;
 
 pub(crate) use crate::pipeline::{PatchCaps, Policy};
-
-// ---- session ---------------------------------------------------------------
-
-/// The session node's params: the session with its patch's bytes (so the
-/// key follows the patch), then why the file could not be read, if it
-/// could not (the node then fails with it). The key's bytes are the
-/// fields in this order, as before the session became one shared type.
-#[derive(Clone, Debug, Serialize)]
-pub(crate) struct SessionParams {
-    pub(crate) session: crate::sessions::Session<Vec<u8>>,
-    pub(crate) error: Option<String>,
-}
-
-/// Normalises a session: its patch into the blob store, named by digest.
-pub(crate) struct Session(pub(crate) SessionParams);
-
-impl Kind for Session {
-    const NAME: &'static str = "session";
-    const VERSION: u32 = SESSION_VERSION;
-    type Params = SessionParams;
-    type Inputs = NoInputs;
-    type Record = SessionRecord;
-
-    fn params(&self) -> &SessionParams {
-        &self.0
-    }
-
-    async fn run(self: Arc<Self>, _: NoInputs, ctx: JobCtx) -> Result<Made<SessionRecord>, String> {
-        let s = &self.0.session;
-        if let Some(e) = &self.0.error {
-            return Err(format!("{}: {e}", s.id));
-        }
-        let digest = ctx.blobs.put(&s.patch).map_err(|e| e.to_string())?;
-        Ok(Made {
-            record: SessionRecord {
-                patch: digest.to_hex(),
-                id: s.id.clone(),
-                task: s.task.clone(),
-                track: s.track.clone(),
-                agent: s.agent.clone(),
-                model: s.model.clone(),
-                facts: s.facts.clone(),
-            },
-            attachments: vec![digest],
-        })
-    }
-}
-
-// ---- stage -----------------------------------------------------------------
-
-#[derive(Clone, Debug, Serialize)]
-pub(crate) struct StageParams {
-    pub(crate) arm: Arm,
-    pub(crate) policy: Policy,
-    pub(crate) test_globs: Vec<String>,
-    /// A larger session patch is refused before anything is staged.
-    pub(crate) caps: PatchCaps,
-}
-
-super::node::inputs! {
-    pub(crate) struct StageInputs / StageNames { task: TaskRecord, session: SessionRecord }
-}
-
-/// Composes the graded tree: the base, the session patch less what the
-/// arm leaves out, then the hidden test patch.
-pub(crate) struct Stage {
-    pub(crate) params: StageParams,
-    pub(crate) store_dir: PathBuf,
-}
-
-impl Kind for Stage {
-    const NAME: &'static str = "stage";
-    const VERSION: u32 = STAGE_VERSION;
-    type Params = StageParams;
-    type Inputs = StageInputs;
-    type Record = TreeRecord;
-
-    fn params(&self) -> &StageParams {
-        &self.params
-    }
-
-    async fn run(self: Arc<Self>, i: StageInputs, ctx: JobCtx) -> Result<Made<TreeRecord>, String> {
-        tokio::task::spawn_blocking(move || stage(&self.params, &self.store_dir, &i, &ctx))
-            .await
-            .map_err(|e| format!("stage task: {e}"))?
-            .map(Made::record)
-    }
-}
-
-fn stage(
-    p: &StageParams,
-    store_dir: &std::path::Path,
-    i: &StageInputs,
-    ctx: &JobCtx,
-) -> Result<TreeRecord, String> {
-    let (task, session) = (&i.task, &i.session);
-    if let Some(why) = staging::not_graded(task) {
-        return Ok(staging::skipped(why));
-    }
-    let patch = blob(ctx, &session.patch)?;
-    let tests = globset(&p.test_globs).map_err(|e| e.to_string())?;
-    let paths = match session_paths_within(&patch, p.caps) {
-        Err(e) => return Ok(staging::skipped(Skip::PatchApplyFailed(e))),
-        Ok(paths) => paths,
-    };
-    let test_patch = TestPatch::read(task.test_patch.as_bytes());
-    let exclusion = Exclusion::of(&paths, &test_patch, p.policy, &tests);
-    let store = TreeStore::open_or_init(store_dir).map_err(|e| e.to_string())?;
-    let steps = staging::session_steps(patch, &paths, &exclusion, &task.test_patch);
-    staging::staged(
-        store.compose(&task.base_commit, &steps),
-        test_patch.hidden(),
-    )
-}
-
-// ---- grade -----------------------------------------------------------------
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct GradeParams {

@@ -1,6 +1,6 @@
 //! One file per node kind: its params (the key), its job and what it
-//! records. `grade` holds the three kinds of a graded session (session,
-//! stage, grade); `judge` and `step` also lay out their own nodes. The
+//! records. A graded session is `session`, `stage`, a `run` and `grade`;
+//! `judge` and `step` also lay out their own nodes. The
 //! kinds are adapters: what they decide is a rule of `rules`.
 
 pub(super) mod env;
@@ -10,6 +10,8 @@ pub(super) mod metrics;
 pub(super) mod release;
 pub(super) mod run;
 pub(super) mod screen;
+pub(super) mod session;
+pub(super) mod stage;
 pub(super) mod step;
 pub(super) mod task;
 pub(super) mod tree;

@@ -226,7 +226,11 @@ fn a_run_whose_node_dies_is_retried_on_the_other_node(cluster: &Cluster) {
         .env("SLURM_CONF", cluster.conf())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn a_ctrl_c_stops_the_build_and_leaves_no_job_queued(cluster: &Cluster) {

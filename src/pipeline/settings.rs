@@ -53,7 +53,7 @@ crate::words::words! {
     #[derive(Default)]
     pub(crate) enum Policy {
         /// Every test file the session touches, new or existing, and test
-        /// infrastructure (`stages::grade::INFRA_GLOBS`): the default.
+        /// infrastructure (`stages::rules::policy::INFRA_GLOBS`): the default.
         #[default]
         TestsAndInfra = "tests-and-infra",
         NewTestFiles = "new-test-files",

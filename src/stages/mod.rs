@@ -7,17 +7,17 @@
 //!   with the sources and environments it reads;
 //! - `publish/`: the release's files, a pure function of the release node's
 //!   inputs (shared with `assay verify --bundle`);
+//! - `rules/`: the benchmark's rules (policies, screening, the verdict, the
+//!   run limits), pure: no process, file or engine;
 //! - `executor/`: where environments are prepared and runs happen, one
 //!   module per executor behind one trait;
 //! - beside them what several share: `names` (node names), `records`,
-//!   `limits` (a run's limits), `guard` (Python's import guard), `redact`,
-//!   `swebench`.
+//!   `guard` (Python's import guard), `redact`, `swebench`.
 
 mod canary;
 mod error;
 mod executor;
 mod guard;
-mod limits;
 mod names;
 mod node;
 mod nodes;
@@ -26,6 +26,7 @@ mod provenance;
 mod publish;
 mod records;
 mod redact;
+mod rules;
 mod swebench;
 
 use nodes::{judge, release, step, tree};

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use assay_judge::{Mode, Reading, Usage};
 use serde::{Deserialize, Serialize};
 
 pub(crate) use crate::pipeline::{Arm, Policy};
@@ -80,6 +81,23 @@ words! {
         NoTestChange = "no_test_change",
         NoCodeChange = "no_code_change",
         TooManyFiles = "too_many_files",
+    }
+}
+
+words! {
+    /// A screening control (docs/verdicts.md, "Screening"): a task whose
+    /// control fails is uncertified. Declared in the order of their words,
+    /// the order the screen record's map always had.
+    pub(crate) enum Control {
+        /// At least one FAIL_TO_PASS test: an empty patch does not resolve.
+        EmptyPatchFails = "empty_patch_fails",
+        /// The test command could not run at all; alone when it fails.
+        EnvironmentBroken = "environment_broken",
+        /// The gold patch resolves: no test of the test patch fails with it,
+        /// nothing that passed at base breaks, every unit that built builds.
+        GoldResolves = "gold_resolves",
+        /// Every reading's report is believable.
+        ReadingsTrusted = "readings_trusted",
     }
 }
 
@@ -305,7 +323,7 @@ pub(crate) struct ScreenRecord {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) build_failures: Vec<String>,
     /// Each control: name -> (passed, why).
-    pub(crate) controls: BTreeMap<String, (bool, String)>,
+    pub(crate) controls: BTreeMap<Control, (bool, String)>,
     pub(crate) readings: BTreeMap<String, BTreeMap<String, Vec<assay_report::Outcome>>>,
 }
 
@@ -453,6 +471,55 @@ pub(crate) struct MetricsRecord {
     pub(crate) empty_patch: bool,
 }
 
+// ---- judge readings --------------------------------------------------------
+
+/// What the release says about one `[[judge]]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct JudgeInfo {
+    pub(crate) name: String,
+    pub(crate) api: String,
+    pub(crate) model: String,
+    pub(crate) samples: u32,
+    pub(crate) pairwise: bool,
+    pub(crate) seed: u64,
+    /// blake3 of the canonical encoding of (`JudgeKey` of sample 0, seed,
+    /// samples, pairwise): everything of the judge that can change a reading.
+    pub(crate) settings_digest: String,
+    /// Why the judge's nodes were not laid out (its key variable is unset).
+    pub(crate) skipped: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum JudgeOutcome {
+    Reading,
+    /// The judge answered, but never usably: no score.
+    NoUsableAnswer,
+    /// The session's task is not graded: no request was sent.
+    NotJudged,
+}
+
+/// `judge:<name>:<sessions shown>:s<sample>`: one reading.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct JudgeRecord {
+    pub(crate) instance_id: String,
+    pub(crate) track: String,
+    pub(crate) task_digest: String,
+    /// The reviewed sessions by slot.
+    pub(crate) sessions: Vec<String>,
+    /// Slots in the order shown.
+    pub(crate) order: Vec<usize>,
+    pub(crate) mode: Mode,
+    pub(crate) sample: u32,
+    pub(crate) model: String,
+    pub(crate) outcome: JudgeOutcome,
+    pub(crate) detail: String,
+    pub(crate) usage: Usage,
+    pub(crate) attempts: u32,
+    /// Slots in `reading` index [`JudgeRecord::sessions`].
+    pub(crate) reading: Option<Reading>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -597,6 +664,31 @@ mod tests {
             serde_json::to_string(&none).expect("serializes"),
             r#"{"tree":"abc","skipped":null}"#
         );
+    }
+
+    #[test]
+    fn controls_serialize_as_their_old_words_and_keep_their_order() {
+        same_bytes(&[
+            (Control::EmptyPatchFails, "empty_patch_fails"),
+            (Control::EnvironmentBroken, "environment_broken"),
+            (Control::GoldResolves, "gold_resolves"),
+            (Control::ReadingsTrusted, "readings_trusted"),
+        ]);
+        // A map keyed by them is the map keyed by their words, byte for byte.
+        let typed: BTreeMap<Control, (bool, String)> = Control::ALL
+            .iter()
+            .rev()
+            .map(|c| (*c, (true, String::new())))
+            .collect();
+        let words: BTreeMap<&str, (bool, String)> = Control::ALL
+            .iter()
+            .map(|c| (c.as_str(), (true, String::new())))
+            .collect();
+        let json = serde_json::to_string(&typed).expect("serializes");
+        assert_eq!(json, serde_json::to_string(&words).expect("serializes"));
+        let back: BTreeMap<Control, (bool, String)> =
+            serde_json::from_str(&json).expect("deserializes");
+        assert_eq!(back, typed);
     }
 
     #[test]

@@ -40,10 +40,10 @@ use assay_engine::{JobCtx, JobError};
 use serde::Serialize;
 
 use super::error::StageError;
-use super::limits::RunLimits;
 use super::node::Made;
 use super::records::EnvRecord;
 use super::redact::RedactConfig;
+use super::rules::limits::RunLimits;
 use crate::pipeline::{EnvConfig, Pipeline};
 
 pub(crate) use local::SandboxMode;

@@ -36,9 +36,9 @@ use super::{
 };
 use crate::pipeline::{EnvConfig, Pipeline};
 use crate::stages::error::StageError;
-use crate::stages::limits::RunLimits;
 use crate::stages::node::Made;
 use crate::stages::records::EnvRecord;
+use crate::stages::rules::limits::RunLimits;
 
 /// Tries of a run whose step ended without an outcome.
 pub(crate) const ATTEMPTS: u32 = 3;

@@ -35,18 +35,19 @@ use std::sync::Arc;
 
 use assay_engine::{JobCtx, NodeSpec};
 use assay_judge::{
-    Candidate, ErrorKind, Grading, Judge, JudgeKey, Labels, Mode, Reading, ReviewInput, Settings,
-    TaskText, Usage,
+    Candidate, ErrorKind, Grading, Judge, JudgeKey, Labels, Mode, ReviewInput, Settings, TaskText,
+    Usage,
 };
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
+use super::blob;
 use super::error::StageError;
-use super::grade::blob;
-use super::layout::ReleaseInputs;
 use super::names;
 use super::node::{self, Kind, Made};
 use super::records::{GradeRecord, SessionRecord, TaskRecord, Verdict};
+pub(crate) use super::records::{JudgeInfo, JudgeOutcome, JudgeRecord};
 use super::release;
+use super::release::ReleaseInputs;
 use crate::pipeline::{ConfigError, JudgeConfig, Pipeline};
 
 pub(crate) const KIND_VERSION: u32 = 1;
@@ -72,53 +73,6 @@ pub(crate) struct JudgeParams {
     pub(crate) labels: Labels,
     /// Slots in the order shown.
     pub(crate) order: Vec<usize>,
-}
-
-/// What the release says about one `[[judge]]`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct JudgeInfo {
-    pub(crate) name: String,
-    pub(crate) api: String,
-    pub(crate) model: String,
-    pub(crate) samples: u32,
-    pub(crate) pairwise: bool,
-    pub(crate) seed: u64,
-    /// blake3 of the canonical encoding of (`JudgeKey` of sample 0, seed,
-    /// samples, pairwise): everything of the judge that can change a reading.
-    pub(crate) settings_digest: String,
-    /// Why the judge's nodes were not laid out (its key variable is unset).
-    pub(crate) skipped: Option<String>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum JudgeOutcome {
-    Reading,
-    /// The judge answered, but never usably: no score.
-    NoUsableAnswer,
-    /// The session's task is not graded: no request was sent.
-    NotJudged,
-}
-
-/// `judge:<name>:<sessions shown>:s<sample>`: one reading.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct JudgeRecord {
-    pub(crate) instance_id: String,
-    pub(crate) track: String,
-    pub(crate) task_digest: String,
-    /// The reviewed sessions by slot.
-    pub(crate) sessions: Vec<String>,
-    /// Slots in the order shown.
-    pub(crate) order: Vec<usize>,
-    pub(crate) mode: Mode,
-    pub(crate) sample: u32,
-    pub(crate) model: String,
-    pub(crate) outcome: JudgeOutcome,
-    pub(crate) detail: String,
-    pub(crate) usage: Usage,
-    pub(crate) attempts: u32,
-    /// Slots in `reading` index [`JudgeRecord::sessions`].
-    pub(crate) reading: Option<Reading>,
 }
 
 /// Why a judge cannot run here, if it cannot: its key variable is unset,

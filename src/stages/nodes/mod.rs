@@ -1,6 +1,7 @@
 //! One file per node kind: its params (the key), its job and what it
-//! records. `grade` holds the three kinds of a graded session (session,
-//! stage, grade); `judge` and `step` also lay out their own nodes.
+//! records. A graded session is `session`, `stage`, a `run` and `grade`;
+//! `judge` and `step` also lay out their own nodes. The
+//! kinds are adapters: what they decide is a rule of `rules`.
 
 pub(super) mod env;
 pub(super) mod grade;
@@ -9,13 +10,24 @@ pub(super) mod metrics;
 pub(super) mod release;
 pub(super) mod run;
 pub(super) mod screen;
+pub(super) mod session;
+pub(super) mod stage;
 pub(super) mod step;
 pub(super) mod task;
 pub(super) mod tree;
 pub(super) mod triage;
-pub(super) mod verdict;
 
 // What the kinds share with the rest of the stages, named from a kind's
 // file as `super::records` and so on.
-use super::plan::layout;
-use super::{error, executor, limits, names, node, provenance, publish, records, redact, swebench};
+use super::{error, executor, names, node, provenance, publish, records, redact, rules, swebench};
+
+use assay_engine::{Digest, JobCtx};
+
+/// The blob `hex` names; nothing for an empty name (an empty patch).
+fn blob(ctx: &JobCtx, hex: &str) -> Result<Vec<u8>, String> {
+    if hex.is_empty() {
+        return Ok(Vec::new());
+    }
+    let d: Digest = hex.parse()?;
+    ctx.blobs.get(&d).map_err(|e| e.to_string())
+}

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::node::{Kind, Made, Raw};
 use super::publish::{About, Funnel, Price, PublishInput, publish};
 use super::records::{Arm, GradeRecord, TaskRecord, TaskStatus, Verdict};
+use super::rules::funnel::Reason;
 use super::swebench;
 
 pub(crate) const KIND_VERSION: u32 = 2;
@@ -46,7 +47,7 @@ pub(crate) struct ReleaseParams {
     pub(crate) inputs: Vec<Input>,
     /// The `[[judge]]`s; left out of the key when there are none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) judges: Vec<super::judge::JudgeInfo>,
+    pub(crate) judges: Vec<super::records::JudgeInfo>,
     /// Sealed into manifest.json (`provenance`); absent: nothing added.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) provenance: Option<super::provenance::Provenance>,
@@ -275,23 +276,23 @@ pub(crate) fn assemble(
         };
         let task: TaskRecord = serde_json::from_slice(bytes).map_err(|e| err(&e))?;
         let progress = per_candidate.entry(cand).or_default();
-        let reason = task
-            .uncertified_because
-            .first()
-            .map(|r| r.split(':').next().unwrap_or(r).to_owned())
-            .unwrap_or_default();
+        // A task is counted under its first reason ([`Reason`]).
+        let first = task.uncertified_because.first().map(String::as_str);
+        let word = first.map(Reason::word_of).unwrap_or_default().to_owned();
         match task.status {
-            TaskStatus::Declined if reason == "not screened" => {
-                *funnel.declined.entry(reason).or_default() += 1;
+            TaskStatus::Declined if first.and_then(Reason::of) == Some(Reason::NotScreened) => {
+                *funnel.declined.entry(word).or_default() += 1;
                 continue;
             }
-            TaskStatus::Declined if reason == "topic_split_rejected" => {
+            TaskStatus::Declined
+                if first.and_then(Reason::of) == Some(Reason::TopicSplitRejected) =>
+            {
                 progress.screened = true;
-                *funnel.declined.entry(reason).or_default() += 1;
+                *funnel.declined.entry(word).or_default() += 1;
                 continue;
             }
             TaskStatus::Declined => {
-                progress.declined = Some(reason);
+                progress.declined = Some(word);
                 continue;
             }
             TaskStatus::AwaitingStatement => {
@@ -307,7 +308,7 @@ pub(crate) fn assemble(
         } else {
             funnel.uncertified += 1;
             for why in &task.uncertified_because {
-                let k = why.split(':').next().unwrap_or(why).to_owned();
+                let k = Reason::word_of(why).to_owned();
                 *funnel.uncertified_because.entry(k).or_default() += 1;
             }
         }
@@ -386,4 +387,18 @@ fn release_key(params: &ReleaseParams, inputs: &[(&[u8], Digest)]) -> Digest {
         deps: inputs.iter().map(|(b, _)| Digest::of(b)).collect(),
     }
     .key()
+}
+/// The release node's inputs as they are laid out: each node beside what
+/// it is (the release params list the latter, in the same order).
+#[derive(Default)]
+pub(crate) struct ReleaseInputs(Vec<(String, Input)>);
+
+impl ReleaseInputs {
+    pub(crate) fn push(&mut self, node: String, what: Input) {
+        self.0.push((node, what));
+    }
+
+    pub(crate) fn split(self) -> (Vec<String>, Vec<Input>) {
+        self.0.into_iter().unzip()
+    }
 }

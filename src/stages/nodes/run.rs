@@ -267,7 +267,10 @@ pub(crate) async fn execute_tree(
     if record.timed_out {
         record.untrusted = Some(format!("timed out after {} s", p.timeout_s));
     } else if let Some(limit) = &record.limit {
-        record.untrusted = Some(super::limits::limit_reason(limit, p.confine.limits.write));
+        record.untrusted = Some(super::rules::limits::limit_reason(
+            limit,
+            p.confine.limits.write,
+        ));
     } else if record.log_truncated && p.report_file.is_none() {
         record.untrusted =
             Some("the log exceeded the evidence cap; its report was not believed".into());

@@ -1,6 +1,7 @@
 //! `task`: assembles the released unit from the triage record, the screening
-//! record and the statement. Its node key is the released task's digest, so a
-//! changed statement re-releases that task alone.
+//! record and the statement ([`assemble`], a rule of the core). Its node key
+//! is the released task's digest, so a changed statement re-releases that
+//! task alone.
 //!
 //! On the Docker executor the environment is a third input: the task records
 //! the image it was screened (certified) in, and a rebuilt image re-releases
@@ -8,35 +9,13 @@
 
 use std::sync::Arc;
 
-use assay_engine::{Digest, JobCtx};
-use regex::Regex;
-use serde::Serialize;
+use assay_engine::JobCtx;
 
+use super::blob;
 use super::node::{Kind, Made};
-use super::records::{EnvRecord, ScreenRecord, TaskRecord, TaskStatus, TriageRecord};
-
-#[derive(Clone, Debug, Serialize)]
-pub(crate) struct TaskParams {
-    pub(crate) instance_id: String,
-    pub(crate) track: String,
-    pub(crate) statement: Option<String>,
-    pub(crate) spec: Option<String>,
-    /// This task's topic and every topic of the split: name -> pattern.
-    pub(crate) topic: Option<String>,
-    pub(crate) topics: Vec<(String, String)>,
-    pub(crate) env: String,
-    /// SWE-bench's `repo` (`[[source]] repo`, default the source name).
-    pub(crate) repo: String,
-    /// `[[source]] version`, default "0".
-    pub(crate) version: String,
-    pub(crate) hints: Option<String>,
-    /// The merge commit's committer time, ISO 8601 UTC.
-    pub(crate) created_at: String,
-    /// The environment's test command and its report format's SWE-bench log
-    /// parser: they make the published eval script.
-    pub(crate) test_command: String,
-    pub(crate) log_parser: String,
-}
+use super::records::{EnvRecord, ScreenRecord, TaskRecord, TriageRecord};
+pub(crate) use super::rules::task::TaskParams;
+use super::rules::task::assemble;
 
 super::node::inputs! {
     pub(crate) struct TaskInputs / TaskNames {
@@ -64,11 +43,7 @@ impl Kind for Task {
         let p = &self.0;
         let err = |e: &dyn std::fmt::Display| format!("{}: {e}", p.instance_id);
         let patch = |d: &str| -> Result<String, String> {
-            if d.is_empty() {
-                return Ok(String::new());
-            }
-            let d: Digest = d.parse().map_err(|e: String| err(&e))?;
-            let bytes = ctx.blobs.get(&d).map_err(|e| err(&e))?;
+            let bytes = blob(&ctx, d).map_err(|e| err(&e))?;
             Ok(String::from_utf8_lossy(&bytes).into_owned())
         };
         let (triage, screen) = (&i.triage, &i.screen);
@@ -86,148 +61,6 @@ impl Kind for Task {
         }
         Ok(Made::record(record))
     }
-}
-
-fn assemble(
-    p: &TaskParams,
-    triage: &TriageRecord,
-    screen: &ScreenRecord,
-    gold: String,
-    test: String,
-) -> Result<TaskRecord, regex::Error> {
-    let script = eval_script(&triage.base, &triage.test_files, &test, &p.test_command);
-    let mut record = TaskRecord {
-        instance_id: p.instance_id.clone(),
-        repo: p.repo.clone(),
-        base_commit: triage.base.clone(),
-        patch: gold,
-        test_patch: test,
-        problem_statement: String::new(),
-        fail_to_pass: screen.fail_to_pass.clone(),
-        pass_to_pass: screen.pass_to_pass.clone(),
-        track: p.track.clone(),
-        status: TaskStatus::Released,
-        certified: true,
-        uncertified_because: Vec::new(),
-        flaky: screen.flaky.clone(),
-        excluded: Vec::new(),
-        env: p.env.clone(),
-        topic: p.topic.clone(),
-        executor: None,
-        image: None,
-        hints_text: p.hints.clone().unwrap_or_default(),
-        created_at: p.created_at.clone(),
-        version: p.version.clone(),
-        log_parser: p.log_parser.clone(),
-        eval_script: script,
-    };
-    if !triage.eligible() {
-        record.status = TaskStatus::Declined;
-        record.certified = false;
-        record
-            .uncertified_because
-            .push(format!("{}: {}", triage.decision, triage.detail));
-        return Ok(record);
-    }
-    if let Some(skip) = &screen.skipped {
-        record.status = TaskStatus::Declined;
-        record.certified = false;
-        record
-            .uncertified_because
-            .push(format!("not screened: {skip}"));
-        return Ok(record);
-    }
-    if let Some(topic) = &p.topic {
-        let patterns: Vec<(String, Regex)> = p
-            .topics
-            .iter()
-            .map(|(n, pat)| Regex::new(pat).map(|r| (n.clone(), r)))
-            .collect::<Result<_, _>>()?;
-        let mut offending = Vec::new();
-        let mut mine = Vec::new();
-        for t in &screen.fail_to_pass {
-            let hits: Vec<&String> = patterns
-                .iter()
-                .filter(|(_, r)| r.is_match(t))
-                .map(|(n, _)| n)
-                .collect();
-            match hits.as_slice() {
-                [one] if *one == topic => mine.push(t.clone()),
-                [_] => record.excluded.push(t.clone()),
-                [] => offending.push(format!("{t} (no topic)")),
-                many => offending.push(format!(
-                    "{t} (topics {})",
-                    many.iter()
-                        .map(|s| s.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )),
-            }
-        }
-        if !offending.is_empty() {
-            record.status = TaskStatus::Declined;
-            record.certified = false;
-            record.uncertified_because.push(format!(
-                "topic_split_rejected: each FAIL_TO_PASS test must fall in exactly one topic: {}",
-                offending.join("; ")
-            ));
-            return Ok(record);
-        }
-        record.fail_to_pass = mine;
-    }
-    record.excluded.extend(screen.gold_failures.iter().cloned());
-    record.excluded.extend(screen.regressions.iter().cloned());
-    record.excluded.sort();
-    for (name, (ok, why)) in &screen.controls {
-        if !ok {
-            record.certified = false;
-            record.uncertified_because.push(format!("{name}: {why}"));
-        }
-    }
-    // A broken environment read nothing: no derived reason is added to it.
-    let broken = screen.controls.contains_key("environment_broken");
-    if p.topic.is_some() && record.fail_to_pass.is_empty() && !broken {
-        record.certified = false;
-        record
-            .uncertified_because
-            .push("empty_patch_fails: this topic has no FAIL_TO_PASS test".into());
-    }
-    match &p.statement {
-        None => {
-            record.status = TaskStatus::AwaitingStatement;
-        }
-        Some(s) => {
-            record.problem_statement = match &p.spec {
-                Some(spec) => format!("{s}\n\n## Interface\n\n{spec}"),
-                None => s.clone(),
-            };
-        }
-    }
-    Ok(record)
-}
-
-/// The eval script SWE-bench's harness runs in `/testbed`, in its shape:
-/// the test files reset to base, the test patch applied, the test command
-/// between the start and end markers, the test files reset again.
-fn eval_script(base: &str, test_files: &[String], test_patch: &str, command: &str) -> String {
-    let files = test_files
-        .iter()
-        .map(|f| format!("'{}'", f.replace('\'', "'\\''")))
-        .collect::<Vec<_>>()
-        .join(" ");
-    let reset = if files.is_empty() {
-        String::new()
-    } else {
-        format!("git checkout {base} -- {files}\n")
-    };
-    let mut patch = test_patch.to_owned();
-    if !patch.is_empty() && !patch.ends_with('\n') {
-        patch.push('\n');
-    }
-    format!(
-        "#!/bin/bash\nset -uxo pipefail\ncd /testbed\n{reset}git apply -v - <<'EOF_114329324912'\n{patch}EOF_114329324912\n\
-         : '>>>>> Start Test Output'\n{command}\n: '>>>>> End Test Output'\n{reset}"
-    )
 }
 
 /// Unix seconds as ISO 8601 UTC (`2024-05-01T12:00:00Z`), by the civil

@@ -8,34 +8,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use assay_engine::{Digest, JobCtx};
-use assay_git::{PatchStep, TreeStore};
+use assay_git::TreeStore;
 use serde::Serialize;
 
 use super::node::{Kind, Made};
 use super::records::{Skip, TreeRecord, TriageRecord};
-
-#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum State {
-    /// The base commit as it is.
-    Base,
-    /// Base + the hidden test patch: the empty-patch control.
-    Test,
-    /// Base + test patch + gold patch: the reference control.
-    Gold,
-}
-
-impl State {
-    pub(crate) const ALL: [State; 3] = [State::Base, State::Test, State::Gold];
-
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            State::Base => "base",
-            State::Test => "test",
-            State::Gold => "gold",
-        }
-    }
-}
+use super::rules::staging;
+pub(crate) use super::rules::staging::State;
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct TreeParams {
@@ -80,27 +59,13 @@ fn compose(
     ctx: &JobCtx,
 ) -> Result<TreeRecord, String> {
     if !triage.eligible() {
-        return Ok(TreeRecord {
-            tree: None,
-            skipped: Some(Skip::Declined(triage.decision)),
-            hidden: Vec::new(),
-        });
+        return Ok(staging::skipped(Skip::Declined(triage.decision)));
     }
     let store = TreeStore::open_or_init(store_dir).map_err(|e| e.to_string())?;
     let mut steps = Vec::new();
-    let patch = |label: &str, digest: &str| -> Result<PatchStep, String> {
+    for (step, digest) in state.patches(triage) {
         let d: Digest = digest.parse()?;
-        Ok(PatchStep {
-            label: label.to_owned(),
-            patch: ctx.blobs.get(&d).map_err(|e| e.to_string())?,
-            exclude: Vec::new(),
-        })
-    };
-    if state != State::Base {
-        steps.push(patch("test_patch", &triage.test_patch)?);
-    }
-    if state == State::Gold {
-        steps.push(patch("gold_patch", &triage.gold_patch)?);
+        steps.push(step.of(ctx.blobs.get(&d).map_err(|e| e.to_string())?));
     }
     Ok(match store.compose(&triage.base, &steps) {
         Ok(tree) => TreeRecord {
@@ -108,13 +73,6 @@ fn compose(
             skipped: None,
             hidden: Vec::new(),
         },
-        Err(e) => TreeRecord {
-            tree: None,
-            skipped: Some(Skip::Unstaged(format!(
-                "cannot compose the {} state: {e}",
-                state.as_str()
-            ))),
-            hidden: Vec::new(),
-        },
+        Err(e) => state.unstaged(&e),
     })
 }

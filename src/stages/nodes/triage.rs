@@ -7,11 +7,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use assay_engine::JobCtx;
-use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Serialize;
 
 use super::node::{Kind, Made, NoInputs};
 use super::records::{Decision, TriageRecord};
+// The globs are compiled by a rule of the core; runs and the layout name them here.
+pub(crate) use super::rules::policy::globset;
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct TriageParams {
@@ -48,14 +49,6 @@ impl Kind for Triage {
             .await
             .map_err(|e| format!("triage task: {e}"))?
     }
-}
-
-pub(crate) fn globset(globs: &[String]) -> Result<GlobSet, globset::Error> {
-    let mut b = GlobSetBuilder::new();
-    for g in globs {
-        b.add(Glob::new(g)?);
-    }
-    b.build()
 }
 
 fn triage(p: &TriageParams, repo_path: &Path, ctx: &JobCtx) -> Result<Made<TriageRecord>, String> {

@@ -6,8 +6,8 @@ use assay_report::Format;
 
 use super::error::StageError;
 use super::executor::{Confinement, ExecutorSetting, SandboxMode};
-use super::limits::RunLimits;
 use super::redact::RedactConfig;
+use super::rules::limits::RunLimits;
 use super::run::RunParams;
 use crate::pipeline::{EnvConfig, Pipeline, SourceConfig};
 

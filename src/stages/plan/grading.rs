@@ -7,13 +7,15 @@ use std::path::Path;
 use assay_engine::{NodeSpec, Store};
 
 use super::error::StageError;
-use super::grade::{self, GradeParams, Policy, SessionParams, StageParams};
-use super::layout::ReleaseInputs;
+use super::grade::{self, GradeParams, Policy};
 use super::metrics::{self, MetricsParams};
 use super::node::{self, NoNames};
 use super::redact::RedactConfig;
 use super::release::Input;
+use super::release::ReleaseInputs;
 use super::run::{Run, RunNames, RunParams};
+use super::session::{self, SessionParams};
+use super::stage::{self, StageParams};
 use super::{judge, names};
 use crate::pipeline::Arm;
 use crate::pipeline::Pipeline;
@@ -68,7 +70,7 @@ pub(crate) fn grade_nodes(
                 };
                 out.push(node::spec(
                     names::session(&id),
-                    grade::Session(params),
+                    session::Session(params),
                     NoNames {},
                 ));
                 continue;
@@ -124,7 +126,7 @@ pub(crate) fn grade_nodes(
         let id = params.session.id.clone();
         out.push(node::spec(
             session_node.clone(),
-            grade::Session(params),
+            session::Session(params),
             NoNames {},
         ));
         release.push(session_node.clone(), Input::Session);
@@ -145,11 +147,11 @@ pub(crate) fn grade_nodes(
             let stage_node = names::stage(&id, arm);
             out.push(node::spec(
                 stage_node.clone(),
-                grade::Stage {
+                stage::Stage {
                     params: sp,
                     store_dir: g.store_dir.to_owned(),
                 },
-                grade::StageNames {
+                stage::StageNames {
                     task: task_node.clone(),
                     session: session_node.clone(),
                 },

@@ -30,21 +30,6 @@ use super::triage::{Triage, TriageParams};
 use super::{names, release, screen, task};
 use crate::pipeline::Pipeline;
 
-/// The release node's inputs as they are laid out: each node beside what
-/// it is (the release params list the latter, in the same order).
-#[derive(Default)]
-pub(crate) struct ReleaseInputs(Vec<(String, release::Input)>);
-
-impl ReleaseInputs {
-    pub(crate) fn push(&mut self, node: String, what: release::Input) {
-        self.0.push((node, what));
-    }
-
-    fn split(self) -> (Vec<String>, Vec<release::Input>) {
-        self.0.into_iter().unzip()
-    }
-}
-
 /// Every node of the benchmark part of the pipeline, appended to `out`.
 /// Returns the confinements of the executors in use (one per setting).
 pub(crate) fn nodes(
@@ -79,7 +64,7 @@ pub(crate) fn nodes(
     let mut task_nodes: BTreeMap<(String, String), (String, String)> = BTreeMap::new();
     // env node -> its settings, for the grading nodes.
     let mut env_of = BTreeMap::new();
-    let mut release_inputs = ReleaseInputs::default();
+    let mut release_inputs = release::ReleaseInputs::default();
     let mut seen_candidates = HashSet::new();
     for src in &pipeline.file.source {
         let env = envs.for_source(pipeline, src)?;
@@ -355,7 +340,7 @@ fn check_topic_splits(pipeline: &Pipeline, seen: &HashSet<String>) -> Result<(),
 fn release_node(
     pipeline: &Pipeline,
     not_graded: Vec<(String, String)>,
-    release_inputs: ReleaseInputs,
+    release_inputs: release::ReleaseInputs,
     warnings: &mut Vec<String>,
 ) -> NodeSpec {
     let prices: BTreeMap<String, Price> = pipeline

@@ -9,5 +9,7 @@ pub(super) mod layout;
 pub(super) mod sources;
 
 // The node kinds and shared modules the layout names as `super::…`.
-use super::nodes::{env, grade, judge, metrics, release, run, screen, task, tree, triage};
-use super::{error, executor, limits, names, node, provenance, publish, redact, swebench};
+use super::nodes::{
+    env, grade, judge, metrics, release, run, screen, session, stage, task, tree, triage,
+};
+use super::{error, executor, names, node, provenance, publish, redact, rules, swebench};

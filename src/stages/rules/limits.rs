@@ -1,8 +1,11 @@
-//! The limits of a run: part of its key (they change what the code under
-//! test can do), enforced by whichever executor runs it (`executor`), and
-//! named in records when a run hits one.
+//! The limits of a run — part of its key (they change what the code under
+//! test can do), enforced by whichever executor runs it — the limits a run
+//! can hit, by the words run records store (`limit`), and the reason a grade
+//! or a screening record gives for one.
 
 use serde::{Deserialize, Serialize};
+
+use crate::words::words;
 
 /// The limits of one run, all in bytes or counts (docs/pipeline.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,10 +49,24 @@ impl Default for RunLimits {
     }
 }
 
+words! {
+    /// A limit a run hit: the word its record stores, as the executors
+    /// write it (`assay_exec::LimitHit::as_str`).
+    pub(crate) enum Limit {
+        /// The wall-clock timeout.
+        Time = "time",
+        Memory = "memory",
+        Processes = "processes",
+        FileSize = "file_size",
+        /// The run's tree grew past `write_limit`.
+        Write = "write",
+    }
+}
+
 /// Why a run that hit `limit` (a run record's word) cannot be believed, as
 /// records and grades say it; the write limit says how much.
 pub(crate) fn limit_reason(limit: &str, write_limit: u64) -> String {
-    if limit == assay_exec::LimitHit::Written.as_str() {
+    if Limit::parse(limit) == Some(Limit::Write) {
         format!(
             "the run hit its write limit: it wrote over {} into its tree",
             bytes_text(write_limit)
@@ -73,6 +90,7 @@ pub(crate) fn bytes_text(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use assay_exec::LimitHit;
 
     /// The limits as they were before the write limit existed.
     #[derive(Serialize)]
@@ -108,16 +126,33 @@ mod tests {
             assay_engine::encode_params(&lowered),
             assay_engine::encode_params(&RunLimits::default())
         );
+    }
+
+    /// The words are the executors' own: a record written by either reads
+    /// back as the same limit.
+    #[test]
+    fn the_limit_words_are_the_executors() {
+        let hits = [
+            (LimitHit::Time, Limit::Time),
+            (LimitHit::Memory, Limit::Memory),
+            (LimitHit::Processes, Limit::Processes),
+            (LimitHit::FileSize, Limit::FileSize),
+            (LimitHit::Written, Limit::Write),
+        ];
+        for (hit, limit) in hits {
+            assert_eq!(Limit::parse(hit.as_str()), Some(limit));
+        }
+        assert_eq!(Limit::ALL.len(), hits.len());
+    }
+
+    #[test]
+    fn a_write_limit_says_how_much_the_others_name_themselves() {
         assert_eq!(
-            limit_reason("write", RunLimits::default().write),
+            limit_reason("write", 1 << 30),
             "the run hit its write limit: it wrote over 1 GiB into its tree"
         );
         assert_eq!(
-            limit_reason("write", lowered.write),
-            "the run hit its write limit: it wrote over 64 MiB into its tree"
-        );
-        assert_eq!(
-            limit_reason("memory", lowered.write),
+            limit_reason("memory", 1 << 30),
             "the run hit its memory limit"
         );
         assert_eq!(bytes_text(1536 << 20), "1536 MiB");

@@ -1,0 +1,350 @@
+//! What a grade records around its verdict: the record a grade starts from
+//! ([`begin`]), the checks and reruns it runs and the evidence each leaves
+//! ([`Check`], [`rerun_command`], [`Evidence`]), the decision written into it
+//! ([`settle`]) and the tail of its last log ([`log_tail`]). The grade node
+//! runs the processes; everything it records is decided here.
+
+use std::collections::BTreeSet;
+
+use super::policy::Exclusion;
+use super::records::{
+    Arm, EnvRecord, Fault, GradeRecord, LogTail, Policy, Receipt, RunRecord, SessionRecord,
+    TaskRecord, Verdict,
+};
+use super::verdict::Decision;
+
+/// How much of a log a grade carries: the last lines, capped in bytes.
+const TAIL_LINES: usize = 40;
+const TAIL_BYTES: usize = 4096;
+
+/// The grade of a session before any check, rerun or verdict: who and what
+/// was graded, how ([`Exclusion`]), and the graded run's evidence.
+pub(crate) struct Subject<'a> {
+    pub(crate) task: &'a TaskRecord,
+    /// The task node's key, the released task's digest.
+    pub(crate) task_digest: String,
+    pub(crate) session: &'a SessionRecord,
+    pub(crate) run: &'a RunRecord,
+    pub(crate) env: &'a EnvRecord,
+    pub(crate) arm: Arm,
+    pub(crate) policy: Policy,
+}
+
+/// The record a grade starts from: nothing decided yet (`not_graded`, no
+/// fault), the graded run's log as its first evidence.
+pub(crate) fn begin(g: Subject<'_>, exclusion: Exclusion) -> GradeRecord {
+    let (task, session, run, env) = (g.task, g.session, g.run, g.env);
+    let mut rec = GradeRecord {
+        reset_paths: exclusion.restored,
+        tamper: Vec::new(),
+        sandbox: run.sandbox.clone(),
+        executor: env.executor.clone(),
+        image: env.image.clone(),
+        log_tail: None,
+        unchecked: run.unchecked.clone(),
+        session: session.id.clone(),
+        instance_id: task.instance_id.clone(),
+        track: task.track.clone(),
+        task_digest: g.task_digest,
+        agent: session.agent.clone(),
+        model: session.model.clone(),
+        arm: g.arm,
+        policy: g.policy,
+        verdict: Verdict::NotGraded,
+        fault: Fault::None,
+        detail: String::new(),
+        failing: Vec::new(),
+        excluded_paths: exclusion.left_out,
+        exit_code: run.exit_code,
+        base_check: String::new(),
+        new_check: String::new(),
+        base_exit: None,
+        new_exit: None,
+        reruns: 0,
+        evidence: Vec::new(),
+        redactions: run.redactions,
+    };
+    if !run.log.is_empty() {
+        rec.evidence.push(Receipt {
+            what: "log".into(),
+            digest: run.log.clone(),
+            bytes: run.log_bytes,
+        });
+    }
+    rec
+}
+
+/// A run a grade adds to the graded one, and the evidence it leaves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Evidence {
+    /// A check run as a command of its own.
+    Check(Check),
+    /// The n-th rerun of the failing tests, from 1.
+    Rerun(u32),
+}
+
+impl Evidence {
+    /// Adds `run`'s log to the grade's evidence (and its redactions, and a
+    /// check's exit code).
+    pub(crate) fn record(self, rec: &mut GradeRecord, run: &RunRecord) {
+        rec.redactions += run.redactions;
+        let what = match self {
+            Evidence::Check(c) => {
+                match c {
+                    Check::Base => rec.base_exit = run.exit_code,
+                    Check::New => rec.new_exit = run.exit_code,
+                }
+                format!("{} check log", c.as_str())
+            }
+            Evidence::Rerun(n) => format!("rerun {n} log"),
+        };
+        rec.evidence.push(Receipt {
+            what,
+            digest: run.log.clone(),
+            bytes: run.log_bytes,
+        });
+    }
+}
+
+/// The two checks a grade may run as commands of their own (`[grade]
+/// check_command`), each keeping its exit code: `base=0 new=1` says the
+/// agent broke nothing and fixed nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Check {
+    /// PASS_TO_PASS.
+    Base,
+    /// FAIL_TO_PASS.
+    New,
+}
+
+impl Check {
+    /// In the order they run.
+    pub(crate) const ALL: [Check; 2] = [Check::Base, Check::New];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Check::Base => "base",
+            Check::New => "new",
+        }
+    }
+
+    /// The task's tests this check runs.
+    pub(crate) fn tests(self, task: &TaskRecord) -> &[String] {
+        match self {
+            Check::Base => &task.pass_to_pass,
+            Check::New => &task.fail_to_pass,
+        }
+    }
+
+    /// The check's command: `template` over its tests, or None when it has
+    /// none to run.
+    pub(crate) fn command(self, template: &str, task: &TaskRecord) -> Option<String> {
+        let tests = self.tests(task);
+        (!tests.is_empty()).then(|| template.replace("{tests}", &tests.join(" ")))
+    }
+}
+
+/// The command that reruns `failing`: `template` (`[grade]
+/// rerun_command`) over their files, where the graded run's report names
+/// them; else the test command.
+pub(crate) fn rerun_command(
+    template: Option<&str>,
+    test_command: &str,
+    first: &RunRecord,
+    failing: &[String],
+) -> String {
+    let files: BTreeSet<&String> = failing.iter().filter_map(|t| first.files.get(t)).collect();
+    match template {
+        Some(c) if !files.is_empty() => {
+            let files: Vec<&str> = files.iter().map(|f| f.as_str()).collect();
+            c.replace("{files}", &files.join(" "))
+        }
+        _ => test_command.to_owned(),
+    }
+}
+
+/// Writes the decision into the grade, with the number of reruns it took.
+pub(crate) fn settle(rec: &mut GradeRecord, decision: Decision, reruns: u32) {
+    rec.verdict = decision.verdict;
+    rec.fault = decision.fault;
+    rec.detail = decision.detail;
+    rec.failing = decision.failing;
+    rec.base_check = decision.base_check;
+    rec.new_check = decision.new_check;
+    rec.tamper = decision.tamper;
+    rec.reruns = reruns;
+}
+
+/// The evidence whose log a grade's tail is cut from: the last, on a
+/// grade that is not `resolved` (a resolved grade carries none).
+pub(crate) fn tail_of(rec: &GradeRecord) -> Option<&Receipt> {
+    (rec.verdict != Verdict::Resolved)
+        .then(|| rec.evidence.last())
+        .flatten()
+}
+
+/// The last [`TAIL_LINES`] lines of `log`, at most [`TAIL_BYTES`] bytes of
+/// them (a longer last line is cut from its start, on a character boundary,
+/// and marked with `…`).
+pub(crate) fn log_tail(of: &str, log: &[u8]) -> LogTail {
+    let text = String::from_utf8_lossy(log);
+    let text = text.strip_suffix('\n').unwrap_or(&text);
+    let lines: Vec<&str> = text.split('\n').collect();
+    let (mut start, mut bytes) = (lines.len(), 0);
+    while start > 0
+        && lines.len() - start < TAIL_LINES
+        && bytes + lines[start - 1].len() < TAIL_BYTES
+    {
+        start -= 1;
+        bytes += lines[start].len() + 1;
+    }
+    let tail = if start == lines.len() {
+        // The last line alone is over the cap: its end.
+        start -= 1;
+        let last = lines[start];
+        let mut cut = last.len() - TAIL_BYTES;
+        while !last.is_char_boundary(cut) {
+            cut += 1;
+        }
+        format!("…{}", &last[cut..])
+    } else {
+        lines[start..].join("\n")
+    };
+    LogTail {
+        of: of.to_owned(),
+        lines_omitted: start as u64,
+        text: tail,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_log_tail_is_the_last_lines_within_the_byte_cap() {
+        let log: String = (1..=100).map(|i| format!("line {i}\n")).collect();
+        let t = log_tail("rerun 1 log", log.as_bytes());
+        assert_eq!((t.of.as_str(), t.lines_omitted), ("rerun 1 log", 60));
+        assert!(t.text.starts_with("line 61\n") && t.text.ends_with("line 100"));
+        // Long lines: fewer of them, never over the cap.
+        let wide = "x".repeat(1000);
+        let log = format!("{wide}\n{wide}\n{wide}\n{wide}\n{wide}\nend\n");
+        let t = log_tail("log", log.as_bytes());
+        assert!(t.text.len() <= TAIL_BYTES);
+        assert_eq!(
+            t.lines_omitted, 1,
+            "four of the five wide lines and the last"
+        );
+        assert!(t.text.ends_with("\nend"));
+        // One line over the cap: its end, cut on a character boundary.
+        let log = "é".repeat(3000);
+        let t = log_tail("log", log.as_bytes());
+        let cut = t.text.strip_prefix('…').expect("marked as cut");
+        assert!(cut.len() <= TAIL_BYTES && cut.chars().all(|c| c == 'é'));
+        assert_eq!(t.lines_omitted, 0);
+        assert_eq!(log_tail("log", b"").text, "");
+    }
+
+    fn task() -> TaskRecord {
+        TaskRecord {
+            fail_to_pass: vec!["t.T.test_new".into()],
+            pass_to_pass: Vec::new(),
+            ..TaskRecord::default()
+        }
+    }
+
+    #[test]
+    fn a_check_runs_its_own_tests_and_none_without_them() {
+        let task = task();
+        assert_eq!(
+            Check::New.command("pytest {tests}", &task).as_deref(),
+            Some("pytest t.T.test_new")
+        );
+        assert_eq!(Check::Base.command("pytest {tests}", &task), None);
+    }
+
+    #[test]
+    fn a_rerun_runs_the_failing_tests_files_where_the_report_names_them() {
+        let mut first = RunRecord::default();
+        first
+            .files
+            .insert("t.T.test_new".into(), "tests/test_t.py".into());
+        let failing = ["t.T.test_new".to_owned(), "t.T.unnamed".to_owned()];
+        let template = Some("pytest {files}");
+        assert_eq!(
+            rerun_command(template, "pytest", &first, &failing),
+            "pytest tests/test_t.py"
+        );
+        assert_eq!(rerun_command(None, "pytest", &first, &failing), "pytest");
+        let unnamed = ["t.T.unnamed".to_owned()];
+        assert_eq!(
+            rerun_command(template, "pytest", &first, &unnamed),
+            "pytest"
+        );
+    }
+
+    #[test]
+    fn each_run_leaves_its_evidence_and_a_check_its_exit_code() {
+        let session = SessionRecord {
+            id: "s".into(),
+            task: "calc-1".into(),
+            track: "basic".into(),
+            agent: "a".into(),
+            model: "m".into(),
+            patch: String::new(),
+            facts: Default::default(),
+        };
+        let (task, env) = (task(), env());
+        let run = RunRecord {
+            log: "aa".into(),
+            log_bytes: 3,
+            redactions: 1,
+            ..RunRecord::default()
+        };
+        let mut rec = begin(
+            Subject {
+                task: &task,
+                task_digest: "dd".into(),
+                session: &session,
+                run: &run,
+                env: &env,
+                arm: Arm::Exclude,
+                policy: Policy::TestsAndInfra,
+            },
+            Exclusion::default(),
+        );
+        let check = RunRecord {
+            exit_code: Some(1),
+            log: "bb".into(),
+            redactions: 2,
+            ..RunRecord::default()
+        };
+        Evidence::Check(Check::New).record(&mut rec, &check);
+        Evidence::Rerun(1).record(&mut rec, &RunRecord::default());
+        let whats: Vec<&str> = rec.evidence.iter().map(|r| r.what.as_str()).collect();
+        assert_eq!(whats, ["log", "new check log", "rerun 1 log"]);
+        assert_eq!(
+            (rec.base_exit, rec.new_exit, rec.redactions),
+            (None, Some(1), 3)
+        );
+        assert_eq!(tail_of(&rec).map(|r| r.what.as_str()), Some("rerun 1 log"));
+        rec.verdict = Verdict::Resolved;
+        assert_eq!(tail_of(&rec), None);
+    }
+
+    fn env() -> EnvRecord {
+        EnvRecord {
+            dir: String::new(),
+            ok: true,
+            exit_code: Some(0),
+            setup_log: String::new(),
+            digest: String::new(),
+            executor: None,
+            image: None,
+            base_image: None,
+            export: None,
+            failed_command: None,
+        }
+    }
+}

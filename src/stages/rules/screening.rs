@@ -1,0 +1,535 @@
+//! Screening: reduces the readings of a candidate (base, test patch only, test
+//! and gold), each read `repeats` times, to FAIL_TO_PASS, PASS_TO_PASS, flaky
+//! tests and the controls.
+//!
+//! A reading says one of three things about a test ([`Seen`]): it ran (with
+//! an outcome), its unit did not build (the reading records a build failure
+//! that accounts for it: the test counts as failed), or nothing. The tests
+//! a unit has are the ones it shows in the task's other readings. Then
+//! ([`classify`], the whole rule, docs/verdicts.md "Screening"):
+//!
+//! - FAIL_TO_PASS: fails, is absent or did not build in every test-only
+//!   reading, and passes in every gold reading;
+//! - PASS_TO_PASS: passes in every base and every gold reading, and in every
+//!   test-only reading — or, where its unit did not build in every test-only
+//!   reading, the test patch leaves it unchanged (its name is not a word of a
+//!   line the test patch changes): a reading that did not build says nothing
+//!   about it, and base + the test patch runs an unchanged test as base
+//!   does. A changed one stays FAIL_TO_PASS: without a fix it does not build;
+//! - flaky: what one state's readings say differs; kept out of both;
+//! - controls: the gold patch must resolve (no test of the test patch fails
+//!   with it, nothing that passed at base breaks, every unit that built at
+//!   base builds), the empty patch must not (at least one FAIL_TO_PASS
+//!   test), and every reading must be believable (a reading whose units did
+//!   not build is: that is a fact about its tree).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use assay_report::{Format, Outcome};
+
+use super::records::{Control, RunRecord, ScreenRecord, TriageRecord};
+pub(crate) use super::staging::State;
+
+/// The readings a screen reads, in the order of its `runs`: every repeat of
+/// a state, state by state. The layout names the runs in this order and the
+/// job reads them back by it.
+pub(crate) fn readings(repeats: u32) -> impl Iterator<Item = (State, u32)> {
+    State::ALL
+        .into_iter()
+        .flat_map(move |state| (0..repeats).map(move |r| (state, r)))
+}
+
+/// A screen's readings by state, every repeat of each in order.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Runs {
+    base: Vec<RunRecord>,
+    test: Vec<RunRecord>,
+    gold: Vec<RunRecord>,
+}
+
+impl Runs {
+    /// The states as records list them: by word (base, gold, test), the
+    /// order they had while the readings were keyed by it. What a record
+    /// lists reading by reading keeps its bytes.
+    const LISTED: [State; 3] = [State::Base, State::Gold, State::Test];
+
+    pub(crate) fn push(&mut self, state: State, run: RunRecord) {
+        self.list_mut(state).push(run);
+    }
+
+    fn list_mut(&mut self, state: State) -> &mut Vec<RunRecord> {
+        match state {
+            State::Base => &mut self.base,
+            State::Test => &mut self.test,
+            State::Gold => &mut self.gold,
+        }
+    }
+
+    pub(crate) fn of(&self, state: State) -> &[RunRecord] {
+        match state {
+            State::Base => &self.base,
+            State::Test => &self.test,
+            State::Gold => &self.gold,
+        }
+    }
+
+    /// Every reading, state by state in the [`Runs::LISTED`] order, with
+    /// its state and repeat.
+    fn listed(&self) -> impl Iterator<Item = (State, usize, &RunRecord)> {
+        Self::LISTED.into_iter().flat_map(move |state| {
+            self.of(state)
+                .iter()
+                .enumerate()
+                .map(move |(i, r)| (state, i, r))
+        })
+    }
+
+    /// Every reading, in the [`Runs::LISTED`] order.
+    fn all(&self) -> impl Iterator<Item = &RunRecord> {
+        self.listed().map(|(_, _, r)| r)
+    }
+}
+
+/// The screening of a candidate: `test_patch` is its bytes, `log` reads a
+/// reading's log. A reading whose command could not start says nothing
+/// about the tests: the task is uncertified for that alone
+/// ([`broken_record`]); otherwise the readings are reduced ([`reduce`]).
+pub(crate) fn screen(
+    triage: &TriageRecord,
+    format: Format,
+    test_patch: &[u8],
+    runs: &Runs,
+    log: &dyn Fn(&RunRecord) -> Vec<u8>,
+) -> ScreenRecord {
+    let mut broken = Vec::new();
+    for (state, i, run) in runs.listed() {
+        let log = log(run);
+        if let Some(why) = environment_broken(run, &String::from_utf8_lossy(&log)) {
+            broken.push(format!("{} reading {i}: {why}", state.as_str()));
+        }
+    }
+    if broken.is_empty() {
+        reduce(triage, format, &changed_words(test_patch), runs)
+    } else {
+        broken_record(triage, &broken)
+    }
+}
+
+/// Why a reading's test command could not run at all, if it could not:
+/// exit 126 (not executable) or 127 (not found), or a shell's "command not
+/// found" / a missing interpreter in a log without a single test. Names the
+/// command where the log does, and the exit code.
+pub(crate) fn environment_broken(run: &RunRecord, log: &str) -> Option<String> {
+    let code = run.exit_code;
+    let named = log.lines().find_map(not_found_command);
+    let by_code = matches!(code, Some(126 | 127));
+    // Without the exit code, only a log that ran nothing and built nothing
+    // (a build failure is a fact about the tree, not the environment).
+    let ran_something = !run.tests.is_empty() || !run.build_failures.is_empty();
+    if !by_code && (named.is_none() || ran_something || code == Some(0)) {
+        return None;
+    }
+    let exit = code.map_or_else(|| "no exit code".to_owned(), |c| format!("exit {c}"));
+    Some(match (named, code) {
+        (Some((cmd, what)), _) => format!("`{cmd}` {what} ({exit})"),
+        (None, Some(126)) => format!("the test command could not be executed ({exit})"),
+        (None, _) => format!("the test command was not found ({exit})"),
+    })
+}
+
+/// The command a shell's or `env`'s error line says is missing (or not
+/// executable), with what it says: `bash: python3: command not found`,
+/// `sh: 1: python3: not found`, `/usr/bin/env: 'python3': No such file or
+/// directory`, `bash: ./run.sh: Permission denied`.
+fn not_found_command(line: &str) -> Option<(String, &'static str)> {
+    let line = line.trim();
+    let unquote = |s: &str| {
+        s.trim()
+            .trim_matches(|c| matches!(c, '\'' | '"' | '‘' | '’' | '`'))
+            .to_owned()
+    };
+    let last_field = |head: &str| head.rsplit(": ").next().map(unquote);
+    if let Some(head) = line.strip_suffix(": command not found") {
+        return Some((last_field(head)?, "not found"));
+    }
+    // dash's shape (`sh: 1: pytest: not found`); other tools say "not found" too.
+    if let Some(head) = line.strip_suffix(": not found")
+        && ["sh: ", "/bin/sh: ", "dash: "]
+            .iter()
+            .any(|p| line.starts_with(p))
+    {
+        return Some((last_field(head)?, "not found"));
+    }
+    if line.starts_with("/usr/bin/env: ") || line.starts_with("env: ") {
+        let head = line.strip_suffix(": No such file or directory")?;
+        return Some((last_field(head)?, "not found (missing interpreter)"));
+    }
+    if let Some(head) = line.strip_suffix(": Permission denied")
+        && (line.starts_with("bash: ") || line.starts_with("sh: "))
+    {
+        return Some((last_field(head)?, "not executable"));
+    }
+    None
+}
+
+/// The screening of a candidate whose test command could not run: only the
+/// `environment_broken` control, failed, naming what broke; no control that
+/// would derive from the readings (they read nothing), no test lists.
+pub(crate) fn broken_record(triage: &TriageRecord, broken: &[String]) -> ScreenRecord {
+    let mut rec = ScreenRecord {
+        id: triage.id.clone(),
+        ..ScreenRecord::default()
+    };
+    rec.controls.insert(
+        Control::EnvironmentBroken,
+        (
+            false,
+            format!("the test command could not run: {}", broken.join("; ")),
+        ),
+    );
+    rec
+}
+
+/// What one reading says about one test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Seen {
+    Ran(Outcome),
+    /// Not in the report, and a build failure of the reading accounts for
+    /// it: failed.
+    Unbuilt,
+    /// Not in the report, and nothing says why.
+    Absent,
+}
+
+impl Seen {
+    fn passed(self) -> bool {
+        self == Seen::Ran(Outcome::Passed)
+    }
+
+    /// Failed, errored, or did not build.
+    fn failed(self) -> bool {
+        match self {
+            Seen::Ran(o) => o.is_failure(),
+            Seen::Unbuilt => true,
+            Seen::Absent => false,
+        }
+    }
+
+    fn ran(self) -> bool {
+        matches!(self, Seen::Ran(_))
+    }
+
+    /// How `readings` in the screen record shows it.
+    fn shown(self) -> Outcome {
+        match self {
+            Seen::Ran(o) => o,
+            Seen::Unbuilt => Outcome::Error,
+            Seen::Absent => Outcome::Skipped,
+        }
+    }
+}
+
+/// Where [`classify`] puts a test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Class {
+    FailToPass,
+    PassToPass,
+    Flaky,
+    /// Passed at base, fails (or does not build) with the gold patch.
+    Regression,
+    /// A test of the test patch that fails (or does not build) with the gold patch.
+    GoldFailure,
+    /// In neither list (e.g. a new test that passes without the fix).
+    Neither,
+}
+
+/// What every reading of one state says about one test.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Readings<'a> {
+    pub(crate) base: &'a [Seen],
+    pub(crate) test: &'a [Seen],
+    pub(crate) gold: &'a [Seen],
+}
+
+fn all(v: &[Seen], f: impl Fn(Seen) -> bool) -> bool {
+    !v.is_empty() && v.iter().all(|s| f(*s))
+}
+
+/// The screening rule for one test (module docs): `in_test_patch`, the
+/// test lives in a file of the test patch (or shows at base in no
+/// reading); `changed`, its name is a word of a line the test patch
+/// changes.
+pub(crate) fn classify(r: Readings<'_>, in_test_patch: bool, changed: bool) -> Class {
+    let flaky = [r.base, r.test, r.gold]
+        .iter()
+        .any(|v| v.windows(2).any(|w| w[0] != w[1]));
+    if flaky {
+        return Class::Flaky;
+    }
+    let passed_around = all(r.base, Seen::passed) && all(r.gold, Seen::passed);
+    // The test-only state did not build it and it is the test base ran: that
+    // state's readings say nothing, base and gold decide.
+    let unchanged_unbuilt = all(r.test, |s| s == Seen::Unbuilt) && !changed;
+    if all(r.test, |s| s.failed() || s == Seen::Absent) && all(r.gold, Seen::passed) {
+        if passed_around && unchanged_unbuilt {
+            Class::PassToPass
+        } else {
+            Class::FailToPass
+        }
+    } else if passed_around && all(r.test, Seen::passed) {
+        Class::PassToPass
+    } else if all(r.base, Seen::passed) && all(r.gold, Seen::failed) {
+        Class::Regression
+    } else if in_test_patch && all(r.gold, Seen::failed) {
+        Class::GoldFailure
+    } else {
+        Class::Neither
+    }
+}
+
+/// The words (identifiers) of the lines a patch adds or removes, and of its
+/// hunk headers (where git names the enclosing function): a test whose name
+/// is among them is one the patch changes.
+pub(crate) fn changed_words(patch: &[u8]) -> BTreeSet<String> {
+    let text = String::from_utf8_lossy(patch);
+    let mut out = BTreeSet::new();
+    for line in text.lines() {
+        let changed = if line.starts_with("+++ ") || line.starts_with("--- ") {
+            continue;
+        } else if let Some(rest) = line.strip_prefix("@@") {
+            rest.split_once("@@").map_or("", |(_, header)| header)
+        } else if let Some(rest) = line.strip_prefix(['+', '-']) {
+            rest
+        } else {
+            continue;
+        };
+        out.extend(
+            changed
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .filter(|w| !w.is_empty())
+                .map(str::to_owned),
+        );
+    }
+    out
+}
+
+/// The name a test is declared under in its source: the id without its
+/// package or module, class, subtest and parameters
+/// (`example.com/calc.TestDiv/by_zero` → `TestDiv`,
+/// `tests/test_x.py::T::test_a[1]` → `test_a`, `tests.test_x.T.test_a` →
+/// `test_a`).
+pub(crate) fn declared_name(format: Format, id: &str) -> &str {
+    let mut rest = id;
+    if format == Format::GoTestJson
+        && let Some(unit) = assay_report::unit_of(format, id, None)
+    {
+        rest = &id[unit.len() + 1..];
+        rest = rest.split('/').next().unwrap_or(rest);
+    }
+    let rest = rest.split('[').next().unwrap_or(rest);
+    rest.rsplit(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .find(|w| !w.is_empty())
+        .unwrap_or(rest)
+}
+
+/// The first line of a compiler's message, with how many more there are.
+pub(crate) fn first_line(message: &str) -> String {
+    let mut lines = message.lines().filter(|l| !l.trim().is_empty());
+    let first = lines.next().unwrap_or("(no message)").trim().to_owned();
+    match lines.count() {
+        0 => first,
+        n => format!("{first} (+{n} more lines)"),
+    }
+}
+
+/// The screening reduction (module docs), a pure function of the readings:
+/// `changed` is [`changed_words`] of the test patch.
+pub(crate) fn reduce(
+    triage: &TriageRecord,
+    format: Format,
+    changed: &BTreeSet<String>,
+    runs: &Runs,
+) -> ScreenRecord {
+    let mut rec = ScreenRecord {
+        id: triage.id.clone(),
+        ..ScreenRecord::default()
+    };
+    if let Some(skip) = runs.all().find_map(|r| r.skipped.clone()) {
+        rec.skipped = Some(skip);
+        return rec;
+    }
+    for (state, i, r) in runs.listed() {
+        let state = state.as_str();
+        if let Some(why) = &r.untrusted {
+            rec.untrusted.push(format!("{state} reading {i}: {why}"));
+        }
+        if let Some(e) = &r.report_error {
+            rec.untrusted
+                .push(format!("{state} reading {i}: report unreadable: {e}"));
+        }
+        for b in &r.build_failures {
+            rec.build_failures.push(format!(
+                "{state} reading {i}: {}: {}",
+                b.unit,
+                first_line(&b.message)
+            ));
+        }
+    }
+    let names: BTreeSet<&String> = runs.all().flat_map(|r| r.tests.keys()).collect();
+    // Where two readings name a test's file, the later in the listed order
+    // is kept.
+    let files: BTreeMap<&String, &String> = runs.all().flat_map(|r| r.files.iter()).collect();
+    let test_files: BTreeSet<&str> = triage.test_files.iter().map(String::as_str).collect();
+    for name in names {
+        let file = files.get(name).map(|f| f.as_str());
+        let read = |state: State| -> Vec<Seen> {
+            runs.of(state)
+                .iter()
+                .map(|r| match r.tests.get(name) {
+                    Some(o) => Seen::Ran(*o),
+                    None if r.build_failure_for(format, name, file).is_some() => Seen::Unbuilt,
+                    None => Seen::Absent,
+                })
+                .collect()
+        };
+        let (base, test, gold) = (read(State::Base), read(State::Test), read(State::Gold));
+        for (state, v) in [
+            (State::Base, &base),
+            (State::Test, &test),
+            (State::Gold, &gold),
+        ] {
+            rec.readings
+                .entry(state.as_str().to_owned())
+                .or_default()
+                .insert(name.clone(), v.iter().map(|s| s.shown()).collect());
+        }
+        let in_test_patch =
+            file.is_some_and(|f| test_files.contains(f)) || !base.iter().any(|s| s.ran());
+        let readings = Readings {
+            base: &base,
+            test: &test,
+            gold: &gold,
+        };
+        let is_changed = changed.contains(declared_name(format, name));
+        let list = match classify(readings, in_test_patch, is_changed) {
+            Class::FailToPass => &mut rec.fail_to_pass,
+            Class::PassToPass => &mut rec.pass_to_pass,
+            Class::Flaky => &mut rec.flaky,
+            Class::Regression => &mut rec.regressions,
+            Class::GoldFailure => &mut rec.gold_failures,
+            Class::Neither => continue,
+        };
+        list.push(name.clone());
+    }
+    rec.cascades = cascades(runs);
+    let gold_unbuilt = gold_unbuilt(runs);
+    let gold_ok =
+        rec.gold_failures.is_empty() && rec.regressions.is_empty() && gold_unbuilt.is_empty();
+    let mut gold_why = Vec::new();
+    if !(rec.gold_failures.is_empty() && rec.regressions.is_empty()) {
+        gold_why.push(format!(
+            "with the gold patch these still fail: {}",
+            rec.gold_failures
+                .iter()
+                .chain(&rec.regressions)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    gold_why.extend(gold_unbuilt);
+    rec.controls.insert(
+        Control::GoldResolves,
+        (
+            gold_ok,
+            if gold_ok {
+                "every test of the test patch passes with the gold patch".into()
+            } else {
+                gold_why.join("; ")
+            },
+        ),
+    );
+    let empty_ok = !rec.fail_to_pass.is_empty();
+    rec.controls.insert(
+        Control::EmptyPatchFails,
+        (
+            empty_ok,
+            if empty_ok {
+                format!(
+                    "{} FAIL_TO_PASS tests fail without a fix",
+                    rec.fail_to_pass.len()
+                )
+            } else {
+                "no FAIL_TO_PASS test: an empty patch would resolve this task".into()
+            },
+        ),
+    );
+    let trusted = rec.untrusted.is_empty();
+    rec.controls.insert(
+        Control::ReadingsTrusted,
+        (
+            trusted,
+            if trusted {
+                "every reading's report is believable".into()
+            } else {
+                rec.untrusted.join("; ")
+            },
+        ),
+    );
+    rec
+}
+
+/// The units that do not build with the gold patch though they build in
+/// every base reading, each with the compiler's first line: the control
+/// fails on them whether or not a test of theirs is known.
+fn gold_unbuilt(runs: &Runs) -> Vec<String> {
+    let at_base: BTreeSet<&str> = runs
+        .of(State::Base)
+        .iter()
+        .flat_map(|r| r.build_failures.iter().map(|b| b.unit.as_str()))
+        .collect();
+    let mut out: BTreeMap<&str, &str> = BTreeMap::new();
+    for b in runs.of(State::Gold).iter().flat_map(|r| &r.build_failures) {
+        if !at_base.contains(b.unit.as_str()) {
+            out.entry(b.unit.as_str()).or_insert(b.message.as_str());
+        }
+    }
+    out.into_iter()
+        .map(|(unit, message)| {
+            format!(
+                "with the gold patch {unit} does not build: {}",
+                first_line(message)
+            )
+        })
+        .collect()
+}
+
+/// A file whose every test errored in a reading while other files ran: one
+/// failure (an import, a fixture) took the whole file down.
+fn cascades(runs: &Runs) -> Vec<String> {
+    let mut out = BTreeSet::new();
+    for (state, _, r) in runs.listed() {
+        let mut by_file: BTreeMap<&String, Vec<Outcome>> = BTreeMap::new();
+        for (name, o) in &r.tests {
+            if let Some(f) = r.files.get(name) {
+                by_file.entry(f).or_default().push(*o);
+            }
+        }
+        if by_file.len() < 2 {
+            continue;
+        }
+        for (file, outcomes) in by_file {
+            if outcomes.len() >= 2 && outcomes.iter().all(|o| *o == Outcome::Error) {
+                out.insert(format!(
+                    "{file}: all {} tests errored in the {} state",
+                    outcomes.len(),
+                    state.as_str()
+                ));
+            }
+        }
+    }
+    out.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,295 @@
+//! The released unit: what a task is made of (the triage record, the
+//! screening record, the statement) and, in order, why it is not released
+//! certified — declined by triage, not screened, a rejected topic split, a
+//! failed control, a topic with no FAIL_TO_PASS test (each line of
+//! `uncertified_because` starts with its [`Reason`]). And the eval script
+//! SWE-bench's harness runs.
+
+use regex::Regex;
+use serde::Serialize;
+
+use super::funnel::Reason;
+use super::records::{Control, ScreenRecord, TaskRecord, TaskStatus, TriageRecord};
+
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct TaskParams {
+    pub(crate) instance_id: String,
+    pub(crate) track: String,
+    pub(crate) statement: Option<String>,
+    pub(crate) spec: Option<String>,
+    /// This task's topic and every topic of the split: name -> pattern.
+    pub(crate) topic: Option<String>,
+    pub(crate) topics: Vec<(String, String)>,
+    pub(crate) env: String,
+    /// SWE-bench's `repo` (`[[source]] repo`, default the source name).
+    pub(crate) repo: String,
+    /// `[[source]] version`, default "0".
+    pub(crate) version: String,
+    pub(crate) hints: Option<String>,
+    /// The merge commit's committer time, ISO 8601 UTC.
+    pub(crate) created_at: String,
+    /// The environment's test command and its report format's SWE-bench log
+    /// parser: they make the published eval script.
+    pub(crate) test_command: String,
+    pub(crate) log_parser: String,
+}
+
+/// The released task of a candidate (of one topic of it, when split), and
+/// why it is not certified, if it is not: `gold` and `test` are the
+/// patches' text.
+pub(crate) fn assemble(
+    p: &TaskParams,
+    triage: &TriageRecord,
+    screen: &ScreenRecord,
+    gold: String,
+    test: String,
+) -> Result<TaskRecord, regex::Error> {
+    let script = eval_script(&triage.base, &triage.test_files, &test, &p.test_command);
+    let mut record = TaskRecord {
+        instance_id: p.instance_id.clone(),
+        repo: p.repo.clone(),
+        base_commit: triage.base.clone(),
+        patch: gold,
+        test_patch: test,
+        problem_statement: String::new(),
+        fail_to_pass: screen.fail_to_pass.clone(),
+        pass_to_pass: screen.pass_to_pass.clone(),
+        track: p.track.clone(),
+        status: TaskStatus::Released,
+        certified: true,
+        uncertified_because: Vec::new(),
+        flaky: screen.flaky.clone(),
+        excluded: Vec::new(),
+        env: p.env.clone(),
+        topic: p.topic.clone(),
+        executor: None,
+        image: None,
+        hints_text: p.hints.clone().unwrap_or_default(),
+        created_at: p.created_at.clone(),
+        version: p.version.clone(),
+        log_parser: p.log_parser.clone(),
+        eval_script: script,
+    };
+    if !triage.eligible() {
+        record.status = TaskStatus::Declined;
+        record.certified = false;
+        record
+            .uncertified_because
+            .push(Reason::Declined(triage.decision).line(&triage.detail));
+        return Ok(record);
+    }
+    if let Some(skip) = &screen.skipped {
+        record.status = TaskStatus::Declined;
+        record.certified = false;
+        record
+            .uncertified_because
+            .push(Reason::NotScreened.line(skip));
+        return Ok(record);
+    }
+    if let Some(topic) = &p.topic {
+        let patterns: Vec<(String, Regex)> = p
+            .topics
+            .iter()
+            .map(|(n, pat)| Regex::new(pat).map(|r| (n.clone(), r)))
+            .collect::<Result<_, _>>()?;
+        let mut offending = Vec::new();
+        let mut mine = Vec::new();
+        for t in &screen.fail_to_pass {
+            let hits: Vec<&String> = patterns
+                .iter()
+                .filter(|(_, r)| r.is_match(t))
+                .map(|(n, _)| n)
+                .collect();
+            match hits.as_slice() {
+                [one] if *one == topic => mine.push(t.clone()),
+                [_] => record.excluded.push(t.clone()),
+                [] => offending.push(format!("{t} (no topic)")),
+                many => offending.push(format!(
+                    "{t} (topics {})",
+                    many.iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            }
+        }
+        if !offending.is_empty() {
+            record.status = TaskStatus::Declined;
+            record.certified = false;
+            record
+                .uncertified_because
+                .push(Reason::TopicSplitRejected.line(&format!(
+                    "each FAIL_TO_PASS test must fall in exactly one topic: {}",
+                    offending.join("; ")
+                )));
+            return Ok(record);
+        }
+        record.fail_to_pass = mine;
+    }
+    record.excluded.extend(screen.gold_failures.iter().cloned());
+    record.excluded.extend(screen.regressions.iter().cloned());
+    record.excluded.sort();
+    for (control, (ok, why)) in &screen.controls {
+        if !ok {
+            record.certified = false;
+            record
+                .uncertified_because
+                .push(Reason::Control(*control).line(why));
+        }
+    }
+    // A broken environment read nothing: no derived reason is added to it.
+    let broken = screen.controls.contains_key(&Control::EnvironmentBroken);
+    if p.topic.is_some() && record.fail_to_pass.is_empty() && !broken {
+        record.certified = false;
+        record.uncertified_because.push(
+            Reason::Control(Control::EmptyPatchFails).line(&"this topic has no FAIL_TO_PASS test"),
+        );
+    }
+    match &p.statement {
+        None => {
+            record.status = TaskStatus::AwaitingStatement;
+        }
+        Some(s) => {
+            record.problem_statement = match &p.spec {
+                Some(spec) => format!("{s}\n\n## Interface\n\n{spec}"),
+                None => s.clone(),
+            };
+        }
+    }
+    Ok(record)
+}
+
+/// The eval script SWE-bench's harness runs in `/testbed`, in its shape:
+/// the test files reset to base, the test patch applied, the test command
+/// between the start and end markers, the test files reset again.
+fn eval_script(base: &str, test_files: &[String], test_patch: &str, command: &str) -> String {
+    let files = test_files
+        .iter()
+        .map(|f| format!("'{}'", f.replace('\'', "'\\''")))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let reset = if files.is_empty() {
+        String::new()
+    } else {
+        format!("git checkout {base} -- {files}\n")
+    };
+    let mut patch = test_patch.to_owned();
+    if !patch.is_empty() && !patch.ends_with('\n') {
+        patch.push('\n');
+    }
+    format!(
+        "#!/bin/bash\nset -uxo pipefail\ncd /testbed\n{reset}git apply -v - <<'EOF_114329324912'\n{patch}EOF_114329324912\n\
+         : '>>>>> Start Test Output'\n{command}\n: '>>>>> End Test Output'\n{reset}"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stages::records::Decision;
+
+    fn params(topic: Option<&str>) -> TaskParams {
+        TaskParams {
+            instance_id: "calc-1".into(),
+            track: "basic".into(),
+            statement: Some("It breaks.".into()),
+            spec: None,
+            topic: topic.map(str::to_owned),
+            topics: vec![
+                ("div".into(), "test_div".into()),
+                ("mul".into(), "test_mul".into()),
+            ],
+            env: "py".into(),
+            repo: "calc".into(),
+            version: "0".into(),
+            hints: None,
+            created_at: String::new(),
+            test_command: "pytest".into(),
+            log_parser: String::new(),
+        }
+    }
+
+    fn triage() -> TriageRecord {
+        TriageRecord {
+            id: "calc-1".into(),
+            repo: "calc".into(),
+            base: "abc".into(),
+            head: String::new(),
+            title: String::new(),
+            body: String::new(),
+            decision: Decision::Eligible,
+            detail: String::new(),
+            test_files: vec!["tests/test_ops.py".into()],
+            gold_files: Vec::new(),
+            test_patch: String::new(),
+            gold_patch: String::new(),
+        }
+    }
+
+    /// The task of `screen` (of the topic `mul` when `topic`), and the
+    /// reasons of its `uncertified_because`.
+    fn assembled(
+        triage: &TriageRecord,
+        screen: &ScreenRecord,
+        topic: bool,
+    ) -> (TaskRecord, Vec<Option<Reason>>) {
+        let p = params(topic.then_some("mul"));
+        let t = assemble(&p, triage, screen, String::new(), String::new()).expect("assembles");
+        let reasons = t
+            .uncertified_because
+            .iter()
+            .map(|l| Reason::of(l))
+            .collect();
+        (t, reasons)
+    }
+
+    /// Every line of `uncertified_because` starts with the reason the
+    /// funnel counts it under.
+    #[test]
+    fn each_reason_a_task_is_not_certified_leads_its_line() {
+        let mut screen = ScreenRecord {
+            fail_to_pass: vec!["tests/test_ops.py::test_div".into()],
+            ..ScreenRecord::default()
+        };
+        let control = |c, ok, why: &str| (c, (ok, why.to_owned()));
+        screen.controls = [
+            control(Control::GoldResolves, false, "a: b"),
+            control(Control::ReadingsTrusted, true, ""),
+        ]
+        .into();
+        let (t, _) = assembled(&triage(), &screen, false);
+        assert!(!t.certified);
+        assert_eq!(t.uncertified_because, ["gold_resolves: a: b"]);
+        // The topic `mul` has no FAIL_TO_PASS test of its own.
+        let (_, reasons) = assembled(&triage(), &screen, true);
+        assert_eq!(
+            reasons,
+            [
+                Some(Reason::Control(Control::GoldResolves)),
+                Some(Reason::Control(Control::EmptyPatchFails))
+            ]
+        );
+        // A broken environment stands alone.
+        screen.controls = [control(Control::EnvironmentBroken, false, "`go` not found")].into();
+        let (_, reasons) = assembled(&triage(), &screen, true);
+        assert_eq!(reasons, [Some(Reason::Control(Control::EnvironmentBroken))]);
+        // A test in no topic rejects the split.
+        screen.fail_to_pass = vec!["tests/test_ops.py::test_add".into()];
+        let (t, reasons) = assembled(&triage(), &screen, true);
+        assert_eq!(t.status, TaskStatus::Declined);
+        assert_eq!(reasons, [Some(Reason::TopicSplitRejected)]);
+        // Declined by triage, or never screened.
+        let declined = TriageRecord {
+            decision: Decision::DocsOnly,
+            ..triage()
+        };
+        let (_, reasons) = assembled(&declined, &screen, false);
+        assert_eq!(reasons, [Some(Reason::Declined(Decision::DocsOnly))]);
+        let skipped = ScreenRecord {
+            skipped: Some("cannot compose".into()),
+            ..ScreenRecord::default()
+        };
+        let (_, reasons) = assembled(&triage(), &skipped, false);
+        assert_eq!(reasons, [Some(Reason::NotScreened)]);
+    }
+}

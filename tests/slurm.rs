@@ -81,9 +81,14 @@ fn with_cluster(test: impl FnOnce(&Cluster)) {
 
 /// The nodes the runs of a build executed on (their records' `node`).
 fn run_nodes(f: &Fixture, b: &util::Build) -> BTreeSet<String> {
+    runs_on(f, b, "run:")
+}
+
+/// The nodes the run nodes whose names start with `prefix` executed on.
+fn runs_on(f: &Fixture, b: &util::Build, prefix: &str) -> BTreeSet<String> {
     b.names("node_finished")
         .iter()
-        .filter(|n| n.starts_with("run:"))
+        .filter(|n| n.starts_with(prefix))
         .filter_map(|n| {
             f.project.output_record(n)["node"]
                 .as_str()
@@ -217,9 +222,12 @@ fn a_run_whose_node_dies_is_retried_on_the_other_node(cluster: &Cluster) {
     assert_eq!(b.run.code, 0, "{}", b.run.stderr);
     let row = f.row("a/slow.json", "exclude");
     assert_eq!(row["verdict"], "resolved", "{row:#?}");
+    // The graded runs (the one killed among them) ran on the node left.
     let survivor = if node == "n1" { "n2" } else { "n1" };
-    let nodes = run_nodes(&f, &b);
-    assert!(nodes.contains(survivor), "{nodes:?}");
+    assert_eq!(
+        runs_on(&f, &b, "run:a/slow.json:"),
+        BTreeSet::from([survivor.to_owned()])
+    );
     // The dead node comes back for the tests after this one.
     let out = Command::new("slurmd")
         .args(["-f", &cluster.conf(), "-N", &node])

@@ -1,0 +1,243 @@
+//! The build's allocation and its job steps: one allocation (`sbatch`)
+//! made on first use and replaced when it stops running, each run a step
+//! (`srun --jobid`) on the allocation's least busy node.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use super::Settings;
+
+/// The job steps' allocation: one per build, made on first use.
+pub(super) static ALLOCATION: tokio::sync::Mutex<Option<std::sync::Arc<Allocation>>> =
+    tokio::sync::Mutex::const_new(None);
+
+/// A running allocation and how many of assay's steps each of its nodes
+/// runs now. Each step goes to the node running fewest (so runs spread over
+/// the nodes even when they come one at a time); Slurm places nothing: the
+/// nodes are assay's for the allocation's life.
+pub(super) struct Allocation {
+    pub(super) id: String,
+    pub(super) nodes: Vec<String>,
+    busy: Mutex<Vec<u32>>,
+    /// Where the search for the least busy node starts: turns among ties.
+    turn: std::sync::atomic::AtomicUsize,
+}
+
+/// A node's turn, given back when dropped.
+pub(super) struct Slot<'a> {
+    alloc: &'a Allocation,
+    pub(super) node: usize,
+}
+
+impl Allocation {
+    /// Whether Slurm still runs it.
+    pub(super) async fn running(&self) -> bool {
+        slurm_out("squeue", &["-h", "-j", &self.id, "-o", "%T"])
+            .await
+            .is_ok_and(|state| state.trim() == "RUNNING")
+    }
+
+    /// The node running fewest steps (not `avoid`, the one a failed try
+    /// ran on, when there is another).
+    pub(super) fn take(&self, avoid: Option<usize>) -> Slot<'_> {
+        let mut busy = self.busy.lock().unwrap_or_else(|p| p.into_inner());
+        let n = busy.len();
+        let start = self.turn.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let node = (0..n)
+            .map(|i| (start + i) % n)
+            .filter(|&i| Some(i) != avoid || n == 1)
+            .min_by_key(|&i| busy[i])
+            .unwrap_or(0);
+        busy[node] += 1;
+        Slot { alloc: self, node }
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        let mut busy = self.alloc.busy.lock().unwrap_or_else(|p| p.into_inner());
+        busy[self.node] -= 1;
+    }
+}
+
+/// Every allocation this process submitted (cancelled at the end).
+static SUBMITTED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+pub(super) async fn allocation(settings: &Settings) -> Result<std::sync::Arc<Allocation>, String> {
+    let mut current = ALLOCATION.lock().await;
+    if let Some(alloc) = current.as_ref() {
+        return Ok(alloc.clone());
+    }
+    let alloc = std::sync::Arc::new(allocate(settings).await?);
+    *current = Some(alloc.clone());
+    Ok(alloc)
+}
+
+/// Forgets an allocation that no longer runs (the next run submits another).
+pub(super) fn retire(alloc: &Allocation) {
+    if let Ok(mut current) = ALLOCATION.try_lock()
+        && current.as_ref().is_some_and(|a| a.id == alloc.id)
+    {
+        *current = None;
+    }
+}
+
+/// Submits the allocation and waits until it runs.
+async fn allocate(settings: &Settings) -> Result<Allocation, String> {
+    let mut sbatch = tokio::process::Command::new("sbatch");
+    sbatch.args([
+        "--parsable",
+        "--job-name",
+        &format!("assay-{}", std::process::id()),
+        // As many as there are, up to `nodes`: a replacement allocation
+        // after a node died starts on the nodes left.
+        "--nodes",
+        &format!("1-{}", settings.nodes),
+        "--time",
+        &settings.time,
+        "--output",
+        "/dev/null",
+        // A node that fails takes its steps with it, not the allocation:
+        // they are retried on the others.
+        "--no-kill",
+    ]);
+    for (flag, value) in [
+        ("--partition", &settings.partition),
+        ("--account", &settings.account),
+        ("--qos", &settings.qos),
+    ] {
+        if let Some(v) = value {
+            sbatch.args([flag, v]);
+        }
+    }
+    sbatch.args(&settings.sbatch);
+    // The allocation only holds the nodes: its steps do the work.
+    sbatch.args(["--wrap", "exec sleep infinity"]);
+    let out = sbatch
+        .output()
+        .await
+        .map_err(|e| format!("slurm: sbatch: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "slurm: sbatch refused the allocation: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let id = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    SUBMITTED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(id.clone());
+    loop {
+        let state = tokio::process::Command::new("squeue")
+            .args(["-h", "-j", &id, "-o", "%T"])
+            .output()
+            .await
+            .map_err(|e| format!("slurm: squeue: {e}"))?;
+        match String::from_utf8_lossy(&state.stdout).trim() {
+            "RUNNING" => break,
+            "PENDING" | "CONFIGURING" => {}
+            other => {
+                return Err(format!(
+                    "slurm: the allocation {id} is {other:?}, not running"
+                ));
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let nodes = slurm_out("squeue", &["-h", "-j", &id, "-o", "%N"]).await?;
+    let hosts = slurm_out("scontrol", &["show", "hostnames", nodes.trim()]).await?;
+    let nodes: Vec<String> = hosts.split_whitespace().map(str::to_owned).collect();
+    if nodes.is_empty() {
+        return Err(format!("slurm: the allocation {id} holds no node"));
+    }
+    Ok(Allocation {
+        id,
+        busy: Mutex::new(vec![0; nodes.len()]),
+        turn: Default::default(),
+        nodes,
+    })
+}
+
+/// A Slurm command's stdout; `Err` when it fails.
+async fn slurm_out(cmd: &str, args: &[&str]) -> Result<String, String> {
+    let out = tokio::process::Command::new(cmd)
+        .args(args)
+        .output()
+        .await
+        .map_err(|e| format!("slurm: {cmd}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "slurm: {cmd} {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// `scancel` of every allocation this process submitted.
+pub(super) fn cancel_allocations() {
+    let ids = std::mem::take(&mut *SUBMITTED.lock().unwrap_or_else(|p| p.into_inner()));
+    if !ids.is_empty() {
+        let _ = std::process::Command::new("scancel")
+            .args(&ids)
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// One job step: `assay worker JOB` on a node of the allocation. `Err`:
+/// what srun said when it failed.
+pub(super) async fn step(
+    alloc: &str,
+    node: &str,
+    job: &Path,
+    timeout: Duration,
+) -> Result<(), String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    // Slurm's limit is a backstop in whole minutes: the run's own timeout is
+    // the worker's.
+    let minutes = timeout.as_secs().div_ceil(60) + 2;
+    let out = tokio::process::Command::new("srun")
+        .args([
+            "--jobid",
+            alloc,
+            "--nodes=1",
+            "--ntasks=1",
+            "--nodelist",
+            node,
+            "--exact",
+            "--quiet",
+            "--kill-on-bad-exit=1",
+            "--job-name=assay-run",
+            "--time",
+            &minutes.to_string(),
+        ])
+        .arg(exe)
+        .arg("worker")
+        .arg(job)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(|e| format!("srun: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "srun {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}

@@ -21,6 +21,8 @@ pub(super) struct Allocation {
     pub(super) id: String,
     pub(super) nodes: Vec<String>,
     busy: Mutex<Vec<u32>>,
+    /// The nodes a step failed on.
+    shunned: Mutex<Vec<bool>>,
     /// Where the search for the least busy node starts: turns among ties.
     turn: std::sync::atomic::AtomicUsize,
 }
@@ -39,19 +41,29 @@ impl Allocation {
             .is_ok_and(|state| state.trim() == "RUNNING")
     }
 
-    /// The node running fewest steps (not `avoid`, the one a failed try
-    /// ran on, when there is another).
-    pub(super) fn take(&self, avoid: Option<usize>) -> Slot<'_> {
+    /// The node running fewest steps, among those no step failed on while
+    /// there are any.
+    pub(super) fn take(&self) -> Slot<'_> {
         let mut busy = self.busy.lock().unwrap_or_else(|p| p.into_inner());
+        let shunned = self.shunned.lock().unwrap_or_else(|p| p.into_inner());
         let n = busy.len();
         let start = self.turn.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let all_shunned = shunned.iter().all(|&s| s);
         let node = (0..n)
             .map(|i| (start + i) % n)
-            .filter(|&i| Some(i) != avoid || n == 1)
+            .filter(|&i| all_shunned || !shunned[i])
             .min_by_key(|&i| busy[i])
             .unwrap_or(0);
         busy[node] += 1;
         Slot { alloc: self, node }
+    }
+}
+
+impl Slot<'_> {
+    /// A step on this node ended without an outcome: the node gets no more
+    /// steps of this allocation (while another node is left).
+    pub(super) fn shun(&self) {
+        self.alloc.shunned.lock().unwrap_or_else(|p| p.into_inner())[self.node] = true;
     }
 }
 
@@ -161,6 +173,7 @@ async fn allocate(settings: &Settings) -> Result<Allocation, String> {
     Ok(Allocation {
         id,
         busy: Mutex::new(vec![0; nodes.len()]),
+        shunned: Mutex::new(vec![false; nodes.len()]),
         turn: Default::default(),
         nodes,
     })

@@ -180,7 +180,6 @@ async fn run_on_cluster(exec: &Slurm<'_>, test: TestRun<'_>) -> Result<Ran, Stri
     let pristine = launch.scratch.join("tree.pristine");
     copy_tree(tree, &pristine).await?;
     let mut failures = Vec::new();
-    let mut failed_on: Option<(String, usize)> = None;
     for attempt in 1..=ATTEMPTS {
         let alloc = allocation(exec.settings).await?;
         if attempt > 1 {
@@ -189,11 +188,7 @@ async fn run_on_cluster(exec: &Slurm<'_>, test: TestRun<'_>) -> Result<Ran, Stri
         }
         let out_path = dir.join("ran.json");
         let _ = std::fs::remove_file(&out_path);
-        let avoid = failed_on
-            .as_ref()
-            .filter(|(id, _)| *id == alloc.id)
-            .map(|(_, node)| *node);
-        let slot = alloc.take(avoid);
+        let slot = alloc.take();
         let step = step(
             &alloc.id,
             alloc.nodes[slot.node].as_str(),
@@ -201,9 +196,12 @@ async fn run_on_cluster(exec: &Slurm<'_>, test: TestRun<'_>) -> Result<Ran, Stri
             launch.timeout,
         )
         .await;
-        failed_on = Some((alloc.id.clone(), slot.node));
+        let read = std::fs::read(&out_path);
+        if read.is_err() {
+            slot.shun();
+        }
         drop(slot);
-        match std::fs::read(&out_path) {
+        match read {
             Ok(bytes) => {
                 let done: worker::WorkerOutcome = serde_json::from_slice(&bytes)
                     .map_err(|e| format!("slurm: the worker's outcome cannot be read: {e}"))?;

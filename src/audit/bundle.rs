@@ -23,7 +23,7 @@ use sha2::Digest as _;
 
 use super::recompute::{Recomputed, recompute_release};
 use super::release::{Finding, finding, first_difference, release_digest};
-use crate::stages::ReleaseRecord;
+use crate::stages::{NodeKind, ReleaseRecord};
 
 /// The format of a bundle's `bundle.json`; bumped when the layout changes meaning.
 pub(crate) const FORMAT: &str = "assay-bundle/1";
@@ -101,7 +101,7 @@ pub(crate) struct Exported {
 
 /// The node kinds whose attachments `--no-logs` leaves out: run logs and
 /// reports, environment setup logs and images.
-pub(crate) const LOG_KINDS: [&str; 2] = ["run", "env"];
+pub(crate) const LOG_KINDS: [NodeKind; 2] = [NodeKind::Run, NodeKind::Env];
 
 fn pretty(v: &impl Serialize) -> Vec<u8> {
     let mut out = serde_json::to_vec_pretty(v).unwrap_or_default();
@@ -192,7 +192,8 @@ pub(crate) fn export(store: &Store, dir: &Path, omit: &[String]) -> Result<Expor
                 inputs,
                 output: row.output.to_hex(),
                 attachments: row.attachments.iter().map(Digest::to_hex).collect(),
-                params_json: (name == "release").then(|| display["params"].clone()),
+                params_json: (name == crate::stages::RELEASE_NODE)
+                    .then(|| display["params"].clone()),
             },
         );
     }
@@ -288,7 +289,7 @@ fn provenance(
     release_key: &Digest,
 ) -> Value {
     let mut environments = BTreeMap::new();
-    for n in nodes.values().filter(|n| n.kind == "env") {
+    for n in nodes.values().filter(|n| n.kind == NodeKind::Env) {
         let rec: Value = n
             .output
             .parse::<Digest>()
@@ -575,7 +576,7 @@ pub(crate) fn verify_bundle(
     let release = by_key
         .get(b.head.release_node.as_str())
         .copied()
-        .filter(|n| n.kind == "release");
+        .filter(|n| n.kind == NodeKind::Release);
     // The release digest covers the release node's key, and so, through the
     // key records, every input the release was computed from.
     if let Some(node) = manifest["provenance"]["release_node"].as_str()
@@ -836,7 +837,7 @@ fn closure<'a>(
             continue;
         }
         // The release's inputs are read, not descended into.
-        if n.kind == "release" {
+        if n.kind == NodeKind::Release {
             for i in &n.inputs {
                 if let Some(d) = by_name.get(i.as_str()) {
                     seen.insert(d.name.as_str());

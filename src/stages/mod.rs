@@ -7,7 +7,8 @@
 //!   with the sources and environments it reads;
 //! - `publish/`: the release's files, a pure function of the release node's
 //!   inputs (shared with `assay verify --bundle`);
-//! - beside them what several share: `names` (node names), `records`,
+//! - beside them what several share: `kind` (the node kinds), `names`
+//!   (node names), `records`,
 //!   `confine` (sandbox and limits), `guard` (Python's import guard),
 //!   `redact`, `docker`, `swebench`.
 
@@ -17,6 +18,7 @@ mod docker;
 mod error;
 mod executor;
 mod guard;
+mod kind;
 mod names;
 mod node;
 mod nodes;
@@ -28,11 +30,11 @@ mod redact;
 mod swebench;
 
 use nodes::{env, judge, release, step, tree};
-use plan::{layout, sources};
+use plan::layout;
 
+pub(crate) use kind::{NodeKind, parse_arg as parse_kind};
 pub(crate) use names::RELEASE as RELEASE_NODE;
 pub(crate) use release::{ReadBlob, ReleaseParams, ReleaseRecord, assemble, read_from};
-pub(crate) use sources::parse_date;
 
 use assay_engine::{Graph, GraphError, Store};
 
@@ -46,7 +48,7 @@ pub(crate) fn verdict_change(
     stored: Option<&[u8]>,
     new: Option<&[u8]>,
 ) -> Option<String> {
-    if kind != "grade" {
+    if kind != NodeKind::Grade {
         return None;
     }
     let read = |b: Option<&[u8]>| {
@@ -62,12 +64,27 @@ pub(crate) fn verdict_change(
     })
 }
 
+/// For `gc`: the staged tree a node of a kind that
+/// [stages a tree](NodeKind::stages_a_tree) names in its output, if any.
+pub(crate) fn staged_tree(output: &[u8]) -> Option<String> {
+    /// Only the tree of a `TreeRecord`: a record whose other fields an
+    /// older assay wrote otherwise still pins its tree.
+    #[derive(serde::Deserialize)]
+    struct Staged {
+        tree: Option<String>,
+    }
+    serde_json::from_slice::<Staged>(output).ok()?.tree
+}
+
 /// For `verify`: every prepared environment directory whose contents no
 /// longer match the digest recorded when it was set up, with why.
 pub(crate) fn damaged_environments(store: &Store) -> Result<Vec<(String, String)>, String> {
     let mut out = Vec::new();
     let index = store.load_index().map_err(|e| e.to_string())?;
-    for key in store.keys_of_kind("env").map_err(|e| e.to_string())? {
+    for key in store
+        .keys_of_kind(NodeKind::Env.as_str())
+        .map_err(|e| e.to_string())?
+    {
         let Some(row) = index.get(&key) else { continue };
         let Ok(bytes) = store.output_bytes(row) else {
             continue;
@@ -141,8 +158,8 @@ fn graph_error(pipeline: &Pipeline, e: GraphError) -> ConfigError {
     let name_of = |n: &str| names::step_of(n).unwrap_or(n).to_owned();
     let span_of = |n: &str| {
         pipeline
-            .file
-            .step
+            .settings
+            .steps
             .iter()
             .find(|s| s.name.get_ref() == &name_of(n))
             .map(|s| s.name.span())
@@ -170,5 +187,20 @@ fn graph_error(pipeline: &Pipeline, e: GraphError) -> ConfigError {
             Some(span) => pipeline.error_at(span, format!("{e}"), "defined again here", "give each step its own name"),
             None => ConfigError::plain(format!("{e}"), "give each node its own name"),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_staged_tree_is_read_from_a_tree_record_whatever_else_it_holds() {
+        assert_eq!(
+            staged_tree(br#"{"tree":"abc","skipped":null,"hidden":["t.py"]}"#).as_deref(),
+            Some("abc")
+        );
+        assert_eq!(staged_tree(br#"{"tree":null,"skipped":"x"}"#), None);
+        assert_eq!(staged_tree(b"not json"), None);
     }
 }

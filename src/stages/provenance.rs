@@ -45,7 +45,7 @@ impl Provenance {
 pub(super) fn release_key(params: &ReleaseParams, inputs: &[(&[u8], Digest)]) -> Digest {
     KeyRecord {
         schema: SCHEMA_VERSION,
-        kind: "release".to_owned(),
+        kind: super::NodeKind::Release.as_str().to_owned(),
         kind_version: KIND_VERSION,
         params: encode_params(params),
         deps: inputs.iter().map(|(b, _)| Digest::of(b)).collect(),

@@ -18,7 +18,7 @@ use assay_engine::JobCtx;
 use serde::Serialize;
 
 use super::executor::EnvHandle;
-use super::node::{Kind, Made, NoInputs};
+use super::node::{Kind, Made, NoInputs, NodeKind};
 use super::records::EnvRecord;
 
 #[derive(Clone, Debug, Serialize)]
@@ -63,7 +63,7 @@ impl Env {
 }
 
 impl Kind for Env {
-    const NAME: &'static str = "env";
+    const NAME: &'static str = NodeKind::Env.as_str();
     /// 2: setup runs sandboxed, with the environment at `/assay/env`; its log
     /// is redacted.
     const VERSION: u32 = 2;

@@ -16,7 +16,7 @@ use assay_engine::{Digest, JobCtx};
 use assay_git::{ComposeError, PatchPath, PatchStep, TreeStore, parse_patch, patch_paths};
 use serde::Serialize;
 
-use super::node::{Kind, Made, NoInputs};
+use super::node::{Kind, Made, NoInputs, NodeKind};
 use super::records::{
     Arm, EnvRecord, Fault, GradeRecord, Receipt, RunRecord, SessionRecord, Skip, TaskRecord,
     TaskStatus, TreeRecord, Verdict,
@@ -221,7 +221,7 @@ pub(crate) struct SessionParams {
 pub(crate) struct Session(pub(crate) SessionParams);
 
 impl Kind for Session {
-    const NAME: &'static str = "session";
+    const NAME: &'static str = NodeKind::Session.as_str();
     const VERSION: u32 = SESSION_VERSION;
     type Params = SessionParams;
     type Inputs = NoInputs;
@@ -284,7 +284,7 @@ pub(crate) struct Stage {
 }
 
 impl Kind for Stage {
-    const NAME: &'static str = "stage";
+    const NAME: &'static str = NodeKind::Stage.as_str();
     const VERSION: u32 = STAGE_VERSION;
     type Params = StageParams;
     type Inputs = StageInputs;
@@ -430,7 +430,7 @@ pub(crate) struct Grade {
 }
 
 impl Kind for Grade {
-    const NAME: &'static str = "grade";
+    const NAME: &'static str = NodeKind::Grade.as_str();
     const VERSION: u32 = GRADE_VERSION;
     /// Reruns and separate checks are test runs: a grade is an observation.
     const OBSERVATION: bool = true;

@@ -44,7 +44,7 @@ use super::error::StageError;
 use super::grade::blob;
 use super::layout::ReleaseInputs;
 use super::names;
-use super::node::{self, Kind, Made};
+use super::node::{self, Kind, Made, NodeKind};
 use super::records::{GradeRecord, SessionRecord, TaskRecord, Verdict};
 use super::release;
 use crate::pipeline::{ConfigError, JudgeConfig, Pipeline};
@@ -275,7 +275,7 @@ struct Review {
 }
 
 impl Kind for Review {
-    const NAME: &'static str = "judge";
+    const NAME: &'static str = NodeKind::Judge.as_str();
     const VERSION: u32 = KIND_VERSION;
     /// A reading is an observation of the model: `--reread judge` asks again.
     const OBSERVATION: bool = true;

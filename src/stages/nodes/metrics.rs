@@ -11,7 +11,7 @@ use serde::Serialize;
 use assay_git::AddedLines;
 
 use super::grade::{PatchCaps, Policy, excluded_paths, session_paths};
-use super::node::{Kind, Made};
+use super::node::{Kind, Made, NodeKind};
 use super::records::{MetricsRecord, SessionRecord, TaskRecord};
 
 #[derive(Clone, Debug, Serialize)]
@@ -79,7 +79,7 @@ super::node::inputs! {
 pub(crate) struct Metrics(pub(crate) MetricsParams);
 
 impl Kind for Metrics {
-    const NAME: &'static str = "metrics";
+    const NAME: &'static str = NodeKind::Metrics.as_str();
     /// 2: sections read as `git apply` reads them.
     const VERSION: u32 = 2;
     type Params = MetricsParams;

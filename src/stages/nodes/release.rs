@@ -10,7 +10,7 @@ use std::sync::Arc;
 use assay_engine::{Digest, JobCtx};
 use serde::{Deserialize, Serialize};
 
-use super::node::{Kind, Made, Raw};
+use super::node::{Kind, Made, NodeKind, Raw};
 use super::publish::{About, Price, PublishInput, publish};
 use super::records::{Arm, GradeRecord, TaskRecord, TaskStatus, Verdict};
 use super::swebench;
@@ -166,7 +166,7 @@ impl<'a> Released<'a> {
 }
 
 impl Kind for Release {
-    const NAME: &'static str = "release";
+    const NAME: &'static str = NodeKind::Release.as_str();
     /// 2: manifest.json carries the provenance.
     const VERSION: u32 = KIND_VERSION;
     type Params = ReleaseParams;

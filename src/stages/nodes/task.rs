@@ -12,7 +12,7 @@ use assay_engine::{Digest, JobCtx};
 use regex::Regex;
 use serde::Serialize;
 
-use super::node::{Kind, Made};
+use super::node::{Kind, Made, NodeKind};
 use super::records::{EnvRecord, ScreenRecord, TaskRecord, TaskStatus, TriageRecord};
 
 #[derive(Clone, Debug, Serialize)]
@@ -50,7 +50,7 @@ super::node::inputs! {
 pub(crate) struct Task(pub(crate) TaskParams);
 
 impl Kind for Task {
-    const NAME: &'static str = "task";
+    const NAME: &'static str = NodeKind::Task.as_str();
     const VERSION: u32 = 2;
     type Params = TaskParams;
     type Inputs = TaskInputs;

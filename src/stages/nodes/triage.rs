@@ -10,7 +10,7 @@ use assay_engine::JobCtx;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Serialize;
 
-use super::node::{Kind, Made, NoInputs};
+use super::node::{Kind, Made, NoInputs, NodeKind};
 use super::records::{Decision, TriageRecord};
 
 #[derive(Clone, Debug, Serialize)]
@@ -33,7 +33,7 @@ pub(crate) struct Triage {
 }
 
 impl Kind for Triage {
-    const NAME: &'static str = "triage";
+    const NAME: &'static str = NodeKind::Triage.as_str();
     const VERSION: u32 = 1;
     type Params = TriageParams;
     type Inputs = NoInputs;

@@ -22,6 +22,7 @@ mod scheduler;
 mod store;
 #[doc(hidden)]
 pub mod synthetic;
+mod writer;
 
 pub use events::{Event, KindCounts, Summary};
 pub use graph::{Graph, GraphError, NodeId, NodeSpec};

@@ -5,24 +5,27 @@
 //! A failed node fails only its dependents (they are *skipped*, naming the
 //! failure); everything independent finishes and is cached. Failures are
 //! recorded with their reason and never enter the success table.
+//!
+//! [`build`] is a loop of named steps on one `Build`: key what is ready
+//! (reusing valid hits, letting a node follow another of the same key),
+//! launch queued jobs, receive the next to end, then commit it or propagate
+//! its failure. Committing is `writer`'s.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::mpsc;
-use std::time::Instant;
 
-use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 
 use crate::events::{Event, Summary, Tally};
 use crate::exclusive::Held;
 use crate::graph::{Graph, NodeId};
-use crate::job::{Job, JobCtx, JobError, JobFuture};
+use crate::job::{Job, JobCtx, JobError};
 use crate::key::{Digest, DigestMap, KeyRecord, KeyRecordRef, SCHEMA_VERSION};
 use crate::store::{
-    Blobs, BuildManifestRef, FailureRow, INLINE_MAX, IndexRow, IndexWriter, ManifestEntryRef,
-    NewRow, Store, StoreError, now_ms,
+    BuildManifestRef, FailureRow, IndexRow, ManifestEntryRef, NewRow, Store, StoreError, now_ms,
 };
+use crate::writer::{Executed, WriterMsg, execute, spawn_writer, write};
 
 pub struct BuildOptions {
     pub jobs: usize,
@@ -93,40 +96,6 @@ impl BuildOutcome {
         }
     }
 }
-
-struct WriterMsg {
-    row: Option<NewRow>,
-    failure: Option<FailureRow>,
-    ack: oneshot::Sender<Result<(), String>>,
-}
-
-/// Owns the one writing connection; commits whatever has queued up as one
-/// transaction (group commit), then acknowledges each message.
-fn spawn_writer(mut writer: IndexWriter) -> (mpsc::Sender<WriterMsg>, std::thread::JoinHandle<()>) {
-    let (tx, rx) = mpsc::channel::<WriterMsg>();
-    let handle = std::thread::spawn(move || {
-        while let Ok(first) = rx.recv() {
-            let mut batch = vec![first];
-            while batch.len() < 4096 {
-                match rx.try_recv() {
-                    Ok(m) => batch.push(m),
-                    Err(_) => break,
-                }
-            }
-            let rows: Vec<NewRow> = batch.iter_mut().filter_map(|m| m.row.take()).collect();
-            let fails: Vec<FailureRow> =
-                batch.iter_mut().filter_map(|m| m.failure.take()).collect();
-            let result = writer.commit(&rows, &fails).map_err(|e| e.to_string());
-            for m in batch {
-                let _ = m.ack.send(result.clone());
-            }
-        }
-    });
-    (tx, handle)
-}
-
-/// A job's committed result: output digest, bytes, duration in ms.
-type Executed = (Digest, Arc<Vec<u8>>, u64);
 
 enum State {
     Waiting,
@@ -471,7 +440,6 @@ impl<'a, 's> Build<'a, 's> {
     /// same key and skips every dependent of them.
     async fn fail(&mut self, id: NodeId, reason: String) {
         let spec = self.graph.node(id);
-        let (ack, done) = oneshot::channel();
         let failure = FailureRow {
             key: self.key_of(id).to_hex(),
             name: spec.name.clone(),
@@ -480,14 +448,8 @@ impl<'a, 's> Build<'a, 's> {
             build: self.build_id,
             at_ms: now_ms(),
         };
-        let sent = self.writer.send(WriterMsg {
-            row: None,
-            failure: Some(failure),
-            ack,
-        });
-        if sent.is_ok() {
-            let _ = done.await;
-        }
+        // Recorded when the writer still runs; the node fails either way.
+        let _ = write(&self.writer, None, Some(failure)).await;
         self.mark_failed(id, reason);
         for f in self.followers.remove(&id).unwrap_or_default() {
             self.mark_failed(f, format!("same key as `{}`, which failed", spec.name));
@@ -593,59 +555,6 @@ impl<'a, 's> Build<'a, 's> {
             });
             stack.extend(graph.dependents[id].iter().copied());
         }
-    }
-}
-
-/// Runs one job and commits what it made: its output stored (inline in the
-/// index when small), its attachments checked to exist, its row committed
-/// by the writer. A job's success is reported only once it is committed.
-async fn execute(
-    fut: JobFuture,
-    row: NewRow,
-    writer: mpsc::Sender<WriterMsg>,
-    blobs: Blobs,
-) -> Result<Executed, JobError> {
-    let started = Instant::now();
-    let out = fut.await?;
-    let duration_ms = started.elapsed().as_millis() as u64;
-    let output = Digest::of(&out.bytes);
-    let inline = if out.bytes.len() <= INLINE_MAX {
-        Some(out.bytes.clone())
-    } else {
-        let bytes = out.bytes.clone();
-        let blobs = blobs.clone();
-        tokio::task::spawn_blocking(move || blobs.put(&bytes))
-            .await
-            .map_err(|e| JobError(format!("storing the output: {e}")))?
-            .map_err(|e| JobError(format!("storing the output: {e}")))?;
-        None
-    };
-    for a in &out.attachments {
-        if !blobs.exists(a) {
-            return Err(JobError(format!(
-                "the job names attachment {a}, which it never stored"
-            )));
-        }
-    }
-    let row = NewRow {
-        output,
-        inline,
-        attachments: out.attachments,
-        duration_ms: duration_ms as i64,
-        ..row
-    };
-    let (ack, done) = oneshot::channel();
-    writer
-        .send(WriterMsg {
-            row: Some(row),
-            failure: None,
-            ack,
-        })
-        .map_err(|_| JobError("the index writer stopped".into()))?;
-    match done.await {
-        Ok(Ok(())) => Ok((output, Arc::new(out.bytes), duration_ms)),
-        Ok(Err(e)) => Err(JobError(format!("committing to the index: {e}"))),
-        Err(_) => Err(JobError("the index writer stopped".into())),
     }
 }
 

@@ -257,3 +257,25 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
             )
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::Cli;
+
+    #[test]
+    fn reread_takes_node_kinds_and_refuses_other_words() {
+        for cmd in ["build", "plan"] {
+            assert!(Cli::try_parse_from(["assay", cmd, "--reread", "run,judge"]).is_ok());
+            let e = Cli::try_parse_from(["assay", cmd, "--reread", "run,runs"])
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("no node kind `runs`"), "{e}");
+        }
+        assert_eq!(
+            super::kinds(&[crate::stages::NodeKind::Judge, crate::stages::NodeKind::Run]),
+            ["judge".to_owned(), "run".to_owned()].into()
+        );
+    }
+}

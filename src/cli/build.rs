@@ -96,7 +96,7 @@ pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
         return Ok(exit::INTERRUPTED);
     };
     let outcome = outcome.map_err(Failure::cache)?;
-    if let Some(id) = graph.find("release") {
+    if let Some(id) = graph.find(crate::stages::RELEASE_NODE) {
         write_release(&pipeline, &store, &outcome, id)?;
     }
     let code = if outcome.summary.failed > 0 {

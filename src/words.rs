@@ -43,7 +43,7 @@ macro_rules! words {
             /// Every value, in declaration order.
             pub(crate) const ALL: &'static [$name] = &[$($name::$value,)*];
 
-            pub(crate) fn as_str(self) -> &'static str {
+            pub(crate) const fn as_str(self) -> &'static str {
                 match self {
                     $($name::$value => $word,)*
                 }

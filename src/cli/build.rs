@@ -1,7 +1,5 @@
 //! `assay build`: build the pipeline's DAG, reusing every cached node.
 
-use std::collections::BTreeSet;
-
 use assay_engine::{BuildOptions, CacheLock};
 use clap::Args;
 
@@ -20,8 +18,8 @@ pub(crate) struct BuildArgs {
     #[arg(long)]
     json: bool,
     /// Re-execute cached observations of these kinds (e.g. `run`): flaky tests get read again.
-    #[arg(long, value_delimiter = ',')]
-    reread: Vec<String>,
+    #[arg(long, value_delimiter = ',', value_parser = crate::stages::parse_kind)]
+    reread: Vec<crate::stages::NodeKind>,
     /// Print every node as it runs.
     #[arg(short, long)]
     verbose: bool,
@@ -52,8 +50,8 @@ impl ExecutorArg {
 pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
     let mut pipeline = global.load_pipeline()?;
     if let Some(executor) = args.executor {
-        for env in pipeline.file.envs_mut() {
-            env.executor = Some(toml::Spanned::new(0..0, executor.as_str().to_owned()));
+        for env in &mut pipeline.settings.envs {
+            env.written.executor = Some(toml::Spanned::new(0..0, executor.as_str().to_owned()));
         }
     }
     let cache_dir = global.cache_dir(Some(&pipeline));
@@ -79,7 +77,7 @@ pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
                 .map(|n| n.get())
                 .unwrap_or(2)
         }),
-        reread: args.reread.into_iter().collect::<BTreeSet<_>>(),
+        reread: super::kinds(&args.reread),
         label: pipeline.path.display().to_string(),
     };
     let mut renderer = Renderer::new(args.json, args.verbose);
@@ -102,7 +100,7 @@ pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
     };
     crate::stages::finished(&executors);
     let outcome = outcome.map_err(Failure::cache)?;
-    if let Some(id) = graph.find("release") {
+    if let Some(id) = graph.find(crate::stages::RELEASE_NODE) {
         write_release(&pipeline, &store, &outcome, id)?;
     }
     let code = if outcome.summary.failed > 0 {

@@ -8,6 +8,7 @@ use clap::Args;
 use super::{Failure, Global};
 use crate::exit;
 use crate::pipeline::Pipeline;
+use crate::stages::NodeKind;
 
 /// Report (or with --apply, delete) cache entries unreachable from the last N builds.
 #[derive(Args, Debug)]
@@ -42,7 +43,7 @@ pub(crate) fn run(global: &Global, args: GcArgs) -> Result<i32, Failure> {
             tree_nodes.extend(
                 m.entries
                     .iter()
-                    .filter(|e| e.kind == "tree" || e.kind == "stage")
+                    .filter(|e| NodeKind::parse(&e.kind).is_some_and(NodeKind::stages_a_tree))
                     .filter_map(|e| e.key),
             );
         }
@@ -51,10 +52,9 @@ pub(crate) fn run(global: &Global, args: GcArgs) -> Result<i32, Failure> {
     for key in &tree_nodes {
         if let Some((_, _, row)) = store.key_record(key).map_err(Failure::cache)?
             && let Ok(bytes) = store.output_bytes(&row)
-            && let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes)
-            && let Some(tree) = v["tree"].as_str()
+            && let Some(tree) = crate::stages::staged_tree(&bytes)
         {
-            kept_trees.push(tree.to_owned());
+            kept_trees.push(tree);
         }
     }
     kept_trees.sort();

@@ -131,26 +131,23 @@ pub(crate) struct Global {
 impl Global {
     /// The pipeline file, with `--since` / `--limit` applied to every source.
     pub(crate) fn load_pipeline(&self) -> Result<crate::pipeline::Pipeline, Failure> {
-        if let Some(since) = &self.since
-            && crate::stages::parse_date(since).is_none()
-        {
-            return Err(Failure::new(
-                exit::USAGE,
-                miette::miette!(
-                    help = "write the day as YYYY-MM-DD",
-                    "--since `{since}` is not a date"
-                ),
-            ));
-        }
+        let since = match &self.since {
+            None => None,
+            Some(since) => Some(crate::pipeline::parse_date(since).ok_or_else(|| {
+                Failure::new(
+                    exit::USAGE,
+                    miette::miette!(
+                        help = "write the day as YYYY-MM-DD",
+                        "--since `{since}` is not a date"
+                    ),
+                )
+            })?),
+        };
         let mut p = crate::pipeline::Pipeline::load(&self.pipeline)?;
-        for s in &mut p.file.source {
-            if let Some(since) = &self.since {
-                s.since = Some(toml::Spanned::new(0..0, since.clone()));
-            }
-            if self.limit.is_some() {
-                s.limit = self.limit;
-            }
-        }
+        p.settings.bound_sources(crate::pipeline::Bounds {
+            since,
+            limit: self.limit,
+        });
         Ok(p)
     }
 
@@ -248,6 +245,11 @@ pub(crate) fn laid_out(
     Ok(plan)
 }
 
+/// Kinds as the engine takes them (`--reread`): their words.
+pub(crate) fn kinds(kinds: &[crate::stages::NodeKind]) -> std::collections::BTreeSet<String> {
+    kinds.iter().map(|k| k.as_str().to_owned()).collect()
+}
+
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -258,4 +260,26 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
                 miette::miette!("cannot start the runtime: {e}"),
             )
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::Cli;
+
+    #[test]
+    fn reread_takes_node_kinds_and_refuses_other_words() {
+        for cmd in ["build", "plan"] {
+            assert!(Cli::try_parse_from(["assay", cmd, "--reread", "run,judge"]).is_ok());
+            let e = Cli::try_parse_from(["assay", cmd, "--reread", "run,runs"])
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("no node kind `runs`"), "{e}");
+        }
+        assert_eq!(
+            super::kinds(&[crate::stages::NodeKind::Judge, crate::stages::NodeKind::Run]),
+            ["judge".to_owned(), "run".to_owned()].into()
+        );
+    }
 }

@@ -5,6 +5,7 @@ use clap::Args;
 
 use super::{Failure, Global};
 use crate::exit;
+use crate::stages::NodeKind;
 
 /// Show what `assay build` would execute, and why, without running it.
 #[derive(Args, Debug)]
@@ -16,8 +17,8 @@ pub(crate) struct PlanArgs {
     #[arg(long)]
     all: bool,
     /// Plan as if `build --reread KINDS` were given.
-    #[arg(long, value_delimiter = ',')]
-    reread: Vec<String>,
+    #[arg(long, value_delimiter = ',', value_parser = crate::stages::parse_kind)]
+    reread: Vec<NodeKind>,
 }
 
 pub(crate) fn run(global: &Global, args: PlanArgs) -> Result<i32, Failure> {
@@ -28,7 +29,7 @@ pub(crate) fn run(global: &Global, args: PlanArgs) -> Result<i32, Failure> {
         Some(b) => store.manifest(b).map_err(Failure::cache)?,
         None => None,
     };
-    let reread = args.reread.into_iter().collect();
+    let reread = super::kinds(&args.reread);
     let entries =
         assay_engine::plan(&store, &graph, &reread, previous.as_ref()).map_err(Failure::cache)?;
     let (mut cached, mut run, mut blocked) = (0, 0, 0);

@@ -12,7 +12,7 @@ use std::ops::Range;
 
 use assay_judge::Settings;
 
-use super::{ConfigError, Pipeline};
+use super::{ConfigError, Pipeline, PipelineFile};
 
 /// The seed of the blind labels when `judge_seed` is not given.
 pub(crate) const DEFAULT_SEED: u64 = 0;
@@ -26,10 +26,13 @@ pub(crate) struct JudgeConfig {
     pub(crate) seed: u64,
 }
 
-pub(super) fn load(pipeline: &Pipeline) -> Result<Vec<JudgeConfig>, ConfigError> {
-    let seed = pipeline.file.judge_seed.unwrap_or(DEFAULT_SEED);
+pub(super) fn load(
+    pipeline: &Pipeline,
+    file: &PipelineFile,
+) -> Result<Vec<JudgeConfig>, ConfigError> {
+    let seed = file.judge_seed.unwrap_or(DEFAULT_SEED);
     let mut out: Vec<JudgeConfig> = Vec::new();
-    for table in &pipeline.file.judge {
+    for table in &file.judge {
         let span = table.span();
         let mut settings = table.get_ref().clone();
         if let Some(earlier) = out.iter().find(|j| j.settings.name == settings.name) {

@@ -3,13 +3,19 @@
 //! policy and arm is checked here, with a diagnostic pointing into the file,
 //! so the layout that builds nodes from them never checks anything again.
 //!
-//! Environments (`[env]`, `[env.NAME]`) are checked by `stages::envs`, which
-//! also probes the machine (bubblewrap, the Docker daemon): that is not a
-//! property of the file.
+//! Sources and topic splits are checked in `sources`, environments in `env`
+//! (an environment's confinement and executor by `stages::envs`, which also
+//! probes the machine: that is not a property of the file).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::Duration;
 
+use toml::Spanned;
+
+use super::env::EnvSpec;
+use super::file::{PipelineFile, StepConfig};
+use super::sources::{Bounds, SourceSettings, TopicSplitSettings};
 use super::{ConfigError, Pipeline};
 
 /// Test layouts of Python, JS/TS, Go, Rust and Java, plus snapshots and fixtures.
@@ -157,10 +163,32 @@ fn thousands(n: u64) -> String {
     out
 }
 
-/// Everything of the file but the environments and judges, valid.
+/// `[[step]]`: a generic command node (see `stages::step`).
+#[derive(Clone, Debug)]
+pub(crate) struct StepSettings {
+    /// Its node is `step:<name>`; errors about the step point here.
+    pub(crate) name: Spanned<String>,
+    pub(crate) run: String,
+    /// Files copied in, as written (relative to the pipeline file); an
+    /// unreadable one is pointed at when the step is laid out.
+    pub(crate) inputs: Vec<Spanned<String>>,
+    /// The names of the steps whose outputs it reads.
+    pub(crate) deps: Vec<String>,
+    pub(crate) timeout: Duration,
+}
+
+/// Everything of the file but the judges, valid.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Settings {
+    /// The cache and release directories, resolved against the file's.
+    pub(crate) cache_dir: PathBuf,
+    pub(crate) release_dir: PathBuf,
+    pub(crate) steps: Vec<StepSettings>,
+    pub(crate) sources: Vec<SourceSettings>,
     pub(crate) triage: TriageSettings,
+    pub(crate) topic_splits: Vec<TopicSplitSettings>,
+    /// In file order: the one `[env]`, or each `[env.NAME]`.
+    pub(crate) envs: Vec<EnvSpec>,
     /// Readings of each state at screening (at least 1).
     pub(crate) repeats: u32,
     /// `[redact] patterns` (valid regular expressions) and `env`.
@@ -168,20 +196,25 @@ pub(crate) struct Settings {
     pub(crate) redact_env: Vec<String>,
     /// The statements directory, which exists.
     pub(crate) statements: Option<PathBuf>,
-    /// candidate id -> (topic, pattern over test names), patterns valid.
-    pub(crate) topic_splits: BTreeMap<String, Vec<(String, String)>>,
     /// The sessions directory, which exists.
     pub(crate) sessions: Option<PathBuf>,
     pub(crate) grade: GradeSettings,
+    /// model label -> token kind -> USD per million tokens (each finite, 0 or more).
+    pub(crate) prices: BTreeMap<String, BTreeMap<String, f64>>,
 }
 
 impl Settings {
-    pub(crate) fn of(pipeline: &Pipeline) -> Result<Settings, ConfigError> {
-        let f = &pipeline.file;
+    pub(crate) fn of(pipeline: &Pipeline, f: &PipelineFile) -> Result<Settings, ConfigError> {
         Ok(Settings {
-            triage: triage(pipeline)?,
+            cache_dir: pipeline.resolve(f.cache.as_deref().unwrap_or("cache")),
+            release_dir: pipeline.resolve(f.release.as_deref().unwrap_or("release")),
+            steps: f.step.iter().map(step).collect(),
+            sources: super::sources::sources(pipeline, &f.source)?,
+            triage: triage(pipeline, f)?,
+            topic_splits: super::sources::topic_splits(pipeline, &f.topic_split)?,
+            envs: super::env::envs(pipeline, f)?,
             repeats: f.screen.repeats.unwrap_or(2).max(1),
-            redact_patterns: redact_patterns(pipeline)?,
+            redact_patterns: redact_patterns(pipeline, f)?,
             redact_env: f.redact.env.clone(),
             statements: existing_dir(
                 pipeline,
@@ -189,20 +222,46 @@ impl Settings {
                 "statements",
                 "create it: tasks without a statement are held back as awaiting_statement",
             )?,
-            topic_splits: topic_splits(pipeline)?,
             sessions: existing_dir(
                 pipeline,
                 f.sessions.as_ref(),
                 "sessions",
                 "create it (an empty directory grades nothing), or remove `sessions`",
             )?,
-            grade: grade(pipeline)?,
+            grade: grade(pipeline, f)?,
+            prices: f.prices.clone(),
         })
+    }
+
+    /// The command line's `--since` / `--limit`, in place of every source's own.
+    pub(crate) fn bound_sources(&mut self, cli: Bounds) {
+        for s in &mut self.sources {
+            s.bounds = s.bounds.overridden_by(cli);
+        }
+    }
+
+    /// The topics `candidate` is split into (none: one task).
+    pub(crate) fn topics_of(&self, candidate: &str) -> Vec<(String, String)> {
+        self.topic_splits
+            .iter()
+            .find(|t| t.candidate.get_ref() == candidate)
+            .map(|t| t.topics.clone())
+            .unwrap_or_default()
     }
 }
 
-fn triage(pipeline: &Pipeline) -> Result<TriageSettings, ConfigError> {
-    let t = &pipeline.file.triage;
+fn step(s: &StepConfig) -> StepSettings {
+    StepSettings {
+        name: s.name.clone(),
+        run: s.run.clone(),
+        inputs: s.inputs.clone(),
+        deps: s.deps.iter().map(|d| d.get_ref().clone()).collect(),
+        timeout: Duration::from_secs(s.timeout.unwrap_or(600)),
+    }
+}
+
+fn triage(pipeline: &Pipeline, f: &PipelineFile) -> Result<TriageSettings, ConfigError> {
+    let t = &f.triage;
     for (globs, which) in [
         (t.test_globs.as_deref().unwrap_or_default(), "test_globs"),
         (t.docs_globs.as_deref().unwrap_or_default(), "docs_globs"),
@@ -234,9 +293,9 @@ fn triage(pipeline: &Pipeline) -> Result<TriageSettings, ConfigError> {
     })
 }
 
-fn redact_patterns(pipeline: &Pipeline) -> Result<Vec<String>, ConfigError> {
+fn redact_patterns(pipeline: &Pipeline, f: &PipelineFile) -> Result<Vec<String>, ConfigError> {
     let mut out = Vec::new();
-    for p in &pipeline.file.redact.patterns {
+    for p in &f.redact.patterns {
         if let Err(e) = regex::bytes::Regex::new(p.get_ref()) {
             return Err(pipeline.error_at(
                 p.span(),
@@ -269,34 +328,8 @@ fn existing_dir(
     Ok(Some(dir))
 }
 
-fn topic_splits(
-    pipeline: &Pipeline,
-) -> Result<BTreeMap<String, Vec<(String, String)>>, ConfigError> {
-    let mut out = BTreeMap::new();
-    for t in &pipeline.file.topic_split {
-        for (name, pat) in t.topics.get_ref() {
-            if let Err(e) = regex::Regex::new(pat) {
-                return Err(pipeline.error_at(
-                    t.topics.span(),
-                    format!("topic `{name}`: invalid pattern: {e}"),
-                    "in these topics",
-                    "patterns are regular expressions over test names",
-                ));
-            }
-        }
-        let topics = t
-            .topics
-            .get_ref()
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        out.insert(t.candidate.get_ref().clone(), topics);
-    }
-    Ok(out)
-}
-
-fn grade(pipeline: &Pipeline) -> Result<GradeSettings, ConfigError> {
-    let g = &pipeline.file.grade;
+fn grade(pipeline: &Pipeline, f: &PipelineFile) -> Result<GradeSettings, ConfigError> {
+    let g = &f.grade;
     let policy = match &g.exclusion {
         None => Policy::TestsAndInfra,
         Some(s) => Policy::parse(s.get_ref()).ok_or_else(|| {
@@ -357,11 +390,7 @@ mod tests {
         }
         let path = tmp.path().join("pipeline.toml");
         std::fs::write(&path, toml).unwrap();
-        let pipeline = match Pipeline::load(&path) {
-            Ok(p) => p,
-            Err(e) => return format!("{:?}", miette::Report::new(e)),
-        };
-        match Settings::of(&pipeline) {
+        match Pipeline::load(&path) {
             Ok(_) => String::new(),
             Err(e) => format!("{:?}", miette::Report::new(e)),
         }
@@ -372,7 +401,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("pipeline.toml");
         std::fs::write(&path, "").unwrap();
-        let s = Settings::of(&Pipeline::load(&path).unwrap()).unwrap();
+        let s = Pipeline::load(&path).unwrap().settings;
         assert_eq!(s.triage.test_globs.len(), DEFAULT_TEST_GLOBS.len());
         assert_eq!(s.triage.max_files, 50);
         assert_eq!(s.repeats, 2);
@@ -425,7 +454,7 @@ mod tests {
             "[triage]\ntest_globs = [\"t/**\"]\nextra_test_globs = [\"spec/**\"]\n",
         )
         .unwrap();
-        let s = Settings::of(&Pipeline::load(&path).unwrap()).unwrap();
+        let s = Pipeline::load(&path).unwrap().settings;
         assert_eq!(s.triage.test_globs, ["t/**", "spec/**"]);
     }
 
@@ -479,5 +508,44 @@ mod tests {
             assert_eq!(Policy::parse(p.as_str()), Some(*p));
             assert_eq!(serde_json::to_value(p).unwrap(), p.as_str());
         }
+    }
+
+    #[test]
+    fn an_unknown_report_format_is_refused_at_load_even_without_sources() {
+        let e = error_of("[env]\ntest_command = \"t\"\nreport = \"xunit\"\n", &[]);
+        assert!(e.contains("unknown report format `xunit`"), "{e}");
+        assert!(e.contains("use one of: junit"), "{e}");
+    }
+
+    #[test]
+    fn sources_are_checked_and_bounded_on_the_settings() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("pipeline.toml");
+        let source = "[[source]]\nname = \"p\"\npath = \"repo\"\nlimit = 4\n";
+        std::fs::write(&path, format!("{source}since = \"2026-01-05\"\n")).unwrap();
+        let mut s = Pipeline::load(&path).unwrap().settings;
+        let src = &s.sources[0];
+        assert_eq!((src.repo.as_str(), src.version.as_str()), ("p", "0"));
+        assert_eq!(src.bounds.since, Some(1_767_571_200));
+        assert!(src.squash.is_match("Fix it (#12)"));
+        s.bound_sources(super::super::Bounds {
+            since: None,
+            limit: Some(1),
+        });
+        assert_eq!(s.sources[0].bounds.limit, Some(1));
+        assert_eq!(s.sources[0].bounds.since, Some(1_767_571_200));
+
+        std::fs::write(&path, format!("{source}since = \"last week\"\n")).unwrap();
+        let e = format!(
+            "{:?}",
+            miette::Report::new(Pipeline::load(&path).unwrap_err())
+        );
+        assert!(e.contains("`since` is not a date"), "{e}");
+        std::fs::write(&path, format!("{source}squash_pattern = \"(\"\n")).unwrap();
+        let e = format!(
+            "{:?}",
+            miette::Report::new(Pipeline::load(&path).unwrap_err())
+        );
+        assert!(e.contains("invalid squash_pattern"), "{e}");
     }
 }

@@ -11,13 +11,15 @@
 //!   run limits), pure: no process, file or engine;
 //! - `executor/`: where environments are prepared and runs happen, one
 //!   module per executor behind one trait;
-//! - beside them what several share: `names` (node names), `records`,
-//!   `guard` (Python's import guard), `redact`, `swebench`.
+//! - beside them what several share: `kind` (the node kinds), `names` (node
+//!   names), `records`, `guard` (Python's import guard), `redact`,
+//!   `swebench`.
 
 mod canary;
 mod error;
 mod executor;
 mod guard;
+mod kind;
 mod names;
 mod node;
 mod nodes;
@@ -30,14 +32,14 @@ mod rules;
 mod swebench;
 
 use nodes::{judge, release, step, tree};
-use plan::{layout, sources};
+use plan::layout;
 
 pub(crate) use judge::{JudgeOutcome, JudgeRecord};
+pub(crate) use kind::{NodeKind, parse_arg as parse_kind};
 pub(crate) use names::RELEASE as RELEASE_NODE;
 pub(crate) use publish::{AssayVersion, Manifest, Number, pretty};
 pub(crate) use records::{EnvRecord, Fault, GradeRecord, Verdict};
 pub(crate) use release::{ReadBlob, ReleaseParams, ReleaseRecord, assemble, read_from};
-pub(crate) use sources::parse_date;
 
 use assay_engine::{Graph, GraphError, Store};
 
@@ -51,7 +53,7 @@ pub(crate) fn verdict_change(
     stored: Option<&[u8]>,
     new: Option<&[u8]>,
 ) -> Option<String> {
-    if kind != "grade" {
+    if kind != NodeKind::Grade {
         return None;
     }
     let read = |b: Option<&[u8]>| {
@@ -67,12 +69,27 @@ pub(crate) fn verdict_change(
     })
 }
 
+/// For `gc`: the staged tree a node of a kind that
+/// [stages a tree](NodeKind::stages_a_tree) names in its output, if any.
+pub(crate) fn staged_tree(output: &[u8]) -> Option<String> {
+    /// Only the tree of a `TreeRecord`: a record whose other fields an
+    /// older assay wrote otherwise still pins its tree.
+    #[derive(serde::Deserialize)]
+    struct Staged {
+        tree: Option<String>,
+    }
+    serde_json::from_slice::<Staged>(output).ok()?.tree
+}
+
 /// For `verify`: every prepared environment directory whose contents no
 /// longer match the digest recorded when it was set up, with why.
 pub(crate) fn damaged_environments(store: &Store) -> Result<Vec<(String, String)>, String> {
     let mut out = Vec::new();
     let index = store.load_index().map_err(|e| e.to_string())?;
-    for key in store.keys_of_kind("env").map_err(|e| e.to_string())? {
+    for key in store
+        .keys_of_kind(NodeKind::Env.as_str())
+        .map_err(|e| e.to_string())?
+    {
         let Some(row) = index.get(&key) else { continue };
         let Ok(bytes) = store.output_bytes(row) else {
             continue;
@@ -157,8 +174,8 @@ fn graph_error(pipeline: &Pipeline, e: GraphError) -> ConfigError {
     let name_of = |n: &str| names::step_of(n).unwrap_or(n).to_owned();
     let span_of = |n: &str| {
         pipeline
-            .file
-            .step
+            .settings
+            .steps
             .iter()
             .find(|s| s.name.get_ref() == &name_of(n))
             .map(|s| s.name.span())
@@ -186,5 +203,20 @@ fn graph_error(pipeline: &Pipeline, e: GraphError) -> ConfigError {
             Some(span) => pipeline.error_at(span, format!("{e}"), "defined again here", "give each step its own name"),
             None => ConfigError::plain(format!("{e}"), "give each node its own name"),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_staged_tree_is_read_from_a_tree_record_whatever_else_it_holds() {
+        assert_eq!(
+            staged_tree(br#"{"tree":"abc","skipped":null,"hidden":["t.py"]}"#).as_deref(),
+            Some("abc")
+        );
+        assert_eq!(staged_tree(br#"{"tree":null,"skipped":"x"}"#), None);
+        assert_eq!(staged_tree(b"not json"), None);
     }
 }

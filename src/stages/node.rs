@@ -6,9 +6,9 @@
 //! of a node's inputs is written once, in its kind's [`inputs!`] block, and
 //! the layout and the job can no longer disagree about it.
 //!
-//! Adding a kind is one file (params, inputs, record, `impl Kind`) plus the
-//! line of the layout that lays out its nodes with [`spec`]; the test at the
-//! bottom of this file is such a kind, whole.
+//! Adding a kind is one file (params, inputs, record, `impl Kind`), its
+//! word in [`NodeKind`], plus the line of the layout that lays out its nodes
+//! with [`spec`]; the test at the bottom of this file is such a kind, whole.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -16,6 +16,8 @@ use std::sync::Arc;
 use assay_engine::{Digest, Job, JobCtx, JobError, JobFuture, NodeSpec, Output, encode_params};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+
+pub(crate) use super::kind::NodeKind;
 
 /// One dependency's output, decoded, with the dependency's node key.
 #[derive(Debug)]
@@ -230,6 +232,8 @@ impl<R> Made<R> {
 /// A node kind. The implementing value holds the params plus what the job
 /// needs that is not part of the key (directories, clients).
 pub(crate) trait Kind: Send + Sync + Sized + 'static {
+    /// The kind's word: `NodeKind::X.as_str()` for every kind of the
+    /// product (the test kinds below are not assay's).
     const NAME: &'static str;
     /// Bumped whenever the same params and inputs would make another record.
     const VERSION: u32;

@@ -86,32 +86,85 @@ pub struct Summary {
     pub by_kind: BTreeMap<String, KindCounts>,
 }
 
+/// Which count of a [`Summary`] a node's end adds to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Tally {
+    Executed,
+    Reused,
+    Failed,
+    Skipped,
+}
+
+impl Tally {
+    /// The one of the four counts (in the order of their fields) it adds to.
+    fn of(self, [executed, reused, failed, skipped]: [&mut usize; 4]) -> &mut usize {
+        match self {
+            Tally::Executed => executed,
+            Tally::Reused => reused,
+            Tally::Failed => failed,
+            Tally::Skipped => skipped,
+        }
+    }
+}
+
 impl Summary {
-    pub(crate) fn count(&mut self, kind: &str, status: &str) {
+    pub(crate) fn count(&mut self, kind: &str, tally: Tally) {
         // The kind is almost always present already: allocate only to insert it.
         if !self.by_kind.contains_key(kind) {
             self.by_kind.insert(kind.to_owned(), KindCounts::default());
         }
-        let Some(k) = self.by_kind.get_mut(kind) else {
-            return;
-        };
-        match status {
-            "executed" => {
-                self.executed += 1;
-                k.executed += 1;
-            }
-            "reused" => {
-                self.reused += 1;
-                k.reused += 1;
-            }
-            "failed" => {
-                self.failed += 1;
-                k.failed += 1;
-            }
-            _ => {
-                self.skipped += 1;
-                k.skipped += 1;
-            }
+        if let Some(k) = self.by_kind.get_mut(kind) {
+            *tally.of([
+                &mut k.executed,
+                &mut k.reused,
+                &mut k.failed,
+                &mut k.skipped,
+            ]) += 1;
         }
+        let s = self;
+        *tally.of([
+            &mut s.executed,
+            &mut s.reused,
+            &mut s.failed,
+            &mut s.skipped,
+        ]) += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_tally_adds_to_its_own_count_in_total_and_by_kind() {
+        let mut s = Summary::default();
+        for (kind, tally) in [
+            ("run", Tally::Executed),
+            ("run", Tally::Reused),
+            ("run", Tally::Reused),
+            ("grade", Tally::Failed),
+            ("grade", Tally::Skipped),
+        ] {
+            s.count(kind, tally);
+        }
+        assert_eq!((s.executed, s.reused, s.failed, s.skipped), (1, 2, 1, 1));
+        assert_eq!(
+            s.by_kind["run"],
+            KindCounts {
+                executed: 1,
+                reused: 2,
+                failed: 0,
+                skipped: 0
+            }
+        );
+        assert_eq!(
+            s.by_kind["grade"],
+            KindCounts {
+                executed: 0,
+                reused: 0,
+                failed: 1,
+                skipped: 1
+            }
+        );
     }
 }

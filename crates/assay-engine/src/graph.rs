@@ -10,7 +10,7 @@ use std::sync::Arc;
 use petgraph::algo::toposort;
 use petgraph::graph::{DiGraph, NodeIndex};
 
-use crate::scheduler::Job;
+use crate::job::Job;
 
 pub type NodeId = usize;
 

@@ -13,23 +13,25 @@
 mod events;
 mod exclusive;
 mod graph;
+mod job;
 mod key;
 mod lock;
+mod plan;
 mod recheck;
 mod scheduler;
 mod store;
 #[doc(hidden)]
 pub mod synthetic;
+mod writer;
 
 pub use events::{Event, KindCounts, Summary};
 pub use graph::{Graph, GraphError, NodeId, NodeSpec};
+pub use job::{Job, JobCtx, JobError, JobFuture, Output};
 pub use key::{Digest, DigestHasher, DigestMap, KeyRecord, SCHEMA_VERSION, encode_params};
 pub use lock::{CacheLock, LockError};
+pub use plan::{PlanEntry, PlanState, plan};
 pub use recheck::{Recheck, RecheckReport, recheck};
-pub use scheduler::{
-    BuildOptions, BuildOutcome, Job, JobCtx, JobError, JobFuture, NodeOutcome, NodeStatus, Output,
-    PlanEntry, PlanState, build, plan,
-};
+pub use scheduler::{BuildOptions, BuildOutcome, NodeOutcome, NodeStatus, build};
 pub use store::{
     Blobs, BuildManifest, BuildRecord, FailureRow, IndexRow, ManifestEntry, Store, StoreError,
     VerifyProblem,

@@ -16,8 +16,9 @@ use tokio::task::JoinSet;
 
 use crate::exclusive::Held;
 use crate::graph::{Graph, NodeId};
+use crate::job::JobCtx;
 use crate::key::Digest;
-use crate::scheduler::{JobCtx, node_key};
+use crate::scheduler::node_key;
 use crate::store::{Store, StoreError};
 
 /// One re-executed node.

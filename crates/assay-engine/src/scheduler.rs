@@ -5,115 +5,27 @@
 //! A failed node fails only its dependents (they are *skipped*, naming the
 //! failure); everything independent finishes and is cached. Failures are
 //! recorded with their reason and never enter the success table.
+//!
+//! [`build`] is a loop of named steps on one `Build`: key what is ready
+//! (reusing valid hits, letting a node follow another of the same key),
+//! launch queued jobs, receive the next to end, then commit it or propagate
+//! its failure. Committing is `writer`'s.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
-use std::future::Future;
-use std::path::PathBuf;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::mpsc;
-use std::time::Instant;
 
-use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 
-use crate::events::{Event, Summary};
+use crate::events::{Event, Summary, Tally};
 use crate::exclusive::Held;
 use crate::graph::{Graph, NodeId};
+use crate::job::{Job, JobCtx, JobError};
 use crate::key::{Digest, DigestMap, KeyRecord, KeyRecordRef, SCHEMA_VERSION};
 use crate::store::{
-    Blobs, BuildManifest, BuildManifestRef, FailureRow, INLINE_MAX, IndexRow, IndexWriter,
-    ManifestEntryRef, NewRow, Store, StoreError, now_ms,
+    BuildManifestRef, FailureRow, IndexRow, ManifestEntryRef, NewRow, Store, StoreError, now_ms,
 };
-
-pub type JobFuture = Pin<Box<dyn Future<Output = Result<Output, JobError>> + Send>>;
-
-/// One stage's work. Implementations must be pure functions of the key's
-/// inputs, except nodes marked `observation` (test runs), which are reused
-/// until explicitly re-read.
-pub trait Job: Send + Sync {
-    fn run(&self, ctx: JobCtx) -> JobFuture;
-
-    /// Extra check of a cache hit, e.g. that a directory named by the output
-    /// still exists. A `false` turns the hit into a miss.
-    fn hit_valid(&self, _output: &[u8]) -> bool {
-        true
-    }
-
-    /// A resource this job must hold alone (e.g. a shared mutable directory).
-    /// The scheduler never runs two jobs holding the same resource at once,
-    /// and a job waiting for one does not occupy a `--jobs` slot: other ready
-    /// work runs instead.
-    fn exclusive(&self) -> Option<&str> {
-        None
-    }
-}
-
-/// What a job gets: its key, its dependencies' outputs (declared order), and
-/// the blob store for attachments (logs, reports).
-pub struct JobCtx {
-    pub name: String,
-    pub key: Digest,
-    pub inputs: Vec<Arc<Vec<u8>>>,
-    /// The dependencies' node keys, same order (a released task's digest is its key).
-    pub input_keys: Vec<Digest>,
-    pub blobs: Blobs,
-    pub cache_dir: PathBuf,
-}
-
-impl JobCtx {
-    /// The context of node `id` under `key`: each dependency's key and output
-    /// as `input_of` finds them (the one assembly of build and recheck),
-    /// with why the first unreadable input could not be read.
-    pub(crate) fn assemble(
-        store: &Store,
-        graph: &Graph,
-        id: NodeId,
-        key: Digest,
-        mut input_of: impl FnMut(NodeId) -> (Digest, Result<Arc<Vec<u8>>, String>),
-    ) -> (JobCtx, Option<String>) {
-        let deps = &graph.deps[id];
-        let mut inputs = Vec::with_capacity(deps.len());
-        let mut input_keys = Vec::with_capacity(deps.len());
-        let mut unreadable = None;
-        for &d in deps {
-            let (dkey, bytes) = input_of(d);
-            input_keys.push(dkey);
-            match bytes {
-                Ok(b) => inputs.push(b),
-                Err(e) => {
-                    unreadable.get_or_insert(e);
-                }
-            }
-        }
-        let ctx = JobCtx {
-            name: graph.node(id).name.clone(),
-            key,
-            inputs,
-            input_keys,
-            blobs: store.blobs().clone(),
-            cache_dir: store.dir().to_owned(),
-        };
-        (ctx, unreadable)
-    }
-}
-
-/// A job's result: the output record and the blobs it references.
-#[derive(Debug, Default)]
-pub struct Output {
-    pub bytes: Vec<u8>,
-    pub attachments: Vec<Digest>,
-}
-
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{0}")]
-pub struct JobError(pub String);
-
-impl JobError {
-    pub fn new(msg: impl Into<String>) -> JobError {
-        JobError(msg.into())
-    }
-}
+use crate::writer::{Executed, WriterMsg, execute, spawn_writer, write};
 
 pub struct BuildOptions {
     pub jobs: usize,
@@ -137,6 +49,15 @@ impl NodeStatus {
             NodeStatus::Reused => "reused",
             NodeStatus::Failed(_) => "failed",
             NodeStatus::Skipped(_) => "skipped",
+        }
+    }
+
+    fn tally(&self) -> Tally {
+        match self {
+            NodeStatus::Executed => Tally::Executed,
+            NodeStatus::Reused => Tally::Reused,
+            NodeStatus::Failed(_) => Tally::Failed,
+            NodeStatus::Skipped(_) => Tally::Skipped,
         }
     }
 }
@@ -176,40 +97,6 @@ impl BuildOutcome {
     }
 }
 
-struct WriterMsg {
-    row: Option<NewRow>,
-    failure: Option<FailureRow>,
-    ack: oneshot::Sender<Result<(), String>>,
-}
-
-/// Owns the one writing connection; commits whatever has queued up as one
-/// transaction (group commit), then acknowledges each message.
-fn spawn_writer(mut writer: IndexWriter) -> (mpsc::Sender<WriterMsg>, std::thread::JoinHandle<()>) {
-    let (tx, rx) = mpsc::channel::<WriterMsg>();
-    let handle = std::thread::spawn(move || {
-        while let Ok(first) = rx.recv() {
-            let mut batch = vec![first];
-            while batch.len() < 4096 {
-                match rx.try_recv() {
-                    Ok(m) => batch.push(m),
-                    Err(_) => break,
-                }
-            }
-            let rows: Vec<NewRow> = batch.iter_mut().filter_map(|m| m.row.take()).collect();
-            let fails: Vec<FailureRow> =
-                batch.iter_mut().filter_map(|m| m.failure.take()).collect();
-            let result = writer.commit(&rows, &fails).map_err(|e| e.to_string());
-            for m in batch {
-                let _ = m.ack.send(result.clone());
-            }
-        }
-    });
-    (tx, handle)
-}
-
-/// A job's committed result: output digest, bytes, duration in ms.
-type Executed = (Digest, Arc<Vec<u8>>, u64);
-
 enum State {
     Waiting,
     Done(Digest, Option<Arc<Vec<u8>>>),
@@ -247,7 +134,7 @@ fn record_ref<'a>(graph: &'a Graph, id: NodeId, deps: &'a [Digest]) -> KeyRecord
 }
 
 /// Checks a hit: output and attachments present and hashing to their digests.
-fn verify_hit(store: &Store, row: &IndexRow, job: &dyn crate::Job) -> Result<(), String> {
+pub(crate) fn verify_hit(store: &Store, row: &IndexRow, job: &dyn Job) -> Result<(), String> {
     // Inline outputs (most of a no-op build) are checked in place, not copied.
     let blob;
     let bytes: &[u8] = match &row.inline {
@@ -282,78 +169,144 @@ pub async fn build(
     opts: &BuildOptions,
     sink: &mut dyn FnMut(&Event),
 ) -> Result<BuildOutcome, StoreError> {
-    let index = store.load_index_sized(graph.len())?;
-    let build_id = store.begin_build(&opts.label)?;
-    sink(&Event::BuildStarted {
-        build: build_id,
-        nodes: graph.len(),
-    });
-    let (writer_tx, writer_handle) = spawn_writer(store.writer()?);
-
-    let n = graph.len();
-    let mut waiting: Vec<usize> = graph.deps.iter().map(Vec::len).collect();
-    let mut state: Vec<State> = (0..n).map(|_| State::Waiting).collect();
-    let mut outcomes: Vec<NodeOutcome> = (0..n)
-        .map(|_| NodeOutcome {
-            // Every node is reached (run, reused, failed or skipped) before
-            // the build ends; an empty reason keeps this placeholder free.
-            status: NodeStatus::Skipped(String::new()),
-            key: None,
-            output: None,
-            bytes: None,
-        })
-        .collect();
-    let mut ready: VecDeque<NodeId> = graph
-        .order
-        .iter()
-        .copied()
-        .filter(|&i| waiting[i] == 0)
-        .collect();
-    let mut to_run: VecDeque<(NodeId, KeyRecord, Digest)> = VecDeque::new();
-    let mut inflight: JoinSet<Result<Executed, JobError>> = JoinSet::new();
-    let mut task_node: HashMap<tokio::task::Id, NodeId> = HashMap::new();
-    let mut summary = Summary::default();
-    let jobs = opts.jobs.max(1);
-    let mut leaders: DigestMap<NodeId> = DigestMap::default();
-    // Reused for every key: the hot loop of a no-op build allocates nothing.
-    let mut deps: Vec<Digest> = Vec::new();
-    let mut encoded: Vec<u8> = Vec::new();
-    let mut followers: HashMap<NodeId, Vec<NodeId>> = HashMap::new();
-    let mut held = Held::default();
-
+    let mut b = Build::start(store, graph, opts, sink)?;
     loop {
-        while let Some(id) = ready.pop_front() {
-            if !matches!(state[id], State::Waiting) {
+        b.key_ready();
+        b.launch();
+        let Some(finished) = b.receive().await else {
+            break;
+        };
+        let Some((id, result)) = finished else {
+            continue;
+        };
+        match result {
+            Ok(executed) => b.commit(id, executed),
+            Err(JobError(reason)) => b.fail(id, reason).await,
+        }
+    }
+    b.finish()
+}
+
+/// One build in progress: what each node has become, the queue of work and
+/// the jobs in flight. [`build`] drives it in named steps — key what is
+/// ready (reusing what is cached), launch queued jobs, receive a finished
+/// one, then commit it or propagate its failure — until nothing is left.
+struct Build<'a, 's> {
+    store: &'a Store,
+    graph: &'a Graph,
+    opts: &'a BuildOptions,
+    sink: &'s mut dyn FnMut(&Event),
+    index: DigestMap<IndexRow>,
+    build_id: i64,
+    writer: mpsc::Sender<WriterMsg>,
+    writer_handle: std::thread::JoinHandle<()>,
+    /// Per node: how many dependencies are not done yet.
+    waiting: Vec<usize>,
+    state: Vec<State>,
+    outcomes: Vec<NodeOutcome>,
+    /// Nodes whose dependencies are all done, to key.
+    ready: VecDeque<NodeId>,
+    /// Keyed nodes that must execute, with their key record.
+    to_run: VecDeque<(NodeId, KeyRecord, Digest)>,
+    inflight: JoinSet<Result<Executed, JobError>>,
+    task_node: HashMap<tokio::task::Id, NodeId>,
+    summary: Summary,
+    /// Identical keys in one build execute once: the first node of a key
+    /// leads, the others follow it and take its result.
+    leaders: DigestMap<NodeId>,
+    followers: HashMap<NodeId, Vec<NodeId>>,
+    held: Held,
+    // Reused for every key: the hot loop of a no-op build allocates nothing.
+    deps: Vec<Digest>,
+    encoded: Vec<u8>,
+}
+
+impl<'a, 's> Build<'a, 's> {
+    fn start(
+        store: &'a Store,
+        graph: &'a Graph,
+        opts: &'a BuildOptions,
+        sink: &'s mut dyn FnMut(&Event),
+    ) -> Result<Build<'a, 's>, StoreError> {
+        let index = store.load_index_sized(graph.len())?;
+        let build_id = store.begin_build(&opts.label)?;
+        sink(&Event::BuildStarted {
+            build: build_id,
+            nodes: graph.len(),
+        });
+        let (writer, writer_handle) = spawn_writer(store.writer()?);
+        let n = graph.len();
+        let waiting: Vec<usize> = graph.deps.iter().map(Vec::len).collect();
+        let ready = graph
+            .order
+            .iter()
+            .copied()
+            .filter(|&i| waiting[i] == 0)
+            .collect();
+        Ok(Build {
+            store,
+            graph,
+            opts,
+            sink,
+            index,
+            build_id,
+            writer,
+            writer_handle,
+            waiting,
+            state: (0..n).map(|_| State::Waiting).collect(),
+            outcomes: (0..n)
+                .map(|_| NodeOutcome {
+                    // Every node is reached (run, reused, failed or skipped)
+                    // before the build ends; an empty reason keeps this
+                    // placeholder free.
+                    status: NodeStatus::Skipped(String::new()),
+                    key: None,
+                    output: None,
+                    bytes: None,
+                })
+                .collect(),
+            ready,
+            to_run: VecDeque::new(),
+            inflight: JoinSet::new(),
+            task_node: HashMap::new(),
+            summary: Summary::default(),
+            leaders: DigestMap::default(),
+            followers: HashMap::new(),
+            held: Held::default(),
+            deps: Vec::new(),
+            encoded: Vec::new(),
+        })
+    }
+
+    /// Keys every ready node: a valid cache hit is reused, a key another
+    /// node of this build already has follows that node, the rest is queued
+    /// to execute.
+    fn key_ready(&mut self) {
+        let graph = self.graph;
+        while let Some(id) = self.ready.pop_front() {
+            if !matches!(self.state[id], State::Waiting) {
                 continue;
             }
+            let state = &self.state;
             let done = |d: NodeId| match &state[d] {
                 State::Done(out, _) => Some(*out),
                 _ => None,
             };
             // A node is ready only once every dependency is done.
-            let Ok(key) = node_key(graph, id, done, &mut deps, &mut encoded) else {
+            let Ok(key) = node_key(graph, id, done, &mut self.deps, &mut self.encoded) else {
                 continue;
             };
             let spec = graph.node(id);
-            outcomes[id].key = Some(key);
-            let reread = spec.observation && opts.reread.contains(&spec.kind);
-            if let (false, Some(row)) = (reread, index.get(&key)) {
-                match verify_hit(store, row, spec.job.as_ref()) {
+            self.outcomes[id].key = Some(key);
+            let reread = spec.observation && self.opts.reread.contains(&spec.kind);
+            if let (false, Some(row)) = (reread, self.index.get(&key)) {
+                match verify_hit(self.store, row, spec.job.as_ref()) {
                     Ok(()) => {
-                        state[id] = State::Done(row.output, None);
-                        outcomes[id].status = NodeStatus::Reused;
-                        outcomes[id].output = Some(row.output);
-                        summary.count(&spec.kind, "reused");
-                        sink(&Event::NodeReused {
-                            name: &spec.name,
-                            kind: &spec.kind,
-                            key,
-                            output: row.output,
-                        });
-                        release(graph, id, &mut waiting, &mut ready);
+                        let output = row.output;
+                        self.reuse(id, output, None);
                         continue;
                     }
-                    Err(problem) => sink(&Event::CacheRepaired {
+                    Err(problem) => (self.sink)(&Event::CacheRepaired {
                         name: &spec.name,
                         kind: &spec.kind,
                         key,
@@ -361,129 +314,89 @@ pub async fn build(
                     }),
                 }
             }
-            // Identical keys in one build (identical trees, say) execute once.
-            if let Some(&leader) = leaders.get(&key) {
-                match &state[leader] {
+            if let Some(&leader) = self.leaders.get(&key) {
+                match &self.state[leader] {
                     State::Done(out, bytes) => {
                         let (out, bytes) = (*out, bytes.clone());
-                        follow(
-                            graph,
-                            id,
-                            out,
-                            bytes,
-                            &mut state,
-                            &mut outcomes,
-                            &mut summary,
-                            sink,
-                        );
-                        release(graph, id, &mut waiting, &mut ready);
+                        self.reuse(id, out, bytes);
                     }
-                    _ => followers.entry(leader).or_default().push(id),
+                    _ => self.followers.entry(leader).or_default().push(id),
                 }
                 continue;
             }
-            leaders.insert(key, id);
-            to_run.push_back((id, record_ref(graph, id, &deps).to_owned(), key));
+            self.leaders.insert(key, id);
+            let record = record_ref(graph, id, &self.deps).to_owned();
+            self.to_run.push_back((id, record, key));
         }
+    }
 
-        while inflight.len() < jobs {
-            let Some((id, record, key)) = held.take_free(graph, &mut to_run, |(id, _, _)| *id)
+    /// Starts queued jobs while `--jobs` allows and their resources are free.
+    fn launch(&mut self) {
+        while self.inflight.len() < self.opts.jobs.max(1) {
+            let graph = self.graph;
+            let Some((id, record, key)) =
+                self.held
+                    .take_free(graph, &mut self.to_run, |(id, _, _)| *id)
             else {
                 break;
             };
-            let spec = graph.node(id);
-            sink(&Event::NodeStarted {
-                name: &spec.name,
-                kind: &spec.kind,
-                key,
-            });
-            let (ctx, input_error) = JobCtx::assemble(store, graph, id, key, |d| {
-                let bytes = load_input(store, &index, &state, &outcomes, d);
-                (
-                    outcomes[d].key.unwrap_or(Digest([0; 32])),
-                    bytes.map_err(|e| e.to_string()),
-                )
-            });
-            let fut = spec.job.run(ctx);
-            let row_base = NewRow {
-                key,
-                record,
-                params_json: format!(
-                    "{{\"params\":{},\"deps\":{}}}",
-                    if spec.params_json.is_empty() {
-                        "null"
-                    } else {
-                        &spec.params_json
-                    },
-                    serde_json::to_string(&spec.deps).unwrap_or_default()
-                ),
-                name: spec.name.clone(),
-                output: Digest([0; 32]),
-                inline: None,
-                attachments: Vec::new(),
-                started_ms: now_ms(),
-                duration_ms: 0,
-                build: build_id,
-            };
-            let writer = writer_tx.clone();
-            let blobs = store.blobs().clone();
-            let handle = inflight.spawn(async move {
-                if let Some(e) = input_error {
-                    return Err(JobError(format!("cannot read an input: {e}")));
-                }
-                let started = Instant::now();
-                let out = fut.await?;
-                let duration_ms = started.elapsed().as_millis() as u64;
-                let output = Digest::of(&out.bytes);
-                let inline = if out.bytes.len() <= INLINE_MAX {
-                    Some(out.bytes.clone())
-                } else {
-                    let bytes = out.bytes.clone();
-                    let blobs = blobs.clone();
-                    tokio::task::spawn_blocking(move || blobs.put(&bytes))
-                        .await
-                        .map_err(|e| JobError(format!("storing the output: {e}")))?
-                        .map_err(|e| JobError(format!("storing the output: {e}")))?;
-                    None
-                };
-                for a in &out.attachments {
-                    if !blobs.exists(a) {
-                        return Err(JobError(format!(
-                            "the job names attachment {a}, which it never stored"
-                        )));
-                    }
-                }
-                let row = NewRow {
-                    output,
-                    inline,
-                    attachments: out.attachments,
-                    duration_ms: duration_ms as i64,
-                    ..row_base
-                };
-                let (ack, done) = oneshot::channel();
-                writer
-                    .send(WriterMsg {
-                        row: Some(row),
-                        failure: None,
-                        ack,
-                    })
-                    .map_err(|_| JobError("the index writer stopped".into()))?;
-                match done.await {
-                    Ok(Ok(())) => Ok((output, Arc::new(out.bytes), duration_ms)),
-                    Ok(Err(e)) => Err(JobError(format!("committing to the index: {e}"))),
-                    Err(_) => Err(JobError("the index writer stopped".into())),
-                }
-            });
-            task_node.insert(handle.id(), id);
+            self.spawn(id, record, key);
         }
+    }
 
-        let Some(joined) = inflight.join_next_with_id().await else {
-            break;
+    fn spawn(&mut self, id: NodeId, record: KeyRecord, key: Digest) {
+        let (store, spec) = (self.store, self.graph.node(id));
+        (self.sink)(&Event::NodeStarted {
+            name: &spec.name,
+            kind: &spec.kind,
+            key,
+        });
+        let (ctx, input_error) = JobCtx::assemble(store, self.graph, id, key, |d| {
+            let bytes = load_input(store, &self.index, &self.state, &self.outcomes, d);
+            (
+                self.outcomes[d].key.unwrap_or(Digest([0; 32])),
+                bytes.map_err(|e| e.to_string()),
+            )
+        });
+        let fut = spec.job.run(ctx);
+        let row = NewRow {
+            key,
+            record,
+            params_json: format!(
+                "{{\"params\":{},\"deps\":{}}}",
+                if spec.params_json.is_empty() {
+                    "null"
+                } else {
+                    &spec.params_json
+                },
+                serde_json::to_string(&spec.deps).unwrap_or_default()
+            ),
+            name: spec.name.clone(),
+            output: Digest([0; 32]),
+            inline: None,
+            attachments: Vec::new(),
+            started_ms: now_ms(),
+            duration_ms: 0,
+            build: self.build_id,
         };
+        let (writer, blobs) = (self.writer.clone(), store.blobs().clone());
+        let handle = self.inflight.spawn(async move {
+            if let Some(e) = input_error {
+                return Err(JobError(format!("cannot read an input: {e}")));
+            }
+            execute(fut, row, writer, blobs).await
+        });
+        self.task_node.insert(handle.id(), id);
+    }
+
+    /// The next job to end and its node, with what it made; `None` when
+    /// nothing is in flight, `Some(None)` for a task that is no job's.
+    async fn receive(&mut self) -> Option<Option<(NodeId, Result<Executed, JobError>)>> {
+        let joined = self.inflight.join_next_with_id().await?;
         let (id, result) = match joined {
-            Ok((tid, r)) => (task_node.remove(&tid), r),
+            Ok((tid, r)) => (self.task_node.remove(&tid), r),
             Err(e) => (
-                task_node.remove(&e.id()),
+                self.task_node.remove(&e.id()),
                 Err(JobError(if e.is_panic() {
                     "the job panicked".to_owned()
                 } else {
@@ -491,174 +404,157 @@ pub async fn build(
                 })),
             ),
         };
-        let Some(id) = id else { continue };
-        held.release(graph, id);
-        let spec = graph.node(id);
-        let key = outcomes[id].key.unwrap_or(Digest([0; 32]));
-        match result {
-            Ok((output, bytes, duration_ms)) => {
-                state[id] = State::Done(output, Some(bytes.clone()));
-                outcomes[id].status = NodeStatus::Executed;
-                outcomes[id].output = Some(output);
-                outcomes[id].bytes = Some(bytes);
-                summary.count(&spec.kind, "executed");
-                sink(&Event::NodeFinished {
-                    name: &spec.name,
-                    kind: &spec.kind,
-                    key,
-                    output,
-                    duration_ms,
-                });
-                release(graph, id, &mut waiting, &mut ready);
-                for f in followers.remove(&id).unwrap_or_default() {
-                    follow(
-                        graph,
-                        f,
-                        output,
-                        outcomes[id].bytes.clone(),
-                        &mut state,
-                        &mut outcomes,
-                        &mut summary,
-                        sink,
-                    );
-                    release(graph, f, &mut waiting, &mut ready);
-                }
-            }
-            Err(JobError(reason)) => {
-                let (ack, done) = oneshot::channel();
-                let failure = FailureRow {
-                    key: key.to_hex(),
-                    name: spec.name.clone(),
-                    kind: spec.kind.clone(),
-                    reason: reason.clone(),
-                    build: build_id,
-                    at_ms: now_ms(),
-                };
-                if writer_tx
-                    .send(WriterMsg {
-                        row: None,
-                        failure: Some(failure),
-                        ack,
-                    })
-                    .is_ok()
-                {
-                    let _ = done.await;
-                }
-                state[id] = State::Failed;
-                outcomes[id].status = NodeStatus::Failed(reason.clone());
-                summary.count(&spec.kind, "failed");
-                sink(&Event::NodeFailed {
-                    name: &spec.name,
-                    kind: &spec.kind,
-                    key,
-                    reason: &reason,
-                });
-                skip_descendants(graph, id, &mut state, &mut outcomes, &mut summary, sink);
-                for f in followers.remove(&id).unwrap_or_default() {
-                    let fspec = graph.node(f);
-                    let reason = format!("same key as `{}`, which failed", spec.name);
-                    state[f] = State::Failed;
-                    summary.count(&fspec.kind, "failed");
-                    sink(&Event::NodeFailed {
-                        name: &fspec.name,
-                        kind: &fspec.kind,
-                        key,
-                        reason: &reason,
-                    });
-                    outcomes[f].status = NodeStatus::Failed(reason);
-                    skip_descendants(graph, f, &mut state, &mut outcomes, &mut summary, sink);
-                }
-            }
-        }
+        let Some(id) = id else {
+            return Some(None);
+        };
+        self.held.release(self.graph, id);
+        Some(Some((id, result)))
     }
-    drop(writer_tx);
-    let _ = writer_handle.join();
 
-    // The manifest is encoded from borrowed entries: same bytes as a
-    // `BuildManifest`, without copying every node's name and kind.
-    let entries: Vec<ManifestEntryRef<'_>> = (0..n)
-        .map(|i| ManifestEntryRef {
-            name: &graph.node(i).name,
-            kind: &graph.node(i).kind,
-            key: outcomes[i].key,
-            output: outcomes[i].output,
-            status: outcomes[i].status.word(),
-        })
-        .collect();
-    let summary_json = serde_json::to_string(&summary).unwrap_or_default();
-    let manifest = store.finish_build(
-        build_id,
-        &crate::key::encode_params(&BuildManifestRef { entries }),
-        &summary_json,
-    )?;
-    sink(&Event::Summary(&summary));
-    Ok(BuildOutcome {
-        build: build_id,
-        summary,
-        nodes: outcomes,
-        manifest,
-    })
-}
-
-/// A node whose key another node of this build computed: it takes that result.
-#[allow(clippy::too_many_arguments)]
-fn follow(
-    graph: &Graph,
-    id: NodeId,
-    output: Digest,
-    bytes: Option<Arc<Vec<u8>>>,
-    state: &mut [State],
-    outcomes: &mut [NodeOutcome],
-    summary: &mut Summary,
-    sink: &mut dyn FnMut(&Event),
-) {
-    let spec = graph.node(id);
-    state[id] = State::Done(output, bytes.clone());
-    outcomes[id].status = NodeStatus::Reused;
-    outcomes[id].output = Some(output);
-    outcomes[id].bytes = bytes;
-    summary.count(&spec.kind, "reused");
-    sink(&Event::NodeReused {
-        name: &spec.name,
-        kind: &spec.kind,
-        key: outcomes[id].key.unwrap_or(Digest([0; 32])),
-        output,
-    });
-}
-
-fn release(graph: &Graph, id: NodeId, waiting: &mut [usize], ready: &mut VecDeque<NodeId>) {
-    for &dep in &graph.dependents[id] {
-        waiting[dep] -= 1;
-        if waiting[dep] == 0 {
-            ready.push_back(dep);
-        }
-    }
-}
-
-fn skip_descendants(
-    graph: &Graph,
-    failed: NodeId,
-    state: &mut [State],
-    outcomes: &mut [NodeOutcome],
-    summary: &mut Summary,
-    sink: &mut dyn FnMut(&Event),
-) {
-    let because = format!("`{}` failed", graph.node(failed).name);
-    let mut stack: Vec<NodeId> = graph.dependents[failed].clone();
-    while let Some(id) = stack.pop() {
-        if !matches!(state[id], State::Waiting) {
-            continue;
-        }
-        state[id] = State::Skipped;
-        outcomes[id].status = NodeStatus::Skipped(because.clone());
-        let spec = graph.node(id);
-        summary.count(&spec.kind, "skipped");
-        sink(&Event::NodeSkipped {
+    /// A job executed and its row is committed: its node is done, its
+    /// dependents may be ready, and the nodes of the same key take its result.
+    fn commit(&mut self, id: NodeId, (output, bytes, duration_ms): Executed) {
+        let spec = self.graph.node(id);
+        self.settle(
+            id,
+            State::Done(output, Some(bytes.clone())),
+            NodeStatus::Executed,
+        );
+        self.outcomes[id].output = Some(output);
+        self.outcomes[id].bytes = Some(bytes.clone());
+        let key = self.key_of(id);
+        (self.sink)(&Event::NodeFinished {
             name: &spec.name,
             kind: &spec.kind,
-            because: &because,
+            key,
+            output,
+            duration_ms,
         });
-        stack.extend(graph.dependents[id].iter().copied());
+        self.release(id);
+        for f in self.followers.remove(&id).unwrap_or_default() {
+            self.reuse(f, output, Some(bytes.clone()));
+        }
+    }
+
+    /// A job failed: the failure is recorded, and it fails the nodes of the
+    /// same key and skips every dependent of them.
+    async fn fail(&mut self, id: NodeId, reason: String) {
+        let spec = self.graph.node(id);
+        let failure = FailureRow {
+            key: self.key_of(id).to_hex(),
+            name: spec.name.clone(),
+            kind: spec.kind.clone(),
+            reason: reason.clone(),
+            build: self.build_id,
+            at_ms: now_ms(),
+        };
+        // Recorded when the writer still runs; the node fails either way.
+        let _ = write(&self.writer, None, Some(failure)).await;
+        self.mark_failed(id, reason);
+        for f in self.followers.remove(&id).unwrap_or_default() {
+            self.mark_failed(f, format!("same key as `{}`, which failed", spec.name));
+        }
+    }
+
+    /// The build's end: the index writer drained, the manifest written.
+    fn finish(self) -> Result<BuildOutcome, StoreError> {
+        drop(self.writer);
+        let _ = self.writer_handle.join();
+        let (graph, outcomes) = (self.graph, &self.outcomes);
+        // The manifest is encoded from borrowed entries: same bytes as a
+        // `BuildManifest`, without copying every node's name and kind.
+        let entries: Vec<ManifestEntryRef<'_>> = (0..graph.len())
+            .map(|i| ManifestEntryRef {
+                name: &graph.node(i).name,
+                kind: &graph.node(i).kind,
+                key: outcomes[i].key,
+                output: outcomes[i].output,
+                status: outcomes[i].status.word(),
+            })
+            .collect();
+        let summary_json = serde_json::to_string(&self.summary).unwrap_or_default();
+        let manifest = self.store.finish_build(
+            self.build_id,
+            &crate::key::encode_params(&BuildManifestRef { entries }),
+            &summary_json,
+        )?;
+        (self.sink)(&Event::Summary(&self.summary));
+        Ok(BuildOutcome {
+            build: self.build_id,
+            summary: self.summary,
+            nodes: self.outcomes,
+            manifest,
+        })
+    }
+
+    fn key_of(&self, id: NodeId) -> Digest {
+        self.outcomes[id].key.unwrap_or(Digest([0; 32]))
+    }
+
+    /// Node `id` reached its end `state`, counted as `status`.
+    fn settle(&mut self, id: NodeId, state: State, status: NodeStatus) {
+        self.summary
+            .count(&self.graph.node(id).kind, status.tally());
+        self.state[id] = state;
+        self.outcomes[id].status = status;
+    }
+
+    /// Node `id` takes `output` without executing: a valid cache hit
+    /// (`bytes` unknown) or the result of the node of its key in this build.
+    fn reuse(&mut self, id: NodeId, output: Digest, bytes: Option<Arc<Vec<u8>>>) {
+        let spec = self.graph.node(id);
+        self.settle(id, State::Done(output, bytes.clone()), NodeStatus::Reused);
+        self.outcomes[id].output = Some(output);
+        self.outcomes[id].bytes = bytes;
+        let key = self.key_of(id);
+        (self.sink)(&Event::NodeReused {
+            name: &spec.name,
+            kind: &spec.kind,
+            key,
+            output,
+        });
+        self.release(id);
+    }
+
+    fn mark_failed(&mut self, id: NodeId, reason: String) {
+        let (spec, key) = (self.graph.node(id), self.key_of(id));
+        (self.sink)(&Event::NodeFailed {
+            name: &spec.name,
+            kind: &spec.kind,
+            key,
+            reason: &reason,
+        });
+        self.settle(id, State::Failed, NodeStatus::Failed(reason));
+        self.skip_descendants(id);
+    }
+
+    /// Node `id` is done: each dependent waits for one dependency less.
+    fn release(&mut self, id: NodeId) {
+        for &dep in &self.graph.dependents[id] {
+            self.waiting[dep] -= 1;
+            if self.waiting[dep] == 0 {
+                self.ready.push_back(dep);
+            }
+        }
+    }
+
+    fn skip_descendants(&mut self, failed: NodeId) {
+        let graph = self.graph;
+        let because = format!("`{}` failed", graph.node(failed).name);
+        let mut stack: Vec<NodeId> = graph.dependents[failed].clone();
+        while let Some(id) = stack.pop() {
+            if !matches!(self.state[id], State::Waiting) {
+                continue;
+            }
+            let spec = graph.node(id);
+            self.settle(id, State::Skipped, NodeStatus::Skipped(because.clone()));
+            (self.sink)(&Event::NodeSkipped {
+                name: &spec.name,
+                kind: &spec.kind,
+                because: &because,
+            });
+            stack.extend(graph.dependents[id].iter().copied());
+        }
     }
 }
 
@@ -679,102 +575,4 @@ fn load_input(
             digest: outcomes[dep].output.unwrap_or(Digest([0; 32])),
         }),
     }
-}
-
-/// What `assay plan` shows for one node.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct PlanEntry {
-    pub name: String,
-    pub kind: String,
-    pub key: Option<String>,
-    #[serde(flatten)]
-    pub state: PlanState,
-}
-
-#[derive(Clone, Debug, serde::Serialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub enum PlanState {
-    /// Cached and valid: would be reused.
-    Cached,
-    /// Would execute, and why.
-    Run { reason: String },
-    /// Its key depends on an output that does not exist yet.
-    Blocked { on: String },
-}
-
-/// Decides, without running anything, what a build would do.
-pub fn plan(
-    store: &Store,
-    graph: &Graph,
-    reread: &BTreeSet<String>,
-    previous: Option<&BuildManifest>,
-) -> Result<Vec<PlanEntry>, StoreError> {
-    let index = store.load_index_sized(graph.len())?;
-    let n = graph.len();
-    let mut outputs: Vec<Option<Digest>> = vec![None; n];
-    let mut blocked_on: Vec<Option<String>> = vec![None; n];
-    let mut entries: Vec<Option<PlanEntry>> = (0..n).map(|_| None).collect();
-    let mut deps = Vec::new();
-    let mut encoded = Vec::new();
-    let previous_by_name: HashMap<&str, &crate::store::ManifestEntry> = previous
-        .map(|m| m.entries.iter().map(|e| (e.name.as_str(), e)).collect())
-        .unwrap_or_default();
-    for &id in &graph.order {
-        let spec = graph.node(id);
-        let entry = match node_key(graph, id, |d| outputs[d], &mut deps, &mut encoded) {
-            Err(d) => {
-                let on = blocked_on[d]
-                    .clone()
-                    .unwrap_or_else(|| graph.node(d).name.clone());
-                blocked_on[id] = Some(on.clone());
-                PlanEntry {
-                    name: spec.name.clone(),
-                    kind: spec.kind.clone(),
-                    key: None,
-                    state: PlanState::Blocked { on },
-                }
-            }
-            Ok(key) => {
-                let prev = previous_by_name.get(spec.name.as_str()).copied();
-                let reread_it = spec.observation && reread.contains(&spec.kind);
-                let state = match index.get(&key) {
-                Some(row) if !reread_it => match verify_hit(store, row, spec.job.as_ref()) {
-                    Ok(()) => {
-                        outputs[id] = Some(row.output);
-                        PlanState::Cached
-                    }
-                    Err(p) => PlanState::Run {
-                        reason: format!("cached result unusable: {p}"),
-                    },
-                },
-                Some(_) => PlanState::Run {
-                    reason: "--reread asks to observe it again".into(),
-                },
-                None => PlanState::Run {
-                    reason: match prev.and_then(|p| p.key) {
-                        None => "new node".into(),
-                        Some(k) if k == key => {
-                            "same key as last build, but not cached (it failed or was collected)"
-                                .into()
-                        }
-                        Some(_) => {
-                            "its key changed since the last build (see `assay explain`)".into()
-                        }
-                    },
-                },
-            };
-                PlanEntry {
-                    name: spec.name.clone(),
-                    kind: spec.kind.clone(),
-                    key: Some(key.to_hex()),
-                    state,
-                }
-            }
-        };
-        if !matches!(entry.state, PlanState::Cached) && blocked_on[id].is_none() {
-            blocked_on[id] = Some(spec.name.clone());
-        }
-        entries[id] = Some(entry);
-    }
-    Ok(entries.into_iter().flatten().collect())
 }

@@ -8,8 +8,8 @@
 use std::sync::Arc;
 
 use crate::graph::NodeSpec;
+use crate::job::{Job, JobCtx, JobFuture, Output};
 use crate::key::encode_params;
-use crate::scheduler::{Job, JobCtx, JobFuture, Output};
 
 /// Returns the first 8 bytes of its key: a few bytes that are a pure function of it.
 struct Tiny;

@@ -100,7 +100,7 @@ pub(crate) fn export(store: &Store, dir: &Path, omit: &[String]) -> Result<Expor
                 inputs,
                 output: row.output.to_hex(),
                 attachments: row.attachments.iter().map(Digest::to_hex).collect(),
-                params_json: (name == "release").then_some(display.params),
+                params_json: (name == crate::stages::RELEASE_NODE).then_some(display.params),
             },
         );
     }
@@ -196,7 +196,7 @@ fn provenance(
     release_key: &Digest,
 ) -> BundleProvenance {
     let mut environments = BTreeMap::new();
-    for n in nodes.values().filter(|n| n.kind == "env") {
+    for n in nodes.values().filter(|n| n.kind.as_str() == crate::stages::NodeKind::Env) {
         let rec: Option<EnvRecord> = n
             .output
             .parse::<Digest>()

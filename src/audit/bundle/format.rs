@@ -108,7 +108,8 @@ pub(crate) struct Counts {
 
 /// The node kinds whose attachments `--no-logs` leaves out: run logs and
 /// reports, environment setup logs and images.
-pub(crate) const LOG_KINDS: [&str; 2] = ["run", "env"];
+pub(crate) const LOG_KINDS: [crate::stages::NodeKind; 2] =
+    [crate::stages::NodeKind::Run, crate::stages::NodeKind::Env];
 
 /// Where a blob lives in a bundle.
 pub(super) fn blob_path(dir: &Path, hex: &str) -> PathBuf {

@@ -141,7 +141,7 @@ pub(crate) fn verify_bundle(
     let release = by_key
         .get(b.head.release_node.as_str())
         .copied()
-        .filter(|n| n.kind == "release");
+        .filter(|n| n.kind.as_str() == crate::stages::NodeKind::Release);
     // The release digest covers the release node's key, and so, through the
     // key records, every input the release was computed from.
     if let Some(node) = manifest.provenance.as_ref().map(|p| &p.release_node)
@@ -377,7 +377,7 @@ fn closure<'a>(
             continue;
         }
         // The release's inputs are read, not descended into.
-        if n.kind == "release" {
+        if n.kind.as_str() == crate::stages::NodeKind::Release {
             for i in &n.inputs {
                 if let Some(d) = by_name.get(i.as_str()) {
                     seen.insert(d.name.as_str());

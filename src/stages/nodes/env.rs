@@ -13,7 +13,7 @@ use assay_engine::JobCtx;
 use serde::Serialize;
 
 use super::executor::{Presence, Setup};
-use super::node::{Kind, Made, NoInputs};
+use super::node::{Kind, Made, NodeKind, NoInputs};
 use super::records::EnvRecord;
 
 #[derive(Clone, Debug, Serialize)]
@@ -58,7 +58,7 @@ impl Env {
 }
 
 impl Kind for Env {
-    const NAME: &'static str = "env";
+    const NAME: &'static str = NodeKind::Env.as_str();
     /// 2: setup runs sandboxed, with the environment at `/assay/env`; its log
     /// is redacted.
     const VERSION: u32 = 2;

@@ -22,7 +22,7 @@ use assay_engine::{Digest, JobCtx};
 use serde::Serialize;
 
 use super::blob;
-use super::node::{Kind, Made};
+use super::node::{Kind, Made, NodeKind};
 use super::records::{
     Arm, EnvRecord, GradeRecord, RunRecord, SessionRecord, TaskRecord, TreeRecord,
 };
@@ -80,7 +80,7 @@ pub(crate) struct Grade {
 }
 
 impl Kind for Grade {
-    const NAME: &'static str = "grade";
+    const NAME: &'static str = NodeKind::Grade.as_str();
     const VERSION: u32 = GRADE_VERSION;
     /// Reruns and separate checks are test runs: a grade is an observation.
     const OBSERVATION: bool = true;

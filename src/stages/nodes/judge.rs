@@ -43,7 +43,7 @@ use serde::Serialize;
 use super::blob;
 use super::error::StageError;
 use super::names;
-use super::node::{self, Kind, Made};
+use super::node::{self, Kind, Made, NodeKind};
 use super::records::{GradeRecord, SessionRecord, TaskRecord, Verdict};
 pub(crate) use super::records::{JudgeInfo, JudgeOutcome, JudgeRecord};
 use super::release;
@@ -229,7 +229,7 @@ struct Review {
 }
 
 impl Kind for Review {
-    const NAME: &'static str = "judge";
+    const NAME: &'static str = NodeKind::Judge.as_str();
     const VERSION: u32 = KIND_VERSION;
     /// A reading is an observation of the model: `--reread judge` asks again.
     const OBSERVATION: bool = true;

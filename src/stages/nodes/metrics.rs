@@ -9,7 +9,7 @@ use assay_engine::JobCtx;
 use serde::Serialize;
 
 use super::blob;
-use super::node::{Kind, Made};
+use super::node::{Kind, Made, NodeKind};
 use super::records::{MetricsRecord, SessionRecord, TaskRecord};
 use super::rules::policy::{PatchCaps, Policy, globset};
 use super::rules::shape::shape;
@@ -28,7 +28,7 @@ super::node::inputs! {
 pub(crate) struct Metrics(pub(crate) MetricsParams);
 
 impl Kind for Metrics {
-    const NAME: &'static str = "metrics";
+    const NAME: &'static str = NodeKind::Metrics.as_str();
     /// 2: sections read as `git apply` reads them.
     const VERSION: u32 = 2;
     type Params = MetricsParams;

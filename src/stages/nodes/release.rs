@@ -10,7 +10,7 @@ use std::sync::Arc;
 use assay_engine::{Digest, JobCtx, KeyRecord, SCHEMA_VERSION, encode_params};
 use serde::{Deserialize, Serialize};
 
-use super::node::{Kind, Made, Raw};
+use super::node::{Kind, Made, NodeKind, Raw};
 use super::publish::{About, Funnel, Price, PublishInput, publish};
 use super::records::{Arm, GradeRecord, TaskRecord, TaskStatus, Verdict};
 use super::rules::funnel::Reason;
@@ -154,7 +154,7 @@ impl<'a> Released<'a> {
 }
 
 impl Kind for Release {
-    const NAME: &'static str = "release";
+    const NAME: &'static str = NodeKind::Release.as_str();
     /// 2: manifest.json carries the provenance.
     const VERSION: u32 = KIND_VERSION;
     type Params = ReleaseParams;
@@ -381,7 +381,7 @@ pub(crate) fn assemble(
 fn release_key(params: &ReleaseParams, inputs: &[(&[u8], Digest)]) -> Digest {
     KeyRecord {
         schema: SCHEMA_VERSION,
-        kind: "release".to_owned(),
+        kind: NodeKind::Release.as_str().to_owned(),
         kind_version: KIND_VERSION,
         params: encode_params(params),
         deps: inputs.iter().map(|(b, _)| Digest::of(b)).collect(),

@@ -22,7 +22,7 @@ use serde::Serialize;
 
 use super::super::canary::{self, Hidden, Planted};
 use super::executor::{EnvHandle, Launch, TestRun, Watched};
-use super::node::{Kind, Made};
+use super::node::{Kind, Made, NodeKind};
 use super::records::{EnvRecord, RunRecord, TreeRecord};
 
 /// How a test command is run and read: the run node's params (so its key),
@@ -72,7 +72,7 @@ pub(crate) struct Run {
 }
 
 impl Kind for Run {
-    const NAME: &'static str = "run";
+    const NAME: &'static str = NodeKind::Run.as_str();
     /// 2: runs are sandboxed (docs/security.md), limited, and see `ASSAY_ATTEMPT`.
     /// 3: a reading whose units did not build is believed and records them
     /// (`build_failures`); a missing report file with a build failure in the log

@@ -10,7 +10,7 @@ use assay_engine::{Digest, JobCtx};
 use assay_report::Format;
 use serde::Serialize;
 
-use super::node::{Kind, Made};
+use super::node::{Kind, Made, NodeKind};
 use super::records::{RunRecord, ScreenRecord, TriageRecord};
 pub(crate) use super::rules::screening::readings;
 use super::rules::screening::{self, Runs};
@@ -29,7 +29,7 @@ super::node::inputs! {
 pub(crate) struct Screen(pub(crate) ScreenParams);
 
 impl Kind for Screen {
-    const NAME: &'static str = "screen";
+    const NAME: &'static str = NodeKind::Screen.as_str();
     /// 2: a unit that did not build counts its tests as failed; PASS_TO_PASS
     /// may rest on base and gold where the test-only state did not build.
     /// 3: a command that could not run (exit 126/127, not found) is

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use assay_engine::JobCtx;
 use serde::Serialize;
 
-use super::node::{Kind, Made, NoInputs};
+use super::node::{Kind, Made, NodeKind, NoInputs};
 use super::records::SessionRecord;
 
 pub(crate) const SESSION_VERSION: u32 = 1;
@@ -26,7 +26,7 @@ pub(crate) struct SessionParams {
 pub(crate) struct Session(pub(crate) SessionParams);
 
 impl Kind for Session {
-    const NAME: &'static str = "session";
+    const NAME: &'static str = NodeKind::Session.as_str();
     const VERSION: u32 = SESSION_VERSION;
     type Params = SessionParams;
     type Inputs = NoInputs;

@@ -13,7 +13,7 @@ use assay_git::TreeStore;
 use serde::Serialize;
 
 use super::blob;
-use super::node::{Kind, Made};
+use super::node::{Kind, Made, NodeKind};
 use super::records::{Arm, SessionRecord, Skip, TaskRecord, TreeRecord};
 use super::rules::policy::{
     Exclusion, PatchCaps, Policy, TestPatch, globset, session_paths_within,
@@ -49,7 +49,7 @@ pub(crate) struct Stage {
 }
 
 impl Kind for Stage {
-    const NAME: &'static str = "stage";
+    const NAME: &'static str = NodeKind::Stage.as_str();
     const VERSION: u32 = STAGE_VERSION;
     type Params = StageParams;
     type Inputs = StageInputs;

@@ -32,7 +32,7 @@ struct StepJob {
 }
 
 pub(crate) fn nodes(pipeline: &Pipeline, out: &mut Vec<NodeSpec>) -> Result<(), StageError> {
-    for step in &pipeline.file.step {
+    for step in &pipeline.settings.steps {
         let mut inputs = Vec::new();
         let mut keyed = Vec::new();
         for input in &step.inputs {
@@ -57,7 +57,7 @@ pub(crate) fn nodes(pipeline: &Pipeline, out: &mut Vec<NodeSpec>) -> Result<(), 
             ));
             inputs.push((input.get_ref().clone(), path));
         }
-        let deps: Vec<String> = step.deps.iter().map(|d| d.get_ref().clone()).collect();
+        let deps = step.deps.clone();
         let params = StepParams {
             run: step.run.clone(),
             inputs: keyed,
@@ -65,7 +65,7 @@ pub(crate) fn nodes(pipeline: &Pipeline, out: &mut Vec<NodeSpec>) -> Result<(), 
         };
         out.push(NodeSpec {
             name: super::names::step(step.name.get_ref()),
-            kind: "step".into(),
+            kind: super::node::NodeKind::Step.as_str().into(),
             kind_version: KIND_VERSION,
             params: encode_params(&params),
             params_json: serde_json::to_string(&params).unwrap_or_default(),
@@ -75,7 +75,7 @@ pub(crate) fn nodes(pipeline: &Pipeline, out: &mut Vec<NodeSpec>) -> Result<(), 
                 run: step.run.clone(),
                 inputs,
                 deps,
-                timeout: Duration::from_secs(step.timeout.unwrap_or(600)),
+                timeout: step.timeout,
             }),
         });
     }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use assay_engine::JobCtx;
 
 use super::blob;
-use super::node::{Kind, Made};
+use super::node::{Kind, Made, NodeKind};
 use super::records::{EnvRecord, ScreenRecord, TaskRecord, TriageRecord};
 pub(crate) use super::rules::task::TaskParams;
 use super::rules::task::assemble;
@@ -29,7 +29,7 @@ super::node::inputs! {
 pub(crate) struct Task(pub(crate) TaskParams);
 
 impl Kind for Task {
-    const NAME: &'static str = "task";
+    const NAME: &'static str = NodeKind::Task.as_str();
     const VERSION: u32 = 2;
     type Params = TaskParams;
     type Inputs = TaskInputs;

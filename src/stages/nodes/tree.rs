@@ -11,7 +11,7 @@ use assay_engine::{Digest, JobCtx};
 use assay_git::TreeStore;
 use serde::Serialize;
 
-use super::node::{Kind, Made};
+use super::node::{Kind, Made, NodeKind};
 use super::records::{Skip, TreeRecord, TriageRecord};
 use super::rules::staging;
 pub(crate) use super::rules::staging::State;
@@ -32,7 +32,7 @@ pub(crate) struct Tree {
 }
 
 impl Kind for Tree {
-    const NAME: &'static str = "tree";
+    const NAME: &'static str = NodeKind::Tree.as_str();
     const VERSION: u32 = 1;
     type Params = TreeParams;
     type Inputs = TreeInputs;

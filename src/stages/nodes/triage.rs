@@ -9,7 +9,7 @@ use std::sync::Arc;
 use assay_engine::JobCtx;
 use serde::Serialize;
 
-use super::node::{Kind, Made, NoInputs};
+use super::node::{Kind, Made, NoInputs, NodeKind};
 use super::records::{Decision, TriageRecord};
 // The globs are compiled by a rule of the core; runs and the layout name them here.
 pub(crate) use super::rules::policy::globset;
@@ -34,7 +34,7 @@ pub(crate) struct Triage {
 }
 
 impl Kind for Triage {
-    const NAME: &'static str = "triage";
+    const NAME: &'static str = NodeKind::Triage.as_str();
     const VERSION: u32 = 1;
     type Params = TriageParams;
     type Inputs = NoInputs;

@@ -1,6 +1,7 @@
 //! The pipeline's environments, checked once: the one `[env]`, or each
-//! `[env.NAME]`, with its report format, budgets and confinement; and which
-//! one each source's tasks run in. Every error points into the file.
+//! `[env.NAME]` (its report format and budgets checked with the settings),
+//! with its confinement; and which one each source's tasks run in. Every
+//! error points into the file.
 
 use assay_report::Format;
 
@@ -9,7 +10,7 @@ use super::executor::{Confinement, ExecutorSetting, SandboxMode};
 use super::redact::RedactConfig;
 use super::rules::limits::RunLimits;
 use super::run::RunParams;
-use crate::pipeline::{EnvConfig, Pipeline, SourceConfig};
+use crate::pipeline::{EnvConfig, Pipeline, SourceSettings};
 
 /// One environment, checked: what its nodes are laid out with.
 pub(crate) struct EnvSettings<'a> {
@@ -60,9 +61,9 @@ impl<'a> Envs<'a> {
         pipeline: &'a Pipeline,
         warnings: &mut Vec<String>,
     ) -> Result<Envs<'a>, StageError> {
-        let defined = pipeline.file.envs();
+        let defined = &pipeline.settings.envs;
         if defined.is_empty() {
-            let span = pipeline.file.source[0].name.span();
+            let span = pipeline.settings.sources[0].name.span();
             return Err(pipeline
                 .error_at(
                     span,
@@ -72,49 +73,20 @@ impl<'a> Envs<'a> {
                 )
                 .into());
         }
-        let named = defined.iter().any(|(name, _)| name.is_some());
+        let named = defined.iter().any(|env| env.name.is_some());
         let mut all = Vec::new();
-        for (name, cfg) in defined {
-            let format: Format = cfg.report.get_ref().parse().map_err(|_| {
-                pipeline.error_at(
-                    cfg.report.span(),
-                    format!("unknown report format `{}`", cfg.report.get_ref()),
-                    "here",
-                    "use one of: junit, pytest, unittest, libtest, libtest-json, go-test-json, tap",
-                )
-            })?;
-            if let Some(canary) = &cfg.canary {
-                let c = canary.get_ref();
-                let bad = if crate::stages::nodes::triage::globset(&c.files).is_err() {
-                    Some("a glob of `files` does not parse")
-                } else if !c.template.contains("{name}") || !c.template.contains("{sum}") {
-                    Some(
-                        "the template needs `{name}` (the test's name) and `{sum}` (its expected value)",
-                    )
-                } else {
-                    None
-                };
-                if let Some(why) = bad {
-                    return Err(pipeline
-                        .error_at(
-                            canary.span(),
-                            format!("[env] canary: {why}"),
-                            "this canary",
-                            "e.g. canary = { files = [\"**/*.test.js\"], template = \"test('{name}', () => expect({a} + {b}).toBe({sum}))\" } (docs/security.md)",
-                        )
-                        .into());
-                }
-            }
+        for env in defined {
+            let cfg = &env.written;
             let confine = confinement(pipeline, cfg, warnings)?;
             // Only an environment that is an artifact of its own can be saved.
             let export = confine.executor().env_is_artifact()
                 && cfg.export.as_ref().is_some_and(|e| *e.get_ref());
             all.push(EnvSettings {
-                name: name.map(|n| n.get_ref().as_str()),
+                name: env.name(),
                 cfg,
-                format,
-                timeout: cfg.timeout.unwrap_or(300),
-                log_cap: cfg.log_cap.unwrap_or(64 << 20),
+                format: env.format,
+                timeout: env.timeout_s,
+                log_cap: env.log_cap,
                 confine,
                 export,
             });
@@ -127,7 +99,7 @@ impl<'a> Envs<'a> {
     pub(crate) fn for_source(
         &self,
         pipeline: &Pipeline,
-        src: &SourceConfig,
+        src: &SourceSettings,
     ) -> Result<&EnvSettings<'a>, StageError> {
         let names = || {
             self.all
@@ -180,7 +152,7 @@ impl<'a> Envs<'a> {
     pub(crate) fn executors(
         &self,
         pipeline: &Pipeline,
-        sources: &[SourceConfig],
+        sources: &[SourceSettings],
     ) -> Result<Vec<Confinement>, StageError> {
         let mut out: Vec<Confinement> = Vec::new();
         for src in sources {

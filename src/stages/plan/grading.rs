@@ -9,7 +9,7 @@ use assay_engine::{NodeSpec, Store};
 use super::error::StageError;
 use super::grade::{self, GradeParams, Policy};
 use super::metrics::{self, MetricsParams};
-use super::node::{self, NoNames};
+use super::node::{self, NoNames, NodeKind};
 use super::redact::RedactConfig;
 use super::release::Input;
 use super::release::ReleaseInputs;
@@ -233,7 +233,7 @@ fn previous_task_keys(store: &Store) -> BTreeMap<String, String> {
         return map;
     };
     if let Some(Ok(Some(m))) = builds.first().map(|b| store.manifest(b)) {
-        for e in m.entries.iter().filter(|e| e.kind == "task") {
+        for e in m.entries.iter().filter(|e| e.kind == NodeKind::Task) {
             if let (Some(k), Some(id)) = (e.key, names::task_of(&e.name)) {
                 map.insert(k.to_hex(), id.to_owned());
             }

@@ -38,16 +38,16 @@ pub(crate) fn nodes(
     out: &mut Vec<NodeSpec>,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<super::executor::Confinement>, StageError> {
-    if pipeline.file.source.is_empty() {
+    let settings = &pipeline.settings;
+    if settings.sources.is_empty() {
         return Ok(Vec::new());
     }
     let envs = super::envs::Envs::resolve(pipeline, warnings)?;
     // Every source's environment is checked before any source is read.
-    let executors = envs.executors(pipeline, &pipeline.file.source)?;
+    let executors = envs.executors(pipeline, &settings.sources)?;
     let cache_dir = store.dir();
     let store_dir = cache_dir.join("git");
     let tree_store = TreeStore::open_or_init(&store_dir).map_err(StageError::cache)?;
-    let settings = &pipeline.settings;
     let test_globs = &settings.triage.test_globs;
     let repeats = settings.repeats;
     let redact = RedactConfig {
@@ -55,7 +55,6 @@ pub(crate) fn nodes(
         env: settings.redact_env.clone(),
     };
     let statements_dir = settings.statements.as_deref();
-    let splits = &settings.topic_splits;
 
     let watch = test_globs.clone();
 
@@ -66,7 +65,7 @@ pub(crate) fn nodes(
     let mut env_of = BTreeMap::new();
     let mut release_inputs = release::ReleaseInputs::default();
     let mut seen_candidates = HashSet::new();
-    for src in &pipeline.file.source {
+    for src in &settings.sources {
         let env = envs.for_source(pipeline, src)?;
         let env_cfg = env.cfg;
         let (source, candidates) = open_source(pipeline, src)?;
@@ -148,7 +147,7 @@ pub(crate) fn nodes(
                 candidate: &cid,
                 merged_at: c.merged_at,
                 source: src,
-                topics: splits.get(&cid).cloned().unwrap_or_default(),
+                topics: settings.topics_of(&cid),
                 statements: statements_dir,
                 env,
                 env_name: &env_name,
@@ -178,7 +177,7 @@ pub(crate) fn nodes(
 struct Tasks<'a> {
     candidate: &'a str,
     merged_at: i64,
-    source: &'a crate::pipeline::SourceConfig,
+    source: &'a crate::pipeline::SourceSettings,
     /// The candidate's `[[topic_split]]` (empty: one task).
     topics: Vec<(String, String)>,
     statements: Option<&'a Path>,
@@ -220,11 +219,8 @@ fn task_nodes_of(out: &mut Vec<NodeSpec>, t: &Tasks<'_>) -> Vec<((String, String
                 topic: topic.clone(),
                 topics: topics.clone(),
                 env: t.env_name.to_owned(),
-                repo: src
-                    .repo
-                    .clone()
-                    .unwrap_or_else(|| src.name.get_ref().clone()),
-                version: src.version.clone().unwrap_or_else(|| "0".to_owned()),
+                repo: src.repo.clone(),
+                version: src.version.clone(),
                 hints: read_statement(t.statements, &instance_id, "hints.md"),
                 created_at: task::iso8601(t.merged_at),
                 test_command: env.cfg.test_command.clone(),
@@ -316,12 +312,9 @@ fn screening_nodes(out: &mut Vec<NodeSpec>, s: &Screening<'_>) -> String {
 /// sources are bounded by since/limit, which may leave it out on purpose).
 fn check_topic_splits(pipeline: &Pipeline, seen: &HashSet<String>) -> Result<(), StageError> {
     // With bounds (since/limit) a split may name a candidate left out on purpose.
-    let bounded = pipeline
-        .file
-        .source
-        .iter()
-        .any(|s| s.since.is_some() || s.limit.is_some());
-    for t in &pipeline.file.topic_split {
+    let settings = &pipeline.settings;
+    let bounded = settings.sources.iter().any(|s| s.bounds.any());
+    for t in &settings.topic_splits {
         if !bounded && !seen.contains(t.candidate.get_ref()) {
             return Err(pipeline
                 .error_at(
@@ -344,7 +337,7 @@ fn release_node(
     warnings: &mut Vec<String>,
 ) -> NodeSpec {
     let prices: BTreeMap<String, Price> = pipeline
-        .file
+        .settings
         .prices
         .iter()
         .map(|(k, v)| (k.clone(), Price(v.clone())))

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use assay_git::{CandidateQuery, Source};
 
 use super::error::StageError;
-use crate::pipeline::{Pipeline, SourceConfig};
+use crate::pipeline::{Pipeline, SourceSettings};
 
 /// A candidate as the pipeline sees it, from git or from a candidates file.
 #[derive(Debug, serde::Deserialize)]
@@ -28,7 +28,7 @@ pub(crate) struct CandidateLine {
 /// Opens a source (creating it with its `create` script when missing) and lists its candidates.
 pub(crate) fn open_source(
     pipeline: &Pipeline,
-    src: &SourceConfig,
+    src: &SourceSettings,
 ) -> Result<(Source, Vec<CandidateLine>), StageError> {
     let path: PathBuf = pipeline.resolve(src.path.get_ref());
     if let (false, Some(create)) = (path.exists(), &src.create) {
@@ -101,34 +101,12 @@ pub(crate) fn open_source(
         }
         return Ok((source, list));
     }
-    let squash = match &src.squash_pattern {
-        Some(p) => Some(regex::Regex::new(p.get_ref()).map_err(|e| {
-            pipeline.error_at(
-                p.span(),
-                format!("invalid squash_pattern: {e}"),
-                "this pattern",
-                "a regex whose first group is the PR number, e.g. '\\(#(\\d+)\\)\\s*$'",
-            )
-        })?),
-        None => regex::Regex::new(r"\(#(\d+)\)\s*$").ok(),
-    };
-    let since = match &src.since {
-        None => None,
-        Some(s) => Some(parse_date(s.get_ref()).ok_or_else(|| {
-            pipeline.error_at(
-                s.span(),
-                "`since` is not a date",
-                "here",
-                "write it as YYYY-MM-DD",
-            )
-        })?),
-    };
     let query = CandidateQuery {
         branch: src.branch.clone(),
         id_prefix: src.name.get_ref().clone(),
-        squash_pattern: squash,
-        since,
-        limit: src.limit,
+        squash_pattern: Some(src.squash.clone()),
+        since: src.bounds.since,
+        limit: src.bounds.limit,
     };
     let list = source
         .candidates(&query)
@@ -151,36 +129,4 @@ pub(crate) fn open_source(
         })
         .collect();
     Ok((source, list))
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian YYYY-MM-DD, in seconds.
-pub(crate) fn parse_date(s: &str) -> Option<i64> {
-    let mut it = s.split('-');
-    let (y, m, d): (i64, i64, i64) = (
-        it.next()?.parse().ok()?,
-        it.next()?.parse().ok()?,
-        it.next()?.parse().ok()?,
-    );
-    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || it.next().is_some() {
-        return None;
-    }
-    // Howard Hinnant's days_from_civil.
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    Some((era * 146097 + doe - 719468) * 86400)
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn parse_date_matches_known_epochs() {
-        assert_eq!(super::parse_date("1970-01-01"), Some(0));
-        assert_eq!(super::parse_date("2026-01-05"), Some(1_767_571_200));
-        assert_eq!(super::parse_date("2026-13-05"), None);
-        assert_eq!(super::parse_date("yesterday"), None);
-    }
 }

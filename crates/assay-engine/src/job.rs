@@ -1,0 +1,103 @@
+//! What the engine runs: a [`Job`] per node, the [`JobCtx`] it is handed
+//! (its key, its dependencies' outputs in declared order, the blob store),
+//! and the [`Output`] it returns. Build and recheck assemble a context the
+//! same way ([`JobCtx::assemble`]), so a re-executed job sees exactly what
+//! the built one saw.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use crate::graph::{Graph, NodeId};
+use crate::key::Digest;
+use crate::store::{Blobs, Store};
+
+pub type JobFuture = Pin<Box<dyn Future<Output = Result<Output, JobError>> + Send>>;
+
+/// One stage's work. Implementations must be pure functions of the key's
+/// inputs, except nodes marked `observation` (test runs), which are reused
+/// until explicitly re-read.
+pub trait Job: Send + Sync {
+    fn run(&self, ctx: JobCtx) -> JobFuture;
+
+    /// Extra check of a cache hit, e.g. that a directory named by the output
+    /// still exists. A `false` turns the hit into a miss.
+    fn hit_valid(&self, _output: &[u8]) -> bool {
+        true
+    }
+
+    /// A resource this job must hold alone (e.g. a shared mutable directory).
+    /// The scheduler never runs two jobs holding the same resource at once,
+    /// and a job waiting for one does not occupy a `--jobs` slot: other ready
+    /// work runs instead.
+    fn exclusive(&self) -> Option<&str> {
+        None
+    }
+}
+
+/// What a job gets: its key, its dependencies' outputs (declared order), and
+/// the blob store for attachments (logs, reports).
+pub struct JobCtx {
+    pub name: String,
+    pub key: Digest,
+    pub inputs: Vec<Arc<Vec<u8>>>,
+    /// The dependencies' node keys, same order (a released task's digest is its key).
+    pub input_keys: Vec<Digest>,
+    pub blobs: Blobs,
+    pub cache_dir: PathBuf,
+}
+
+impl JobCtx {
+    /// The context of node `id` under `key`: each dependency's key and output
+    /// as `input_of` finds them (the one assembly of build and recheck),
+    /// with why the first unreadable input could not be read.
+    pub(crate) fn assemble(
+        store: &Store,
+        graph: &Graph,
+        id: NodeId,
+        key: Digest,
+        mut input_of: impl FnMut(NodeId) -> (Digest, Result<Arc<Vec<u8>>, String>),
+    ) -> (JobCtx, Option<String>) {
+        let deps = &graph.deps[id];
+        let mut inputs = Vec::with_capacity(deps.len());
+        let mut input_keys = Vec::with_capacity(deps.len());
+        let mut unreadable = None;
+        for &d in deps {
+            let (dkey, bytes) = input_of(d);
+            input_keys.push(dkey);
+            match bytes {
+                Ok(b) => inputs.push(b),
+                Err(e) => {
+                    unreadable.get_or_insert(e);
+                }
+            }
+        }
+        let ctx = JobCtx {
+            name: graph.node(id).name.clone(),
+            key,
+            inputs,
+            input_keys,
+            blobs: store.blobs().clone(),
+            cache_dir: store.dir().to_owned(),
+        };
+        (ctx, unreadable)
+    }
+}
+
+/// A job's result: the output record and the blobs it references.
+#[derive(Debug, Default)]
+pub struct Output {
+    pub bytes: Vec<u8>,
+    pub attachments: Vec<Digest>,
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct JobError(pub String);
+
+impl JobError {
+    pub fn new(msg: impl Into<String>) -> JobError {
+        JobError(msg.into())
+    }
+}

@@ -1,0 +1,107 @@
+//! `[env]` and `[env.NAME]`, with what the file alone decides checked: the
+//! report format is one assay parses, the canary's globs and template are
+//! sound, the run budgets are filled in. How an environment is confined and
+//! on which executor is checked by `stages::envs`, which also probes the
+//! machine (bubblewrap, the Docker daemon); it reads those keys from
+//! [`EnvSpec::written`].
+
+use assay_report::Format;
+use toml::Spanned;
+
+use super::file::{CanaryTemplate, EnvConfig, PipelineFile};
+use super::{ConfigError, Pipeline};
+
+/// Seconds before a run's whole process group is killed, unless written.
+const DEFAULT_TIMEOUT_S: u64 = 300;
+/// Bytes of a run's log kept as evidence, unless written.
+const DEFAULT_LOG_CAP: u64 = 64 << 20;
+
+/// One environment, checked.
+#[derive(Clone, Debug)]
+pub(crate) struct EnvSpec {
+    /// `None` for the unnamed `[env]`.
+    pub(crate) name: Option<Spanned<String>>,
+    pub(crate) format: Format,
+    pub(crate) timeout_s: u64,
+    pub(crate) log_cap: u64,
+    /// The table as written: its commands, key files, and the keys of its
+    /// confinement and executor.
+    pub(crate) written: EnvConfig,
+}
+
+impl EnvSpec {
+    pub(crate) fn name(&self) -> Option<&str> {
+        self.name.as_ref().map(|n| n.get_ref().as_str())
+    }
+}
+
+pub(super) fn envs(pipeline: &Pipeline, file: &PipelineFile) -> Result<Vec<EnvSpec>, ConfigError> {
+    file.envs()
+        .into_iter()
+        .map(|(name, cfg)| env(pipeline, name, cfg))
+        .collect()
+}
+
+fn env(
+    pipeline: &Pipeline,
+    name: Option<&Spanned<String>>,
+    cfg: &EnvConfig,
+) -> Result<EnvSpec, ConfigError> {
+    let format: Format = cfg.report.get_ref().parse().map_err(|_| {
+        pipeline.error_at(
+            cfg.report.span(),
+            format!("unknown report format `{}`", cfg.report.get_ref()),
+            "here",
+            "use one of: junit, pytest, unittest, libtest, libtest-json, go-test-json, tap",
+        )
+    })?;
+    if let Some(canary) = &cfg.canary
+        && let Some(why) = canary_problem(canary.get_ref())
+    {
+        return Err(pipeline.error_at(
+            canary.span(),
+            format!("[env] canary: {why}"),
+            "this canary",
+            "e.g. canary = { files = [\"**/*.test.js\"], template = \"test('{name}', () => expect({a} + {b}).toBe({sum}))\" } (docs/security.md)",
+        ));
+    }
+    Ok(EnvSpec {
+        name: name.cloned(),
+        format,
+        timeout_s: cfg.timeout.unwrap_or(DEFAULT_TIMEOUT_S),
+        log_cap: cfg.log_cap.unwrap_or(DEFAULT_LOG_CAP),
+        written: cfg.clone(),
+    })
+}
+
+/// Why a canary template cannot plant canaries, if it cannot.
+fn canary_problem(c: &CanaryTemplate) -> Option<&'static str> {
+    if c.files.iter().any(|g| globset::Glob::new(g).is_err()) {
+        Some("a glob of `files` does not parse")
+    } else if !c.template.contains("{name}") || !c.template.contains("{sum}") {
+        Some("the template needs `{name}` (the test's name) and `{sum}` (its expected value)")
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn canary(files: &[&str], template: &str) -> CanaryTemplate {
+        CanaryTemplate {
+            files: files.iter().map(|f| f.to_string()).collect(),
+            template: template.into(),
+        }
+    }
+
+    #[test]
+    fn a_canary_needs_valid_globs_a_name_and_a_sum() {
+        let good = "test('{name}', () => expect({a} + {b}).toBe({sum}))";
+        assert_eq!(canary_problem(&canary(&["**/*.test.js"], good)), None);
+        assert!(canary_problem(&canary(&["a/[b"], good)).is_some_and(|w| w.contains("glob")));
+        assert!(canary_problem(&canary(&["*.js"], "test('{name}')")).is_some());
+        assert!(canary_problem(&canary(&["*.js"], "expect({sum})")).is_some());
+    }
+}

@@ -196,7 +196,10 @@ fn provenance(
     release_key: &Digest,
 ) -> BundleProvenance {
     let mut environments = BTreeMap::new();
-    for n in nodes.values().filter(|n| n.kind.as_str() == crate::stages::NodeKind::Env) {
+    for n in nodes
+        .values()
+        .filter(|n| n.kind.as_str() == crate::stages::NodeKind::Env)
+    {
         let rec: Option<EnvRecord> = n
             .output
             .parse::<Digest>()

@@ -13,7 +13,7 @@ use assay_engine::JobCtx;
 use serde::Serialize;
 
 use super::executor::{Presence, Setup};
-use super::node::{Kind, Made, NodeKind, NoInputs};
+use super::node::{Kind, Made, NoInputs, NodeKind};
 use super::records::EnvRecord;
 
 #[derive(Clone, Debug, Serialize)]

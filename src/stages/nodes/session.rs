@@ -7,7 +7,7 @@ use std::sync::Arc;
 use assay_engine::JobCtx;
 use serde::Serialize;
 
-use super::node::{Kind, Made, NodeKind, NoInputs};
+use super::node::{Kind, Made, NoInputs, NodeKind};
 use super::records::SessionRecord;
 
 pub(crate) const SESSION_VERSION: u32 = 1;

@@ -49,11 +49,7 @@ impl ExecutorArg {
 
 pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
     let mut pipeline = global.load_pipeline()?;
-    if let Some(executor) = args.executor {
-        for env in &mut pipeline.settings.envs {
-            env.written.executor = Some(toml::Spanned::new(0..0, executor.as_str().to_owned()));
-        }
-    }
+    pipeline.settings.executor_override = args.executor.map(ExecutorArg::as_str);
     let cache_dir = global.cache_dir(Some(&pipeline));
     super::check_cache_dir(&cache_dir)?;
     let _lock = CacheLock::acquire(&cache_dir, |pid| {

@@ -201,6 +201,9 @@ pub(crate) struct Settings {
     pub(crate) grade: GradeSettings,
     /// model label -> token kind -> USD per million tokens (each finite, 0 or more).
     pub(crate) prices: BTreeMap<String, BTreeMap<String, f64>>,
+    /// `build --executor NAME`: every environment's executor for one build,
+    /// in place of the file's `executor` (a name of the CLI's closed list).
+    pub(crate) executor_override: Option<&'static str>,
 }
 
 impl Settings {
@@ -229,6 +232,7 @@ impl Settings {
                 "create it (an empty directory grades nothing), or remove `sessions`",
             )?,
             grade: grade(pipeline, f)?,
+            executor_override: None,
             prices: f.prices.clone(),
         })
     }

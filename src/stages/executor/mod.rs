@@ -66,17 +66,20 @@ impl ExecutorSetting {
     /// `[env] executor` and the keys of the executor it names, checked. Each
     /// executor reads its own keys and ignores the others' (so `build
     /// --executor local` works on a docker pipeline).
+    /// `build --executor` replaces the name for one build.
     pub(crate) fn parse(pipeline: &Pipeline, cfg: &EnvConfig) -> Result<Self, StageError> {
-        let Some(name) = &cfg.executor else {
-            return Ok(ExecutorSetting::Local);
+        let (name, span) = match (pipeline.settings.executor_override, &cfg.executor) {
+            (Some(name), _) => (name, None),
+            (None, Some(written)) => (written.get_ref().as_str(), Some(written.span())),
+            (None, None) => return Ok(ExecutorSetting::Local),
         };
-        match name.get_ref().as_str() {
+        match name {
             "local" => Ok(ExecutorSetting::Local),
             "docker" => docker::settings(pipeline, cfg).map(ExecutorSetting::Docker),
             "slurm" => slurm::settings(pipeline, cfg).map(ExecutorSetting::Slurm),
             other => Err(pipeline
                 .error_at(
-                    name.span(),
+                    span.unwrap_or_default(),
                     format!("unknown executor `{other}`"),
                     "here",
                     "use `local` (the default: bubblewrap on this machine), `docker` or `slurm`",

@@ -172,6 +172,10 @@ impl Executor for Docker<'_> {
         true
     }
 
+    fn sandbox(&self) -> &'static str {
+        "docker"
+    }
+
     fn start(&self, rt: &tokio::runtime::Runtime) -> Result<(), StageError> {
         daemon::start(rt, &self.settings.base_image)
     }

@@ -119,6 +119,10 @@ impl Executor for Local<'_> {
     fn env_is_artifact(&self) -> bool {
         false
     }
+
+    fn sandbox(&self) -> &'static str {
+        self.conf.sandbox.as_str()
+    }
 }
 
 /// A local environment: a directory of the cache, set up in place.

@@ -134,10 +134,7 @@ impl Confinement {
 
     /// How a run was confined, as records say it: `bwrap`, `none` or `docker`.
     pub(crate) fn label(&self) -> &'static str {
-        match self.executor {
-            ExecutorSetting::Local | ExecutorSetting::Slurm(_) => self.sandbox.as_str(),
-            ExecutorSetting::Docker(_) => "docker",
-        }
+        self.executor().sandbox()
     }
 }
 
@@ -170,6 +167,10 @@ pub(crate) trait Executor: Send + Sync {
     /// Whether an environment is an artifact of its own (an image) that a
     /// released task names, rather than a directory of this cache.
     fn env_is_artifact(&self) -> bool;
+
+    /// The sandbox of its runs, as records say it (`bwrap`, `none`,
+    /// `docker`).
+    fn sandbox(&self) -> &'static str;
 
     /// Before a build that uses it: connect, clean up after killed builds,
     /// check what it needs. Fails the build at once, with what to do.

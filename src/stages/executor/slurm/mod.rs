@@ -119,6 +119,11 @@ impl Executor for Slurm<'_> {
         false
     }
 
+    /// The local sandbox, on the node.
+    fn sandbox(&self) -> &'static str {
+        self.conf.sandbox.as_str()
+    }
+
     fn start(&self, _rt: &tokio::runtime::Runtime) -> Result<(), StageError> {
         let mut sinfo = std::process::Command::new("sinfo");
         sinfo.args(["-h", "-o", "%P %a"]);

@@ -279,3 +279,31 @@ fn a_ctrl_c_stops_the_build_and_leaves_no_job_queued(cluster: &Cluster) {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// `assay plan` says how many test runs would go to the cluster (no
+/// cluster needed: nothing runs), and says nothing of it on this machine.
+#[test]
+fn plan_counts_the_runs_bound_for_the_cluster() {
+    for executor in [Executor::Slurm, Executor::Local] {
+        let f = Fixture::on(executor);
+        f.default_pipeline();
+        f.session("a/fix.json", "p-1", &f.fix1());
+        let out = f.project.run(&["plan"]).code(0).stdout;
+        let runs = out
+            .lines()
+            .filter(|l| l.starts_with("run      run:") || l.starts_with("maybe    run:"))
+            .count();
+        assert!(runs > 0, "{out}");
+        let line = out
+            .lines()
+            .find(|l| l.starts_with("test runs that would or may execute:"));
+        match executor {
+            Executor::Slurm => assert_eq!(
+                line,
+                Some(format!("test runs that would or may execute: {runs} on slurm").as_str()),
+                "{out}"
+            ),
+            _ => assert_eq!(line, None, "{out}"),
+        }
+    }
+}

@@ -24,7 +24,8 @@ pub(crate) struct PlanArgs {
 pub(crate) fn run(global: &Global, args: PlanArgs) -> Result<i32, Failure> {
     let pipeline = global.load_pipeline()?;
     let store = global.open_store_checked(Some(&pipeline))?;
-    let graph = super::laid_out(&pipeline, &store)?.graph;
+    let plan = super::laid_out(&pipeline, &store)?;
+    let graph = plan.graph;
     let previous = match store.builds(1).map_err(Failure::cache)?.first() {
         Some(b) => store.manifest(b).map_err(Failure::cache)?,
         None => None,
@@ -33,7 +34,21 @@ pub(crate) fn run(global: &Global, args: PlanArgs) -> Result<i32, Failure> {
     let entries =
         assay_engine::plan(&store, &graph, &reread, previous.as_ref()).map_err(Failure::cache)?;
     let (mut cached, mut run, mut blocked) = (0, 0, 0);
+    // Runs that would or may execute (a new input's output may make them
+    // new), by the executor they go to (from their environment node).
+    let mut runs_on: std::collections::BTreeMap<&str, usize> = Default::default();
     for e in &entries {
+        if matches!(e.state, PlanState::Run { .. } | PlanState::Blocked { .. })
+            && e.kind.as_str() == NodeKind::Run
+            && let Some(id) = graph.find(&e.name)
+            && let Some(executor) = graph
+                .node(id)
+                .deps
+                .iter()
+                .find_map(|d| plan.env_executors.get(d))
+        {
+            *runs_on.entry(executor).or_default() += 1;
+        }
         match &e.state {
             PlanState::Cached => cached += 1,
             PlanState::Run { .. } => run += 1,
@@ -56,6 +71,11 @@ pub(crate) fn run(global: &Global, args: PlanArgs) -> Result<i32, Failure> {
         println!(
             "{run} would run, {blocked} would run if their inputs' outputs change, {cached} cached"
         );
+        // Where the test runs would go, when not all on this machine.
+        if runs_on.keys().any(|e| *e != "local") {
+            let by: Vec<String> = runs_on.iter().map(|(e, n)| format!("{n} on {e}")).collect();
+            println!("test runs that would or may execute: {}", by.join(", "));
+        }
     }
     Ok(exit::OK)
 }

@@ -122,6 +122,8 @@ pub(crate) struct StagePlan {
     /// executor setting: started before the build, cleaned up after an
     /// interrupted one.
     pub(crate) executors: Vec<executor::Confinement>,
+    /// Environment node name -> the executor its runs go to (`plan`).
+    pub(crate) env_executors: std::collections::BTreeMap<String, &'static str>,
     /// What the user should know before the build runs (a session file that
     /// cannot be read, a session naming no task, an unsandboxed environment,
     /// a skipped judge), rendered; the CLI prints them.
@@ -134,11 +136,12 @@ pub(crate) fn plan(pipeline: &Pipeline, store: &Store) -> Result<StagePlan, Stag
     let mut nodes = Vec::new();
     let mut warnings = Vec::new();
     step::nodes(pipeline, &mut nodes)?;
-    let executors = layout::nodes(pipeline, store, &mut nodes, &mut warnings)?;
+    let in_use = layout::nodes(pipeline, store, &mut nodes, &mut warnings)?;
     let graph = Graph::new(nodes).map_err(|e| graph_error(pipeline, e))?;
     Ok(StagePlan {
         graph,
-        executors,
+        executors: in_use.confinements,
+        env_executors: in_use.env_nodes,
         warnings,
     })
 }

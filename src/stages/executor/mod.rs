@@ -88,6 +88,15 @@ impl ExecutorSetting {
         }
     }
 
+    /// Its name in `[env] executor`.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            ExecutorSetting::Local => "local",
+            ExecutorSetting::Docker(_) => "docker",
+            ExecutorSetting::Slurm(_) => "slurm",
+        }
+    }
+
     /// Whether a run under it is keyed as a local run: it sees what a
     /// local run sees (local, and slurm's local sandbox on a node).
     pub(crate) fn keyed_as_local(&self) -> bool {
@@ -324,6 +333,16 @@ pub(crate) struct Ran {
     pub(crate) changed: Vec<String>,
     /// The cluster node it ran on, when not this machine.
     pub(crate) node: Option<String>,
+}
+
+/// The executors a build's environments use.
+#[derive(Debug, Default)]
+pub(crate) struct InUse {
+    /// One confinement per executor setting: what a build starts (and
+    /// cleans up after).
+    pub(crate) confinements: Vec<Confinement>,
+    /// Environment node name -> the executor its runs go to.
+    pub(crate) env_nodes: std::collections::BTreeMap<String, &'static str>,
 }
 
 /// Before a build: starts every executor its environments use (each

@@ -31,16 +31,17 @@ use super::{names, release, screen, task};
 use crate::pipeline::Pipeline;
 
 /// Every node of the benchmark part of the pipeline, appended to `out`.
-/// Returns the confinements of the executors in use (one per setting).
+/// Returns the confinements of the executors in use (one per setting), and
+/// which executor each environment node's runs go to.
 pub(crate) fn nodes(
     pipeline: &Pipeline,
     store: &Store,
     out: &mut Vec<NodeSpec>,
     warnings: &mut Vec<String>,
-) -> Result<Vec<super::executor::Confinement>, StageError> {
+) -> Result<super::executor::InUse, StageError> {
     let settings = &pipeline.settings;
     if settings.sources.is_empty() {
-        return Ok(Vec::new());
+        return Ok(Default::default());
     }
     let envs = super::envs::Envs::resolve(pipeline, warnings)?;
     // Every source's environment is checked before any source is read.
@@ -170,7 +171,14 @@ pub(crate) fn nodes(
     };
     let not_graded = grade_nodes(pipeline, store, &ctx, out, &mut release_inputs, warnings)?;
     out.push(release_node(pipeline, not_graded, release_inputs, warnings));
-    Ok(executors)
+    let env_nodes = env_of
+        .iter()
+        .map(|(name, env)| (name.clone(), env.confine.executor.name()))
+        .collect();
+    Ok(super::executor::InUse {
+        confinements: executors,
+        env_nodes,
+    })
 }
 
 /// What a candidate's tasks are laid out with.

@@ -228,6 +228,12 @@ pub(super) async fn step(
             "--nodelist",
             node,
             "--exact",
+            // The allocation's batch step (its `sleep`) holds a CPU of
+            // the first node, and Slurm frees a finished step's CPUs a
+            // moment late: without this, steps queue behind both (two
+            // streams of 1 s steps on one node took 10.4 s, with it 5.3 s).
+            // How many steps a node runs is assay's choice (`take`).
+            "--overlap",
             "--quiet",
             "--kill-on-bad-exit=1",
             "--job-name=assay-run",

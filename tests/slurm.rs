@@ -228,6 +228,20 @@ fn a_run_whose_node_dies_is_retried_on_the_other_node(cluster: &Cluster) {
         runs_on(&f, &b, "run:a/slow.json:"),
         BTreeSet::from([survivor.to_owned()])
     );
+    // The killed try is counted, with why, in the record of the run it
+    // became; no other run was retried.
+    let retried: Vec<usize> = b
+        .names("node_finished")
+        .iter()
+        .filter(|n| n.starts_with("run:"))
+        .map(|n| {
+            f.project.output_record(n)["retried"]
+                .as_array()
+                .map_or(0, Vec::len)
+        })
+        .filter(|&n| n > 0)
+        .collect();
+    assert_eq!(retried, [1], "one run retried once");
     // The dead node comes back for the tests after this one.
     let out = Command::new("slurmd")
         .args(["-f", &cluster.conf(), "-N", &node])

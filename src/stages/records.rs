@@ -263,6 +263,11 @@ pub(crate) struct RunRecord {
     /// (whose records are as they always were).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) node: Option<String>,
+    /// Why each earlier try ended without an outcome (the slurm executor
+    /// retries a run whose node died or whose step was cancelled); absent
+    /// when the first try ran it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) retried: Vec<String>,
     /// The limit the run hit: time, memory, processes, file_size or write
     /// (its tree grew past `write_limit`).
     #[serde(default)]

@@ -158,6 +158,7 @@ impl Executor for Docker<'_> {
                 report: outcome.report.map(|r| container_report(r, cap)),
                 changed,
                 node: None,
+                retried: Vec::new(),
             })
         })
     }

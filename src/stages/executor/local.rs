@@ -107,6 +107,7 @@ impl Executor for Local<'_> {
                 report,
                 changed,
                 node: None,
+                retried: Vec::new(),
             })
         })
     }

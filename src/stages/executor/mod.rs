@@ -333,6 +333,10 @@ pub(crate) struct Ran {
     pub(crate) changed: Vec<String>,
     /// The cluster node it ran on, when not this machine.
     pub(crate) node: Option<String>,
+    /// Why each earlier try of it ended without an outcome (a node that
+    /// died, a step Slurm cancelled), in order; empty when the first try
+    /// ran it.
+    pub(crate) retried: Vec<String>,
 }
 
 /// The executors a build's environments use.

@@ -230,6 +230,7 @@ pub(crate) async fn execute_tree(
         .await?;
     record.limit = ran.limit.map(|l| l.as_str().to_owned());
     record.node = ran.node;
+    record.retried = ran.retried;
     record.changed_test_files = ran.changed;
     record.exit_code = ran.exit_code;
     record.signal = ran.signal;

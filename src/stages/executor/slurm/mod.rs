@@ -210,7 +210,9 @@ async fn run_on_cluster(exec: &Slurm<'_>, test: TestRun<'_>) -> Result<Ran, Stri
             Ok(bytes) => {
                 let done: worker::WorkerOutcome = serde_json::from_slice(&bytes)
                     .map_err(|e| format!("slurm: the worker's outcome cannot be read: {e}"))?;
-                return Ok(done.into_ran(&dir));
+                let mut ran = done.into_ran(&dir);
+                ran.retried = failures;
+                return Ok(ran);
             }
             Err(_) => {
                 failures.push(format!(

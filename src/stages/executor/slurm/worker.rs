@@ -98,6 +98,7 @@ impl WorkerOutcome {
             report,
             changed: self.changed,
             node: self.node,
+            retried: Vec::new(),
         }
     }
 }

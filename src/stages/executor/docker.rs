@@ -26,6 +26,7 @@ use crate::pipeline::{EnvConfig, Pipeline};
 use crate::stages::error::StageError;
 use crate::stages::node::Made;
 use crate::stages::records::EnvRecord;
+use crate::stages::rules::limits::Limit;
 
 /// The docker executor's settings that change what a run sees.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -148,9 +149,9 @@ impl Executor for Docker<'_> {
                 signal: None,
                 timed_out: outcome.timed_out,
                 limit: outcome.killed_by.map(|k| match k {
-                    assay_docker::KilledBy::WallClock => assay_exec::LimitHit::Time,
-                    assay_docker::KilledBy::Memory => assay_exec::LimitHit::Memory,
-                    assay_docker::KilledBy::Written => assay_exec::LimitHit::Written,
+                    assay_docker::KilledBy::WallClock => Limit::Time,
+                    assay_docker::KilledBy::Memory => Limit::Memory,
+                    assay_docker::KilledBy::Written => Limit::Write,
                 }),
                 duration: outcome.duration,
                 log_bytes: outcome.log_bytes,

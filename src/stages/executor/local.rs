@@ -100,7 +100,7 @@ impl Executor for Local<'_> {
                 exit_code: outcome.exit_code,
                 signal: outcome.signal,
                 timed_out: outcome.timed_out,
-                limit: outcome.limit_hit,
+                limit: outcome.limit_hit.map(Into::into),
                 duration: outcome.duration,
                 log_bytes: outcome.log_bytes,
                 log_truncated: outcome.log_truncated,
@@ -127,7 +127,7 @@ impl Executor for Local<'_> {
 }
 
 /// A local environment: a directory of the cache, set up in place.
-pub(crate) async fn prepare(
+async fn prepare(
     conf: &Confinement,
     setup: Setup<'_>,
     ctx: &JobCtx,

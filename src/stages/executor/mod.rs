@@ -135,7 +135,7 @@ impl Confinement {
                 settings,
             }),
             ExecutorSetting::Slurm(settings) => Box::new(slurm::Slurm {
-                conf: self,
+                local: local::Local { conf: self },
                 settings,
             }),
         }
@@ -322,7 +322,7 @@ pub(crate) struct Ran {
     pub(crate) exit_code: Option<i32>,
     pub(crate) signal: Option<i32>,
     pub(crate) timed_out: bool,
-    pub(crate) limit: Option<assay_exec::LimitHit>,
+    pub(crate) limit: Option<super::rules::limits::Limit>,
     pub(crate) duration: Duration,
     pub(crate) log_bytes: u64,
     pub(crate) log_truncated: bool,

@@ -63,6 +63,19 @@ words! {
     }
 }
 
+/// The limit a local run hit, by its word.
+impl From<assay_exec::LimitHit> for Limit {
+    fn from(hit: assay_exec::LimitHit) -> Limit {
+        match hit {
+            assay_exec::LimitHit::Time => Limit::Time,
+            assay_exec::LimitHit::Memory => Limit::Memory,
+            assay_exec::LimitHit::Processes => Limit::Processes,
+            assay_exec::LimitHit::FileSize => Limit::FileSize,
+            assay_exec::LimitHit::Written => Limit::Write,
+        }
+    }
+}
+
 /// Why a run that hit `limit` (a run record's word) cannot be believed, as
 /// records and grades say it; the write limit says how much.
 pub(crate) fn limit_reason(limit: &str, write_limit: u64) -> String {
@@ -141,6 +154,7 @@ mod tests {
         ];
         for (hit, limit) in hits {
             assert_eq!(Limit::parse(hit.as_str()), Some(limit));
+            assert_eq!(Limit::from(hit), limit);
         }
         assert_eq!(Limit::ALL.len(), hits.len());
     }

@@ -7,7 +7,7 @@ use std::process::Stdio;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::Settings;
+use super::{Settings, output};
 
 /// The job steps' allocation: one per build, made on first use.
 pub(super) static ALLOCATION: tokio::sync::Mutex<Option<std::sync::Arc<Allocation>>> =
@@ -36,7 +36,7 @@ pub(super) struct Slot<'a> {
 impl Allocation {
     /// Whether Slurm still runs it.
     pub(super) async fn running(&self) -> bool {
-        slurm_out("squeue", &["-h", "-j", &self.id, "-o", "%T"])
+        output("squeue", ["-h", "-j", &self.id, "-o", "%T"])
             .await
             .is_ok_and(|state| state.trim() == "RUNNING")
     }
@@ -98,8 +98,7 @@ pub(super) fn retire(alloc: &Allocation) {
 
 /// Submits the allocation and waits until it runs.
 async fn allocate(settings: &Settings) -> Result<Allocation, String> {
-    let mut sbatch = tokio::process::Command::new("sbatch");
-    sbatch.args([
+    let mut args: Vec<String> = [
         "--parsable",
         "--job-name",
         &format!("assay-{}", std::process::id()),
@@ -114,30 +113,23 @@ async fn allocate(settings: &Settings) -> Result<Allocation, String> {
         // A node that fails takes its steps with it, not the allocation:
         // they are retried on the others.
         "--no-kill",
-    ]);
+    ]
+    .map(str::to_owned)
+    .into();
     for (flag, value) in [
         ("--partition", &settings.partition),
         ("--account", &settings.account),
         ("--qos", &settings.qos),
     ] {
         if let Some(v) = value {
-            sbatch.args([flag, v]);
+            args.extend([flag.to_owned(), v.clone()]);
         }
     }
-    sbatch.args(&settings.sbatch);
+    args.extend(settings.sbatch.iter().cloned());
     // The allocation only holds the nodes: its steps do the work.
-    sbatch.args(["--wrap", "exec sleep infinity"]);
-    let out = sbatch
-        .output()
-        .await
-        .map_err(|e| format!("slurm: sbatch: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "slurm: sbatch refused the allocation: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    let id = String::from_utf8_lossy(&out.stdout)
+    args.extend(["--wrap".to_owned(), "exec sleep infinity".to_owned()]);
+    let submitted = output("sbatch", &args).await?;
+    let id = submitted
         .trim()
         .split(';')
         .next()
@@ -148,12 +140,8 @@ async fn allocate(settings: &Settings) -> Result<Allocation, String> {
         .unwrap_or_else(|p| p.into_inner())
         .push(id.clone());
     loop {
-        let state = tokio::process::Command::new("squeue")
-            .args(["-h", "-j", &id, "-o", "%T"])
-            .output()
-            .await
-            .map_err(|e| format!("slurm: squeue: {e}"))?;
-        match String::from_utf8_lossy(&state.stdout).trim() {
+        let state = output("squeue", ["-h", "-j", &id, "-o", "%T"]).await?;
+        match state.trim() {
             "RUNNING" => break,
             "PENDING" | "CONFIGURING" => {}
             other => {
@@ -164,8 +152,8 @@ async fn allocate(settings: &Settings) -> Result<Allocation, String> {
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let nodes = slurm_out("squeue", &["-h", "-j", &id, "-o", "%N"]).await?;
-    let hosts = slurm_out("scontrol", &["show", "hostnames", nodes.trim()]).await?;
+    let nodes = output("squeue", ["-h", "-j", &id, "-o", "%N"]).await?;
+    let hosts = output("scontrol", ["show", "hostnames", nodes.trim()]).await?;
     let nodes: Vec<String> = hosts.split_whitespace().map(str::to_owned).collect();
     if nodes.is_empty() {
         return Err(format!("slurm: the allocation {id} holds no node"));
@@ -177,23 +165,6 @@ async fn allocate(settings: &Settings) -> Result<Allocation, String> {
         turn: Default::default(),
         nodes,
     })
-}
-
-/// A Slurm command's stdout; `Err` when it fails.
-async fn slurm_out(cmd: &str, args: &[&str]) -> Result<String, String> {
-    let out = tokio::process::Command::new(cmd)
-        .args(args)
-        .output()
-        .await
-        .map_err(|e| format!("slurm: {cmd}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "slurm: {cmd} {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// `scancel` of every allocation this process submitted.

@@ -25,12 +25,13 @@
 mod allocation;
 mod worker;
 
+use std::ffi::OsStr;
 use std::path::Path;
 
 use assay_engine::JobCtx;
 use serde::Serialize;
 
-use super::{BoxFuture, Confinement, Executor, Presence, Ran, RunFuture, Setup, TestRun, run_err};
+use super::{BoxFuture, Executor, Presence, Ran, RunFuture, Setup, TestRun, run_err};
 use crate::pipeline::{EnvConfig, Pipeline};
 use crate::stages::error::StageError;
 use crate::stages::node::Made;
@@ -88,7 +89,10 @@ pub(crate) fn settings(pipeline: &Pipeline, cfg: &EnvConfig) -> Result<Settings,
 
 /// The slurm executor under a confinement.
 pub(crate) struct Slurm<'a> {
-    pub(crate) conf: &'a Confinement,
+    /// What a node runs, and how environments are prepared and kept: the
+    /// local executor's, whose answers this one gives where the cluster
+    /// changes nothing.
+    pub(crate) local: super::local::Local<'a>,
     pub(crate) settings: &'a Settings,
 }
 
@@ -100,28 +104,29 @@ impl Executor for Slurm<'_> {
         setup: Setup<'a>,
         ctx: &'a JobCtx,
     ) -> BoxFuture<'a, Result<Made<EnvRecord>, String>> {
-        Box::pin(super::local::prepare(self.conf, setup, ctx))
+        self.local.prepare(setup, ctx)
     }
 
     fn present(&self, record: &EnvRecord, cache_dir: &Path) -> Presence {
-        super::local::Local { conf: self.conf }.present(record, cache_dir)
+        self.local.present(record, cache_dir)
     }
 
     fn run<'a>(&'a self, test: TestRun<'a>) -> RunFuture<'a> {
         Box::pin(async move { run_on_cluster(self, test).await.map_err(|e| run_err(&e)) })
     }
 
+    /// One directory of the shared cache, as locally.
     fn shares_env(&self) -> bool {
-        true
+        self.local.shares_env()
     }
 
     fn env_is_artifact(&self) -> bool {
-        false
+        self.local.env_is_artifact()
     }
 
     /// The local sandbox, on the node.
     fn sandbox(&self) -> &'static str {
-        self.conf.sandbox.as_str()
+        self.local.sandbox()
     }
 
     fn start(&self, _rt: &tokio::runtime::Runtime) -> Result<(), StageError> {
@@ -176,7 +181,7 @@ impl Executor for Slurm<'_> {
 async fn run_on_cluster(exec: &Slurm<'_>, test: TestRun<'_>) -> Result<Ran, String> {
     let launch = &test.launch;
     let tree = launch.tree.ok_or("a test run needs its tree")?;
-    let job = worker::WorkerJob::of(exec.conf, &test)?;
+    let job = worker::WorkerJob::of(exec.local.conf, &test)?;
     let dir = launch.scratch.join("slurm");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let job_path = dir.join("job.json");
@@ -234,20 +239,36 @@ async fn run_on_cluster(exec: &Slurm<'_>, test: TestRun<'_>) -> Result<Ran, Stri
     ))
 }
 
+/// A copy of a staged tree (its pristine copy for retries, or back).
 async fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
-    let out = tokio::process::Command::new("cp")
-        .arg("-a")
-        .arg(from)
-        .arg(to)
+    let args = [
+        OsStr::new("-a"),
+        OsStr::new("--reflink=auto"),
+        from.as_os_str(),
+        to.as_os_str(),
+    ];
+    output("cp", args).await.map(drop)
+}
+
+/// The stdout of `cmd ARGS` (a Slurm client, `cp`); `Err` with its stderr
+/// when it fails.
+async fn output<A: AsRef<OsStr>>(
+    cmd: &str,
+    args: impl IntoIterator<Item = A>,
+) -> Result<String, String> {
+    let args: Vec<A> = args.into_iter().collect();
+    let out = tokio::process::Command::new(cmd)
+        .args(&args)
         .output()
         .await
-        .map_err(|e| format!("cp: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "copying the tree: {}",
+        .map_err(|e| format!("slurm: {cmd}: {e}"))?;
+    if !out.status.success() {
+        let shown: Vec<_> = args.iter().map(|a| a.as_ref().to_string_lossy()).collect();
+        return Err(format!(
+            "slurm: {cmd} {}: {}",
+            shown.join(" "),
             String::from_utf8_lossy(&out.stderr).trim()
-        ))
+        ));
     }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }

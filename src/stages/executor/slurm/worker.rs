@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::super::{
     Confinement, EnvHandle, ExecutorSetting, Launch, Ran, SandboxMode, TestRun, Watched,
 };
-use crate::stages::rules::limits::RunLimits;
+use crate::stages::rules::limits::{Limit, RunLimits};
 
 /// What a worker is handed: one local run, in paths the nodes share.
 #[derive(Debug, Serialize, Deserialize)]
@@ -72,14 +72,6 @@ pub(super) struct WorkerOutcome {
     changed: Vec<String>,
 }
 
-const LIMITS: [assay_exec::LimitHit; 5] = [
-    assay_exec::LimitHit::Time,
-    assay_exec::LimitHit::Memory,
-    assay_exec::LimitHit::Processes,
-    assay_exec::LimitHit::FileSize,
-    assay_exec::LimitHit::Written,
-];
-
 impl WorkerOutcome {
     pub(super) fn into_ran(self, dir: &Path) -> Ran {
         let report = self
@@ -89,9 +81,7 @@ impl WorkerOutcome {
             exit_code: self.exit_code,
             signal: self.signal,
             timed_out: self.timed_out,
-            limit: self
-                .limit
-                .and_then(|l| LIMITS.into_iter().find(|h| h.as_str() == l)),
+            limit: self.limit.as_deref().and_then(Limit::parse),
             duration: Duration::from_millis(self.duration_ms),
             log_bytes: self.log_bytes,
             log_truncated: self.log_truncated,

@@ -24,7 +24,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use util::attacks::{
-    a_run_filling_its_tree_is_stopped_at_its_write_limit, hostile, hostile_code_is_confined,
+    SLEEPER, a_run_filling_its_tree_is_stopped_at_its_write_limit, hostile,
+    hostile_code_is_confined, interrupted_build,
 };
 use util::fixture::*;
 use util::{Build, Repo, unique};
@@ -243,7 +244,6 @@ fn a_patch_over_the_caps_is_refused_before_anything_is_staged_on_docker() {
 // ---- no container outlives a build -------------------------------------------------
 
 /// Sleeps at import, far past the run's timeout.
-const SLEEPER: &str = "import time\n\ntime.sleep(600)\n";
 
 #[test]
 fn a_timeout_and_a_killed_build_leave_no_container_after_the_next_build() {
@@ -327,25 +327,7 @@ fn wait_for_a_long_running_container(pid: u32) {
 fn a_ctrl_c_stops_the_build_and_removes_its_containers_at_once() {
     let f = docker_fixture();
     f.default_pipeline();
-    f.session("evil/sleep.json", "p-1", &hostile(&f, SLEEPER));
-    let child = f
-        .project
-        .command(&["build", "--json"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    wait_for_a_long_running_container(pid);
-    let status = Command::new("kill")
-        .args(["-INT", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "{stderr}");
-    assert!(stderr.contains("interrupted"), "{stderr}");
+    let (pid, stderr) = interrupted_build(&f, wait_for_a_long_running_container);
     // Nothing waits for the next build: the interrupted one removed its own.
     assert_eq!(
         containers_of(pid),

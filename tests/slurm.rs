@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use util::attacks::{hostile, hostile_code_is_confined};
+use util::attacks::{hostile_code_is_confined, interrupted_build};
 use util::fixture::*;
 use util::processes::processes_with_env;
 
@@ -102,6 +102,19 @@ fn slurm_executor() {
     with_cluster(|cluster| {
         the_grading_fixture_gets_the_same_verdicts_on_slurm_as_on_local_with_runs_on_both_nodes();
         hostile_code_is_confined_on_the_workers();
+        // What a graded run must not forge or reach, on the workers.
+        util::forgery::forged_reports_are_caught(Executor::Slurm);
+        util::reach::the_runner_and_the_hidden_tests_are_out_of_reach(Executor::Slurm);
+        util::reach::a_symlinked_report_directory_is_never_read(Executor::Slurm);
+        util::patches::a_hidden_test_file_renamed_away_deleted_or_blocked_is_restored_and_graded(
+            Executor::Slurm,
+        );
+        util::attacks::a_run_filling_its_tree_is_stopped_at_its_write_limit(
+            Executor::Slurm,
+            Some(64 << 20),
+            15,
+            10,
+        );
         a_run_whose_node_dies_is_retried_on_the_other_node(cluster);
         a_ctrl_c_stops_the_build_and_leaves_no_job_queued(cluster);
         a_cluster_that_does_not_answer_fails_the_build_at_once(cluster);
@@ -258,28 +271,9 @@ fn a_run_whose_node_dies_is_retried_on_the_other_node(cluster: &Cluster) {
 fn a_ctrl_c_stops_the_build_and_leaves_no_job_queued(cluster: &Cluster) {
     let f = Fixture::on(Executor::Slurm);
     f.default_pipeline();
-    f.session(
-        "evil/sleep.json",
-        "p-1",
-        &hostile(&f, "import time\n\ntime.sleep(600)\n"),
-    );
-    let child = f
-        .project
-        .command(&["build", "--json"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    wait_for_a_long_step(cluster, 1);
-    let status = Command::new("kill")
-        .args(["-INT", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    interrupted_build(&f, |_| {
+        wait_for_a_long_step(cluster, 1);
+    });
     let started = Instant::now();
     loop {
         let left = cluster.slurm("squeue", &["-h", "-o", "%i %j %T"]);

@@ -11,6 +11,37 @@ use super::fixture::{Executor, Fixture, OPS_BASE, OPS_SUB, TEST_OPS_BASE, assert
 use super::{grep_tree, live_with};
 
 /// `pkg/__init__.py` running `body` at import, plus an unchanged `ops.py`.
+/// A graded package whose import sleeps ten minutes: a run that only a
+/// timeout or an interrupt ends.
+pub const SLEEPER: &str = "import time\n\ntime.sleep(600)\n";
+
+/// Starts `assay build --json` on `f` (graded with a [`SLEEPER`]), waits
+/// with `running(pid)` until the sleeper runs, interrupts it (SIGINT) and
+/// checks that it stops with exit 130 saying so; the build's pid and its
+/// stderr.
+pub fn interrupted_build(f: &Fixture, running: impl FnOnce(u32)) -> (u32, String) {
+    f.session("evil/sleep.json", "p-1", &hostile(f, SLEEPER));
+    let child = f
+        .project
+        .command(&["build", "--json"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    running(pid);
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    (pid, stderr)
+}
+
 pub fn hostile(f: &Fixture, body: &str) -> String {
     f.diff1(&[("pkg/__init__.py", Some(body))])
 }

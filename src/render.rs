@@ -17,6 +17,9 @@ pub(crate) struct Human {
     started: Instant,
     shown: bool,
     verbose: bool,
+    /// Per place a job said it runs at (a Slurm node): runs there now, and
+    /// done there.
+    places: std::collections::BTreeMap<String, (u64, u64)>,
 }
 
 impl Renderer {
@@ -36,6 +39,7 @@ impl Renderer {
                 started: Instant::now(),
                 shown: false,
                 verbose,
+                places: Default::default(),
             })
         }
     }
@@ -95,6 +99,33 @@ impl Human {
                 if self.verbose {
                     self.bar.println(format!("  skip   {name}: {because}"));
                 }
+            }
+            Event::JobState {
+                name, state, place, ..
+            } => {
+                if self.verbose {
+                    let at = place.map(|p| format!(" on {p}")).unwrap_or_default();
+                    self.bar.println(format!("  {state:<6} {name}{at}"));
+                }
+                let Some(place) = place else {
+                    return;
+                };
+                let (running, done) = self.places.entry(place.to_string()).or_default();
+                match *state {
+                    "running" => *running += 1,
+                    "done" => {
+                        *running = running.saturating_sub(1);
+                        *done += 1;
+                    }
+                    _ => *running = running.saturating_sub(1),
+                }
+                let places: Vec<String> = self
+                    .places
+                    .iter()
+                    .map(|(p, (r, d))| format!("{p}: {r} running, {d} done"))
+                    .collect();
+                self.bar
+                    .set_message(format!("{name} · {}", places.join(" · ")));
             }
             Event::CacheRepaired { name, problem, .. } => {
                 self.bar

@@ -54,6 +54,15 @@ pub enum Event<'a> {
         kind: &'a str,
         because: &'a str,
     },
+    /// A running job's own word on its work ([`crate::Notes`]): e.g. a
+    /// remote executor's `queued`, `running` and `done` on a cluster node.
+    JobState {
+        name: &'a str,
+        kind: &'a str,
+        state: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        place: Option<&'a str>,
+    },
     /// A cached result whose blob was missing or corrupt: treated as a miss.
     CacheRepaired {
         name: &'a str,

@@ -46,6 +46,51 @@ pub struct JobCtx {
     pub input_keys: Vec<Digest>,
     pub blobs: Blobs,
     pub cache_dir: PathBuf,
+    /// Where the job says how its work is going ([`Event::JobState`]).
+    ///
+    /// [`Event::JobState`]: crate::Event::JobState
+    pub notes: Notes,
+}
+
+/// A job's line to the build's event stream: states of its work the engine
+/// does not know (a remote executor's `queued`, `running` on a host), each
+/// an [`Event::JobState`](crate::Event::JobState) of its node. Silent
+/// outside a build (recheck, tests).
+#[derive(Clone, Debug, Default)]
+pub struct Notes(
+    Option<(
+        crate::graph::NodeId,
+        tokio::sync::mpsc::UnboundedSender<Note>,
+    )>,
+);
+
+/// One note of a job: its node, a state word and where.
+#[derive(Debug)]
+pub(crate) struct Note {
+    pub(crate) node: crate::graph::NodeId,
+    pub(crate) state: String,
+    pub(crate) place: Option<String>,
+}
+
+impl Notes {
+    pub(crate) fn of(
+        node: crate::graph::NodeId,
+        tx: tokio::sync::mpsc::UnboundedSender<Note>,
+    ) -> Notes {
+        Notes(Some((node, tx)))
+    }
+
+    /// Says the job's work is in `state` (a word: `queued`, `running`,
+    /// `done`, …), at `place` when it is somewhere (a host, a cluster node).
+    pub fn note(&self, state: &str, place: Option<&str>) {
+        if let Some((node, tx)) = &self.0 {
+            let _ = tx.send(Note {
+                node: *node,
+                state: state.to_owned(),
+                place: place.map(str::to_owned),
+            });
+        }
+    }
 }
 
 impl JobCtx {
@@ -80,6 +125,7 @@ impl JobCtx {
             input_keys,
             blobs: store.blobs().clone(),
             cache_dir: store.dir().to_owned(),
+            notes: Notes::default(),
         };
         (ctx, unreadable)
     }

@@ -26,7 +26,7 @@ mod writer;
 
 pub use events::{Event, KindCounts, Summary};
 pub use graph::{Graph, GraphError, NodeId, NodeSpec};
-pub use job::{Job, JobCtx, JobError, JobFuture, Output};
+pub use job::{Job, JobCtx, JobError, JobFuture, Notes, Output};
 pub use key::{Digest, DigestHasher, DigestMap, KeyRecord, SCHEMA_VERSION, encode_params};
 pub use lock::{CacheLock, LockError};
 pub use plan::{PlanEntry, PlanState, plan};

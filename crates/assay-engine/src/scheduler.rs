@@ -20,7 +20,7 @@ use tokio::task::JoinSet;
 use crate::events::{Event, Summary, Tally};
 use crate::exclusive::Held;
 use crate::graph::{Graph, NodeId};
-use crate::job::{Job, JobCtx, JobError};
+use crate::job::{Job, JobCtx, JobError, Note, Notes};
 use crate::key::{Digest, DigestMap, KeyRecord, KeyRecordRef, SCHEMA_VERSION};
 use crate::store::{
     BuildManifestRef, FailureRow, IndexRow, ManifestEntryRef, NewRow, Store, StoreError, now_ms,
@@ -209,6 +209,11 @@ struct Build<'a, 's> {
     /// Keyed nodes that must execute, with their key record.
     to_run: VecDeque<(NodeId, KeyRecord, Digest)>,
     inflight: JoinSet<Result<Executed, JobError>>,
+    /// The running jobs' notes ([`crate::Notes`]), passed on as events.
+    notes: (
+        tokio::sync::mpsc::UnboundedSender<Note>,
+        tokio::sync::mpsc::UnboundedReceiver<Note>,
+    ),
     task_node: HashMap<tokio::task::Id, NodeId>,
     summary: Summary,
     /// Identical keys in one build execute once: the first node of a key
@@ -268,6 +273,7 @@ impl<'a, 's> Build<'a, 's> {
             ready,
             to_run: VecDeque::new(),
             inflight: JoinSet::new(),
+            notes: tokio::sync::mpsc::unbounded_channel(),
             task_node: HashMap::new(),
             summary: Summary::default(),
             leaders: DigestMap::default(),
@@ -358,6 +364,10 @@ impl<'a, 's> Build<'a, 's> {
                 bytes.map_err(|e| e.to_string()),
             )
         });
+        let ctx = JobCtx {
+            notes: Notes::of(id, self.notes.0.clone()),
+            ..ctx
+        };
         let fut = spec.job.run(ctx);
         let row = NewRow {
             key,
@@ -390,9 +400,24 @@ impl<'a, 's> Build<'a, 's> {
     }
 
     /// The next job to end and its node, with what it made; `None` when
-    /// nothing is in flight, `Some(None)` for a task that is no job's.
+    /// nothing is in flight, `Some(None)` for a task that is no job's or a
+    /// job's note (passed on as an event meanwhile).
     async fn receive(&mut self) -> Option<Option<(NodeId, Result<Executed, JobError>)>> {
-        let joined = self.inflight.join_next_with_id().await?;
+        // Notes come before the end of the job that sent them.
+        while let Ok(note) = self.notes.1.try_recv() {
+            self.note(note);
+        }
+        if self.inflight.is_empty() {
+            return None;
+        }
+        let joined = tokio::select! {
+            biased;
+            Some(note) = self.notes.1.recv() => {
+                self.note(note);
+                return Some(None);
+            }
+            joined = self.inflight.join_next_with_id() => joined?,
+        };
         let (id, result) = match joined {
             Ok((tid, r)) => (self.task_node.remove(&tid), r),
             Err(e) => (
@@ -409,6 +434,16 @@ impl<'a, 's> Build<'a, 's> {
         };
         self.held.release(self.graph, id);
         Some(Some((id, result)))
+    }
+
+    fn note(&mut self, note: Note) {
+        let spec = self.graph.node(note.node);
+        (self.sink)(&Event::JobState {
+            name: &spec.name,
+            kind: &spec.kind,
+            state: &note.state,
+            place: note.place.as_deref(),
+        });
     }
 
     /// A job executed and its row is committed: its node is done, its

@@ -24,6 +24,11 @@ impl Blobs {
 static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 impl Blobs {
+    /// The cache directory the blobs are in.
+    pub fn cache_dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+
     pub fn path(&self, digest: &Digest) -> PathBuf {
         let hex = digest.to_hex();
         self.dir.join("blobs").join(&hex[..2]).join(&hex[2..])
@@ -56,6 +61,23 @@ impl Blobs {
         Ok(digest)
     }
 
+    /// Moves the file at `path` (on the cache's filesystem, written whole)
+    /// into the store under its digest, for blobs too big to hold in
+    /// memory; a sound existing copy is kept and the file removed, a
+    /// corrupt one replaced.
+    pub fn put_file(&self, path: &std::path::Path) -> Result<Digest, StoreError> {
+        let digest = Digest::of_file(path).map_err(io_err(path))?;
+        let dest = self.path(&digest);
+        if Digest::of_file(&dest).is_ok_and(|d| d == digest) {
+            let _ = fs::remove_file(path);
+            return Ok(digest);
+        }
+        let parent = dest.parent().unwrap_or(&self.dir);
+        fs::create_dir_all(parent).map_err(io_err(parent))?;
+        fs::rename(path, &dest).map_err(io_err(&dest))?;
+        Ok(digest)
+    }
+
     /// Reads a blob and checks it against its digest.
     pub fn get(&self, digest: &Digest) -> Result<Vec<u8>, StoreError> {
         let path = self.path(digest);
@@ -78,5 +100,26 @@ impl Blobs {
 
     pub fn exists(&self, digest: &Digest) -> bool {
         self.path(digest).is_file()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_moves_in_under_its_digest_and_a_corrupt_copy_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let blobs = Blobs::new(dir.path().to_owned());
+        let file = dir.path().join("pack");
+        fs::write(&file, b"packed").unwrap();
+        let digest = blobs.put_file(&file).unwrap();
+        assert_eq!(digest, Digest::of(b"packed"));
+        assert!(!file.exists());
+        assert_eq!(blobs.get(&digest).unwrap(), b"packed");
+        fs::write(blobs.path(&digest), b"rotten").unwrap();
+        fs::write(&file, b"packed").unwrap();
+        assert_eq!(blobs.put_file(&file).unwrap(), digest);
+        assert_eq!(blobs.get(&digest).unwrap(), b"packed");
     }
 }

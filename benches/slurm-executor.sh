@@ -45,7 +45,7 @@ report = "unittest"
 timeout = 120
 serial = false
 executor = "$2"
-slurm = { nodes = $3 }
+slurm = { nodes = $3, node_cache = "$work/node-cache" }
 
 [screen]
 repeats = $repeats

@@ -116,6 +116,7 @@ fn slurm_executor() {
             10,
         );
         a_run_whose_node_dies_is_retried_on_the_other_node(cluster);
+        a_run_slurm_cancels_on_every_try_is_the_infrastructures_and_runs_again(cluster);
         a_ctrl_c_stops_the_build_and_leaves_no_job_queued(cluster);
         a_cluster_that_does_not_answer_fails_the_build_at_once(cluster);
     });
@@ -140,9 +141,103 @@ fn the_grading_fixture_gets_the_same_verdicts_on_slurm_as_on_local_with_runs_on_
     );
     // A local run records no node.
     assert!(run_nodes(&local, &builds[0]).is_empty());
+    every_run_went_through_the_store_and_was_shown_per_node(&slurm, &builds[1]);
     // Nothing is run twice: a second build on the cluster reuses every node.
     let again = slurm.build_ok();
     assert_eq!(again.summary.total.executed, 0, "{:?}", again.summary);
+}
+
+/// What reached the nodes came through packs of the shared cache: the one
+/// environment, unpacked once on each node into its own cache (no
+/// half-unpacked copy, no run's directory left), the same bytes as the
+/// coordinator's; and the `--json` stream said where each run went.
+fn every_run_went_through_the_store_and_was_shown_per_node(f: &Fixture, b: &util::Build) {
+    let listed = |dir: PathBuf| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let envs: Vec<Vec<String>> = ["n1", "n2"]
+        .iter()
+        .map(|n| listed(f.node_cache().join(n).join("envs")))
+        .collect();
+    assert_eq!(envs[0].len(), 1, "one environment, unpacked once: {envs:?}");
+    assert_eq!(envs[0], envs[1], "the same pack on both nodes");
+    for n in ["n1", "n2"] {
+        assert!(listed(f.node_cache().join(n).join("runs")).is_empty());
+        let unpacked = f.node_cache().join(n).join("envs").join(&envs[0][0]);
+        let shared: Vec<PathBuf> = std::fs::read_dir(f.project.path().join("cache/envs"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(shared.len(), 1);
+        assert_eq!(files_of(&unpacked), files_of(&shared[0]), "{n}");
+    }
+    // Each executed run was queued, ran on a node and was done there.
+    let states = |state: &str| -> BTreeSet<(String, String)> {
+        b.events
+            .iter()
+            .filter(|e| e["event"] == "job_state" && e["state"] == state)
+            .map(|e| {
+                (
+                    e["name"].as_str().unwrap().to_owned(),
+                    e["place"].as_str().unwrap_or("").to_owned(),
+                )
+            })
+            .collect()
+    };
+    // The run nodes that ran a process (not those with no tree to run).
+    let executed: BTreeSet<String> = b
+        .names("node_finished")
+        .into_iter()
+        .filter(|n| n.starts_with("run:") && f.project.output_record(n)["node"].is_string())
+        .collect();
+    assert!(executed.len() > 10, "{executed:?}");
+    let queued: BTreeSet<String> = states("queued").into_iter().map(|(n, _)| n).collect();
+    assert!(executed.is_subset(&queued), "{executed:?} {queued:?}");
+    let done = states("done");
+    for name in &executed {
+        let node = f.project.output_record(name)["node"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            done.contains(&(name.clone(), node.clone())),
+            "{name} on {node}: {done:?}"
+        );
+        assert!(states("running").contains(&(name.clone(), node)));
+    }
+}
+
+/// Path -> bytes of every file under `dir` (links as their target).
+fn files_of(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let rel = p.strip_prefix(dir).unwrap().display().to_string();
+            let meta = std::fs::symlink_metadata(&p).unwrap();
+            if meta.file_type().is_symlink() {
+                out.insert(
+                    rel,
+                    std::fs::read_link(&p)
+                        .unwrap()
+                        .display()
+                        .to_string()
+                        .into_bytes(),
+                );
+            } else if meta.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
 }
 
 fn hostile_code_is_confined_on_the_workers() {
@@ -177,6 +272,22 @@ fn slow_fix(f: &Fixture, secs: u32) -> String {
     ])
 }
 
+/// A `build --json` started (its output piped) of a fixture whose one
+/// session `a/slow.json` sleeps `secs` in its graded runs.
+fn building_a_slow_session(secs: u32) -> (Fixture, std::process::Child) {
+    let f = Fixture::on(Executor::Slurm);
+    f.default_pipeline();
+    f.session("a/slow.json", "p-1", &slow_fix(&f, secs));
+    let child = f
+        .project
+        .command(&["build", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    (f, child)
+}
+
 /// Waits until a step of this cluster has run for over `secs` seconds (a
 /// graded sleeper, not a screening run); the node it runs on.
 fn wait_for_a_long_step(cluster: &Cluster, secs: u64) -> String {
@@ -203,16 +314,7 @@ fn wait_for_a_long_step(cluster: &Cluster, secs: u64) -> String {
 }
 
 fn a_run_whose_node_dies_is_retried_on_the_other_node(cluster: &Cluster) {
-    let f = Fixture::on(Executor::Slurm);
-    f.default_pipeline();
-    f.session("a/slow.json", "p-1", &slow_fix(&f, 6));
-    let child = f
-        .project
-        .command(&["build", "--json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (f, child) = building_a_slow_session(6);
     let node = wait_for_a_long_step(cluster, 1);
     // The node dies: its slurmd, and the run's processes on it.
     let pid = std::fs::read_to_string(cluster.dir.join(format!("run/slurmd-{node}.pid"))).unwrap();
@@ -266,6 +368,73 @@ fn a_run_whose_node_dies_is_retried_on_the_other_node(cluster: &Cluster) {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Slurm cancels (as a preemption would) every step that has run for over
+/// a second: the graded runs of the slow session end without an outcome on
+/// every try. They are retried, then recorded as lost: the grade is
+/// `ineligible`, the infrastructure's fault, never the agent's; and the
+/// next build, with the cluster left alone, runs them again (a lost run is
+/// no cache hit) and grades the session as it is.
+fn a_run_slurm_cancels_on_every_try_is_the_infrastructures_and_runs_again(cluster: &Cluster) {
+    let (f, mut child) = building_a_slow_session(4);
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || std::io::read_to_string(stdout).unwrap());
+    let mut cancelled = BTreeSet::new();
+    while child.try_wait().unwrap().is_none() {
+        let steps = cluster.slurm("squeue", &["-h", "-s", "-o", "%i %M"]);
+        for line in steps.lines() {
+            if let [id, time] = line.split_whitespace().collect::<Vec<_>>()[..]
+                && !id.ends_with(".batch")
+                && !id.ends_with(".extern")
+                && time != "0:00"
+                && time != "0:01"
+            {
+                cluster.slurm("scancel", &[id]);
+                cancelled.insert(id.to_owned());
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let status = child.wait().unwrap();
+    let stdout = reader.join().unwrap();
+    assert!(status.success(), "{stdout}");
+    assert!(cancelled.len() >= 3, "{cancelled:?}");
+    let row = f.row("a/slow.json", "exclude");
+    assert_eq!(
+        (row["verdict"].as_str(), row["fault"].as_str()),
+        ("ineligible", "infrastructure"),
+        "{row:#?}"
+    );
+    assert!(
+        f.grade_record("a/slow.json", "exclude")["detail"]
+            .as_str()
+            .unwrap()
+            .contains("the next build runs it again"),
+        "{row:#?}"
+    );
+    // The stream said so: tries retried, then the run lost.
+    let events = util::run::parse_events(&stdout);
+    let said = |state: &str| {
+        events
+            .iter()
+            .any(|e| e["event"] == "job_state" && e["state"] == state)
+    };
+    assert!(said("retried") && said("lost"), "{stdout}");
+    // Left alone, the cluster runs them: the lost runs are not reused.
+    let again = f.build_ok();
+    assert!(
+        again
+            .names("node_finished")
+            .iter()
+            .any(|n| n.starts_with("run:a/slow.json:")),
+        "{:?}",
+        again.summary
+    );
+    let row = f.row("a/slow.json", "exclude");
+    assert_eq!(row["verdict"], "resolved", "{row:#?}");
+    // And once graded, nothing is run again.
+    assert_eq!(f.build_ok().summary.total.executed, 0);
 }
 
 fn a_ctrl_c_stops_the_build_and_leaves_no_job_queued(cluster: &Cluster) {

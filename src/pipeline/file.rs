@@ -214,6 +214,9 @@ pub(crate) struct SlurmConfig {
     /// More `sbatch` flags, each one argument (`["--constraint=avx2"]`).
     #[serde(default)]
     pub(crate) sbatch: Vec<String>,
+    /// Where each node keeps its unpacked environments and runs' private
+    /// directories (a local disk); default `/tmp/assay-node-cache`.
+    pub(crate) node_cache: Option<std::path::PathBuf>,
 }
 
 /// `[env] canary = { files = [...], template = "..." }`: a canary planted

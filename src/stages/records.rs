@@ -268,6 +268,12 @@ pub(crate) struct RunRecord {
     /// when the first try ran it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) retried: Vec<String>,
+    /// The executor lost the run after its retries (a cluster whose steps
+    /// kept ending without an outcome): why. Such a record is never a cache
+    /// hit, so the next build runs it again; its grade is the
+    /// infrastructure's (docs/verdicts.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) lost: Option<String>,
     /// The limit the run hit: time, memory, processes, file_size or write
     /// (its tree grew past `write_limit`).
     #[serde(default)]

@@ -10,7 +10,7 @@
 //!   creates `tests/test_mul.py`.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
@@ -195,6 +195,11 @@ impl Fixture {
         self.pipeline_with_timeout(exclusion, log_cap, 60, extra);
     }
 
+    /// The slurm executor's node-local cache: `ROOT/NODE/{envs,runs}`.
+    pub fn node_cache(&self) -> PathBuf {
+        self.project.path().join("node-cache")
+    }
+
     pub fn pipeline_with_timeout(&self, exclusion: &str, log_cap: u64, timeout: u64, extra: &str) {
         let exclusion = if exclusion.is_empty() {
             String::new()
@@ -202,9 +207,13 @@ impl Fixture {
             format!("exclusion = \"{exclusion}\"")
         };
         let executor = match self.executor {
-            Executor::Local => "",
-            Executor::Docker => "executor = \"docker\"\n",
-            Executor::Slurm => "executor = \"slurm\"\nslurm = { nodes = 2 }\n",
+            Executor::Local => String::new(),
+            Executor::Docker => "executor = \"docker\"\n".into(),
+            // The nodes' own cache in the project's temp dir (never /tmp's).
+            Executor::Slurm => format!(
+                "executor = \"slurm\"\nslurm = {{ nodes = 2, node_cache = \"{}\" }}\n",
+                self.node_cache().display()
+            ),
         };
         self.project.write(
             "pipeline.toml",

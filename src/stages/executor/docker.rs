@@ -160,6 +160,7 @@ impl Executor for Docker<'_> {
                 changed,
                 node: None,
                 retried: Vec::new(),
+                lost: None,
             })
         })
     }

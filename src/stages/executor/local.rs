@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use assay_engine::JobCtx;
-use assay_exec::{Bwrap, Limits, RunSpec, Sandbox, sandbox};
+use assay_exec::{Bwrap, LimitHit, Limits, RunSpec, Sandbox, sandbox};
 use serde::Serialize;
 
 use super::{
@@ -17,6 +17,7 @@ use super::{
 };
 use crate::stages::node::Made;
 use crate::stages::records::EnvRecord;
+use crate::stages::rules::limits::Limit;
 
 /// `[env] sandbox`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -100,7 +101,7 @@ impl Executor for Local<'_> {
                 exit_code: outcome.exit_code,
                 signal: outcome.signal,
                 timed_out: outcome.timed_out,
-                limit: outcome.limit_hit.map(Into::into),
+                limit: outcome.limit_hit.map(limit_word),
                 duration: outcome.duration,
                 log_bytes: outcome.log_bytes,
                 log_truncated: outcome.log_truncated,
@@ -108,6 +109,7 @@ impl Executor for Local<'_> {
                 changed,
                 node: None,
                 retried: Vec::new(),
+                lost: None,
             })
         })
     }
@@ -200,6 +202,17 @@ async fn prepare(
         export: None,
         failed_command: None,
     }))
+}
+
+/// The rules' word for the limit a local run hit.
+fn limit_word(hit: LimitHit) -> Limit {
+    match hit {
+        LimitHit::Time => Limit::Time,
+        LimitHit::Memory => Limit::Memory,
+        LimitHit::Processes => Limit::Processes,
+        LimitHit::FileSize => Limit::FileSize,
+        LimitHit::Written => Limit::Write,
+    }
 }
 
 fn host_path() -> String {
@@ -368,6 +381,21 @@ pub(crate) mod tests {
 
     use super::*;
 
+    /// Every hit maps to the limit whose word the executor writes, so a
+    /// record reads back as the limit the run hit.
+    #[test]
+    fn a_limit_hit_is_the_rules_limit_of_the_same_word() {
+        for hit in [
+            LimitHit::Time,
+            LimitHit::Memory,
+            LimitHit::Processes,
+            LimitHit::FileSize,
+            LimitHit::Written,
+        ] {
+            assert_eq!(Some(limit_word(hit)), Limit::parse(hit.as_str()));
+        }
+    }
+
     /// A run's pieces in a temp dir: the staged tree, the environment, the
     /// scratch directory.
     pub(crate) struct Dirs {
@@ -409,6 +437,7 @@ pub(crate) mod tests {
                     watch: Vec::new(),
                 },
                 staged: Vec::new(),
+                ctx: None,
             }
         }
     }

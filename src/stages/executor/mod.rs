@@ -315,6 +315,10 @@ pub(crate) struct TestRun<'a> {
     /// The process; its `tree` is the staged copy.
     pub(crate) launch: Launch<'a>,
     pub(crate) staged: Watched,
+    /// The run's job: the cache's blobs (where the slurm executor packs
+    /// environments for its nodes) and its notes (where a run is: queued,
+    /// running on a node). `None` on a worker, which runs locally.
+    pub(crate) ctx: Option<&'a JobCtx>,
 }
 
 /// How a run ended, whichever executor ran it.
@@ -337,6 +341,30 @@ pub(crate) struct Ran {
     /// died, a step Slurm cancelled), in order; empty when the first try
     /// ran it.
     pub(crate) retried: Vec<String>,
+    /// The run never ran to an outcome (a cluster lost every try of it):
+    /// why. Nothing else of it holds; its grade is the infrastructure's,
+    /// and the next build runs it again.
+    pub(crate) lost: Option<String>,
+}
+
+impl Ran {
+    /// A run the executor lost after trying: no outcome, only why.
+    pub(crate) fn lost(why: String, retried: Vec<String>) -> Ran {
+        Ran {
+            exit_code: None,
+            signal: None,
+            timed_out: false,
+            limit: None,
+            duration: Duration::ZERO,
+            log_bytes: 0,
+            log_truncated: false,
+            report: None,
+            changed: Vec::new(),
+            node: None,
+            retried,
+            lost: Some(why),
+        }
+    }
 }
 
 /// The executors a build's environments use.

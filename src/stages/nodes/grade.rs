@@ -108,6 +108,12 @@ impl Kind for Grade {
             .then(|| self.params.run.exclusive(&self.env))
             .flatten()
     }
+
+    /// A grade the executor lost a check or rerun of is graded again.
+    fn hit_valid(&self, output: &[u8]) -> bool {
+        serde_json::from_slice::<GradeRecord>(output)
+            .is_ok_and(|g| super::rules::verdict::stands(g.verdict, g.fault))
+    }
 }
 
 /// Gathers the readings (the graded run, then the checks and reruns

@@ -118,6 +118,11 @@ impl Kind for Run {
     fn exclusive(&self) -> Option<&str> {
         self.params.exclusive(&self.env)
     }
+
+    /// A run the executor lost is read again rather than reused.
+    fn hit_valid(&self, output: &[u8]) -> bool {
+        serde_json::from_slice::<RunRecord>(output).is_ok_and(|r| r.lost.is_none())
+    }
 }
 
 impl RunParams {
@@ -226,11 +231,19 @@ pub(crate) async fn execute_tree(
                 watch,
             },
             staged,
+            ctx: Some(ctx),
         })
         .await?;
     record.limit = ran.limit.map(|l| l.as_str().to_owned());
     record.node = ran.node;
     record.retried = ran.retried;
+    if let Some(why) = ran.lost {
+        record.untrusted = Some(why.clone());
+        record.lost = Some(why);
+        let empty = ctx.blobs.put(b"").map_err(|e| err(&e))?;
+        record.log = empty.to_hex();
+        return Ok((record, vec![empty]));
+    }
     record.changed_test_files = ran.changed;
     record.exit_code = ran.exit_code;
     record.signal = ran.signal;

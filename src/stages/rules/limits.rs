@@ -51,7 +51,7 @@ impl Default for RunLimits {
 
 words! {
     /// A limit a run hit: the word its record stores, as the executors
-    /// write it (`assay_exec::LimitHit::as_str`).
+    /// write it (the executor adapters map their own hits onto these).
     pub(crate) enum Limit {
         /// The wall-clock timeout.
         Time = "time",
@@ -60,19 +60,6 @@ words! {
         FileSize = "file_size",
         /// The run's tree grew past `write_limit`.
         Write = "write",
-    }
-}
-
-/// The limit a local run hit, by its word.
-impl From<assay_exec::LimitHit> for Limit {
-    fn from(hit: assay_exec::LimitHit) -> Limit {
-        match hit {
-            assay_exec::LimitHit::Time => Limit::Time,
-            assay_exec::LimitHit::Memory => Limit::Memory,
-            assay_exec::LimitHit::Processes => Limit::Processes,
-            assay_exec::LimitHit::FileSize => Limit::FileSize,
-            assay_exec::LimitHit::Written => Limit::Write,
-        }
     }
 }
 
@@ -154,7 +141,6 @@ mod tests {
         ];
         for (hit, limit) in hits {
             assert_eq!(Limit::parse(hit.as_str()), Some(limit));
-            assert_eq!(Limit::from(hit), limit);
         }
         assert_eq!(Limit::ALL.len(), hits.len());
     }

@@ -56,6 +56,14 @@ impl Readings {
             .find_map(|(run, would_pass)| canary::forged(&run.canaries, would_pass))
     }
 
+    /// Why the executor lost a check or a rerun, if it lost one.
+    fn lost(&self) -> Option<&str> {
+        self.checks
+            .iter()
+            .chain(&self.reruns)
+            .find_map(|r| r.lost.as_deref())
+    }
+
     /// Test files whose bytes any of the runs changed, sorted.
     fn changed_test_files(&self) -> Vec<String> {
         let runs = std::iter::once(&self.first)
@@ -139,6 +147,13 @@ pub(crate) fn decide(g: &Graded<'_>, readings: &Readings) -> Decision {
         return d;
     }
     d.tamper = suspects;
+    if let Some(why) = readings.lost() {
+        // A check or rerun the executor lost: the reading is unfinished.
+        d.verdict = Verdict::Ineligible;
+        d.fault = Fault::Infrastructure;
+        d.detail = lost_detail(why);
+        return d;
+    }
     if in_effect && d.verdict.passed() {
         d.verdict = Verdict::Unresolved;
         d.fault = Fault::Agent;
@@ -178,6 +193,17 @@ pub(crate) fn next_rerun(
 
 const NOT_RUN: &str = "not run";
 
+/// A grade the executor lost a run of: never scored, and not the agent's.
+fn lost_detail(why: &str) -> String {
+    format!("the executor lost a run of it ({why}); the next build runs it again")
+}
+
+/// Whether a stored grade stands: one the executor lost a run of is graded
+/// again (its lost run is, by the run node's own rule).
+pub(crate) fn stands(verdict: Verdict, fault: Fault) -> bool {
+    !(verdict == Verdict::Ineligible && fault == Fault::Infrastructure)
+}
+
 /// The verdict of a session whose graded run says nothing about its tests,
 /// or None when its report is usable.
 fn unusable(
@@ -196,6 +222,9 @@ fn unusable(
                 (Verdict::NotGraded, Fault::None, why.to_string())
             }
         });
+    }
+    if let Some(why) = &run.lost {
+        return Some((Verdict::Ineligible, Fault::Infrastructure, lost_detail(why)));
     }
     // Exit 127 (command not found) on a certified task is the patch's doing:
     // the task's controls ran the same command in the same environment.

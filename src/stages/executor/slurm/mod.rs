@@ -12,32 +12,44 @@
 //! nothing to a key: a run cached by a local build is a hit for a slurm
 //! build and the other way round. Its record names the node it ran on.
 //!
-//! The cache directory must be on a filesystem the nodes see at the same
-//! path (the trees are staged under its `tmp/`, environments are its
-//! `envs/`), and the nodes must have the assay binary at the path the
-//! coordinator runs it from. Environments are set up on the coordinator
+//! Data path: the cache directory must be on a filesystem the nodes see at
+//! the same path; its SQLite index is only ever opened by the coordinator.
+//! Nothing reaches a worker but through files of the cache, each checked
+//! against its digest ([`pack`]): the run's staged tree, packed into one
+//! tar file in the run's scratch directory, and its environment, packed
+//! once into the cache's blobs and unpacked once per node into the
+//! node-local cache (`[env] slurm.node_cache`), keyed by the pack's digest.
+//! The worker runs in a private directory of the node-local cache and
+//! writes its outcome, log and report back into the run's scratch
+//! directory, where the coordinator redacts the log before it is stored.
+//! Environments are set up on the coordinator; the nodes need the assay
+//! binary at the path the coordinator runs it from, and bubblewrap
 //! (docs/executors.md).
 //!
 //! A step that ends without the worker's outcome (its node died, Slurm
-//! cancelled or preempted it) is retried on a fresh copy of the tree, up to
-//! [`ATTEMPTS`] times; then the run fails with why, never as a verdict.
+//! cancelled or preempted it) is tried again from the same pack, up to
+//! [`ATTEMPTS`] times; then it is recorded as lost (`RunRecord.lost`): its
+//! grade is `ineligible`, the infrastructure's fault, and the next build
+//! runs it again (a lost run is never a cache hit).
 
 mod allocation;
+mod pack;
 mod worker;
 
 use std::ffi::OsStr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use assay_engine::JobCtx;
 use serde::Serialize;
 
-use super::{BoxFuture, Executor, Presence, Ran, RunFuture, Setup, TestRun, run_err};
+use super::{BoxFuture, Executor, Presence, Ran, RunFuture, SandboxMode, Setup, TestRun, run_err};
 use crate::pipeline::{EnvConfig, Pipeline};
 use crate::stages::error::StageError;
 use crate::stages::node::Made;
 use crate::stages::records::EnvRecord;
 use allocation::{allocation, cancel_allocations, retire, step};
 pub(crate) use worker::work;
+use worker::{EnvSource, Pack};
 
 /// Tries of a run whose step ended without an outcome.
 pub(crate) const ATTEMPTS: u32 = 3;
@@ -55,7 +67,13 @@ pub(crate) struct Settings {
     pub(crate) account: Option<String>,
     pub(crate) qos: Option<String>,
     pub(crate) sbatch: Vec<String>,
+    /// The node-local cache's root on every node (`[env] slurm.node_cache`):
+    /// environments unpacked once per node, runs' private directories.
+    pub(crate) node_cache: PathBuf,
 }
+
+/// The node-local cache's root when `[env] slurm.node_cache` is not set.
+const DEFAULT_NODE_CACHE: &str = "/tmp/assay-node-cache";
 
 /// `[env] slurm`, checked.
 pub(crate) fn settings(pipeline: &Pipeline, cfg: &EnvConfig) -> Result<Settings, StageError> {
@@ -63,10 +81,26 @@ pub(crate) fn settings(pipeline: &Pipeline, cfg: &EnvConfig) -> Result<Settings,
         return Ok(Settings {
             nodes: 1,
             time: DEFAULT_TIME.into(),
+            node_cache: DEFAULT_NODE_CACHE.into(),
             ..Settings::default()
         });
     };
     let c = table.get_ref();
+    if let Some(dir) = &c.node_cache
+        && !dir.is_absolute()
+    {
+        return Err(pipeline
+            .error_at(
+                table.span(),
+                format!(
+                    "[env] slurm: `node_cache` is not an absolute path ({})",
+                    dir.display()
+                ),
+                "this table",
+                "give a directory on each node's local disk, e.g. \"/var/tmp/assay\"",
+            )
+            .into());
+    }
     if c.nodes == Some(0) {
         return Err(pipeline
             .error_at(
@@ -84,6 +118,10 @@ pub(crate) fn settings(pipeline: &Pipeline, cfg: &EnvConfig) -> Result<Settings,
         account: c.account.clone(),
         qos: c.qos.clone(),
         sbatch: c.sbatch.clone(),
+        node_cache: c
+            .node_cache
+            .clone()
+            .unwrap_or_else(|| DEFAULT_NODE_CACHE.into()),
     })
 }
 
@@ -175,46 +213,68 @@ impl Executor for Slurm<'_> {
     }
 }
 
-/// A run on the cluster: its job file written, a step run, the outcome
-/// read back; retried on a fresh copy of the tree when a step ends without
-/// one.
+/// A run on the cluster: its tree packed and its job file written into its
+/// scratch directory, a step run, the outcome read back; a step that ends
+/// without one is tried again from the same pack.
 async fn run_on_cluster(exec: &Slurm<'_>, test: TestRun<'_>) -> Result<Ran, String> {
     let launch = &test.launch;
     let tree = launch.tree.ok_or("a test run needs its tree")?;
-    let job = worker::WorkerJob::of(exec.local.conf, &test)?;
+    let ctx = test.ctx.ok_or("a slurm run needs its job")?;
+    let (blobs, notes) = (&ctx.blobs, &ctx.notes);
+    notes.note("queued", None);
     let dir = launch.scratch.join("slurm");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let tree_pack = {
+        let (tree, path) = (tree.to_owned(), dir.join("tree.tar"));
+        tokio::task::spawn_blocking(move || {
+            let digest = pack::pack(&tree, &path)?;
+            // The staged copy is not read again: what the node runs is the pack.
+            let _ = std::fs::remove_dir_all(&tree);
+            Ok::<_, String>(Pack {
+                path,
+                digest: digest.to_hex(),
+            })
+        })
+        .await
+        .map_err(|e| e.to_string())??
+    };
+    let env = match exec.local.conf.sandbox {
+        SandboxMode::Bwrap => EnvSource::Packed(env_pack(blobs, launch.env.host_dir()?).await?),
+        SandboxMode::None => EnvSource::Shared(launch.env.host_dir()?.to_owned()),
+    };
+    let job = worker::WorkerJob::of(
+        exec.local.conf,
+        &test,
+        tree_pack,
+        env,
+        &exec.settings.node_cache,
+    );
     let job_path = dir.join("job.json");
     let bytes = serde_json::to_vec(&job).map_err(|e| e.to_string())?;
     std::fs::write(&job_path, bytes).map_err(|e| e.to_string())?;
-    let pristine = launch.scratch.join("tree.pristine");
-    copy_tree(tree, &pristine).await?;
     let mut failures = Vec::new();
     for attempt in 1..=ATTEMPTS {
         let alloc = allocation(exec.settings).await?;
-        if attempt > 1 {
-            let _ = std::fs::remove_dir_all(tree);
-            copy_tree(&pristine, tree).await?;
-        }
         let out_path = dir.join("ran.json");
         let _ = std::fs::remove_file(&out_path);
         let slot = alloc.take();
-        let step = step(
-            &alloc.id,
-            alloc.nodes[slot.node].as_str(),
-            &job_path,
-            launch.timeout,
-        )
-        .await;
+        let node = alloc.nodes[slot.node].as_str();
+        notes.note("running", Some(node));
+        let step = step(&alloc.id, node, &job_path, launch.timeout).await;
         let read = std::fs::read(&out_path);
         if read.is_err() {
             slot.shun();
+            notes.note("retried", Some(node));
+        } else {
+            notes.note("done", Some(node));
         }
         drop(slot);
         match read {
             Ok(bytes) => {
                 let done: worker::WorkerOutcome = serde_json::from_slice(&bytes)
                     .map_err(|e| format!("slurm: the worker's outcome cannot be read: {e}"))?;
+                std::fs::rename(dir.join("log"), &launch.log_path)
+                    .map_err(|e| format!("slurm: the worker's log: {e}"))?;
                 let mut ran = done.into_ran(&dir);
                 ran.retried = failures;
                 return Ok(ran);
@@ -233,24 +293,62 @@ async fn run_on_cluster(exec: &Slurm<'_>, test: TestRun<'_>) -> Result<Ran, Stri
             }
         }
     }
-    Err(format!(
-        "slurm: the run's step ended without an outcome {ATTEMPTS} times ({})",
-        failures.join("; ")
-    ))
+    let why = format!("slurm: the run's step ended without an outcome {ATTEMPTS} times");
+    notes.note("lost", None);
+    Ok(Ran::lost(why, failures))
 }
 
-/// A copy of a staged tree (its pristine copy for retries, or back).
-async fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
-    let args = [
-        OsStr::new("-a"),
-        OsStr::new("--reflink=auto"),
-        from.as_os_str(),
-        to.as_os_str(),
-    ];
-    output("cp", args).await.map(drop)
+/// The environment directory `env` packed into the cache's blobs, once:
+/// the pack's digest is kept in `slurm/packs/NAME` beside the blobs, and
+/// packed again only when that blob is gone (`assay gc` collects it).
+async fn env_pack(blobs: &assay_engine::Blobs, env: &Path) -> Result<Pack, String> {
+    static PACKING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let name = env
+        .file_name()
+        .ok_or("an environment directory has a name")?
+        .to_string_lossy()
+        .into_owned();
+    let cache = blobs.cache_dir().to_owned();
+    let memo = cache.join("slurm").join("packs").join(&name);
+    let known = |memo: &Path| {
+        let digest: assay_engine::Digest =
+            std::fs::read_to_string(memo).ok()?.trim().parse().ok()?;
+        blobs.exists(&digest).then(|| Pack {
+            path: blobs.path(&digest),
+            digest: digest.to_hex(),
+        })
+    };
+    // One packing at a time: runs of one environment wait for its pack.
+    let _one = PACKING.lock().await;
+    if let Some(pack) = known(&memo) {
+        return Ok(pack);
+    }
+    let (env, blobs, memo) = (env.to_owned(), blobs.clone(), memo.clone());
+    tokio::task::spawn_blocking(move || {
+        let tmp = cache.join("tmp");
+        std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
+        let part = tempfile::Builder::new()
+            .prefix("env-pack-")
+            .tempdir_in(&tmp)
+            .map_err(|e| e.to_string())?;
+        let file = part.path().join("env.tar");
+        pack::pack(&env, &file)?;
+        let digest = blobs.put_file(&file).map_err(|e| e.to_string())?;
+        let parent = memo.parent().ok_or("a memo has a directory")?;
+        std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+        let part_memo = part.path().join("memo");
+        std::fs::write(&part_memo, digest.to_hex()).map_err(|e| e.to_string())?;
+        std::fs::rename(&part_memo, &memo).map_err(|e| e.to_string())?;
+        Ok(Pack {
+            path: blobs.path(&digest),
+            digest: digest.to_hex(),
+        })
+    })
+    .await
+    .map_err(|e| e.to_string())?
 }
 
-/// The stdout of `cmd ARGS` (a Slurm client, `cp`); `Err` with its stderr
+/// The stdout of `cmd ARGS` (a Slurm client); `Err` with its stderr
 /// when it fails.
 async fn output<A: AsRef<OsStr>>(
     cmd: &str,

@@ -9,18 +9,26 @@ use serde::{Deserialize, Serialize};
 use super::super::{
     Confinement, EnvHandle, ExecutorSetting, Launch, Ran, SandboxMode, TestRun, Watched,
 };
+use super::pack;
 use crate::stages::rules::limits::{Limit, RunLimits};
+use assay_engine::Digest;
 
-/// What a worker is handed: one local run, in paths the nodes share.
+/// What a worker is handed: one local run, as packs in the shared cache.
+/// Its outcome goes back beside the job file (`ran.json`, `log`, `report`):
+/// that directory is the run's scratch on the coordinator, whose log is
+/// redacted before it enters the store.
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct WorkerJob {
     sandbox: SandboxMode,
     limits: RunLimits,
     command: String,
-    tree: PathBuf,
-    env: PathBuf,
-    scratch: PathBuf,
-    log_path: PathBuf,
+    /// The staged tree, packed (`pack`), and its digest.
+    tree: Pack,
+    /// The environment: packed, to unpack once per node; or, unsandboxed
+    /// (whose environments embed their absolute path), the shared directory.
+    env: EnvSource,
+    /// The node-local cache's root (`[env] slurm.node_cache`).
+    node_cache: PathBuf,
     log_cap: u64,
     timeout_ms: u64,
     attempt: Option<u32>,
@@ -30,21 +38,45 @@ pub(super) struct WorkerJob {
     staged: Watched,
 }
 
+/// A file of the shared cache and the digest it must have.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct Pack {
+    pub(super) path: PathBuf,
+    pub(super) digest: String,
+}
+
+impl Pack {
+    fn digest(&self) -> Result<Digest, String> {
+        self.digest
+            .parse()
+            .map_err(|_| format!("a pack's digest `{}` is not one", self.digest))
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) enum EnvSource {
+    Packed(Pack),
+    Shared(PathBuf),
+}
+
 impl WorkerJob {
-    /// The job of a test run under `conf`: its launch, in paths the nodes
-    /// share.
-    pub(super) fn of(conf: &Confinement, test: &TestRun<'_>) -> Result<WorkerJob, String> {
+    /// The job of a test run under `conf`: its tree and environment as
+    /// packs of the shared cache, the rest of its launch as it is.
+    pub(super) fn of(
+        conf: &Confinement,
+        test: &TestRun<'_>,
+        tree: Pack,
+        env: EnvSource,
+        node_cache: &Path,
+    ) -> WorkerJob {
         let launch = &test.launch;
-        let tree = launch.tree.ok_or("a test run needs its tree")?;
-        let env = launch.env.host_dir()?.to_owned();
-        Ok(WorkerJob {
+        WorkerJob {
             sandbox: conf.sandbox,
             limits: conf.limits,
             command: launch.command.clone(),
-            tree: tree.to_owned(),
+            tree,
             env,
-            scratch: launch.scratch.to_owned(),
-            log_path: launch.log_path.clone(),
+            node_cache: node_cache.to_owned(),
             log_cap: launch.log_cap,
             timeout_ms: launch.timeout.as_millis() as u64,
             attempt: launch.attempt,
@@ -52,7 +84,7 @@ impl WorkerJob {
             report_file: launch.report_file.map(str::to_owned),
             watch: launch.watch.clone(),
             staged: test.staged.clone(),
-        })
+        }
     }
 }
 
@@ -89,30 +121,49 @@ impl WorkerOutcome {
             changed: self.changed,
             node: self.node,
             retried: Vec::new(),
+            lost: None,
         }
     }
 }
 
 /// `assay worker JOB`: runs one job file on this node with the local
-/// executor and writes its outcome beside it (`ran.json`, `report`).
+/// executor, in a private directory of the node-local cache: the tree
+/// unpacked from its pack, the environment from this node's copy (unpacked
+/// on first use). Writes the outcome beside the job file (`ran.json`,
+/// `log`, `report`).
 pub(crate) fn work(job_path: &Path) -> Result<(), String> {
     let bytes = std::fs::read(job_path).map_err(|e| format!("{}: {e}", job_path.display()))?;
     let job: WorkerJob = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
     let dir = job_path.parent().ok_or("a job file has a directory")?;
+    let node_name = node_name();
+    let node = pack::node_dir(&job.node_cache, &node_name)?;
+    let runs = node.join("runs");
+    std::fs::create_dir_all(&runs).map_err(|e| format!("{}: {e}", runs.display()))?;
+    let scratch = tempfile::Builder::new()
+        .prefix("run-")
+        .tempdir_in(&runs)
+        .map_err(|e| format!("{}: {e}", runs.display()))?;
+    let tree = scratch.path().join("tree");
+    pack::unpack(&job.tree.path, &job.tree.digest()?, &tree)?;
+    let env_dir = match &job.env {
+        EnvSource::Packed(p) => pack::node_env(&node, &p.path, &p.digest()?)?,
+        EnvSource::Shared(path) => path.clone(),
+    };
     let conf = Confinement {
         sandbox: job.sandbox,
         limits: job.limits,
         executor: ExecutorSetting::Local,
     };
-    let env = EnvHandle::HostDir(job.env.clone());
+    let env = EnvHandle::HostDir(env_dir);
+    let log_path = scratch.path().join("log");
     let test = TestRun {
         launch: Launch {
             command: job.command.clone(),
-            tree: Some(&job.tree),
+            tree: Some(&tree),
             env: &env,
             setup: false,
-            scratch: &job.scratch,
-            log_path: job.log_path.clone(),
+            scratch: scratch.path(),
+            log_path: log_path.clone(),
             log_cap: job.log_cap,
             timeout: Duration::from_millis(job.timeout_ms),
             attempt: job.attempt,
@@ -121,6 +172,7 @@ pub(crate) fn work(job_path: &Path) -> Result<(), String> {
             watch: job.watch.clone(),
         },
         staged: job.staged.clone(),
+        ctx: None,
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -129,6 +181,7 @@ pub(crate) fn work(job_path: &Path) -> Result<(), String> {
     let ran = rt
         .block_on(conf.executor().run(test))
         .map_err(|e| e.to_string())?;
+    std::fs::copy(&log_path, dir.join("log")).map_err(|e| format!("the run's log: {e}"))?;
     let report = match ran.report {
         None => None,
         Some(Ok(bytes)) => {
@@ -138,7 +191,7 @@ pub(crate) fn work(job_path: &Path) -> Result<(), String> {
         Some(Err(why)) => Some(Err(why)),
     };
     let outcome = WorkerOutcome {
-        node: std::env::var("SLURMD_NODENAME").ok(),
+        node: Some(node_name),
         exit_code: ran.exit_code,
         signal: ran.signal,
         timed_out: ran.timed_out,
@@ -157,4 +210,28 @@ pub(crate) fn work(job_path: &Path) -> Result<(), String> {
     )
     .map_err(|e| e.to_string())?;
     std::fs::rename(&tmp, dir.join("ran.json")).map_err(|e| e.to_string())
+}
+
+/// The Slurm node this worker runs on (`SLURMD_NODENAME`), else the host's
+/// name: a path component either way.
+fn node_name() -> String {
+    let name = std::env::var("SLURMD_NODENAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
+        .unwrap_or_default();
+    let name: String = name
+        .trim()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    match name.as_str() {
+        "" | "." | ".." => "node".to_owned(),
+        _ => name,
+    }
 }

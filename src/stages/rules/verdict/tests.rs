@@ -673,3 +673,41 @@ fn only_a_usable_report_is_worth_checks_and_reruns() {
     let skipped = Case::skipped(Skip::PatchApplyFailed(String::new()));
     assert!(!reads_report(&skipped.task, &skipped.tree, &red()));
 }
+
+#[test]
+fn a_run_the_executor_lost_is_ineligible_the_infrastructures_and_regraded() {
+    let lost = |why: &str| RunRecord {
+        lost: Some(why.into()),
+        untrusted: Some(why.into()),
+        ..RunRecord::default()
+    };
+    let d = Case::new().decide_first(lost("slurm: 3 tries"));
+    assert_eq!(
+        verdict_of(&d),
+        (
+            Verdict::Ineligible,
+            Fault::Infrastructure,
+            "the executor lost a run of it (slurm: 3 tries); the next build runs it again"
+        )
+    );
+    assert!(!stands(d.verdict, d.fault));
+    // A rerun lost after a failing first run: the reading is unfinished.
+    let d = Case::new().decide(&Readings {
+        first: red(),
+        reruns: vec![lost("slurm: node n2 died")],
+        ..Readings::default()
+    });
+    assert_eq!(
+        (d.verdict, d.fault),
+        (Verdict::Ineligible, Fault::Infrastructure)
+    );
+    // The infrastructure's blame never stands in for the agent's or the
+    // harness's own grades.
+    for (verdict, fault) in [
+        (Verdict::Ineligible, Fault::Harness),
+        (Verdict::Unresolved, Fault::Infrastructure),
+        (Verdict::Resolved, Fault::None),
+    ] {
+        assert!(stands(verdict, fault));
+    }
+}

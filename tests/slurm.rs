@@ -142,6 +142,26 @@ fn the_grading_fixture_gets_the_same_verdicts_on_slurm_as_on_local_with_runs_on_
     // A local run records no node.
     assert!(run_nodes(&local, &builds[0]).is_empty());
     every_run_went_through_the_store_and_was_shown_per_node(&slurm, &builds[1]);
+    // The release names the nodes its graded runs executed on, and still
+    // verifies from the cache; a local release names none.
+    let provenance = |f: &Fixture| {
+        let manifest = std::fs::read(f.path().join("release/manifest.json")).unwrap();
+        let m: serde_json::Value = serde_json::from_slice(&manifest).unwrap();
+        m["provenance"].clone()
+    };
+    let graded_on = provenance(&slurm)["graded_on"].clone();
+    let nodes: BTreeSet<&str> = graded_on
+        .as_object()
+        .unwrap_or_else(|| panic!("{graded_on}"))
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert!(
+        !nodes.is_empty() && nodes.is_subset(&BTreeSet::from(["n1", "n2"])),
+        "{graded_on}"
+    );
+    assert!(provenance(&local).get("graded_on").is_none());
+    slurm.project.run(&["verify"]).code(0);
     // Nothing is run twice: a second build on the cluster reuses every node.
     let again = slurm.build_ok();
     assert_eq!(again.summary.total.executed, 0, "{:?}", again.summary);
@@ -475,11 +495,27 @@ fn plan_counts_the_runs_bound_for_the_cluster() {
             .lines()
             .find(|l| l.starts_with("test runs that would or may execute:"));
         match executor {
-            Executor::Slurm => assert_eq!(
-                line,
-                Some(format!("test runs that would or may execute: {runs} on slurm").as_str()),
-                "{out}"
-            ),
+            Executor::Slurm => {
+                // Each grade may rerun its failing tests ([grade] reruns = 2).
+                let grades = out
+                    .lines()
+                    .filter(|l| {
+                        l.starts_with("run      grade:") || l.starts_with("maybe    grade:")
+                    })
+                    .count();
+                assert!(grades > 0, "{out}");
+                assert_eq!(
+                    line,
+                    Some(
+                        format!(
+                            "test runs that would or may execute: {runs} on slurm, and up to {} reruns and checks inside {grades} grades",
+                            2 * grades
+                        )
+                        .as_str()
+                    ),
+                    "{out}"
+                )
+            }
             _ => assert_eq!(line, None, "{out}"),
         }
     }

@@ -37,17 +37,30 @@ pub(crate) fn run(global: &Global, args: PlanArgs) -> Result<i32, Failure> {
     // Runs that would or may execute (a new input's output may make them
     // new), by the executor they go to (from their environment node).
     let mut runs_on: std::collections::BTreeMap<&str, usize> = Default::default();
+    // Grades that would or may execute, and the reruns and checks they may
+    // run on top (a rerun only when a test failed).
+    let (mut grades, mut extra) = (0, 0);
     for e in &entries {
-        if matches!(e.state, PlanState::Run { .. } | PlanState::Blocked { .. })
-            && e.kind.as_str() == NodeKind::Run
-            && let Some(id) = graph.find(&e.name)
-            && let Some(executor) = graph
-                .node(id)
-                .deps
-                .iter()
-                .find_map(|d| plan.env_executors.get(d))
-        {
-            *runs_on.entry(executor).or_default() += 1;
+        let executes = matches!(e.state, PlanState::Run { .. } | PlanState::Blocked { .. });
+        let bound = graph.find(&e.name).and_then(|id| {
+            let spec = graph.node(id);
+            let executor = spec.deps.iter().find_map(|d| plan.env_executors.get(d))?;
+            Some((spec, *executor))
+        });
+        if let Some((spec, executor)) = bound.filter(|_| executes) {
+            if e.kind.as_str() == NodeKind::Run {
+                *runs_on.entry(executor).or_default() += 1;
+            } else if e.kind.as_str() == NodeKind::Grade && executor != "local" {
+                let params: serde_json::Value =
+                    serde_json::from_str(&spec.params_json).unwrap_or_default();
+                let checks = if params["check_command"].is_string() {
+                    2
+                } else {
+                    0
+                };
+                grades += 1;
+                extra += params["reruns"].as_u64().unwrap_or(0) + checks;
+            }
         }
         match &e.state {
             PlanState::Cached => cached += 1,
@@ -74,7 +87,15 @@ pub(crate) fn run(global: &Global, args: PlanArgs) -> Result<i32, Failure> {
         // Where the test runs would go, when not all on this machine.
         if runs_on.keys().any(|e| *e != "local") {
             let by: Vec<String> = runs_on.iter().map(|(e, n)| format!("{n} on {e}")).collect();
-            println!("test runs that would or may execute: {}", by.join(", "));
+            let inside = if extra > 0 {
+                format!(", and up to {extra} reruns and checks inside {grades} grades")
+            } else {
+                String::new()
+            };
+            println!(
+                "test runs that would or may execute: {}{inside}",
+                by.join(", ")
+            );
         }
     }
     Ok(exit::OK)

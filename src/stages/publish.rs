@@ -66,7 +66,13 @@ pub(crate) fn publish(input: &PublishInput) -> BTreeMap<String, Vec<u8>> {
     files.insert("report.html".to_owned(), html.into_bytes());
     let mut manifest = manifest::manifest(&index, &files, &summary, &sources);
     if let Some(p) = &input.about.provenance {
-        manifest::seal(&mut manifest, p, &input.about.release_node, &input.tasks);
+        manifest::seal(
+            &mut manifest,
+            p,
+            &input.about.release_node,
+            &input.tasks,
+            &input.grades,
+        );
     }
     files.insert("manifest.json".to_owned(), manifest.to_bytes());
     files

@@ -395,6 +395,10 @@ pub(crate) struct Receipt {
     pub(crate) what: String,
     pub(crate) digest: String,
     pub(crate) bytes: u64,
+    /// The cluster node the run of this log executed on (slurm); absent
+    /// for runs on this machine, whose receipts are as they always were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) node: Option<String>,
 }
 
 /// `grade:<session>:<arm>`: a session's verdict on a task, with its evidence.

@@ -38,7 +38,7 @@ use super::index::Index;
 use super::model::{AssayVersion, Manifest, ManifestProvenance, Number, ProvenanceEnv, Summary};
 use super::sources::{Sources, segment};
 use crate::stages::provenance::Provenance;
-use crate::stages::records::TaskRecord;
+use crate::stages::records::{GradeRecord, TaskRecord};
 
 pub(super) fn manifest(
     index: &Index<'_>,
@@ -122,6 +122,7 @@ pub(super) fn seal(
     p: &Provenance,
     release_node: &str,
     tasks: &[(TaskRecord, String)],
+    grades: &[(GradeRecord, String)],
 ) {
     let mut environments: BTreeMap<String, ProvenanceEnv> = BTreeMap::new();
     for (t, _) in tasks {
@@ -132,7 +133,14 @@ pub(super) fn seal(
                 image: t.image.clone(),
             });
     }
+    let mut graded_on: BTreeMap<String, u64> = BTreeMap::new();
+    for receipt in grades.iter().flat_map(|(g, _)| &g.evidence) {
+        if let Some(node) = &receipt.node {
+            *graded_on.entry(node.clone()).or_default() += 1;
+        }
+    }
     manifest.provenance = Some(ManifestProvenance {
+        graded_on,
         release_node: release_node.to_owned(),
         pipeline: p.pipeline.clone(),
         assay: AssayVersion {

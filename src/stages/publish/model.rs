@@ -423,6 +423,11 @@ pub(crate) struct ManifestProvenance {
     /// blake3 of `pipeline.toml`.
     pub(crate) pipeline: String,
     pub(crate) release_node: String,
+    /// Cluster node -> the graded runs (graded run, checks, reruns) that
+    /// executed on it, by their grades' receipts; absent when every run
+    /// was on this machine (the manifest is then as it always was).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) graded_on: BTreeMap<String, u64>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

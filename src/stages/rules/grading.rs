@@ -69,6 +69,7 @@ pub(crate) fn begin(g: Subject<'_>, exclusion: Exclusion) -> GradeRecord {
             what: "log".into(),
             digest: run.log.clone(),
             bytes: run.log_bytes,
+            node: run.node.clone(),
         });
     }
     rec
@@ -102,6 +103,7 @@ impl Evidence {
             what,
             digest: run.log.clone(),
             bytes: run.log_bytes,
+            node: run.node.clone(),
         });
     }
 }

@@ -218,6 +218,35 @@ fn every_run_went_through_the_store_and_was_shown_per_node(f: &Fixture, b: &util
     assert!(executed.len() > 10, "{executed:?}");
     let queued: BTreeSet<String> = states("queued").into_iter().map(|(n, _)| n).collect();
     assert!(executed.is_subset(&queued), "{executed:?} {queued:?}");
+    // No step twice: each executed run went to a node once, and each grade
+    // once per check or rerun it recorded (its evidence past the graded
+    // run's log).
+    let mut steps: std::collections::BTreeMap<String, usize> = Default::default();
+    for e in b
+        .events
+        .iter()
+        .filter(|e| e["event"] == "job_state" && e["state"] == "running")
+    {
+        *steps
+            .entry(e["name"].as_str().unwrap().to_owned())
+            .or_default() += 1;
+    }
+    for (name, n) in &steps {
+        let expected = if name.starts_with("grade:") {
+            f.project.output_record(name)["evidence"]
+                .as_array()
+                .unwrap()
+                .len()
+                - 1
+        } else {
+            1
+        };
+        assert_eq!(*n, expected, "steps of {name}");
+    }
+    assert_eq!(
+        steps.keys().filter(|n| n.starts_with("run:")).count(),
+        executed.len()
+    );
     let done = states("done");
     for name in &executed {
         let node = f.project.output_record(name)["node"]
@@ -460,6 +489,9 @@ fn a_run_slurm_cancels_on_every_try_is_the_infrastructures_and_runs_again(cluste
 fn a_ctrl_c_stops_the_build_and_leaves_no_job_queued(cluster: &Cluster) {
     let f = Fixture::on(Executor::Slurm);
     f.default_pipeline();
+    let toml = std::fs::read_to_string(f.path().join("pipeline.toml")).unwrap();
+    f.project
+        .write("pipeline.toml", toml.replace("timeout = 60", "timeout = 5"));
     interrupted_build(&f, |_| {
         wait_for_a_long_step(cluster, 1);
     });
@@ -475,6 +507,24 @@ fn a_ctrl_c_stops_the_build_and_leaves_no_job_queued(cluster: &Cluster) {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+    // The next build resumes: what finished before ctrl-c is reused, only
+    // the rest runs (the sleeper, to its timeout: the agent's).
+    let again = f.build_ok();
+    let reused: Vec<String> = again
+        .names("node_reused")
+        .into_iter()
+        .filter(|n| n.starts_with("run:p-"))
+        .collect();
+    assert!(!reused.is_empty(), "{:?}", again.summary);
+    let executed = again.names("node_finished");
+    assert!(
+        executed
+            .iter()
+            .any(|n| n.starts_with("run:evil/sleep.json:")),
+        "{executed:?}"
+    );
+    assert!(executed.iter().all(|n| !reused.contains(n)));
+    assert_eq!(f.row("evil/sleep.json", "exclude")["fault"], "agent");
 }
 
 /// `assay plan` says how many test runs would go to the cluster (no

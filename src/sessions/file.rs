@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use super::RunFacts;
 use super::span::{self, ObjectSpans};
-use super::{Failure, ParsedSession, Session, SessionError, claude, read_text};
+use super::{Failure, ParsedSession, Session, SessionError, claude, mini, read_text};
 
 /// The tracks a task is released on (`stages/layout.rs`).
 const TRACKS: [&str; 2] = ["basic", "spec"];
@@ -213,7 +213,11 @@ pub(super) fn load(id: &str, path: &Path) -> Result<ParsedSession, Failure> {
                 ));
             }
             let transcript = read_text(id, &resolved, "transcript")?;
-            claude::parse_transcript(id, &resolved, &transcript)?
+            if mini::is_trajectory(&transcript) {
+                mini::parse_trajectory(id, &resolved, &transcript)?
+            } else {
+                claude::parse_transcript(id, &resolved, &transcript)?
+            }
         }
     };
     let facts = file.run.unwrap_or_default().over(transcript_facts);

@@ -9,10 +9,13 @@
 //!
 //! A `.jsonl` file is read as SWE-bench predictions unless it is a transcript:
 //! named by some session file's `"transcript"`, or ending in `.stream.jsonl`.
+//! A transcript may also be a mini-swe-agent trajectory (one JSON object,
+//! told apart by its content; `*.traj.json` is never read as a session).
 
 mod claude;
 mod facts;
 mod file;
+pub(crate) mod mini;
 mod span;
 mod swebench;
 
@@ -222,7 +225,9 @@ pub(crate) fn load_dir(dir: &Path) -> Vec<Result<ParsedSession, SessionError>> {
         .collect();
 
     for f in &found {
-        if transcripts.contains(&normalize(&f.path)) {
+        // mini-swe-agent's trajectories (`-o NAME.traj.json`) are not
+        // sessions, named by one or not.
+        if transcripts.contains(&normalize(&f.path)) || f.id.ends_with(".traj.json") {
             continue;
         }
         if has_ext(&f.path, "json") {

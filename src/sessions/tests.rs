@@ -173,6 +173,27 @@ fn transcript_gives_the_run_facts() {
     assert_eq!(ok(&results[0]).facts, transcript_facts());
 }
 
+/// A session naming a mini-swe-agent trajectory gets its facts, and a
+/// trajectory no session names is not taken for a session file.
+#[test]
+fn a_mini_swe_agent_trajectory_gives_the_run_facts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let real = include_str!("fixtures/mini-swe-agent-2.4.6.traj.json");
+    write(dir.path(), "mini/run.traj.json", real);
+    write(dir.path(), "mini/stray.traj.json", real);
+    write(
+        dir.path(),
+        "mini/s.json",
+        session_json(",\n  \"patch\": \"\",\n  \"transcript\": \"run.traj.json\""),
+    );
+    let results = load_dir(dir.path());
+    assert_eq!(ids(&results), ["mini/s.json"]);
+    let facts = &ok(&results[0]).facts;
+    assert_eq!(facts.ended.as_deref(), Some("Submitted"));
+    assert_eq!((facts.turns, facts.is_error), (Some(2), Some(false)));
+    assert_eq!(facts.tokens.get("output"), Some(&21));
+}
+
 #[test]
 fn explicit_run_values_win_over_the_transcript() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -56,6 +56,7 @@ fn main() {
                     home_bytes: 512 << 20,
                     protect: Vec::new(),
                     guard: None,
+                    binds: Vec::new(),
                 },
             )
         }),

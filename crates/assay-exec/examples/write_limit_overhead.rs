@@ -123,6 +123,7 @@ fn main() {
                     home_bytes: 512 << 20,
                     protect: Vec::new(),
                     guard: None,
+                    binds: Vec::new(),
                 },
             )),
         };

@@ -66,7 +66,7 @@ use tokio::sync::oneshot;
 
 pub use cgroup::Hits;
 pub use group::process_alive;
-pub use sandbox::{Bwrap, Sandbox, SandboxError};
+pub use sandbox::{Bind, Bwrap, Sandbox, SandboxError};
 
 /// What to run and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -284,10 +284,12 @@ pub async fn run(spec: &RunSpec) -> Result<RunOutcome, ExecError> {
         Some((bwrap, sandbox)) => {
             let uid = bwrap.next_uid();
             if let Some(uid) = uid {
+                let writable = sandbox.binds.iter().filter(|b| b.writable);
                 for dir in sandbox
                     .tree
                     .iter()
                     .chain(sandbox.env_dir.iter().filter(|_| sandbox.env_writable))
+                    .chain(writable.map(|b| &b.host))
                 {
                     sandbox::chown_tree(dir, uid).map_err(|source| ExecError::Prepare {
                         path: dir.clone(),

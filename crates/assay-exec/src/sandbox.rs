@@ -92,6 +92,19 @@ pub struct Sandbox {
     pub protect: Vec<PathBuf>,
     /// A host directory bound read-only at [`GUARD`].
     pub guard: Option<PathBuf>,
+    /// More host paths, each bound at its place under `/assay` (an agent's
+    /// prompt, its own environment, its transcript's directory, the socket
+    /// of its egress proxy). A writable one is the run's, chowned to it.
+    pub binds: Vec<Bind>,
+}
+
+/// A host path bound into the sandbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bind {
+    pub host: PathBuf,
+    /// Where the run sees it: a path under `/assay`.
+    pub at: PathBuf,
+    pub writable: bool,
 }
 
 /// The program that confines runs, found once.
@@ -158,6 +171,7 @@ impl Bwrap {
             home_bytes: 1 << 20,
             protect: Vec::new(),
             guard: None,
+            binds: Vec::new(),
         };
         let uid = bwrap.next_uid().unwrap_or(0);
         let (program, args) = bwrap.command_line(&probe, uid, "true");
@@ -262,6 +276,13 @@ impl Bwrap {
         }
         if let Some(guard) = &sandbox.guard {
             a.ro_bind(guard, Path::new(GUARD));
+        }
+        for b in &sandbox.binds {
+            if b.writable {
+                a.bind(&b.host, &b.at);
+            } else {
+                a.ro_bind(&b.host, &b.at);
+            }
         }
         if let Some(tree) = &sandbox.tree {
             a.bind(tree, Path::new(TREE));

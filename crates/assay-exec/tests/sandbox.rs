@@ -47,6 +47,7 @@ impl Case {
             home_bytes: 16 << 20,
             protect: Vec::new(),
             guard: None,
+            binds: Vec::new(),
         }
     }
 
@@ -482,4 +483,42 @@ fn a_symlinked_protected_path_is_not_followed() {
     assert_eq!(out.exit_code, Some(1), "{log}");
     assert!(!log.contains("outside"), "{log}");
     assert!(log.trim_end().ends_with('0'), "{log}");
+}
+
+/// Extra binds: a read-only one is read but not written, a writable one
+/// takes the run's writes, and neither shows the host path it came from.
+#[test]
+fn extra_binds_are_read_only_unless_writable() {
+    let c = Case::new();
+    let input = c.path().join("input");
+    let out = c.path().join("out");
+    std::fs::create_dir_all(&input).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(input.join("prompt.md"), "fix the bug\n").unwrap();
+    let sandbox = Sandbox {
+        binds: vec![
+            assay_exec::Bind {
+                host: input.clone(),
+                at: "/assay/in".into(),
+                writable: false,
+            },
+            assay_exec::Bind {
+                host: out.clone(),
+                at: "/assay/out".into(),
+                writable: true,
+            },
+        ],
+        ..c.sandbox()
+    };
+    let (run, log) = c.run_spec(c.spec(
+        sandbox,
+        "cat /assay/in/prompt.md; echo x > /assay/in/prompt.md && echo WROTE-IN; \
+         echo transcript > /assay/out/t.txt && echo WROTE-OUT",
+    ));
+    assert_eq!(run.exit_code, Some(0), "{log}");
+    assert!(log.contains("fix the bug"), "{log}");
+    assert!(!log.contains("WROTE-IN"), "{log}");
+    assert!(log.contains("WROTE-OUT"), "{log}");
+    assert_eq!(std::fs::read_to_string(input.join("prompt.md")).unwrap(), "fix the bug\n");
+    assert_eq!(std::fs::read_to_string(out.join("t.txt")).unwrap(), "transcript\n");
 }

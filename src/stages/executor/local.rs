@@ -284,6 +284,7 @@ pub(crate) fn spec(conf: &Confinement, launch: Launch<'_>) -> Result<RunSpec, St
                 home_bytes: conf.limits.home,
                 protect: launch.protect,
                 guard,
+                binds: Vec::new(),
             };
             (launch.scratch.to_owned(), Some((bwrap()?, sandbox)))
         }

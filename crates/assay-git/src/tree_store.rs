@@ -347,6 +347,63 @@ impl TreeStore {
         Ok(())
     }
 
+    /// The tree of the files under `dir` as `git add -A` there would stage
+    /// them (`.git` left out, `.gitignore` honoured, symlinks as links),
+    /// written into this store; returns its id. Nothing of `dir`'s own git
+    /// directory is read — not its config, hooks, index or history — and no
+    /// filter runs (their config would be this store's, which has none): a
+    /// workspace an agent left behind is read as files, whatever its
+    /// `.git` says.
+    pub fn write_tree_of(&self, dir: &Path) -> Result<String, GitError> {
+        let tmp_dir = self.path.join("assay-tmp");
+        std::fs::create_dir_all(&tmp_dir).map_err(|e| GitError::io(&tmp_dir, e))?;
+        let index = TempFile(tmp_dir.join(unique_name("index")));
+        let git = || {
+            Git::new(&self.path)
+                .env("GIT_INDEX_FILE", &index.0)
+                .env("GIT_WORK_TREE", dir)
+        };
+        git()
+            .args([
+                "-c",
+                "core.fsmonitor=false",
+                "-c",
+                "core.hooksPath=/dev/null",
+            ])
+            .args(["add", "-A", "--", "."])
+            .output(&[])?;
+        let out = git().arg("write-tree").output(&[])?;
+        Ok(String::from_utf8_lossy(&out).trim().to_string())
+    }
+
+    /// The binary diff from tree `from` to tree `to` (`git diff --binary`
+    /// as `git apply` takes it); empty when they are the same.
+    pub fn diff(&self, from: &str, to: &str) -> Result<Vec<u8>, GitError> {
+        let (from, to) = (parse_id(from)?, parse_id(to)?);
+        Git::new(&self.path)
+            .args([
+                "diff-tree",
+                "-p",
+                "--binary",
+                "--full-index",
+                "--no-renames",
+                "--no-color",
+            ])
+            .arg(from.to_string())
+            .arg(to.to_string())
+            .output(&[])
+    }
+
+    /// The tree id of `base_commit` (a commit of a source, or a tree).
+    pub fn tree_of(&self, base_commit: &str) -> Result<String, GitError> {
+        let id = parse_id(base_commit)?;
+        let out = Git::new(&self.path)
+            .arg("rev-parse")
+            .arg(format!("{id}^{{tree}}"))
+            .output(&[])?;
+        Ok(String::from_utf8_lossy(&out).trim().to_string())
+    }
+
     /// Writes the files of `tree` into `dest` (empty or absent): no `.git`,
     /// no history. See [`crate::materialize`] for how it stays inside `dest`.
     pub fn materialize(&self, tree: &str, dest: &Path) -> Result<MaterializeStats, GitError> {

@@ -223,3 +223,65 @@ fn prune_removes_only_trees_no_kept_pin_reaches() {
     );
     assert_eq!(listing(&r.path().join(".git/objects")), before);
 }
+
+/// A workspace an agent worked in reads back as its files: commits it made
+/// and files it left uncommitted alike, a deleted file, a new symlink; and
+/// nothing its `.git` says runs or counts (an fsmonitor hook, a clean
+/// filter, a moved `base` tag). The diff applies back onto the base.
+#[test]
+fn a_workspace_reads_back_as_files_whatever_its_git_directory_says() {
+    let (_r, src, base, _session, _tests) = setup();
+    let (cache, store) = store_for(&src);
+    let base_tree = store.tree_of(&base).expect("tree");
+    let ws = cache.path().join("ws");
+    store.materialize(&base_tree, &ws).expect("materialize");
+    let fired = cache.path().join("fired");
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=a", "-c", "user.email=a@b"])
+            .args(args)
+            .current_dir(&ws)
+            .output()
+            .expect("git");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "base"]);
+    git(&["tag", "base"]);
+    // The agent commits one change and leaves another uncommitted.
+    std::fs::write(ws.join("src/lib.rs"), "pub fn f() -> u32 { 2 }\n").unwrap();
+    git(&["commit", "-qam", "fix"]);
+    std::fs::remove_file(ws.join("tests/old.rs")).unwrap();
+    std::fs::write(ws.join("notes.txt"), "uncommitted\n").unwrap();
+    std::os::unix::fs::symlink("src/lib.rs", ws.join("lib-link")).unwrap();
+    // And plants what would run on the host, or hide its change.
+    let hook = format!("touch {}", fired.display());
+    git(&["config", "core.fsmonitor", &hook]);
+    git(&["config", "filter.hide.clean", &hook]);
+    std::fs::write(ws.join(".gitattributes"), "*.txt filter=hide\n").unwrap();
+    git(&["tag", "-f", "base", "HEAD"]);
+
+    let tree = store.write_tree_of(&ws).expect("tree of the workspace");
+    assert!(!fired.exists(), "a hook or filter of the workspace ran");
+    let patch = store.diff(&base_tree, &tree).expect("diff");
+    let text = String::from_utf8_lossy(&patch);
+    assert!(text.contains("+pub fn f() -> u32 { 2 }"), "{text}");
+    assert!(
+        text.contains("deleted file mode 100644") && text.contains("tests/old.rs"),
+        "{text}"
+    );
+    assert!(text.contains("+uncommitted"), "{text}");
+    assert!(text.contains("new file mode 120000"), "{text}");
+    assert!(!text.contains(".git/"), "{text}");
+    // The patch composes onto the base to the same tree.
+    let again = store
+        .compose(&base, &[step("attempt", patch.clone())])
+        .expect("compose");
+    assert_eq!(again, tree);
+    assert!(store.diff(&base_tree, &base_tree).expect("diff").is_empty());
+}

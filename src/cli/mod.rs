@@ -4,6 +4,7 @@ mod bench_dag;
 mod build;
 mod explain;
 mod export;
+mod forward;
 mod gc;
 mod hash;
 mod plan;
@@ -54,6 +55,8 @@ enum Command {
     BenchDag(bench_dag::BenchDagArgs),
     #[command(hide = true)]
     Worker(worker::WorkerArgs),
+    #[command(hide = true)]
+    Forward(forward::ForwardArgs),
 }
 
 /// An error on its way out: what to print, and the exit code it maps to.
@@ -117,6 +120,7 @@ pub(crate) fn run(cli: Cli) -> Result<i32, Failure> {
         Command::Hash(a) => hash::run(&global, a),
         Command::BenchDag(a) => bench_dag::run(&global, a),
         Command::Worker(a) => worker::run(a),
+        Command::Forward(a) => forward::run(a),
     }
 }
 

@@ -47,6 +47,51 @@ pub(crate) struct PipelineFile {
     pub(crate) judge: Vec<Spanned<assay_judge::Settings>>,
     /// Seed of the judges' blind labels. Default 0.
     pub(crate) judge_seed: Option<u64>,
+    /// Agents assay runs itself on every released task (docs/agents.md).
+    #[serde(default)]
+    pub(crate) agent: Vec<Spanned<AgentConfig>>,
+}
+
+/// `[[agent]]`: an agent CLI run on the released tasks, each attempt a node.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AgentConfig {
+    /// The agent label everything graded and judged names.
+    pub(crate) label: Spanned<String>,
+    /// The model label everything graded and judged names.
+    pub(crate) model: Spanned<String>,
+    /// The real model id (`{model_id}` in the command); default: the label.
+    pub(crate) model_id: Option<String>,
+    /// The agent's command line, run by `/bin/sh` in the workspace, with
+    /// `{prompt_file}`, `{transcript}`, `{workspace}`, `{model_id}`,
+    /// `{base_url}`, `{turns}`, `{time_limit}`, `{cost_limit}`, `{agent_env}`.
+    pub(crate) command: Spanned<String>,
+    /// The agent's own environment's setup (network on, cached like a task
+    /// environment; read-only at `/assay/agent` during attempts).
+    #[serde(default)]
+    pub(crate) setup: Vec<String>,
+    /// `claude-stream-json`, `mini-swe-agent` or `none` (default).
+    pub(crate) transcript: Option<Spanned<String>>,
+    /// The one endpoint an attempt may reach, through assay's proxy.
+    pub(crate) base_url: Option<Spanned<String>>,
+    /// The variable of assay's environment holding the endpoint's key.
+    pub(crate) key_env: Option<String>,
+    /// `authorization` (Bearer; default) or `x-api-key`.
+    pub(crate) key_header: Option<Spanned<String>>,
+    /// Attempts per task. Default 1.
+    pub(crate) attempts: Option<u32>,
+    /// Attempts of this agent running at once. Default 1.
+    pub(crate) lanes: Option<u32>,
+    /// Wall-clock seconds an attempt may run. Default 1800.
+    pub(crate) time_limit: Option<u64>,
+    /// `{turns}`: the agent's turn or step limit. Default 50.
+    pub(crate) turns: Option<u32>,
+    /// `{cost_limit}`: the agent's cost limit in USD. Default 3.
+    pub(crate) cost_limit: Option<f64>,
+    /// Tries after an attempt the infrastructure failed. Default 1.
+    pub(crate) retries: Option<u32>,
+    /// Tracks attempted: `basic` (default), `spec`.
+    pub(crate) tracks: Option<Vec<String>>,
 }
 
 /// `[grade]`: how sessions are graded.

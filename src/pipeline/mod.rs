@@ -8,6 +8,7 @@
 //! later error that comes from the file points back into its text with a
 //! span the settings kept.
 
+mod agent;
 mod checks;
 mod diag;
 mod env;
@@ -18,6 +19,7 @@ mod sources;
 
 use std::path::{Path, PathBuf};
 
+pub(crate) use agent::{AgentSettings, TranscriptFormat};
 pub(crate) use diag::ConfigError;
 use file::PipelineFile;
 pub(crate) use file::{CanaryTemplate, EnvConfig};

@@ -204,6 +204,8 @@ pub(crate) struct Settings {
     /// `build --executor NAME`: every environment's executor for one build,
     /// in place of the file's `executor` (a name of the CLI's closed list).
     pub(crate) executor_override: Option<&'static str>,
+    /// `[[agent]]`: the agents assay runs on the released tasks.
+    pub(crate) agents: Vec<super::AgentSettings>,
 }
 
 impl Settings {
@@ -233,6 +235,7 @@ impl Settings {
             )?,
             grade: grade(pipeline, f)?,
             executor_override: None,
+            agents: super::agent::agents(pipeline, &f.agent)?,
             prices: f.prices.clone(),
         })
     }

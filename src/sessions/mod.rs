@@ -203,6 +203,22 @@ struct Found {
 }
 
 /// Every session under `dir`, sorted by id; bad files come back as errors, never dropped.
+/// The run facts of an agent's transcript `text` (at `path`) in `format`:
+/// an attempt reads its agent's transcript as a session file's is read.
+pub(crate) fn transcript_facts(
+    format: crate::pipeline::TranscriptFormat,
+    path: &Path,
+    text: &str,
+) -> Result<RunFacts, String> {
+    use crate::pipeline::TranscriptFormat as F;
+    let facts = match format {
+        F::None => return Ok(RunFacts::default()),
+        F::MiniSweAgent => mini::parse_trajectory("attempt", path, text),
+        F::ClaudeStreamJson => claude::parse_transcript("attempt", path, text),
+    };
+    facts.map_err(|e| e.message)
+}
+
 pub(crate) fn load_dir(dir: &Path) -> Vec<Result<ParsedSession, SessionError>> {
     let mut found = Vec::new();
     let mut out: Vec<(String, usize, Result<ParsedSession, Failure>)> = Vec::new();

@@ -22,6 +22,8 @@ words! {
         Screen = "screen",
         Task = "task",
         Session = "session",
+        /// An agent run by assay on a task: a session it made.
+        Attempt = "attempt",
         Stage = "stage",
         Grade = "grade",
         Metrics = "metrics",
@@ -70,8 +72,8 @@ mod tests {
         assert_eq!(
             words,
             [
-                "step", "triage", "env", "tree", "run", "screen", "task", "session", "stage",
-                "grade", "metrics", "judge", "release"
+                "step", "triage", "env", "tree", "run", "screen", "task", "session", "attempt",
+                "stage", "grade", "metrics", "judge", "release"
             ]
         );
         assert_eq!(

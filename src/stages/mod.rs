@@ -15,6 +15,7 @@
 //!   names), `records`, `guard` (Python's import guard), `redact`,
 //!   `swebench`.
 
+pub(crate) mod attempt;
 mod canary;
 mod error;
 mod executor;

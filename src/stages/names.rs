@@ -59,6 +59,16 @@ pub(crate) fn session(id: &str) -> String {
     format!("session:{id}")
 }
 
+/// One attempt of an agent assay runs itself (a session it made).
+pub(crate) fn attempt(id: &str) -> String {
+    format!("attempt:{id}")
+}
+
+/// The environment of an agent's own tools (`[[agent]] setup`).
+pub(crate) fn agent_env(label: &str) -> String {
+    format!("env:agent/{label}")
+}
+
 /// A session's patch staged over its task's tree, in one arm.
 pub(crate) fn stage(session: &str, arm: Arm) -> String {
     format!("stage:{session}:{}", arm.as_str())

@@ -338,10 +338,19 @@ rerun_command = "python3 -m unittest -v {{files}}"
 
     pub fn build_ok(&self) -> Build {
         let b = self.build(&[]);
+        let failed: Vec<String> = b
+            .events
+            .iter()
+            .filter(|e| e["event"] == "node_failed")
+            .map(|e| format!("{}: {}", e["name"], e["reason"]))
+            .collect();
         assert_eq!(
-            b.run.code, 0,
-            "build failed\n--- stderr\n{}\n--- summary\n{:?}",
-            b.run.stderr, b.summary
+            b.run.code,
+            0,
+            "build failed\n--- stderr\n{}\n--- failed\n{}\n--- summary\n{:?}",
+            b.run.stderr,
+            failed.join("\n"),
+            b.summary
         );
         b
     }

@@ -19,6 +19,7 @@ pub mod files;
 pub mod fixture;
 pub mod forgery;
 pub mod git;
+pub mod llm;
 pub mod patches;
 pub mod processes;
 pub mod project;

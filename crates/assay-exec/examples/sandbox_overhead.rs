@@ -57,6 +57,7 @@ fn main() {
                     protect: Vec::new(),
                     guard: None,
                     binds: Vec::new(),
+                    env_at: None,
                 },
             )
         }),

@@ -124,6 +124,7 @@ fn main() {
                     protect: Vec::new(),
                     guard: None,
                     binds: Vec::new(),
+                    env_at: None,
                 },
             )),
         };

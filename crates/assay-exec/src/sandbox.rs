@@ -73,8 +73,11 @@ pub struct Sandbox {
     /// Host directory bound read-write at [`TREE`]; the command's working
     /// directory. `None` for environment setup, which works in [`ENV`].
     pub tree: Option<PathBuf>,
-    /// Host environment directory bound at [`ENV`].
+    /// Host environment directory bound at [`ENV`] (or `env_at`).
     pub env_dir: Option<PathBuf>,
+    /// Where the environment is bound when not at [`ENV`] (an agent's own
+    /// tools, set up and used at `/assay/agent` beside a task's).
+    pub env_at: Option<PathBuf>,
     /// Only environment setup writes its environment.
     pub env_writable: bool,
     /// Only environment setup may reach the network (to install packages).
@@ -172,6 +175,7 @@ impl Bwrap {
             protect: Vec::new(),
             guard: None,
             binds: Vec::new(),
+            env_at: None,
         };
         let uid = bwrap.next_uid().unwrap_or(0);
         let (program, args) = bwrap.command_line(&probe, uid, "true");
@@ -207,7 +211,12 @@ impl Bwrap {
         command: &str,
     ) -> (PathBuf, Vec<OsString>) {
         let mut a = Args::default();
-        let cwd = if sandbox.tree.is_some() { TREE } else { ENV };
+        let env_at = sandbox.env_at.as_deref().unwrap_or(Path::new(ENV));
+        let cwd = if sandbox.tree.is_some() {
+            TREE
+        } else {
+            env_at.to_str().unwrap_or(ENV)
+        };
         a.flags(&[
             "--unshare-pid",
             "--unshare-ipc",
@@ -250,26 +259,15 @@ impl Bwrap {
         let mut made = vec![PathBuf::from("/assay")];
         for p in &sandbox.read_only {
             if p.exists() && !p.starts_with("/usr") && !p.starts_with("/etc") {
-                // Parents bwrap would create as 0700 would hide the path from
-                // the unprivileged uid.
-                let mut parents: Vec<&Path> = p.ancestors().skip(1).collect();
-                parents.reverse();
-                for parent in parents {
-                    if parent == Path::new("/") || made.iter().any(|m| m == parent) {
-                        continue;
-                    }
-                    a.flags(&["--perms", "0755", "--dir"]);
-                    a.path(parent);
-                    made.push(parent.to_owned());
-                }
+                a.parents(p, &mut made);
                 a.ro_bind(p, p);
             }
         }
         if let Some(env) = &sandbox.env_dir {
             if sandbox.env_writable {
-                a.bind(env, Path::new(ENV));
+                a.bind(env, env_at);
             } else {
-                a.ro_bind(env, Path::new(ENV));
+                a.ro_bind(env, env_at);
             }
         } else {
             a.flags(&["--perms", "0755", "--dir", ENV]);
@@ -278,6 +276,7 @@ impl Bwrap {
             a.ro_bind(guard, Path::new(GUARD));
         }
         for b in &sandbox.binds {
+            a.parents(&b.at, &mut made);
             if b.writable {
                 a.bind(&b.host, &b.at);
             } else {
@@ -344,6 +343,21 @@ const USER_NAMESPACE: &[&str] = &[
 struct Args(Vec<OsString>);
 
 impl Args {
+    /// The parents of `p` not `made` yet, as 0755 directories: those bwrap
+    /// would create as 0700 would hide `p` from the run's unprivileged uid.
+    fn parents(&mut self, p: &Path, made: &mut Vec<PathBuf>) {
+        let mut parents: Vec<&Path> = p.ancestors().skip(1).collect();
+        parents.reverse();
+        for parent in parents {
+            if parent == Path::new("/") || made.iter().any(|m| m == parent) {
+                continue;
+            }
+            self.flags(&["--perms", "0755", "--dir"]);
+            self.path(parent);
+            made.push(parent.to_owned());
+        }
+    }
+
     fn flag(&mut self, s: &str) {
         self.0.push(s.into());
     }
@@ -414,6 +428,10 @@ pub fn protected(
 /// link), so the unprivileged run can write its own tree.
 pub fn chown_tree(dir: &Path, uid: u32) -> io::Result<()> {
     std::os::unix::fs::lchown(dir, Some(uid), Some(uid))?;
+    if !std::fs::symlink_metadata(dir)?.is_dir() {
+        // A bound file (a socket): itself only.
+        return Ok(());
+    }
     let mut stack = vec![dir.to_owned()];
     while let Some(d) = stack.pop() {
         for entry in std::fs::read_dir(&d)? {

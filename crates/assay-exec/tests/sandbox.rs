@@ -48,6 +48,7 @@ impl Case {
             protect: Vec::new(),
             guard: None,
             binds: Vec::new(),
+            env_at: None,
         }
     }
 
@@ -519,6 +520,12 @@ fn extra_binds_are_read_only_unless_writable() {
     assert!(log.contains("fix the bug"), "{log}");
     assert!(!log.contains("WROTE-IN"), "{log}");
     assert!(log.contains("WROTE-OUT"), "{log}");
-    assert_eq!(std::fs::read_to_string(input.join("prompt.md")).unwrap(), "fix the bug\n");
-    assert_eq!(std::fs::read_to_string(out.join("t.txt")).unwrap(), "transcript\n");
+    assert_eq!(
+        std::fs::read_to_string(input.join("prompt.md")).unwrap(),
+        "fix the bug\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("t.txt")).unwrap(),
+        "transcript\n"
+    );
 }

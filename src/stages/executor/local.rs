@@ -165,6 +165,7 @@ async fn prepare(
                 tree: None,
                 env: &handle,
                 setup: true,
+                env_at: setup.at,
                 scratch: scratch.path(),
                 log_path: log_path.clone(),
                 log_cap: super::SETUP_LOG_CAP,
@@ -215,7 +216,7 @@ fn limit_word(hit: LimitHit) -> Limit {
     }
 }
 
-fn host_path() -> String {
+pub(crate) fn host_path() -> String {
     std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into())
 }
 
@@ -255,8 +256,9 @@ pub(crate) fn spec(conf: &Confinement, launch: Launch<'_>) -> Result<RunSpec, St
             (cwd, None)
         }
         SandboxMode::Bwrap => {
+            let env_at = launch.env_at.unwrap_or(sandbox::ENV);
             let home = if launch.setup {
-                format!("{}/.home", sandbox::ENV)
+                format!("{env_at}/.home")
             } else {
                 sandbox::HOME.to_owned()
             };
@@ -265,7 +267,7 @@ pub(crate) fn spec(conf: &Confinement, launch: Launch<'_>) -> Result<RunSpec, St
             }
             env.insert("HOME".to_owned(), home);
             env.insert("TMPDIR".to_owned(), "/tmp".to_owned());
-            env.insert("ASSAY_ENV".to_owned(), sandbox::ENV.to_owned());
+            env.insert("ASSAY_ENV".to_owned(), env_at.to_owned());
             let guard = if launch.tree.is_some() && !launch.setup {
                 let dir = launch.scratch.join("guard");
                 crate::stages::guard::write(&dir, sandbox::TREE).map_err(|e| e.to_string())?;
@@ -285,6 +287,7 @@ pub(crate) fn spec(conf: &Confinement, launch: Launch<'_>) -> Result<RunSpec, St
                 protect: launch.protect,
                 guard,
                 binds: Vec::new(),
+                env_at: launch.env_at.map(PathBuf::from),
             };
             (launch.scratch.to_owned(), Some((bwrap()?, sandbox)))
         }
@@ -428,6 +431,7 @@ pub(crate) mod tests {
                     tree: Some(&self.tree),
                     env: &self.env,
                     setup: false,
+                    env_at: None,
                     scratch: &self.scratch,
                     log_path: root.join("log"),
                     log_cap: 1 << 16,

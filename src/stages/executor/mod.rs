@@ -219,6 +219,9 @@ pub(crate) struct Setup<'a> {
     pub(crate) export: bool,
     /// A stored record turned down as [`Presence::Gone`].
     pub(crate) lost: Option<EnvRecord>,
+    /// Where the environment is set up and later seen, when not at
+    /// `/assay/env`.
+    pub(crate) at: Option<&'a str>,
 }
 
 /// Bytes of setup output kept as the setup log.
@@ -287,6 +290,9 @@ pub(crate) struct Launch<'a> {
     /// Environment setup only: it writes its environment and may reach the
     /// network to install packages.
     pub(crate) setup: bool,
+    /// Where a sandboxed process sees the environment when not at
+    /// `/assay/env` (an agent's tools, at `/assay/agent`).
+    pub(crate) env_at: Option<&'a str>,
     /// A private scratch directory of the run, for `HOME` when unsandboxed.
     pub(crate) scratch: &'a Path,
     pub(crate) log_path: PathBuf,
@@ -408,7 +414,7 @@ pub(crate) fn interrupted(settings: &[Confinement]) {
 /// A graded run's environment says nothing that tells a first run from a
 /// rerun or a check: graded code that could tell them apart could behave
 /// differently in each.
-fn base_env(path: &str, attempt: Option<u32>) -> BTreeMap<String, String> {
+pub(super) fn base_env(path: &str, attempt: Option<u32>) -> BTreeMap<String, String> {
     let mut env = BTreeMap::new();
     env.insert("PATH".to_owned(), path.to_owned());
     env.insert("LANG".to_owned(), "C.UTF-8".to_owned());

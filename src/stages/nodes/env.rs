@@ -27,6 +27,10 @@ pub(crate) struct EnvParams {
     /// when false, so a local key is what it always was.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub(crate) export: bool,
+    /// Where it is set up and seen when not at `/assay/env` (an agent's
+    /// tools: `/assay/agent`). Left out of the key when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) at: Option<String>,
 }
 
 pub(crate) struct Env {
@@ -79,6 +83,7 @@ impl Kind for Env {
             redact: &p.redact,
             export: p.export,
             lost: self.lost.lock().unwrap_or_else(|p| p.into_inner()).take(),
+            at: p.at.as_deref(),
         };
         p.confine.executor().prepare(setup, &ctx).await
     }

@@ -3,6 +3,7 @@
 //! `judge` and `step` also lay out their own nodes. The
 //! kinds are adapters: what they decide is a rule of `rules`.
 
+pub(super) mod attempt;
 pub(super) mod env;
 pub(super) mod grade;
 pub(super) mod judge;

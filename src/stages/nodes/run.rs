@@ -220,6 +220,7 @@ pub(crate) async fn execute_tree(
                 tree: Some(&work),
                 env: &env_handle,
                 setup: false,
+                env_at: None,
                 scratch: scratch.path(),
                 log_path: log_path.clone(),
                 log_cap: p.log_cap,

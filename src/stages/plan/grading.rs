@@ -6,6 +6,7 @@ use std::path::Path;
 
 use assay_engine::{NodeSpec, Store};
 
+use super::attempt;
 use super::error::StageError;
 use super::grade::{self, GradeParams, Policy};
 use super::metrics::{self, MetricsParams};
@@ -28,6 +29,7 @@ pub(crate) struct GradeLayout<'a> {
     pub(crate) redact: &'a RedactConfig,
     pub(crate) store_dir: &'a Path,
     pub(crate) task_nodes: &'a BTreeMap<(String, String), (String, String)>,
+    pub(crate) cache_dir: &'a Path,
 }
 
 /// Per session: a session node, then per arm stage → run → grade, and one
@@ -40,15 +42,14 @@ pub(crate) fn grade_nodes(
     release: &mut ReleaseInputs,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<(String, String)>, StageError> {
-    let Some(sessions_dir) = &pipeline.settings.sessions else {
-        return Ok(Vec::new());
-    };
-    let grade = &pipeline.settings.grade;
-    let (policy, arms) = (grade.policy, &grade.arms);
     let previous_tasks = previous_task_keys(store);
     let mut not_graded = Vec::new();
     let mut reviewable = Vec::new();
-    for loaded in crate::sessions::load_dir(sessions_dir) {
+    let sessions = match &pipeline.settings.sessions {
+        Some(dir) => crate::sessions::load_dir(dir),
+        None => Vec::new(),
+    };
+    for loaded in sessions {
         let (s, file) = match loaded {
             Ok(parsed) => (parsed.session, parsed.file),
             Err(e) => {
@@ -130,100 +131,216 @@ pub(crate) fn grade_nodes(
             NoNames {},
         ));
         release.push(session_node.clone(), Input::Session);
-        let Some(env) = g.env_of.get(env_node) else {
-            continue;
-        };
-        for &arm in arms {
-            let arm_policy = match arm {
-                Arm::Keep => Policy::None,
-                Arm::Exclude => policy,
-            };
-            let sp = StageParams {
-                arm,
-                policy: arm_policy,
-                test_globs: g.test_globs.to_vec(),
-                caps: grade.caps,
-            };
-            let stage_node = names::stage(&id, arm);
-            out.push(node::spec(
-                stage_node.clone(),
-                stage::Stage {
-                    params: sp,
-                    store_dir: g.store_dir.to_owned(),
+        graded_nodes(
+            pipeline,
+            g,
+            Graded {
+                id: &id,
+                session_node: &session_node,
+                task_node,
+                env_node,
+            },
+            out,
+            release,
+            &mut reviewable,
+        );
+    }
+    attempt_nodes(pipeline, g, out, release, &mut reviewable);
+    judge::nodes(pipeline, &reviewable, out, release)?;
+    Ok(not_graded)
+}
+
+/// Per `[[agent]]`: its tools' environment, then per task of its tracks
+/// and attempt an `attempt` node (a session assay makes), graded as a
+/// session file's would be.
+fn attempt_nodes(
+    pipeline: &Pipeline,
+    g: &GradeLayout<'_>,
+    out: &mut Vec<NodeSpec>,
+    release: &mut ReleaseInputs,
+    reviewable: &mut Vec<judge::Reviewable>,
+) {
+    for agent in &pipeline.settings.agents {
+        let tools = names::agent_env(&agent.label);
+        out.push(node::spec(
+            tools.clone(),
+            super::env::Env::new(
+                super::env::EnvParams {
+                    setup: agent.setup.clone(),
+                    key_files: Vec::new(),
+                    confine: super::executor::Confinement::default(),
+                    redact: g.redact.clone(),
+                    export: false,
+                    at: Some(crate::stages::attempt::AGENT_AT.to_owned()),
                 },
-                stage::StageNames {
-                    task: task_node.clone(),
-                    session: session_node.clone(),
-                },
-            ));
-            let rp: RunParams = env.run_params(g.redact, 0, g.test_globs);
-            let run_node = names::graded_run(&id, arm);
-            out.push(node::spec(
-                run_node.clone(),
-                Run {
-                    params: rp.clone(),
-                    store_dir: g.store_dir.to_owned(),
-                    env: env_node.clone(),
-                },
-                RunNames {
-                    tree: stage_node.clone(),
-                    env: env_node.clone(),
-                },
-            ));
-            let gp = GradeParams {
-                arm,
-                policy: arm_policy,
-                test_globs: g.test_globs.to_vec(),
-                caps: grade.caps,
-                reruns: grade.reruns,
-                rerun_command: grade.rerun_command.clone(),
-                check_command: grade.check_command.clone(),
-                run: rp.clone(),
-            };
-            let grade_node = names::grade(&id, arm);
-            out.push(node::spec(
-                grade_node.clone(),
-                grade::Grade {
-                    params: gp,
-                    store_dir: g.store_dir.to_owned(),
-                    env: env_node.clone(),
-                },
-                grade::GradeNames {
-                    task: task_node.clone(),
-                    session: session_node.clone(),
-                    stage: stage_node,
-                    run: run_node,
-                    env: env_node.clone(),
-                },
-            ));
-            if Some(&arm) == arms.iter().find(|a| **a == Arm::SCORED).or(arms.first()) {
-                reviewable.push(judge::Reviewable {
-                    session: id.clone(),
-                    task_node: task_node.clone(),
-                    session_node: session_node.clone(),
-                    grade_node: grade_node.clone(),
-                });
+                Vec::new(),
+                std::time::Duration::from_secs(3600),
+                g.cache_dir.to_owned(),
+            ),
+            NoNames {},
+        ));
+        let mut laid: u32 = 0;
+        for ((instance_id, track), (task_node, env_node)) in g.task_nodes {
+            if !agent.tracks.contains(track) {
+                continue;
             }
-            release.push(grade_node, Input::Grade);
+            let Some(env) = g.env_of.get(env_node) else {
+                continue;
+            };
+            for index in 0..agent.attempts {
+                // The agent's attempts take its lanes in turn.
+                laid += 1;
+                let id =
+                    crate::stages::attempt::session_id(&agent.label, instance_id, track, index);
+                let node_name = names::attempt(&id);
+                out.push(node::spec(
+                    node_name.clone(),
+                    attempt::Attempt {
+                        params: attempt::AttemptParams::of(agent, index, &env.confine, g.redact),
+                        store_dir: g.store_dir.to_owned(),
+                        lane: format!("agent-lane:{}:{}", agent.label, laid % agent.lanes),
+                        retries: agent.retries,
+                        id: id.clone(),
+                        track: track.clone(),
+                    },
+                    attempt::AttemptNames {
+                        task: task_node.clone(),
+                        env: env_node.clone(),
+                        tools: tools.clone(),
+                    },
+                ));
+                release.push(node_name.clone(), Input::Session);
+                graded_nodes(
+                    pipeline,
+                    g,
+                    Graded {
+                        id: &id,
+                        session_node: &node_name,
+                        task_node,
+                        env_node,
+                    },
+                    out,
+                    release,
+                    reviewable,
+                );
+            }
         }
-        let mp = MetricsParams {
-            policy,
+    }
+}
+
+/// Where a session's grading nodes hang: its node and its task's.
+struct Graded<'s> {
+    id: &'s str,
+    session_node: &'s str,
+    task_node: &'s str,
+    env_node: &'s str,
+}
+
+/// A session's grading nodes: per arm stage → run → grade, then one
+/// metrics node, all fed to the release; the scored arm's grade is
+/// reviewable by the judges.
+fn graded_nodes(
+    pipeline: &Pipeline,
+    g: &GradeLayout<'_>,
+    s: Graded<'_>,
+    out: &mut Vec<NodeSpec>,
+    release: &mut ReleaseInputs,
+    reviewable: &mut Vec<judge::Reviewable>,
+) {
+    let grade = &pipeline.settings.grade;
+    let (policy, arms) = (grade.policy, &grade.arms);
+    let (id, session_node, task_node, env_node) = (s.id, s.session_node, s.task_node, s.env_node);
+    let Some(env) = g.env_of.get(env_node) else {
+        return;
+    };
+    for &arm in arms {
+        let arm_policy = match arm {
+            Arm::Keep => Policy::None,
+            Arm::Exclude => policy,
+        };
+        let sp = StageParams {
+            arm,
+            policy: arm_policy,
             test_globs: g.test_globs.to_vec(),
             caps: grade.caps,
         };
-        let metrics_node = names::metrics(&id);
+        let stage_node = names::stage(id, arm);
         out.push(node::spec(
-            metrics_node.clone(),
-            metrics::Metrics(mp),
-            metrics::MetricsNames {
-                task: task_node.clone(),
-                session: session_node,
+            stage_node.clone(),
+            stage::Stage {
+                params: sp,
+                store_dir: g.store_dir.to_owned(),
+            },
+            stage::StageNames {
+                task: task_node.to_owned(),
+                session: session_node.to_owned(),
             },
         ));
-        release.push(metrics_node, Input::Metrics);
+        let rp: RunParams = env.run_params(g.redact, 0, g.test_globs);
+        let run_node = names::graded_run(id, arm);
+        out.push(node::spec(
+            run_node.clone(),
+            Run {
+                params: rp.clone(),
+                store_dir: g.store_dir.to_owned(),
+                env: env_node.to_owned(),
+            },
+            RunNames {
+                tree: stage_node.clone(),
+                env: env_node.to_owned(),
+            },
+        ));
+        let gp = GradeParams {
+            arm,
+            policy: arm_policy,
+            test_globs: g.test_globs.to_vec(),
+            caps: grade.caps,
+            reruns: grade.reruns,
+            rerun_command: grade.rerun_command.clone(),
+            check_command: grade.check_command.clone(),
+            run: rp.clone(),
+        };
+        let grade_node = names::grade(id, arm);
+        out.push(node::spec(
+            grade_node.clone(),
+            grade::Grade {
+                params: gp,
+                store_dir: g.store_dir.to_owned(),
+                env: env_node.to_owned(),
+            },
+            grade::GradeNames {
+                task: task_node.to_owned(),
+                session: session_node.to_owned(),
+                stage: stage_node,
+                run: run_node,
+                env: env_node.to_owned(),
+            },
+        ));
+        if Some(&arm) == arms.iter().find(|a| **a == Arm::SCORED).or(arms.first()) {
+            reviewable.push(judge::Reviewable {
+                session: id.to_owned(),
+                task_node: task_node.to_owned(),
+                session_node: session_node.to_owned(),
+                grade_node: grade_node.clone(),
+            });
+        }
+        release.push(grade_node, Input::Grade);
     }
-    judge::nodes(pipeline, &reviewable, out, release)?;
-    Ok(not_graded)
+    let mp = MetricsParams {
+        policy,
+        test_globs: g.test_globs.to_vec(),
+        caps: grade.caps,
+    };
+    let metrics_node = names::metrics(id);
+    out.push(node::spec(
+        metrics_node.clone(),
+        metrics::Metrics(mp),
+        metrics::MetricsNames {
+            task: task_node.to_owned(),
+            session: session_node.to_owned(),
+        },
+    ));
+    release.push(metrics_node, Input::Metrics);
 }
 
 /// Task digests of the last build, so a session may name its task by digest.

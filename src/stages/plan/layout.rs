@@ -96,6 +96,7 @@ pub(crate) fn nodes(
                 confine: env.confine.clone(),
                 redact: redact.clone(),
                 export: env.export,
+                at: None,
             };
             let env_name = names::env(&blake3::hash(&encode_params(&env_params)));
             if env_nodes.insert(env_name.clone()) {
@@ -168,6 +169,7 @@ pub(crate) fn nodes(
         redact: &redact,
         store_dir: &store_dir,
         task_nodes: &task_nodes,
+        cache_dir,
     };
     let not_graded = grade_nodes(pipeline, store, &ctx, out, &mut release_inputs, warnings)?;
     out.push(release_node(pipeline, not_graded, release_inputs, warnings));

@@ -10,6 +10,6 @@ pub(super) mod sources;
 
 // The node kinds and shared modules the layout names as `super::…`.
 use super::nodes::{
-    env, grade, judge, metrics, release, run, screen, session, stage, task, tree, triage,
+    attempt, env, grade, judge, metrics, release, run, screen, session, stage, task, tree, triage,
 };
 use super::{error, executor, names, node, provenance, publish, redact, rules, swebench};

@@ -162,6 +162,7 @@ pub(crate) fn work(job_path: &Path) -> Result<(), String> {
             tree: Some(&tree),
             env: &env,
             setup: false,
+            env_at: None,
             scratch: scratch.path(),
             log_path: log_path.clone(),
             log_cap: job.log_cap,

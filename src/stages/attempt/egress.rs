@@ -1,0 +1,458 @@
+//! An agent's only way out: its sandbox has no network but its own
+//! loopback, where [`forward`] (assay itself, the sandbox's first process)
+//! listens and passes every connection to a unix socket bound in from the
+//! host; there [`serve`] reads one HTTP request per connection, refuses any
+//! that is not for the configured endpoint, puts the real key in (the
+//! agent holds a placeholder: no key is ever in the workspace, transcript,
+//! log or cache), sends it on, and records its status, bytes and time.
+//!
+//! HTTP/1.1 as model clients send it: a request line, headers, a body of
+//! `Content-Length` bytes (a chunked body is refused with 411). The answer
+//! is sent whole with `Connection: close` (a streamed answer arrives at
+//! once, at its end).
+
+use std::io::{Read, Write};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Where an attempt's requests may go and how its key is sent.
+#[derive(Clone, Debug)]
+pub(crate) struct Endpoint {
+    /// `scheme://host[:port]`.
+    pub(crate) origin: String,
+    /// The path every request must be under (`/v1`), without a final `/`.
+    pub(crate) prefix: String,
+    /// The key, read from assay's environment; `None`: none is sent.
+    pub(crate) key: Option<String>,
+    pub(crate) header: KeyHeader,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum KeyHeader {
+    /// `Authorization: Bearer KEY` (OpenAI-compatible endpoints).
+    Authorization,
+    /// `x-api-key: KEY` (Anthropic's API).
+    XApiKey,
+}
+
+impl Endpoint {
+    /// `base_url` split into origin and path prefix; `Err` when it is not an
+    /// `http(s)://` URL.
+    pub(crate) fn parse(
+        base_url: &str,
+        key: Option<String>,
+        header: KeyHeader,
+    ) -> Result<Endpoint, String> {
+        let (scheme, rest) = base_url
+            .split_once("://")
+            .filter(|(s, _)| *s == "http" || *s == "https")
+            .ok_or_else(|| format!("`{base_url}` is not an http:// or https:// URL"))?;
+        let (host, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, ""),
+        };
+        if host.is_empty() {
+            return Err(format!("`{base_url}` names no host"));
+        }
+        Ok(Endpoint {
+            origin: format!("{scheme}://{host}"),
+            prefix: path.trim_end_matches('/').to_owned(),
+            key,
+            header,
+        })
+    }
+}
+
+/// One request an attempt sent, as the proxy saw it. No header or body is
+/// kept: only where it went and how it ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Request {
+    pub(crate) method: String,
+    pub(crate) path: String,
+    /// The endpoint's status; `None` when none came back (`error`).
+    pub(crate) status: Option<u16>,
+    /// Why it was refused or failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) error: Option<String>,
+    pub(crate) sent: u64,
+    pub(crate) received: u64,
+    pub(crate) ms: u64,
+}
+
+impl Request {
+    /// Whether it failed the infrastructure's way: no answer, or 429/5xx.
+    pub(crate) fn failed(&self) -> bool {
+        match self.status {
+            None => !self.error.as_deref().unwrap_or("").starts_with("refused"),
+            Some(s) => s == 429 || s >= 500,
+        }
+    }
+}
+
+/// Why a request outside the endpoint was not sent: the agent's doing.
+const REFUSED: &str = "refused: not the configured endpoint";
+
+const MAX_HEAD: usize = 64 << 10;
+const MAX_BODY: usize = 64 << 20;
+
+/// Serves the agent's requests from `listener` until dropped (the attempt's
+/// job aborts it), recording each into `log`.
+pub(crate) async fn serve(
+    listener: tokio::net::UnixListener,
+    endpoint: Arc<Endpoint>,
+    log: Arc<Mutex<Vec<Request>>>,
+) {
+    let client = match reqwest::Client::builder().build() {
+        Ok(c) => c,
+        Err(_) => return,
+    };
+    loop {
+        let Ok((conn, _)) = listener.accept().await else {
+            return;
+        };
+        let (endpoint, log, client) = (endpoint.clone(), log.clone(), client.clone());
+        tokio::spawn(async move {
+            let request = one(conn, &endpoint, &client).await;
+            log.lock().unwrap_or_else(|p| p.into_inner()).push(request);
+        });
+    }
+}
+
+/// Reads one request from `conn`, sends it on, answers.
+async fn one(
+    mut conn: tokio::net::UnixStream,
+    endpoint: &Endpoint,
+    client: &reqwest::Client,
+) -> Request {
+    let started = Instant::now();
+    let mut req = Request::default();
+    let answer = match read_request(&mut conn).await {
+        Err((code, why)) => {
+            req.error = Some(format!("refused: {why}"));
+            (code, "text/plain".to_owned(), why.into_bytes())
+        }
+        Ok(head) => {
+            req.method = head.method.clone();
+            req.path = head.path.clone();
+            req.sent = head.body.len() as u64;
+            send(head, endpoint, client, &mut req).await
+        }
+    };
+    req.received = answer.2.len() as u64;
+    let _ = respond(&mut conn, answer).await;
+    req.ms = started.elapsed().as_millis() as u64;
+    req
+}
+
+struct Head {
+    method: String,
+    path: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+async fn read_request(conn: &mut tokio::net::UnixStream) -> Result<Head, (u16, String)> {
+    let mut buf = Vec::with_capacity(8192);
+    let end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i;
+        }
+        if buf.len() > MAX_HEAD {
+            return Err((431, "request head too large".into()));
+        }
+        let mut chunk = [0u8; 8192];
+        let n = conn
+            .read(&mut chunk)
+            .await
+            .map_err(|e| (400, format!("reading the request: {e}")))?;
+        if n == 0 {
+            return Err((400, "the connection closed before a request".into()));
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let line = lines.next().unwrap_or_default();
+    let mut parts = line.split(' ');
+    let (method, path) = match (parts.next(), parts.next()) {
+        (Some(m), Some(p)) if !m.is_empty() && p.starts_with('/') => (m.to_owned(), p.to_owned()),
+        _ => return Err((400, format!("not an HTTP request line: {line:?}"))),
+    };
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let get = |k: &str| {
+        headers
+            .iter()
+            .find(|(h, _)| h == k)
+            .map(|(_, v)| v.as_str())
+    };
+    if get("transfer-encoding").is_some() {
+        return Err((
+            411,
+            "a chunked request body is not supported: send Content-Length".into(),
+        ));
+    }
+    let length: usize = get("content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    if length > MAX_BODY {
+        return Err((413, "request body too large".into()));
+    }
+    let mut body = buf[end + 4..].to_vec();
+    while body.len() < length {
+        let mut chunk = vec![0u8; (length - body.len()).min(1 << 16)];
+        let n = conn
+            .read(&mut chunk)
+            .await
+            .map_err(|e| (400, format!("reading the body: {e}")))?;
+        if n == 0 {
+            return Err((400, "the connection closed mid-body".into()));
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+    body.truncate(length);
+    Ok(Head {
+        method,
+        path,
+        headers,
+        body,
+    })
+}
+
+/// Headers never passed on: the connection's own, and any key the agent
+/// sent (it holds only a placeholder; the real one is put in here).
+const DROPPED: &[&str] = &[
+    "host",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "upgrade",
+    "content-length",
+    "authorization",
+    "x-api-key",
+    "api-key",
+    "cookie",
+];
+
+/// Sends a request on to the endpoint; (status, content type, body).
+async fn send(
+    head: Head,
+    endpoint: &Endpoint,
+    client: &reqwest::Client,
+    req: &mut Request,
+) -> (u16, String, Vec<u8>) {
+    let under = head.path == endpoint.prefix
+        || endpoint.prefix.is_empty()
+        || head
+            .path
+            .strip_prefix(&endpoint.prefix)
+            .is_some_and(|rest| rest.starts_with('/') || rest.starts_with('?'));
+    let method = match head.method.as_str() {
+        "GET" => reqwest::Method::GET,
+        "POST" => reqwest::Method::POST,
+        _ => {
+            req.error = Some(REFUSED.into());
+            return (405, "text/plain".into(), b"only GET and POST\n".to_vec());
+        }
+    };
+    if !under || head.path.contains("/../") || head.path.contains("..%2") {
+        req.error = Some(REFUSED.into());
+        return (
+            403,
+            "text/plain".into(),
+            format!("{REFUSED}\n").into_bytes(),
+        );
+    }
+    let mut out = client.request(method, format!("{}{}", endpoint.origin, head.path));
+    for (k, v) in &head.headers {
+        if !DROPPED.contains(&k.as_str()) {
+            out = out.header(k.as_str(), v.as_str());
+        }
+    }
+    if let Some(key) = &endpoint.key {
+        out = match endpoint.header {
+            KeyHeader::Authorization => out.header("authorization", format!("Bearer {key}")),
+            KeyHeader::XApiKey => out.header("x-api-key", key.as_str()),
+        };
+    }
+    match out.body(head.body).send().await {
+        Err(e) => {
+            let why = format!("the endpoint did not answer: {}", chain(&e));
+            req.error = Some(why.clone());
+            (502, "text/plain".into(), why.into_bytes())
+        }
+        Ok(resp) => {
+            let status = resp.status().as_u16();
+            req.status = Some(status);
+            let kind = resp
+                .headers()
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("application/octet-stream")
+                .to_owned();
+            match resp.bytes().await {
+                Ok(body) => (status, kind, body.to_vec()),
+                Err(e) => {
+                    req.error = Some(format!("the answer was cut: {}", chain(&e)));
+                    (502, "text/plain".into(), Vec::new())
+                }
+            }
+        }
+    }
+}
+
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut source = e.source();
+    while let Some(inner) = source {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    s
+}
+
+async fn respond(
+    conn: &mut tokio::net::UnixStream,
+    (status, kind, body): (u16, String, Vec<u8>),
+) -> std::io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 {status} {}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        reason(status),
+        body.len()
+    );
+    conn.write_all(head.as_bytes()).await?;
+    conn.write_all(&body).await?;
+    conn.shutdown().await
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        403 => "Forbidden",
+        405 => "Method Not Allowed",
+        411 => "Length Required",
+        413 => "Payload Too Large",
+        429 => "Too Many Requests",
+        431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        _ => "",
+    }
+}
+
+/// `assay forward PORT SOCKET -- COMMAND…`, inside an agent's sandbox:
+/// listens on `127.0.0.1:PORT`, passes each connection to the unix socket
+/// `SOCKET`, runs `COMMAND` and exits as it did.
+pub(crate) fn forward(port: u16, socket: &std::path::Path, command: &[String]) -> i32 {
+    let listener = match std::net::TcpListener::bind(("127.0.0.1", port)) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("assay forward: 127.0.0.1:{port}: {e}");
+            return 125;
+        }
+    };
+    let socket = socket.to_owned();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let socket = socket.clone();
+            std::thread::spawn(move || pipe(conn, &socket));
+        }
+    });
+    let Some((program, args)) = command.split_first() else {
+        return 125;
+    };
+    match std::process::Command::new(program).args(args).status() {
+        Ok(status) => {
+            use std::os::unix::process::ExitStatusExt;
+            status
+                .code()
+                .or_else(|| status.signal().map(|s| 128 + s))
+                .unwrap_or(1)
+        }
+        Err(e) => {
+            eprintln!("assay forward: {program}: {e}");
+            127
+        }
+    }
+}
+
+/// Copies bytes both ways between a loopback connection and the socket.
+fn pipe(tcp: std::net::TcpStream, socket: &std::path::Path) {
+    let Ok(unix) = std::os::unix::net::UnixStream::connect(socket) else {
+        return;
+    };
+    let (Ok(mut tcp_r), Ok(mut unix_w)) = (tcp.try_clone(), unix.try_clone()) else {
+        return;
+    };
+    let up = std::thread::spawn(move || {
+        let _ = std::io::copy(&mut tcp_r, &mut unix_w);
+        let _ = unix_w.shutdown(std::net::Shutdown::Write);
+    });
+    let (mut unix_r, mut tcp_w) = (unix, tcp);
+    let mut buf = [0u8; 16384];
+    loop {
+        match unix_r.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                if tcp_w.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    let _ = tcp_w.shutdown(std::net::Shutdown::Both);
+    let _ = up.join();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_base_url_splits_into_origin_and_prefix() {
+        let e = Endpoint::parse(
+            "https://api.example.com/v1/",
+            None,
+            KeyHeader::Authorization,
+        )
+        .unwrap();
+        assert_eq!(
+            (e.origin.as_str(), e.prefix.as_str()),
+            ("https://api.example.com", "/v1")
+        );
+        let e = Endpoint::parse("http://127.0.0.1:9000", None, KeyHeader::XApiKey).unwrap();
+        assert_eq!(
+            (e.origin.as_str(), e.prefix.as_str()),
+            ("http://127.0.0.1:9000", "")
+        );
+        assert!(Endpoint::parse("ftp://x", None, KeyHeader::XApiKey).is_err());
+        assert!(Endpoint::parse("https:///v1", None, KeyHeader::XApiKey).is_err());
+    }
+
+    #[test]
+    fn rate_limits_server_errors_and_silence_are_failures_a_refusal_is_not() {
+        let with = |status: Option<u16>, error: Option<&str>| Request {
+            status,
+            error: error.map(str::to_owned),
+            ..Request::default()
+        };
+        assert!(with(Some(429), None).failed());
+        assert!(with(Some(503), None).failed());
+        assert!(with(None, Some("the endpoint did not answer")).failed());
+        assert!(!with(Some(200), None).failed());
+        assert!(!with(Some(400), None).failed());
+        assert!(!with(None, Some(REFUSED)).failed());
+    }
+}

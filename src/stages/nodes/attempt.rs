@@ -1,0 +1,642 @@
+//! `attempt`: one run of an agent assay runs itself on one task, made into
+//! a session that is graded as a session file's would be. An observation
+//! (an agent is not a function), keyed by the task (its record's digest),
+//! the agent's settings (not how many attempts or lanes there are: adding
+//! one runs only it) and the attempt's index, so a second build reuses
+//! every finished attempt and an interrupted one reruns only the missing.
+//!
+//! The job: a workspace of the base commit ([`workspace`]), the agent's
+//! command run in the sandbox with its tools read-only at `/assay/agent`,
+//! the task's environment at `/assay/env`, the prompt at `/assay/in`, its
+//! transcript written to `/assay/out`, and no network but the proxy to the
+//! configured endpoint ([`egress`]); then the patch collected, the
+//! transcript and log redacted and stored, the run facts read. An attempt
+//! the infrastructure failed (the endpoint's 429/5xx or silence, an API
+//! error in the transcript, no transcript) is tried again up to `retries`
+//! times; if it still fails its session says so (`is_error`), its grade is
+//! the infrastructure's, and the next build tries it again (it is never a
+//! cache hit).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use assay_engine::JobCtx;
+use assay_exec::{Bind, Limits, RunSpec, Sandbox, sandbox};
+use serde::{Deserialize, Serialize};
+
+use super::super::attempt::egress::{self, Endpoint, KeyHeader};
+use super::super::attempt::workspace::{self, Workspace};
+use super::super::attempt::{self as a};
+use super::executor::{EnvHandle, SandboxMode};
+use super::node::{Kind, Made, NodeKind};
+use super::records::{EnvRecord, SessionRecord, TaskRecord};
+use super::redact::{RedactConfig, Redactor};
+use super::rules::limits::RunLimits;
+use crate::pipeline::{AgentSettings, TranscriptFormat};
+use crate::sessions::RunFacts;
+
+pub(crate) const ATTEMPT_VERSION: u32 = 1;
+
+/// Bytes of the agent's own output kept as the attempt's log.
+const LOG_CAP: u64 = 8 << 20;
+/// A transcript larger than this is not read.
+const TRANSCRIPT_CAP: u64 = 64 << 20;
+
+/// An attempt's key: what changes what the agent sees or does.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct AttemptParams {
+    pub(crate) label: String,
+    pub(crate) model: String,
+    pub(crate) model_id: String,
+    pub(crate) command: String,
+    pub(crate) transcript: TranscriptFormat,
+    pub(crate) base_url: Option<String>,
+    /// The name of the variable holding the key; never its value.
+    pub(crate) key_env: Option<String>,
+    pub(crate) key_header: Option<KeyHeader>,
+    pub(crate) time_limit: u64,
+    pub(crate) turns: u32,
+    pub(crate) cost_limit: f64,
+    pub(crate) index: u32,
+    pub(crate) preamble: &'static str,
+    pub(crate) sandbox: SandboxMode,
+    pub(crate) limits: RunLimits,
+    pub(crate) redact: RedactConfig,
+}
+
+impl AttemptParams {
+    /// The params of attempt `index` of `agent` on a task of `env`.
+    pub(crate) fn of(
+        agent: &AgentSettings,
+        index: u32,
+        confine: &super::executor::Confinement,
+        redact: &RedactConfig,
+    ) -> AttemptParams {
+        let endpoint = agent.endpoint.as_ref();
+        AttemptParams {
+            label: agent.label.clone(),
+            model: agent.model.clone(),
+            model_id: agent.model_id.clone(),
+            command: agent.command.clone(),
+            transcript: agent.transcript,
+            base_url: endpoint.map(|e| e.base_url.clone()),
+            key_env: endpoint.and_then(|e| e.key_env.clone()),
+            key_header: endpoint.map(|e| e.header),
+            time_limit: agent.time_limit,
+            turns: agent.turns,
+            cost_limit: agent.cost_limit,
+            index,
+            preamble: a::PREAMBLE,
+            sandbox: confine.sandbox,
+            limits: confine.limits,
+            redact: redact.clone(),
+        }
+    }
+}
+
+super::node::inputs! {
+    pub(crate) struct AttemptInputs / AttemptNames {
+        task: TaskRecord,
+        // The task's environment, read-only at /assay/env.
+        env: EnvRecord,
+        // The agent's own tools, read-only at /assay/agent.
+        tools: EnvRecord,
+    }
+}
+
+/// What an attempt made: the session (read downstream as any session's
+/// record), and how the agent's run went.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct AttemptRecord {
+    #[serde(flatten)]
+    pub(crate) session: SessionRecord,
+    /// Why the agent was not run (a task not released and certified).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) skipped: Option<String>,
+    pub(crate) exit_code: Option<i32>,
+    pub(crate) timed_out: bool,
+    pub(crate) limit: Option<String>,
+    /// The agent's output (redacted), a blob.
+    pub(crate) log: String,
+    /// The transcript (redacted), a blob; or why there is none usable.
+    pub(crate) transcript: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) transcript_error: Option<String>,
+    /// Why the workspace could not be read back, when it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) collect_error: Option<String>,
+    /// Every request the agent sent through the proxy.
+    pub(crate) requests: Vec<egress::Request>,
+    /// Why the infrastructure failed the attempt, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) infrastructure: Option<String>,
+    /// Why each earlier try was the infrastructure's, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) retried: Vec<String>,
+}
+
+pub(crate) struct Attempt {
+    pub(crate) params: AttemptParams,
+    pub(crate) store_dir: PathBuf,
+    /// The lane it runs in (`agent-lane:LABEL:N`): a resource held alone,
+    /// so an agent's attempts run `lanes` at a time.
+    pub(crate) lane: String,
+    /// Tries after one the infrastructure failed.
+    pub(crate) retries: u32,
+    /// `agent/LABEL/TASK/N`.
+    pub(crate) id: String,
+    pub(crate) track: String,
+}
+
+impl Kind for Attempt {
+    const NAME: &'static str = NodeKind::Attempt.as_str();
+    const VERSION: u32 = ATTEMPT_VERSION;
+    const OBSERVATION: bool = true;
+    type Params = AttemptParams;
+    type Inputs = AttemptInputs;
+    type Record = AttemptRecord;
+
+    fn params(&self) -> &AttemptParams {
+        &self.params
+    }
+
+    async fn run(
+        self: Arc<Self>,
+        i: AttemptInputs,
+        ctx: JobCtx,
+    ) -> Result<Made<AttemptRecord>, String> {
+        attempt(&self, &i, &ctx).await
+    }
+
+    fn exclusive(&self) -> Option<&str> {
+        Some(&self.lane)
+    }
+
+    /// An attempt the infrastructure failed is made again, never reused.
+    fn hit_valid(&self, output: &[u8]) -> bool {
+        serde_json::from_slice::<AttemptRecord>(output).is_ok_and(|r| r.infrastructure.is_none())
+    }
+}
+
+/// What one try made, before it is a record.
+struct Try {
+    record: AttemptRecord,
+    attachments: Vec<assay_engine::Digest>,
+}
+
+async fn attempt(
+    node: &Attempt,
+    i: &AttemptInputs,
+    ctx: &JobCtx,
+) -> Result<Made<AttemptRecord>, String> {
+    let p = &node.params;
+    let session = SessionRecord {
+        id: node.id.clone(),
+        task: i.task.instance_id.clone(),
+        track: node.track.clone(),
+        agent: p.label.clone(),
+        model: p.model.clone(),
+        patch: String::new(),
+        facts: RunFacts::default(),
+    };
+    let skipped = |why: String| AttemptRecord {
+        session: session.clone(),
+        skipped: Some(why),
+        exit_code: None,
+        timed_out: false,
+        limit: None,
+        log: String::new(),
+        transcript: None,
+        transcript_error: None,
+        collect_error: None,
+        requests: Vec::new(),
+        infrastructure: None,
+        retried: Vec::new(),
+    };
+    if let Some(why) = super::rules::staging::not_graded(&i.task) {
+        return Ok(Made::record(skipped(why.to_string())));
+    }
+    if !i.env.ok {
+        return Ok(Made::record(skipped(
+            "the task's environment did not set up".into(),
+        )));
+    }
+    if !i.tools.ok {
+        return Err(format!(
+            "the tools of agent `{}` did not set up (its setup log is env:agent/{}'s)",
+            p.label, p.label
+        ));
+    }
+    if p.sandbox != SandboxMode::Bwrap {
+        return Err("an agent never runs unsandboxed: attempts need `sandbox = \"bwrap\"`".into());
+    }
+    let env_dir = dir_of(&i.env, &ctx.cache_dir)?;
+    let tools_dir = dir_of(&i.tools, &ctx.cache_dir)?;
+    let mut retried = Vec::new();
+    loop {
+        let mut one = once(node, &i.task, &env_dir, &tools_dir, &session, ctx).await?;
+        match &one.record.infrastructure {
+            Some(why) if (retried.len() as u32) < node.retries => retried.push(why.clone()),
+            _ => {
+                one.record.retried = retried;
+                return Ok(Made {
+                    record: one.record,
+                    attachments: one.attachments,
+                });
+            }
+        }
+    }
+}
+
+fn dir_of(env: &EnvRecord, cache_dir: &Path) -> Result<PathBuf, String> {
+    match EnvHandle::of(env, cache_dir) {
+        EnvHandle::HostDir(d) => Ok(d),
+        EnvHandle::Image(_) => Err(
+            "attempts run on this machine under bubblewrap; a docker environment cannot be used by an agent yet (docs/agents.md)".into(),
+        ),
+    }
+}
+
+/// One try: workspace, proxy, the agent's run, what it left.
+async fn once(
+    node: &Attempt,
+    task: &TaskRecord,
+    env_dir: &Path,
+    tools_dir: &Path,
+    session: &SessionRecord,
+    ctx: &JobCtx,
+) -> Result<Try, String> {
+    let p = &node.params;
+    let ws = {
+        let (store, base, tmp) = (
+            node.store_dir.clone(),
+            task.base_commit.clone(),
+            ctx.cache_dir.join("tmp"),
+        );
+        tokio::task::spawn_blocking(move || workspace::prepare(&store, &base, &tmp))
+            .await
+            .map_err(|e| e.to_string())??
+    };
+    std::fs::write(
+        ws.input().join("prompt.md"),
+        a::prompt(&task.problem_statement),
+    )
+    .map_err(|e| e.to_string())?;
+    let endpoint = match &p.base_url {
+        None => None,
+        Some(url) => {
+            let key = p
+                .key_env
+                .as_deref()
+                .and_then(|v| std::env::var(v).ok())
+                .filter(|k| !k.is_empty());
+            Some(Endpoint::parse(
+                url,
+                key,
+                p.key_header.unwrap_or(KeyHeader::Authorization),
+            )?)
+        }
+    };
+    let inside_url = endpoint
+        .as_ref()
+        .map(|e| format!("http://127.0.0.1:{}{}", a::PORT, e.prefix))
+        .unwrap_or_default();
+    let command = a::fill(
+        &p.command,
+        &[
+            ("prompt_file", format!("{}/prompt.md", a::IN)),
+            ("transcript", format!("{}/transcript", a::OUT)),
+            ("workspace", sandbox::TREE.to_owned()),
+            ("model_id", p.model_id.clone()),
+            ("base_url", inside_url.clone()),
+            ("turns", p.turns.to_string()),
+            ("time_limit", p.time_limit.to_string()),
+            ("cost_limit", p.cost_limit.to_string()),
+            ("agent_env", a::AGENT_AT.to_owned()),
+        ],
+    );
+    std::fs::write(ws.input().join("command.sh"), &command).map_err(|e| e.to_string())?;
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let server = match endpoint {
+        None => None,
+        Some(endpoint) => {
+            let listener =
+                tokio::net::UnixListener::bind(ws.socket()).map_err(|e| e.to_string())?;
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(ws.socket(), std::fs::Permissions::from_mode(0o777))
+                .map_err(|e| e.to_string())?;
+            Some(tokio::spawn(egress::serve(
+                listener,
+                Arc::new(endpoint),
+                requests.clone(),
+            )))
+        }
+    };
+    let spec = spec(p, &ws, env_dir, tools_dir, server.is_some(), &inside_url)?;
+    let ran = assay_exec::run(&spec).await.map_err(|e| e.to_string());
+    if let Some(server) = server {
+        server.abort();
+    }
+    let ran = ran?;
+    let requests: Vec<egress::Request> = requests.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let (patch, collect_error) = {
+        let store = node.store_dir.clone();
+        let ws_ref = &ws;
+        let collected = tokio::task::block_in_place(|| workspace::collect(&store, ws_ref));
+        match collected {
+            Ok(patch) => (patch, None),
+            Err(why) => (Vec::new(), Some(why)),
+        }
+    };
+    let mut redact = p.redact.clone();
+    redact.env.extend(p.key_env.clone());
+    let redactor = Redactor::new(&redact);
+    let mut attachments = Vec::new();
+    let mut put = |bytes: &[u8]| -> Result<String, String> {
+        let d = ctx.blobs.put(bytes).map_err(|e| e.to_string())?;
+        attachments.push(d);
+        Ok(d.to_hex())
+    };
+    let patch_digest = if patch.is_empty() {
+        String::new()
+    } else {
+        put(&patch)?
+    };
+    let (log, _) = redactor.redact(&std::fs::read(ws.log()).unwrap_or_default());
+    let log = put(&log)?;
+    let (mut facts, transcript, transcript_error) =
+        transcript(p.transcript, &ws, &redactor, &mut put)?;
+    if facts.duration_ms.is_none() {
+        facts.duration_ms = Some(ran.duration.as_millis() as u64);
+    }
+    let limit = ran.limit_hit.map(|l| l.as_str().to_owned());
+    if ran.timed_out {
+        facts.ended = Some("time_limit".into());
+    } else if let Some(l) = &limit {
+        facts.ended = Some(format!("limit:{l}"));
+    }
+    let infrastructure = infrastructure(
+        &requests,
+        &facts,
+        transcript_error.as_deref(),
+        p.transcript,
+        ran.timed_out,
+    );
+    facts.is_error = Some(infrastructure.is_some() || facts.is_error == Some(true));
+    if ran.exit_code == Some(127) && infrastructure.is_none() && facts.turns.is_none() {
+        return Err(format!(
+            "the agent's command was not found (exit 127): is it installed in its tools (`setup`) or on PATH? Its output: {}",
+            String::from_utf8_lossy(&std::fs::read(ws.log()).unwrap_or_default()).trim()
+        ));
+    }
+    Ok(Try {
+        record: AttemptRecord {
+            session: SessionRecord {
+                patch: patch_digest,
+                facts,
+                ..session.clone()
+            },
+            skipped: None,
+            exit_code: ran.exit_code,
+            timed_out: ran.timed_out,
+            limit,
+            log,
+            transcript,
+            transcript_error,
+            collect_error,
+            requests,
+            infrastructure,
+            retried: Vec::new(),
+        },
+        attachments,
+    })
+}
+
+/// The transcript's facts, its stored digest, or why it is not usable.
+fn transcript(
+    format: TranscriptFormat,
+    ws: &Workspace,
+    redactor: &Redactor,
+    put: &mut impl FnMut(&[u8]) -> Result<String, String>,
+) -> Result<(RunFacts, Option<String>, Option<String>), String> {
+    if format == TranscriptFormat::None {
+        return Ok((RunFacts::default(), None, None));
+    }
+    let path = ws.output().join("transcript");
+    let meta = match std::fs::symlink_metadata(&path) {
+        Ok(m) if m.is_file() => m,
+        Ok(_) => {
+            return Ok((
+                RunFacts::default(),
+                None,
+                Some("the transcript is not a regular file".into()),
+            ));
+        }
+        Err(_) => {
+            return Ok((
+                RunFacts::default(),
+                None,
+                Some("the agent wrote no transcript".into()),
+            ));
+        }
+    };
+    if meta.len() > TRANSCRIPT_CAP {
+        return Ok((
+            RunFacts::default(),
+            None,
+            Some(format!("the transcript is over {TRANSCRIPT_CAP} bytes")),
+        ));
+    }
+    let (bytes, _) = redactor.redact(&std::fs::read(&path).map_err(|e| e.to_string())?);
+    let digest = put(&bytes)?;
+    let text = String::from_utf8_lossy(&bytes);
+    match crate::sessions::transcript_facts(format, &path, &text) {
+        Ok(facts) => Ok((facts, Some(digest), None)),
+        Err(why) => Ok((RunFacts::default(), Some(digest), Some(why))),
+    }
+}
+
+/// Why the infrastructure failed the attempt, if it did: the endpoint's
+/// last answer a 429/5xx or none, an API error the transcript ends with,
+/// or no usable transcript from a run that was not stopped at its limit.
+fn infrastructure(
+    requests: &[egress::Request],
+    facts: &RunFacts,
+    transcript_error: Option<&str>,
+    format: TranscriptFormat,
+    timed_out: bool,
+) -> Option<String> {
+    if let Some(last) = requests.last().filter(|r| r.failed()) {
+        let how = match (last.status, &last.error) {
+            (Some(s), _) => format!("status {s}"),
+            (None, Some(e)) => e.clone(),
+            (None, None) => "no answer".into(),
+        };
+        return Some(format!(
+            "the endpoint failed the agent's last request ({how})"
+        ));
+    }
+    if facts.is_error == Some(true) {
+        let ended = facts.ended.as_deref().unwrap_or("an API error");
+        return Some(format!("the agent's run ended with {ended}"));
+    }
+    if format != TranscriptFormat::None
+        && !timed_out
+        && let Some(why) = transcript_error
+    {
+        return Some(format!("no usable transcript: {why}"));
+    }
+    None
+}
+
+/// The sandboxed process of a try.
+fn spec(
+    p: &AttemptParams,
+    ws: &Workspace,
+    env_dir: &Path,
+    tools_dir: &Path,
+    proxy: bool,
+    inside_url: &str,
+) -> Result<RunSpec, String> {
+    let path = format!(
+        "{}/bin:{}",
+        a::AGENT_AT,
+        super::executor::local::host_path()
+    );
+    let mut env = super::executor::base_env(&path, None);
+    env.insert("HOME".into(), sandbox::HOME.into());
+    env.insert("TMPDIR".into(), "/tmp".into());
+    env.insert("ASSAY_ENV".into(), sandbox::ENV.into());
+    env.insert("ASSAY_AGENT".into(), a::AGENT_AT.into());
+    if proxy {
+        env.insert("ASSAY_BASE_URL".into(), inside_url.into());
+    }
+    if let Some(var) = &p.key_env {
+        env.insert(var.clone(), a::PLACEHOLDER.into());
+    }
+    let mut binds = vec![
+        Bind {
+            host: ws.input(),
+            at: a::IN.into(),
+            writable: false,
+        },
+        Bind {
+            host: ws.output(),
+            at: a::OUT.into(),
+            writable: true,
+        },
+        Bind {
+            host: tools_dir.to_owned(),
+            at: a::AGENT_AT.into(),
+            writable: false,
+        },
+    ];
+    let command = if proxy {
+        let exe = std::env::current_exe().map_err(|e| format!("assay's own path: {e}"))?;
+        binds.push(Bind {
+            host: exe,
+            at: a::BIN.into(),
+            writable: false,
+        });
+        binds.push(Bind {
+            host: ws.socket(),
+            at: a::SOCKET.into(),
+            writable: true,
+        });
+        format!(
+            "exec {} forward {} {} -- /bin/sh {}/command.sh",
+            a::BIN,
+            a::PORT,
+            a::SOCKET,
+            a::IN
+        )
+    } else {
+        format!("exec /bin/sh {}/command.sh", a::IN)
+    };
+    let l = &p.limits;
+    Ok(RunSpec {
+        command,
+        cwd: ws.dir(),
+        env,
+        timeout: Duration::from_secs(p.time_limit),
+        log_path: ws.log(),
+        log_cap: LOG_CAP,
+        limits: Limits {
+            max_file_size: Some(l.file_size.max(LOG_CAP)),
+            max_processes: Some(l.processes),
+            max_open_files: Some(l.open_files),
+            max_memory: Some(l.memory),
+            no_core: true,
+            max_written: Some(l.write),
+        },
+        sandbox: Some((
+            super::executor::local::bwrap()?,
+            Sandbox {
+                tree: Some(ws.dir()),
+                env_dir: Some(env_dir.to_owned()),
+                env_at: None,
+                env_writable: false,
+                network: false,
+                read_only: sandbox::toolchain_roots(&path),
+                tmp_bytes: l.tmp,
+                home_bytes: l.home,
+                protect: Vec::new(),
+                guard: None,
+                binds,
+            },
+        )),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_infrastructure_is_blamed_for_the_endpoint_and_api_errors_only() {
+        let ok = egress::Request {
+            status: Some(200),
+            ..Default::default()
+        };
+        let busy = egress::Request {
+            status: Some(429),
+            ..Default::default()
+        };
+        let none = RunFacts::default();
+        let mini = TranscriptFormat::MiniSweAgent;
+        assert!(infrastructure(std::slice::from_ref(&ok), &none, None, mini, false).is_none());
+        assert!(infrastructure(&[ok.clone(), busy.clone()], &none, None, mini, false).is_some());
+        // A 429 the agent got past is not what ended it.
+        assert!(infrastructure(&[busy, ok.clone()], &none, None, mini, false).is_none());
+        let api = RunFacts {
+            is_error: Some(true),
+            ended: Some("InternalServerError".into()),
+            ..RunFacts::default()
+        };
+        let why = infrastructure(&[], &api, None, mini, false).unwrap();
+        assert!(why.contains("InternalServerError"), "{why}");
+        // No transcript: the infrastructure's, unless the agent ran out of time.
+        assert!(
+            infrastructure(
+                std::slice::from_ref(&ok),
+                &none,
+                Some("no transcript"),
+                mini,
+                false
+            )
+            .is_some()
+        );
+        assert!(
+            infrastructure(
+                std::slice::from_ref(&ok),
+                &none,
+                Some("no transcript"),
+                mini,
+                true
+            )
+            .is_none()
+        );
+        assert!(infrastructure(&[ok], &none, None, TranscriptFormat::None, false).is_none());
+    }
+}

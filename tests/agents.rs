@@ -1,0 +1,261 @@
+//! Agents assay runs itself (`[[agent]]`): real agent processes in the
+//! sandbox, real HTTP through assay's egress proxy to a scripted model
+//! endpoint on loopback, the real grading fixture. A scripted shell agent
+//! that commits its fix is graded `resolved`; finished attempts are reused
+//! and a new one runs alone; the agent reaches only its endpoint, holds only
+//! a placeholder key, and sees neither history nor cache; an endpoint that
+//! fails is the infrastructure's, retried, and tried again next build.
+
+#![allow(clippy::unwrap_used)]
+
+mod util;
+
+use std::path::Path;
+
+use util::fixture::*;
+use util::llm::Llm;
+
+/// The key the proxy sends: in assay's environment only.
+const KEY: &str = "sk-assay-test-key-0123456789abcdef0123456789";
+
+/// Every assay this test process runs gets the key (and, for the
+/// mini-swe-agent test, its virtualenv on PATH).
+fn env() {
+    let venv = concat!(env!("CARGO_MANIFEST_DIR"), "/target/mini-venv/bin");
+    util::project::set_env(vec![
+        ("OPENAI_API_KEY".into(), KEY.into()),
+        (
+            "PATH".into(),
+            format!("{venv}:{}", std::env::var("PATH").unwrap_or_default()),
+        ),
+    ]);
+}
+
+fn fixture(agents: &str) -> Fixture {
+    env();
+    let f = Fixture::new();
+    f.pipeline("", 1 << 20, agents);
+    f.project.write(
+        "sessions/README",
+        "no session files: the agents make them\n",
+    );
+    f
+}
+
+/// A shell agent that writes task p-1's fix and commits it.
+fn scripted(extra: &str) -> String {
+    format!(
+        r#"
+[[agent]]
+label = "scripted"
+model = "script-1"
+{extra}
+command = '''
+cat > pkg/ops.py <<'PY'
+{OPS_SUB}PY
+git add -A && git commit -qm "fix" && echo agent-done
+'''
+"#
+    )
+}
+
+#[test]
+fn a_scripted_agent_that_commits_its_fix_is_graded_and_its_attempts_are_reused() {
+    let f = fixture(&scripted(""));
+    let b = f.build_ok();
+    let row = f.row("agent/scripted/p-1/0", "exclude");
+    assert_eq!(row["verdict"], "resolved", "{row:#?}");
+    assert_eq!(
+        (row["agent"].as_str(), row["model"].as_str()),
+        ("scripted", "script-1")
+    );
+    // The other task got the same answer, which does not solve it.
+    assert_eq!(
+        f.row("agent/scripted/p-2/0", "exclude")["verdict"],
+        "unresolved"
+    );
+    let attempt = f.project.output_record("attempt:agent/scripted/p-1/0");
+    let log = String::from_utf8(f.project.blob(attempt["log"].as_str().unwrap())).unwrap();
+    assert!(log.contains("agent-done"), "{log}");
+    let patch = String::from_utf8(f.project.blob(attempt["patch"].as_str().unwrap())).unwrap();
+    assert!(patch.contains("+    return a - b"), "{patch}");
+    let attempts = |b: &util::Build| -> Vec<String> {
+        b.names("node_finished")
+            .into_iter()
+            .filter(|n| n.starts_with("attempt:"))
+            .collect()
+    };
+    assert_eq!(attempts(&b).len(), 2);
+    // Nothing runs again; a second attempt per task runs alone.
+    assert_eq!(f.build_ok().summary.total.executed, 0);
+    f.edit_pipeline(
+        "model = \"script-1\"\n",
+        "model = \"script-1\"\nattempts = 2\n",
+    );
+    let b = f.build_ok();
+    assert_eq!(
+        attempts(&b),
+        [
+            "attempt:agent/scripted/p-1/1",
+            "attempt:agent/scripted/p-2/1"
+        ]
+    );
+}
+
+/// Every file under `dir` that holds `needle`.
+fn holding(dir: &Path, needle: &[u8]) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            let meta = std::fs::symlink_metadata(&p).unwrap();
+            if meta.is_dir() {
+                stack.push(p);
+            } else if meta.is_file()
+                && std::fs::read(&p).is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle))
+            {
+                found.push(p.display().to_string());
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn an_agent_reaches_only_its_endpoint_with_a_key_it_never_holds() {
+    let llm = Llm::start(|_, _| (200, r#"{"choices":[{"message":{"content":"hi"}}]}"#.into()));
+    let probe = format!(
+        r#"
+import os, socket, subprocess, urllib.request
+base = os.environ["ASSAY_BASE_URL"]
+key = os.environ["OPENAI_API_KEY"]
+print("key-held:", key)
+req = urllib.request.Request(base + "/chat/completions", data=b'{{"model":"m"}}',
+    headers={{"Authorization": "Bearer " + key, "Content-Type": "application/json"}})
+print("answer:", urllib.request.urlopen(req).read().decode())
+try:
+    urllib.request.urlopen(base.rsplit("/v1", 1)[0] + "/admin/keys")
+    print("REACHED-OUTSIDE-THE-ENDPOINT")
+except Exception as e:
+    print("refused:", e)
+for host, port in [("127.0.0.1", {port}), ("1.1.1.1", 80)]:
+    s = socket.socket(); s.settimeout(2)
+    try:
+        s.connect((host, port)); print("REACHED", host)
+    except Exception as e:
+        print("unreachable", host, type(e).__name__)
+print("history:", subprocess.run(["git", "log", "--oneline", "--all"], capture_output=True, text=True).stdout.strip())
+print("cache visible:", os.path.exists("{cache}"))
+print("tests visible:", os.path.exists("tests/test_ops.py"))
+"#,
+        port = llm.port,
+        cache = "CACHE"
+    );
+    let agent = format!(
+        r#"
+[[agent]]
+label = "probe"
+model = "probe-1"
+base_url = "{url}"
+key_env = "OPENAI_API_KEY"
+tracks = ["basic"]
+command = '''
+python3 - <<'PY'
+{probe}
+PY
+'''
+"#,
+        url = llm.url()
+    );
+    let f = fixture(&agent);
+    let cache = f.project.path().join("cache");
+    f.edit_pipeline("\"CACHE\"", &format!("\"{}\"", cache.display()));
+    f.build_ok();
+    let attempt = f.project.output_record("attempt:agent/probe/p-1/0");
+    let log = String::from_utf8(f.project.blob(attempt["log"].as_str().unwrap())).unwrap();
+    assert!(
+        log.contains(&format!("key-held: {}", "assay-proxy-holds-the-key")),
+        "{log}"
+    );
+    assert!(log.contains("answer: {\"choices\""), "{log}");
+    assert!(log.contains("refused:"), "{log}");
+    assert!(!log.contains("REACHED"), "{log}");
+    assert!(
+        log.contains("unreachable 127.0.0.1") && log.contains("unreachable 1.1.1.1"),
+        "{log}"
+    );
+    assert!(log.contains("cache visible: False"), "{log}");
+    let history: Vec<&str> = log
+        .lines()
+        .find_map(|l| l.strip_prefix("history: "))
+        .unwrap()
+        .lines()
+        .collect();
+    assert_eq!(history.len(), 1, "one commit, the base: {log}");
+    assert!(history[0].ends_with(" base"), "{log}");
+    // The endpoint got the real key, put in by the proxy, and only the
+    // request under its path; each attempt (two tasks) sent one.
+    let seen = llm.seen();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    for s in &seen {
+        assert_eq!(s.path, "/v1/chat/completions");
+        assert_eq!(
+            s.authorization.as_deref(),
+            Some(format!("Bearer {KEY}").as_str())
+        );
+    }
+    // The attempt recorded both: one answered, one refused.
+    let requests = attempt["requests"].as_array().unwrap();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    assert_eq!(requests[0]["status"], 200);
+    assert!(
+        requests[1]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("refused")
+    );
+    assert!(attempt.get("infrastructure").is_none(), "{attempt}");
+    // The key is nowhere in the project: cache, release, logs.
+    assert_eq!(
+        holding(f.project.path(), KEY.as_bytes()),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn an_endpoint_that_fails_is_the_infrastructures_retried_once_and_tried_again_next_build() {
+    let llm = Llm::start(|_, _| (503, r#"{"error":{"message":"overloaded"}}"#.into()));
+    let agent = format!(
+        r#"
+[[agent]]
+label = "unlucky"
+model = "m-1"
+base_url = "{url}"
+key_env = "OPENAI_API_KEY"
+command = '''
+python3 -c 'import os, urllib.request; urllib.request.urlopen(urllib.request.Request(os.environ["ASSAY_BASE_URL"] + "/chat/completions", data=b"{{}}"))'
+'''
+"#,
+        url = llm.url()
+    );
+    let f = fixture(&agent);
+    f.build_ok();
+    let attempt = f.project.output_record("attempt:agent/unlucky/p-1/0");
+    assert!(
+        attempt["infrastructure"]
+            .as_str()
+            .unwrap()
+            .contains("status 503"),
+        "{attempt}"
+    );
+    assert_eq!(attempt["retried"].as_array().unwrap().len(), 1, "{attempt}");
+    assert_eq!(attempt["facts"]["is_error"], true);
+    let row = f.row("agent/unlucky/p-1/0", "exclude");
+    assert_eq!(row["fault"], "infrastructure", "{row:#?}");
+    // Two tasks, two tries each.
+    assert_eq!(llm.seen().len(), 4);
+    // Not the agent's result: the next build tries again.
+    f.build_ok();
+    assert_eq!(llm.seen().len(), 8);
+}

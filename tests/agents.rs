@@ -259,3 +259,72 @@ python3 -c 'import os, urllib.request; urllib.request.urlopen(urllib.request.Req
     f.build_ok();
     assert_eq!(llm.seen().len(), 8);
 }
+
+/// The step of a conversation a request is at: the assistant messages it
+/// carries (each attempt is its own conversation).
+fn step_of(body: &str) -> usize {
+    let v: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+    v["messages"]
+        .as_array()
+        .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count())
+}
+
+/// mini-swe-agent (the real CLI, from the virtualenv `.ci/run` makes under
+/// `target/`) solves task p-1 through the scripted endpoint and is graded
+/// `resolved` with its trajectory's facts; with a step limit of 1 it stops
+/// early, which is the agent's doing, and its tree is graded as it is.
+#[test]
+fn mini_swe_agent_solves_a_task_through_the_proxy_and_its_step_limit_is_its_own() {
+    let fix = format!("cat > pkg/ops.py <<'PY'\n{OPS_SUB}PY");
+    let script = [fix, "git add -A && git commit -qm fix".to_owned(), "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT".to_owned()];
+    let llm = Llm::start(move |_, seen| {
+        let step = step_of(&seen.body).min(script.len() - 1);
+        (200, util::llm::bash_call(step, &script[step]))
+    });
+    let mini = |label: &str, turns: u32| {
+        format!(
+            r#"
+[[agent]]
+label = "{label}"
+model = "scripted-model"
+model_id = "scripted-model"
+transcript = "mini-swe-agent"
+base_url = "{url}"
+key_env = "OPENAI_API_KEY"
+turns = {turns}
+time_limit = 300
+command = '''
+MSWEA_CONFIGURED=true MSWEA_GLOBAL_CONFIG_DIR=$HOME/.mini LITELLM_LOCAL_MODEL_COST_MAP=True MSWEA_COST_TRACKING=ignore_errors mini -y --exit-immediately -m openai/{{model_id}} -t "$(cat {{prompt_file}})" -o {{transcript}} -c mini.yaml -c model.model_kwargs.api_base={{base_url}} -c environment.cwd={{workspace}} -c agent.step_limit={{turns}}
+'''
+"#,
+            url = llm.url()
+        )
+    };
+    let f = fixture(&format!("{}{}", mini("mini", 10), mini("mini-short", 1)));
+    f.build_ok();
+    let row = f.row("agent/mini/p-1/0", "exclude");
+    assert_eq!((row["verdict"].as_str(), row["fault"].as_str()), ("resolved", "none"), "{row:#?}");
+    let attempt = f.project.output_record("attempt:agent/mini/p-1/0");
+    let facts = &attempt["facts"];
+    assert_eq!(facts["ended"], "Submitted", "{attempt}");
+    assert_eq!(facts["is_error"], false);
+    assert_eq!(facts["turns"], 3);
+    assert_eq!(facts["tokens"]["output"], 30);
+    let trajectory = f.project.blob(attempt["transcript"].as_str().unwrap());
+    assert!(String::from_utf8_lossy(&trajectory).contains("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"));
+    assert!(
+        attempt["requests"].as_array().unwrap().iter().all(|r| r["status"] == 200),
+        "{attempt}"
+    );
+    for s in llm.seen() {
+        assert_eq!(s.authorization.as_deref(), Some(format!("Bearer {KEY}").as_str()));
+    }
+    // Stopped after one step: the agent's limit, not the infrastructure's;
+    // the fix it wrote (uncommitted) is its answer and passes.
+    let short = f.project.output_record("attempt:agent/mini-short/p-1/0");
+    assert_eq!(short["facts"]["ended"], "LimitsExceeded", "{short}");
+    assert!(short.get("infrastructure").is_none(), "{short}");
+    let row = f.row("agent/mini-short/p-1/0", "exclude");
+    assert_eq!((row["verdict"].as_str(), row["fault"].as_str()), ("resolved", "none"), "{row:#?}");
+    assert_eq!(holding(f.project.path(), KEY.as_bytes()), Vec::<String>::new());
+}

@@ -255,6 +255,14 @@ python3 -c 'import os, urllib.request; urllib.request.urlopen(urllib.request.Req
     assert_eq!(row["fault"], "infrastructure", "{row:#?}");
     // Two tasks, two tries each.
     assert_eq!(llm.seen().len(), 4);
+    // Not in the agent's denominator: counted as the infrastructure's.
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(f.path().join("release/summary.json")).unwrap())
+            .unwrap();
+    let agent = summary["agents"]["unlucky/m-1"].clone();
+    assert_eq!(agent["n"], 0, "{agent:#}");
+    assert_eq!(agent["faults"]["infrastructure"], 2, "{agent:#}");
+    assert!(agent["resolved_rate"].is_null(), "{agent:#}");
     // Not the agent's result: the next build tries again.
     f.build_ok();
     assert_eq!(llm.seen().len(), 8);
@@ -276,7 +284,11 @@ fn step_of(body: &str) -> usize {
 #[test]
 fn mini_swe_agent_solves_a_task_through_the_proxy_and_its_step_limit_is_its_own() {
     let fix = format!("cat > pkg/ops.py <<'PY'\n{OPS_SUB}PY");
-    let script = [fix, "git add -A && git commit -qm fix".to_owned(), "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT".to_owned()];
+    let script = [
+        fix,
+        "git add -A && git commit -qm fix".to_owned(),
+        "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT".to_owned(),
+    ];
     let llm = Llm::start(move |_, seen| {
         let step = step_of(&seen.body).min(script.len() - 1);
         (200, util::llm::bash_call(step, &script[step]))
@@ -303,7 +315,11 @@ MSWEA_CONFIGURED=true MSWEA_GLOBAL_CONFIG_DIR=$HOME/.mini LITELLM_LOCAL_MODEL_CO
     let f = fixture(&format!("{}{}", mini("mini", 10), mini("mini-short", 1)));
     f.build_ok();
     let row = f.row("agent/mini/p-1/0", "exclude");
-    assert_eq!((row["verdict"].as_str(), row["fault"].as_str()), ("resolved", "none"), "{row:#?}");
+    assert_eq!(
+        (row["verdict"].as_str(), row["fault"].as_str()),
+        ("resolved", "none"),
+        "{row:#?}"
+    );
     let attempt = f.project.output_record("attempt:agent/mini/p-1/0");
     let facts = &attempt["facts"];
     assert_eq!(facts["ended"], "Submitted", "{attempt}");
@@ -313,11 +329,18 @@ MSWEA_CONFIGURED=true MSWEA_GLOBAL_CONFIG_DIR=$HOME/.mini LITELLM_LOCAL_MODEL_CO
     let trajectory = f.project.blob(attempt["transcript"].as_str().unwrap());
     assert!(String::from_utf8_lossy(&trajectory).contains("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"));
     assert!(
-        attempt["requests"].as_array().unwrap().iter().all(|r| r["status"] == 200),
+        attempt["requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["status"] == 200),
         "{attempt}"
     );
     for s in llm.seen() {
-        assert_eq!(s.authorization.as_deref(), Some(format!("Bearer {KEY}").as_str()));
+        assert_eq!(
+            s.authorization.as_deref(),
+            Some(format!("Bearer {KEY}").as_str())
+        );
     }
     // Stopped after one step: the agent's limit, not the infrastructure's;
     // the fix it wrote (uncommitted) is its answer and passes.
@@ -325,6 +348,55 @@ MSWEA_CONFIGURED=true MSWEA_GLOBAL_CONFIG_DIR=$HOME/.mini LITELLM_LOCAL_MODEL_CO
     assert_eq!(short["facts"]["ended"], "LimitsExceeded", "{short}");
     assert!(short.get("infrastructure").is_none(), "{short}");
     let row = f.row("agent/mini-short/p-1/0", "exclude");
-    assert_eq!((row["verdict"].as_str(), row["fault"].as_str()), ("resolved", "none"), "{row:#?}");
-    assert_eq!(holding(f.project.path(), KEY.as_bytes()), Vec::<String>::new());
+    assert_eq!(
+        (row["verdict"].as_str(), row["fault"].as_str()),
+        ("resolved", "none"),
+        "{row:#?}"
+    );
+    assert_eq!(
+        holding(f.project.path(), KEY.as_bytes()),
+        Vec::<String>::new()
+    );
+}
+
+/// A build stopped by ctrl-c while attempts are queued: the next build runs
+/// only the attempts that had not finished.
+#[test]
+fn after_ctrl_c_the_next_build_runs_only_the_missing_attempts() {
+    use std::io::BufRead;
+    // Four attempts of two seconds or more, one at a time.
+    let f =
+        fixture(&scripted("attempts = 2").replace("cat > pkg/ops.py", "sleep 2\ncat > pkg/ops.py"));
+    let mut child = f
+        .project
+        .command(&["build", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut finished = Vec::new();
+    for line in std::io::BufReader::new(stdout).lines() {
+        let e: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if e["event"] == "node_finished" && e["kind"] == "attempt" {
+            finished.push(e["name"].as_str().unwrap().to_owned());
+            let pid = child.id().to_string();
+            std::process::Command::new("kill")
+                .args(["-INT", &pid])
+                .status()
+                .unwrap();
+            break;
+        }
+    }
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert_eq!(finished.len(), 1);
+    let b = f.build_ok();
+    let ran: Vec<String> = b
+        .names("node_finished")
+        .into_iter()
+        .filter(|n| n.starts_with("attempt:"))
+        .collect();
+    assert_eq!(ran.len(), 3, "{ran:?}");
+    assert!(!ran.contains(&finished[0]), "{ran:?} {finished:?}");
+    assert!(b.names("node_reused").contains(&finished[0]));
 }

@@ -243,8 +243,17 @@ fn tasks(o: &mut At<'_>, index: &Index<'_>) -> Tasks {
     }
 }
 
-/// A resolved rate with its Wilson interval, over `grades`.
+/// A resolved rate with its Wilson interval, over `grades` less those the
+/// infrastructure failed (an API error, an attempt the endpoint failed, a
+/// run the executor lost): not the agent's doing, so not in its
+/// denominator; `faults.infrastructure` counts them.
 fn rate(o: &mut At<'_>, grades: &[Graded<'_>]) -> Rate {
+    let grades: Vec<Graded<'_>> = grades
+        .iter()
+        .filter(|g| g.0.fault != Fault::Infrastructure)
+        .cloned()
+        .collect();
+    let grades = &grades[..];
     let all = Source::grades(grades);
     let n = grades.len() as u64;
     let k = resolved(grades);

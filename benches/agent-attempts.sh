@@ -14,7 +14,8 @@
 #   lanes1   the attempts as assay runs them, lanes = 1, --jobs 1: each
 #            attempt node's duration (--json), the build's wall time
 #   lanes4   the same attempts on a copy of the screened cache, lanes = 4,
-#            --jobs 4: attempts per minute
+#            --jobs 4: attempts per minute of the build (the attempts and the
+#            grading of their sessions)
 #
 # Prints the mean per run of each and the ratio the issue sets a target for
 # (an attempt over a direct run, <= 1.10). Needs bubblewrap and python3.
@@ -63,23 +64,33 @@ cp "$work/p/pipeline.toml" "$work/p/base.toml"
 start=$(date +%s.%N)
 (cd "$work/p" && "$assay" build --jobs 1 --json >"$work/lanes1.json")
 lanes1=$(echo "$(date +%s.%N) - $start" | bc -l)
-read -r n mean_attempt < <(python3 - "$work/lanes1.json" <<'PY'
-import json, sys
-d = [json.loads(l)["duration_ms"] for l in open(sys.argv[1])
-     if '"node_finished"' in l and json.loads(l).get("kind") == "attempt"]
-print(len(d), sum(d) / len(d) / 1000)
+# The attempts that ran the agent (a task not released and certified gets
+# no run), their node durations and how they ended.
+read -r n mean_attempt mean_process endings < <(cd "$work/p" && python3 - "$work/lanes1.json" "$assay" <<'PY'
+import collections, json, subprocess, sys
+ended, nodes, runs = collections.Counter(), [], []
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e.get("event") != "node_finished" or e.get("kind") != "attempt":
+        continue
+    shown = subprocess.run([sys.argv[2], "show", e["output"]], capture_output=True, text=True).stdout
+    record = json.loads(shown[shown.index("{"):shown.rindex("}") + 1])
+    if record.get("skipped"):
+        continue
+    f = record["facts"]
+    ended[f"{f.get('ended')}/{f.get('turns')}turns"] += 1
+    nodes.append(e["duration_ms"] / 1000)
+    runs.append((f.get("duration_ms") or 0) / 1000)
+print(len(nodes), sum(nodes) / len(nodes), sum(runs) / len(runs),
+      ",".join(f"{n}x{k}" for k, n in sorted(ended.items())))
 PY
 )
 { cat "$work/p/base.toml"; agent 4; } >"$work/p/pipeline.toml"
 start=$(date +%s.%N)
 (cd "$work/p" && "$assay" build --jobs 4 --cache "$work/cache4" --json >"$work/lanes4.json")
 lanes4=$(echo "$(date +%s.%N) - $start" | bc -l)
-n4=$(python3 - "$work/lanes4.json" <<'PY'
-import json, sys
-print(sum(1 for l in open(sys.argv[1])
-          if '"node_finished"' in l and json.loads(l).get("kind") == "attempt"))
-PY
-)
+# The same attempts ran (a cache copy from before any attempt).
+n4=$n
 
 # The same command, directly, in prepared workspaces.
 total=0
@@ -99,6 +110,7 @@ for i in $(seq 1 "$n"); do
     total=$(echo "$total + $(date +%s.%N) - $s" | bc -l)
 done
 mean_direct=$(echo "$total / $n" | bc -l)
+printf 'attempts that ran the agent: %d, ended %s; the agent process %.2f s of each on average\n' "$n" "$endings" "$mean_process"
 printf 'config runs mean_s wall_s\n'
 printf 'direct %d %.2f %.1f\n' "$n" "$mean_direct" "$total"
 printf 'lanes1 %d %.2f %.1f\n' "$n" "$mean_attempt" "$lanes1"

@@ -8,7 +8,9 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 venv="${ASSAY_MINI_VENV:-$here/../target/mini-venv}"
 if [ "${1:-}" = "--setup" ]; then
-    if ! "$venv/bin/python" -c 'import minisweagent' 2>/dev/null; then
+    # `pip show`, not an import: importing mini creates its global config
+    # directory under ~/.config.
+    if ! "$venv/bin/pip" show -q mini-swe-agent >/dev/null 2>&1; then
         python3 -m venv "$venv"
         "$venv/bin/pip" install -q 'mini-swe-agent==2.4.6'
     fi

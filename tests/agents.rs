@@ -147,10 +147,18 @@ for host, port in [("127.0.0.1", {port}), ("1.1.1.1", 80)]:
         print("unreachable", host, type(e).__name__)
 print("history:", subprocess.run(["git", "log", "--oneline", "--all"], capture_output=True, text=True).stdout.strip())
 print("cache visible:", os.path.exists("{cache}"))
+print("repository visible:", os.path.exists("{repo}"))
+# Another host named through the proxy: an absolute URI, then a Host header.
+s = socket.create_connection(("127.0.0.1", 8417))
+s.sendall(b"GET http://1.1.1.1/ HTTP/1.1\r\nHost: 1.1.1.1\r\n\r\n")
+print("absolute uri:", s.recv(200).split(b"\r\n")[0].decode())
+req = urllib.request.Request(base + "/models", headers={{"Host": "1.1.1.1"}})
+print("host header:", urllib.request.urlopen(req).read().decode()[:40])
 print("tests visible:", os.path.exists("tests/test_ops.py"))
 "#,
         port = llm.port,
-        cache = "CACHE"
+        cache = "CACHE",
+        repo = "REPO"
     );
     let agent = format!(
         r#"
@@ -171,6 +179,10 @@ PY
     let f = fixture(&agent);
     let cache = f.project.path().join("cache");
     f.edit_pipeline("\"CACHE\"", &format!("\"{}\"", cache.display()));
+    f.edit_pipeline(
+        "\"REPO\"",
+        &format!("\"{}\"", f.path().join("repo").display()),
+    );
     f.build_ok();
     let attempt = f.project.output_record("attempt:agent/probe/p-1/0");
     let log = String::from_utf8(f.project.blob(attempt["log"].as_str().unwrap())).unwrap();
@@ -186,6 +198,10 @@ PY
         "{log}"
     );
     assert!(log.contains("cache visible: False"), "{log}");
+    assert!(log.contains("repository visible: False"), "{log}");
+    assert!(log.contains("absolute uri: HTTP/1.1 400"), "{log}");
+    // A Host header changes nothing: the request went to the endpoint.
+    assert!(log.contains("host header: {\"choices\""), "{log}");
     let history: Vec<&str> = log
         .lines()
         .find_map(|l| l.strip_prefix("history: "))
@@ -195,26 +211,33 @@ PY
     assert_eq!(history.len(), 1, "one commit, the base: {log}");
     assert!(history[0].ends_with(" base"), "{log}");
     // The endpoint got the real key, put in by the proxy, and only the
-    // request under its path; each attempt (two tasks) sent one.
+    // requests under its path: two from each attempt (two tasks).
     let seen = llm.seen();
-    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert_eq!(seen.len(), 4, "{seen:?}");
     for s in &seen {
-        assert_eq!(s.path, "/v1/chat/completions");
+        assert!(
+            s.path == "/v1/chat/completions" || s.path == "/v1/models",
+            "{s:?}"
+        );
         assert_eq!(
             s.authorization.as_deref(),
             Some(format!("Bearer {KEY}").as_str())
         );
     }
-    // The attempt recorded both: one answered, one refused.
+    // The attempt recorded them all: two answered, two refused (outside
+    // the endpoint's path; not an HTTP request of ours).
     let requests = attempt["requests"].as_array().unwrap();
-    assert_eq!(requests.len(), 2, "{requests:?}");
-    assert_eq!(requests[0]["status"], 200);
-    assert!(
-        requests[1]["error"]
-            .as_str()
-            .unwrap()
-            .starts_with("refused")
-    );
+    assert_eq!(requests.len(), 4, "{requests:?}");
+    let refused = requests
+        .iter()
+        .filter(|r| {
+            r["error"]
+                .as_str()
+                .is_some_and(|e| e.starts_with("refused"))
+        })
+        .count();
+    let answered = requests.iter().filter(|r| r["status"] == 200).count();
+    assert_eq!((refused, answered), (2, 2), "{requests:?}");
     assert!(attempt.get("infrastructure").is_none(), "{attempt}");
     // The key is nowhere in the project: cache, release, logs.
     assert_eq!(
@@ -298,7 +321,7 @@ fn mini_swe_agent_solves_a_task_through_the_proxy_and_its_step_limit_is_its_own(
             r#"
 [[agent]]
 label = "{label}"
-model = "scripted-model"
+model = "model-x"
 model_id = "scripted-model"
 transcript = "mini-swe-agent"
 base_url = "{url}"
@@ -326,6 +349,10 @@ MSWEA_CONFIGURED=true MSWEA_GLOBAL_CONFIG_DIR=$HOME/.mini LITELLM_LOCAL_MODEL_CO
     assert_eq!(facts["is_error"], false);
     assert_eq!(facts["turns"], 3);
     assert_eq!(facts["tokens"]["output"], 30);
+    // The model under test is named by its label only.
+    assert_eq!(facts["models"], serde_json::json!(["model-x"]), "{attempt}");
+    assert_eq!(facts["by_model"]["model-x"]["output"], 30, "{attempt}");
+    assert_eq!(row["model"], "model-x");
     let trajectory = f.project.blob(attempt["transcript"].as_str().unwrap());
     assert!(String::from_utf8_lossy(&trajectory).contains("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"));
     assert!(

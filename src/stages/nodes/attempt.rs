@@ -367,6 +367,7 @@ async fn once(
     let log = put(&log)?;
     let (mut facts, transcript, transcript_error) =
         transcript(p.transcript, &ws, &redactor, &mut put)?;
+    label_models(&mut facts, &p.model_id, &p.model);
     if facts.duration_ms.is_none() {
         facts.duration_ms = Some(ran.duration.as_millis() as u64);
     }
@@ -411,6 +412,36 @@ async fn once(
         },
         attachments,
     })
+}
+
+/// The facts with the model under test named by its label: a transcript
+/// names the real id (`gpt-4.1-mini`, `openai/gpt-4.1-mini`, a dated
+/// `gpt-4.1-mini-2025-04-14`), and everything graded, judged and priced
+/// names the label. Other models a transcript names (an agent's helper
+/// model) keep their ids.
+fn label_models(facts: &mut RunFacts, model_id: &str, label: &str) {
+    let bare = |m: &str| m.rsplit_once('/').map_or(m, |(_, tail)| tail).to_owned();
+    let id = bare(model_id);
+    let ours = |m: &str| !id.is_empty() && bare(m).starts_with(&id);
+    for (model, kinds) in std::mem::take(&mut facts.by_model) {
+        let key = if ours(&model) {
+            label.to_owned()
+        } else {
+            model
+        };
+        let mine = facts.by_model.entry(key).or_default();
+        for (kind, n) in kinds {
+            *mine.entry(kind).or_default() += n;
+        }
+    }
+    let mut models: Vec<String> = Vec::new();
+    for m in std::mem::take(&mut facts.models) {
+        let m = if ours(&m) { label.to_owned() } else { m };
+        if !models.contains(&m) {
+            models.push(m);
+        }
+    }
+    facts.models = models;
 }
 
 /// The transcript's facts, its stored digest, or why it is not usable.
@@ -592,6 +623,33 @@ fn spec(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_model_under_test_is_named_by_its_label_in_the_facts() {
+        let mut facts = RunFacts {
+            models: vec![
+                "openai/gpt-4.1-mini".into(),
+                "gpt-4.1-mini-2025-04-14".into(),
+                "claude-haiku".into(),
+            ],
+            ..RunFacts::default()
+        };
+        facts.by_model.insert(
+            "gpt-4.1-mini-2025-04-14".into(),
+            [("input".to_owned(), 5)].into(),
+        );
+        facts.by_model.insert(
+            "openai/gpt-4.1-mini".into(),
+            [("input".to_owned(), 2)].into(),
+        );
+        facts
+            .by_model
+            .insert("claude-haiku".into(), [("output".to_owned(), 1)].into());
+        label_models(&mut facts, "gpt-4.1-mini", "model-a");
+        assert_eq!(facts.models, ["model-a", "claude-haiku"]);
+        assert_eq!(facts.by_model["model-a"]["input"], 7);
+        assert_eq!(facts.by_model.len(), 2);
+    }
 
     #[test]
     fn the_infrastructure_is_blamed_for_the_endpoint_and_api_errors_only() {

@@ -16,6 +16,10 @@ use assay_git::TreeStore;
 pub(crate) struct Workspace {
     /// Removed when dropped: the workspace, the prompt, the transcript.
     pub(crate) scratch: tempfile::TempDir,
+    /// The proxy's socket's directory, under the system's temp directory:
+    /// a unix socket's path must be short (108 bytes), and the cache's
+    /// may be anywhere.
+    net: tempfile::TempDir,
     pub(crate) base_tree: String,
 }
 
@@ -35,7 +39,7 @@ impl Workspace {
         self.scratch.path().join("log")
     }
     pub(crate) fn socket(&self) -> PathBuf {
-        self.scratch.path().join("proxy.sock")
+        self.net.path().join("proxy.sock")
     }
 }
 
@@ -52,7 +56,15 @@ pub(crate) fn prepare(
         .prefix("attempt-")
         .tempdir_in(tmp)
         .map_err(|e| e.to_string())?;
-    let ws = Workspace { scratch, base_tree };
+    let net = tempfile::Builder::new()
+        .prefix("assay-net-")
+        .tempdir()
+        .map_err(|e| format!("the proxy's socket directory: {e}"))?;
+    let ws = Workspace {
+        scratch,
+        net,
+        base_tree,
+    };
     for d in [ws.input(), ws.output()] {
         std::fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
     }

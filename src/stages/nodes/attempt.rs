@@ -340,14 +340,18 @@ async fn once(
     }
     let ran = ran?;
     let requests: Vec<egress::Request> = requests.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    let (patch, collect_error) = {
+    let (ws, collected) = {
         let store = node.store_dir.clone();
-        let ws_ref = &ws;
-        let collected = tokio::task::block_in_place(|| workspace::collect(&store, ws_ref));
-        match collected {
-            Ok(patch) => (patch, None),
-            Err(why) => (Vec::new(), Some(why)),
-        }
+        tokio::task::spawn_blocking(move || {
+            let collected = workspace::collect(&store, &ws);
+            (ws, collected)
+        })
+        .await
+        .map_err(|e| e.to_string())?
+    };
+    let (patch, collect_error) = match collected {
+        Ok(patch) => (patch, None),
+        Err(why) => (Vec::new(), Some(why)),
     };
     let mut redact = p.redact.clone();
     redact.env.extend(p.key_env.clone());

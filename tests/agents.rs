@@ -427,3 +427,33 @@ fn after_ctrl_c_the_next_build_runs_only_the_missing_attempts() {
     assert!(!ran.contains(&finished[0]), "{ran:?} {finished:?}");
     assert!(b.names("node_reused").contains(&finished[0]));
 }
+
+/// An agent whose key variable is not set in assay's environment is not
+/// run: its attempts fail saying which variable to set, and no request
+/// goes out.
+#[test]
+fn an_unset_key_variable_fails_the_attempts_and_says_which() {
+    let llm = Llm::start(|_, _| (200, "{}".into()));
+    let agent = format!(
+        r#"
+[[agent]]
+label = "keyless"
+model = "m-1"
+base_url = "{url}"
+key_env = "ASSAY_TEST_NO_SUCH_KEY"
+command = "true"
+"#,
+        url = llm.url()
+    );
+    let f = fixture(&agent);
+    let b = f.build(&[]);
+    let failed: Vec<String> = b
+        .events
+        .iter()
+        .filter(|e| e["event"] == "node_failed" && e["kind"] == "attempt")
+        .map(|e| e["reason"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(failed.len(), 2, "{:?}", b.summary);
+    assert!(failed[0].contains("`ASSAY_TEST_NO_SUCH_KEY`"), "{failed:?}");
+    assert!(llm.seen().is_empty());
+}

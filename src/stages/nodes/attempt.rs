@@ -286,11 +286,20 @@ async fn once(
     let endpoint = match &p.base_url {
         None => None,
         Some(url) => {
-            let key = p
-                .key_env
-                .as_deref()
-                .and_then(|v| std::env::var(v).ok())
-                .filter(|k| !k.is_empty());
+            let key = match p.key_env.as_deref() {
+                None => None,
+                Some(var) => match std::env::var(var) {
+                    Ok(k) if !k.is_empty() => Some(k),
+                    // Not the agent's doing, and not worth an attempt: the
+                    // endpoint would refuse every request.
+                    _ => {
+                        return Err(format!(
+                            "`{var}` (key_env of agent `{}`) is not set in assay's environment: export the endpoint's key there (the agent never sees it)",
+                            p.label
+                        ));
+                    }
+                },
+            };
             Some(Endpoint::parse(
                 url,
                 key,

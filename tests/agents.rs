@@ -300,12 +300,25 @@ fn step_of(body: &str) -> usize {
         .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count())
 }
 
-/// mini-swe-agent (the real CLI, from the virtualenv `.ci/run` makes under
-/// `target/`) solves task p-1 through the scripted endpoint and is graded
+/// mini-swe-agent (the real CLI, from the virtualenv under `target/` that
+/// `scripts/mini-swe-agent.sh --setup` makes) solves task p-1 through the scripted endpoint and is graded
 /// `resolved` with its trajectory's facts; with a step limit of 1 it stops
 /// early, which is the agent's doing, and its tree is graded as it is.
 #[test]
 fn mini_swe_agent_solves_a_task_through_the_proxy_and_its_step_limit_is_its_own() {
+    // The test prepares its agent itself, once, cached under target/.
+    let setup = std::process::Command::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scripts/mini-swe-agent.sh"
+    ))
+    .arg("--setup")
+    .output()
+    .unwrap();
+    assert!(
+        setup.status.success(),
+        "scripts/mini-swe-agent.sh --setup failed (it installs mini-swe-agent from PyPI into target/mini-venv): {}",
+        String::from_utf8_lossy(&setup.stderr)
+    );
     let fix = format!("cat > pkg/ops.py <<'PY'\n{OPS_SUB}PY");
     let script = [
         fix,

@@ -24,9 +24,11 @@ pub(crate) struct BuildArgs {
     #[arg(short, long)]
     verbose: bool,
     /// Run every environment on this executor for this build, whatever
-    /// `[env] executor` says: `local` (bubblewrap) or `docker`.
+    /// `[env] executor` says: `local` (bubblewrap), `docker` or `slurm`.
     #[arg(long, value_enum)]
     executor: Option<ExecutorArg>,
+    #[command(flatten)]
+    pub(crate) bounds: super::SourceBounds,
 }
 
 /// `--executor`.

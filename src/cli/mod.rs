@@ -31,14 +31,20 @@ pub(crate) struct Cli {
     /// The cache directory (overrides `cache` in the pipeline file).
     #[arg(long, global = true)]
     pub(crate) cache: Option<PathBuf>,
-    /// Only candidates merged on or after this day (YYYY-MM-DD), for every source.
-    #[arg(long, global = true)]
-    pub(crate) since: Option<String>,
-    /// At most this many candidates per source, newest first.
-    #[arg(long, global = true)]
-    pub(crate) limit: Option<usize>,
     #[command(subcommand)]
     command: Command,
+}
+
+/// `--since` / `--limit`: which candidates of each source are read. Only
+/// the commands that read the sources take them (build, plan, verify).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub(crate) struct SourceBounds {
+    /// Only candidates merged on or after this day (YYYY-MM-DD), for every source.
+    #[arg(long)]
+    pub(crate) since: Option<String>,
+    /// At most this many candidates per source, newest first.
+    #[arg(long)]
+    pub(crate) limit: Option<usize>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -103,11 +109,17 @@ impl From<crate::pipeline::ConfigError> for Failure {
 }
 
 pub(crate) fn run(cli: Cli) -> Result<i32, Failure> {
+    let bounds = match &cli.command {
+        Command::Build(a) => a.bounds.clone(),
+        Command::Plan(a) => a.bounds.clone(),
+        Command::Verify(a) => a.bounds.clone(),
+        _ => SourceBounds::default(),
+    };
     let global = Global {
         pipeline: cli.pipeline,
         cache: cli.cache,
-        since: cli.since,
-        limit: cli.limit,
+        since: bounds.since,
+        limit: bounds.limit,
     };
     match cli.command {
         Command::Build(a) => build::run(&global, a),
@@ -271,6 +283,23 @@ mod tests {
     use clap::Parser;
 
     use super::Cli;
+
+    /// `--since` and `--limit` are offered where they bound something.
+    #[test]
+    fn source_bounds_are_options_of_the_commands_that_read_sources_only() {
+        for cmd in ["build", "plan", "verify"] {
+            let parsed =
+                Cli::try_parse_from(["assay", cmd, "--since", "2024-01-01", "--limit", "3"]);
+            assert!(parsed.is_ok(), "{cmd}: {:?}", parsed.err());
+        }
+        for cmd in [&["show", "abc"][..], &["gc"], &["hash", "x"]] {
+            let mut args = vec!["assay"];
+            args.extend_from_slice(cmd);
+            args.extend(["--since", "2024-01-01"]);
+            let e = Cli::try_parse_from(&args).unwrap_err();
+            assert!(e.to_string().contains("--since"), "{cmd:?}: {e}");
+        }
+    }
 
     #[test]
     fn reread_takes_node_kinds_and_refuses_other_words() {

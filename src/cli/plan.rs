@@ -19,6 +19,8 @@ pub(crate) struct PlanArgs {
     /// Plan as if `build --reread KINDS` were given.
     #[arg(long, value_delimiter = ',', value_parser = crate::stages::parse_kind)]
     reread: Vec<NodeKind>,
+    #[command(flatten)]
+    pub(crate) bounds: super::SourceBounds,
 }
 
 pub(crate) fn run(global: &Global, args: PlanArgs) -> Result<i32, Failure> {

@@ -23,6 +23,8 @@ pub(crate) struct VerifyArgs {
     /// Check the cache only.
     #[arg(long, conflicts_with = "release")]
     cache_only: bool,
+    #[command(flatten)]
+    pub(crate) bounds: super::SourceBounds,
     /// Re-execute the cached nodes of these kinds (e.g. `triage,screen,task,grade`)
     /// on their cached inputs and compare what they produce with what is stored.
     #[arg(long, value_delimiter = ',')]

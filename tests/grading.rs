@@ -1059,6 +1059,14 @@ fn verify_recomputes_the_release_and_names_a_tampered_number() {
         .run(&["verify"])
         .code(0)
         .stdout_has("release ok: 7 files");
+    // With --json the last line says how it went, all well or not.
+    let result = |out: &str| -> serde_json::Value {
+        serde_json::from_str(out.lines().last().unwrap_or_default()).unwrap()
+    };
+    let ok = result(&f.project.run(&["verify", "--json"]).code(0).stdout);
+    assert_eq!(ok["verified"], true, "{ok}");
+    assert_eq!(ok["release"]["files"], 7, "{ok}");
+    assert_eq!(ok["release"]["problems"], 0, "{ok}");
 
     // A forged summary whose manifest digests are forged to match: the
     // digests alone agree, the recomputation from the cache does not.
@@ -1120,6 +1128,10 @@ fn verify_recomputes_the_release_and_names_a_tampered_number() {
         "the forged digests are consistent: {}",
         out.stderr
     );
+    let bad = f.project.run(&["verify", "--json"]).code(4).stdout;
+    let last: serde_json::Value = serde_json::from_str(bad.lines().last().unwrap()).unwrap();
+    assert_eq!(last["verified"], false, "{bad}");
+    assert!(last["release"]["problems"].as_u64().unwrap() >= 1, "{bad}");
 }
 
 /// `sub` right only on a rerun: the rerun command names the test files on

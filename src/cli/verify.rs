@@ -129,6 +129,7 @@ pub(crate) fn run(global: &Global, args: VerifyArgs) -> Result<i32, Failure> {
             .map(Pipeline::release_dir)
             .filter(|d| d.join("tasks.jsonl").is_file()),
     };
+    let mut release_result = serde_json::Value::Null;
     if let Some(dir) = release_dir {
         let (findings, checked) = crate::audit::verify_release(&store, &dir).map_err(|e| {
             Failure::new(
@@ -145,6 +146,7 @@ pub(crate) fn run(global: &Global, args: VerifyArgs) -> Result<i32, Failure> {
                     dir.display(),
                     checked
                         .release_digest
+                        .as_ref()
                         .map(|d| format!(" (release digest {d})"))
                         .unwrap_or_default(),
                     checked.inputs
@@ -153,10 +155,28 @@ pub(crate) fn run(global: &Global, args: VerifyArgs) -> Result<i32, Failure> {
                 eprintln!("release {}: {} problems", dir.display(), findings.len());
             }
         }
+        release_result = serde_json::json!({
+            "dir": dir.display().to_string(),
+            "files": checked.files,
+            "inputs": checked.inputs,
+            "release_digest": checked.release_digest.map(|d| d.to_string()),
+            "problems": findings.len(),
+        });
         mismatch |= !findings.is_empty();
     }
     if !args.reexecute.is_empty() {
         mismatch |= reexecute(global, &store, &args)?;
+    }
+    if args.json {
+        // The last line says how it went, problems or none.
+        let result = serde_json::json!({
+            "verified": !mismatch,
+            "nodes": nodes,
+            "builds": builds,
+            "cache_problems": problems.len(),
+            "release": release_result,
+        });
+        println!("{result}");
     }
     Ok(if mismatch {
         exit::VERIFY_MISMATCH

@@ -272,6 +272,13 @@ fn the_bundled_example_builds_what_its_documents_say() {
     let sessions_readme = read("examples/calc/sessions/README.md");
     let ex = build_example();
 
+    // The node names `explain --help` gives as examples are nodes of it.
+    let help = ex.project.run(&["explain", "--help"]).code(0).stdout;
+    for name in ["grade:alpha/calc-1.json:exclude", "task:calc-1"] {
+        assert!(help.contains(name), "{help}");
+        ex.project.run(&["explain", name]).code(0);
+    }
+
     // The funnel, as printed.
     let funnel = section(&readme, "## What the example shows", "```\n", "\n```");
     let printed: Vec<&str> = ex

@@ -20,7 +20,7 @@ use crate::stages::{Fault, GradeRecord, JudgeOutcome, JudgeRecord, Manifest, Ver
 /// as listed in release/manifest.json), list the grades it was computed from.
 #[derive(Args, Debug)]
 pub(crate) struct ExplainArgs {
-    /// A node name from the last build (e.g. `step:words`), a key digest (a
+    /// A node name from the last build (e.g. `grade:alpha/calc-1.json:exclude`, `task:calc-1`), a key digest (a
     /// prefix will do), or the path of a published number (`summary.…`).
     node: String,
     /// The release whose numbers to explain (default: the pipeline's).

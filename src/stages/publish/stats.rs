@@ -46,12 +46,17 @@ pub(crate) fn session_cost(
     unpriced: &mut BTreeSet<String>,
 ) -> f64 {
     let mut priced = |who: &str, tokens: &BTreeMap<String, u64>| {
+        if tokens.values().all(|n| *n == 0) {
+            return 0.0;
+        }
         let Some(price) = prices.get(who) else {
             unpriced.insert(format!("model {who}"));
             return 0.0;
         };
         tokens
             .iter()
+            // A kind the run used none of costs nothing, priced or not.
+            .filter(|(_, n)| **n > 0)
             .filter_map(|(kind, n)| match price.0.get(kind) {
                 Some(usd) => Some(*n as f64 * usd / 1e6),
                 None => {
@@ -206,6 +211,46 @@ fn ln_gamma(x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A kind (or a model) the run used none of is never reported unpriced.
+    #[test]
+    fn a_zero_count_costs_nothing_and_needs_no_price() {
+        let prices = BTreeMap::from([(
+            "model-a".to_owned(),
+            super::super::input::Price(BTreeMap::from([("input".to_owned(), 3.0)])),
+        )]);
+        let facts = RunFacts {
+            tokens: BTreeMap::from([
+                ("input".to_owned(), 1_000_000),
+                ("web_search_requests".to_owned(), 0),
+            ]),
+            ..RunFacts::default()
+        };
+        let mut unpriced = BTreeSet::new();
+        assert_eq!(session_cost(&prices, "model-a", &facts, &mut unpriced), 3.0);
+        assert!(unpriced.is_empty(), "{unpriced:?}");
+        let helper = RunFacts {
+            by_model: BTreeMap::from([
+                (
+                    "model-a".to_owned(),
+                    BTreeMap::from([("input".to_owned(), 1)]),
+                ),
+                (
+                    "helper".to_owned(),
+                    BTreeMap::from([("input".to_owned(), 0)]),
+                ),
+            ]),
+            ..RunFacts::default()
+        };
+        session_cost(&prices, "model-a", &helper, &mut unpriced);
+        assert!(unpriced.is_empty(), "{unpriced:?}");
+        let used = RunFacts {
+            tokens: BTreeMap::from([("web_search_requests".to_owned(), 2)]),
+            ..RunFacts::default()
+        };
+        session_cost(&prices, "model-a", &used, &mut unpriced);
+        assert_eq!(unpriced, BTreeSet::from(["web_search_requests".to_owned()]));
+    }
 
     #[test]
     fn t_quantiles_match_the_table() {

@@ -76,3 +76,56 @@ macro_rules! words {
     };
 }
 pub(crate) use words;
+
+/// The candidates nearest `word` by edit distance (a typo's "did you mean"):
+/// those within a third of its length (at least 1, at most 6 edits), nearest
+/// first, at most `n`.
+pub(crate) fn nearest<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+    n: usize,
+) -> Vec<&'a str> {
+    let limit = (word.chars().count() / 3).clamp(1, 6);
+    let mut near: Vec<(usize, &str)> = candidates
+        .into_iter()
+        .map(|c| (edits(word, c), c))
+        .filter(|(d, c)| *d <= limit && *c != word)
+        .collect();
+    near.sort();
+    near.dedup();
+    near.into_iter().take(n).map(|(_, c)| c).collect()
+}
+
+/// Levenshtein distance, by characters.
+fn edits(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (diag + usize::from(ca != *cb))
+                .min(above + 1)
+                .min(row[j] + 1);
+            diag = above;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_typo_finds_the_word_it_missed_and_nothing_far() {
+        let ids = ["calc-1", "calc-2", "calc-10", "parser-7"];
+        assert_eq!(nearest("calc-01", ids, 3), ["calc-1", "calc-10", "calc-2"]);
+        assert_eq!(nearest("calc-01", ids, 1), ["calc-1"]);
+        assert_eq!(nearest("clac-2", ids, 1), ["calc-2"]);
+        assert!(nearest("zzzzzz", ids, 3).is_empty());
+        assert!(nearest("calc-1", ids, 3).iter().all(|w| *w != "calc-1"));
+        assert_eq!(edits("kitten", "sitting"), 3);
+    }
+}

@@ -1656,3 +1656,45 @@ fn a_kill_9_of_assay_mid_run_leaves_no_process_of_the_run_and_the_next_build_com
 fn a_ctrl_c_stops_the_build_with_130_and_kills_every_process_of_its_runs() {
     stop_a_build_mid_run("-INT", 500, Some(130));
 }
+
+/// A session naming a task by a typo, and `explain` of a mistyped number,
+/// say what was meant.
+#[test]
+fn a_mistyped_task_or_published_number_gets_a_did_you_mean() {
+    let f = Fixture::new();
+    f.default_pipeline();
+    f.session("a/fix.json", "p-1", &f.fix1());
+    f.session("a/typo.json", "p-01", &f.fix1());
+    let b = f.build_ok();
+    assert!(
+        b.run.stderr.contains("names task `p-01`")
+            && b.run.stderr.contains("(did you mean `p-1`?)"),
+        "{}",
+        b.run.stderr
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(f.path().join("release/manifest.json")).unwrap())
+            .unwrap();
+    let real = manifest["numbers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["path"].as_str().unwrap())
+        .find(|p| p.ends_with("resolved_rate"))
+        .unwrap()
+        .to_owned();
+    let typo = real.replace("resolved_rate", "resolvd_rate");
+    let out = f.project.run(&["explain", &typo]);
+    assert_ne!(out.code, 0);
+    // miette wraps the help: compare without the wrapping.
+    let flat = |t: &str| -> String {
+        t.chars()
+            .filter(|c| !c.is_whitespace() && *c != '│')
+            .collect()
+    };
+    assert!(
+        flat(&out.stderr).contains(&flat(&format!("did you mean one of: {real},"))),
+        "{}",
+        out.stderr
+    );
+}

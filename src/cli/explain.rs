@@ -304,13 +304,14 @@ fn explain_number(
         )
     })?;
     let Some(number) = manifest.number(path) else {
-        let near: Vec<&str> = manifest
-            .numbers
-            .iter()
-            .map(|n| n.path.as_str())
-            .filter(|p| p.contains(path.trim_start_matches("summary")))
-            .take(10)
-            .collect();
+        let paths = || manifest.numbers.iter().map(|n| n.path.as_str());
+        let mut near = crate::words::nearest(path, paths(), 3);
+        if near.is_empty() {
+            near = paths()
+                .filter(|p| p.contains(path.trim_start_matches("summary")))
+                .take(10)
+                .collect();
+        }
         return Err(Failure::new(
             exit::NOT_FOUND,
             miette::miette!(

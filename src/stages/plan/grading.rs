@@ -99,8 +99,20 @@ pub(crate) fn grade_nodes(
         }
         let Some((task_node, env_node)) = g.task_nodes.get(&(task_id.clone(), track.clone()))
         else {
+            let near =
+                crate::words::nearest(&s.task, g.task_nodes.keys().map(|(id, _)| id.as_str()), 3);
+            let hint = match near.as_slice() {
+                [] => String::new(),
+                some => format!(
+                    " (did you mean {}?)",
+                    some.iter()
+                        .map(|n| format!("`{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
             warnings.push(format!(
-                "warning: session {} ({}) names task `{}` ({track} track), which this pipeline does not release: not graded",
+                "warning: session {} ({}) names task `{}` ({track} track), which this pipeline does not release: not graded{hint}",
                 s.id,
                 file.display(),
                 s.task

@@ -93,13 +93,11 @@ impl SessionError {
         message: impl Into<String>,
         help: impl Into<String>,
     ) -> Failure {
+        let (shown, span) = span::excerpt(text, span);
         Box::new(SessionError {
             id: id.to_owned(),
             message: message.into(),
-            src: Some(miette::NamedSource::new(
-                file.display().to_string(),
-                text.to_owned(),
-            )),
+            src: Some(miette::NamedSource::new(file.display().to_string(), shown)),
             span: Some(span.into()),
             help: Some(help.into()),
         })

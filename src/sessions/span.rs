@@ -162,6 +162,56 @@ pub(crate) fn point(text: &str, offset: usize) -> Range<usize> {
     offset..offset + len
 }
 
+/// Longest line an error shows whole; longer ones are cut (a JSONL line of
+/// a whole patch would fill the screen).
+const SHOWN_LINE: usize = 160;
+/// Bytes kept either side of the span on a cut line.
+const AROUND: usize = 60;
+
+/// `text` as an error shows it, with `span` moved to match: every line over
+/// [`SHOWN_LINE`] bytes cut — the span's own line to a window around the
+/// span, the others to their start — with `…` where something was left
+/// out. Shorter lines are kept as they are.
+pub(crate) fn excerpt(text: &str, span: Range<usize>) -> (String, Range<usize>) {
+    let mut out = String::with_capacity(text.len().min(64 << 10));
+    let mut moved = span.clone();
+    let mut start = 0;
+    for line in text.split_inclusive('\n') {
+        let end = start + line.len();
+        let body = line.trim_end_matches('\n');
+        let newline = &line[body.len()..];
+        let has_span = span.start >= start && span.start <= start + body.len();
+        if body.len() <= SHOWN_LINE {
+            if has_span {
+                moved = out.len() + (span.start - start)..out.len() + (span.end.min(end) - start);
+            }
+            out.push_str(line);
+        } else if has_span {
+            let (s, e) = (span.start - start, span.end.min(start + body.len()) - start);
+            let w0 = floor_char_boundary(body, s.saturating_sub(AROUND));
+            let w1 = floor_char_boundary(body, (e.max(s) + AROUND).min(body.len()));
+            if w0 > 0 {
+                out.push('…');
+            }
+            moved = out.len() + (s - w0)..out.len() + (e - w0);
+            out.push_str(&body[w0..w1]);
+            if w1 < body.len() {
+                out.push('…');
+            }
+            out.push_str(newline);
+        } else {
+            out.push_str(&body[..floor_char_boundary(body, SHOWN_LINE)]);
+            out.push('…');
+            out.push_str(newline);
+        }
+        start = end;
+    }
+    if span.start >= text.len() {
+        moved = out.len()..out.len();
+    }
+    (out, moved)
+}
+
 fn floor_char_boundary(text: &str, offset: usize) -> usize {
     let mut offset = offset.min(text.len());
     while !text.is_char_boundary(offset) {
@@ -173,6 +223,21 @@ fn floor_char_boundary(text: &str, offset: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_line_is_cut_around_the_span_and_the_span_follows() {
+        let long = format!("{{\"model_patch\": \"{}\", \"oops\" 1}}", "x".repeat(600));
+        let text = format!("{{\"short\": 1}}\n{long}\n{}\n", "y".repeat(500));
+        let at = text.find("\"oops\"").unwrap();
+        let (shown, span) = excerpt(&text, at..at + 6);
+        assert_eq!(&shown[span.clone()], "\"oops\"");
+        assert!(shown.len() < 2 * SHOWN_LINE + 3 * AROUND, "{}", shown.len());
+        assert!(shown.starts_with("{\"short\": 1}\n…"), "{shown}");
+        assert!(shown.lines().nth(2).unwrap().ends_with('…'));
+        // Short texts are shown as they are.
+        let (same, span) = excerpt("{\"a\": 1}\n", 2..3);
+        assert_eq!((same.as_str(), span), ("{\"a\": 1}\n", 2..3));
+    }
 
     #[test]
     fn finds_top_level_keys_and_values() {

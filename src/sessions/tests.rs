@@ -830,3 +830,22 @@ fn patch_and_transcript_files_must_stay_below_the_session() {
     }
     assert_eq!(ok(by_id["a/fine.json"]).patch, b"diff --git a/x b/x\n");
 }
+
+/// An error in a long JSONL line (a whole patch on it) shows a window
+/// around the mistake, not the line.
+#[test]
+fn an_error_in_a_long_line_shows_a_window_around_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let patch = "+x\n".repeat(300).replace('\n', "\\n");
+    let line = format!(
+        "{{\"instance_id\": \"calc-1\", \"model_name_or_path\": \"m\", \"model_patch\": \"{patch}\", \"extra\": 1,}}\n"
+    );
+    write(dir.path(), "preds.jsonl", &line);
+    let results = load_dir(dir.path());
+    let err = results[0].as_ref().expect_err("a trailing comma");
+    let shown = err.src.as_ref().expect("a source").inner();
+    assert!(shown.len() < 400, "{} bytes shown: {shown}", shown.len());
+    let span = err.span.expect("a span");
+    let at = &shown[span.offset()..span.offset() + span.len().max(1)];
+    assert!(line.contains(at.trim_matches('…')), "{at:?} in {shown}");
+}

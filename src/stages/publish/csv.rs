@@ -74,7 +74,8 @@ pub(super) fn results(index: &Index<'_>) -> String {
             |f: &dyn Fn(&MetricsRecord) -> u64| m.map(|m| f(m).to_string()).unwrap_or_default();
         let row = [
             g.session.clone(),
-            g.instance_id.clone(),
+            // SWE-bench's id, as tasks.jsonl has it (`calc-1__spec`).
+            crate::stages::swebench::instance_id(&g.instance_id, &g.track),
             g.track.clone(),
             g.agent.clone(),
             g.model.clone(),

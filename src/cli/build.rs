@@ -99,7 +99,7 @@ pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
     crate::stages::finished(&executors);
     let outcome = outcome.map_err(Failure::cache)?;
     if let Some(id) = graph.find(crate::stages::RELEASE_NODE) {
-        write_release(&pipeline, &store, &outcome, id)?;
+        write_release(&pipeline, &store, &outcome, &graph, id)?;
     }
     let code = if outcome.summary.failed > 0 {
         exit::BUILD_FAILED
@@ -109,12 +109,48 @@ pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
     Ok(code)
 }
 
+/// What to write for the tasks held back awaiting a statement: each one's
+/// file, in the pipeline's `statements` directory (as the file names it).
+fn statements_to_write(
+    pipeline: &Pipeline,
+    store: &assay_engine::Store,
+    outcome: &assay_engine::BuildOutcome,
+    graph: &assay_engine::Graph,
+) -> String {
+    let mut ids: Vec<String> = (0..graph.len())
+        .filter(|&i| graph.node(i).kind == crate::stages::NodeKind::Task)
+        .filter_map(|i| outcome.output(store, i).ok().flatten())
+        .filter_map(|b| serde_json::from_slice::<crate::stages::TaskRecord>(&b).ok())
+        .filter(|t| t.status == crate::stages::TaskStatus::AwaitingStatement)
+        .map(|t| t.instance_id)
+        .collect();
+    ids.sort();
+    ids.dedup();
+    let dir = match &pipeline.settings.statements {
+        Some(d) => d
+            .strip_prefix(&pipeline.root)
+            .unwrap_or(d)
+            .display()
+            .to_string(),
+        None => {
+            return format!(
+                "to release them, set `statements = \"DIR\"` in {} and write DIR/<task id>.md for: {}",
+                pipeline.path.display(),
+                ids.join(", ")
+            );
+        }
+    };
+    let files: Vec<String> = ids.iter().map(|id| format!("{dir}/{id}.md")).collect();
+    format!("to release them, write {}", files.join(", "))
+}
+
 /// Writes the release node's files into the release directory, each replaced
 /// atomically (temp file + rename), and prints the funnel.
 fn write_release(
     pipeline: &Pipeline,
     store: &assay_engine::Store,
     outcome: &assay_engine::BuildOutcome,
+    graph: &assay_engine::Graph,
     id: usize,
 ) -> Result<(), Failure> {
     let Some(bytes) = outcome.output(store, id).map_err(Failure::cache)? else {
@@ -167,6 +203,9 @@ fn write_release(
         },
         f.awaiting_statement
     );
+    if f.awaiting_statement > 0 {
+        eprintln!("  {}", statements_to_write(pipeline, store, outcome, graph));
+    }
     eprintln!(
         "  wrote {}/{{{}}}",
         dir.display(),

@@ -39,7 +39,7 @@ pub(crate) use judge::{JudgeOutcome, JudgeRecord};
 pub(crate) use kind::{NodeKind, parse_arg as parse_kind};
 pub(crate) use names::RELEASE as RELEASE_NODE;
 pub(crate) use publish::{AssayVersion, Manifest, Number, pretty};
-pub(crate) use records::{EnvRecord, Fault, GradeRecord, Verdict};
+pub(crate) use records::{EnvRecord, Fault, GradeRecord, TaskRecord, TaskStatus, Verdict};
 pub(crate) use release::{ReadBlob, ReleaseParams, ReleaseRecord, assemble, read_from};
 
 use assay_engine::{Graph, GraphError, Store};

@@ -532,7 +532,10 @@ mod tests {
         std::fs::write(&path, format!("{source}since = \"2026-01-05\"\n")).unwrap();
         let mut s = Pipeline::load(&path).unwrap().settings;
         let src = &s.sources[0];
-        assert_eq!((src.repo.as_str(), src.version.as_str()), ("p", "0"));
+        assert_eq!(
+            (src.repo_of(tmp.path()), src.version.as_str()),
+            ("p".to_owned(), "0")
+        );
         assert_eq!(src.bounds.since, Some(1_767_571_200));
         assert!(src.squash.is_match("Fix it (#12)"));
         s.bound_sources(super::super::Bounds {

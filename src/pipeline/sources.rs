@@ -14,6 +14,39 @@ use toml::Spanned;
 use super::file::{SourceConfig, TopicSplit};
 use super::{ConfigError, Pipeline};
 
+/// `owner/name` of the repository at `path`'s `origin` remote, if it has one
+/// that names both (the repository's own config only; nothing of the
+/// machine's).
+fn origin_repo(path: &std::path::Path) -> Option<String> {
+    let out = std::process::Command::new("git")
+        .args(["config", "--local", "--get", "remote.origin.url"])
+        .current_dir(path)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .ok()?;
+    owner_name(String::from_utf8_lossy(&out.stdout).trim())
+}
+
+/// `owner/name` of a hosted remote's URL (`scheme://host/…` or
+/// `user@host:…`): its last two path segments, `.git` off. A local path
+/// names no owner.
+fn owner_name(url: &str) -> Option<String> {
+    let hosted = url.contains("://") || (url.contains('@') && url.contains(':'));
+    if !hosted {
+        return None;
+    }
+    let url = url.trim_end_matches('/').trim_end_matches(".git");
+    let mut parts = url.rsplit(['/', ':']);
+    let name = parts.next().filter(|s| !s.is_empty())?;
+    let owner = parts
+        .next()
+        .filter(|s| !s.is_empty() && !s.contains('@') && !s.contains('.'))?;
+    Some(format!("{owner}/{name}"))
+}
+
 /// Squash merges as GitHub writes them: `Title (#123)`.
 const DEFAULT_SQUASH: &str = r"\(#(\d+)\)\s*$";
 
@@ -34,13 +67,26 @@ pub(crate) struct SourceSettings {
     pub(crate) bounds: Bounds,
     /// The `[env.NAME]` this source's tasks run in.
     pub(crate) env: Option<Spanned<String>>,
-    /// SWE-bench's `repo` of its tasks: `repo`, or the source's name.
-    pub(crate) repo: String,
+    /// SWE-bench's `repo` of its tasks as the file gives it; `None`: the
+    /// repository's `origin` remote (`owner/name`), else the source's name
+    /// ([`SourceSettings::repo_of`]).
+    pub(crate) repo: Option<String>,
     /// SWE-bench's `version` of its tasks: `version`, or "0".
     pub(crate) version: String,
 }
 
 impl SourceSettings {
+    /// SWE-bench's `repo` of the source's tasks: `repo` as the file gives
+    /// it, else `owner/name` from the `origin` remote of the repository at
+    /// `path` (`https://github.com/owner/name.git`,
+    /// `git@github.com:owner/name.git`), else the source's name.
+    pub(crate) fn repo_of(&self, path: &std::path::Path) -> String {
+        if let Some(repo) = &self.repo {
+            return repo.clone();
+        }
+        origin_repo(path).unwrap_or_else(|| self.name.get_ref().clone())
+    }
+
     /// Where an error about the source's branch points: its name.
     pub(crate) fn branch_span(&self) -> Range<usize> {
         self.name.span()
@@ -121,7 +167,7 @@ fn source(pipeline: &Pipeline, s: &SourceConfig) -> Result<SourceSettings, Confi
             limit: s.limit,
         },
         env: s.env.clone(),
-        repo: s.repo.clone().unwrap_or_else(|| s.name.get_ref().clone()),
+        repo: s.repo.clone(),
         version: s.version.clone().unwrap_or_else(|| "0".to_owned()),
     })
 }
@@ -179,6 +225,48 @@ pub(crate) fn parse_date(s: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hosted_remote_names_owner_and_repository_a_local_path_does_not() {
+        for (url, want) in [
+            ("https://github.com/acme/widget.git", Some("acme/widget")),
+            ("https://github.com/acme/widget", Some("acme/widget")),
+            ("git@github.com:acme/widget.git", Some("acme/widget")),
+            (
+                "ssh://git@gitlab.example.org/group/widget.git",
+                Some("group/widget"),
+            ),
+            ("https://github.com/widget.git", None),
+            ("/srv/git/widget", None),
+            ("", None),
+        ] {
+            assert_eq!(owner_name(url).as_deref(), want, "{url}");
+        }
+    }
+
+    /// Read from the repository's own config, with real git.
+    #[test]
+    fn the_origin_remote_of_a_repository_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let ok = std::process::Command::new("git")
+                .args(args)
+                .current_dir(dir.path())
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "git {args:?}");
+        };
+        git(&["init", "-q"]);
+        assert_eq!(origin_repo(dir.path()), None);
+        git(&[
+            "remote",
+            "add",
+            "origin",
+            "https://github.com/acme/widget.git",
+        ]);
+        assert_eq!(origin_repo(dir.path()).as_deref(), Some("acme/widget"));
+    }
 
     #[test]
     fn parse_date_matches_known_epochs() {

@@ -70,6 +70,7 @@ pub(crate) fn nodes(
         let env = envs.for_source(pipeline, src)?;
         let env_cfg = env.cfg;
         let (source, candidates) = open_source(pipeline, src)?;
+        let repo = src.repo_of(source.path());
         tree_store
             .add_alternate(&source.objects_dir())
             .map_err(StageError::cache)?;
@@ -155,6 +156,7 @@ pub(crate) fn nodes(
                 env_name: &env_name,
                 triage: &triage_name,
                 screen: &screen_name,
+                repo: &repo,
             };
             for (task_key, task_name) in task_nodes_of(out, &tasks) {
                 task_nodes.insert(task_key, (task_name.clone(), env_name.clone()));
@@ -195,6 +197,8 @@ struct Tasks<'a> {
     env_name: &'a str,
     triage: &'a str,
     screen: &'a str,
+    /// SWE-bench's `repo` of the source's tasks.
+    repo: &'a str,
 }
 
 /// A candidate's tasks: one per topic (or one), on the basic track and, with
@@ -229,7 +233,7 @@ fn task_nodes_of(out: &mut Vec<NodeSpec>, t: &Tasks<'_>) -> Vec<((String, String
                 topic: topic.clone(),
                 topics: topics.clone(),
                 env: t.env_name.to_owned(),
-                repo: src.repo.clone(),
+                repo: t.repo.to_owned(),
                 version: src.version.clone(),
                 hints: read_statement(t.statements, &instance_id, "hints.md"),
                 created_at: task::iso8601(t.merged_at),

@@ -152,7 +152,7 @@ print("repository visible:", os.path.exists("{repo}"))
 s = socket.create_connection(("127.0.0.1", 8417))
 s.sendall(b"GET http://1.1.1.1/ HTTP/1.1\r\nHost: 1.1.1.1\r\n\r\n")
 print("absolute uri:", s.recv(200).split(b"\r\n")[0].decode())
-req = urllib.request.Request(base + "/models", headers={{"Host": "1.1.1.1"}})
+req = urllib.request.Request(base + "/models?token=sk-ant-api03-planted0123456789abcdef", headers={{"Host": "1.1.1.1"}})
 print("host header:", urllib.request.urlopen(req).read().decode()[:40])
 print("tests visible:", os.path.exists("tests/test_ops.py"))
 "#,
@@ -216,7 +216,7 @@ PY
     assert_eq!(seen.len(), 4, "{seen:?}");
     for s in &seen {
         assert!(
-            s.path == "/v1/chat/completions" || s.path == "/v1/models",
+            s.path == "/v1/chat/completions" || s.path.starts_with("/v1/models?"),
             "{s:?}"
         );
         assert_eq!(
@@ -238,6 +238,16 @@ PY
         .count();
     let answered = requests.iter().filter(|r| r["status"] == 200).count();
     assert_eq!((refused, answered), (2, 2), "{requests:?}");
+    // A secret the agent put in a path is redacted in the record.
+    let paths: Vec<&str> = requests.iter().filter_map(|r| r["path"].as_str()).collect();
+    assert!(
+        paths.iter().any(|p| p.starts_with("/v1/models?token=")),
+        "{paths:?}"
+    );
+    assert!(
+        !paths.iter().any(|p| p.contains("planted0123456789")),
+        "{paths:?}"
+    );
     assert!(attempt.get("infrastructure").is_none(), "{attempt}");
     // The key is nowhere in the project: cache, release, logs.
     assert_eq!(

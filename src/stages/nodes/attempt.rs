@@ -365,6 +365,14 @@ async fn once(
     let mut redact = p.redact.clone();
     redact.env.extend(p.key_env.clone());
     let redactor = Redactor::new(&redact);
+    // The agent chose the paths it asked for: redacted like its log.
+    let requests: Vec<egress::Request> = requests
+        .into_iter()
+        .map(|mut r| {
+            r.path = String::from_utf8_lossy(&redactor.redact(r.path.as_bytes()).0).into_owned();
+            r
+        })
+        .collect();
     let mut attachments = Vec::new();
     let mut put = |bytes: &[u8]| -> Result<String, String> {
         let d = ctx.blobs.put(bytes).map_err(|e| e.to_string())?;

@@ -17,7 +17,7 @@ use super::{
 };
 use crate::stages::node::Made;
 use crate::stages::records::EnvRecord;
-use crate::stages::rules::limits::Limit;
+use crate::stages::rules::limits::{Limit, RunLimits};
 
 /// `[env] sandbox`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -205,6 +205,22 @@ async fn prepare(
     }))
 }
 
+/// The process limits of a sandboxed run under `limits`: its log may grow
+/// to `log_cap` whatever the file-size limit, and what it writes into its
+/// tree is measured when `measured` (not for setup, which writes its
+/// environment). Every sandboxed process assay starts — a test run, a
+/// setup, an agent's attempt — is limited through this.
+pub(crate) fn process_limits(limits: &RunLimits, log_cap: u64, measured: bool) -> Limits {
+    Limits {
+        max_file_size: Some(limits.file_size.max(log_cap)),
+        max_processes: Some(limits.processes),
+        max_open_files: Some(limits.open_files),
+        max_memory: Some(limits.memory),
+        no_core: true,
+        max_written: measured.then_some(limits.write),
+    }
+}
+
 /// The rules' word for the limit a local run hit.
 fn limit_word(hit: LimitHit) -> Limit {
     match hit {
@@ -225,15 +241,9 @@ pub(crate) fn spec(conf: &Confinement, launch: Launch<'_>) -> Result<RunSpec, St
     let env_dir = launch.env.host_dir()?;
     let path = host_path();
     let mut env = base_env(&path, launch.attempt);
-    let limits = Limits {
-        max_file_size: Some(conf.limits.file_size.max(launch.log_cap)),
-        max_processes: Some(conf.limits.processes),
-        max_open_files: Some(conf.limits.open_files),
-        max_memory: Some(conf.limits.memory),
-        no_core: true,
-        // A test run's tree; setup writes its environment instead.
-        max_written: (launch.tree.is_some() && !launch.setup).then_some(conf.limits.write),
-    };
+    // A test run's tree; setup writes its environment instead.
+    let measured = launch.tree.is_some() && !launch.setup;
+    let limits = process_limits(&conf.limits, launch.log_cap, measured);
     let (cwd, sandbox) = match conf.sandbox {
         SandboxMode::None => {
             let home = if launch.setup {

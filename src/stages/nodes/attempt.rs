@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use assay_engine::JobCtx;
-use assay_exec::{Bind, Limits, RunSpec, Sandbox, sandbox};
+use assay_exec::{Bind, RunSpec, Sandbox, sandbox};
 use serde::{Deserialize, Serialize};
 
 use super::super::attempt::egress::{self, Endpoint, KeyHeader};
@@ -614,14 +614,7 @@ fn spec(
         timeout: Duration::from_secs(p.time_limit),
         log_path: ws.log(),
         log_cap: LOG_CAP,
-        limits: Limits {
-            max_file_size: Some(l.file_size.max(LOG_CAP)),
-            max_processes: Some(l.processes),
-            max_open_files: Some(l.open_files),
-            max_memory: Some(l.memory),
-            no_core: true,
-            max_written: Some(l.write),
-        },
+        limits: super::executor::local::process_limits(l, LOG_CAP, true),
         sandbox: Some((
             super::executor::local::bwrap()?,
             Sandbox {

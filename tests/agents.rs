@@ -148,6 +148,14 @@ for host, port in [("127.0.0.1", {port}), ("1.1.1.1", 80)]:
 print("history:", subprocess.run(["git", "log", "--oneline", "--all"], capture_output=True, text=True).stdout.strip())
 print("cache visible:", os.path.exists("{cache}"))
 print("repository visible:", os.path.exists("{repo}"))
+# Write outside the workspace: the project, the prompt; outlive the attempt.
+for path in ["{project}/escaped.txt", "/assay/in/prompt.md"]:
+    try:
+        open(path, "a").write("escaped")
+        print("WROTE", path)
+    except OSError as e:
+        print("not written", path, type(e).__name__)
+subprocess.Popen(["setsid", "sh", "-c", "exec sleep 77123"], start_new_session=True)
 # Another host named through the proxy: an absolute URI, then a Host header.
 s = socket.create_connection(("127.0.0.1", 8417))
 s.sendall(b"GET http://1.1.1.1/ HTTP/1.1\r\nHost: 1.1.1.1\r\n\r\n")
@@ -158,7 +166,8 @@ print("tests visible:", os.path.exists("tests/test_ops.py"))
 "#,
         port = llm.port,
         cache = "CACHE",
-        repo = "REPO"
+        repo = "REPO",
+        project = "PROJECT"
     );
     let agent = format!(
         r#"
@@ -183,6 +192,10 @@ PY
         "\"REPO\"",
         &format!("\"{}\"", f.path().join("repo").display()),
     );
+    f.edit_pipeline(
+        "\"PROJECT/escaped.txt\"",
+        &format!("\"{}/escaped.txt\"", f.path().display()),
+    );
     f.build_ok();
     let attempt = f.project.output_record("attempt:agent/probe/p-1/0");
     let log = String::from_utf8(f.project.blob(attempt["log"].as_str().unwrap())).unwrap();
@@ -199,6 +212,20 @@ PY
     );
     assert!(log.contains("cache visible: False"), "{log}");
     assert!(log.contains("repository visible: False"), "{log}");
+    assert!(log.contains("not written /assay/in/prompt.md"), "{log}");
+    let outside = format!("not written {}/escaped.txt", f.path().display());
+    assert!(log.contains(&outside), "{log}");
+    assert!(!log.contains("WROTE"), "{log}");
+    assert!(!f.path().join("escaped.txt").exists());
+    // The daemon it started did not outlive its attempt.
+    let survivors: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains("sleep 77123"))
+        .collect();
+    assert!(survivors.is_empty(), "{survivors:?}");
     assert!(log.contains("absolute uri: HTTP/1.1 400"), "{log}");
     // A Host header changes nothing: the request went to the endpoint.
     assert!(log.contains("host header: {\"choices\""), "{log}");

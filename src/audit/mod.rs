@@ -23,4 +23,4 @@ pub(crate) use bundle::{BundleError, LOG_KINDS, export, verify_bundle};
 pub(crate) use display::NodeDisplay;
 
 pub(crate) use finding::Finding;
-pub(crate) use release::verify_release;
+pub(crate) use release::{release_digest, verify_release};

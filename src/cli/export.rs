@@ -1,6 +1,7 @@
 //! `assay export --to DIR`: the closure of the last release as a bundle that
 //! `assay verify --bundle DIR` checks anywhere (see `audit::bundle`,
-//! docs/audit.md).
+//! docs/audit.md). `assay export --harbor DIR`: its certified tasks as
+//! Harbor task folders (`stages::harbor`, docs/harbor.md).
 
 use std::path::PathBuf;
 
@@ -10,24 +11,37 @@ use super::{Failure, Global};
 use crate::exit;
 use crate::pipeline::Pipeline;
 
-/// Write the last release and everything its numbers depend on to a directory.
+/// Write the last release and everything its numbers depend on to a directory,
+/// or its certified tasks as Harbor task folders.
 ///
-/// Every key record, output and blob the release node depends on (tasks,
-/// screening, runs, grades, sessions, judge readings), the release files and
-/// their provenance (an in-toto Statement), in a content-addressed layout.
-/// The same release always gives the same bytes.
+/// `--to`: every key record, output and blob the release node depends on
+/// (tasks, screening, runs, grades, sessions, judge readings), the release
+/// files and their provenance (an in-toto Statement), in a content-addressed
+/// layout. The same release always gives the same bytes.
+///
+/// `--harbor`: one Harbor task folder per certified task and track, run with
+/// `harbor run -p DIR`; each carries its task's digest and assay's verifier.
 #[derive(Args, Debug)]
 pub(crate) struct ExportArgs {
     /// The directory to write (absent or empty).
-    #[arg(long)]
-    to: PathBuf,
+    #[arg(long, required_unless_present = "harbor", conflicts_with = "harbor")]
+    to: Option<PathBuf>,
     /// Leave out the bulky evidence: run logs and reports, environment setup
     /// logs and images (their digests stay in the bundle).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "harbor")]
     no_logs: bool,
+    /// Write the certified tasks as Harbor task folders into this directory
+    /// (absent or empty). The tasks must have been built with the docker
+    /// executor (`assay build --executor docker`).
+    #[arg(long, value_name = "DIR")]
+    harbor: Option<PathBuf>,
 }
 
 pub(crate) fn run(global: &Global, args: ExportArgs) -> Result<i32, Failure> {
+    if let Some(dir) = &args.harbor {
+        return harbor(global, dir);
+    }
+    let to = args.to.clone().unwrap_or_default();
     let pipeline = Pipeline::load(&global.pipeline).ok();
     let store = global.open_store(pipeline.as_ref())?;
     let omit: Vec<String> = if args.no_logs {
@@ -38,7 +52,7 @@ pub(crate) fn run(global: &Global, args: ExportArgs) -> Result<i32, Failure> {
     } else {
         Vec::new()
     };
-    let done = crate::audit::export(&store, &args.to, &omit).map_err(|e| {
+    let done = crate::audit::export(&store, &to, &omit).map_err(|e| {
         Failure::new(
             exit::NOT_FOUND,
             miette::miette!(help = "build first, on this cache", "cannot export: {e}"),
@@ -47,7 +61,7 @@ pub(crate) fn run(global: &Global, args: ExportArgs) -> Result<i32, Failure> {
     println!(
         "exported release {} to {}: {} nodes, {} blobs, {} release files, {} bytes{}",
         done.release_digest,
-        args.to.display(),
+        to.display(),
         done.counts.nodes,
         done.counts.blobs,
         done.counts.files,
@@ -62,4 +76,46 @@ pub(crate) fn run(global: &Global, args: ExportArgs) -> Result<i32, Failure> {
         }
     );
     Ok(exit::OK)
+}
+
+/// `export --harbor DIR`: the pipeline's docker settings are the ones the
+/// tasks were certified with (`build --executor docker`).
+fn harbor(global: &Global, dir: &std::path::Path) -> Result<i32, Failure> {
+    let mut pipeline = global.load_pipeline()?;
+    pipeline.settings.executor_override = Some("docker");
+    let store = global.open_store(Some(&pipeline))?;
+    let binary = std::env::current_exe().map_err(|e| {
+        Failure::new(
+            exit::NOT_FOUND,
+            miette::miette!("cannot find assay's own binary: {e}"),
+        )
+    })?;
+    let done = crate::stages::harbor::export(&pipeline, &store, dir, &binary).map_err(|e| {
+        Failure::new(
+            exit::NOT_FOUND,
+            miette::miette!(
+                help = "build first, with `assay build --executor docker`, on this cache",
+                "cannot export to Harbor: {e}"
+            ),
+        )
+    })?;
+    for (id, why) in &done.skipped {
+        eprintln!("warning: {id} not exported: {why}");
+    }
+    println!(
+        "exported {} certified tasks of release {} to {} as Harbor task folders{}",
+        done.tasks.len(),
+        done.release_digest,
+        dir.display(),
+        if done.skipped.is_empty() {
+            String::new()
+        } else {
+            format!(" ({} left out, see the warnings)", done.skipped.len())
+        }
+    );
+    Ok(if done.tasks.is_empty() {
+        exit::NOT_FOUND
+    } else {
+        exit::OK
+    })
 }

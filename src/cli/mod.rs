@@ -6,6 +6,7 @@ mod explain;
 mod export;
 mod forward;
 mod gc;
+mod harbor_verify;
 mod hash;
 mod plan;
 mod show;
@@ -63,6 +64,8 @@ enum Command {
     Worker(worker::WorkerArgs),
     #[command(hide = true)]
     Forward(forward::ForwardArgs),
+    #[command(hide = true)]
+    HarborVerify(harbor_verify::HarborVerifyArgs),
 }
 
 /// An error on its way out: what to print, and the exit code it maps to.
@@ -133,6 +136,7 @@ pub(crate) fn run(cli: Cli) -> Result<i32, Failure> {
         Command::BenchDag(a) => bench_dag::run(&global, a),
         Command::Worker(a) => worker::run(a),
         Command::Forward(a) => forward::run(a),
+        Command::HarborVerify(a) => harbor_verify::run(a),
     }
 }
 

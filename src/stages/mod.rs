@@ -20,6 +20,7 @@ mod canary;
 mod error;
 mod executor;
 mod guard;
+pub(crate) mod harbor;
 mod kind;
 mod names;
 mod node;

@@ -376,6 +376,24 @@ impl TreeStore {
         Ok(String::from_utf8_lossy(&out).trim().to_string())
     }
 
+    /// A commit of `tree` with no parent and fixed metadata (the same tree
+    /// gives the same id), for composing over a tree that is no source's
+    /// commit: a workspace's base read from files.
+    pub fn commit_of_tree(&self, tree: &str) -> Result<String, GitError> {
+        let tree = parse_id(tree)?;
+        let out = Git::new(&self.path)
+            .env("GIT_AUTHOR_NAME", "assay")
+            .env("GIT_AUTHOR_EMAIL", "assay@localhost")
+            .env("GIT_AUTHOR_DATE", "@0 +0000")
+            .env("GIT_COMMITTER_NAME", "assay")
+            .env("GIT_COMMITTER_EMAIL", "assay@localhost")
+            .env("GIT_COMMITTER_DATE", "@0 +0000")
+            .args(["commit-tree", "-m", "base"])
+            .arg(tree.to_string())
+            .output(&[])?;
+        Ok(String::from_utf8_lossy(&out).trim().to_string())
+    }
+
     /// The binary diff from tree `from` to tree `to` (`git diff --binary`
     /// as `git apply` takes it); empty when they are the same.
     pub fn diff(&self, from: &str, to: &str) -> Result<Vec<u8>, GitError> {

@@ -302,7 +302,7 @@ pub(crate) async fn execute_tree(
 /// reading whose units did not build is believed (`Trust::BuildFailed`):
 /// their tests count as failed, which screening and grading read from
 /// `build_failures` (docs/verdicts.md).
-fn read_outcomes(
+pub(crate) fn read_outcomes(
     record: &mut RunRecord,
     format: Format,
     log: &[u8],
@@ -349,7 +349,7 @@ fn read_outcomes(
 /// `work` (docs/security.md): fresh random names per run, the files
 /// rewritten in place before the run starts. `Err` says why the run carries
 /// none (it is then not forgery-checked).
-fn plant_canaries(
+pub(crate) fn plant_canaries(
     work: &std::path::Path,
     hidden: &[String],
     format: Format,
@@ -434,7 +434,7 @@ fn canary_seed(tree_id: &str, command: &str) -> ([u8; 32], bool) {
 
 /// 32 bytes from the kernel's random source: canary names no patch can
 /// know in advance.
-fn fresh_seed() -> [u8; 32] {
+pub(crate) fn fresh_seed() -> [u8; 32] {
     use std::io::Read;
     let mut seed = [0u8; 32];
     let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut seed));

@@ -78,17 +78,36 @@ fn stage(
         return Ok(staging::skipped(why));
     }
     let patch = blob(ctx, &session.patch)?;
+    let store = TreeStore::open_or_init(store_dir).map_err(|e| e.to_string())?;
+    stage_patch(p, &store, task, patch).map(|(record, _)| record)
+}
+
+/// The graded tree of `patch` over `task` in `store` (a released task;
+/// [`staging::not_graded`] is the caller's), and what the arm left out of
+/// it. Shared with the Harbor verifier, which grades a workspace's diff
+/// exactly so.
+pub(crate) fn stage_patch(
+    p: &StageParams,
+    store: &TreeStore,
+    task: &TaskRecord,
+    patch: Vec<u8>,
+) -> Result<(TreeRecord, Exclusion), String> {
     let tests = globset(&p.test_globs).map_err(|e| e.to_string())?;
     let paths = match session_paths_within(&patch, p.caps) {
-        Err(e) => return Ok(staging::skipped(Skip::PatchApplyFailed(e))),
+        Err(e) => {
+            return Ok((
+                staging::skipped(Skip::PatchApplyFailed(e)),
+                Exclusion::default(),
+            ));
+        }
         Ok(paths) => paths,
     };
     let test_patch = TestPatch::read(task.test_patch.as_bytes());
     let exclusion = Exclusion::of(&paths, &test_patch, p.policy, &tests);
-    let store = TreeStore::open_or_init(store_dir).map_err(|e| e.to_string())?;
     let steps = staging::session_steps(patch, &paths, &exclusion, &task.test_patch);
-    staging::staged(
+    let record = staging::staged(
         store.compose(&task.base_commit, &steps),
         test_patch.hidden(),
-    )
+    )?;
+    Ok((record, exclusion))
 }

@@ -68,7 +68,6 @@ pub(crate) fn nodes(
     let mut seen_candidates = HashSet::new();
     for src in &settings.sources {
         let env = envs.for_source(pipeline, src)?;
-        let env_cfg = env.cfg;
         let (source, candidates) = open_source(pipeline, src)?;
         let repo = src.repo_of(source.path());
         tree_store
@@ -79,27 +78,8 @@ pub(crate) fn nodes(
                 continue;
             }
             let cid = c.id.clone();
-            // Environment: spec + key files' content at the base commit.
-            let mut key_files = Vec::new();
-            let mut files = Vec::new();
-            for kf in &env_cfg.key_files {
-                match source.read_file(&c.base, kf).map_err(StageError::cache)? {
-                    Some(bytes) => {
-                        key_files.push((kf.clone(), blake3::hash(&bytes).to_hex().to_string()));
-                        files.push((kf.clone(), bytes));
-                    }
-                    None => key_files.push((kf.clone(), "absent".into())),
-                }
-            }
-            let env_params = EnvParams {
-                setup: env_cfg.setup.clone(),
-                key_files,
-                confine: env.confine.clone(),
-                redact: redact.clone(),
-                export: env.export,
-                at: None,
-            };
-            let env_name = names::env(&blake3::hash(&encode_params(&env_params)));
+            let (env_params, files) = env_params(&env, &source, &c.base, &redact)?;
+            let env_name = env_name(&env_params);
             if env_nodes.insert(env_name.clone()) {
                 out.push(node::spec(
                     env_name.clone(),
@@ -373,4 +353,40 @@ fn release_node(
 
 fn read_statement(dir: Option<&Path>, id: &str, ext: &str) -> Option<String> {
     std::fs::read_to_string(dir?.join(format!("{id}.{ext}"))).ok()
+}
+
+/// A candidate's environment: the `[env]` spec and its key files' content at
+/// `base` (their digests in the params, their bytes written into the
+/// environment before setup runs).
+pub(crate) fn env_params(
+    env: &EnvSettings<'_>,
+    source: &assay_git::Source,
+    base: &str,
+    redact: &RedactConfig,
+) -> Result<(EnvParams, Vec<(String, Vec<u8>)>), StageError> {
+    let mut key_files = Vec::new();
+    let mut files = Vec::new();
+    for kf in &env.cfg.key_files {
+        match source.read_file(base, kf).map_err(StageError::cache)? {
+            Some(bytes) => {
+                key_files.push((kf.clone(), blake3::hash(&bytes).to_hex().to_string()));
+                files.push((kf.clone(), bytes));
+            }
+            None => key_files.push((kf.clone(), "absent".into())),
+        }
+    }
+    let params = EnvParams {
+        setup: env.cfg.setup.clone(),
+        key_files,
+        confine: env.confine.clone(),
+        redact: redact.clone(),
+        export: env.export,
+        at: None,
+    };
+    Ok((params, files))
+}
+
+/// The env node's name: its params' digest.
+pub(crate) fn env_name(params: &EnvParams) -> String {
+    names::env(&blake3::hash(&encode_params(params)))
 }

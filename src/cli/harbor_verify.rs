@@ -1,0 +1,51 @@
+//! `assay harbor-verify` (hidden): the verifier of an exported Harbor task,
+//! run by its `tests/test.sh` inside the trial's container
+//! (`stages::harbor::verify`, docs/harbor.md).
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::Failure;
+use crate::exit;
+use crate::stages::harbor::{Paths, verify};
+
+/// Grade the workspace of a Harbor trial and write its reward.
+#[derive(Args, Debug)]
+pub(crate) struct HarborVerifyArgs {
+    /// The task's tests folder as Harbor copied it.
+    #[arg(long, default_value = crate::stages::harbor::TESTS)]
+    tests: PathBuf,
+    /// The agent's workspace.
+    #[arg(long, default_value = crate::stages::harbor::WORKSPACE)]
+    workspace: PathBuf,
+    /// Where reward.json and the verdict go.
+    #[arg(long, default_value = crate::stages::harbor::LOGS)]
+    logs: PathBuf,
+}
+
+pub(crate) fn run(args: HarborVerifyArgs) -> Result<i32, Failure> {
+    let paths = Paths {
+        tests: args.tests,
+        workspace: args.workspace,
+        logs: args.logs,
+    };
+    let verdict = verify(&paths).map_err(|e| {
+        Failure::new(
+            exit::SANDBOX,
+            miette::miette!("assay's verifier could not grade this trial: {e}"),
+        )
+    })?;
+    eprintln!(
+        "assay: {} {} ({}){}",
+        verdict.task_id,
+        verdict.verdict,
+        verdict.fault,
+        if verdict.detail.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", verdict.detail)
+        }
+    );
+    Ok(exit::OK)
+}

@@ -1,0 +1,442 @@
+//! `assay export --harbor DIR`: every certified task of the last build's
+//! release (both tracks) as a Harbor task folder (docs/harbor.md):
+//!
+//! ```text
+//! <instance id>/
+//!   task.toml            the task's digest in [metadata], timeouts
+//!   instruction.md       the prompt assay's own agents get
+//!   environment/         Dockerfile: the base image, key files, setup, the base tree
+//!   tests/test.sh        runs assay's verifier (tests/assay, tests/assay-task.json, tests/base.tar)
+//!   solution/solve.sh    applies the gold patch
+//! ```
+//!
+//! A task is exported only as it was screened: the pipeline's docker
+//! environment for its source must be the one it was certified in (its env
+//! node), or the export says to build with `--executor docker` first.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use assay_engine::{Digest, Store};
+use assay_git::{Source, TreeStore};
+use serde::Deserialize;
+
+use super::{BASE_TAR, BINARY, SPEC_FILE, SPEC_VERSION, Spec, WORKSPACE};
+use crate::pipeline::Pipeline;
+use crate::stages::executor::ExecutorSetting;
+use crate::stages::plan::envs::Envs;
+use crate::stages::plan::layout::{env_name, env_params};
+use crate::stages::records::TaskRecord;
+use crate::stages::redact::RedactConfig;
+use crate::stages::{ReleaseRecord, swebench};
+
+/// What the export wrote.
+#[derive(Debug, Default)]
+pub(crate) struct Exported {
+    pub(crate) release_digest: String,
+    /// The folders written, by instance id.
+    pub(crate) tasks: Vec<String>,
+    /// Tasks of the release not exported, with why (uncertified ones are
+    /// not counted here: a release never offers them).
+    pub(crate) skipped: Vec<(String, String)>,
+}
+
+/// One line of the release's tasks.jsonl, as far as the export reads it.
+#[derive(Deserialize)]
+struct Line {
+    digest: String,
+    #[serde(default)]
+    certified: bool,
+}
+
+pub(crate) fn export(
+    pipeline: &Pipeline,
+    store: &Store,
+    dir: &Path,
+    binary: &Path,
+) -> Result<Exported, String> {
+    if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some()) {
+        return Err(format!(
+            "{} is not empty: the Harbor export writes a fresh directory",
+            dir.display()
+        ));
+    }
+    let (release, release_digest) = last_release(store)?;
+    let tasks_blob = release
+        .files
+        .get("tasks.jsonl")
+        .ok_or("the last release has no tasks.jsonl")?;
+    let tasks_jsonl = blob(store, tasks_blob)?;
+    let mut warnings = Vec::new();
+    let envs = Envs::resolve(pipeline, &mut warnings).map_err(|e| format!("{e:?}"))?;
+    let redact = RedactConfig {
+        patterns: pipeline.settings.redact_patterns.clone(),
+        env: pipeline.settings.redact_env.clone(),
+    };
+    let tree_store =
+        TreeStore::open_or_init(&store.dir().join("git")).map_err(|e| e.to_string())?;
+    let mut sources: BTreeMap<String, Source> = BTreeMap::new();
+    let mut out = Exported {
+        release_digest,
+        ..Exported::default()
+    };
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for line in tasks_jsonl.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+        let line: Line = serde_json::from_slice(line).map_err(|e| format!("tasks.jsonl: {e}"))?;
+        if !line.certified {
+            continue;
+        }
+        let task = task_record(store, &line.digest)?;
+        let id = swebench::instance_id(&task.instance_id, &task.track);
+        let Some(src) = pipeline
+            .settings
+            .sources
+            .iter()
+            .filter(|s| {
+                task.instance_id
+                    .starts_with(&format!("{}-", s.name.get_ref()))
+            })
+            .max_by_key(|s| s.name.get_ref().len())
+        else {
+            out.skipped
+                .push((id, "no [[source]] of the pipeline names it".into()));
+            continue;
+        };
+        let env = envs
+            .for_source(pipeline, src)
+            .map_err(|e| format!("{e:?}"))?;
+        let ExecutorSetting::Docker(docker) = &env.confine.executor else {
+            return Err(format!(
+                "{id}: its environment is not a docker one; export with the executor it was built with (`assay build --executor docker`, then `assay export --harbor` reads the same settings)"
+            ));
+        };
+        let name = src.name.get_ref().clone();
+        if !sources.contains_key(&name) {
+            let path = pipeline.resolve(src.path.get_ref());
+            let source = Source::open(&path).map_err(|e| e.to_string())?;
+            tree_store
+                .add_alternate(&source.objects_dir())
+                .map_err(|e| e.to_string())?;
+            sources.insert(name.clone(), source);
+        }
+        let source = &sources[&name];
+        let (params, key_files) =
+            env_params(env, source, &task.base_commit, &redact).map_err(|e| format!("{e:?}"))?;
+        if env_name(&params) != task.env {
+            out.skipped.push((
+                id,
+                format!(
+                    "certified in {}, and the pipeline's docker environment for it is {} now: build with `--executor docker` first",
+                    task.env,
+                    env_name(&params)
+                ),
+            ));
+            continue;
+        }
+        let base = base_tar(&tree_store, &task.base_commit)?;
+        let spec = Spec {
+            version: SPEC_VERSION,
+            digest: line.digest.clone(),
+            task_id: id.clone(),
+            test_command: env.cfg.test_command.clone(),
+            report: env.cfg.report.get_ref().clone(),
+            report_file: env.cfg.report_file.clone(),
+            timeout_s: env.timeout,
+            log_cap: env.log_cap,
+            policy: pipeline.settings.grade.policy,
+            test_globs: pipeline.settings.triage.test_globs.clone(),
+            max_patch_bytes: pipeline.settings.grade.caps.bytes,
+            max_patch_files: pipeline.settings.grade.caps.files,
+            canary: env.cfg.canary.as_ref().map(|c| c.get_ref().clone()),
+            task,
+        };
+        let folder = Folder {
+            spec: &spec,
+            base_image: &docker.base_image,
+            setup: &params.setup,
+            key_files: &key_files,
+            base: &base,
+            binary,
+        };
+        folder.write(&dir.join(&id))?;
+        out.tasks.push(id);
+    }
+    Ok(out)
+}
+
+/// The last build's release record and its digest (`manifest.json`'s).
+fn last_release(store: &Store) -> Result<(ReleaseRecord, String), String> {
+    let e = |e: &dyn std::fmt::Display| e.to_string();
+    let build = store
+        .builds(1)
+        .map_err(|x| e(&x))?
+        .into_iter()
+        .next()
+        .ok_or("no finished build in this cache: build first")?;
+    let manifest = store
+        .manifest(&build)
+        .map_err(|x| e(&x))?
+        .ok_or("the last build has no manifest")?;
+    let key = manifest
+        .find(crate::stages::RELEASE_NODE)
+        .and_then(|m| m.key)
+        .ok_or("the last build has no release")?;
+    let (_, _, row) = store
+        .key_record(&key)
+        .map_err(|x| e(&x))?
+        .ok_or("the last release is not in the cache")?;
+    let record: ReleaseRecord =
+        serde_json::from_slice(&store.output_bytes(&row).map_err(|x| e(&x))?)
+            .map_err(|x| format!("the release record: {x}"))?;
+    let digest = match record.files.get("manifest.json") {
+        Some(d) => crate::audit::release_digest(&blob(store, d)?)
+            .map(|(claimed, _)| claimed)
+            .unwrap_or_default(),
+        None => String::new(),
+    };
+    Ok((record, digest))
+}
+
+fn blob(store: &Store, hex: &str) -> Result<Vec<u8>, String> {
+    let d: Digest = hex.parse()?;
+    store.blobs().get(&d).map_err(|e| e.to_string())
+}
+
+/// The task node's record, by its key (tasks.jsonl's `digest`).
+fn task_record(store: &Store, hex: &str) -> Result<TaskRecord, String> {
+    let key: Digest = hex.parse()?;
+    let (_, _, row) = store
+        .key_record(&key)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("task node {hex} is not in the cache (collected?)"))?;
+    let bytes = store.output_bytes(&row).map_err(|e| e.to_string())?;
+    serde_json::from_slice(&bytes).map_err(|e| format!("task node {hex}: {e}"))
+}
+
+/// The files of `commit`'s tree as a tar: sorted, mtime 0, git's modes, so
+/// the same task always gives the same bytes.
+fn base_tar(store: &TreeStore, commit: &str) -> Result<Vec<u8>, String> {
+    let tree = store.tree_of(commit).map_err(|e| e.to_string())?;
+    let mut b = tar::Builder::new(Vec::new());
+    for entry in store.entries(&tree).map_err(|e| e.to_string())? {
+        let data = store.read_blob(&entry.id).map_err(|e| e.to_string())?;
+        let mut h = tar::Header::new_gnu();
+        h.set_mtime(0);
+        h.set_uid(0);
+        h.set_gid(0);
+        if entry.mode == 0o120000 {
+            h.set_entry_type(tar::EntryType::Symlink);
+            h.set_mode(0o777);
+            h.set_size(0);
+            let target = String::from_utf8_lossy(&data).into_owned();
+            b.append_link(&mut h, &entry.path, target)
+                .map_err(|e| e.to_string())?;
+        } else {
+            h.set_entry_type(tar::EntryType::Regular);
+            h.set_mode(if entry.mode == 0o100755 { 0o755 } else { 0o644 });
+            h.set_size(data.len() as u64);
+            b.append_data(&mut h, &entry.path, data.as_slice())
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    b.into_inner().map_err(|e| e.to_string())
+}
+
+/// Files as a tar (sorted, mtime 0): the key files for `/assay/env`.
+fn files_tar(files: &[(String, Vec<u8>)]) -> Result<Vec<u8>, String> {
+    let mut sorted: Vec<&(String, Vec<u8>)> = files.iter().collect();
+    sorted.sort();
+    let mut b = tar::Builder::new(Vec::new());
+    for (path, data) in sorted {
+        let mut h = tar::Header::new_gnu();
+        h.set_mtime(0);
+        h.set_mode(0o644);
+        h.set_size(data.len() as u64);
+        b.append_data(&mut h, path, data.as_slice())
+            .map_err(|e| e.to_string())?;
+    }
+    b.into_inner().map_err(|e| e.to_string())
+}
+
+/// One task folder's parts.
+struct Folder<'a> {
+    spec: &'a Spec,
+    base_image: &'a str,
+    setup: &'a [String],
+    key_files: &'a [(String, Vec<u8>)],
+    base: &'a [u8],
+    binary: &'a Path,
+}
+
+impl Folder<'_> {
+    fn write(&self, dir: &Path) -> Result<(), String> {
+        let spec = self.spec;
+        let task = &spec.task;
+        let put = |rel: &str, bytes: &[u8], exec: bool| -> Result<(), String> {
+            let path = dir.join(rel);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| format!("{}: {e}", parent.display()))?;
+            }
+            std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+            if exec {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+            }
+            Ok(())
+        };
+        put("task.toml", self.task_toml().as_bytes(), false)?;
+        put(
+            "instruction.md",
+            crate::stages::attempt::prompt(&task.problem_statement).as_bytes(),
+            false,
+        )?;
+        put(
+            "environment/Dockerfile",
+            self.dockerfile().as_bytes(),
+            false,
+        )?;
+        put(
+            "environment/setup.sh",
+            setup_script(self.setup).as_bytes(),
+            false,
+        )?;
+        put("environment/env.tar", &files_tar(self.key_files)?, false)?;
+        put("environment/base.tar", self.base, false)?;
+        put(
+            "environment/sitecustomize.py",
+            crate::stages::guard::source(WORKSPACE).as_bytes(),
+            false,
+        )?;
+        put("tests/test.sh", TEST_SH.as_bytes(), true)?;
+        put(
+            &format!("tests/{SPEC_FILE}"),
+            &serde_json::to_vec_pretty(spec).map_err(|e| e.to_string())?,
+            false,
+        )?;
+        put(&format!("tests/{BASE_TAR}"), self.base, false)?;
+        let binary = dir.join("tests").join(BINARY);
+        // One copy per folder, hard-linked where the file system allows.
+        if std::fs::hard_link(self.binary, &binary).is_err() {
+            std::fs::copy(self.binary, &binary)
+                .map_err(|e| format!("copying {}: {e}", self.binary.display()))?;
+        }
+        put("solution/solve.sh", solve_sh(&task.patch).as_bytes(), true)?;
+        Ok(())
+    }
+
+    fn task_toml(&self) -> String {
+        let spec = self.spec;
+        let task = &spec.task;
+        let q = |s: &str| toml_string(s);
+        let mut t = String::new();
+        let _ = writeln!(
+            t,
+            "# Exported by assay {} from a certified task (docs/harbor.md).\nschema_version = \"1.4\"\n\n[task]\nname = {}\n",
+            env!("CARGO_PKG_VERSION"),
+            q(&harbor_name(&spec.task_id))
+        );
+        let _ = writeln!(t, "[metadata]");
+        for (k, v) in [
+            ("assay_digest", spec.digest.as_str()),
+            ("assay_task", task.instance_id.as_str()),
+            ("assay_track", task.track.as_str()),
+            ("assay_instance_id", spec.task_id.as_str()),
+            ("repo", task.repo.as_str()),
+            ("base_commit", task.base_commit.as_str()),
+        ] {
+            let _ = writeln!(t, "{k} = {}", q(v));
+        }
+        let _ = writeln!(
+            t,
+            "\n[verifier]\n# the test command's timeout, and time to stage the graded tree\ntimeout_sec = {}.0\n\n[agent]\ntimeout_sec = 1800.0\n\n[environment]\nbuild_timeout_sec = {}.0",
+            spec.timeout_s + 120,
+            spec.timeout_s.max(600)
+        );
+        t
+    }
+
+    fn dockerfile(&self) -> String {
+        format!(
+            "# The task's environment as assay's docker executor builds it: the base\n\
+             # image, the key files in /assay/env, the setup there; then the task's\n\
+             # base tree at {WORKSPACE}, a git repository of one commit tagged `base`\n\
+             # when the image has git.\n\
+             FROM {base}\n\
+             ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \\\n    LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 PYTHONHASHSEED=0 ASSAY_ENV=/assay/env\n\
+             ADD env.tar /assay/env/\n\
+             COPY sitecustomize.py /assay/guard/sitecustomize.py\n\
+             COPY setup.sh /assay/setup.sh\n\
+             WORKDIR /assay/env\n\
+             RUN HOME=/root TMPDIR=/tmp sh /assay/setup.sh\n\
+             ADD base.tar {WORKSPACE}/\n\
+             WORKDIR {WORKSPACE}\n\
+             RUN if command -v git >/dev/null 2>&1; then \\\n      \
+             git init -q . && git add -A && \\\n      \
+             git -c user.name=assay -c user.email=assay@localhost commit -q --allow-empty -m base && \\\n      \
+             git tag base; fi\n",
+            base = self.base_image,
+        )
+    }
+}
+
+/// `tests/test.sh`: assay's verifier, which writes `reward.json`.
+const TEST_SH: &str = "#!/bin/sh
+# assay's verifier (docs/harbor.md): grades the workspace as an assay build
+# grades a session and writes reward.json, assay-verdict.json and
+# agent.patch. No reward.json means the verifier itself failed.
+mkdir -p /logs/verifier
+chmod +x /tests/assay 2>/dev/null
+exec /tests/assay harbor-verify
+";
+
+/// `environment/setup.sh`: the setup commands as one `set -e` script, as
+/// the docker executor runs them.
+fn setup_script(setup: &[String]) -> String {
+    let mut s = String::from("#!/bin/sh\nset -e\n");
+    for cmd in setup {
+        s.push_str(cmd);
+        s.push('\n');
+    }
+    s
+}
+
+/// `solution/solve.sh`: the gold patch, applied in the workspace.
+fn solve_sh(patch: &str) -> String {
+    let digest = blake3::hash(patch.as_bytes()).to_hex();
+    let mut marker = format!("ASSAY_GOLD_{}", &digest[..16]);
+    while patch.lines().any(|l| l == marker) {
+        marker.push('_');
+    }
+    format!(
+        "#!/bin/sh\n# The task's gold patch.\nset -e\ncd {WORKSPACE}\ngit apply --whitespace=nowarn - <<'{marker}'\n{patch}{nl}{marker}\n",
+        nl = if patch.ends_with('\n') || patch.is_empty() {
+            ""
+        } else {
+            "\n"
+        }
+    )
+}
+
+/// The task's Harbor name, `assay/<instance id>` (Harbor's pattern:
+/// `[A-Za-z0-9][A-Za-z0-9._-]*` on each side of the slash).
+pub(crate) fn harbor_name(instance_id: &str) -> String {
+    let name: String = instance_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    format!("assay/{}", name.trim_start_matches(['.', '_', '-']))
+}
+
+/// A TOML basic string.
+fn toml_string(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}

@@ -1,0 +1,339 @@
+//! The verifier of an exported Harbor task, run by its `tests/test.sh` in
+//! the trial's container after the agent ends (`assay harbor-verify`).
+//!
+//! It grades the workspace as a build grades a session: the agent's patch
+//! is the diff from the base tree (`tests/base.tar`) to the workspace's
+//! files as `git add -A` would stage them; the scored arm's exclusion and
+//! the reset to the hidden test patch are applied by the same staging code;
+//! the staged tree replaces the workspace; canaries are planted in the
+//! hidden test files; the test command runs; its report is read and the
+//! verdict decided by the same rules. `reward.json` is 1 only for
+//! `resolved`. What it cannot do here, it says (`assay-verdict.json`): the
+//! agent's processes ran as root in this container before the verifier, so
+//! it is not the sandbox of a build; a build re-grades the patch the
+//! verifier leaves in `agent.patch` (`[[sessions]] harbor_job`).
+//!
+//! An error of the verifier itself (no git in the image, an unreadable
+//! spec) leaves no `reward.json`: Harbor then records the trial as errored,
+//! and the import blames the harness, never the agent.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use assay_git::TreeStore;
+
+use super::{
+    BASE_TAR, LOGS, PATCH_FILE, Reward, SPEC_FILE, SPEC_VERSION, Spec, TESTS, VERDICT_FILE,
+    VerdictFile, WORKSPACE,
+};
+use crate::pipeline::Arm;
+use crate::sessions::RunFacts;
+use crate::stages::nodes::run::{fresh_seed, plant_canaries, read_outcomes};
+use crate::stages::nodes::stage::{StageParams, stage_patch};
+use crate::stages::records::{RunRecord, Verdict};
+use crate::stages::rules::policy::globset;
+use crate::stages::rules::verdict::{Graded, Limits, Readings, decide};
+
+/// Where the verifier reads and writes: Harbor's paths in a trial, temp
+/// directories in tests.
+#[derive(Clone, Debug)]
+pub(crate) struct Paths {
+    pub(crate) tests: PathBuf,
+    pub(crate) workspace: PathBuf,
+    pub(crate) logs: PathBuf,
+}
+
+impl Default for Paths {
+    fn default() -> Paths {
+        Paths {
+            tests: TESTS.into(),
+            workspace: WORKSPACE.into(),
+            logs: LOGS.into(),
+        }
+    }
+}
+
+/// Grades the workspace and writes `reward.json`, `assay-verdict.json` and
+/// `agent.patch` into the logs directory; returns the verdict file.
+pub(crate) fn verify(paths: &Paths) -> Result<VerdictFile, String> {
+    let started = std::time::Instant::now();
+    let spec_path = paths.tests.join(SPEC_FILE);
+    let spec: Spec = serde_json::from_slice(
+        &std::fs::read(&spec_path).map_err(|e| format!("{}: {e}", spec_path.display()))?,
+    )
+    .map_err(|e| format!("{}: {e}", spec_path.display()))?;
+    if spec.version != SPEC_VERSION {
+        return Err(format!(
+            "{} is of version {}, this assay reads {SPEC_VERSION}: export the task again",
+            spec_path.display(),
+            spec.version
+        ));
+    }
+    let format: assay_report::Format = spec
+        .report
+        .parse()
+        .map_err(|_| format!("unknown report format `{}`", spec.report))?;
+    std::fs::create_dir_all(&paths.logs).map_err(|e| format!("{}: {e}", paths.logs.display()))?;
+    let scratch = tempfile::Builder::new()
+        .prefix("assay-verify-")
+        .tempdir()
+        .map_err(|e| format!("a scratch directory: {e}"))?;
+
+    // The base, from the tests folder the agent never saw.
+    let base_dir = scratch.path().join("base");
+    let tar_path = paths.tests.join(BASE_TAR);
+    let tar = std::fs::File::open(&tar_path).map_err(|e| format!("{}: {e}", tar_path.display()))?;
+    tar::Archive::new(tar)
+        .unpack(&base_dir)
+        .map_err(|e| format!("unpacking {}: {e}", tar_path.display()))?;
+    let store =
+        TreeStore::open_or_init(&scratch.path().join("store")).map_err(|e| e.to_string())?;
+    let base_tree = store.write_tree_of(&base_dir).map_err(|e| e.to_string())?;
+    let agent_tree = store
+        .write_tree_of(&paths.workspace)
+        .map_err(|e| format!("reading the workspace {}: {e}", paths.workspace.display()))?;
+    let patch = store
+        .diff(&base_tree, &agent_tree)
+        .map_err(|e| e.to_string())?;
+    std::fs::write(paths.logs.join(PATCH_FILE), &patch).map_err(|e| e.to_string())?;
+
+    let mut task = spec.task.clone();
+    task.base_commit = store
+        .commit_of_tree(&base_tree)
+        .map_err(|e| e.to_string())?;
+    let stage = StageParams {
+        arm: Arm::SCORED,
+        policy: spec.policy,
+        test_globs: spec.test_globs.clone(),
+        caps: spec.caps(),
+    };
+    let (tree, exclusion) = stage_patch(&stage, &store, &task, patch.clone())?;
+
+    let mut first = RunRecord::default();
+    if let Some(id) = &tree.tree {
+        first = run_staged(paths, &spec, format, &store, id, &tree.hidden)?;
+    }
+    let tests = globset(&spec.test_globs).map_err(|e| e.to_string())?;
+    let facts = RunFacts::default();
+    let decision = decide(
+        &Graded {
+            task: &task,
+            tree: &tree,
+            facts: &facts,
+            format,
+            limits: Limits {
+                timeout_s: spec.timeout_s,
+                log_cap: spec.log_cap,
+                write: u64::MAX,
+            },
+            patch: &patch,
+            excluded: &exclusion.left_out,
+            tests: &tests,
+        },
+        &Readings {
+            first: first.clone(),
+            ..Readings::default()
+        },
+    );
+    let passed = |ids: &[String]| {
+        ids.iter()
+            .filter(|t| first.tests.get(*t) == Some(&assay_report::Outcome::Passed))
+            .count() as u64
+    };
+    let reward = Reward {
+        reward: if decision.verdict == Verdict::Resolved {
+            1.0
+        } else {
+            0.0
+        },
+        fail_to_pass: task.fail_to_pass.len() as u64,
+        fail_to_pass_passed: passed(&task.fail_to_pass),
+        pass_to_pass: task.pass_to_pass.len() as u64,
+        pass_to_pass_passed: passed(&task.pass_to_pass),
+    };
+    let verdict = VerdictFile {
+        digest: spec.digest.clone(),
+        task_id: spec.task_id.clone(),
+        verdict: decision.verdict,
+        fault: decision.fault,
+        detail: decision.detail,
+        failing: decision.failing,
+        excluded_paths: exclusion.left_out,
+        reset_paths: exclusion.restored,
+        tamper: decision.tamper,
+        patch_digest: blake3::hash(&patch).to_hex().to_string(),
+        patch_bytes: patch.len() as u64,
+        unchecked: first.unchecked.clone(),
+        duration_ms: started.elapsed().as_millis() as u64,
+    };
+    let write_json = |name: &str, value: &dyn erased::Json| -> Result<(), String> {
+        let path = paths.logs.join(name);
+        std::fs::write(&path, value.json()).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    write_json(VERDICT_FILE, &verdict)?;
+    // Last: Harbor reads a trial without reward.json as errored.
+    write_json("reward.json", &reward)?;
+    Ok(verdict)
+}
+
+/// The one reading of a staged tree: the tree replaces the workspace's
+/// files, canaries are planted, the test command runs
+/// where a build runs it, and the report is read as a build reads it.
+fn run_staged(
+    paths: &Paths,
+    spec: &Spec,
+    format: assay_report::Format,
+    store: &TreeStore,
+    tree: &str,
+    hidden: &[String],
+) -> Result<RunRecord, String> {
+    let work = &paths.workspace;
+    let graded = tempfile::Builder::new()
+        .prefix("assay-graded-")
+        .tempdir()
+        .map_err(|e| format!("a scratch directory: {e}"))?;
+    // Emptied and refilled in place: a directory of the image's lower layer
+    // cannot be renamed on overlayfs (EXDEV), and the tests must run where a
+    // build runs them. The agent's files are already read (its patch).
+    empty(work).map_err(|e| format!("emptying the workspace {}: {e}", work.display()))?;
+    store
+        .materialize(tree, work)
+        .map_err(|e| format!("writing the graded tree: {e}"))?;
+
+    let mut record = RunRecord {
+        sandbox: "harbor".into(),
+        ..RunRecord::default()
+    };
+    let planted = match plant_canaries(
+        work,
+        hidden,
+        format,
+        &spec.test_command,
+        fresh_seed(),
+        spec.canary.as_ref(),
+    ) {
+        Ok(p) => Some(p),
+        Err(why) => {
+            record.unchecked = Some(why);
+            None
+        }
+    };
+    let before: BTreeMap<&String, Option<[u8; 32]>> = hidden
+        .iter()
+        .map(|rel| (rel, assay_exec::beneath::hash(work, Path::new(rel)).ok()))
+        .collect();
+
+    let log_path = graded.path().join("log");
+    let home = graded.path().join("home");
+    std::fs::create_dir_all(&home).map_err(|e| e.to_string())?;
+    let run = assay_exec::RunSpec {
+        command: spec.test_command.clone(),
+        cwd: work.clone(),
+        env: run_env(&home),
+        timeout: Duration::from_secs(spec.timeout_s),
+        log_path: log_path.clone(),
+        log_cap: spec.log_cap,
+        limits: assay_exec::Limits::default(),
+        sandbox: None,
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let outcome = rt
+        .block_on(assay_exec::run(&run))
+        .map_err(|e| format!("running the test command: {e}"))?;
+    let log = std::fs::read(&log_path).unwrap_or_default();
+    // The test log, for Harbor's test-stdout.txt.
+    println!("{}", String::from_utf8_lossy(&log));
+    record.exit_code = outcome.exit_code;
+    record.signal = outcome.signal;
+    record.timed_out = outcome.timed_out;
+    record.duration_ms = outcome.duration.as_millis() as u64;
+    record.log_bytes = outcome.log_bytes;
+    record.log_truncated = outcome.log_truncated;
+    record.limit = outcome
+        .limit_hit
+        .filter(|l| *l != assay_exec::LimitHit::Time)
+        .map(|l| l.as_str().to_owned());
+    let report = match &spec.report_file {
+        None => Ok(None),
+        Some(rel) => assay_exec::beneath::read(work, Path::new(rel), spec.log_cap)
+            .map(Some)
+            .map_err(|e| format!("the report {rel}: {e}")),
+    };
+    read_outcomes(&mut record, format, &log, report);
+    if let Some(planted) = &planted {
+        record.canaries =
+            crate::stages::canary::read(planted, &mut record.tests, &mut record.files);
+    }
+    if record.timed_out {
+        record.untrusted = Some(format!("timed out after {} s", spec.timeout_s));
+    } else if record.log_truncated && spec.report_file.is_none() {
+        record.untrusted =
+            Some("the log exceeded the evidence cap; its report was not believed".into());
+    }
+    let planted_text: BTreeMap<&str, [u8; 32]> = planted
+        .iter()
+        .flat_map(|p| &p.files)
+        .map(|(rel, bytes)| (rel.as_str(), *blake3::hash(bytes).as_bytes()))
+        .collect();
+    for (rel, was) in before {
+        let now = assay_exec::beneath::hash(work, Path::new(rel)).ok();
+        let was = planted_text.get(rel.as_str()).copied().or(was);
+        if now != was {
+            record.changed_test_files.push(rel.clone());
+        }
+    }
+    Ok(record)
+}
+
+/// Removes everything inside `dir` (never following a symbolic link).
+fn empty(dir: &Path) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if std::fs::symlink_metadata(&path)?.is_dir() {
+            std::fs::remove_dir_all(&path)?;
+        } else {
+            std::fs::remove_file(&path)?;
+        }
+    }
+    Ok(())
+}
+
+/// The environment of the test command: a build's (docs/security.md), with
+/// the container's paths.
+fn run_env(home: &Path) -> BTreeMap<String, String> {
+    let mut env = BTreeMap::new();
+    for (k, v) in [
+        (
+            "PATH",
+            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        ),
+        ("LANG", "C.UTF-8"),
+        ("PYTHONDONTWRITEBYTECODE", "1"),
+        ("PYTHONHASHSEED", "0"),
+        ("TMPDIR", "/tmp"),
+        ("ASSAY_ENV", "/assay/env"),
+        ("PYTHONPATH", "/assay/guard"),
+    ] {
+        env.insert(k.to_owned(), v.to_owned());
+    }
+    env.insert("HOME".to_owned(), home.display().to_string());
+    env
+}
+
+/// JSON of any of the verifier's files.
+mod erased {
+    pub(super) trait Json {
+        fn json(&self) -> Vec<u8>;
+    }
+    impl<T: serde::Serialize> Json for T {
+        fn json(&self) -> Vec<u8> {
+            let mut out = serde_json::to_vec_pretty(self).unwrap_or_default();
+            out.push(b'\n');
+            out
+        }
+    }
+}

@@ -28,4 +28,8 @@ pub(crate) struct RunFacts {
     /// The model ids the transcript names (init event, messages, `modelUsage`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) models: Vec<String>,
+    /// A Harbor trial's outcome (`sessions::harbor`); absent for every
+    /// other session, whose records keep their bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) trial: Option<super::harbor::Trial>,
 }

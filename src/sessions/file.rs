@@ -58,6 +58,7 @@ impl RunSection {
             by_model: base.by_model,
             reported_cost_usd: base.reported_cost_usd,
             models: base.models,
+            trial: base.trial,
         }
     }
 }

@@ -15,6 +15,7 @@
 mod claude;
 mod facts;
 mod file;
+pub(crate) mod harbor;
 pub(crate) mod mini;
 mod span;
 mod swebench;
@@ -217,17 +218,31 @@ pub(crate) fn transcript_facts(
     facts.map_err(|e| e.message)
 }
 
+#[cfg(test)]
 pub(crate) fn load_dir(dir: &Path) -> Vec<Result<ParsedSession, SessionError>> {
+    load_all(dir).0
+}
+
+/// [`load_dir`], and the Harbor jobs found under `dir` with their plans
+/// (`harbor`), for the release's trial accounting.
+pub(crate) fn load_all(
+    dir: &Path,
+) -> (
+    Vec<Result<ParsedSession, SessionError>>,
+    Vec<harbor::JobTrials>,
+) {
     let mut found = Vec::new();
     let mut out: Vec<(String, usize, Result<ParsedSession, Failure>)> = Vec::new();
+    let mut jobs = Vec::new();
     if let Err(e) = std::fs::read_dir(dir) {
-        return vec![Err(*SessionError::plain(
+        let e = *SessionError::plain(
             "",
             format!("cannot read the sessions directory {}: {e}", dir.display()),
             "create the directory, or point assay at the one that holds the session files",
-        ))];
+        );
+        return (vec![Err(e)], jobs);
     }
-    walk(dir, "", &mut found, &mut out);
+    walk(dir, "", &mut found, &mut out, &mut jobs);
     found.sort_by(|a, b| a.id.cmp(&b.id));
 
     // A transcript named by a session is not a predictions file.
@@ -264,7 +279,7 @@ pub(crate) fn load_dir(dir: &Path) -> Vec<Result<ParsedSession, SessionError>> {
     for (_, _, session) in out {
         sessions.push(session.map_err(|e| *e));
     }
-    sessions
+    (sessions, jobs)
 }
 
 /// Collects the files under `dir` (skipping hidden entries; symlinked
@@ -274,6 +289,7 @@ fn walk(
     prefix: &str,
     found: &mut Vec<Found>,
     out: &mut Vec<(String, usize, Result<ParsedSession, Failure>)>,
+    jobs: &mut Vec<harbor::JobTrials>,
 ) {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
@@ -320,8 +336,10 @@ fn walk(
         let Ok(kind) = entry.file_type() else {
             continue;
         };
-        if kind.is_dir() {
-            walk(&path, &format!("{id}/"), found, out);
+        if kind.is_dir() && harbor::is_job(&path) {
+            jobs.push(harbor::load(&id, &path, out));
+        } else if kind.is_dir() {
+            walk(&path, &format!("{id}/"), found, out, jobs);
         } else if kind.is_file() || (kind.is_symlink() && path.is_file()) {
             found.push(Found { id, path });
         }

@@ -46,6 +46,7 @@ mod summary;
 mod tests;
 #[cfg(test)]
 mod tests_judge;
+mod trials;
 
 use std::collections::BTreeMap;
 

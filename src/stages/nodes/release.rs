@@ -44,6 +44,10 @@ pub(crate) struct ReleaseParams {
     pub(crate) prices: BTreeMap<String, Price>,
     /// Sessions that were not graded, with why (known when the graph is laid out).
     pub(crate) not_graded: Vec<(String, String)>,
+    /// The Harbor jobs among the sessions: their plans and every trial's
+    /// outcome, for the trial accounting; left out of the key when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) trials: Vec<crate::sessions::harbor::JobTrials>,
     pub(crate) inputs: Vec<Input>,
     /// The `[[judge]]`s; left out of the key when there are none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -233,6 +237,7 @@ pub(crate) fn assemble(
         metrics: Vec::new(),
         sessions: Vec::new(),
         not_graded: params.not_graded.clone(),
+        trials: params.trials.clone(),
         prices: params.prices.clone(),
         judges: params.judges.clone(),
         readings: Vec::new(),

@@ -32,8 +32,16 @@ pub(crate) struct GradeLayout<'a> {
     pub(crate) cache_dir: &'a Path,
 }
 
+/// What the grading layout leaves to the release besides its nodes.
+pub(crate) struct Ungraded {
+    /// The sessions that cannot be graded, with why.
+    pub(crate) not_graded: Vec<(String, String)>,
+    /// The Harbor jobs among the sessions, for the trial accounting.
+    pub(crate) jobs: Vec<crate::sessions::harbor::JobTrials>,
+}
+
 /// Per session: a session node, then per arm stage → run → grade, and one
-/// metrics node. Returns the sessions that cannot be graded, with why.
+/// metrics node.
 pub(crate) fn grade_nodes(
     pipeline: &Pipeline,
     store: &Store,
@@ -41,13 +49,13 @@ pub(crate) fn grade_nodes(
     out: &mut Vec<NodeSpec>,
     release: &mut ReleaseInputs,
     warnings: &mut Vec<String>,
-) -> Result<Vec<(String, String)>, StageError> {
+) -> Result<Ungraded, StageError> {
     let previous_tasks = previous_task_keys(store);
     let mut not_graded = Vec::new();
     let mut reviewable = Vec::new();
-    let sessions = match &pipeline.settings.sessions {
-        Some(dir) => crate::sessions::load_dir(dir),
-        None => Vec::new(),
+    let (sessions, jobs) = match &pipeline.settings.sessions {
+        Some(dir) => crate::sessions::load_all(dir),
+        None => Default::default(),
     };
     for loaded in sessions {
         let (s, file) = match loaded {
@@ -84,6 +92,17 @@ pub(crate) fn grade_nodes(
                 file.display(),
                 s.model
             ));
+        }
+        // A Harbor trial that kept no patch has nothing to grade: the
+        // release accounts for it, with whose doing it is.
+        if let Some(why) = s
+            .facts
+            .trial
+            .as_ref()
+            .and_then(crate::sessions::harbor::not_graded_because)
+        {
+            not_graded.push((s.id.clone(), why));
+            continue;
         }
         let mut track = s.track.clone().unwrap_or_else(|| "basic".into());
         let mut task_id = previous_tasks
@@ -159,7 +178,7 @@ pub(crate) fn grade_nodes(
     }
     attempt_nodes(pipeline, g, out, release, &mut reviewable);
     judge::nodes(pipeline, &reviewable, out, release)?;
-    Ok(not_graded)
+    Ok(Ungraded { not_graded, jobs })
 }
 
 /// Per `[[agent]]`: its tools' environment, then per task of its tracks

@@ -153,8 +153,8 @@ pub(crate) fn nodes(
         task_nodes: &task_nodes,
         cache_dir,
     };
-    let not_graded = grade_nodes(pipeline, store, &ctx, out, &mut release_inputs, warnings)?;
-    out.push(release_node(pipeline, not_graded, release_inputs, warnings));
+    let ungraded = grade_nodes(pipeline, store, &ctx, out, &mut release_inputs, warnings)?;
+    out.push(release_node(pipeline, ungraded, release_inputs, warnings));
     let env_nodes = env_of
         .iter()
         .map(|(name, env)| (name.clone(), env.confine.executor.name()))
@@ -326,7 +326,7 @@ fn check_topic_splits(pipeline: &Pipeline, seen: &HashSet<String>) -> Result<(),
 /// The release node over every task, session, grade, metrics and judge reading.
 fn release_node(
     pipeline: &Pipeline,
-    not_graded: Vec<(String, String)>,
+    ungraded: super::grading::Ungraded,
     release_inputs: release::ReleaseInputs,
     warnings: &mut Vec<String>,
 ) -> NodeSpec {
@@ -339,7 +339,8 @@ fn release_node(
     let (release_deps, inputs) = release_inputs.split();
     let params = release::ReleaseParams {
         prices,
-        not_graded,
+        not_graded: ungraded.not_graded,
+        trials: ungraded.jobs,
         judges: super::judge::release_info(pipeline, warnings),
         inputs,
         provenance: Some(super::provenance::Provenance::of(&pipeline.text)),

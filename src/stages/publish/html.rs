@@ -112,6 +112,7 @@ pub(super) fn report(index: &Index<'_>, summary: &Summary) -> String {
     suspects(&mut h, summary);
     tamper(&mut h, summary);
     not_graded(&mut h, summary);
+    trials(&mut h, summary);
     usage(&mut h, &agents);
     run_facts(&mut h, &agents);
     html_judge::section(&mut h, summary);
@@ -460,6 +461,61 @@ fn not_graded(h: &mut String, summary: &Summary) {
                 "<tr><td>{}</td><td>{}</td></tr>",
                 esc(&s.session),
                 esc(&s.reason)
+            );
+        }
+        h.push_str("</table>\n");
+    }
+}
+
+/// Every attempt on paper and what became of it, by origin (summary.json
+/// `trials`).
+fn trials(h: &mut String, summary: &Summary) {
+    let Some(trials) = &summary.trials else {
+        return;
+    };
+    h.push_str(
+        "<h2>Trials</h2>\n<p>Every attempt on paper and what became of it: planned = started + \
+         not ended; started = completed + errored = graded + excluded before grading; scored = \
+         graded − excluded grades.</p>\n<table>\n<tr><th>origin</th><th>planned</th><th>started</th>\
+         <th>not ended</th><th>completed</th><th>errored</th><th>graded</th><th>scored</th></tr>\n",
+    );
+    for (origin, t) in trials {
+        let errored: Vec<String> = t.errored.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+             <td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+            esc(origin),
+            t.planned,
+            t.started,
+            t.not_ended,
+            t.completed,
+            esc(&if errored.is_empty() {
+                "0".to_owned()
+            } else {
+                errored.join(", ")
+            }),
+            t.graded,
+            t.scored
+        );
+    }
+    h.push_str("</table>\n");
+    let excluded: Vec<_> = trials
+        .iter()
+        .flat_map(|(origin, t)| t.excluded.iter().map(move |e| (origin, e)))
+        .collect();
+    if !excluded.is_empty() {
+        h.push_str(
+            "<table>\n<tr><th>origin</th><th>session</th><th>fault</th><th>why excluded</th></tr>\n",
+        );
+        for (origin, e) in excluded {
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(origin),
+                esc(&e.session),
+                esc(&e.fault),
+                esc(&e.why)
             );
         }
         h.push_str("</table>\n");

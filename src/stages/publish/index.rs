@@ -35,6 +35,8 @@ pub(crate) struct Index<'a> {
     pub(crate) judged: Judged<'a>,
     pub(crate) patches: &'a BTreeMap<String, Vec<u8>>,
     pub(crate) about: &'a About,
+    /// The Harbor jobs among the sessions (the trial accounting).
+    pub(crate) jobs: &'a [crate::sessions::harbor::JobTrials],
 }
 
 impl<'a> Index<'a> {
@@ -99,7 +101,17 @@ impl<'a> Index<'a> {
             judged: Judged::new(&input.judges, &input.readings),
             patches: &input.patches,
             about: &input.about,
+            jobs: &input.trials,
         }
+    }
+
+    /// Each session's scored grade (what its pair's numbers count).
+    pub(crate) fn scored_by_session(&self) -> BTreeMap<&'a str, Graded<'a>> {
+        self.groups
+            .values()
+            .flatten()
+            .map(|g| (g.0.session.as_str(), *g))
+            .collect()
     }
 
     /// The scored grades of a pair (none when every one hit an uncertified task).

@@ -23,6 +23,8 @@ pub(crate) struct PublishInput {
     pub(crate) sessions: Vec<SessionRecord>,
     /// Sessions not graded, with why (unknown task, uncertified task, unreadable file).
     pub(crate) not_graded: Vec<(String, String)>,
+    /// The Harbor jobs among the sessions (the trial accounting).
+    pub(crate) trials: Vec<crate::sessions::harbor::JobTrials>,
     /// model label -> price.
     pub(crate) prices: BTreeMap<String, Price>,
     /// The `[[judge]]`s; none: nothing judged, nothing said.

@@ -44,7 +44,45 @@ pub(crate) struct Summary {
     pub(crate) scoring: Scoring,
     pub(crate) tamper_suspects: Vec<TamperSuspect>,
     pub(crate) tasks: Tasks,
+    /// Every attempt on paper and what became of it, by origin (a Harbor
+    /// job `harbor:<path>`, assay's own `attempts`, session files
+    /// `sessions`); absent without sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) trials: Option<BTreeMap<String, Trials>>,
     pub(crate) verifier_suspects: Vec<VerifierSuspect>,
+}
+
+/// One origin's accounting: `planned` = `started` + `not_ended`;
+/// `started` = `completed` + the `errored` counts = `graded` + the excluded
+/// sessions never graded; `scored` = `graded` − the excluded grades.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Trials {
+    /// Ended without an exception (Harbor) or without `is_error`.
+    pub(crate) completed: u64,
+    /// By exception type (Harbor) or `is_error`.
+    pub(crate) errored: BTreeMap<String, u64>,
+    /// Every session left out of the scored denominator, with why and
+    /// whose doing it is.
+    pub(crate) excluded: Vec<ExcludedTrial>,
+    /// Sessions with a scored grade.
+    pub(crate) graded: u64,
+    /// Planned trials that never ended (cancelled, pending, running).
+    pub(crate) not_ended: u64,
+    pub(crate) planned: u64,
+    /// Grades in the agents' denominators.
+    pub(crate) scored: u64,
+    pub(crate) started: u64,
+    /// Trials graded against a task whose digest is not the one they ran
+    /// (the task changed since): still graded, listed here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) task_changed: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ExcludedTrial {
+    pub(crate) fault: String,
+    pub(crate) session: String,
+    pub(crate) why: String,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -48,6 +48,7 @@ pub(super) fn summary(index: &Index<'_>) -> (Summary, Sources) {
     let judges = (!index.judged.judges.is_empty())
         .then(|| root.object("judges", |o| judge_summary::judges(o, index)));
     let not_graded = root.object("not_graded", |o| not_graded(o, index));
+    let trials = super::trials::trials(&mut root, index);
     let summary = Summary {
         ranking: ranking(index),
         graded_unsandboxed: index.grades.iter().any(|g| g.0.sandbox == "none"),
@@ -61,6 +62,7 @@ pub(super) fn summary(index: &Index<'_>) -> (Summary, Sources) {
         schema,
         scoring,
         tasks,
+        trials,
     };
     (summary, sources)
 }

@@ -1,0 +1,429 @@
+//! Harbor jobs in (docs/harbor.md): a Harbor job directory anywhere under
+//! the sessions directory (`harbor run … -o JOBS --job-name J` wrote
+//! `JOBS/J/{config.json,result.json}` and one folder per trial) is read as
+//! sessions, one per trial:
+//!
+//! - **task**: the instance id in the trial's `verifier/assay-verdict.json`
+//!   (an exported task's verifier writes it, with the task's digest), else
+//!   the task's Harbor name (`assay/<instance id>`, as `assay export
+//!   --harbor` names it); a trial graded against a task whose digest is not
+//!   the one it ran is listed in the release (`task_changed`);
+//! - **agent / model**: `agent_info.name`, `agent_info.model_info` (or the
+//!   job's `model_name`; `none` for agents without a model, like `oracle`);
+//! - **patch**: `verifier/agent.patch`, the diff the exported verifier
+//!   read from the workspace: assay grades it itself, in its own sandbox;
+//! - **run facts**: tokens and cost from `agent_result`, the agent's time
+//!   from its phase timings, how it ended from `exception_info`.
+//!
+//! Whose fault an errored trial is comes from its exception type, by
+//! [`blame`]'s table, never from a missing reward alone: a trial that kept
+//! no patch is not graded, and the release says why and whose doing it is.
+//! The job's plan (`n_total_trials`) and every trial's outcome go to the
+//! release's trial accounting ([`JobTrials`]).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{Failure, ParsedSession, RunFacts, Session, SessionError};
+
+/// A trial's outcome as the release accounts for it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Trial {
+    /// The job's path under the sessions directory.
+    pub(crate) job: String,
+    pub(crate) name: String,
+    /// The digest of the released task the trial ran (its exported
+    /// verifier says), when it says: the release lists a trial graded
+    /// against another digest (`task_changed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) task_digest: Option<String>,
+    /// `exception_info.exception_type`; absent when the trial completed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) exception: Option<String>,
+    /// Whose doing the exception is ([`blame`]): `agent`, `harness`,
+    /// `infrastructure` or `ambiguous`; absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) blame: Option<String>,
+    /// Harbor's reward (`verifier_result.rewards.reward`): a reading of
+    /// Harbor's verifier, never the grade.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) reward: Option<f64>,
+    /// Whether the trial kept the agent's patch (`verifier/agent.patch`).
+    pub(crate) patch_kept: bool,
+}
+
+/// A job as planned and as it went, for the release's trial accounting.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct JobTrials {
+    /// The job's path under the sessions directory.
+    pub(crate) job: String,
+    /// `n_total_trials` of the job's result.json: trials on paper.
+    pub(crate) planned: u64,
+    /// `stats.n_cancelled_trials`, `n_pending_trials`, `n_running_trials`:
+    /// planned trials that never ended.
+    pub(crate) not_ended: u64,
+    /// Every trial folder that has a result, by session id.
+    pub(crate) trials: BTreeMap<String, Trial>,
+}
+
+/// Whether `dir` is a Harbor job: a `result.json` with `n_total_trials`
+/// beside a `config.json`.
+pub(super) fn is_job(dir: &Path) -> bool {
+    if !dir.join("config.json").is_file() {
+        return false;
+    }
+    std::fs::read(dir.join("result.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        .is_some_and(|v| v.get("n_total_trials").is_some_and(Value::is_u64))
+}
+
+/// The job `dir` (session ids `<id>/<trial>`): its trials as sessions, in
+/// folder order, and its accounting.
+pub(super) fn load(
+    id: &str,
+    dir: &Path,
+    out: &mut Vec<(String, usize, Result<ParsedSession, Failure>)>,
+) -> JobTrials {
+    let mut job = JobTrials {
+        job: id.to_owned(),
+        ..JobTrials::default()
+    };
+    let result: Value = read_json(&dir.join("result.json")).unwrap_or_default();
+    job.planned = result["n_total_trials"].as_u64().unwrap_or_default();
+    let stats = &result["stats"];
+    job.not_ended = ["n_cancelled_trials", "n_pending_trials", "n_running_trials"]
+        .iter()
+        .filter_map(|k| stats[k].as_u64())
+        .sum();
+    let config: Value = read_json(&dir.join("config.json")).unwrap_or_default();
+    let mut folders: Vec<_> = std::fs::read_dir(dir)
+        .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    folders.sort();
+    for folder in folders
+        .into_iter()
+        .filter(|p| p.join("result.json").is_file())
+    {
+        let name = folder
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let session_id = format!("{id}/{name}");
+        let session = trial(&session_id, id, &folder, &config);
+        if let Ok(s) = &session
+            && let Some(t) = &s.session.facts.trial
+        {
+            job.trials.insert(session_id.clone(), t.clone());
+        }
+        out.push((session_id, 0, session));
+    }
+    job
+}
+
+fn read_json(path: &Path) -> Option<Value> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}
+
+/// One trial folder as a session.
+fn trial(
+    session_id: &str,
+    job: &str,
+    folder: &Path,
+    config: &Value,
+) -> Result<ParsedSession, Failure> {
+    let result_path = folder.join("result.json");
+    let text = super::read_text(session_id, &result_path, "Harbor trial result")?;
+    let r: Value = serde_json::from_str(&text)
+        .map_err(|e| SessionError::from_json(session_id, &result_path, &text, 0, &text, &e))?;
+    let Some(trial_name) = r["trial_name"].as_str() else {
+        return Err(SessionError::plain(
+            session_id,
+            format!("{} has no `trial_name`", result_path.display()),
+            "a Harbor trial's result.json names its trial; is this folder a trial of the job?",
+        ));
+    };
+    let verifier = folder.join("verifier");
+    let verdict = read_json(&verifier.join("assay-verdict.json"));
+    let patch = std::fs::read(verifier.join("agent.patch")).ok();
+    let task_name = r["task_name"].as_str().unwrap_or_default();
+    // The exported verifier names the released task (its instance id) and
+    // its digest; a trial without it names the task by its Harbor name.
+    let task = verdict
+        .as_ref()
+        .and_then(|v| v["task_id"].as_str())
+        .map(str::to_owned)
+        .unwrap_or_else(|| {
+            task_name
+                .strip_prefix("assay/")
+                .unwrap_or(task_name)
+                .to_owned()
+        });
+    let task_digest = verdict
+        .as_ref()
+        .and_then(|v| v["digest"].as_str())
+        .map(str::to_owned);
+    let info = &r["agent_info"];
+    let agent = info["name"].as_str().unwrap_or("unknown").to_owned();
+    let model = match &info["model_info"] {
+        Value::String(s) => Some(s.clone()),
+        Value::Object(o) => o.get("name").and_then(Value::as_str).map(str::to_owned),
+        _ => None,
+    }
+    .or_else(|| {
+        config["agents"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|a| a["name"].as_str() == Some(&agent))
+            .and_then(|a| a["model_name"].as_str())
+            .map(str::to_owned)
+    })
+    .unwrap_or_else(|| "none".to_owned());
+    let exception = r["exception_info"]["exception_type"]
+        .as_str()
+        .map(str::to_owned);
+    let blame = exception.as_deref().map(|e| blame(e).to_owned());
+    let reward = r["verifier_result"]["rewards"]["reward"].as_f64();
+    let facts = facts(&r, exception.clone(), blame.as_deref());
+    let trial = Trial {
+        job: job.to_owned(),
+        name: trial_name.to_owned(),
+        task_digest,
+        exception,
+        blame,
+        reward,
+        patch_kept: patch.is_some(),
+    };
+    Ok(ParsedSession {
+        session: Session {
+            id: session_id.to_owned(),
+            task,
+            track: None,
+            agent,
+            model,
+            patch: patch.unwrap_or_default(),
+            facts: RunFacts {
+                trial: Some(trial),
+                ..facts
+            },
+        },
+        file: result_path,
+    })
+}
+
+/// What `agent_result` and the phase timings say of the agent's run.
+fn facts(r: &Value, exception: Option<String>, blame: Option<&str>) -> RunFacts {
+    let a = &r["agent_result"];
+    let mut tokens = BTreeMap::new();
+    for (kind, key) in [
+        ("input", "n_input_tokens"),
+        ("output", "n_output_tokens"),
+        ("cache_read", "n_cache_tokens"),
+    ] {
+        if let Some(n) = a[key].as_u64() {
+            tokens.insert(kind.to_owned(), n);
+        }
+    }
+    let phase = &r["agent_execution"];
+    let duration_ms = match (
+        phase["started_at"].as_str().and_then(millis),
+        phase["finished_at"].as_str().and_then(millis),
+    ) {
+        (Some(s), Some(f)) if f >= s => Some((f - s) as u64),
+        _ => None,
+    };
+    RunFacts {
+        tokens,
+        ended: Some(exception.unwrap_or_else(|| "completed".to_owned())),
+        // Only an infrastructure failure makes the run an error of its own
+        // (`is_error`): the grade then blames the infrastructure, not the agent.
+        is_error: Some(blame == Some(INFRASTRUCTURE)),
+        duration_ms,
+        reported_cost_usd: a["cost_usd"].as_f64(),
+        ..RunFacts::default()
+    }
+}
+
+/// Milliseconds since the epoch of an ISO 8601 UTC time (`…T01:38:41.656Z`,
+/// or without a zone: Harbor writes both).
+fn millis(text: &str) -> Option<i64> {
+    let t = text.trim_end_matches('Z');
+    let (date, time) = t.split_once('T')?;
+    let mut d = date.split('-').map(str::parse::<i64>);
+    let (y, m, day) = (d.next()?.ok()?, d.next()?.ok()?, d.next()?.ok()?);
+    let (hms, frac) = time.split_once('.').unwrap_or((time, "0"));
+    let mut h = hms.split(':').map(str::parse::<i64>);
+    let (hh, mm, ss) = (h.next()?.ok()?, h.next()?.ok()?, h.next()?.ok()?);
+    let ms: i64 = format!("{frac:0<3}")[..3].parse().ok()?;
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(((days * 24 + hh) * 60 + mm) * 60_000 + ss * 1000 + ms)
+}
+
+const AGENT: &str = "agent";
+const HARNESS: &str = "harness";
+const INFRASTRUCTURE: &str = "infrastructure";
+const AMBIGUOUS: &str = "ambiguous";
+
+/// Whose doing a Harbor exception is (docs/harbor.md has the table): the
+/// agent's own limits and exits; the harness's environment, verifier and
+/// reward file; the model API's and the network's failures; anything else
+/// is ambiguous, never guessed.
+pub(crate) fn blame(exception_type: &str) -> &'static str {
+    const BY_AGENT: &[&str] = &[
+        "AgentTimeoutError",
+        "NonZeroAgentExitCodeError",
+        "ContextLengthExceededError",
+        "ContextWindowExceededError",
+        "OutputLengthExceededError",
+        "OutputTokenExceededError",
+        "BudgetExceededError",
+        "AgentSafetyRefusalError",
+    ];
+    const BY_HARNESS: &[&str] = &[
+        "RewardFileNotFoundError",
+        "RewardFileEmptyError",
+        "VerifierOutputParseError",
+        "VerifierTimeoutError",
+        "EnvironmentStartTimeoutError",
+        "AgentSetupTimeoutError",
+        "SandboxBuildFailedError",
+        "ComposeLoadError",
+        "UnsupportedDockerfileError",
+        "HealthcheckError",
+        "AddTestsDirError",
+        "DownloadVerifierDirError",
+        "ImageMirrorError",
+        "ImageRegistryUnavailableError",
+    ];
+    const BY_INFRASTRUCTURE: &[&str] = &[
+        "APIError",
+        "ApiError",
+        "UnknownApiError",
+        "APIConnectionError",
+        "ApiConnectionError",
+        "ApiConnectionClosedError",
+        "ApiInternalServerError",
+        "InternalServerError",
+        "ApiOverloadedError",
+        "ServiceUnavailableError",
+        "RateLimitError",
+        "ApiRateLimitError",
+        "ApiResponseStalledError",
+        "ApiUsageLimitError",
+        "NetworkConnectionError",
+        "AuthenticationError",
+        "AgentAuthenticationError",
+        "ApiKeyRejectedError",
+        "MissingModelCredentialError",
+        "ModelNotFoundError",
+        "ApiProviderResourceNotFoundError",
+        "Timeout",
+        "CancelledError",
+    ];
+    if BY_AGENT.contains(&exception_type) {
+        AGENT
+    } else if BY_HARNESS.contains(&exception_type) {
+        HARNESS
+    } else if BY_INFRASTRUCTURE.contains(&exception_type) {
+        INFRASTRUCTURE
+    } else {
+        AMBIGUOUS
+    }
+}
+
+/// Why a trial is not graded, when it is not: it kept no patch.
+pub(crate) fn not_graded_because(t: &Trial) -> Option<String> {
+    if t.patch_kept {
+        return None;
+    }
+    let reward = t
+        .reward
+        .map(|r| format!("; Harbor's reward {r} is a reading only"))
+        .unwrap_or_default();
+    Some(match (&t.exception, &t.blame) {
+        (Some(e), Some(b)) => format!("harbor trial errored ({e}, {b}): no patch was kept{reward}"),
+        _ => format!(
+            "harbor trial kept no patch (not an exported assay task, or its verifier did not run){reward}"
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const JOB: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src/sessions/fixtures/harbor-job/harbor-0.26-job"
+    );
+
+    #[test]
+    fn a_real_job_is_read_trial_by_trial_with_its_plan_and_blame() {
+        let dir = Path::new(JOB);
+        assert!(is_job(dir));
+        assert!(!is_job(dir.parent().unwrap()));
+        let mut out = Vec::new();
+        let job = load("jobs/j", dir, &mut out);
+        assert_eq!(job.planned, 6);
+        assert_eq!(job.not_ended, 0);
+        assert_eq!(out.len(), 6, "one session per trial folder");
+        let by_name: BTreeMap<&str, &Trial> =
+            job.trials.values().map(|t| (t.name.as_str(), t)).collect();
+        let good = by_name["good__kqeRkDS"];
+        assert_eq!((good.exception.as_deref(), good.reward), (None, Some(1.0)));
+        let noreward = by_name["noreward__Nt3sdmk"];
+        assert_eq!(
+            noreward.exception.as_deref(),
+            Some("RewardFileNotFoundError")
+        );
+        assert_eq!(noreward.blame.as_deref(), Some("harness"));
+        assert_eq!(noreward.reward, None);
+        let slow = by_name["slow__U7fQLxT"];
+        assert_eq!(slow.blame.as_deref(), Some("agent"));
+        assert_eq!(slow.reward, Some(0.0), "the verifier ran after the timeout");
+        for (id, _, s) in &out {
+            let s = s.as_ref().unwrap();
+            assert_eq!(&s.session.id, id);
+            assert!(id.starts_with("jobs/j/"));
+            // No assay verifier ran in this job: the task is the Harbor name.
+            assert!(["good", "noreward", "slow"].contains(&s.session.task.as_str()));
+            assert!(["oracle", "nop"].contains(&s.session.agent.as_str()));
+            assert_eq!(s.session.model, "none");
+            assert!(s.session.patch.is_empty());
+            assert_eq!(s.session.facts.is_error, Some(false));
+            let why = not_graded_because(s.session.facts.trial.as_ref().unwrap()).unwrap();
+            assert!(why.contains("no patch"), "{why}");
+        }
+        let why = not_graded_because(noreward).unwrap();
+        assert!(why.contains("RewardFileNotFoundError, harness"), "{why}");
+    }
+
+    #[test]
+    fn blame_follows_the_table_and_never_guesses() {
+        assert_eq!(blame("AgentTimeoutError"), "agent");
+        assert_eq!(blame("RewardFileNotFoundError"), "harness");
+        assert_eq!(blame("EnvironmentStartTimeoutError"), "harness");
+        assert_eq!(blame("ApiRateLimitError"), "infrastructure");
+        assert_eq!(blame("SomethingNew"), "ambiguous");
+    }
+
+    #[test]
+    fn times_with_and_without_a_zone_are_read() {
+        let a = millis("2026-12-02T01:38:41.656083").unwrap();
+        let b = millis("2026-12-02T01:38:42.156Z").unwrap();
+        assert_eq!(b - a, 500);
+        assert_eq!(millis("1970-01-01T00:00:01Z"), Some(1000));
+        assert_eq!(millis("garbage"), None);
+    }
+}

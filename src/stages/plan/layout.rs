@@ -78,7 +78,7 @@ pub(crate) fn nodes(
                 continue;
             }
             let cid = c.id.clone();
-            let (env_params, files) = env_params(&env, &source, &c.base, &redact)?;
+            let (env_params, files) = env_params(env, &source, &c.base, &redact)?;
             let env_name = env_name(&env_params);
             if env_nodes.insert(env_name.clone()) {
                 out.push(node::spec(
@@ -364,7 +364,7 @@ pub(crate) fn env_params(
     source: &assay_git::Source,
     base: &str,
     redact: &RedactConfig,
-) -> Result<(EnvParams, Vec<(String, Vec<u8>)>), StageError> {
+) -> Result<(EnvParams, KeyFiles), StageError> {
     let mut key_files = Vec::new();
     let mut files = Vec::new();
     for kf in &env.cfg.key_files {
@@ -386,6 +386,9 @@ pub(crate) fn env_params(
     };
     Ok((params, files))
 }
+
+/// The key files' paths and bytes at a base commit.
+pub(crate) type KeyFiles = Vec<(String, Vec<u8>)>;
 
 /// The env node's name: its params' digest.
 pub(crate) fn env_name(params: &EnvParams) -> String {

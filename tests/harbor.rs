@@ -1,0 +1,401 @@
+//! Harbor through the real CLI (`scripts/harbor.sh`: harbor 0.26 in a
+//! virtualenv under target/, with the Compose plugin) on the real Docker
+//! daemon: the bundled example built on the docker executor, exported with
+//! `assay export --harbor`, checked by Harbor's own loader and `harbor
+//! lint`, run with Harbor's `oracle` and `nop` agents (reward 1 and 0 on
+//! every task), and imported back as sessions that assay grades itself,
+//! with every trial accounted for — one made to error (its test.sh writes
+//! no reward) as errored, the harness's doing, never a failed agent.
+//!
+//! The verifier alone (`assay harbor-verify`, no container) is tried with
+//! hostile workspaces: tests rewritten, a `sitecustomize.py` that passes
+//! everything, history rewritten to hide the change. Each writes only in
+//! its own temp directories.
+//!
+//! These tests fail, never skip, without the daemon or PyPI's harbor.
+
+#![allow(clippy::unwrap_used)]
+
+mod util;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+use util::example::{ROOT, example_project};
+
+/// The base image and the Harbor CLI, made once per test process.
+fn setup() {
+    static DONE: OnceLock<()> = OnceLock::new();
+    DONE.get_or_init(|| {
+        for (script, args) in [("scripts/base-image.sh", &[][..]), ("scripts/harbor.sh", &["--setup"][..])]
+        {
+            let out = Command::new(Path::new(ROOT).join(script))
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{script} {args:?} failed (the Harbor tests need the Docker daemon, and harbor from PyPI):\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    });
+}
+
+/// `scripts/harbor.sh ARGS` in `dir`; must succeed.
+fn harbor(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new(Path::new(ROOT).join("scripts/harbor.sh"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "harbor {args:?}:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn json(path: &Path) -> Value {
+    serde_json::from_slice(
+        &std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+    )
+    .unwrap()
+}
+
+/// The trial folders of a job, by trial name.
+fn trials(job: &Path) -> Vec<(String, Value)> {
+    let mut out: Vec<(String, Value)> = std::fs::read_dir(job)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("result.json").is_file())
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                json(&e.path().join("result.json")),
+            )
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// The example built on the docker executor and exported: (project, the
+/// Harbor dataset directory, the release's certified tasks by instance id
+/// with their digests).
+fn exported() -> (util::Project, PathBuf, Vec<(String, String)>) {
+    setup();
+    let p = example_project();
+    p.run(&["build", "--executor", "docker"]).code(0);
+    let dataset = p.path().join("harbor-tasks");
+    let out = p
+        .run(&["export", "--harbor", dataset.to_str().unwrap()])
+        .code(0);
+    assert!(
+        out.stdout.contains("as Harbor task folders"),
+        "{}",
+        out.stdout
+    );
+    let tasks: Vec<(String, String)> =
+        std::fs::read_to_string(p.path().join("release/tasks.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|t| t["certified"] == true)
+            .map(|t| {
+                (
+                    t["instance_id"].as_str().unwrap().to_owned(),
+                    t["digest"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+    (p, dataset, tasks)
+}
+
+#[test]
+fn exported_tasks_pass_with_the_oracle_fail_with_nop_and_come_back_accounted_for() {
+    let (p, dataset, tasks) = exported();
+    // One folder per certified task and track, carrying its digest.
+    let mut folders: Vec<String> = std::fs::read_dir(&dataset)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    folders.sort();
+    let mut ids: Vec<String> = tasks.iter().map(|(id, _)| id.clone()).collect();
+    ids.sort();
+    assert_eq!(folders, ids);
+    assert!(
+        ids.iter().any(|id| id.ends_with("__spec")),
+        "both tracks: {ids:?}"
+    );
+    for (id, digest) in &tasks {
+        let toml = std::fs::read_to_string(dataset.join(id).join("task.toml")).unwrap();
+        assert!(
+            toml.contains(&format!("assay_digest = \"{digest}\"")),
+            "{id}: {toml}"
+        );
+        assert!(toml.contains(&format!("name = \"assay/{id}\"")), "{toml}");
+    }
+    // A task made to error: its test.sh writes no reward.
+    let broken = dataset.join("zz-noreward");
+    copy_dir(&dataset.join(&ids[0]), &broken);
+    let toml = std::fs::read_to_string(broken.join("task.toml")).unwrap();
+    std::fs::write(
+        broken.join("task.toml"),
+        toml.replace(
+            &format!("name = \"assay/{}\"", ids[0]),
+            "name = \"assay/zz-noreward\"",
+        ),
+    )
+    .unwrap();
+    std::fs::write(broken.join("tests/test.sh"), "#!/bin/sh\nexit 0\n").unwrap();
+
+    // Harbor's own checks.
+    let folders: Vec<String> = std::fs::read_dir(&dataset)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().display().to_string())
+        .collect();
+    let mut lint = vec!["lint", "--ignore", "shared-verifier"];
+    lint.extend(folders.iter().map(String::as_str));
+    harbor(p.path(), &lint);
+    let venv_python = Path::new(ROOT).join("target/harbor-venv/bin/python");
+    let loaded = Command::new(venv_python)
+        .args([
+            "-c",
+            "import sys, pathlib\nfrom harbor.models.task.task import Task\nfor d in sys.argv[1:]: print(Task(pathlib.Path(d)).name)",
+        ])
+        .args(&folders)
+        .output()
+        .unwrap();
+    assert!(
+        loaded.status.success(),
+        "{}",
+        String::from_utf8_lossy(&loaded.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&loaded.stdout).lines().count(),
+        folders.len()
+    );
+
+    // Harbor runs them, offline.
+    let nonet = p.path().join("nonet.yaml");
+    std::fs::write(&nonet, "services:\n  main:\n    network_mode: none\n").unwrap();
+    let jobs = p.path().join("examples/calc/sessions/harbor");
+    for agent in ["oracle", "nop"] {
+        harbor(
+            p.path(),
+            &[
+                "run",
+                "-p",
+                dataset.to_str().unwrap(),
+                "-a",
+                agent,
+                "-e",
+                "docker",
+                "-n",
+                "2",
+                "-o",
+                jobs.to_str().unwrap(),
+                "--job-name",
+                agent,
+                "-y",
+                "--extra-docker-compose",
+                nonet.to_str().unwrap(),
+            ],
+        );
+        let job = jobs.join(agent);
+        let trials = trials(&job);
+        assert_eq!(trials.len(), ids.len() + 1, "{agent}: {trials:#?}");
+        for (name, r) in &trials {
+            if name.starts_with("zz-noreward") {
+                assert_eq!(
+                    r["exception_info"]["exception_type"], "RewardFileNotFoundError",
+                    "{agent} {name}: {r:#}"
+                );
+                continue;
+            }
+            let want = if agent == "oracle" { 1.0 } else { 0.0 };
+            assert_eq!(
+                r["verifier_result"]["rewards"]["reward"].as_f64(),
+                Some(want),
+                "{agent} {name}: {r:#}"
+            );
+            assert!(r["exception_info"].is_null(), "{agent} {name}: {r:#}");
+            let verdict = json(&job.join(name).join("verifier/assay-verdict.json"));
+            let id = &verdict["task_id"];
+            let digest = &tasks.iter().find(|(t, _)| t == id).unwrap().1;
+            assert_eq!(
+                verdict["digest"].as_str(),
+                Some(digest.as_str()),
+                "{verdict:#}"
+            );
+        }
+    }
+
+    // Back in: the jobs are sessions assay grades itself.
+    p.run(&["build", "--executor", "docker"]).code(0);
+    let summary = json(&p.path().join("release/summary.json"));
+    let n = ids.len() as u64;
+    for (agent, resolved) in [("oracle", n), ("nop", 0)] {
+        let job_result = json(&jobs.join(agent).join("result.json"));
+        let t = &summary["trials"][format!("harbor:harbor/{agent}")];
+        assert_eq!(t["planned"], job_result["n_total_trials"], "{t:#}");
+        assert_eq!(t["started"].as_u64(), Some(n + 1), "{t:#}");
+        assert_eq!(t["completed"].as_u64(), Some(n), "{t:#}");
+        assert_eq!(
+            t["errored"],
+            serde_json::json!({"RewardFileNotFoundError": 1}),
+            "{t:#}"
+        );
+        let errored = job_result["stats"]["n_errored_trials"].as_u64().unwrap();
+        assert_eq!(errored, 1, "Harbor's own count agrees: {job_result:#}");
+        let excluded = t["excluded"].as_array().unwrap();
+        assert_eq!(excluded.len(), 1, "{t:#}");
+        assert_eq!(excluded[0]["fault"], "harness", "{t:#}");
+        assert!(
+            excluded[0]["session"]
+                .as_str()
+                .unwrap()
+                .contains("zz-noreward"),
+            "{t:#}"
+        );
+        assert_eq!(
+            (t["graded"].as_u64(), t["scored"].as_u64()),
+            (Some(n), Some(n))
+        );
+        let a = &summary["agents"][format!("{agent}/none")];
+        assert_eq!(a["n"].as_u64(), Some(n), "{a:#}");
+        assert_eq!(a["resolved"].as_u64(), Some(resolved), "{a:#}");
+        if agent == "nop" {
+            assert_eq!(a["faults"]["agent"].as_u64(), Some(n), "{a:#}");
+        }
+        // explain reaches the accounting's numbers, down to the sessions.
+        let path =
+            format!("summary.trials[harbor:harbor/{agent}].errored[RewardFileNotFoundError]");
+        let out = p.run(&["explain", &path]).code(0);
+        assert!(out.stdout.contains("= 1"), "{}", out.stdout);
+    }
+}
+
+/// `harbor-verify` on one exported task's tests folder, with `workspace`
+/// as the agent left it: its verdict file.
+fn verify(tests: &Path, workspace: &Path) -> Value {
+    let logs = tempfile::tempdir().unwrap();
+    let out = Command::new(tests.join("assay"))
+        .args(["harbor-verify", "--tests"])
+        .arg(tests)
+        .arg("--workspace")
+        .arg(workspace)
+        .arg("--logs")
+        .arg(logs.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reward = json(&logs.path().join("reward.json"));
+    let verdict = json(&logs.path().join("assay-verdict.json"));
+    let resolved = verdict["verdict"] == "resolved";
+    assert_eq!(
+        reward["reward"].as_f64(),
+        Some(if resolved { 1.0 } else { 0.0 })
+    );
+    assert!(logs.path().join("agent.patch").is_file());
+    verdict
+}
+
+/// A workspace of the task: its base tree, a git repository at `base`.
+fn workspace(task: &Path) -> tempfile::TempDir {
+    let w = tempfile::tempdir().unwrap();
+    let st = Command::new("tar")
+        .arg("-xf")
+        .arg(task.join("environment/base.tar"))
+        .arg("-C")
+        .arg(w.path())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    util::git_in(w.path(), 0, &["init", "-q", "."]);
+    util::git_in(w.path(), 0, &["add", "-A"]);
+    util::git_in(w.path(), 0, &["commit", "-qm", "base"]);
+    w
+}
+
+fn apply_gold(task: &Path, w: &Path) {
+    let solve = std::fs::read_to_string(task.join("solution/solve.sh")).unwrap();
+    // The heredoc's body: the gold patch.
+    let start = solve.find("<<'").unwrap();
+    let marker = solve[start + 3..].split('\'').next().unwrap();
+    let body = solve.split_once(&format!("<<'{marker}'\n")).unwrap().1;
+    let patch = body.rsplit_once(&format!("{marker}\n")).unwrap().0;
+    std::fs::write(w.join("gold.patch"), patch).unwrap();
+    util::git_in(w, 0, &["apply", "gold.patch"]);
+    std::fs::remove_file(w.join("gold.patch")).unwrap();
+}
+
+#[test]
+fn the_verifier_grades_what_the_agent_changed_and_cannot_be_talked_into_a_pass() {
+    let (_p, dataset, tasks) = exported();
+    let id = &tasks.iter().find(|(id, _)| id == "calc-1").unwrap().0;
+    let task = dataset.join(id);
+    let tests = task.join("tests");
+
+    // Untouched: the F2P test fails, the agent's doing.
+    let w = workspace(&task);
+    let v = verify(&tests, w.path());
+    assert_eq!(
+        (v["verdict"].as_str(), v["fault"].as_str()),
+        (Some("unresolved"), Some("agent")),
+        "{v:#}"
+    );
+
+    // The gold patch, committed and the history rewritten: still read
+    // against the base the tests folder carries.
+    let w = workspace(&task);
+    apply_gold(&task, w.path());
+    util::git_in(w.path(), 0, &["commit", "-qam", "fix", "--amend"]);
+    let v = verify(&tests, w.path());
+    assert_eq!(v["verdict"], "resolved", "{v:#}");
+    assert!(v["patch_bytes"].as_u64().unwrap() > 0, "{v:#}");
+
+    // Tests rewritten to pass without a fix: reset to the hidden test patch.
+    unresolved_leaving_out(&task, "tests/test_ops.py", "import unittest\n");
+    // A sitecustomize.py that reports every test passed: left out by the
+    // exclusion policy.
+    unresolved_leaving_out(
+        &task,
+        "sitecustomize.py",
+        "import unittest\nunittest.TestCase.run = lambda self, result=None: None\n",
+    );
+}
+
+/// A workspace whose only change writes `text` to `rel`: unresolved, with
+/// `rel` left out of the graded tree.
+fn unresolved_leaving_out(task: &Path, rel: &str, text: &str) {
+    let w = workspace(task);
+    std::fs::write(w.path().join(rel), text).unwrap();
+    let v = verify(&task.join("tests"), w.path());
+    assert_eq!(v["verdict"], "unresolved", "{rel}: {v:#}");
+    let excluded = v["excluded_paths"].as_array().unwrap();
+    assert!(excluded.iter().any(|p| p == rel), "{rel}: {v:#}");
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), &dest).unwrap();
+        }
+    }
+}

@@ -399,3 +399,99 @@ fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// A Harbor task folder under `root`: the image has `/app/value` = `built`,
+/// the oracle writes `solved`, and the tests pass when the value is 2.
+fn harbor_task(root: &Path, name: &str, from: &str, built: u32, solved: u32) {
+    let dir = root.join(name);
+    let files = [
+        (
+            "task.toml",
+            format!("schema_version = \"1.4\"\n\n[task]\nname = \"tb/{name}\"\n\n[verifier]\ntimeout_sec = 60.0\n\n[agent]\ntimeout_sec = 60.0\n"),
+        ),
+        ("instruction.md", "Make /app/value hold 2.\n".to_owned()),
+        (
+            "environment/Dockerfile",
+            format!("FROM {from}\nWORKDIR /app\nRUN echo {built} > /app/value\n"),
+        ),
+        (
+            "tests/test.sh",
+            "#!/bin/sh\nif [ \"$(cat /app/value)\" = 2 ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n"
+                .to_owned(),
+        ),
+        ("solution/solve.sh", format!("#!/bin/sh\necho {solved} > /app/value\n")),
+    ];
+    for (rel, text) in files {
+        let path = dir.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+}
+
+#[test]
+fn a_harbor_dataset_is_certified_by_its_own_oracle_and_no_op_offline() {
+    setup();
+    let p = util::Project::new().pipeline(
+        "cache = \"cache\"\nrelease = \"release\"\n\n[screen]\nrepeats = 2\n\n[[harbor_dataset]]\nname = \"tb\"\npath = \"tb\"\n",
+    );
+    let tb = p.path().join("tb");
+    harbor_task(&tb, "good", "assay-base:bookworm", 1, 2);
+    harbor_task(&tb, "oracle-fails", "assay-base:bookworm", 1, 3);
+    harbor_task(&tb, "nop-passes", "assay-base:bookworm", 2, 2);
+    harbor_task(&tb, "offline", "assay-no-such-image:never", 1, 2);
+    let first = p.build_json(&[]).code(0);
+    assert_eq!(first.summary.by_kind["harbor_task"].executed, 4);
+    let lines: Vec<Value> = std::fs::read_to_string(p.path().join("release/harbor-tasks.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let by_folder = |f: &str| lines.iter().find(|l| l["folder"] == f).unwrap().clone();
+    let good = by_folder("good");
+    assert_eq!(good["certified"], true, "{good:#}");
+    assert_eq!(
+        good["readings"]["oracle"].as_array().unwrap().len(),
+        2,
+        "repeated as screening is"
+    );
+    for (folder, why) in [
+        ("oracle-fails", "oracle_fails: reading 1 scored 0"),
+        ("nop-passes", "nop_passes: reading 1 scored 1"),
+        ("offline", "environment_failed: cannot pull offline"),
+    ] {
+        let t = by_folder(folder);
+        assert_eq!(t["certified"], false, "{t:#}");
+        let reasons = t["uncertified_because"].to_string();
+        assert!(reasons.contains(why), "{folder}: {reasons}");
+    }
+    let funnel = json(&p.path().join("release/funnel.json"));
+    assert_eq!(funnel["harbor"]["tasks"], 4, "{funnel:#}");
+    assert_eq!(funnel["harbor"]["certified"], 1, "{funnel:#}");
+    // No screening container outlives the build.
+    let left = Command::new("docker")
+        .args(["ps", "-aq", "--filter", "label=assay.harbor=screen"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&left.stdout).trim().is_empty());
+
+    // Nothing changed: nothing screened again; a changed solution: that task alone.
+    let again = p.build_json(&[]).code(0);
+    assert_eq!(again.summary.by_kind["harbor_task"].executed, 0);
+    std::fs::write(
+        tb.join("oracle-fails/solution/solve.sh"),
+        "#!/bin/sh\necho 2 > /app/value\n",
+    )
+    .unwrap();
+    let fixed = p.build_json(&[]).code(0);
+    assert_eq!(
+        fixed.names("node_finished"),
+        ["harbor_task:tb/oracle-fails", "release"]
+    );
+    let lines = std::fs::read_to_string(p.path().join("release/harbor-tasks.jsonl")).unwrap();
+    let fixed: Value = lines
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["folder"] == "oracle-fails")
+        .unwrap();
+    assert_eq!(fixed["certified"], true, "{fixed:#}");
+}

@@ -50,6 +50,21 @@ pub(crate) struct PipelineFile {
     /// Agents assay runs itself on every released task (docs/agents.md).
     #[serde(default)]
     pub(crate) agent: Vec<Spanned<AgentConfig>>,
+    /// Directories of Harbor task folders certified with their own oracle
+    /// and no-op controls (docs/harbor.md).
+    #[serde(default)]
+    pub(crate) harbor_dataset: Vec<HarborDatasetConfig>,
+}
+
+/// `[[harbor_dataset]]`: a directory of Harbor task folders (a downloaded
+/// Terminal-Bench dataset, an `assay export --harbor`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct HarborDatasetConfig {
+    /// Names its tasks in node names and the release (`<name>/<folder>`).
+    pub(crate) name: Spanned<String>,
+    /// The directory, relative to the pipeline file.
+    pub(crate) path: Spanned<String>,
 }
 
 /// `[[agent]]`: an agent CLI run on the released tasks, each attempt a node.

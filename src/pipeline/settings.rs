@@ -206,6 +206,8 @@ pub(crate) struct Settings {
     pub(crate) executor_override: Option<&'static str>,
     /// `[[agent]]`: the agents assay runs on the released tasks.
     pub(crate) agents: Vec<super::AgentSettings>,
+    /// `[[harbor_dataset]]`: (name, existing directory).
+    pub(crate) harbor_datasets: Vec<(String, PathBuf)>,
 }
 
 impl Settings {
@@ -237,6 +239,7 @@ impl Settings {
             executor_override: None,
             agents: super::agent::agents(pipeline, &f.agent)?,
             prices: f.prices.clone(),
+            harbor_datasets: harbor_datasets(pipeline, f)?,
         })
     }
 
@@ -312,6 +315,37 @@ fn redact_patterns(pipeline: &Pipeline, f: &PipelineFile) -> Result<Vec<String>,
             ));
         }
         out.push(p.get_ref().clone());
+    }
+    Ok(out)
+}
+
+fn harbor_datasets(
+    pipeline: &Pipeline,
+    f: &PipelineFile,
+) -> Result<Vec<(String, PathBuf)>, ConfigError> {
+    let mut out: Vec<(String, PathBuf)> = Vec::new();
+    for d in &f.harbor_dataset {
+        let name = d.name.get_ref();
+        let plain = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !plain || out.iter().any(|(n, _)| n == name) {
+            return Err(pipeline.error_at(
+                d.name.span(),
+                format!("`{name}` cannot name a Harbor dataset"),
+                "here",
+                "a unique name of letters, digits, `-`, `_` and `.`",
+            ));
+        }
+        let dir = existing_dir(
+            pipeline,
+            Some(&d.path),
+            "Harbor dataset",
+            "point `path` at a directory of Harbor task folders",
+        )?
+        .unwrap_or_default();
+        out.push((name.clone(), dir));
     }
     Ok(out)
 }

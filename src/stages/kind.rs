@@ -29,6 +29,8 @@ words! {
         Metrics = "metrics",
         Judge = "judge",
         Release = "release",
+        /// A Harbor task folder of a `[[harbor_dataset]]`, screened.
+        HarborTask = "harbor_task",
     }
 }
 
@@ -72,8 +74,21 @@ mod tests {
         assert_eq!(
             words,
             [
-                "step", "triage", "env", "tree", "run", "screen", "task", "session", "attempt",
-                "stage", "grade", "metrics", "judge", "release"
+                "step",
+                "triage",
+                "env",
+                "tree",
+                "run",
+                "screen",
+                "task",
+                "session",
+                "attempt",
+                "stage",
+                "grade",
+                "metrics",
+                "judge",
+                "release",
+                "harbor_task"
             ]
         );
         assert_eq!(

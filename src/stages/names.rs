@@ -23,6 +23,11 @@ pub(crate) fn env(params_hash: &blake3::Hash) -> String {
     format!("env:{}", &params_hash.to_hex()[..12])
 }
 
+/// A Harbor task folder of a `[[harbor_dataset]]`.
+pub(crate) fn harbor_task(dataset: &str, folder: &str) -> String {
+    format!("harbor_task:{dataset}/{folder}")
+}
+
 pub(crate) fn triage(candidate: &str) -> String {
     format!("triage:{candidate}")
 }

@@ -10,6 +10,7 @@
 //! same staging, report reading, canaries and verdict as a build.
 
 mod export;
+pub(crate) mod screen;
 mod verify;
 
 pub(crate) use export::export;

@@ -6,6 +6,7 @@
 pub(super) mod attempt;
 pub(super) mod env;
 pub(super) mod grade;
+pub(super) mod harbor_task;
 pub(super) mod judge;
 pub(super) mod metrics;
 pub(super) mod release;

@@ -37,6 +37,8 @@ pub(crate) enum Input {
     Metrics,
     /// A judge reading, with the judge's name.
     Judge(String),
+    /// A Harbor task folder, screened.
+    HarborTask,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -60,6 +62,21 @@ pub(crate) struct ReleaseParams {
 /// The release node: every task, session, grade, metrics and judge reading,
 /// described in its params' `inputs`, made into the release files.
 pub(crate) struct Release(pub(crate) ReleaseParams);
+
+/// One line of `harbor-tasks.jsonl`: a Harbor task folder, whether its
+/// controls hold, and every reading they rest on.
+#[derive(Serialize)]
+struct HarborLine<'a> {
+    dataset: &'a str,
+    folder: &'a str,
+    name: &'a str,
+    /// The `harbor_task` node's key.
+    digest: String,
+    certified: bool,
+    uncertified_because: &'a [String],
+    environment: &'a crate::stages::harbor::screen::Built,
+    readings: &'a BTreeMap<String, Vec<crate::stages::harbor::screen::Reading>>,
+}
 
 /// One line of `tasks.jsonl` / `tasks.uncertified.jsonl`: SWE-bench's
 /// instance fields first (loadable by its harness: ids unique per track, test
@@ -223,6 +240,7 @@ pub(crate) fn assemble(
     let mut funnel = Funnel::default();
     let mut lines = Vec::new();
     let mut uncertified_lines = Vec::new();
+    let mut harbor_lines = Vec::new();
     // Per candidate: how far it got along the funnel, over all its tasks.
     #[derive(Default)]
     struct Progress {
@@ -263,6 +281,32 @@ pub(crate) fn assemble(
                 publish_input
                     .readings
                     .push((judge.clone(), r, key.to_hex()));
+                continue;
+            }
+            Input::HarborTask => {
+                let t: super::harbor_task::HarborTaskRecord =
+                    serde_json::from_slice(bytes).map_err(|e| err(&e))?;
+                let h = funnel.harbor.get_or_insert_with(Default::default);
+                h.tasks += 1;
+                if t.certified {
+                    h.certified += 1;
+                }
+                for why in &t.uncertified_because {
+                    let word = why.split(':').next().unwrap_or(why).to_owned();
+                    *h.uncertified_because.entry(word).or_default() += 1;
+                }
+                let line = serde_json::to_string(&HarborLine {
+                    dataset: &t.dataset,
+                    folder: &t.folder,
+                    name: &t.name,
+                    digest: key.to_hex(),
+                    certified: t.certified,
+                    uncertified_because: &t.uncertified_because,
+                    environment: &t.environment,
+                    readings: &t.readings,
+                })
+                .map_err(|e| err(&e))?;
+                harbor_lines.push((t.dataset.clone(), t.folder.clone(), line));
                 continue;
             }
             Input::Grade => {
@@ -360,6 +404,10 @@ pub(crate) fn assemble(
         "tasks.uncertified.jsonl".to_owned(),
         jsonl(uncertified_lines),
     );
+    // A `[[harbor_dataset]]`'s tasks, certified or not, with their readings.
+    if !harbor_lines.is_empty() {
+        files.insert("harbor-tasks.jsonl".to_owned(), jsonl(harbor_lines));
+    }
     if !publish_input.sessions.is_empty() || !publish_input.not_graded.is_empty() {
         publish_input.not_graded.sort();
         publish_input.not_graded.dedup();

@@ -33,6 +33,7 @@ pub(crate) struct GradeLayout<'a> {
 }
 
 /// What the grading layout leaves to the release besides its nodes.
+#[derive(Default)]
 pub(crate) struct Ungraded {
     /// The sessions that cannot be graded, with why.
     pub(crate) not_graded: Vec<(String, String)>,

@@ -41,6 +41,12 @@ pub(crate) fn nodes(
 ) -> Result<super::executor::InUse, StageError> {
     let settings = &pipeline.settings;
     if settings.sources.is_empty() {
+        // A pipeline of Harbor datasets alone: their tasks and the release.
+        let mut release_inputs = release::ReleaseInputs::default();
+        if harbor_nodes(pipeline, out, &mut release_inputs)? {
+            let ungraded = super::grading::Ungraded::default();
+            out.push(release_node(pipeline, ungraded, release_inputs, warnings));
+        }
         return Ok(Default::default());
     }
     let envs = super::envs::Envs::resolve(pipeline, warnings)?;
@@ -153,6 +159,7 @@ pub(crate) fn nodes(
         task_nodes: &task_nodes,
         cache_dir,
     };
+    harbor_nodes(pipeline, out, &mut release_inputs)?;
     let ungraded = grade_nodes(pipeline, store, &ctx, out, &mut release_inputs, warnings)?;
     out.push(release_node(pipeline, ungraded, release_inputs, warnings));
     let env_nodes = env_of
@@ -321,6 +328,49 @@ fn check_topic_splits(pipeline: &Pipeline, seen: &HashSet<String>) -> Result<(),
         }
     }
     Ok(())
+}
+
+/// One `harbor_task` node per task folder of each `[[harbor_dataset]]` (a
+/// directory holding a `task.toml`), in folder order; whether there is any.
+fn harbor_nodes(
+    pipeline: &Pipeline,
+    out: &mut Vec<NodeSpec>,
+    release: &mut release::ReleaseInputs,
+) -> Result<bool, StageError> {
+    let mut any = false;
+    for (dataset, dir) in &pipeline.settings.harbor_datasets {
+        let mut folders: Vec<_> = std::fs::read_dir(dir)
+            .map_err(StageError::cache)?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.join("task.toml").is_file())
+            .collect();
+        folders.sort();
+        for path in folders {
+            let folder = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let files = super::harbor_task::folder_files(&path).map_err(StageError::cache)?;
+            let name = names::harbor_task(dataset, &folder);
+            out.push(node::spec(
+                name.clone(),
+                super::harbor_task::HarborTask {
+                    params: super::harbor_task::HarborTaskParams {
+                        dataset: dataset.clone(),
+                        folder,
+                        files,
+                        repeats: pipeline.settings.repeats,
+                    },
+                    path,
+                },
+                NoNames {},
+            ));
+            release.push(name, release::Input::HarborTask);
+            any = true;
+        }
+    }
+    Ok(any)
 }
 
 /// The release node over every task, session, grade, metrics and judge reading.

@@ -384,6 +384,17 @@ pub(crate) struct Funnel {
     pub(crate) awaiting_statement: usize,
     pub(crate) declined: BTreeMap<String, usize>,
     pub(crate) uncertified_because: BTreeMap<String, usize>,
+    /// The `[[harbor_dataset]]`s' tasks; absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) harbor: Option<HarborFunnel>,
+}
+
+/// A Harbor dataset's tasks: how many, how many certified, and why not.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct HarborFunnel {
+    pub(crate) tasks: usize,
+    pub(crate) certified: usize,
+    pub(crate) uncertified_because: BTreeMap<String, usize>,
 }
 
 /// `manifest.json` (format: [`super::manifest`]).

@@ -1,0 +1,516 @@
+//! Certifying a Harbor dataset (`[[harbor_dataset]]`, docs/harbor.md): each
+//! task folder's environment is built offline, then its controls are read
+//! `repeats` times each as Harbor would run them — the no-op (the untouched
+//! environment, then `tests/test.sh`) must score 0 and the oracle
+//! (`solution/solve.sh`, then `tests/test.sh`) must score 1 — in fresh
+//! containers with no network, no new privileges, few capabilities and the
+//! run limits, removed after. A task is certified only when every reading
+//! holds; the others are released with their reasons.
+//!
+//! The docker CLI drives it (`docker build` of the folder's Dockerfile:
+//! assay's own image builder makes only its layout's images). A base image
+//! that is not on this machine fails the task's environment with "cannot
+//! pull offline", never the build.
+
+use std::collections::BTreeMap;
+use std::io::Read as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+/// What one reading of a control gave.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Reading {
+    /// `reward` of reward.json (or its one number), or reward.txt's number.
+    pub(crate) reward: Option<f64>,
+    /// Every number the verifier wrote.
+    pub(crate) rewards: BTreeMap<String, f64>,
+    pub(crate) timed_out: bool,
+    /// Why the reading has no reward, when it has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) error: Option<String>,
+    /// The last lines of the verifier's output.
+    pub(crate) tail: String,
+}
+
+/// The environment of a Harbor task, as built.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Built {
+    pub(crate) ok: bool,
+    /// The image id (`sha256:…`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) image: Option<String>,
+    /// Why there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) reason: Option<String>,
+}
+
+/// The two controls.
+pub(crate) const NOP: &str = "nop";
+pub(crate) const ORACLE: &str = "oracle";
+
+/// What a task folder's `task.toml` says that screening uses.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TaskToml {
+    pub(crate) name: Option<String>,
+    pub(crate) agent_timeout: Duration,
+    pub(crate) verifier_timeout: Duration,
+    pub(crate) build_timeout: Duration,
+    pub(crate) docker_image: Option<String>,
+}
+
+impl TaskToml {
+    pub(crate) fn read(folder: &Path) -> Result<TaskToml, String> {
+        let path = folder.join("task.toml");
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let v: toml::Value =
+            toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let secs = |table: &str, key: &str| {
+            v.get(table)
+                .and_then(|t| t.get(key))
+                .and_then(|x| x.as_float().or_else(|| x.as_integer().map(|i| i as f64)))
+                .filter(|s| s.is_finite() && *s > 0.0)
+                .map_or(Duration::from_secs(600), Duration::from_secs_f64)
+        };
+        Ok(TaskToml {
+            name: v
+                .get("task")
+                .and_then(|t| t.get("name"))
+                .and_then(|n| n.as_str())
+                .map(str::to_owned),
+            agent_timeout: secs("agent", "timeout_sec"),
+            verifier_timeout: secs("verifier", "timeout_sec"),
+            build_timeout: secs("environment", "build_timeout_sec"),
+            docker_image: v
+                .get("environment")
+                .and_then(|t| t.get("docker_image"))
+                .and_then(|n| n.as_str())
+                .map(str::to_owned),
+        })
+    }
+}
+
+/// The images a Dockerfile starts from (its `FROM` lines, less its own
+/// stages and `scratch`).
+pub(crate) fn base_images(dockerfile: &str) -> Vec<String> {
+    let mut stages = Vec::new();
+    let mut out = Vec::new();
+    for line in dockerfile.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if !words
+            .first()
+            .is_some_and(|w| w.eq_ignore_ascii_case("FROM"))
+        {
+            continue;
+        }
+        let rest: Vec<&str> = words[1..]
+            .iter()
+            .copied()
+            .filter(|w| !w.starts_with("--"))
+            .collect();
+        let Some(image) = rest.first() else { continue };
+        if !stages.iter().any(|s: &String| s == image) && *image != "scratch" {
+            out.push((*image).to_owned());
+        }
+        if rest.len() >= 3 && rest[1].eq_ignore_ascii_case("AS") {
+            stages.push(rest[2].to_owned());
+        }
+    }
+    out
+}
+
+/// Whether this machine's daemon has `image`.
+fn image_present(image: &str) -> bool {
+    docker(
+        &["image", "inspect", "--format", "{{.Id}}", image],
+        Duration::from_secs(60),
+    )
+    .is_ok_and(|out| out.ok)
+}
+
+/// The task's environment: its `docker_image`, or its Dockerfile built with
+/// no network. `tag` names the built image.
+pub(crate) fn build(folder: &Path, toml: &TaskToml, tag: &str) -> Built {
+    let failed = |reason: String| Built {
+        ok: false,
+        image: None,
+        reason: Some(reason),
+    };
+    let offline = |image: &str| {
+        format!(
+            "cannot pull offline: the image `{image}` is not on this machine (load or build it first)"
+        )
+    };
+    let image = if let Some(image) = &toml.docker_image {
+        if !image_present(image) {
+            return failed(offline(image));
+        }
+        image.clone()
+    } else {
+        let context = folder.join("environment");
+        let Ok(dockerfile) = std::fs::read_to_string(context.join("Dockerfile")) else {
+            return failed("no environment/Dockerfile and no [environment] docker_image".into());
+        };
+        if let Some(missing) = base_images(&dockerfile).iter().find(|i| !image_present(i)) {
+            return failed(offline(missing));
+        }
+        let context = context.display().to_string();
+        match docker(
+            &["build", "--network", "none", "-q", "-t", tag, &context],
+            toml.build_timeout,
+        ) {
+            Ok(out) if out.ok => tag.to_owned(),
+            Ok(out) => {
+                return failed(format!("docker build failed: {}", tail(&out.stderr, 6)));
+            }
+            Err(e) => return failed(format!("docker build: {e}")),
+        }
+    };
+    match docker(
+        &["image", "inspect", "--format", "{{.Id}}", &image],
+        Duration::from_secs(60),
+    ) {
+        Ok(out) if out.ok => Built {
+            ok: true,
+            image: Some(String::from_utf8_lossy(&out.stdout).trim().to_owned()),
+            reason: None,
+        },
+        _ => failed(format!("the image `{image}` cannot be inspected")),
+    }
+}
+
+/// One reading of `control` in a fresh container of `image`.
+pub(crate) fn read(
+    folder: &Path,
+    image: &str,
+    control: &str,
+    toml: &TaskToml,
+    name: &str,
+) -> Reading {
+    let solve = control == ORACLE;
+    let script = format!(
+        "mkdir -p /logs/verifier /logs/agent; {}chmod +x /tests/test.sh; /tests/test.sh > /logs/verifier/test-stdout.txt 2>&1; exit 0",
+        if solve {
+            "chmod +x /solution/solve.sh; /solution/solve.sh > /logs/agent/oracle.txt 2>&1; "
+        } else {
+            ""
+        }
+    );
+    let budget = toml.verifier_timeout
+        + if solve {
+            toml.agent_timeout
+        } else {
+            Duration::ZERO
+        };
+    let mut reading = Reading::default();
+    let created = docker(
+        &[
+            "create",
+            "--name",
+            name,
+            "--network",
+            "none",
+            "--security-opt",
+            "no-new-privileges",
+            "--cap-drop",
+            "ALL",
+            "--cap-add",
+            "CHOWN",
+            "--cap-add",
+            "DAC_OVERRIDE",
+            "--cap-add",
+            "FOWNER",
+            "--cap-add",
+            "FSETID",
+            "--cap-add",
+            "SETUID",
+            "--cap-add",
+            "SETGID",
+            "--memory",
+            "4g",
+            "--memory-swap",
+            "4g",
+            "--pids-limit",
+            "1024",
+            "--label",
+            "assay.harbor=screen",
+            "--entrypoint",
+            "sh",
+            image,
+            "-c",
+            &script,
+        ],
+        Duration::from_secs(120),
+    );
+    let outcome = (|| -> Result<(), String> {
+        match created {
+            Ok(out) if out.ok => {}
+            Ok(out) => return Err(format!("docker create: {}", tail(&out.stderr, 4))),
+            Err(e) => return Err(format!("docker create: {e}")),
+        }
+        let mut copies = vec![("tests", "/tests")];
+        if solve {
+            copies.push(("solution", "/solution"));
+        }
+        for (from, to) in copies {
+            // `DIR/.`: the directory's content into `to`, made if missing.
+            let src = format!("{}/.", folder.join(from).display());
+            let out = docker(
+                &["cp", &src, &format!("{name}:{to}")],
+                Duration::from_secs(300),
+            )?;
+            if !out.ok {
+                return Err(format!("copying {from}/: {}", tail(&out.stderr, 4)));
+            }
+        }
+        let started = docker(&["start", "-a", name], budget)?;
+        reading.timed_out = started.timed_out;
+        let out = docker(
+            &["cp", &format!("{name}:/logs/verifier"), "-"],
+            Duration::from_secs(120),
+        )?;
+        if !out.ok {
+            return Err(format!("reading /logs/verifier: {}", tail(&out.stderr, 4)));
+        }
+        let files = untar(&out.stdout);
+        reading.tail = tail(
+            files.get("test-stdout.txt").map_or(&[][..], Vec::as_slice),
+            20,
+        );
+        reward_of(&files, &mut reading);
+        Ok(())
+    })();
+    let _ = docker(&["rm", "-f", "-v", name], Duration::from_secs(60));
+    if let Err(e) = outcome {
+        reading.error = Some(e);
+    }
+    if reading.timed_out && reading.reward.is_none() {
+        reading.error = Some(format!("timed out after {} s", budget.as_secs()));
+    }
+    reading
+}
+
+/// The reward of a verifier's files, as Harbor reads them: reward.txt (one
+/// number) or reward.json (a flat map of numbers: its `reward`, or its one
+/// number).
+fn reward_of(files: &BTreeMap<String, Vec<u8>>, reading: &mut Reading) {
+    if let Some(text) = files.get("reward.txt") {
+        match String::from_utf8_lossy(text).trim().parse::<f64>() {
+            Ok(r) if r.is_finite() => {
+                reading.reward = Some(r);
+                reading.rewards.insert("reward".into(), r);
+            }
+            _ => reading.error = Some("reward.txt does not hold one number".into()),
+        }
+        return;
+    }
+    let Some(json) = files.get("reward.json") else {
+        reading.error = Some("the verifier wrote no reward.txt or reward.json".into());
+        return;
+    };
+    let map: Result<BTreeMap<String, f64>, _> = serde_json::from_slice(json);
+    match map {
+        Ok(map) => {
+            reading.reward = map
+                .get("reward")
+                .copied()
+                .or_else(|| (map.len() == 1).then(|| *map.values().next().unwrap_or(&0.0)));
+            if reading.reward.is_none() {
+                reading.error = Some("reward.json has no `reward` and more than one number".into());
+            }
+            reading.rewards = map;
+        }
+        Err(e) => reading.error = Some(format!("reward.json is not a flat map of numbers: {e}")),
+    }
+}
+
+/// Whether the task's controls hold, and why not: every no-op reading
+/// scores 0 and every oracle reading 1, in a built environment.
+pub(crate) fn certify(built: &Built, readings: &BTreeMap<String, Vec<Reading>>) -> Vec<String> {
+    if !built.ok {
+        return vec![format!(
+            "environment_failed: {}",
+            built.reason.as_deref().unwrap_or("not built")
+        )];
+    }
+    let mut why = Vec::new();
+    for (control, want, word) in [(NOP, 0.0, "nop_passes"), (ORACLE, 1.0, "oracle_fails")] {
+        for (i, r) in readings.get(control).into_iter().flatten().enumerate() {
+            match r.reward {
+                Some(x) if x == want => {}
+                Some(x) => why.push(format!("{word}: reading {} scored {x}", i + 1)),
+                None => why.push(format!(
+                    "{control}_no_reward: reading {}: {}",
+                    i + 1,
+                    r.error.as_deref().unwrap_or("no reward")
+                )),
+            }
+        }
+    }
+    why
+}
+
+/// How a docker CLI call ended.
+struct Out {
+    ok: bool,
+    timed_out: bool,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+}
+
+/// `docker ARGS`, killed past `timeout` (a `start -a` then leaves a running
+/// container, which the caller's `rm -f` removes).
+fn docker(args: &[&str], timeout: Duration) -> Result<Out, String> {
+    let mut child = Command::new("docker")
+        .args(args)
+        .env("DOCKER_BUILDKIT", "0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run docker: {e}"))?;
+    let mut stdout = child.stdout.take();
+    let mut stderr = child.stderr.take();
+    let out_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(s) = stdout.as_mut() {
+            let _ = s.read_to_end(&mut buf);
+        }
+        buf
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(s) = stderr.as_mut() {
+            let _ = s.take(1 << 20).read_to_end(&mut buf);
+        }
+        buf
+    });
+    let deadline = Instant::now() + timeout;
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            timed_out = true;
+            let _ = child.kill();
+            break child.wait().map_err(|e| e.to_string())?;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    Ok(Out {
+        ok: status.success() && !timed_out,
+        timed_out,
+        stdout: out_reader.join().unwrap_or_default(),
+        stderr: err_reader.join().unwrap_or_default(),
+    })
+}
+
+/// The regular files of a tar stream (`docker cp … -`), by their name
+/// below the copied directory.
+fn untar(bytes: &[u8]) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut archive = tar::Archive::new(bytes);
+    let Ok(entries) = archive.entries() else {
+        return out;
+    };
+    for mut e in entries.flatten() {
+        if e.header().entry_type() != tar::EntryType::Regular {
+            continue;
+        }
+        let Ok(path) = e.path().map(|p| p.to_path_buf()) else {
+            continue;
+        };
+        let name = path
+            .components()
+            .skip(1)
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join("/");
+        let mut data = Vec::new();
+        if e.by_ref().take(16 << 20).read_to_end(&mut data).is_ok() {
+            out.insert(name, data);
+        }
+    }
+    out
+}
+
+/// The last `n` lines of `bytes`.
+fn tail(bytes: &[u8], n: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_base_images_are_the_from_lines_less_stages_and_scratch() {
+        let d = "FROM --platform=linux/amd64 golang:1.22 AS build\nRUN go build\nFROM build AS test\nfrom scratch\nFROM debian:bookworm\n";
+        assert_eq!(base_images(d), ["golang:1.22", "debian:bookworm"]);
+    }
+
+    fn reading(reward: Option<f64>) -> Reading {
+        Reading {
+            reward,
+            ..Reading::default()
+        }
+    }
+
+    #[test]
+    fn a_task_is_certified_only_when_every_control_reading_holds() {
+        let built = Built {
+            ok: true,
+            ..Built::default()
+        };
+        let readings = |nop: Vec<Option<f64>>, oracle: Vec<Option<f64>>| {
+            BTreeMap::from([
+                (NOP.to_owned(), nop.into_iter().map(reading).collect()),
+                (ORACLE.to_owned(), oracle.into_iter().map(reading).collect()),
+            ])
+        };
+        assert!(certify(&built, &readings(vec![Some(0.0); 2], vec![Some(1.0); 2])).is_empty());
+        let why = certify(
+            &built,
+            &readings(vec![Some(0.0), Some(1.0)], vec![Some(1.0); 2]),
+        );
+        assert_eq!(why, ["nop_passes: reading 2 scored 1"]);
+        let why = certify(&built, &readings(vec![Some(0.0); 2], vec![Some(1.0), None]));
+        assert_eq!(why, ["oracle_no_reward: reading 2: no reward"]);
+        let why = certify(
+            &Built {
+                ok: false,
+                reason: Some("cannot pull offline".into()),
+                ..Built::default()
+            },
+            &BTreeMap::new(),
+        );
+        assert_eq!(why, ["environment_failed: cannot pull offline"]);
+    }
+
+    #[test]
+    fn rewards_are_read_as_harbor_reads_them() {
+        let files =
+            |name: &str, text: &str| BTreeMap::from([(name.to_owned(), text.as_bytes().to_vec())]);
+        let mut r = Reading::default();
+        reward_of(&files("reward.txt", "1\n"), &mut r);
+        assert_eq!(r.reward, Some(1.0));
+        let mut r = Reading::default();
+        reward_of(
+            &files("reward.json", r#"{"reward": 0.0, "passed": 3}"#),
+            &mut r,
+        );
+        assert_eq!((r.reward, r.rewards.len()), (Some(0.0), 2));
+        let mut r = Reading::default();
+        reward_of(&files("reward.json", r#"{"score": 0.5}"#), &mut r);
+        assert_eq!(r.reward, Some(0.5));
+        let mut r = Reading::default();
+        reward_of(&BTreeMap::new(), &mut r);
+        assert!(r.reward.is_none() && r.error.is_some());
+    }
+}

@@ -1,0 +1,155 @@
+//! `harbor_task:<dataset>/<folder>`: one Harbor task folder of a
+//! `[[harbor_dataset]]`, its environment built and its controls read
+//! (`harbor::screen`). Keyed by every file of the folder, so a changed test
+//! or solution screens it again and nothing else.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use assay_engine::JobCtx;
+use serde::{Deserialize, Serialize};
+
+use super::node::{Kind, Made, NoInputs, NodeKind};
+use crate::stages::harbor::screen::{self, Built, NOP, ORACLE, Reading, TaskToml};
+
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct HarborTaskParams {
+    pub(crate) dataset: String,
+    pub(crate) folder: String,
+    /// (path, mode, blake3) of every file of the folder, sorted.
+    pub(crate) files: Vec<(String, u32, String)>,
+    pub(crate) repeats: u32,
+}
+
+/// What screening a Harbor task concluded.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct HarborTaskRecord {
+    pub(crate) dataset: String,
+    pub(crate) folder: String,
+    /// `[task] name`, else the folder's name.
+    pub(crate) name: String,
+    pub(crate) environment: Built,
+    /// `nop` and `oracle`: each reading in order.
+    pub(crate) readings: BTreeMap<String, Vec<Reading>>,
+    pub(crate) certified: bool,
+    pub(crate) uncertified_because: Vec<String>,
+}
+
+pub(crate) struct HarborTask {
+    pub(crate) params: HarborTaskParams,
+    pub(crate) path: PathBuf,
+}
+
+impl Kind for HarborTask {
+    const NAME: &'static str = NodeKind::HarborTask.as_str();
+    const VERSION: u32 = 1;
+    type Params = HarborTaskParams;
+    type Inputs = NoInputs;
+    type Record = HarborTaskRecord;
+
+    fn params(&self) -> &HarborTaskParams {
+        &self.params
+    }
+
+    async fn run(
+        self: Arc<Self>,
+        _: NoInputs,
+        _ctx: JobCtx,
+    ) -> Result<Made<HarborTaskRecord>, String> {
+        tokio::task::spawn_blocking(move || screen_task(&self.params, &self.path))
+            .await
+            .map_err(|e| format!("harbor task: {e}"))?
+            .map(Made::record)
+    }
+}
+
+fn screen_task(p: &HarborTaskParams, folder: &Path) -> Result<HarborTaskRecord, String> {
+    let toml = TaskToml::read(folder)?;
+    let digest = blake3::hash(format!("{:?}", p.files).as_bytes()).to_hex();
+    let tag = format!(
+        "assay-harbor/{}:{}",
+        sanitize(&format!("{}-{}", p.dataset, p.folder)),
+        &digest[..12]
+    );
+    let environment = screen::build(folder, &toml, &tag);
+    let mut readings: BTreeMap<String, Vec<Reading>> = BTreeMap::new();
+    if let (true, Some(image)) = (environment.ok, environment.image.as_deref()) {
+        for repeat in 0..p.repeats {
+            for control in [NOP, ORACLE] {
+                let name = format!(
+                    "assay-harbor-{}-{}-{control}-{repeat}",
+                    std::process::id(),
+                    &digest[..12]
+                );
+                readings
+                    .entry(control.to_owned())
+                    .or_default()
+                    .push(screen::read(folder, image, control, &toml, &name));
+            }
+        }
+    }
+    let uncertified_because = screen::certify(&environment, &readings);
+    Ok(HarborTaskRecord {
+        dataset: p.dataset.clone(),
+        folder: p.folder.clone(),
+        name: toml.name.unwrap_or_else(|| p.folder.clone()),
+        environment,
+        certified: uncertified_because.is_empty(),
+        uncertified_because,
+        readings,
+    })
+}
+
+/// A docker repository name's characters.
+fn sanitize(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+/// (path, mode, blake3) of every regular file under `folder`, sorted;
+/// symbolic links by their target.
+pub(crate) fn folder_files(folder: &Path) -> Result<Vec<(String, u32, String)>, String> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, u32, String)>) -> Result<(), String> {
+        let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for e in entries.flatten() {
+            let path = e.path();
+            let rel = path
+                .strip_prefix(root)
+                .map(|r| r.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let meta = std::fs::symlink_metadata(&path).map_err(|e| e.to_string())?;
+            use std::os::unix::fs::PermissionsExt;
+            if meta.is_dir() {
+                walk(root, &path, out)?;
+            } else if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(&path).map_err(|e| e.to_string())?;
+                let text = target.to_string_lossy();
+                out.push((
+                    rel,
+                    0o120000,
+                    blake3::hash(text.as_bytes()).to_hex().to_string(),
+                ));
+            } else if meta.is_file() {
+                let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+                out.push((
+                    rel,
+                    meta.permissions().mode() & 0o777,
+                    blake3::hash(&bytes).to_hex().to_string(),
+                ));
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    walk(folder, folder, &mut out)?;
+    out.sort();
+    Ok(out)
+}

@@ -287,13 +287,18 @@ fn exported_tasks_pass_with_the_oracle_fail_with_nop_and_come_back_accounted_for
 /// as the agent left it: its verdict file.
 fn verify(tests: &Path, workspace: &Path) -> Value {
     let logs = tempfile::tempdir().unwrap();
+    verify_into(tests, workspace, logs.path())
+}
+
+/// [`verify`], writing into `logs`.
+fn verify_into(tests: &Path, workspace: &Path, logs: &Path) -> Value {
     let out = Command::new(tests.join("assay"))
         .args(["harbor-verify", "--tests"])
         .arg(tests)
         .arg("--workspace")
         .arg(workspace)
         .arg("--logs")
-        .arg(logs.path())
+        .arg(logs)
         .output()
         .unwrap();
     assert!(
@@ -301,14 +306,15 @@ fn verify(tests: &Path, workspace: &Path) -> Value {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let reward = json(&logs.path().join("reward.json"));
-    let verdict = json(&logs.path().join("assay-verdict.json"));
+    let reward = json(&logs.join("reward.json"));
+    let verdict = json(&logs.join("assay-verdict.json"));
     let resolved = verdict["verdict"] == "resolved";
     assert_eq!(
         reward["reward"].as_f64(),
         Some(if resolved { 1.0 } else { 0.0 })
     );
-    assert!(logs.path().join("agent.patch").is_file());
+    let patch = std::fs::symlink_metadata(logs.join("agent.patch")).unwrap();
+    assert!(patch.is_file(), "agent.patch is a regular file of its own");
     verdict
 }
 
@@ -365,6 +371,25 @@ fn the_verifier_grades_what_the_agent_changed_and_cannot_be_talked_into_a_pass()
     let v = verify(&tests, w.path());
     assert_eq!(v["verdict"], "resolved", "{v:#}");
     assert!(v["patch_bytes"].as_u64().unwrap() > 0, "{v:#}");
+
+    // The workspace replaced by a link to another directory, and the log's
+    // agent.patch planted as a link to a file: neither is followed.
+    let victim = workspace(&task);
+    apply_gold(&task, victim.path());
+    let outer = tempfile::tempdir().unwrap();
+    let linked = outer.path().join("tree");
+    std::os::unix::fs::symlink(victim.path(), &linked).unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let target = outer.path().join("host-file");
+    std::fs::write(&target, "untouched\n").unwrap();
+    std::os::unix::fs::symlink(&target, logs.path().join("agent.patch")).unwrap();
+    let v = verify_into(&tests, &linked, logs.path());
+    assert_ne!(v["verdict"], "resolved", "{v:#}");
+    assert!(
+        victim.path().join("calc/ops.py").is_file(),
+        "the linked directory was emptied"
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "untouched\n");
 
     // Tests rewritten to pass without a fix: reset to the hidden test patch.
     unresolved_leaving_out(&task, "tests/test_ops.py", "import unittest\n");

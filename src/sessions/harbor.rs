@@ -124,6 +124,14 @@ pub(super) fn load(
     job
 }
 
+/// The bytes of `path` when it is a regular file: a job directory is
+/// someone else's, and a symbolic link in it must not read this machine's
+/// files into the cache and the release.
+fn regular(path: &Path) -> Option<Vec<u8>> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    meta.is_file().then(|| std::fs::read(path).ok()).flatten()
+}
+
 fn read_json(path: &Path) -> Option<Value> {
     serde_json::from_slice(&std::fs::read(path).ok()?).ok()
 }
@@ -136,6 +144,13 @@ fn trial(
     config: &Value,
 ) -> Result<ParsedSession, Failure> {
     let result_path = folder.join("result.json");
+    if !std::fs::symlink_metadata(&result_path).is_ok_and(|m| m.is_file()) {
+        return Err(SessionError::plain(
+            session_id,
+            format!("{} is not a regular file; not read", result_path.display()),
+            "a trial's files are read only as regular files of the job directory",
+        ));
+    }
     let text = super::read_text(session_id, &result_path, "Harbor trial result")?;
     let r: Value = serde_json::from_str(&text)
         .map_err(|e| SessionError::from_json(session_id, &result_path, &text, 0, &text, &e))?;
@@ -147,8 +162,9 @@ fn trial(
         ));
     };
     let verifier = folder.join("verifier");
-    let verdict = read_json(&verifier.join("assay-verdict.json"));
-    let patch = std::fs::read(verifier.join("agent.patch")).ok();
+    let verdict = regular(&verifier.join("assay-verdict.json"))
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
+    let patch = regular(&verifier.join("agent.patch"));
     let task_name = r["task_name"].as_str().unwrap_or_default();
     // The exported verifier names the released task (its instance id) and
     // its digest; a trial without it names the task by its Harbor name.
@@ -407,6 +423,64 @@ mod tests {
         }
         let why = not_graded_because(noreward).unwrap();
         assert!(why.contains("RewardFileNotFoundError, harness"), "{why}");
+    }
+
+    /// A copy of the fixture job in a temp dir.
+    fn job_copy() -> tempfile::TempDir {
+        fn copy(from: &Path, to: &Path) {
+            std::fs::create_dir_all(to).unwrap();
+            for e in std::fs::read_dir(from).unwrap().flatten() {
+                let dest = to.join(e.file_name());
+                if e.file_type().unwrap().is_dir() {
+                    copy(&e.path(), &dest);
+                } else {
+                    std::fs::copy(e.path(), &dest).unwrap();
+                }
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        copy(Path::new(JOB), &dir.path().join("job"));
+        dir
+    }
+
+    /// A shared job directory is someone else's: a link in it to a file of
+    /// this machine is never read (its bytes would reach the cache and the
+    /// published report as a "patch"), and a broken trial is that trial's
+    /// error alone.
+    #[test]
+    fn links_and_broken_trials_in_a_job_are_refused_one_by_one() {
+        let dir = job_copy();
+        let job = dir.path().join("job");
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, "host secret\n").unwrap();
+        std::os::unix::fs::symlink(&secret, job.join("good__kqeRkDS/verifier/agent.patch"))
+            .unwrap();
+        let linked = job.join("good__xyfiiNM/result.json");
+        std::fs::remove_file(&linked).unwrap();
+        std::os::unix::fs::symlink(&secret, &linked).unwrap();
+        std::fs::write(job.join("slow__PGFC9Wn/result.json"), "{ not json").unwrap();
+        let mut out = Vec::new();
+        let plan = load("j", &job, &mut out);
+        assert_eq!(out.len(), 6);
+        let by_id: BTreeMap<&str, &Result<ParsedSession, Failure>> =
+            out.iter().map(|(id, _, s)| (id.as_str(), s)).collect();
+        let good = by_id["j/good__kqeRkDS"].as_ref().unwrap();
+        assert!(good.session.patch.is_empty(), "the linked patch was read");
+        assert!(!good.session.facts.trial.as_ref().unwrap().patch_kept);
+        let err = by_id["j/good__xyfiiNM"].as_ref().unwrap_err();
+        assert!(
+            err.message.contains("not a regular file"),
+            "{}",
+            err.message
+        );
+        assert!(!format!("{err:?}").contains("host secret"));
+        assert!(by_id["j/slow__PGFC9Wn"].is_err());
+        assert_eq!(
+            plan.trials.len(),
+            4,
+            "the readable trials are accounted for"
+        );
+        assert!(by_id["j/noreward__Nt3sdmk"].is_ok());
     }
 
     #[test]

@@ -75,6 +75,14 @@ pub(crate) fn verify(paths: &Paths) -> Result<VerdictFile, String> {
         .parse()
         .map_err(|_| format!("unknown report format `{}`", spec.report))?;
     std::fs::create_dir_all(&paths.logs).map_err(|e| format!("{}: {e}", paths.logs.display()))?;
+    // A workspace the agent replaced by a symbolic link is read as the
+    // empty directory it left (its answer deletes everything): never
+    // followed, so nothing it points at is read, emptied or refilled.
+    if std::fs::symlink_metadata(&paths.workspace).is_ok_and(|m| !m.is_dir()) {
+        std::fs::remove_file(&paths.workspace)
+            .and_then(|()| std::fs::create_dir(&paths.workspace))
+            .map_err(|e| format!("replacing the workspace's link with a directory: {e}"))?;
+    }
     let scratch = tempfile::Builder::new()
         .prefix("assay-verify-")
         .tempdir()
@@ -96,7 +104,7 @@ pub(crate) fn verify(paths: &Paths) -> Result<VerdictFile, String> {
     let patch = store
         .diff(&base_tree, &agent_tree)
         .map_err(|e| e.to_string())?;
-    std::fs::write(paths.logs.join(PATCH_FILE), &patch).map_err(|e| e.to_string())?;
+    put(&paths.logs, PATCH_FILE, &patch)?;
 
     let mut task = spec.task.clone();
     task.base_commit = store
@@ -168,8 +176,7 @@ pub(crate) fn verify(paths: &Paths) -> Result<VerdictFile, String> {
         duration_ms: started.elapsed().as_millis() as u64,
     };
     let write_json = |name: &str, value: &dyn erased::Json| -> Result<(), String> {
-        let path = paths.logs.join(name);
-        std::fs::write(&path, value.json()).map_err(|e| format!("{}: {e}", path.display()))
+        put(&paths.logs, name, &value.json())
     };
     write_json(VERDICT_FILE, &verdict)?;
     // Last: Harbor reads a trial without reward.json as errored.
@@ -287,6 +294,22 @@ fn run_staged(
         }
     }
     Ok(record)
+}
+
+/// Writes `name` in `dir` through a new file renamed into place: whatever
+/// the agent left at that name (a symbolic link to a file of the host's,
+/// once Harbor hands the directory back) is replaced, never written through.
+fn put(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), String> {
+    let tmp = dir.join(format!(".{name}.assay-tmp"));
+    let _ = std::fs::remove_file(&tmp);
+    let path = dir.join(name);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, bytes))
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Removes everything inside `dir` (never following a symbolic link).

@@ -81,6 +81,16 @@ pub(crate) fn run(global: &Global, args: ExportArgs) -> Result<i32, Failure> {
 /// `export --harbor DIR`: the pipeline's docker settings are the ones the
 /// tasks were certified with (`build --executor docker`).
 fn harbor(global: &Global, dir: &std::path::Path) -> Result<i32, Failure> {
+    if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some()) {
+        return Err(Failure::new(
+            exit::USAGE,
+            miette::miette!(
+                help = "name an absent or empty directory: the export writes every folder afresh",
+                "{} is not empty",
+                dir.display()
+            ),
+        ));
+    }
     let mut pipeline = global.load_pipeline()?;
     pipeline.settings.executor_override = Some("docker");
     let store = global.open_store(Some(&pipeline))?;

@@ -1698,3 +1698,53 @@ fn a_mistyped_task_or_published_number_gets_a_did_you_mean() {
         out.stderr
     );
 }
+
+/// A session that hangs is cut at its task's timeout, derived from the
+/// screening readings (`[grade] timeout_factor` × the slowest, at least
+/// `timeout_floor`), not at the environment's fixed timeout: the task
+/// records it, the grade says why it was cut there, and the verdict is the
+/// one a fixed timeout gives (unresolved, the agent's).
+#[test]
+fn a_hanging_run_is_cut_at_its_tasks_timeout_from_the_screening_readings() {
+    let f = Fixture::new();
+    f.pipeline_with_timeout("new-test-files", 1 << 20, 120, "timeout_floor = 3");
+    let patch = f.diff1(&[
+        ("pkg/ops.py", Some(OPS_SUB)),
+        ("pkg/__init__.py", Some("import time\ntime.sleep(600)\n")),
+    ]);
+    f.session("b/hang.json", "p-1", &patch);
+    let b = f.build(&[]);
+    assert_eq!(b.run.code, 0, "{}", b.run.stderr);
+    let task: serde_json::Value = std::fs::read_to_string(f.path().join("release/tasks.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|t| t["instance_id"] == "p-1")
+        .unwrap();
+    let slowest = task["slowest_screening_ms"].as_u64().unwrap();
+    let timeout = task["timeout_s"].as_u64().unwrap();
+    assert_eq!(
+        timeout,
+        (slowest * 10).div_ceil(1000).clamp(3, 120),
+        "{task:#}"
+    );
+    assert!(timeout < 120, "{task:#}");
+    let row = f.row("b/hang.json", "exclude");
+    assert_eq!(
+        (row["verdict"].as_str(), row["fault"].as_str()),
+        ("unresolved", "agent"),
+        "{row:#?}"
+    );
+    let grade = f.project.shown(&row["grade_digest"]);
+    let detail = grade["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with(&format!(
+            "timed out after {timeout} s (the task's timeout: its slowest screening run took"
+        )),
+        "{detail}"
+    );
+    assert!(
+        detail.ends_with("the environment allows 120 s)"),
+        "{detail}"
+    );
+}

@@ -128,6 +128,11 @@ pub(crate) struct GradeConfig {
     pub(crate) max_patch_bytes: Option<Spanned<u64>>,
     /// A session patch of more file sections is `patch_apply_failed`. Default 5000.
     pub(crate) max_patch_files: Option<Spanned<u64>>,
+    /// A task's graded runs time out at this many times its slowest
+    /// screening reading (0: at `[env] timeout`). Default 10.
+    pub(crate) timeout_factor: Option<u32>,
+    /// …but never before this many seconds. Default 30.
+    pub(crate) timeout_floor: Option<u64>,
 }
 
 /// `[redact]`

@@ -24,7 +24,7 @@ pub(crate) use diag::ConfigError;
 use file::PipelineFile;
 pub(crate) use file::{CanaryTemplate, EnvConfig};
 pub(crate) use judge::JudgeConfig;
-pub(crate) use settings::{Arm, PatchCaps, Policy, Settings};
+pub(crate) use settings::{Arm, GradeSettings, PatchCaps, Policy, Settings};
 pub(crate) use sources::{Bounds, SourceSettings, parse_date};
 
 /// A loaded pipeline: its settings, with the text they came from, for

@@ -105,6 +105,11 @@ pub(crate) struct GradeSettings {
     pub(crate) rerun_command: Option<String>,
     pub(crate) check_command: Option<String>,
     pub(crate) caps: PatchCaps,
+    /// A task's graded runs time out at this many times its slowest
+    /// screening reading (0: at the environment's `timeout`).
+    pub(crate) timeout_factor: u32,
+    /// …but never before this many seconds.
+    pub(crate) timeout_floor: u64,
 }
 
 /// How large a session patch may be (`[grade] max_patch_bytes`,
@@ -369,6 +374,11 @@ fn existing_dir(
     Ok(Some(dir))
 }
 
+/// `[grade] timeout_factor` and `timeout_floor` by default: ten times the
+/// slowest screening reading, never under 30 s.
+pub(crate) const DEFAULT_TIMEOUT_FACTOR: u32 = 10;
+pub(crate) const DEFAULT_TIMEOUT_FLOOR: u64 = 30;
+
 fn grade(pipeline: &Pipeline, f: &PipelineFile) -> Result<GradeSettings, ConfigError> {
     let g = &f.grade;
     let policy = match &g.exclusion {
@@ -416,6 +426,8 @@ fn grade(pipeline: &Pipeline, f: &PipelineFile) -> Result<GradeSettings, ConfigE
             bytes: cap(&g.max_patch_bytes, d.bytes, "max_patch_bytes")?,
             files: cap(&g.max_patch_files, d.files, "max_patch_files")?,
         },
+        timeout_factor: g.timeout_factor.unwrap_or(DEFAULT_TIMEOUT_FACTOR),
+        timeout_floor: g.timeout_floor.unwrap_or(DEFAULT_TIMEOUT_FLOOR),
     })
 }
 

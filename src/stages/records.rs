@@ -167,6 +167,10 @@ pub(crate) struct TreeRecord {
     /// (whose records keep the bytes they always had).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) hidden: Vec<String>,
+    /// A graded tree's run timeout: its task's (`TaskRecord::timeout_s`).
+    /// Absent for screening trees, whose runs take the environment's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) timeout_s: Option<u64>,
 }
 
 /// Why a tree was not composed. Stored as one line of text, `<kind>:
@@ -336,6 +340,10 @@ pub(crate) struct ScreenRecord {
     /// Each control: name -> (passed, why).
     pub(crate) controls: BTreeMap<Control, (bool, String)>,
     pub(crate) readings: BTreeMap<String, BTreeMap<String, Vec<assay_report::Outcome>>>,
+    /// The slowest reading of any state, in ms: what a task's graded runs
+    /// time out from (`rules::timeout`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) slowest_ms: Option<u64>,
 }
 
 /// `task:<id>`: the released unit (SWE-bench field names + ours).
@@ -383,6 +391,13 @@ pub(crate) struct TaskRecord {
     /// patch, run the test command between the harness's markers.
     #[serde(default)]
     pub(crate) eval_script: String,
+    /// The graded runs' timeout in seconds, from the slowest screening
+    /// reading (`slowest_screening_ms`) by `[grade] timeout_factor`;
+    /// absent: the environment's `timeout`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) timeout_s: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) slowest_screening_ms: Option<u64>,
 }
 
 /// `session:<id>`: one agent attempt at one task, normalised from any input
@@ -674,6 +689,7 @@ mod tests {
             tree: Some("abc".into()),
             skipped: None,
             hidden: Vec::new(),
+            timeout_s: None,
         };
         assert_eq!(
             serde_json::to_string(&none).expect("serializes"),

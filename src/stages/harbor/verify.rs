@@ -120,7 +120,11 @@ pub(crate) fn verify(paths: &Paths) -> Result<VerdictFile, String> {
 
     let mut first = RunRecord::default();
     if let Some(id) = &tree.tree {
-        first = run_staged(paths, &spec, format, &store, id, &tree.hidden)?;
+        // The task's timeout from its screening readings, as a build's.
+        let timeout_s = tree
+            .timeout_s
+            .map_or(spec.timeout_s, |t| t.min(spec.timeout_s));
+        first = run_staged(paths, &spec, format, &store, id, &tree.hidden, timeout_s)?;
     }
     let tests = globset(&spec.test_globs).map_err(|e| e.to_string())?;
     let facts = RunFacts::default();
@@ -131,7 +135,9 @@ pub(crate) fn verify(paths: &Paths) -> Result<VerdictFile, String> {
             facts: &facts,
             format,
             limits: Limits {
-                timeout_s: spec.timeout_s,
+                timeout_s: tree
+                    .timeout_s
+                    .map_or(spec.timeout_s, |t| t.min(spec.timeout_s)),
                 log_cap: spec.log_cap,
                 write: u64::MAX,
             },
@@ -194,6 +200,7 @@ fn run_staged(
     store: &TreeStore,
     tree: &str,
     hidden: &[String],
+    timeout_s: u64,
 ) -> Result<RunRecord, String> {
     let work = &paths.workspace;
     let graded = tempfile::Builder::new()
@@ -238,7 +245,7 @@ fn run_staged(
         command: spec.test_command.clone(),
         cwd: work.clone(),
         env: run_env(&home),
-        timeout: Duration::from_secs(spec.timeout_s),
+        timeout: Duration::from_secs(timeout_s),
         log_path: log_path.clone(),
         log_cap: spec.log_cap,
         limits: assay_exec::Limits::default(),
@@ -276,7 +283,7 @@ fn run_staged(
             crate::stages::canary::read(planted, &mut record.tests, &mut record.files);
     }
     if record.timed_out {
-        record.untrusted = Some(format!("timed out after {} s", spec.timeout_s));
+        record.untrusted = Some(format!("timed out after {timeout_s} s"));
     } else if record.log_truncated && spec.report_file.is_none() {
         record.untrusted =
             Some("the log exceeded the evidence cap; its report was not believed".into());

@@ -42,7 +42,10 @@ use super::run::{RunParams, execute_tree};
 /// 7: paths as `git apply` reads them: the tamper scan walks hunks by their
 /// counts; a renamed-away hidden test file is reset; renames count as edits
 /// of their source for the policy and the infrastructure check.
-pub(crate) const GRADE_VERSION: u32 = 7;
+/// 8: reruns and checks take the task's timeout (from its screening
+/// readings); no rerun of an empty patch; reruns select the failing tests
+/// where the framework can (`{tests}`).
+pub(crate) const GRADE_VERSION: u32 = 8;
 
 pub(crate) use crate::pipeline::{PatchCaps, Policy};
 
@@ -160,7 +163,7 @@ async fn grade(g: &Grade, i: GradeInputs, ctx: JobCtx) -> Result<Made<GradeRecor
         let mut execute = async |command: String, attempt: u32| {
             let how = RunParams {
                 command,
-                ..p.run.clone()
+                ..p.run.within(task.timeout_s)
             };
             let (ran, att) =
                 execute_tree(tree_id, &tree.hidden, &env, &how, attempt, store_dir, &ctx)
@@ -179,10 +182,14 @@ async fn grade(g: &Grade, i: GradeInputs, ctx: JobCtx) -> Result<Made<GradeRecor
                 readings.checks.push(checked);
             }
         }
-        while let Some(failing) = verdict::next_rerun(format, &task, &readings, p.reruns) {
+        let empty_patch = paths.is_empty();
+        while let Some(failing) =
+            verdict::next_rerun(format, &task, &readings, p.reruns, empty_patch)
+        {
             let rerun = readings.reruns.len() as u32 + 1;
             let command = grading::rerun_command(
                 p.rerun_command.as_deref(),
+                p.check_command.as_deref(),
                 &p.run.command,
                 &readings.first,
                 &failing,
@@ -198,7 +205,7 @@ async fn grade(g: &Grade, i: GradeInputs, ctx: JobCtx) -> Result<Made<GradeRecor
         facts: &session.facts,
         format,
         limits: verdict::Limits {
-            timeout_s: p.run.timeout_s,
+            timeout_s: p.run.within(task.timeout_s).timeout_s,
             log_cap: p.run.log_cap,
             write: p.run.confine.limits.write,
         },
@@ -206,7 +213,18 @@ async fn grade(g: &Grade, i: GradeInputs, ctx: JobCtx) -> Result<Made<GradeRecor
         excluded: &rec.excluded_paths,
         tests: &tests,
     };
-    let decision = verdict::decide(&graded, &readings);
+    let mut decision = verdict::decide(&graded, &readings);
+    // A run cut before the environment's timeout says why it was cut there.
+    if let (Some(t), Some(ms)) = (task.timeout_s, task.slowest_screening_ms)
+        && t < p.run.timeout_s
+        && decision.detail.starts_with("timed out after")
+    {
+        decision.detail.push_str(&format!(
+            " (the task's timeout: its slowest screening run took {:.1} s; the environment allows {} s)",
+            ms as f64 / 1000.0,
+            p.run.timeout_s
+        ));
+    }
     grading::settle(&mut rec, decision, readings.reruns.len() as u32);
     if let Some(last) = grading::tail_of(&rec) {
         rec.log_tail = Some(grading::log_tail(&last.what, &blob(&ctx, &last.digest)?));

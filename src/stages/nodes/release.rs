@@ -117,6 +117,11 @@ struct Released<'a> {
     topic: &'a Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     executor: &'a Option<String>,
+    /// The graded runs' timeout (s), from the slowest screening reading.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timeout_s: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    slowest_screening_ms: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -170,6 +175,8 @@ impl<'a> Released<'a> {
             env: &task.env,
             topic: &task.topic,
             executor: &task.executor,
+            timeout_s: task.timeout_s,
+            slowest_screening_ms: task.slowest_screening_ms,
         }
     }
 }

@@ -90,7 +90,7 @@ impl Kind for Run {
     }
 
     async fn run(self: Arc<Self>, i: RunInputs, ctx: JobCtx) -> Result<Made<RunRecord>, String> {
-        let p = &self.params;
+        let p = &self.params.within(i.tree.timeout_s);
         let Some(tree_id) = &i.tree.tree else {
             let skipped = i.tree.skipped.as_ref().map(|s| s.to_string());
             return Ok(Made::record(RunRecord {
@@ -126,6 +126,15 @@ impl Kind for Run {
 }
 
 impl RunParams {
+    /// These params with the timeout of a graded tree's task (never past
+    /// the environment's): `rules::timeout`.
+    pub(crate) fn within(&self, task_timeout_s: Option<u64>) -> RunParams {
+        RunParams {
+            timeout_s: task_timeout_s.map_or(self.timeout_s, |t| t.min(self.timeout_s)),
+            ..self.clone()
+        }
+    }
+
     /// The resource a job running these params holds alone: the env node,
     /// when its runs are serial and its executor shares the environment
     /// between runs (a local directory). A container's environment is its

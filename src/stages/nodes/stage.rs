@@ -26,7 +26,8 @@ use super::rules::staging;
 /// 4: paths as `git apply` reads them (a patch git reads otherwise is
 /// `patch_apply_failed`); a hidden test file renamed away, deleted or put
 /// in the way of is restored; the patch caps.
-pub(crate) const STAGE_VERSION: u32 = 4;
+/// 5: the record carries the task's run timeout.
+pub(crate) const STAGE_VERSION: u32 = 5;
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct StageParams {
@@ -105,9 +106,10 @@ pub(crate) fn stage_patch(
     let test_patch = TestPatch::read(task.test_patch.as_bytes());
     let exclusion = Exclusion::of(&paths, &test_patch, p.policy, &tests);
     let steps = staging::session_steps(patch, &paths, &exclusion, &task.test_patch);
-    let record = staging::staged(
+    let mut record = staging::staged(
         store.compose(&task.base_commit, &steps),
         test_patch.hidden(),
     )?;
+    record.timeout_s = task.timeout_s;
     Ok((record, exclusion))
 }

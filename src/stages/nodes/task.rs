@@ -30,7 +30,8 @@ pub(crate) struct Task(pub(crate) TaskParams);
 
 impl Kind for Task {
     const NAME: &'static str = NodeKind::Task.as_str();
-    const VERSION: u32 = 2;
+    /// 3: the graded runs' timeout from the screening readings.
+    const VERSION: u32 = 3;
     type Params = TaskParams;
     type Inputs = TaskInputs;
     type Record = TaskRecord;

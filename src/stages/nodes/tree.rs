@@ -72,6 +72,7 @@ fn compose(
             tree: Some(tree),
             skipped: None,
             hidden: Vec::new(),
+            timeout_s: None,
         },
         Err(e) => state.unstaged(&e),
     })

@@ -21,6 +21,7 @@ use super::grading::{GradeLayout, grade_nodes};
 use super::node::{self, NoNames};
 use super::publish::Price;
 use super::redact::RedactConfig;
+use super::rules::timeout::TimeoutRule;
 use super::run::{Run, RunNames};
 use super::screen::{Screen, ScreenNames, ScreenParams};
 use super::sources::open_source;
@@ -143,6 +144,7 @@ pub(crate) fn nodes(
                 triage: &triage_name,
                 screen: &screen_name,
                 repo: &repo,
+                grade: &settings.grade,
             };
             for (task_key, task_name) in task_nodes_of(out, &tasks) {
                 task_nodes.insert(task_key, (task_name.clone(), env_name.clone()));
@@ -186,6 +188,7 @@ struct Tasks<'a> {
     screen: &'a str,
     /// SWE-bench's `repo` of the source's tasks.
     repo: &'a str,
+    grade: &'a crate::pipeline::GradeSettings,
 }
 
 /// A candidate's tasks: one per topic (or one), on the basic track and, with
@@ -226,6 +229,11 @@ fn task_nodes_of(out: &mut Vec<NodeSpec>, t: &Tasks<'_>) -> Vec<((String, String
                 created_at: task::iso8601(t.merged_at),
                 test_command: env.cfg.test_command.clone(),
                 log_parser: super::swebench::log_parser(env.format).to_owned(),
+                timeout: (t.grade.timeout_factor > 0).then_some(TimeoutRule {
+                    factor: t.grade.timeout_factor,
+                    floor_s: t.grade.timeout_floor,
+                    ceiling_s: env.timeout,
+                }),
             };
             let task_name = names::task(&instance_id, track);
             out.push(node::spec(

@@ -146,18 +146,30 @@ impl Check {
     }
 }
 
-/// The command that reruns `failing`: `template` (`[grade]
-/// rerun_command`) over their files, where the graded run's report names
-/// them; else the test command.
+/// The command that reruns `failing`: `[grade] rerun_command` over the
+/// failing tests (`{tests}`) or their files (`{files}`, where the graded
+/// run's report names them); without a `rerun_command`, the check command
+/// over the failing tests alone when it selects tests (`{tests}`); else the
+/// whole test command.
 pub(crate) fn rerun_command(
     template: Option<&str>,
+    check_template: Option<&str>,
     test_command: &str,
     first: &RunRecord,
     failing: &[String],
 ) -> String {
+    let by_tests = match template {
+        Some(c) => Some(c).filter(|c| c.contains("{tests}")),
+        None => check_template.filter(|c| c.contains("{tests}")),
+    };
+    if let Some(c) = by_tests
+        && !failing.is_empty()
+    {
+        return c.replace("{tests}", &failing.join(" "));
+    }
     let files: BTreeSet<&String> = failing.iter().filter_map(|t| first.files.get(t)).collect();
     match template {
-        Some(c) if !files.is_empty() => {
+        Some(c) if !files.is_empty() && c.contains("{files}") => {
             let files: Vec<&str> = files.iter().map(|f| f.as_str()).collect();
             c.replace("{files}", &files.join(" "))
         }
@@ -275,14 +287,59 @@ mod tests {
         let failing = ["t.T.test_new".to_owned(), "t.T.unnamed".to_owned()];
         let template = Some("pytest {files}");
         assert_eq!(
-            rerun_command(template, "pytest", &first, &failing),
+            rerun_command(template, None, "pytest", &first, &failing),
             "pytest tests/test_t.py"
         );
-        assert_eq!(rerun_command(None, "pytest", &first, &failing), "pytest");
+        assert_eq!(
+            rerun_command(None, None, "pytest", &first, &failing),
+            "pytest"
+        );
         let unnamed = ["t.T.unnamed".to_owned()];
         assert_eq!(
-            rerun_command(template, "pytest", &first, &unnamed),
+            rerun_command(template, None, "pytest", &first, &unnamed),
             "pytest"
+        );
+    }
+
+    /// Where a template can select tests, a rerun runs the failing tests
+    /// alone, not their whole files: `rerun_command`'s `{tests}`, or, with
+    /// no `rerun_command`, the check command's. An explicit `{files}`
+    /// rerun command is kept.
+    #[test]
+    fn a_rerun_runs_only_the_failing_tests_where_they_can_be_selected() {
+        let mut first = RunRecord::default();
+        first
+            .files
+            .insert("t.T.test_new".into(), "tests/test_t.py".into());
+        let failing = ["t.T.test_new".to_owned()];
+        assert_eq!(
+            rerun_command(None, Some("pytest {tests}"), "pytest", &first, &failing),
+            "pytest t.T.test_new"
+        );
+        assert_eq!(
+            rerun_command(
+                Some("pytest {files}"),
+                Some("pytest {tests}"),
+                "pytest",
+                &first,
+                &failing
+            ),
+            "pytest tests/test_t.py"
+        );
+        assert_eq!(
+            rerun_command(
+                Some("run {tests}"),
+                Some("check {tests}"),
+                "x",
+                &first,
+                &failing
+            ),
+            "run t.T.test_new"
+        );
+        assert_eq!(
+            rerun_command(None, Some("check --all"), "x", &first, &failing),
+            "x",
+            "a check command that selects nothing is not a rerun"
         );
     }
 

@@ -28,6 +28,7 @@ pub(crate) mod shape;
 pub(crate) mod staging;
 pub(crate) mod tamper;
 pub(crate) mod task;
+pub(crate) mod timeout;
 pub(crate) mod verdict;
 
 use super::{canary, records};

@@ -100,6 +100,7 @@ pub(crate) fn skipped(why: Skip) -> TreeRecord {
         tree: None,
         skipped: Some(why),
         hidden: Vec::new(),
+        timeout_s: None,
     }
 }
 
@@ -149,6 +150,7 @@ pub(crate) fn staged(
             tree: Some(tree),
             skipped: None,
             hidden,
+            timeout_s: None,
         },
         Err(ComposeError::Apply { label, stderr }) if Step::Session.is(&label) => {
             skipped(Skip::PatchApplyFailed(stderr.trim().to_owned()))

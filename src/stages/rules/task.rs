@@ -32,6 +32,10 @@ pub(crate) struct TaskParams {
     /// parser: they make the published eval script.
     pub(crate) test_command: String,
     pub(crate) log_parser: String,
+    /// How the graded runs' timeout follows from the screening readings;
+    /// absent (`[grade] timeout_factor = 0`): the environment's timeout.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) timeout: Option<super::timeout::TimeoutRule>,
 }
 
 /// The released task of a candidate (of one topic of it, when split), and
@@ -69,6 +73,8 @@ pub(crate) fn assemble(
         version: p.version.clone(),
         log_parser: p.log_parser.clone(),
         eval_script: script,
+        timeout_s: p.timeout.and_then(|rule| rule.of(screen.slowest_ms)),
+        slowest_screening_ms: p.timeout.and(screen.slowest_ms),
     };
     if !triage.eligible() {
         record.status = TaskStatus::Declined;
@@ -206,6 +212,11 @@ mod tests {
             created_at: String::new(),
             test_command: "pytest".into(),
             log_parser: String::new(),
+            timeout: Some(super::super::timeout::TimeoutRule {
+                factor: 10,
+                floor_s: 30,
+                ceiling_s: 1800,
+            }),
         }
     }
 

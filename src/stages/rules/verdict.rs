@@ -177,14 +177,18 @@ pub(crate) fn reads_report(task: &TaskRecord, tree: &TreeRecord, first: &RunReco
 }
 
 /// The expected tests to rerun next, or None when no rerun is due: none
-/// still fails, or `max` reruns were done.
+/// still fails, `max` reruns were done, or a rerun cannot change the
+/// verdict — the patch is empty (the base state, whose FAIL_TO_PASS tests
+/// failed in every screening reading). Tests of a unit that did not build
+/// are never rerun (a build failure is no flake).
 pub(crate) fn next_rerun(
     format: Format,
     task: &TaskRecord,
     readings: &Readings,
     max: u32,
+    empty_patch: bool,
 ) -> Option<Vec<String>> {
-    if readings.reruns.len() as u32 >= max {
+    if empty_patch || readings.reruns.len() as u32 >= max {
         return None;
     }
     let failing = failing_after(format, task, &readings.first, &readings.reruns);

@@ -186,6 +186,7 @@ impl Case {
                 tree: Some("4b825dc642cb6eb9a060e54bf8d69288fbee4904".into()),
                 skipped: None,
                 hidden: Vec::new(),
+                timeout_s: None,
             },
             facts: RunFacts::default(),
             patch: PATCH.as_bytes().to_vec(),
@@ -200,6 +201,7 @@ impl Case {
             tree: None,
             skipped: Some(skip),
             hidden: Vec::new(),
+            timeout_s: None,
         };
         case
     }
@@ -648,7 +650,7 @@ fn reruns_are_asked_for_the_failing_tests_until_they_pass_or_run_out() {
         first: red(),
         ..Readings::default()
     };
-    let next = |r: &Readings| next_rerun(Format::Unittest, &case.task, r, 2);
+    let next = |r: &Readings| next_rerun(Format::Unittest, &case.task, r, 2, false);
     assert_eq!(next(&readings), Some(vec![F2P.to_owned()]));
     readings.reruns.push(red());
     assert_eq!(next(&readings), Some(vec![F2P.to_owned()]));
@@ -659,6 +661,22 @@ fn reruns_are_asked_for_the_failing_tests_until_they_pass_or_run_out() {
     readings.first = green();
     readings.reruns.clear();
     assert_eq!(next(&readings), None, "nothing failed");
+}
+
+/// An empty patch is the base state, whose FAIL_TO_PASS tests failed in
+/// every screening reading: no rerun can change its verdict.
+#[test]
+fn an_empty_patch_is_never_rerun() {
+    let case = Case::new();
+    let readings = Readings {
+        first: red(),
+        ..Readings::default()
+    };
+    assert_eq!(
+        next_rerun(Format::Unittest, &case.task, &readings, 3, true),
+        None
+    );
+    assert!(next_rerun(Format::Unittest, &case.task, &readings, 3, false).is_some());
 }
 
 #[test]

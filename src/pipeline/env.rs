@@ -65,6 +65,16 @@ fn env(
             "e.g. canary = { files = [\"**/*.test.js\"], template = \"test('{name}', () => expect({a} + {b}).toBe({sum}))\" } (docs/security.md)",
         ));
     }
+    if let Some(warm) = &cfg.warm
+        && let Some(why) = warm_problem(warm.get_ref())
+    {
+        return Err(pipeline.error_at(
+            warm.span(),
+            format!("[env] warm: {why}"),
+            "here",
+            "e.g. warm = { GOCACHE = \"go-cache\" }: a variable the toolchain reads, and a directory inside the environment (docs/languages.md)",
+        ));
+    }
     Ok(EnvSpec {
         name: name.cloned(),
         format,
@@ -72,6 +82,52 @@ fn env(
         log_cap: cfg.log_cap.unwrap_or(DEFAULT_LOG_CAP),
         written: cfg.clone(),
     })
+}
+
+/// Variables a warm cache may not take: the run's own.
+const RESERVED: &[&str] = &[
+    "PATH",
+    "HOME",
+    "TMPDIR",
+    "LANG",
+    "ASSAY_ENV",
+    "ASSAY_ATTEMPT",
+    "PYTHONPATH",
+    "PYTHONHASHSEED",
+    "PYTHONDONTWRITEBYTECODE",
+];
+
+/// Why a `warm` table cannot be used, if it cannot.
+fn warm_problem(warm: &std::collections::BTreeMap<String, String>) -> Option<String> {
+    let mut dirs = std::collections::BTreeSet::new();
+    for (var, dir) in warm {
+        let plain = var
+            .chars()
+            .enumerate()
+            .all(|(i, c)| c == '_' || c.is_ascii_uppercase() || (i > 0 && c.is_ascii_digit()));
+        if var.is_empty() || !plain {
+            return Some(format!(
+                "`{var}` is not an environment variable's name (A-Z, 0-9, _)"
+            ));
+        }
+        if RESERVED.contains(&var.as_str()) {
+            return Some(format!("`{var}` is the run's own variable"));
+        }
+        let path = std::path::Path::new(dir);
+        let inside = !dir.is_empty()
+            && path
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)));
+        if !inside {
+            return Some(format!(
+                "`{dir}` is not a directory inside the environment (a relative path, no `..`)"
+            ));
+        }
+        if !dirs.insert(dir.as_str()) {
+            return Some(format!("`{dir}` is named twice"));
+        }
+    }
+    None
 }
 
 /// Why a canary template cannot plant canaries, if it cannot.

@@ -260,6 +260,10 @@ pub(crate) struct EnvConfig {
     pub(crate) canary: Option<Spanned<CanaryTemplate>>,
     /// The slurm executor's allocation (docs/executors.md).
     pub(crate) slurm: Option<Spanned<SlurmConfig>>,
+    /// Toolchain caches the setup warms and every run starts from, each run
+    /// on a copy of its own: variable -> directory in the environment
+    /// (`warm = { GOCACHE = "go-cache" }`; docs/languages.md).
+    pub(crate) warm: Option<Spanned<std::collections::BTreeMap<String, String>>>,
 }
 
 /// `[env] slurm = { partition = "…", nodes = 2, time = "2:00:00", … }`:

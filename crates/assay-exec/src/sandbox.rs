@@ -58,6 +58,9 @@ pub const TREE: &str = "/assay/tree";
 pub const ENV: &str = "/assay/env";
 /// The run's private `HOME`.
 pub const HOME: &str = "/assay/home";
+/// Where a run sees its own copies of the environment's warm caches
+/// (`/assay/warm/<VARIABLE>`, binds of the caller's).
+pub const WARM: &str = "/assay/warm";
 /// Where [`Sandbox::guard`] is bound read-only.
 pub const GUARD: &str = "/assay/guard";
 

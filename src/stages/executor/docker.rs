@@ -220,7 +220,7 @@ async fn prepare(
             ),
         }
     }
-    let spec = image_spec(
+    let mut spec = image_spec(
         exec.conf,
         exec.settings,
         setup.commands,
@@ -228,6 +228,20 @@ async fn prepare(
         setup.timeout,
         super::SETUP_LOG_CAP,
     );
+    // `[env] warm`: setup sees each cache at its directory in the image's
+    // environment, made first.
+    for (var, dir) in setup.warm {
+        spec.env
+            .insert(var.clone(), format!("{}/{dir}", assay_docker::ENV_DIR));
+    }
+    if !setup.warm.is_empty() {
+        let dirs: Vec<String> = setup
+            .warm
+            .iter()
+            .map(|(_, dir)| shell_word(&format!("{}/{dir}", assay_docker::ENV_DIR)))
+            .collect();
+        spec.setup.insert(0, format!("mkdir -p {}", dirs.join(" ")));
+    }
     let base = docker
         .base_image(&exec.settings.base_image)
         .await
@@ -325,6 +339,31 @@ pub(crate) fn container(
     };
     let image = ImageId::parse(launch.env.image()?).map_err(|e| e.to_string())?;
     let mut env = base_env(CONTAINER_PATH, launch.attempt);
+    // `[env] warm`: each run copies the image's caches into its own /tmp
+    // first (the image is read-only to it), so it starts warm and nothing
+    // it writes outlives it.
+    let mut command = launch.command;
+    if !launch.warm.is_empty() {
+        let mut prelude = vec!["mkdir -p /tmp/.assay-warm".to_owned()];
+        for (var, dir) in launch.warm {
+            let copy = format!("/tmp/.assay-warm/{var}");
+            prelude.push(format!(
+                "{{ cp -a {} {} 2>/dev/null || mkdir -p {}; }}",
+                shell_word(&format!("{}/{dir}", assay_docker::ENV_DIR)),
+                shell_word(&copy),
+                shell_word(&copy)
+            ));
+            env.insert(var.clone(), copy);
+        }
+        command = format!(
+            "{}
+{command}",
+            prelude.join(
+                "
+"
+            )
+        );
+    }
     env.insert("HOME".to_owned(), assay_docker::HOME_DIR.to_owned());
     env.insert("TMPDIR".to_owned(), "/tmp".to_owned());
     env.insert("ASSAY_ENV".to_owned(), assay_docker::ENV_DIR.to_owned());
@@ -332,7 +371,7 @@ pub(crate) fn container(
     Ok(ContainerRun {
         image,
         tree: tree.to_owned(),
-        command: launch.command,
+        command,
         env,
         timeout: launch.timeout,
         log_path: launch.log_path,
@@ -347,6 +386,11 @@ pub(crate) fn container(
         watch: launch.watch,
         protect: launch.protect,
     })
+}
+
+/// `word` quoted for `sh`.
+fn shell_word(word: &str) -> String {
+    format!("'{}'", word.replace('\'', "'\\''"))
 }
 
 /// A Docker environment's image: the base image, the key files in

@@ -174,6 +174,7 @@ async fn prepare(
                 protect: Vec::new(),
                 report_file: None,
                 watch: Vec::new(),
+                warm: setup.warm,
             },
         )?;
         let out = assay_exec::run(&spec).await.map_err(|e| e.to_string())?;
@@ -255,6 +256,10 @@ pub(crate) fn spec(conf: &Confinement, launch: Launch<'_>) -> Result<RunSpec, St
             env.insert("HOME".to_owned(), home.display().to_string());
             env.insert("TMPDIR".to_owned(), home.display().to_string());
             env.insert("ASSAY_ENV".to_owned(), env_dir.display().to_string());
+            for (var, at) in warm(&launch, env_dir)? {
+                let seen = at.unwrap_or_else(|| launch.scratch.join("warm").join(&var));
+                env.insert(var, seen.display().to_string());
+            }
             if let Some(tree) = launch.tree.filter(|_| !launch.setup)
                 && let Some(tree) = tree.to_str()
             {
@@ -286,6 +291,26 @@ pub(crate) fn spec(conf: &Confinement, launch: Launch<'_>) -> Result<RunSpec, St
             } else {
                 None
             };
+            let mut binds = Vec::new();
+            for (var, at) in warm(&launch, env_dir)? {
+                let seen = match at {
+                    // Setup warms the cache in the environment it writes.
+                    Some(dir) => format!(
+                        "{env_at}/{}",
+                        dir.strip_prefix(env_dir).unwrap_or(&dir).display()
+                    ),
+                    None => {
+                        let seen = format!("{}/{var}", sandbox::WARM);
+                        binds.push(assay_exec::Bind {
+                            host: launch.scratch.join("warm").join(&var),
+                            at: PathBuf::from(&seen),
+                            writable: true,
+                        });
+                        seen
+                    }
+                };
+                env.insert(var, seen);
+            }
             let sandbox = Sandbox {
                 tree: launch.tree.map(Path::to_owned),
                 env_dir: Some(env_dir.to_owned()),
@@ -296,7 +321,7 @@ pub(crate) fn spec(conf: &Confinement, launch: Launch<'_>) -> Result<RunSpec, St
                 home_bytes: conf.limits.home,
                 protect: launch.protect,
                 guard,
-                binds: Vec::new(),
+                binds,
                 env_at: launch.env_at.map(PathBuf::from),
             };
             (launch.scratch.to_owned(), Some((bwrap()?, sandbox)))
@@ -312,6 +337,44 @@ pub(crate) fn spec(conf: &Confinement, launch: Launch<'_>) -> Result<RunSpec, St
         limits,
         sandbox,
     })
+}
+
+/// The warm caches of a launch (`[env] warm`): for setup, each variable
+/// with its directory in the environment (made if missing), which setup
+/// warms; for a test run, each variable with `None`, its cache copied from
+/// the environment into the run's scratch (`warm/<VAR>`: a reflink where
+/// the file system can, else a copy), so every run starts warm and nothing
+/// it writes reaches another run or the environment.
+fn warm(launch: &Launch<'_>, env_dir: &Path) -> Result<Vec<(String, Option<PathBuf>)>, String> {
+    let mut out = Vec::new();
+    for (var, dir) in launch.warm {
+        let cache = env_dir.join(dir);
+        if launch.setup {
+            std::fs::create_dir_all(&cache).map_err(|e| format!("{}: {e}", cache.display()))?;
+            out.push((var.clone(), Some(cache)));
+            continue;
+        }
+        let copy = launch.scratch.join("warm").join(var);
+        std::fs::create_dir_all(launch.scratch.join("warm")).map_err(|e| e.to_string())?;
+        if cache.is_dir() {
+            let out = std::process::Command::new("cp")
+                .args(["-a", "--reflink=auto"])
+                .arg(&cache)
+                .arg(&copy)
+                .output()
+                .map_err(|e| format!("copying the warm cache {dir}: {e}"))?;
+            if !out.status.success() {
+                return Err(format!(
+                    "copying the warm cache {dir}: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ));
+            }
+        } else {
+            std::fs::create_dir_all(&copy).map_err(|e| e.to_string())?;
+        }
+        out.push((var.clone(), None));
+    }
+    Ok(out)
 }
 
 /// Reads a report the code under test wrote in its tree `work`: opened
@@ -450,6 +513,7 @@ pub(crate) mod tests {
                     protect: Vec::new(),
                     report_file: Some("report.txt"),
                     watch: Vec::new(),
+                    warm: &[],
                 },
                 staged: Vec::new(),
                 ctx: None,
@@ -476,5 +540,43 @@ pub(crate) mod tests {
         assert_eq!(ran.report, Some(Ok(b"ok".to_vec())));
         let log = std::fs::read(dirs.root.path().join("log")).unwrap();
         assert_eq!(log, b"read\n");
+    }
+
+    /// `[env] warm`: a run sees the environment's cache at its variable,
+    /// writable, and starts from it; what it writes there (a poisoned entry)
+    /// reaches neither the environment nor the next run.
+    #[test]
+    fn a_warm_cache_is_each_runs_own_copy_of_the_environments() {
+        let conf = Confinement::default();
+        let warm = [("WARM_CACHE".to_owned(), "warm-cache".to_owned())];
+        let first = Dirs::new();
+        let env_dir = first.root.path().join("env");
+        std::fs::create_dir_all(env_dir.join("warm-cache")).unwrap();
+        std::fs::write(env_dir.join("warm-cache/seed"), "warmed").unwrap();
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let mut run = first.test_run(
+            "test \"$(cat \"$WARM_CACHE/seed\")\" = warmed && echo poisoned > \"$WARM_CACHE/seed\" && touch \"$WARM_CACHE/new\" && printf ok > report.txt",
+        );
+        run.launch.warm = &warm;
+        let ran = rt.block_on(conf.executor().run(run)).unwrap();
+        assert_eq!(
+            ran.report,
+            Some(Ok(b"ok".to_vec())),
+            "exit {:?}",
+            ran.exit_code
+        );
+
+        let mut second = Dirs::new();
+        second.env = EnvHandle::HostDir(env_dir.clone());
+        let mut run = second
+            .test_run("cat \"$WARM_CACHE/seed\" > report.txt; ls \"$WARM_CACHE\" >> report.txt");
+        run.launch.warm = &warm;
+        let ran = rt.block_on(conf.executor().run(run)).unwrap();
+        assert_eq!(ran.report, Some(Ok(b"warmedseed\n".to_vec())));
+        assert_eq!(
+            std::fs::read_to_string(env_dir.join("warm-cache/seed")).unwrap(),
+            "warmed"
+        );
+        assert!(!env_dir.join("warm-cache/new").exists());
     }
 }

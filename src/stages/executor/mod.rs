@@ -222,6 +222,8 @@ pub(crate) struct Setup<'a> {
     /// Where the environment is set up and later seen, when not at
     /// `/assay/env`.
     pub(crate) at: Option<&'a str>,
+    /// `[env] warm`: the caches setup warms in the environment.
+    pub(crate) warm: &'a [(String, String)],
 }
 
 /// Bytes of setup output kept as the setup log.
@@ -310,6 +312,9 @@ pub(crate) struct Launch<'a> {
     pub(crate) report_file: Option<&'a str>,
     /// Tree files to fingerprint after the run (tamper evidence).
     pub(crate) watch: Vec<PathBuf>,
+    /// `[env] warm`: (variable, directory in the environment). Setup sees
+    /// each variable at its directory; a run at a copy of its own.
+    pub(crate) warm: &'a [(String, String)],
 }
 
 /// The watched (test) files of the staged tree: path -> blake3 of the bytes

@@ -31,6 +31,10 @@ pub(crate) struct EnvParams {
     /// tools: `/assay/agent`). Left out of the key when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) at: Option<String>,
+    /// `[env] warm`: (variable, directory) of the toolchain caches setup
+    /// warms. Left out of the key when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) warm: Vec<(String, String)>,
 }
 
 pub(crate) struct Env {
@@ -84,6 +88,7 @@ impl Kind for Env {
             export: p.export,
             lost: self.lost.lock().unwrap_or_else(|p| p.into_inner()).take(),
             at: p.at.as_deref(),
+            warm: &p.warm,
         };
         p.confine.executor().prepare(setup, &ctx).await
     }

@@ -263,6 +263,7 @@ mod tests {
             confine: Default::default(),
             watch: Vec::new(),
             canary: None,
+            warm: Vec::new(),
         };
         let params = |reruns, check: Option<&str>, run: &RunParams| GradeParams {
             arm: crate::pipeline::Arm::Exclude,

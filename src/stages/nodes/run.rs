@@ -49,6 +49,10 @@ pub(crate) struct RunParams {
     /// out of the key when absent (the keys stay what they were).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) canary: Option<crate::pipeline::CanaryTemplate>,
+    /// `[env] warm`: each run starts from its own copy of these caches.
+    /// Left out of the key when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) warm: Vec<(String, String)>,
 }
 
 fn format_name<S: serde::Serializer>(format: &Format, s: S) -> Result<S::Ok, S::Error> {
@@ -239,6 +243,7 @@ pub(crate) async fn execute_tree(
                 protect: hidden.iter().map(PathBuf::from).collect(),
                 report_file: p.report_file.as_deref(),
                 watch,
+                warm: &p.warm,
             },
             staged,
             ctx: Some(ctx),
@@ -533,6 +538,7 @@ mod tests {
             confine: Default::default(),
             watch: vec!["tests/**".into()],
             canary: None,
+            warm: Vec::new(),
         };
         let old = KeyedByName {
             command: p.command.clone(),

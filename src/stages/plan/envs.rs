@@ -26,6 +26,20 @@ pub(crate) struct EnvSettings<'a> {
 }
 
 impl EnvSettings<'_> {
+    /// `[env] warm` as (variable, directory), sorted by variable.
+    pub(crate) fn warm(&self) -> Vec<(String, String)> {
+        self.cfg
+            .warm
+            .as_ref()
+            .map(|w| {
+                w.get_ref()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// The params of a run of the test command in this environment.
     pub(crate) fn run_params(
         &self,
@@ -45,6 +59,7 @@ impl EnvSettings<'_> {
             confine: self.confine.clone(),
             watch: watch.to_vec(),
             canary: self.cfg.canary.as_ref().map(|c| c.get_ref().clone()),
+            warm: self.warm(),
         }
     }
 }

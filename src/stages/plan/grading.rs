@@ -204,6 +204,7 @@ fn attempt_nodes(
                     redact: g.redact.clone(),
                     export: false,
                     at: Some(crate::stages::attempt::AGENT_AT.to_owned()),
+                    warm: Vec::new(),
                 },
                 Vec::new(),
                 std::time::Duration::from_secs(3600),

@@ -441,6 +441,7 @@ pub(crate) fn env_params(
         redact: redact.clone(),
         export: env.export,
         at: None,
+        warm: env.warm(),
     };
     Ok((params, files))
 }

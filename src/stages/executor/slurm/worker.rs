@@ -36,6 +36,8 @@ pub(super) struct WorkerJob {
     report_file: Option<String>,
     watch: Vec<PathBuf>,
     staged: Watched,
+    #[serde(default)]
+    warm: Vec<(String, String)>,
 }
 
 /// A file of the shared cache and the digest it must have.
@@ -84,6 +86,7 @@ impl WorkerJob {
             report_file: launch.report_file.map(str::to_owned),
             watch: launch.watch.clone(),
             staged: test.staged.clone(),
+            warm: launch.warm.to_vec(),
         }
     }
 }
@@ -171,6 +174,7 @@ pub(crate) fn work(job_path: &Path) -> Result<(), String> {
             protect: job.protect.clone(),
             report_file: job.report_file.as_deref(),
             watch: job.watch.clone(),
+            warm: &job.warm,
         },
         staged: job.staged.clone(),
         ctx: None,

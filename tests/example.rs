@@ -532,3 +532,31 @@ fn the_released_tasks_load_and_resolve_in_swebench() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `assay completions SHELL` prints a script the shell accepts, naming the
+/// commands a user types and none of the hidden ones.
+#[test]
+fn completions_are_a_script_the_shell_reads() {
+    let p = Project::new();
+    let bash = p.run(&["completions", "bash"]).code(0).stdout;
+    for command in ["build", "export", "verify", "explain", "--harbor"] {
+        assert!(bash.contains(command), "{command} missing");
+    }
+    for hidden in ["harbor-verify", "bench-dag", "forward"] {
+        assert!(!bash.contains(hidden), "{hidden} offered");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("assay.bash");
+    std::fs::write(&script, &bash).unwrap();
+    let checked = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(
+        checked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&checked.stderr)
+    );
+    p.run(&["completions", "tcsh"]).code(2);
+}

@@ -2,6 +2,7 @@
 
 mod bench_dag;
 mod build;
+mod completions;
 mod explain;
 mod export;
 mod forward;
@@ -58,6 +59,7 @@ enum Command {
     Gc(gc::GcArgs),
     Verify(verify::VerifyArgs),
     Hash(hash::HashArgs),
+    Completions(completions::CompletionsArgs),
     #[command(hide = true)]
     BenchDag(bench_dag::BenchDagArgs),
     #[command(hide = true)]
@@ -133,6 +135,7 @@ pub(crate) fn run(cli: Cli) -> Result<i32, Failure> {
         Command::Gc(a) => gc::run(&global, a),
         Command::Verify(a) => verify::run(&global, a),
         Command::Hash(a) => hash::run(&global, a),
+        Command::Completions(a) => completions::run(a),
         Command::BenchDag(a) => bench_dag::run(&global, a),
         Command::Worker(a) => worker::run(a),
         Command::Forward(a) => forward::run(a),

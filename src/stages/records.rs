@@ -340,10 +340,11 @@ pub(crate) struct ScreenRecord {
     /// Each control: name -> (passed, why).
     pub(crate) controls: BTreeMap<Control, (bool, String)>,
     pub(crate) readings: BTreeMap<String, BTreeMap<String, Vec<assay_report::Outcome>>>,
-    /// The slowest reading of any state, in ms: what a task's graded runs
-    /// time out from (`rules::timeout`).
+    /// The slowest reading of any state, in seconds rounded up to a power
+    /// of two (`rules::timeout::bucket`): what a task's graded runs time out
+    /// from, coarse enough that timing noise does not change the record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) slowest_ms: Option<u64>,
+    pub(crate) slowest_s: Option<u64>,
 }
 
 /// `task:<id>`: the released unit (SWE-bench field names + ours).
@@ -392,12 +393,12 @@ pub(crate) struct TaskRecord {
     #[serde(default)]
     pub(crate) eval_script: String,
     /// The graded runs' timeout in seconds, from the slowest screening
-    /// reading (`slowest_screening_ms`) by `[grade] timeout_factor`;
+    /// reading (`slowest_screening_s`) by `[grade] timeout_factor`;
     /// absent: the environment's `timeout`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) timeout_s: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) slowest_screening_ms: Option<u64>,
+    pub(crate) slowest_screening_s: Option<u64>,
 }
 
 /// `session:<id>`: one agent attempt at one task, normalised from any input

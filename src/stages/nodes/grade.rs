@@ -215,13 +215,12 @@ async fn grade(g: &Grade, i: GradeInputs, ctx: JobCtx) -> Result<Made<GradeRecor
     };
     let mut decision = verdict::decide(&graded, &readings);
     // A run cut before the environment's timeout says why it was cut there.
-    if let (Some(t), Some(ms)) = (task.timeout_s, task.slowest_screening_ms)
+    if let (Some(t), Some(slowest)) = (task.timeout_s, task.slowest_screening_s)
         && t < p.run.timeout_s
         && decision.detail.starts_with("timed out after")
     {
         decision.detail.push_str(&format!(
-            " (the task's timeout: its slowest screening run took {:.1} s; the environment allows {} s)",
-            ms as f64 / 1000.0,
+            " (the task's timeout: its slowest screening run took at most {slowest} s; the environment allows {} s)",
             p.run.timeout_s
         ));
     }

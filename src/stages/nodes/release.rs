@@ -121,7 +121,7 @@ struct Released<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     timeout_s: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    slowest_screening_ms: Option<u64>,
+    slowest_screening_s: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -176,7 +176,7 @@ impl<'a> Released<'a> {
             topic: &task.topic,
             executor: &task.executor,
             timeout_s: task.timeout_s,
-            slowest_screening_ms: task.slowest_screening_ms,
+            slowest_screening_s: task.slowest_screening_s,
         }
     }
 }

@@ -34,7 +34,7 @@ impl Kind for Screen {
     /// may rest on base and gold where the test-only state did not build.
     /// 3: a command that could not run (exit 126/127, not found) is
     /// `environment_broken`, and nothing else.
-    /// 4: the record names its slowest reading (`slowest_ms`).
+    /// 4: the record names its slowest reading (`slowest_s`).
     const VERSION: u32 = 4;
     type Params = ScreenParams;
     type Inputs = ScreenInputs;

@@ -358,7 +358,11 @@ pub(crate) fn reduce(
         rec.skipped = Some(skip);
         return rec;
     }
-    rec.slowest_ms = runs.all().map(|r| r.duration_ms).max();
+    rec.slowest_s = runs
+        .all()
+        .map(|r| r.duration_ms)
+        .max()
+        .map(super::timeout::bucket);
     for (state, i, r) in runs.listed() {
         let state = state.as_str();
         if let Some(why) = &r.untrusted {

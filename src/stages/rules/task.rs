@@ -73,8 +73,8 @@ pub(crate) fn assemble(
         version: p.version.clone(),
         log_parser: p.log_parser.clone(),
         eval_script: script,
-        timeout_s: p.timeout.and_then(|rule| rule.of(screen.slowest_ms)),
-        slowest_screening_ms: p.timeout.and(screen.slowest_ms),
+        timeout_s: p.timeout.and_then(|rule| rule.of(screen.slowest_s)),
+        slowest_screening_s: p.timeout.and(screen.slowest_s),
     };
     if !triage.eligible() {
         record.status = TaskStatus::Declined;

@@ -9,6 +9,7 @@ mod forward;
 mod gc;
 mod harbor_verify;
 mod hash;
+mod init;
 mod plan;
 mod show;
 mod verify;
@@ -60,6 +61,7 @@ enum Command {
     Verify(verify::VerifyArgs),
     Hash(hash::HashArgs),
     Completions(completions::CompletionsArgs),
+    Init(init::InitArgs),
     #[command(hide = true)]
     BenchDag(bench_dag::BenchDagArgs),
     #[command(hide = true)]
@@ -136,6 +138,7 @@ pub(crate) fn run(cli: Cli) -> Result<i32, Failure> {
         Command::Verify(a) => verify::run(&global, a),
         Command::Hash(a) => hash::run(&global, a),
         Command::Completions(a) => completions::run(a),
+        Command::Init(a) => init::run(&global, a),
         Command::BenchDag(a) => bench_dag::run(&global, a),
         Command::Worker(a) => worker::run(a),
         Command::Forward(a) => forward::run(a),

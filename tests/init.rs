@@ -1,0 +1,101 @@
+//! `assay init` on new repositories the tests build (Python and Go): the
+//! pipeline it writes screens the merged pull request, holds the task back
+//! until its statement is written — saying which file to write — and then
+//! certifies it.
+
+#![allow(clippy::unwrap_used)]
+
+mod util;
+
+use util::{Project, Repo};
+
+/// `init`, then a build that names the statement to write, then a build
+/// that certifies the task once it is written.
+fn init_and_certify(p: &Project, repo: &str, report: &str, task: &str) {
+    let out = p.run(&["init", repo]).code(0);
+    assert!(out.stdout.contains(report), "{}", out.stdout);
+    let toml = std::fs::read_to_string(p.path().join("pipeline.toml")).unwrap();
+    assert!(toml.contains(&format!("report = \"{report}\"")), "{toml}");
+    // A second init never overwrites the file.
+    p.run(&["init", repo]).code(2);
+
+    let first = p.run(&["build"]).code(0);
+    let said = format!("{}{}", first.stdout, first.stderr);
+    assert!(said.contains(&format!("statements/{task}.md")), "{said}");
+    p.write(
+        &format!("statements/{task}.md"),
+        "The discount is not applied.\n",
+    );
+    p.run(&["build"]).code(0);
+    let tasks = std::fs::read_to_string(p.path().join("release/tasks.jsonl")).unwrap();
+    let line: serde_json::Value = tasks
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|t| t["instance_id"] == task)
+        .unwrap_or_else(|| panic!("no certified {task}:\n{tasks}"));
+    assert_eq!(line["certified"], true, "{line:#}");
+    assert!(
+        !line["FAIL_TO_PASS"].as_array().unwrap().is_empty(),
+        "{line:#}"
+    );
+}
+
+#[test]
+fn init_writes_a_pipeline_that_certifies_a_python_repositorys_pull_request() {
+    let p = Project::new();
+    let mut r = Repo::new(&p, "shop");
+    r.put("shop/__init__.py", "")
+        .put("shop/cart.py", "def total(prices):\n    return sum(prices)\n")
+        .put("tests/__init__.py", "")
+        .put(
+            "tests/test_cart.py",
+            "import unittest\n\nfrom shop.cart import total\n\n\nclass Cart(unittest.TestCase):\n    def test_total(self):\n        self.assertEqual(total([1, 2]), 3)\n",
+        );
+    r.commit("start");
+    r.pr(
+        1,
+        "Apply the discount",
+        &[
+            (
+                "shop/cart.py",
+                "def total(prices, discount=0):\n    return sum(prices) - discount\n",
+            ),
+            (
+                "tests/test_cart.py",
+                "import unittest\n\nfrom shop.cart import total\n\n\nclass Cart(unittest.TestCase):\n    def test_total(self):\n        self.assertEqual(total([1, 2]), 3)\n\n    def test_discount(self):\n        self.assertEqual(total([5, 5], discount=2), 8)\n",
+            ),
+        ],
+    );
+    init_and_certify(&p, "shop", "unittest", "shop-1");
+}
+
+#[test]
+fn init_writes_a_pipeline_that_certifies_a_go_repositorys_pull_request() {
+    let p = Project::new();
+    let mut r = Repo::new(&p, "gocart");
+    r.put("go.mod", "module example.com/gocart\n\ngo 1.19\n")
+        .put(
+            "cart.go",
+            "package gocart\n\n// Total sums the prices.\nfunc Total(prices []int) int {\n\tt := 0\n\tfor _, p := range prices {\n\t\tt += p\n\t}\n\treturn t\n}\n",
+        )
+        .put(
+            "cart_test.go",
+            "package gocart\n\nimport \"testing\"\n\nfunc TestTotal(t *testing.T) {\n\tif Total([]int{1, 2}) != 3 {\n\t\tt.Fatal(\"total\")\n\t}\n}\n",
+        );
+    r.commit("start");
+    r.pr(
+        1,
+        "Apply the discount",
+        &[
+            (
+                "cart.go",
+                "package gocart\n\n// Total sums the prices.\nfunc Total(prices []int) int {\n\tt := 0\n\tfor _, p := range prices {\n\t\tt += p\n\t}\n\treturn t\n}\n\n// Discounted is the total less the discount.\nfunc Discounted(prices []int, d int) int { return Total(prices) - d }\n",
+            ),
+            (
+                "discount_test.go",
+                "package gocart\n\nimport \"testing\"\n\nfunc TestDiscounted(t *testing.T) {\n\tif Discounted([]int{5, 5}, 2) != 8 {\n\t\tt.Fatal(\"discount\")\n\t}\n}\n",
+            ),
+        ],
+    );
+    init_and_certify(&p, "gocart", "go-test-json", "gocart-1");
+}

@@ -628,3 +628,36 @@ fn evidence_forged_below_the_release_with_every_digest_rehashed_is_caught() {
     std::fs::write(&head_path, serde_json::to_string_pretty(&head).unwrap()).unwrap();
     caught(&c, &["provenance.release_node"]);
 }
+
+/// A node reused under another name — a renamed session file, whose run is
+/// a cache hit whose record names the old session's stage — still exports,
+/// under the names of the last build, and the bundle verifies.
+#[test]
+fn a_renamed_session_file_still_exports_and_verifies() {
+    let f = Fixture::new();
+    f.default_pipeline();
+    f.session("alpha/fix1.json", "p-1", &f.fix1());
+    f.build_ok();
+    let sessions = f.path().join("sessions/alpha");
+    std::fs::rename(sessions.join("fix1.json"), sessions.join("renamed.json")).unwrap();
+    f.build_ok();
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("bundle");
+    let out = export(&f, &bundle, &[]).code(0);
+    assert!(out.stdout.contains("exported release"), "{}", out.stdout);
+    let nodes = std::fs::read_to_string(bundle.join("nodes.jsonl")).unwrap();
+    assert!(nodes.contains("alpha/renamed.json"), "{nodes}");
+    assert!(!nodes.contains("alpha/fix1.json"), "the old name survives");
+    verify(&bundle, &[]).code(0);
+    // explain names the run's input as the last build does.
+    let explained = f
+        .project
+        .run(&["explain", "run:alpha/renamed.json:exclude"])
+        .code(0)
+        .stdout;
+    assert!(
+        explained.contains("dep      stage:alpha/renamed.json:exclude"),
+        "{explained}"
+    );
+    assert!(!explained.contains("fix1.json"), "{explained}");
+}

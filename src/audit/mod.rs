@@ -20,7 +20,7 @@ mod recompute;
 mod release;
 
 pub(crate) use bundle::{BundleError, LOG_KINDS, export, verify_bundle};
-pub(crate) use display::NodeDisplay;
+pub(crate) use display::{NodeDisplay, inputs_in};
 
 pub(crate) use finding::Finding;
 pub(crate) use release::{release_digest, verify_release};

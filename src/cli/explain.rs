@@ -66,7 +66,17 @@ pub(crate) fn run(global: &Global, args: ExplainArgs) -> Result<i32, Failure> {
         print_failures(&store, &key)?;
         return Ok(exit::OK);
     };
-    let display = NodeDisplay::parse(&display);
+    let mut display = NodeDisplay::parse(&display);
+    // Inputs under their names in the last build (a node reused under
+    // another name records the names of the build that made it).
+    if let Some(m) = manifests.first() {
+        let found = crate::audit::inputs_in(&display.deps, &record.deps, m);
+        for (dep, entry) in display.deps.iter_mut().zip(found) {
+            if let Some(e) = entry {
+                dep.clone_from(&e.name);
+            }
+        }
+    }
     if args.json {
         let v = serde_json::json!({
             "name": name, "key": key.to_hex(), "kind": record.kind, "kind_version": record.kind_version,

@@ -66,16 +66,21 @@ pub(crate) fn export(store: &Store, dir: &Path, omit: &[String]) -> Result<Expor
             .map_err(|x| e(&x))?
             .ok_or_else(|| format!("{name}: node {key} is not in the cache (collected?)"))?;
         let display = NodeDisplay::parse(&display);
-        let inputs = display.deps;
-        if inputs.len() != record.deps.len() {
+        if display.deps.len() != record.deps.len() {
             return Err(format!("{name}: its record does not name its dependencies"));
         }
-        for dep in &inputs {
-            let dep_key = by_name
-                .get(dep.as_str())
-                .and_then(|m| m.key)
-                .ok_or_else(|| format!("{name}: input {dep} is not in the last build"))?;
-            queue.push((dep.clone(), dep_key));
+        // Each input under its name in the last build: a node reused under
+        // another name (a renamed session file, a patch two sessions share)
+        // names the inputs of the build that first made it, which may be
+        // gone; the input is then the last build's node of the same output.
+        let mut inputs = Vec::with_capacity(display.deps.len());
+        let found = crate::audit::inputs_in(&display.deps, &record.deps, &manifest);
+        for (dep, entry) in display.deps.iter().zip(found) {
+            let Some((entry, key)) = entry.and_then(|m| Some((m, m.key?))) else {
+                return Err(format!("{name}: input {dep} is not in the last build"));
+            };
+            inputs.push(entry.name.clone());
+            queue.push((entry.name.clone(), key));
         }
         let output = store
             .output_bytes(&row)

@@ -24,8 +24,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use util::attacks::{
-    SLEEPER, a_run_filling_its_tree_is_stopped_at_its_write_limit, hostile,
-    hostile_code_is_confined, interrupted_build,
+    SLEEPER, a_run_filling_its_tree_is_stopped_at_its_write_limit,
+    a_warm_cache_is_never_poisoned_for_the_next_run, hostile, hostile_code_is_confined,
+    interrupted_build,
 };
 use util::fixture::*;
 use util::{Build, Repo, unique};
@@ -620,4 +621,10 @@ class TestNum(unittest.TestCase):
         assert!(tasks[id].get("executor").is_none(), "{:#}", tasks[id]);
         assert_ne!(tasks[id]["env"], q1["env"]);
     }
+}
+
+#[test]
+fn a_warm_cache_is_each_runs_own_and_never_poisoned_on_docker() {
+    base_image();
+    a_warm_cache_is_never_poisoned_for_the_next_run(Executor::Docker);
 }

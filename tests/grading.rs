@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use util::attacks::{
-    a_run_filling_its_tree_is_stopped_at_its_write_limit, hostile, hostile_code_is_confined,
+    a_run_filling_its_tree_is_stopped_at_its_write_limit,
+    a_warm_cache_is_never_poisoned_for_the_next_run, hostile, hostile_code_is_confined,
 };
 use util::fixture::*;
 use util::{Build, grep_tree, live_with, unique};
@@ -1744,4 +1745,9 @@ fn a_hanging_run_is_cut_at_its_tasks_timeout_from_the_screening_readings() {
         detail.ends_with("the environment allows 120 s)"),
         "{detail}"
     );
+}
+
+#[test]
+fn a_warm_cache_is_each_runs_own_and_never_poisoned() {
+    a_warm_cache_is_never_poisoned_for_the_next_run(Executor::Local);
 }

@@ -19,7 +19,7 @@ mod finding;
 mod recompute;
 mod release;
 
-pub(crate) use bundle::{BundleError, LOG_KINDS, export, verify_bundle};
+pub(crate) use bundle::{BundleError, LOG_KINDS, export, last_release, verify_bundle};
 pub(crate) use display::{NodeDisplay, inputs_in};
 
 pub(crate) use finding::Finding;

@@ -133,7 +133,7 @@ fn regular(path: &Path) -> Option<Vec<u8>> {
 }
 
 fn read_json(path: &Path) -> Option<Value> {
-    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+    serde_json::from_slice(&regular(path)?).ok()
 }
 
 /// One trial folder as a session.
@@ -162,8 +162,7 @@ fn trial(
         ));
     };
     let verifier = folder.join("verifier");
-    let verdict = regular(&verifier.join("assay-verdict.json"))
-        .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
+    let verdict = read_json(&verifier.join("assay-verdict.json"));
     let patch = regular(&verifier.join("agent.patch"));
     let task_name = r["task_name"].as_str().unwrap_or_default();
     // The exported verifier names the released task (its instance id) and

@@ -354,3 +354,33 @@ for i in range({files}):
         );
     }
 }
+
+/// `[env] warm`: the setup warms a cache, and a graded run that writes a
+/// poisoned entry into its copy reaches neither the environment nor a later
+/// session's run: that session's code fails its import when the cache is not
+/// warm or holds the poison, so only a clean warm copy grades it resolved.
+/// Harmless if the defence fails: the writes go to this test's cache.
+pub fn a_warm_cache_is_never_poisoned_for_the_next_run(executor: Executor) {
+    let f = Fixture::on(executor);
+    f.default_pipeline();
+    f.edit_pipeline(
+        "timeout = 60",
+        "timeout = 60\nsetup = [\"echo warmed > $WARM_CACHE/seed\"]\nwarm = { WARM_CACHE = \"warm\" }",
+    );
+    let poison = "import os\nwith open(os.path.join(os.environ['WARM_CACHE'], 'poison'), 'w') as f:\n    f.write('x')\nwith open(os.path.join(os.environ['WARM_CACHE'], 'seed'), 'w') as f:\n    f.write('poisoned')\n";
+    let patch = f.diff1(&[
+        ("pkg/ops.py", Some(OPS_SUB)),
+        ("pkg/__init__.py", Some(poison)),
+    ]);
+    f.session("a/poison.json", "p-1", &patch);
+    f.build_ok();
+    assert_verdict(&f, "a/poison.json", "resolved", "resolved");
+    let check = "import os\nc = os.environ['WARM_CACHE']\nassert open(os.path.join(c, 'seed')).read().strip() == 'warmed', 'not warm'\nassert not os.path.exists(os.path.join(c, 'poison')), 'poisoned'\n";
+    let patch = f.diff1(&[
+        ("pkg/ops.py", Some(OPS_SUB)),
+        ("pkg/__init__.py", Some(check)),
+    ]);
+    f.session("b/check.json", "p-1", &patch);
+    f.build_ok();
+    assert_verdict(&f, "b/check.json", "resolved", "resolved");
+}

@@ -1,7 +1,7 @@
 //! `assay export --to DIR`: writes the closure of the last build's release
 //! as a bundle (format: the parent module; layout: docs/audit.md).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use assay_engine::{Digest, Store};
@@ -13,6 +13,26 @@ use super::intoto::Statement;
 use crate::audit::display::NodeDisplay;
 use crate::audit::release::release_digest;
 use crate::stages::{EnvRecord, Manifest, ReleaseRecord, pretty};
+
+/// The last build's manifest and its release node's key.
+pub(crate) fn last_release(store: &Store) -> Result<(assay_engine::BuildManifest, Digest), String> {
+    let e = |e: &dyn std::fmt::Display| e.to_string();
+    let build = store
+        .builds(1)
+        .map_err(|x| e(&x))?
+        .into_iter()
+        .next()
+        .ok_or("no finished build in this cache: build first")?;
+    let manifest = store
+        .manifest(&build)
+        .map_err(|x| e(&x))?
+        .ok_or("the last build has no manifest")?;
+    let key = manifest
+        .find(crate::stages::RELEASE_NODE)
+        .and_then(|m| m.key)
+        .ok_or("the last build has no release node")?;
+    Ok((manifest, key))
+}
 
 /// What `export` wrote.
 #[derive(Debug)]
@@ -32,25 +52,7 @@ pub(crate) fn export(store: &Store, dir: &Path, omit: &[String]) -> Result<Expor
         ));
     }
     let e = |e: &dyn std::fmt::Display| e.to_string();
-    let build = store
-        .builds(1)
-        .map_err(|x| e(&x))?
-        .into_iter()
-        .next()
-        .ok_or("no finished build in this cache: build first")?;
-    let manifest = store
-        .manifest(&build)
-        .map_err(|x| e(&x))?
-        .ok_or("the last build has no manifest")?;
-    let by_name: HashMap<&str, &assay_engine::ManifestEntry> = manifest
-        .entries
-        .iter()
-        .map(|m| (m.name.as_str(), m))
-        .collect();
-    let release_key = by_name
-        .get(crate::stages::RELEASE_NODE)
-        .and_then(|m| m.key)
-        .ok_or("the last build has no release node")?;
+    let (manifest, release_key) = last_release(store)?;
 
     let mut nodes: BTreeMap<String, BundleNode> = BTreeMap::new();
     let mut blobs: BTreeMap<Digest, Vec<u8>> = BTreeMap::new();

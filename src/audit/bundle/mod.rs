@@ -24,6 +24,6 @@ mod hashing;
 mod intoto;
 mod verify;
 
-pub(crate) use export::export;
+pub(crate) use export::{export, last_release};
 pub(crate) use format::LOG_KINDS;
 pub(crate) use verify::{BundleError, verify_bundle};

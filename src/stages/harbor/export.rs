@@ -168,20 +168,7 @@ pub(crate) fn export(
 /// The last build's release record and its digest (`manifest.json`'s).
 fn last_release(store: &Store) -> Result<(ReleaseRecord, String), String> {
     let e = |e: &dyn std::fmt::Display| e.to_string();
-    let build = store
-        .builds(1)
-        .map_err(|x| e(&x))?
-        .into_iter()
-        .next()
-        .ok_or("no finished build in this cache: build first")?;
-    let manifest = store
-        .manifest(&build)
-        .map_err(|x| e(&x))?
-        .ok_or("the last build has no manifest")?;
-    let key = manifest
-        .find(crate::stages::RELEASE_NODE)
-        .and_then(|m| m.key)
-        .ok_or("the last build has no release")?;
+    let (_, key) = crate::audit::last_release(store)?;
     let (_, _, row) = store
         .key_record(&key)
         .map_err(|x| e(&x))?
@@ -316,13 +303,12 @@ impl Folder<'_> {
             &serde_json::to_vec_pretty(spec).map_err(|e| e.to_string())?,
             false,
         )?;
-        put(&format!("tests/{BASE_TAR}"), self.base, false)?;
-        let binary = dir.join("tests").join(BINARY);
-        // One copy per folder, hard-linked where the file system allows.
-        if std::fs::hard_link(self.binary, &binary).is_err() {
-            std::fs::copy(self.binary, &binary)
-                .map_err(|e| format!("copying {}: {e}", self.binary.display()))?;
-        }
+        link_or_copy(
+            &dir.join("environment/base.tar"),
+            &dir.join("tests").join(BASE_TAR),
+        )?;
+        // One binary for every folder, hard-linked where the file system allows.
+        link_or_copy(self.binary, &dir.join("tests").join(BINARY))?;
         put("solution/solve.sh", solve_sh(&task.patch).as_bytes(), true)?;
         Ok(())
     }
@@ -380,6 +366,14 @@ impl Folder<'_> {
             base = self.base_image,
         )
     }
+}
+
+/// `to` as a hard link of `from`, else a copy.
+fn link_or_copy(from: &Path, to: &Path) -> Result<(), String> {
+    if std::fs::hard_link(from, to).is_err() {
+        std::fs::copy(from, to).map_err(|e| format!("copying {}: {e}", from.display()))?;
+    }
+    Ok(())
 }
 
 /// `tests/test.sh`: assay's verifier, which writes `reward.json`.

@@ -17,7 +17,6 @@
 //! spec) leaves no `reward.json`: Harbor then records the trial as errored,
 //! and the import blames the harness, never the agent.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -29,7 +28,10 @@ use super::{
 };
 use crate::pipeline::Arm;
 use crate::sessions::RunFacts;
-use crate::stages::nodes::run::{fresh_seed, plant_canaries, read_outcomes};
+use crate::stages::executor::{Confinement, EnvHandle, Launch, SandboxMode, TestRun};
+use crate::stages::nodes::run::{
+    distrust, ended, fresh_seed, plant_canaries, read_outcomes, restage, stage_copy,
+};
 use crate::stages::nodes::stage::{StageParams, stage_patch};
 use crate::stages::records::{RunRecord, Verdict};
 use crate::stages::rules::policy::globset;
@@ -124,7 +126,15 @@ pub(crate) fn verify(paths: &Paths) -> Result<VerdictFile, String> {
         let timeout_s = tree
             .timeout_s
             .map_or(spec.timeout_s, |t| t.min(spec.timeout_s));
-        first = run_staged(paths, &spec, format, &store, id, &tree.hidden, timeout_s)?;
+        first = run_staged(
+            paths,
+            &spec,
+            format,
+            store.path(),
+            id,
+            &tree.hidden,
+            timeout_s,
+        )?;
     }
     let tests = globset(&spec.test_globs).map_err(|e| e.to_string())?;
     let facts = RunFacts::default();
@@ -181,29 +191,28 @@ pub(crate) fn verify(paths: &Paths) -> Result<VerdictFile, String> {
         unchecked: first.unchecked.clone(),
         duration_ms: started.elapsed().as_millis() as u64,
     };
-    let write_json = |name: &str, value: &dyn erased::Json| -> Result<(), String> {
-        put(&paths.logs, name, &value.json())
-    };
-    write_json(VERDICT_FILE, &verdict)?;
+    put_json(&paths.logs, VERDICT_FILE, &verdict)?;
     // Last: Harbor reads a trial without reward.json as errored.
-    write_json("reward.json", &reward)?;
+    put_json(&paths.logs, "reward.json", &reward)?;
     Ok(verdict)
 }
 
-/// The one reading of a staged tree: the tree replaces the workspace's
-/// files, canaries are planted, the test command runs
-/// where a build runs it, and the report is read as a build reads it.
+/// The one reading of a staged tree, as a build's run: the tree replaces
+/// the workspace's files, canaries are planted, and the local executor
+/// (unsandboxed: the trial's container is the boundary) runs the test
+/// command where a build runs it and reads the report and the test files
+/// back.
 fn run_staged(
     paths: &Paths,
     spec: &Spec,
     format: assay_report::Format,
-    store: &TreeStore,
+    store_dir: &Path,
     tree: &str,
     hidden: &[String],
     timeout_s: u64,
 ) -> Result<RunRecord, String> {
     let work = &paths.workspace;
-    let graded = tempfile::Builder::new()
+    let scratch = tempfile::Builder::new()
         .prefix("assay-graded-")
         .tempdir()
         .map_err(|e| format!("a scratch directory: {e}"))?;
@@ -211,10 +220,8 @@ fn run_staged(
     // cannot be renamed on overlayfs (EXDEV), and the tests must run where a
     // build runs them. The agent's files are already read (its patch).
     empty(work).map_err(|e| format!("emptying the workspace {}: {e}", work.display()))?;
-    store
-        .materialize(tree, work)
+    let mut staged = stage_copy(store_dir, tree, work, &spec.test_globs)
         .map_err(|e| format!("writing the graded tree: {e}"))?;
-
     let mut record = RunRecord {
         sandbox: "harbor".into(),
         ..RunRecord::default()
@@ -227,79 +234,69 @@ fn run_staged(
         fresh_seed(),
         spec.canary.as_ref(),
     ) {
-        Ok(p) => Some(p),
+        Ok(p) => {
+            restage(&mut staged, &p);
+            Some(p)
+        }
         Err(why) => {
             record.unchecked = Some(why);
             None
         }
     };
-    let before: BTreeMap<&String, Option<[u8; 32]>> = hidden
-        .iter()
-        .map(|rel| (rel, assay_exec::beneath::hash(work, Path::new(rel)).ok()))
-        .collect();
-
-    let log_path = graded.path().join("log");
-    let home = graded.path().join("home");
-    std::fs::create_dir_all(&home).map_err(|e| e.to_string())?;
-    let run = assay_exec::RunSpec {
-        command: spec.test_command.clone(),
-        cwd: work.clone(),
-        env: run_env(&home),
-        timeout: Duration::from_secs(timeout_s),
-        log_path: log_path.clone(),
-        log_cap: spec.log_cap,
-        limits: assay_exec::Limits::default(),
-        sandbox: None,
+    let conf = Confinement {
+        sandbox: SandboxMode::None,
+        ..Confinement::default()
+    };
+    let env = EnvHandle::HostDir(PathBuf::from(assay_docker::ENV_DIR));
+    let log_path = scratch.path().join("log");
+    let test = TestRun {
+        launch: Launch {
+            command: spec.test_command.clone(),
+            tree: Some(work),
+            env: &env,
+            setup: false,
+            env_at: None,
+            scratch: scratch.path(),
+            log_path: log_path.clone(),
+            log_cap: spec.log_cap,
+            timeout: Duration::from_secs(timeout_s),
+            attempt: None,
+            protect: Vec::new(),
+            report_file: spec.report_file.as_deref(),
+            watch: staged.iter().map(|(p, _)| PathBuf::from(p)).collect(),
+            warm: &[],
+        },
+        staged,
+        ctx: None,
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let outcome = rt
-        .block_on(assay_exec::run(&run))
+    let mut ran = rt
+        .block_on(conf.executor().run(test))
         .map_err(|e| format!("running the test command: {e}"))?;
     let log = std::fs::read(&log_path).unwrap_or_default();
     // The test log, for Harbor's test-stdout.txt.
     println!("{}", String::from_utf8_lossy(&log));
-    record.exit_code = outcome.exit_code;
-    record.signal = outcome.signal;
-    record.timed_out = outcome.timed_out;
-    record.duration_ms = outcome.duration.as_millis() as u64;
-    record.log_bytes = outcome.log_bytes;
-    record.log_truncated = outcome.log_truncated;
-    record.limit = outcome
-        .limit_hit
-        .filter(|l| *l != assay_exec::LimitHit::Time)
-        .map(|l| l.as_str().to_owned());
-    let report = match &spec.report_file {
-        None => Ok(None),
-        Some(rel) => assay_exec::beneath::read(work, Path::new(rel), spec.log_cap)
-            .map(Some)
-            .map_err(|e| format!("the report {rel}: {e}")),
+    ended(&mut record, &mut ran);
+    let report = match (&spec.report_file, ran.report) {
+        (None, _) => Ok(None),
+        (Some(_), Some(Ok(bytes))) => Ok(Some(bytes)),
+        (Some(rel), Some(Err(why))) => Err(format!("the report {rel}: {why}")),
+        (Some(rel), None) => Err(format!("the report {rel}: not read")),
     };
     read_outcomes(&mut record, format, &log, report);
     if let Some(planted) = &planted {
         record.canaries =
             crate::stages::canary::read(planted, &mut record.tests, &mut record.files);
     }
-    if record.timed_out {
-        record.untrusted = Some(format!("timed out after {timeout_s} s"));
-    } else if record.log_truncated && spec.report_file.is_none() {
-        record.untrusted =
-            Some("the log exceeded the evidence cap; its report was not believed".into());
-    }
-    let planted_text: BTreeMap<&str, [u8; 32]> = planted
-        .iter()
-        .flat_map(|p| &p.files)
-        .map(|(rel, bytes)| (rel.as_str(), *blake3::hash(bytes).as_bytes()))
-        .collect();
-    for (rel, was) in before {
-        let now = assay_exec::beneath::hash(work, Path::new(rel)).ok();
-        let was = planted_text.get(rel.as_str()).copied().or(was);
-        if now != was {
-            record.changed_test_files.push(rel.clone());
-        }
-    }
+    distrust(
+        &mut record,
+        timeout_s,
+        conf.limits.write,
+        spec.report_file.is_some(),
+    );
     Ok(record)
 }
 
@@ -319,6 +316,13 @@ fn put(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), String> {
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// [`put`] of a value as pretty JSON.
+fn put_json(dir: &Path, name: &str, value: &impl serde::Serialize) -> Result<(), String> {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| e.to_string())?;
+    bytes.push(b'\n');
+    put(dir, name, &bytes)
+}
+
 /// Removes everything inside `dir` (never following a symbolic link).
 fn empty(dir: &Path) -> std::io::Result<()> {
     for entry in std::fs::read_dir(dir)? {
@@ -330,40 +334,4 @@ fn empty(dir: &Path) -> std::io::Result<()> {
         }
     }
     Ok(())
-}
-
-/// The environment of the test command: a build's (docs/security.md), with
-/// the container's paths.
-fn run_env(home: &Path) -> BTreeMap<String, String> {
-    let mut env = BTreeMap::new();
-    for (k, v) in [
-        (
-            "PATH",
-            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-        ),
-        ("LANG", "C.UTF-8"),
-        ("PYTHONDONTWRITEBYTECODE", "1"),
-        ("PYTHONHASHSEED", "0"),
-        ("TMPDIR", "/tmp"),
-        ("ASSAY_ENV", "/assay/env"),
-        ("PYTHONPATH", "/assay/guard"),
-    ] {
-        env.insert(k.to_owned(), v.to_owned());
-    }
-    env.insert("HOME".to_owned(), home.display().to_string());
-    env
-}
-
-/// JSON of any of the verifier's files.
-mod erased {
-    pub(super) trait Json {
-        fn json(&self) -> Vec<u8>;
-    }
-    impl<T: serde::Serialize> Json for T {
-        fn json(&self) -> Vec<u8> {
-            let mut out = serde_json::to_vec_pretty(self).unwrap_or_default();
-            out.push(b'\n');
-            out
-        }
-    }
 }

@@ -208,11 +208,7 @@ pub(crate) async fn execute_tree(
         .map_err(|e| err(&e))?;
         match planted {
             Ok(planted) => {
-                for (path, bytes) in &planted.files {
-                    if let Some(w) = staged.iter_mut().find(|(p, _)| p == path) {
-                        w.1 = *blake3::hash(bytes).as_bytes();
-                    }
-                }
+                restage(&mut staged, &planted);
                 Some(planted)
             }
             Err(why) => {
@@ -224,7 +220,7 @@ pub(crate) async fn execute_tree(
     let log_path = scratch.path().join("log");
     let env_handle = EnvHandle::of(env, &ctx.cache_dir);
     let watch = staged.iter().map(|(path, _)| PathBuf::from(path)).collect();
-    let ran = p
+    let mut ran = p
         .confine
         .executor()
         .run(TestRun {
@@ -250,22 +246,16 @@ pub(crate) async fn execute_tree(
         })
         .await?;
     record.limit = ran.limit.map(|l| l.as_str().to_owned());
-    record.node = ran.node;
-    record.retried = ran.retried;
-    if let Some(why) = ran.lost {
+    record.node = ran.node.take();
+    record.retried = std::mem::take(&mut ran.retried);
+    if let Some(why) = ran.lost.take() {
         record.untrusted = Some(why.clone());
         record.lost = Some(why);
         let empty = ctx.blobs.put(b"").map_err(|e| err(&e))?;
         record.log = empty.to_hex();
         return Ok((record, vec![empty]));
     }
-    record.changed_test_files = ran.changed;
-    record.exit_code = ran.exit_code;
-    record.signal = ran.signal;
-    record.timed_out = ran.timed_out;
-    record.duration_ms = ran.duration.as_millis() as u64;
-    record.log_bytes = ran.log_bytes;
-    record.log_truncated = ran.log_truncated;
+    ended(&mut record, &mut ran);
     let redactor = super::redact::Redactor::new(&p.redact);
     let (log, redactions) = redactor.redact(&std::fs::read(&log_path).map_err(|e| err(&e))?);
     record.redactions = redactions;
@@ -293,18 +283,53 @@ pub(crate) async fn execute_tree(
     if let Some(planted) = &planted {
         record.canaries = canary::read(planted, &mut record.tests, &mut record.files);
     }
+    distrust(
+        &mut record,
+        p.timeout_s,
+        p.confine.limits.write,
+        p.report_file.is_some(),
+    );
+    Ok((record, attachments))
+}
+
+/// Why a run's reading cannot be believed, when it cannot: it timed out,
+/// hit a limit, or its log (being its report) was cut.
+pub(crate) fn distrust(
+    record: &mut RunRecord,
+    timeout_s: u64,
+    write_limit: u64,
+    report_file: bool,
+) {
     if record.timed_out {
-        record.untrusted = Some(format!("timed out after {} s", p.timeout_s));
+        record.untrusted = Some(format!("timed out after {timeout_s} s"));
     } else if let Some(limit) = &record.limit {
-        record.untrusted = Some(super::rules::limits::limit_reason(
-            limit,
-            p.confine.limits.write,
-        ));
-    } else if record.log_truncated && p.report_file.is_none() {
+        record.untrusted = Some(super::rules::limits::limit_reason(limit, write_limit));
+    } else if record.log_truncated && !report_file {
         record.untrusted =
             Some("the log exceeded the evidence cap; its report was not believed".into());
     }
-    Ok((record, attachments))
+}
+
+/// How the run ended, into its record (the report is read apart).
+pub(crate) fn ended(record: &mut RunRecord, ran: &mut super::executor::Ran) {
+    record.changed_test_files = std::mem::take(&mut ran.changed);
+    record.exit_code = ran.exit_code;
+    record.signal = ran.signal;
+    record.timed_out = ran.timed_out;
+    record.duration_ms = ran.duration.as_millis() as u64;
+    record.log_bytes = ran.log_bytes;
+    record.log_truncated = ran.log_truncated;
+    record.limit = ran.limit.map(|l| l.as_str().to_owned());
+}
+
+/// The staged fingerprints of the files canaries were planted in: the
+/// bytes the run is given.
+pub(crate) fn restage(staged: &mut Watched, planted: &Planted) {
+    for (path, bytes) in &planted.files {
+        if let Some(w) = staged.iter_mut().find(|(p, _)| p == path) {
+            w.1 = *blake3::hash(bytes).as_bytes();
+        }
+    }
 }
 
 /// Fills the record's outcomes, build failures and trust from what the run
@@ -463,7 +488,7 @@ pub(crate) fn fresh_seed() -> [u8; 32] {
 }
 
 /// Materializes `tree_id` into `dest` and lists the watched files in it.
-fn stage_copy(
+pub(crate) fn stage_copy(
     store_dir: &std::path::Path,
     tree_id: &str,
     dest: &std::path::Path,

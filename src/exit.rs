@@ -17,6 +17,10 @@ pub(crate) const CACHE: i32 = 5;
 pub(crate) const NOT_FOUND: i32 = 6;
 /// Graded code cannot be sandboxed here (bubblewrap missing or unusable).
 pub(crate) const SANDBOX: i32 = 7;
+/// The build ran, but every task it screened found its environment broken
+/// (the setup failed, or the test command could not start): the release
+/// says nothing about any agent. The message names what broke.
+pub(crate) const ENVIRONMENT: i32 = 8;
 /// The build was interrupted (ctrl-c / SIGINT): every run was stopped and
 /// removed, nothing half-done was committed; the next build goes on.
 pub(crate) const INTERRUPTED: i32 = 130;

@@ -1,4 +1,4 @@
-//! `assay init` on new repositories the tests build (Python and Go): the
+//! `assay init` on new repositories the tests build (Python, Go, Rust): the
 //! pipeline it writes screens the merged pull request, holds the task back
 //! until its statement is written — saying which file to write — and then
 //! certifies it.
@@ -98,4 +98,41 @@ fn init_writes_a_pipeline_that_certifies_a_go_repositorys_pull_request() {
         ],
     );
     init_and_certify(&p, "gocart", "go-test-json", "gocart-1");
+}
+
+/// A crate without dependencies: the cargo preset `init` writes vendors
+/// nothing, and the pull request is certified all the same.
+#[test]
+fn init_writes_a_pipeline_that_certifies_a_rust_repositorys_pull_request() {
+    let p = Project::new();
+    let mut r = Repo::new(&p, "cart");
+    let lib = "/// Sums the prices.\n///\n/// ```\n/// assert_eq!(cart::total(&[1, 2]), 3);\n/// ```\npub fn total(prices: &[u32]) -> u32 {\n    prices.iter().sum()\n}\n";
+    r.put(
+        "Cargo.toml",
+        "[package]\nname = \"cart\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .put("src/lib.rs", lib)
+    .put(
+        "tests/cart.rs",
+        "#[test]\nfn totals() {\n    assert_eq!(cart::total(&[1, 2]), 3);\n}\n",
+    )
+    .put(".gitignore", "/target\n");
+    r.commit("start");
+    r.pr(
+        1,
+        "Apply the discount",
+        &[
+            (
+                "src/lib.rs",
+                &format!("{lib}\n/// The total less the discount.\npub fn discounted(prices: &[u32], d: u32) -> u32 {{\n    total(prices) - d\n}}\n"),
+            ),
+            (
+                "tests/cart.rs",
+                "#[test]\nfn totals() {\n    assert_eq!(cart::total(&[1, 2]), 3);\n}\n\n#[test]\nfn discounts() {\n    assert_eq!(cart::discounted(&[5, 5], 2), 8);\n}\n",
+            ),
+        ],
+    );
+    init_and_certify(&p, "cart", "libtest", "cart-1");
+    let toml = std::fs::read_to_string(p.path().join("pipeline.toml")).unwrap();
+    assert!(toml.contains("preset = \"cargo\""), "{toml}");
 }

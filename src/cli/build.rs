@@ -101,12 +101,55 @@ pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
     if let Some(id) = graph.find(crate::stages::RELEASE_NODE) {
         write_release(&pipeline, &store, &outcome, &graph, id)?;
     }
-    let code = if outcome.summary.failed > 0 {
-        exit::BUILD_FAILED
-    } else {
-        exit::OK
-    };
-    Ok(code)
+    if outcome.summary.failed > 0 {
+        return Ok(exit::BUILD_FAILED);
+    }
+    if let Some(why) = broken_everywhere(&store, &outcome, &graph) {
+        eprintln!("error: every screened task found its environment broken: {why}");
+        return Ok(exit::ENVIRONMENT);
+    }
+    Ok(exit::OK)
+}
+
+/// The task records this build made.
+fn task_records(
+    store: &assay_engine::Store,
+    outcome: &assay_engine::BuildOutcome,
+    graph: &assay_engine::Graph,
+) -> Vec<crate::stages::TaskRecord> {
+    (0..graph.len())
+        .filter(|&i| graph.node(i).kind == crate::stages::NodeKind::Task)
+        .filter_map(|i| outcome.output(store, i).ok().flatten())
+        .filter_map(|b| serde_json::from_slice::<crate::stages::TaskRecord>(&b).ok())
+        .collect()
+}
+
+/// When every task this build screened is uncertified because its
+/// environment is broken, what broke (each distinct reason once, the first
+/// few): such a build measured nothing.
+fn broken_everywhere(
+    store: &assay_engine::Store,
+    outcome: &assay_engine::BuildOutcome,
+    graph: &assay_engine::Graph,
+) -> Option<String> {
+    let screened: Vec<crate::stages::TaskRecord> = task_records(store, outcome, graph)
+        .into_iter()
+        .filter(|t| t.status != crate::stages::TaskStatus::Declined)
+        .collect();
+    let mut reasons: Vec<&str> = Vec::new();
+    for t in &screened {
+        let why = t.environment_broken()?;
+        if !reasons.contains(&why) {
+            reasons.push(why);
+        }
+    }
+    const SHOWN: usize = 3;
+    let more = reasons.len().saturating_sub(SHOWN);
+    let mut text = reasons[..reasons.len().min(SHOWN)].join("\n  ");
+    if more > 0 {
+        text.push_str(&format!("\n  (and {more} more)"));
+    }
+    (!reasons.is_empty()).then_some(text)
 }
 
 /// What to write for the tasks held back awaiting a statement: each one's
@@ -117,10 +160,8 @@ fn statements_to_write(
     outcome: &assay_engine::BuildOutcome,
     graph: &assay_engine::Graph,
 ) -> String {
-    let mut ids: Vec<String> = (0..graph.len())
-        .filter(|&i| graph.node(i).kind == crate::stages::NodeKind::Task)
-        .filter_map(|i| outcome.output(store, i).ok().flatten())
-        .filter_map(|b| serde_json::from_slice::<crate::stages::TaskRecord>(&b).ok())
+    let mut ids: Vec<String> = task_records(store, outcome, graph)
+        .into_iter()
         .filter(|t| t.status == crate::stages::TaskStatus::AwaitingStatement)
         .map(|t| t.instance_id)
         .collect();

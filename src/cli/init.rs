@@ -33,6 +33,8 @@ struct Lang {
     test_command: &'static str,
     report: &'static str,
     note: &'static str,
+    /// `[env] preset`: the recipe that stands for the rest.
+    preset: Option<&'static str>,
 }
 
 const GO: Lang = Lang {
@@ -46,16 +48,18 @@ const GO: Lang = Lang {
     test_command: "env GOPATH=$HOME/go GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local go test -json ./...",
     report: "go-test-json",
     note: "Runs are offline: vendor third-party modules, or download them in the setup (docs/languages.md, Go).",
+    preset: None,
 };
 
 const RUST: Lang = Lang {
     name: "Rust",
-    setup: &["cargo --version > cargo-version.txt"],
-    key_files: &["Cargo.lock", "Cargo.toml"],
-    warm: None,
+    setup: &[],
+    key_files: &["Cargo.toml", "Cargo.lock"],
+    warm: Some("CARGO_TARGET_DIR = \"target\""),
     test_command: "cargo test --offline --no-fail-fast",
     report: "libtest",
-    note: "Runs are offline: vendor the dependencies or fetch them in the setup into $ASSAY_ENV (docs/languages.md, Rust).",
+    note: "The cargo preset vendors the dependencies at setup (the only step with the network), prebuilds them into a warm target directory each run copies, and runs `cargo test --offline --no-fail-fast` (docs/languages.md, Rust). A workspace: add its members' Cargo.toml to key_files.",
+    preset: Some("cargo"),
 };
 
 /// Python with either runner: the setup, key files and note they share.
@@ -73,6 +77,7 @@ const fn python(name: &'static str, test_command: &'static str, report: &'static
         test_command,
         report,
         note: "Third-party packages: install them in the setup into a venv in $ASSAY_ENV and call its python (docs/languages.md, Python).",
+        preset: None,
     }
 }
 
@@ -207,6 +212,22 @@ fn pipeline_text(name: &str, path: &str, branch: &str, lang: Option<&Lang>) -> S
     );
     t.push_str("[env]\n");
     match lang {
+        Some(l) if l.preset.is_some() => {
+            t.push_str(&format!("# {}. {}\n", l.name, l.note));
+            t.push_str(&format!(
+                "preset = {}\n# What it stands for; any of these written here wins:\n\
+                 # key_files = [{}]\n# warm = {{ {} }}\n# test_command = {}\n# report = {}\n",
+                q(l.preset.unwrap_or_default()),
+                l.key_files
+                    .iter()
+                    .map(|s| q(s))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                l.warm.unwrap_or_default(),
+                q(l.test_command),
+                q(l.report)
+            ));
+        }
         Some(l) => {
             t.push_str(&format!("# {}. {}\n", l.name, l.note));
             let setup: Vec<String> = l.setup.iter().map(|s| format!("  {},", q(s))).collect();

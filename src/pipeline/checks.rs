@@ -102,6 +102,14 @@ pub(super) fn check(p: &Pipeline, f: &PipelineFile) -> Result<(), ConfigError> {
                 "bytes of evidence kept; every run would be ineligible. Leave it out for the default (64 MiB)",
             ));
         }
+        if env.report.is_none() {
+            return Err(at(
+                table,
+                "report",
+                "`report` is missing".into(),
+                "the test command's report format: junit, pytest, unittest, libtest, libtest-json, go-test-json or tap (or a `preset`, which gives one)",
+            ));
+        }
         if env.test_command.trim().is_empty() {
             return Err(at(
                 table,

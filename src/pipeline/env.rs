@@ -47,10 +47,16 @@ fn env(
     name: Option<&Spanned<String>>,
     cfg: &EnvConfig,
 ) -> Result<EnvSpec, ConfigError> {
-    let format: Format = cfg.report.get_ref().parse().map_err(|_| {
+    let Some(report) = &cfg.report else {
+        return Err(ConfigError::plain(
+            "[env]: `report` is missing".to_owned(),
+            "the test command's report format, e.g. report = \"pytest\"",
+        ));
+    };
+    let format: Format = report.get_ref().parse().map_err(|_| {
         pipeline.error_at(
-            cfg.report.span(),
-            format!("unknown report format `{}`", cfg.report.get_ref()),
+            report.span(),
+            format!("unknown report format `{}`", report.get_ref()),
             "here",
             "use one of: junit, pytest, unittest, libtest, libtest-json, go-test-json, tap",
         )

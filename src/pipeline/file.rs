@@ -213,9 +213,14 @@ pub(crate) struct EnvConfig {
     #[serde(default)]
     pub(crate) key_files: Vec<String>,
     /// Run with `sh -c` at the root of the staged tree.
+    #[serde(default)]
     pub(crate) test_command: String,
     /// Report format: junit, pytest, unittest, libtest, libtest-json, go-test-json, tap.
-    pub(crate) report: Spanned<String>,
+    pub(crate) report: Option<Spanned<String>>,
+    /// A recipe for a language's environment (`cargo`): its setup runs
+    /// before the table's own, and it gives the key files, test command,
+    /// report and warm caches the table leaves out (docs/languages.md).
+    pub(crate) preset: Option<Spanned<String>>,
     /// Where the command writes its report, relative to the tree; default: its output.
     pub(crate) report_file: Option<String>,
     /// Seconds before a run's whole process group is killed. Default 300.
@@ -444,6 +449,14 @@ impl<'de> serde::Deserializer<'de> for &mut FieldsProbe {
 impl PipelineFile {
     /// Every environment the file defines: `(None, [env])` or
     /// `(Some(NAME), [env.NAME])`, in file order.
+    pub(crate) fn envs_mut(&mut self) -> Vec<&mut EnvConfig> {
+        match &mut self.env {
+            None => Vec::new(),
+            Some(EnvSection::One(env)) => vec![&mut **env],
+            Some(EnvSection::Named(named)) => named.iter_mut().map(|(_, e)| e).collect(),
+        }
+    }
+
     pub(crate) fn envs(&self) -> Vec<(Option<&Spanned<String>>, &EnvConfig)> {
         match &self.env {
             None => Vec::new(),
@@ -503,7 +516,7 @@ mod tests {
         assert_eq!(envs.len(), 1);
         let (name, env) = envs[0];
         assert!(name.is_none());
-        assert_eq!(&text[env.report.span()], "\"tap\"");
+        assert_eq!(&text[env.report.as_ref().unwrap().span()], "\"tap\"");
     }
 
     #[test]
@@ -520,7 +533,7 @@ mod tests {
                 (
                     name,
                     env.test_command.clone(),
-                    text[env.report.span()].to_owned(),
+                    text[env.report.as_ref().unwrap().span()].to_owned(),
                 )
             })
             .collect();

@@ -14,6 +14,7 @@ mod diag;
 mod env;
 mod file;
 mod judge;
+mod preset;
 mod settings;
 mod sources;
 
@@ -51,7 +52,7 @@ impl Pipeline {
             )
         })?;
         let name = path.display().to_string();
-        let file: PipelineFile =
+        let mut file: PipelineFile =
             toml::from_str(&text).map_err(|e| ConfigError::from_toml(&name, &text, &e))?;
         let root = path
             .parent()
@@ -72,6 +73,7 @@ impl Pipeline {
             // Filled in below, once the file's checks have passed.
             settings: Settings::default(),
         };
+        preset::expand(&pipeline, &mut file)?;
         checks::check(&pipeline, &file)?;
         pipeline.settings = Settings::of(&pipeline, &file)?;
         pipeline.judges = judge::load(&pipeline, &file)?;

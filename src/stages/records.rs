@@ -401,6 +401,18 @@ pub(crate) struct TaskRecord {
     pub(crate) slowest_screening_s: Option<u64>,
 }
 
+impl TaskRecord {
+    /// The reason this task is uncertified when its environment is broken
+    /// (the `environment_broken` line, without its word).
+    pub(crate) fn environment_broken(&self) -> Option<&str> {
+        let word = Control::EnvironmentBroken.as_str();
+        self.uncertified_because.iter().find_map(|line| {
+            line.strip_prefix(word)
+                .and_then(|rest| rest.strip_prefix(": "))
+        })
+    }
+}
+
 /// `session:<id>`: one agent attempt at one task, normalised from any input
 /// format; the patch is its blob digest.
 pub(crate) type SessionRecord = crate::sessions::Session<String>;
@@ -434,6 +446,10 @@ pub(crate) struct GradeRecord {
     pub(crate) detail: String,
     /// FAIL_TO_PASS / PASS_TO_PASS tests still failing (after reruns).
     pub(crate) failing: Vec<String>,
+    /// Of `failing`, those no run's report named: they did not run (the
+    /// runner stopped before them). Absent when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) not_run: Vec<String>,
     /// Session patch paths left out by the exclusion policy.
     pub(crate) excluded_paths: Vec<String>,
     pub(crate) exit_code: Option<i32>,

@@ -17,8 +17,6 @@
 //! pipeline keys environments by its env key on top of this; the label makes
 //! a rebuild after a lost cache, or by another pipeline, free.
 
-use std::fmt::Write as _;
-
 use bollard::models::{ContainerConfig, HostConfig};
 use bollard::query_parameters::{CommitContainerOptions, ListImagesOptions};
 use bytes::Bytes;
@@ -63,7 +61,7 @@ impl Docker {
         let skeleton = archive::skeleton(&spec.key_files, &spec.guard, spec.user)?;
         let mut env = spec.env.clone();
         env.insert("ASSAY_ENV".to_owned(), ENV_DIR.to_owned());
-        let argv = command::shell(&env, &setup_script(&spec.setup))?;
+        let argv = command::shell(&env, &assay_exec::setup::script(&spec.setup, FAILED_STEP))?;
         let blueprint = Blueprint {
             image: base.to_string(),
             user: "0:0".to_owned(),
@@ -179,27 +177,11 @@ impl Docker {
     }
 }
 
-/// One script, so that `cd` and variables carry from one command to the next
-/// as they do in the local executor; `ASSAY_STEP` lets the exit trap name the
-/// command that failed.
-fn setup_script(commands: &[String]) -> String {
-    let mut script = format!(
-        "set -e\ntrap 'rc=$?; [ \"$rc\" -eq 0 ] || echo \"${{ASSAY_STEP:-}} $rc\" >{FAILED_STEP}' EXIT\n"
-    );
-    for (step, command) in commands.iter().enumerate() {
-        let _ = writeln!(script, "ASSAY_STEP={step}");
-        script.push_str(command);
-        script.push('\n');
-    }
-    script
-}
-
 /// The step the exit trap recorded, if it could.
 async fn failed_step(container: &Container<'_>) -> Option<usize> {
     let archive = container.download(FAILED_STEP).await.ok()?;
     let text = archive::single_file(&archive).ok()??;
-    let text = String::from_utf8(text).ok()?;
-    text.split_whitespace().next()?.parse().ok()
+    assay_exec::setup::failed_step(&String::from_utf8(text).ok()?)
 }
 
 fn spec_digest(base: &ImageId, spec: &ImageSpec) -> String {
@@ -288,7 +270,7 @@ mod tests {
     #[test]
     fn the_script_marks_each_step() {
         assert_eq!(
-            setup_script(&["a".into(), "b".into()]),
+            assay_exec::setup::script(&["a".into(), "b".into()], FAILED_STEP),
             "set -e\ntrap 'rc=$?; [ \"$rc\" -eq 0 ] || echo \"${ASSAY_STEP:-} $rc\" \
              >/assay/.setup-failed' EXIT\nASSAY_STEP=0\na\nASSAY_STEP=1\nb\n"
         );

@@ -52,6 +52,7 @@ mod cgroup;
 mod group;
 mod limits;
 pub mod sandbox;
+pub mod setup;
 pub mod writes;
 
 use std::collections::BTreeMap;

@@ -449,6 +449,50 @@ pub fn chown_tree(dir: &Path, uid: u32) -> io::Result<()> {
     Ok(())
 }
 
+/// The directories of the toolchain managers whose proxies are on `path`,
+/// with the variable that tells a proxy where its manager keeps the real
+/// tools: rustup's `RUSTUP_HOME` (the host's, else `~/.rustup`) when a
+/// `rustup` is on the path; pyenv's `PYENV_ROOT` (the host's, else the
+/// parent of its `shims`) when pyenv's shims are. A run has a `HOME` of its
+/// own, so without the variable a proxy looks in the wrong place (rustup:
+/// "could not choose a version of cargo to run"). `var` reads the host's
+/// environment. A run gets each variable and the directory, read-only.
+pub fn toolchain_homes(
+    path: &str,
+    var: impl Fn(&str) -> Option<std::ffi::OsString>,
+) -> Vec<(&'static str, PathBuf)> {
+    let entries: Vec<&Path> = path
+        .split(':')
+        .filter(|e| e.starts_with('/'))
+        .map(Path::new)
+        .collect();
+    let home = |name: &str, default: Option<PathBuf>| {
+        var(name)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or(default)
+            .filter(|p| p.is_dir())
+    };
+    let mut out = Vec::new();
+    if entries.iter().any(|e| e.join("rustup").is_file()) {
+        let default = var("HOME").map(|h| PathBuf::from(h).join(".rustup"));
+        if let Some(dir) = home("RUSTUP_HOME", default) {
+            out.push(("RUSTUP_HOME", dir));
+        }
+    }
+    let pyenv = entries.iter().find_map(|e| {
+        let root = e.parent().filter(|_| e.ends_with("shims"))?;
+        (root.join("bin/pyenv").exists() || root.join("libexec/pyenv").exists())
+            .then(|| root.to_owned())
+    });
+    if let Some(root) = pyenv
+        && let Some(dir) = home("PYENV_ROOT", Some(root))
+    {
+        out.push(("PYENV_ROOT", dir));
+    }
+    out
+}
+
 /// The read-only toolchain roots a run needs to find the programs on `path`
 /// (a `PATH` value): for each entry outside the system directories, the entry
 /// itself, or its parent when it is a `bin`/`shims` directory (pyenv, cargo,
@@ -471,4 +515,62 @@ pub fn toolchain_roots(path: &str) -> Vec<PathBuf> {
     }
     out.sort();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsString;
+
+    fn touch(path: &Path) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, b"").unwrap();
+    }
+
+    #[test]
+    fn rustup_and_pyenv_proxies_bring_their_homes() {
+        let d = tempfile::tempdir().unwrap();
+        let home = d.path().join("home");
+        touch(&home.join(".cargo/bin/rustup"));
+        std::fs::create_dir_all(home.join(".rustup/toolchains")).unwrap();
+        touch(&home.join(".pyenv/bin/pyenv"));
+        std::fs::create_dir_all(home.join(".pyenv/shims")).unwrap();
+        let path = format!(
+            "{}:{}:/usr/bin",
+            home.join(".cargo/bin").display(),
+            home.join(".pyenv/shims").display()
+        );
+        let host = |h: &Path| {
+            let h = h.to_owned();
+            move |v: &str| (v == "HOME").then(|| OsString::from(&h))
+        };
+        assert_eq!(
+            toolchain_homes(&path, host(&home)),
+            [
+                ("RUSTUP_HOME", home.join(".rustup")),
+                ("PYENV_ROOT", home.join(".pyenv"))
+            ]
+        );
+        // The host's own RUSTUP_HOME wins; a home that does not exist is
+        // not bound.
+        let elsewhere = d.path().join("rustup");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        let var = |v: &str| match v {
+            "RUSTUP_HOME" => Some(OsString::from(&elsewhere)),
+            _ => None,
+        };
+        assert_eq!(
+            toolchain_homes(&path, var),
+            [
+                ("RUSTUP_HOME", elsewhere.clone()),
+                ("PYENV_ROOT", home.join(".pyenv"))
+            ]
+        );
+        assert_eq!(
+            toolchain_homes(&path, host(&d.path().join("none"))).len(),
+            1
+        );
+        // No proxy on the path: nothing.
+        assert!(toolchain_homes("/usr/bin:/bin", host(&home)).is_empty());
+    }
 }

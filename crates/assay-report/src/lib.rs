@@ -249,6 +249,17 @@ pub enum ParseError {
     Schema { line: usize, message: String },
 }
 
+/// What selects the test `id` of a report in `format` on its runner's
+/// command line (a rerun's `{tests}`): the id itself, except a libtest
+/// doctest, whose stable id carries no line: its file and item up to the
+/// line annotation (`src/lib.rs - add (line`, libtest filters by substring).
+pub fn selector(format: Format, id: &str) -> String {
+    match format {
+        Format::Libtest | Format::LibtestJson => libtest::selector(id),
+        _ => id.to_owned(),
+    }
+}
+
 /// Parses `input` as a report in `format`. For the console formats (all
 /// but JUnit, whose input is the XML file) build failures printed in `input`
 /// land in [`Report::build_failures`].
@@ -430,7 +441,10 @@ impl Collector {
         self.build_failures.extend(found);
     }
 
-    fn finish(self) -> Report {
+    fn finish(mut self) -> Report {
+        if matches!(self.format, Format::Libtest | Format::LibtestJson) {
+            libtest::stable_doctest_ids(&mut self.tests);
+        }
         Report {
             format: self.format,
             tests: self.tests.into_values().collect(),

@@ -6,7 +6,9 @@
 //! `ignored, reason`, and `bench: …` for benchmarks run as tests). The name
 //! is the path as printed, minus the test-mode suffix libtest appends
 //! (` - should panic`, ` - compile fail`), so it matches the JSON format's
-//! name. Doc tests are named `src/lib.rs - item (line 3)` and get that file.
+//! name. Doc tests are named `src/lib.rs - item (line 3)` and get that file;
+//! the report keeps them under ids without the line ([`stable_doctest_ids`]:
+//! `src/lib.rs - item`), so a patch that moves lines renames no test.
 //!
 //! With `--nocapture --test-threads=1` a test's output can land between
 //! `... ` and its status; a status glued to other text is taken tentatively
@@ -264,10 +266,82 @@ pub(crate) fn canonical_name(raw: &str) -> String {
         .to_owned()
 }
 
-/// `src/lib.rs - add (line 3)` → `src/lib.rs`.
+/// `src/lib.rs - add (line 3)` → `src/lib.rs` (also for the stable id
+/// `src/lib.rs - add`, see [`stable_doctest_ids`]).
 pub(crate) fn doctest_file(name: &str) -> Option<String> {
-    let (file, item) = name.split_once(" - ")?;
-    (file.ends_with(".rs") && item.ends_with(')') && !file.contains(' ')).then(|| file.to_owned())
+    let (file, _) = name.split_once(" - ")?;
+    (file.ends_with(".rs") && !file.contains(' ')).then(|| file.to_owned())
+}
+
+/// A doctest's name as libtest prints it, split: `src/lib.rs - add (line 3)`
+/// → (`src/lib.rs`, `add`, 3). The item is empty for the crate's or a
+/// module's own docs (`src/lib.rs - (line 1)`).
+fn doctest_parts(name: &str) -> Option<(&str, &str, u64)> {
+    let (file, rest) = name.split_once(" - ")?;
+    if !file.ends_with(".rs") || file.contains(' ') {
+        return None;
+    }
+    let (item, line) = rest
+        .strip_suffix(')')?
+        .rsplit_once("(line ")
+        .map(|(item, line)| (item.trim_end(), line))?;
+    Some((file, item, line.parse().ok()?))
+}
+
+/// The word that stands for an empty item in a stable doctest id.
+const CRATE_DOCS: &str = "(docs)";
+
+/// Renames the doctests of a libtest report to ids that do not depend on
+/// where they sit in their file: `src/lib.rs - add (line 3)` becomes
+/// `src/lib.rs - add`; an item with several doctests numbers the later ones
+/// in source order (`src/lib.rs - add #2`), and the crate's own docs are
+/// `src/lib.rs - (docs)`. A patch that moves lines renames no test; one that
+/// inserts a doctest above another of the same item renumbers them.
+pub(crate) fn stable_doctest_ids(
+    tests: &mut std::collections::BTreeMap<String, crate::TestResult>,
+) {
+    use std::collections::BTreeMap;
+    let mut items: BTreeMap<(String, String), Vec<(u64, String)>> = BTreeMap::new();
+    for name in tests.keys() {
+        if let Some((file, item, line)) = doctest_parts(name) {
+            items
+                .entry((file.to_owned(), item.to_owned()))
+                .or_default()
+                .push((line, name.clone()));
+        }
+    }
+    for ((file, item), mut found) in items {
+        found.sort();
+        let item = if item.is_empty() { CRATE_DOCS } else { &item };
+        for (k, (_, old)) in found.into_iter().enumerate() {
+            let id = match k {
+                0 => format!("{file} - {item}"),
+                k => format!("{file} - {item} #{}", k + 1),
+            };
+            if let Some(mut t) = tests.remove(&old) {
+                t.name = id.clone();
+                tests.insert(id, t);
+            }
+        }
+    }
+}
+
+/// What selects the test `id` (a stable id) on libtest's command line: a
+/// doctest's file and item up to its line annotation (libtest filters by
+/// substring: `src/lib.rs - add (line` runs the item's doctests and no
+/// other item's); any other test, its name.
+pub(crate) fn selector(id: &str) -> String {
+    let Some((file, item)) = id.split_once(" - ").filter(|(f, _)| f.ends_with(".rs")) else {
+        return id.to_owned();
+    };
+    let item = match item.rsplit_once(" #") {
+        Some((item, n)) if n.parse::<u32>().is_ok() => item,
+        _ => item,
+    };
+    match item {
+        CRATE_DOCS => format!("{file} - (line"),
+        item => format!("{file} - {item} (line"),
+    }
 }
 
 #[cfg(test)]
@@ -285,11 +359,7 @@ pub(crate) mod tests {
     pub(crate) const TINYLIB: [(&str, Option<&str>, Outcome); 8] = [
         ("it_adds", None, Outcome::Passed),
         ("it_prints_without_newline", None, Outcome::Passed),
-        (
-            "src/lib.rs - add (line 3)",
-            Some("src/lib.rs"),
-            Outcome::Passed,
-        ),
+        ("src/lib.rs - add", Some("src/lib.rs"), Outcome::Passed),
         ("tests::adds", None, Outcome::Passed),
         ("tests::nested::panics", None, Outcome::Passed),
         ("tests::online", None, Outcome::Skipped),
@@ -441,5 +511,66 @@ running 1 test\ntest tests::it ... FAILED\ntest result: FAILED. 0 passed; 1 fail
         ] {
             assert!(parse(input).tests.is_empty(), "{input:?}");
         }
+    }
+
+    #[test]
+    fn doctests_are_named_without_their_line_and_numbered_in_source_order() {
+        let log = b"running 5 tests\n\
+test src/macros.rs - macros::log (line 16) ... ok\n\
+test src/macros.rs - macros::log (line 104) ... FAILED\n\
+test src/macros.rs - macros::log (line 9) ... ok\n\
+test src/lib.rs - (line 1) ... ok\n\
+test src/kv/mod.rs - kv::Key (line 192) - compile fail ... ok\n\
+\n\
+test result: FAILED. 4 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out\n";
+        let r = parse(log);
+        assert_eq!(
+            outcomes(&r),
+            [
+                (
+                    "src/kv/mod.rs - kv::Key",
+                    Some("src/kv/mod.rs"),
+                    Outcome::Passed
+                ),
+                ("src/lib.rs - (docs)", Some("src/lib.rs"), Outcome::Passed),
+                // Lines 9, 16, 104: by number, not as libtest sorts the text.
+                (
+                    "src/macros.rs - macros::log",
+                    Some("src/macros.rs"),
+                    Outcome::Passed
+                ),
+                (
+                    "src/macros.rs - macros::log #2",
+                    Some("src/macros.rs"),
+                    Outcome::Passed
+                ),
+                (
+                    "src/macros.rs - macros::log #3",
+                    Some("src/macros.rs"),
+                    Outcome::Failed
+                ),
+            ]
+        );
+        assert!(r.notes.is_empty(), "{:?}", r.notes);
+    }
+
+    #[test]
+    fn a_moved_doctest_keeps_its_id() {
+        let at = |line: u32| {
+            let log = format!(
+                "running 1 test\ntest src/lib.rs - add (line {line}) ... ok\n\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n"
+            );
+            outcomes(&parse(log.as_bytes()))[0].0.to_owned()
+        };
+        assert_eq!(at(3), at(4));
+    }
+
+    #[test]
+    fn a_doctest_is_selected_by_its_file_and_item_up_to_the_line() {
+        assert_eq!(selector("src/lib.rs - add"), "src/lib.rs - add (line");
+        assert_eq!(selector("src/lib.rs - add #2"), "src/lib.rs - add (line");
+        assert_eq!(selector("src/lib.rs - (docs)"), "src/lib.rs - (line");
+        assert_eq!(selector("tests::adds"), "tests::adds");
+        assert_eq!(selector("it_adds"), "it_adds");
     }
 }

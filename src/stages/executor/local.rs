@@ -4,6 +4,7 @@
 //! (docs/security.md). An environment's directory is shared by its runs, so
 //! a serial environment's runs take turns.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -161,7 +162,7 @@ async fn prepare(
         let spec = spec(
             conf,
             Launch {
-                command: format!("set -e\n{}", setup.commands.join("\n")),
+                command: assay_exec::setup::script(setup.commands, FAILED_STEP),
                 tree: None,
                 env: &handle,
                 setup: true,
@@ -184,7 +185,12 @@ async fn prepare(
     let (log, _) = crate::stages::redact::Redactor::new(setup.redact).redact(&raw);
     let log_digest = ctx.blobs.put(&log).map_err(|e| e.to_string())?;
     let ok = exit_code == Some(0);
+    let mut failed_command = None;
     if !ok {
+        let step = std::fs::read_to_string(dir.join(FAILED_STEP_FILE))
+            .ok()
+            .and_then(|t| assay_exec::setup::failed_step(&t));
+        failed_command = step.and_then(|i| setup.commands.get(i).cloned());
         let _ = std::fs::remove_dir_all(&dir);
     }
     let digest = if ok {
@@ -202,9 +208,14 @@ async fn prepare(
         image: None,
         base_image: None,
         export: None,
-        failed_command: None,
+        failed_command,
     }))
 }
+
+/// Where a failed setup's exit trap writes the failing step: in the
+/// environment, which a failed setup leaves behind anyway.
+const FAILED_STEP_FILE: &str = ".assay-setup-failed";
+const FAILED_STEP: &str = "\"$ASSAY_ENV/.assay-setup-failed\"";
 
 /// The process limits of a sandboxed run under `limits`: its log may grow
 /// to `log_cap` whatever the file-size limit, and what it writes into its
@@ -237,11 +248,28 @@ pub(crate) fn host_path() -> String {
     std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into())
 }
 
+/// What a process needs to run the toolchains on `path` (the host's): the
+/// read-only roots of the programs, and the homes of the managers whose
+/// proxies they are (rustup, pyenv), each also set in `env`
+/// ([`sandbox::toolchain_homes`]): without them a proxy looks in the run's
+/// own `HOME` and finds no toolchain.
+pub(crate) fn toolchain(path: &str, env: &mut BTreeMap<String, String>) -> Vec<PathBuf> {
+    let mut roots = sandbox::toolchain_roots(path);
+    for (var, dir) in sandbox::toolchain_homes(path, |v| std::env::var_os(v)) {
+        env.insert(var.to_owned(), dir.display().to_string());
+        if !roots.iter().any(|r| dir.starts_with(r)) {
+            roots.push(dir);
+        }
+    }
+    roots
+}
+
 /// The process spec of one local run under `conf`.
 pub(crate) fn spec(conf: &Confinement, launch: Launch<'_>) -> Result<RunSpec, String> {
     let env_dir = launch.env.host_dir()?;
     let path = host_path();
     let mut env = base_env(&path, launch.attempt);
+    let toolchain = toolchain(&path, &mut env);
     // A test run's tree; setup writes its environment instead.
     let measured = launch.tree.is_some() && !launch.setup;
     let limits = process_limits(&conf.limits, launch.log_cap, measured);
@@ -316,7 +344,7 @@ pub(crate) fn spec(conf: &Confinement, launch: Launch<'_>) -> Result<RunSpec, St
                 env_dir: Some(env_dir.to_owned()),
                 env_writable: launch.setup,
                 network: launch.setup,
-                read_only: sandbox::toolchain_roots(&path),
+                read_only: toolchain,
                 tmp_bytes: conf.limits.tmp,
                 home_bytes: conf.limits.home,
                 protect: launch.protect,

@@ -140,7 +140,12 @@ pub(crate) fn export(
             digest: line.digest.clone(),
             task_id: id.clone(),
             test_command: env.cfg.test_command.clone(),
-            report: env.cfg.report.get_ref().clone(),
+            report: env
+                .cfg
+                .report
+                .as_ref()
+                .map(|r| r.get_ref().clone())
+                .unwrap_or_default(),
             report_file: env.cfg.report_file.clone(),
             timeout_s: env.timeout,
             log_cap: env.log_cap,

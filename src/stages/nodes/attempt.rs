@@ -557,6 +557,7 @@ fn spec(
         super::executor::local::host_path()
     );
     let mut env = super::executor::base_env(&path, None);
+    let toolchain = super::executor::local::toolchain(&path, &mut env);
     env.insert("HOME".into(), sandbox::HOME.into());
     env.insert("TMPDIR".into(), "/tmp".into());
     env.insert("ASSAY_ENV".into(), sandbox::ENV.into());
@@ -623,7 +624,7 @@ fn spec(
                 env_at: None,
                 env_writable: false,
                 network: false,
-                read_only: sandbox::toolchain_roots(&path),
+                read_only: toolchain,
                 tmp_bytes: l.tmp,
                 home_bytes: l.home,
                 protect: Vec::new(),

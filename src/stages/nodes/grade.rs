@@ -174,7 +174,7 @@ async fn grade(g: &Grade, i: GradeInputs, ctx: JobCtx) -> Result<Made<GradeRecor
         };
         if let Some(template) = &p.check_command {
             for check in Check::ALL {
-                let Some(command) = check.command(template, &task) else {
+                let Some(command) = check.command(template, format, &task) else {
                     continue;
                 };
                 let checked = execute(command, 0).await?;
@@ -191,6 +191,7 @@ async fn grade(g: &Grade, i: GradeInputs, ctx: JobCtx) -> Result<Made<GradeRecor
                 p.rerun_command.as_deref(),
                 p.check_command.as_deref(),
                 &p.run.command,
+                format,
                 &readings.first,
                 &failing,
             );

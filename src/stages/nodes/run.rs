@@ -150,6 +150,19 @@ impl RunParams {
     }
 }
 
+/// What a failed environment says about its setup: the command that failed
+/// (when the executor knows it) and how it ended.
+pub(crate) fn setup_failure(env: &EnvRecord) -> String {
+    let what = match &env.failed_command {
+        Some(c) => format!("the environment's setup failed: `{c}`"),
+        None => "the environment's setup failed".to_owned(),
+    };
+    match env.exit_code {
+        Some(code) => format!("{what} exited with {code}"),
+        None => format!("{what} (timed out or killed)"),
+    }
+}
+
 /// Materializes `tree_id` into a fresh scratch directory and runs the command
 /// there in environment `env`: the shared core of screening runs and grading
 /// reruns. Logs are redacted before they are stored.
@@ -170,7 +183,7 @@ pub(crate) async fn execute_tree(
     if !env.ok {
         record.env_failed = true;
         record.exit_code = env.exit_code;
-        record.untrusted = Some("the environment's setup failed".into());
+        record.untrusted = Some(setup_failure(env));
         record.log = env.setup_log.clone();
         return Ok((record, Vec::new()));
     }

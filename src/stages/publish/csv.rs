@@ -17,7 +17,7 @@ use super::judged::{Read, Tally, singles};
 use super::stats::{mean, round6, session_cost};
 use crate::stages::records::{GradeRecord, MetricsRecord, RunFacts};
 
-const HEADER: [&str; 38] = [
+const HEADER: [&str; 39] = [
     "session",
     "instance_id",
     "track",
@@ -28,6 +28,7 @@ const HEADER: [&str; 38] = [
     "verdict",
     "fault",
     "failing",
+    "not_run",
     "excluded_paths",
     "exit_code",
     "base_check",
@@ -84,6 +85,7 @@ pub(super) fn results(index: &Index<'_>) -> String {
             g.verdict.to_string(),
             g.fault.to_string(),
             g.failing.join(";"),
+            g.not_run.join(";"),
             g.excluded_paths.join(";"),
             g.exit_code.map(|c| c.to_string()).unwrap_or_default(),
             g.base_check.clone(),

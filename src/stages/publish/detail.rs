@@ -154,7 +154,14 @@ fn evidence(h: &mut String, r: &GradeRecord, name_arm: bool) {
         }
         h.push_str("</ul>\n");
     };
-    list(h, "Failing tests", &r.failing);
+    let ran: Vec<String> = r
+        .failing
+        .iter()
+        .filter(|t| !r.not_run.contains(t))
+        .cloned()
+        .collect();
+    list(h, "Failing tests", &ran);
+    list(h, "Tests that did not run", &r.not_run);
     if let Some(t) = &r.log_tail {
         let omitted = if t.lines_omitted == 0 {
             String::new()

@@ -4,6 +4,7 @@
 //! ([`settle`]) and the tail of its last log ([`log_tail`]). The grade node
 //! runs the processes; everything it records is decided here.
 
+use assay_report::Format;
 use std::collections::BTreeSet;
 
 use super::policy::Exclusion;
@@ -54,6 +55,7 @@ pub(crate) fn begin(g: Subject<'_>, exclusion: Exclusion) -> GradeRecord {
         fault: Fault::None,
         detail: String::new(),
         failing: Vec::new(),
+        not_run: Vec::new(),
         excluded_paths: exclusion.left_out,
         exit_code: run.exit_code,
         base_check: String::new(),
@@ -140,9 +142,40 @@ impl Check {
 
     /// The check's command: `template` over its tests, or None when it has
     /// none to run.
-    pub(crate) fn command(self, template: &str, task: &TaskRecord) -> Option<String> {
+    pub(crate) fn command(
+        self,
+        template: &str,
+        format: Format,
+        task: &TaskRecord,
+    ) -> Option<String> {
         let tests = self.tests(task);
-        (!tests.is_empty()).then(|| template.replace("{tests}", &tests.join(" ")))
+        (!tests.is_empty()).then(|| template.replace("{tests}", &test_args(format, tests)))
+    }
+}
+
+/// `{tests}`: what selects each test on its runner's command line
+/// ([`assay_report::selector`]: a libtest doctest by its file and item),
+/// each once, quoted for `sh` where it needs to be (a doctest's spaces and
+/// parentheses, a parameter's brackets).
+pub(crate) fn test_args(format: Format, tests: &[String]) -> String {
+    let mut seen = BTreeSet::new();
+    tests
+        .iter()
+        .map(|t| assay_report::selector(format, t))
+        .filter(|s| seen.insert(s.clone()))
+        .map(|s| sh_word(&s))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `word` as one `sh` word: as it is when nothing in it is special, else in
+/// single quotes.
+fn sh_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:,=@%+".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
     }
 }
 
@@ -155,6 +188,7 @@ pub(crate) fn rerun_command(
     template: Option<&str>,
     check_template: Option<&str>,
     test_command: &str,
+    format: Format,
     first: &RunRecord,
     failing: &[String],
 ) -> String {
@@ -165,7 +199,7 @@ pub(crate) fn rerun_command(
     if let Some(c) = by_tests
         && !failing.is_empty()
     {
-        return c.replace("{tests}", &failing.join(" "));
+        return c.replace("{tests}", &test_args(format, failing));
     }
     let files: BTreeSet<&String> = failing.iter().filter_map(|t| first.files.get(t)).collect();
     match template {
@@ -183,6 +217,7 @@ pub(crate) fn settle(rec: &mut GradeRecord, decision: Decision, reruns: u32) {
     rec.fault = decision.fault;
     rec.detail = decision.detail;
     rec.failing = decision.failing;
+    rec.not_run = decision.not_run;
     rec.base_check = decision.base_check;
     rec.new_check = decision.new_check;
     rec.tamper = decision.tamper;
@@ -260,6 +295,8 @@ mod tests {
         assert_eq!(log_tail("log", b"").text, "");
     }
 
+    const PY: Format = Format::Pytest;
+
     fn task() -> TaskRecord {
         TaskRecord {
             fail_to_pass: vec!["t.T.test_new".into()],
@@ -272,10 +309,10 @@ mod tests {
     fn a_check_runs_its_own_tests_and_none_without_them() {
         let task = task();
         assert_eq!(
-            Check::New.command("pytest {tests}", &task).as_deref(),
+            Check::New.command("pytest {tests}", PY, &task).as_deref(),
             Some("pytest t.T.test_new")
         );
-        assert_eq!(Check::Base.command("pytest {tests}", &task), None);
+        assert_eq!(Check::Base.command("pytest {tests}", PY, &task), None);
     }
 
     #[test]
@@ -287,16 +324,16 @@ mod tests {
         let failing = ["t.T.test_new".to_owned(), "t.T.unnamed".to_owned()];
         let template = Some("pytest {files}");
         assert_eq!(
-            rerun_command(template, None, "pytest", &first, &failing),
+            rerun_command(template, None, "pytest", PY, &first, &failing),
             "pytest tests/test_t.py"
         );
         assert_eq!(
-            rerun_command(None, None, "pytest", &first, &failing),
+            rerun_command(None, None, "pytest", PY, &first, &failing),
             "pytest"
         );
         let unnamed = ["t.T.unnamed".to_owned()];
         assert_eq!(
-            rerun_command(template, None, "pytest", &first, &unnamed),
+            rerun_command(template, None, "pytest", PY, &first, &unnamed),
             "pytest"
         );
     }
@@ -313,7 +350,7 @@ mod tests {
             .insert("t.T.test_new".into(), "tests/test_t.py".into());
         let failing = ["t.T.test_new".to_owned()];
         assert_eq!(
-            rerun_command(None, Some("pytest {tests}"), "pytest", &first, &failing),
+            rerun_command(None, Some("pytest {tests}"), "pytest", PY, &first, &failing),
             "pytest t.T.test_new"
         );
         assert_eq!(
@@ -321,6 +358,7 @@ mod tests {
                 Some("pytest {files}"),
                 Some("pytest {tests}"),
                 "pytest",
+                PY,
                 &first,
                 &failing
             ),
@@ -331,13 +369,14 @@ mod tests {
                 Some("run {tests}"),
                 Some("check {tests}"),
                 "x",
+                PY,
                 &first,
                 &failing
             ),
             "run t.T.test_new"
         );
         assert_eq!(
-            rerun_command(None, Some("check --all"), "x", &first, &failing),
+            rerun_command(None, Some("check --all"), "x", PY, &first, &failing),
             "x",
             "a check command that selects nothing is not a rerun"
         );
@@ -405,5 +444,24 @@ mod tests {
             export: None,
             failed_command: None,
         }
+    }
+
+    /// A doctest's stable id selects it by file and item (each item once);
+    /// ids with spaces, parentheses or brackets reach the command quoted.
+    #[test]
+    fn selected_tests_are_quoted_and_doctests_selected_by_their_item() {
+        let ids = [
+            "src/lib.rs - add".to_owned(),
+            "src/lib.rs - add #2".to_owned(),
+            "tests::adds".to_owned(),
+            "it's".to_owned(),
+        ];
+        assert_eq!(
+            test_args(Format::Libtest, &ids),
+            "'src/lib.rs - add (line' tests::adds 'it'\\''s'"
+        );
+        let param = ["tests/test_x.py::test_a[1-2]".to_owned()];
+        assert_eq!(test_args(PY, &param), "'tests/test_x.py::test_a[1-2]'");
+        assert_eq!(test_args(PY, &["t.T.test_new".to_owned()]), "t.T.test_new");
     }
 }

@@ -101,18 +101,53 @@ pub(crate) fn screen(
     runs: &Runs,
     log: &dyn Fn(&RunRecord) -> Vec<u8>,
 ) -> ScreenRecord {
-    let mut broken = Vec::new();
+    // Each reason once, with the readings that gave it.
+    let mut broken: Vec<(String, Vec<String>)> = Vec::new();
+    let mut readings = 0;
     for (state, i, run) in runs.listed() {
+        readings += 1;
         let log = log(run);
         if let Some(why) = environment_broken(run, &String::from_utf8_lossy(&log)) {
-            broken.push(format!("{} reading {i}: {why}", state.as_str()));
+            let reading = format!("{} reading {i}", state.as_str());
+            match broken.iter_mut().find(|(w, _)| *w == why) {
+                Some((_, at)) => at.push(reading),
+                None => broken.push((why, vec![reading])),
+            }
         }
     }
     if broken.is_empty() {
-        reduce(triage, format, &changed_words(test_patch), runs)
-    } else {
-        broken_record(triage, &broken)
+        return reduce(triage, format, &changed_words(test_patch), runs);
     }
+    let lines: Vec<String> = broken
+        .into_iter()
+        .map(|(why, at)| match at.as_slice() {
+            [one] => format!("{one}: {why}"),
+            _ if at.len() == readings => format!("every reading: {why}"),
+            _ => format!("{}: {why}", at.join(", ")),
+        })
+        .collect();
+    broken_record(triage, &lines)
+}
+
+/// The end of a log as one line: its last few non-blank lines (the
+/// error a failed command printed last), cut to a few hundred bytes.
+fn log_end(log: &str) -> String {
+    const LINES: usize = 3;
+    const BYTES: usize = 300;
+    let last: Vec<&str> = log
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("assay: "))
+        .collect();
+    let text = last[last.len().saturating_sub(LINES)..].join(" / ");
+    if text.len() <= BYTES {
+        return text;
+    }
+    let mut cut = text.len() - BYTES;
+    while !text.is_char_boundary(cut) {
+        cut += 1;
+    }
+    format!("…{}", &text[cut..])
 }
 
 /// Why a reading's test command could not run at all, if it could not:
@@ -121,7 +156,19 @@ pub(crate) fn screen(
 /// command where the log does, and the exit code.
 pub(crate) fn environment_broken(run: &RunRecord, log: &str) -> Option<String> {
     let code = run.exit_code;
-    let named = log.lines().find_map(not_found_command);
+    if run.env_failed {
+        let what = run
+            .untrusted
+            .clone()
+            .unwrap_or_else(|| "the environment's setup failed".to_owned());
+        return Some(match log_end(log) {
+            end if end.is_empty() => what,
+            end => format!("{what}; its log ends: {end}"),
+        });
+    }
+    let named = log
+        .lines()
+        .find_map(|l| not_found_command(l).or_else(|| toolchain_missing(l)));
     let by_code = matches!(code, Some(126 | 127));
     // Without the exit code, only a log that ran nothing and built nothing
     // (a build failure is a fact about the tree, not the environment).
@@ -168,6 +215,31 @@ fn not_found_command(line: &str) -> Option<(String, &'static str)> {
         && (line.starts_with("bash: ") || line.starts_with("sh: "))
     {
         return Some((last_field(head)?, "not executable"));
+    }
+    None
+}
+
+/// A toolchain manager's proxy that found no toolchain to run, with what
+/// it says: rustup's `error: rustup could not choose a version of cargo to
+/// run, …` and `error: toolchain 'nightly-…' is not installed`, pyenv's
+/// `pyenv: version `3.11' is not installed`.
+fn toolchain_missing(line: &str) -> Option<(String, &'static str)> {
+    let line = line.trim();
+    if let Some(rest) = line.strip_prefix("error: rustup could not choose a version of ") {
+        let tool = rest.split_whitespace().next()?;
+        return Some((
+            tool.to_owned(),
+            "has no toolchain (rustup could not choose one)",
+        ));
+    }
+    if line.starts_with("error: toolchain '") && line.contains("' is not installed") {
+        return Some(("rustup".to_owned(), "lacks the toolchain it was asked for"));
+    }
+    if line.starts_with("pyenv: version `") && line.contains("is not installed") {
+        return Some((
+            "pyenv".to_owned(),
+            "lacks the Python version it was asked for",
+        ));
     }
     None
 }
@@ -317,8 +389,11 @@ pub(crate) fn changed_words(patch: &[u8]) -> BTreeSet<String> {
 /// package or module, class, subtest and parameters
 /// (`example.com/calc.TestDiv/by_zero` → `TestDiv`,
 /// `tests/test_x.py::T::test_a[1]` → `test_a`, `tests.test_x.T.test_a` →
-/// `test_a`).
-pub(crate) fn declared_name(format: Format, id: &str) -> &str {
+/// `test_a`, the doctest `src/lib.rs - kv::Key #2` → `Key`). `None` when
+/// that is no identifier (a number, a line annotation, the crate's docs):
+/// a test is never taken for changed because a number the patch writes
+/// happens to be in its id.
+pub(crate) fn declared_name(format: Format, id: &str) -> Option<&str> {
     let mut rest = id;
     if format == Format::GoTestJson
         && let Some(unit) = assay_report::unit_of(format, id, None)
@@ -326,10 +401,22 @@ pub(crate) fn declared_name(format: Format, id: &str) -> &str {
         rest = &id[unit.len() + 1..];
         rest = rest.split('/').next().unwrap_or(rest);
     }
+    if matches!(format, Format::Libtest | Format::LibtestJson)
+        && let Some((file, item)) = rest.split_once(" - ")
+        && file.ends_with(".rs")
+    {
+        // A doctest: its item, without an order number or line annotation;
+        // the crate's own docs (`(docs)`, `(line 1)`) declare no name.
+        rest = item.split(" #").next().unwrap_or(item);
+        rest = rest.split(" (").next().unwrap_or(rest);
+        if rest.starts_with('(') {
+            return None;
+        }
+    }
     let rest = rest.split('[').next().unwrap_or(rest);
     rest.rsplit(|c: char| !(c.is_alphanumeric() || c == '_'))
         .find(|w| !w.is_empty())
-        .unwrap_or(rest)
+        .filter(|w| !w.chars().all(|c| c.is_ascii_digit()))
 }
 
 /// The first line of a compiler's message, with how many more there are.
@@ -415,7 +502,7 @@ pub(crate) fn reduce(
             test: &test,
             gold: &gold,
         };
-        let is_changed = changed.contains(declared_name(format, name));
+        let is_changed = declared_name(format, name).is_some_and(|n| changed.contains(n));
         let list = match classify(readings, in_test_patch, is_changed) {
             Class::FailToPass => &mut rec.fail_to_pass,
             Class::PassToPass => &mut rec.pass_to_pass,

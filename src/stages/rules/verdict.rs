@@ -82,6 +82,10 @@ pub(crate) struct Decision {
     pub(crate) detail: String,
     /// FAIL_TO_PASS / PASS_TO_PASS tests still failing (after reruns).
     pub(crate) failing: Vec<String>,
+    /// Of `failing`, those no run's report named at all: the runner stopped
+    /// before them (cargo stops at the first failing test binary), so they
+    /// did not fail, they did not run.
+    pub(crate) not_run: Vec<String>,
     /// `pass`, `fail (N)` or `not run` (the report was not usable).
     pub(crate) base_check: String,
     pub(crate) new_check: String,
@@ -113,6 +117,7 @@ pub(crate) fn decide(g: &Graded<'_>, readings: &Readings) -> Decision {
             fault,
             detail,
             failing: Vec::new(),
+            not_run: Vec::new(),
             base_check: NOT_RUN.into(),
             new_check: NOT_RUN.into(),
             tamper: Vec::new(),
@@ -121,12 +126,22 @@ pub(crate) fn decide(g: &Graded<'_>, readings: &Readings) -> Decision {
             let first = &readings.first;
             let unbuilt = Unbuilt::of(g.format, g.task, first);
             let failing = failing_after(g.format, g.task, first, &readings.reruns);
-            let settled = settle(&unbuilt, failing, readings.reruns.len() as u32);
+            let not_run: Vec<String> = failing
+                .iter()
+                .filter(|t| {
+                    std::iter::once(first)
+                        .chain(&readings.reruns)
+                        .all(|r| !r.tests.contains_key(*t))
+                })
+                .cloned()
+                .collect();
+            let settled = settle(&unbuilt, failing, &not_run, readings.reruns.len() as u32);
             Decision {
                 verdict: settled.verdict,
                 fault: settled.fault,
                 detail: settled.detail,
                 failing: settled.failing,
+                not_run,
                 base_check: check_word(check(&g.task.pass_to_pass, &first.tests).len()),
                 new_check: check_word(check(&g.task.fail_to_pass, &first.tests).len()),
                 tamper: Vec::new(),
@@ -352,10 +367,16 @@ struct Settled {
 }
 
 /// Decides the verdict once the reruns are done: `failing`, the expected
-/// tests that still fail after `reruns` reruns, besides the `unbuilt` ones
-/// (never rerun). A unit the patch keeps from building is the agent's
-/// failure, with the compiler's message as the reason.
-fn settle(unbuilt: &Unbuilt<'_>, mut failing: Vec<String>, reruns: u32) -> Settled {
+/// tests that still fail after `reruns` reruns (`not_run` of them in no
+/// report at all), besides the `unbuilt` ones (never rerun). A unit the
+/// patch keeps from building is the agent's failure, with the compiler's
+/// message as the reason.
+fn settle(
+    unbuilt: &Unbuilt<'_>,
+    mut failing: Vec<String>,
+    not_run: &[String],
+    reruns: u32,
+) -> Settled {
     let settled = |verdict, fault, detail: String, failing| Settled {
         verdict,
         fault,
@@ -379,10 +400,14 @@ fn settle(unbuilt: &Unbuilt<'_>, mut failing: Vec<String>, reruns: u32) -> Settl
     if !unbuilt.tests.is_empty() {
         detail.push(unbuilt.detail());
     }
-    if !failing.is_empty() {
+    let failed = failing.len() - not_run.len();
+    if failed > 0 {
+        detail.push(format!("{failed} tests still fail after {reruns} reruns"));
+    }
+    if !not_run.is_empty() {
         detail.push(format!(
-            "{} tests still fail after {reruns} reruns",
-            failing.len()
+            "{} tests did not run (no run's report names them: the runner stopped before them)",
+            not_run.len()
         ));
     }
     failing.extend(unbuilt.tests.iter().cloned());

@@ -316,14 +316,37 @@ fn declared_names_drop_package_class_subtest_and_parameters() {
         (Format::Pytest, "tests/test_x.py::test_b", "test_b"),
         (Format::Unittest, "tests.test_x.T.test_c", "test_c"),
         (Format::Libtest, "tests::adds", "adds"),
+        (Format::Libtest, "src/kv/mod.rs - kv::Key #2", "Key"),
+        (Format::LibtestJson, "src/macros.rs - macros::log", "log"),
         (
             Format::Junit,
             "com.example.CalcTest.multiplies",
             "multiplies",
         ),
     ] {
-        assert_eq!(declared_name(format, id), name, "{id}");
+        assert_eq!(declared_name(format, id), Some(name), "{id}");
     }
+}
+
+/// The issue's case: a test patch writing `Ipv4Addr::new(192, …)` must not
+/// make doctests whose ids held `(line 192)` (or any number) changed.
+#[test]
+fn no_test_is_changed_by_a_number_or_a_line_annotation() {
+    for (format, id) in [
+        (Format::Libtest, "src/lib.rs - (docs)"),
+        (Format::Libtest, "src/lib.rs - (line 192)"),
+        (Format::Libtest, "src/lib.rs - #2"),
+        (Format::Pytest, "tests/test_x.py::test_a::192"),
+        (Format::Tap, "192"),
+    ] {
+        assert_eq!(declared_name(format, id), None, "{id}");
+    }
+    let changed = changed_words(b"@@ -1 +1 @@\n+    let ip = Ipv4Addr::new(192, 168, 0, 1);\n");
+    assert!(changed.contains("192"));
+    assert_eq!(
+        declared_name(Format::Libtest, "src/kv/mod.rs - kv (line 192)"),
+        Some("kv")
+    );
 }
 
 #[test]
@@ -498,4 +521,59 @@ fn a_broken_environment_is_the_only_reason_given() {
         "the test command could not run: test reading 0: `python3` not found (exit 127)"
     );
     assert!(rec.fail_to_pass.is_empty() && rec.untrusted.is_empty());
+}
+
+/// A toolchain manager's proxy that finds no toolchain (rustup in a sandbox
+/// that cannot see its home) is a command that could not start, named.
+#[test]
+fn a_toolchain_proxy_without_a_toolchain_is_a_broken_environment() {
+    let rustup = "error: rustup could not choose a version of cargo to run, because one wasn't \
+                  specified explicitly, and no default is configured.\n\
+                  help: run 'rustup default stable' to download the latest stable release of Rust.\n";
+    assert_eq!(
+        environment_broken(&exited(1), rustup).as_deref(),
+        Some("`cargo` has no toolchain (rustup could not choose one) (exit 1)")
+    );
+    assert_eq!(
+        environment_broken(
+            &exited(1),
+            "error: toolchain 'nightly-2020-01-01-x86_64-unknown-linux-gnu' is not installed\n"
+        )
+        .as_deref(),
+        Some("`rustup` lacks the toolchain it was asked for (exit 1)")
+    );
+    assert_eq!(
+        environment_broken(
+            &exited(1),
+            "pyenv: version `3.9.1' is not installed (set by x)\n"
+        )
+        .as_deref(),
+        Some("`pyenv` lacks the Python version it was asked for (exit 1)")
+    );
+}
+
+/// A failed setup: every reading says the same, once, with the command
+/// that failed, its exit code and the end of its log.
+#[test]
+fn a_failed_setup_is_named_once_with_its_command_and_log_end() {
+    let failed = || RunRecord {
+        env_failed: true,
+        exit_code: Some(101),
+        untrusted: Some(
+            "the environment's setup failed: `cargo vendor > cfg` exited with 101".into(),
+        ),
+        ..RunRecord::default()
+    };
+    let all = runs(vec![failed()], vec![failed()], vec![failed()]);
+    let log = |_: &RunRecord| -> Vec<u8> {
+        b"    Updating crates.io index\nerror: failed to get `serde` as a dependency\n\nCaused by:\n  network unreachable\nassay: setup exited\n"
+            .to_vec()
+    };
+    let rec = screen(&triage(&[]), Format::Libtest, b"", &all, &log);
+    assert_eq!(
+        rec.controls[&Control::EnvironmentBroken].1,
+        "the test command could not run: every reading: the environment's setup failed: \
+         `cargo vendor > cfg` exited with 101; its log ends: error: failed to get `serde` \
+         as a dependency / Caused by: / network unreachable"
+    );
 }

@@ -39,7 +39,7 @@ fn a_patch_that_breaks_the_build_is_unresolved_the_agents_with_the_compilers_mes
     let run = broken(PKG, TOO_MANY);
     let unbuilt = Unbuilt::of(Format::GoTestJson, &task, &run);
     assert_eq!(unbuilt.tests.len(), 3);
-    let s = settle(&unbuilt, Vec::new(), 0);
+    let s = settle(&unbuilt, Vec::new(), &[], 0);
     assert_eq!((s.verdict, s.fault), (Verdict::Unresolved, Fault::Agent));
     assert_eq!(s.detail, format!("{PKG} does not build: {TOO_MANY}"));
     assert_eq!(
@@ -65,7 +65,7 @@ fn only_the_broken_units_tests_are_unbuilt_and_the_rest_still_count() {
         .insert(format!("{PKG}.TestMeanEmpty"), Outcome::Failed);
     let unbuilt = Unbuilt::of(Format::GoTestJson, &task, &run);
     assert!(unbuilt.tests.is_empty());
-    let s = settle(&unbuilt, vec![format!("{PKG}.TestMeanEmpty")], 1);
+    let s = settle(&unbuilt, vec![format!("{PKG}.TestMeanEmpty")], &[], 1);
     assert_eq!(s.verdict, Verdict::Unresolved);
     assert_eq!(s.detail, "1 tests still fail after 1 reruns");
     // Both at once: the compiler's message first.
@@ -78,7 +78,7 @@ fn only_the_broken_units_tests_are_unbuilt_and_the_rest_still_count() {
     let mut t = task.clone();
     t.pass_to_pass.push("example.com/z.TestZ".into());
     let unbuilt = Unbuilt::of(Format::GoTestJson, &t, &run);
-    let s = settle(&unbuilt, vec!["example.com/y.TestY".into()], 2);
+    let s = settle(&unbuilt, vec!["example.com/y.TestY".into()], &[], 2);
     assert_eq!(
         s.detail,
         format!(
@@ -102,12 +102,12 @@ fn a_run_stopped_by_a_build_failure_covers_every_expected_test() {
 #[test]
 fn without_build_failures_settle_decides_as_before() {
     let none = Unbuilt::default();
-    let s = settle(&none, Vec::new(), 0);
+    let s = settle(&none, Vec::new(), &[], 0);
     assert_eq!(
         (s.verdict, s.fault, s.detail.as_str()),
         (Verdict::Resolved, Fault::None, "")
     );
-    let s = settle(&none, Vec::new(), 2);
+    let s = settle(&none, Vec::new(), &[], 2);
     assert_eq!(
         (s.verdict, s.fault, s.detail.as_str()),
         (
@@ -116,7 +116,7 @@ fn without_build_failures_settle_decides_as_before() {
             "passed on rerun 2"
         )
     );
-    let s = settle(&none, vec!["t".into()], 3);
+    let s = settle(&none, vec!["t".into()], &[], 3);
     assert_eq!(
         (s.verdict, s.fault, s.detail.as_str()),
         (
@@ -728,4 +728,42 @@ fn a_run_the_executor_lost_is_ineligible_the_infrastructures_and_regraded() {
     ] {
         assert!(stands(verdict, fault));
     }
+}
+
+/// cargo stops at the first failing test binary: the integration tests
+/// after it are in no report. They did not fail; the reason says so.
+#[test]
+fn tests_no_report_names_did_not_run_and_are_counted_apart() {
+    let mut case = Case::new();
+    case.task.pass_to_pass = vec![P2P.into(), "it_adds".into(), "it_subtracts".into()];
+    let stopped = || RunRecord {
+        exit_code: Some(101),
+        ..reading(&[(F2P, Outcome::Failed), (P2P, Outcome::Passed)])
+    };
+    let d = case.decide(&Readings {
+        first: stopped(),
+        reruns: vec![stopped()],
+        ..Readings::default()
+    });
+    assert_eq!(
+        verdict_of(&d),
+        (
+            Verdict::Unresolved,
+            Fault::Agent,
+            "1 tests still fail after 1 reruns; 2 tests did not run \
+             (no run's report names them: the runner stopped before them)"
+        )
+    );
+    assert_eq!(d.failing, ["it_adds", "it_subtracts", F2P]);
+    assert_eq!(d.not_run, ["it_adds", "it_subtracts"]);
+    // Named by a rerun, a test ran.
+    let d = case.decide(&Readings {
+        first: stopped(),
+        reruns: vec![reading(&[
+            (F2P, Outcome::Failed),
+            ("it_adds", Outcome::Failed),
+        ])],
+        ..Readings::default()
+    });
+    assert_eq!(d.not_run, ["it_subtracts"]);
 }

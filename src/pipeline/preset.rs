@@ -1,0 +1,160 @@
+//! `[env] preset`: a language's environment recipe, written once here so a
+//! maintainer does not rediscover it. A preset's setup runs before the
+//! table's own commands; the key files, test command, report and warm
+//! caches it gives are used where the table leaves them out (key files and
+//! warm caches are merged). docs/languages.md explains each recipe.
+
+use toml::Spanned;
+
+use super::file::{EnvConfig, PipelineFile};
+use super::{ConfigError, Pipeline};
+
+/// One recipe.
+struct Preset {
+    name: &'static str,
+    setup: &'static [&'static str],
+    key_files: &'static [&'static str],
+    test_command: &'static str,
+    report: &'static str,
+    warm: &'static [(&'static str, &'static str)],
+}
+
+/// Rust with cargo. Setup (the only step with the network): stub targets
+/// for the manifests (setup sees only the key files), vendor every
+/// dependency into the environment with the source replacement cargo
+/// prints for it, drop the registry it downloaded, then build the
+/// dependencies and dev-dependencies once into the warm target directory
+/// (best effort: a stub crate may not build; runs then compile from cold).
+/// Each run compiles offline against the vendored sources, in its own copy
+/// of the warm target directory, without incremental state, every test
+/// target even when one fails (`--no-fail-fast`), with the environment's
+/// lock file where the tree has none (so the run resolves what setup
+/// built).
+const CARGO: Preset = Preset {
+    name: "cargo",
+    setup: &[
+        "for m in $(find . -name Cargo.toml -not -path './vendor/*' -not -path './target/*' -not -path './.home/*'); do d=$(dirname \"$m\"); [ -e \"$d/src/lib.rs\" ] || [ -e \"$d/src/main.rs\" ] || { mkdir -p \"$d/src\" && : > \"$d/src/lib.rs\"; }; done",
+        "cargo vendor --versioned-dirs \"$ASSAY_ENV/vendor\" > cargo-config.toml",
+        "mkdir -p vendor && rm -rf \"$HOME/.cargo/registry\" \"$HOME/.cargo/git\"",
+        "CARGO_INCREMENTAL=0 cargo test --no-run --offline --config \"$ASSAY_ENV/cargo-config.toml\" || echo 'assay: the prebuild of the dependencies failed; runs compile them from cold'",
+        "chmod -R a+rX .",
+    ],
+    key_files: &["Cargo.toml", "Cargo.lock"],
+    test_command: "[ -e Cargo.lock ] || cp \"$ASSAY_ENV/Cargo.lock\" . ; CARGO_INCREMENTAL=0 cargo test --offline --no-fail-fast --config \"$ASSAY_ENV/cargo-config.toml\"",
+    report: "libtest",
+    warm: &[("CARGO_TARGET_DIR", "target")],
+};
+
+const PRESETS: [Preset; 1] = [CARGO];
+
+/// Expands every environment's preset in place, before the file's checks.
+pub(super) fn expand(pipeline: &Pipeline, file: &mut PipelineFile) -> Result<(), ConfigError> {
+    for env in file.envs_mut() {
+        let Some(name) = env.preset.clone() else {
+            continue;
+        };
+        let Some(preset) = PRESETS.iter().find(|p| p.name == name.get_ref()) else {
+            let known: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
+            return Err(pipeline.error_at(
+                name.span(),
+                format!("unknown preset `{}`", name.get_ref()),
+                "here",
+                format!("presets: {} (docs/languages.md)", known.join(", ")),
+            ));
+        };
+        apply(preset, env, &name);
+    }
+    Ok(())
+}
+
+fn apply(preset: &Preset, env: &mut EnvConfig, name: &Spanned<String>) {
+    let own = std::mem::take(&mut env.setup);
+    env.setup = preset.setup.iter().map(|s| (*s).to_owned()).collect();
+    env.setup.extend(own);
+    for f in preset.key_files {
+        if !env.key_files.iter().any(|k| k == f) {
+            env.key_files.push((*f).to_owned());
+        }
+    }
+    if env.test_command.trim().is_empty() {
+        env.test_command = preset.test_command.to_owned();
+    }
+    if env.report.is_none() {
+        // Spanned at the preset's name: an error about it points there.
+        env.report = Some(Spanned::new(name.span(), preset.report.to_owned()));
+    }
+    if !preset.warm.is_empty() {
+        let span = env.warm.as_ref().map_or(name.span(), |w| w.span());
+        let mut warm = env.warm.take().map(Spanned::into_inner).unwrap_or_default();
+        for (var, dir) in preset.warm {
+            warm.entry((*var).to_owned())
+                .or_insert_with(|| (*dir).to_owned());
+        }
+        env.warm = Some(Spanned::new(span, warm));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pipeline file `text` (with a source) loaded: its first
+    /// environment as the checks and the layout see it, or the error shown.
+    fn loaded(text: &str) -> Result<EnvConfig, String> {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join("repo")).unwrap();
+        let path = tmp.path().join("pipeline.toml");
+        let text = format!("[[source]]\nname = \"r\"\npath = \"repo\"\n\n{text}");
+        std::fs::write(&path, text).unwrap();
+        match Pipeline::load(&path) {
+            Ok(p) => Ok(p.settings.envs[0].written.clone()),
+            Err(e) => Err(format!("{:?}", miette::Report::new(e))),
+        }
+    }
+
+    #[test]
+    fn the_cargo_preset_fills_in_what_the_table_leaves_out() {
+        let env = loaded("[env]\npreset = \"cargo\"\nsetup = [\"echo mine\"]\n").unwrap();
+        assert_eq!(env.setup.len(), CARGO.setup.len() + 1);
+        assert!(env.setup[1].starts_with("cargo vendor"));
+        assert_eq!(env.setup.last().unwrap(), "echo mine");
+        assert_eq!(env.key_files, ["Cargo.toml", "Cargo.lock"]);
+        assert!(
+            env.test_command
+                .contains("cargo test --offline --no-fail-fast")
+        );
+        assert_eq!(env.report.as_ref().unwrap().get_ref(), "libtest");
+        let warm = env.warm.as_ref().unwrap().get_ref();
+        assert_eq!(warm["CARGO_TARGET_DIR"], "target");
+    }
+
+    #[test]
+    fn what_the_table_writes_wins() {
+        let env = loaded(
+            "[env]\npreset = \"cargo\"\ntest_command = \"cargo test --offline\"\nreport = \"libtest-json\"\nkey_files = [\"crates/a/Cargo.toml\"]\nwarm = { CARGO_TARGET_DIR = \"t\" }\n",
+        )
+        .unwrap();
+        assert_eq!(env.test_command, "cargo test --offline");
+        assert_eq!(env.report.as_ref().unwrap().get_ref(), "libtest-json");
+        assert_eq!(
+            env.key_files,
+            ["crates/a/Cargo.toml", "Cargo.toml", "Cargo.lock"]
+        );
+        assert_eq!(
+            env.warm.as_ref().unwrap().get_ref()["CARGO_TARGET_DIR"],
+            "t"
+        );
+    }
+
+    #[test]
+    fn an_unknown_preset_points_at_its_name() {
+        let shown = loaded("[env]\npreset = \"carg\"\n").expect_err("an error");
+        assert!(shown.contains("unknown preset `carg`"), "{shown}");
+        assert!(shown.contains("presets: cargo"), "{shown}");
+        // Without a preset, the report and test command must be written.
+        let shown = loaded("[env]\ntest_command = \"x\"\n").expect_err("an error");
+        assert!(shown.contains("`report` is missing"), "{shown}");
+        let shown = loaded("[env]\nreport = \"tap\"\n").expect_err("an error");
+        assert!(shown.contains("`test_command` is empty"), "{shown}");
+    }
+}

@@ -1,0 +1,322 @@
+//! A Rust crate as a maintainer meets one, through the real binary: a
+//! repository of merged pull requests built here (a crates.io dependency,
+//! doctests above and below the fixed function, unit tests and integration
+//! tests under `tests/`), screened and graded with `[env] preset =
+//! "cargo"` alone. Needs cargo on `PATH` (rustup's proxy on this machine:
+//! the sandbox must reach the toolchain through it) and crates.io, which the
+//! preset's setup vendors from.
+
+#![allow(clippy::unwrap_used)]
+
+mod util;
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use util::{Project, Repo};
+
+const MANIFEST: &str = r#"[package]
+name = "tally"
+version = "0.1.0"
+edition = "2021"
+
+[dependencies]
+cfg-if = "1"
+"#;
+
+/// The base: `clamp` always answers `max`. Its doctest (above the fix's
+/// lines) passes anyway; `add`'s two doctests sit below, so the fix moves
+/// them.
+const LIB_BASE: &str = r#"//! Tally: small counting helpers.
+//!
+//! ```
+//! assert_eq!(tally::add(1, 1), 2);
+//! ```
+
+cfg_if::cfg_if! {
+    if #[cfg(unix)] {
+        /// Where it was built.
+        pub const OS: &str = "unix";
+    } else {
+        /// Where it was built.
+        pub const OS: &str = "other";
+    }
+}
+
+/// Clamps `x` to at most `max`.
+///
+/// ```
+/// assert_eq!(tally::clamp(20, 10), 10);
+/// ```
+pub fn clamp(x: u32, max: u32) -> u32 {
+    let _ = x;
+    max
+}
+
+/// Adds two numbers.
+///
+/// ```
+/// assert_eq!(tally::add(2, 3), 5);
+/// ```
+///
+/// ```
+/// assert_eq!(tally::add(0, 0), 0);
+/// ```
+pub fn add(a: u32, b: u32) -> u32 {
+    a + b
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn adds() {
+        assert_eq!(super::add(2, 2), 4);
+    }
+}
+"#;
+
+const FIXED_CLAMP: &str = "pub fn clamp(x: u32, max: u32) -> u32 {\n    if x > max {\n        max\n    } else {\n        x\n    }\n}\n";
+const BUGGY_CLAMP: &str = "pub fn clamp(x: u32, max: u32) -> u32 {\n    let _ = x;\n    max\n}\n";
+
+const IT_BASE: &str = "#[test]\nfn it_adds() {\n    assert_eq!(tally::add(190, 2), 192);\n}\n";
+const IT_PR: &str = "#[test]\nfn it_adds() {\n    assert_eq!(tally::add(190, 2), 192);\n}\n\n#[test]\nfn it_clamps() {\n    assert_eq!(tally::clamp(3, 10), 3);\n    assert_eq!(tally::clamp(192, 10), 10);\n}\n";
+
+fn lib_with(clamp: &str) -> String {
+    LIB_BASE.replace(BUGGY_CLAMP, clamp)
+}
+
+const PIPELINE: &str = r#"cache = "cache"
+release = "release"
+statements = "statements"
+sessions = "sessions"
+
+[[source]]
+name = "tally"
+path = "repo"
+branch = "main"
+
+[env]
+preset = "cargo"
+
+[screen]
+repeats = 1
+
+[grade]
+reruns = 1
+"#;
+
+/// The crate with one merged PR fixing `clamp`, its statement, and three
+/// sessions: the fix with a comment line on top of the file (every doctest
+/// moves by a line), a wrong fix, and a right fix that breaks `add`.
+fn project() -> Project {
+    let cargo = std::process::Command::new("cargo")
+        .arg("--version")
+        .output();
+    assert!(
+        cargo.as_ref().is_ok_and(|o| o.status.success()),
+        "this test needs cargo on PATH: {cargo:?}"
+    );
+    let project = Project::new().pipeline(PIPELINE);
+    let mut repo = Repo::new(&project, "repo");
+    repo.put("Cargo.toml", MANIFEST)
+        .put("src/lib.rs", LIB_BASE)
+        .put("tests/it.rs", IT_BASE)
+        .put(".gitignore", "/target\n");
+    repo.commit("tally 0.1.0");
+    let base = repo.head();
+    repo.pr(
+        1,
+        "Fix clamp below the maximum",
+        &[
+            ("src/lib.rs", &lib_with(FIXED_CLAMP)),
+            ("tests/it.rs", IT_PR),
+        ],
+    );
+    project.write(
+        "statements/tally-1.md",
+        "`tally::clamp(x, max)` returns `max` even when `x` is smaller. It should return `x` then.\n",
+    );
+    let checkout = repo.checkout(&project, "work");
+    let sessions = [
+        (
+            "shift",
+            format!(
+                "// A comment line: every doctest below moves.\n{}",
+                lib_with(FIXED_CLAMP)
+            ),
+        ),
+        (
+            "wrong",
+            lib_with(
+                "pub fn clamp(x: u32, max: u32) -> u32 {\n    if x > max {\n        max\n    } else {\n        x + 1\n    }\n}\n",
+            ),
+        ),
+        (
+            "breaks-add",
+            lib_with(FIXED_CLAMP).replace("    a + b\n", "    a + b + 1\n"),
+        ),
+    ];
+    for (agent, lib) in sessions {
+        let patch = checkout.diff(&base, &[], &[("src/lib.rs", Some(&lib))]);
+        let session = serde_json::json!({
+            "task": "tally-1", "agent": agent, "model": "m", "patch": patch,
+        });
+        project.write(
+            &format!("sessions/{agent}/tally-1.json"),
+            session.to_string(),
+        );
+    }
+    project
+}
+
+fn read(project: &Project, rel: &str) -> String {
+    std::fs::read_to_string(project.path().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+fn tasks(project: &Project, file: &str) -> BTreeMap<String, Value> {
+    read(project, file)
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (v["instance_id"].as_str().unwrap().to_owned(), v)
+        })
+        .collect()
+}
+
+/// Rows of results.csv by agent.
+fn results(project: &Project, release: &str) -> BTreeMap<String, BTreeMap<String, String>> {
+    util::csv_records(&read(project, &format!("{release}/results.csv")))
+        .into_iter()
+        .map(|r| (r["agent"].clone(), r))
+        .collect()
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_crate_screened_and_graded_with_the_cargo_preset() {
+    let project = project();
+    let b = project.build_json(&[]);
+    assert_eq!(
+        b.run.code, 0,
+        "build failed\n--- stderr\n{}\n--- summary\n{:?}",
+        b.run.stderr, b.summary
+    );
+    let t = tasks(&project, "release/tasks.jsonl");
+    let task = t.get("tally-1").unwrap_or_else(|| {
+        panic!(
+            "tally-1 is not certified: {}",
+            read(&project, "release/tasks.uncertified.jsonl")
+        )
+    });
+    // The doctests the fix moved keep their ids; no number of the test
+    // patch (192) made anything FAIL_TO_PASS.
+    assert_eq!(strings(&task["FAIL_TO_PASS"]), ["it_clamps"], "{task:#}");
+    let p2p = strings(&task["PASS_TO_PASS"]);
+    for id in [
+        "it_adds",
+        "tests::adds",
+        "src/lib.rs - (docs)",
+        "src/lib.rs - clamp",
+        "src/lib.rs - add",
+        "src/lib.rs - add #2",
+    ] {
+        assert!(p2p.iter().any(|t| t == id), "{id} not in {p2p:?}");
+    }
+    assert!(
+        !task.to_string().contains("(line "),
+        "a test id with a line: {task:#}"
+    );
+
+    let r = results(&project, "release");
+    let verdict = |agent: &str| (r[agent]["verdict"].as_str(), r[agent]["fault"].as_str());
+    // Every doctest moved by a line: still resolved.
+    assert_eq!(verdict("shift"), ("resolved", "none"), "{:?}", r["shift"]);
+    assert_eq!(
+        verdict("wrong"),
+        ("unresolved", "agent"),
+        "{:?}",
+        r["wrong"]
+    );
+    assert_eq!(r["wrong"]["failing"], "it_clamps");
+    assert_eq!(r["wrong"]["not_run"], "");
+    // --no-fail-fast: every test binary ran; the broken `add` fails its
+    // unit test, integration test and doctests, and nothing is "not run".
+    assert_eq!(verdict("breaks-add"), ("unresolved", "agent"));
+    assert_eq!(
+        r["breaks-add"]["failing"],
+        "it_adds;src/lib.rs - (docs);src/lib.rs - add;src/lib.rs - add #2;tests::adds"
+    );
+    assert_eq!(r["breaks-add"]["not_run"], "");
+
+    // The same crate graded with plain `cargo test` (it stops at the first
+    // failing test binary): the tests after the unit tests did not run,
+    // and the grade says so apart from the one that failed.
+    let plain = PIPELINE
+        .replace("release = \"release\"", "release = \"release-plain\"")
+        .replace(
+            "preset = \"cargo\"",
+            "preset = \"cargo\"\ntest_command = \"CARGO_INCREMENTAL=0 cargo test --offline --config \\\"$ASSAY_ENV/cargo-config.toml\\\"\"",
+        );
+    project.write("plain.toml", plain);
+    let b = project.build_json(&["-p", "plain.toml"]);
+    assert_eq!(b.run.code, 0, "{}", b.run.stderr);
+    let r = results(&project, "release-plain");
+    let broken = &r["breaks-add"];
+    assert_eq!(broken["verdict"], "unresolved");
+    let not_run: Vec<&str> = broken["not_run"].split(';').collect();
+    for id in [
+        "it_adds",
+        "it_clamps",
+        "src/lib.rs - add",
+        "src/lib.rs - clamp",
+    ] {
+        assert!(not_run.contains(&id), "{id} not in {not_run:?}");
+    }
+    assert!(!not_run.contains(&"tests::adds"), "{not_run:?}");
+    let grade = project.output_record("grade:breaks-add/tally-1.json:exclude");
+    let detail = grade["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("1 tests still fail after 1 reruns; ")
+            && detail.contains(&format!("{} tests did not run", not_run.len())),
+        "{detail}"
+    );
+}
+
+/// A toolchain the environment cannot reach: the setup's command is not
+/// found. Every task is uncertified with the shell's own message, and the
+/// build exits 8 saying so.
+#[test]
+fn a_toolchain_that_is_not_there_fails_the_build_with_the_shells_message() {
+    let project = project();
+    let run = util::Run::from(
+        project
+            .command(&["build"])
+            .env("PATH", "/usr/bin:/bin")
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(run.code, 8, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("every screened task found its environment broken"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("cargo: not found"), "{}", run.stderr);
+    let t = tasks(&project, "release/tasks.uncertified.jsonl");
+    let why = strings(&t["tally-1"]["uncertified_because"]).join(" | ");
+    assert!(
+        why.starts_with("environment_broken: ")
+            && why.contains("the environment's setup failed: `cargo vendor")
+            && why.contains("exited with 127")
+            && why.contains("cargo: not found"),
+        "{why}"
+    );
+}

@@ -283,9 +283,20 @@ enum ReadingRow {
 #[derive(Serialize)]
 struct Explained<'a> {
     grades: Vec<GradeRow>,
+    /// Grades the number leaves out on purpose (a leaderboard's
+    /// infrastructure faults).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    left_out: Vec<GradeRow>,
     path: &'a str,
     readings: Vec<ReadingRow>,
+    /// Tasks in the number's denominator (a leaderboard's).
+    #[serde(skip_serializing_if = "is_zero")]
+    tasks: usize,
     value: &'a serde_json::Number,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// A published number: its value and the grades it aggregates, each read back
@@ -335,28 +346,31 @@ fn explain_number(
             ),
         ));
     };
-    let mut rows = Vec::new();
     let mut missing = 0;
-    for g in &number.grades {
-        match read_back::<GradeRecord>(store, g) {
-            Some((key_ok, grade)) => rows.push(GradeRow::Read {
-                grade: g.clone(),
-                key_ok,
-                session: grade.as_ref().map(|r| r.session.clone()),
-                arm: grade.as_ref().map(|r| r.arm),
-                instance_id: grade.as_ref().map(|r| r.instance_id.clone()),
-                verdict: grade.as_ref().map(|r| r.verdict),
-                fault: grade.as_ref().map(|r| r.fault),
-            }),
-            None => {
-                missing += 1;
-                rows.push(GradeRow::Missing {
+    let mut read_grades = |keys: &[String]| -> Vec<GradeRow> {
+        keys.iter()
+            .map(|g| match read_back::<GradeRecord>(store, g) {
+                Some((key_ok, grade)) => GradeRow::Read {
                     grade: g.clone(),
-                    missing: true,
-                });
-            }
-        }
-    }
+                    key_ok,
+                    session: grade.as_ref().map(|r| r.session.clone()),
+                    arm: grade.as_ref().map(|r| r.arm),
+                    instance_id: grade.as_ref().map(|r| r.instance_id.clone()),
+                    verdict: grade.as_ref().map(|r| r.verdict),
+                    fault: grade.as_ref().map(|r| r.fault),
+                },
+                None => {
+                    missing += 1;
+                    GradeRow::Missing {
+                        grade: g.clone(),
+                        missing: true,
+                    }
+                }
+            })
+            .collect()
+    };
+    let rows = read_grades(&number.grades);
+    let left_out = read_grades(&number.left_out);
     // Judge numbers aggregate readings (judge node keys) instead of grades.
     let mut readings = Vec::new();
     for r in &number.readings {
@@ -420,6 +434,8 @@ fn explain_number(
             value: &number.value,
             grades: rows,
             readings,
+            tasks: number.tasks.len(),
+            left_out,
         };
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     } else {
@@ -429,25 +445,19 @@ fn explain_number(
             rows.len(),
             manifest.release_digest
         );
-        for r in &rows {
-            match r {
-                GradeRow::Missing { grade, .. } => println!("  {grade}  NOT IN THIS CACHE"),
-                GradeRow::Read {
-                    grade,
-                    key_ok,
-                    session,
-                    arm,
-                    verdict,
-                    ..
-                } => println!(
-                    "  {}  {:28} {:8} {:22} {}",
-                    grade.get(..12).unwrap_or(""),
-                    session.as_deref().unwrap_or(""),
-                    arm.map_or("", Arm::as_str),
-                    verdict.map_or("", Verdict::as_str),
-                    if *key_ok { "" } else { "KEY MISMATCH" }
-                ),
-            }
+        print_grades(&rows);
+        if !number.tasks.is_empty() {
+            println!(
+                "over     {} tasks (the denominator: a task without a grade above counts 0)",
+                number.tasks.len()
+            );
+        }
+        if !left_out.is_empty() {
+            println!(
+                "left out {} grades (their runs ended on an infrastructure fault: not the agent's doing)",
+                left_out.len()
+            );
+            print_grades(&left_out);
         }
     }
     Ok(if missing > 0 {
@@ -455,6 +465,31 @@ fn explain_number(
     } else {
         exit::OK
     })
+}
+
+fn print_grades(rows: &[GradeRow]) {
+    for r in rows {
+        match r {
+            GradeRow::Missing { grade, .. } => println!("  {grade}  NOT IN THIS CACHE"),
+            GradeRow::Read {
+                grade,
+                key_ok,
+                session,
+                arm,
+                verdict,
+                fault,
+                ..
+            } => println!(
+                "  {}  {:28} {:8} {:22} {:14} {}",
+                grade.get(..12).unwrap_or(""),
+                session.as_deref().unwrap_or(""),
+                arm.map_or("", Arm::as_str),
+                verdict.map_or("", Verdict::as_str),
+                fault.map_or("", Fault::as_str),
+                if *key_ok { "" } else { "KEY MISMATCH" }
+            ),
+        }
+    }
 }
 
 /// A judge mode's word, as its record writes it.

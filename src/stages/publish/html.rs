@@ -18,7 +18,7 @@ use crate::stages::records::{Fault, TaskStatus, Verdict};
 const CSS: &str = "
 body{font:14px/1.4 system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#222}
 h1{font-size:1.6em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;margin:.5em 0}
+table{border-collapse:collapse;margin:.5em 0;display:block;max-width:100%;overflow-x:auto}
 th,td{border:1px solid #ddd;padding:.2em .5em;text-align:left;vertical-align:top}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
 th{background:#f4f4f4}
@@ -71,7 +71,8 @@ pub(super) fn report(index: &Index<'_>, summary: &Summary) -> String {
 
     h.push_str("<h2>Verdicts</h2>\n<table>\n<tr><th>agent / model</th><th>n</th>");
     for v in Verdict::GRADED {
-        let _ = write!(h, "<th>{}</th>", esc(v.as_str()));
+        // The words break after their underscores: eleven columns fit the page.
+        let _ = write!(h, "<th>{}</th>", esc(v.as_str()).replace('_', "_<wbr>"));
     }
     h.push_str("<th>empty patch</th></tr>\n");
     for a in &agents {
@@ -248,28 +249,67 @@ fn run_facts(h: &mut String, agents: &[&Agent]) {
 /// the per-attempt rate; both with Wilson intervals.
 fn leaderboard(h: &mut String, summary: &Summary) {
     h.push_str(
-        "<h2>Leaderboard</h2>\n<p>Score: tasks resolved over every certified task of the \
-         tracks a pair was scored on (a task it did not attempt counts as unresolved; a task \
-         attempted twice counts by its first session). Per attempt: resolved over the \
-         sessions graded.</p>\n<table>\n<tr><th>#</th><th>agent / model</th><th>score</th>\
-         <th>coverage</th><th>per attempt</th></tr>\n",
+        "<h2>Leaderboard</h2>\n<p>Score: pass@1 over every certified task of the tracks a \
+         pair was scored on, the mean of each task's share of resolved attempts (a task it did \
+         not attempt counts 0), with a Wilson interval over the tasks. Attempts whose run ended \
+         on an infrastructure fault are left out and listed. pass@k where every attempted task \
+         has k attempts. Per attempt: resolved over the sessions graded.</p>\n<table>\n\
+         <tr><th>#</th><th>agent / model</th><th>score</th><th>coverage</th>\
+         <th>attempts</th><th>pass@k</th><th>per attempt</th></tr>\n",
     );
     let ranked = summary.ranking.iter().filter_map(|k| summary.agents.get(k));
     for (i, a) in ranked.enumerate() {
         let b = &a.leaderboard;
         let score = score_text(b);
+        let pass_at_k: Vec<String> = b
+            .pass_at_k
+            .iter()
+            .filter(|(k, _)| k.as_str() != "1")
+            .filter_map(|(k, v)| Some(format!("@{k} {:.1}%", (*v)? * 100.0)))
+            .collect();
+        let left_out = match b.left_out.len() {
+            0 => String::new(),
+            n => format!(" ({n} left out)"),
+        };
         let _ = writeln!(
             h,
             "<tr><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{score}</td>\
-             <td class=\"n\">{}/{}</td><td class=\"n\">{}</td></tr>",
+             <td class=\"n\">{}/{}</td><td class=\"n\">{}{left_out}</td><td>{}</td>\
+             <td class=\"n\">{}</td></tr>",
             i + 1,
             label(a),
             b.attempted,
             b.tasks,
+            b.attempts,
+            if pass_at_k.is_empty() {
+                "–".to_owned()
+            } else {
+                esc(&pass_at_k.join(", "))
+            },
             rate_text(&a.rate()),
         );
     }
     h.push_str("</table>\n");
+    let left_out: Vec<(&str, &super::model::LeftOut)> = summary
+        .ranking
+        .iter()
+        .filter_map(|k| Some((k.as_str(), summary.agents.get(k)?)))
+        .flat_map(|(k, a)| a.leaderboard.left_out.iter().map(move |l| (k, l)))
+        .collect();
+    if !left_out.is_empty() {
+        h.push_str("<p>Attempts left out of the leaderboard (infrastructure faults):</p>\n<ul>\n");
+        for (key, l) in left_out {
+            let _ = writeln!(
+                h,
+                "<li>{}: <code>{}</code> on {}: {}</li>",
+                esc(key),
+                esc(&l.session),
+                esc(&l.instance_id),
+                esc(&l.why)
+            );
+        }
+        h.push_str("</ul>\n");
+    }
 }
 
 /// Task × agent/model: the scored verdict of every session, coloured by fault.

@@ -62,6 +62,7 @@ pub(super) fn manifest(
             readings: list(&source.readings),
             sessions: list(&source.sessions),
             tasks: list(&source.tasks),
+            left_out: list(&source.left_out),
             path,
             value: value.clone(),
         });

@@ -233,13 +233,34 @@ pub(crate) struct Cost {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Leaderboard {
+    /// Tasks with at least one attempt that counts.
     pub(crate) attempted: u64,
+    /// Attempts that count (infrastructure faults left out).
+    pub(crate) attempts: u64,
     pub(crate) coverage: Option<f64>,
+    /// Attempts left out of the denominator: their run ended on an
+    /// infrastructure fault, which says nothing about the agent.
+    pub(crate) left_out: Vec<LeftOut>,
+    /// pass@k for k = 1 up to the fewest attempts an attempted task had
+    /// (the unbiased estimator; a task not attempted counts 0).
+    pub(crate) pass_at_k: BTreeMap<String, Option<f64>>,
+    /// Attempts that count and resolved.
     pub(crate) resolved: u64,
+    /// pass@1: the mean over every task of the share of its attempts that
+    /// resolved (a task with none counts 0).
     pub(crate) score: Option<f64>,
     pub(crate) score_hi: Option<f64>,
     pub(crate) score_lo: Option<f64>,
     pub(crate) tasks: u64,
+}
+
+/// An attempt the leaderboard leaves out, and why.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct LeftOut {
+    pub(crate) session: String,
+    pub(crate) instance_id: String,
+    pub(crate) grade: String,
+    pub(crate) why: String,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -447,6 +468,10 @@ pub(crate) struct Number {
     /// Task digests.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) tasks: Vec<String>,
+    /// Grade node keys the number leaves out on purpose (docs/verdicts.md,
+    /// "Attempts").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) left_out: Vec<String>,
     pub(crate) value: serde_json::Number,
 }
 

@@ -22,6 +22,9 @@ pub(super) struct Source {
     pub(super) sessions: BTreeSet<String>,
     /// Judge node keys.
     pub(super) readings: BTreeSet<String>,
+    /// Grade node keys the number leaves out on purpose (a leaderboard's
+    /// attempts that ended on an infrastructure fault).
+    pub(super) left_out: BTreeSet<String>,
 }
 
 impl Source {

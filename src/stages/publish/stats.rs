@@ -16,19 +16,29 @@ pub(crate) fn wilson(k: u64, n: u64) -> Option<(f64, f64)> {
     if n == 0 || k > n {
         return None;
     }
-    let (k, n) = (k as f64, n as f64);
-    let p = k / n;
+    wilson_share(k as f64 / n as f64, n)
+}
+
+/// The Wilson interval of a share `p` of `n` units where each unit is
+/// itself a share (a task's resolved attempts): `p(1 − p)/n` bounds the
+/// variance of a mean of values in [0, 1], so the interval is conservative,
+/// and with one attempt per task it is the plain Wilson interval of k/n.
+pub(crate) fn wilson_share(p: f64, n: u64) -> Option<(f64, f64)> {
+    if n == 0 || !(0.0..=1.0).contains(&p) {
+        return None;
+    }
+    let n = n as f64;
     let z2 = Z95 * Z95;
     let denom = 1.0 + z2 / n;
     let centre = (p + z2 / (2.0 * n)) / denom;
     let half = Z95 / denom * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
     // At p = 0 or 1 the bound is exact in theory; do not let rounding leak out.
-    let lo = if k == 0.0 {
+    let lo = if p == 0.0 {
         0.0
     } else {
         (centre - half).max(0.0)
     };
-    let hi = if k == n {
+    let hi = if p == 1.0 {
         1.0
     } else {
         (centre + half).min(1.0)

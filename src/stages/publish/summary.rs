@@ -7,15 +7,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::index::{Graded, Index};
 use super::judge_summary;
 use super::model::{
-    Agent, Cost, Environment, Leaderboard, Mean, NotGraded, NotGradedSession, Rate, Runs, Scoring,
-    Summary, TamperSuspect, Tasks, Tokens, Total, UncertifiedTask, Unchecked, VerifierSuspect,
+    Agent, Cost, Environment, Leaderboard, LeftOut, Mean, NotGraded, NotGradedSession, Rate, Runs,
+    Scoring, Summary, TamperSuspect, Tasks, Tokens, Total, UncertifiedTask, Unchecked,
+    VerifierSuspect,
 };
 use super::sources::{At, Source, Sources};
-use super::stats::{agent_key, mean, session_cost, wilson};
+use super::stats::{agent_key, mean, session_cost, wilson, wilson_share};
 use crate::stages::records::{Arm, Fault, RunFacts, TaskStatus, Verdict};
 
 /// Bumped when the meaning or shape of summary.json changes.
-const SCHEMA: u64 = 1;
+/// 2: a leaderboard counts every attempt (pass@1, pass@k, `left_out`).
+const SCHEMA: u64 = 2;
 
 /// The tracks the rate is split by (others found in the grades are added).
 pub(crate) const TRACKS: [&str; 2] = ["basic", "spec"];
@@ -28,7 +30,7 @@ pub(super) fn summary(index: &Index<'_>) -> (Summary, Sources) {
     let scoring = Scoring {
         arm: Arm::SCORED,
         fallback_arm: Arm::CONTRAST,
-        interval: "Wilson score, 95% (z = 1.959964)".to_owned(),
+        interval: "Wilson score, 95% (z = 1.959964); a leaderboard score's over tasks (n = tasks: attempts nest in them)".to_owned(),
         floats: "rounded to 6 decimals".to_owned(),
     };
     let tasks = root.object("tasks", |o| tasks(o, index));
@@ -337,31 +339,60 @@ fn leaderboard(o: &mut At<'_>, index: &Index<'_>, grades: &[Graded<'_>]) -> Lead
     let board = Board::new(index, grades);
     let src = board.source();
     let n = board.tasks.len() as u64;
-    let attempted = board.attempted.len() as u64;
+    let attempted = board.attempts.len() as u64;
+    let counted: Vec<&Graded<'_>> = board.attempts.values().flatten().collect();
+    let resolved = counted
+        .iter()
+        .filter(|g| g.0.verdict == Verdict::Resolved)
+        .count() as u64;
     let frac = |k: u64| (n > 0).then(|| k as f64 / n as f64);
-    let interval = wilson(board.resolved, n);
+    let score = board.score();
+    let interval = score.and_then(|p| wilson_share(p, n));
     Leaderboard {
         tasks: o.count("tasks", n, &src),
         attempted: o.count("attempted", attempted, &src),
-        resolved: o.count("resolved", board.resolved, &src),
+        attempts: o.count("attempts", counted.len() as u64, &src),
+        resolved: o.count("resolved", resolved, &src),
         coverage: o.float("coverage", frac(attempted), &src),
-        score: o.float("score", frac(board.resolved), &src),
+        score: o.float("score", score, &src),
         score_lo: o.float("score_lo", interval.map(|i| i.0), &src),
         score_hi: o.float("score_hi", interval.map(|i| i.1), &src),
+        pass_at_k: o.object("pass_at_k", |o| {
+            (1..=board.max_k())
+                .map(|k| {
+                    let key = k.to_string();
+                    let value = o.float(&key, board.pass_at(k), &src);
+                    (key, value)
+                })
+                .collect()
+        }),
+        left_out: board
+            .left_out
+            .iter()
+            .map(|g| LeftOut {
+                session: g.0.session.clone(),
+                instance_id: g.0.instance_id.clone(),
+                grade: g.1.clone(),
+                why: format!("{} ({}): {}", g.0.verdict, g.0.fault, g.0.detail),
+            })
+            .collect(),
     }
 }
 
 /// A pair's standing over the whole certified task set of the tracks it
-/// was scored on, as a leaderboard counts it: every certified task of those
-/// tracks is in the denominator, and a task it never attempted counts as
-/// unresolved. A task attempted more than once counts by its first attempt
-/// (lowest session id): one attempt per task, as a leaderboard run has.
+/// was scored on, as a leaderboard counts it (docs/verdicts.md,
+/// "Attempts"): every certified task of those tracks is in the
+/// denominator; a task's attempts are every graded session of the pair on
+/// it, less those whose run ended on an infrastructure fault (left out and
+/// listed); the score is pass@1, the mean over the tasks of the share of
+/// their attempts that resolved, a task without an attempt counting 0.
 pub(super) struct Board<'a> {
     /// Digests of the certified tasks of the pair's tracks.
     pub(super) tasks: BTreeSet<&'a str>,
-    /// Task digest -> the first attempt's grade.
-    pub(super) attempted: BTreeMap<&'a str, Graded<'a>>,
-    pub(super) resolved: u64,
+    /// Task digest -> the attempts that count, by session id.
+    pub(super) attempts: BTreeMap<&'a str, Vec<Graded<'a>>>,
+    /// Attempts on those tasks left out (infrastructure), by session id.
+    pub(super) left_out: Vec<Graded<'a>>,
 }
 
 impl<'a> Board<'a> {
@@ -374,43 +405,97 @@ impl<'a> Board<'a> {
             .filter(|(t, _)| tracks.contains(t.track.as_str()))
             .map(|(_, d)| *d)
             .collect();
-        let mut attempted: BTreeMap<&'a str, Graded<'a>> = BTreeMap::new();
+        let mut attempts: BTreeMap<&'a str, Vec<Graded<'a>>> = BTreeMap::new();
+        let mut left_out = Vec::new();
         for g in grades {
-            if let Some(d) = tasks.get(g.0.task_digest.as_str()) {
-                attempted
-                    .entry(d)
-                    .and_modify(|first| {
-                        if g.0.session < first.0.session {
-                            *first = g;
-                        }
-                    })
-                    .or_insert(g);
+            let Some(d) = tasks.get(g.0.task_digest.as_str()) else {
+                continue;
+            };
+            if g.0.fault == Fault::Infrastructure {
+                left_out.push(*g);
+            } else {
+                attempts.entry(d).or_default().push(*g);
             }
         }
-        let resolved = attempted
-            .values()
-            .filter(|g| g.0.verdict == Verdict::Resolved)
-            .count() as u64;
+        for a in attempts.values_mut() {
+            a.sort_by(|x, y| x.0.session.cmp(&y.0.session));
+        }
+        left_out.sort_by(|x, y| x.0.session.cmp(&y.0.session));
         Board {
             tasks,
-            attempted,
-            resolved,
+            attempts,
+            left_out,
         }
     }
 
-    /// The tasks and the attempts that count.
+    /// The tasks, the attempts that count and those left out.
     fn source(&self) -> Source {
         Source {
-            grades: self.attempted.values().map(|g| g.1.clone()).collect(),
+            grades: self
+                .attempts
+                .values()
+                .flatten()
+                .map(|g| g.1.clone())
+                .collect(),
             tasks: self.tasks.iter().map(|d| (*d).to_owned()).collect(),
+            left_out: self.left_out.iter().map(|g| g.1.clone()).collect(),
             ..Source::default()
         }
     }
 
-    /// resolved / tasks; None without a task.
+    /// pass@1; None without a task.
     pub(super) fn score(&self) -> Option<f64> {
-        (!self.tasks.is_empty()).then(|| self.resolved as f64 / self.tasks.len() as f64)
+        self.pass_at(1)
     }
+
+    /// The largest k every attempted task has k attempts for (0 without
+    /// an attempt).
+    fn max_k(&self) -> u64 {
+        self.attempts
+            .values()
+            .map(|a| a.len() as u64)
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// pass@k over every task: per task with n attempts of which c
+    /// resolved, 1 − C(n−c, k)/C(n, k) (the unbiased estimator), a task
+    /// without an attempt 0; None without a task, or when an attempted
+    /// task has fewer than k attempts.
+    pub(super) fn pass_at(&self, k: u64) -> Option<f64> {
+        if self.tasks.is_empty() || k == 0 || k > self.max_k().max(1) {
+            return None;
+        }
+        let sum: f64 = self
+            .attempts
+            .values()
+            .map(|a| {
+                let n = a.len() as u64;
+                let c = a
+                    .iter()
+                    .filter(|g| g.0.verdict == Verdict::Resolved)
+                    .count() as u64;
+                pass_at_k(n, c, k)
+            })
+            .sum();
+        Some(sum / self.tasks.len() as f64)
+    }
+}
+
+/// 1 − C(n−c, k)/C(n, k): the chance that k of n attempts, c of them
+/// right, drawn without replacement, hold a right one.
+pub(super) fn pass_at_k(n: u64, c: u64, k: u64) -> f64 {
+    if n < k {
+        return 0.0;
+    }
+    if n - c < k {
+        return 1.0;
+    }
+    let mut none = 1.0;
+    for i in 0..k {
+        none *= (n - c - i) as f64 / (n - i) as f64;
+    }
+    1.0 - none
 }
 
 /// How many of `grades` carry each of `values` (every value listed, zero

@@ -3,7 +3,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::manifest::walk;
-use super::stats::{agent_key, round6, wilson};
+use super::stats::{agent_key, round6, wilson, wilson_share};
 use super::*;
 use crate::pipeline::Policy;
 use crate::stages::records::{
@@ -66,6 +66,7 @@ pub(super) fn grade(
         } else {
             vec![]
         },
+        not_run: vec![],
         excluded_paths: vec![],
         exit_code: Some(0),
         base_check: "pass".to_owned(),
@@ -237,7 +238,7 @@ fn csv_quotes_commas_and_quotes() {
     assert_eq!(
         lines.next(),
         Some(
-            "session,instance_id,track,agent,model,arm,policy,verdict,fault,failing,excluded_paths,exit_code,\
+            "session,instance_id,track,agent,model,arm,policy,verdict,fault,failing,not_run,excluded_paths,exit_code,\
              base_check,new_check,base_exit,new_exit,reruns,redactions,grade_digest,task_digest,lines_added,lines_removed,\
              files_touched,size_vs_gold,suppressions_added,comment_lines_added,empty_patch,turns,tokens_total,\
              reset_paths,tamper,sandbox,ended,is_error,permission_denials,duration_ms,cost_usd,reported_cost_usd"
@@ -502,9 +503,10 @@ fn cost_is_priced_per_model_id_and_the_reported_cost_kept_beside_it() {
 
 /// Counted by hand: alpha/model-a is scored on the basic and spec tracks,
 /// whose certified tasks are t1, t4 (basic) and t2 (spec); t3 is
-/// uncertified. It attempted t1 three times (s1 resolved first) and t2 once
-/// (resolved), t4 never: 2 of 3. beta/model-b (basic only: t1, t4) failed
-/// its one attempt: 0 of 2.
+/// uncertified. It attempted t1 three times (s1 resolved, s2 resolved only
+/// after a rerun, s3 unresolved: 1/3), t2 once (resolved: 1), t4 never (0):
+/// pass@1 = (1/3 + 1 + 0)/3 = 4/9, over 3 tasks. beta/model-b (basic only:
+/// t1, t4) failed its one attempt: 0 of 2.
 #[test]
 fn the_leaderboard_scores_over_every_certified_task_of_the_track() {
     let mut input = sample();
@@ -516,17 +518,20 @@ fn the_leaderboard_scores_over_every_certified_task_of_the_track() {
         (
             a["tasks"].clone(),
             a["attempted"].clone(),
+            a["attempts"].clone(),
             a["resolved"].clone()
         ),
-        (3.into(), 2.into(), 2.into())
+        (3.into(), 2.into(), 4.into(), 2.into())
     );
-    assert_eq!(a["score"], round6(2.0 / 3.0));
+    assert_eq!(a["score"], round6(4.0 / 9.0));
     assert_eq!(a["coverage"], round6(2.0 / 3.0));
-    let (lo, hi) = wilson(2, 3).expect("interval");
+    let (lo, hi) = wilson_share(4.0 / 9.0, 3).expect("interval");
     assert_eq!(
         (a["score_lo"].clone(), a["score_hi"].clone()),
         (round6(lo).into(), round6(hi).into())
     );
+    // t2 has one attempt: pass@k stops at k = 1.
+    assert_eq!(a["pass_at_k"], serde_json::json!({"1": round6(4.0 / 9.0)}));
     // The per-attempt rate beside it: 2 resolved of 4 sessions.
     assert_eq!(s["agents"]["alpha/model-a"]["resolved_rate"], 0.5);
     let b = &s["agents"]["beta/model-b"]["leaderboard"];
@@ -546,8 +551,106 @@ fn the_leaderboard_scores_over_every_certified_task_of_the_track() {
     );
     let html = String::from_utf8(files["report.html"].clone()).expect("utf8");
     assert!(html.contains("<h2>Leaderboard</h2>"));
-    assert!(html.contains("66.7% ["), "the score");
+    assert!(html.contains("44.4% ["), "the score");
     assert!(html.contains(">2/3<"), "the coverage");
+}
+
+/// k attempts per task, as the field runs them: pass@1 is the mean share
+/// of resolved attempts per task, pass@k the unbiased estimator, and an
+/// attempt whose run ended on an infrastructure fault is left out of the
+/// denominator, listed, and named in the manifest apart.
+#[test]
+fn attempts_combine_into_pass_at_1_and_pass_at_k_infrastructure_apart() {
+    let mut input = sample();
+    let g = |s: &str, t: &str, verdict: &str, fault: &str| {
+        on(
+            grade(s, "gamma", "model-g", "exclude", verdict, fault),
+            t,
+            "basic",
+        )
+    };
+    input.tasks = vec![
+        task("t1", "basic", true),
+        task("t2", "basic", true),
+        task("t3", "basic", true),
+    ];
+    input.grades = vec![
+        // t1: 2 of 3 resolved.
+        g("g1", "t1", "resolved", "none"),
+        g("g2", "t1", "unresolved", "agent"),
+        g("g3", "t1", "resolved", "none"),
+        // t2: 0 of 2, and one run the API failed.
+        g("g4", "t2", "unresolved", "agent"),
+        g("g5", "t2", "unresolved", "agent"),
+        g("g6", "t2", "unresolved", "infrastructure"),
+        // t3: 2 of 2.
+        g("g7", "t3", "resolved", "none"),
+        g("g8", "t3", "resolved", "none"),
+    ];
+    let files = publish(&input);
+    let s = json(&files, "summary.json");
+    let b = &s["agents"]["gamma/model-g"]["leaderboard"];
+    let pass1 = (2.0 / 3.0 + 0.0 + 1.0) / 3.0;
+    // pass@2: t1 1 − C(1,2)/C(3,2) = 1, t2 0, t3 1.
+    let pass2 = (1.0 + 0.0 + 1.0) / 3.0;
+    insta::assert_json_snapshot!(b, @r#"
+    {
+      "attempted": 3,
+      "attempts": 7,
+      "coverage": 1.0,
+      "left_out": [
+        {
+          "grade": "grade-g6-exclude",
+          "instance_id": "t2",
+          "session": "g6",
+          "why": "unresolved (infrastructure): "
+        }
+      ],
+      "pass_at_k": {
+        "1": 0.555556,
+        "2": 0.666667
+      },
+      "resolved": 4,
+      "score": 0.555556,
+      "score_hi": 0.898011,
+      "score_lo": 0.150711,
+      "tasks": 3
+    }
+    "#);
+    assert_eq!(b["score"], round6(pass1));
+    assert_eq!(b["pass_at_k"]["2"], round6(pass2));
+    let (lo, hi) = wilson_share(pass1, 3).expect("interval");
+    assert_eq!(
+        (b["score_lo"].clone(), b["score_hi"].clone()),
+        (round6(lo).into(), round6(hi).into())
+    );
+    let manifest = json(&files, "manifest.json");
+    let score = manifest["numbers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["path"] == "summary.agents[gamma/model-g].leaderboard.score")
+        .expect("the score's sources");
+    assert_eq!(score["grades"].as_array().unwrap().len(), 7);
+    assert_eq!(score["tasks"].as_array().unwrap().len(), 3);
+    assert_eq!(score["left_out"], serde_json::json!(["grade-g6-exclude"]));
+    let html = String::from_utf8(files["report.html"].clone()).expect("utf8");
+    assert!(html.contains("@2 66.7%"), "pass@2 in the leaderboard");
+    assert!(
+        html.contains("<code>g6</code> on t2"),
+        "the left-out attempt listed"
+    );
+}
+
+#[test]
+fn pass_at_k_is_the_unbiased_estimator() {
+    use super::summary::pass_at_k;
+    assert_eq!(pass_at_k(3, 0, 1), 0.0);
+    assert_eq!(pass_at_k(3, 3, 2), 1.0);
+    assert!((pass_at_k(3, 1, 1) - 1.0 / 3.0).abs() < 1e-12);
+    // 1 − C(3,2)/C(4,2) = 1 − 3/6.
+    assert!((pass_at_k(4, 1, 2) - 0.5).abs() < 1e-12);
+    assert_eq!(pass_at_k(1, 1, 2), 0.0, "fewer attempts than k");
 }
 
 #[test]

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Checks that a release's tasks.jsonl loads in SWE-bench's harness and that
 # the harness's own grading resolves every task with its gold patch (and
-# none with the empty patch).
-#   scripts/check-swebench.sh RELEASE_DIR REPOSITORY
+# none with the empty patch); with SESSIONS_DIR, that it grades every
+# session of the release's results.csv as assay did, but for the
+# differences docs/verdicts.md lists (scripts/check_swebench.py).
+#   scripts/check-swebench.sh RELEASE_DIR REPOSITORY [SESSIONS_DIR]
 # Uses the virtualenv at $ASSAY_SWEBENCH_VENV (default target/swebench-venv),
 # which `scripts/check-swebench.sh --setup` creates (`pip install
 # 'swebench>=5'`; .ci/run calls it). swebench 5 is what loads assay's tasks:
@@ -22,4 +24,4 @@ if ! "$venv/bin/python" -c 'import sys, swebench; sys.exit(int(swebench.__versio
     echo "check-swebench: no virtualenv with swebench >= 5 at $venv (4.x cannot load the tasks); run scripts/check-swebench.sh --setup (.ci/run does)" >&2
     exit 2
 fi
-exec "$venv/bin/python" "$here/check_swebench.py" "$1/tasks.jsonl" "$2"
+exec "$venv/bin/python" "$here/check_swebench.py" "$@"

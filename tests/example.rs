@@ -500,8 +500,11 @@ fn the_bundled_example_builds_what_its_documents_say() {
 
 /// The released tasks load in SWE-bench's harness (its own loader) and its
 /// own `get_eval_report` resolves each with the gold patch, and none with
-/// the empty patch. Needs the virtualenv `scripts/check-swebench.sh --setup`
-/// makes (`.ci/run` does): without it this test fails, it does not skip.
+/// the empty patch; and every session of the example, graded by the
+/// harness's functions on the published eval script, gets assay's verdict
+/// but for the differences docs/verdicts.md lists ("SWE-bench's harness").
+/// Needs the virtualenv `scripts/check-swebench.sh --setup` makes
+/// (`.ci/run` does): without it this test fails, it does not skip.
 #[test]
 fn the_released_tasks_load_and_resolve_in_swebench() {
     let ex = build_example();
@@ -522,6 +525,7 @@ fn the_released_tasks_load_and_resolve_in_swebench() {
     let out = std::process::Command::new(Path::new(ROOT).join("scripts/check-swebench.sh"))
         .arg(&release)
         .arg(ex.project.path().join("examples/calc/repo"))
+        .arg(ex.project.path().join("examples/calc/sessions"))
         .output()
         .unwrap();
     assert!(

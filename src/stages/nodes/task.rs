@@ -31,7 +31,9 @@ pub(crate) struct Task(pub(crate) TaskParams);
 impl Kind for Task {
     const NAME: &'static str = NodeKind::Task.as_str();
     /// 3: the graded runs' timeout from the screening readings.
-    const VERSION: u32 = 3;
+    /// 4: the eval script resets every path the test patch writes as
+    /// grading does (a file it creates or a rename makes removed).
+    const VERSION: u32 = 4;
     type Params = TaskParams;
     type Inputs = TaskInputs;
     type Record = TaskRecord;

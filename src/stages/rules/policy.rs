@@ -10,7 +10,7 @@
 //! the [`Exclusion`] computed once from them: the stage applies it, the
 //! grade records it and reads the tamper suspects against it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use assay_git::{PatchPath, patch_paths};
 use globset::{Glob, GlobSet, GlobSetBuilder};
@@ -110,6 +110,22 @@ impl TestPatch {
     /// Every path the test patch writes (a rename's source too).
     fn written(&self) -> BTreeSet<&str> {
         self.0.iter().flat_map(PatchPath::written).collect()
+    }
+
+    /// Every path the test patch writes (as [`reset`] reads it), sorted,
+    /// and whether the base commit has it: not when the test patch creates
+    /// it, or a rename or copy makes it. What the published eval script
+    /// resets.
+    pub(crate) fn written_at_base(&self) -> Vec<(String, bool)> {
+        let mut out: BTreeMap<String, bool> = BTreeMap::new();
+        for p in &self.0 {
+            let made = p.is_new || p.old_path.as_ref().is_some_and(|o| *o != p.path);
+            *out.entry(p.path.clone()).or_default() |= !made;
+            for removed in p.written().skip(1) {
+                out.insert(removed.to_owned(), true);
+            }
+        }
+        out.into_iter().collect()
     }
 
     /// The paths the test patch leaves in the graded tree (not those it

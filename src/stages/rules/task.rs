@@ -5,10 +5,13 @@
 //! `uncertified_because` starts with its [`Reason`]). And the eval script
 //! SWE-bench's harness runs.
 
+use std::collections::BTreeSet;
+
 use regex::Regex;
 use serde::Serialize;
 
 use super::funnel::Reason;
+use super::policy::TestPatch;
 use super::records::{Control, ScreenRecord, TaskRecord, TaskStatus, TriageRecord};
 
 #[derive(Clone, Debug, Serialize)]
@@ -48,7 +51,7 @@ pub(crate) fn assemble(
     gold: String,
     test: String,
 ) -> Result<TaskRecord, regex::Error> {
-    let script = eval_script(&triage.base, &triage.test_files, &test, &p.test_command);
+    let script = eval_script(&triage.base, &test, &p.test_command);
     let mut record = TaskRecord {
         instance_id: p.instance_id.clone(),
         repo: p.repo.clone(),
@@ -166,19 +169,54 @@ pub(crate) fn assemble(
 }
 
 /// The eval script SWE-bench's harness runs in `/testbed`, in its shape:
-/// the test files reset to base, the test patch applied, the test command
-/// between the start and end markers, the test files reset again.
-fn eval_script(base: &str, test_files: &[String], test_patch: &str, command: &str) -> String {
-    let files = test_files
+/// the test patch's files reset, the test patch applied, the test command
+/// between the start and end markers, the test patch's files reset again.
+///
+/// The harness applies the session's patch whole, then runs this; assay
+/// leaves out the session's sections that reach the test patch's files
+/// ([`super::policy::reset`]). The reset makes the tree the same: every
+/// path the test patch writes (a file it creates, deletes or renames too)
+/// goes back to the base, and so does anything in its way. It runs under
+/// `set -uxo pipefail`, without `-e`, so each step is one that cannot fail
+/// on a tree the session changed: a file or symlink where the test patch
+/// needs a directory is removed first (before anything is removed below
+/// it: a symlink is never followed), then each path whole (`rm -rf`: a
+/// directory the session put in its place too), then the ones the base
+/// has are checked out. A file the test patch creates is absent at base,
+/// so `git checkout <base> -- file` cannot reset it; left there, the
+/// session's own copy of it would make `git apply` refuse the test patch
+/// ("already exists in working directory") and the hidden tests not run.
+pub(crate) fn eval_script(base: &str, test_patch: &str, command: &str) -> String {
+    let q = |f: &str| format!("'{}'", f.replace('\'', "'\\''"));
+    let written = TestPatch::read(test_patch.as_bytes()).written_at_base();
+    let mut dirs = BTreeSet::new();
+    for (path, _) in &written {
+        let mut at = path.as_str();
+        while let Some((dir, _)) = at.rsplit_once('/') {
+            dirs.insert(dir);
+            at = dir;
+        }
+    }
+    // Shallowest first: a symlinked directory goes before what is below it.
+    let mut dirs: Vec<&str> = dirs.into_iter().collect();
+    dirs.sort_by_key(|d| (d.matches('/').count(), *d));
+    let mut reset = String::new();
+    for d in dirs {
+        let d = q(d);
+        reset.push_str(&format!("[ -d {d} ] && [ ! -L {d} ] || rm -f -- {d}\n"));
+    }
+    let all: Vec<String> = written.iter().map(|(p, _)| q(p)).collect();
+    let at_base: Vec<String> = written
         .iter()
-        .map(|f| format!("'{}'", f.replace('\'', "'\\''")))
-        .collect::<Vec<_>>()
-        .join(" ");
-    let reset = if files.is_empty() {
-        String::new()
-    } else {
-        format!("git checkout {base} -- {files}\n")
-    };
+        .filter(|(_, at_base)| *at_base)
+        .map(|(p, _)| q(p))
+        .collect();
+    if !all.is_empty() {
+        reset.push_str(&format!("rm -rf -- {}\n", all.join(" ")));
+    }
+    if !at_base.is_empty() {
+        reset.push_str(&format!("git checkout {base} -- {}\n", at_base.join(" ")));
+    }
     let mut patch = test_patch.to_owned();
     if !patch.is_empty() && !patch.ends_with('\n') {
         patch.push('\n');

@@ -503,10 +503,20 @@ fn the_bundled_example_builds_what_its_documents_say() {
 /// the empty patch; and every session of the example, graded by the
 /// harness's functions on the published eval script, gets assay's verdict
 /// but for the differences docs/verdicts.md lists ("SWE-bench's harness").
-/// Needs the virtualenv `scripts/check-swebench.sh --setup` makes
-/// (`.ci/run` does): without it this test fails, it does not skip.
+/// Makes the virtualenv it needs itself, once (`scripts/check-swebench.sh
+/// --setup`: swebench from PyPI under `target/`, reused after); without
+/// PyPI or python3's venv module it fails saying so, it does not skip.
 #[test]
 fn the_released_tasks_load_and_resolve_in_swebench() {
+    let setup = std::process::Command::new(Path::new(ROOT).join("scripts/check-swebench.sh"))
+        .arg("--setup")
+        .output()
+        .unwrap();
+    assert!(
+        setup.status.success(),
+        "scripts/check-swebench.sh --setup failed (it installs swebench from PyPI into target/swebench-venv; needs python3 with venv):\n{}",
+        String::from_utf8_lossy(&setup.stderr)
+    );
     let ex = build_example();
     let release = ex.project.path().join("release");
     let spec = ex.task("calc-1", "spec");

@@ -472,6 +472,9 @@ impl PipelineFile {
 pub(crate) struct ScreenConfig {
     /// Readings of each state (base, test patch only, test + gold). Default 2.
     pub(crate) repeats: Option<u32>,
+    /// `suite` (default): the lists come from every test the readings name;
+    /// `touched-files`: only from the test files the test patch touches.
+    pub(crate) scope: Option<Spanned<String>>,
 }
 
 /// `[[step]]`: runs `run` with `sh -c` in a scratch directory holding copies of

@@ -196,6 +196,8 @@ pub(crate) struct Settings {
     pub(crate) envs: Vec<EnvSpec>,
     /// Readings of each state at screening (at least 1).
     pub(crate) repeats: u32,
+    /// `[screen] scope`: which tests the lists are drawn from.
+    pub(crate) scope: crate::stages::Scope,
     /// `[redact] patterns` (valid regular expressions) and `env`.
     pub(crate) redact_patterns: Vec<String>,
     pub(crate) redact_env: Vec<String>,
@@ -226,6 +228,7 @@ impl Settings {
             topic_splits: super::sources::topic_splits(pipeline, &f.topic_split)?,
             envs: super::env::envs(pipeline, f)?,
             repeats: f.screen.repeats.unwrap_or(2).max(1),
+            scope: screen_scope(pipeline, f)?,
             redact_patterns: redact_patterns(pipeline, f)?,
             redact_env: f.redact.env.clone(),
             statements: existing_dir(
@@ -431,6 +434,44 @@ fn grade(pipeline: &Pipeline, f: &PipelineFile) -> Result<GradeSettings, ConfigE
     })
 }
 
+/// `[screen] scope`: a word of [`crate::stages::Scope`], and
+/// `touched-files` only where every environment's report names each test's
+/// file (the touched files could not decide otherwise).
+fn screen_scope(
+    pipeline: &Pipeline,
+    f: &PipelineFile,
+) -> Result<crate::stages::Scope, ConfigError> {
+    use crate::stages::Scope;
+    let Some(word) = &f.screen.scope else {
+        return Ok(Scope::default());
+    };
+    let scope = Scope::parse(word.get_ref()).ok_or_else(|| {
+        pipeline.error_at(
+            word.span(),
+            format!("unknown scope `{}`", word.get_ref()),
+            "here",
+            "use \"suite\" (every test the readings name) or \"touched-files\" (the test files the test patch touches: SWE-bench's convention; docs/verdicts.md)",
+        )
+    })?;
+    if scope == Scope::TouchedFiles {
+        for (_, env) in f.envs() {
+            let format = env
+                .report
+                .as_ref()
+                .and_then(|r| r.get_ref().parse::<assay_report::Format>().ok());
+            if let Some(format) = format.filter(|f| !Scope::can_select(*f)) {
+                return Err(pipeline.error_at(
+                    word.span(),
+                    format!("scope = \"touched-files\" cannot select tests in `{format}` reports: they do not name a test's file"),
+                    "here",
+                    "keep the default scope (\"suite\") for libtest, libtest-json and tap reports",
+                ));
+            }
+        }
+    }
+    Ok(scope)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -568,6 +609,28 @@ mod tests {
         let e = error_of("[env]\ntest_command = \"t\"\nreport = \"xunit\"\n", &[]);
         assert!(e.contains("unknown report format `xunit`"), "{e}");
         assert!(e.contains("use one of: junit"), "{e}");
+    }
+
+    #[test]
+    fn a_screen_scope_is_a_known_word_and_touched_files_needs_files_in_reports() {
+        let e = error_of("[screen]\nscope = \"touched\"\n", &[]);
+        assert!(e.contains("unknown scope `touched`"), "{e}");
+        assert!(e.contains("touched-files"), "{e}");
+        let e = error_of(
+            "[screen]\nscope = \"touched-files\"\n[env]\ntest_command = \"cargo test\"\nreport = \"libtest\"\n",
+            &[],
+        );
+        assert!(
+            e.contains("cannot select tests in `libtest` reports"),
+            "{e}"
+        );
+        assert_eq!(
+            error_of(
+                "[screen]\nscope = \"touched-files\"\n[env]\ntest_command = \"pytest\"\nreport = \"pytest\"\n",
+                &[]
+            ),
+            ""
+        );
     }
 
     #[test]

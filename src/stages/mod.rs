@@ -42,6 +42,7 @@ pub(crate) use names::RELEASE as RELEASE_NODE;
 pub(crate) use publish::{AssayVersion, Manifest, Number, pretty};
 pub(crate) use records::{EnvRecord, Fault, GradeRecord, TaskRecord, TaskStatus, Verdict};
 pub(crate) use release::{ReadBlob, ReleaseParams, ReleaseRecord, assemble, read_from};
+pub(crate) use rules::screening::Scope;
 
 use assay_engine::{Graph, GraphError, Store};
 

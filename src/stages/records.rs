@@ -345,6 +345,14 @@ pub(crate) struct ScreenRecord {
     /// from, coarse enough that timing noise does not change the record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) slowest_s: Option<u64>,
+    /// `[screen] scope = "touched-files"`: how many tests the readings
+    /// named outside the files the test patch touches (in no list).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(crate) out_of_scope: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// `task:<id>`: the released unit (SWE-bench field names + ours).

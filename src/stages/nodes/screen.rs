@@ -13,13 +13,17 @@ use serde::Serialize;
 use super::node::{Kind, Made, NodeKind};
 use super::records::{RunRecord, ScreenRecord, TriageRecord};
 pub(crate) use super::rules::screening::readings;
-use super::rules::screening::{self, Runs};
+use super::rules::screening::{self, Runs, Scope};
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct ScreenParams {
     pub(crate) repeats: u32,
     /// How test ids map to the units that did not build.
     pub(crate) report: Format,
+    /// `[screen] scope`; left out of the key at its default (`suite`), so
+    /// a screen's key is what it was before the option.
+    #[serde(skip_serializing_if = "Scope::is_suite")]
+    pub(crate) scope: Scope,
 }
 
 super::node::inputs! {
@@ -71,6 +75,7 @@ impl Kind for Screen {
         Ok(Made::record(screening::screen(
             triage,
             self.0.report,
+            self.0.scope,
             &test_patch,
             &runs,
             &log,

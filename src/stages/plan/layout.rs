@@ -21,6 +21,7 @@ use super::grading::{GradeLayout, grade_nodes};
 use super::node::{self, NoNames};
 use super::publish::Price;
 use super::redact::RedactConfig;
+use super::rules::screening::Scope;
 use super::rules::timeout::TimeoutRule;
 use super::run::{Run, RunNames};
 use super::screen::{Screen, ScreenNames, ScreenParams};
@@ -129,6 +130,7 @@ pub(crate) fn nodes(
                     env_name: &env_name,
                     store_dir: &store_dir,
                     repeats,
+                    scope: settings.scope,
                     redact: &redact,
                     watch: &watch,
                 },
@@ -264,6 +266,7 @@ struct Screening<'a> {
     env_name: &'a str,
     store_dir: &'a Path,
     repeats: u32,
+    scope: Scope,
     redact: &'a RedactConfig,
     watch: &'a [String],
 }
@@ -306,6 +309,7 @@ fn screening_nodes(out: &mut Vec<NodeSpec>, s: &Screening<'_>) -> String {
         Screen(ScreenParams {
             repeats: s.repeats,
             report: s.env.format,
+            scope: s.scope,
         }),
         ScreenNames {
             triage: s.triage.to_owned(),

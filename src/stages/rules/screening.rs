@@ -30,6 +30,44 @@ use assay_report::{Format, Outcome};
 use super::records::{Control, RunRecord, ScreenRecord, TriageRecord};
 pub(crate) use super::staging::State;
 
+/// `[screen] scope`: which tests the lists are drawn from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Scope {
+    /// Every test the readings name (assay's default: a regression anywhere
+    /// in the suite is caught).
+    #[default]
+    Suite,
+    /// Only the tests of the files the test patch touches (SWE-bench's
+    /// convention): fewer regressions caught, a shorter PASS_TO_PASS.
+    TouchedFiles,
+}
+
+impl Scope {
+    pub(crate) const ALL: [Scope; 2] = [Scope::Suite, Scope::TouchedFiles];
+
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Scope::Suite => "suite",
+            Scope::TouchedFiles => "touched-files",
+        }
+    }
+
+    pub(crate) fn parse(word: &str) -> Option<Scope> {
+        Scope::ALL.into_iter().find(|s| s.as_str() == word)
+    }
+
+    pub(crate) fn is_suite(&self) -> bool {
+        *self == Scope::Suite
+    }
+
+    /// Whether a report in `format` names the file of every test, so that
+    /// the touched files can decide (libtest's and TAP's ids carry none).
+    pub(crate) fn can_select(format: Format) -> bool {
+        !matches!(format, Format::Libtest | Format::LibtestJson | Format::Tap)
+    }
+}
+
 /// The readings a screen reads, in the order of its `runs`: every repeat of
 /// a state, state by state. The layout names the runs in this order and the
 /// job reads them back by it.
@@ -97,6 +135,7 @@ impl Runs {
 pub(crate) fn screen(
     triage: &TriageRecord,
     format: Format,
+    scope: Scope,
     test_patch: &[u8],
     runs: &Runs,
     log: &dyn Fn(&RunRecord) -> Vec<u8>,
@@ -116,7 +155,7 @@ pub(crate) fn screen(
         }
     }
     if broken.is_empty() {
-        return reduce(triage, format, &changed_words(test_patch), runs);
+        return reduce(triage, format, scope, &changed_words(test_patch), runs);
     }
     let lines: Vec<String> = broken
         .into_iter()
@@ -419,6 +458,52 @@ pub(crate) fn declared_name(format: Format, id: &str) -> Option<&str> {
         .filter(|w| !w.chars().all(|c| c.is_ascii_digit()))
 }
 
+/// The test files a test patch touches, as a report names a test's file: a
+/// path, or for Go the package of the directory a touched `_test.go` file
+/// is in (a package ending in `/<dir>`; the root directory's package is the
+/// one every other package of the readings extends).
+struct Touched<'a> {
+    files: &'a BTreeSet<&'a str>,
+    /// Go: the touched directories ("" for the root), and the root package.
+    go: Option<(BTreeSet<&'a str>, Option<&'a str>)>,
+}
+
+impl<'a> Touched<'a> {
+    fn new(
+        format: Format,
+        files: &'a BTreeSet<&'a str>,
+        seen: impl Iterator<Item = &'a str> + Clone,
+    ) -> Touched<'a> {
+        let go = (format == Format::GoTestJson).then(|| {
+            let dirs = files
+                .iter()
+                .filter(|f| f.ends_with("_test.go"))
+                .map(|f| f.rsplit_once('/').map_or("", |(dir, _)| dir))
+                .collect();
+            let root = seen.clone().find(|p| {
+                seen.clone()
+                    .all(|q| q == *p || q.strip_prefix(*p).is_some_and(|r| r.starts_with('/')))
+            });
+            (dirs, root)
+        });
+        Touched { files, go }
+    }
+
+    /// Whether a test in `file` (as its report names it) is in a touched file.
+    fn holds(&self, file: Option<&str>) -> bool {
+        let Some(file) = file else {
+            return false;
+        };
+        match &self.go {
+            None => self.files.contains(file),
+            Some((dirs, root)) => dirs.iter().any(|dir| match *dir {
+                "" => *root == Some(file),
+                dir => file == dir || file.ends_with(&format!("/{dir}")),
+            }),
+        }
+    }
+}
+
 /// The first line of a compiler's message, with how many more there are.
 pub(crate) fn first_line(message: &str) -> String {
     let mut lines = message.lines().filter(|l| !l.trim().is_empty());
@@ -434,6 +519,7 @@ pub(crate) fn first_line(message: &str) -> String {
 pub(crate) fn reduce(
     triage: &TriageRecord,
     format: Format,
+    scope: Scope,
     changed: &BTreeSet<String>,
     runs: &Runs,
 ) -> ScreenRecord {
@@ -472,8 +558,13 @@ pub(crate) fn reduce(
     // is kept.
     let files: BTreeMap<&String, &String> = runs.all().flat_map(|r| r.files.iter()).collect();
     let test_files: BTreeSet<&str> = triage.test_files.iter().map(String::as_str).collect();
+    let touched = Touched::new(format, &test_files, files.values().map(|f| f.as_str()));
     for name in names {
         let file = files.get(name).map(|f| f.as_str());
+        if scope == Scope::TouchedFiles && !touched.holds(file) {
+            rec.out_of_scope += 1;
+            continue;
+        }
         let read = |state: State| -> Vec<Seen> {
             runs.of(state)
                 .iter()

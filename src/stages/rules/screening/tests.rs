@@ -87,6 +87,7 @@ fn median_task(test_patch: &str) -> ScreenRecord {
     reduce(
         &triage(&["median_test.go"]),
         GO,
+        Scope::Suite,
         &changed_words(test_patch.as_bytes()),
         &runs(
             vec![passing(&OLD), passing(&OLD)],
@@ -157,6 +158,7 @@ fn a_test_only_state_that_builds_decides_as_before() {
     let rec = reduce(
         &triage(&["mean_test.go"]),
         GO,
+        Scope::Suite,
         &BTreeSet::new(),
         &runs(
             vec![passing(&OLD)],
@@ -183,6 +185,7 @@ fn a_gold_state_that_does_not_build_uncertifies_naming_the_compiler() {
     let rec = reduce(
         &triage(&["median_test.go"]),
         GO,
+        Scope::Suite,
         &BTreeSet::new(),
         &runs(
             vec![passing(&OLD)],
@@ -218,6 +221,7 @@ fn a_unit_that_fails_to_build_at_base_and_with_gold_is_not_the_gold_patchs_doing
     let rec = reduce(
         &triage(&[]),
         GO,
+        Scope::Suite,
         &BTreeSet::new(),
         &runs(
             vec![broken()],
@@ -360,6 +364,7 @@ fn an_untrusted_reading_still_fails_the_control() {
     let rec = reduce(
         &triage(&[]),
         GO,
+        Scope::Suite,
         &BTreeSet::new(),
         &runs(vec![passing(&OLD)], vec![empty], vec![passing(&OLD)]),
     );
@@ -447,6 +452,7 @@ fn readings_are_listed_in_the_order_of_their_states_words() {
     let rec = reduce(
         &triage(&[]),
         GO,
+        Scope::Suite,
         &BTreeSet::new(),
         &runs(vec![untrusted()], vec![untrusted()], vec![untrusted()]),
     );
@@ -470,7 +476,7 @@ fn a_screen_reads_the_logs_for_a_broken_environment_before_reducing() {
             Vec::new()
         }
     };
-    let rec = screen(&triage(&[]), GO, b"", &all, &log);
+    let rec = screen(&triage(&[]), GO, Scope::Suite, b"", &all, &log);
     assert_eq!(
         rec.controls[&Control::EnvironmentBroken].1,
         "the test command could not run: test reading 0: `go` not found (exit 127)"
@@ -480,7 +486,7 @@ fn a_screen_reads_the_logs_for_a_broken_environment_before_reducing() {
         vec![passing(&OLD)],
         vec![passing(&OLD)],
     );
-    let rec = screen(&triage(&[]), GO, b"", &fine, &log);
+    let rec = screen(&triage(&[]), GO, Scope::Suite, b"", &fine, &log);
     assert_eq!(names(&rec.pass_to_pass), OLD);
     assert!(!rec.controls.contains_key(&Control::EnvironmentBroken));
 }
@@ -569,11 +575,97 @@ fn a_failed_setup_is_named_once_with_its_command_and_log_end() {
         b"    Updating crates.io index\nerror: failed to get `serde` as a dependency\n\nCaused by:\n  network unreachable\nassay: setup exited\n"
             .to_vec()
     };
-    let rec = screen(&triage(&[]), Format::Libtest, b"", &all, &log);
+    let rec = screen(&triage(&[]), Format::Libtest, Scope::Suite, b"", &all, &log);
     assert_eq!(
         rec.controls[&Control::EnvironmentBroken].1,
         "the test command could not run: every reading: the environment's setup failed: \
          `cargo vendor > cfg` exited with 101; its log ends: error: failed to get `serde` \
          as a dependency / Caused by: / network unreachable"
     );
+}
+
+/// `[screen] scope = "touched-files"`: the lists come only from the test
+/// files the test patch touches (SWE-bench's convention); the rest is
+/// counted, in no list.
+#[test]
+fn the_touched_files_scope_draws_the_lists_from_the_test_patchs_files() {
+    let py = |tests: &[(&str, &str, Outcome)]| {
+        let mut r = RunRecord::default();
+        for (file, t, o) in tests {
+            let id = format!("{file}::{t}");
+            r.tests.insert(id.clone(), *o);
+            r.files.insert(id, (*file).to_owned());
+        }
+        r
+    };
+    use Outcome::{Failed, Passed};
+    let (a, b) = ("tests/test_a.py", "tests/test_b.py");
+    let base = py(&[(a, "test_old", Passed), (b, "test_other", Passed)]);
+    let test = py(&[
+        (a, "test_old", Passed),
+        (a, "test_new", Failed),
+        (b, "test_other", Passed),
+    ]);
+    let gold = py(&[
+        (a, "test_old", Passed),
+        (a, "test_new", Passed),
+        (b, "test_other", Passed),
+    ]);
+    let all = runs(vec![base], vec![test], vec![gold]);
+    let suite = reduce(
+        &triage(&[a]),
+        Format::Pytest,
+        Scope::Suite,
+        &BTreeSet::new(),
+        &all,
+    );
+    assert_eq!(suite.fail_to_pass, ["tests/test_a.py::test_new"]);
+    assert_eq!(
+        suite.pass_to_pass,
+        ["tests/test_a.py::test_old", "tests/test_b.py::test_other"]
+    );
+    assert_eq!(suite.out_of_scope, 0);
+    let touched = reduce(
+        &triage(&[a]),
+        Format::Pytest,
+        Scope::TouchedFiles,
+        &BTreeSet::new(),
+        &all,
+    );
+    assert_eq!(touched.fail_to_pass, ["tests/test_a.py::test_new"]);
+    assert_eq!(touched.pass_to_pass, ["tests/test_a.py::test_old"]);
+    assert_eq!(touched.out_of_scope, 1);
+    assert!(!touched.readings["base"].contains_key("tests/test_b.py::test_other"));
+
+    // Go: a test's file is its package; the root directory's `_test.go`
+    // file is the root package's, a subdirectory's its package.
+    let go = |tests: &[(&str, &str)]| {
+        let mut r = RunRecord::default();
+        for (pkg, t) in tests {
+            let id = format!("{pkg}.{t}");
+            r.tests.insert(id.clone(), Passed);
+            r.files.insert(id, (*pkg).to_owned());
+        }
+        r
+    };
+    let sub = "example.com/gocalc/stats";
+    let reading = || go(&[(PKG, "TestAdd"), (sub, "TestMean")]);
+    let all = runs(vec![reading()], vec![reading()], vec![reading()]);
+    let root = reduce(
+        &triage(&["add_test.go"]),
+        GO,
+        Scope::TouchedFiles,
+        &BTreeSet::new(),
+        &all,
+    );
+    assert_eq!(names(&root.pass_to_pass), ["TestAdd"]);
+    let nested = reduce(
+        &triage(&["stats/mean_test.go"]),
+        GO,
+        Scope::TouchedFiles,
+        &BTreeSet::new(),
+        &all,
+    );
+    assert_eq!(nested.pass_to_pass, ["example.com/gocalc/stats.TestMean"]);
+    assert!(!Scope::can_select(Format::Libtest) && Scope::can_select(Format::Unittest));
 }

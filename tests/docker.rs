@@ -507,7 +507,16 @@ fn a_failing_setup_command_and_its_log_are_the_environments_and_certify_nothing(
         &f,
         &format!("setup = [\"echo {tag}\", \"echo about to fail; exit 3\", \"echo never\"]"),
     );
-    let b = f.build_ok();
+    // Every task's environment is broken: the build says so and exits 8.
+    let b = f.build(&[]);
+    assert_eq!(b.run.code, 8, "{}", b.run.stderr);
+    assert!(
+        b.run
+            .stderr
+            .contains("every screened task found its environment broken"),
+        "{}",
+        b.run.stderr
+    );
     assert!(
         b.run
             .stderr

@@ -601,16 +601,27 @@ fn a_failing_environment_setup_is_recorded_and_certifies_nothing() {
         pipeline(r#"setup = ["echo preparing", "exit 3"]"#, ""),
     );
     let b = build(&project);
-    assert_eq!(
-        b.run.code, 0,
-        "a failed setup is a recorded outcome, not a crash: {}",
+    // A recorded outcome, not a crash: the release is written, and as every
+    // screened task's environment is broken the build exits 8 saying what
+    // broke — the failing command, its exit code, the end of its log.
+    assert_eq!(b.run.code, 8, "{}", b.run.stderr);
+    assert!(
+        b.run
+            .stderr
+            .contains("every screened task found its environment broken"),
+        "{}",
         b.run.stderr
     );
     let t = tasks(&project);
     let task = &t["p-1"];
     assert!(!task["certified"].as_bool().unwrap());
     let why = strs(&task["uncertified_because"]).join(" | ");
-    assert!(why.contains("environment's setup failed"), "{why}");
+    assert!(
+        why.contains("environment_broken: ")
+            && why.contains("the environment's setup failed: `exit 3` exited with 3")
+            && why.contains("its log ends: preparing"),
+        "{why}"
+    );
     // The setup log is kept as evidence: the env record names it by digest.
     let env = b
         .names("node_finished")

@@ -495,8 +495,12 @@ pub fn toolchain_homes(
 
 /// The read-only toolchain roots a run needs to find the programs on `path`
 /// (a `PATH` value): for each entry outside the system directories, the entry
-/// itself, or its parent when it is a `bin`/`shims` directory (pyenv, cargo,
-/// go keep their libraries beside it).
+/// itself, or its parent when it is a `bin`/`shims` directory (pyenv and go
+/// keep their libraries beside it). A cargo home's `bin` (it holds `cargo`
+/// or `rustup`) is bound alone: the rest of a cargo home is the host's
+/// registry cache, config and `credentials.toml` (a crates.io token), which
+/// no run needs (its cargo has a home of its own) and graded code must not
+/// read.
 pub fn toolchain_roots(path: &str) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
     for entry in path.split(':').filter(|e| e.starts_with('/')) {
@@ -504,7 +508,9 @@ pub fn toolchain_roots(path: &str) -> Vec<PathBuf> {
         if p.starts_with("/usr") || p.starts_with("/bin") || p.starts_with("/sbin") || !p.is_dir() {
             continue;
         }
+        let cargo_home_bin = p.join("cargo").is_file() || p.join("rustup").is_file();
         let root = match p.file_name().and_then(|n| n.to_str()) {
+            Some("bin") if cargo_home_bin => p,
             Some("bin" | "shims") => p.parent().unwrap_or(p),
             _ => p,
         };
@@ -572,5 +578,21 @@ mod tests {
         );
         // No proxy on the path: nothing.
         assert!(toolchain_homes("/usr/bin:/bin", host(&home)).is_empty());
+    }
+
+    /// A cargo home's `bin` is bound alone (not its credentials); pyenv's
+    /// and go's roots whole.
+    #[test]
+    fn a_cargo_home_lends_its_bin_alone() {
+        let d = tempfile::tempdir().unwrap();
+        let cargo = d.path().join(".cargo");
+        touch(&cargo.join("bin/cargo"));
+        touch(&cargo.join("credentials.toml"));
+        let go = d.path().join("go");
+        touch(&go.join("bin/go"));
+        let path = format!("{}:{}:/usr/bin", cargo.join("bin").display(), go.join("bin").display());
+        let mut want = vec![cargo.join("bin"), go.clone()];
+        want.sort();
+        assert_eq!(toolchain_roots(&path), want);
     }
 }

@@ -440,7 +440,14 @@ fn a_missing_test_command_is_environment_broken_and_nothing_else() {
     let toml = with_test_command(pipeline("", ""), "nosuch-runner-xyz -v");
     project.write("pipeline.toml", toml);
     let b = build(&project);
-    assert_eq!(b.run.code, 0, "stderr:\n{}", b.run.stderr);
+    // The one task screened found its environment broken: the build exits
+    // 8 and says what broke.
+    assert_eq!(b.run.code, 8, "stderr:\n{}", b.run.stderr);
+    assert!(
+        b.run.stderr.contains("`nosuch-runner-xyz` not found (exit 127)"),
+        "{}",
+        b.run.stderr
+    );
     let p1 = &tasks(&project)["p-1"];
     assert_eq!(p1["certified"], false, "{p1:#}");
     assert_eq!(p1["status"], "uncertified", "{p1:#}");

@@ -116,6 +116,8 @@ pub(crate) struct Scoring {
     pub(crate) fallback_arm: Arm,
     pub(crate) floats: String,
     pub(crate) interval: String,
+    /// How a leaderboard's score interval is counted (over tasks).
+    pub(crate) leaderboard_interval: String,
 }
 
 impl Default for Scoring {
@@ -125,6 +127,7 @@ impl Default for Scoring {
             fallback_arm: Arm::CONTRAST,
             floats: String::new(),
             interval: String::new(),
+            leaderboard_interval: String::new(),
         }
     }
 }

@@ -30,7 +30,10 @@ pub(super) fn summary(index: &Index<'_>) -> (Summary, Sources) {
     let scoring = Scoring {
         arm: Arm::SCORED,
         fallback_arm: Arm::CONTRAST,
-        interval: "Wilson score, 95% (z = 1.959964); a leaderboard score's over tasks (n = tasks: attempts nest in them)".to_owned(),
+        interval: "Wilson score, 95% (z = 1.959964)".to_owned(),
+        leaderboard_interval:
+            "Wilson score over tasks, 95% (z = 1.959964): a task's attempts are not independent draws"
+                .to_owned(),
         floats: "rounded to 6 decimals".to_owned(),
     };
     let tasks = root.object("tasks", |o| tasks(o, index));

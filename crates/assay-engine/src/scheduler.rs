@@ -8,8 +8,10 @@
 //!
 //! [`build`] is a loop of named steps on one `Build`: key what is ready
 //! (reusing valid hits, letting a node follow another of the same key),
-//! launch queued jobs, receive the next to end, then commit it or propagate
-//! its failure. Committing is `writer`'s.
+//! launch queued jobs, receive the next to end, then queue its row for the
+//! writer (its dependents may go on at once) or propagate its failure, and
+//! report the nodes whose rows a transaction committed. Committing is
+//! `writer`'s.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
@@ -25,7 +27,7 @@ use crate::key::{Digest, DigestMap, KeyRecord, KeyRecordRef, SCHEMA_VERSION};
 use crate::store::{
     BuildManifestRef, FailureRow, IndexRow, ManifestEntryRef, NewRow, Store, StoreError, now_ms,
 };
-use crate::writer::{Executed, WriterMsg, execute, spawn_writer, write};
+use crate::writer::{Committed, Executed, WriterMsg, execute, spawn_writer, write_failure};
 
 pub struct BuildOptions {
     pub jobs: usize,
@@ -173,18 +175,25 @@ pub async fn build(
     loop {
         b.key_ready();
         b.launch();
-        let Some(finished) = b.receive().await else {
-            break;
-        };
-        let Some((id, result)) = finished else {
-            continue;
-        };
-        match result {
-            Ok(executed) => b.commit(id, executed),
-            Err(JobError(reason)) => b.fail(id, reason).await,
+        match b.receive().await {
+            None => break,
+            Some(Received::Nothing) => {}
+            Some(Received::Job(id, Ok(executed))) => b.stored(id, executed),
+            Some(Received::Job(id, Err(JobError(reason)))) => b.fail(id, reason).await,
+            Some(Received::Committed((nodes, result))) => b.committed(nodes, result),
         }
     }
     b.finish()
+}
+
+/// What [`Build::receive`] waited for.
+enum Received {
+    /// A note passed on, or a task that was no job's.
+    Nothing,
+    /// A job ended, with what it made (its output stored) or why it failed.
+    Job(NodeId, Result<Executed, JobError>),
+    /// A transaction of the writer committed (or failed) these nodes' rows.
+    Committed(Committed),
 }
 
 /// One build in progress: what each node has become, the queue of work and
@@ -200,6 +209,11 @@ struct Build<'a, 's> {
     build_id: i64,
     writer: mpsc::Sender<WriterMsg>,
     writer_handle: std::thread::JoinHandle<()>,
+    /// The writer's word on each transaction of rows.
+    committed: tokio::sync::mpsc::UnboundedReceiver<Committed>,
+    /// Executed nodes whose rows are queued but not yet committed, with
+    /// how long their job ran: done for their dependents, not yet reported.
+    uncommitted: HashMap<NodeId, u64>,
     /// Per node: how many dependencies are not done yet.
     waiting: Vec<usize>,
     state: Vec<State>,
@@ -239,7 +253,8 @@ impl<'a, 's> Build<'a, 's> {
             build: build_id,
             nodes: graph.len(),
         });
-        let (writer, writer_handle) = spawn_writer(store.writer()?);
+        let (committed_tx, committed) = tokio::sync::mpsc::unbounded_channel();
+        let (writer, writer_handle) = spawn_writer(store.writer()?, committed_tx);
         let n = graph.len();
         let waiting: Vec<usize> = graph.deps.iter().map(Vec::len).collect();
         let ready = graph
@@ -257,6 +272,8 @@ impl<'a, 's> Build<'a, 's> {
             build_id,
             writer,
             writer_handle,
+            committed,
+            uncommitted: HashMap::new(),
             waiting,
             state: (0..n).map(|_| State::Waiting).collect(),
             outcomes: (0..n)
@@ -322,7 +339,8 @@ impl<'a, 's> Build<'a, 's> {
             }
             if let Some(&leader) = self.leaders.get(&key) {
                 match &self.state[leader] {
-                    State::Done(out, bytes) => {
+                    // A leader's result is taken once its row is committed.
+                    State::Done(out, bytes) if !self.uncommitted.contains_key(&leader) => {
                         let (out, bytes) = (*out, bytes.clone());
                         self.reuse(id, out, bytes);
                     }
@@ -389,34 +407,43 @@ impl<'a, 's> Build<'a, 's> {
             duration_ms: 0,
             build: self.build_id,
         };
-        let (writer, blobs) = (self.writer.clone(), store.blobs().clone());
+        let blobs = store.blobs().clone();
         let handle = self.inflight.spawn(async move {
             if let Some(e) = input_error {
                 return Err(JobError(format!("cannot read an input: {e}")));
             }
-            execute(fut, row, writer, blobs).await
+            execute(fut, row, blobs).await
         });
         self.task_node.insert(handle.id(), id);
     }
 
-    /// The next job to end and its node, with what it made; `None` when
-    /// nothing is in flight, `Some(None)` for a task that is no job's or a
-    /// job's note (passed on as an event meanwhile).
-    async fn receive(&mut self) -> Option<Option<(NodeId, Result<Executed, JobError>)>> {
+    /// The next job to end and its node, with what it made, or the next
+    /// transaction of the writer; `None` when nothing is in flight or
+    /// waiting to be committed.
+    async fn receive(&mut self) -> Option<Received> {
         // Notes come before the end of the job that sent them.
         while let Ok(note) = self.notes.1.try_recv() {
             self.note(note);
         }
-        if self.inflight.is_empty() {
+        if self.inflight.is_empty() && self.uncommitted.is_empty() {
             return None;
         }
         let joined = tokio::select! {
             biased;
             Some(note) = self.notes.1.recv() => {
                 self.note(note);
-                return Some(None);
+                return Some(Received::Nothing);
             }
-            joined = self.inflight.join_next_with_id() => joined?,
+            done = self.committed.recv(), if !self.uncommitted.is_empty() => {
+                // The writer never drops its end before the build does,
+                // unless its thread died: then nothing more commits.
+                let stopped = || {
+                    let nodes = self.uncommitted.keys().copied().collect();
+                    (nodes, Err("the index writer stopped".to_owned()))
+                };
+                return Some(Received::Committed(done.unwrap_or_else(stopped)));
+            }
+            Some(joined) = self.inflight.join_next_with_id() => joined,
         };
         let (id, result) = match joined {
             Ok((tid, r)) => (self.task_node.remove(&tid), r),
@@ -430,10 +457,10 @@ impl<'a, 's> Build<'a, 's> {
             ),
         };
         let Some(id) = id else {
-            return Some(None);
+            return Some(Received::Nothing);
         };
         self.held.release(self.graph, id);
-        Some(Some((id, result)))
+        Some(Received::Job(id, result))
     }
 
     fn note(&mut self, note: Note) {
@@ -446,28 +473,51 @@ impl<'a, 's> Build<'a, 's> {
         });
     }
 
-    /// A job executed and its row is committed: its node is done, its
-    /// dependents may be ready, and the nodes of the same key take its result.
-    fn commit(&mut self, id: NodeId, (output, bytes, duration_ms): Executed) {
-        let spec = self.graph.node(id);
-        self.settle(
-            id,
-            State::Done(output, Some(bytes.clone())),
-            NodeStatus::Executed,
-        );
+    /// A job executed and its output is stored: its row is queued for the
+    /// writer, and its dependents may be ready. It is reported (and the
+    /// nodes of the same key take its result) once the row is committed.
+    fn stored(&mut self, id: NodeId, (output, bytes, duration_ms, row): Executed) {
+        self.state[id] = State::Done(output, Some(bytes.clone()));
         self.outcomes[id].output = Some(output);
-        self.outcomes[id].bytes = Some(bytes.clone());
-        let key = self.key_of(id);
-        (self.sink)(&Event::NodeFinished {
-            name: &spec.name,
-            kind: &spec.kind,
-            key,
-            output,
-            duration_ms,
-        });
+        self.outcomes[id].bytes = Some(bytes);
+        if self.writer.send(WriterMsg::Row(id, row)).is_err() {
+            self.mark_failed(id, "the index writer stopped".into());
+            return;
+        }
+        self.uncommitted.insert(id, duration_ms);
         self.release(id);
-        for f in self.followers.remove(&id).unwrap_or_default() {
-            self.reuse(f, output, Some(bytes.clone()));
+    }
+
+    /// A transaction of the writer ended: its nodes are reported finished
+    /// and the nodes of their keys take their results, or, if it failed,
+    /// they fail.
+    fn committed(&mut self, nodes: Vec<NodeId>, result: Result<(), String>) {
+        for id in nodes {
+            let Some(duration_ms) = self.uncommitted.remove(&id) else {
+                continue;
+            };
+            let spec = self.graph.node(id);
+            let (output, bytes) = match (&result, &self.state[id]) {
+                (Ok(()), State::Done(output, bytes)) => (*output, bytes.clone()),
+                (Err(e), _) => {
+                    self.fail_with_followers(id, format!("committing to the index: {e}"));
+                    continue;
+                }
+                _ => continue,
+            };
+            self.summary.count(&spec.kind, Tally::Executed);
+            self.outcomes[id].status = NodeStatus::Executed;
+            let key = self.key_of(id);
+            (self.sink)(&Event::NodeFinished {
+                name: &spec.name,
+                kind: &spec.kind,
+                key,
+                output,
+                duration_ms,
+            });
+            for f in self.followers.remove(&id).unwrap_or_default() {
+                self.reuse(f, output, bytes.clone());
+            }
         }
     }
 
@@ -484,10 +534,17 @@ impl<'a, 's> Build<'a, 's> {
             at_ms: now_ms(),
         };
         // Recorded when the writer still runs; the node fails either way.
-        let _ = write(&self.writer, None, Some(failure)).await;
+        let _ = write_failure(&self.writer, failure).await;
+        self.fail_with_followers(id, reason);
+    }
+
+    /// Node `id` failed, and with it the nodes of its key.
+    fn fail_with_followers(&mut self, id: NodeId, reason: String) {
+        let graph = self.graph;
+        let name = &graph.node(id).name;
         self.mark_failed(id, reason);
         for f in self.followers.remove(&id).unwrap_or_default() {
-            self.mark_failed(f, format!("same key as `{}`, which failed", spec.name));
+            self.mark_failed(f, format!("same key as `{name}`, which failed"));
         }
     }
 
@@ -560,6 +617,9 @@ impl<'a, 's> Build<'a, 's> {
             reason: &reason,
         });
         self.settle(id, State::Failed, NodeStatus::Failed(reason));
+        // A node whose row failed to commit had an output: it has none now.
+        self.outcomes[id].output = None;
+        self.outcomes[id].bytes = None;
         self.skip_descendants(id);
     }
 
@@ -578,7 +638,9 @@ impl<'a, 's> Build<'a, 's> {
         let because = format!("`{}` failed", graph.node(failed).name);
         let mut stack: Vec<NodeId> = graph.dependents[failed].clone();
         while let Some(id) = stack.pop() {
-            if !matches!(self.state[id], State::Waiting) {
+            // A keyed node goes on to its own end: it runs (or waits to) on
+            // an output that exists, whose row failed to commit.
+            if !matches!(self.state[id], State::Waiting) || self.outcomes[id].key.is_some() {
                 continue;
             }
             let spec = graph.node(id);

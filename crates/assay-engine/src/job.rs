@@ -104,12 +104,12 @@ impl JobCtx {
         key: Digest,
         mut input_of: impl FnMut(NodeId) -> (Digest, Result<Arc<Vec<u8>>, String>),
     ) -> (JobCtx, Option<String>) {
-        let deps = &graph.deps[id];
+        let deps = graph.deps(id);
         let mut inputs = Vec::with_capacity(deps.len());
         let mut input_keys = Vec::with_capacity(deps.len());
         let mut unreadable = None;
         for &d in deps {
-            let (dkey, bytes) = input_of(d);
+            let (dkey, bytes) = input_of(d as usize);
             input_keys.push(dkey);
             match bytes {
                 Ok(b) => inputs.push(b),

@@ -145,10 +145,8 @@ impl KeyRecord {
     }
 }
 
-/// A [`KeyRecord`] made of borrowed parts: the same canonical bytes (serde
-/// encodes `&str` as `String` and `&[T]` as `Vec<T>`), without cloning a
-/// node's kind and params to compute its key.
-#[derive(Serialize)]
+/// A [`KeyRecord`] made of borrowed parts: the same canonical bytes, without
+/// cloning a node's kind and params to compute its key.
 pub(crate) struct KeyRecordRef<'a> {
     pub(crate) schema: u32,
     pub(crate) kind: &'a str,
@@ -158,11 +156,22 @@ pub(crate) struct KeyRecordRef<'a> {
 }
 
 impl KeyRecordRef<'_> {
-    /// The key, encoding into `buf` (cleared first) so a build reuses one buffer.
+    /// The key, encoding into `buf` (cleared first) so a build reuses one
+    /// buffer. The bytes are [`KeyRecord::encode`]'s (bincode's standard
+    /// configuration), written directly: serde's encoder hands each digest
+    /// over one byte at a time.
     pub(crate) fn key_with(&self, buf: &mut Vec<u8>) -> Digest {
         buf.clear();
-        // Writing into a Vec cannot fail.
-        let _ = bincode::serde::encode_into_std_write(self, buf, bincode::config::standard());
+        varint(buf, u64::from(self.schema));
+        varint(buf, self.kind.len() as u64);
+        buf.extend_from_slice(self.kind.as_bytes());
+        varint(buf, u64::from(self.kind_version));
+        varint(buf, self.params.len() as u64);
+        buf.extend_from_slice(self.params);
+        varint(buf, self.deps.len() as u64);
+        for d in self.deps {
+            buf.extend_from_slice(&d.0);
+        }
         Digest::of(buf)
     }
 
@@ -174,6 +183,23 @@ impl KeyRecordRef<'_> {
             params: self.params.to_vec(),
             deps: self.deps.to_vec(),
         }
+    }
+}
+
+/// bincode's variable-length integer (standard configuration): below 251 one
+/// byte, else a marker byte and the value little-endian in 2, 4 or 8 bytes.
+pub(crate) fn varint(buf: &mut Vec<u8>, n: u64) {
+    if n < 251 {
+        buf.push(n as u8);
+    } else if let Ok(n) = u16::try_from(n) {
+        buf.push(251);
+        buf.extend_from_slice(&n.to_le_bytes());
+    } else if let Ok(n) = u32::try_from(n) {
+        buf.push(252);
+        buf.extend_from_slice(&n.to_le_bytes());
+    } else {
+        buf.push(253);
+        buf.extend_from_slice(&n.to_le_bytes());
     }
 }
 
@@ -220,18 +246,30 @@ mod tests {
 
     #[test]
     fn borrowed_record_encodes_like_the_owned_one() {
-        let r = record(b"params", vec![Digest::of(b"a"), Digest::of(b"b")]);
-        let borrowed = KeyRecordRef {
-            schema: r.schema,
-            kind: &r.kind,
-            kind_version: r.kind_version,
-            params: &r.params,
-            deps: &r.deps,
-        };
+        let long = vec![7u8; 300];
+        let huge = vec![9u8; 70_000];
+        let many: Vec<Digest> = (0..300u32).map(|i| Digest::of(&i.to_le_bytes())).collect();
         let mut buf = Vec::new();
-        assert_eq!(borrowed.key_with(&mut buf), r.key());
-        assert_eq!(buf, r.encode());
-        assert_eq!(borrowed.to_owned(), r);
+        for (params, deps, kind_version) in [
+            (&b"params"[..], vec![Digest::of(b"a"), Digest::of(b"b")], 1),
+            (&b""[..], vec![], 0),
+            (&long[..], many.clone(), 250),
+            (&huge[..], many, 70_000),
+        ] {
+            let mut r = record(params, deps);
+            r.kind_version = kind_version;
+            r.kind = "k".repeat(kind_version as usize % 400);
+            let borrowed = KeyRecordRef {
+                schema: r.schema,
+                kind: &r.kind,
+                kind_version: r.kind_version,
+                params: &r.params,
+                deps: &r.deps,
+            };
+            assert_eq!(borrowed.key_with(&mut buf), r.key());
+            assert_eq!(buf, r.encode());
+            assert_eq!(borrowed.to_owned(), r);
+        }
     }
 
     #[test]

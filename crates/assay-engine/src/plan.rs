@@ -38,7 +38,7 @@ pub fn plan(
     reread: &BTreeSet<String>,
     previous: Option<&BuildManifest>,
 ) -> Result<Vec<PlanEntry>, StoreError> {
-    let index = store.load_index_sized(graph.len())?;
+    let index = store.load_hits(graph.len())?;
     let n = graph.len();
     let mut outputs: Vec<Option<Digest>> = vec![None; n];
     let mut blocked_on: Vec<Option<String>> = vec![None; n];

@@ -8,8 +8,10 @@
 //!
 //! [`build`] is a loop of named steps on one `Build`: key what is ready
 //! (reusing valid hits, letting a node follow another of the same key),
-//! launch queued jobs, receive the next to end, then commit it or propagate
-//! its failure. Committing is `writer`'s.
+//! launch queued jobs, receive the next to end, then queue its row for the
+//! writer (its dependents may go on at once) or propagate its failure, and
+//! report the nodes whose rows a transaction committed. Committing is
+//! `writer`'s.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
@@ -23,9 +25,9 @@ use crate::graph::{Graph, NodeId};
 use crate::job::{Job, JobCtx, JobError, Note, Notes};
 use crate::key::{Digest, DigestMap, KeyRecord, KeyRecordRef, SCHEMA_VERSION};
 use crate::store::{
-    BuildManifestRef, FailureRow, IndexRow, ManifestEntryRef, NewRow, Store, StoreError, now_ms,
+    FailureRow, HitRow, Hits, ManifestEntryRef, NewRow, Store, StoreError, encode_manifest, now_ms,
 };
-use crate::writer::{Executed, WriterMsg, execute, spawn_writer, write};
+use crate::writer::{Committed, Executed, WriterMsg, execute, spawn_writer, write_failure};
 
 pub struct BuildOptions {
     pub jobs: usize,
@@ -104,6 +106,15 @@ enum State {
     Skipped,
 }
 
+impl State {
+    fn output(&self) -> Option<Digest> {
+        match self {
+            State::Done(out, _) => Some(*out),
+            _ => None,
+        }
+    }
+}
+
 /// A node's key from its dependencies' outputs as `output_of` finds them, or
 /// the first dependency that has none: the one key walk of build, plan and
 /// recheck. `deps` is left holding the outputs; it and `buf` are reused from
@@ -115,11 +126,24 @@ pub(crate) fn node_key(
     deps: &mut Vec<Digest>,
     buf: &mut Vec<u8>,
 ) -> Result<Digest, NodeId> {
+    dep_outputs(graph, id, output_of, deps)?;
+    Ok(record_ref(graph, id, deps).key_with(buf))
+}
+
+/// Fills `deps` with node `id`'s dependencies' outputs, or returns the
+/// first dependency that has none.
+fn dep_outputs(
+    graph: &Graph,
+    id: NodeId,
+    output_of: impl Fn(NodeId) -> Option<Digest>,
+    deps: &mut Vec<Digest>,
+) -> Result<(), NodeId> {
     deps.clear();
-    for &d in &graph.deps[id] {
+    for &d in graph.deps(id) {
+        let d = d as usize;
         deps.push(output_of(d).ok_or(d)?);
     }
-    Ok(record_ref(graph, id, deps).key_with(buf))
+    Ok(())
 }
 
 fn record_ref<'a>(graph: &'a Graph, id: NodeId, deps: &'a [Digest]) -> KeyRecordRef<'a> {
@@ -134,27 +158,18 @@ fn record_ref<'a>(graph: &'a Graph, id: NodeId, deps: &'a [Digest]) -> KeyRecord
 }
 
 /// Checks a hit: output and attachments present and hashing to their digests.
-pub(crate) fn verify_hit(store: &Store, row: &IndexRow, job: &dyn Job) -> Result<(), String> {
-    // Inline outputs (most of a no-op build) are checked in place, not copied.
+pub(crate) fn verify_hit(store: &Store, row: HitRow<'_>, job: &dyn Job) -> Result<(), String> {
+    // Inline outputs (most of a no-op build) were checked as the index was
+    // loaded, and are not copied.
     let blob;
-    let bytes: &[u8] = match &row.inline {
-        Some(inline) => {
-            let actual = Digest::of(inline);
-            if actual != row.output {
-                return Err(StoreError::CorruptBlob {
-                    digest: row.output,
-                    actual,
-                }
-                .to_string());
-            }
-            inline
-        }
+    let bytes: &[u8] = match row.check_inline().map_err(|e| e.to_string())? {
+        Some(inline) => inline,
         None => {
             blob = store.blobs().get(&row.output).map_err(|e| e.to_string())?;
             &blob
         }
     };
-    for a in &row.attachments {
+    for a in row.attachments {
         store.blobs().get(a).map_err(|e| e.to_string())?;
     }
     if !job.hit_valid(bytes) {
@@ -170,21 +185,29 @@ pub async fn build(
     sink: &mut dyn FnMut(&Event),
 ) -> Result<BuildOutcome, StoreError> {
     let mut b = Build::start(store, graph, opts, sink)?;
+    b.sweep();
     loop {
         b.key_ready();
         b.launch();
-        let Some(finished) = b.receive().await else {
-            break;
-        };
-        let Some((id, result)) = finished else {
-            continue;
-        };
-        match result {
-            Ok(executed) => b.commit(id, executed),
-            Err(JobError(reason)) => b.fail(id, reason).await,
+        match b.receive().await {
+            None => break,
+            Some(Received::Nothing) => {}
+            Some(Received::Job(id, Ok(executed))) => b.stored(id, executed),
+            Some(Received::Job(id, Err(JobError(reason)))) => b.fail(id, reason).await,
+            Some(Received::Committed((nodes, result))) => b.committed(nodes, result),
         }
     }
     b.finish()
+}
+
+/// What [`Build::receive`] waited for.
+enum Received {
+    /// A note passed on, or a task that was no job's.
+    Nothing,
+    /// A job ended, with what it made (its output stored) or why it failed.
+    Job(NodeId, Result<Executed, JobError>),
+    /// A transaction of the writer committed (or failed) these nodes' rows.
+    Committed(Committed),
 }
 
 /// One build in progress: what each node has become, the queue of work and
@@ -196,10 +219,15 @@ struct Build<'a, 's> {
     graph: &'a Graph,
     opts: &'a BuildOptions,
     sink: &'s mut dyn FnMut(&Event),
-    index: DigestMap<IndexRow>,
+    index: Hits,
     build_id: i64,
     writer: mpsc::Sender<WriterMsg>,
     writer_handle: std::thread::JoinHandle<()>,
+    /// The writer's word on each transaction of rows.
+    committed: tokio::sync::mpsc::UnboundedReceiver<Committed>,
+    /// Executed nodes whose rows are queued but not yet committed, with
+    /// how long their job ran: done for their dependents, not yet reported.
+    uncommitted: HashMap<NodeId, u64>,
     /// Per node: how many dependencies are not done yet.
     waiting: Vec<usize>,
     state: Vec<State>,
@@ -233,21 +261,15 @@ impl<'a, 's> Build<'a, 's> {
         opts: &'a BuildOptions,
         sink: &'s mut dyn FnMut(&Event),
     ) -> Result<Build<'a, 's>, StoreError> {
-        let index = store.load_index_sized(graph.len())?;
+        let index = store.load_hits(graph.len())?;
         let build_id = store.begin_build(&opts.label)?;
         sink(&Event::BuildStarted {
             build: build_id,
             nodes: graph.len(),
         });
-        let (writer, writer_handle) = spawn_writer(store.writer()?);
+        let (committed_tx, committed) = tokio::sync::mpsc::unbounded_channel();
+        let (writer, writer_handle) = spawn_writer(store.writer()?, committed_tx);
         let n = graph.len();
-        let waiting: Vec<usize> = graph.deps.iter().map(Vec::len).collect();
-        let ready = graph
-            .order
-            .iter()
-            .copied()
-            .filter(|&i| waiting[i] == 0)
-            .collect();
         Ok(Build {
             store,
             graph,
@@ -257,7 +279,9 @@ impl<'a, 's> Build<'a, 's> {
             build_id,
             writer,
             writer_handle,
-            waiting,
+            committed,
+            uncommitted: HashMap::new(),
+            waiting: vec![0; n],
             state: (0..n).map(|_| State::Waiting).collect(),
             outcomes: (0..n)
                 .map(|_| NodeOutcome {
@@ -270,7 +294,7 @@ impl<'a, 's> Build<'a, 's> {
                     bytes: None,
                 })
                 .collect(),
-            ready,
+            ready: VecDeque::new(),
             to_run: VecDeque::new(),
             inflight: JoinSet::new(),
             notes: tokio::sync::mpsc::unbounded_channel(),
@@ -284,56 +308,147 @@ impl<'a, 's> Build<'a, 's> {
         })
     }
 
-    /// Keys every ready node: a valid cache hit is reused, a key another
+    /// Keys every node in topological order before anything runs: each
+    /// whose dependencies are all reused is keyed (and reused, or queued);
+    /// the others wait for the dependencies not done yet, which release them
+    /// as they end. A no-op build is this one pass, with no ready queue.
+    ///
+    /// Nodes go in chunks (the next nodes in order, up to one that depends
+    /// on a node of the chunk): the chunk's dependency outputs are read,
+    /// then its keys computed, then its index rows looked up, each in a
+    /// loop of its own, so that the cache misses of a chunk overlap instead
+    /// of each node waiting on its own (random dependencies and a hash
+    /// table of 100,000 rows are mostly misses).
+    fn sweep(&mut self) {
+        const CHUNK: usize = 32;
+        let graph = self.graph;
+        let order = &graph.order;
+        let mut keys: Vec<Option<Digest>> = Vec::with_capacity(CHUNK);
+        let mut start = 0;
+        while start < order.len() {
+            let mut end = start + 1;
+            while end < order.len()
+                && end - start < CHUNK
+                && !graph
+                    .deps(order[end])
+                    .iter()
+                    .any(|&d| order[start..end].contains(&(d as usize)))
+            {
+                end += 1;
+            }
+            let chunk = &order[start..end];
+            let done = |state: &[State], d: usize| matches!(state[d], State::Done(..));
+            for &id in chunk {
+                for &d in graph.deps(id) {
+                    std::hint::black_box(done(&self.state, d as usize));
+                }
+            }
+            keys.clear();
+            for &id in chunk {
+                let fresh =
+                    matches!(self.state[id], State::Waiting) && self.outcomes[id].key.is_none();
+                keys.push(fresh.then(|| self.key_of_ready(id)).flatten());
+            }
+            for key in keys.iter().flatten() {
+                std::hint::black_box(self.index.get(key).is_some());
+            }
+            for (&id, key) in chunk.iter().zip(&keys) {
+                // Its dependents come later in this order: nothing to release.
+                if let Some(key) = *key {
+                    self.decide(id, key, false);
+                }
+            }
+            start = end;
+        }
+        for id in 0..graph.len() {
+            if self.outcomes[id].key.is_none() {
+                let state = &self.state;
+                self.waiting[id] = graph
+                    .deps(id)
+                    .iter()
+                    .filter(|&&d| !matches!(state[d as usize], State::Done(..)))
+                    .count();
+            }
+        }
+    }
+
+    /// Keys every node that became ready since [`Build::sweep`].
+    fn key_ready(&mut self) {
+        while let Some(id) = self.ready.pop_front() {
+            self.key(id, true);
+        }
+    }
+
+    /// Keys node `id` if every dependency is done: a valid cache hit is
+    /// reused (and its dependents released if `release`), a key another
     /// node of this build already has follows that node, the rest is queued
     /// to execute.
-    fn key_ready(&mut self) {
-        let graph = self.graph;
-        while let Some(id) = self.ready.pop_front() {
-            if !matches!(self.state[id], State::Waiting) {
-                continue;
-            }
-            let state = &self.state;
-            let done = |d: NodeId| match &state[d] {
-                State::Done(out, _) => Some(*out),
-                _ => None,
-            };
-            // A node is ready only once every dependency is done.
-            let Ok(key) = node_key(graph, id, done, &mut self.deps, &mut self.encoded) else {
-                continue;
-            };
-            let spec = graph.node(id);
-            self.outcomes[id].key = Some(key);
-            let reread = spec.observation && self.opts.reread.contains(&spec.kind);
-            if let (false, Some(row)) = (reread, self.index.get(&key)) {
-                match verify_hit(self.store, row, spec.job.as_ref()) {
-                    Ok(()) => {
-                        let output = row.output;
-                        self.reuse(id, output, None);
-                        continue;
-                    }
-                    Err(problem) => (self.sink)(&Event::CacheRepaired {
-                        name: &spec.name,
-                        kind: &spec.kind,
-                        key,
-                        problem: &problem,
-                    }),
-                }
-            }
-            if let Some(&leader) = self.leaders.get(&key) {
-                match &self.state[leader] {
-                    State::Done(out, bytes) => {
-                        let (out, bytes) = (*out, bytes.clone());
-                        self.reuse(id, out, bytes);
-                    }
-                    _ => self.followers.entry(leader).or_default().push(id),
-                }
-                continue;
-            }
-            self.leaders.insert(key, id);
-            let record = record_ref(graph, id, &self.deps).to_owned();
-            self.to_run.push_back((id, record, key));
+    fn key(&mut self, id: NodeId, release: bool) {
+        if !matches!(self.state[id], State::Waiting) || self.outcomes[id].key.is_some() {
+            return;
         }
+        if let Some(key) = self.key_of_ready(id) {
+            self.decide(id, key, release);
+        }
+    }
+
+    /// Node `id`'s key if every dependency is done.
+    fn key_of_ready(&mut self, id: NodeId) -> Option<Digest> {
+        let state = &self.state;
+        node_key(
+            self.graph,
+            id,
+            |d| state[d].output(),
+            &mut self.deps,
+            &mut self.encoded,
+        )
+        .ok()
+    }
+
+    /// What node `id` of key `key` becomes: see [`Build::key`].
+    fn decide(&mut self, id: NodeId, key: Digest, release: bool) {
+        let graph = self.graph;
+        let spec = graph.node(id);
+        self.outcomes[id].key = Some(key);
+        let reread = spec.observation && self.opts.reread.contains(&spec.kind);
+        if let (false, Some(row)) = (reread, self.index.get(&key)) {
+            match verify_hit(self.store, row, spec.job.as_ref()) {
+                Ok(()) => {
+                    self.reuse(id, row.output, None);
+                    if release {
+                        self.release(id);
+                    }
+                    return;
+                }
+                Err(problem) => (self.sink)(&Event::CacheRepaired {
+                    name: &spec.name,
+                    kind: &spec.kind,
+                    key,
+                    problem: &problem,
+                }),
+            }
+        }
+        if let Some(&leader) = self.leaders.get(&key) {
+            match &self.state[leader] {
+                // A leader's result is taken once its row is committed.
+                State::Done(out, bytes) if !self.uncommitted.contains_key(&leader) => {
+                    let (out, bytes) = (*out, bytes.clone());
+                    self.reuse(id, out, bytes);
+                    if release {
+                        self.release(id);
+                    }
+                }
+                _ => self.followers.entry(leader).or_default().push(id),
+            }
+            return;
+        }
+        self.leaders.insert(key, id);
+        // The dependencies' outputs again: a sweep keys a chunk of nodes
+        // before it decides any.
+        let state = &self.state;
+        let _ = dep_outputs(graph, id, |d| state[d].output(), &mut self.deps);
+        let record = record_ref(graph, id, &self.deps).to_owned();
+        self.to_run.push_back((id, record, key));
     }
 
     /// Starts queued jobs while `--jobs` allows and their resources are free.
@@ -389,34 +504,43 @@ impl<'a, 's> Build<'a, 's> {
             duration_ms: 0,
             build: self.build_id,
         };
-        let (writer, blobs) = (self.writer.clone(), store.blobs().clone());
+        let blobs = store.blobs().clone();
         let handle = self.inflight.spawn(async move {
             if let Some(e) = input_error {
                 return Err(JobError(format!("cannot read an input: {e}")));
             }
-            execute(fut, row, writer, blobs).await
+            execute(fut, row, blobs).await
         });
         self.task_node.insert(handle.id(), id);
     }
 
-    /// The next job to end and its node, with what it made; `None` when
-    /// nothing is in flight, `Some(None)` for a task that is no job's or a
-    /// job's note (passed on as an event meanwhile).
-    async fn receive(&mut self) -> Option<Option<(NodeId, Result<Executed, JobError>)>> {
+    /// The next job to end and its node, with what it made, or the next
+    /// transaction of the writer; `None` when nothing is in flight or
+    /// waiting to be committed.
+    async fn receive(&mut self) -> Option<Received> {
         // Notes come before the end of the job that sent them.
         while let Ok(note) = self.notes.1.try_recv() {
             self.note(note);
         }
-        if self.inflight.is_empty() {
+        if self.inflight.is_empty() && self.uncommitted.is_empty() {
             return None;
         }
         let joined = tokio::select! {
             biased;
             Some(note) = self.notes.1.recv() => {
                 self.note(note);
-                return Some(None);
+                return Some(Received::Nothing);
             }
-            joined = self.inflight.join_next_with_id() => joined?,
+            done = self.committed.recv(), if !self.uncommitted.is_empty() => {
+                // The writer never drops its end before the build does,
+                // unless its thread died: then nothing more commits.
+                let stopped = || {
+                    let nodes = self.uncommitted.keys().copied().collect();
+                    (nodes, Err("the index writer stopped".to_owned()))
+                };
+                return Some(Received::Committed(done.unwrap_or_else(stopped)));
+            }
+            Some(joined) = self.inflight.join_next_with_id() => joined,
         };
         let (id, result) = match joined {
             Ok((tid, r)) => (self.task_node.remove(&tid), r),
@@ -430,10 +554,10 @@ impl<'a, 's> Build<'a, 's> {
             ),
         };
         let Some(id) = id else {
-            return Some(None);
+            return Some(Received::Nothing);
         };
         self.held.release(self.graph, id);
-        Some(Some((id, result)))
+        Some(Received::Job(id, result))
     }
 
     fn note(&mut self, note: Note) {
@@ -446,28 +570,52 @@ impl<'a, 's> Build<'a, 's> {
         });
     }
 
-    /// A job executed and its row is committed: its node is done, its
-    /// dependents may be ready, and the nodes of the same key take its result.
-    fn commit(&mut self, id: NodeId, (output, bytes, duration_ms): Executed) {
-        let spec = self.graph.node(id);
-        self.settle(
-            id,
-            State::Done(output, Some(bytes.clone())),
-            NodeStatus::Executed,
-        );
+    /// A job executed and its output is stored: its row is queued for the
+    /// writer, and its dependents may be ready. It is reported (and the
+    /// nodes of the same key take its result) once the row is committed.
+    fn stored(&mut self, id: NodeId, (output, bytes, duration_ms, row): Executed) {
+        self.state[id] = State::Done(output, Some(bytes.clone()));
         self.outcomes[id].output = Some(output);
-        self.outcomes[id].bytes = Some(bytes.clone());
-        let key = self.key_of(id);
-        (self.sink)(&Event::NodeFinished {
-            name: &spec.name,
-            kind: &spec.kind,
-            key,
-            output,
-            duration_ms,
-        });
+        self.outcomes[id].bytes = Some(bytes);
+        if self.writer.send(WriterMsg::Row(id, row)).is_err() {
+            self.mark_failed(id, "the index writer stopped".into());
+            return;
+        }
+        self.uncommitted.insert(id, duration_ms);
         self.release(id);
-        for f in self.followers.remove(&id).unwrap_or_default() {
-            self.reuse(f, output, Some(bytes.clone()));
+    }
+
+    /// A transaction of the writer ended: its nodes are reported finished
+    /// and the nodes of their keys take their results, or, if it failed,
+    /// they fail.
+    fn committed(&mut self, nodes: Vec<NodeId>, result: Result<(), String>) {
+        for id in nodes {
+            let Some(duration_ms) = self.uncommitted.remove(&id) else {
+                continue;
+            };
+            let spec = self.graph.node(id);
+            let (output, bytes) = match (&result, &self.state[id]) {
+                (Ok(()), State::Done(output, bytes)) => (*output, bytes.clone()),
+                (Err(e), _) => {
+                    self.fail_with_followers(id, format!("committing to the index: {e}"));
+                    continue;
+                }
+                _ => continue,
+            };
+            self.summary.count(&spec.kind, Tally::Executed);
+            self.outcomes[id].status = NodeStatus::Executed;
+            let key = self.key_of(id);
+            (self.sink)(&Event::NodeFinished {
+                name: &spec.name,
+                kind: &spec.kind,
+                key,
+                output,
+                duration_ms,
+            });
+            for f in self.followers.remove(&id).unwrap_or_default() {
+                self.reuse(f, output, bytes.clone());
+                self.release(f);
+            }
         }
     }
 
@@ -484,10 +632,17 @@ impl<'a, 's> Build<'a, 's> {
             at_ms: now_ms(),
         };
         // Recorded when the writer still runs; the node fails either way.
-        let _ = write(&self.writer, None, Some(failure)).await;
+        let _ = write_failure(&self.writer, failure).await;
+        self.fail_with_followers(id, reason);
+    }
+
+    /// Node `id` failed, and with it the nodes of its key.
+    fn fail_with_followers(&mut self, id: NodeId, reason: String) {
+        let graph = self.graph;
+        let name = &graph.node(id).name;
         self.mark_failed(id, reason);
         for f in self.followers.remove(&id).unwrap_or_default() {
-            self.mark_failed(f, format!("same key as `{}`, which failed", spec.name));
+            self.mark_failed(f, format!("same key as `{name}`, which failed"));
         }
     }
 
@@ -498,21 +653,17 @@ impl<'a, 's> Build<'a, 's> {
         let (graph, outcomes) = (self.graph, &self.outcomes);
         // The manifest is encoded from borrowed entries: same bytes as a
         // `BuildManifest`, without copying every node's name and kind.
-        let entries: Vec<ManifestEntryRef<'_>> = (0..graph.len())
-            .map(|i| ManifestEntryRef {
-                name: &graph.node(i).name,
-                kind: &graph.node(i).kind,
-                key: outcomes[i].key,
-                output: outcomes[i].output,
-                status: outcomes[i].status.word(),
-            })
-            .collect();
+        let entries = (0..graph.len()).map(|i| ManifestEntryRef {
+            name: &graph.node(i).name,
+            kind: &graph.node(i).kind,
+            key: outcomes[i].key,
+            output: outcomes[i].output,
+            status: outcomes[i].status.word(),
+        });
         let summary_json = serde_json::to_string(&self.summary).unwrap_or_default();
-        let manifest = self.store.finish_build(
-            self.build_id,
-            &crate::key::encode_params(&BuildManifestRef { entries }),
-            &summary_json,
-        )?;
+        let manifest =
+            self.store
+                .finish_build(self.build_id, &encode_manifest(entries), &summary_json)?;
         (self.sink)(&Event::Summary(&self.summary));
         Ok(BuildOutcome {
             build: self.build_id,
@@ -536,6 +687,7 @@ impl<'a, 's> Build<'a, 's> {
 
     /// Node `id` takes `output` without executing: a valid cache hit
     /// (`bytes` unknown) or the result of the node of its key in this build.
+    /// Its dependents are the caller's to release.
     fn reuse(&mut self, id: NodeId, output: Digest, bytes: Option<Arc<Vec<u8>>>) {
         let spec = self.graph.node(id);
         self.settle(id, State::Done(output, bytes.clone()), NodeStatus::Reused);
@@ -548,7 +700,6 @@ impl<'a, 's> Build<'a, 's> {
             key,
             output,
         });
-        self.release(id);
     }
 
     fn mark_failed(&mut self, id: NodeId, reason: String) {
@@ -560,12 +711,16 @@ impl<'a, 's> Build<'a, 's> {
             reason: &reason,
         });
         self.settle(id, State::Failed, NodeStatus::Failed(reason));
+        // A node whose row failed to commit had an output: it has none now.
+        self.outcomes[id].output = None;
+        self.outcomes[id].bytes = None;
         self.skip_descendants(id);
     }
 
     /// Node `id` is done: each dependent waits for one dependency less.
     fn release(&mut self, id: NodeId) {
-        for &dep in &self.graph.dependents[id] {
+        for &dep in self.graph.dependents(id) {
+            let dep = dep as usize;
             self.waiting[dep] -= 1;
             if self.waiting[dep] == 0 {
                 self.ready.push_back(dep);
@@ -576,9 +731,12 @@ impl<'a, 's> Build<'a, 's> {
     fn skip_descendants(&mut self, failed: NodeId) {
         let graph = self.graph;
         let because = format!("`{}` failed", graph.node(failed).name);
-        let mut stack: Vec<NodeId> = graph.dependents[failed].clone();
+        let mut stack: Vec<NodeId> = Vec::new();
+        stack.extend(graph.dependents(failed).iter().map(|&d| d as usize));
         while let Some(id) = stack.pop() {
-            if !matches!(self.state[id], State::Waiting) {
+            // A keyed node goes on to its own end: it runs (or waits to) on
+            // an output that exists, whose row failed to commit.
+            if !matches!(self.state[id], State::Waiting) || self.outcomes[id].key.is_some() {
                 continue;
             }
             let spec = graph.node(id);
@@ -588,14 +746,14 @@ impl<'a, 's> Build<'a, 's> {
                 kind: &spec.kind,
                 because: &because,
             });
-            stack.extend(graph.dependents[id].iter().copied());
+            stack.extend(graph.dependents(id).iter().map(|&d| d as usize));
         }
     }
 }
 
 fn load_input(
     store: &Store,
-    index: &DigestMap<IndexRow>,
+    index: &Hits,
     state: &[State],
     outcomes: &[NodeOutcome],
     dep: NodeId,
@@ -605,7 +763,7 @@ fn load_input(
     }
     let key = outcomes[dep].key.unwrap_or(Digest([0; 32]));
     match index.get(&key) {
-        Some(row) => Ok(Arc::new(store.output_bytes(row)?)),
+        Some(row) => Ok(Arc::new(row.bytes(store)?)),
         None => Err(StoreError::MissingBlob {
             digest: outcomes[dep].output.unwrap_or(Digest([0; 32])),
         }),

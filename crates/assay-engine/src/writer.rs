@@ -1,61 +1,98 @@
 //! Where a build's results are committed: one thread owns the index's
-//! writing connection and commits whatever has queued up as one transaction
-//! (group commit); a job's output is stored before its row is sent, and the
-//! job counts as done only once the writer acknowledges the commit. So a
-//! crash at any instant leaves no row whose blobs are missing.
+//! writing connection and commits whatever rows have queued up as one
+//! transaction (group commit).
+//!
+//! A job's output is stored (a blob written, fsynced and renamed into
+//! place) before its row is queued, so a crash at any instant leaves no row
+//! whose blobs are missing. The scheduler does not wait for the commit to go
+//! on: the node's dependents may be keyed and run while the row waits in the
+//! queue, so a build of many small jobs commits thousands of rows a
+//! transaction instead of one or two. The node is *reported* finished only
+//! once the writer says its transaction committed ([`Committed`]), so every
+//! node a killed build reported is in the index. Rows are committed in the
+//! order they were queued, and a row is queued only after the rows of the
+//! nodes it depends on: the index never holds a node whose executed
+//! dependencies it lacks.
 
 use std::sync::{Arc, mpsc};
 use std::time::Instant;
 
 use tokio::sync::oneshot;
 
+use crate::graph::NodeId;
 use crate::job::{JobError, JobFuture};
 use crate::key::Digest;
 use crate::store::{Blobs, FailureRow, INLINE_MAX, IndexWriter, NewRow};
 
-/// A job's committed result: output digest, bytes, duration in ms.
-pub(crate) type Executed = (Digest, Arc<Vec<u8>>, u64);
+/// A job's result, its output stored: output digest, bytes, duration in ms,
+/// and the row to commit.
+pub(crate) type Executed = (Digest, Arc<Vec<u8>>, u64, Box<NewRow>);
 
-pub(crate) struct WriterMsg {
-    row: Option<NewRow>,
-    failure: Option<FailureRow>,
-    ack: oneshot::Sender<Result<(), String>>,
+/// Most rows in one transaction: bounds the time a commit holds the
+/// writer, and the work a crash in it rolls back.
+const BATCH_MAX: usize = 8192;
+
+pub(crate) enum WriterMsg {
+    /// A node's success, acknowledged through [`Committed`].
+    Row(NodeId, Box<NewRow>),
+    /// A failure, acknowledged once committed.
+    Failure(FailureRow, oneshot::Sender<Result<(), String>>),
 }
 
+/// The nodes whose rows one transaction committed, or why it failed.
+pub(crate) type Committed = (Vec<NodeId>, Result<(), String>);
+
 /// Owns the one writing connection; commits whatever has queued up as one
-/// transaction (group commit), then acknowledges each message.
+/// transaction (group commit), then acknowledges each message: rows on
+/// `committed`, failures on their own channel.
 pub(crate) fn spawn_writer(
     mut writer: IndexWriter,
+    committed: tokio::sync::mpsc::UnboundedSender<Committed>,
 ) -> (mpsc::Sender<WriterMsg>, std::thread::JoinHandle<()>) {
     let (tx, rx) = mpsc::channel::<WriterMsg>();
     let handle = std::thread::spawn(move || {
         while let Ok(first) = rx.recv() {
             let mut batch = vec![first];
-            while batch.len() < 4096 {
+            while batch.len() < BATCH_MAX {
                 match rx.try_recv() {
                     Ok(m) => batch.push(m),
                     Err(_) => break,
                 }
             }
-            let rows: Vec<NewRow> = batch.iter_mut().filter_map(|m| m.row.take()).collect();
-            let fails: Vec<FailureRow> =
-                batch.iter_mut().filter_map(|m| m.failure.take()).collect();
-            let result = writer.commit(&rows, &fails).map_err(|e| e.to_string());
+            let mut nodes = Vec::new();
+            let mut rows = Vec::new();
+            let mut fails = Vec::new();
+            let mut acks = Vec::new();
             for m in batch {
-                let _ = m.ack.send(result.clone());
+                match m {
+                    WriterMsg::Row(id, row) => {
+                        nodes.push(id);
+                        rows.push(*row);
+                    }
+                    WriterMsg::Failure(f, ack) => {
+                        fails.push(f);
+                        acks.push(ack);
+                    }
+                }
+            }
+            let result = writer.commit(&rows, &fails).map_err(|e| e.to_string());
+            for ack in acks {
+                let _ = ack.send(result.clone());
+            }
+            if !nodes.is_empty() {
+                let _ = committed.send((nodes, result));
             }
         }
     });
     (tx, handle)
 }
 
-/// Runs one job and commits what it made: its output stored (inline in the
-/// index when small), its attachments checked to exist, its row committed
-/// by the writer. A job's success is reported only once it is committed.
+/// Runs one job and stores what it made: its output kept inline in the row
+/// when small, else written as a blob; its attachments checked to exist.
+/// The row is returned for the scheduler to queue for the writer.
 pub(crate) async fn execute(
     fut: JobFuture,
     row: NewRow,
-    writer: mpsc::Sender<WriterMsg>,
     blobs: Blobs,
 ) -> Result<Executed, JobError> {
     let started = Instant::now();
@@ -80,26 +117,24 @@ pub(crate) async fn execute(
             )));
         }
     }
-    let row = NewRow {
+    let row = Box::new(NewRow {
         output,
         inline,
         attachments: out.attachments,
         duration_ms: duration_ms as i64,
         ..row
-    };
-    write(&writer, Some(row), None).await?;
-    Ok((output, Arc::new(out.bytes), duration_ms))
+    });
+    Ok((output, Arc::new(out.bytes), duration_ms, row))
 }
 
-/// Sends a row (or a failure) to the writer and waits until it is committed.
-pub(crate) async fn write(
+/// Sends a failure to the writer and waits until it is committed.
+pub(crate) async fn write_failure(
     writer: &mpsc::Sender<WriterMsg>,
-    row: Option<NewRow>,
-    failure: Option<FailureRow>,
+    failure: FailureRow,
 ) -> Result<(), JobError> {
     let (ack, done) = oneshot::channel();
     writer
-        .send(WriterMsg { row, failure, ack })
+        .send(WriterMsg::Failure(failure, ack))
         .map_err(|_| JobError("the index writer stopped".into()))?;
     match done.await {
         Ok(Ok(())) => Ok(()),

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use serde::Serialize;
 
 use super::{Store, StoreError};
@@ -45,50 +45,183 @@ pub struct FailureRow {
     pub at_ms: i64,
 }
 
+/// The index as a build reads it: every success row's output, inline bytes
+/// and attachments by key, packed (no allocation per row: the inline bytes
+/// and attachments of a part share one buffer each), so loading 100,000
+/// rows and looking them up in a walk of the graph stays cheap. A large
+/// index is loaded in parts, one per range of keys, on their own threads.
+pub(crate) struct Hits {
+    parts: Vec<HitPart>,
+}
+
+#[derive(Default)]
+struct HitPart {
+    map: DigestMap<Hit>,
+    bytes: Vec<u8>,
+    attachments: Vec<Digest>,
+}
+
+#[derive(Clone, Copy)]
+struct Hit {
+    output: Digest,
+    /// Where the inline output is in `HitPart::bytes`; `len` is
+    /// `NOT_INLINE` when the output is a blob.
+    at: usize,
+    len: u32,
+    /// Where the attachments are in `HitPart::attachments`.
+    attachments_at: u32,
+    attachments_len: u32,
+    /// The inline bytes hash to `output` (checked as the row was loaded).
+    sound: bool,
+}
+
+const NOT_INLINE: u32 = u32::MAX;
+
+/// Below this many rows expected, the index is loaded on one thread.
+const SPLIT_MIN: usize = 20_000;
+
+/// One row of [`Hits`]: what a build needs to decide a hit and feed dependents.
+#[derive(Clone, Copy)]
+pub(crate) struct HitRow<'a> {
+    pub(crate) output: Digest,
+    /// The output bytes when stored in the row, else `None` (a blob).
+    pub(crate) inline: Option<&'a [u8]>,
+    pub(crate) attachments: &'a [Digest],
+    sound: bool,
+}
+
+impl Hits {
+    pub(crate) fn get(&self, key: &Digest) -> Option<HitRow<'_>> {
+        let part = &self.parts[usize::from(key.0[0]) * self.parts.len() / 256];
+        let hit = part.map.get(key)?;
+        let inline =
+            (hit.len != NOT_INLINE).then(|| &part.bytes[hit.at..hit.at + hit.len as usize]);
+        let at = hit.attachments_at as usize;
+        Some(HitRow {
+            output: hit.output,
+            inline,
+            attachments: &part.attachments[at..at + hit.attachments_len as usize],
+            sound: hit.sound,
+        })
+    }
+}
+
+impl HitPart {
+    fn add(&mut self, key: Digest, output: Digest, inline: Option<&[u8]>, attachments: &[u8]) {
+        let (at, len, sound) = match inline {
+            Some(b) => {
+                self.bytes.extend_from_slice(b);
+                let at = self.bytes.len() - b.len();
+                (at, b.len() as u32, Digest::of(b) == output)
+            }
+            None => (0, NOT_INLINE, true),
+        };
+        let attachments_at = self.attachments.len() as u32;
+        self.attachments
+            .extend(attachments.chunks_exact(32).filter_map(Digest::from_slice));
+        let attachments_len = self.attachments.len() as u32 - attachments_at;
+        self.map.insert(
+            key,
+            Hit {
+                output,
+                at,
+                len,
+                attachments_at,
+                attachments_len,
+                sound,
+            },
+        );
+    }
+}
+
+impl HitRow<'_> {
+    /// The inline output checked against the output digest (when the row
+    /// was loaded); a blob's bytes are checked as they are read.
+    pub(crate) fn check_inline(&self) -> Result<Option<&[u8]>, StoreError> {
+        match self.inline {
+            Some(bytes) if !self.sound => Err(StoreError::CorruptBlob {
+                digest: self.output,
+                actual: Digest::of(bytes),
+            }),
+            inline => Ok(inline),
+        }
+    }
+
+    /// The output bytes, verified against the output digest.
+    pub(crate) fn bytes(&self, store: &Store) -> Result<Vec<u8>, StoreError> {
+        match self.check_inline()? {
+            Some(bytes) => Ok(bytes.to_vec()),
+            None => store.blobs.get(&self.output),
+        }
+    }
+}
+
 impl Store {
     /// Every success row, for hit decisions: one table scan.
     pub fn load_index(&self) -> Result<DigestMap<IndexRow>, StoreError> {
-        self.load_index_sized(0)
+        let mut map = DigestMap::default();
+        let path = self.dir.join("index.sqlite");
+        scan_index(
+            &self.conn,
+            &path,
+            (0, 256),
+            |key, output, inline, attachments| {
+                map.insert(
+                    key,
+                    IndexRow {
+                        output,
+                        inline: inline.map(<[u8]>::to_vec),
+                        attachments: split_digests(attachments),
+                    },
+                );
+            },
+        )?;
+        Ok(map)
     }
 
-    /// [`Store::load_index`], sized up front for about `expected` rows (the
-    /// node count of the build about to run) so the map does not regrow.
-    pub fn load_index_sized(&self, expected: usize) -> Result<DigestMap<IndexRow>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT key, output, inline, attachments FROM nodes")
-            .map_err(|e| self.index_err(e))?;
-        let mut rows = stmt.query([]).map_err(|e| self.index_err(e))?;
-        let mut map = DigestMap::with_capacity_and_hasher(expected, Default::default());
-        let bad = |detail: &str| StoreError::Index {
-            path: self.dir.join("index.sqlite"),
-            detail: detail.to_owned(),
+    /// The index packed for a build ([`Hits`]), sized up front for about
+    /// `expected` rows (the node count of the build about to run). From
+    /// [`SPLIT_MIN`] rows on, the upper half of the keys is loaded on a
+    /// second thread, through a read-only connection of its own.
+    pub(crate) fn load_hits(&self, expected: usize) -> Result<Hits, StoreError> {
+        let parts = if expected >= SPLIT_MIN { 2 } else { 1 };
+        let path = self.dir.join("index.sqlite");
+        let path = path.as_path();
+        let part = |conn: &Connection, i: usize| -> Result<HitPart, StoreError> {
+            let mut part = HitPart {
+                map: DigestMap::with_capacity_and_hasher(
+                    expected.div_ceil(parts),
+                    Default::default(),
+                ),
+                ..HitPart::default()
+            };
+            let range = (i * 256 / parts, (i + 1) * 256 / parts);
+            scan_index(conn, path, range, |key, output, inline, attachments| {
+                part.add(key, output, inline, attachments);
+            })?;
+            Ok(part)
         };
-        while let Some(row) = rows.next().map_err(|e| self.index_err(e))? {
-            // Columns are borrowed from sqlite's row buffer: only `inline` is copied.
-            let blob = |i: usize| -> Result<Option<&[u8]>, StoreError> {
-                row.get_ref(i)
-                    .and_then(|v| v.as_blob_or_null().map_err(Into::into))
-                    .map_err(|e| self.index_err(e))
-            };
-            let (Some(key), Some(output)) = (
-                blob(0)?.and_then(Digest::from_slice),
-                blob(1)?.and_then(Digest::from_slice),
-            ) else {
-                return Err(bad("a row holds a key or digest that is not 32 bytes"));
-            };
-            let inline = blob(2)?.map(<[u8]>::to_vec);
-            let attachments = blob(3)?.map(split_digests).unwrap_or_default();
-            map.insert(
-                key,
-                IndexRow {
-                    output,
-                    inline,
-                    attachments,
-                },
-            );
+        if parts == 1 {
+            return Ok(Hits {
+                parts: vec![part(&self.conn, 0)?],
+            });
         }
-        Ok(map)
+        let (low, high) = std::thread::scope(|s| {
+            let high = s.spawn(|| {
+                let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+                let conn = Connection::open_with_flags(path, flags).map_err(index_err(path))?;
+                part(&conn, 1)
+            });
+            let low = part(&self.conn, 0);
+            (low, high.join())
+        });
+        let high = high.map_err(|_| StoreError::Index {
+            path: path.to_owned(),
+            detail: "the thread loading the index panicked".into(),
+        })?;
+        Ok(Hits {
+            parts: vec![low?, high?],
+        })
     }
 
     /// The key record and metadata of one node, for `explain` and `show`.
@@ -287,6 +420,54 @@ impl IndexWriter {
             }
         }
         tx.commit().map_err(err)
+    }
+}
+
+/// Hands every success row of the index `conn` (at `path`) to `each` as
+/// (key, output, inline bytes, attachment digests joined), borrowed from
+/// sqlite's row buffer: one table scan that copies nothing. Only the rows
+/// whose key's first byte is in `first.0..first.1` (of 256).
+fn scan_index(
+    conn: &Connection,
+    path: &Path,
+    first: (usize, usize),
+    mut each: impl FnMut(Digest, Digest, Option<&[u8]>, &[u8]),
+) -> Result<(), StoreError> {
+    // Two statements, so that sqlite seeks both bounds of the range.
+    let sql = if first.1 < 256 {
+        "SELECT key, output, inline, attachments FROM nodes WHERE key >= ?1 AND key < ?2"
+    } else {
+        "SELECT key, output, inline, attachments FROM nodes WHERE key >= ?1 AND ?2 IS NULL"
+    };
+    let mut stmt = conn.prepare_cached(sql).map_err(index_err(path))?;
+    let low = vec![first.0 as u8];
+    let high = (first.1 < 256).then(|| vec![first.1 as u8]);
+    let mut rows = stmt.query(params![low, high]).map_err(index_err(path))?;
+    let bad = |detail: &str| StoreError::Index {
+        path: path.to_owned(),
+        detail: detail.to_owned(),
+    };
+    while let Some(row) = rows.next().map_err(index_err(path))? {
+        let blob = |i: usize| -> Result<Option<&[u8]>, StoreError> {
+            row.get_ref(i)
+                .and_then(|v| v.as_blob_or_null().map_err(Into::into))
+                .map_err(index_err(path))
+        };
+        let (Some(key), Some(output)) = (
+            blob(0)?.and_then(Digest::from_slice),
+            blob(1)?.and_then(Digest::from_slice),
+        ) else {
+            return Err(bad("a row holds a key or digest that is not 32 bytes"));
+        };
+        each(key, output, blob(2)?, blob(3)?.unwrap_or_default());
+    }
+    Ok(())
+}
+
+fn index_err(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+    move |e| StoreError::Index {
+        path: path.to_owned(),
+        detail: e.to_string(),
     }
 }
 

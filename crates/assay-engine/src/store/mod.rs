@@ -30,10 +30,10 @@ use crate::key::Digest;
 pub use blobs::Blobs;
 pub use gc::VerifyProblem;
 pub use index::{FailureRow, IndexRow};
+pub(crate) use index::{HitRow, Hits, IndexWriter, NewRow};
 use index::{INDEX_SCHEMA, open_conn};
-pub(crate) use index::{IndexWriter, NewRow};
 pub use manifest::{BuildManifest, BuildRecord, ManifestEntry};
-pub(crate) use manifest::{BuildManifestRef, ManifestEntryRef};
+pub(crate) use manifest::{ManifestEntryRef, encode_manifest};
 
 /// Outputs up to this size are stored inline in the index row.
 pub(crate) const INLINE_MAX: usize = 4096;

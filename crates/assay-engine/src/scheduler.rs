@@ -556,7 +556,13 @@ impl<'a, 's> Build<'a, 's> {
         let Some(id) = id else {
             return Some(Received::Nothing);
         };
-        self.held.release(self.graph, id);
+        // A job that made an output keeps its resource until its row is
+        // committed (`committed`): the next job on an environment
+        // starts after the last one's result is durable and reported, so
+        // the events keep saying the truth about what ran at once.
+        if result.is_err() {
+            self.held.release(self.graph, id);
+        }
         Some(Received::Job(id, result))
     }
 
@@ -578,6 +584,7 @@ impl<'a, 's> Build<'a, 's> {
         self.outcomes[id].output = Some(output);
         self.outcomes[id].bytes = Some(bytes);
         if self.writer.send(WriterMsg::Row(id, row)).is_err() {
+            self.held.release(self.graph, id);
             self.mark_failed(id, "the index writer stopped".into());
             return;
         }
@@ -593,6 +600,7 @@ impl<'a, 's> Build<'a, 's> {
             let Some(duration_ms) = self.uncommitted.remove(&id) else {
                 continue;
             };
+            self.held.release(self.graph, id);
             let spec = self.graph.node(id);
             let (output, bytes) = match (&result, &self.state[id]) {
                 (Ok(()), State::Done(output, bytes)) => (*output, bytes.clone()),

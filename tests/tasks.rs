@@ -444,7 +444,9 @@ fn a_missing_test_command_is_environment_broken_and_nothing_else() {
     // 8 and says what broke.
     assert_eq!(b.run.code, 8, "stderr:\n{}", b.run.stderr);
     assert!(
-        b.run.stderr.contains("`nosuch-runner-xyz` not found (exit 127)"),
+        b.run
+            .stderr
+            .contains("`nosuch-runner-xyz` not found (exit 127)"),
         "{}",
         b.run.stderr
     );

@@ -590,7 +590,11 @@ mod tests {
         touch(&cargo.join("credentials.toml"));
         let go = d.path().join("go");
         touch(&go.join("bin/go"));
-        let path = format!("{}:{}:/usr/bin", cargo.join("bin").display(), go.join("bin").display());
+        let path = format!(
+            "{}:{}:/usr/bin",
+            cargo.join("bin").display(),
+            go.join("bin").display()
+        );
         let mut want = vec![cargo.join("bin"), go.clone()];
         want.sort();
         assert_eq!(toolchain_roots(&path), want);

@@ -17,7 +17,8 @@
 # grades (reruns and checks), and the minimal raw runs: the test command run
 # directly (no assay, no sandbox) once in a plain checkout of each distinct
 # graded tree (base + session patch + test patch), with a warm GOCACHE for
-# Go, a hang cut at 10x the task's slowest screening reading. The ratio is
+# Go, a hang cut at 10x the task's slowest screening reading (node time).
+# The ratio is
 # wall / minimal (target <= 1.3). Every (session, arm) must get the same
 # verdict and fault before and after (release/results.csv).
 #
@@ -268,8 +269,8 @@ PY
 # outside assay: one run of the test command per distinct graded tree (base
 # + the session's patch + the test patch's files), in a plain checkout,
 # unsandboxed, Go with its own copy of a warm GOCACHE (the copy not timed),
-# a hang cut at 10x the task's slowest screening reading (from DIR's
-# screening events). Prints "minimal_s trees"; DIR/minimal.txt has a line
+# a hang cut at 10x the task's slowest screening reading (its node time,
+# from DIR's screening events). Prints "minimal_s trees"; DIR/minimal.txt has a line
 # per tree.
 minimal() {
     local dir=$1 lang=$2 command is_test

@@ -18,8 +18,7 @@
 # directly (no assay, no sandbox) once in a plain checkout of each distinct
 # graded tree (base + session patch + test patch), with a warm GOCACHE for
 # Go, a hang cut at 10x the task's slowest screening reading (node time).
-# The ratio is
-# wall / minimal (target <= 1.3). Every (session, arm) must get the same
+# The ratio is wall / minimal (target <= 1.3). Every (session, arm) must get the same
 # verdict and fault before and after (release/results.csv).
 #
 # The repositories come from the search tool's `fetch` (run once by whoever

@@ -509,14 +509,8 @@ fn a_failing_setup_command_and_its_log_are_the_environments_and_certify_nothing(
     );
     // Every task's environment is broken: the build says so and exits 8.
     let b = f.build(&[]);
-    assert_eq!(b.run.code, 8, "{}", b.run.stderr);
-    assert!(
-        b.run
-            .stderr
-            .contains("every screened task found its environment broken"),
-        "{}",
-        b.run.stderr
-    );
+    b.run
+        .environment_broken("`echo about to fail; exit 3` exited");
     assert!(
         b.run
             .stderr

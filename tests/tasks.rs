@@ -442,14 +442,8 @@ fn a_missing_test_command_is_environment_broken_and_nothing_else() {
     let b = build(&project);
     // The one task screened found its environment broken: the build exits
     // 8 and says what broke.
-    assert_eq!(b.run.code, 8, "stderr:\n{}", b.run.stderr);
-    assert!(
-        b.run
-            .stderr
-            .contains("`nosuch-runner-xyz` not found (exit 127)"),
-        "{}",
-        b.run.stderr
-    );
+    b.run
+        .environment_broken("`nosuch-runner-xyz` not found (exit 127)");
     let p1 = &tasks(&project)["p-1"];
     assert_eq!(p1["certified"], false, "{p1:#}");
     assert_eq!(p1["status"], "uncertified", "{p1:#}");
@@ -613,14 +607,7 @@ fn a_failing_environment_setup_is_recorded_and_certifies_nothing() {
     // A recorded outcome, not a crash: the release is written, and as every
     // screened task's environment is broken the build exits 8 saying what
     // broke — the failing command, its exit code, the end of its log.
-    assert_eq!(b.run.code, 8, "{}", b.run.stderr);
-    assert!(
-        b.run
-            .stderr
-            .contains("every screened task found its environment broken"),
-        "{}",
-        b.run.stderr
-    );
+    b.run.environment_broken("environment's setup failed");
     let t = tasks(&project);
     let task = &t["p-1"];
     assert!(!task["certified"].as_bool().unwrap());

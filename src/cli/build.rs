@@ -98,13 +98,14 @@ pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
     };
     crate::stages::finished(&executors);
     let outcome = outcome.map_err(Failure::cache)?;
+    let tasks = task_records(&store, &outcome, &graph);
     if let Some(id) = graph.find(crate::stages::RELEASE_NODE) {
-        write_release(&pipeline, &store, &outcome, &graph, id)?;
+        write_release(&pipeline, &store, &outcome, id, &tasks)?;
     }
     if outcome.summary.failed > 0 {
         return Ok(exit::BUILD_FAILED);
     }
-    if let Some(why) = broken_everywhere(&store, &outcome, &graph) {
+    if let Some(why) = broken_everywhere(&tasks) {
         eprintln!("error: every screened task found its environment broken: {why}");
         return Ok(exit::ENVIRONMENT);
     }
@@ -127,17 +128,12 @@ fn task_records(
 /// When every task this build screened is uncertified because its
 /// environment is broken, what broke (each distinct reason once, the first
 /// few): such a build measured nothing.
-fn broken_everywhere(
-    store: &assay_engine::Store,
-    outcome: &assay_engine::BuildOutcome,
-    graph: &assay_engine::Graph,
-) -> Option<String> {
-    let screened: Vec<crate::stages::TaskRecord> = task_records(store, outcome, graph)
-        .into_iter()
-        .filter(|t| t.status != crate::stages::TaskStatus::Declined)
-        .collect();
+fn broken_everywhere(tasks: &[crate::stages::TaskRecord]) -> Option<String> {
+    let screened = tasks
+        .iter()
+        .filter(|t| t.status != crate::stages::TaskStatus::Declined);
     let mut reasons: Vec<&str> = Vec::new();
-    for t in &screened {
+    for t in screened {
         let why = t.environment_broken()?;
         if !reasons.contains(&why) {
             reasons.push(why);
@@ -154,16 +150,11 @@ fn broken_everywhere(
 
 /// What to write for the tasks held back awaiting a statement: each one's
 /// file, in the pipeline's `statements` directory (as the file names it).
-fn statements_to_write(
-    pipeline: &Pipeline,
-    store: &assay_engine::Store,
-    outcome: &assay_engine::BuildOutcome,
-    graph: &assay_engine::Graph,
-) -> String {
-    let mut ids: Vec<String> = task_records(store, outcome, graph)
-        .into_iter()
+fn statements_to_write(pipeline: &Pipeline, tasks: &[crate::stages::TaskRecord]) -> String {
+    let mut ids: Vec<&str> = tasks
+        .iter()
         .filter(|t| t.status == crate::stages::TaskStatus::AwaitingStatement)
-        .map(|t| t.instance_id)
+        .map(|t| t.instance_id.as_str())
         .collect();
     ids.sort();
     ids.dedup();
@@ -191,8 +182,8 @@ fn write_release(
     pipeline: &Pipeline,
     store: &assay_engine::Store,
     outcome: &assay_engine::BuildOutcome,
-    graph: &assay_engine::Graph,
     id: usize,
+    tasks: &[crate::stages::TaskRecord],
 ) -> Result<(), Failure> {
     let Some(bytes) = outcome.output(store, id).map_err(Failure::cache)? else {
         eprintln!("release: not written (the release node did not succeed)");
@@ -245,7 +236,7 @@ fn write_release(
         f.awaiting_statement
     );
     if f.awaiting_statement > 0 {
-        eprintln!("  {}", statements_to_write(pipeline, store, outcome, graph));
+        eprintln!("  {}", statements_to_write(pipeline, tasks));
     }
     eprintln!(
         "  wrote {}/{{{}}}",

@@ -53,6 +53,19 @@ impl Run {
         self
     }
 
+    /// A build where every screened task found its environment broken:
+    /// exit 8, saying so, with `what` (the command or message that broke).
+    pub fn environment_broken(&self, what: &str) {
+        assert_eq!(self.code, 8, "exit code\n--- stderr\n{}", self.stderr);
+        for needle in ["every screened task found its environment broken", what] {
+            assert!(
+                self.stderr.contains(needle),
+                "stderr lacks {needle:?}:\n{}",
+                self.stderr
+            );
+        }
+    }
+
     /// Exit code not 101 and no panic message: whatever went wrong was handled.
     pub fn no_panic(self) -> Run {
         assert_ne!(self.code, 101, "internal error:\n{}", self.stderr);

@@ -260,6 +260,16 @@ pub fn selector(format: Format, id: &str) -> String {
     }
 }
 
+/// A libtest doctest's file and item (without an order number or a line
+/// annotation; `(docs)` for the crate's own docs), or None for any other
+/// test or format.
+pub fn doctest_item(format: Format, id: &str) -> Option<(&str, &str)> {
+    match format {
+        Format::Libtest | Format::LibtestJson => libtest::doctest_item(id),
+        _ => None,
+    }
+}
+
 /// Parses `input` as a report in `format`. For the console formats (all
 /// but JUnit, whose input is the XML file) build failures printed in `input`
 /// land in [`Report::build_failures`].

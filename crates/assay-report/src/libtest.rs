@@ -269,18 +269,20 @@ pub(crate) fn canonical_name(raw: &str) -> String {
 /// `src/lib.rs - add (line 3)` → `src/lib.rs` (also for the stable id
 /// `src/lib.rs - add`, see [`stable_doctest_ids`]).
 pub(crate) fn doctest_file(name: &str) -> Option<String> {
+    doctest_file_str(name).map(str::to_owned)
+}
+
+fn doctest_file_str(name: &str) -> Option<&str> {
     let (file, _) = name.split_once(" - ")?;
-    (file.ends_with(".rs") && !file.contains(' ')).then(|| file.to_owned())
+    (file.ends_with(".rs") && !file.contains(' ')).then_some(file)
 }
 
 /// A doctest's name as libtest prints it, split: `src/lib.rs - add (line 3)`
 /// → (`src/lib.rs`, `add`, 3). The item is empty for the crate's or a
 /// module's own docs (`src/lib.rs - (line 1)`).
 fn doctest_parts(name: &str) -> Option<(&str, &str, u64)> {
-    let (file, rest) = name.split_once(" - ")?;
-    if !file.ends_with(".rs") || file.contains(' ') {
-        return None;
-    }
+    let file = doctest_file_str(name)?;
+    let rest = &name[file.len() + 3..];
     let (item, line) = rest
         .strip_suffix(')')?
         .rsplit_once("(line ")
@@ -326,21 +328,33 @@ pub(crate) fn stable_doctest_ids(
     }
 }
 
+/// A doctest id's file and item, without an order number or a line
+/// annotation (`src/lib.rs - add #2` and `src/lib.rs - add (line 3)` →
+/// (`src/lib.rs`, `add`); the crate's docs → (`src/lib.rs`, `(docs)`));
+/// None for any other test.
+pub(crate) fn doctest_item(id: &str) -> Option<(&str, &str)> {
+    let file = doctest_file_str(id)?;
+    let item = &id[file.len() + 3..];
+    let item = match item.rsplit_once(" #") {
+        Some((item, n)) if n.parse::<u32>().is_ok() => item,
+        _ => item,
+    };
+    let item = match item.rsplit_once("(line ") {
+        Some((item, line)) if line.ends_with(')') => item.trim_end(),
+        _ => item,
+    };
+    Some((file, if item.is_empty() { CRATE_DOCS } else { item }))
+}
+
 /// What selects the test `id` (a stable id) on libtest's command line: a
 /// doctest's file and item up to its line annotation (libtest filters by
 /// substring: `src/lib.rs - add (line` runs the item's doctests and no
 /// other item's); any other test, its name.
 pub(crate) fn selector(id: &str) -> String {
-    let Some((file, item)) = id.split_once(" - ").filter(|(f, _)| f.ends_with(".rs")) else {
-        return id.to_owned();
-    };
-    let item = match item.rsplit_once(" #") {
-        Some((item, n)) if n.parse::<u32>().is_ok() => item,
-        _ => item,
-    };
-    match item {
-        CRATE_DOCS => format!("{file} - (line"),
-        item => format!("{file} - {item} (line"),
+    match doctest_item(id) {
+        Some((file, CRATE_DOCS)) => format!("{file} - (line"),
+        Some((file, item)) => format!("{file} - {item} (line"),
+        None => id.to_owned(),
     }
 }
 

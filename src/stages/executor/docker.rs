@@ -27,6 +27,7 @@ use crate::stages::error::StageError;
 use crate::stages::node::Made;
 use crate::stages::records::EnvRecord;
 use crate::stages::rules::limits::Limit;
+use crate::stages::rules::shell;
 
 /// The docker executor's settings that change what a run sees.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -238,7 +239,7 @@ async fn prepare(
         let dirs: Vec<String> = setup
             .warm
             .iter()
-            .map(|(_, dir)| shell_word(&format!("{}/{dir}", assay_docker::ENV_DIR)))
+            .map(|(_, dir)| shell::quote(&format!("{}/{dir}", assay_docker::ENV_DIR)))
             .collect();
         spec.setup.insert(0, format!("mkdir -p {}", dirs.join(" ")));
     }
@@ -349,9 +350,9 @@ pub(crate) fn container(
             let copy = format!("/tmp/.assay-warm/{var}");
             prelude.push(format!(
                 "{{ cp -a {} {} 2>/dev/null || mkdir -p {}; }}",
-                shell_word(&format!("{}/{dir}", assay_docker::ENV_DIR)),
-                shell_word(&copy),
-                shell_word(&copy)
+                shell::quote(&format!("{}/{dir}", assay_docker::ENV_DIR)),
+                shell::quote(&copy),
+                shell::quote(&copy)
             ));
             env.insert(var.clone(), copy);
         }
@@ -386,11 +387,6 @@ pub(crate) fn container(
         watch: launch.watch,
         protect: launch.protect,
     })
-}
-
-/// `word` quoted for `sh`.
-fn shell_word(word: &str) -> String {
-    format!("'{}'", word.replace('\'', "'\\''"))
 }
 
 /// A Docker environment's image: the base image, the key files in

@@ -162,7 +162,10 @@ async fn prepare(
         let spec = spec(
             conf,
             Launch {
-                command: assay_exec::setup::script(setup.commands, FAILED_STEP),
+                command: assay_exec::setup::script(
+                    setup.commands,
+                    &format!("\"$ASSAY_ENV/{FAILED_STEP_FILE}\""),
+                ),
                 tree: None,
                 env: &handle,
                 setup: true,
@@ -215,7 +218,6 @@ async fn prepare(
 /// Where a failed setup's exit trap writes the failing step: in the
 /// environment, which a failed setup leaves behind anyway.
 const FAILED_STEP_FILE: &str = ".assay-setup-failed";
-const FAILED_STEP: &str = "\"$ASSAY_ENV/.assay-setup-failed\"";
 
 /// The process limits of a sandboxed run under `limits`: its log may grow
 /// to `log_cap` whatever the file-size limit, and what it writes into its

@@ -343,11 +343,7 @@ fn leaderboard(o: &mut At<'_>, index: &Index<'_>, grades: &[Graded<'_>]) -> Lead
     let src = board.source();
     let n = board.tasks.len() as u64;
     let attempted = board.attempts.len() as u64;
-    let counted: Vec<&Graded<'_>> = board.attempts.values().flatten().collect();
-    let resolved = counted
-        .iter()
-        .filter(|g| g.0.verdict == Verdict::Resolved)
-        .count() as u64;
+    let counted: Vec<Graded<'_>> = board.attempts.values().flatten().copied().collect();
     let frac = |k: u64| (n > 0).then(|| k as f64 / n as f64);
     let score = board.score();
     let interval = score.and_then(|p| wilson_share(p, n));
@@ -355,7 +351,7 @@ fn leaderboard(o: &mut At<'_>, index: &Index<'_>, grades: &[Graded<'_>]) -> Lead
         tasks: o.count("tasks", n, &src),
         attempted: o.count("attempted", attempted, &src),
         attempts: o.count("attempts", counted.len() as u64, &src),
-        resolved: o.count("resolved", resolved, &src),
+        resolved: o.count("resolved", resolved(&counted), &src),
         coverage: o.float("coverage", frac(attempted), &src),
         score: o.float("score", score, &src),
         score_lo: o.float("score_lo", interval.map(|i| i.0), &src),
@@ -474,11 +470,7 @@ impl<'a> Board<'a> {
             .values()
             .map(|a| {
                 let n = a.len() as u64;
-                let c = a
-                    .iter()
-                    .filter(|g| g.0.verdict == Verdict::Resolved)
-                    .count() as u64;
-                pass_at_k(n, c, k)
+                pass_at_k(n, resolved(a), k)
             })
             .sum();
         Some(sum / self.tasks.len() as f64)

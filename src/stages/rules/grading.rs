@@ -163,20 +163,9 @@ pub(crate) fn test_args(format: Format, tests: &[String]) -> String {
         .iter()
         .map(|t| assay_report::selector(format, t))
         .filter(|s| seen.insert(s.clone()))
-        .map(|s| sh_word(&s))
+        .map(|s| super::shell::word(&s))
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// `word` as one `sh` word: as it is when nothing in it is special, else in
-/// single quotes.
-fn sh_word(word: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:,=@%+".contains(c);
-    if !word.is_empty() && word.chars().all(plain) {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
-    }
 }
 
 /// The command that reruns `failing`: `[grade] rerun_command` over the

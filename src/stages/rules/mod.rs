@@ -4,8 +4,9 @@
 //! what a grade keeps of its logs and how it reruns ([`grading`]), the
 //! screening reduction ([`screening`]), what a tree is composed of
 //! ([`staging`]), the shape of a graded patch ([`shape`]), why a run hit a
-//! limit ([`limits`]), the released task ([`task`]) and the reasons a task
-//! is lost along the funnel ([`funnel`]).
+//! limit ([`limits`]), the released task ([`task`]), the reasons a task
+//! is lost along the funnel ([`funnel`]) and words quoted for `sh`
+//! ([`shell`]).
 //!
 //! **Invariant: nothing here does I/O.** No tokio, no filesystem, no process,
 //! no engine (`assay_engine`), no blob store: every function takes the
@@ -25,6 +26,7 @@ pub(crate) mod limits;
 pub(crate) mod policy;
 pub(crate) mod screening;
 pub(crate) mod shape;
+pub(crate) mod shell;
 pub(crate) mod staging;
 pub(crate) mod tamper;
 pub(crate) mod task;

@@ -29,34 +29,23 @@ use assay_report::{Format, Outcome};
 
 use super::records::{Control, RunRecord, ScreenRecord, TriageRecord};
 pub(crate) use super::staging::State;
+use crate::words::words;
 
-/// `[screen] scope`: which tests the lists are drawn from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum Scope {
-    /// Every test the readings name (assay's default: a regression anywhere
-    /// in the suite is caught).
-    #[default]
-    Suite,
-    /// Only the tests of the files the test patch touches (SWE-bench's
-    /// convention): fewer regressions caught, a shorter PASS_TO_PASS.
-    TouchedFiles,
+words! {
+    /// `[screen] scope`: which tests the lists are drawn from.
+    #[derive(Default)]
+    pub(crate) enum Scope {
+        /// Every test the readings name (assay's default: a regression
+        /// anywhere in the suite is caught).
+        #[default]
+        Suite = "suite",
+        /// Only the tests of the files the test patch touches (SWE-bench's
+        /// convention): fewer regressions caught, a shorter PASS_TO_PASS.
+        TouchedFiles = "touched-files",
+    }
 }
 
 impl Scope {
-    pub(crate) const ALL: [Scope; 2] = [Scope::Suite, Scope::TouchedFiles];
-
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Scope::Suite => "suite",
-            Scope::TouchedFiles => "touched-files",
-        }
-    }
-
-    pub(crate) fn parse(word: &str) -> Option<Scope> {
-        Scope::ALL.into_iter().find(|s| s.as_str() == word)
-    }
-
     pub(crate) fn is_suite(&self) -> bool {
         *self == Scope::Suite
     }
@@ -440,17 +429,12 @@ pub(crate) fn declared_name(format: Format, id: &str) -> Option<&str> {
         rest = &id[unit.len() + 1..];
         rest = rest.split('/').next().unwrap_or(rest);
     }
-    if matches!(format, Format::Libtest | Format::LibtestJson)
-        && let Some((file, item)) = rest.split_once(" - ")
-        && file.ends_with(".rs")
-    {
-        // A doctest: its item, without an order number or line annotation;
-        // the crate's own docs (`(docs)`, `(line 1)`) declare no name.
-        rest = item.split(" #").next().unwrap_or(item);
-        rest = rest.split(" (").next().unwrap_or(rest);
-        if rest.starts_with('(') {
+    if let Some((_, item)) = assay_report::doctest_item(format, id) {
+        // A doctest: its item; the crate's own docs declare no name.
+        if item.starts_with('(') {
             return None;
         }
+        rest = item;
     }
     let rest = rest.split('[').next().unwrap_or(rest);
     rest.rsplit(|c: char| !(c.is_alphanumeric() || c == '_'))
@@ -469,20 +453,19 @@ struct Touched<'a> {
 }
 
 impl<'a> Touched<'a> {
-    fn new(
-        format: Format,
-        files: &'a BTreeSet<&'a str>,
-        seen: impl Iterator<Item = &'a str> + Clone,
-    ) -> Touched<'a> {
+    /// `units`: every test file (Go: package) the readings name.
+    fn new(format: Format, files: &'a BTreeSet<&'a str>, units: &BTreeSet<&'a str>) -> Touched<'a> {
         let go = (format == Format::GoTestJson).then(|| {
             let dirs = files
                 .iter()
                 .filter(|f| f.ends_with("_test.go"))
                 .map(|f| f.rsplit_once('/').map_or("", |(dir, _)| dir))
                 .collect();
-            let root = seen.clone().find(|p| {
-                seen.clone()
-                    .all(|q| q == *p || q.strip_prefix(*p).is_some_and(|r| r.starts_with('/')))
+            // The shortest package, if every other one extends it.
+            let root = units.iter().min_by_key(|p| p.len()).copied().filter(|p| {
+                units
+                    .iter()
+                    .all(|q| q == p || q.strip_prefix(*p).is_some_and(|r| r.starts_with('/')))
             });
             (dirs, root)
         });
@@ -558,10 +541,13 @@ pub(crate) fn reduce(
     // is kept.
     let files: BTreeMap<&String, &String> = runs.all().flat_map(|r| r.files.iter()).collect();
     let test_files: BTreeSet<&str> = triage.test_files.iter().map(String::as_str).collect();
-    let touched = Touched::new(format, &test_files, files.values().map(|f| f.as_str()));
+    let touched = (scope == Scope::TouchedFiles).then(|| {
+        let units: BTreeSet<&str> = files.values().map(|f| f.as_str()).collect();
+        Touched::new(format, &test_files, &units)
+    });
     for name in names {
         let file = files.get(name).map(|f| f.as_str());
-        if scope == Scope::TouchedFiles && !touched.holds(file) {
+        if touched.as_ref().is_some_and(|t| !t.holds(file)) {
             rec.out_of_scope += 1;
             continue;
         }

@@ -1751,3 +1751,77 @@ fn a_hanging_run_is_cut_at_its_tasks_timeout_from_the_screening_readings() {
 fn a_warm_cache_is_each_runs_own_and_never_poisoned() {
     a_warm_cache_is_never_poisoned_for_the_next_run(Executor::Local);
 }
+
+/// What a run gets of the host's toolchains is read-only and no more: a
+/// session whose code, at import, tries to write into the rustup home its
+/// `RUSTUP_HOME` names and to read the cargo home's `credentials.toml`
+/// (both this test's own, under its temp dir, stood up as a rustup install:
+/// a `rustup` in `<cargo home>/bin` on assay's `PATH`) writes nothing and
+/// reads nothing. Harmless if the defence fails: both homes are this
+/// test's.
+#[test]
+fn a_run_can_neither_write_the_rustup_home_nor_read_the_cargo_credentials() {
+    let f = Fixture::new();
+    f.default_pipeline();
+    let (cargo, rustup) = (f.path().join("cargo-home"), f.path().join("rustup-home"));
+    std::fs::create_dir_all(cargo.join("bin")).unwrap();
+    std::fs::write(cargo.join("bin/rustup"), "").unwrap();
+    let secret = format!("cio{}{}", "TOKEN", std::process::id());
+    std::fs::write(
+        cargo.join("credentials.toml"),
+        format!("[registry]\ntoken = \"{secret}\"\n"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(&rustup).unwrap();
+    std::fs::write(rustup.join("settings.toml"), "ORIGINAL\n").unwrap();
+    let probe = format!(
+        r#"import os
+_home = os.environ.get("RUSTUP_HOME", "")
+print("PROBE-HOME=" + _home)
+for _name in ("settings.toml", "planted"):
+    try:
+        with open(os.path.join(_home, _name), "w") as fh:
+            fh.write("POISONED")
+        print("PROBE-" + "WROTE", _name)
+    except OSError as error:
+        print("PROBE-REFUSED", _name, error)
+try:
+    with open("{}") as fh:
+        print("PROBE-READ", fh.read())
+except OSError as error:
+    print("PROBE-UNREADABLE", error)
+"#,
+        cargo.join("credentials.toml").display()
+    );
+    f.session(
+        "evil/toolchain.json",
+        "p-1",
+        &f.diff1(&[("pkg/__init__.py", Some(&probe))]),
+    );
+    let path = format!(
+        "{}:{}",
+        cargo.join("bin").display(),
+        std::env::var("PATH").unwrap()
+    );
+    let b = f.build_env(&[
+        ("PATH", path.as_str()),
+        ("RUSTUP_HOME", rustup.to_str().unwrap()),
+    ]);
+    assert_eq!(b.run.code, 0, "{}", b.run.stderr);
+    let blobs = f.path().join("cache/blobs");
+    let found = |needle: &str| {
+        let mut hits = Vec::new();
+        util::grep_tree(&blobs, &[needle.as_bytes()], &mut hits);
+        !hits.is_empty()
+    };
+    // The run saw the home (the probe ran, and the variable was set) …
+    assert!(found(&format!("PROBE-HOME={}", rustup.display())));
+    assert!(found("PROBE-REFUSED settings.toml") && found("PROBE-UNREADABLE"));
+    // … and could change nothing of it, nor read the token.
+    assert!(!found("PROBE-WROTE ") && !found(&secret));
+    assert_eq!(
+        std::fs::read_to_string(rustup.join("settings.toml")).unwrap(),
+        "ORIGINAL\n"
+    );
+    assert!(!rustup.join("planted").exists());
+}

@@ -31,6 +31,8 @@
 # Env:   PFLAG_REPO (default /work/.mirror/spf13+pflag/repo), TOMLI_REPO
 #        (default /work/.mirror/hukkin+tomli/repo): a git directory of each;
 #        TIMEOUT (`[env] timeout`, default 180), JOBS (default 2),
+#        SERIAL=false (`[env] serial = false` in the after pipeline: its runs
+#        overlap up to JOBS; neither corpus's tests write to the environment),
 #        ONLY=go|py (one repository), KEEP=1 keeps the work dir.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,6 +46,7 @@ PFLAG_REPO=${PFLAG_REPO:-/work/.mirror/spf13+pflag/repo}
 TOMLI_REPO=${TOMLI_REPO:-/work/.mirror/hukkin+tomli/repo}
 TIMEOUT=${TIMEOUT:-180}
 JOBS=${JOBS:-2}
+SERIAL=${SERIAL:-true}
 ONLY=${ONLY:-}
 for r in "$PFLAG_REPO" "$TOMLI_REPO"; do
     git -C "$r" rev-parse -q --verify HEAD >/dev/null \
@@ -180,6 +183,7 @@ pipeline() {
         echo
         echo '[env]'
         echo "timeout = $TIMEOUT"
+        if [ "$mode" = after ] && [ "$SERIAL" = false ]; then echo 'serial = false'; fi
         if [ "$lang" = go ]; then
             echo 'key_files = ["go.mod"]'
             echo 'report = "go-test-json"'
@@ -248,7 +252,7 @@ for line in open(sys.argv[1]):
     if name.startswith("run:") and (name.endswith(":exclude") or name.endswith(":keep")):
         runs += ms
         executed += 1
-    elif name.startswith("grade:"):
+    elif name.startswith(("grade:", "recheck:")):
         grades += ms
 with open(sys.argv[1].replace("build.jsonl", "kinds.txt"), "w") as out:
     print(" ".join(f"{k} {n}x {ms / 1000:.1f}s" for k, (n, ms) in sorted(kinds.items())), file=out)
@@ -371,7 +375,7 @@ for line in open(f"{dir}/build.jsonl"):
     name, s = e["name"], e.get("duration_ms", 0) / 1000
     if name.startswith("run:"):
         node["hang" if name.split(":")[1] in hang else "runs"] += s
-    elif name.startswith("grade:"):
+    elif name.startswith(("grade:", "recheck:")):
         node["grades"] += s
 rest = wall - sum(node.values())
 hang_raw = sum(v for k, v in raw.items() if k in hang)
@@ -385,7 +389,7 @@ PY
 ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
 
 # -------------------------------------------------------------------- the run
-echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg); after: serial = $SERIAL, --jobs $JOBS"
 langs="go py"
 [ -n "$ONLY" ] && langs=$ONLY
 for lang in $langs; do

@@ -967,7 +967,9 @@ fn a_new_session_costs_only_its_own_nodes_and_the_release() {
         ("metrics", 1),
         ("release", 1),
     ]);
+    // One recheck a distinct graded run, as one run a distinct tree.
     expected.insert("run", run);
+    expected.insert("recheck", run);
     assert_eq!(executed, expected, "{:?}", second.summary);
     for k in ["triage", "tree", "screen", "task", "env"] {
         let c = second.summary.by_kind.get(k).cloned().unwrap_or_default();
@@ -980,6 +982,56 @@ fn a_new_session_costs_only_its_own_nodes_and_the_release() {
     // And a third build executes nothing.
     let third = f.build_ok();
     assert_eq!(third.summary.total.executed, 0, "{:?}", third.summary);
+}
+
+/// The two arms of a session that excludes nothing stage one tree: one
+/// graded run and one recheck serve both, so a deterministic failure is
+/// rerun `reruns` times in all, not an arm, and both arms are decided over
+/// the same rerun logs. A session whose arms stage different trees (a new
+/// test file, excluded in one arm) gets a recheck an arm.
+#[test]
+fn the_arms_of_one_tree_share_their_reruns() {
+    let f = Fixture::new();
+    f.default_pipeline();
+    let wrong = OPS_BASE.replacen("return a + b\n\n\ndef mul", "return a * b\n\n\ndef mul", 1);
+    f.session(
+        "b/wrong.json",
+        "p-1",
+        &f.diff1(&[("pkg/ops.py", Some(&wrong))]),
+    );
+    let b = f.build_ok();
+    let recheck = &b.summary.by_kind["recheck"];
+    assert_eq!(
+        (recheck.executed, recheck.reused),
+        (1, 1),
+        "{:?}",
+        b.summary
+    );
+    assert_eq!(b.summary.by_kind["grade"].executed, 2, "{:?}", b.summary);
+    assert_verdict(&f, "b/wrong.json", "unresolved", "unresolved");
+    let (exclude, keep) = (
+        f.grade_record("b/wrong.json", "exclude"),
+        f.grade_record("b/wrong.json", "keep"),
+    );
+    assert_eq!(exclude["reruns"], 2, "{exclude:#}");
+    assert_eq!(exclude["evidence"], keep["evidence"]);
+
+    // A new test file of the session's: excluded in one arm, kept in the
+    // other, so two trees, two runs and two rechecks.
+    let with_test = f.diff1(&[
+        ("pkg/ops.py", Some(&wrong)),
+        ("tests/test_mine.py", Some("import unittest\n")),
+    ]);
+    f.session("b/wrong-and-test.json", "p-1", &with_test);
+    let b = f.build_ok();
+    let recheck = &b.summary.by_kind["recheck"];
+    assert_eq!(
+        (recheck.executed, recheck.reused),
+        (2, 0),
+        "{:?}",
+        b.summary
+    );
+    assert_eq!(b.summary.by_kind["run"].executed, 2, "{:?}", b.summary);
 }
 
 #[test]

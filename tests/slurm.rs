@@ -548,20 +548,20 @@ fn plan_counts_the_runs_bound_for_the_cluster() {
             .find(|l| l.starts_with("test runs that would or may execute:"));
         match executor {
             Executor::Slurm => {
-                // Each grade may rerun its failing tests ([grade] reruns = 2).
-                let grades = out
+                // Each recheck may rerun its failing tests ([grade] reruns = 2).
+                let rechecks = out
                     .lines()
                     .filter(|l| {
-                        l.starts_with("run      grade:") || l.starts_with("maybe    grade:")
+                        l.starts_with("run      recheck:") || l.starts_with("maybe    recheck:")
                     })
                     .count();
-                assert!(grades > 0, "{out}");
+                assert!(rechecks > 0, "{out}");
                 assert_eq!(
                     line,
                     Some(
                         format!(
-                            "test runs that would or may execute: {runs} on slurm, and up to {} reruns and checks inside {grades} grades",
-                            2 * grades
+                            "test runs that would or may execute: {runs} on slurm, and up to {} reruns and checks inside {rechecks} rechecks",
+                            2 * rechecks
                         )
                         .as_str()
                     ),

@@ -39,9 +39,9 @@ pub(crate) fn run(global: &Global, args: PlanArgs) -> Result<i32, Failure> {
     // Runs that would or may execute (a new input's output may make them
     // new), by the executor they go to (from their environment node).
     let mut runs_on: std::collections::BTreeMap<&str, usize> = Default::default();
-    // Grades that would or may execute, and the reruns and checks they may
-    // run on top (a rerun only when a test failed).
-    let (mut grades, mut extra) = (0, 0);
+    // Rechecks that would or may execute, and the reruns and checks they
+    // may run on top (a rerun only when a test failed).
+    let (mut rechecks, mut extra) = (0, 0);
     for e in &entries {
         let executes = matches!(e.state, PlanState::Run { .. } | PlanState::Blocked { .. });
         let bound = graph.find(&e.name).and_then(|id| {
@@ -52,7 +52,7 @@ pub(crate) fn run(global: &Global, args: PlanArgs) -> Result<i32, Failure> {
         if let Some((spec, executor)) = bound.filter(|_| executes) {
             if e.kind.as_str() == NodeKind::Run {
                 *runs_on.entry(executor).or_default() += 1;
-            } else if e.kind.as_str() == NodeKind::Grade && executor != "local" {
+            } else if e.kind.as_str() == NodeKind::Recheck && executor != "local" {
                 let params: serde_json::Value =
                     serde_json::from_str(&spec.params_json).unwrap_or_default();
                 let checks = if params["check_command"].is_string() {
@@ -60,7 +60,7 @@ pub(crate) fn run(global: &Global, args: PlanArgs) -> Result<i32, Failure> {
                 } else {
                     0
                 };
-                grades += 1;
+                rechecks += 1;
                 extra += params["reruns"].as_u64().unwrap_or(0) + checks;
             }
         }
@@ -90,7 +90,7 @@ pub(crate) fn run(global: &Global, args: PlanArgs) -> Result<i32, Failure> {
         if runs_on.keys().any(|e| *e != "local") {
             let by: Vec<String> = runs_on.iter().map(|(e, n)| format!("{n} on {e}")).collect();
             let inside = if extra > 0 {
-                format!(", and up to {extra} reruns and checks inside {grades} grades")
+                format!(", and up to {extra} reruns and checks inside {rechecks} rechecks")
             } else {
                 String::new()
             };

@@ -31,6 +31,8 @@ words! {
         Release = "release",
         /// A Harbor task folder of a `[[harbor_dataset]]`, screened.
         HarborTask = "harbor_task",
+        /// A graded run's checks and reruns, shared by the arms of equal trees.
+        Recheck = "recheck",
     }
 }
 
@@ -88,7 +90,8 @@ mod tests {
                 "metrics",
                 "judge",
                 "release",
-                "harbor_task"
+                "harbor_task",
+                "recheck"
             ]
         );
         assert_eq!(

@@ -84,6 +84,11 @@ pub(crate) fn graded_run(session: &str, arm: Arm) -> String {
     format!("run:{session}:{}", arm.as_str())
 }
 
+/// The checks and reruns of a session's graded run in one arm.
+pub(crate) fn recheck(session: &str, arm: Arm) -> String {
+    format!("recheck:{session}:{}", arm.as_str())
+}
+
 pub(crate) fn grade(session: &str, arm: Arm) -> String {
     format!("grade:{session}:{}", arm.as_str())
 }

@@ -437,6 +437,30 @@ pub(crate) struct Receipt {
     pub(crate) node: Option<String>,
 }
 
+/// `recheck:<session>:<arm>`: what a grade adds to its graded run, run
+/// over the same tree: the checks run as commands of their own (`[grade]
+/// check_command`; each absent when not run) and the reruns, in order.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub(crate) struct RecheckRecord {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) base: Option<RunRecord>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) new: Option<RunRecord>,
+    #[serde(default)]
+    pub(crate) reruns: Vec<RunRecord>,
+}
+
+impl RecheckRecord {
+    /// Why the executor lost one of its runs, if it lost one.
+    pub(crate) fn lost(&self) -> Option<&str> {
+        self.base
+            .iter()
+            .chain(&self.new)
+            .chain(&self.reruns)
+            .find_map(|r| r.lost.as_deref())
+    }
+}
+
 /// `grade:<session>:<arm>`: a session's verdict on a task, with its evidence.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct GradeRecord {

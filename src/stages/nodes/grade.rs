@@ -1,8 +1,9 @@
 //! `grade`: the last of a graded session's nodes — after `session`
-//! (normalise), `stage` (compose the graded tree) and a `run` over it (the
-//! same node kind as screening, so identical trees share runs) — runs the
-//! checks and reruns the verdict asks for and records the verdict (the pure
-//! [`decide`](super::rules::verdict::decide)).
+//! (normalise), `stage` (compose the graded tree), a `run` over it (the
+//! same node kind as screening, so identical trees share runs) and its
+//! `recheck` (the checks and reruns the verdict asks for, shared the same
+//! way) — records the verdict (the pure
+//! [`decide`](super::rules::verdict::decide)) over those readings.
 //!
 //! The exclusion policy is applied per *arm*: `exclude` leaves out what the
 //! policy names (by default the session's NEW files named like tests, which
@@ -15,7 +16,6 @@
 //! (`rules::policy`, `rules::verdict`, `rules::grading`) decide everything
 //! the record holds.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use assay_engine::{Digest, JobCtx};
@@ -24,12 +24,12 @@ use serde::Serialize;
 use super::blob;
 use super::node::{Kind, Made, NodeKind};
 use super::records::{
-    Arm, EnvRecord, GradeRecord, RunRecord, SessionRecord, TaskRecord, TreeRecord,
+    Arm, EnvRecord, GradeRecord, RecheckRecord, RunRecord, SessionRecord, TaskRecord, TreeRecord,
 };
 use super::rules::grading::{self, Check, Evidence};
 use super::rules::policy::{Exclusion, TestPatch, globset, session_paths_within};
 use super::rules::verdict::{self, Readings};
-use super::run::{RunParams, execute_tree};
+use super::run::RunParams;
 
 /// 2: tamper suspects; `no_report` on a certified task is the agent's.
 /// 3: a unit that does not build fails its expected tests (`unresolved`, the
@@ -45,7 +45,9 @@ use super::run::{RunParams, execute_tree};
 /// 8: reruns and checks take the task's timeout (from its screening
 /// readings); no rerun of an empty patch; reruns select the failing tests
 /// where the framework can (`{tests}`).
-pub(crate) const GRADE_VERSION: u32 = 8;
+/// 9: pure: the checks and reruns are a `recheck` node of their own, shared
+/// by the arms of equal trees.
+pub(crate) const GRADE_VERSION: u32 = 9;
 
 pub(crate) use crate::pipeline::{PatchCaps, Policy};
 
@@ -56,10 +58,7 @@ pub(crate) struct GradeParams {
     pub(crate) test_globs: Vec<String>,
     /// The stage's caps: a patch over them is not read again.
     pub(crate) caps: PatchCaps,
-    pub(crate) reruns: u32,
-    pub(crate) rerun_command: Option<String>,
-    pub(crate) check_command: Option<String>,
-    /// How the test command runs: the same settings as the graded run.
+    /// How the test command ran: the limits a verdict names.
     pub(crate) run: RunParams,
 }
 
@@ -70,23 +69,20 @@ super::node::inputs! {
         stage: TreeRecord,
         run: RunRecord,
         env: EnvRecord,
+        recheck: RecheckRecord,
     }
 }
 
-/// Grades a staged session's run: the checks and reruns the verdict asks
-/// for, then the verdict.
+/// Grades a staged session's run over its readings (the graded run, then
+/// its recheck's checks and reruns): the verdict, and the record around it.
+/// Pure: every process it reads was run by the nodes before it.
 pub(crate) struct Grade {
     pub(crate) params: GradeParams,
-    pub(crate) store_dir: PathBuf,
-    /// The env node its reruns and checks run in.
-    pub(crate) env: String,
 }
 
 impl Kind for Grade {
     const NAME: &'static str = NodeKind::Grade.as_str();
     const VERSION: u32 = GRADE_VERSION;
-    /// Reruns and separate checks are test runs: a grade is an observation.
-    const OBSERVATION: bool = true;
     type Params = GradeParams;
     type Inputs = GradeInputs;
     type Record = GradeRecord;
@@ -103,15 +99,6 @@ impl Kind for Grade {
         grade(&self, i, ctx).await
     }
 
-    /// Reruns and checks run in the graded run's environment: a grade that
-    /// may start them holds that environment as a run does.
-    fn exclusive(&self) -> Option<&str> {
-        let runs_processes = self.params.reruns > 0 || self.params.check_command.is_some();
-        runs_processes
-            .then(|| self.params.run.exclusive(&self.env))
-            .flatten()
-    }
-
     /// A grade the executor lost a check or rerun of is graded again.
     fn hit_valid(&self, output: &[u8]) -> bool {
         serde_json::from_slice::<GradeRecord>(output)
@@ -119,10 +106,9 @@ impl Kind for Grade {
     }
 }
 
-/// Gathers the readings (the graded run, then the checks and reruns
-/// [`verdict`] asks for) and records the decision.
+/// Reads the graded run and its recheck and records the decision.
 async fn grade(g: &Grade, i: GradeInputs, ctx: JobCtx) -> Result<Made<GradeRecord>, String> {
-    let (p, store_dir) = (&g.params, &g.store_dir);
+    let p = &g.params;
     let format = p.run.report;
     let task_digest = i.task.key.to_hex();
     let (task, session, tree, env) = (
@@ -152,53 +138,21 @@ async fn grade(g: &Grade, i: GradeInputs, ctx: JobCtx) -> Result<Made<GradeRecor
         policy: p.policy,
     };
     let mut rec = grading::begin(subject, exclusion);
-    let mut attachments = Vec::new();
+    let recheck = i.recheck.record;
+    let checks = [(Check::Base, recheck.base), (Check::New, recheck.new)];
     let mut readings = Readings {
         first: run,
         ..Readings::default()
     };
-    if verdict::reads_report(&task, &tree, &readings.first)
-        && let Some(tree_id) = &tree.tree
-    {
-        let mut execute = async |command: String, attempt: u32| {
-            let how = RunParams {
-                command,
-                ..p.run.within(task.timeout_s)
-            };
-            let (ran, att) =
-                execute_tree(tree_id, &tree.hidden, &env, &how, attempt, store_dir, &ctx)
-                    .await
-                    .map_err(|e| e.0)?;
-            attachments.extend(att);
-            Ok::<RunRecord, String>(ran)
-        };
-        if let Some(template) = &p.check_command {
-            for check in Check::ALL {
-                let Some(command) = check.command(template, format, &task) else {
-                    continue;
-                };
-                let checked = execute(command, 0).await?;
-                Evidence::Check(check).record(&mut rec, &checked);
-                readings.checks.push(checked);
-            }
+    for (check, checked) in checks {
+        if let Some(checked) = checked {
+            Evidence::Check(check).record(&mut rec, &checked);
+            readings.checks.push(checked);
         }
-        let empty_patch = paths.is_empty();
-        while let Some(failing) =
-            verdict::next_rerun(format, &task, &readings, p.reruns, empty_patch)
-        {
-            let rerun = readings.reruns.len() as u32 + 1;
-            let command = grading::rerun_command(
-                p.rerun_command.as_deref(),
-                p.check_command.as_deref(),
-                &p.run.command,
-                format,
-                &readings.first,
-                &failing,
-            );
-            let again = execute(command, rerun).await?;
-            Evidence::Rerun(rerun).record(&mut rec, &again);
-            readings.reruns.push(again);
-        }
+    }
+    for again in recheck.reruns {
+        Evidence::Rerun(readings.reruns.len() as u32 + 1).record(&mut rec, &again);
+        readings.reruns.push(again);
     }
     let graded = verdict::Graded {
         task: &task,
@@ -229,84 +183,16 @@ async fn grade(g: &Grade, i: GradeInputs, ctx: JobCtx) -> Result<Made<GradeRecor
     if let Some(last) = grading::tail_of(&rec) {
         rec.log_tail = Some(grading::log_tail(&last.what, &blob(&ctx, &last.digest)?));
     }
-    for r in &rec.evidence {
-        if let Ok(d) = r.digest.parse::<Digest>() {
-            attachments.push(d);
-        }
-    }
+    // The logs it rests on, attached as they were when the grade ran them.
+    let mut attachments: Vec<Digest> = rec
+        .evidence
+        .iter()
+        .filter_map(|r| r.digest.parse().ok())
+        .collect();
     attachments.sort();
     attachments.dedup();
     Ok(Made {
         record: rec,
         attachments,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Reruns and checks run in the graded run's environment: a grade that
-    /// may start them holds a local serial environment as a run does.
-    #[test]
-    fn a_grade_that_may_rerun_holds_its_local_serial_environment() {
-        use assay_report::Format;
-        let run = RunParams {
-            command: "python3 -m unittest -v".into(),
-            report: Format::Unittest,
-            report_file: None,
-            timeout_s: 60,
-            log_cap: 1 << 20,
-            redact: Default::default(),
-            serial: true,
-            repeat: 0,
-            confine: Default::default(),
-            watch: Vec::new(),
-            canary: None,
-            warm: Vec::new(),
-        };
-        let params = |reruns, check: Option<&str>, run: &RunParams| GradeParams {
-            arm: crate::pipeline::Arm::Exclude,
-            policy: Policy::TestsAndInfra,
-            test_globs: Vec::new(),
-            caps: PatchCaps::default(),
-            reruns,
-            rerun_command: None,
-            check_command: check.map(str::to_owned),
-            run: run.clone(),
-        };
-        let holds = |params: GradeParams| {
-            let grade = Grade {
-                params,
-                store_dir: PathBuf::new(),
-                env: "env:abc".into(),
-            };
-            grade.exclusive().map(str::to_owned)
-        };
-        assert_eq!(holds(params(3, None, &run)).as_deref(), Some("env:abc"));
-        assert_eq!(
-            holds(params(0, Some("t {tests}"), &run)).as_deref(),
-            Some("env:abc")
-        );
-        // Nothing to run: nothing to hold.
-        assert_eq!(holds(params(0, None, &run)), None);
-        let parallel = RunParams {
-            serial: false,
-            ..run.clone()
-        };
-        assert_eq!(holds(params(3, None, &parallel)), None);
-        let docker = RunParams {
-            confine: super::super::executor::Confinement {
-                executor: super::super::executor::ExecutorSetting::Docker(
-                    super::super::executor::docker::Settings {
-                        base_image: "assay-base:bookworm".into(),
-                        cpu_millis: None,
-                    },
-                ),
-                ..Default::default()
-            },
-            ..run
-        };
-        assert_eq!(holds(params(3, None, &docker)), None);
-    }
 }

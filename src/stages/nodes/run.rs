@@ -26,7 +26,7 @@ use super::node::{Kind, Made, NodeKind};
 use super::records::{EnvRecord, RunRecord, TreeRecord};
 
 /// How a test command is run and read: the run node's params (so its key),
-/// and what a grade's reruns and checks run with, their command replaced.
+/// and what a recheck's reruns and checks run with, their command replaced.
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct RunParams {
     pub(crate) command: String,
@@ -143,7 +143,7 @@ impl RunParams {
     /// when its runs are serial and its executor shares the environment
     /// between runs (a local directory). A container's environment is its
     /// own copy: nothing is shared. Every job that runs processes in an
-    /// environment (a run, a grade's reruns and checks) says so through
+    /// environment (a run, a recheck's reruns and checks) says so through
     /// [`assay_engine::Job::exclusive`], the engine's one lock.
     pub(crate) fn exclusive<'a>(&self, env_node: &'a str) -> Option<&'a str> {
         (self.serial && self.confine.executor().shares_env()).then_some(env_node)

@@ -11,6 +11,7 @@ use super::error::StageError;
 use super::grade::{self, GradeParams, Policy};
 use super::metrics::{self, MetricsParams};
 use super::node::{self, NoNames, NodeKind};
+use super::recheck::{self, RecheckParams};
 use super::redact::RedactConfig;
 use super::release::Input;
 use super::release::ReleaseInputs;
@@ -323,30 +324,46 @@ fn graded_nodes(
                 env: env_node.to_owned(),
             },
         ));
+        let recheck_node = names::recheck(id, arm);
+        out.push(node::spec(
+            recheck_node.clone(),
+            recheck::Recheck {
+                params: RecheckParams {
+                    caps: grade.caps,
+                    reruns: grade.reruns,
+                    rerun_command: grade.rerun_command.clone(),
+                    check_command: grade.check_command.clone(),
+                    run: rp.clone(),
+                },
+                store_dir: g.store_dir.to_owned(),
+                env: env_node.to_owned(),
+            },
+            recheck::RecheckNames {
+                task: task_node.to_owned(),
+                session: session_node.to_owned(),
+                stage: stage_node.clone(),
+                run: run_node.clone(),
+                env: env_node.to_owned(),
+            },
+        ));
         let gp = GradeParams {
             arm,
             policy: arm_policy,
             test_globs: g.test_globs.to_vec(),
             caps: grade.caps,
-            reruns: grade.reruns,
-            rerun_command: grade.rerun_command.clone(),
-            check_command: grade.check_command.clone(),
             run: rp.clone(),
         };
         let grade_node = names::grade(id, arm);
         out.push(node::spec(
             grade_node.clone(),
-            grade::Grade {
-                params: gp,
-                store_dir: g.store_dir.to_owned(),
-                env: env_node.to_owned(),
-            },
+            grade::Grade { params: gp },
             grade::GradeNames {
                 task: task_node.to_owned(),
                 session: session_node.to_owned(),
                 stage: stage_node,
                 run: run_node,
                 env: env_node.to_owned(),
+                recheck: recheck_node,
             },
         ));
         if Some(&arm) == arms.iter().find(|a| **a == Arm::SCORED).or(arms.first()) {

@@ -161,10 +161,7 @@ async fn grade(g: &Grade, i: GradeInputs, ctx: JobCtx) -> Result<Made<GradeRecor
         && let Some(tree_id) = &tree.tree
     {
         let mut execute = async |command: String, attempt: u32| {
-            let how = RunParams {
-                command,
-                ..p.run.within(task.timeout_s)
-            };
+            let how = p.run.within(task.timeout_s).running(command);
             let (ran, att) =
                 execute_tree(tree_id, &tree.hidden, &env, &how, attempt, store_dir, &ctx)
                     .await
@@ -264,6 +261,7 @@ mod tests {
             watch: Vec::new(),
             canary: None,
             warm: Vec::new(),
+            touched_command: None,
         };
         let params = |reruns, check: Option<&str>, run: &RunParams| GradeParams {
             arm: crate::pipeline::Arm::Exclude,

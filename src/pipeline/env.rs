@@ -24,6 +24,9 @@ pub(crate) struct EnvSpec {
     pub(crate) format: Format,
     pub(crate) timeout_s: u64,
     pub(crate) log_cap: u64,
+    /// `touched_command`, checked: it selects the touched test files in
+    /// the report's terms (`rules::touched`).
+    pub(crate) touched_command: Option<String>,
     /// The table as written: its commands, key files, and the keys of its
     /// confinement and executor.
     pub(crate) written: EnvConfig,
@@ -81,8 +84,22 @@ fn env(
             "e.g. warm = { GOCACHE = \"go-cache\" }: a variable the toolchain reads, and a directory inside the environment (docs/languages.md)",
         ));
     }
+    if let Some(touched) = &cfg.touched_command
+        && let Some(why) = crate::stages::touched_command_problem(touched.get_ref(), format)
+    {
+        return Err(pipeline.error_at(
+            touched.span(),
+            format!("[env] touched_command: {why}"),
+            "this command",
+            match format {
+                Format::GoTestJson => "e.g. touched_command = \"go test -json {packages}\": `{packages}` becomes the directory of each touched _test.go file (docs/stages.md, \"Scope\")",
+                _ => "e.g. touched_command = \"python -m pytest -rA {files}\": `{files}` becomes the test files the test patch touches (docs/stages.md, \"Scope\")",
+            },
+        ));
+    }
     Ok(EnvSpec {
         name: name.cloned(),
+        touched_command: cfg.touched_command.as_ref().map(|c| c.get_ref().clone()),
         format,
         timeout_s: cfg.timeout.unwrap_or(DEFAULT_TIMEOUT_S),
         log_cap: cfg.log_cap.unwrap_or(DEFAULT_LOG_CAP),

@@ -215,6 +215,10 @@ pub(crate) struct EnvConfig {
     /// Run with `sh -c` at the root of the staged tree.
     #[serde(default)]
     pub(crate) test_command: String,
+    /// The test command over the test files the test patch touches
+    /// (`{files}`; `{packages}` for `go test`): what graded runs run with
+    /// `[screen] scope = "touched-files"` (docs/stages.md, "Scope").
+    pub(crate) touched_command: Option<Spanned<String>>,
     /// Report format: junit, pytest, unittest, libtest, libtest-json, go-test-json, tap.
     pub(crate) report: Option<Spanned<String>>,
     /// A recipe for a language's environment (`cargo`): its setup runs

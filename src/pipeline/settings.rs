@@ -436,24 +436,26 @@ fn grade(pipeline: &Pipeline, f: &PipelineFile) -> Result<GradeSettings, ConfigE
 
 /// `[screen] scope`: a word of [`crate::stages::Scope`], and
 /// `touched-files` only where every environment's report names each test's
-/// file (the touched files could not decide otherwise).
+/// file (the touched files could not decide otherwise). An environment's
+/// `touched_command` runs only the touched files, so it needs this scope:
+/// under `suite` it would leave most of PASS_TO_PASS unrun.
 fn screen_scope(
     pipeline: &Pipeline,
     f: &PipelineFile,
 ) -> Result<crate::stages::Scope, ConfigError> {
     use crate::stages::Scope;
-    let Some(word) = &f.screen.scope else {
-        return Ok(Scope::default());
+    let scope = match &f.screen.scope {
+        None => Scope::default(),
+        Some(word) => Scope::parse(word.get_ref()).ok_or_else(|| {
+            pipeline.error_at(
+                word.span(),
+                format!("unknown scope `{}`", word.get_ref()),
+                "here",
+                "use \"suite\" (every test the readings name) or \"touched-files\" (the test files the test patch touches: SWE-bench's convention; docs/verdicts.md)",
+            )
+        })?,
     };
-    let scope = Scope::parse(word.get_ref()).ok_or_else(|| {
-        pipeline.error_at(
-            word.span(),
-            format!("unknown scope `{}`", word.get_ref()),
-            "here",
-            "use \"suite\" (every test the readings name) or \"touched-files\" (the test files the test patch touches: SWE-bench's convention; docs/verdicts.md)",
-        )
-    })?;
-    if scope == Scope::TouchedFiles {
+    if let Some(word) = f.screen.scope.as_ref().filter(|_| !scope.is_suite()) {
         for (_, env) in f.envs() {
             let format = env
                 .report
@@ -468,6 +470,19 @@ fn screen_scope(
                 ));
             }
         }
+    }
+    if scope.is_suite()
+        && let Some(touched) = f
+            .envs()
+            .into_iter()
+            .find_map(|(_, env)| env.touched_command.as_ref())
+    {
+        return Err(pipeline.error_at(
+            touched.span(),
+            "touched_command runs only the touched test files, and [screen] scope is \"suite\": PASS_TO_PASS would hold tests it never runs",
+            "this command",
+            "set [screen] scope = \"touched-files\" (the lists drawn from the same files), or remove touched_command to run the whole suite (docs/stages.md, \"Scope\")",
+        ));
     }
     Ok(scope)
 }
@@ -631,6 +646,63 @@ mod tests {
             ),
             ""
         );
+    }
+
+    /// `[env] touched_command` runs only the touched test files: it must
+    /// say where they go, and it needs the scope that draws the lists from
+    /// the same files.
+    #[test]
+    fn a_touched_command_needs_its_placeholder_and_the_touched_files_scope() {
+        let env = |command: &str, report: &str| {
+            format!(
+                "[env]\ntest_command = \"t\"\nreport = \"{report}\"\ntouched_command = \"{command}\"\n"
+            )
+        };
+        let scoped = "[screen]\nscope = \"touched-files\"\n";
+        let ok = format!("{scoped}{}", env("python -m pytest -rA {files}", "pytest"));
+        assert_eq!(error_of(&ok, &[]), "");
+        let go = format!(
+            "{scoped}{}",
+            env("go test -json {packages}", "go-test-json")
+        );
+        assert_eq!(error_of(&go, &[]), "");
+
+        // Under the default scope, and under a written "suite".
+        for screen in ["", "[screen]\nscope = \"suite\"\n"] {
+            let e = error_of(
+                &format!("{screen}{}", env("python -m pytest -rA {files}", "pytest")),
+                &[],
+            );
+            assert!(
+                e.contains("touched_command runs only the touched test files"),
+                "{e}"
+            );
+            assert!(e.contains("this command"), "{e}");
+            assert!(e.contains("scope = \"touched-files\""), "{e}");
+        }
+        let e = error_of(
+            &format!("{scoped}{}", env("python -m pytest -rA", "pytest")),
+            &[],
+        );
+        assert!(
+            e.contains("[env] touched_command: the command names no touched test file"),
+            "{e}"
+        );
+        assert!(e.contains("this command"), "{e}");
+        assert!(
+            e.contains("touched_command = \"python -m pytest -rA {files}\""),
+            "{e}"
+        );
+        let e = error_of(
+            &format!("{scoped}{}", env("go test -json ./...", "go-test-json")),
+            &[],
+        );
+        assert!(e.contains("go test -json {packages}"), "{e}");
+        let e = error_of(
+            &format!("{scoped}{}", env("pytest {packages}", "pytest")),
+            &[],
+        );
+        assert!(e.contains("`{packages}` selects Go packages"), "{e}");
     }
 
     #[test]

@@ -43,6 +43,7 @@ pub(crate) use publish::{AssayVersion, Manifest, Number, pretty};
 pub(crate) use records::{EnvRecord, Fault, GradeRecord, TaskRecord, TaskStatus, Verdict};
 pub(crate) use release::{ReadBlob, ReleaseParams, ReleaseRecord, assemble, read_from};
 pub(crate) use rules::screening::Scope;
+pub(crate) use rules::touched::command_problem as touched_command_problem;
 
 use assay_engine::{Graph, GraphError, Store};
 

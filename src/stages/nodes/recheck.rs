@@ -131,10 +131,7 @@ async fn recheck(
     let patch = blob(&ctx, &session.patch)?;
     let empty_patch = session_paths_within(&patch, p.caps).map_or(true, |paths| paths.is_empty());
     let mut execute = async |command: String, attempt: u32| {
-        let how = RunParams {
-            command,
-            ..p.run.within(task.timeout_s)
-        };
+        let how = p.run.within(task.timeout_s).running(command);
         let (ran, att) = execute_tree(
             tree_id,
             &tree.hidden,
@@ -206,6 +203,7 @@ mod tests {
             watch: Vec::new(),
             canary: None,
             warm: Vec::new(),
+            touched_command: None,
         };
         let params = |reruns, check: Option<&str>, run: &RunParams| RecheckParams {
             caps: Default::default(),

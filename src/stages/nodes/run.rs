@@ -24,6 +24,7 @@ use super::super::canary::{self, Hidden, Planted};
 use super::executor::{EnvHandle, Launch, TestRun, Watched};
 use super::node::{Kind, Made, NodeKind};
 use super::records::{EnvRecord, RunRecord, TreeRecord};
+use super::rules::touched::TouchedFiles;
 
 /// How a test command is run and read: the run node's params (so its key),
 /// and what a recheck's reruns and checks run with, their command replaced.
@@ -53,6 +54,12 @@ pub(crate) struct RunParams {
     /// Left out of the key when empty.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) warm: Vec<(String, String)>,
+    /// `[env] touched_command`, on graded runs only: what a run over a
+    /// graded tree runs in place of `command`, over the test files its
+    /// hidden test patch touches (`rules::touched`). Left out of the key
+    /// when absent (the keys stay what they were).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) touched_command: Option<String>,
 }
 
 fn format_name<S: serde::Serializer>(format: &Format, s: S) -> Result<S::Ok, S::Error> {
@@ -139,6 +146,33 @@ impl RunParams {
         }
     }
 
+    /// These params running `command`: a grade's check, or a rerun of
+    /// chosen tests or files, replaces the test command and its scope;
+    /// the test command itself (a whole-command rerun) keeps its scope.
+    pub(crate) fn running(&self, command: String) -> RunParams {
+        let touched_command = self
+            .touched_command
+            .clone()
+            .filter(|_| command == self.command);
+        RunParams {
+            command,
+            touched_command,
+            ..self.clone()
+        }
+    }
+
+    /// The command a run over a tree whose hidden test patch writes
+    /// `hidden` runs: the `touched_command` over the touched test files
+    /// where there is one and a test file to run, else the command.
+    /// Screening trees have no hidden files: they run the whole suite.
+    pub(crate) fn command_over(&self, hidden: &[String]) -> String {
+        self.touched_command
+            .as_deref()
+            .filter(|_| !hidden.is_empty())
+            .and_then(|t| TouchedFiles::of(hidden.iter().map(String::as_str)).command(t))
+            .unwrap_or_else(|| self.command.clone())
+    }
+
     /// The resource a job running these params holds alone: the env node,
     /// when its runs are serial and its executor shares the environment
     /// between runs (a local directory). A container's environment is its
@@ -203,12 +237,13 @@ pub(crate) async fn execute_tree(
             .map_err(|e| err(&e))?
     };
     let mut staged = staged;
+    let command = p.command_over(hidden);
     let planted = if hidden.is_empty() {
         None
     } else {
-        let (work, hidden, command) = (work.clone(), hidden.to_vec(), p.command.clone());
+        let (work, hidden, command) = (work.clone(), hidden.to_vec(), command.clone());
         let custom = p.canary.clone();
-        let (format, seed) = (p.report, canary_seed(tree_id, &p.command));
+        let (format, seed) = (p.report, canary_seed(tree_id, &command));
         if seed.1 {
             record.unchecked = Some(
                 "canaries predictable: seeded by ASSAY_CANARY_SEED in assay's environment (reproducible tests only)".into(),
@@ -238,7 +273,7 @@ pub(crate) async fn execute_tree(
         .executor()
         .run(TestRun {
             launch: Launch {
-                command: p.command.clone(),
+                command,
                 tree: Some(&work),
                 env: &env_handle,
                 setup: false,
@@ -577,6 +612,7 @@ mod tests {
             watch: vec!["tests/**".into()],
             canary: None,
             warm: Vec::new(),
+            touched_command: None,
         };
         let old = KeyedByName {
             command: p.command.clone(),
@@ -598,6 +634,66 @@ mod tests {
             serde_json::to_string(&p).unwrap(),
             serde_json::to_string(&old).unwrap()
         );
+    }
+
+    fn scoped(touched: Option<&str>) -> RunParams {
+        RunParams {
+            command: "python3 -m unittest -v".into(),
+            report: Format::Unittest,
+            report_file: None,
+            timeout_s: 120,
+            log_cap: 1 << 20,
+            redact: Default::default(),
+            serial: true,
+            repeat: 0,
+            confine: Default::default(),
+            watch: Vec::new(),
+            canary: None,
+            warm: Vec::new(),
+            touched_command: touched.map(str::to_owned),
+        }
+    }
+
+    /// A graded tree runs the touched test files; a screening tree (no
+    /// hidden files), a test patch of data only, and a grade's own
+    /// commands run as they are written.
+    #[test]
+    fn a_scoped_run_runs_the_touched_test_files_of_a_graded_tree_only() {
+        let p = scoped(Some("python3 -m unittest -v {files}"));
+        let hidden = [
+            "tests/data/in.json".to_owned(),
+            "tests/test_mul.py".to_owned(),
+        ];
+        assert_eq!(
+            p.command_over(&hidden),
+            "python3 -m unittest -v tests/test_mul.py"
+        );
+        assert_eq!(p.command_over(&[]), "python3 -m unittest -v");
+        assert_eq!(p.command_over(&hidden[..1]), "python3 -m unittest -v");
+        assert_eq!(scoped(None).command_over(&hidden), "python3 -m unittest -v");
+        // A whole-command rerun keeps the scope; a check or a rerun of
+        // chosen tests or files does not.
+        let rerun = p.running(p.command.clone());
+        assert_eq!(
+            rerun.command_over(&hidden),
+            "python3 -m unittest -v tests/test_mul.py"
+        );
+        let check = p.running("python3 -m unittest -v tests.test_ops.TestOps.test_add".into());
+        assert_eq!(
+            check.command_over(&hidden),
+            "python3 -m unittest -v tests.test_ops.TestOps.test_add"
+        );
+    }
+
+    /// The option enters the run's key only when it is set: the keys of
+    /// pipelines without it are what they were.
+    #[test]
+    fn a_touched_command_changes_the_key_only_when_set() {
+        let plain = assay_engine::encode_params(&scoped(None));
+        let touched = assay_engine::encode_params(&scoped(Some("python3 -m unittest -v {files}")));
+        assert_ne!(plain, touched);
+        let json = serde_json::to_string(&scoped(None)).unwrap();
+        assert!(!json.contains("touched_command"), "{json}");
     }
 
     #[test]

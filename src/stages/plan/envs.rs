@@ -21,6 +21,9 @@ pub(crate) struct EnvSettings<'a> {
     pub(crate) timeout: u64,
     pub(crate) log_cap: u64,
     pub(crate) confine: Confinement,
+    /// `[env] touched_command`: what graded runs run instead of the test
+    /// command (checked with the scope at load).
+    pub(crate) touched_command: Option<&'a str>,
     /// `[env] export`, on an executor whose environments are artifacts.
     pub(crate) export: bool,
 }
@@ -60,6 +63,18 @@ impl EnvSettings<'_> {
             watch: watch.to_vec(),
             canary: self.cfg.canary.as_ref().map(|c| c.get_ref().clone()),
             warm: self.warm(),
+            touched_command: None,
+        }
+    }
+
+    /// The params of a graded run: a run of the test command, or of the
+    /// `touched_command` over the touched test files where one is set
+    /// (`RunParams::touched_command`). Screening runs keep the whole
+    /// suite, and their keys (docs/stages.md, "Scope").
+    pub(crate) fn graded_run_params(&self, redact: &RedactConfig, watch: &[String]) -> RunParams {
+        RunParams {
+            touched_command: self.touched_command.map(str::to_owned),
+            ..self.run_params(redact, 0, watch)
         }
     }
 }
@@ -103,6 +118,7 @@ impl<'a> Envs<'a> {
                 timeout: env.timeout_s,
                 log_cap: env.log_cap,
                 confine,
+                touched_command: env.touched_command.as_deref(),
                 export,
             });
         }

@@ -310,7 +310,7 @@ fn graded_nodes(
                 session: session_node.to_owned(),
             },
         ));
-        let rp: RunParams = env.run_params(g.redact, 0, g.test_globs);
+        let rp: RunParams = env.graded_run_params(g.redact, g.test_globs);
         let run_node = names::graded_run(id, arm);
         out.push(node::spec(
             run_node.clone(),

@@ -5,8 +5,8 @@
 //! screening reduction ([`screening`]), what a tree is composed of
 //! ([`staging`]), the shape of a graded patch ([`shape`]), why a run hit a
 //! limit ([`limits`]), the released task ([`task`]), the reasons a task
-//! is lost along the funnel ([`funnel`]) and words quoted for `sh`
-//! ([`shell`]).
+//! is lost along the funnel ([`funnel`]), the test files a test patch
+//! touches ([`touched`]) and words quoted for `sh` ([`shell`]).
 //!
 //! **Invariant: nothing here does I/O.** No tokio, no filesystem, no process,
 //! no engine (`assay_engine`), no blob store: every function takes the
@@ -31,6 +31,7 @@ pub(crate) mod staging;
 pub(crate) mod tamper;
 pub(crate) mod task;
 pub(crate) mod timeout;
+pub(crate) mod touched;
 pub(crate) mod verdict;
 
 use super::{canary, records};

@@ -29,6 +29,7 @@ use assay_report::{Format, Outcome};
 
 use super::records::{Control, RunRecord, ScreenRecord, TriageRecord};
 pub(crate) use super::staging::State;
+use super::touched::TouchedFiles;
 use crate::words::words;
 
 words! {
@@ -442,34 +443,32 @@ pub(crate) fn declared_name(format: Format, id: &str) -> Option<&str> {
         .filter(|w| !w.chars().all(|c| c.is_ascii_digit()))
 }
 
-/// The test files a test patch touches, as a report names a test's file: a
-/// path, or for Go the package of the directory a touched `_test.go` file
-/// is in (a package ending in `/<dir>`; the root directory's package is the
-/// one every other package of the readings extends).
+/// The test files a test patch touches, as a report names a test's file
+/// ([`TouchedFiles`]): a path, or for Go the package of the directory a
+/// touched `_test.go` file is in (a package ending in `/<dir>`; the root
+/// directory's package is the one every other package of the readings
+/// extends).
 struct Touched<'a> {
-    files: &'a BTreeSet<&'a str>,
-    /// Go: the touched directories ("" for the root), and the root package.
-    go: Option<(BTreeSet<&'a str>, Option<&'a str>)>,
+    files: TouchedFiles<'a>,
+    /// Go: the root package.
+    go: Option<Option<&'a str>>,
 }
 
 impl<'a> Touched<'a> {
     /// `units`: every test file (Go: package) the readings name.
-    fn new(format: Format, files: &'a BTreeSet<&'a str>, units: &BTreeSet<&'a str>) -> Touched<'a> {
+    fn new(format: Format, files: &BTreeSet<&'a str>, units: &BTreeSet<&'a str>) -> Touched<'a> {
         let go = (format == Format::GoTestJson).then(|| {
-            let dirs = files
-                .iter()
-                .filter(|f| f.ends_with("_test.go"))
-                .map(|f| f.rsplit_once('/').map_or("", |(dir, _)| dir))
-                .collect();
             // The shortest package, if every other one extends it.
-            let root = units.iter().min_by_key(|p| p.len()).copied().filter(|p| {
+            units.iter().min_by_key(|p| p.len()).copied().filter(|p| {
                 units
                     .iter()
                     .all(|q| q == p || q.strip_prefix(*p).is_some_and(|r| r.starts_with('/')))
-            });
-            (dirs, root)
+            })
         });
-        Touched { files, go }
+        Touched {
+            files: TouchedFiles::of(files.iter().copied()),
+            go,
+        }
     }
 
     /// Whether a test in `file` (as its report names it) is in a touched file.
@@ -479,7 +478,7 @@ impl<'a> Touched<'a> {
         };
         match &self.go {
             None => self.files.contains(file),
-            Some((dirs, root)) => dirs.iter().any(|dir| match *dir {
+            Some(root) => self.files.go_dirs().iter().any(|dir| match *dir {
                 "" => *root == Some(file),
                 dir => file == dir || file.ends_with(&format!("/{dir}")),
             }),

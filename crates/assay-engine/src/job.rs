@@ -34,6 +34,17 @@ pub trait Job: Send + Sync {
     fn exclusive(&self) -> Option<&str> {
         None
     }
+
+    /// The job's future does all its work at its first poll, in
+    /// microseconds, and never blocks (no I/O, no waiting): the scheduler
+    /// then polls it once on the build's own thread instead of spawning a
+    /// task for it, which saves two thread wake-ups a job. A future that is
+    /// still pending after that poll is spawned as usual. `false` (the
+    /// default) for anything that runs a process, reads files or computes
+    /// for long: on the build's thread it would stall the scheduler.
+    fn trivial(&self) -> bool {
+        false
+    }
 }
 
 /// What a job gets: its key, its dependencies' outputs (declared order), and

@@ -14,8 +14,10 @@
 //! `writer`'s.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::mpsc;
+use std::task::{Context, Poll, Waker};
 
 use tokio::task::JoinSet;
 
@@ -237,6 +239,9 @@ struct Build<'a, 's> {
     /// Keyed nodes that must execute, with their key record.
     to_run: VecDeque<(NodeId, KeyRecord, Digest)>,
     inflight: JoinSet<Result<Executed, JobError>>,
+    /// Trivial jobs ([`Job::trivial`]) that ended as they were launched, on
+    /// the build's thread: received before anything in flight.
+    ended_here: VecDeque<(NodeId, Result<Executed, JobError>)>,
     /// The running jobs' notes ([`crate::Notes`]), passed on as events.
     notes: (
         tokio::sync::mpsc::UnboundedSender<Note>,
@@ -297,6 +302,7 @@ impl<'a, 's> Build<'a, 's> {
             ready: VecDeque::new(),
             to_run: VecDeque::new(),
             inflight: JoinSet::new(),
+            ended_here: VecDeque::new(),
             notes: tokio::sync::mpsc::unbounded_channel(),
             task_node: HashMap::new(),
             summary: Summary::default(),
@@ -505,12 +511,21 @@ impl<'a, 's> Build<'a, 's> {
             build: self.build_id,
         };
         let blobs = store.blobs().clone();
-        let handle = self.inflight.spawn(async move {
+        let mut task = Box::pin(async move {
             if let Some(e) = input_error {
                 return Err(JobError(format!("cannot read an input: {e}")));
             }
             execute(fut, row, blobs).await
         });
+        if spec.job.trivial() {
+            // Polled here, once: a trivial job is done at its first poll.
+            let mut cx = Context::from_waker(Waker::noop());
+            if let Poll::Ready(result) = task.as_mut().poll(&mut cx) {
+                self.ended_here.push_back((id, result));
+                return;
+            }
+        }
+        let handle = self.inflight.spawn(task);
         self.task_node.insert(handle.id(), id);
     }
 
@@ -521,6 +536,17 @@ impl<'a, 's> Build<'a, 's> {
         // Notes come before the end of the job that sent them.
         while let Ok(note) = self.notes.1.try_recv() {
             self.note(note);
+        }
+        if !self.ended_here.is_empty() {
+            // What has committed is reported as it commits, not after every
+            // job run here.
+            if !self.uncommitted.is_empty()
+                && let Ok(done) = self.committed.try_recv()
+            {
+                return Some(Received::Committed(done));
+            }
+            let (id, result) = self.ended_here.pop_front()?;
+            return Some(self.ended(id, result));
         }
         if self.inflight.is_empty() && self.uncommitted.is_empty() {
             return None;
@@ -556,6 +582,11 @@ impl<'a, 's> Build<'a, 's> {
         let Some(id) = id else {
             return Some(Received::Nothing);
         };
+        Some(self.ended(id, result))
+    }
+
+    /// Job `id` ended, wherever it ran.
+    fn ended(&mut self, id: NodeId, result: Result<Executed, JobError>) -> Received {
         // A job that made an output keeps its resource until its row is
         // committed (`committed`): the next job on an environment
         // starts after the last one's result is durable and reported, so
@@ -563,7 +594,7 @@ impl<'a, 's> Build<'a, 's> {
         if result.is_err() {
             self.held.release(self.graph, id);
         }
-        Some(Received::Job(id, result))
+        Received::Job(id, result)
     }
 
     fn note(&mut self, note: Note) {

@@ -23,6 +23,10 @@ impl Job for Tiny {
             })
         })
     }
+
+    fn trivial(&self) -> bool {
+        true
+    }
 }
 
 /// The nodes of the synthetic DAG, in an order where every dependency comes first.

@@ -29,8 +29,11 @@ use crate::store::{Blobs, FailureRow, INLINE_MAX, IndexWriter, NewRow};
 pub(crate) type Executed = (Digest, Arc<Vec<u8>>, u64, Box<NewRow>);
 
 /// Most rows in one transaction: bounds the time a commit holds the
-/// writer, and the work a crash in it rolls back.
-const BATCH_MAX: usize = 8192;
+/// writer. Keys are random, so a transaction of thousands of rows rewrites
+/// most of the table's pages (into the WAL, then the database): the more
+/// rows a transaction, the fewer times each page is written. A writer that
+/// falls behind therefore takes everything queued, up to this.
+const BATCH_MAX: usize = 65_536;
 
 pub(crate) enum WriterMsg {
     /// A node's success, acknowledged through [`Committed`].

@@ -77,6 +77,9 @@ struct Hit {
 
 const NOT_INLINE: u32 = u32::MAX;
 
+/// The writer's page cache, in KiB (sqlite's negative `cache_size`).
+const WRITER_CACHE_KIB: i64 = -128 * 1024;
+
 /// Below this many rows expected, the index is loaded on one thread.
 const SPLIT_MIN: usize = 20_000;
 
@@ -352,10 +355,16 @@ impl Store {
     }
 
     pub(crate) fn writer(&self) -> Result<IndexWriter, StoreError> {
-        Ok(IndexWriter {
-            conn: open_conn(&self.dir.join("index.sqlite"))?,
-            path: self.dir.join("index.sqlite"),
-        })
+        let path = self.dir.join("index.sqlite");
+        let conn = open_conn(&path)?;
+        // Keys are random, so a transaction of thousands of rows touches
+        // most of the table's pages: with sqlite's default cache (2 MB)
+        // they are read back from the file and spilled to the WAL in the
+        // middle of the transaction, again and again. The cache only grows
+        // as pages are used.
+        conn.pragma_update(None, "cache_size", WRITER_CACHE_KIB)
+            .map_err(index_err(&path))?;
+        Ok(IndexWriter { conn, path })
     }
 }
 
@@ -383,7 +392,10 @@ impl IndexWriter {
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
                 )
                 .map_err(err)?;
-            for r in rows {
+            // In key order: consecutive inserts land on the same pages.
+            let mut order: Vec<&NewRow> = rows.iter().collect();
+            order.sort_unstable_by_key(|r| r.key);
+            for r in order {
                 ins.execute(params![
                     r.key.0.to_vec(),
                     r.record.schema,

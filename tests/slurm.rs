@@ -218,9 +218,8 @@ fn every_run_went_through_the_store_and_was_shown_per_node(f: &Fixture, b: &util
     assert!(executed.len() > 10, "{executed:?}");
     let queued: BTreeSet<String> = states("queued").into_iter().map(|(n, _)| n).collect();
     assert!(executed.is_subset(&queued), "{executed:?} {queued:?}");
-    // No step twice: each executed run went to a node once, and each grade
-    // once per check or rerun it recorded (its evidence past the graded
-    // run's log).
+    // No step twice: each executed run went to a node once, and each
+    // recheck once per check or rerun it recorded.
     let mut steps: std::collections::BTreeMap<String, usize> = Default::default();
     for e in b
         .events
@@ -232,12 +231,13 @@ fn every_run_went_through_the_store_and_was_shown_per_node(f: &Fixture, b: &util
             .or_default() += 1;
     }
     for (name, n) in &steps {
-        let expected = if name.starts_with("grade:") {
-            f.project.output_record(name)["evidence"]
-                .as_array()
-                .unwrap()
-                .len()
-                - 1
+        let expected = if name.starts_with("recheck:") {
+            let r = f.project.output_record(name);
+            let checks = ["base", "new"]
+                .iter()
+                .filter(|c| r[**c].is_object())
+                .count();
+            checks + r["reruns"].as_array().unwrap().len()
         } else {
             1
         };

@@ -78,7 +78,7 @@ for line in open(sys.argv[1]):
     name, ms = e["name"], e.get("duration_ms", 0)
     if name.startswith("run:") and (name.endswith(":exclude") or name.endswith(":keep")):
         runs += ms
-    elif name.startswith("grade:"):
+    elif name.startswith(("grade:", "recheck:")):
         grades += ms
 print(f"{float(sys.argv[3]) - float(sys.argv[2]):.1f} {runs / 1000:.1f} {grades / 1000:.1f}")
 PY

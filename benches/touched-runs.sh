@@ -70,7 +70,7 @@ for line in open(sys.argv[1]):
     if name.startswith("run:") and (name.endswith(":exclude") or name.endswith(":keep")):
         runs += ms
         n += 1
-    elif name.startswith("grade:"):
+    elif name.startswith(("grade:", "recheck:")):
         grades += ms
 print(f"{float(sys.argv[3]) - float(sys.argv[2]):.1f} {runs / 1000:.1f} {grades / 1000:.1f} {n}")
 PY

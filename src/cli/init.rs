@@ -31,6 +31,9 @@ struct Lang {
     key_files: &'static [&'static str],
     warm: Option<&'static str>,
     test_command: &'static str,
+    /// `[env] touched_command`, written commented out: the test command
+    /// over the touched test files, for `[screen] scope = "touched-files"`.
+    touched: Option<&'static str>,
     report: &'static str,
     note: &'static str,
     /// `[env] preset`: the recipe that stands for the rest.
@@ -46,6 +49,9 @@ const GO: Lang = Lang {
     key_files: &["go.mod", "go.sum"],
     warm: Some("GOCACHE = \"go-cache\""),
     test_command: "env GOPATH=$HOME/go GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local go test -json ./...",
+    touched: Some(
+        "env GOPATH=$HOME/go GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local go test -json {packages}",
+    ),
     report: "go-test-json",
     note: "Runs are offline: vendor third-party modules, or download them in the setup (docs/languages.md, Go).",
     preset: None,
@@ -57,13 +63,20 @@ const RUST: Lang = Lang {
     key_files: &["Cargo.toml", "Cargo.lock"],
     warm: Some("CARGO_TARGET_DIR = \"target\""),
     test_command: "cargo test --offline --no-fail-fast",
+    // libtest names no test's file: no scope of touched files.
+    touched: None,
     report: "libtest",
     note: "The cargo preset vendors the dependencies at setup (the only step with the network), prebuilds them into a warm target directory each run copies, and runs `cargo test --offline --no-fail-fast` (docs/languages.md, Rust). A workspace: add its members' Cargo.toml to key_files.",
     preset: Some("cargo"),
 };
 
 /// Python with either runner: the setup, key files and note they share.
-const fn python(name: &'static str, test_command: &'static str, report: &'static str) -> Lang {
+const fn python(
+    name: &'static str,
+    test_command: &'static str,
+    touched: &'static str,
+    report: &'static str,
+) -> Lang {
     Lang {
         name,
         setup: &["python3 --version > python-version.txt"],
@@ -75,6 +88,7 @@ const fn python(name: &'static str, test_command: &'static str, report: &'static
         ],
         warm: None,
         test_command,
+        touched: Some(touched),
         report,
         note: "Third-party packages: install them in the setup into a venv in $ASSAY_ENV and call its python (docs/languages.md, Python).",
         preset: None,
@@ -84,9 +98,15 @@ const fn python(name: &'static str, test_command: &'static str, report: &'static
 const PYTEST: Lang = python(
     "Python (pytest)",
     "python3 -m pytest -rA -p no:cacheprovider",
+    "python3 -m pytest -rA -p no:cacheprovider {files}",
     "pytest",
 );
-const UNITTEST: Lang = python("Python (unittest)", "python3 -m unittest -v", "unittest");
+const UNITTEST: Lang = python(
+    "Python (unittest)",
+    "python3 -m unittest -v",
+    "python3 -m unittest -v {files}",
+    "unittest",
+);
 
 pub(crate) fn run(global: &super::Global, args: InitArgs) -> Result<i32, Failure> {
     let target = &global.pipeline;
@@ -247,6 +267,14 @@ fn pipeline_text(name: &str, path: &str, branch: &str, lang: Option<&Lang>) -> S
                 q(l.test_command),
                 q(l.report)
             ));
+            if let Some(c) = l.touched {
+                t.push_str(&format!(
+                    "# SWE-bench's convention, fewer regressions caught (docs/stages.md, \"Scope\"):\n\
+                     # with [screen] scope = \"touched-files\", graded runs run only the test\n\
+                     # files the test patch touches.\n# touched_command = {}\n",
+                    q(c)
+                ));
+            }
         }
         None => t.push_str(
             "# No language recognised: the command that runs the tests at the tree's root,\n\
@@ -326,6 +354,40 @@ fn tracked(repo: &Path) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The commented `touched_command` init writes loads once uncommented
+    /// with the scope it needs, and is refused without it.
+    #[test]
+    fn the_touched_command_init_suggests_loads_with_its_scope() {
+        for lang in [&GO, &PYTEST, &UNITTEST] {
+            let dir = tempfile::tempdir().unwrap();
+            let git = std::process::Command::new("git")
+                .args(["init", "-q"])
+                .current_dir(dir.path())
+                .status()
+                .unwrap();
+            assert!(git.success());
+            std::fs::create_dir(dir.path().join("statements")).unwrap();
+            let text = pipeline_text("x", ".", "main", Some(lang));
+            let uncommented = text.replace("# touched_command = ", "touched_command = ");
+            assert_ne!(uncommented, text, "{}", lang.name);
+            let path = dir.path().join("pipeline.toml");
+            std::fs::write(&path, &uncommented).unwrap();
+            let e = crate::pipeline::Pipeline::load(&path).err();
+            assert!(
+                e.is_some_and(|e| format!("{e:?}").contains("touched_command runs only")),
+                "{}: loads without the scope",
+                lang.name
+            );
+            let scoped = uncommented.replace("[screen]\n", "[screen]\nscope = \"touched-files\"\n");
+            std::fs::write(&path, &scoped).unwrap();
+            if let Err(e) = crate::pipeline::Pipeline::load(&path) {
+                panic!("{}: {e:?}\n{scoped}", lang.name);
+            }
+        }
+        let rust = pipeline_text("x", ".", "main", Some(&RUST));
+        assert!(!rust.contains("touched_command"), "{rust}");
+    }
 
     #[test]
     fn paths_are_written_relative_to_the_pipeline_file() {

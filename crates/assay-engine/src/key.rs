@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// Inputs at least this long are hashed on all cores (large logs, reports).
-const PARALLEL_HASH_MIN: usize = 1 << 20;
+pub(crate) const PARALLEL_HASH_MIN: usize = 1 << 20;
 
 /// A blake3 digest: of a key record (a node key) or of bytes (an output, a blob).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

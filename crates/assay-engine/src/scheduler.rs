@@ -27,7 +27,7 @@ use crate::graph::{Graph, NodeId};
 use crate::job::{Job, JobCtx, JobError, Note, Notes};
 use crate::key::{Digest, DigestMap, KeyRecord, KeyRecordRef, SCHEMA_VERSION};
 use crate::store::{
-    FailureRow, HitRow, Hits, ManifestEntryRef, NewRow, Store, StoreError, encode_manifest, now_ms,
+    FailureRow, HitRow, Hits, ManifestEntryRef, ManifestWriter, NewRow, Store, StoreError, now_ms,
 };
 use crate::writer::{Committed, Executed, WriterMsg, execute, spawn_writer, write_failure};
 
@@ -180,6 +180,20 @@ pub(crate) fn verify_hit(store: &Store, row: HitRow<'_>, job: &dyn Job) -> Resul
     Ok(())
 }
 
+/// From this many nodes on, a build's sweep writes the manifest of what it
+/// settles on a second thread as it goes.
+const MANIFEST_AHEAD_MIN: usize = 4096;
+/// Manifest entries a batch, and batches queued at most.
+const MANIFEST_BATCH: usize = 4096;
+const MANIFEST_BATCHES_QUEUED: usize = 16;
+
+/// A settled node's manifest entry, but for its name and kind.
+struct Settled {
+    key: Option<Digest>,
+    output: Option<Digest>,
+    status: &'static str,
+}
+
 pub async fn build(
     store: &Store,
     graph: &Graph,
@@ -257,6 +271,8 @@ struct Build<'a, 's> {
     // Reused for every key: the hot loop of a no-op build allocates nothing.
     deps: Vec<Digest>,
     encoded: Vec<u8>,
+    /// The manifest of the nodes the sweep settled, written meanwhile.
+    manifest: Option<ManifestWriter>,
 }
 
 impl<'a, 's> Build<'a, 's> {
@@ -311,6 +327,7 @@ impl<'a, 's> Build<'a, 's> {
             held: Held::default(),
             deps: Vec::new(),
             encoded: Vec::new(),
+            manifest: None,
         })
     }
 
@@ -326,6 +343,45 @@ impl<'a, 's> Build<'a, 's> {
     /// of each node waiting on its own (random dependencies and a hash
     /// table of 100,000 rows are mostly misses).
     fn sweep(&mut self) {
+        let graph = self.graph;
+        let n = graph.len();
+        if n < MANIFEST_AHEAD_MIN {
+            self.sweep_nodes(None);
+            return;
+        }
+        // The manifest of the nodes settled in order (all of them in a
+        // no-op build) is encoded, hashed and compared with the previous
+        // build's on a second thread, in batches, as the sweep goes.
+        let previous = self.store.last_manifest();
+        std::thread::scope(|s| {
+            let (tx, rx) = mpsc::sync_channel::<Vec<Settled>>(MANIFEST_BATCHES_QUEUED);
+            let writer = s.spawn(move || {
+                let mut manifest = ManifestWriter::new(n, previous);
+                for batch in rx {
+                    let at = manifest.entries();
+                    manifest.push(batch.iter().enumerate().map(|(i, e)| {
+                        let spec = graph.node(at + i);
+                        ManifestEntryRef {
+                            name: &spec.name,
+                            kind: &spec.kind,
+                            key: e.key,
+                            output: e.output,
+                            status: e.status,
+                        }
+                    }));
+                }
+                manifest
+            });
+            self.sweep_nodes(Some(tx));
+            self.manifest = writer.join().ok();
+        });
+    }
+
+    /// [`Build::sweep`]'s walk; with `settled`, the entries of the nodes it
+    /// settles are sent on in batches, in node order, while every node
+    /// before them has settled.
+    fn sweep_nodes(&mut self, settled: Option<mpsc::SyncSender<Vec<Settled>>>) {
+        let (mut sent, mut frontier) = (0, 0);
         const CHUNK: usize = 32;
         let graph = self.graph;
         let order = &graph.order;
@@ -365,7 +421,28 @@ impl<'a, 's> Build<'a, 's> {
                 }
             }
             start = end;
+            if let Some(tx) = &settled {
+                while frontier < order.len()
+                    && order[frontier] == frontier
+                    && matches!(self.state[frontier], State::Done(..))
+                {
+                    frontier += 1;
+                }
+                if frontier - sent >= MANIFEST_BATCH || (start == order.len() && frontier > sent) {
+                    let batch = (sent..frontier)
+                        .map(|id| Settled {
+                            key: self.outcomes[id].key,
+                            output: self.outcomes[id].output,
+                            status: self.outcomes[id].status.word(),
+                        })
+                        .collect();
+                    if tx.send(batch).is_ok() {
+                        sent = frontier;
+                    }
+                }
+            }
         }
+        drop(settled);
         for id in 0..graph.len() {
             if self.outcomes[id].key.is_none() {
                 let state = &self.state;
@@ -690,19 +767,23 @@ impl<'a, 's> Build<'a, 's> {
         drop(self.writer);
         let _ = self.writer_handle.join();
         let (graph, outcomes) = (self.graph, &self.outcomes);
-        // The manifest is encoded from borrowed entries: same bytes as a
-        // `BuildManifest`, without copying every node's name and kind.
-        let entries = (0..graph.len()).map(|i| ManifestEntryRef {
+        let mut manifest = match self.manifest {
+            Some(m) => m,
+            None => ManifestWriter::new(graph.len(), self.store.last_manifest()),
+        };
+        // The entries the sweep did not settle, encoded from borrowed parts:
+        // the same bytes as a `BuildManifest`'s.
+        manifest.push((manifest.entries()..graph.len()).map(|i| ManifestEntryRef {
             name: &graph.node(i).name,
             kind: &graph.node(i).kind,
             key: outcomes[i].key,
             output: outcomes[i].output,
             status: outcomes[i].status.word(),
-        });
+        }));
         let summary_json = serde_json::to_string(&self.summary).unwrap_or_default();
-        let manifest =
-            self.store
-                .finish_build(self.build_id, &encode_manifest(entries), &summary_json)?;
+        let manifest = self
+            .store
+            .finish_build(self.build_id, manifest, &summary_json)?;
         (self.sink)(&Event::Summary(&self.summary));
         Ok(BuildOutcome {
             build: self.build_id,

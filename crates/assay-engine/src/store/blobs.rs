@@ -37,11 +37,17 @@ impl Blobs {
     /// Stores bytes under their digest (idempotent; repairs a corrupt copy).
     pub fn put(&self, bytes: &[u8]) -> Result<Digest, StoreError> {
         let digest = Digest::of(bytes);
+        self.put_hashed(bytes, digest)?;
+        Ok(digest)
+    }
+
+    /// [`Blobs::put`] of bytes whose digest the caller has just computed.
+    pub(crate) fn put_hashed(&self, bytes: &[u8], digest: Digest) -> Result<(), StoreError> {
         let path = self.path(&digest);
         // The same bytes are already there (compared, not hashed again: a
         // no-op build's manifest is megabytes, and the same as last time's).
         if fs::read(&path).is_ok_and(|existing| existing == bytes) {
-            return Ok(digest);
+            return Ok(());
         }
         let tmp_dir = self.dir.join("tmp");
         fs::create_dir_all(&tmp_dir).map_err(io_err(&tmp_dir))?;
@@ -58,7 +64,7 @@ impl Blobs {
         let parent = path.parent().unwrap_or(&self.dir);
         fs::create_dir_all(parent).map_err(io_err(parent))?;
         fs::rename(&tmp, &path).map_err(io_err(&path))?;
-        Ok(digest)
+        Ok(())
     }
 
     /// Moves the file at `path` (on the cache's filesystem, written whole)

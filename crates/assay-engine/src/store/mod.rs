@@ -33,7 +33,7 @@ pub use index::{FailureRow, IndexRow};
 pub(crate) use index::{HitRow, Hits, IndexWriter, NewRow};
 use index::{INDEX_SCHEMA, open_conn};
 pub use manifest::{BuildManifest, BuildRecord, ManifestEntry};
-pub(crate) use manifest::{ManifestEntryRef, encode_manifest};
+pub(crate) use manifest::{ManifestEntryRef, ManifestWriter};
 
 /// Outputs up to this size are stored inline in the index row.
 pub(crate) const INLINE_MAX: usize = 4096;

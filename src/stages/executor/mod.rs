@@ -28,6 +28,7 @@
 pub(crate) mod daemon;
 pub(crate) mod docker;
 pub(crate) mod local;
+pub(crate) mod scratch;
 pub(crate) mod slurm;
 
 use std::collections::BTreeMap;
@@ -180,6 +181,13 @@ pub(crate) trait Executor: Send + Sync {
     /// The sandbox of its runs, as records say it (`bwrap`, `none`,
     /// `docker`).
     fn sandbox(&self) -> &'static str;
+
+    /// Whether a run's scratch directory may be on this machine alone
+    /// (a tmpfs, [`scratch::run_dir`]) rather than in the cache, which
+    /// other machines may read.
+    fn scratch_anywhere(&self) -> bool {
+        true
+    }
 
     /// Before a build that uses it: connect, clean up after killed builds,
     /// check what it needs. Fails the build at once, with what to do.

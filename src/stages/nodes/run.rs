@@ -221,10 +221,12 @@ pub(crate) async fn execute_tree(
         record.log = env.setup_log.clone();
         return Ok((record, Vec::new()));
     }
-    let scratch = tempfile::Builder::new()
-        .prefix("run-")
-        .tempdir_in(ctx.cache_dir.join("tmp"))
-        .map_err(|e| err(&e))?;
+    let scratch = if p.confine.executor().scratch_anywhere() {
+        super::executor::scratch::run_dir(&ctx.cache_dir, p.confine.limits.write)
+    } else {
+        super::executor::scratch::cache_dir(&ctx.cache_dir)
+    }
+    .map_err(|e| err(&e))?;
     let work = scratch.path().join("tree");
     let staged = {
         let work = work.clone();
@@ -548,13 +550,20 @@ pub(crate) fn stage_copy(
         return Ok(Vec::new());
     }
     let globs = super::triage::globset(watch).unwrap_or_else(|_| globset::GlobSet::empty());
-    let mut out = Vec::new();
-    for e in store.entries(tree_id)? {
-        if e.mode != 0o120000 && globs.is_match(&e.path) {
-            let bytes = store.read_blob(&e.id)?;
-            out.push((e.path, *blake3::hash(&bytes).as_bytes()));
-        }
-    }
+    let watched: Vec<_> = store
+        .entries(tree_id)?
+        .into_iter()
+        .filter(|e| e.mode != 0o120000 && globs.is_match(&e.path))
+        .collect();
+    let mut out = Vec::with_capacity(watched.len());
+    let mut paths = watched.iter().map(|e| e.path.clone());
+    store.read_blobs(watched.iter().map(|e| e.id.as_str()), |bytes| {
+        out.push((
+            paths.next().unwrap_or_default(),
+            *blake3::hash(bytes).as_bytes(),
+        ));
+        Ok(())
+    })?;
     Ok(out)
 }
 

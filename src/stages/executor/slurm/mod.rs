@@ -153,6 +153,12 @@ impl Executor for Slurm<'_> {
         Box::pin(async move { run_on_cluster(self, test).await.map_err(|e| run_err(&e)) })
     }
 
+    /// The nodes read a run's pack from its scratch directory: in the
+    /// shared cache.
+    fn scratch_anywhere(&self) -> bool {
+        false
+    }
+
     /// One directory of the shared cache, as locally.
     fn shares_env(&self) -> bool {
         self.local.shares_env()

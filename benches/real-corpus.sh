@@ -30,9 +30,8 @@
 #        built with `cargo build --release` when missing)
 # Env:   PFLAG_REPO (default /work/.mirror/spf13+pflag/repo), TOMLI_REPO
 #        (default /work/.mirror/hukkin+tomli/repo): a git directory of each;
-#        TIMEOUT (`[env] timeout`, default 180), JOBS (default 2),
-#        SERIAL=false (`[env] serial = false` in the after pipeline: its runs
-#        overlap up to JOBS; neither corpus's tests write to the environment),
+#        TIMEOUT (`[env] timeout`, default 180), JOBS (default 2; sandboxed
+#        runs share nothing and overlap up to JOBS, docs/stages.md),
 #        ONLY=go|py (one repository), KEEP=1 keeps the work dir.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -46,7 +45,6 @@ PFLAG_REPO=${PFLAG_REPO:-/work/.mirror/spf13+pflag/repo}
 TOMLI_REPO=${TOMLI_REPO:-/work/.mirror/hukkin+tomli/repo}
 TIMEOUT=${TIMEOUT:-180}
 JOBS=${JOBS:-2}
-SERIAL=${SERIAL:-true}
 ONLY=${ONLY:-}
 for r in "$PFLAG_REPO" "$TOMLI_REPO"; do
     git -C "$r" rev-parse -q --verify HEAD >/dev/null \
@@ -183,7 +181,6 @@ pipeline() {
         echo
         echo '[env]'
         echo "timeout = $TIMEOUT"
-        if [ "$mode" = after ] && [ "$SERIAL" = false ]; then echo 'serial = false'; fi
         if [ "$lang" = go ]; then
             echo 'key_files = ["go.mod"]'
             echo 'report = "go-test-json"'
@@ -389,7 +386,7 @@ PY
 ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
 
 # -------------------------------------------------------------------- the run
-echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg); after: serial = $SERIAL, --jobs $JOBS"
+echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg); --jobs $JOBS"
 langs="go py"
 [ -n "$ONLY" ] && langs=$ONLY
 for lang in $langs; do
@@ -416,7 +413,7 @@ for lang in $langs; do
     printf '%-40s %10s %10s   (target <= 1.3)\n' "wall / minimal" "$(ratio "$bw" "$raw")" "$(ratio "$aw" "$raw")"
     echo "same verdicts and faults: $same ($(wc -l < "$work/$lang-after.verdicts") grades)"
     cut -d' ' -f3,4 "$work/$lang-after.verdicts" | sort | uniq -c | sed 's/^/   /'
-    echo "   where the wall goes (node time; runs of one environment are serialised):"
+    echo "   where the wall goes (node time; sandboxed runs overlap up to --jobs):"
     printf '     %-44s %10s %10s %10s\n' "" before after raw
     paste -d'|' <(breakdown "$work/$lang-before" "$bw" "$work/$lang-after/minimal.txt") \
         <(breakdown "$work/$lang-after" "$aw" "$work/$lang-after/minimal.txt" | cut -d'|' -f2) \

@@ -692,9 +692,10 @@ fn runs_of_one_environment_are_serial_unless_configured_otherwise() {
     // Far more slots than nodes: nothing but the environment holds a run back,
     // and the two repeats of a state become ready together.
     let jobs = ["--jobs", "16"];
+    // Unsandboxed, runs may write the environment: they take turns.
     let serial = Project::new();
     one_fix(&serial);
-    serial.write("pipeline.toml", pipeline("", ""));
+    serial.write("pipeline.toml", pipeline(r#"sandbox = "none""#, ""));
     let b = serial.build_json(&jobs);
     assert_eq!(b.run.code, 0, "{}", b.run.stderr);
     assert_eq!(kind(&b, "run").executed, 6, "{:?}", b.summary);
@@ -703,13 +704,30 @@ fn runs_of_one_environment_are_serial_unless_configured_otherwise() {
 
     let parallel = Project::new();
     one_fix(&parallel);
-    parallel.write("pipeline.toml", pipeline("serial = false", ""));
+    parallel.write(
+        "pipeline.toml",
+        pipeline("sandbox = \"none\"\nserial = false", ""),
+    );
     let b = parallel.build_json(&jobs);
     assert_eq!(b.run.code, 0, "{}", b.run.stderr);
     assert_eq!(kind(&b, "run").executed, 6, "{:?}", b.summary);
     assert!(
         !overlapping_runs(&b).is_empty(),
         "with serial = false runs may overlap, and with 16 slots they do: {:?}",
+        b.names("node_started")
+    );
+
+    // Under bubblewrap (the default) a run sees the environment read-only
+    // and shares nothing with another: runs overlap, serial or not.
+    let sandboxed = Project::new();
+    one_fix(&sandboxed);
+    sandboxed.write("pipeline.toml", pipeline("", ""));
+    let b = sandboxed.build_json(&jobs);
+    assert_eq!(b.run.code, 0, "{}", b.run.stderr);
+    assert_eq!(kind(&b, "run").executed, 6, "{:?}", b.summary);
+    assert!(
+        !overlapping_runs(&b).is_empty(),
+        "sandboxed runs share nothing, and with 16 slots they overlap: {:?}",
         b.names("node_started")
     );
 }

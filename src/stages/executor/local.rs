@@ -115,9 +115,12 @@ impl Executor for Local<'_> {
         })
     }
 
-    /// Every run writes the one directory.
+    /// Unsandboxed, every run may write the one directory. Under
+    /// bubblewrap a test run sees it read-only, with a `/tmp`, a `HOME`, a
+    /// network and warm caches of its own: runs share nothing and may
+    /// overlap, whatever `serial` says.
     fn shares_env(&self) -> bool {
-        true
+        self.conf.sandbox == SandboxMode::None
     }
 
     fn env_is_artifact(&self) -> bool {

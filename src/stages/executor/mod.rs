@@ -573,8 +573,15 @@ mod tests {
     }
 
     #[test]
-    fn only_the_local_executor_shares_an_environment_between_runs() {
+    fn only_the_unsandboxed_local_executor_shares_an_environment_between_runs() {
+        let unsandboxed = Confinement {
+            sandbox: local::SandboxMode::None,
+            ..Confinement::default()
+        };
+        assert!(unsandboxed.executor().shares_env());
+        // Under bubblewrap a run sees the environment read-only.
         let local = Confinement::default();
+        assert!(!local.executor().shares_env());
         let docker = Confinement {
             executor: ExecutorSetting::Docker(docker::Settings {
                 base_image: "assay-base:bookworm".into(),
@@ -582,7 +589,6 @@ mod tests {
             }),
             ..Confinement::default()
         };
-        assert!(local.executor().shares_env());
         assert!(!local.executor().env_is_artifact());
         assert!(!docker.executor().shares_env());
         assert!(docker.executor().env_is_artifact());

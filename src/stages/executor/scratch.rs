@@ -55,8 +55,12 @@ fn run_dir_in(
         _ => cache_dir.join("tmp"),
     };
     std::fs::create_dir_all(&root)?;
+    use std::os::unix::fs::PermissionsExt;
+    // Made with this mode (not the umask's 0755): on a tmpfs other users
+    // see, nobody else may read a run's tree (its hidden tests).
     tempfile::Builder::new()
         .prefix(&format!("{PREFIX}{}-", std::process::id()))
+        .permissions(std::fs::Permissions::from_mode(0o700))
         .tempdir_in(&root)
 }
 

@@ -200,7 +200,11 @@ mod tests {
             redact: Default::default(),
             serial: true,
             repeat: 0,
-            confine: Default::default(),
+            // Unsandboxed: runs may write the environment, so they take turns.
+            confine: super::super::executor::Confinement {
+                sandbox: super::super::executor::local::SandboxMode::None,
+                ..Default::default()
+            },
             watch: Vec::new(),
             canary: None,
             warm: Vec::new(),
@@ -233,6 +237,12 @@ mod tests {
             ..run.clone()
         };
         assert_eq!(holds(params(3, None, &parallel)), None);
+        // Under bubblewrap a run sees the environment read-only: nothing to hold.
+        let sandboxed = RunParams {
+            confine: Default::default(),
+            ..run.clone()
+        };
+        assert_eq!(holds(params(3, None, &sandboxed)), None);
         let docker = RunParams {
             confine: super::super::executor::Confinement {
                 executor: super::super::executor::ExecutorSetting::Docker(

@@ -66,7 +66,7 @@ pub enum GitError {
 }
 
 impl GitError {
-    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> GitError {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> GitError {
         GitError::Io {
             path: path.into(),
             source,

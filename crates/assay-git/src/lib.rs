@@ -29,4 +29,4 @@ pub use patch::{
     patch_paths,
 };
 pub use source::Source;
-pub use tree_store::{PatchStep, TreeEntry, TreeStore};
+pub use tree_store::{BlobReader, PatchStep, TreeEntry, TreeStore};

@@ -497,32 +497,30 @@ impl TreeStore {
 
     /// The content of blob `id` (full hex).
     pub fn read_blob(&self, id: &str) -> Result<Vec<u8>, GitError> {
-        let mut out = Vec::new();
-        self.read_blobs([id], |bytes| {
-            out = bytes.to_vec();
-            Ok(())
-        })?;
-        Ok(out)
+        self.blob_reader()?.read(id)
     }
 
-    /// Reads blobs `ids` in turn through one handle of the repository
-    /// (opening it costs more than reading a small blob: a run that
-    /// fingerprints a few hundred test files paid it a few hundred times),
-    /// handing each blob's bytes to `each`.
-    pub fn read_blobs<'a>(
-        &self,
-        ids: impl IntoIterator<Item = &'a str>,
-        mut each: impl FnMut(&[u8]) -> Result<(), GitError>,
-    ) -> Result<(), GitError> {
-        let repo = self.repo()?;
-        for id in ids {
-            let oid = parse_id(id)?;
-            let blob = repo
-                .find_blob(oid)
-                .map_err(|e| GitError::object(oid, "blob", e))?;
-            each(&blob.data)?;
-        }
-        Ok(())
+    /// One handle of the repository for reading many blobs: opening it
+    /// costs more than reading a small blob (a run that fingerprints a few
+    /// hundred test files paid it a few hundred times).
+    pub fn blob_reader(&self) -> Result<BlobReader, GitError> {
+        Ok(BlobReader { repo: self.repo()? })
+    }
+}
+
+/// Reads blobs of a [`TreeStore`] through one open handle.
+pub struct BlobReader {
+    repo: gix::Repository,
+}
+
+impl BlobReader {
+    pub fn read(&self, id: &str) -> Result<Vec<u8>, GitError> {
+        let oid = parse_id(id)?;
+        let blob = self
+            .repo
+            .find_blob(oid)
+            .map_err(|e| GitError::object(oid, "blob", e))?;
+        Ok(blob.data.clone())
     }
 }
 

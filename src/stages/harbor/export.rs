@@ -211,44 +211,28 @@ fn task_record(store: &Store, hex: &str) -> Result<TaskRecord, String> {
 fn base_tar(store: &TreeStore, commit: &str) -> Result<Vec<u8>, String> {
     let tree = store.tree_of(commit).map_err(|e| e.to_string())?;
     let mut b = tar::Builder::new(Vec::new());
-    let entries = store.entries(&tree).map_err(|e| e.to_string())?;
-    let mut next = entries.iter();
-    // The blobs through one handle of the store; a tar error is kept and
-    // stops the reading.
-    let mut failed: Option<std::io::Error> = None;
-    let read = store.read_blobs(entries.iter().map(|e| e.id.as_str()), |data| {
-        let Some(entry) = next.next() else {
-            return Ok(());
-        };
+    let blobs = store.blob_reader().map_err(|e| e.to_string())?;
+    for entry in store.entries(&tree).map_err(|e| e.to_string())? {
+        let data = blobs.read(&entry.id).map_err(|e| e.to_string())?;
         let mut h = tar::Header::new_gnu();
         h.set_mtime(0);
         h.set_uid(0);
         h.set_gid(0);
-        let appended = if entry.mode == 0o120000 {
+        if entry.mode == 0o120000 {
             h.set_entry_type(tar::EntryType::Symlink);
             h.set_mode(0o777);
             h.set_size(0);
-            let target = String::from_utf8_lossy(data).into_owned();
+            let target = String::from_utf8_lossy(&data).into_owned();
             b.append_link(&mut h, &entry.path, target)
+                .map_err(|e| e.to_string())?;
         } else {
             h.set_entry_type(tar::EntryType::Regular);
             h.set_mode(if entry.mode == 0o100755 { 0o755 } else { 0o644 });
             h.set_size(data.len() as u64);
-            b.append_data(&mut h, &entry.path, data)
-        };
-        match appended {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                let path = std::path::PathBuf::from(&entry.path);
-                failed = Some(e);
-                Err(assay_git::GitError::io(&path, std::io::Error::other("tar")))
-            }
+            b.append_data(&mut h, &entry.path, data.as_slice())
+                .map_err(|e| e.to_string())?;
         }
-    });
-    if let Some(e) = failed {
-        return Err(e.to_string());
     }
-    read.map_err(|e| e.to_string())?;
     b.into_inner().map_err(|e| e.to_string())
 }
 

@@ -550,20 +550,14 @@ pub(crate) fn stage_copy(
         return Ok(Vec::new());
     }
     let globs = super::triage::globset(watch).unwrap_or_else(|_| globset::GlobSet::empty());
-    let watched: Vec<_> = store
-        .entries(tree_id)?
-        .into_iter()
-        .filter(|e| e.mode != 0o120000 && globs.is_match(&e.path))
-        .collect();
-    let mut out = Vec::with_capacity(watched.len());
-    let mut paths = watched.iter().map(|e| e.path.clone());
-    store.read_blobs(watched.iter().map(|e| e.id.as_str()), |bytes| {
-        out.push((
-            paths.next().unwrap_or_default(),
-            *blake3::hash(bytes).as_bytes(),
-        ));
-        Ok(())
-    })?;
+    let blobs = store.blob_reader()?;
+    let mut out = Vec::new();
+    for e in store.entries(tree_id)? {
+        if e.mode != 0o120000 && globs.is_match(&e.path) {
+            let bytes = blobs.read(&e.id)?;
+            out.push((e.path, *blake3::hash(&bytes).as_bytes()));
+        }
+    }
     Ok(out)
 }
 

@@ -320,8 +320,9 @@ fn a_run_that_times_out_is_unresolved_and_its_whole_tree_is_killed() {
     assert_eq!(found, [probe.id()], "the marked-process search is blind");
 
     let f = Fixture::new();
-    // Screening runs take well under a second; only the session hangs.
-    f.pipeline_with_timeout("new-test-files", 1 << 20, 10, "");
+    // Screening runs take well under a second; only the session hangs, and
+    // is cut at the environment's timeout (not a task timeout from them).
+    f.pipeline_with_timeout("new-test-files", 1 << 20, 10, "timeout_factor = 0");
     let mark = unique("tree");
     let patch = f.diff1(&[
         ("pkg/ops.py", Some(OPS_SUB)),
@@ -602,6 +603,63 @@ fn patches_escaping_the_tree_are_refused_whole_and_write_nothing_outside() {
             assert_eq!(f.row(s, arm)["exit_code"], "", "{s} {arm}");
         }
     }
+}
+
+/// Sandboxed runs overlap (docs/stages.md). A hostile run that looks for
+/// the other runs' scratch directories where assay makes them (here
+/// `ASSAY_SCRATCH`, a directory of this test, so that a failed defence
+/// writes nothing else), for two seconds while the honest run beside it
+/// runs, reaches none of them: the honest run resolves, the attack's log
+/// says it wrote nothing, and no file of it is found.
+#[test]
+fn an_overlapping_hostile_run_reaches_no_other_runs_scratch() {
+    let f = Fixture::new();
+    // Both runs take seconds on purpose: no task timeout may cut them.
+    f.pipeline("", 1 << 20, "timeout_factor = 0");
+    let scratch = f.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    let marker = unique("overlap");
+    let s = scratch.display();
+    let attack = format!(
+        r#"import glob, os, time
+reached = set()
+end = time.time() + 2
+while time.time() < end:
+    for d in glob.glob("{s}/**/", recursive=True):
+        try:
+            open(os.path.join(d, "{marker}"), "w").write("x")
+            reached.add(d)
+        except OSError:
+            pass
+    for t in glob.glob("{s}/**/test_*.py", recursive=True):
+        try:
+            open(t, "a").write("\nraise SystemExit(1)\n")
+            reached.add(t)
+        except OSError:
+            pass
+    time.sleep(0.05)
+print("overlap-attack reached", len(reached), sorted(reached)[:5], flush=True)
+"#
+    );
+    let evil = f.diff1(&[
+        ("pkg/ops.py", Some(OPS_SUB)),
+        ("pkg/__init__.py", Some(&attack)),
+    ]);
+    f.session("evil/overlap.json", "p-1", &evil);
+    // Slow too, so that the two runs are under way at once.
+    let good = f.diff1(&[
+        ("pkg/ops.py", Some(OPS_SUB)),
+        ("pkg/__init__.py", Some("import time\ntime.sleep(2)\n")),
+    ]);
+    f.session("a/good.json", "p-1", &good);
+    let b = f.build_env(&[("ASSAY_SCRATCH", scratch.to_str().unwrap())]);
+    assert_eq!(b.run.code, 0, "{}", b.run.stderr);
+    assert_verdict(&f, "a/good.json", "resolved", "resolved");
+    let log = f.evidence(&f.grade_record("evil/overlap.json", "exclude"), "log");
+    assert!(log.contains("overlap-attack reached 0 []"), "{log}");
+    let mut found = Vec::new();
+    find_named(f.path(), &marker, &mut found);
+    assert!(found.is_empty(), "written: {found:?}");
 }
 
 // ---- redaction ------------------------------------------------------------------
@@ -1751,6 +1809,55 @@ fn a_mistyped_task_or_published_number_gets_a_did_you_mean() {
     );
 }
 
+/// A loaded machine is not the agent's fault (docs/verdicts.md,
+/// "Timeouts"). A right fix whose tests need 2 s of CPU, pinned to CPU 0
+/// behind five busy loops of other sessions (a sixth of it: some 12 s of
+/// wall time), is graded against its task's timeout from the screening
+/// readings (5 s, the floor) and not cut: the time it waited for the CPU is
+/// not counted, and its run record says how long that was. Where that time
+/// cannot be measured (no cgroup v2), the clock is wall time and the run is
+/// cut, as documented.
+#[test]
+fn a_run_slowed_by_other_work_on_the_machine_is_not_timed_out_for_it() {
+    let f = Fixture::new();
+    f.pipeline_with_timeout("new-test-files", 1 << 20, 120, "timeout_floor = 5");
+    let slow = "import os, time\nos.sched_setaffinity(0, {0})\nt = time.process_time()\nwhile time.process_time() - t < 2.0:\n    pass\n";
+    let patch = f.diff1(&[
+        ("pkg/ops.py", Some(OPS_SUB)),
+        ("pkg/__init__.py", Some(slow)),
+    ]);
+    f.session("a/slow.json", "p-1", &patch);
+    let b = {
+        let _hogs = assay_testkit::Hogs::on_cpu0(5);
+        f.build(&[])
+    };
+    assert_eq!(b.run.code, 0, "{}", b.run.stderr);
+    let run = f.project.output_record("run:a/slow.json:exclude");
+    let row = f.row("a/slow.json", "exclude");
+    let task: Value = std::fs::read_to_string(f.path().join("release/tasks.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|t| t["instance_id"] == "p-1")
+        .unwrap();
+    let task_timeout_ms = 1000 * task["timeout_s"].as_u64().unwrap();
+    match run["cpu_stalled_ms"].as_u64() {
+        Some(stalled) => {
+            assert_eq!(row["verdict"], "resolved", "{row:#?}\n{run:#}");
+            let took = run["duration_ms"].as_u64().unwrap();
+            assert!(
+                took > task_timeout_ms && took - stalled < task_timeout_ms,
+                "past its timeout only by what it waited: {run:#}"
+            );
+        }
+        None => assert_eq!(
+            (row["verdict"].as_str(), row["fault"].as_str()),
+            ("unresolved", "agent"),
+            "{row:#?}"
+        ),
+    }
+}
+
 /// A session that hangs is cut at its task's timeout, derived from the
 /// screening readings (`[grade] timeout_factor` × the slowest, at least
 /// `timeout_floor`), not at the environment's fixed timeout: the task
@@ -1773,10 +1880,16 @@ fn a_hanging_run_is_cut_at_its_tasks_timeout_from_the_screening_readings() {
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
         .find(|t| t["instance_id"] == "p-1")
         .unwrap();
-    let slowest = task["slowest_screening_s"].as_u64().unwrap();
-    assert!(slowest.is_power_of_two(), "{task:#}");
+    // A step of its decade: 1, 1.5, 2, 3, 5 or 7 times a power of ten.
+    let slowest = task["slowest_screening_s"].as_f64().unwrap();
+    let ms = (slowest * 1000.0).round() as u64;
+    let decade = 10u64.pow(ms.ilog10() - 1);
+    assert!(
+        ms >= 500 && ms.is_multiple_of(decade) && [10, 15, 20, 30, 50, 70].contains(&(ms / decade)),
+        "{task:#}"
+    );
     let timeout = task["timeout_s"].as_u64().unwrap();
-    assert_eq!(timeout, (slowest * 10).clamp(3, 120), "{task:#}");
+    assert_eq!(timeout, (ms * 10).div_ceil(1000).clamp(3, 120), "{task:#}");
     assert!(timeout < 120, "{task:#}");
     let row = f.row("b/hang.json", "exclude");
     assert_eq!(
@@ -1792,10 +1905,17 @@ fn a_hanging_run_is_cut_at_its_tasks_timeout_from_the_screening_readings() {
         )),
         "{detail}"
     );
-    assert!(
-        detail.ends_with("the environment allows 120 s)"),
-        "{detail}"
-    );
+    // A run that waited for a CPU beyond 0.1 s says so after it.
+    let (cut, waited) = detail
+        .split_once("; it ran ")
+        .map_or((detail, None), |(c, w)| (c, Some(w)));
+    assert!(cut.ends_with("the environment allows 120 s)"), "{detail}");
+    if let Some(w) = waited {
+        assert!(
+            w.ends_with("waiting for a CPU the machine gave to other work, not counted"),
+            "{detail}"
+        );
+    }
 }
 
 #[test]

@@ -325,7 +325,9 @@ fn slow_fix(f: &Fixture, secs: u32) -> String {
 /// session `a/slow.json` sleeps `secs` in its graded runs.
 fn building_a_slow_session(secs: u32) -> (Fixture, std::process::Child) {
     let f = Fixture::on(Executor::Slurm);
-    f.default_pipeline();
+    // Cut at the environment's timeout, not at a task's from the readings
+    // (5 s at the floor): the session is slow, not hung.
+    f.pipeline("", 1 << 20, "timeout_factor = 0");
     f.session("a/slow.json", "p-1", &slow_fix(&f, secs));
     let child = f
         .project

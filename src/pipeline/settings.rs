@@ -378,9 +378,13 @@ fn existing_dir(
 }
 
 /// `[grade] timeout_factor` and `timeout_floor` by default: ten times the
-/// slowest screening reading, never under 30 s.
+/// slowest screening reading, never under 5 s. The factor covers a machine
+/// that grades slower than it screened; the time a run waits for a CPU is
+/// not counted against it where the executor measures it (docs/verdicts.md,
+/// "Timeouts"); the floor covers a start-up cost that a very short suite's
+/// reading barely shows.
 pub(crate) const DEFAULT_TIMEOUT_FACTOR: u32 = 10;
-pub(crate) const DEFAULT_TIMEOUT_FLOOR: u64 = 30;
+pub(crate) const DEFAULT_TIMEOUT_FLOOR: u64 = 5;
 
 fn grade(pipeline: &Pipeline, f: &PipelineFile) -> Result<GradeSettings, ConfigError> {
     let g = &f.grade;

@@ -247,6 +247,12 @@ pub(crate) struct RunRecord {
     pub(crate) timed_out: bool,
     pub(crate) env_failed: bool,
     pub(crate) duration_ms: u64,
+    /// Of `duration_ms`, how long the run waited for a CPU the machine gave
+    /// to other work, not counted against its timeout (a graded run under
+    /// its task's timeout, where the executor measures it: docs/verdicts.md,
+    /// "Timeouts"). Absent elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) cpu_stalled_ms: Option<u64>,
     pub(crate) log: String,
     pub(crate) log_bytes: u64,
     pub(crate) log_truncated: bool,
@@ -340,11 +346,13 @@ pub(crate) struct ScreenRecord {
     /// Each control: name -> (passed, why).
     pub(crate) controls: BTreeMap<Control, (bool, String)>,
     pub(crate) readings: BTreeMap<String, BTreeMap<String, Vec<assay_report::Outcome>>>,
-    /// The slowest reading of any state, in seconds rounded up to a power
-    /// of two (`rules::timeout::bucket`): what a task's graded runs time out
-    /// from, coarse enough that timing noise does not change the record.
+    /// The slowest reading of any state, in seconds rounded up to 1, 1.5,
+    /// 2, 3, 5 or 7 times a power of ten (`rules::timeout::bucket`; records
+    /// made before issue 23's fourth stop hold a power of two): what a
+    /// task's graded runs time out from, coarse enough that timing noise
+    /// does not change the record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) slowest_s: Option<u64>,
+    pub(crate) slowest_s: Option<f64>,
     /// `[screen] scope = "touched-files"`: how many tests the readings
     /// named outside the files the test patch touches (in no list).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -406,7 +414,7 @@ pub(crate) struct TaskRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) timeout_s: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) slowest_screening_s: Option<u64>,
+    pub(crate) slowest_screening_s: Option<f64>,
 }
 
 impl TaskRecord {

@@ -36,6 +36,7 @@ fn main() {
             ("HOME".to_owned(), "/tmp".to_owned()),
         ]),
         timeout: Duration::from_secs(60),
+        stall_grace: None,
         log_path: dir.path().join("log"),
         log_cap: 1 << 20,
         limits: Limits {

@@ -103,6 +103,7 @@ fn main() {
                 ("HOME".to_owned(), sandbox::HOME.to_owned()),
             ]),
             timeout: Duration::from_secs(120),
+            stall_grace: None,
             log_path: dir.path().join("log"),
             log_cap: 1 << 20,
             limits: Limits {

@@ -10,6 +10,13 @@
 //! which. Where no cgroup can be made, the rlimits stay the only limits and
 //! the outcome says so (`cgroup: false`).
 //!
+//! Where the unified (v2) hierarchy lets us make a group, the run also gets
+//! one there, whatever its controllers, for its `cpu.pressure`: the time
+//! all of the run's runnable processes waited for a CPU the machine gave to
+//! other work. The timeout does not count that time against the run, up to
+//! a grace ([`crate::RunSpec::stall_grace`]): a loaded machine is not the
+//! run's fault.
+//!
 //! The child joins the group between `fork` and `exec` by writing `0` to each
 //! `cgroup.procs` (plain `open`/`write`/`close`), so nothing it forks escapes
 //! the limits. Groups are named `assay-<pid>-<n>`; an empty group left by an
@@ -41,6 +48,8 @@ pub(crate) struct Cgroup {
     dirs: Vec<Dir>,
     memory: Option<usize>,
     pids: Option<usize>,
+    /// The v2 group whose `cpu.pressure` is read.
+    pressure: Option<usize>,
 }
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -143,10 +152,11 @@ fn sweep(parent: &Path) {
 }
 
 impl Cgroup {
-    /// A new group with these limits, or `None` when the machine gives us no
-    /// hierarchy for either controller (or neither limit is set).
-    pub(crate) fn create(memory: Option<u64>, pids: Option<u64>) -> Option<Cgroup> {
-        if memory.is_none() && pids.is_none() {
+    /// A new group with these limits, and one in the unified hierarchy for
+    /// its CPU stalls when `pressure`; `None` when the machine gives us
+    /// none of them (or nothing was asked).
+    pub(crate) fn create(memory: Option<u64>, pids: Option<u64>, pressure: bool) -> Option<Cgroup> {
+        if memory.is_none() && pids.is_none() && !pressure {
             return None;
         }
         let mounts = mounts();
@@ -159,6 +169,7 @@ impl Cgroup {
             dirs: Vec::new(),
             memory: None,
             pids: None,
+            pressure: None,
         };
         for (controller, limit) in [("memory", memory), ("pids", pids)] {
             let Some(limit) = limit else { continue };
@@ -204,11 +215,53 @@ impl Cgroup {
                 }
             }
         }
-        if group.memory.is_none() && group.pids.is_none() {
+        if pressure {
+            group.pressure = group.unified(&mounts, &name);
+        }
+        if group.memory.is_none() && group.pids.is_none() && group.pressure.is_none() {
             group.remove();
             return None;
         }
         Some(group)
+    }
+
+    /// The group's directory in the unified hierarchy (the memory or pids
+    /// one when that is there already), made if need be.
+    fn unified(&mut self, mounts: &[Mount], name: &str) -> Option<usize> {
+        if let Some(i) = self.dirs.iter().position(|d| d.v2) {
+            return Some(i);
+        }
+        let m = mounts.iter().find(|m| m.v2)?;
+        let parent = m.point.join(own_path("")?.trim_start_matches('/'));
+        sweep(&parent);
+        let dir = parent.join(name);
+        std::fs::create_dir(&dir).ok()?;
+        let made = CString::new(
+            dir.join("cgroup.procs")
+                .as_os_str()
+                .as_encoded_bytes()
+                .to_vec(),
+        )
+        .ok()
+        .filter(|_| dir.join("cpu.pressure").exists());
+        let Some(procs) = made else {
+            let _ = std::fs::remove_dir(&dir);
+            return None;
+        };
+        self.dirs.push(Dir {
+            path: dir,
+            procs,
+            v2: true,
+        });
+        Some(self.dirs.len() - 1)
+    }
+
+    /// How long all of the run's runnable processes have waited for a CPU
+    /// (`cpu.pressure`, "full"), when the group measures it.
+    pub(crate) fn cpu_stalled(&self) -> Option<std::time::Duration> {
+        let text =
+            std::fs::read_to_string(self.dirs[self.pressure?].path.join("cpu.pressure")).ok()?;
+        full_total(&text)
     }
 
     /// Whether the memory and process limits are enforced by this group.
@@ -269,6 +322,17 @@ impl Cgroup {
     }
 }
 
+/// The `full` line's `total` (microseconds) of a pressure file.
+fn full_total(text: &str) -> Option<std::time::Duration> {
+    let line = text.lines().find(|l| l.starts_with("full "))?;
+    let total = line.split(' ').find_map(|f| f.strip_prefix("total="))?;
+    total
+        .trim()
+        .parse()
+        .ok()
+        .map(std::time::Duration::from_micros)
+}
+
 /// Joins every group in `procs`: runs between `fork` and `exec`, so plain
 /// system calls only.
 pub(crate) fn join(procs: &[CString]) -> io::Result<()> {
@@ -288,4 +352,24 @@ pub(crate) fn join(procs: &[CString]) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_full_stall_is_read_from_a_pressure_file() {
+        let text = "some avg10=13.40 avg60=2.42 avg300=0.50 total=2282119\n\
+                    full avg10=13.40 avg60=2.42 avg300=0.50 total=2281986\n";
+        assert_eq!(
+            full_total(text),
+            Some(std::time::Duration::from_micros(2_281_986))
+        );
+        assert_eq!(
+            full_total("some avg10=0.00 avg60=0.00 avg300=0.00 total=5\n"),
+            None
+        );
+        assert_eq!(full_total("full avg10=0.00 total=x\n"), None);
+    }
 }

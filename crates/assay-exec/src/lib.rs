@@ -79,8 +79,17 @@ pub struct RunSpec {
     /// The child's whole environment: nothing of ours is inherited, so pass
     /// `PATH`, `HOME`, … explicitly.
     pub env: BTreeMap<String, String>,
-    /// Wall-clock budget; past it the whole process group is killed.
+    /// The run's time budget; past it the whole process group is killed.
+    /// Wall-clock time, less what the run spent waiting for a CPU the
+    /// machine gave to other work, up to `stall_grace`.
     pub timeout: Duration,
+    /// `Some`: measure the time every runnable process of the run waited
+    /// for a CPU (its group's `cpu.pressure` "full" stall: a loaded
+    /// machine, not the run; [`RunOutcome::cpu_stalled`]), and move the
+    /// timeout by up to this much of it. However the run spends its time,
+    /// it ends by `timeout + stall_grace`. `None`, or where no group in the
+    /// unified hierarchy can be made: plain wall-clock, unmeasured.
+    pub stall_grace: Option<Duration>,
     /// stdout and stderr interleaved in arrival order (created or truncated).
     pub log_path: PathBuf,
     /// Bytes kept in the log; output past it is drained and counted, not kept.
@@ -141,6 +150,10 @@ pub struct RunOutcome {
     pub timed_out: bool,
     /// From spawn until the child was reaped.
     pub duration: Duration,
+    /// How long every runnable process of the run waited for a CPU (see
+    /// [`RunSpec::stall_grace`]); `None` where it was not measured (not
+    /// asked, or no group in the unified hierarchy).
+    pub cpu_stalled: Option<Duration>,
     /// Total bytes the command wrote to stdout and stderr, kept or not.
     pub log_bytes: u64,
     /// `log_bytes > log_cap`: the log file holds only the first `log_cap`.
@@ -252,7 +265,11 @@ pub async fn run(spec: &RunSpec) -> Result<RunOutcome, ExecError> {
         source,
     };
 
-    let cgroup = cgroup::Cgroup::create(spec.limits.max_memory, spec.limits.max_processes);
+    let cgroup = cgroup::Cgroup::create(
+        spec.limits.max_memory,
+        spec.limits.max_processes,
+        spec.stall_grace.is_some(),
+    );
     let (cg_memory, cg_pids) = cgroup.as_ref().map_or((false, false), |c| c.limits());
     let watch = match (spec.limits.max_written, written_root(spec)) {
         (Some(limit), Some(root)) => {
@@ -361,7 +378,7 @@ pub async fn run(spec: &RunSpec) -> Result<RunOutcome, ExecError> {
         };
         let stopped = tokio::select! {
             joined = &mut waiter => Stopped::Exited { leftover_killed: joined?? },
-            () = tokio::time::sleep(spec.timeout) => Stopped::TimedOut,
+            () = deadline(started, spec, cgroup.as_ref()) => Stopped::TimedOut,
             _ = overrun => Stopped::WroteOver,
         };
         let (timed_out, wrote_over, leftover_killed) = match stopped {
@@ -403,6 +420,10 @@ pub async fn run(spec: &RunSpec) -> Result<RunOutcome, ExecError> {
     );
 
     let hits = cgroup.as_ref().map(|c| c.hits()).unwrap_or_default();
+    let cpu_stalled = cgroup
+        .as_ref()
+        .filter(|_| spec.stall_grace.is_some())
+        .and_then(|c| c.cpu_stalled());
     if let Some(c) = &cgroup {
         c.remove();
     }
@@ -454,10 +475,35 @@ pub async fn run(spec: &RunSpec) -> Result<RunOutcome, ExecError> {
         signal: status.signal(),
         timed_out,
         duration,
+        cpu_stalled,
         log_bytes: captured.total,
         log_truncated: captured.total > spec.log_cap,
         leftover_killed,
     })
+}
+
+/// Resolves when the run has had its timeout of the machine: wall-clock
+/// time since `started`, less the time its group's processes all waited for
+/// a CPU, up to the spec's grace. The stall is read when the budget so far
+/// runs out, and the deadline moves by what it grew.
+async fn deadline(started: Instant, spec: &RunSpec, group: Option<&cgroup::Cgroup>) {
+    let grace = spec.stall_grace.unwrap_or_default();
+    let mut budget = spec.timeout;
+    loop {
+        tokio::time::sleep_until((started + budget).into()).await;
+        let Some(stalled) = group
+            .filter(|_| !grace.is_zero())
+            .and_then(|g| g.cpu_stalled())
+        else {
+            return;
+        };
+        let next = spec.timeout + stalled.min(grace);
+        // Less than a few milliseconds more is not worth another wake-up.
+        if next <= budget + Duration::from_millis(5) {
+            return;
+        }
+        budget = next;
+    }
 }
 
 /// How supervision saw the run end.

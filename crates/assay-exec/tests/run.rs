@@ -35,6 +35,7 @@ impl Sandbox {
             cwd: self.path().to_owned(),
             env: BTreeMap::from([("PATH".to_owned(), PATH.to_owned())]),
             timeout: Duration::from_secs(10),
+            stall_grace: None,
             log_path: self.log_path(),
             log_cap: 1 << 20,
             limits: Limits::default(),
@@ -407,5 +408,62 @@ async fn core_limit_is_inherited_without_no_core() {
     assert_eq!(
         core_limits(&sandbox.log()),
         ("0".to_owned(), "0".to_owned())
+    );
+}
+
+/// A run that needs 1 s of CPU, pinned to CPU 0 behind three busy loops
+/// (a quarter of the CPU: about 4 s of wall-clock time), against a 2 s
+/// timeout: plain wall-clock cuts it; with a grace, the time it waited for
+/// the CPU is not counted, and it ends on its own, its wait measured.
+#[tokio::test]
+async fn time_spent_waiting_for_a_cpu_taken_by_other_work_is_not_the_runs() {
+    let sandbox = Sandbox::new();
+    let command = "taskset -c 0 python3 -c 'import time\n\
+                   t = time.process_time()\n\
+                   while time.process_time() - t < 1.0: pass\n\
+                   print(\"done\")'";
+    let _hogs = assay_testkit::Hogs::on_cpu0(3);
+    let mut spec = sandbox.spec(command);
+    spec.timeout = Duration::from_secs(2);
+
+    let plain = run_bounded(&spec).await;
+    assert!(plain.timed_out, "a quarter of a CPU: {plain:?}");
+    assert_eq!(plain.cpu_stalled, None, "not measured when not asked");
+
+    spec.stall_grace = Some(Duration::from_secs(30));
+    let graced = run_bounded(&spec).await;
+    match graced.cpu_stalled {
+        Some(stalled) => {
+            assert!(!graced.timed_out, "{graced:?}\n{}", sandbox.log());
+            assert_eq!(graced.exit_code, Some(0));
+            assert!(sandbox.log().contains("done"));
+            assert!(
+                graced.duration > Duration::from_secs(2) && stalled > Duration::from_secs(1),
+                "it ran past the timeout for the time it waited: {graced:?}"
+            );
+        }
+        // No group in the unified hierarchy could be made: the timeout
+        // stays plain wall-clock, as documented.
+        None => assert!(graced.timed_out, "{graced:?}"),
+    }
+}
+
+/// However the run spends its time, it ends by its timeout and its grace:
+/// a run whose processes all wait on the CPU from start to end (all of its
+/// time "not its own") is still cut there.
+#[tokio::test]
+async fn the_grace_bounds_a_run_that_only_ever_waits_for_a_cpu() {
+    let sandbox = Sandbox::new();
+    let _hogs = assay_testkit::Hogs::on_cpu0(3);
+    let mut spec = sandbox.spec("taskset -c 0 sh -c 'while :; do :; done'");
+    spec.timeout = Duration::from_secs(1);
+    spec.stall_grace = Some(Duration::from_secs(2));
+    let started = Instant::now();
+    let out = run_bounded(&spec).await;
+    assert!(out.timed_out, "{out:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "cut near 3 s, not left running: {:?}",
+        started.elapsed()
     );
 }

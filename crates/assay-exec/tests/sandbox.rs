@@ -61,6 +61,7 @@ impl Case {
                 ("HOME".to_owned(), assay_exec::sandbox::HOME.to_owned()),
             ]),
             timeout: Duration::from_secs(60),
+            stall_grace: None,
             log_path: self.path().join("log"),
             log_cap: 1 << 20,
             limits: Limits::default(),

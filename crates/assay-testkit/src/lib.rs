@@ -49,6 +49,37 @@ pub fn git(dir: &Path, time: i64, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Busy loops pinned to CPU 0, each a session of its own (with the
+/// kernel's autogroups, sessions share a CPU equally), killed when
+/// dropped: other work of the machine that a run pinned there waits
+/// behind. They write nothing. Needs `python3` on `PATH`.
+pub struct Hogs(Vec<std::process::Child>);
+
+impl Hogs {
+    pub fn on_cpu0(n: usize) -> Hogs {
+        let busy = "import os\nos.setsid()\nos.sched_setaffinity(0, {0})\nwhile True:\n    pass\n";
+        Hogs(
+            (0..n)
+                .map(|_| {
+                    Command::new("python3")
+                        .args(["-c", busy])
+                        .spawn()
+                        .expect("python3 runs")
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for Hogs {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -155,6 +155,9 @@ impl Executor for Docker<'_> {
                     assay_docker::KilledBy::Written => Limit::Write,
                 }),
                 duration: outcome.duration,
+                // A container's CPU stalls are not measured: its timeout
+                // is plain wall-clock (docs/executors.md).
+                cpu_stalled: None,
                 log_bytes: outcome.log_bytes,
                 log_truncated: outcome.log_truncated,
                 report: outcome.report.map(|r| container_report(r, cap)),

@@ -308,6 +308,12 @@ pub(crate) struct Launch<'a> {
     pub(crate) log_path: PathBuf,
     pub(crate) log_cap: u64,
     pub(crate) timeout: Duration,
+    /// Test runs: measure the time the run waited for a CPU the machine
+    /// gave to other work, and let the timeout move by up to this much of
+    /// it (`assay_exec::RunSpec::stall_grace`): for a graded run, what its
+    /// task's timeout leaves of the environment's; zero for screening.
+    /// `None` (setup, an agent's attempt): plain wall-clock, unmeasured.
+    pub(crate) stall_grace: Option<Duration>,
     /// `ASSAY_ATTEMPT`: the repeat index of a screening run (the maintainer's
     /// code, whose flaky tests may read it). `None` for graded runs: graded
     /// code must not tell a first run from a rerun or a check.
@@ -347,6 +353,9 @@ pub(crate) struct Ran {
     pub(crate) timed_out: bool,
     pub(crate) limit: Option<super::rules::limits::Limit>,
     pub(crate) duration: Duration,
+    /// How long the run waited for a CPU the machine gave to other work,
+    /// where that was measured (a graded run under a task timeout).
+    pub(crate) cpu_stalled: Option<Duration>,
     pub(crate) log_bytes: u64,
     pub(crate) log_truncated: bool,
     /// The report file's bytes, or why it was not read; `None` when the
@@ -375,6 +384,7 @@ impl Ran {
             timed_out: false,
             limit: None,
             duration: Duration::ZERO,
+            cpu_stalled: None,
             log_bytes: 0,
             log_truncated: false,
             report: None,

@@ -260,6 +260,7 @@ fn run_staged(
             log_path: log_path.clone(),
             log_cap: spec.log_cap,
             timeout: Duration::from_secs(timeout_s),
+            stall_grace: None,
             attempt: None,
             protect: Vec::new(),
             report_file: spec.report_file.as_deref(),

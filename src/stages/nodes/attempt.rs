@@ -613,6 +613,7 @@ fn spec(
         cwd: ws.dir(),
         env,
         timeout: Duration::from_secs(p.time_limit),
+        stall_grace: None,
         log_path: ws.log(),
         log_cap: LOG_CAP,
         limits: super::executor::local::process_limits(l, LOG_CAP, true),

@@ -179,6 +179,16 @@ async fn grade(g: &Grade, i: GradeInputs, ctx: JobCtx) -> Result<Made<GradeRecor
             p.run.timeout_s
         ));
     }
+    // A run given time for its waits on a loaded machine says how much.
+    if let Some(ms) = readings.first.cpu_stalled_ms.filter(|ms| *ms >= 100)
+        && decision.detail.starts_with("timed out after")
+    {
+        decision.detail.push_str(&format!(
+            "; it ran {:.1} s, of which {:.1} s waiting for a CPU the machine gave to other work, not counted",
+            readings.first.duration_ms as f64 / 1000.0,
+            ms as f64 / 1000.0
+        ));
+    }
     grading::settle(&mut rec, decision, readings.reruns.len() as u32);
     if let Some(last) = grading::tail_of(&rec) {
         rec.log_tail = Some(grading::log_tail(&last.what, &blob(&ctx, &last.digest)?));

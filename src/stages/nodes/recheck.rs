@@ -196,6 +196,7 @@ mod tests {
             report: Format::Unittest,
             report_file: None,
             timeout_s: 60,
+            stall_grace_s: 0,
             log_cap: 1 << 20,
             redact: Default::default(),
             serial: true,

@@ -121,7 +121,7 @@ struct Released<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     timeout_s: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    slowest_screening_s: Option<u64>,
+    slowest_screening_s: Option<f64>,
 }
 
 #[derive(Serialize)]

@@ -36,6 +36,12 @@ pub(crate) struct RunParams {
     pub(crate) report: Format,
     pub(crate) report_file: Option<String>,
     pub(crate) timeout_s: u64,
+    /// Seconds the timeout may move for time a run waited for a CPU the
+    /// machine gave to other work: what a task's timeout leaves of the
+    /// environment's (`within`). Not keyed: it follows from the keyed
+    /// timeouts.
+    #[serde(skip)]
+    pub(crate) stall_grace_s: u64,
     pub(crate) log_cap: u64,
     pub(crate) redact: super::redact::RedactConfig,
     /// Runs of this environment one at a time (its directory is shared state).
@@ -140,8 +146,11 @@ impl RunParams {
     /// These params with the timeout of a graded tree's task (never past
     /// the environment's): `rules::timeout`.
     pub(crate) fn within(&self, task_timeout_s: Option<u64>) -> RunParams {
+        let ceiling_s = self.timeout_s + self.stall_grace_s;
+        let timeout_s = task_timeout_s.map_or(ceiling_s, |t| t.min(ceiling_s));
         RunParams {
-            timeout_s: task_timeout_s.map_or(self.timeout_s, |t| t.min(self.timeout_s)),
+            timeout_s,
+            stall_grace_s: ceiling_s - timeout_s,
             ..self.clone()
         }
     }
@@ -284,6 +293,7 @@ pub(crate) async fn execute_tree(
                 log_path: log_path.clone(),
                 log_cap: p.log_cap,
                 timeout: Duration::from_secs(p.timeout_s),
+                stall_grace: Some(Duration::from_secs(p.stall_grace_s)),
                 // Graded code (a tree with hidden tests) sees no attempt number.
                 attempt: hidden.is_empty().then_some(attempt),
                 protect: hidden.iter().map(PathBuf::from).collect(),
@@ -367,6 +377,7 @@ pub(crate) fn ended(record: &mut RunRecord, ran: &mut super::executor::Ran) {
     record.signal = ran.signal;
     record.timed_out = ran.timed_out;
     record.duration_ms = ran.duration.as_millis() as u64;
+    record.cpu_stalled_ms = ran.cpu_stalled.map(|d| d.as_millis() as u64);
     record.log_bytes = ran.log_bytes;
     record.log_truncated = ran.log_truncated;
     record.limit = ran.limit.map(|l| l.as_str().to_owned());
@@ -607,6 +618,7 @@ mod tests {
             report: Format::LibtestJson,
             report_file: Some("report.json".into()),
             timeout_s: 120,
+            stall_grace_s: 0,
             log_cap: 1 << 20,
             redact: Default::default(),
             serial: true,
@@ -645,6 +657,7 @@ mod tests {
             report: Format::Unittest,
             report_file: None,
             timeout_s: 120,
+            stall_grace_s: 0,
             log_cap: 1 << 20,
             redact: Default::default(),
             serial: true,

@@ -120,6 +120,7 @@ impl Job for StepJob {
                 cwd: dir.to_owned(),
                 env,
                 timeout,
+                stall_grace: None,
                 log_path: dir.join(".assay-log"),
                 log_cap: 1 << 20,
                 limits: assay_exec::Limits::default(),

@@ -55,6 +55,7 @@ impl EnvSettings<'_> {
             report: self.format,
             report_file: self.cfg.report_file.clone(),
             timeout_s: self.timeout,
+            stall_grace_s: 0,
             log_cap: self.log_cap,
             redact: redact.clone(),
             serial: self.cfg.serial.unwrap_or(true),

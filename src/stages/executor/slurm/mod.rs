@@ -266,7 +266,13 @@ async fn run_on_cluster(exec: &Slurm<'_>, test: TestRun<'_>) -> Result<Ran, Stri
         let slot = alloc.take();
         let node = alloc.nodes[slot.node].as_str();
         notes.note("running", Some(node));
-        let step = step(&alloc.id, node, &job_path, launch.timeout).await;
+        let step = step(
+            &alloc.id,
+            node,
+            &job_path,
+            launch.timeout + launch.stall_grace.unwrap_or_default(),
+        )
+        .await;
         let read = std::fs::read(&out_path);
         if read.is_err() {
             slot.shun();

@@ -9,7 +9,8 @@
 #           hang costs `[env] timeout`), no `[env] warm` (Go compiles from an
 #           empty GOCACHE in every run), reruns of the whole test command;
 #   after:  the defaults (timeouts 10x the slowest screening reading, at
-#           least 30 s), `warm = { GOCACHE = "go-cache" }` for Go, and reruns
+#           least 5 s, a run's waits for a CPU not counted), `warm = {
+#           GOCACHE = "go-cache" }` for Go, and reruns
 #           of the failing tests alone (`rerun_command` with `{tests}`).
 #
 # Screening is done first in each copy and not timed. Prints per repository:

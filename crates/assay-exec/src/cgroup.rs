@@ -41,6 +41,9 @@ struct Dir {
     path: PathBuf,
     procs: CString,
     v2: bool,
+    /// A limit rests on it: the child must join it or not run. A group
+    /// made only for its pressure is joined where it can be.
+    required: bool,
 }
 
 #[derive(Debug)]
@@ -197,6 +200,7 @@ impl Cgroup {
                         path: dir.clone(),
                         procs,
                         v2,
+                        required: true,
                     });
                     group.dirs.len() - 1
                 }
@@ -252,6 +256,7 @@ impl Cgroup {
             path: dir,
             procs,
             v2: true,
+            required: false,
         });
         Some(self.dirs.len() - 1)
     }
@@ -269,9 +274,32 @@ impl Cgroup {
         (self.memory.is_some(), self.pids.is_some())
     }
 
-    /// The `cgroup.procs` paths, for the child to join before `exec`.
-    pub(crate) fn procs(&self) -> Vec<CString> {
-        self.dirs.iter().map(|d| d.procs.clone()).collect()
+    /// The `cgroup.procs` paths, for the child to join before `exec`, each
+    /// with whether it must.
+    pub(crate) fn procs(&self) -> Vec<(CString, bool)> {
+        self.dirs
+            .iter()
+            .map(|d| (d.procs.clone(), d.required))
+            .collect()
+    }
+
+    /// After the spawn: a group made only for its pressure that the child
+    /// `pid` could not join (moving a process there takes write access to
+    /// our own group as well) measures nothing, and is not read.
+    pub(crate) fn confirm(&mut self, pid: u32) {
+        let Some(i) = self.pressure else { return };
+        let Some(name) = self.dirs[i].path.file_name().and_then(|n| n.to_str()) else {
+            return;
+        };
+        let joined = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).is_ok_and(|t| {
+            t.lines().any(|l| {
+                l.strip_prefix("0::")
+                    .is_some_and(|p| p.ends_with(&format!("/{name}")))
+            })
+        });
+        if !joined {
+            self.pressure = None;
+        }
     }
 
     /// What the limits refused so far.
@@ -333,20 +361,24 @@ fn full_total(text: &str) -> Option<std::time::Duration> {
         .map(std::time::Duration::from_micros)
 }
 
-/// Joins every group in `procs`: runs between `fork` and `exec`, so plain
-/// system calls only.
-pub(crate) fn join(procs: &[CString]) -> io::Result<()> {
-    for p in procs {
+/// Joins every group in `procs` (those not required where it can: see
+/// [`Cgroup::confirm`]): runs between `fork` and `exec`, so plain system
+/// calls only.
+pub(crate) fn join(procs: &[(CString, bool)]) -> io::Result<()> {
+    for (p, required) in procs {
         // SAFETY: `p` is a valid NUL-terminated path; open/write/close are
         // async-signal-safe.
         unsafe {
             let fd = libc::open(p.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
             if fd < 0 {
+                if !required {
+                    continue;
+                }
                 return Err(io::Error::last_os_error());
             }
             let n = libc::write(fd, b"0".as_ptr().cast(), 1);
             libc::close(fd);
-            if n != 1 {
+            if n != 1 && *required {
                 return Err(io::Error::last_os_error());
             }
         }

@@ -265,7 +265,7 @@ pub async fn run(spec: &RunSpec) -> Result<RunOutcome, ExecError> {
         source,
     };
 
-    let cgroup = cgroup::Cgroup::create(
+    let mut cgroup = cgroup::Cgroup::create(
         spec.limits.max_memory,
         spec.limits.max_processes,
         spec.stall_grace.is_some(),
@@ -350,6 +350,9 @@ pub async fn run(spec: &RunSpec) -> Result<RunOutcome, ExecError> {
 
     let started = Instant::now();
     let mut child = command.spawn().map_err(spawn_error)?;
+    if let (Some(c), Some(pid)) = (cgroup.as_mut(), child.id()) {
+        c.confirm(pid);
+    }
     let pgid = child
         .id()
         .and_then(|pid| i32::try_from(pid).ok())

@@ -1834,12 +1834,7 @@ fn a_run_slowed_by_other_work_on_the_machine_is_not_timed_out_for_it() {
     assert_eq!(b.run.code, 0, "{}", b.run.stderr);
     let run = f.project.output_record("run:a/slow.json:exclude");
     let row = f.row("a/slow.json", "exclude");
-    let task: Value = std::fs::read_to_string(f.path().join("release/tasks.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .find(|t| t["instance_id"] == "p-1")
-        .unwrap();
+    let task = f.released_task("p-1");
     let task_timeout_ms = 1000 * task["timeout_s"].as_u64().unwrap();
     match run["cpu_stalled_ms"].as_u64() {
         Some(stalled) => {
@@ -1874,12 +1869,7 @@ fn a_hanging_run_is_cut_at_its_tasks_timeout_from_the_screening_readings() {
     f.session("b/hang.json", "p-1", &patch);
     let b = f.build(&[]);
     assert_eq!(b.run.code, 0, "{}", b.run.stderr);
-    let task: serde_json::Value = std::fs::read_to_string(f.path().join("release/tasks.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .find(|t| t["instance_id"] == "p-1")
-        .unwrap();
+    let task = f.released_task("p-1");
     // A step of its decade: 1, 1.5, 2, 3, 5 or 7 times a power of ten.
     let slowest = task["slowest_screening_s"].as_f64().unwrap();
     let ms = (slowest * 1000.0).round() as u64;

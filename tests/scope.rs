@@ -62,7 +62,8 @@ fn p2_verdicts_hold(f: &Fixture) {
 
 /// The graded runs of a scoped pipeline name no test of an untouched file,
 /// the verdicts stay right, and turning the option on reruns the graded
-/// runs and grades only: the screening and the tasks are reused.
+/// runs and grades, and rewrites the tasks (their eval script runs the
+/// same command): the screening is reused.
 #[test]
 fn a_scoped_graded_run_runs_only_the_touched_test_files() {
     let f = scoped_fixture(false);
@@ -81,10 +82,17 @@ fn a_scoped_graded_run_runs_only_the_touched_test_files() {
         &format!("report = \"unittest\"\n{TOUCHED}"),
     );
     let b = f.build_ok();
-    for kind in ["screen", "task", "triage", "tree", "env"] {
+    for kind in ["screen", "triage", "tree", "env"] {
         let c = b.summary.by_kind.get(kind).cloned().unwrap_or_default();
         assert_eq!(c.executed, 0, "{kind} reran: {:?}", b.summary);
     }
+    // SWE-bench's harness runs what the graded runs ran.
+    let p2 = f.released_task("p-2");
+    let script = p2["eval_script"].as_str().unwrap();
+    assert!(
+        script.contains("python3 -m unittest -v tests/test_mul.py"),
+        "{script}"
+    );
     // Only the graded runs ran again: one per session (its two arms
     // stage one tree, and share its run), and the grades over them.
     assert_eq!(b.summary.by_kind["run"].executed, 3, "{:?}", b.summary);

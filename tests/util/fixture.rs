@@ -377,6 +377,16 @@ rerun_command = "python3 -m unittest -v {{files}}"
             .unwrap_or_else(|e| panic!("no summary.json: {e}"));
         serde_json::from_str(&text).unwrap()
     }
+
+    /// The released task `id`, from `release/tasks.jsonl`.
+    pub fn released_task(&self, id: &str) -> Value {
+        let text = std::fs::read_to_string(self.path().join("release/tasks.jsonl"))
+            .unwrap_or_else(|e| panic!("no tasks.jsonl: {e}"));
+        text.lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|t| t["instance_id"] == id)
+            .unwrap_or_else(|| panic!("no task {id} in {text}"))
+    }
 }
 
 /// Asserts the verdict of both arms, showing the whole row when it differs.

@@ -230,6 +230,7 @@ fn task_nodes_of(out: &mut Vec<NodeSpec>, t: &Tasks<'_>) -> Vec<((String, String
                 hints: read_statement(t.statements, &instance_id, "hints.md"),
                 created_at: task::iso8601(t.merged_at),
                 test_command: env.cfg.test_command.clone(),
+                touched_command: env.touched_command.map(str::to_owned),
                 log_parser: super::swebench::log_parser(env.format).to_owned(),
                 timeout: (t.grade.timeout_factor > 0).then_some(TimeoutRule {
                     factor: t.grade.timeout_factor,

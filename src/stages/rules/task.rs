@@ -34,6 +34,11 @@ pub(crate) struct TaskParams {
     /// The environment's test command and its report format's SWE-bench log
     /// parser: they make the published eval script.
     pub(crate) test_command: String,
+    /// `[env] touched_command`: what the graded runs run over the test
+    /// files the test patch touches, and so what the eval script runs.
+    /// Left out of the key when absent (the keys stay what they were).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) touched_command: Option<String>,
     pub(crate) log_parser: String,
     /// How the graded runs' timeout follows from the screening readings;
     /// absent (`[grade] timeout_factor = 0`): the environment's timeout.
@@ -51,7 +56,7 @@ pub(crate) fn assemble(
     gold: String,
     test: String,
 ) -> Result<TaskRecord, regex::Error> {
-    let script = eval_script(&triage.base, &test, &p.test_command);
+    let script = eval_script(&triage.base, &test, &graded_command(p, &test));
     let mut record = TaskRecord {
         instance_id: p.instance_id.clone(),
         repo: p.repo.clone(),
@@ -186,6 +191,20 @@ pub(crate) fn assemble(
 /// so `git checkout <base> -- file` cannot reset it; left there, the
 /// session's own copy of it would make `git apply` refuse the test patch
 /// ("already exists in working directory") and the hidden tests not run.
+/// What the task's graded runs run: the `touched_command` over the files
+/// the test patch leaves in the tree where there is one and a file to run
+/// (`RunParams::command_over`), else the test command.
+fn graded_command(p: &TaskParams, test_patch: &str) -> String {
+    let hidden = TestPatch::read(test_patch.as_bytes()).hidden();
+    p.touched_command
+        .as_deref()
+        .filter(|_| !hidden.is_empty())
+        .and_then(|t| {
+            super::touched::TouchedFiles::of(hidden.iter().map(String::as_str)).command(t)
+        })
+        .unwrap_or_else(|| p.test_command.clone())
+}
+
 pub(crate) fn eval_script(base: &str, test_patch: &str, command: &str) -> String {
     let q = super::shell::quote;
     let written = TestPatch::read(test_patch.as_bytes()).written_at_base();
@@ -249,6 +268,7 @@ mod tests {
             hints: None,
             created_at: String::new(),
             test_command: "pytest".into(),
+            touched_command: None,
             log_parser: String::new(),
             timeout: Some(super::super::timeout::TimeoutRule {
                 factor: 10,
@@ -340,5 +360,35 @@ mod tests {
         };
         let (_, reasons) = assembled(&triage(), &skipped, false);
         assert_eq!(reasons, [Some(Reason::NotScreened)]);
+    }
+
+    /// The eval script runs what the graded runs run: the touched command
+    /// over the test files the test patch leaves, where one is set; the
+    /// test command otherwise, and where the patch leaves no file to run.
+    #[test]
+    fn the_eval_script_runs_the_graded_runs_command() {
+        let test = "diff --git a/tests/test_ops.py b/tests/test_ops.py\n\
+                    --- a/tests/test_ops.py\n+++ b/tests/test_ops.py\n\
+                    @@ -1 +1,2 @@\n x\n+y\n";
+        let screen = ScreenRecord::default();
+        let script = |touched: Option<&str>, test: &str| {
+            let p = TaskParams {
+                touched_command: touched.map(str::to_owned),
+                ..params(None)
+            };
+            assemble(&p, &triage(), &screen, String::new(), test.to_owned())
+                .expect("assembles")
+                .eval_script
+        };
+        let touched = script(Some("python -m pytest -rA {files}"), test);
+        assert!(
+            touched.contains("python -m pytest -rA tests/test_ops.py"),
+            "{touched}"
+        );
+        let whole = script(None, test);
+        assert!(whole.contains("\npytest"), "{whole}");
+        assert!(!whole.contains("-rA"), "{whole}");
+        let nothing_left = script(Some("python -m pytest -rA {files}"), "");
+        assert!(!nothing_left.contains("-rA"), "{nothing_left}");
     }
 }

@@ -308,7 +308,9 @@ pub fn a_run_filling_its_tree_is_stopped_at_its_write_limit(
     mib: u32,
 ) {
     let f = Fixture::on(executor);
-    f.default_pipeline();
+    // The write limit must be what stops the run, not a task timeout from
+    // the screening readings (5 s at the least): the environment's 60 s.
+    f.pipeline("", 1 << 20, "timeout_factor = 0");
     if let Some(limit) = write_limit {
         f.edit_pipeline(
             "timeout = 60",

@@ -687,46 +687,39 @@ fn overlapping_runs(b: &Build) -> Vec<(String, String)> {
     pairs
 }
 
-#[test]
-fn runs_of_one_environment_are_serial_unless_configured_otherwise() {
-    // Far more slots than nodes: nothing but the environment holds a run back,
-    // and the two repeats of a state become ready together.
-    let jobs = ["--jobs", "16"];
-    // Unsandboxed, runs may write the environment: they take turns.
-    let serial = Project::new();
-    one_fix(&serial);
-    serial.write("pipeline.toml", pipeline(r#"sandbox = "none""#, ""));
-    let b = serial.build_json(&jobs);
+/// A build of the one fix under these `[env]` lines, with far more slots
+/// than nodes (nothing but the environment holds a run back, and the two
+/// repeats of a state become ready together): the pairs of runs that
+/// overlapped, with the build, once all six runs executed.
+fn overlaps_under(env: &str) -> (Build, Vec<(String, String)>) {
+    let project = Project::new();
+    one_fix(&project);
+    project.write("pipeline.toml", pipeline(env, ""));
+    let b = project.build_json(&["--jobs", "16"]);
     assert_eq!(b.run.code, 0, "{}", b.run.stderr);
     assert_eq!(kind(&b, "run").executed, 6, "{:?}", b.summary);
     let overlaps = overlapping_runs(&b);
+    (b, overlaps)
+}
+
+#[test]
+fn runs_of_one_environment_are_serial_unless_configured_otherwise() {
+    // Unsandboxed, runs may write the environment: they take turns.
+    let (_, overlaps) = overlaps_under(r#"sandbox = "none""#);
     assert!(overlaps.is_empty(), "serial runs overlapped: {overlaps:?}");
 
-    let parallel = Project::new();
-    one_fix(&parallel);
-    parallel.write(
-        "pipeline.toml",
-        pipeline("sandbox = \"none\"\nserial = false", ""),
-    );
-    let b = parallel.build_json(&jobs);
-    assert_eq!(b.run.code, 0, "{}", b.run.stderr);
-    assert_eq!(kind(&b, "run").executed, 6, "{:?}", b.summary);
+    let (b, overlaps) = overlaps_under("sandbox = \"none\"\nserial = false");
     assert!(
-        !overlapping_runs(&b).is_empty(),
+        !overlaps.is_empty(),
         "with serial = false runs may overlap, and with 16 slots they do: {:?}",
         b.names("node_started")
     );
 
     // Under bubblewrap (the default) a run sees the environment read-only
     // and shares nothing with another: runs overlap, serial or not.
-    let sandboxed = Project::new();
-    one_fix(&sandboxed);
-    sandboxed.write("pipeline.toml", pipeline("", ""));
-    let b = sandboxed.build_json(&jobs);
-    assert_eq!(b.run.code, 0, "{}", b.run.stderr);
-    assert_eq!(kind(&b, "run").executed, 6, "{:?}", b.summary);
+    let (b, overlaps) = overlaps_under("");
     assert!(
-        !overlapping_runs(&b).is_empty(),
+        !overlaps.is_empty(),
         "sandboxed runs share nothing, and with 16 slots they overlap: {:?}",
         b.names("node_started")
     );

@@ -248,9 +248,9 @@ pub(crate) struct RunRecord {
     pub(crate) env_failed: bool,
     pub(crate) duration_ms: u64,
     /// Of `duration_ms`, how long the run waited for a CPU the machine gave
-    /// to other work, not counted against its timeout (a graded run under
-    /// its task's timeout, where the executor measures it: docs/verdicts.md,
-    /// "Timeouts"). Absent elsewhere.
+    /// to other work, where the executor measures it (docs/verdicts.md,
+    /// "Timeouts"): not counted against a graded run's task timeout, nor in
+    /// a screening reading. Absent where not measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) cpu_stalled_ms: Option<u64>,
     pub(crate) log: String,

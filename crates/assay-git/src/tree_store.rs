@@ -516,11 +516,12 @@ pub struct BlobReader {
 impl BlobReader {
     pub fn read(&self, id: &str) -> Result<Vec<u8>, GitError> {
         let oid = parse_id(id)?;
-        let blob = self
+        let mut blob = self
             .repo
             .find_blob(oid)
             .map_err(|e| GitError::object(oid, "blob", e))?;
-        Ok(blob.data.clone())
+        // The bytes themselves, not a copy of them.
+        Ok(blob.take_data())
     }
 }
 

@@ -354,7 +354,8 @@ pub(crate) struct Ran {
     pub(crate) limit: Option<super::rules::limits::Limit>,
     pub(crate) duration: Duration,
     /// How long the run waited for a CPU the machine gave to other work,
-    /// where that was measured (a graded run under a task timeout).
+    /// where that was measured (`Launch::stall_grace` set, and a group to
+    /// read it from).
     pub(crate) cpu_stalled: Option<Duration>,
     pub(crate) log_bytes: u64,
     pub(crate) log_truncated: bool,

@@ -24,7 +24,6 @@ use super::super::canary::{self, Hidden, Planted};
 use super::executor::{EnvHandle, Launch, TestRun, Watched};
 use super::node::{Kind, Made, NodeKind};
 use super::records::{EnvRecord, RunRecord, TreeRecord};
-use super::rules::touched::TouchedFiles;
 
 /// How a test command is run and read: the run node's params (so its key),
 /// and what a recheck's reruns and checks run with, their command replaced.
@@ -171,15 +170,9 @@ impl RunParams {
     }
 
     /// The command a run over a tree whose hidden test patch writes
-    /// `hidden` runs: the `touched_command` over the touched test files
-    /// where there is one and a test file to run, else the command.
-    /// Screening trees have no hidden files: they run the whole suite.
+    /// `hidden` runs (`rules::touched::command_over`).
     pub(crate) fn command_over(&self, hidden: &[String]) -> String {
-        self.touched_command
-            .as_deref()
-            .filter(|_| !hidden.is_empty())
-            .and_then(|t| TouchedFiles::of(hidden.iter().map(String::as_str)).command(t))
-            .unwrap_or_else(|| self.command.clone())
+        super::rules::touched::command_over(self.touched_command.as_deref(), &self.command, hidden)
     }
 
     /// The resource a job running these params holds alone: the env node,

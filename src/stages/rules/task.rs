@@ -56,7 +56,11 @@ pub(crate) fn assemble(
     gold: String,
     test: String,
 ) -> Result<TaskRecord, regex::Error> {
-    let script = eval_script(&triage.base, &test, &graded_command(p, &test));
+    // What the graded runs run: the touched command, where there is one.
+    let hidden = TestPatch::read(test.as_bytes()).hidden();
+    let command =
+        super::touched::command_over(p.touched_command.as_deref(), &p.test_command, &hidden);
+    let script = eval_script(&triage.base, &test, &command);
     let mut record = TaskRecord {
         instance_id: p.instance_id.clone(),
         repo: p.repo.clone(),
@@ -191,20 +195,6 @@ pub(crate) fn assemble(
 /// so `git checkout <base> -- file` cannot reset it; left there, the
 /// session's own copy of it would make `git apply` refuse the test patch
 /// ("already exists in working directory") and the hidden tests not run.
-/// What the task's graded runs run: the `touched_command` over the files
-/// the test patch leaves in the tree where there is one and a file to run
-/// (`RunParams::command_over`), else the test command.
-fn graded_command(p: &TaskParams, test_patch: &str) -> String {
-    let hidden = TestPatch::read(test_patch.as_bytes()).hidden();
-    p.touched_command
-        .as_deref()
-        .filter(|_| !hidden.is_empty())
-        .and_then(|t| {
-            super::touched::TouchedFiles::of(hidden.iter().map(String::as_str)).command(t)
-        })
-        .unwrap_or_else(|| p.test_command.clone())
-}
-
 pub(crate) fn eval_script(base: &str, test_patch: &str, command: &str) -> String {
     let q = super::shell::quote;
     let written = TestPatch::read(test_patch.as_bytes()).written_at_base();

@@ -94,6 +94,18 @@ impl<'a> TouchedFiles<'a> {
     }
 }
 
+/// What a run over a tree whose hidden test patch leaves `hidden` runs:
+/// the `touched` command over the touched test files where there is one
+/// and a test file to run, else `command`. Screening trees have no hidden
+/// files: they run the whole suite. The graded runs and the published eval
+/// script both run this.
+pub(crate) fn command_over(touched: Option<&str>, command: &str, hidden: &[String]) -> String {
+    touched
+        .filter(|_| !hidden.is_empty())
+        .and_then(|t| TouchedFiles::of(hidden.iter().map(String::as_str)).command(t))
+        .unwrap_or_else(|| command.to_owned())
+}
+
 /// Why `template` cannot be a `touched_command` of an environment whose
 /// reports are `format`, if it cannot: it must select the touched files
 /// (`{files}`, or `{packages}` for `go test`).

@@ -1853,6 +1853,48 @@ fn a_run_slowed_by_other_work_on_the_machine_is_not_timed_out_for_it() {
     }
 }
 
+/// A hostile run cannot buy itself time by making itself wait. A session
+/// that hangs at the lowest priority (`SCHED_IDLE`, pinned to CPU 0 behind
+/// busy loops of other sessions: nearly all of its time is "waiting for a
+/// CPU") is still cut, at the environment's timeout at the latest, as the
+/// agent's timeout; and it cannot see its control group (no `/sys` in the
+/// sandbox) to change what is measured. Harmless if the defence fails: it
+/// only spins, and the build's own timeout bounds it.
+#[test]
+fn a_run_that_makes_itself_wait_is_still_cut_at_the_environments_timeout() {
+    let f = Fixture::new();
+    f.pipeline_with_timeout("new-test-files", 1 << 20, 12, "");
+    let idle = "import os\nos.sched_setaffinity(0, {0})\n\
+                os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))\n\
+                print('sees-cgroups', os.path.exists('/sys/fs/cgroup'), flush=True)\n\
+                while True:\n    pass\n";
+    let patch = f.diff1(&[
+        ("pkg/ops.py", Some(OPS_SUB)),
+        ("pkg/__init__.py", Some(idle)),
+    ]);
+    f.session("evil/idle.json", "p-1", &patch);
+    let b = {
+        let _hogs = assay_testkit::Hogs::on_cpu0(3);
+        f.build(&[])
+    };
+    assert_eq!(b.run.code, 0, "{}", b.run.stderr);
+    assert_verdict(&f, "evil/idle.json", "unresolved", "unresolved");
+    let grade = f.grade_record("evil/idle.json", "exclude");
+    assert_eq!(grade["fault"], "agent", "{grade:#}");
+    let detail = grade["detail"].as_str().unwrap();
+    assert!(detail.starts_with("timed out after"), "{detail}");
+    let run = f.project.output_record("run:evil/idle.json:exclude");
+    let took = run["duration_ms"].as_u64().unwrap();
+    assert!(
+        took < 20_000,
+        "past the environment's 12 s only by the kill: {run:#}"
+    );
+    assert!(
+        f.evidence(&grade, "log").contains("sees-cgroups False"),
+        "{grade:#}"
+    );
+}
+
 /// A session that hangs is cut at its task's timeout, derived from the
 /// screening readings (`[grade] timeout_factor` × the slowest, at least
 /// `timeout_floor`), not at the environment's fixed timeout: the task

@@ -33,6 +33,8 @@ words! {
         HarborTask = "harbor_task",
         /// A graded run's checks and reruns, shared by the arms of equal trees.
         Recheck = "recheck",
+        /// The reading of a candidate's gold tree that certifies its canaries.
+        Certify = "certify",
     }
 }
 

@@ -41,6 +41,11 @@ pub(crate) fn screen_run(candidate: &str, state: State, repeat: u32) -> String {
     format!("run:{candidate}:{}:r{repeat}", state.as_str())
 }
 
+/// The reading of a candidate's gold tree that certifies its canaries.
+pub(crate) fn certify(candidate: &str) -> String {
+    format!("certify:{candidate}")
+}
+
 pub(crate) fn screen(candidate: &str) -> String {
     format!("screen:{candidate}")
 }

@@ -171,6 +171,25 @@ pub(crate) struct TreeRecord {
     /// Absent for screening trees, whose runs take the environment's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) timeout_s: Option<u64>,
+    /// A graded tree's canaries: its task's certified ones
+    /// (`TaskRecord::canaries`). Absent: the shaped canaries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) canaries: Option<crate::stages::canary::Certified>,
+}
+
+/// `certify:<candidate>`: the canaries certified over the gold tree
+/// (`nodes::certify`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub(crate) struct CertifyRecord {
+    pub(crate) certified: crate::stages::canary::Certified,
+    /// Why nothing was certified, when nothing was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) none: Option<String>,
+    /// How many canaries the reading carried.
+    pub(crate) planted: u32,
+    /// The certifying reading's log (blob digest) and time.
+    pub(crate) log: String,
+    pub(crate) duration_ms: u64,
 }
 
 /// Why a tree was not composed. Stored as one line of text, `<kind>:
@@ -415,6 +434,14 @@ pub(crate) struct TaskRecord {
     pub(crate) timeout_s: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) slowest_screening_s: Option<f64>,
+    /// The canaries of its graded runs, made of its own tests and
+    /// certified at screening (docs/security.md, "Canaries").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) canaries: Option<crate::stages::canary::Certified>,
+    /// Why its graded runs carry the shaped canaries instead (no test of
+    /// it gave a certified mutant): its grades are weakly checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) weakly_checked: Option<String>,
 }
 
 impl TaskRecord {
@@ -532,6 +559,11 @@ pub(crate) struct GradeRecord {
     /// is then not forgery-checked (docs/security.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) unchecked: Option<String>,
+    /// Why its task's runs carry the shaped canaries, not ones made of its
+    /// own tests (`TaskRecord::weakly_checked`): a forgery written against
+    /// their shape is not caught.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) weakly_checked: Option<String>,
 }
 
 /// The last lines of one evidence log (already redacted when stored).
@@ -747,6 +779,7 @@ mod tests {
             skipped: None,
             hidden: Vec::new(),
             timeout_s: None,
+            canaries: None,
         };
         assert_eq!(
             serde_json::to_string(&none).expect("serializes"),

@@ -28,8 +28,11 @@
 //! canary a run is *not forgery-checked*, and its grade and the release
 //! say so. This module is pure: the run stage reads and writes the files.
 
+mod mutant;
 mod shape;
+mod source;
 
+pub(crate) use mutant::{Certified, Trial, certified};
 use shape::{Lang, Rng, Sum, words_of};
 
 use std::collections::BTreeMap;
@@ -60,16 +63,31 @@ pub(crate) struct Canary {
     /// Whether the reading named another test of its file (so the canary
     /// had to be there).
     pub(crate) expected: bool,
+    /// A mutant's original: its report id and its outcome in the reading.
+    /// A mutant that passed where its original failed is a wrong answer
+    /// that happens to equal the mutant's value, not a forgery.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) of: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) original: Option<Outcome>,
 }
 
 /// What planting gives the run: the canaries, the new contents of the
 /// files they were planted in, and the test names of those files (to tell
 /// whether a reading ran the file).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Planted {
     pub(crate) canaries: Vec<Canary>,
     pub(crate) files: Vec<(String, Vec<u8>)>,
     pub(crate) siblings: BTreeMap<String, Vec<String>>,
+    /// Fresh name -> declared name of every test renamed for the run.
+    pub(crate) renamed: BTreeMap<String, String>,
+    /// Certification's canaries, in the order of `canaries`.
+    pub(crate) trials: Vec<Trial>,
+    /// log2 of the guesses a forger that cannot tell a right value from
+    /// a wrong one needs to pass every canary, its FAIL_TO_PASS tests
+    /// failing: `log2(window + 1)` for each such test a window went to.
+    pub(crate) bits: f64,
 }
 
 /// A hidden test file as the run stage hands it over: its path, its bytes,
@@ -166,6 +184,8 @@ pub(crate) fn plant(
                 must: *must,
                 seen: None,
                 expected: false,
+                of: None,
+                original: None,
             });
         }
         out.siblings.insert(h.path.to_owned(), siblings);
@@ -176,6 +196,69 @@ pub(crate) fn plant(
             "no hidden test file could carry a {} canary",
             format.as_str()
         ));
+    }
+    Ok(out)
+}
+
+/// Canaries made of the hidden files' own tests ([`mutant`]):
+/// `certified` the task's, for a graded run; `None` for certification,
+/// which plants every candidate. `Err` says why there are none (a graded
+/// run then carries the shaped canaries of [`plant`], weakly checked).
+pub(crate) fn plant_real(
+    format: Format,
+    command: &str,
+    hidden: &[Hidden<'_>],
+    seed: [u8; 32],
+    certified: Option<&Certified>,
+) -> Result<Planted, String> {
+    if let Some(flag) = stops_at_first_failure(command) {
+        return Err(format!(
+            "the test command stops at the first failure (`{flag}`): a canary that must fail would stop the real tests"
+        ));
+    }
+    if matches!(format, Format::Libtest | Format::LibtestJson)
+        && !command.contains("--no-fail-fast")
+    {
+        return Err(
+            "`cargo test` stops at the first failing test binary; add `--no-fail-fast` to the test command to have its runs forgery-checked".into(),
+        );
+    }
+    let mut rng = Rng::new(seed);
+    let mut out = Planted::default();
+    let mut budget = mutant::RUN_CAP;
+    for h in hidden {
+        let Some(lang) = Lang::of(format, h.path) else {
+            continue;
+        };
+        let Ok(text) = std::str::from_utf8(h.text) else {
+            continue;
+        };
+        if lang.shape(text).is_none() {
+            continue;
+        }
+        let written = match certified {
+            None => mutant::certify_file(lang, h.path, text, h.beside, &mut rng),
+            Some(c) => mutant::graded_file(lang, h.path, text, h.beside, c, &mut rng, &mut budget),
+        };
+        let Some(w) = written else { continue };
+        if w.renamed.keys().any(|k| out.renamed.contains_key(k)) {
+            // Two files drew one fresh name: give up this file's canaries
+            // rather than read one test as another.
+            continue;
+        }
+        out.siblings
+            .insert(h.path.to_owned(), lang.test_names(text));
+        out.canaries.extend(w.canaries);
+        out.trials.extend(w.trials);
+        out.renamed.extend(w.renamed);
+        out.bits += w.bits;
+        out.files.push((h.path.to_owned(), w.text.into_bytes()));
+    }
+    if !out.canaries.iter().any(|c| c.must == Must::Fail) {
+        return Err(match certified {
+            None => "no hidden test file holds a test this reader can copy".into(),
+            Some(_) => "no certified mutant of the task's tests is in a file of this run".into(),
+        });
     }
     Ok(out)
 }
@@ -220,6 +303,8 @@ fn plant_custom(template: &str, h: &Hidden<'_>, rng: &mut Rng, out: &mut Planted
             must,
             seen: None,
             expected: false,
+            of: None,
+            original: None,
         });
     }
     // The file's own tests are unknown: a reading runs the file when the
@@ -252,6 +337,23 @@ pub(crate) fn read(
             };
         }
     }
+    if !planted.renamed.is_empty() {
+        let back: Vec<(String, String)> = tests
+            .keys()
+            .filter_map(|id| mutant::unrename(id, &planted.renamed).map(|o| (id.clone(), o)))
+            .collect();
+        for (id, orig) in back {
+            if let Some(o) = tests.remove(&id) {
+                tests.insert(orig.clone(), o);
+            }
+            if let Some(f) = files.remove(&id) {
+                files.insert(orig, f);
+            }
+        }
+    }
+    for c in &mut out {
+        c.original = c.of.as_ref().and_then(|id| tests.get(id).copied());
+    }
     for c in &mut out {
         let siblings = planted.siblings.get(&c.file).map(Vec::as_slice);
         let stem = c.file.rsplit('/').next().unwrap_or(&c.file);
@@ -271,9 +373,12 @@ pub(crate) fn read(
 /// Why a reading is forged, if it is; `would_pass` says whether it makes
 /// the session pass (then a missing or wrong canary forges it too).
 pub(crate) fn forged(canaries: &[Canary], would_pass: bool) -> Option<String> {
+    // A mutant that passed where its original failed: the patch's answer
+    // is wrong and happens to be the mutant's value.
+    let wrong_answer = |c: &Canary| matches!(c.original, Some(Outcome::Failed | Outcome::Error));
     if let Some(c) = canaries
         .iter()
-        .find(|c| c.must == Must::Fail && c.seen == Some(Outcome::Passed))
+        .find(|c| c.must == Must::Fail && c.seen == Some(Outcome::Passed) && !wrong_answer(c))
     {
         return Some(format!(
             "report forged: the canary {} in {} must fail and passed",

@@ -4,6 +4,7 @@
 //! kinds are adapters: what they decide is a rule of `rules`.
 
 pub(super) mod attempt;
+pub(super) mod certify;
 pub(super) mod env;
 pub(super) mod grade;
 pub(super) mod harbor_task;

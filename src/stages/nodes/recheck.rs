@@ -24,7 +24,7 @@ use super::records::{EnvRecord, RecheckRecord, RunRecord, SessionRecord, TaskRec
 use super::rules::grading::{self, Check};
 use super::rules::policy::session_paths_within;
 use super::rules::verdict::{self, Readings};
-use super::run::{RunParams, execute_tree};
+use super::run::{Plant, RunParams, execute_tree};
 
 /// 1: the checks and reruns of grade version 8, as a node of their own.
 pub(crate) const RECHECK_VERSION: u32 = 1;
@@ -132,7 +132,7 @@ async fn recheck(
     let empty_patch = session_paths_within(&patch, p.caps).map_or(true, |paths| paths.is_empty());
     let mut execute = async |command: String, attempt: u32| {
         let how = p.run.within(task.timeout_s).running(command);
-        let (ran, att) = execute_tree(
+        let (ran, att, _) = execute_tree(
             tree_id,
             &tree.hidden,
             &env,
@@ -140,6 +140,7 @@ async fn recheck(
             attempt,
             &r.store_dir,
             &ctx,
+            Plant::Graded(tree.canaries.as_ref()),
         )
         .await
         .map_err(|e| e.0)?;

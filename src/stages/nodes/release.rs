@@ -122,6 +122,25 @@ struct Released<'a> {
     timeout_s: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     slowest_screening_s: Option<f64>,
+    /// What its graded runs' canaries are made of (the mutants themselves
+    /// are in the task node's record, which `digest` names).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    canaries: Option<CanaryCounts>,
+    /// Why its graded runs carry the shaped canaries alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    weakly_checked: &'a Option<String>,
+}
+
+/// A task's certified canaries, counted.
+#[derive(Serialize)]
+struct CanaryCounts {
+    mutants: usize,
+    /// Mutants of its FAIL_TO_PASS tests: the ones a targeted forgery
+    /// must tell from the real tests.
+    fail_to_pass_mutants: usize,
+    copies: usize,
+    /// Files whose tests are renamed in every graded run.
+    renamed_files: usize,
 }
 
 #[derive(Serialize)]
@@ -172,6 +191,13 @@ impl<'a> Released<'a> {
             uncertified_because: &task.uncertified_because,
             flaky: &task.flaky,
             excluded: &task.excluded,
+            canaries: task.canaries.as_ref().map(|c| CanaryCounts {
+                mutants: c.mutants.len(),
+                fail_to_pass_mutants: c.mutants.iter().filter(|m| m.fail_to_pass).count(),
+                copies: c.copies.len(),
+                renamed_files: c.renamed.len(),
+            }),
+            weakly_checked: &task.weakly_checked,
             env: &task.env,
             topic: &task.topic,
             executor: &task.executor,

@@ -20,7 +20,7 @@ use assay_git::TreeStore;
 use assay_report::{Format, Trust};
 use serde::Serialize;
 
-use super::super::canary::{self, Hidden, Planted};
+use super::super::canary::{self, Certified, Hidden, Planted};
 use super::executor::{EnvHandle, Launch, TestRun, Watched};
 use super::node::{Kind, Made, NodeKind};
 use super::records::{EnvRecord, RunRecord, TreeRecord};
@@ -114,7 +114,7 @@ impl Kind for Run {
                 ..RunRecord::default()
             }));
         };
-        let (record, attachments) = execute_tree(
+        let (record, attachments, _) = execute_tree(
             tree_id,
             &i.tree.hidden,
             &i.env,
@@ -122,6 +122,7 @@ impl Kind for Run {
             p.repeat,
             &self.store_dir,
             &ctx,
+            Plant::Graded(i.tree.canaries.as_ref()),
         )
         .await
         .map_err(|e| e.0)?;
@@ -199,9 +200,22 @@ pub(crate) fn setup_failure(env: &EnvRecord) -> String {
     }
 }
 
+/// What a run plants among the test files (docs/security.md, "Canaries").
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Plant<'a> {
+    /// Over a graded tree (one with hidden test files): its task's
+    /// certified canaries, or, with none, the shaped ones. A screening
+    /// tree has no hidden files and gets nothing.
+    Graded(Option<&'a Certified>),
+    /// Certification: every candidate canary of these files.
+    Certify(&'a [String]),
+}
+
 /// Materializes `tree_id` into a fresh scratch directory and runs the command
 /// there in environment `env`: the shared core of screening runs and grading
-/// reruns. Logs are redacted before they are stored.
+/// reruns. Logs are redacted before they are stored. Gives back what was
+/// planted, if anything.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn execute_tree(
     tree_id: &str,
     hidden: &[String],
@@ -210,7 +224,8 @@ pub(crate) async fn execute_tree(
     attempt: u32,
     store_dir: &std::path::Path,
     ctx: &JobCtx,
-) -> Result<(RunRecord, Vec<assay_engine::Digest>), JobError> {
+    plant: Plant<'_>,
+) -> Result<(RunRecord, Vec<assay_engine::Digest>, Option<Planted>), JobError> {
     let err = |e: &dyn std::fmt::Display| JobError::new(e.to_string());
     let mut record = RunRecord {
         sandbox: p.confine.label().to_owned(),
@@ -221,7 +236,7 @@ pub(crate) async fn execute_tree(
         record.exit_code = env.exit_code;
         record.untrusted = Some(setup_failure(env));
         record.log = env.setup_log.clone();
-        return Ok((record, Vec::new()));
+        return Ok((record, Vec::new(), None));
     }
     let scratch = if p.confine.executor().scratch_anywhere() {
         super::executor::scratch::run_dir(&ctx.cache_dir, p.confine.limits.write)
@@ -242,19 +257,39 @@ pub(crate) async fn execute_tree(
     };
     let mut staged = staged;
     let command = p.command_over(hidden);
-    let planted = if hidden.is_empty() {
+    let files = match plant {
+        Plant::Certify(files) => files,
+        Plant::Graded(_) => hidden,
+    };
+    let planted = if files.is_empty() {
         None
     } else {
-        let (work, hidden, command) = (work.clone(), hidden.to_vec(), command.clone());
+        let (work, hidden, command) = (work.clone(), files.to_vec(), command.clone());
         let custom = p.canary.clone();
+        let real = match plant {
+            Plant::Certify(_) => Some(None),
+            Plant::Graded(Some(c)) => Some(Some(c.clone())),
+            Plant::Graded(None) => None,
+        };
         let (format, seed) = (p.report, canary_seed(tree_id, &command));
         if seed.1 {
             record.unchecked = Some(
                 "canaries predictable: seeded by ASSAY_CANARY_SEED in assay's environment (reproducible tests only)".into(),
             );
         }
-        let planted = tokio::task::spawn_blocking(move || {
-            plant_canaries(&work, &hidden, format, &command, seed.0, custom.as_ref())
+        let planted = tokio::task::spawn_blocking(move || match real {
+            Some(certified) => {
+                plant_real(&work, &hidden, format, &command, seed.0, certified.as_ref()).or_else(
+                    |why| match certified {
+                        // A graded run whose certified canaries find no file
+                        // of theirs: the shaped ones, weakly checked.
+                        Some(_) => plant_canaries(&work, &hidden, format, &command, seed.0, None)
+                            .map_err(|shaped| format!("{why}; {shaped}")),
+                        None => Err(why),
+                    },
+                )
+            }
+            None => plant_canaries(&work, &hidden, format, &command, seed.0, custom.as_ref()),
         })
         .await
         .map_err(|e| err(&e))?;
@@ -306,7 +341,7 @@ pub(crate) async fn execute_tree(
         record.lost = Some(why);
         let empty = ctx.blobs.put(b"").map_err(|e| err(&e))?;
         record.log = empty.to_hex();
-        return Ok((record, vec![empty]));
+        return Ok((record, vec![empty], planted));
     }
     ended(&mut record, &mut ran);
     let redactor = super::redact::Redactor::new(&p.redact);
@@ -342,7 +377,7 @@ pub(crate) async fn execute_tree(
         p.confine.limits.write,
         p.report_file.is_some(),
     );
-    Ok((record, attachments))
+    Ok((record, attachments, planted))
 }
 
 /// Why a run's reading cannot be believed, when it cannot: it timed out,
@@ -450,13 +485,68 @@ pub(crate) fn plant_canaries(
     seed: [u8; 32],
     custom: Option<&crate::pipeline::CanaryTemplate>,
 ) -> Result<Planted, String> {
-    /// The most of a directory's other test files read to keep names apart.
-    const BESIDE_CAP: u64 = 4 << 20;
     // For measuring what the canaries cost (benches/canary-overhead.sh):
     // the grade then says it is not forgery-checked, and so does the release.
     if std::env::var_os("ASSAY_CANARIES").is_some_and(|v| v == "off") {
         return Err("canaries turned off (ASSAY_CANARIES=off in assay's environment)".into());
     }
+    let files = hidden_files(work, hidden);
+    let hidden: Vec<Hidden<'_>> = files
+        .iter()
+        .map(|(path, text, beside)| Hidden { path, text, beside })
+        .collect();
+    let globs = match custom {
+        Some(c) => {
+            Some(super::triage::globset(&c.files).map_err(|e| format!("[env] canary files: {e}"))?)
+        }
+        None => None,
+    };
+    let custom = custom.zip(globs.as_ref()).map(|(c, files)| canary::Custom {
+        files,
+        template: &c.template,
+    });
+    let planted = canary::plant(format, command, &hidden, seed, custom.as_ref())?;
+    write_planted(work, &planted)?;
+    Ok(planted)
+}
+
+/// Plants canaries made of the hidden files' own tests: `certified` the
+/// task's (a graded run), `None` every candidate (certification).
+pub(crate) fn plant_real(
+    work: &std::path::Path,
+    hidden: &[String],
+    format: Format,
+    command: &str,
+    seed: [u8; 32],
+    certified: Option<&Certified>,
+) -> Result<Planted, String> {
+    if std::env::var_os("ASSAY_CANARIES").is_some_and(|v| v == "off") {
+        return Err("canaries turned off (ASSAY_CANARIES=off in assay's environment)".into());
+    }
+    let files = hidden_files(work, hidden);
+    let hidden: Vec<Hidden<'_>> = files
+        .iter()
+        .map(|(path, text, beside)| Hidden { path, text, beside })
+        .collect();
+    let planted = canary::plant_real(format, command, &hidden, seed, certified)?;
+    write_planted(work, &planted)?;
+    Ok(planted)
+}
+
+fn write_planted(work: &std::path::Path, planted: &Planted) -> Result<(), String> {
+    for (rel, bytes) in &planted.files {
+        std::fs::write(work.join(rel), bytes)
+            .map_err(|e| format!("planting canaries in {rel}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// The hidden test files of the tree at `work` that are regular files:
+/// their paths, bytes, and the text of the other files of their directory
+/// with their extension (a canary's name must not clash with those).
+fn hidden_files(work: &std::path::Path, hidden: &[String]) -> Vec<(String, Vec<u8>, String)> {
+    /// The most of a directory's other test files read to keep names apart.
+    const BESIDE_CAP: u64 = 4 << 20;
     let mut files = Vec::new();
     for rel in hidden {
         let path = work.join(rel);
@@ -486,26 +576,7 @@ pub(crate) fn plant_canaries(
         }
         files.push((rel.clone(), text, beside));
     }
-    let hidden: Vec<Hidden<'_>> = files
-        .iter()
-        .map(|(path, text, beside)| Hidden { path, text, beside })
-        .collect();
-    let globs = match custom {
-        Some(c) => {
-            Some(super::triage::globset(&c.files).map_err(|e| format!("[env] canary files: {e}"))?)
-        }
-        None => None,
-    };
-    let custom = custom.zip(globs.as_ref()).map(|(c, files)| canary::Custom {
-        files,
-        template: &c.template,
-    });
-    let planted = canary::plant(format, command, &hidden, seed, custom.as_ref())?;
-    for (rel, bytes) in &planted.files {
-        std::fs::write(work.join(rel), bytes)
-            .map_err(|e| format!("planting canaries in {rel}: {e}"))?;
-    }
-    Ok(planted)
+    files
 }
 
 /// The seed of a run's canaries, and whether it is predictable: fresh

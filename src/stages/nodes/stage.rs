@@ -111,6 +111,7 @@ pub(crate) fn stage_patch(
         test_patch.hidden(),
     )?;
     record.timeout_s = task.timeout_s;
+    record.canaries = task.canaries.clone();
     Ok((record, exclusion))
 }
 

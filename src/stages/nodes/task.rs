@@ -13,14 +13,15 @@ use assay_engine::JobCtx;
 
 use super::blob;
 use super::node::{Kind, Made, NodeKind};
-use super::records::{EnvRecord, ScreenRecord, TaskRecord, TriageRecord};
+use super::records::{CertifyRecord, EnvRecord, ScreenRecord, TaskRecord, TriageRecord};
 pub(crate) use super::rules::task::TaskParams;
 use super::rules::task::assemble;
 
 super::node::inputs! {
     pub(crate) struct TaskInputs / TaskNames {
         triage: TriageRecord,
-        screen: ScreenRecord;
+        screen: ScreenRecord,
+        certify: CertifyRecord;
         // Docker only: the environment that screened (certified) the task.
         ?env: EnvRecord
     }
@@ -33,7 +34,9 @@ impl Kind for Task {
     /// 3: the graded runs' timeout from the screening readings.
     /// 4: the eval script resets every path the test patch writes as
     /// grading does (a file it creates or a rename makes removed).
-    const VERSION: u32 = 4;
+    /// 5: the canaries certified for its tests (`canaries`), or why its
+    /// grades are weakly checked.
+    const VERSION: u32 = 5;
     type Params = TaskParams;
     type Inputs = TaskInputs;
     type Record = TaskRecord;
@@ -58,6 +61,7 @@ impl Kind for Task {
             patch(&triage.test_patch)?,
         )
         .map_err(|e| err(&e))?;
+        super::super::rules::task::canaries_of(&mut record, &i.certify.record);
         if let Some(env) = i.env {
             record.executor = env.record.executor;
             record.image = env.record.image;

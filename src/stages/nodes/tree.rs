@@ -73,6 +73,7 @@ fn compose(
             skipped: None,
             hidden: Vec::new(),
             timeout_s: None,
+            canaries: None,
         },
         Err(e) => state.unstaged(&e),
     })

@@ -14,6 +14,7 @@ use std::time::Duration;
 use assay_engine::{NodeSpec, Store, encode_params};
 use assay_git::TreeStore;
 
+use super::certify::{Certify, CertifyNames};
 use super::env::{Env, EnvParams};
 use super::envs::EnvSettings;
 use super::error::StageError;
@@ -245,6 +246,7 @@ fn task_nodes_of(out: &mut Vec<NodeSpec>, t: &Tasks<'_>) -> Vec<((String, String
                 TaskNames {
                     triage: t.triage.to_owned(),
                     screen: t.screen.to_owned(),
+                    certify: names::certify(t.candidate),
                     // The task records the image that certified it.
                     env: env
                         .confine
@@ -317,6 +319,20 @@ fn screening_nodes(out: &mut Vec<NodeSpec>, s: &Screening<'_>) -> String {
             runs: screen::readings(s.repeats)
                 .map(|(state, r)| names::screen_run(cid, state, r))
                 .collect(),
+        },
+    ));
+    out.push(node::spec(
+        names::certify(cid),
+        Certify {
+            params: s.env.run_params(s.redact, 0, s.watch),
+            store_dir: s.store_dir.to_owned(),
+            env: s.env_name.to_owned(),
+        },
+        CertifyNames {
+            triage: s.triage.to_owned(),
+            tree: names::tree(cid, State::Gold),
+            env: s.env_name.to_owned(),
+            screen: screen_name.clone(),
         },
     ));
     screen_name

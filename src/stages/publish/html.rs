@@ -58,6 +58,21 @@ pub(super) fn report(index: &Index<'_>, summary: &Summary) -> String {
         }
         h.push_str("</ul>\n");
     }
+    if let Some(weak) = &summary.weakly_checked {
+        h.push_str(&format!(
+            "<p class=\"warn\"><strong>Weakly checked</strong>: {} task(s) gave no certified mutant of their own tests, so their graded runs ({} grades) carry the shaped canaries alone, which a forgery written against their shape passes (docs/security.md, \"Canaries\"):</p>\n<ul>\n",
+            weak.tasks.len(),
+            weak.grades
+        ));
+        for t in &weak.tasks {
+            h.push_str(&format!(
+                "<li><code>{}</code>: {}</li>\n",
+                esc(&t.instance_id),
+                esc(&t.why)
+            ));
+        }
+        h.push_str("</ul>\n");
+    }
     let agents: Vec<&Agent> = summary.agents.values().collect();
     h.push_str(
         "<p>Scored arm: <code>exclude</code> (<code>keep</code> where a session has no other). \

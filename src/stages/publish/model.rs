@@ -50,6 +50,25 @@ pub(crate) struct Summary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) trials: Option<BTreeMap<String, Trials>>,
     pub(crate) verifier_suspects: Vec<VerifierSuspect>,
+    /// Certified tasks whose graded runs carry the shaped canaries, not
+    /// ones made of their own tests (docs/security.md, "Canaries"), and
+    /// the grades of their sessions; absent when there are none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) weakly_checked: Option<WeaklyChecked>,
+}
+
+/// Tasks graded with the shaped canaries alone, and why.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct WeaklyChecked {
+    /// Grades of these tasks' sessions.
+    pub(crate) grades: u64,
+    pub(crate) tasks: Vec<WeakTask>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct WeakTask {
+    pub(crate) instance_id: String,
+    pub(crate) why: String,
 }
 
 /// One origin's accounting: `planned` = `started` + `not_ended`;

@@ -9,7 +9,7 @@ use super::judge_summary;
 use super::model::{
     Agent, Cost, Environment, Leaderboard, LeftOut, Mean, NotGraded, NotGradedSession, Rate, Runs,
     Scoring, Summary, TamperSuspect, Tasks, Tokens, Total, UncertifiedTask, Unchecked,
-    VerifierSuspect,
+    VerifierSuspect, WeakTask, WeaklyChecked,
 };
 use super::sources::{At, Source, Sources};
 use super::stats::{agent_key, mean, session_cost, wilson, wilson_share};
@@ -58,6 +58,7 @@ pub(super) fn summary(index: &Index<'_>) -> (Summary, Sources) {
         ranking: ranking(index),
         graded_unsandboxed: index.grades.iter().any(|g| g.0.sandbox == "none"),
         not_forgery_checked: not_forgery_checked(index),
+        weakly_checked: weakly_checked(index),
         environments: environments(index),
         verifier_suspects: verifier_suspects(index),
         tamper_suspects: tamper_suspects(index),
@@ -199,6 +200,26 @@ fn not_forgery_checked(index: &Index<'_>) -> Option<Vec<Unchecked>> {
             })
             .collect()
     })
+}
+
+/// Certified tasks whose runs carry the shaped canaries, and their grades.
+fn weakly_checked(index: &Index<'_>) -> Option<WeaklyChecked> {
+    let tasks: Vec<WeakTask> = index
+        .tasks
+        .iter()
+        .filter_map(|(t, _)| {
+            t.weakly_checked.as_ref().map(|why| WeakTask {
+                instance_id: t.instance_id.clone(),
+                why: why.clone(),
+            })
+        })
+        .collect();
+    let grades = index
+        .grades
+        .iter()
+        .filter(|g| g.0.weakly_checked.is_some())
+        .count() as u64;
+    (!tasks.is_empty()).then_some(WeaklyChecked { grades, tasks })
 }
 
 /// The images tasks were certified and sessions graded in, when any were

@@ -83,6 +83,7 @@ pub(super) fn grade(
         image: None,
         log_tail: None,
         unchecked: None,
+        weakly_checked: None,
     };
     (record, format!("grade-{session}-{arm}"))
 }

@@ -43,6 +43,7 @@ pub(crate) fn begin(g: Subject<'_>, exclusion: Exclusion) -> GradeRecord {
         image: env.image.clone(),
         log_tail: None,
         unchecked: run.unchecked.clone(),
+        weakly_checked: task.weakly_checked.clone(),
         session: session.id.clone(),
         instance_id: task.instance_id.clone(),
         track: task.track.clone(),

@@ -101,6 +101,7 @@ pub(crate) fn skipped(why: Skip) -> TreeRecord {
         skipped: Some(why),
         hidden: Vec::new(),
         timeout_s: None,
+        canaries: None,
     }
 }
 
@@ -151,6 +152,7 @@ pub(crate) fn staged(
             skipped: None,
             hidden,
             timeout_s: None,
+            canaries: None,
         },
         Err(ComposeError::Apply { label, stderr }) if Step::Session.is(&label) => {
             skipped(Skip::PatchApplyFailed(stderr.trim().to_owned()))

@@ -12,7 +12,8 @@ use serde::Serialize;
 
 use super::funnel::Reason;
 use super::policy::TestPatch;
-use super::records::{Control, ScreenRecord, TaskRecord, TaskStatus, TriageRecord};
+use super::records::{CertifyRecord, Control, ScreenRecord, TaskRecord, TaskStatus, TriageRecord};
+use crate::stages::canary::Certified;
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct TaskParams {
@@ -87,6 +88,8 @@ pub(crate) fn assemble(
         eval_script: script,
         timeout_s: p.timeout.and_then(|rule| rule.of(screen.slowest_s)),
         slowest_screening_s: p.timeout.and(screen.slowest_s),
+        canaries: None,
+        weakly_checked: None,
     };
     if !triage.eligible() {
         record.status = TaskStatus::Declined;
@@ -175,6 +178,51 @@ pub(crate) fn assemble(
         }
     }
     Ok(record)
+}
+
+/// The canaries of a task's graded runs: what certification kept of its
+/// own tests (FAIL_TO_PASS and PASS_TO_PASS alone: a copy or a mutant of
+/// a test outside them could fail or pass for reasons of its own), or why
+/// its grades are weakly checked (docs/security.md, "Canaries").
+pub(crate) fn canaries_of(record: &mut TaskRecord, certify: &CertifyRecord) {
+    if !record.certified {
+        return;
+    }
+    let f2p: BTreeSet<&str> = record.fail_to_pass.iter().map(String::as_str).collect();
+    let keep: BTreeSet<&str> = f2p
+        .iter()
+        .copied()
+        .chain(record.pass_to_pass.iter().map(String::as_str))
+        .collect();
+    let c = &certify.certified;
+    let mutants: Vec<_> = c
+        .mutants
+        .iter()
+        .filter(|m| keep.contains(m.of.id.as_str()))
+        .map(|m| {
+            let mut m = m.clone();
+            m.fail_to_pass = f2p.contains(m.of.id.as_str());
+            m
+        })
+        .collect();
+    if mutants.is_empty() {
+        let why = match &certify.none {
+            Some(why) => why.clone(),
+            None => "no certified mutant of the task's own tests".to_owned(),
+        };
+        record.weakly_checked = Some(why);
+        return;
+    }
+    record.canaries = Some(Certified {
+        mutants,
+        copies: c
+            .copies
+            .iter()
+            .filter(|t| keep.contains(t.id.as_str()))
+            .cloned()
+            .collect(),
+        renamed: c.renamed.clone(),
+    });
 }
 
 /// The eval script SWE-bench's harness runs in `/testbed`, in its shape:

@@ -187,6 +187,7 @@ impl Case {
                 skipped: None,
                 hidden: Vec::new(),
                 timeout_s: None,
+                canaries: None,
             },
             facts: RunFacts::default(),
             patch: PATCH.as_bytes().to_vec(),
@@ -202,6 +203,7 @@ impl Case {
             skipped: Some(skip),
             hidden: Vec::new(),
             timeout_s: None,
+            canaries: None,
         };
         case
     }
@@ -264,6 +266,8 @@ fn canaries(pass: Option<Outcome>, fail: Option<Outcome>) -> Vec<canary::Canary>
             must,
             seen,
             expected: true,
+            of: None,
+            original: None,
         })
         .collect()
 }

@@ -1,0 +1,653 @@
+//! Canaries made of the hidden test files' own tests (docs/security.md,
+//! "Canaries"): a must-pass canary is a real test under a fresh name; a
+//! must-fail canary is a real test whose expected integer is changed, one
+//! of a window of values around the right one. Telling them from the real
+//! tests takes the right answer: their bodies are the file's own.
+//!
+//! Two plantings, over the same reader ([`super::source`]):
+//!
+//! - **Certification** (once per candidate, at screening, over the gold
+//!   tree): every test renamed, copied once and mutated at up to
+//!   [`SITES`] sites, [`WINDOW`] values a site. [`certified`] keeps the
+//!   copies that passed and the mutants that failed while their original
+//!   passed, and the files whose renamed tests kept their outcomes.
+//! - **A graded run** (fresh randomness each run): the file's tests
+//!   renamed, and for each FAIL_TO_PASS test with certified mutants, one
+//!   site's whole window, its original among them under a fresh name too;
+//!   one mutant of a few PASS_TO_PASS tests; copies of tests with no
+//!   mutant in the run. All placed among the tests of the original's
+//!   class or module, at random positions.
+//!
+//! A test's copy and its mutants are never planted together (the copy's
+//! value, written twice, would name the right one), nor two sites of one
+//! test (the value shared by both windows would).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use assay_report::Outcome;
+use serde::{Deserialize, Serialize};
+
+use super::shape::{Lang, Rng, words_of};
+use super::source::{Block, blocks};
+use super::{Canary, Must};
+
+/// Values in a site's window besides the right one: a forger that cannot
+/// tell the right value guesses one of `WINDOW + 1`.
+pub(crate) const WINDOW: i64 = 15;
+/// Sites of a test mutated at certification.
+pub(crate) const SITES: usize = 2;
+/// The most mutants certification plants in one file.
+const CERTIFY_CAP: usize = 600;
+/// The most canaries a graded run plants (their cost bounds the run's).
+pub(crate) const RUN_CAP: usize = 80;
+/// PASS_TO_PASS tests a graded run mutates once each.
+const P2P_MUTANTS: usize = 4;
+/// Copies of real tests a graded run plants.
+const COPIES: usize = 2;
+
+/// A test of a hidden file, as the task knows it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub(crate) struct TestRef {
+    pub(crate) file: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) class: Option<String>,
+    /// Its name as declared.
+    pub(crate) test: String,
+    /// Its id in the report (the task's lists name it so).
+    pub(crate) id: String,
+}
+
+/// A certified mutant: `test` with the literal `from` at `line` (counted
+/// from the test's first line) and byte `col` replaced by `to`; it failed
+/// at gold while `test` passed.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub(crate) struct Mutant {
+    pub(crate) of: TestRef,
+    pub(crate) line: u32,
+    pub(crate) col: u32,
+    pub(crate) from: String,
+    pub(crate) to: String,
+    /// Whether `of` is a FAIL_TO_PASS test of the task (set by the task).
+    #[serde(default)]
+    pub(crate) fail_to_pass: bool,
+}
+
+impl Mutant {
+    fn site(&self) -> (u32, u32) {
+        (self.line, self.col)
+    }
+}
+
+/// What certification gives a task's graded runs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Certified {
+    pub(crate) mutants: Vec<Mutant>,
+    /// Real tests a run may copy as must-pass canaries.
+    pub(crate) copies: Vec<TestRef>,
+    /// Files whose tests keep their outcomes when renamed: a run renames
+    /// them all.
+    pub(crate) renamed: Vec<String>,
+}
+
+/// One canary as certification planted it, before its outcome is known.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Trial {
+    pub(crate) name: String,
+    pub(crate) of: TestRef,
+    /// `None`: a copy.
+    pub(crate) mutant: Option<Mutant>,
+}
+
+/// A file's new text and what was planted in it.
+pub(crate) struct Rewritten {
+    pub(crate) text: String,
+    pub(crate) canaries: Vec<Canary>,
+    /// Fresh name -> declared name of each renamed test.
+    pub(crate) renamed: BTreeMap<String, String>,
+    pub(crate) trials: Vec<Trial>,
+    /// log2 of the guesses a forger needs for this file's FAIL_TO_PASS
+    /// tests (`log2(window + 1)` each).
+    pub(crate) bits: f64,
+}
+
+/// Fresh names for one file: built of the words of its own test names,
+/// never a name of the file, of the files beside it, or given before.
+pub(crate) struct Names<'a> {
+    lang: Lang,
+    words: Vec<String>,
+    text: &'a str,
+    beside: &'a str,
+    given: BTreeSet<String>,
+}
+
+impl<'a> Names<'a> {
+    pub(crate) fn new(lang: Lang, blocks: &[Block], text: &'a str, beside: &'a str) -> Names<'a> {
+        let names: Vec<String> = blocks.iter().map(|b| b.name.clone()).collect();
+        Names {
+            lang,
+            words: words_of(&names),
+            text,
+            beside,
+            given: BTreeSet::new(),
+        }
+    }
+
+    pub(crate) fn fresh(&mut self, rng: &mut Rng) -> String {
+        for tries in 0.. {
+            let mut words = rng.pick_words(&self.words);
+            // A crowded file: longer names.
+            for _ in 0..tries / 64 {
+                let extra = rng.pick_words(&self.words);
+                words.extend(extra.into_iter().take(1));
+            }
+            let name = self.lang.name(&words);
+            if !self.text.contains(&name)
+                && !self.beside.contains(&name)
+                && self.given.insert(name.clone())
+            {
+                return name;
+            }
+        }
+        unreachable!("the loop returns")
+    }
+}
+
+/// A canary or a renamed original to write: its source lines and where.
+struct Insert {
+    /// Insert before this line (the file's line count: at the end of the
+    /// container's last test).
+    before: usize,
+    lines: Vec<String>,
+}
+
+/// The test's lines renamed to `name`, with `mutant`'s literal changed.
+fn copy_of(lines: &[&str], b: &Block, name: &str, mutant: Option<&Mutant>) -> Option<Vec<String>> {
+    let mut out: Vec<String> = lines[b.start..b.end]
+        .iter()
+        .map(|l| (*l).to_owned())
+        .collect();
+    let def = b.def_line - b.start;
+    out[def] = renamed_line(&out[def], b, name);
+    if let Some(m) = mutant {
+        let line = out.get_mut(m.line as usize)?;
+        let (col, len) = (m.col as usize, m.from.len());
+        (line.get(col..col + len)? == m.from).then_some(())?;
+        line.replace_range(col..col + len, &m.to);
+    }
+    Some(out)
+}
+
+fn renamed_line(line: &str, b: &Block, name: &str) -> String {
+    let mut l = line.to_owned();
+    l.replace_range(b.name_col..b.name_col + b.name.len(), name);
+    l
+}
+
+/// Where a canary of `b` may go: before a test of its container, or after
+/// the container's last test.
+fn position(blocks: &[Block], b: &Block, rng: &mut Rng) -> usize {
+    let slots: Vec<usize> = blocks
+        .iter()
+        .filter(|o| o.container == b.container && o.class == b.class)
+        .map(|o| o.start)
+        .chain(
+            blocks
+                .iter()
+                .filter(|o| o.container == b.container && o.class == b.class)
+                .map(|o| o.end)
+                .max(),
+        )
+        .collect();
+    slots[(rng.next() % slots.len() as u64) as usize]
+}
+
+/// Writes `lines` with the originals renamed and the inserts placed.
+fn assemble(
+    lines: &[&str],
+    blocks: &[Block],
+    renames: &BTreeMap<usize, String>,
+    mut inserts: Vec<Insert>,
+) -> String {
+    inserts.sort_by_key(|i| i.before);
+    let mut out = String::new();
+    let mut next = inserts.into_iter().peekable();
+    let def_of: BTreeMap<usize, &Block> = blocks.iter().map(|b| (b.def_line, b)).collect();
+    let push_insert = |out: &mut String, ins: Insert| {
+        for l in ins.lines {
+            out.push_str(&l);
+            out.push('\n');
+        }
+        out.push('\n');
+    };
+    for (n, line) in lines.iter().enumerate() {
+        while next.peek().is_some_and(|i| i.before == n) {
+            push_insert(&mut out, next.next().expect("peeked"));
+        }
+        match (def_of.get(&n), renames.get(&n)) {
+            (Some(b), Some(fresh)) => out.push_str(&renamed_line(line, b, fresh)),
+            _ => out.push_str(line),
+        }
+        out.push('\n');
+        // A test ending the file, or followed directly by another: a blank
+        // line before what is inserted after it.
+    }
+    for ins in next {
+        out.push('\n');
+        push_insert(&mut out, ins);
+    }
+    out
+}
+
+/// The report name of a canary `name` in class `class`.
+fn report_name(class: Option<&str>, name: &str) -> String {
+    match class {
+        Some(c) => format!("{c}.{name}"),
+        None => name.to_owned(),
+    }
+}
+
+/// The wrong values of a literal's window: consecutive values around the
+/// right one, which stands at a uniformly random place among them (its
+/// rank tells nothing). An integer moves by whole numbers; a string
+/// changes one letter or digit, chosen at random, within its class.
+fn window(literal: &str, rng: &mut Rng) -> Vec<String> {
+    let r = rng.next();
+    if let Ok(v) = literal.parse::<i64>() {
+        let r = (r % (WINDOW as u64 + 1)) as i64;
+        return (0..=WINDOW)
+            .map(|k| v - r + k)
+            .filter(|to| *to != v)
+            .map(|to| to.to_string())
+            .collect();
+    }
+    let bytes = literal.as_bytes();
+    let inner: Vec<usize> = (1..bytes.len().saturating_sub(1))
+        .filter(|k| bytes[*k].is_ascii_alphanumeric())
+        .collect();
+    if inner.is_empty() {
+        return Vec::new();
+    }
+    let at = inner[(r % inner.len() as u64) as usize];
+    let class: &[u8] = match bytes[at] {
+        b'0'..=b'9' => b"0123456789",
+        b'a'..=b'z' => b"abcdefghijklmnopqrstuvwxyz",
+        _ => b"ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+    };
+    let n = class.len().min(WINDOW as usize + 1);
+    let idx = class.iter().position(|c| *c == bytes[at]).unwrap_or(0);
+    let offset = (rng.next() % n as u64) as usize;
+    let first = (idx + class.len() - offset) % class.len();
+    (0..n)
+        .map(|k| class[(first + k) % class.len()])
+        .filter(|c| *c != bytes[at])
+        .map(|c| {
+            let mut v = bytes.to_vec();
+            v[at] = c;
+            String::from_utf8_lossy(&v).into_owned()
+        })
+        .collect()
+}
+
+/// Certification's planting of one file: every test renamed, copied, and
+/// mutated at up to [`SITES`] sites, a window of values each.
+pub(crate) fn certify_file(
+    lang: Lang,
+    path: &str,
+    text: &str,
+    beside: &str,
+    rng: &mut Rng,
+) -> Option<Rewritten> {
+    let lines: Vec<&str> = text.lines().collect();
+    let blocks = blocks(lang, text);
+    if blocks.is_empty() {
+        return None;
+    }
+    let mut names = Names::new(lang, &blocks, text, beside);
+    let mut renames = BTreeMap::new();
+    let mut renamed = BTreeMap::new();
+    let mut inserts = Vec::new();
+    let mut trials = Vec::new();
+    let mut canaries = Vec::new();
+    let mut planted = 0;
+    for b in &blocks {
+        let fresh = names.fresh(rng);
+        renamed.insert(fresh.clone(), b.name.clone());
+        renames.insert(b.def_line, fresh);
+        let of = TestRef {
+            file: path.to_owned(),
+            class: b.class.clone(),
+            test: b.name.clone(),
+            id: String::new(),
+        };
+        let mut plant = |mutant: Option<Mutant>, must: Must, rng: &mut Rng| {
+            let name = names.fresh(rng);
+            let Some(body) = copy_of(&lines, b, &name, mutant.as_ref()) else {
+                return;
+            };
+            inserts.push(Insert {
+                before: position(&blocks, b, rng),
+                lines: body,
+            });
+            canaries.push(Canary {
+                file: path.to_owned(),
+                name: report_name(b.class.as_deref(), &name),
+                must,
+                seen: None,
+                expected: false,
+                of: None,
+                original: None,
+            });
+            trials.push(Trial {
+                name: report_name(b.class.as_deref(), &name),
+                of: of.clone(),
+                mutant,
+            });
+        };
+        plant(None, Must::Pass, rng);
+        for site in b.sites.iter().take(SITES) {
+            if planted >= CERTIFY_CAP {
+                break;
+            }
+            for to in window(&site.text, rng) {
+                planted += 1;
+                let m = Mutant {
+                    of: of.clone(),
+                    line: site.line as u32,
+                    col: site.col as u32,
+                    from: site.text.clone(),
+                    to,
+                    fail_to_pass: false,
+                };
+                plant(Some(m), Must::Fail, rng);
+            }
+        }
+    }
+    let text = assemble(&lines, &blocks, &renames, inserts);
+    Some(Rewritten {
+        text,
+        canaries,
+        renamed,
+        trials,
+        bits: 0.0,
+    })
+}
+
+/// A graded run's planting of one file from the task's certified canaries.
+pub(crate) fn graded_file(
+    lang: Lang,
+    path: &str,
+    text: &str,
+    beside: &str,
+    certified: &Certified,
+    rng: &mut Rng,
+    budget: &mut usize,
+) -> Option<Rewritten> {
+    let lines: Vec<&str> = text.lines().collect();
+    let blocks = blocks(lang, text);
+    let find = |t: &TestRef| {
+        blocks
+            .iter()
+            .find(|b| b.name == t.test && b.class == t.class)
+    };
+    let mine = |t: &TestRef| t.file == path;
+    let mut names = Names::new(lang, &blocks, text, beside);
+    let mut renames = BTreeMap::new();
+    let mut renamed = BTreeMap::new();
+    if certified.renamed.iter().any(|f| f == path) {
+        for b in &blocks {
+            let fresh = names.fresh(rng);
+            renamed.insert(fresh.clone(), b.name.clone());
+            renames.insert(b.def_line, fresh);
+        }
+    }
+    // Mutants by test, then by site.
+    let mut by_test: BTreeMap<&TestRef, BTreeMap<(u32, u32), Vec<&Mutant>>> = BTreeMap::new();
+    for m in certified.mutants.iter().filter(|m| mine(&m.of)) {
+        by_test
+            .entry(&m.of)
+            .or_default()
+            .entry(m.site())
+            .or_default()
+            .push(m);
+    }
+    let mut chosen: Vec<&Mutant> = Vec::new();
+    let mut bits = 0.0;
+    let (f2p, p2p): (Vec<_>, Vec<_>) = by_test
+        .iter()
+        .partition(|(_, sites)| sites.values().flatten().any(|m| m.fail_to_pass));
+    let mut mutated: BTreeSet<&TestRef> = BTreeSet::new();
+    for (t, sites) in shuffled(f2p, rng) {
+        let window: Vec<&Vec<&Mutant>> = sites.values().collect();
+        let pick = window[(rng.next() % window.len() as u64) as usize];
+        if pick.len() > *budget {
+            continue;
+        }
+        *budget -= pick.len();
+        bits += ((pick.len() + 1) as f64).log2();
+        chosen.extend(pick.iter().copied());
+        mutated.insert(t);
+    }
+    for (t, sites) in shuffled(p2p, rng).into_iter().take(P2P_MUTANTS) {
+        let all: Vec<&Mutant> = sites.values().flatten().copied().collect();
+        if *budget == 0 {
+            break;
+        }
+        *budget -= 1;
+        chosen.push(all[(rng.next() % all.len() as u64) as usize]);
+        mutated.insert(t);
+    }
+    let copies: Vec<&TestRef> = certified
+        .copies
+        .iter()
+        .filter(|t| mine(t) && !mutated.contains(t))
+        .collect();
+    let copies: Vec<&TestRef> = shuffled(copies, rng).into_iter().take(COPIES).collect();
+    let mut inserts = Vec::new();
+    let mut canaries = Vec::new();
+    let planned = chosen
+        .into_iter()
+        .map(|m| (&m.of, Some(m)))
+        .chain(copies.into_iter().map(|t| (t, None)));
+    for (t, mutant) in planned {
+        let Some(b) = find(t) else { continue };
+        let name = names.fresh(rng);
+        let Some(body) = copy_of(&lines, b, &name, mutant) else {
+            continue;
+        };
+        inserts.push(Insert {
+            before: position(&blocks, b, rng),
+            lines: body,
+        });
+        canaries.push(Canary {
+            file: path.to_owned(),
+            name: report_name(b.class.as_deref(), &name),
+            must: if mutant.is_some() {
+                Must::Fail
+            } else {
+                Must::Pass
+            },
+            seen: None,
+            expected: false,
+            of: mutant.map(|m| m.of.id.clone()),
+            original: None,
+        });
+    }
+    if canaries.is_empty() {
+        return None;
+    }
+    Some(Rewritten {
+        text: assemble(&lines, &blocks, &renames, inserts),
+        canaries,
+        renamed,
+        trials: Vec::new(),
+        bits,
+    })
+}
+
+fn shuffled<T>(mut v: Vec<T>, rng: &mut Rng) -> Vec<T> {
+    for i in (1..v.len()).rev() {
+        let j = (rng.next() % (i as u64 + 1)) as usize;
+        v.swap(i, j);
+    }
+    v
+}
+
+/// What certification's reading says: the copies that passed and the
+/// mutants that failed while their original passed, every original by its
+/// report id; and the files whose originals all kept `gold`'s outcome
+/// (passed when every gold reading passed them). `reading`: the certify
+/// run's outcomes with the canaries taken out and the originals' names
+/// given back; `seen`: each trial's outcome.
+pub(crate) fn certified(
+    trials: &[(Trial, Option<Outcome>)],
+    reading: &BTreeMap<String, Outcome>,
+    gold_passed: &BTreeSet<String>,
+    files: &[String],
+) -> Certified {
+    // The report id of each original: the id naming its class and test.
+    let id_of = |t: &TestRef| -> Option<String> {
+        reading
+            .keys()
+            .find(|id| super::names_test(id, &report_name(t.class.as_deref(), &t.test)))
+            .cloned()
+    };
+    let mut out = Certified::default();
+    let mut broken: BTreeSet<&str> = BTreeSet::new();
+    let mut ids: BTreeMap<&TestRef, Option<String>> = BTreeMap::new();
+    for (t, _) in trials {
+        ids.entry(&t.of).or_insert_with(|| id_of(&t.of));
+    }
+    for (t, id) in &ids {
+        let now = id.as_ref().and_then(|id| reading.get(id));
+        let was = id.as_ref().is_some_and(|id| gold_passed.contains(id));
+        if was && now != Some(&Outcome::Passed) {
+            broken.insert(&t.file);
+        }
+    }
+    for (trial, seen) in trials {
+        if broken.contains(trial.of.file.as_str()) {
+            continue;
+        }
+        let Some(Some(id)) = ids.get(&trial.of) else {
+            continue;
+        };
+        if !gold_passed.contains(id) || reading.get(id) != Some(&Outcome::Passed) {
+            continue;
+        }
+        let of = TestRef {
+            id: id.clone(),
+            ..trial.of.clone()
+        };
+        match (&trial.mutant, seen) {
+            (None, Some(Outcome::Passed)) => out.copies.push(of),
+            (Some(m), Some(Outcome::Failed | Outcome::Error)) => {
+                out.mutants.push(Mutant { of, ..m.clone() })
+            }
+            _ => {}
+        }
+    }
+    out.renamed = files
+        .iter()
+        .filter(|f| !broken.contains(f.as_str()) && trials.iter().any(|(t, _)| t.of.file == **f))
+        .cloned()
+        .collect();
+    out.mutants.sort();
+    out.copies.sort();
+    out.copies.dedup();
+    out
+}
+
+/// Gives renamed tests their declared names back in a report id: the
+/// fresh name, a whole identifier of the id, becomes the original's.
+pub(crate) fn unrename(id: &str, renamed: &BTreeMap<String, String>) -> Option<String> {
+    let mut out = String::with_capacity(id.len());
+    let mut changed = false;
+    let mut start = None;
+    let mut copied = 0;
+    let bytes = id.as_bytes();
+    for k in 0..=bytes.len() {
+        let ident = k < bytes.len() && (bytes[k].is_ascii_alphanumeric() || bytes[k] == b'_');
+        match (ident, start) {
+            (true, None) => start = Some(k),
+            (false, Some(s)) => {
+                if let Some(orig) = renamed.get(&id[s..k]) {
+                    out.push_str(&id[copied..s]);
+                    out.push_str(orig);
+                    copied = k;
+                    changed = true;
+                }
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    out.push_str(&id[copied..]);
+    changed.then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = "import unittest\n\nfrom calc.ops import add\n\n\nclass TestAdd(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n\n    def test_add_neg(self):\n        self.assertEqual(add(-1, -2), -3)\n";
+
+    #[test]
+    fn certification_renames_copies_and_mutates_every_test_among_its_class() {
+        let mut rng = Rng::new([1; 32]);
+        let r = certify_file(Lang::Unittest, "tests/test_add.py", FILE, "", &mut rng).unwrap();
+        // Two copies and a window of WINDOW values at one site each.
+        assert_eq!(r.trials.len(), 2 * (1 + WINDOW as usize));
+        assert_eq!(r.renamed.len(), 2);
+        assert!(!r.text.contains("def test_add(self)"), "{}", r.text);
+        // Every canary is a method of the original's class: nothing after it.
+        let tail = r.text.split("class TestAdd").nth(1).unwrap();
+        assert_eq!(tail.matches("def test_").count(), 2 + r.trials.len());
+        for t in &r.trials {
+            let method = t.name.split_once('.').unwrap().1;
+            assert!(
+                r.text.contains(&format!("    def {method}(self):")),
+                "{}",
+                r.text
+            );
+        }
+        let values: BTreeSet<i64> = r
+            .trials
+            .iter()
+            .filter_map(|t| t.mutant.as_ref())
+            .filter(|m| m.of.test == "test_add")
+            .map(|m| m.to.parse().unwrap())
+            .collect();
+        assert_eq!(values.len(), WINDOW as usize);
+        assert!(!values.contains(&3));
+        let (lo, hi) = (*values.first().unwrap(), *values.last().unwrap());
+        assert!(
+            hi - lo <= WINDOW && lo <= 3 + 1 && hi >= 3 - 1,
+            "{values:?}"
+        );
+    }
+
+    #[test]
+    fn fresh_names_given_back_in_every_report_spelling() {
+        let renamed = BTreeMap::from([("test_add_neg_value".to_owned(), "test_add".to_owned())]);
+        assert_eq!(
+            unrename("tests.test_x.TestAdd.test_add_neg_value", &renamed).as_deref(),
+            Some("tests.test_x.TestAdd.test_add")
+        );
+        assert_eq!(
+            unrename("tests/test_x.py::test_add_neg_value[1-2]", &renamed).as_deref(),
+            Some("tests/test_x.py::test_add[1-2]")
+        );
+        assert_eq!(
+            unrename("tests.test_x.TestAdd.test_add_neg_value_two", &renamed),
+            None
+        );
+        assert_eq!(
+            unrename(
+                "test_add_neg_value (tests.test_x.TestAdd.test_add_neg_value)",
+                &renamed
+            )
+            .as_deref(),
+            Some("test_add (tests.test_x.TestAdd.test_add)")
+        );
+    }
+}

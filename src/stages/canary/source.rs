@@ -1,0 +1,654 @@
+//! The tests of a hidden test file, read from its source: where each test
+//! function starts and ends, what it is named, the container it sits in (a
+//! Python class, a Rust module, the file), and the integer literals of its
+//! assertions that a mutant may change (docs/security.md, "Canaries").
+//!
+//! A reader per language, line-based with strings and comments skipped
+//! (not a full grammar: what it gets wrong makes a copy or a mutant that
+//! does not compile or does not fail, and certification at screening throws
+//! that away; a file it cannot read gets no canary of this kind). Only the
+//! literal an assertion *expects* is a site — the last argument of
+//! `assertEqual`/`assert_eq!`, the right of `==` in a Python `assert`, of
+//! `!=` in a Go `if`, a Go `want :=` — never an input, so a mutant cannot
+//! make a test run longer.
+
+use super::shape::Lang;
+
+/// One test function of a file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Block {
+    /// Its name as declared (`test_divide`, `TestDivide`, `divides`).
+    pub(crate) name: String,
+    /// The class it is a method of (Python), else `None`.
+    pub(crate) class: Option<String>,
+    /// Which container it is in (the start line of its class or module;
+    /// 0: the file): copies go among the tests of the same container.
+    pub(crate) container: usize,
+    /// Its first line (decorators and attributes included) and the line
+    /// after its last, 0-based.
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    /// The line of its `def`/`func`/`fn`, and the byte offset of its name.
+    pub(crate) def_line: usize,
+    pub(crate) name_col: usize,
+    /// Integer literals an assertion of its body expects.
+    pub(crate) sites: Vec<Site>,
+}
+
+/// An integer literal a mutant may change.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Site {
+    /// Its line, counted from the block's `start`.
+    pub(crate) line: usize,
+    /// Its byte offset in that line.
+    pub(crate) col: usize,
+    /// Its text (digits, an optional sign; a Rust suffix stays outside).
+    pub(crate) text: String,
+}
+
+/// The test functions of `text`, in order.
+pub(crate) fn blocks(lang: Lang, text: &str) -> Vec<Block> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = match lang {
+        Lang::Unittest | Lang::Pytest => python(&lines),
+        Lang::Go => braced(&lines, Lang::Go),
+        Lang::Rust => braced(&lines, Lang::Rust),
+    };
+    for b in &mut out {
+        b.sites = sites(lang, &lines[b.start..b.end], b.def_line - b.start);
+    }
+    out
+}
+
+fn indent(line: &str) -> usize {
+    line.len() - line.trim_start().len()
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// Python: `def test…` at module level or as a method of a class at module
+/// level, its decorators with it; the body is every following line that is
+/// blank or indented deeper.
+fn python(lines: &[&str]) -> Vec<Block> {
+    let mut out = Vec::new();
+    // (indent, name, line) of the class being read.
+    let mut class: Option<(usize, String, usize)> = None;
+    // The first line of the decorators above the next def, and the open
+    // brackets of a decorator that spans lines.
+    let mut decorated: Option<usize> = None;
+    let mut depth: i32 = 0;
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let t = line.trim_start();
+        if t.is_empty() || t.starts_with('#') {
+            i += 1;
+            continue;
+        }
+        let ind = indent(line);
+        if depth > 0 {
+            depth += bracket_depth(t);
+            i += 1;
+            continue;
+        }
+        if let Some((ci, ..)) = &class
+            && ind <= *ci
+        {
+            class = None;
+        }
+        if ind == 0
+            && let Some(rest) = t.strip_prefix("class ")
+        {
+            let name: String = rest.chars().take_while(|c| is_ident(*c)).collect();
+            class = Some((0, name, i));
+            decorated = None;
+            i += 1;
+            continue;
+        }
+        if t.starts_with('@') {
+            decorated.get_or_insert(i);
+            depth = bracket_depth(t).max(0);
+            i += 1;
+            continue;
+        }
+        let def = t
+            .strip_prefix("def ")
+            .or_else(|| t.strip_prefix("async def "));
+        let at_level = match &class {
+            None => ind == 0,
+            Some((ci, ..)) => ind > *ci && class_body_indent(lines, class.as_ref()) == Some(ind),
+        };
+        let start = decorated.take().unwrap_or(i);
+        match def {
+            Some(rest) if rest.starts_with("test") && at_level => {
+                let name: String = rest.chars().take_while(|c| is_ident(*c)).collect();
+                let name_col = line.len() - rest.len();
+                // The signature may span lines: the body starts after its `:`.
+                let mut j = i;
+                let mut d = bracket_depth(t);
+                while d > 0 && j + 1 < lines.len() {
+                    j += 1;
+                    d += bracket_depth(lines[j]);
+                }
+                let mut end = j + 1;
+                let mut k = j + 1;
+                while k < lines.len() {
+                    let l = lines[k];
+                    if l.trim().is_empty() {
+                        k += 1;
+                        continue;
+                    }
+                    if indent(l) <= ind {
+                        break;
+                    }
+                    k += 1;
+                    end = k;
+                }
+                let (container, class_name) = match &class {
+                    Some((_, n, at)) => (*at, Some(n.clone())),
+                    None => (0, None),
+                };
+                out.push(Block {
+                    name,
+                    class: class_name,
+                    container,
+                    start,
+                    end,
+                    def_line: i,
+                    name_col,
+                    sites: Vec::new(),
+                });
+                i = end.max(i + 1);
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
+/// The indentation of the first statement of the class at `class`.
+fn class_body_indent(lines: &[&str], class: Option<&(usize, String, usize)>) -> Option<usize> {
+    let (ci, _, at) = class?;
+    lines[at + 1..]
+        .iter()
+        .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        .map(|l| indent(l))
+        .filter(|i| i > ci)
+}
+
+/// Open minus closed brackets of a line of code, strings and comments
+/// left out.
+fn bracket_depth(line: &str) -> i32 {
+    let mut d = 0;
+    for c in code_chars(line) {
+        match c {
+            '(' | '[' | '{' => d += 1,
+            ')' | ']' | '}' => d -= 1,
+            _ => {}
+        }
+    }
+    d
+}
+
+/// The characters of one line that are code: string and char literals and
+/// line comments blanked (each replaced by a space, so offsets hold).
+fn code_chars(line: &str) -> impl Iterator<Item = char> + '_ {
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    let mut comment = false;
+    line.chars().map(move |c| {
+        if comment {
+            return ' ';
+        }
+        if let Some(q) = quote {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == q {
+                quote = None;
+            }
+            return ' ';
+        }
+        match c {
+            '"' | '`' => {
+                quote = Some(c);
+                ' '
+            }
+            '#' => {
+                comment = true;
+                ' '
+            }
+            _ => c,
+        }
+    })
+}
+
+/// Go and Rust: a test function from its attributes (Rust: `#[test]`
+/// among them) or `func Test…(t *testing.T)` (Go) to its matching brace.
+fn braced(lines: &[&str], lang: Lang) -> Vec<Block> {
+    let mut out = Vec::new();
+    // Rust: the modules open at each depth, to tell containers apart.
+    let mut depth: i32 = 0;
+    let mut modules: Vec<(i32, usize)> = Vec::new();
+    let mut attrs: Option<(usize, bool)> = None;
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let t = line.trim_start();
+        let code: String = braced_code(line);
+        if lang == Lang::Rust && t.starts_with("#[") {
+            let start = attrs.map_or(i, |(s, _)| s);
+            let is_test = attrs.is_some_and(|(_, t)| t) || is_test_attr(t);
+            let ignored = t.starts_with("#[should_panic") || t.starts_with("#[ignore");
+            attrs = Some((
+                start,
+                is_test && !ignored && !attrs_ignored(lines, start, i),
+            ));
+            depth += brace_delta(&code);
+            i += 1;
+            continue;
+        }
+        let found = match lang {
+            Lang::Go => t
+                .strip_prefix("func Test")
+                .filter(|rest| rest.contains("*testing.T") && indent(line) == 0)
+                .map(|rest| {
+                    (
+                        format!("Test{}", leading_ident(rest)),
+                        line.len() - rest.len() - 4,
+                    )
+                }),
+            _ => match attrs {
+                Some((_, true)) => rust_fn_name(line),
+                _ => None,
+            },
+        };
+        let start = attrs.take().map_or(i, |(s, _)| s);
+        if let Some((name, name_col)) = found.filter(|(n, _)| !n.is_empty() && n != "TestMain") {
+            // The function runs to the brace that closes its first `{`.
+            let mut d = 0;
+            let mut opened = false;
+            let mut j = i;
+            'scan: while j < lines.len() {
+                for c in braced_code(lines[j]).chars() {
+                    match c {
+                        '{' => {
+                            d += 1;
+                            opened = true;
+                        }
+                        '}' => {
+                            d -= 1;
+                            if opened && d == 0 {
+                                break 'scan;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                j += 1;
+            }
+            if j >= lines.len() {
+                break;
+            }
+            let container = modules.last().map_or(0, |(_, at)| *at);
+            out.push(Block {
+                name,
+                class: None,
+                container,
+                start,
+                end: j + 1,
+                def_line: i,
+                name_col,
+                sites: Vec::new(),
+            });
+            i = j + 1;
+            continue;
+        }
+        let c = code.trim_start();
+        if lang == Lang::Rust
+            && (c.starts_with("mod ") || c.starts_with("pub mod ") || c.contains(" mod "))
+        {
+            modules.push((depth, i));
+        }
+        depth += brace_delta(&code);
+        while modules.last().is_some_and(|(d, _)| *d >= depth) {
+            modules.pop();
+        }
+        i += 1;
+    }
+    out
+}
+
+fn is_test_attr(t: &str) -> bool {
+    let t: String = t.chars().filter(|c| !c.is_whitespace()).collect();
+    t.starts_with("#[test]") || t.starts_with("#[tokio::test") || t.contains("::test]")
+}
+
+/// Whether an attribute between `start` and `at` ignores the test or
+/// expects a panic (a mutant of it would pass).
+fn attrs_ignored(lines: &[&str], start: usize, at: usize) -> bool {
+    lines[start..at]
+        .iter()
+        .any(|l| l.contains("should_panic") || l.contains("#[ignore"))
+}
+
+/// `fn name(` on a line (after `pub`, `async`, …): the name and its offset.
+fn rust_fn_name(line: &str) -> Option<(String, usize)> {
+    let at = line.find("fn ")?;
+    if at > 0 && is_ident(line[..at].chars().next_back()?) {
+        return None;
+    }
+    let rest = &line[at + 3..];
+    let name = leading_ident(rest);
+    Some((name.to_owned(), at + 3))
+}
+
+fn leading_ident(s: &str) -> &str {
+    let end = s.find(|c: char| !is_ident(c)).unwrap_or(s.len());
+    &s[..end]
+}
+
+/// A Go or Rust line with string and char literals and `//` comments
+/// blanked (block comments are rare in tests and left as they are).
+fn braced_code(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    let bytes: Vec<char> = line.chars().collect();
+    let mut k = 0;
+    while k < bytes.len() {
+        let c = bytes[k];
+        if let Some(q) = quote {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == q {
+                quote = None;
+            }
+            out.push(' ');
+            k += 1;
+            continue;
+        }
+        if c == '/' && bytes.get(k + 1) == Some(&'/') {
+            out.extend(std::iter::repeat_n(' ', bytes.len() - k));
+            break;
+        }
+        // A Rust char literal ('{'), not a lifetime ('a).
+        if c == '\'' && bytes.get(k + 2) == Some(&'\'') {
+            out.push_str("   ");
+            k += 3;
+            continue;
+        }
+        if c == '"' || c == '`' {
+            quote = Some(c);
+            out.push(' ');
+        } else {
+            out.push(c);
+        }
+        k += 1;
+    }
+    out
+}
+
+fn brace_delta(code: &str) -> i32 {
+    code.chars()
+        .map(|c| match c {
+            '{' => 1,
+            '}' => -1,
+            _ => 0,
+        })
+        .sum()
+}
+
+/// The expected literals of a block's lines (`def_at`: the line of its
+/// `def`/`fn`; sites are in the body after it): in the part of an
+/// assertion that is its expected value, the first integer, else the
+/// first plain string literal.
+fn sites(lang: Lang, block: &[&str], def_at: usize) -> Vec<Site> {
+    let mut out = Vec::new();
+    for (n, line) in block.iter().enumerate().skip(def_at + 1) {
+        let code: String = match lang {
+            Lang::Unittest | Lang::Pytest => code_chars(line).collect(),
+            _ => braced_code(line),
+        };
+        let expected = match lang {
+            Lang::Unittest | Lang::Pytest => python_expected(&code),
+            Lang::Go => go_expected(&code),
+            Lang::Rust => rust_expected(&code),
+        };
+        let Some((s, e)) = expected else { continue };
+        let quotes: &[u8] = match lang {
+            Lang::Unittest | Lang::Pytest => b"\"'",
+            _ => b"\"",
+        };
+        if let Some((col, len)) =
+            int_in(&code, s, e).or_else(|| string_in(line, &code, s, e, quotes))
+        {
+            out.push(Site {
+                line: n,
+                col,
+                text: line[col..col + len].to_owned(),
+            });
+        }
+    }
+    out
+}
+
+/// The first integer literal of `code[s..e]` standing alone (not part of
+/// a name or a float).
+fn int_in(code: &str, s: usize, e: usize) -> Option<(usize, usize)> {
+    let b = code.as_bytes();
+    let mut k = s;
+    while k < e {
+        let starts =
+            b[k].is_ascii_digit() && (k == 0 || !(is_ident(b[k - 1] as char) || b[k - 1] == b'.'));
+        if starts {
+            let at = if k > 0 && b[k - 1] == b'-' { k - 1 } else { k };
+            if let Some((col, len)) = literal_at(code, at) {
+                let next = b.get(col + len).copied().unwrap_or(b' ');
+                let suffix = SUFFIXES.iter().any(|x| code[col + len..].starts_with(x));
+                if next != b'.' && (!is_ident(next as char) || suffix) && col + len <= e {
+                    return Some((col, len));
+                }
+            }
+            while k < e && b[k].is_ascii_alphanumeric() {
+                k += 1;
+            }
+        }
+        k += 1;
+    }
+    None
+}
+
+/// The first plain string literal of `raw[s..e]` (no prefix, no escape),
+/// quotes included, holding a letter or digit a mutant can change.
+fn string_in(raw: &str, code: &str, s: usize, e: usize, quotes: &[u8]) -> Option<(usize, usize)> {
+    let b = raw.as_bytes();
+    let mut k = s;
+    while k < e.min(b.len()) {
+        if quotes.contains(&b[k]) && code.as_bytes().get(k) == Some(&b' ') {
+            let q = b[k];
+            let close = raw[k + 1..].find(q as char)? + k + 1;
+            let body = &raw[k + 1..close];
+            let prefixed = k > 0 && is_ident(b[k - 1] as char);
+            if !prefixed
+                && !body.contains('\\')
+                && body.is_ascii()
+                && body.bytes().any(|c| c.is_ascii_alphanumeric())
+            {
+                return Some((k, close + 1 - k));
+            }
+            k = close + 1;
+            continue;
+        }
+        k += 1;
+    }
+    None
+}
+
+/// An integer literal standing alone in `s[at..]` (after spaces): its
+/// offset and length. A float, an identifier or an expression is none.
+fn literal_at(s: &str, at: usize) -> Option<(usize, usize)> {
+    let rest = &s[at..];
+    let start = at + (rest.len() - rest.trim_start().len());
+    let b = s.as_bytes();
+    let mut k = start;
+    if b.get(k) == Some(&b'-') {
+        k += 1;
+    }
+    let digits = k;
+    while b.get(k).is_some_and(u8::is_ascii_digit) {
+        k += 1;
+    }
+    if k == digits || k - digits > 9 {
+        return None;
+    }
+    // Leading zeros read as other bases or are errors.
+    if b[digits] == b'0' && k - digits > 1 {
+        return None;
+    }
+    Some((start, k - start))
+}
+
+/// Rust's integer suffixes, which stay where they are.
+const SUFFIXES: &[&str] = &[
+    "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize",
+];
+
+/// The byte range of the expected value of a Python assertion: the last
+/// argument of `assertEqual`, the right of `==` in an `assert`.
+fn python_expected(code: &str) -> Option<(usize, usize)> {
+    let t = code.trim_start();
+    if let Some(at) = [
+        "assertEqual(",
+        "assertEquals(",
+        "assertListEqual(",
+        "assertDictEqual(",
+    ]
+    .iter()
+    .find_map(|m| code.find(&format!(".{m}")).map(|p| p + m.len() + 1))
+    {
+        let args = top_level_args(code, at)?;
+        return (args.len() == 2).then(|| args[1]);
+    }
+    if t.starts_with("assert ") {
+        let eq = code.find(" == ")?;
+        let end = code[eq..].find(',').map_or(code.len(), |c| eq + c);
+        return Some((eq + 4, end));
+    }
+    None
+}
+
+/// Go: what `want :=` is given, or the right of `!=` in an `if`.
+fn go_expected(code: &str) -> Option<(usize, usize)> {
+    let t = code.trim_start();
+    for m in [
+        "want := ",
+        "want = ",
+        "expected := ",
+        "expected = ",
+        "exp := ",
+    ] {
+        if let Some(rest) = t.strip_prefix(m) {
+            return Some((code.len() - rest.len(), code.len()));
+        }
+    }
+    if t.starts_with("if ") {
+        let op = code.find(" != ")?;
+        let end = code[op..].find('{').map(|b| op + b)?;
+        return Some((op + 4, end));
+    }
+    None
+}
+
+/// Rust: the second argument of `assert_eq!`.
+fn rust_expected(code: &str) -> Option<(usize, usize)> {
+    let at = code.find("assert_eq!(")? + "assert_eq!(".len();
+    let args = top_level_args(code, at)?;
+    args.get(1).copied()
+}
+
+/// The top-level arguments of a call whose `(` ends just before `at`, as
+/// byte ranges, when the call closes on this line.
+fn top_level_args(code: &str, at: usize) -> Option<Vec<(usize, usize)>> {
+    let mut out = Vec::new();
+    let mut depth = 0;
+    let mut from = at;
+    for (k, c) in code[at..].char_indices() {
+        let k = at + k;
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' if depth > 0 => depth -= 1,
+            ')' => {
+                out.push((from, k));
+                return Some(out);
+            }
+            ',' if depth == 0 => {
+                out.push((from, k));
+                from = k + 1;
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const UNITTEST: &str = "import unittest\n\nfrom calc.ops import divide\n\n\nclass TestDivide(unittest.TestCase):\n    def setUp(self):\n        self.x = 1\n\n    def test_divide(self):\n        self.assertEqual(divide(6, 3), 2)\n\n    @unittest.skipIf(\n        False,\n        \"never\",\n    )\n    def test_divide_neg(self):\n        \"\"\"Docstring.\"\"\"\n        self.assertEqual(divide(-6, 3), -2)\n        self.assertTrue(True)\n\n\nclass Helper:\n    pass\n\n\ndef test_plain():\n    assert divide(4, 2) == 2\n    assert divide(4, 2) == 2.0\n";
+
+    #[test]
+    fn python_tests_are_found_with_their_decorators_classes_and_expected_literals() {
+        let b = blocks(Lang::Unittest, UNITTEST);
+        let names: Vec<&str> = b.iter().map(|b| b.name.as_str()).collect();
+        assert_eq!(names, ["test_divide", "test_divide_neg", "test_plain"]);
+        let lines: Vec<&str> = UNITTEST.lines().collect();
+        assert_eq!(b[0].class.as_deref(), Some("TestDivide"));
+        assert_eq!(b[0].container, b[1].container);
+        assert_eq!(b[2].class, None);
+        assert!(
+            lines[b[1].start]
+                .trim_start()
+                .starts_with("@unittest.skipIf(")
+        );
+        assert!(lines[b[1].end - 1].contains("assertTrue"));
+        assert_eq!(
+            &lines[b[1].def_line][b[1].name_col..b[1].name_col + 15],
+            "test_divide_neg"
+        );
+        assert_eq!(b[0].sites.len(), 1);
+        assert_eq!(b[0].sites[0].text, "2");
+        assert_eq!(b[1].sites[0].text, "-2");
+        // `2.0` is a float: not a site.
+        assert_eq!(b[2].sites.len(), 1);
+        let s = &b[2].sites[0];
+        assert_eq!(&lines[b[2].start + s.line][s.col..s.col + 1], "2");
+    }
+
+    #[test]
+    fn go_and_rust_tests_run_to_their_matching_brace() {
+        let go = "package calc\n\nimport \"testing\"\n\nfunc helper() int { return 1 }\n\nfunc TestAdd(t *testing.T) {\n\tif got := Add(1, 2); got != 3 {\n\t\tt.Fatalf(\"got %d {\", got)\n\t}\n\twant := 7\n\t_ = want\n}\n\nfunc TestMain(m *testing.M) {}\n";
+        let b = blocks(Lang::Go, go);
+        assert_eq!(b.len(), 1);
+        assert_eq!(b[0].name, "TestAdd");
+        let lines: Vec<&str> = go.lines().collect();
+        assert_eq!(lines[b[0].end - 1], "}");
+        let texts: Vec<&str> = b[0].sites.iter().map(|s| s.text.as_str()).collect();
+        assert_eq!(texts, ["3", "7"]);
+        let rust = "fn add(a: i32, b: i32) -> i32 { a + b }\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n    fn adds() {\n        assert_eq!(add(1, 2), 3u32, \"sum {}\", '}');\n    }\n\n    #[test]\n    #[should_panic]\n    fn panics() {\n        assert_eq!(add(1, 2), 4);\n    }\n}\n";
+        let b = blocks(Lang::Rust, rust);
+        let names: Vec<&str> = b.iter().map(|b| b.name.as_str()).collect();
+        assert_eq!(names, ["adds"]);
+        assert_eq!(b[0].sites[0].text, "3");
+        assert_ne!(b[0].container, 0, "inside mod tests");
+        let lines: Vec<&str> = rust.lines().collect();
+        assert_eq!(lines[b[0].start].trim(), "#[test]");
+        assert_eq!(lines[b[0].end - 1].trim(), "}");
+    }
+}

@@ -1,0 +1,131 @@
+//! `certify`: one extra reading of a candidate's gold tree that certifies
+//! the canaries its graded runs are made of (docs/security.md,
+//! "Canaries"). Every test of the hidden test files is renamed, copied
+//! and mutated ([`canary::plant_real`] with nothing certified yet); the
+//! record keeps the copies that passed, the mutants that failed while
+//! their original passed, and the files whose renamed tests all kept the
+//! outcome every gold reading gave them. A mutant that passes at gold, or
+//! a file the reader broke, is dropped here and never planted in a
+//! graded run.
+//!
+//! An observation like a run (re-read with `--reread certify`); it runs
+//! the maintainer's tree, never an agent's, as a screening run does.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use assay_engine::JobCtx;
+
+use super::super::canary;
+use super::node::{Kind, Made, NodeKind};
+use super::records::{CertifyRecord, EnvRecord, ScreenRecord, TreeRecord, TriageRecord};
+use super::rules::policy::TestPatch;
+use super::run::{Plant, RunParams, execute_tree};
+
+super::node::inputs! {
+    pub(crate) struct CertifyInputs / CertifyNames {
+        triage: TriageRecord,
+        // The gold state's tree.
+        tree: TreeRecord,
+        env: EnvRecord,
+        screen: ScreenRecord,
+    }
+}
+
+pub(crate) struct Certify {
+    /// A screening run's params (repeat 0).
+    pub(crate) params: RunParams,
+    pub(crate) store_dir: PathBuf,
+    pub(crate) env: String,
+}
+
+impl Kind for Certify {
+    const NAME: &'static str = NodeKind::Certify.as_str();
+    const VERSION: u32 = 1;
+    const OBSERVATION: bool = true;
+    type Params = RunParams;
+    type Inputs = CertifyInputs;
+    type Record = CertifyRecord;
+
+    fn params(&self) -> &RunParams {
+        &self.params
+    }
+
+    async fn run(
+        self: Arc<Self>,
+        i: CertifyInputs,
+        ctx: JobCtx,
+    ) -> Result<Made<CertifyRecord>, String> {
+        let none = |why: &str| {
+            Ok(Made::record(CertifyRecord {
+                none: Some(why.to_owned()),
+                ..CertifyRecord::default()
+            }))
+        };
+        let (triage, tree, screen) = (&i.triage.record, &i.tree.record, &i.screen.record);
+        if !triage.eligible() || screen.skipped.is_some() {
+            return none("not screened");
+        }
+        let Some(tree_id) = &tree.tree else {
+            return none("no gold tree");
+        };
+        let gold_passed: BTreeSet<String> = screen
+            .fail_to_pass
+            .iter()
+            .chain(&screen.pass_to_pass)
+            .cloned()
+            .collect();
+        if gold_passed.is_empty() {
+            return none("no test passes at gold");
+        }
+        let test_patch = super::blob(&ctx, &triage.test_patch)?;
+        let hidden = TestPatch::read(&test_patch).hidden();
+        let (run, attachments, planted) = execute_tree(
+            tree_id,
+            &[],
+            &i.env.record,
+            &self.params,
+            0,
+            &self.store_dir,
+            &ctx,
+            Plant::Certify(&hidden),
+        )
+        .await
+        .map_err(|e| e.0)?;
+        let mut record = CertifyRecord {
+            log: run.log.clone(),
+            duration_ms: run.duration_ms,
+            ..CertifyRecord::default()
+        };
+        let Some(planted) = planted else {
+            record.none = Some(run.unchecked.unwrap_or_else(|| "nothing planted".into()));
+            return Ok(Made {
+                record,
+                attachments,
+            });
+        };
+        record.planted = planted.trials.len() as u32;
+        if let Some(why) = &run.untrusted {
+            record.none = Some(format!("the certifying reading is not believed: {why}"));
+        } else {
+            let trials: Vec<(canary::Trial, Option<assay_report::Outcome>)> = planted
+                .trials
+                .into_iter()
+                .zip(run.canaries.iter().map(|c| c.seen))
+                .collect();
+            record.certified = canary::certified(&trials, &run.tests, &gold_passed, &hidden);
+            if record.certified.mutants.is_empty() {
+                record.none = Some("no mutant failed at gold while its test passed".into());
+            }
+        }
+        Ok(Made {
+            record,
+            attachments,
+        })
+    }
+
+    fn exclusive(&self) -> Option<&str> {
+        self.params.exclusive(&self.env)
+    }
+}

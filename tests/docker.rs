@@ -189,6 +189,12 @@ fn forged_reports_are_caught_by_the_canaries_on_docker() {
 }
 
 #[test]
+fn forgeries_written_against_the_shaped_canaries_are_caught_on_docker() {
+    base_image();
+    util::forgery::canary_aware_forgeries_are_caught(Executor::Docker);
+}
+
+#[test]
 fn a_run_filling_its_tree_is_stopped_at_a_lowered_write_limit_on_docker() {
     base_image();
     a_run_filling_its_tree_is_stopped_at_its_write_limit(Executor::Docker, Some(64 << 20), 15, 10);

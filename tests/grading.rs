@@ -2028,3 +2028,11 @@ except OSError as error:
     );
     assert!(!rustup.join("planted").exists());
 }
+
+/// Issue 34: forgeries written against the shaped canaries (canary-aware
+/// neutering, a test blanked by its name) pass them and are caught by the
+/// canaries made of the task's own tests (`util::forgery`).
+#[test]
+fn forgeries_written_against_the_shaped_canaries_are_caught_by_the_tasks_own_tests() {
+    util::forgery::canary_aware_forgeries_are_caught(Executor::Local);
+}

@@ -82,6 +82,8 @@ pub(crate) struct Planted {
     pub(crate) siblings: BTreeMap<String, Vec<String>>,
     /// Fresh name -> declared name of every test renamed for the run.
     pub(crate) renamed: BTreeMap<String, String>,
+    /// Fresh name -> the file of each renamed test.
+    pub(crate) renamed_in: BTreeMap<String, String>,
     /// Certification's canaries, in the order of `canaries`.
     pub(crate) trials: Vec<Trial>,
     /// log2 of the guesses a forger that cannot tell a right value from
@@ -261,6 +263,53 @@ pub(crate) fn plant_real(
         });
     }
     Ok(out)
+}
+
+/// `command` with each test it names by a declared name that the run
+/// renamed given that test's fresh name (a check or a rerun of chosen
+/// tests). A name declared in several renamed files is given the fresh
+/// name of the file whose stem stands in the same word of the command,
+/// else left as it is.
+pub(crate) fn renamed_command(command: &str, planted: &Planted) -> String {
+    if planted.renamed.is_empty() {
+        return command.to_owned();
+    }
+    let mut fresh_of: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
+    for (fresh, orig) in &planted.renamed {
+        let file = planted.renamed_in.get(fresh).map_or("", String::as_str);
+        fresh_of.entry(orig).or_default().push((fresh, file));
+    }
+    let words: Vec<String> = command
+        .split(' ')
+        .map(|word| {
+            let mut out = String::new();
+            let mut rest = word;
+            while let Some(start) = rest.find(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+                out.push_str(&rest[..start]);
+                let tail = &rest[start..];
+                let end = tail
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(tail.len());
+                let ident = &tail[..end];
+                let stem = |file: &str| {
+                    let base = file.rsplit('/').next().unwrap_or(file);
+                    base.split('.').next().unwrap_or(base).to_owned()
+                };
+                let pick = fresh_of.get(ident).and_then(|c| match c.as_slice() {
+                    [(fresh, _)] => Some(*fresh),
+                    many => many
+                        .iter()
+                        .find(|(_, file)| word.contains(&stem(file)))
+                        .map(|(fresh, _)| *fresh),
+                });
+                out.push_str(pick.unwrap_or(ident));
+                rest = &tail[end..];
+            }
+            out.push_str(rest);
+            out
+        })
+        .collect();
+    words.join(" ")
 }
 
 /// Appends two canaries of a pipeline's own `template` to `h`.
@@ -671,6 +720,35 @@ mod tests {
         let c = read(&p, &mut tests, &mut BTreeMap::new());
         assert!(c.iter().all(|c| !c.expected));
         assert_eq!(forged(&c, true), None);
+    }
+
+    #[test]
+    fn a_command_naming_renamed_tests_names_them_as_the_run_does() {
+        let planted = Planted {
+            renamed: BTreeMap::from([
+                ("test_zero_value".to_owned(), "test_add".to_owned()),
+                ("test_value_range".to_owned(), "test_add".to_owned()),
+                ("test_order_case".to_owned(), "test_sub".to_owned()),
+            ]),
+            renamed_in: BTreeMap::from([
+                ("test_zero_value".to_owned(), "tests/test_ops.py".to_owned()),
+                (
+                    "test_value_range".to_owned(),
+                    "tests/test_more.py".to_owned(),
+                ),
+                ("test_order_case".to_owned(), "tests/test_ops.py".to_owned()),
+            ]),
+            ..Planted::default()
+        };
+        let command = "python3 -m unittest -v tests.test_ops.TestOps.test_sub tests.test_more.T.test_add tests.test_ops.TestOps.test_add_two";
+        assert_eq!(
+            renamed_command(command, &planted),
+            "python3 -m unittest -v tests.test_ops.TestOps.test_order_case tests.test_more.T.test_value_range tests.test_ops.TestOps.test_add_two"
+        );
+        assert_eq!(
+            renamed_command("go test -run '^(TestA)$'", &Planted::default()),
+            "go test -run '^(TestA)$'"
+        );
     }
 
     #[test]

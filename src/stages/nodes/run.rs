@@ -256,7 +256,7 @@ pub(crate) async fn execute_tree(
             .map_err(|e| err(&e))?
     };
     let mut staged = staged;
-    let command = p.command_over(hidden);
+    let mut command = p.command_over(hidden);
     let files = match plant {
         Plant::Certify(files) => files,
         Plant::Graded(_) => hidden,
@@ -264,14 +264,14 @@ pub(crate) async fn execute_tree(
     let planted = if files.is_empty() {
         None
     } else {
-        let (work, hidden, command) = (work.clone(), files.to_vec(), command.clone());
+        let (work, hidden, given) = (work.clone(), files.to_vec(), command.clone());
         let custom = p.canary.clone();
         let real = match plant {
             Plant::Certify(_) => Some(None),
             Plant::Graded(Some(c)) => Some(Some(c.clone())),
             Plant::Graded(None) => None,
         };
-        let (format, seed) = (p.report, canary_seed(tree_id, &command));
+        let (format, seed) = (p.report, canary_seed(tree_id, &given));
         if seed.1 {
             record.unchecked = Some(
                 "canaries predictable: seeded by ASSAY_CANARY_SEED in assay's environment (reproducible tests only)".into(),
@@ -279,23 +279,25 @@ pub(crate) async fn execute_tree(
         }
         let planted = tokio::task::spawn_blocking(move || match real {
             Some(certified) => {
-                plant_real(&work, &hidden, format, &command, seed.0, certified.as_ref()).or_else(
+                plant_real(&work, &hidden, format, &given, seed.0, certified.as_ref()).or_else(
                     |why| match certified {
                         // A graded run whose certified canaries find no file
                         // of theirs: the shaped ones, weakly checked.
-                        Some(_) => plant_canaries(&work, &hidden, format, &command, seed.0, None)
+                        Some(_) => plant_canaries(&work, &hidden, format, &given, seed.0, None)
                             .map_err(|shaped| format!("{why}; {shaped}")),
                         None => Err(why),
                     },
                 )
             }
-            None => plant_canaries(&work, &hidden, format, &command, seed.0, custom.as_ref()),
+            None => plant_canaries(&work, &hidden, format, &given, seed.0, custom.as_ref()),
         })
         .await
         .map_err(|e| err(&e))?;
         match planted {
             Ok(planted) => {
                 restage(&mut staged, &planted);
+                // A check naming tests names them as this run does.
+                command = canary::renamed_command(&command, &planted);
                 Some(planted)
             }
             Err(why) => {
@@ -520,8 +522,14 @@ pub(crate) fn plant_real(
     seed: [u8; 32],
     certified: Option<&Certified>,
 ) -> Result<Planted, String> {
-    if std::env::var_os("ASSAY_CANARIES").is_some_and(|v| v == "off") {
-        return Err("canaries turned off (ASSAY_CANARIES=off in assay's environment)".into());
+    match std::env::var("ASSAY_CANARIES").as_deref() {
+        Ok("off") => {
+            return Err("canaries turned off (ASSAY_CANARIES=off in assay's environment)".into());
+        }
+        // For measuring what these canaries cost and catch against the
+        // shaped ones (benches/canary-overhead.sh, the attack tests).
+        Ok("shaped") => return Err("shaped canaries only (ASSAY_CANARIES=shaped)".into()),
+        _ => {}
     }
     let files = hidden_files(work, hidden);
     let hidden: Vec<Hidden<'_>> = files

@@ -650,4 +650,90 @@ mod tests {
             Some("test_add (tests.test_x.TestAdd.test_add)")
         );
     }
+
+    /// A generated unittest file: `n` tests in one or two classes, each
+    /// asserting a computed integer or string against its literal.
+    fn generated(rng: &mut Rng, n: usize) -> String {
+        let mut s = String::from("import unittest\n\n\nclass TestGenA(unittest.TestCase):\n");
+        for i in 0..n {
+            if i == n / 2 && n > 2 {
+                s.push_str("\n\nclass TestGenB(unittest.TestCase):\n");
+            }
+            let (a, b) = ((rng.next() % 50) as i64 - 10, (rng.next() % 50) as i64);
+            let body = match rng.next() % 4 {
+                0 => format!("        self.assertEqual({a} + {b}, {})\n", a + b),
+                1 => format!(
+                    "        x = {a} * {b}\n        self.assertEqual(x, {})\n",
+                    a * b
+                ),
+                2 => format!("        self.assertEqual(str({b}) + \"k\", \"{b}k\")\n"),
+                _ => format!("        assert [{a}, {b}] == [{a}, {b}]\n"),
+            };
+            s.push_str(&format!(
+                "\n    def test_case_{i}_{}(self):\n{body}",
+                rng.next() % 1000
+            ));
+        }
+        s
+    }
+
+    /// The property issue 34 asks for: for generated test files, every
+    /// canary's body is one of the file's own (renamed, one literal
+    /// changed at most), the copies pass and the mutants fail when the
+    /// file's own tests pass, and the renamed originals keep passing.
+    /// Runs python3 on each planted file, for real.
+    #[test]
+    fn canaries_are_the_files_own_tests_and_certify_as_they_must() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut seeds = Rng::new([42; 32]);
+        for round in 0..12u8 {
+            let n = 1 + (seeds.next() % 6) as usize;
+            let text = generated(&mut seeds, n);
+            let mut rng = Rng::new([round; 32]);
+            let r = certify_file(Lang::Unittest, "test_gen.py", &text, "", &mut rng).unwrap();
+            // Every canary is an original block, renamed, at most one line changed.
+            let own = blocks(Lang::Unittest, &text);
+            let planted = blocks(Lang::Unittest, &r.text);
+            let lines: Vec<&str> = text.lines().collect();
+            let new_lines: Vec<&str> = r.text.lines().collect();
+            for t in &r.trials {
+                let method = t.name.split_once('.').unwrap().1;
+                let c = planted.iter().find(|b| b.name == method).unwrap();
+                let o = own.iter().find(|b| b.name == t.of.test).unwrap();
+                assert_eq!(c.class, o.class, "{}", r.text);
+                let (cb, ob) = (
+                    &new_lines[c.def_line + 1..c.end],
+                    &lines[o.def_line + 1..o.end],
+                );
+                assert_eq!(cb.len(), ob.len());
+                let changed = cb.iter().zip(ob).filter(|(x, y)| x != y).count();
+                assert_eq!(changed, usize::from(t.mutant.is_some()), "{}", r.text);
+            }
+            std::fs::write(dir.path().join("test_gen.py"), &r.text).unwrap();
+            let out = std::process::Command::new("python3")
+                .args(["-m", "unittest", "-v", "test_gen"])
+                .current_dir(dir.path())
+                .output()
+                .unwrap();
+            let report = assay_report::parse(assay_report::Format::Unittest, &out.stderr).unwrap();
+            let outcome = |name: &str| {
+                report
+                    .tests
+                    .iter()
+                    .find(|t| super::super::names_test(&t.name, name))
+                    .map(|t| t.outcome)
+            };
+            for t in &r.trials {
+                let want = if t.mutant.is_some() {
+                    Outcome::Failed
+                } else {
+                    Outcome::Passed
+                };
+                assert_eq!(outcome(&t.name), Some(want), "{t:?}\n{}", r.text);
+            }
+            for (fresh, orig) in &r.renamed {
+                assert_eq!(outcome(fresh), Some(Outcome::Passed), "{orig}");
+            }
+        }
+    }
 }

@@ -562,6 +562,23 @@ fn go_expected(code: &str) -> Option<(usize, usize)> {
         let end = code[op..].find('{').map(|b| op + b)?;
         return Some((op + 4, end));
     }
+    // A helper given the test: `check(t, what, got, want)` expects its
+    // last argument, testify's `assert.Equal(t, want, got)` its second.
+    let callee: String = t
+        .chars()
+        .take_while(|c| is_ident(*c) || *c == '.')
+        .collect();
+    let rest = &t[callee.len()..];
+    if !callee.is_empty() && rest.starts_with("(t, ") {
+        let at = code.len() - rest.len() + 1;
+        let args = top_level_args(code, at)?;
+        let testify = callee.ends_with(".Equal") || callee.ends_with(".EqualValues");
+        return if testify {
+            args.get(1).copied()
+        } else {
+            args.last().copied()
+        };
+    }
     None
 }
 
@@ -641,6 +658,11 @@ mod tests {
         assert_eq!(lines[b[0].end - 1], "}");
         let texts: Vec<&str> = b[0].sites.iter().map(|s| s.text.as_str()).collect();
         assert_eq!(texts, ["3", "7"]);
+        let helper = "package g\n\nimport \"testing\"\n\nfunc TestClamp(t *testing.T) {\n\tcheck(t, \"Clamp(-5, 0, 10)\", Clamp(-5, 0, 10), 0)\n\tassert.Equal(t, 4, Clamp(4, 0, 10))\n\tcheck(t, \"half\", Clamp(-1, -0.5, 0.5), -0.5)\n}\n";
+        let b = blocks(Lang::Go, helper);
+        let texts: Vec<&str> = b[0].sites.iter().map(|s| s.text.as_str()).collect();
+        // A float expected: no site (the string is not what it expects).
+        assert_eq!(texts, ["0", "4"]);
         let rust = "fn add(a: i32, b: i32) -> i32 { a + b }\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n    fn adds() {\n        assert_eq!(add(1, 2), 3u32, \"sum {}\", '}');\n    }\n\n    #[test]\n    #[should_panic]\n    fn panics() {\n        assert_eq!(add(1, 2), 4);\n    }\n}\n";
         let b = blocks(Lang::Rust, rust);
         let names: Vec<&str> = b.iter().map(|b| b.name.as_str()).collect();

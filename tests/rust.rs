@@ -233,6 +233,13 @@ fn a_crate_screened_and_graded_with_the_cargo_preset() {
         !task.to_string().contains("(line "),
         "a test id with a line: {task:#}"
     );
+    // Its graded runs carry canaries made of its own tests: mutants of
+    // `it_clamps`, certified to fail at gold (issue 34).
+    assert!(task["weakly_checked"].is_null(), "{task:#}");
+    assert!(
+        task["canaries"]["fail_to_pass_mutants"].as_u64() >= Some(15),
+        "{task:#}"
+    );
 
     let r = results(&project, "release");
     let verdict = |agent: &str| (r[agent]["verdict"].as_str(), r[agent]["fault"].as_str());

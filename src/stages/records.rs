@@ -190,6 +190,11 @@ pub(crate) struct CertifyRecord {
     /// The certifying reading's log (blob digest) and time.
     pub(crate) log: String,
     pub(crate) duration_ms: u64,
+    /// Its own time (the CPU waits left out), rounded up as screening
+    /// readings are (`rules::timeout::bucket`): it carried every canary a
+    /// graded run can, so a graded run's timeout is reckoned from it too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) slowest_s: Option<f64>,
 }
 
 /// Why a tree was not composed. Stored as one line of text, `<kind>:
@@ -442,6 +447,11 @@ pub(crate) struct TaskRecord {
     /// it gave a certified mutant): its grades are weakly checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) weakly_checked: Option<String>,
+    /// The certifying reading, rounded up (`CertifyRecord::slowest_s`),
+    /// when it is slower than every screening reading: the graded runs,
+    /// which carry its canaries, time out from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) slowest_certify_s: Option<f64>,
 }
 
 impl TaskRecord {

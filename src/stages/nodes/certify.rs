@@ -93,9 +93,13 @@ impl Kind for Certify {
         )
         .await
         .map_err(|e| e.0)?;
+        let own_ms = run
+            .duration_ms
+            .saturating_sub(run.cpu_stalled_ms.unwrap_or_default());
         let mut record = CertifyRecord {
             log: run.log.clone(),
             duration_ms: run.duration_ms,
+            slowest_s: Some(super::rules::timeout::bucket(own_ms)),
             ..CertifyRecord::default()
         };
         let Some(planted) = planted else {

@@ -61,7 +61,7 @@ impl Kind for Task {
             patch(&triage.test_patch)?,
         )
         .map_err(|e| err(&e))?;
-        super::super::rules::task::canaries_of(&mut record, &i.certify.record);
+        super::super::rules::task::canaries_of(&mut record, &i.certify.record, p.timeout);
         if let Some(env) = i.env {
             record.executor = env.record.executor;
             record.image = env.record.image;

@@ -13,6 +13,7 @@ use serde::Serialize;
 use super::funnel::Reason;
 use super::policy::TestPatch;
 use super::records::{CertifyRecord, Control, ScreenRecord, TaskRecord, TaskStatus, TriageRecord};
+use super::timeout::TimeoutRule;
 use crate::stages::canary::Certified;
 
 #[derive(Clone, Debug, Serialize)]
@@ -90,6 +91,7 @@ pub(crate) fn assemble(
         slowest_screening_s: p.timeout.and(screen.slowest_s),
         canaries: None,
         weakly_checked: None,
+        slowest_certify_s: None,
     };
     if !triage.eligible() {
         record.status = TaskStatus::Declined;
@@ -184,7 +186,11 @@ pub(crate) fn assemble(
 /// own tests (FAIL_TO_PASS and PASS_TO_PASS alone: a copy or a mutant of
 /// a test outside them could fail or pass for reasons of its own), or why
 /// its grades are weakly checked (docs/security.md, "Canaries").
-pub(crate) fn canaries_of(record: &mut TaskRecord, certify: &CertifyRecord) {
+pub(crate) fn canaries_of(
+    record: &mut TaskRecord,
+    certify: &CertifyRecord,
+    timeout: Option<TimeoutRule>,
+) {
     if !record.certified {
         return;
     }
@@ -212,6 +218,14 @@ pub(crate) fn canaries_of(record: &mut TaskRecord, certify: &CertifyRecord) {
         };
         record.weakly_checked = Some(why);
         return;
+    }
+    // The graded runs carry up to what certification carried: they time
+    // out from its reading where it was the slowest.
+    if let (Some(rule), Some(c)) = (timeout, certify.slowest_s)
+        && record.slowest_screening_s.is_some_and(|s| c > s)
+    {
+        record.slowest_certify_s = Some(c);
+        record.timeout_s = rule.of(Some(c));
     }
     record.canaries = Some(Certified {
         mutants,

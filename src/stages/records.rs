@@ -325,6 +325,10 @@ pub(crate) struct RunRecord {
     /// out of `tests`; docs/security.md). Empty for screening runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) canaries: Vec<super::canary::Canary>,
+    /// The tests the run renamed, fresh name -> declared name: how its log
+    /// names them (its outcomes name them as declared).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) renamed: BTreeMap<String, String>,
     /// A graded run that carried no canary: why. Its verdict is not
     /// forgery-checked, and the release says so.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -191,7 +191,18 @@ async fn grade(g: &Grade, i: GradeInputs, ctx: JobCtx) -> Result<Made<GradeRecor
     }
     grading::settle(&mut rec, decision, readings.reruns.len() as u32);
     if let Some(last) = grading::tail_of(&rec) {
-        rec.log_tail = Some(grading::log_tail(&last.what, &blob(&ctx, &last.digest)?));
+        let log = blob(&ctx, &last.digest)?;
+        // The run that wrote this log (fresh names are drawn per run: one
+        // run's canary may be another's renamed test).
+        let runs = std::iter::once(&readings.first)
+            .chain(&readings.reruns)
+            .chain(&readings.checks)
+            .filter(|r| r.log == last.digest)
+            // A cut log is shown as it was cut: its end is the evidence.
+            .filter(|r| !r.log_truncated)
+            .take(1);
+        let log = grading::without_canaries(&log, runs);
+        rec.log_tail = Some(grading::log_tail(&last.what, &log));
     }
     // The logs it rests on, attached as they were when the grade ran them.
     let mut attachments: Vec<Digest> = rec

@@ -382,6 +382,7 @@ pub(crate) async fn execute_tree(
     read_outcomes(&mut record, p.report, &log, report_file);
     if let Some(planted) = &planted {
         record.canaries = canary::read(planted, &mut record.tests, &mut record.files);
+        record.renamed = planted.renamed.clone();
     }
     distrust(
         &mut record,

@@ -222,6 +222,82 @@ pub(crate) fn tail_of(rec: &GradeRecord) -> Option<&Receipt> {
         .flatten()
 }
 
+/// A graded log as the report shows its end: the tests the runs renamed
+/// under their declared names, and the canaries' lines left out (a
+/// section between two rules of `=` or `_`, as unittest and pytest print
+/// a failure, that names a canary and no other test; any other line that
+/// names one). The canaries fail by design: their failures would push
+/// the real ones out of the tail. The stored log is the evidence, as the
+/// run wrote it.
+pub(crate) fn without_canaries<'a>(
+    log: &[u8],
+    runs: impl Iterator<Item = &'a RunRecord>,
+) -> Vec<u8> {
+    let mut canaries = std::collections::BTreeSet::new();
+    let mut renamed = std::collections::BTreeMap::new();
+    for r in runs {
+        for c in &r.canaries {
+            canaries.insert(c.name.rsplit('.').next().unwrap_or(&c.name).to_owned());
+        }
+        renamed.extend(r.renamed.iter().map(|(a, b)| (a.clone(), b.clone())));
+    }
+    if canaries.is_empty() && renamed.is_empty() {
+        return log.to_vec();
+    }
+    let text = String::from_utf8_lossy(log);
+    let names = |line: &str, set: &dyn Fn(&str) -> bool| {
+        line.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .any(set)
+    };
+    let is_canary = |line: &str| names(line, &|w| canaries.contains(w));
+    let is_real = |line: &str| names(line, &|w| renamed.contains_key(w));
+    let rule = |line: &str| {
+        let t = line.trim();
+        t.len() >= 20 && (t.chars().all(|c| c == '=') || t.starts_with("____"))
+    };
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let mut out = String::with_capacity(text.len());
+    let mut k = 0;
+    while k < lines.len() {
+        if rule(lines[k]) {
+            // The section up to the next rule (or a closing `---` rule
+            // followed by the runner's summary).
+            let mut end = k + 1;
+            while end < lines.len() && !rule(lines[end]) && !lines[end].starts_with("Ran ") {
+                end += 1;
+            }
+            if end < lines.len() && lines[end].starts_with("Ran ") && end > k + 1 {
+                end -= 1;
+            }
+            let section = &lines[k..end];
+            let canary = section.iter().take(3).any(|l| is_canary(l));
+            let real = section.iter().take(3).any(|l| is_real(l));
+            if !canary || real {
+                out.extend(section.iter().copied());
+            }
+            k = end;
+            continue;
+        }
+        if !is_canary(lines[k]) {
+            out.push_str(lines[k]);
+        }
+        k += 1;
+    }
+    let mut back = String::with_capacity(out.len());
+    let mut word = String::new();
+    for ch in out.chars() {
+        if ch.is_ascii_alphanumeric() || ch == '_' {
+            word.push(ch);
+            continue;
+        }
+        back.push_str(renamed.get(&word).map_or(word.as_str(), String::as_str));
+        word.clear();
+        back.push(ch);
+    }
+    back.push_str(renamed.get(&word).map_or(word.as_str(), String::as_str));
+    back.into_bytes()
+}
+
 /// The last [`TAIL_LINES`] lines of `log`, at most [`TAIL_BYTES`] bytes of
 /// them (a longer last line is cut from its start, on a character boundary,
 /// and marked with `…`).
@@ -258,6 +334,64 @@ pub(crate) fn log_tail(of: &str, log: &[u8]) -> LogTail {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_reports_log_tail_leaves_the_canaries_out_and_names_tests_as_declared() {
+        let log = "\
+test_zero_value (tests.test_ops.TestOps.test_zero_value) ... FAIL
+test_order_case (tests.test_ops.TestOps.test_order_case) ... FAIL
+test_range_basic (tests.test_ops.TestOps.test_range_basic) ... ok
+
+======================================================================
+FAIL: test_order_case (tests.test_ops.TestOps.test_order_case)
+----------------------------------------------------------------------
+AssertionError: 1024 != 1015
+
+======================================================================
+FAIL: test_zero_value (tests.test_ops.TestOps.test_zero_value)
+----------------------------------------------------------------------
+AssertionError: 8 != 2
+
+----------------------------------------------------------------------
+Ran 3 tests in 0.001s
+
+FAILED (failures=2)
+";
+        let run = RunRecord {
+            canaries: vec![crate::stages::canary::Canary {
+                file: "tests/test_ops.py".into(),
+                name: "TestOps.test_order_case".into(),
+                must: crate::stages::canary::Must::Fail,
+                seen: None,
+                expected: true,
+                of: None,
+                original: None,
+            }],
+            renamed: [
+                ("test_zero_value".to_owned(), "test_sub".to_owned()),
+                ("test_range_basic".to_owned(), "test_add".to_owned()),
+            ]
+            .into(),
+            ..RunRecord::default()
+        };
+        let out = String::from_utf8(without_canaries(log.as_bytes(), [&run].into_iter())).unwrap();
+        assert!(
+            !out.contains("test_order_case") && !out.contains("1015"),
+            "{out}"
+        );
+        assert!(
+            out.contains("FAIL: test_sub (tests.test_ops.TestOps.test_sub)"),
+            "{out}"
+        );
+        assert!(
+            out.contains("AssertionError: 8 != 2") && out.contains("Ran 3 tests"),
+            "{out}"
+        );
+        assert!(
+            out.contains("test_add (tests.test_ops.TestOps.test_add) ... ok"),
+            "{out}"
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -507,3 +507,41 @@ command = "true"
     assert!(failed[0].contains("`ASSAY_TEST_NO_SUCH_KEY`"), "{failed:?}");
     assert!(llm.seen().is_empty());
 }
+
+/// The proxy's path rule holds after the forwarder's URL parser has
+/// resolved the path: dot segments, plain or encoded, backslashes, double
+/// encoding and empty segments sent raw from the sandbox never reach the
+/// endpoint host outside `base_url`'s path (each would carry the real key).
+#[test]
+fn paths_that_resolve_outside_the_endpoint_never_reach_its_host() {
+    let llm = Llm::start(|_, _| (200, r#"{"choices":[{"message":{"content":"hi"}}]}"#.into()));
+    let agent = r#"
+[[agent]]
+label = "climber"
+model = "m-1"
+base_url = "ENDPOINT-URL"
+key_env = "OPENAI_API_KEY"
+command = '''
+python3 - <<'PY'
+import os, socket, urllib.parse
+port = urllib.parse.urlsplit(os.environ["ASSAY_BASE_URL"]).port
+for path in ["/v1/%2e%2e/admin", "/v1/.%2e/admin", "/v1/..\\admin", "/v1/..",
+             "/v1/%2e%2e/%2e%2e/etc/passwd", "/v1/%252e%252e/admin", "/v1/..;/admin",
+             "/v1/.\t./admin", "//admin", "/v1x/admin", "/v1/chat/completions"]:
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(("GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n").encode())
+    print("status", repr(path), s.recv(200).split(b"\r\n")[0].decode())
+PY
+'''
+"#
+    .replace("ENDPOINT-URL", &llm.url());
+    let f = fixture(&agent);
+    f.build_ok();
+    let attempt = f.project.output_record("attempt:agent/climber/p-1/0");
+    let log = String::from_utf8(f.project.blob(attempt["log"].as_str().unwrap())).unwrap();
+    assert_eq!(log.matches(" HTTP/1.1 403").count(), 10, "{log}");
+    assert!(log.contains("'/v1/chat/completions' HTTP/1.1 200"), "{log}");
+    // Only the honest request reached the host, from each of the two tasks.
+    let seen: Vec<String> = llm.seen().into_iter().map(|s| s.path).collect();
+    assert_eq!(seen, ["/v1/chat/completions"; 2], "{log}");
+}

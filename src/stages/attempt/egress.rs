@@ -250,12 +250,6 @@ async fn send(
     client: &reqwest::Client,
     req: &mut Request,
 ) -> (u16, String, Vec<u8>) {
-    let under = head.path == endpoint.prefix
-        || endpoint.prefix.is_empty()
-        || head
-            .path
-            .strip_prefix(&endpoint.prefix)
-            .is_some_and(|rest| rest.starts_with('/') || rest.starts_with('?'));
     let method = match head.method.as_str() {
         "GET" => reqwest::Method::GET,
         "POST" => reqwest::Method::POST,
@@ -264,15 +258,18 @@ async fn send(
             return (405, "text/plain".into(), b"only GET and POST\n".to_vec());
         }
     };
-    if !under || head.path.contains("/../") || head.path.contains("..%2") {
-        req.error = Some(REFUSED.into());
-        return (
-            403,
-            "text/plain".into(),
-            format!("{REFUSED}\n").into_bytes(),
-        );
-    }
-    let mut out = client.request(method, format!("{}{}", endpoint.origin, head.path));
+    let url = match target(endpoint, &head.path) {
+        Ok(url) => url,
+        Err(why) => {
+            req.error = Some(format!("{REFUSED} ({why})"));
+            return (
+                403,
+                "text/plain".into(),
+                format!("{REFUSED}: {why}\n").into_bytes(),
+            );
+        }
+    };
+    let mut out = client.request(method, url);
     for (k, v) in &head.headers {
         if !DROPPED.contains(&k.as_str()) {
             out = out.header(k.as_str(), v.as_str());
@@ -308,6 +305,60 @@ async fn send(
             }
         }
     }
+}
+
+/// The URL a request for `raw` (its request-target) is sent to, or why it
+/// is refused. The prefix is checked on the path the forwarder will send,
+/// as reqwest's own URL parser leaves it, and that path must be the one the
+/// agent wrote: a form the parser or the endpoint would resolve differently
+/// (dot segments, plain or percent-encoded; encoded slashes and
+/// backslashes; double encoding; an empty segment; characters the parser
+/// drops or rewrites) is refused rather than interpreted.
+fn target(endpoint: &Endpoint, raw: &str) -> Result<reqwest::Url, String> {
+    if !raw.starts_with('/') {
+        return Err("not an origin-form path".into());
+    }
+    if let Some(c) = raw
+        .chars()
+        .find(|c| c.is_ascii_control() || *c == ' ' || *c == '\\' || *c == '#')
+    {
+        return Err(format!("{c:?} in the path"));
+    }
+    let path = raw.split_once('?').map_or(raw, |(p, _)| p);
+    let lower = path.to_ascii_lowercase();
+    if let Some(code) = ["%2e", "%2f", "%5c", "%25"]
+        .into_iter()
+        .find(|code| lower.contains(code))
+    {
+        return Err(format!(
+            "`{code}` (an encoded dot, slash, backslash or `%`) in the path"
+        ));
+    }
+    let segments: Vec<&str> = path[1..].split('/').collect();
+    for (i, segment) in segments.iter().enumerate() {
+        // `..;x` is `..` to servers that strip path parameters.
+        let bare = segment.split_once(';').map_or(*segment, |(s, _)| s);
+        let last = i + 1 == segments.len();
+        if matches!(bare, "." | "..") || (bare.is_empty() && !last) {
+            return Err(format!("the segment `{segment}`"));
+        }
+    }
+    let url = reqwest::Url::parse(&format!("{}{raw}", endpoint.origin))
+        .map_err(|e| format!("not a URL: {e}"))?;
+    let origin = reqwest::Url::parse(&endpoint.origin).map_err(|e| e.to_string())?;
+    if url.origin() != origin.origin() || url.path() != path {
+        return Err(format!("resolves to `{}`", url.path()));
+    }
+    let sent = url.path();
+    let under = endpoint.prefix.is_empty()
+        || sent == endpoint.prefix
+        || sent
+            .strip_prefix(&endpoint.prefix)
+            .is_some_and(|rest| rest.starts_with('/'));
+    if !under {
+        return Err(format!("`{sent}` is not under `{}`", endpoint.prefix));
+    }
+    Ok(url)
 }
 
 fn chain(e: &dyn std::error::Error) -> String {
@@ -439,6 +490,64 @@ mod tests {
         );
         assert!(Endpoint::parse("ftp://x", None, KeyHeader::XApiKey).is_err());
         assert!(Endpoint::parse("https:///v1", None, KeyHeader::XApiKey).is_err());
+    }
+
+    #[test]
+    fn paths_that_resolve_outside_the_prefix_are_refused_before_they_are_sent() {
+        let e =
+            Endpoint::parse("http://127.0.0.1:9000/v1", None, KeyHeader::Authorization).unwrap();
+        for raw in [
+            // The forms that reached the endpoint host outside `/v1`.
+            "/v1/%2e%2e/admin",
+            "/v1/.%2e/admin",
+            "/v1/%2E%2E/admin",
+            "/v1/..\\admin",
+            "/v1/..",
+            "/v1/%2e%2e/%2e%2e/etc/passwd",
+            // Plain and parameter-hidden dot segments.
+            "/v1/../admin",
+            "/v1/./../admin",
+            "/v1/..;/admin",
+            "/v1/.;x/chat",
+            // Encoded slash and backslash, double encoding.
+            "/v1%2f..%2fadmin",
+            "/v1/..%5cadmin",
+            "/v1/%252e%252e/admin",
+            // Empty segments: `//host` reads as an authority to some servers.
+            "//v1/chat",
+            "/v1//../admin",
+            "/v1//chat",
+            // Prefix confusion, fragments, characters the parser strips.
+            "/v1x/chat/completions",
+            "/v1.evil/chat",
+            "/admin?/v1/chat",
+            "/v1/chat#/../../admin",
+            "/v1/.\t./admin",
+            "/v1/.\n./admin",
+            // Not origin-form.
+            "http://1.1.1.1/v1/chat",
+            "*",
+        ] {
+            assert!(target(&e, raw).is_err(), "{raw:?} was let through");
+        }
+        for (raw, sent) in [
+            ("/v1", "http://127.0.0.1:9000/v1"),
+            ("/v1/", "http://127.0.0.1:9000/v1/"),
+            (
+                "/v1/chat/completions",
+                "http://127.0.0.1:9000/v1/chat/completions",
+            ),
+            (
+                "/v1/models?after=a%2Fb&x=..",
+                "http://127.0.0.1:9000/v1/models?after=a%2Fb&x=..",
+            ),
+            ("/v1/files/a..b", "http://127.0.0.1:9000/v1/files/a..b"),
+        ] {
+            assert_eq!(target(&e, raw).map(String::from), Ok(sent.to_owned()));
+        }
+        let root = Endpoint::parse("http://127.0.0.1:9000", None, KeyHeader::XApiKey).unwrap();
+        assert!(target(&root, "/v1/messages").is_ok());
+        assert!(target(&root, "/a/../../etc/passwd").is_err());
     }
 
     #[test]

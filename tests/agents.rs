@@ -545,3 +545,42 @@ PY
     let seen: Vec<String> = llm.seen().into_iter().map(|s| s.path).collect();
     assert_eq!(seen, ["/v1/chat/completions"; 2], "{log}");
 }
+
+/// An agent that leaves sparse files (no blocks, so under the write
+/// limit; gigabytes of zeros to whoever reads them) is refused before its
+/// workspace is read: `patch_apply_failed`, the agent's, with the figure.
+/// Read, they cost assay ~10 s of CPU per GiB.
+#[test]
+fn sparse_files_in_a_workspace_are_refused_by_their_apparent_size_unread() {
+    let f = fixture(
+        r#"
+[[agent]]
+label = "sparse"
+model = "m-1"
+command = '''
+for i in 1 2 3 4; do truncate -s 1000M big$i.bin; done
+du -sh . ; echo sparse-done
+'''
+"#,
+    );
+    let started = std::time::Instant::now();
+    f.build_ok();
+    let took = started.elapsed();
+    let attempt = f.project.output_record("attempt:agent/sparse/p-1/0");
+    let log = String::from_utf8(f.project.blob(attempt["log"].as_str().unwrap())).unwrap();
+    assert!(log.contains("sparse-done"), "{log}");
+    let why = attempt["collect_error"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("the workspace holds 3.9 GiB of file content (apparent size)")
+            && why.contains("over the 1.0 GiB cap"),
+        "{attempt:#}"
+    );
+    assert_eq!(attempt["patch"], "", "{attempt:#}");
+    let row = f.row("agent/sparse/p-1/0", "exclude");
+    assert_eq!(
+        (row["verdict"].as_str(), row["fault"].as_str()),
+        ("patch_apply_failed", "agent"),
+        "{row:#?}"
+    );
+    eprintln!("two attempts of 3.9 GiB of sparse files: built in {took:?}");
+}

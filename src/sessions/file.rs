@@ -59,6 +59,8 @@ impl RunSection {
             reported_cost_usd: base.reported_cost_usd,
             models: base.models,
             trial: base.trial,
+            patch_refused: base.patch_refused,
+            patch_redacted: base.patch_redacted,
         }
     }
 }

@@ -86,7 +86,7 @@ fn transcript_facts() -> RunFacts {
         by_model: BTreeMap::new(),
         reported_cost_usd: Some(0.0921),
         models: vec!["claude-sonnet-4-5-20250929".to_owned()],
-        trial: None,
+        ..RunFacts::default()
     }
 }
 

@@ -17,6 +17,9 @@ use util::llm::Llm;
 
 /// The key the proxy sends: in assay's environment only.
 const KEY: &str = "sk-assay-test-key-0123456789abcdef0123456789";
+/// A `[redact] env` secret in assay's environment, which an endpoint's
+/// answer may carry (a gateway's organisation token).
+const ORG: &str = "org-secret-5f1d2c7a9b3e8d4c";
 
 /// Every assay this test process runs gets the key (and, for the
 /// mini-swe-agent test, its virtualenv on PATH).
@@ -24,6 +27,7 @@ fn env() {
     let venv = concat!(env!("CARGO_MANIFEST_DIR"), "/target/mini-venv/bin");
     util::project::set_env(vec![
         ("OPENAI_API_KEY".into(), KEY.into()),
+        ("ASSAY_TEST_ORG_SECRET".into(), ORG.into()),
         (
             "PATH".into(),
             format!("{venv}:{}", std::env::var("PATH").unwrap_or_default()),
@@ -583,4 +587,104 @@ du -sh . ; echo sparse-done
         "{row:#?}"
     );
     eprintln!("two attempts of 3.9 GiB of sparse files: built in {took:?}");
+}
+
+/// An endpoint that echoes the Authorization header it was sent (some
+/// gateways do, in error bodies) and carries a `[redact] env` secret; an
+/// agent that writes what it got into its workspace (plain, base64, hex)
+/// and its transcript. The proxy takes both out of the answer, so no
+/// encoding of them can exist; an imported session's patch holding both
+/// is stored redacted (marked so, its digest of the redacted bytes).
+/// Neither is anywhere in the cache or the release, in any of the forms.
+#[test]
+fn secrets_an_endpoint_echoes_are_nowhere_in_the_cache_or_the_release() {
+    let llm = Llm::start(|_, seen| {
+        let echo = serde_json::json!({"error": {
+            "message": format!("denied for {}", seen.authorization.clone().unwrap_or_default()),
+            "org": ORG,
+        }});
+        (200, echo.to_string())
+    });
+    let agent = r#"
+[[agent]]
+label = "echoed"
+model = "m-1"
+base_url = "ENDPOINT-URL"
+key_env = "OPENAI_API_KEY"
+transcript = "claude-stream-json"
+command = '''
+python3 - <<'PY'
+import base64, json, os, urllib.request
+req = urllib.request.Request(os.environ["ASSAY_BASE_URL"] + "/chat/completions", data=b"{}",
+    headers={"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"]})
+answer = urllib.request.urlopen(req).read().decode()
+error = json.loads(answer)["error"]
+got = error["message"].rsplit(" ", 1)[-1]
+for secret, name in [(got, "key"), (error["org"], "org")]:
+    open(name + ".txt", "w").write(secret + "\n")
+    open(name + ".b64", "w").write(base64.b64encode(secret.encode()).decode() + "\n")
+    open(name + ".hex", "w").write(secret.encode().hex() + "\n")
+print("answer:", answer)
+result = {"type": "result", "subtype": "success", "is_error": False, "num_turns": 1,
+          "result": answer, "usage": {"input_tokens": 1, "output_tokens": 1}}
+open("/assay/out/transcript", "w").write(json.dumps(result) + "\n")
+PY
+'''
+
+[redact]
+env = ["ASSAY_TEST_ORG_SECRET"]
+"#
+    .replace("ENDPOINT-URL", &llm.url());
+    let f = fixture(&agent);
+    // An imported session whose agent got both some other way: its patch
+    // is stored redacted too.
+    let leaked = format!("# {KEY} {ORG}\n{OPS_SUB}");
+    f.session(
+        "imported/leak.json",
+        "p-1",
+        &f.diff1(&[("pkg/ops.py", Some(&leaked))]),
+    );
+    f.build_ok();
+    let imported = f.project.output_record("session:imported/leak.json");
+    assert_eq!(imported["facts"]["patch_redacted"], 2, "{imported:#}");
+    assert_eq!(
+        f.row("imported/leak.json", "exclude")["verdict"],
+        "resolved"
+    );
+    // The endpoint got the key, and echoed it.
+    let bearer = format!("Bearer {KEY}");
+    assert!(
+        llm.seen()
+            .iter()
+            .all(|s| s.authorization.as_deref() == Some(bearer.as_str()))
+    );
+    let attempt = f.project.output_record("attempt:agent/echoed/p-1/0");
+    let patch = String::from_utf8(f.project.blob(attempt["patch"].as_str().unwrap())).unwrap();
+    // What the agent got, and wrote, was the proxy's redaction.
+    assert!(patch.contains("+[REDACTED]"), "{patch}");
+    assert!(patch.contains("+W1JFREFDVEVEXQ=="), "{patch}");
+    assert!(attempt["transcript"].is_string(), "{attempt:#}");
+    let hex = |s: &[u8]| s.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    for secret in [KEY, ORG] {
+        let encoded = std::process::Command::new("sh")
+            .args(["-c", "printf %s \"$0\" | base64 -w0", secret])
+            .output()
+            .unwrap()
+            .stdout;
+        for form in [
+            secret.as_bytes().to_vec(),
+            encoded,
+            hex(secret.as_bytes()).into_bytes(),
+        ] {
+            let mut found = holding(&f.project.path().join("cache"), &form);
+            found.extend(holding(&f.project.path().join("release"), &form));
+            assert_eq!(
+                found,
+                Vec::<String>::new(),
+                "{}",
+                String::from_utf8_lossy(&form)
+            );
+        }
+    }
+    assert!(f.project.path().join("release/report.html").exists());
 }

@@ -28,6 +28,9 @@ pub(crate) struct Endpoint {
     /// The key, read from assay's environment; `None`: none is sent.
     pub(crate) key: Option<String>,
     pub(crate) header: KeyHeader,
+    /// Other secret values (`[redact] env`) taken out of every answer, as
+    /// the key is ([`scrub`]).
+    pub(crate) secrets: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,6 +66,7 @@ impl Endpoint {
             prefix: path.trim_end_matches('/').to_owned(),
             key,
             header,
+            secrets: Vec::new(),
         })
     }
 }
@@ -297,7 +301,7 @@ async fn send(
                 .unwrap_or("application/octet-stream")
                 .to_owned();
             match resp.bytes().await {
-                Ok(body) => (status, kind, body.to_vec()),
+                Ok(body) => (status, kind, scrub(&body, endpoint)),
                 Err(e) => {
                     req.error = Some(format!("the answer was cut: {}", chain(&e)));
                     (502, "text/plain".into(), Vec::new())
@@ -359,6 +363,19 @@ fn target(endpoint: &Endpoint, raw: &str) -> Result<reqwest::Url, String> {
         return Err(format!("`{sent}` is not under `{}`", endpoint.prefix));
     }
     Ok(url)
+}
+
+/// `body` with the key and the other secrets taken out: an endpoint that
+/// echoes the header it was sent (some gateways do, in error bodies), or
+/// hands out a secret of its own, would give the agent what the proxy
+/// exists to keep from it, and then in any encoding the agent likes, past
+/// any redaction of what assay stores.
+fn scrub(body: &[u8], endpoint: &Endpoint) -> Vec<u8> {
+    let mut out = body.to_vec();
+    for secret in endpoint.key.iter().chain(&endpoint.secrets) {
+        out = crate::stages::redact::replace_value(&out, secret.as_bytes()).0;
+    }
+    out
 }
 
 fn chain(e: &dyn std::error::Error) -> String {
@@ -548,6 +565,24 @@ mod tests {
         let root = Endpoint::parse("http://127.0.0.1:9000", None, KeyHeader::XApiKey).unwrap();
         assert!(target(&root, "/v1/messages").is_ok());
         assert!(target(&root, "/a/../../etc/passwd").is_err());
+    }
+
+    #[test]
+    fn the_key_and_the_secrets_are_taken_out_of_every_answer() {
+        let echoed = br#"{"error":"bad auth: Bearer sk-real-123456","again":"sk-real-123456","org":"org-77"}"#;
+        let mut e = Endpoint::parse(
+            "http://x/v1",
+            Some("sk-real-123456".into()),
+            KeyHeader::Authorization,
+        )
+        .unwrap();
+        e.secrets = vec!["org-77".into()];
+        assert_eq!(
+            scrub(echoed, &e),
+            br#"{"error":"bad auth: Bearer [REDACTED]","again":"[REDACTED]","org":"[REDACTED]"}"#
+        );
+        let plain = Endpoint::parse("http://x/v1", None, KeyHeader::Authorization).unwrap();
+        assert_eq!(scrub(echoed, &plain), echoed);
     }
 
     #[test]

@@ -73,6 +73,12 @@ pub(crate) fn grade_nodes(
                     .iter()
                     .filter_map(|a| a.endpoint.as_ref()?.key_env.clone()),
             )
+            .chain(
+                pipeline
+                    .judges
+                    .iter()
+                    .filter_map(|j| j.settings.api_key_env.clone()),
+            )
             .collect(),
     });
     for loaded in sessions {

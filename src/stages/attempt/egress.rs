@@ -4,7 +4,10 @@
 //! host; there [`serve`] reads one HTTP request per connection, refuses any
 //! that is not for the configured endpoint, puts the real key in (the
 //! agent holds a placeholder: no key is ever in the workspace, transcript,
-//! log or cache), sends it on, and records its status, bytes and time.
+//! log or cache), sends it on, takes the key and the `[redact] env`
+//! values out of the answer (an endpoint may echo them), and records its
+//! status, bytes and time. Where a request may go is decided on the URL
+//! the forwarder will send, as its own parser reads it ([`target`]).
 //!
 //! HTTP/1.1 as model clients send it: a request line, headers, a body of
 //! `Content-Length` bytes (a chunked body is refused with 411). The answer
@@ -301,7 +304,11 @@ async fn send(
                 .unwrap_or("application/octet-stream")
                 .to_owned();
             match resp.bytes().await {
-                Ok(body) => (status, kind, scrub(&body, endpoint)),
+                Ok(body) => (
+                    status,
+                    String::from_utf8_lossy(&scrub(kind.as_bytes(), endpoint)).into_owned(),
+                    scrub(&body, endpoint),
+                ),
                 Err(e) => {
                     req.error = Some(format!("the answer was cut: {}", chain(&e)));
                     (502, "text/plain".into(), Vec::new())

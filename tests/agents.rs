@@ -17,6 +17,9 @@ use util::llm::Llm;
 
 /// The key the proxy sends: in assay's environment only.
 const KEY: &str = "sk-assay-test-key-0123456789abcdef0123456789";
+/// A `[redact] env` secret in assay's environment, which an endpoint's
+/// answer may carry (a gateway's organisation token).
+const ORG: &str = "org-secret-5f1d2c7a9b3e8d4c";
 
 /// Every assay this test process runs gets the key (and, for the
 /// mini-swe-agent test, its virtualenv on PATH).
@@ -24,6 +27,7 @@ fn env() {
     let venv = concat!(env!("CARGO_MANIFEST_DIR"), "/target/mini-venv/bin");
     util::project::set_env(vec![
         ("OPENAI_API_KEY".into(), KEY.into()),
+        ("ASSAY_TEST_ORG_SECRET".into(), ORG.into()),
         (
             "PATH".into(),
             format!("{venv}:{}", std::env::var("PATH").unwrap_or_default()),
@@ -506,4 +510,181 @@ command = "true"
     assert_eq!(failed.len(), 2, "{:?}", b.summary);
     assert!(failed[0].contains("`ASSAY_TEST_NO_SUCH_KEY`"), "{failed:?}");
     assert!(llm.seen().is_empty());
+}
+
+/// The proxy's path rule holds after the forwarder's URL parser has
+/// resolved the path: dot segments, plain or encoded, backslashes, double
+/// encoding and empty segments sent raw from the sandbox never reach the
+/// endpoint host outside `base_url`'s path (each would carry the real key).
+#[test]
+fn paths_that_resolve_outside_the_endpoint_never_reach_its_host() {
+    let llm = Llm::start(|_, _| (200, r#"{"choices":[{"message":{"content":"hi"}}]}"#.into()));
+    let agent = r#"
+[[agent]]
+label = "climber"
+model = "m-1"
+base_url = "ENDPOINT-URL"
+key_env = "OPENAI_API_KEY"
+command = '''
+python3 - <<'PY'
+import os, socket, urllib.parse
+port = urllib.parse.urlsplit(os.environ["ASSAY_BASE_URL"]).port
+for path in ["/v1/%2e%2e/admin", "/v1/.%2e/admin", "/v1/..\\admin", "/v1/..",
+             "/v1/%2e%2e/%2e%2e/etc/passwd", "/v1/%252e%252e/admin", "/v1/..;/admin",
+             "/v1/.\t./admin", "//admin", "/v1x/admin", "/v1/chat/completions"]:
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(("GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n").encode())
+    print("status", repr(path), s.recv(200).split(b"\r\n")[0].decode())
+PY
+'''
+"#
+    .replace("ENDPOINT-URL", &llm.url());
+    let f = fixture(&agent);
+    f.build_ok();
+    let attempt = f.project.output_record("attempt:agent/climber/p-1/0");
+    let log = String::from_utf8(f.project.blob(attempt["log"].as_str().unwrap())).unwrap();
+    assert_eq!(log.matches(" HTTP/1.1 403").count(), 10, "{log}");
+    assert!(log.contains("'/v1/chat/completions' HTTP/1.1 200"), "{log}");
+    // Only the honest request reached the host, from each of the two tasks.
+    let seen: Vec<String> = llm.seen().into_iter().map(|s| s.path).collect();
+    assert_eq!(seen, ["/v1/chat/completions"; 2], "{log}");
+}
+
+/// An agent that leaves sparse files (no blocks, so under the write
+/// limit; gigabytes of zeros to whoever reads them) is refused before its
+/// workspace is read: `patch_apply_failed`, the agent's, with the figure.
+/// Read, they cost assay ~10 s of CPU per GiB.
+#[test]
+fn sparse_files_in_a_workspace_are_refused_by_their_apparent_size_unread() {
+    let f = fixture(
+        r#"
+[[agent]]
+label = "sparse"
+model = "m-1"
+command = '''
+for i in 1 2 3 4; do truncate -s 1000M big$i.bin; done
+du -sh . ; echo sparse-done
+'''
+"#,
+    );
+    let started = std::time::Instant::now();
+    f.build_ok();
+    let took = started.elapsed();
+    let attempt = f.project.output_record("attempt:agent/sparse/p-1/0");
+    let log = String::from_utf8(f.project.blob(attempt["log"].as_str().unwrap())).unwrap();
+    assert!(log.contains("sparse-done"), "{log}");
+    let why = attempt["collect_error"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("the workspace holds 3.9 GiB of file content (apparent size)")
+            && why.contains("over the 1.0 GiB cap"),
+        "{attempt:#}"
+    );
+    assert_eq!(attempt["patch"], "", "{attempt:#}");
+    let row = f.row("agent/sparse/p-1/0", "exclude");
+    assert_eq!(
+        (row["verdict"].as_str(), row["fault"].as_str()),
+        ("patch_apply_failed", "agent"),
+        "{row:#?}"
+    );
+    eprintln!("two attempts of 3.9 GiB of sparse files: built in {took:?}");
+}
+
+/// An endpoint that echoes the Authorization header it was sent (some
+/// gateways do, in error bodies) and carries a `[redact] env` secret; an
+/// agent that writes what it got into its workspace (plain, base64, hex)
+/// and its transcript. The proxy takes both out of the answer, so no
+/// encoding of them can exist; an imported session's patch holding both
+/// is stored redacted (marked so, its digest of the redacted bytes).
+/// Neither is anywhere in the cache or the release, in any of the forms.
+#[test]
+fn secrets_an_endpoint_echoes_are_nowhere_in_the_cache_or_the_release() {
+    let llm = Llm::start(|_, seen| {
+        let echo = serde_json::json!({"error": {
+            "message": format!("denied for {}", seen.authorization.clone().unwrap_or_default()),
+            "org": ORG,
+        }});
+        (200, echo.to_string())
+    });
+    let agent = r#"
+[[agent]]
+label = "echoed"
+model = "m-1"
+base_url = "ENDPOINT-URL"
+key_env = "OPENAI_API_KEY"
+transcript = "claude-stream-json"
+command = '''
+python3 - <<'PY'
+import base64, json, os, urllib.request
+req = urllib.request.Request(os.environ["ASSAY_BASE_URL"] + "/chat/completions", data=b"{}",
+    headers={"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"]})
+answer = urllib.request.urlopen(req).read().decode()
+error = json.loads(answer)["error"]
+got = error["message"].rsplit(" ", 1)[-1]
+for secret, name in [(got, "key"), (error["org"], "org")]:
+    open(name + ".txt", "w").write(secret + "\n")
+    open(name + ".b64", "w").write(base64.b64encode(secret.encode()).decode() + "\n")
+    open(name + ".hex", "w").write(secret.encode().hex() + "\n")
+print("answer:", answer)
+result = {"type": "result", "subtype": "success", "is_error": False, "num_turns": 1,
+          "result": answer, "usage": {"input_tokens": 1, "output_tokens": 1}}
+open("/assay/out/transcript", "w").write(json.dumps(result) + "\n")
+PY
+'''
+
+[redact]
+env = ["ASSAY_TEST_ORG_SECRET"]
+"#
+    .replace("ENDPOINT-URL", &llm.url());
+    let f = fixture(&agent);
+    // An imported session whose agent got both some other way: its patch
+    // is stored redacted too.
+    let leaked = format!("# {KEY} {ORG}\n{OPS_SUB}");
+    f.session(
+        "imported/leak.json",
+        "p-1",
+        &f.diff1(&[("pkg/ops.py", Some(&leaked))]),
+    );
+    f.build_ok();
+    let imported = f.project.output_record("session:imported/leak.json");
+    assert_eq!(imported["facts"]["patch_redacted"], 2, "{imported:#}");
+    assert_eq!(
+        f.row("imported/leak.json", "exclude")["verdict"],
+        "resolved"
+    );
+    // The endpoint got the key, and echoed it.
+    let bearer = format!("Bearer {KEY}");
+    assert!(
+        llm.seen()
+            .iter()
+            .all(|s| s.authorization.as_deref() == Some(bearer.as_str()))
+    );
+    let attempt = f.project.output_record("attempt:agent/echoed/p-1/0");
+    let patch = String::from_utf8(f.project.blob(attempt["patch"].as_str().unwrap())).unwrap();
+    // What the agent got, and wrote, was the proxy's redaction.
+    assert!(patch.contains("+[REDACTED]"), "{patch}");
+    assert!(patch.contains("+W1JFREFDVEVEXQ=="), "{patch}");
+    assert!(attempt["transcript"].is_string(), "{attempt:#}");
+    let hex = |s: &[u8]| s.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    for secret in [KEY, ORG] {
+        let encoded = std::process::Command::new("sh")
+            .args(["-c", "printf %s \"$0\" | base64 -w0", secret])
+            .output()
+            .unwrap()
+            .stdout;
+        for form in [
+            secret.as_bytes().to_vec(),
+            encoded,
+            hex(secret.as_bytes()).into_bytes(),
+        ] {
+            let mut found = holding(&f.project.path().join("cache"), &form);
+            found.extend(holding(&f.project.path().join("release"), &form));
+            assert_eq!(
+                found,
+                Vec::<String>::new(),
+                "{}",
+                String::from_utf8_lossy(&form)
+            );
+        }
+    }
+    assert!(f.project.path().join("release/report.html").exists());
 }

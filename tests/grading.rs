@@ -2035,4 +2035,98 @@ except OSError as error:
 #[test]
 fn forgeries_written_against_the_shaped_canaries_are_caught_by_the_tasks_own_tests() {
     util::forgery::canary_aware_forgeries_are_caught(Executor::Local);
+
+/// Session inputs are opened beneath the sessions directory with no
+/// symbolic link anywhere on their path: a directory link in the middle
+/// of `patch_file`'s or `transcript`'s path, a session file that is a
+/// link, and a Harbor trial whose `verifier/` or `agent/` is a link all
+/// point at a host file; its bytes reach neither the cache nor the
+/// release, and each refused input is listed with its path.
+#[test]
+fn session_inputs_behind_symbolic_links_are_refused_with_their_path() {
+    const MARKER: &str = "HOST-FILE-MARKER-5c1e0b";
+    let f = Fixture::new();
+    f.default_pipeline();
+    let marked = format!("# {MARKER}\n{OPS_SUB}");
+    let patch = f.diff1(&[("pkg/ops.py", Some(&marked))]);
+    // The host's files, outside the sessions directory.
+    let host = f.path().join("host");
+    std::fs::create_dir_all(&host).unwrap();
+    std::fs::write(host.join("fix.diff"), &patch).unwrap();
+    std::fs::write(host.join("agent.patch"), &patch).unwrap();
+    let transcript = json!({"type": "result", "subtype": "success", "result": MARKER,
+        "is_error": false, "num_turns": 1, "usage": {"input_tokens": 1, "output_tokens": 1}});
+    std::fs::write(host.join("t.stream.jsonl"), format!("{transcript}\n")).unwrap();
+    let linked_session =
+        json!({"task": "p-1", "agent": "linked", "model": "m", "patch": patch}).to_string();
+    std::fs::write(host.join("session.json"), linked_session).unwrap();
+    let sessions = f.path().join("sessions");
+    let session = |id: &str, v: Value| f.project.write(&format!("sessions/{id}"), v.to_string());
+    session(
+        "a/through-dir.json",
+        json!({"task": "p-1", "agent": "a", "model": "m", "patch_file": "d/fix.diff"}),
+    );
+    std::os::unix::fs::symlink(&host, sessions.join("a/d")).unwrap();
+    session(
+        "b/transcript.json",
+        json!({"task": "p-1", "agent": "b", "model": "m", "patch": "", "transcript": "logs/t.stream.jsonl"}),
+    );
+    std::os::unix::fs::symlink(&host, sessions.join("b/logs")).unwrap();
+    std::fs::create_dir_all(sessions.join("c")).unwrap();
+    std::os::unix::fs::symlink(host.join("session.json"), sessions.join("c/linked.json")).unwrap();
+    // A Harbor job: trial t1's verifier/ and t2's agent/ are links.
+    let job = sessions.join("h/job");
+    let write = |rel: &str, v: Value| {
+        let p = job.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, v.to_string()).unwrap();
+    };
+    write("config.json", json!({}));
+    write("result.json", json!({"n_total_trials": 2, "stats": {}}));
+    for t in ["t1", "t2"] {
+        write(
+            &format!("{t}/result.json"),
+            json!({"trial_name": t, "task_name": "assay/p-1",
+                   "agent_info": {"name": "harbor-agent", "model_info": "m"}}),
+        );
+    }
+    std::os::unix::fs::symlink(&host, job.join("t1/verifier")).unwrap();
+    std::os::unix::fs::symlink(&host, job.join("t2/agent")).unwrap();
+    std::fs::create_dir_all(job.join("t2/verifier")).unwrap();
+    std::fs::write(job.join("t2/verifier/agent.patch"), "").unwrap();
+
+    let b = f.build(&[]);
+    assert!(!b.run.stderr.contains("panicked"), "{}", b.run.stderr);
+    let mut hits = Vec::new();
+    grep_tree(&f.path().join("cache"), &[MARKER.as_bytes()], &mut hits);
+    grep_tree(&f.path().join("release"), &[MARKER.as_bytes()], &mut hits);
+    assert_eq!(hits, Vec::new(), "the host file was read");
+    let s = f.summary();
+    let ng = &s["not_graded"];
+    let reason = |id: &str| {
+        ng["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["session"] == id)
+            .unwrap_or_else(|| panic!("{id} not in not_graded: {ng:#}"))["reason"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    for (id, path) in [
+        ("a/through-dir.json", "sessions/a/d/fix.diff"),
+        ("b/transcript.json", "sessions/b/logs/t.stream.jsonl"),
+        ("c/linked.json", "sessions/c/linked.json"),
+        ("h/job/t1", "sessions/h/job/t1/verifier"),
+    ] {
+        let why = reason(id);
+        assert!(
+            why.contains("symbolic link") && why.contains(path),
+            "{id}: {why}"
+        );
+    }
+    // The trial whose agent/ is a link is graded on its own (empty) patch:
+    // nothing assay reads lies under agent/.
+    assert_eq!(f.row("h/job/t2", "exclude")["verdict"], "unresolved");
 }

@@ -206,7 +206,7 @@ fn result_facts(
         by_model,
         reported_cost_usd,
         models: Vec::new(),
-        trial: None,
+        ..RunFacts::default()
     })
 }
 

@@ -32,4 +32,13 @@ pub(crate) struct RunFacts {
     /// other session, whose records keep their bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) trial: Option<super::harbor::Trial>,
+    /// Why assay did not take an attempt's patch from its workspace (over
+    /// the read-back bound): graded `patch_apply_failed`, the agent's.
+    /// Absent for every other session, whose records keep their bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) patch_refused: Option<String>,
+    /// How many secret values were taken out of the patch before it was
+    /// stored (its digest is of the redacted bytes); absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) patch_redacted: Option<u64>,
 }

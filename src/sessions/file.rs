@@ -59,14 +59,16 @@ impl RunSection {
             reported_cost_usd: base.reported_cost_usd,
             models: base.models,
             trial: base.trial,
+            patch_refused: base.patch_refused,
+            patch_redacted: base.patch_redacted,
         }
     }
 }
 
 /// The transcript a session file names, resolved; `None` when it names none
 /// or cannot be read (its own load reports that).
-pub(super) fn named_transcript(path: &Path) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(path).ok()?;
+pub(super) fn named_transcript(root: &Path, path: &Path) -> Option<PathBuf> {
+    let text = String::from_utf8(super::read_beneath(root, path).ok()?).ok()?;
     let spans = span::object_spans(&text)?;
     let value = text.get(spans.value("transcript")?)?;
     let name: String = serde_json::from_str(value).ok()?;
@@ -99,8 +101,8 @@ fn outside(path: &Path, name: &str) -> Option<String> {
 }
 
 /// Reads one session file.
-pub(super) fn load(id: &str, path: &Path) -> Result<ParsedSession, Failure> {
-    let text = read_text(id, path, "session file")?;
+pub(super) fn load(root: &Path, id: &str, path: &Path) -> Result<ParsedSession, Failure> {
+    let text = read_text(root, id, path, "session file")?;
     let at = |span: Range<usize>, message: String, help: &str| {
         SessionError::at(id, path, &text, span, message, help)
     };
@@ -185,11 +187,11 @@ pub(super) fn load(id: &str, path: &Path) -> Result<ParsedSession, Failure> {
                     "write the diff to that path, or fix \"patch_file\" (it is relative to this session file)",
                 ));
             }
-            std::fs::read(&resolved).map_err(|e| {
+            super::read_beneath(root, &resolved).map_err(|why| {
                 at(
                     value_span(&spans, "patch_file"),
-                    format!("cannot read patch file {}: {e}", resolved.display()),
-                    "check that the file is readable",
+                    format!("patch file refused: {why}"),
+                    "keep the diff as a regular file beneath the sessions directory, reached through no symbolic link",
                 )
             })?
         }
@@ -213,7 +215,7 @@ pub(super) fn load(id: &str, path: &Path) -> Result<ParsedSession, Failure> {
                     "save the agent's `--output-format stream-json` output at that path, or fix \"transcript\" (it is relative to this session file)",
                 ));
             }
-            let transcript = read_text(id, &resolved, "transcript")?;
+            let transcript = read_text(root, id, &resolved, "transcript")?;
             if mini::is_trajectory(&transcript) {
                 mini::parse_trajectory(id, &resolved, &transcript)?
             } else {

@@ -75,9 +75,7 @@ pub(super) fn is_job(dir: &Path) -> bool {
     if !dir.join("config.json").is_file() {
         return false;
     }
-    std::fs::read(dir.join("result.json"))
-        .ok()
-        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+    read_json(dir, &dir.join("result.json"))
         .is_some_and(|v| v.get("n_total_trials").is_some_and(Value::is_u64))
 }
 
@@ -92,14 +90,14 @@ pub(super) fn load(
         job: id.to_owned(),
         ..JobTrials::default()
     };
-    let result: Value = read_json(&dir.join("result.json")).unwrap_or_default();
+    let result: Value = read_json(dir, &dir.join("result.json")).unwrap_or_default();
     job.planned = result["n_total_trials"].as_u64().unwrap_or_default();
     let stats = &result["stats"];
     job.not_ended = ["n_cancelled_trials", "n_pending_trials", "n_running_trials"]
         .iter()
         .filter_map(|k| stats[k].as_u64())
         .sum();
-    let config: Value = read_json(&dir.join("config.json")).unwrap_or_default();
+    let config: Value = read_json(dir, &dir.join("config.json")).unwrap_or_default();
     let mut folders: Vec<_> = std::fs::read_dir(dir)
         .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
         .unwrap_or_default();
@@ -113,7 +111,7 @@ pub(super) fn load(
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let session_id = format!("{id}/{name}");
-        let session = trial(&session_id, id, &folder, &config);
+        let session = trial(dir, &session_id, id, &folder, &config);
         if let Ok(s) = &session
             && let Some(t) = &s.session.facts.trial
         {
@@ -124,34 +122,29 @@ pub(super) fn load(
     job
 }
 
-/// The bytes of `path` when it is a regular file: a job directory is
-/// someone else's, and a symbolic link in it must not read this machine's
-/// files into the cache and the release.
-fn regular(path: &Path) -> Option<Vec<u8>> {
-    let meta = std::fs::symlink_metadata(path).ok()?;
-    meta.is_file().then(|| std::fs::read(path).ok()).flatten()
+/// The bytes of `path` when it is a regular file beneath the job `root`
+/// reached through no symbolic link: a job directory is someone else's
+/// (the agent, root in its container, writes `agent/` and `verifier/`),
+/// and a link anywhere in it must not read this machine's files into the
+/// cache and the release.
+fn regular(root: &Path, path: &Path) -> Option<Vec<u8>> {
+    super::read_beneath(root, path).ok()
 }
 
-fn read_json(path: &Path) -> Option<Value> {
-    serde_json::from_slice(&regular(path)?).ok()
+fn read_json(root: &Path, path: &Path) -> Option<Value> {
+    serde_json::from_slice(&regular(root, path)?).ok()
 }
 
 /// One trial folder as a session.
 fn trial(
+    root: &Path,
     session_id: &str,
     job: &str,
     folder: &Path,
     config: &Value,
 ) -> Result<ParsedSession, Failure> {
     let result_path = folder.join("result.json");
-    if !std::fs::symlink_metadata(&result_path).is_ok_and(|m| m.is_file()) {
-        return Err(SessionError::plain(
-            session_id,
-            format!("{} is not a regular file; not read", result_path.display()),
-            "a trial's files are read only as regular files of the job directory",
-        ));
-    }
-    let text = super::read_text(session_id, &result_path, "Harbor trial result")?;
+    let text = super::read_text(root, session_id, &result_path, "Harbor trial result")?;
     let r: Value = serde_json::from_str(&text)
         .map_err(|e| SessionError::from_json(session_id, &result_path, &text, 0, &text, &e))?;
     let Some(trial_name) = r["trial_name"].as_str() else {
@@ -162,8 +155,21 @@ fn trial(
         ));
     };
     let verifier = folder.join("verifier");
-    let verdict = read_json(&verifier.join("assay-verdict.json"));
-    let patch = regular(&verifier.join("agent.patch"));
+    if std::fs::symlink_metadata(&verifier).is_ok_and(|m| m.is_symlink()) {
+        // Harbor makes this directory on the host; only whoever wrote the
+        // job could have linked it. (A link inside it may be the agent's:
+        // that file is not read, as if not kept.)
+        return Err(SessionError::plain(
+            session_id,
+            format!(
+                "{} is a symbolic link; the trial is not read",
+                verifier.display()
+            ),
+            "a trial's files are read only beneath the job directory, never through a symbolic link",
+        ));
+    }
+    let verdict = read_json(root, &verifier.join("assay-verdict.json"));
+    let patch = regular(root, &verifier.join("agent.patch"));
     let task_name = r["task_name"].as_str().unwrap_or_default();
     // The exported verifier names the released task (its instance id) and
     // its digest; a trial without it names the task by its Harbor name.
@@ -468,7 +474,7 @@ mod tests {
         assert!(!good.session.facts.trial.as_ref().unwrap().patch_kept);
         let err = by_id["j/good__xyfiiNM"].as_ref().unwrap_err();
         assert!(
-            err.message.contains("not a regular file"),
+            err.message.contains("is a symbolic link"),
             "{}",
             err.message
         );

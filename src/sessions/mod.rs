@@ -171,13 +171,35 @@ fn kind_of(file: &Path) -> &'static str {
     }
 }
 
-/// Reads `path` as UTF-8 text; either failure is the session's error.
-fn read_text(id: &str, path: &Path, what: &str) -> Result<String, Failure> {
-    let bytes = std::fs::read(path).map_err(|e| {
+/// The largest input file read: a session file, patch, transcript or
+/// Harbor file (the patch caps apply later, in the session's stage).
+const MAX_INPUT: u64 = 1 << 30;
+
+/// The bytes of `path`, a file below `root` (the sessions directory, or a
+/// Harbor job's), opened beneath it with no symbolic link anywhere on the
+/// way: the run reports' opener (`assay_exec::beneath`), so a directory
+/// link in the middle of a path cannot pull a file of this machine into
+/// the cache and the release. `Err` names the path and why.
+fn read_beneath(root: &Path, path: &Path) -> Result<Vec<u8>, String> {
+    let rel = path.strip_prefix(root).map_err(|_| {
+        format!(
+            "{} is not below {}; not read",
+            path.display(),
+            root.display()
+        )
+    })?;
+    assay_exec::beneath::read(root, rel, MAX_INPUT).map_err(|e| format!("{} {e}", path.display()))
+}
+
+/// Reads `path` below `root` as UTF-8 text ([`read_beneath`]); either
+/// failure is the session's error.
+fn read_text(root: &Path, id: &str, path: &Path, what: &str) -> Result<String, Failure> {
+    let bytes = read_beneath(root, path).map_err(|why| {
         SessionError::plain(
             id,
-            format!("cannot read {what} {}: {e}", path.display()),
-            "check that the file exists and is readable",
+            format!("cannot read {what}: {why}"),
+            "session inputs are read only as regular files beneath the sessions directory, \
+             never through a symbolic link: copy the file in",
         )
     })?;
     String::from_utf8(bytes).map_err(|e| {
@@ -249,7 +271,7 @@ pub(crate) fn load_all(
     let transcripts: BTreeSet<PathBuf> = found
         .iter()
         .filter(|f| has_ext(&f.path, "json"))
-        .filter_map(|f| file::named_transcript(&f.path))
+        .filter_map(|f| file::named_transcript(dir, &f.path))
         .map(|p| normalize(&p))
         .collect();
 
@@ -260,16 +282,16 @@ pub(crate) fn load_all(
             continue;
         }
         if has_ext(&f.path, "json") {
-            match swebench::load_json(&f.id, &f.path) {
+            match swebench::load_json(dir, &f.id, &f.path) {
                 Some(predictions) => {
                     for (n, session) in predictions {
                         out.push((f.id.clone(), n, session));
                     }
                 }
-                None => out.push((f.id.clone(), 0, file::load(&f.id, &f.path))),
+                None => out.push((f.id.clone(), 0, file::load(dir, &f.id, &f.path))),
             }
         } else if has_ext(&f.path, "jsonl") && !f.id.ends_with(".stream.jsonl") {
-            for (line, session) in swebench::load(&f.id, &f.path) {
+            for (line, session) in swebench::load(dir, &f.id, &f.path) {
                 out.push((f.id.clone(), line, session));
             }
         }
@@ -283,7 +305,8 @@ pub(crate) fn load_all(
 }
 
 /// Collects the files under `dir` (skipping hidden entries; symlinked
-/// directories are not followed, so a link cycle cannot loop).
+/// directories are not followed, so a link cycle cannot loop, and are
+/// listed as not read).
 fn walk(
     dir: &Path,
     prefix: &str,
@@ -340,7 +363,24 @@ fn walk(
             jobs.push(harbor::load(&id, &path, out));
         } else if kind.is_dir() {
             walk(&path, &format!("{id}/"), found, out, jobs);
-        } else if kind.is_file() || (kind.is_symlink() && path.is_file()) {
+        } else if kind.is_symlink() && path.is_dir() {
+            // Never followed: listed as not read, so sessions do not vanish
+            // without a word.
+            out.push((
+                id.clone(),
+                0,
+                Err(SessionError::plain(
+                    &id,
+                    format!(
+                        "{} is a symbolic link to a directory; not read",
+                        path.display()
+                    ),
+                    "session inputs are read only beneath the sessions directory, never \
+                     through a symbolic link: move or copy the directory in",
+                )),
+            ));
+        } else if kind.is_file() || kind.is_symlink() {
+            // A symlinked session file is refused by its reader, with its path.
             found.push(Found { id, path });
         }
     }

@@ -18,8 +18,12 @@ use super::span;
 use super::{Failure, ParsedSession, Session, SessionError, read_text};
 
 /// Every non-blank line of `path` as (1-based line number, session or error).
-pub(super) fn load(id: &str, path: &Path) -> Vec<(usize, Result<ParsedSession, Failure>)> {
-    let text = match read_text(id, path, "predictions file") {
+pub(super) fn load(
+    root: &Path,
+    id: &str,
+    path: &Path,
+) -> Vec<(usize, Result<ParsedSession, Failure>)> {
+    let text = match read_text(root, id, path, "predictions file") {
         Ok(text) => text,
         Err(e) => return vec![(0, Err(e))],
     };
@@ -41,10 +45,11 @@ pub(super) fn load(id: &str, path: &Path) -> Vec<(usize, Result<ParsedSession, F
 /// `instance_id`). None: it is an assay session file (or not JSON; the
 /// session reader says why).
 pub(super) fn load_json(
+    root: &Path,
     id: &str,
     path: &Path,
 ) -> Option<Vec<(usize, Result<ParsedSession, Failure>)>> {
-    let text = std::fs::read_to_string(path).ok()?;
+    let text = String::from_utf8(super::read_beneath(root, path).ok()?).ok()?;
     let value: Value = serde_json::from_str(&text).ok()?;
     let elements: Vec<(String, Option<String>, Range<usize>)> = match &value {
         Value::Array(_) => span::array_spans(&text)?

@@ -86,7 +86,7 @@ fn transcript_facts() -> RunFacts {
         by_model: BTreeMap::new(),
         reported_cost_usd: Some(0.0921),
         models: vec!["claude-sonnet-4-5-20250929".to_owned()],
-        trial: None,
+        ..RunFacts::default()
     }
 }
 
@@ -812,6 +812,14 @@ fn patch_and_transcript_files_must_stay_below_the_session() {
         r#"{"task": "t", "agent": "a", "model": "m", "patch_file": "d/fine.diff"}"#,
     );
     write(&root, "a/d/fine.diff", "diff --git a/x b/x\n");
+    // A directory link in the middle of the path: only the last component
+    // was once checked.
+    std::os::unix::fs::symlink(dir.path(), root.join("a/host")).expect("symlink");
+    write(
+        &root,
+        "a/through.json",
+        r#"{"task": "t", "agent": "a", "model": "m", "patch_file": "host/secret.txt"}"#,
+    );
     let results = load_dir(&root);
     let by_id: BTreeMap<String, &Result<ParsedSession, SessionError>> = results
         .iter()
@@ -820,7 +828,13 @@ fn patch_and_transcript_files_must_stay_below_the_session() {
             Err(e) => (e.id.clone(), r),
         })
         .collect();
-    for id in ["a/up.json", "a/abs.json", "a/tr.json", "a/link.json"] {
+    for id in [
+        "a/up.json",
+        "a/abs.json",
+        "a/tr.json",
+        "a/link.json",
+        "a/through.json",
+    ] {
         let e = err(by_id[id]);
         assert!(e.message.contains("refused"), "{id}: {}", e.message);
         let (text, _) = spanned(e);

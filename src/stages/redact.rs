@@ -2,6 +2,11 @@
 //! common API-key shapes, patterns from the pipeline, and the values of named
 //! environment variables. The *names* and patterns enter run keys; the values
 //! never enter a key, a record or a log.
+//!
+//! Patches are redacted by value only ([`Redactor::values`]): a pattern
+//! would rewrite code that merely looks like a key (a test fixture's
+//! `sk-…`), while a value of `key_env` or `[redact] env` in a patch is a
+//! secret that reached the agent, never an answer.
 
 use regex::bytes::Regex;
 use serde::Serialize;
@@ -53,24 +58,26 @@ impl Redactor {
         Redactor { patterns, literals }
     }
 
+    /// Only the values of the variables `config.env` names (patterns
+    /// left out): what patches are redacted with.
+    pub(crate) fn values(config: &RedactConfig) -> Redactor {
+        Redactor {
+            patterns: Vec::new(),
+            ..Redactor::new(&RedactConfig {
+                patterns: Vec::new(),
+                env: config.env.clone(),
+            })
+        }
+    }
+
     /// Returns the redacted bytes and how many secrets were replaced.
     pub(crate) fn redact(&self, input: &[u8]) -> (Vec<u8>, u64) {
         let mut out = input.to_vec();
         let mut count = 0u64;
         for lit in &self.literals {
-            let mut next = Vec::with_capacity(out.len());
-            let mut i = 0;
-            while i < out.len() {
-                if out[i..].starts_with(lit) {
-                    next.extend_from_slice(REDACTED);
-                    i += lit.len();
-                    count += 1;
-                } else {
-                    next.push(out[i]);
-                    i += 1;
-                }
-            }
-            out = next;
+            let n;
+            (out, n) = replace_value(&out, lit);
+            count += n;
         }
         for re in &self.patterns {
             let n = re.find_iter(&out).count() as u64;
@@ -81,6 +88,24 @@ impl Redactor {
         }
         (out, count)
     }
+}
+
+/// `input` with every occurrence of `value` replaced by `[REDACTED]`, and
+/// how many there were.
+pub(crate) fn replace_value(input: &[u8], value: &[u8]) -> (Vec<u8>, u64) {
+    let mut out = Vec::with_capacity(input.len());
+    let (mut i, mut count) = (0, 0);
+    while i < input.len() {
+        if !value.is_empty() && input[i..].starts_with(value) {
+            out.extend_from_slice(REDACTED);
+            i += value.len();
+            count += 1;
+        } else {
+            out.push(input[i]);
+            i += 1;
+        }
+    }
+    (out, count)
 }
 
 #[cfg(test)]
@@ -107,6 +132,22 @@ mod tests {
         assert!(!out.contains("corp-123456"));
         assert!(!out.contains(&path));
         assert!(out.ends_with(" ok"));
+    }
+
+    #[test]
+    fn by_values_only_a_value_is_replaced_never_a_key_shaped_string() {
+        let r = Redactor::values(&RedactConfig {
+            patterns: vec![r"corp-[0-9]{6}".into()],
+            env: vec!["PATH".into()],
+        });
+        let path = std::env::var("PATH").unwrap();
+        let fixture = "+KEY = \"sk-ant-api03-ABCDEFGHIJKLMNOPQRSTUVWX\" corp-123456\n";
+        let (out, n) = r.redact(format!("{fixture}+{path}\n").as_bytes());
+        assert_eq!(n, 1);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            format!("{fixture}+[REDACTED]\n")
+        );
     }
 
     #[test]

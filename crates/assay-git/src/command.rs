@@ -7,7 +7,7 @@
 //! explicitly with `GIT_DIR`.
 
 use std::ffi::OsStr;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -78,6 +78,73 @@ impl Git {
     /// Runs the command, feeding `stdin`; returns stdout on success.
     pub(crate) fn output(self, stdin: &[u8]) -> Result<Vec<u8>, GitError> {
         self.try_output(stdin)?
+    }
+
+    /// Like [`Git::output`] with no input, but killed once it has run for
+    /// `limit` ([`GitError::TimedOut`]): for reading back a tree whose
+    /// files someone else made.
+    pub(crate) fn output_within(mut self, limit: std::time::Duration) -> Result<Vec<u8>, GitError> {
+        let args = self.describe();
+        let spawn = |source| GitError::Spawn {
+            args: args.clone(),
+            source,
+        };
+        let mut child = self
+            .cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(spawn)?;
+        let drain = |pipe: Option<Box<dyn Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                if let Some(mut pipe) = pipe {
+                    let _ = pipe.read_to_end(&mut buf);
+                }
+                buf
+            })
+        };
+        let stdout = drain(
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
+        let stderr = drain(
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
+        let started = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().map_err(spawn)? {
+                break status;
+            }
+            if started.elapsed() >= limit {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(GitError::TimedOut {
+                    args,
+                    seconds: limit.as_secs(),
+                });
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        let (stdout, stderr) = (
+            stdout.join().unwrap_or_default(),
+            stderr.join().unwrap_or_default(),
+        );
+        if status.success() {
+            Ok(stdout)
+        } else {
+            Err(GitError::Command {
+                args,
+                status: status.to_string(),
+                stderr: String::from_utf8_lossy(&stderr).trim().to_string(),
+            })
+        }
     }
 
     /// Like [`Git::output`], but a non-zero exit is returned as the inner

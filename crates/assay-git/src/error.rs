@@ -63,6 +63,9 @@ pub enum GitError {
     Misread { reason: String },
     #[error("invalid pattern: {0}")]
     Pattern(String),
+    /// Stopped at its time bound (killed).
+    #[error("`git {args}` took over {seconds} s and was stopped")]
+    TimedOut { args: String, seconds: u64 },
 }
 
 impl GitError {

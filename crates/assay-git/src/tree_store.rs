@@ -355,6 +355,17 @@ impl TreeStore {
     /// workspace an agent left behind is read as files, whatever its
     /// `.git` says.
     pub fn write_tree_of(&self, dir: &Path) -> Result<String, GitError> {
+        self.write_tree_of_within(dir, None)
+    }
+
+    /// [`TreeStore::write_tree_of`], stopped once reading `dir` has taken
+    /// `limit` ([`GitError::TimedOut`]): its files may be someone else's,
+    /// made to cost the reader (sparse files of no blocks read as zeros).
+    pub fn write_tree_of_within(
+        &self,
+        dir: &Path,
+        limit: Option<std::time::Duration>,
+    ) -> Result<String, GitError> {
         let tmp_dir = self.path.join("assay-tmp");
         std::fs::create_dir_all(&tmp_dir).map_err(|e| GitError::io(&tmp_dir, e))?;
         let index = TempFile(tmp_dir.join(unique_name("index")));
@@ -363,15 +374,18 @@ impl TreeStore {
                 .env("GIT_INDEX_FILE", &index.0)
                 .env("GIT_WORK_TREE", dir)
         };
-        git()
+        let add = git()
             .args([
                 "-c",
                 "core.fsmonitor=false",
                 "-c",
                 "core.hooksPath=/dev/null",
             ])
-            .args(["add", "-A", "--", "."])
-            .output(&[])?;
+            .args(["add", "-A", "--", "."]);
+        match limit {
+            Some(limit) => add.output_within(limit)?,
+            None => add.output(&[])?,
+        };
         let out = git().arg("write-tree").output(&[])?;
         Ok(String::from_utf8_lossy(&out).trim().to_string())
     }

@@ -4,7 +4,10 @@
 //! host; there [`serve`] reads one HTTP request per connection, refuses any
 //! that is not for the configured endpoint, puts the real key in (the
 //! agent holds a placeholder: no key is ever in the workspace, transcript,
-//! log or cache), sends it on, and records its status, bytes and time.
+//! log or cache), sends it on, takes the key and the `[redact] env`
+//! values out of the answer (an endpoint may echo them), and records its
+//! status, bytes and time. Where a request may go is decided on the URL
+//! the forwarder will send, as its own parser reads it ([`target`]).
 //!
 //! HTTP/1.1 as model clients send it: a request line, headers, a body of
 //! `Content-Length` bytes (a chunked body is refused with 411). The answer
@@ -28,6 +31,9 @@ pub(crate) struct Endpoint {
     /// The key, read from assay's environment; `None`: none is sent.
     pub(crate) key: Option<String>,
     pub(crate) header: KeyHeader,
+    /// Other secret values (`[redact] env`) taken out of every answer, as
+    /// the key is ([`scrub`]).
+    pub(crate) secrets: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,6 +69,7 @@ impl Endpoint {
             prefix: path.trim_end_matches('/').to_owned(),
             key,
             header,
+            secrets: Vec::new(),
         })
     }
 }
@@ -250,12 +257,6 @@ async fn send(
     client: &reqwest::Client,
     req: &mut Request,
 ) -> (u16, String, Vec<u8>) {
-    let under = head.path == endpoint.prefix
-        || endpoint.prefix.is_empty()
-        || head
-            .path
-            .strip_prefix(&endpoint.prefix)
-            .is_some_and(|rest| rest.starts_with('/') || rest.starts_with('?'));
     let method = match head.method.as_str() {
         "GET" => reqwest::Method::GET,
         "POST" => reqwest::Method::POST,
@@ -264,15 +265,18 @@ async fn send(
             return (405, "text/plain".into(), b"only GET and POST\n".to_vec());
         }
     };
-    if !under || head.path.contains("/../") || head.path.contains("..%2") {
-        req.error = Some(REFUSED.into());
-        return (
-            403,
-            "text/plain".into(),
-            format!("{REFUSED}\n").into_bytes(),
-        );
-    }
-    let mut out = client.request(method, format!("{}{}", endpoint.origin, head.path));
+    let url = match target(endpoint, &head.path) {
+        Ok(url) => url,
+        Err(why) => {
+            req.error = Some(format!("{REFUSED} ({why})"));
+            return (
+                403,
+                "text/plain".into(),
+                format!("{REFUSED}: {why}\n").into_bytes(),
+            );
+        }
+    };
+    let mut out = client.request(method, url);
     for (k, v) in &head.headers {
         if !DROPPED.contains(&k.as_str()) {
             out = out.header(k.as_str(), v.as_str());
@@ -300,7 +304,11 @@ async fn send(
                 .unwrap_or("application/octet-stream")
                 .to_owned();
             match resp.bytes().await {
-                Ok(body) => (status, kind, body.to_vec()),
+                Ok(body) => (
+                    status,
+                    String::from_utf8_lossy(&scrub(kind.as_bytes(), endpoint)).into_owned(),
+                    scrub(&body, endpoint),
+                ),
                 Err(e) => {
                     req.error = Some(format!("the answer was cut: {}", chain(&e)));
                     (502, "text/plain".into(), Vec::new())
@@ -308,6 +316,73 @@ async fn send(
             }
         }
     }
+}
+
+/// The URL a request for `raw` (its request-target) is sent to, or why it
+/// is refused. The prefix is checked on the path the forwarder will send,
+/// as reqwest's own URL parser leaves it, and that path must be the one the
+/// agent wrote: a form the parser or the endpoint would resolve differently
+/// (dot segments, plain or percent-encoded; encoded slashes and
+/// backslashes; double encoding; an empty segment; characters the parser
+/// drops or rewrites) is refused rather than interpreted.
+fn target(endpoint: &Endpoint, raw: &str) -> Result<reqwest::Url, String> {
+    if !raw.starts_with('/') {
+        return Err("not an origin-form path".into());
+    }
+    if let Some(c) = raw
+        .chars()
+        .find(|c| c.is_ascii_control() || *c == ' ' || *c == '\\' || *c == '#')
+    {
+        return Err(format!("{c:?} in the path"));
+    }
+    let path = raw.split_once('?').map_or(raw, |(p, _)| p);
+    let lower = path.to_ascii_lowercase();
+    if let Some(code) = ["%2e", "%2f", "%5c", "%25"]
+        .into_iter()
+        .find(|code| lower.contains(code))
+    {
+        return Err(format!(
+            "`{code}` (an encoded dot, slash, backslash or `%`) in the path"
+        ));
+    }
+    let segments: Vec<&str> = path[1..].split('/').collect();
+    for (i, segment) in segments.iter().enumerate() {
+        // `..;x` is `..` to servers that strip path parameters.
+        let bare = segment.split_once(';').map_or(*segment, |(s, _)| s);
+        let last = i + 1 == segments.len();
+        if matches!(bare, "." | "..") || (bare.is_empty() && !last) {
+            return Err(format!("the segment `{segment}`"));
+        }
+    }
+    let url = reqwest::Url::parse(&format!("{}{raw}", endpoint.origin))
+        .map_err(|e| format!("not a URL: {e}"))?;
+    let origin = reqwest::Url::parse(&endpoint.origin).map_err(|e| e.to_string())?;
+    if url.origin() != origin.origin() || url.path() != path {
+        return Err(format!("resolves to `{}`", url.path()));
+    }
+    let sent = url.path();
+    let under = endpoint.prefix.is_empty()
+        || sent == endpoint.prefix
+        || sent
+            .strip_prefix(&endpoint.prefix)
+            .is_some_and(|rest| rest.starts_with('/'));
+    if !under {
+        return Err(format!("`{sent}` is not under `{}`", endpoint.prefix));
+    }
+    Ok(url)
+}
+
+/// `body` with the key and the other secrets taken out: an endpoint that
+/// echoes the header it was sent (some gateways do, in error bodies), or
+/// hands out a secret of its own, would give the agent what the proxy
+/// exists to keep from it, and then in any encoding the agent likes, past
+/// any redaction of what assay stores.
+fn scrub(body: &[u8], endpoint: &Endpoint) -> Vec<u8> {
+    let mut out = body.to_vec();
+    for secret in endpoint.key.iter().chain(&endpoint.secrets) {
+        out = crate::stages::redact::replace_value(&out, secret.as_bytes()).0;
+    }
+    out
 }
 
 fn chain(e: &dyn std::error::Error) -> String {
@@ -439,6 +514,82 @@ mod tests {
         );
         assert!(Endpoint::parse("ftp://x", None, KeyHeader::XApiKey).is_err());
         assert!(Endpoint::parse("https:///v1", None, KeyHeader::XApiKey).is_err());
+    }
+
+    #[test]
+    fn paths_that_resolve_outside_the_prefix_are_refused_before_they_are_sent() {
+        let e =
+            Endpoint::parse("http://127.0.0.1:9000/v1", None, KeyHeader::Authorization).unwrap();
+        for raw in [
+            // The forms that reached the endpoint host outside `/v1`.
+            "/v1/%2e%2e/admin",
+            "/v1/.%2e/admin",
+            "/v1/%2E%2E/admin",
+            "/v1/..\\admin",
+            "/v1/..",
+            "/v1/%2e%2e/%2e%2e/etc/passwd",
+            // Plain and parameter-hidden dot segments.
+            "/v1/../admin",
+            "/v1/./../admin",
+            "/v1/..;/admin",
+            "/v1/.;x/chat",
+            // Encoded slash and backslash, double encoding.
+            "/v1%2f..%2fadmin",
+            "/v1/..%5cadmin",
+            "/v1/%252e%252e/admin",
+            // Empty segments: `//host` reads as an authority to some servers.
+            "//v1/chat",
+            "/v1//../admin",
+            "/v1//chat",
+            // Prefix confusion, fragments, characters the parser strips.
+            "/v1x/chat/completions",
+            "/v1.evil/chat",
+            "/admin?/v1/chat",
+            "/v1/chat#/../../admin",
+            "/v1/.\t./admin",
+            "/v1/.\n./admin",
+            // Not origin-form.
+            "http://1.1.1.1/v1/chat",
+            "*",
+        ] {
+            assert!(target(&e, raw).is_err(), "{raw:?} was let through");
+        }
+        for (raw, sent) in [
+            ("/v1", "http://127.0.0.1:9000/v1"),
+            ("/v1/", "http://127.0.0.1:9000/v1/"),
+            (
+                "/v1/chat/completions",
+                "http://127.0.0.1:9000/v1/chat/completions",
+            ),
+            (
+                "/v1/models?after=a%2Fb&x=..",
+                "http://127.0.0.1:9000/v1/models?after=a%2Fb&x=..",
+            ),
+            ("/v1/files/a..b", "http://127.0.0.1:9000/v1/files/a..b"),
+        ] {
+            assert_eq!(target(&e, raw).map(String::from), Ok(sent.to_owned()));
+        }
+        let root = Endpoint::parse("http://127.0.0.1:9000", None, KeyHeader::XApiKey).unwrap();
+        assert!(target(&root, "/v1/messages").is_ok());
+        assert!(target(&root, "/a/../../etc/passwd").is_err());
+    }
+
+    #[test]
+    fn the_key_and_the_secrets_are_taken_out_of_every_answer() {
+        let echoed = br#"{"error":"bad auth: Bearer sk-real-123456","again":"sk-real-123456","org":"org-77"}"#;
+        let mut e = Endpoint::parse(
+            "http://x/v1",
+            Some("sk-real-123456".into()),
+            KeyHeader::Authorization,
+        )
+        .unwrap();
+        e.secrets = vec!["org-77".into()];
+        assert_eq!(
+            scrub(echoed, &e),
+            br#"{"error":"bad auth: Bearer [REDACTED]","again":"[REDACTED]","org":"[REDACTED]"}"#
+        );
+        let plain = Endpoint::parse("http://x/v1", None, KeyHeader::Authorization).unwrap();
+        assert_eq!(scrub(echoed, &plain), echoed);
     }
 
     #[test]

@@ -300,11 +300,16 @@ async fn once(
                     }
                 },
             };
-            Some(Endpoint::parse(
-                url,
-                key,
-                p.key_header.unwrap_or(KeyHeader::Authorization),
-            )?)
+            let mut endpoint =
+                Endpoint::parse(url, key, p.key_header.unwrap_or(KeyHeader::Authorization))?;
+            endpoint.secrets = p
+                .redact
+                .env
+                .iter()
+                .filter_map(|name| std::env::var(name).ok())
+                .filter(|v| v.len() >= 4)
+                .collect();
+            Some(endpoint)
         }
     };
     let inside_url = endpoint
@@ -350,21 +355,26 @@ async fn once(
     let ran = ran?;
     let requests: Vec<egress::Request> = requests.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let (ws, collected) = {
-        let store = node.store_dir.clone();
+        let (store, write_limit) = (node.store_dir.clone(), p.limits.write);
         tokio::task::spawn_blocking(move || {
-            let collected = workspace::collect(&store, &ws);
+            let collected =
+                workspace::collect(&store, &ws, write_limit, workspace::READ_BACK_LIMIT);
             (ws, collected)
         })
         .await
         .map_err(|e| e.to_string())?
     };
-    let (patch, collect_error) = match collected {
-        Ok(patch) => (patch, None),
-        Err(why) => (Vec::new(), Some(why)),
+    let (patch, collect_error, patch_refused) = match collected {
+        Ok(patch) => (patch, None, None),
+        Err(workspace::Uncollected::Refused(why)) => (Vec::new(), Some(why.clone()), Some(why)),
+        Err(workspace::Uncollected::Failed(why)) => (Vec::new(), Some(why), None),
     };
     let mut redact = p.redact.clone();
     redact.env.extend(p.key_env.clone());
     let redactor = Redactor::new(&redact);
+    // A secret that reached the agent is no part of its answer: the stored
+    // patch, and its digest, are of the redacted bytes.
+    let (patch, patch_redacted) = Redactor::values(&redact).redact(&patch);
     // The agent chose the paths it asked for: redacted like its log.
     let requests: Vec<egress::Request> = requests
         .into_iter()
@@ -389,6 +399,8 @@ async fn once(
     let (mut facts, transcript, transcript_error) =
         transcript(p.transcript, &ws, &redactor, &mut put)?;
     label_models(&mut facts, &p.model_id, &p.model);
+    facts.patch_refused = patch_refused;
+    facts.patch_redacted = (patch_redacted > 0).then_some(patch_redacted);
     if facts.duration_ms.is_none() {
         facts.duration_ms = Some(ran.duration.as_millis() as u64);
     }

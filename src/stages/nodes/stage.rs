@@ -78,6 +78,9 @@ fn stage(
     if let Some(why) = staging::not_graded(task) {
         return Ok(staging::skipped(why));
     }
+    if let Some(why) = &session.facts.patch_refused {
+        return Ok(staging::skipped(Skip::PatchApplyFailed(why.clone())));
+    }
     let patch = blob(ctx, &session.patch)?;
     let store = TreeStore::open_or_init(store_dir).map_err(|e| e.to_string())?;
     stage_patch(p, &store, task, patch).map(|(record, _)| record)

@@ -12,7 +12,7 @@ use super::grade::{self, GradeParams, Policy};
 use super::metrics::{self, MetricsParams};
 use super::node::{self, NoNames, NodeKind};
 use super::recheck::{self, RecheckParams};
-use super::redact::RedactConfig;
+use super::redact::{RedactConfig, Redactor};
 use super::release::Input;
 use super::release::ReleaseInputs;
 use super::run::{Run, RunNames, RunParams};
@@ -59,6 +59,28 @@ pub(crate) fn grade_nodes(
         Some(dir) => crate::sessions::load_all(dir),
         None => Default::default(),
     };
+    let patch_redactor = Redactor::values(&RedactConfig {
+        patterns: Vec::new(),
+        env: g
+            .redact
+            .env
+            .iter()
+            .cloned()
+            .chain(
+                pipeline
+                    .settings
+                    .agents
+                    .iter()
+                    .filter_map(|a| a.endpoint.as_ref()?.key_env.clone()),
+            )
+            .chain(
+                pipeline
+                    .judges
+                    .iter()
+                    .filter_map(|j| j.settings.api_key_env.clone()),
+            )
+            .collect(),
+    });
     for loaded in sessions {
         let (s, file) = match loaded {
             Ok(parsed) => (parsed.session, parsed.file),
@@ -144,6 +166,13 @@ pub(crate) fn grade_nodes(
             ));
             continue;
         };
+        // A key in a session's patch is no answer: the session node (its
+        // params, its blob) holds the redacted bytes.
+        let (patch, redacted) = patch_redactor.redact(&s.patch);
+        let mut facts = s.facts;
+        if redacted > 0 {
+            facts.patch_redacted = Some(redacted);
+        }
         let session_node = names::session(&s.id);
         let params = SessionParams {
             session: Session {
@@ -152,8 +181,8 @@ pub(crate) fn grade_nodes(
                 track,
                 agent: s.agent,
                 model: s.model,
-                patch: s.patch,
-                facts: s.facts,
+                patch,
+                facts,
             },
             error: None,
         };

@@ -285,3 +285,32 @@ fn a_workspace_reads_back_as_files_whatever_its_git_directory_says() {
     assert_eq!(again, tree);
     assert!(store.diff(&base_tree, &base_tree).expect("diff").is_empty());
 }
+
+/// Reading a workspace back stops at its time bound: a sparse file of no
+/// blocks reads as 1 GiB of zeros, seconds of hashing, and is not read to
+/// its end past the bound.
+#[test]
+fn reading_a_workspace_back_stops_at_its_time_bound() {
+    let (_r, src, base, _session, _tests) = setup();
+    let (cache, store) = store_for(&src);
+    let base_tree = store.tree_of(&base).expect("tree");
+    let ws = cache.path().join("ws");
+    store.materialize(&base_tree, &ws).expect("materialize");
+    let sparse = std::fs::File::create(ws.join("sparse.bin")).expect("create");
+    sparse.set_len(1 << 30).expect("a sparse GiB");
+    let started = std::time::Instant::now();
+    let got = store.write_tree_of_within(&ws, Some(std::time::Duration::from_millis(300)));
+    let took = started.elapsed();
+    assert!(
+        matches!(got, Err(assay_git::GitError::TimedOut { .. })),
+        "{got:?}"
+    );
+    assert!(took < std::time::Duration::from_secs(3), "{took:?}");
+    // Without a bound the same tree is read (a small one, quickly).
+    std::fs::remove_file(ws.join("sparse.bin")).expect("rm");
+    assert!(
+        store
+            .write_tree_of_within(&ws, Some(std::time::Duration::from_secs(60)))
+            .is_ok()
+    );
+}

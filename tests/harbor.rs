@@ -12,6 +12,13 @@
 //! everything, history rewritten to hide the change. Each writes only in
 //! its own temp directories.
 //!
+//! Whose fault (issue 35): a saboteur's job read back (a reward rewritten,
+//! a patch deleted, git removed, a runner edited, a trial cancelled) keeps
+//! every trial in the agent's column, lists each reward that disagrees
+//! with assay's regrade and adds up; and a root agent's daemon, `rm git`
+//! and runner edit, run by the real Harbor, never reach the separate
+//! verifier.
+//!
 //! These tests fail, never skip, without the daemon or PyPI's harbor.
 
 #![allow(clippy::unwrap_used)]
@@ -683,4 +690,80 @@ fn a_saboteur_cannot_move_its_trials_out_of_its_column() {
         "{}",
         out.stdout
     );
+}
+
+/// A hostile agent, root in its container (issue 35), run by Harbor as the
+/// oracle of a task whose `solve.sh` is the attack: it leaves a daemon that
+/// rewrites the reward to 1 and deletes `agent.patch` under
+/// `/logs/verifier` (bind-mounted from the trial's folder), removes `git`,
+/// and edits the system's unittest runner so that every failure prints
+/// `ok`. The exported task runs its verifier in a separate environment
+/// (`environment_mode = "separate"`): Harbor stops the agent's container
+/// first, copies only the workspace out, and grades in a fresh container
+/// of the task's image — so the trial keeps its patch, and its reward is
+/// 0 (nothing was fixed), written by assay's verifier.
+#[test]
+fn a_root_agents_daemon_git_removal_and_runner_edit_do_not_reach_the_verifier() {
+    let (p, dataset, tasks) = exported();
+    let id = &tasks.iter().find(|(id, _)| !id.contains("__")).unwrap().0;
+    let hostile = p.path().join("hostile");
+    let task = hostile.join("zz-saboteur");
+    copy_dir(&dataset.join(id), &task);
+    let toml = std::fs::read_to_string(task.join("task.toml")).unwrap();
+    assert!(toml.contains("environment_mode = \"separate\""), "{toml}");
+    std::fs::write(
+        task.join("task.toml"),
+        toml.replace(
+            &format!("name = \"assay/{id}\""),
+            "name = \"assay/zz-saboteur\"",
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        task.join("solution/solve.sh"),
+        r#"#!/bin/sh
+nohup sh -c 'while :; do mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt; echo "{\"reward\": 1}" > /logs/verifier/reward.json; rm -f /logs/verifier/agent.patch; sleep 0.1; done' >/dev/null 2>&1 &
+runner=$(python3 -c 'import unittest.runner as r; print(r.__file__)')
+printf '\nTextTestResult.addFailure = lambda self, test, err: TextTestResult.addSuccess(self, test)\nTextTestResult.addError = TextTestResult.addFailure\n' >> "$runner"
+rm -f /usr/bin/git /bin/git
+echo sabotaged
+"#,
+    )
+    .unwrap();
+    let nonet = p.path().join("nonet.yaml");
+    std::fs::write(&nonet, "services:\n  main:\n    network_mode: none\n").unwrap();
+    let jobs = p.path().join("hostile-jobs");
+    harbor(
+        p.path(),
+        &[
+            "run",
+            "-p",
+            hostile.to_str().unwrap(),
+            "-a",
+            "oracle",
+            "-e",
+            "docker",
+            "-o",
+            jobs.to_str().unwrap(),
+            "--job-name",
+            "saboteur",
+            "-y",
+            "--extra-docker-compose",
+            nonet.to_str().unwrap(),
+        ],
+    );
+    let job = jobs.join("saboteur");
+    let trials = trials(&job);
+    assert_eq!(trials.len(), 1, "{trials:#?}");
+    let (name, r) = &trials[0];
+    assert!(r["exception_info"].is_null(), "{name}: {r:#}");
+    assert_eq!(
+        r["verifier_result"]["rewards"]["reward"].as_f64(),
+        Some(0.0),
+        "the daemon's reward or the edited runner's pass reached the verifier: {r:#}"
+    );
+    let verifier = job.join(name).join("verifier");
+    assert!(verifier.join("agent.patch").is_file(), "the patch was lost");
+    let verdict = json(&verifier.join("assay-verdict.json"));
+    assert_eq!(verdict["verdict"], "unresolved", "{verdict:#}");
 }

@@ -688,3 +688,112 @@ env = ["ASSAY_TEST_ORG_SECRET"]
     }
     assert!(f.project.path().join("release/report.html").exists());
 }
+
+/// Whose fault, on the proxy's word only (issue 35): agents that leave no
+/// transcript, that write a trajectory ending in `RateLimitError` while
+/// the proxy saw every request answered, or that never call an endpoint
+/// that is up, are counted as their own failures; a real 429 and an
+/// endpoint that refuses connections, as the proxy saw them, are the
+/// infrastructure's, retried; an agent that never called an endpoint that
+/// was down is the infrastructure's too (the proxy's probe).
+#[test]
+fn only_the_proxys_records_make_an_attempt_the_infrastructures() {
+    let ok = Llm::start(|_, _| (200, r#"{"choices":[]}"#.into()));
+    let busy = Llm::start(|_, _| (429, r#"{"error":{"message":"rate limited"}}"#.into()));
+    // A port nothing listens on: the endpoint is down.
+    let down = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://127.0.0.1:{}/v1", l.local_addr().unwrap().port())
+    };
+    let call = r#"python3 -c 'import os, urllib.request; urllib.request.urlopen(urllib.request.Request(os.environ["ASSAY_BASE_URL"] + "/chat/completions", data=b"{}"))' || true"#;
+    let fake = r#"echo '{"info":{"exit_status":"RateLimitError","model_stats":{}},"messages":[]}' > {transcript}"#;
+    let agent = |label: &str, url: &str, command: &str| {
+        format!(
+            r#"
+[[agent]]
+label = "{label}"
+model = "m-1"
+transcript = "mini-swe-agent"
+base_url = "{url}"
+key_env = "OPENAI_API_KEY"
+command = '''
+{command}
+'''
+"#
+        )
+    };
+    let agents = [
+        agent("silent", &ok.url(), call),
+        agent("claims", &ok.url(), &format!("{call}\n{fake}")),
+        agent("mute", &ok.url(), "true"),
+        agent("limited", &busy.url(), &format!("{call}\n{fake}")),
+        agent("refused", &down, call),
+        agent("stranded", &down, fake),
+    ]
+    .concat();
+    let f = fixture(&agents);
+    f.build_ok();
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(f.path().join("release/summary.json")).unwrap())
+            .unwrap();
+    for label in ["silent", "claims", "mute"] {
+        let attempt = f
+            .project
+            .output_record(&format!("attempt:agent/{label}/p-1/0"));
+        assert!(
+            attempt.get("infrastructure").is_none(),
+            "{label}: {attempt:#}"
+        );
+        assert_eq!(attempt["facts"]["is_error"], false, "{label}: {attempt:#}");
+        assert_eq!(
+            attempt["proxy"]["forwarder_up"], true,
+            "{label}: {attempt:#}"
+        );
+        let row = f.row(&format!("agent/{label}/p-1/0"), "exclude");
+        assert_eq!(
+            (row["verdict"].as_str(), row["fault"].as_str()),
+            ("unresolved", "agent"),
+            "{label}: {row:#?}"
+        );
+        // Both tasks in the agent's denominator.
+        let a = &summary["agents"][format!("{label}/m-1")];
+        assert_eq!(a["n"], 2, "{label}: {a:#}");
+    }
+    let claims = f.project.output_record("attempt:agent/claims/p-1/0");
+    assert_eq!(claims["facts"]["ended"], "RateLimitError", "{claims:#}");
+    assert!(
+        claims["requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["status"] == 200)
+    );
+    // The probe found the endpoint up: sending nothing was the agent's choice.
+    let mute = f.project.output_record("attempt:agent/mute/p-1/0");
+    assert_eq!(mute["proxy"]["probe"]["up"], true, "{mute:#}");
+    for (label, why) in [
+        ("limited", "status 429"),
+        ("refused", "refused: the endpoint did not answer"),
+        (
+            "stranded",
+            "the endpoint was down at the run's end (refused)",
+        ),
+    ] {
+        let attempt = f
+            .project
+            .output_record(&format!("attempt:agent/{label}/p-1/0"));
+        let got = attempt["infrastructure"].as_str().unwrap_or_default();
+        assert!(got.contains(why), "{label}: {attempt:#}");
+        assert_eq!(attempt["retried"].as_array().unwrap().len(), 1, "{label}");
+        assert_eq!(attempt["facts"]["is_error"], true, "{label}");
+        let row = f.row(&format!("agent/{label}/p-1/0"), "exclude");
+        assert_eq!(row["fault"], "infrastructure", "{label}: {row:#?}");
+        let a = &summary["agents"][format!("{label}/m-1")];
+        assert_eq!(a["n"], 0, "{label}: {a:#}");
+    }
+    // The proxy's records never hold the key.
+    assert_eq!(
+        holding(f.project.path(), KEY.as_bytes()),
+        Vec::<String>::new()
+    );
+}

@@ -2035,6 +2035,7 @@ except OSError as error:
 #[test]
 fn forgeries_written_against_the_shaped_canaries_are_caught_by_the_tasks_own_tests() {
     util::forgery::canary_aware_forgeries_are_caught(Executor::Local);
+}
 
 /// Session inputs are opened beneath the sessions directory with no
 /// symbolic link anywhere on their path: a directory link in the middle

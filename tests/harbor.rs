@@ -12,6 +12,13 @@
 //! everything, history rewritten to hide the change. Each writes only in
 //! its own temp directories.
 //!
+//! Whose fault (issue 35): a saboteur's job read back (a reward rewritten,
+//! a patch deleted, git removed, a runner edited, a trial cancelled) keeps
+//! every trial in the agent's column, lists each reward that disagrees
+//! with assay's regrade and adds up; and a root agent's daemon, `rm git`
+//! and runner edit, run by the real Harbor, never reach the separate
+//! verifier.
+//!
 //! These tests fail, never skip, without the daemon or PyPI's harbor.
 
 #![allow(clippy::unwrap_used)]
@@ -519,4 +526,244 @@ fn a_harbor_dataset_is_certified_by_its_own_oracle_and_no_op_offline() {
         .find(|l| l["folder"] == "oracle-fails")
         .unwrap();
     assert_eq!(fixed["certified"], true, "{fixed:#}");
+}
+
+/// One trial folder as Harbor writes it: `result.json` with the fields the
+/// import reads, and `verifier/agent.patch` when `patch` is `Some`.
+fn write_trial(
+    job: &Path,
+    name: &str,
+    (task, agent): (&str, &str),
+    reward: Option<f64>,
+    exception: Option<&str>,
+    patch: Option<&str>,
+) {
+    let dir = job.join(name);
+    std::fs::create_dir_all(dir.join("verifier")).unwrap();
+    let result = serde_json::json!({
+        "task_name": format!("assay/{task}"),
+        "trial_name": name,
+        "agent_info": {"name": agent, "model_info": if agent == "saboteur" { serde_json::json!({"name": "m"}) } else { Value::Null }},
+        "agent_result": {},
+        "verifier_result": reward.map(|r| serde_json::json!({"rewards": {"reward": r}})),
+        "exception_info": exception.map(|e| serde_json::json!({"exception_type": e})),
+    });
+    std::fs::write(dir.join("result.json"), result.to_string()).unwrap();
+    if let Some(patch) = patch {
+        std::fs::write(dir.join("verifier/agent.patch"), patch).unwrap();
+    }
+}
+
+/// A Harbor agent root in the container its verifier runs in (issue 35),
+/// as its trials come back: a daemon that rewrote the reward to 1 and
+/// deleted `agent.patch`, `rm /usr/bin/git` (no reward, no patch:
+/// `RewardFileNotFoundError`), a system runner edited to pass (reward 1,
+/// empty patch). Each is the agent's failure, graded and counted (the
+/// job's oracle and nop of the same task kept their patches), and each
+/// reward that disagrees with assay's regrade is listed in summary.json
+/// and report.html. A trial Harbor cancelled is the harness's and counted
+/// once; the accounting adds up; `explain` names a count's sessions.
+#[test]
+fn a_saboteur_cannot_move_its_trials_out_of_its_column() {
+    let p = example_project();
+    p.run(&["build"]).code(0);
+    let task: Value = std::fs::read_to_string(p.path().join("release/tasks.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|t| t["certified"] == true && !t["instance_id"].as_str().unwrap().contains("__"))
+        .unwrap();
+    let id = task["instance_id"].as_str().unwrap();
+    let gold = task["patch"].as_str().unwrap();
+    let job = p.path().join("examples/calc/sessions/harbor/sabotage");
+    std::fs::create_dir_all(&job).unwrap();
+    std::fs::write(job.join("config.json"), "{}").unwrap();
+    // Seven planned; six left a folder; Harbor's stats count the cancelled
+    // trial that left one among its two cancelled.
+    std::fs::write(
+        job.join("result.json"),
+        r#"{"n_total_trials": 7, "stats": {"n_cancelled_trials": 2, "n_pending_trials": 0, "n_running_trials": 0}}"#,
+    )
+    .unwrap();
+    write_trial(
+        &job,
+        "oracle__1",
+        (id, "oracle"),
+        Some(1.0),
+        None,
+        Some(gold),
+    );
+    write_trial(&job, "nop__1", (id, "nop"), Some(0.0), None, Some(""));
+    write_trial(&job, "daemon__1", (id, "saboteur"), Some(1.0), None, None);
+    let nogit = Some("RewardFileNotFoundError");
+    write_trial(&job, "nogit__1", (id, "saboteur"), None, nogit, None);
+    write_trial(
+        &job,
+        "runner__1",
+        (id, "saboteur"),
+        Some(1.0),
+        None,
+        Some(""),
+    );
+    let cancelled = Some("CancelledError");
+    write_trial(
+        &job,
+        "cancelled__1",
+        (id, "saboteur"),
+        None,
+        cancelled,
+        None,
+    );
+    p.run(&["build"]).code(0);
+
+    let summary = json(&p.path().join("release/summary.json"));
+    let a = &summary["agents"]["saboteur/m"];
+    assert_eq!(
+        (a["n"].as_u64(), a["resolved"].as_u64()),
+        (Some(3), Some(0)),
+        "every sabotaged trial is in the saboteur's denominator: {a:#}"
+    );
+    let t = &summary["trials"]["harbor:harbor/sabotage"];
+    assert_eq!(
+        (
+            t["planned"].as_u64(),
+            t["started"].as_u64(),
+            t["not_ended"].as_u64()
+        ),
+        (Some(7), Some(6), Some(1)),
+        "{t:#}"
+    );
+    assert_eq!(t["completed"].as_u64(), Some(4), "{t:#}");
+    assert_eq!(
+        t["errored"],
+        serde_json::json!({"CancelledError": 1, "RewardFileNotFoundError": 1}),
+        "{t:#}"
+    );
+    let excluded = t["excluded"].as_array().unwrap();
+    assert_eq!(excluded.len(), 1, "{t:#}");
+    assert_eq!(excluded[0]["session"], "harbor/sabotage/cancelled__1");
+    assert_eq!(excluded[0]["fault"], "harness", "{t:#}");
+    let mut disagreeing: Vec<&str> = t["disagreements"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|d| d["session"].as_str().unwrap())
+        .collect();
+    disagreeing.sort_unstable();
+    assert_eq!(
+        disagreeing,
+        [
+            "harbor/sabotage/daemon__1",
+            "harbor/sabotage/nogit__1",
+            "harbor/sabotage/runner__1"
+        ],
+        "{t:#}"
+    );
+    let daemon = t["disagreements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["session"] == "harbor/sabotage/daemon__1")
+        .unwrap();
+    assert_eq!(
+        (daemon["reward"].as_f64(), daemon["verdict"].as_str()),
+        (Some(1.0), Some("unresolved"))
+    );
+    let why = daemon["why"].as_str().unwrap();
+    assert!(
+        why.contains("no patch kept") && why.contains("nop and oracle"),
+        "{why}"
+    );
+    let html = std::fs::read_to_string(p.path().join("release/report.html")).unwrap();
+    assert!(
+        html.contains("Harbor&#39;s reward beside assay&#39;s regrade")
+            || html.contains("Harbor's reward beside assay's regrade"),
+        "no disagreement table"
+    );
+    assert!(html.contains("harbor/sabotage/runner__1"));
+    // explain names the sessions a trial count counts.
+    let out = p
+        .run(&["explain", "summary.trials[harbor:harbor/sabotage].started"])
+        .code(0);
+    assert!(
+        out.stdout.contains("harbor/sabotage/daemon__1"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// A hostile agent, root in its container (issue 35), run by Harbor as the
+/// oracle of a task whose `solve.sh` is the attack: it leaves a daemon that
+/// rewrites the reward to 1 and deletes `agent.patch` under
+/// `/logs/verifier` (bind-mounted from the trial's folder), removes `git`,
+/// and edits the system's unittest runner so that every failure prints
+/// `ok`. The exported task runs its verifier in a separate environment
+/// (`environment_mode = "separate"`): Harbor stops the agent's container
+/// first, copies only the workspace out, and grades in a fresh container
+/// of the task's image — so the trial keeps its patch, and its reward is
+/// 0 (nothing was fixed), written by assay's verifier.
+#[test]
+fn a_root_agents_daemon_git_removal_and_runner_edit_do_not_reach_the_verifier() {
+    let (p, dataset, tasks) = exported();
+    let id = &tasks.iter().find(|(id, _)| !id.contains("__")).unwrap().0;
+    let hostile = p.path().join("hostile");
+    let task = hostile.join("zz-saboteur");
+    copy_dir(&dataset.join(id), &task);
+    let toml = std::fs::read_to_string(task.join("task.toml")).unwrap();
+    assert!(toml.contains("environment_mode = \"separate\""), "{toml}");
+    std::fs::write(
+        task.join("task.toml"),
+        toml.replace(
+            &format!("name = \"assay/{id}\""),
+            "name = \"assay/zz-saboteur\"",
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        task.join("solution/solve.sh"),
+        r#"#!/bin/sh
+nohup sh -c 'while :; do mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt; echo "{\"reward\": 1}" > /logs/verifier/reward.json; rm -f /logs/verifier/agent.patch; sleep 0.1; done' >/dev/null 2>&1 &
+runner=$(python3 -c 'import unittest.runner as r; print(r.__file__)')
+printf '\nTextTestResult.addFailure = lambda self, test, err: TextTestResult.addSuccess(self, test)\nTextTestResult.addError = TextTestResult.addFailure\n' >> "$runner"
+rm -f /usr/bin/git /bin/git
+echo sabotaged
+"#,
+    )
+    .unwrap();
+    let nonet = p.path().join("nonet.yaml");
+    std::fs::write(&nonet, "services:\n  main:\n    network_mode: none\n").unwrap();
+    let jobs = p.path().join("hostile-jobs");
+    harbor(
+        p.path(),
+        &[
+            "run",
+            "-p",
+            hostile.to_str().unwrap(),
+            "-a",
+            "oracle",
+            "-e",
+            "docker",
+            "-o",
+            jobs.to_str().unwrap(),
+            "--job-name",
+            "saboteur",
+            "-y",
+            "--extra-docker-compose",
+            nonet.to_str().unwrap(),
+        ],
+    );
+    let job = jobs.join("saboteur");
+    let trials = trials(&job);
+    assert_eq!(trials.len(), 1, "{trials:#?}");
+    let (name, r) = &trials[0];
+    assert!(r["exception_info"].is_null(), "{name}: {r:#}");
+    assert_eq!(
+        r["verifier_result"]["rewards"]["reward"].as_f64(),
+        Some(0.0),
+        "the daemon's reward or the edited runner's pass reached the verifier: {r:#}"
+    );
+    let verifier = job.join(name).join("verifier");
+    assert!(verifier.join("agent.patch").is_file(), "the patch was lost");
+    let verdict = json(&verifier.join("assay-verdict.json"));
+    assert_eq!(verdict["verdict"], "unresolved", "{verdict:#}");
 }

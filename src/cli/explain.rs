@@ -289,6 +289,9 @@ struct Explained<'a> {
     left_out: Vec<GradeRow>,
     path: &'a str,
     readings: Vec<ReadingRow>,
+    /// Sessions a count names (a trial count's).
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    sessions: &'a [String],
     /// Tasks in the number's denominator (a leaderboard's).
     #[serde(skip_serializing_if = "is_zero")]
     tasks: usize,
@@ -434,6 +437,7 @@ fn explain_number(
             value: &number.value,
             grades: rows,
             readings,
+            sessions: &number.sessions,
             tasks: number.tasks.len(),
             left_out,
         };
@@ -446,6 +450,12 @@ fn explain_number(
             manifest.release_digest
         );
         print_grades(&rows);
+        if !number.sessions.is_empty() {
+            println!("over     {} sessions", number.sessions.len());
+            for s in &number.sessions {
+                println!("  {s}");
+            }
+        }
         if !number.tasks.is_empty() {
             println!(
                 "over     {} tasks (the denominator: a task without a grade above counts 0)",

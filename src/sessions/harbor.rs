@@ -16,10 +16,16 @@
 //!   from its phase timings, how it ended from `exception_info`.
 //!
 //! Whose fault an errored trial is comes from its exception type, by
-//! [`blame`]'s table, never from a missing reward alone: a trial that kept
-//! no patch is not graded, and the release says why and whose doing it is.
-//! The job's plan (`n_total_trials`) and every trial's outcome go to the
-//! release's trial accounting ([`JobTrials`]).
+//! [`blame`]'s table. A trial that lost its patch or its reward is judged
+//! against its controls ([`lost`]): the agent was root in the container
+//! the verifier ran in, so a missing file is the agent's failure, graded
+//! as an empty patch and counted, unless the job's own controls of the
+//! same task (its `oracle`/`nop` trials) lost theirs the same way — then
+//! it is the harness's, not graded. With no control trial in the job the
+//! control is assay's own screening, which certified every task it grades.
+//! Harbor's reward is a reading only, listed beside assay's regrade when
+//! they disagree. The job's plan (`n_total_trials`) and every trial's
+//! outcome go to the release's trial accounting ([`JobTrials`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -53,7 +59,37 @@ pub(crate) struct Trial {
     pub(crate) reward: Option<f64>,
     /// Whether the trial kept the agent's patch (`verifier/agent.patch`).
     pub(crate) patch_kept: bool,
+    /// Whose a lost patch or reward is, and why ([`lost`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) lost: Option<Lost>,
 }
+
+/// A trial that kept no patch or no reward: whose doing that is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Lost {
+    /// `agent`: graded (an empty patch when none was kept) and counted;
+    /// else the exception's blame (`harness`, …): not charged.
+    pub(crate) to: String,
+    pub(crate) why: String,
+}
+
+/// The agents Harbor runs as a task's controls.
+const CONTROLS: &[&str] = &["oracle", "nop"];
+
+/// Exceptions raised before the agent ran or by Harbor stopping its own
+/// job (`CancelledError`: ctrl-c, a crash), all the harness's: a trial that
+/// lost its files this way was never the agent's to lose.
+const BEFORE_THE_AGENT: &[&str] = &[
+    "CancelledError",
+    "EnvironmentStartTimeoutError",
+    "AgentSetupTimeoutError",
+    "SandboxBuildFailedError",
+    "ComposeLoadError",
+    "UnsupportedDockerfileError",
+    "HealthcheckError",
+    "ImageMirrorError",
+    "ImageRegistryUnavailableError",
+];
 
 /// A job as planned and as it went, for the release's trial accounting.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -62,8 +98,9 @@ pub(crate) struct JobTrials {
     pub(crate) job: String,
     /// `n_total_trials` of the job's result.json: trials on paper.
     pub(crate) planned: u64,
-    /// `stats.n_cancelled_trials`, `n_pending_trials`, `n_running_trials`:
-    /// planned trials that never ended.
+    /// `stats.n_cancelled_trials`, `n_pending_trials`, `n_running_trials`,
+    /// as Harbor counts them: kept as read, never added to the accounting
+    /// (a cancelled trial that left a folder is in it and among the trials).
     pub(crate) not_ended: u64,
     /// Every trial folder that has a result, by session id.
     pub(crate) trials: BTreeMap<String, Trial>,
@@ -86,6 +123,7 @@ pub(super) fn load(
     dir: &Path,
     out: &mut Vec<(String, usize, Result<ParsedSession, Failure>)>,
 ) -> JobTrials {
+    let start = out.len();
     let mut job = JobTrials {
         job: id.to_owned(),
         ..JobTrials::default()
@@ -112,14 +150,114 @@ pub(super) fn load(
             .unwrap_or_default();
         let session_id = format!("{id}/{name}");
         let session = trial(dir, &session_id, id, &folder, &config);
-        if let Ok(s) = &session
+        out.push((session_id, 0, session));
+    }
+    judge_losses(&mut out[start..]);
+    for (session_id, _, session) in &out[start..] {
+        if let Ok(s) = session
             && let Some(t) = &s.session.facts.trial
         {
             job.trials.insert(session_id.clone(), t.clone());
         }
-        out.push((session_id, 0, session));
     }
     job
+}
+
+/// Each trial's [`Lost`], against the job's control trials of its task.
+fn judge_losses(trials: &mut [(String, usize, Result<ParsedSession, Failure>)]) {
+    let controls: Vec<(String, String, Trial)> = trials
+        .iter()
+        .filter_map(|(_, _, s)| s.as_ref().ok())
+        .filter(|s| CONTROLS.contains(&s.session.agent.as_str()))
+        .filter_map(|s| {
+            let t = s.session.facts.trial.clone()?;
+            Some((s.session.task.clone(), s.session.agent.clone(), t))
+        })
+        .collect();
+    for (_, _, s) in trials.iter_mut() {
+        let Ok(s) = s else { continue };
+        if CONTROLS.contains(&s.session.agent.as_str()) {
+            continue;
+        }
+        let task = s.session.task.clone();
+        let Some(t) = s.session.facts.trial.as_mut() else {
+            continue;
+        };
+        let theirs: Vec<(&str, &Trial)> = controls
+            .iter()
+            .filter(|(k, _, _)| *k == task)
+            .map(|(_, a, t)| (a.as_str(), t))
+            .collect();
+        t.lost = lost(t, &theirs);
+    }
+}
+
+/// Whose doing it is that `t` kept no patch or no reward, judged against
+/// `controls` (the job's control trials of the same task, by agent name):
+/// the harness's when the trial errored before the agent ran (or Harbor
+/// cancelled it), or when a control lost the same file; else the agent's.
+pub(crate) fn lost(t: &Trial, controls: &[(&str, &Trial)]) -> Option<Lost> {
+    let what = if !t.patch_kept {
+        "no patch"
+    } else if t.reward.is_none() {
+        "no reward"
+    } else {
+        return None;
+    };
+    let how = t
+        .exception
+        .as_deref()
+        .map(|e| format!(" ({e})"))
+        .unwrap_or_default();
+    if let Some(e) = t.exception.as_deref()
+        && (BEFORE_THE_AGENT.contains(&e) || t.blame.as_deref() == Some(INFRASTRUCTURE))
+    {
+        return Some(Lost {
+            to: t.blame.clone().unwrap_or_else(|| HARNESS.to_owned()),
+            why: format!("{what} kept{how}: the trial ended outside the agent's run"),
+        });
+    }
+    let same = |c: &Trial| {
+        if what == "no patch" {
+            !c.patch_kept
+        } else {
+            c.reward.is_none()
+        }
+    };
+    let failed: Vec<String> = controls
+        .iter()
+        .filter(|(_, c)| same(c))
+        .map(|(a, c)| format!("{a} ({})", c.name))
+        .collect();
+    if !failed.is_empty() {
+        return Some(Lost {
+            to: HARNESS.to_owned(),
+            why: format!(
+                "{what} kept{how}; the job's control trials of this task lost theirs too: {}",
+                failed.join(", ")
+            ),
+        });
+    }
+    let graded = if what == "no patch" {
+        "graded as an empty patch"
+    } else {
+        "graded by assay's regrade"
+    };
+    let witness = if controls.is_empty() {
+        "the job has no control trial of this task; assay's own screening certified it".to_owned()
+    } else {
+        let mut names: Vec<&str> = controls.iter().map(|(a, _)| *a).collect();
+        names.sort_unstable();
+        names.dedup();
+        format!(
+            "the job's {} trials of this task kept theirs",
+            names.join(" and ")
+        )
+    };
+    Some(Lost {
+        to: AGENT.to_owned(),
+        why: format!("{what} kept{how}: the agent's failure, {graded} ({witness})"),
+    })
 }
 
 /// The bytes of `path` when it is a regular file beneath the job `root`
@@ -218,6 +356,7 @@ fn trial(
         blame,
         reward,
         patch_kept: patch.is_some(),
+        lost: None,
     };
     Ok(ParsedSession {
         session: Session {
@@ -311,21 +450,14 @@ pub(crate) fn blame(exception_type: &str) -> &'static str {
         "BudgetExceededError",
         "AgentSafetyRefusalError",
     ];
+    // And every exception of [`BEFORE_THE_AGENT`].
     const BY_HARNESS: &[&str] = &[
         "RewardFileNotFoundError",
         "RewardFileEmptyError",
         "VerifierOutputParseError",
         "VerifierTimeoutError",
-        "EnvironmentStartTimeoutError",
-        "AgentSetupTimeoutError",
-        "SandboxBuildFailedError",
-        "ComposeLoadError",
-        "UnsupportedDockerfileError",
-        "HealthcheckError",
         "AddTestsDirError",
         "DownloadVerifierDirError",
-        "ImageMirrorError",
-        "ImageRegistryUnavailableError",
     ];
     const BY_INFRASTRUCTURE: &[&str] = &[
         "APIError",
@@ -350,11 +482,10 @@ pub(crate) fn blame(exception_type: &str) -> &'static str {
         "ModelNotFoundError",
         "ApiProviderResourceNotFoundError",
         "Timeout",
-        "CancelledError",
     ];
     if BY_AGENT.contains(&exception_type) {
         AGENT
-    } else if BY_HARNESS.contains(&exception_type) {
+    } else if BY_HARNESS.contains(&exception_type) || BEFORE_THE_AGENT.contains(&exception_type) {
         HARNESS
     } else if BY_INFRASTRUCTURE.contains(&exception_type) {
         INFRASTRUCTURE
@@ -363,10 +494,14 @@ pub(crate) fn blame(exception_type: &str) -> &'static str {
     }
 }
 
-/// Why a trial is not graded, when it is not: it kept no patch.
+/// Why a trial is not graded, when it is not: it kept no patch, and that
+/// is not the agent's doing ([`lost`]).
 pub(crate) fn not_graded_because(t: &Trial) -> Option<String> {
     if t.patch_kept {
         return None;
+    }
+    if let Some(lost) = &t.lost {
+        return (lost.to != AGENT).then(|| format!("harbor trial {}", lost.why));
     }
     let reward = t
         .reward
@@ -488,12 +623,82 @@ mod tests {
         assert!(by_id["j/noreward__Nt3sdmk"].is_ok());
     }
 
+    /// A trial that lost its patch or reward is the agent's unless the
+    /// job's controls of the same task lost theirs the same way, or the
+    /// trial ended outside the agent's run.
+    #[test]
+    fn a_lost_patch_or_reward_is_the_agents_unless_the_controls_lost_theirs() {
+        let kept = Trial {
+            name: "c".into(),
+            reward: Some(1.0),
+            patch_kept: true,
+            ..Trial::default()
+        };
+        assert_eq!(lost(&kept, &[]), None);
+        // `rm /usr/bin/git`: no patch, no reward, the harness's exception.
+        let broken = Trial {
+            name: "t".into(),
+            exception: Some("RewardFileNotFoundError".into()),
+            blame: Some(HARNESS.into()),
+            ..Trial::default()
+        };
+        let l = lost(&broken, &[("oracle", &kept), ("nop", &kept)]).unwrap();
+        assert_eq!(l.to, AGENT);
+        assert!(
+            l.why.contains("empty patch") && l.why.contains("nop and oracle"),
+            "{}",
+            l.why
+        );
+        assert_eq!(
+            not_graded_because(&Trial {
+                lost: Some(l),
+                ..broken.clone()
+            }),
+            None
+        );
+        // No controls in the job: assay's own screening is the control.
+        let l = lost(&broken, &[]).unwrap();
+        assert!(l.why.contains("assay's own screening"), "{}", l.why);
+        // The oracle lost its patch too: the harness's, not graded.
+        let control = Trial {
+            name: "o".into(),
+            ..broken.clone()
+        };
+        let l = lost(&broken, &[("oracle", &control)]).unwrap();
+        assert_eq!(l.to, HARNESS);
+        assert!(l.why.contains("oracle (o)"), "{}", l.why);
+        let why = not_graded_because(&Trial {
+            lost: Some(l),
+            ..broken.clone()
+        })
+        .unwrap();
+        assert!(why.contains("lost theirs too"), "{why}");
+        // A patch kept, the reward rewritten away: the regrade decides.
+        let no_reward = Trial {
+            reward: None,
+            ..kept.clone()
+        };
+        let l = lost(&no_reward, &[("nop", &kept)]).unwrap();
+        assert_eq!(l.to, AGENT);
+        assert!(l.why.contains("no reward"), "{}", l.why);
+        // Harbor cancelled its own job: not the agent's to lose.
+        let cancelled = Trial {
+            exception: Some("CancelledError".into()),
+            blame: Some(blame("CancelledError").into()),
+            ..Trial::default()
+        };
+        let l = lost(&cancelled, &[]).unwrap();
+        assert_eq!(l.to, HARNESS, "{l:?}");
+    }
+
     #[test]
     fn blame_follows_the_table_and_never_guesses() {
         assert_eq!(blame("AgentTimeoutError"), "agent");
         assert_eq!(blame("RewardFileNotFoundError"), "harness");
         assert_eq!(blame("EnvironmentStartTimeoutError"), "harness");
         assert_eq!(blame("ApiRateLimitError"), "infrastructure");
+        // Harbor aborting its own job is the harness's, not the endpoint's.
+        assert_eq!(blame("CancelledError"), "harness");
         assert_eq!(blame("SomethingNew"), "ambiguous");
     }
 

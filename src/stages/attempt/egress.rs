@@ -9,6 +9,14 @@
 //! status, bytes and time. Where a request may go is decided on the URL
 //! the forwarder will send, as its own parser reads it ([`target`]).
 //!
+//! Those records are the only witness of an outage (docs/agents.md, whose
+//! fault): they live in assay's memory, out of the agent's reach. Besides
+//! each request the proxy records its own health ([`Health`]): whether the
+//! forwarder inside the sandbox reached it before the agent's command
+//! started (it sends [`HELLO`] first and runs nothing when that fails), and,
+//! for a run that sent no request, whether the endpoint answered a probe
+//! at the run's end.
+//!
 //! HTTP/1.1 as model clients send it: a request line, headers, a body of
 //! `Content-Length` bytes (a chunked body is refused with 411). The answer
 //! is sent whole with `Connection: close` (a streamed answer arrives at
@@ -16,7 +24,7 @@
 
 use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -85,20 +93,88 @@ pub(crate) struct Request {
     /// Why it was refused or failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) error: Option<String>,
+    /// How the connection to the endpoint failed, when it did: set only by
+    /// the proxy's own client, never from anything the agent sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) upstream: Option<Upstream>,
     pub(crate) sent: u64,
     pub(crate) received: u64,
+    /// When it arrived, in ms from the proxy's start.
+    #[serde(default)]
+    pub(crate) at_ms: u64,
     pub(crate) ms: u64,
 }
 
-impl Request {
-    /// Whether it failed the infrastructure's way: no answer, or 429/5xx.
-    pub(crate) fn failed(&self) -> bool {
-        match self.status {
-            None => !self.error.as_deref().unwrap_or("").starts_with("refused"),
-            Some(s) => s == 429 || s >= 500,
+/// How the proxy's connection to the endpoint failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Upstream {
+    /// No connection could be made (refused, unreachable, no such host).
+    Refused,
+    /// The connection or the answer did not come in time.
+    TimedOut,
+    /// The answer was cut or unreadable.
+    Cut,
+}
+
+impl Upstream {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Upstream::Refused => "refused",
+            Upstream::TimedOut => "timed_out",
+            Upstream::Cut => "cut",
         }
     }
 }
+
+impl Request {
+    /// Whether it failed the infrastructure's way, by the proxy's own
+    /// observation: a 429/5xx answer, or a connection to the endpoint that
+    /// failed. A request the proxy refused is the agent's.
+    pub(crate) fn failed(&self) -> bool {
+        self.upstream.is_some() || self.status.is_some_and(|s| s == 429 || s >= 500)
+    }
+}
+
+/// The proxy's record of its own health over one run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Health {
+    /// The forwarder inside the sandbox reached the proxy before the
+    /// agent's command started; false: the agent never ran with a way out.
+    pub(crate) forwarder_up: bool,
+    /// Requests still unanswered when the run ended (not in `requests`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(crate) unanswered: u32,
+    /// The endpoint probed at the run's end, for a run that sent nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) probe: Option<Probe>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// The endpoint probed by the proxy itself (`GET base_url`, no key).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Probe {
+    /// Any answer but a 429/5xx.
+    pub(crate) up: bool,
+    pub(crate) status: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) upstream: Option<Upstream>,
+}
+
+/// What the proxy saw over one run: every answered request, in the order
+/// they were answered, and its own health.
+#[derive(Debug, Default)]
+pub(crate) struct Log {
+    pub(crate) requests: Vec<Request>,
+    pub(crate) health: Health,
+}
+
+/// The request the forwarder sends before it starts the agent's command.
+/// An agent that sends it too only says the proxy was up.
+pub(crate) const HELLO: &str = "/.assay/forwarder-up";
 
 /// Why a request outside the endpoint was not sent: the agent's doing.
 const REFUSED: &str = "refused: not the configured endpoint";
@@ -106,41 +182,113 @@ const REFUSED: &str = "refused: not the configured endpoint";
 const MAX_HEAD: usize = 64 << 10;
 const MAX_BODY: usize = 64 << 20;
 
+/// How long the proxy waits for a connection to the endpoint.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+fn client() -> Option<reqwest::Client> {
+    reqwest::Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .build()
+        .ok()
+}
+
 /// Serves the agent's requests from `listener` until dropped (the attempt's
-/// job aborts it), recording each into `log`.
+/// job aborts it), recording each into `log` when it is answered.
 pub(crate) async fn serve(
     listener: tokio::net::UnixListener,
     endpoint: Arc<Endpoint>,
-    log: Arc<Mutex<Vec<Request>>>,
+    log: Arc<Mutex<Log>>,
 ) {
-    let client = match reqwest::Client::builder().build() {
-        Ok(c) => c,
-        Err(_) => return,
+    let Some(client) = client() else {
+        return;
     };
+    let epoch = Instant::now();
     loop {
         let Ok((conn, _)) = listener.accept().await else {
             return;
         };
         let (endpoint, log, client) = (endpoint.clone(), log.clone(), client.clone());
         tokio::spawn(async move {
-            let request = one(conn, &endpoint, &client).await;
-            log.lock().unwrap_or_else(|p| p.into_inner()).push(request);
+            let pending = |d: i64| {
+                let mut g = log.lock().unwrap_or_else(|p| p.into_inner());
+                g.health.unanswered = g.health.unanswered.saturating_add_signed(d as i32);
+            };
+            pending(1);
+            let request = one(conn, &endpoint, &client, epoch, &log).await;
+            pending(-1);
+            if let Some(request) = request {
+                log.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .requests
+                    .push(request);
+            }
         });
     }
 }
 
-/// Reads one request from `conn`, sends it on, answers.
+/// The endpoint probed as the proxy sends requests, without the key.
+pub(crate) async fn probe(endpoint: &Endpoint) -> Probe {
+    let Some(client) = client() else {
+        return Probe {
+            up: false,
+            status: None,
+            upstream: Some(Upstream::Refused),
+        };
+    };
+    let url = format!("{}{}", endpoint.origin, endpoint.prefix);
+    match client.get(url).timeout(CONNECT_TIMEOUT).send().await {
+        Ok(resp) => {
+            let s = resp.status().as_u16();
+            Probe {
+                up: !(s == 429 || s >= 500),
+                status: Some(s),
+                upstream: None,
+            }
+        }
+        Err(e) => Probe {
+            up: false,
+            status: None,
+            upstream: Some(upstream_of(&e)),
+        },
+    }
+}
+
+fn upstream_of(e: &reqwest::Error) -> Upstream {
+    if e.is_timeout() {
+        Upstream::TimedOut
+    } else if e.is_connect() {
+        Upstream::Refused
+    } else {
+        Upstream::Cut
+    }
+}
+
+/// Reads one request from `conn`, sends it on, answers; `None` for the
+/// forwarder's [`HELLO`], which is health, not a request.
 async fn one(
     mut conn: tokio::net::UnixStream,
     endpoint: &Endpoint,
     client: &reqwest::Client,
-) -> Request {
+    epoch: Instant,
+    log: &Mutex<Log>,
+) -> Option<Request> {
     let started = Instant::now();
-    let mut req = Request::default();
+    let mut req = Request {
+        at_ms: started.duration_since(epoch).as_millis() as u64,
+        ..Request::default()
+    };
     let answer = match read_request(&mut conn).await {
         Err((code, why)) => {
             req.error = Some(format!("refused: {why}"));
             (code, "text/plain".to_owned(), why.into_bytes())
+        }
+        Ok(head) if head.method == "GET" && head.path == HELLO => {
+            log.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .health
+                .forwarder_up = true;
+            let _ = respond(&mut conn, (200, "text/plain".into(), Vec::new())).await;
+            return None;
         }
         Ok(head) => {
             req.method = head.method.clone();
@@ -152,7 +300,7 @@ async fn one(
     req.received = answer.2.len() as u64;
     let _ = respond(&mut conn, answer).await;
     req.ms = started.elapsed().as_millis() as u64;
-    req
+    Some(req)
 }
 
 struct Head {
@@ -292,6 +440,7 @@ async fn send(
         Err(e) => {
             let why = format!("the endpoint did not answer: {}", chain(&e));
             req.error = Some(why.clone());
+            req.upstream = Some(upstream_of(&e));
             (502, "text/plain".into(), why.into_bytes())
         }
         Ok(resp) => {
@@ -311,6 +460,7 @@ async fn send(
                 ),
                 Err(e) => {
                     req.error = Some(format!("the answer was cut: {}", chain(&e)));
+                    req.upstream = Some(Upstream::Cut);
                     (502, "text/plain".into(), Vec::new())
                 }
             }
@@ -438,6 +588,12 @@ pub(crate) fn forward(port: u16, socket: &std::path::Path, command: &[String]) -
             return 125;
         }
     };
+    // The proxy learns it was reachable before anything of the agent ran:
+    // without this word a run with no request is the infrastructure's.
+    if let Err(e) = hello(socket) {
+        eprintln!("assay forward: the proxy at {}: {e}", socket.display());
+        return 125;
+    }
     let socket = socket.to_owned();
     std::thread::spawn(move || {
         for conn in listener.incoming().flatten() {
@@ -460,6 +616,20 @@ pub(crate) fn forward(port: u16, socket: &std::path::Path, command: &[String]) -
             eprintln!("assay forward: {program}: {e}");
             127
         }
+    }
+}
+
+/// Sends [`HELLO`] through the socket and reads the proxy's answer.
+fn hello(socket: &std::path::Path) -> std::io::Result<()> {
+    let mut conn = std::os::unix::net::UnixStream::connect(socket)?;
+    conn.set_read_timeout(Some(Duration::from_secs(30)))?;
+    write!(conn, "GET {HELLO} HTTP/1.1\r\nHost: proxy\r\n\r\n")?;
+    let mut answer = Vec::new();
+    conn.read_to_end(&mut answer)?;
+    if answer.starts_with(b"HTTP/1.1 200") {
+        Ok(())
+    } else {
+        Err(std::io::Error::other("no answer to the forwarder's hello"))
     }
 }
 
@@ -593,17 +763,21 @@ mod tests {
     }
 
     #[test]
-    fn rate_limits_server_errors_and_silence_are_failures_a_refusal_is_not() {
-        let with = |status: Option<u16>, error: Option<&str>| Request {
+    fn only_the_proxys_own_observations_are_failures() {
+        let with = |status: Option<u16>, upstream: Option<Upstream>, error: Option<&str>| Request {
             status,
+            upstream,
             error: error.map(str::to_owned),
             ..Request::default()
         };
-        assert!(with(Some(429), None).failed());
-        assert!(with(Some(503), None).failed());
-        assert!(with(None, Some("the endpoint did not answer")).failed());
-        assert!(!with(Some(200), None).failed());
-        assert!(!with(Some(400), None).failed());
-        assert!(!with(None, Some(REFUSED)).failed());
+        assert!(with(Some(429), None, None).failed());
+        assert!(with(Some(503), None, None).failed());
+        assert!(with(None, Some(Upstream::Refused), Some("x")).failed());
+        assert!(with(None, Some(Upstream::TimedOut), Some("x")).failed());
+        assert!(!with(Some(200), None, None).failed());
+        assert!(!with(Some(400), None, None).failed());
+        assert!(!with(None, None, Some(REFUSED)).failed());
+        // A request the agent cut short before the proxy sent it.
+        assert!(!with(None, None, Some("refused: the connection closed mid-body")).failed());
     }
 }

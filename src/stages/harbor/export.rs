@@ -326,8 +326,12 @@ impl Folder<'_> {
         let mut t = String::new();
         let _ = writeln!(
             t,
-            "# Exported by assay {} from a certified task (docs/harbor.md).\nschema_version = \"1.4\"\n\n[task]\nname = {}\n",
+            "# Exported by assay {} from a certified task (docs/harbor.md).\nschema_version = \"1.4\"\n\
+             # The workspace, copied out of the agent's container (docker cp) into\n\
+             # the verifier's own, emptied first: nothing else of the agent's crosses.\n\
+             artifacts = [{}]\n\n[task]\nname = {}\n",
             env!("CARGO_PKG_VERSION"),
+            q(WORKSPACE),
             q(&harbor_name(&spec.task_id))
         );
         let _ = writeln!(t, "[metadata]");
@@ -343,7 +347,10 @@ impl Folder<'_> {
         }
         let _ = writeln!(
             t,
-            "\n[verifier]\n# the test command's timeout, and time to stage the graded tree\ntimeout_sec = {}.0\n\n[agent]\ntimeout_sec = 1800.0\n\n[environment]\nbuild_timeout_sec = {}.0",
+            "\n[verifier]\n# the test command's timeout, and time to stage the graded tree\ntimeout_sec = {}.0\n\
+             # A fresh container of the task's environment: the agent, root in its own,\n\
+             # leaves no process, binary, runner or reward file where the verifier runs.\n\
+             environment_mode = \"separate\"\n\n[agent]\ntimeout_sec = 1800.0\n\n[environment]\nbuild_timeout_sec = {}.0",
             spec.timeout_s + 120,
             spec.timeout_s.max(600)
         );

@@ -42,7 +42,7 @@ pub(crate) const VERDICT_FILE: &str = "assay-verdict.json";
 pub(crate) const PATCH_FILE: &str = "agent.patch";
 
 /// Bumped when the folder's layout or the verifier's reading changes.
-pub(crate) const SPEC_VERSION: u32 = 1;
+pub(crate) const SPEC_VERSION: u32 = 2;
 
 /// What the verifier needs of the task and the pipeline: the task as
 /// released, how its tests run and are read, and how a session is staged.

@@ -8,14 +8,17 @@
 //! the staged tree replaces the workspace; canaries are planted in the
 //! hidden test files; the test command runs; its report is read and the
 //! verdict decided by the same rules. `reward.json` is 1 only for
-//! `resolved`. What it cannot do here, it says (`assay-verdict.json`): the
-//! agent's processes ran as root in this container before the verifier, so
-//! it is not the sandbox of a build; a build re-grades the patch the
-//! verifier leaves in `agent.patch` (`[[sessions]] harbor_job`).
+//! `resolved`. The export asks Harbor for a separate verifier environment
+//! (docs/harbor.md): a fresh container of the task's image that holds only
+//! the agent's workspace, the agent's own container stopped first. Still not
+//! the sandbox of a build (and a folder run shared puts the verifier where
+//! the agent was root), so a build re-grades the patch the verifier leaves
+//! in `agent.patch` (`[[sessions]] harbor_job`).
 //!
 //! An error of the verifier itself (no git in the image, an unreadable
 //! spec) leaves no `reward.json`: Harbor then records the trial as errored,
-//! and the import blames the harness, never the agent.
+//! and the import charges it to the agent unless the job's controls failed
+//! the same way (`sessions::harbor::lost`).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -10,12 +10,19 @@
 //! the task's environment at `/assay/env`, the prompt at `/assay/in`, its
 //! transcript written to `/assay/out`, and no network but the proxy to the
 //! configured endpoint ([`egress`]); then the patch collected, the
-//! transcript and log redacted and stored, the run facts read. An attempt
-//! the infrastructure failed (the endpoint's 429/5xx or silence, an API
-//! error in the transcript, no transcript) is tried again up to `retries`
+//! transcript and log redacted and stored, the run facts read.
+//!
+//! Whose fault a failed run is comes only from the proxy's own records
+//! ([`infrastructure`]), never from the agent's files: the agent writes its
+//! transcript and can write any ending into it, or none. An attempt is the
+//! infrastructure's when the request it ended on got a 429/5xx or a failed
+//! connection to the endpoint, or when it never had a way out (the
+//! forwarder did not reach the proxy, or it sent nothing while a probe
+//! found the endpoint down). Such an attempt is tried again up to `retries`
 //! times; if it still fails its session says so (`is_error`), its grade is
 //! the infrastructure's, and the next build tries it again (it is never a
-//! cache hit).
+//! cache hit). A run with no transcript, or one that ends in an API error
+//! the proxy never saw, is the agent's, counted.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -36,7 +43,7 @@ use super::rules::limits::RunLimits;
 use crate::pipeline::{AgentSettings, TranscriptFormat};
 use crate::sessions::RunFacts;
 
-pub(crate) const ATTEMPT_VERSION: u32 = 1;
+pub(crate) const ATTEMPT_VERSION: u32 = 2;
 
 /// Bytes of the agent's own output kept as the attempt's log.
 const LOG_CAP: u64 = 8 << 20;
@@ -128,6 +135,10 @@ pub(crate) struct AttemptRecord {
     pub(crate) collect_error: Option<String>,
     /// Every request the agent sent through the proxy.
     pub(crate) requests: Vec<egress::Request>,
+    /// The proxy's record of its own health over the run: the evidence,
+    /// with `requests`, of whose fault a failure is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) proxy: Option<egress::Health>,
     /// Why the infrastructure failed the attempt, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) infrastructure: Option<String>,
@@ -211,6 +222,7 @@ async fn attempt(
         transcript_error: None,
         collect_error: None,
         requests: Vec::new(),
+        proxy: None,
         infrastructure: None,
         retried: Vec::new(),
     };
@@ -331,8 +343,9 @@ async fn once(
         ],
     );
     std::fs::write(ws.input().join("command.sh"), &command).map_err(|e| e.to_string())?;
-    let requests = Arc::new(Mutex::new(Vec::new()));
-    let server = match endpoint {
+    let log = Arc::new(Mutex::new(egress::Log::default()));
+    let endpoint = endpoint.map(Arc::new);
+    let server = match &endpoint {
         None => None,
         Some(endpoint) => {
             let listener =
@@ -342,8 +355,8 @@ async fn once(
                 .map_err(|e| e.to_string())?;
             Some(tokio::spawn(egress::serve(
                 listener,
-                Arc::new(endpoint),
-                requests.clone(),
+                endpoint.clone(),
+                log.clone(),
             )))
         }
     };
@@ -353,7 +366,19 @@ async fn once(
         server.abort();
     }
     let ran = ran?;
-    let requests: Vec<egress::Request> = requests.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let (requests, proxy) = {
+        let log = log.lock().unwrap_or_else(|p| p.into_inner());
+        (log.requests.clone(), log.health.clone())
+    };
+    let proxy = match &endpoint {
+        None => None,
+        // A run that sent nothing: was there anything to reach?
+        Some(e) if requests.is_empty() => Some(egress::Health {
+            probe: Some(egress::probe(e).await),
+            ..proxy
+        }),
+        Some(_) => Some(proxy),
+    };
     let (ws, collected) = {
         let (store, write_limit) = (node.store_dir.clone(), p.limits.write);
         tokio::task::spawn_blocking(move || {
@@ -410,14 +435,10 @@ async fn once(
     } else if let Some(l) = &limit {
         facts.ended = Some(format!("limit:{l}"));
     }
-    let infrastructure = infrastructure(
-        &requests,
-        &facts,
-        transcript_error.as_deref(),
-        p.transcript,
-        ran.timed_out,
-    );
-    facts.is_error = Some(infrastructure.is_some() || facts.is_error == Some(true));
+    let infrastructure = proxy.as_ref().and_then(|h| infrastructure(&requests, h));
+    // What the transcript claims stays in `ended`; only the proxy's word
+    // makes the run an error of the infrastructure.
+    facts.is_error = Some(infrastructure.is_some());
     if ran.exit_code == Some(127) && infrastructure.is_none() && facts.turns.is_none() {
         return Err(format!(
             "the agent's command was not found (exit 127): is it installed in its tools (`setup`) or on PATH? Its output: {}",
@@ -440,6 +461,7 @@ async fn once(
             transcript_error,
             collect_error,
             requests,
+            proxy,
             infrastructure,
             retried: Vec::new(),
         },
@@ -521,37 +543,47 @@ fn transcript(
     }
 }
 
-/// Why the infrastructure failed the attempt, if it did: the endpoint's
-/// last answer a 429/5xx or none, an API error the transcript ends with,
-/// or no usable transcript from a run that was not stopped at its limit.
-fn infrastructure(
-    requests: &[egress::Request],
-    facts: &RunFacts,
-    transcript_error: Option<&str>,
-    format: TranscriptFormat,
-    timed_out: bool,
-) -> Option<String> {
-    if let Some(last) = requests.last().filter(|r| r.failed()) {
-        let how = match (last.status, &last.error) {
+/// Why the infrastructure failed the attempt, on the proxy's word only:
+/// the request the run ended on (the last answered) got a 429/5xx or a
+/// failed connection to the endpoint; or the run had no way out — the
+/// forwarder never reached the proxy (the agent's command did not run), or
+/// it sent no request and the proxy's probe at its end found the endpoint
+/// down. A run that sent nothing while everything was up, or whose last
+/// request was answered, is the agent's whatever its transcript says.
+fn infrastructure(requests: &[egress::Request], health: &egress::Health) -> Option<String> {
+    if !health.forwarder_up {
+        return Some(
+            "the proxy was not reachable from the sandbox: the agent's command never ran".into(),
+        );
+    }
+    if let Some(last) = requests.last() {
+        if !last.failed() {
+            return None;
+        }
+        let how = match (last.status, last.upstream) {
             (Some(s), _) => format!("status {s}"),
-            (None, Some(e)) => e.clone(),
+            (None, Some(u)) => format!(
+                "{}: {}",
+                u.as_str(),
+                last.error.as_deref().unwrap_or("no answer")
+            ),
             (None, None) => "no answer".into(),
         };
         return Some(format!(
             "the endpoint failed the agent's last request ({how})"
         ));
     }
-    if facts.is_error == Some(true) {
-        let ended = facts.ended.as_deref().unwrap_or("an API error");
-        return Some(format!("the agent's run ended with {ended}"));
+    match &health.probe {
+        Some(p) if !p.up => Some(format!(
+            "the agent sent no request and the endpoint was down at the run's end ({})",
+            match (p.status, p.upstream) {
+                (Some(s), _) => format!("status {s}"),
+                (None, Some(u)) => u.as_str().to_owned(),
+                (None, None) => "no answer".into(),
+            }
+        )),
+        _ => None,
     }
-    if format != TranscriptFormat::None
-        && !timed_out
-        && let Some(why) = transcript_error
-    {
-        return Some(format!("no usable transcript: {why}"));
-    }
-    None
 }
 
 /// The sandboxed process of a try.
@@ -680,49 +712,59 @@ mod tests {
     }
 
     #[test]
-    fn the_infrastructure_is_blamed_for_the_endpoint_and_api_errors_only() {
-        let ok = egress::Request {
-            status: Some(200),
+    fn the_infrastructure_is_blamed_on_the_proxys_word_only() {
+        let answered = |status: u16| egress::Request {
+            status: Some(status),
             ..Default::default()
         };
-        let busy = egress::Request {
-            status: Some(429),
+        let up = egress::Health {
+            forwarder_up: true,
             ..Default::default()
         };
-        let none = RunFacts::default();
-        let mini = TranscriptFormat::MiniSweAgent;
-        assert!(infrastructure(std::slice::from_ref(&ok), &none, None, mini, false).is_none());
-        assert!(infrastructure(&[ok.clone(), busy.clone()], &none, None, mini, false).is_some());
+        let probed = |p: bool| egress::Health {
+            probe: Some(egress::Probe {
+                up: p,
+                status: None,
+                upstream: (!p).then_some(egress::Upstream::Refused),
+            }),
+            ..up.clone()
+        };
+        // Clean records: the agent's, whatever its transcript says.
+        assert_eq!(infrastructure(&[answered(200)], &up), None);
+        assert_eq!(infrastructure(&[answered(400)], &up), None);
+        // The run ended on a 429/5xx or a failed connection.
+        let why = infrastructure(&[answered(200), answered(429)], &up).unwrap();
+        assert!(why.contains("status 429"), "{why}");
+        assert!(infrastructure(&[answered(500)], &up).is_some());
+        let refused = egress::Request {
+            upstream: Some(egress::Upstream::Refused),
+            error: Some("the endpoint did not answer: connection refused".into()),
+            ..Default::default()
+        };
+        let why = infrastructure(&[refused], &up).unwrap();
+        assert!(
+            why.contains("refused: the endpoint did not answer"),
+            "{why}"
+        );
         // A 429 the agent got past is not what ended it.
-        assert!(infrastructure(&[busy, ok.clone()], &none, None, mini, false).is_none());
-        let api = RunFacts {
-            is_error: Some(true),
-            ended: Some("InternalServerError".into()),
-            ..RunFacts::default()
+        assert_eq!(infrastructure(&[answered(429), answered(200)], &up), None);
+        // A request the proxy refused is the agent's own.
+        let denied = egress::Request {
+            status: None,
+            error: Some("refused: not the configured endpoint".into()),
+            ..Default::default()
         };
-        let why = infrastructure(&[], &api, None, mini, false).unwrap();
-        assert!(why.contains("InternalServerError"), "{why}");
-        // No transcript: the infrastructure's, unless the agent ran out of time.
+        assert_eq!(infrastructure(&[answered(503), denied], &up), None);
+        // Nothing sent: the agent's while everything was up...
+        assert_eq!(infrastructure(&[], &probed(true)), None);
+        // ...the infrastructure's when the endpoint was down or the
+        // forwarder never reached the proxy.
+        let why = infrastructure(&[], &probed(false)).unwrap();
         assert!(
-            infrastructure(
-                std::slice::from_ref(&ok),
-                &none,
-                Some("no transcript"),
-                mini,
-                false
-            )
-            .is_some()
+            why.contains("endpoint was down") && why.contains("refused"),
+            "{why}"
         );
-        assert!(
-            infrastructure(
-                std::slice::from_ref(&ok),
-                &none,
-                Some("no transcript"),
-                mini,
-                true
-            )
-            .is_none()
-        );
-        assert!(infrastructure(&[ok], &none, None, TranscriptFormat::None, false).is_none());
+        let why = infrastructure(&[], &egress::Health::default()).unwrap();
+        assert!(why.contains("never ran"), "{why}");
     }
 }

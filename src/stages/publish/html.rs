@@ -529,9 +529,10 @@ fn trials(h: &mut String, summary: &Summary) {
         return;
     };
     h.push_str(
-        "<h2>Trials</h2>\n<p>Every attempt on paper and what became of it: planned = started + \
-         not ended; started = completed + errored = graded + excluded before grading; scored = \
-         graded − excluded grades.</p>\n<table>\n<tr><th>origin</th><th>planned</th><th>started</th>\
+        "<h2>Trials</h2>\n<p>Every attempt on paper and what became of it, each in one bucket: \
+         planned = completed + errored + not started + not ended; started = completed + errored = \
+         graded + excluded before grading; scored = graded − excluded grades.</p>\n<table>\n\
+         <tr><th>origin</th><th>planned</th><th>started</th><th>not started</th>\
          <th>not ended</th><th>completed</th><th>errored</th><th>graded</th><th>scored</th></tr>\n",
     );
     for (origin, t) in trials {
@@ -539,10 +540,12 @@ fn trials(h: &mut String, summary: &Summary) {
         let _ = writeln!(
             h,
             "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
-             <td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+             <td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td>\
+             <td class=\"n\">{}</td></tr>",
             esc(origin),
             t.planned,
             t.started,
+            t.not_started,
             t.not_ended,
             t.completed,
             esc(&if errored.is_empty() {
@@ -571,6 +574,30 @@ fn trials(h: &mut String, summary: &Summary) {
                 esc(&e.session),
                 esc(&e.fault),
                 esc(&e.why)
+            );
+        }
+        h.push_str("</table>\n");
+    }
+    let disagreements: Vec<_> = trials
+        .iter()
+        .flat_map(|(origin, t)| t.disagreements.iter().map(move |d| (origin, d)))
+        .collect();
+    if !disagreements.is_empty() {
+        h.push_str(
+            "<p>Harbor's reward beside assay's regrade, where they disagree: the published grade \
+             is assay's (the agent was root in the container Harbor's verifier ran in).</p>\n\
+             <table>\n<tr><th>origin</th><th>trial</th><th>Harbor's reward</th>\
+             <th>assay's verdict</th><th>why</th></tr>\n",
+        );
+        for (origin, d) in disagreements {
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td></tr>",
+                esc(origin),
+                esc(&d.session),
+                d.reward.map_or("none".to_owned(), |r| r.to_string()),
+                esc(&d.verdict),
+                esc(d.why.as_deref().unwrap_or(""))
             );
         }
         h.push_str("</table>\n");

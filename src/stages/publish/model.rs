@@ -71,13 +71,19 @@ pub(crate) struct WeakTask {
     pub(crate) why: String,
 }
 
-/// One origin's accounting: `planned` = `started` + `not_ended`;
+/// One origin's accounting, each trial in one bucket: `planned` =
+/// `completed` + the `errored` counts + `not_started` + `not_ended`;
 /// `started` = `completed` + the `errored` counts = `graded` + the excluded
-/// sessions never graded; `scored` = `graded` − the excluded grades.
+/// sessions that ran and were never graded; `scored` = `graded` − the
+/// excluded grades.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Trials {
     /// Ended without an exception (Harbor) or without `is_error`.
     pub(crate) completed: u64,
+    /// Harbor trials whose reward disagrees with assay's regrade (the
+    /// published grade is assay's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) disagreements: Vec<Disagreement>,
     /// By exception type (Harbor) or `is_error`.
     pub(crate) errored: BTreeMap<String, u64>,
     /// Every session left out of the scored denominator, with why and
@@ -85,8 +91,13 @@ pub(crate) struct Trials {
     pub(crate) excluded: Vec<ExcludedTrial>,
     /// Sessions with a scored grade.
     pub(crate) graded: u64,
-    /// Planned trials that never ended (cancelled, pending, running).
+    /// Planned trials that left no trial (cancelled before they started,
+    /// pending, running when the job stopped).
     pub(crate) not_ended: u64,
+    /// Attempts never run: their task is not graded (uncertified, awaiting
+    /// a statement).
+    #[serde(default)]
+    pub(crate) not_started: u64,
     pub(crate) planned: u64,
     /// Grades in the agents' denominators.
     pub(crate) scored: u64,
@@ -95,6 +106,19 @@ pub(crate) struct Trials {
     /// (the task changed since): still graded, listed here.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) task_changed: Vec<String>,
+}
+
+/// A Harbor trial whose reward and assay's regrade disagree.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Disagreement {
+    pub(crate) session: String,
+    /// Harbor's reward; null: the trial kept none.
+    pub(crate) reward: Option<f64>,
+    /// assay's verdict, the published one.
+    pub(crate) verdict: String,
+    /// Why the trial lost its patch or reward, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) why: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -894,3 +894,44 @@ fn the_model_writes_its_keys_sorted() {
     assert!(summary.agents.values().any(|a| a.cost_usd.is_some()));
     assert_keys_sorted(&input);
 }
+
+/// An attempt assay skipped (its task uncertified, or awaiting a
+/// statement) never ran: not started, not completed (issue 35).
+#[test]
+fn a_skipped_attempt_is_not_started() {
+    let mut input = sample();
+    input.grades.push(grade(
+        "agent/a/t1/0",
+        "a",
+        "model-a",
+        "exclude",
+        "resolved",
+        "none",
+    ));
+    input
+        .sessions
+        .push(session("agent/a/t1/0", "a", "model-a", None, &[]));
+    input.not_graded.push((
+        "agent/a/t3/0".to_owned(),
+        "task awaits a statement".to_owned(),
+    ));
+    let s = json(&publish(&input), "summary.json");
+    let t = &s["trials"]["attempts"];
+    assert_eq!(
+        (
+            &t["planned"],
+            &t["started"],
+            &t["not_started"],
+            &t["completed"]
+        ),
+        (
+            &serde_json::json!(2),
+            &serde_json::json!(1),
+            &serde_json::json!(1),
+            &serde_json::json!(1)
+        ),
+        "{t:#}"
+    );
+    // The session files' origin is unchanged: a session not graded ran.
+    assert_eq!(s["trials"]["sessions"]["not_started"], 0);
+}

@@ -148,7 +148,7 @@ pub(crate) fn grade_nodes(
         let params = SessionParams {
             session: Session {
                 id: s.id,
-                task: task_id,
+                task: task_id.clone(),
                 track,
                 agent: s.agent,
                 model: s.model,
@@ -169,6 +169,7 @@ pub(crate) fn grade_nodes(
             g,
             Graded {
                 id: &id,
+                task: &task_id,
                 session_node: &session_node,
                 task_node,
                 env_node,
@@ -249,6 +250,7 @@ fn attempt_nodes(
                     g,
                     Graded {
                         id: &id,
+                        task: instance_id,
                         session_node: &node_name,
                         task_node,
                         env_node,
@@ -265,6 +267,8 @@ fn attempt_nodes(
 /// Where a session's grading nodes hang: its node and its task's.
 struct Graded<'s> {
     id: &'s str,
+    /// The task's instance id (what `[[grade.allow_tamper]]` matches).
+    task: &'s str,
     session_node: &'s str,
     task_node: &'s str,
     env_node: &'s str,
@@ -352,6 +356,7 @@ fn graded_nodes(
             test_globs: g.test_globs.to_vec(),
             caps: grade.caps,
             run: rp.clone(),
+            allowed: crate::pipeline::allowances(&grade.allow_tamper, s.task),
         };
         let grade_node = names::grade(id, arm);
         out.push(node::spec(

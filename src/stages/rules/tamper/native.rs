@@ -1,0 +1,708 @@
+//! Static flags for Rust and Go patches (docs/security.md, "Static flags
+//! for Rust and Go"): constructs a compiled patch can use to rewrite what
+//! the test runner reports, which no honest fix of a task needs. A Rust or
+//! Go test runs in the same process as the code under test, so a patch can
+//! shadow the assertion macros the tests expand, run code before `main`
+//! (constructor sections), override libc's symbols in the test binary, or
+//! take over the process's stdout and rewrite the runner's lines. Each
+//! [`TamperRule`] names one family; a flag is a tamper suspect in effect
+//! unless the pipeline allows that rule for the task, with a reason.
+//!
+//! The added content of each file is read as text, its hunks' added lines
+//! joined, so a construct split over lines, with comments between its
+//! tokens or inside an attribute (`cfg_attr`, `#![…]`) still matches. The
+//! comments are taken out by a small lexer that knows the language's
+//! strings (Rust's raw strings and char literals, Go's raw strings): a
+//! comment opener inside a string cannot hide the code after it. Every
+//! pattern is tried on the text with comments and on the text without, so
+//! a lexer that disagrees with the compiler can only add matches. Go's
+//! directives are comments, so they are matched in the text as written.
+//!
+//! What is read: the `.rs` and `.go` files (with their `include!` and
+//! `#[path]` targets flagged unless they are `.rs` files the scan reads),
+//! `Cargo.toml` manifests, and the names of the files a Go build or a
+//! linker takes in whole (assembly, `.syso` objects). A binary section on
+//! any of those paths hides its content from the scan and is flagged.
+//! Files the test globs match are skipped, as for the framework reach: the
+//! scored arm leaves the session's test files out, and an honest Go test
+//! capturing `os.Stdout` is common.
+
+use std::sync::LazyLock;
+
+use assay_git::PatchFile;
+use regex::Regex;
+
+pub(crate) use crate::pipeline::TamperRule;
+
+/// One construct a rule matched: where, and what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Flag {
+    pub(crate) rule: TamperRule,
+    pub(crate) path: String,
+    /// 1-based line of the patch the match starts on.
+    pub(crate) patch_line: usize,
+    pub(crate) why: &'static str,
+    /// The line, trimmed and cut to a readable length.
+    pub(crate) excerpt: String,
+}
+
+impl std::fmt::Display for Flag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "static flag {}: {} (patch line {}): {}: `{}`",
+            self.rule, self.path, self.patch_line, self.why, self.excerpt
+        )
+    }
+}
+
+/// The flags of the patch's sections `scanned` keeps, in patch order, one
+/// per rule and file (its first match).
+pub(crate) fn flags<'a>(
+    files: impl IntoIterator<Item = &'a PatchFile>,
+    scanned: impl Fn(&str) -> bool,
+) -> Vec<Flag> {
+    let mut out = Vec::new();
+    for f in files {
+        let path = f.path.path.as_str();
+        if f.path.is_deleted || !scanned(path) {
+            continue;
+        }
+        let lang = Lang::of(path);
+        if f.is_binary {
+            if lang.is_some() || NATIVE_FILE.is_match(path) {
+                out.push(Flag {
+                    rule: TamperRule::BinaryCode,
+                    path: path.to_owned(),
+                    patch_line: 0,
+                    why: "a binary section on a source, manifest or object file: its content escapes the scan",
+                    excerpt: path.to_owned(),
+                });
+            }
+            continue;
+        }
+        if NATIVE_FILE.is_match(path) {
+            out.push(Flag {
+                rule: TamperRule::GoNativeCode,
+                path: path.to_owned(),
+                patch_line: f.added.first().map_or(0, |a| a.line),
+                why: "assembly or an object file, which `go build` links in whole",
+                excerpt: path.to_owned(),
+            });
+        }
+        let Some(lang) = lang else { continue };
+        let text: String = f
+            .added
+            .iter()
+            .map(|a| a.text.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let views = Views::of(&text, lang);
+        let mut found = Vec::new();
+        match lang {
+            Lang::Rust => rust(&views, &mut found),
+            Lang::Go => go(&views, &mut found),
+            Lang::Manifest => manifest(&views, &mut found),
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        found.sort_by_key(|(_, at, _)| *at);
+        for (rule, at, why) in found {
+            if !seen.insert(rule) {
+                continue;
+            }
+            let line = text[..at.min(text.len())].matches('\n').count();
+            let added = &f.added[line.min(f.added.len().saturating_sub(1))];
+            out.push(Flag {
+                rule,
+                path: path.to_owned(),
+                patch_line: added.line,
+                why,
+                excerpt: excerpt(&added.text),
+            });
+        }
+    }
+    out
+}
+
+fn excerpt(line: &str) -> String {
+    let t = line.trim();
+    match t.char_indices().nth(120) {
+        Some((i, _)) => format!("{}…", &t[..i]),
+        None => t.to_owned(),
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lang {
+    Rust,
+    Go,
+    /// `Cargo.toml`.
+    Manifest,
+}
+
+impl Lang {
+    fn of(path: &str) -> Option<Lang> {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        if name.ends_with(".rs") {
+            Some(Lang::Rust)
+        } else if name.ends_with(".go") {
+            Some(Lang::Go)
+        } else if name == "Cargo.toml" {
+            Some(Lang::Manifest)
+        } else {
+            None
+        }
+    }
+}
+
+/// Files Go's build (or any linker) takes in whole: assembly and objects.
+static NATIVE_FILE: LazyLock<Regex> = LazyLock::new(|| re(r"\.(s|S|sx|syso|o|a|so)$"));
+
+/// The added text of one file, three ways: as written; without comments;
+/// without comments and with string contents blanked (for identifier
+/// heuristics a message or doc string must not trip). Each keeps the
+/// text's offsets and line breaks.
+struct Views {
+    raw: String,
+    code: String,
+    bare: String,
+}
+
+impl Views {
+    fn of(text: &str, lang: Lang) -> Views {
+        let (code, bare) = strip(text, lang);
+        Views {
+            raw: text.to_owned(),
+            code,
+            bare,
+        }
+    }
+
+    /// The first match of `r` in the raw or the comment-free text.
+    fn find(&self, r: &Regex) -> Option<usize> {
+        [&self.raw, &self.code]
+            .iter()
+            .filter_map(|t| r.find(t).map(|m| m.start()))
+            .min()
+    }
+}
+
+fn re(pattern: &str) -> Regex {
+    Regex::new(pattern).unwrap_or_else(|e| panic!("static flag pattern {pattern}: {e}"))
+}
+
+/// Comments blanked (`code`), and strings' contents blanked too (`bare`),
+/// byte for byte (ASCII spaces for blanked bytes, newlines kept).
+fn strip(text: &str, lang: Lang) -> (String, String) {
+    let b = text.as_bytes();
+    let mut code = b.to_vec();
+    let mut bare = b.to_vec();
+    let blank = |v: &mut Vec<u8>, from: usize, to: usize| {
+        for c in &mut v[from..to] {
+            if *c != b'\n' {
+                *c = b' ';
+            }
+        }
+    };
+    let mut i = 0;
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    while i < b.len() {
+        let c = b[i];
+        let next = b.get(i + 1).copied();
+        if c == b'/' && next == Some(b'/') {
+            let end = b[i..]
+                .iter()
+                .position(|&c| c == b'\n')
+                .map_or(b.len(), |p| i + p);
+            blank(&mut code, i, end);
+            blank(&mut bare, i, end);
+            i = end;
+        } else if c == b'/' && next == Some(b'*') {
+            // Rust's block comments nest; Go's do not.
+            let mut depth = 0usize;
+            let mut j = i;
+            while j < b.len() {
+                if b[j] == b'/' && b.get(j + 1) == Some(&b'*') && (depth == 0 || lang == Lang::Rust)
+                {
+                    depth += 1;
+                    j += 2;
+                } else if b[j] == b'*' && b.get(j + 1) == Some(&b'/') {
+                    depth -= 1;
+                    j += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    j += 1;
+                }
+            }
+            let end = j.min(b.len());
+            blank(&mut code, i, end);
+            blank(&mut bare, i, end);
+            i = end;
+        } else if c == b'"' {
+            // Rust's raw strings: `r"…"`, `r#"…"#`, with a b/c prefix.
+            let mut hashes = 0;
+            let mut k = i;
+            while k > 0 && b[k - 1] == b'#' {
+                hashes += 1;
+                k -= 1;
+            }
+            let raw = lang == Lang::Rust
+                && k > 0
+                && b[k - 1] == b'r'
+                && (k < 2
+                    || !ident(b[k - 2])
+                    || matches!(b[k - 2], b'b' | b'c') && (k < 3 || !ident(b[k - 3])));
+            let end = if raw {
+                let close: Vec<u8> = std::iter::once(b'"')
+                    .chain(std::iter::repeat_n(b'#', hashes))
+                    .collect();
+                find(b, i + 1, &close).map_or(b.len(), |p| p + close.len())
+            } else {
+                let mut j = i + 1;
+                while j < b.len() && b[j] != b'"' {
+                    j += if b[j] == b'\\' { 2 } else { 1 };
+                }
+                (j + 1).min(b.len())
+            };
+            blank(
+                &mut bare,
+                (i + 1).min(end),
+                end.saturating_sub(1).max(i + 1),
+            );
+            i = end;
+        } else if c == b'`' && lang == Lang::Go {
+            let end = b[i + 1..]
+                .iter()
+                .position(|&c| c == b'`')
+                .map_or(b.len(), |p| i + 2 + p);
+            blank(
+                &mut bare,
+                (i + 1).min(end),
+                end.saturating_sub(1).max(i + 1),
+            );
+            i = end;
+        } else if c == b'\'' {
+            // A char literal is `'x'` or `'\…'`; a Rust lifetime is not.
+            let end = if next == Some(b'\\') {
+                b[i + 2..]
+                    .iter()
+                    .position(|&c| c == b'\'')
+                    .map(|p| i + 3 + p)
+            } else {
+                let len = text[i + 1..].chars().next().map_or(1, char::len_utf8);
+                (b.get(i + 1 + len) == Some(&b'\'')).then_some(i + 2 + len)
+            };
+            match end {
+                Some(end) => {
+                    blank(&mut bare, i + 1, end - 1);
+                    i = end;
+                }
+                None => i += 1,
+            }
+        } else {
+            i += 1;
+        }
+    }
+    let s = |v: Vec<u8>| String::from_utf8_lossy(&v).into_owned();
+    (s(code), s(bare))
+}
+
+fn find(hay: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
+    hay.get(from..)?
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .map(|p| from + p)
+}
+
+type Found = Vec<(TamperRule, usize, &'static str)>;
+
+/// std's and core's macros a test expands, or that build the values it
+/// compares: a crate's own macro of one of these names replaces the
+/// prelude's inside the crate (`#[macro_use]`, textual scope).
+/// Of [`STD_MACROS`], those a `use … as NAME` can only mean as a macro
+/// (`as file`, `as env` name modules and values in honest code).
+const RENAMED: &str = "assert|assert_eq|assert_ne|debug_assert|debug_assert_eq|debug_assert_ne|assert_matches|debug_assert_matches|panic|unreachable|todo|unimplemented|matches|vec|format|format_args|write|writeln|concat|stringify";
+
+const STD_MACROS: &str = "assert|assert_eq|assert_ne|debug_assert|debug_assert_eq|debug_assert_ne|assert_matches|debug_assert_matches|panic|unreachable|todo|unimplemented|matches|vec|format|format_args|write|writeln|print|println|eprint|eprintln|dbg|concat|stringify|line|column|file|module_path|cfg|env|option_env|include|include_str|include_bytes|compile_error|try|thread_local|concat_idents|const_format_args";
+
+struct Pattern {
+    rule: TamperRule,
+    re: Regex,
+    why: &'static str,
+}
+
+fn pattern(rule: TamperRule, re_: &str, why: &'static str) -> Pattern {
+    Pattern {
+        rule,
+        re: re(re_),
+        why,
+    }
+}
+
+static RUST: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
+    use TamperRule::*;
+    let shadow = |p: &str| p.replace("{N}", STD_MACROS);
+    vec![
+        pattern(
+            RustMacroShadowing,
+            &shadow(r"\bmacro_rules\s*!\s*(?:r#)?(?:{N})\b"),
+            "defines a macro named like one of std's",
+        ),
+        pattern(
+            RustMacroShadowing,
+            &shadow(r"\bmacro\s+(?:r#)?(?:{N})\s*[({]"),
+            "defines a macro named like one of std's",
+        ),
+        pattern(
+            RustMacroShadowing,
+            &format!(r"\buse\b[^;]*\bas\s+(?:r#)?(?:{RENAMED})\b"),
+            "imports something under the name of one of std's macros",
+        ),
+        pattern(
+            RustMacroShadowing,
+            r"\bmacro_rules\s*!\s*(?:\$|\[\s*<)",
+            "defines a macro whose name another macro supplies",
+        ),
+        pattern(
+            RustConstructor,
+            r"\blink_section\b",
+            "places code or data in a chosen linker section",
+        ),
+        pattern(
+            RustConstructor,
+            r"\.(?:init_array|preinit_array|fini_array|ctors|dtors)\b",
+            "names a constructor section",
+        ),
+        pattern(
+            RustConstructor,
+            r"#\s*!?\s*\[[^\]]*\b(?:ctor|dtor)\b",
+            "a constructor attribute (`ctor`)",
+        ),
+        pattern(
+            RustConstructor,
+            r"\b(?:ctor|dtor)\s*::",
+            "a constructor crate (`ctor`)",
+        ),
+        pattern(
+            RustAsm,
+            r"\b(?:global_asm|asm|naked_asm|llvm_asm)\s*!",
+            "assembly",
+        ),
+        pattern(
+            RustAsm,
+            r"\barch\s*::\s*(?:global_asm|asm|naked_asm)\b",
+            "assembly",
+        ),
+        pattern(RustAsm, r"#\s*!?\s*\[[^\]]*\bnaked\b", "a naked function"),
+        pattern(
+            RustSymbolOverride,
+            r"\b(?:no_mangle|export_name)\b|#\s*!?\s*\[[^\]]*\blinkage\b",
+            "exports a symbol by name, which overrides libc's in the test binary",
+        ),
+        pattern(
+            RustFdRewrite,
+            r"\blibc\s*::\s*(?:dup|dup2|dup3|fork|vfork|atexit|on_exit|pipe|pipe2|freopen|_exit|close|syscall|ptrace|clone|clone3|setvbuf|prctl|posix_spawn)\b",
+            "a libc call that can take over the process's output or exit",
+        ),
+        pattern(
+            RustFdRewrite,
+            r"\blink_name\b",
+            "imports a foreign function under another name",
+        ),
+        pattern(
+            RustFdRewrite,
+            r"\bfrom_raw_fd\s*\(\s*(?:[012]|\w+\s*::\s*STD\w+)\s*\)",
+            "opens the process's stdin, stdout or stderr by descriptor",
+        ),
+        pattern(
+            RustFdRewrite,
+            r"\bcurrent_exe\b|/proc/self",
+            "re-executes or reads the running test binary",
+        ),
+    ]
+});
+
+/// Assertion names written without a `!`: a macro's name handed to a
+/// macro that defines it (`paste`, `concat_idents!`, `$name`).
+static BARE_ASSERT: LazyLock<Regex> =
+    LazyLock::new(|| re(r"\b(?:r#)?(?:debug_)?assert(?:_eq|_ne|_matches)?\b"));
+
+/// libc's functions that can take over the process's output or exit, as
+/// an `extern` block declares them.
+static FOREIGN_FN: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"\bfn\s+(?:r#)?(?:dup|dup2|dup3|fork|vfork|atexit|on_exit|pipe|pipe2|freopen|_exit|exit|close|syscall|ptrace|clone|clone3|write|writev|setvbuf|prctl|posix_spawn)\s*\(",
+    )
+});
+static EXTERN_BLOCK: LazyLock<Regex> = LazyLock::new(|| re(r#"\bextern\s*(?:"[^"]*"\s*)?\{"#));
+/// `include!(…)` and `path = …` (in an attribute): where code comes from.
+static INCLUDE: LazyLock<Regex> = LazyLock::new(|| re(r"\binclude\s*!\s*[(\[{]\s*"));
+static PATH_ATTR: LazyLock<Regex> = LazyLock::new(|| re(r"#\s*!?\s*\[[^\]]*\bpath\s*=\s*"));
+
+/// Whether the text at a macro's or attribute's argument is a plain
+/// string naming a `.rs` file (one the scan reads when the patch adds it).
+fn names_rust_file(arg: &str) -> bool {
+    let Some(rest) = arg.strip_prefix('"') else {
+        return false;
+    };
+    rest.find('"')
+        .is_some_and(|end| rest[..end].ends_with(".rs") && !rest[..end].contains('\\'))
+}
+
+/// Whether the bare assertion name at `at` is a path's last segment or
+/// one of a `use …::{…}` group's (`use pretty_assertions::assert_eq`): a
+/// crate's macro imported by name, not one defined here.
+fn path_segment(bare: &str, at: usize) -> bool {
+    let before = bare[..at].trim_end();
+    if before.ends_with("::") {
+        return true;
+    }
+    (before.ends_with('{') || before.ends_with(','))
+        && before.rfind('{').is_some_and(|open| {
+            bare[..open].trim_end().ends_with("::") && !bare[open..at].contains(['}', ';'])
+        })
+}
+
+fn rust(v: &Views, found: &mut Found) {
+    for p in RUST.iter() {
+        if let Some(at) = v.find(&p.re) {
+            found.push((p.rule, at, p.why));
+        }
+    }
+    for text in [&v.raw, &v.code] {
+        for m in EXTERN_BLOCK.find_iter(text) {
+            if let Some(f) = FOREIGN_FN.find(balanced(text, m.end() - 1)) {
+                found.push((
+                    TamperRule::RustFdRewrite,
+                    m.end() - 1 + f.start(),
+                    "declares a libc function that can take over the process's output or exit",
+                ));
+            }
+        }
+        for (r, why) in [
+            (
+                &*INCLUDE,
+                "includes code from a file the scan does not read as Rust",
+            ),
+            (
+                &*PATH_ATTR,
+                "a module from a file the scan does not read as Rust",
+            ),
+        ] {
+            if let Some(m) = r
+                .find_iter(text)
+                .find(|m| !names_rust_file(&text[m.end()..]))
+            {
+                found.push((TamperRule::RustInclude, m.start(), why));
+            }
+        }
+    }
+    for m in BARE_ASSERT.find_iter(&v.bare) {
+        let after = v.bare[m.end()..].trim_start();
+        if !after.starts_with('!') && !path_segment(&v.bare, m.start()) {
+            found.push((
+                TamperRule::RustMacroShadowing,
+                m.start(),
+                "names an assertion macro without calling it (a macro-made macro)",
+            ));
+            break;
+        }
+    }
+}
+
+static MANIFEST: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
+    use TamperRule::*;
+    vec![
+        pattern(
+            RustManifest,
+            r"(?m)^\s*(?:build|links)\s*=",
+            "a build script, which runs arbitrary code before the tests compile",
+        ),
+        pattern(
+            RustManifest,
+            r"\bproc[-_]macro\s*=\s*true",
+            "a procedural macro crate, which rewrites code at compile time",
+        ),
+        pattern(
+            RustManifest,
+            r"(?m)^\s*\[\s*(?:build-dependencies|patch\b|replace\b)",
+            "build dependencies or replaced crates",
+        ),
+        pattern(
+            RustManifest,
+            r"(?m)^\s*\[\[\s*(?:test|bench)\s*\]\]|^\s*(?:harness|autotests|autobenches|doctest|test)\s*=",
+            "redefines which test targets run and how",
+        ),
+        pattern(
+            RustConstructor,
+            r#"(?m)^\s*(?:ctor|dtor)\s*=|^\s*\[[\w.-]*dependencies\.(?:ctor|dtor)\s*\]|\bpackage\s*=\s*"(?:ctor|dtor)""#,
+            "a constructor crate (`ctor`)",
+        ),
+    ]
+});
+
+fn manifest(v: &Views, found: &mut Found) {
+    for p in MANIFEST.iter() {
+        // TOML's comments start with `#`; the Rust lexer does not know
+        // them, so the raw text is what is read.
+        let no_comments: String = v
+            .raw
+            .lines()
+            .map(|l| l.split(" #").next().unwrap_or(l))
+            .filter(|l| !l.trim_start().starts_with('#'))
+            .collect::<Vec<_>>()
+            .join("\n");
+        if p.re.is_match(&no_comments)
+            && let Some(m) = p.re.find(&v.raw)
+        {
+            found.push((p.rule, m.start(), p.why));
+        }
+    }
+}
+
+static GO_IMPORT: LazyLock<Regex> = LazyLock::new(|| {
+    re(r#"(?m)(?:^|\bimport\b|[(;])\s*(\w+|\.)?\s*"(os|syscall|golang\.org/x/sys/unix)""#)
+});
+
+static GO_FIXED: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
+    use TamperRule::*;
+    vec![
+        pattern(
+            GoLinkname,
+            r"go:linkname\b",
+            "`//go:linkname`: reaches another package's unexported code (`testing`, the runtime)",
+        ),
+        pattern(
+            GoNativeCode,
+            r#"(?m)(?:^|\bimport\b|[(;])\s*(?:\w+\s+)?"C"[ \t]*(?:$|;|\))"#,
+            "cgo (`import \"C\"`): C code linked into the test binary, constructors included",
+        ),
+        pattern(GoNativeCode, r"#\s*cgo\b|go:cgo_\w+", "cgo directives"),
+        pattern(
+            GoNativeCode,
+            r"__attribute__\s*\(\s*\(\s*constructor",
+            "a C constructor",
+        ),
+        pattern(
+            GoFdRewrite,
+            r"/proc/self",
+            "reads or re-executes the running test binary",
+        ),
+    ]
+});
+
+/// Go's selector on package alias `alias`: `os.Stdout`, `os . Stdout`,
+/// or the bare name under a dot import.
+fn selector(alias: &str) -> String {
+    if alias == "." {
+        r"(?:^|[^\w.])".to_owned()
+    } else {
+        format!(r"\b{}\s*\.\s*", regex::escape(alias))
+    }
+}
+
+fn go(v: &Views, found: &mut Found) {
+    for p in GO_FIXED.iter() {
+        if let Some(at) = v.find(&p.re) {
+            found.push((p.rule, at, p.why));
+        }
+    }
+    // Each package's names in this file: its default name, and aliases.
+    let mut os = vec!["os".to_owned()];
+    let mut sys = vec!["syscall".to_owned(), "unix".to_owned()];
+    for c in GO_IMPORT.captures_iter(&v.code) {
+        if let Some(alias) = c.get(1) {
+            let list = if &c[2] == "os" { &mut os } else { &mut sys };
+            list.push(alias.as_str().to_owned());
+        }
+    }
+    let fd = r"(?:[12]\b|(?:\w+\s*\.\s*)?(?:Stdout|Stderr)\b|[^,)]*\bFd\s*\(\s*\))";
+    let mut patterns: Vec<(String, &'static str)> = Vec::new();
+    for a in &os {
+        let s = selector(a);
+        patterns.push((
+            format!(r"{s}(?:Stdout|Stderr)\s*=[^=]"),
+            "replaces os.Stdout or os.Stderr",
+        ));
+        patterns.push((
+            format!(r"&\s*{s}(?:Stdout|Stderr)\b"),
+            "takes the address of os.Stdout or os.Stderr",
+        ));
+        patterns.push((
+            format!(r"(?:Pointer|ValueOf)\s*\(\s*{s}(?:Stdout|Stderr)\b"),
+            "reaches into os.Stdout or os.Stderr",
+        ));
+        patterns.push((
+            format!(r"{s}NewFile\s*\(\s*(?:uintptr\s*\(\s*)?{fd}"),
+            "opens stdout or stderr by descriptor",
+        ));
+        patterns.push((
+            format!(r"{s}(?:Stdout|Stderr)\s*\.\s*Close\s*\("),
+            "closes stdout or stderr",
+        ));
+        patterns.push((
+            format!(r"{s}Executable\s*\("),
+            "re-executes the running test binary",
+        ));
+    }
+    for a in &sys {
+        let s = selector(a);
+        patterns.push((
+            format!(
+                r"{s}(?:Dup2|Dup3|SYS_DUP2|SYS_DUP3|SYS_DUP|ForkExec|RawSyscall6?|Syscall6?)\b"
+            ),
+            "a system call that can take over the process's output",
+        ));
+        patterns.push((
+            format!(r"{s}(?:Close|Write)\s*\(\s*{fd}"),
+            "writes to or closes stdout or stderr by descriptor",
+        ));
+    }
+    for (p, why) in patterns {
+        if let Some(at) = v.find(&re(&p)) {
+            found.push((TamperRule::GoFdRewrite, at, why));
+        }
+    }
+    // An `init` that prints: its lines land in the runner's output before
+    // any test runs.
+    static INIT: LazyLock<Regex> = LazyLock::new(|| re(r"\bfunc\s+init\s*\(\s*\)\s*\{"));
+    let writes = format!(
+        r"{}(?:Stdout|Stderr)\b|\bfmt\s*\.\s*Print|\bprintln\s*\(|\bprint\s*\(|\blog\s*\.\s*\w+\s*\(",
+        selector("os")
+    );
+    let writes = re(&writes);
+    for m in INIT.find_iter(&v.bare) {
+        let body = balanced(&v.bare, m.end() - 1);
+        if writes.is_match(body) {
+            found.push((
+                TamperRule::GoFdRewrite,
+                m.start(),
+                "an `init` function that writes to stdout or stderr",
+            ));
+            break;
+        }
+    }
+}
+
+/// The text from the `{` at `open` to its matching `}` (or the end).
+fn balanced(text: &str, open: usize) -> &str {
+    let mut depth = 0usize;
+    for (i, c) in text[open..].char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return &text[open..open + i + 1];
+                }
+            }
+            _ => {}
+        }
+    }
+    &text[open..]
+}
+
+#[cfg(test)]
+mod tests;

@@ -441,7 +441,7 @@ fn go_attacks_on_the_runner_are_static_tamper_flags() {
         .output()
         .unwrap();
     assert!(made.status.success(), "make-repo.sh: {made:?}");
-    let allow = "\n[[grade.allow_tamper]]\ntask = \"gocalc-*\"\nrule = \"go-linkname\"\nreason = \"attack test: shows the linkname attack beats the rest\"\n\n[[grade.allow_tamper]]\ntask = \"gocalc-1\"\nrule = \"go-fd-rewrite\"\nreason = \"attack test: shows the relay beats the rest\"\n";
+    let allow = "\n[[grade.allow_tamper]]\ntask = \"gocalc-*\"\nrule = \"go-linkname\"\nreason = \"attack test: shows the linkname attack beats the rest\"\n\n[[grade.allow_tamper]]\ntask = \"gocalc-1\"\nrule = \"go-fd-rewrite\"\nreason = \"attack test: shows the relay beats the rest\"\n\n[[grade.allow_tamper]]\ntask = \"gocalc-1\"\nrule = \"go-testing-reach\"\nreason = \"attack test: the linkname attack names testing.InternalTest\"\n";
     project.write(
         "allowed.toml",
         pipeline.replace("release = \"release\"", "release = \"release-allowed\"") + allow,

@@ -24,6 +24,7 @@ crate::words::words! {
         GoLinkname = "go-linkname",
         GoNativeCode = "go-native-code",
         GoFdRewrite = "go-fd-rewrite",
+        GoTestingReach = "go-testing-reach",
         BinaryCode = "binary-code",
     }
 }

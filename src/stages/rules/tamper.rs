@@ -34,9 +34,9 @@ const FRAMEWORK_REACH: &[&str] = &[
 /// effect in this arm (then the grade is never `resolved`):
 /// - it touches test infrastructure (in effect unless this arm excluded it);
 /// - its non-test code reaches into the test framework (always in effect);
-/// - its non-test Rust or Go code holds a construct a static flag names (in
-///   effect unless `allowed` names the flag's rule: then listed with the
-///   pipeline's reason);
+/// - its Rust or Go code (test files the arm kept too) holds a construct a
+///   static flag names (in effect unless `allowed` names the flag's rule:
+///   then listed with the pipeline's reason);
 /// - test files changed during the run (always in effect).
 pub(crate) fn tamper_suspects(
     patch: &[u8],
@@ -91,10 +91,16 @@ pub(crate) fn tamper_suspects(
             ));
         }
     }
-    let scanned = |path: &str| {
-        !tests.is_match(path) && !excluded.contains(path) && !is_infra(path, tests, infra)
+    let read = |path: &str| {
+        if excluded.contains(path) || is_infra(path, tests, infra) {
+            native::Read::Not
+        } else if tests.is_match(path) {
+            native::Read::Tests
+        } else {
+            native::Read::Code
+        }
     };
-    for flag in native::flags(&files, scanned) {
+    for flag in native::flags(&files, read) {
         match allowed.iter().find(|a| a.rule == flag.rule) {
             Some(a) => out.push(format!("{flag} (allowed: {})", a.reason)),
             None => {
@@ -196,15 +202,25 @@ mod tests {
             suspects[0].ends_with("(allowed: the task adds a C export)"),
             "{suspects:?}"
         );
-        // Another rule's allowance spares nothing; a test file is not read.
+        // Another rule's allowance spares nothing; a test file the arm
+        // kept is read too, one it left out is not.
         let other = [Allowance {
             rule: crate::pipeline::TamperRule::GoLinkname,
             reason: "r".into(),
         }];
         assert!(tamper_suspects(patch.as_bytes(), &[], &test_globs(), &[], &other).1);
         let in_tests = patch.replace("src/ffi.rs", "tests/ffi.rs");
+        assert!(tamper_suspects(in_tests.as_bytes(), &[], &test_globs(), &[], &[]).1);
+        let left_out = ["tests/ffi.rs".to_owned()];
         assert_eq!(
-            tamper_suspects(in_tests.as_bytes(), &[], &test_globs(), &[], &[]),
+            tamper_suspects(in_tests.as_bytes(), &left_out, &test_globs(), &[], &[]),
+            (vec![], false)
+        );
+        // A kept Go test capturing stdout, as honest tests do, is no flag.
+        let capture = "--- /dev/null\n+++ b/calc_test.go\n@@ -0,0 +1,3 @@\n+package calc\n+import \"os\"\n+func TestMain(m *testing.M) { r, w, _ := os.Pipe(); os.Stdout = w; _ = r; os.Exit(m.Run()) }\n";
+        let go_tests = globset(&["**/*_test.go".to_owned()]).expect("globs");
+        assert_eq!(
+            tamper_suspects(capture.as_bytes(), &[], &go_tests, &[], &[]),
             (vec![], false)
         );
     }

@@ -23,9 +23,9 @@
 //! `Cargo.toml` manifests, and the names of the files a Go build or a
 //! linker takes in whole (assembly, `.syso` objects). A binary section on
 //! any of those paths hides its content from the scan and is flagged.
-//! Files the test globs match are skipped, as for the framework reach: the
-//! scored arm leaves the session's test files out, and an honest Go test
-//! capturing `os.Stdout` is common.
+//! Test files an arm kept are read without the Go rules honest tests trip
+//! (capturing `os.Stdout`, `TestMain(m *testing.M)`): a helper file of the
+//! tests kept by a `new-test-files` policy is compiled with them.
 
 use std::sync::LazyLock;
 
@@ -56,16 +56,27 @@ impl std::fmt::Display for Flag {
     }
 }
 
-/// The flags of the patch's sections `scanned` keeps, in patch order, one
-/// per rule and file (its first match).
+/// How much of a file the flags read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Read {
+    Not,
+    Code,
+    /// A test file the arm kept: every rule but those honest tests trip
+    /// (a Go test capturing `os.Stdout`, a `TestMain(m *testing.M)`).
+    Tests,
+}
+
+/// The flags of the patch's sections, each read as `read` says, in patch
+/// order, one per rule and file (its first match).
 pub(crate) fn flags<'a>(
     files: impl IntoIterator<Item = &'a PatchFile>,
-    scanned: impl Fn(&str) -> bool,
+    read: impl Fn(&str) -> Read,
 ) -> Vec<Flag> {
     let mut out = Vec::new();
     for f in files {
         let path = f.path.path.as_str();
-        if f.path.is_deleted || !scanned(path) {
+        let how = read(path);
+        if f.path.is_deleted || how == Read::Not {
             continue;
         }
         let lang = Lang::of(path);
@@ -103,6 +114,11 @@ pub(crate) fn flags<'a>(
             Lang::Rust => rust(&views, &mut found),
             Lang::Go => go(&views, &mut found),
             Lang::Manifest => manifest(&views, &mut found),
+        }
+        if how == Read::Tests {
+            found.retain(|(rule, _, _)| {
+                !matches!(rule, TamperRule::GoFdRewrite | TamperRule::GoTestingReach)
+            });
         }
         let mut seen = std::collections::BTreeSet::new();
         found.sort_by_key(|(_, at, _)| *at);
@@ -284,12 +300,13 @@ fn strip(text: &str, lang: Lang) -> (String, String) {
             );
             i = end;
         } else if c == b'\'' {
-            // A char literal is `'x'` or `'\…'`; a Rust lifetime is not.
+            // A char literal is `'x'` or `'\…'` (the escaped character
+            // itself may be a quote: `'\''`, and `\u{…}` is the longest);
+            // a Rust lifetime is not.
             let end = if next == Some(b'\\') {
-                b[i + 2..]
-                    .iter()
-                    .position(|&c| c == b'\'')
-                    .map(|p| i + 3 + p)
+                b.get(i + 3..)
+                    .and_then(|rest| rest.iter().take(10).position(|&c| c == b'\''))
+                    .map(|p| i + 4 + p)
             } else {
                 let len = text[i + 1..].chars().next().map_or(1, char::len_utf8);
                 (b.get(i + 1 + len) == Some(&b'\'')).then_some(i + 2 + len)
@@ -420,6 +437,16 @@ static RUST: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
             RustFdRewrite,
             r"\bcurrent_exe\b|/proc/self",
             "re-executes or reads the running test binary",
+        ),
+        pattern(
+            RustFdRewrite,
+            r"\bCommand\s*::\s*new\s*\(\s*[^)]*\bargs(?:_os)?\s*\(",
+            "re-executes the running test binary by its argv[0]",
+        ),
+        pattern(
+            RustFdRewrite,
+            r"\bnix\s*::\s*unistd\b|\bset_output_capture\b",
+            "takes over the process's output (nix's unistd, libtest's capture)",
         ),
     ]
 });
@@ -589,6 +616,16 @@ static GO_FIXED: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
             GoFdRewrite,
             r"/proc/self",
             "reads or re-executes the running test binary",
+        ),
+        pattern(
+            GoFdRewrite,
+            r"\b(?:Command|CommandContext|StartProcess|Exec|ForkExec)\s*\([^)]*\bArgs\s*\[\s*0\s*\]",
+            "re-executes the running test binary by its argv[0]",
+        ),
+        pattern(
+            GoTestingReach,
+            r"\btesting\s*\.\s*(?:MainStart|Main|RunTests|RunBenchmarks|RunExamples|InternalTest|M)\b",
+            "runs or builds testing's own entry points from non-test code",
         ),
     ]
 });

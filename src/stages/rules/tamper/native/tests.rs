@@ -21,7 +21,7 @@ fn new_file(path: &str, text: &str) -> String {
 /// The rules the static flags find in a new file `path` holding `text`.
 fn rules(path: &str, text: &str) -> Vec<TamperRule> {
     let files = parse_patch(new_file(path, text).as_bytes()).expect("patch");
-    flags(&files, |_| true)
+    flags(&files, |_| Read::Code)
         .into_iter()
         .map(|f| f.rule)
         .collect()
@@ -56,6 +56,7 @@ fn a_macro_named_like_stds_is_flagged_however_it_is_written() {
         "const S: &str = \"/*\";\nmacro_rules! /**/ debug_assert_eq { () => {} } // */",
         "const S: &str = r#\"/*\"#;\nmacro_rules! /* x */ panic { () => {} }",
         "const Q: char = '\"';\nmacro_rules! /* \" */ assert_ne { () => {} }",
+        "const Q: char = '\\'';\nconst R: char = '\\u{22}';\nconst S: &str = \"/*\";\nmacro_rules! /* */ assert_ne { () => {} }",
         "fn f<'a>(x: &'a str) -> &'a str { x }\nmacro_rules! /* ' */ matches { () => {} }",
         "/* nested /* comment */ still comment */ macro_rules! /**/ unreachable { () => {} }",
         // Renamed into place.
@@ -133,6 +134,9 @@ fn assembly_symbol_overrides_and_descriptor_games_are_flagged() {
         "let out = unsafe { std::fs::File::from_raw_fd(1) };",
         "let me = std::env::current_exe().unwrap();",
         "let me = std::fs::read(\"/proc/self/exe\");",
+        "let child = std::process::Command::new(std::env::args().next().unwrap());",
+        "nix::unistd::dup2(w, 1).ok();",
+        "std::io::set_output_capture(None);",
     ] {
         flagged("src/lib.rs", text, RustFdRewrite);
     }
@@ -153,7 +157,7 @@ fn code_from_files_the_scan_does_not_read_is_flagged() {
     }
     let binary = "diff --git a/src/shim.rs b/src/shim.rs\nnew file mode 100644\nindex 0000000..e69de29\nBinary files /dev/null and b/src/shim.rs differ\n";
     let files = parse_patch(binary.as_bytes()).expect("patch");
-    let found: Vec<_> = flags(&files, |_| true)
+    let found: Vec<_> = flags(&files, |_| Read::Code)
         .into_iter()
         .map(|f| f.rule)
         .collect();
@@ -230,8 +234,15 @@ fn go_linkname_cgo_and_stdout_rewrites_are_flagged() {
         "package calc\n\nimport \"fmt\"\n\nfunc init() {\n\tfmt.Println(\"\\x16--- PASS: TestAdd (0.00s)\")\n}",
         "package calc\n\nfunc init() { println(\"ok\") }",
         "package calc\n\nimport \"os\"\n\nfunc again() { p, _ := os.Executable(); _ = p }",
+        "package calc\n\nimport (\"os\"; \"os/exec\")\n\nvar _ = exec.Command(os.Args[0], os.Args[1:]...).Run()",
     ] {
         flagged("calc.go", text, GoFdRewrite);
+    }
+    for text in [
+        "package calc\n\nimport \"testing\"\n\nfunc init() { testing.MainStart(nil, nil, nil, nil, nil) }",
+        "package calc\n\nimport \"testing\"\n\nvar fake = []testing.InternalTest{{Name: \"TestAdd\"}}",
+    ] {
+        flagged("calc.go", text, GoTestingReach);
     }
 }
 
@@ -242,6 +253,7 @@ fn honest_go_is_not_flagged() {
         "package calc\n\nimport (\"bytes\"; \"os/exec\")\n\nfunc run() { var buf bytes.Buffer; cmd := exec.Command(\"ls\"); cmd.Stdout = &buf; cmd.Stderr = &buf }",
         "package calc\n\nvar registry = map[string]int{}\n\nfunc init() {\n\tregistry[\"add\"] = 1\n}\n\nvar letters = []string{\n\t\"C\",\n\t\"D\",\n}",
         "package calc\n\n// Add adds; see the C version.\nfunc Add(a, b int) int { return a + b }",
+        "package calc\n\nimport (\"fmt\"; \"os\"; \"testing\")\n\n// Helper for the package's tests.\nfunc Check(t *testing.T, ok bool) { if !ok { t.Helper(); t.Fatal(\"no\") } }\n\nfunc usage() { fmt.Fprintf(os.Stderr, \"usage: %s\\n\", os.Args[0]) }",
     ] {
         clean("calc/calc.go", text);
     }
@@ -255,12 +267,12 @@ fn a_flag_names_its_rule_file_and_line() {
         "// shim\n\nmacro_rules! assert_eq {\n    ($($t:tt)*) => {};\n}",
     );
     let files = parse_patch(patch.as_bytes()).expect("patch");
-    let found = flags(&files, |_| true);
+    let found = flags(&files, |_| Read::Code);
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(
         found[0].to_string(),
         "static flag rust-macro-shadowing: src/shim.rs (patch line 8): defines a macro named like one of std's: `macro_rules! assert_eq {`"
     );
     // Nothing is read of a file `scanned` leaves out.
-    assert!(flags(&files, |p| p != "src/shim.rs").is_empty());
+    assert!(flags(&files, |_| Read::Not).is_empty());
 }

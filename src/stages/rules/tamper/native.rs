@@ -499,14 +499,13 @@ fn rust(v: &Views, found: &mut Found) {
         }
     }
     for text in [&v.raw, &v.code] {
-        for m in EXTERN_BLOCK.find_iter(text) {
-            if let Some(f) = FOREIGN_FN.find(balanced(text, m.end() - 1)) {
-                found.push((
-                    TamperRule::RustFdRewrite,
-                    m.end() - 1 + f.start(),
-                    "declares a libc function that can take over the process's output or exit",
-                ));
-            }
+        let blocks = EXTERN_BLOCK.find_iter(text).map(|m| m.end() - 1);
+        if let Some(at) = in_bodies(text, blocks, &FOREIGN_FN) {
+            found.push((
+                TamperRule::RustFdRewrite,
+                at,
+                "declares a libc function that can take over the process's output or exit",
+            ));
         }
         for (r, why) in [
             (
@@ -710,35 +709,52 @@ fn go(v: &Views, found: &mut Found) {
         selector("os")
     );
     let writes = re(&writes);
-    for m in INIT.find_iter(&v.bare) {
-        let body = balanced(&v.bare, m.end() - 1);
-        if writes.is_match(body) {
-            found.push((
-                TamperRule::GoFdRewrite,
-                m.start(),
-                "an `init` function that writes to stdout or stderr",
-            ));
-            break;
-        }
+    let inits = INIT.find_iter(&v.bare).map(|m| m.end() - 1);
+    if let Some(at) = in_bodies(&v.bare, inits, &writes) {
+        found.push((
+            TamperRule::GoFdRewrite,
+            at,
+            "an `init` function that writes to stdout or stderr",
+        ));
     }
 }
 
-/// The text from the `{` at `open` to its matching `}` (or the end).
-fn balanced(text: &str, open: usize) -> &str {
-    let mut depth = 0usize;
-    for (i, c) in text[open..].char_indices() {
+/// Where `r` first matches inside the brace-delimited bodies opened at
+/// `opens` (ascending offsets of `{`; an unclosed one runs to the end). In
+/// time linear in the text however many bodies nest or stay open (a patch
+/// of 100,000 unclosed `extern {` must not cost 100,000 scans to the end):
+/// text already searched is not searched again, but for a window of a
+/// match's length at the seam.
+fn in_bodies(text: &str, opens: impl Iterator<Item = usize>, r: &Regex) -> Option<usize> {
+    const SEAM: usize = 256;
+    let mut close = std::collections::BTreeMap::new();
+    let mut stack = Vec::new();
+    for (i, c) in text.bytes().enumerate() {
         match c {
-            '{' => depth += 1,
-            '}' => {
-                depth = depth.saturating_sub(1);
-                if depth == 0 {
-                    return &text[open..open + i + 1];
+            b'{' => stack.push(i),
+            b'}' => {
+                if let Some(open) = stack.pop() {
+                    close.insert(open, i + 1);
                 }
             }
             _ => {}
         }
     }
-    &text[open..]
+    let mut searched = 0usize;
+    for open in opens {
+        let end = close.get(&open).copied().unwrap_or(text.len());
+        let mut start = open.max(searched.saturating_sub(SEAM));
+        while !text.is_char_boundary(start) {
+            start += 1;
+        }
+        if start < end {
+            if let Some(m) = r.find(&text[start..end]) {
+                return Some(start + m.start());
+            }
+        }
+        searched = searched.max(end);
+    }
+    None
 }
 
 #[cfg(test)]

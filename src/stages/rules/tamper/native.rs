@@ -747,10 +747,10 @@ fn in_bodies(text: &str, opens: impl Iterator<Item = usize>, r: &Regex) -> Optio
         while !text.is_char_boundary(start) {
             start += 1;
         }
-        if start < end {
-            if let Some(m) = r.find(&text[start..end]) {
-                return Some(start + m.start());
-            }
+        if start < end
+            && let Some(m) = r.find(&text[start..end])
+        {
+            return Some(start + m.start());
         }
         searched = searched.max(end);
     }

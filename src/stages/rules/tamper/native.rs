@@ -703,13 +703,44 @@ fn go(v: &Views, found: &mut Found) {
     }
     // An `init` that prints: its lines land in the runner's output before
     // any test runs.
-    static INIT: LazyLock<Regex> = LazyLock::new(|| re(r"\bfunc\s+init\s*\(\s*\)\s*\{"));
+    // A package-level `var _ = func() … { … }()` runs at the same time.
+    static INIT: LazyLock<Regex> = LazyLock::new(|| {
+        re(r"\bfunc\s+init\s*\(\s*\)\s*\{|\bvar\s+[\w\s,]+=\s*func\s*\([^)]*\)[^{]*\{")
+    });
+    let os_names = os.iter().map(|a| selector(a)).collect::<Vec<_>>().join("|");
     let writes = format!(
-        r"{}(?:Stdout|Stderr)\b|\bfmt\s*\.\s*Print|\bprintln\s*\(|\bprint\s*\(|\blog\s*\.\s*\w+\s*\(",
-        selector("os")
+        r"(?:{os_names})(?:Stdout|Stderr)\b|\bfmt\s*\.\s*Print|\bprintln\s*\(|\bprint\s*\(|\blog\s*\.\s*\w+\s*\("
     );
     let writes = re(&writes);
-    let inits = INIT.find_iter(&v.bare).map(|m| m.end() - 1);
+    // A library has no use for its process's argv[0] but to run the
+    // binary again (a `main` package prints it in its usage).
+    static PACKAGE: LazyLock<Regex> = LazyLock::new(|| re(r"(?m)^\s*package\s+(\w+)"));
+    let library = PACKAGE.captures(&v.code).is_some_and(|c| &c[1] != "main");
+    if library {
+        let argv0 = re(&format!(r"(?:{os_names})Args\s*\[\s*0\s*\]"));
+        if let Some(at) = v.find(&argv0) {
+            found.push((
+                TamperRule::GoFdRewrite,
+                at,
+                "a library reads its process's argv[0] (the test binary)",
+            ));
+        }
+    }
+    // Only at package level (brace depth 0): a closure inside a function
+    // runs when called.
+    let (mut depth, mut at) = (0i64, 0usize);
+    let bytes = v.bare.as_bytes();
+    let inits = INIT.find_iter(&v.bare).filter_map(|m| {
+        for &c in &bytes[at..m.start()] {
+            depth += match c {
+                b'{' => 1,
+                b'}' => -1,
+                _ => 0,
+            };
+        }
+        at = m.start();
+        (depth <= 0).then(|| m.end() - 1)
+    });
     if let Some(at) = in_bodies(&v.bare, inits, &writes) {
         found.push((
             TamperRule::GoFdRewrite,

@@ -235,6 +235,9 @@ fn go_linkname_cgo_and_stdout_rewrites_are_flagged() {
         "package calc\n\nfunc init() { println(\"ok\") }",
         "package calc\n\nimport \"os\"\n\nfunc again() { p, _ := os.Executable(); _ = p }",
         "package calc\n\nimport (\"os\"; \"os/exec\")\n\nvar _ = exec.Command(os.Args[0], os.Args[1:]...).Run()",
+        "package calc\n\nimport (\"os\"; \"os/exec\")\n\nfunc relay() { self := os.Args[0]; _ = exec.Command(self).Run() }",
+        "package calc\n\nimport \"fmt\"\n\nvar _ = func() int {\n\tfmt.Println(\"--- PASS: TestAdd\")\n\treturn 0\n}()",
+        "package calc\n\nimport o \"os\"\n\nfunc init() { o.Stdout.WriteString(\"ok\") }",
     ] {
         flagged("calc.go", text, GoFdRewrite);
     }
@@ -253,7 +256,8 @@ fn honest_go_is_not_flagged() {
         "package calc\n\nimport (\"bytes\"; \"os/exec\")\n\nfunc run() { var buf bytes.Buffer; cmd := exec.Command(\"ls\"); cmd.Stdout = &buf; cmd.Stderr = &buf }",
         "package calc\n\nvar registry = map[string]int{}\n\nfunc init() {\n\tregistry[\"add\"] = 1\n}\n\nvar letters = []string{\n\t\"C\",\n\t\"D\",\n}",
         "package calc\n\n// Add adds; see the C version.\nfunc Add(a, b int) int { return a + b }",
-        "package calc\n\nimport (\"fmt\"; \"os\"; \"testing\")\n\n// Helper for the package's tests.\nfunc Check(t *testing.T, ok bool) { if !ok { t.Helper(); t.Fatal(\"no\") } }\n\nfunc usage() { fmt.Fprintf(os.Stderr, \"usage: %s\\n\", os.Args[0]) }",
+        "package calc\n\nimport \"testing\"\n\n// Helper for the package's tests.\nfunc Check(t *testing.T, ok bool) { if !ok { t.Helper(); t.Fatal(\"no\") } }",
+        "package main\n\nimport (\"fmt\"; \"os\")\n\nfunc usage() { fmt.Fprintf(os.Stderr, \"usage: %s\\n\", os.Args[0]) }\n\nvar handlers = map[string]func(){}\n\nfunc run() { var f = func() { fmt.Println(\"hi\") }; f() }",
     ] {
         clean("calc/calc.go", text);
     }

@@ -80,8 +80,11 @@ pub(crate) fn flags<'a>(
             continue;
         }
         let lang = Lang::of(path);
+        // Fixtures a test tree holds (`testdata/`, which Go never builds)
+        // may be binary or assembly; code compiled with the tests is read.
+        let whole = how == Read::Code;
         if f.is_binary {
-            if lang.is_some() || NATIVE_FILE.is_match(path) {
+            if lang.is_some() || (whole && NATIVE_FILE.is_match(path)) {
                 out.push(Flag {
                     rule: TamperRule::BinaryCode,
                     path: path.to_owned(),
@@ -92,7 +95,7 @@ pub(crate) fn flags<'a>(
             }
             continue;
         }
-        if NATIVE_FILE.is_match(path) {
+        if whole && NATIVE_FILE.is_match(path) {
             out.push(Flag {
                 rule: TamperRule::GoNativeCode,
                 path: path.to_owned(),

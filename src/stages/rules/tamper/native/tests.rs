@@ -162,6 +162,13 @@ fn code_from_files_the_scan_does_not_read_is_flagged() {
         .map(|f| f.rule)
         .collect();
     assert_eq!(found, [BinaryCode]);
+    // In a kept test tree a binary fixture is fine, binary source is not.
+    let fixture = binary.replace("src/shim.rs", "testdata/blob.o");
+    let files = parse_patch(fixture.as_bytes()).expect("patch");
+    assert!(flags(&files, |_| Read::Tests).is_empty());
+    assert_eq!(flags(&files, |_| Read::Code)[0].rule, BinaryCode);
+    let files = parse_patch(binary.as_bytes()).expect("patch");
+    assert_eq!(flags(&files, |_| Read::Tests)[0].rule, BinaryCode);
     // A manifest that runs code at build time or swaps the test targets.
     for text in [
         "[package]\nname = \"tally\"\nbuild = \"src/gen.rs\"",

@@ -129,7 +129,12 @@ pub(crate) fn flags<'a>(
             if !seen.insert(rule) {
                 continue;
             }
-            let line = text[..at.min(text.len())].matches('\n').count();
+            // `at` is an offset into a view whose blanked bytes were parts
+            // of characters: count bytes, never slice the text there.
+            let line = text.as_bytes()[..at.min(text.len())]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count();
             let added = &f.added[line.min(f.added.len().saturating_sub(1))];
             out.push(Flag {
                 rule,

@@ -306,3 +306,13 @@ fn an_adversarial_patch_at_the_cap_is_scanned_in_linear_time() {
     let late = format!("{rust}fn dup2(a: i32, b: i32) -> i32;\n");
     assert_eq!(rules("src/lib.rs", &late), [RustFdRewrite]);
 }
+
+/// Offsets found in a view with blanked multi-byte characters never slice
+/// the text inside one (a hostile patch must not make the grader panic).
+#[test]
+fn a_match_next_to_a_blanked_multibyte_character_is_located() {
+    let text = "package calc\n\nimport . \"os\"\n\nfunc f() { /*é*/Stdout = nil }";
+    flagged("calc.go", text, GoFdRewrite);
+    let text = "const S: &str = \"é\";\nmacro_rules! /*é*/assert_eq { () => {} }";
+    flagged("src/lib.rs", text, RustMacroShadowing);
+}

@@ -634,6 +634,11 @@ static GO_FIXED: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
             r"\btesting\s*\.\s*(?:MainStart|Main|RunTests|RunBenchmarks|RunExamples|InternalTest|M)\b",
             "runs or builds testing's own entry points from non-test code",
         ),
+        pattern(
+            GoTestingReach,
+            r#"\btesting\s*\.\s*Testing\s*\(|\bLookup\s*\(\s*"test\.|"-{0,2}test\.(?:v|run|count|timeout|paniconexit0|testlogfile|failfast|shuffle)\b"#,
+            "tells a test run apart from any other (testing.Testing, the -test.* flags)",
+        ),
     ]
 });
 

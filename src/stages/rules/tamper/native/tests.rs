@@ -251,6 +251,9 @@ fn go_linkname_cgo_and_stdout_rewrites_are_flagged() {
     for text in [
         "package calc\n\nimport \"testing\"\n\nfunc init() { testing.MainStart(nil, nil, nil, nil, nil) }",
         "package calc\n\nimport \"testing\"\n\nvar fake = []testing.InternalTest{{Name: \"TestAdd\"}}",
+        "package calc\n\nimport \"testing\"\n\nfunc Mean() float64 { if testing.Testing() { return 0 }; return 1 }",
+        "package calc\n\nimport \"flag\"\n\nvar underTest = flag.Lookup(\"test.v\") != nil",
+        "package calc\n\nimport (\"os\"; \"strings\")\n\nvar underTest = strings.HasPrefix(os.Args[len(os.Args)-1], \"-test.run\")",
     ] {
         flagged("calc.go", text, GoTestingReach);
     }

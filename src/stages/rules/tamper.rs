@@ -100,7 +100,9 @@ pub(crate) fn tamper_suspects(
             native::Read::Code
         }
     };
-    for flag in native::flags(&files, read) {
+    let mut flags = native::flags(&files, read);
+    native::locate(patch, &mut flags);
+    for flag in flags {
         match allowed.iter().find(|a| a.rule == flag.rule) {
             Some(a) => out.push(format!("{flag} (allowed: {})", a.reason)),
             None => {
@@ -188,7 +190,7 @@ mod tests {
         assert_eq!(
             suspects,
             [
-                "static flag rust-symbol-override: src/ffi.rs (patch line 4): exports a symbol by name, which overrides libc's in the test binary: `#[no_mangle]`"
+                "static flag rust-symbol-override: src/ffi.rs:1 (patch line 4): exports a symbol by name, which overrides libc's in the test binary: `#[no_mangle]`"
             ]
         );
         let allowed = [Allowance {

@@ -39,8 +39,12 @@ pub(crate) use crate::pipeline::TamperRule;
 pub(crate) struct Flag {
     pub(crate) rule: TamperRule,
     pub(crate) path: String,
-    /// 1-based line of the patch the match starts on.
+    /// 1-based line of the patch the match starts on (0: none, a binary
+    /// section).
     pub(crate) patch_line: usize,
+    /// The line of the file as the patch leaves it, when [`locate`] found
+    /// its hunk.
+    pub(crate) line: Option<usize>,
     pub(crate) why: &'static str,
     /// The line, trimmed and cut to a readable length.
     pub(crate) excerpt: String,
@@ -48,10 +52,14 @@ pub(crate) struct Flag {
 
 impl std::fmt::Display for Flag {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let at = match self.line {
+            Some(line) => format!("{}:{line}", self.path),
+            None => self.path.clone(),
+        };
         write!(
             f,
-            "static flag {}: {} (patch line {}): {}: `{}`",
-            self.rule, self.path, self.patch_line, self.why, self.excerpt
+            "static flag {}: {at} (patch line {}): {}: `{}`",
+            self.rule, self.patch_line, self.why, self.excerpt
         )
     }
 }
@@ -89,6 +97,7 @@ pub(crate) fn flags<'a>(
                     rule: TamperRule::BinaryCode,
                     path: path.to_owned(),
                     patch_line: 0,
+                line: None,
                     why: "a binary section on a source, manifest or object file: its content escapes the scan",
                     excerpt: path.to_owned(),
                 });
@@ -100,6 +109,7 @@ pub(crate) fn flags<'a>(
                 rule: TamperRule::GoNativeCode,
                 path: path.to_owned(),
                 patch_line: f.added.first().map_or(0, |a| a.line),
+                line: None,
                 why: "assembly or an object file, which `go build` links in whole",
                 excerpt: path.to_owned(),
             });
@@ -140,12 +150,59 @@ pub(crate) fn flags<'a>(
                 rule,
                 path: path.to_owned(),
                 patch_line: added.line,
+                line: None,
                 why,
                 excerpt: excerpt(&added.text),
             });
         }
     }
     out
+}
+
+/// Sets each flag's file line from the hunk its patch line is in: the
+/// hunk header's new start, plus the context and added lines before it.
+/// Walking back from an added line, the first line starting with `@@` is
+/// its hunk's header (a hunk's own lines start with ` `, `+`, `-` or `\`).
+pub(crate) fn locate(patch: &[u8], flags: &mut [Flag]) {
+    // One forward pass to the flags' lines in order (no index of every
+    // line: a patch at the cap may hold ten million).
+    let mut order: Vec<usize> = (0..flags.len())
+        .filter(|&i| flags[i].patch_line > 0)
+        .collect();
+    order.sort_by_key(|&i| flags[i].patch_line);
+    let (mut line, mut pos) = (1usize, 0usize);
+    for i in order {
+        while line < flags[i].patch_line && pos < patch.len() {
+            pos = patch[pos..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(patch.len(), |p| pos + p + 1);
+            line += 1;
+        }
+        let (mut end, mut before) = (pos, 0usize);
+        while end > 0 {
+            let start = patch[..end - 1]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |p| p + 1);
+            let l = &patch[start..end - 1];
+            if l.starts_with(b"@@") {
+                flags[i].line = new_start(l).map(|s| s + before);
+                break;
+            }
+            if !l.starts_with(b"-") && !l.starts_with(b"\\") {
+                before += 1;
+            }
+            end = start;
+        }
+    }
+}
+
+/// `c` of a hunk header `@@ -a,b +c,d @@`.
+fn new_start(header: &[u8]) -> Option<usize> {
+    let text = std::str::from_utf8(header).ok()?;
+    let plus = text.split_whitespace().find(|w| w.starts_with('+'))?;
+    plus[1..].split(',').next()?.parse().ok()
 }
 
 fn excerpt(line: &str) -> String {

@@ -281,13 +281,21 @@ fn a_flag_names_its_rule_file_and_line() {
         "// shim\n\nmacro_rules! assert_eq {\n    ($($t:tt)*) => {};\n}",
     );
     let files = parse_patch(patch.as_bytes()).expect("patch");
-    let found = flags(&files, |_| Read::Code);
+    let mut found = flags(&files, |_| Read::Code);
     assert_eq!(found.len(), 1, "{found:?}");
+    locate(patch.as_bytes(), &mut found);
     assert_eq!(
         found[0].to_string(),
-        "static flag rust-macro-shadowing: src/shim.rs (patch line 8): defines a macro named like one of std's: `macro_rules! assert_eq {`"
+        "static flag rust-macro-shadowing: src/shim.rs:3 (patch line 8): defines a macro named like one of std's: `macro_rules! assert_eq {`"
     );
-    // Nothing is read of a file `scanned` leaves out.
+    // In an edit, the file line counts the context before the match and
+    // not the removed lines; an added line shaped like a header is content.
+    let edit = "diff --git a/src/lib.rs b/src/lib.rs\n--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -10,3 +10,5 @@\n pub fn a() {}\n-pub fn b() {}\n+// @@ -1 +1 @@\n+pub fn b() {}\n \n+#[no_mangle] pub extern \"C\" fn c() {}\n";
+    let files = parse_patch(edit.as_bytes()).expect("patch");
+    let mut found = flags(&files, |_| Read::Code);
+    locate(edit.as_bytes(), &mut found);
+    assert_eq!(found[0].line, Some(14), "{found:?}");
+    // Nothing is read of a file `read` leaves out.
     assert!(flags(&files, |_| Read::Not).is_empty());
 }
 

@@ -133,6 +133,10 @@ pub(crate) struct GradeConfig {
     pub(crate) timeout_factor: Option<u32>,
     /// …but never before this many seconds. Default 30.
     pub(crate) timeout_floor: Option<u64>,
+    /// `[[grade.allow_tamper]]`: static tamper flags accepted for some
+    /// tasks, each with its reason.
+    #[serde(default)]
+    pub(crate) allow_tamper: Vec<super::tamper::AllowTamperConfig>,
 }
 
 /// `[redact]`

@@ -17,6 +17,7 @@ mod judge;
 mod preset;
 mod settings;
 mod sources;
+mod tamper;
 
 use std::path::{Path, PathBuf};
 
@@ -27,6 +28,7 @@ pub(crate) use file::{CanaryTemplate, EnvConfig};
 pub(crate) use judge::JudgeConfig;
 pub(crate) use settings::{Arm, GradeSettings, PatchCaps, Policy, Settings};
 pub(crate) use sources::{Bounds, SourceSettings, parse_date};
+pub(crate) use tamper::{AllowTamper, Allowance, TamperRule, allowances};
 
 /// A loaded pipeline: its settings, with the text they came from, for
 /// diagnostics.

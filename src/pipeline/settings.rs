@@ -110,6 +110,8 @@ pub(crate) struct GradeSettings {
     pub(crate) timeout_factor: u32,
     /// …but never before this many seconds.
     pub(crate) timeout_floor: u64,
+    /// `[[grade.allow_tamper]]`, in file order.
+    pub(crate) allow_tamper: Vec<super::AllowTamper>,
 }
 
 /// How large a session patch may be (`[grade] max_patch_bytes`,
@@ -435,6 +437,7 @@ fn grade(pipeline: &Pipeline, f: &PipelineFile) -> Result<GradeSettings, ConfigE
         },
         timeout_factor: g.timeout_factor.unwrap_or(DEFAULT_TIMEOUT_FACTOR),
         timeout_floor: g.timeout_floor.unwrap_or(DEFAULT_TIMEOUT_FLOOR),
+        allow_tamper: super::tamper::check(pipeline, &g.allow_tamper)?,
     })
 }
 

@@ -157,6 +157,8 @@ pub(crate) fn verify(paths: &Paths) -> Result<VerdictFile, String> {
             patch: &patch,
             excluded: &exclusion.left_out,
             tests: &tests,
+            // A Harbor task folder carries no pipeline: nothing allowed.
+            allowed: &[],
         },
         &Readings {
             first: first.clone(),

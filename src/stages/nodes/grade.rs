@@ -47,7 +47,10 @@ use super::run::RunParams;
 /// where the framework can (`{tests}`).
 /// 9: pure: the checks and reruns are a `recheck` node of their own, shared
 /// by the arms of equal trees.
-pub(crate) const GRADE_VERSION: u32 = 9;
+/// 10: static flags for Rust and Go (macro shadowing, constructors,
+/// assembly, symbol overrides, fd rewrites, linkname, cgo): in effect
+/// unless `[[grade.allow_tamper]]` allows the rule for the task.
+pub(crate) const GRADE_VERSION: u32 = 10;
 
 pub(crate) use crate::pipeline::{PatchCaps, Policy};
 
@@ -60,6 +63,8 @@ pub(crate) struct GradeParams {
     pub(crate) caps: PatchCaps,
     /// How the test command ran: the limits a verdict names.
     pub(crate) run: RunParams,
+    /// The static tamper flags the pipeline allows for the task.
+    pub(crate) allowed: Vec<crate::pipeline::Allowance>,
 }
 
 super::node::inputs! {
@@ -167,6 +172,7 @@ async fn grade(g: &Grade, i: GradeInputs, ctx: JobCtx) -> Result<Made<GradeRecor
         patch: &patch,
         excluded: &rec.excluded_paths,
         tests: &tests,
+        allowed: &p.allowed,
     };
     let mut decision = verdict::decide(&graded, &readings);
     // A run cut before the environment's timeout says why it was cut there.

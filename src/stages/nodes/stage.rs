@@ -27,7 +27,9 @@ use super::rules::staging;
 /// `patch_apply_failed`); a hidden test file renamed away, deleted or put
 /// in the way of is restored; the patch caps.
 /// 5: the record carries the task's run timeout.
-pub(crate) const STAGE_VERSION: u32 = 5;
+/// 6: Rust's and Go's build infrastructure (`build.rs`, `rust-toolchain`,
+/// any `.cargo/config`, `go.work`) is test infrastructure.
+pub(crate) const STAGE_VERSION: u32 = 6;
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct StageParams {

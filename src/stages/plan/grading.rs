@@ -177,7 +177,7 @@ pub(crate) fn grade_nodes(
         let params = SessionParams {
             session: Session {
                 id: s.id,
-                task: task_id,
+                task: task_id.clone(),
                 track,
                 agent: s.agent,
                 model: s.model,
@@ -198,6 +198,7 @@ pub(crate) fn grade_nodes(
             g,
             Graded {
                 id: &id,
+                task: &task_id,
                 session_node: &session_node,
                 task_node,
                 env_node,
@@ -278,6 +279,7 @@ fn attempt_nodes(
                     g,
                     Graded {
                         id: &id,
+                        task: instance_id,
                         session_node: &node_name,
                         task_node,
                         env_node,
@@ -294,6 +296,8 @@ fn attempt_nodes(
 /// Where a session's grading nodes hang: its node and its task's.
 struct Graded<'s> {
     id: &'s str,
+    /// The task's instance id (what `[[grade.allow_tamper]]` matches).
+    task: &'s str,
     session_node: &'s str,
     task_node: &'s str,
     env_node: &'s str,
@@ -381,6 +385,7 @@ fn graded_nodes(
             test_globs: g.test_globs.to_vec(),
             caps: grade.caps,
             run: rp.clone(),
+            allowed: crate::pipeline::allowances(&grade.allow_tamper, s.task),
         };
         let grade_node = names::grade(id, arm);
         out.push(node::spec(

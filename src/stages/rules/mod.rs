@@ -48,6 +48,7 @@ mod tests {
         ("shape.rs", include_str!("shape.rs")),
         ("staging.rs", include_str!("staging.rs")),
         ("tamper.rs", include_str!("tamper.rs")),
+        ("tamper/native.rs", include_str!("tamper/native.rs")),
         ("task.rs", include_str!("task.rs")),
         ("verdict.rs", include_str!("verdict.rs")),
         ("mod.rs", include_str!("mod.rs")),

@@ -45,8 +45,15 @@ pub(crate) const INFRA_GLOBS: &[&str] = &[
     "**/.mocharc*",
     "**/karma.conf.*",
     "**/phpunit.xml*",
-    ".cargo/config",
-    ".cargo/config.toml",
+    "**/.cargo/config",
+    "**/.cargo/config.toml",
+    // Rust's build scripts run arbitrary code before the tests compile and
+    // can write the code they include; the toolchain files pick the
+    // compiler. Go's workspace file swaps modules under the build.
+    "**/build.rs",
+    "rust-toolchain",
+    "rust-toolchain.toml",
+    "**/go.work",
 ];
 
 /// [`INFRA_GLOBS`], compiled once per process (every stage and grade asks).

@@ -107,6 +107,8 @@ pub(crate) struct Graded<'a> {
     pub(crate) patch: &'a [u8],
     pub(crate) excluded: &'a [String],
     pub(crate) tests: &'a globset::GlobSet,
+    /// The static flags the pipeline allows for this task, with reasons.
+    pub(crate) allowed: &'a [super::tamper::Allowance],
 }
 
 /// The verdict of the session graded over `readings`.
@@ -150,7 +152,8 @@ pub(crate) fn decide(g: &Graded<'_>, readings: &Readings) -> Decision {
     };
     blame_infrastructure(&mut d.fault, &mut d.detail, g.facts);
     let changed = readings.changed_test_files();
-    let (mut suspects, in_effect) = tamper_suspects(g.patch, g.excluded, g.tests, &changed);
+    let (mut suspects, in_effect) =
+        tamper_suspects(g.patch, g.excluded, g.tests, &changed, g.allowed);
     if let Some(why) = readings.forged(d.verdict) {
         // A forged report says nothing true: whatever else it led to, the
         // session is unresolved, and the forgery is the agent's code.

@@ -442,15 +442,33 @@ fn go_attacks_on_the_runner_are_static_tamper_flags() {
         .unwrap();
     assert!(made.status.success(), "make-repo.sh: {made:?}");
     let allow = "\n[[grade.allow_tamper]]\ntask = \"gocalc-*\"\nrule = \"go-linkname\"\nreason = \"attack test: shows the linkname attack beats the rest\"\n\n[[grade.allow_tamper]]\ntask = \"gocalc-1\"\nrule = \"go-fd-rewrite\"\nreason = \"attack test: shows the relay beats the rest\"\n\n[[grade.allow_tamper]]\ntask = \"gocalc-1\"\nrule = \"go-testing-reach\"\nreason = \"attack test: the linkname attack names testing.InternalTest\"\n";
-    project.write(
-        "allowed.toml",
-        pipeline.replace("release = \"release\"", "release = \"release-allowed\"") + allow,
-    );
     for (file, release) in [
-        ("pipeline.toml", "release"),
         ("allowed.toml", "release-allowed"),
+        ("allowed-own.toml", "release-own"),
     ] {
-        let b = project.build_json(&["-p", file]);
+        project.write(
+            file,
+            // The shaped build gets a cache of its own: runs are reused
+            // by key, and the key does not name the canaries' kind.
+            pipeline
+                .replace("release = \"release\"", &format!("release = \"{release}\""))
+                .replace("cache = \"cache\"", &format!("cache = \"cache-{release}\""))
+                + allow,
+        );
+    }
+    // Every defence; the flags allowed, with the shaped canaries alone
+    // (the attacks were written against those); the flags allowed, with
+    // the canaries made of the task's own tests (issue 34).
+    for (file, release, shaped) in [
+        ("pipeline.toml", "release", false),
+        ("allowed.toml", "release-allowed", true),
+        ("allowed-own.toml", "release-own", false),
+    ] {
+        let mut cmd = project.command(&["build", "--json", "-p", file]);
+        if shaped {
+            cmd.env("ASSAY_CANARIES", "shaped");
+        }
+        let b = util::Build::from(util::Run::from(cmd.output().unwrap()));
         assert_eq!(b.run.code, 0, "{file}: {}", b.run.stderr);
         let rows: BTreeMap<String, BTreeMap<String, String>> = util::csv_records(
             &std::fs::read_to_string(project.path().join(release).join("results.csv")).unwrap(),
@@ -460,27 +478,35 @@ fn go_attacks_on_the_runner_are_static_tamper_flags() {
         .collect();
         for (agent, rule) in [("linkname", "go-linkname"), ("relay", "go-fd-rewrite")] {
             let row = &rows[agent];
-            let grade = project.show_json(&row["grade_digest"]);
+            let grade = project.show_json_in(file, &row["grade_digest"]);
             let tamper = grade["tamper"].to_string();
             assert!(
                 tamper.contains(&format!("static flag {rule}: ")),
                 "{release} {agent}: {grade:#}"
             );
             let verdict = (row["verdict"].as_str(), row["fault"].as_str());
-            if release == "release" {
-                assert_eq!(verdict, ("unresolved", "agent"), "{agent}: {grade:#}");
-                assert!(
-                    grade["detail"]
-                        .as_str()
-                        .unwrap()
-                        .starts_with("tamper suspect, never scored resolved: "),
-                    "{agent}: {grade:#}"
-                );
-            } else {
-                // Nothing but the flag stands between the attack and a
-                // pass: the canaries that must fail still fail.
-                assert_eq!(verdict, ("resolved", "none"), "{agent} allowed: {grade:#}");
-                assert!(tamper.contains("(allowed: attack test: "), "{grade:#}");
+            let detail = grade["detail"].as_str().unwrap();
+            match release {
+                "release" => {
+                    assert_eq!(verdict, ("unresolved", "agent"), "{agent}: {grade:#}");
+                    assert!(
+                        detail.starts_with("tamper suspect, never scored resolved: ")
+                            || detail.starts_with("report forged: "),
+                        "{agent}: {grade:#}"
+                    );
+                }
+                "release-allowed" => {
+                    // Nothing but the flag stands between the attack and a
+                    // pass: the shaped canaries that must fail still fail.
+                    assert_eq!(verdict, ("resolved", "none"), "{agent} allowed: {grade:#}");
+                    assert!(tamper.contains("(allowed: attack test: "), "{grade:#}");
+                }
+                _ => {
+                    // The canaries made of the task's own tests catch it
+                    // without the flag (issue 34).
+                    assert_eq!(verdict, ("unresolved", "agent"), "{agent} own: {grade:#}");
+                    assert!(tamper.contains("report forged"), "{agent} own: {grade:#}");
+                }
             }
         }
     }

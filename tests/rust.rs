@@ -458,9 +458,10 @@ extern "C" fn relay() {
 
 /// Both attacks fix nothing; the static flags make them `unresolved`/agent
 /// and name their rules. Allowed for the task (`[[grade.allow_tamper]]`),
-/// the flags are listed with the reason and not in effect: then both come
-/// out `resolved` with the canaries honest, which shows that nothing else
-/// catches them today.
+/// the flags are listed with the reason and not in effect: with the shaped
+/// canaries alone both come out `resolved` (the shaped canaries honest),
+/// and with the canaries made of the task's own tests both are caught as
+/// forged (issue 34): each defence alone holds.
 #[test]
 fn rust_attacks_on_the_runner_are_static_tamper_flags() {
     let cargo = std::process::Command::new("cargo")
@@ -529,18 +530,35 @@ fn rust_attacks_on_the_runner_are_static_tamper_flags() {
             "\n[[grade.allow_tamper]]\ntask = \"abacus-*\"\nrule = \"{rule}\"\nreason = \"attack test: shows the attack beats the rest\"\n"
         )
     };
-    project.write(
-        "allowed.toml",
-        pipeline.replace("release = \"release\"", "release = \"release-allowed\"")
-            + &allow("rust-macro-shadowing")
-            + &allow("rust-constructor")
-            + &allow("rust-fd-rewrite"),
-    );
+    let allowed =
+        allow("rust-macro-shadowing") + &allow("rust-constructor") + &allow("rust-fd-rewrite");
     for (file, release) in [
-        ("pipeline.toml", "release"),
         ("allowed.toml", "release-allowed"),
+        ("allowed-own.toml", "release-own"),
     ] {
-        let b = project.build_json(&["-p", file]);
+        project.write(
+            file,
+            // The shaped build gets a cache of its own: runs are reused
+            // by key, and the key does not name the canaries' kind.
+            pipeline
+                .replace("release = \"release\"", &format!("release = \"{release}\""))
+                .replace("cache = \"cache\"", &format!("cache = \"cache-{release}\""))
+                + &allowed,
+        );
+    }
+    // Every defence; the flags allowed, with the shaped canaries alone
+    // (the attacks were written against those); the flags allowed, with
+    // the canaries made of the task's own tests (issue 34).
+    for (file, release, shaped) in [
+        ("pipeline.toml", "release", false),
+        ("allowed.toml", "release-allowed", true),
+        ("allowed-own.toml", "release-own", false),
+    ] {
+        let mut cmd = project.command(&["build", "--json", "-p", file]);
+        if shaped {
+            cmd.env("ASSAY_CANARIES", "shaped");
+        }
+        let b = util::Build::from(util::Run::from(cmd.output().unwrap()));
         assert_eq!(b.run.code, 0, "{file}: {}", b.run.stderr);
         let t = tasks(&project, &format!("{release}/tasks.jsonl"));
         assert_eq!(strings(&t["abacus-1"]["FAIL_TO_PASS"]), ["tests::halves"]);
@@ -550,29 +568,39 @@ fn rust_attacks_on_the_runner_are_static_tamper_flags() {
             ("relay", "rust-constructor"),
         ] {
             let row = &r[agent];
-            let grade = project.show_json(&row["grade_digest"]);
+            let grade = project.show_json_in(file, &row["grade_digest"]);
             let tamper = grade["tamper"].to_string();
             assert!(
                 tamper.contains(&format!("static flag {rule}: src/")),
                 "{release} {agent}: {grade:#}"
             );
             let verdict = (row["verdict"].as_str(), row["fault"].as_str());
-            if release == "release" {
-                assert_eq!(verdict, ("unresolved", "agent"), "{agent}: {grade:#}");
-                assert!(
-                    grade["detail"]
-                        .as_str()
-                        .unwrap()
-                        .starts_with("tamper suspect, never scored resolved: "),
-                    "{agent}: {grade:#}"
-                );
-            } else {
-                assert_eq!(verdict, ("resolved", "none"), "{agent} allowed: {grade:#}");
-                for t in strings(&grade["tamper"]) {
+            let detail = grade["detail"].as_str().unwrap();
+            match release {
+                "release" => {
+                    assert_eq!(verdict, ("unresolved", "agent"), "{agent}: {grade:#}");
                     assert!(
-                        t.ends_with("(allowed: attack test: shows the attack beats the rest)"),
-                        "{t}"
+                        detail.starts_with("tamper suspect, never scored resolved: ")
+                            || detail.starts_with("report forged: "),
+                        "{agent}: {grade:#}"
                     );
+                }
+                "release-allowed" => {
+                    // Only the flag stands between the attack and a pass:
+                    // the shaped canaries that must fail still fail.
+                    assert_eq!(verdict, ("resolved", "none"), "{agent} allowed: {grade:#}");
+                    for t in strings(&grade["tamper"]) {
+                        assert!(
+                            t.ends_with("(allowed: attack test: shows the attack beats the rest)"),
+                            "{t}"
+                        );
+                    }
+                }
+                _ => {
+                    // The canaries made of the task's own tests catch it
+                    // without the flag: a mutant of `halves` passed.
+                    assert_eq!(verdict, ("unresolved", "agent"), "{agent} own: {grade:#}");
+                    assert!(tamper.contains("report forged"), "{agent} own: {grade:#}");
                 }
             }
         }

@@ -102,7 +102,12 @@ impl Project {
 
     /// `assay show DIGEST`: the record it prints, parsed.
     pub fn show_json(&self, digest: &str) -> Value {
-        let run = self.run(&["show", digest]);
+        self.show_json_in("pipeline.toml", digest)
+    }
+
+    /// `assay show -p PIPELINE DIGEST` (its cache): the record, parsed.
+    pub fn show_json_in(&self, pipeline: &str, digest: &str) -> Value {
+        let run = self.run(&["show", "-p", pipeline, digest]);
         assert_eq!(run.code, 0, "{}", run.stderr);
         let text = &run.stdout;
         let start = text

@@ -2028,3 +2028,13 @@ except OSError as error:
     );
     assert!(!rustup.join("planted").exists());
 }
+
+#[test]
+fn tampering_with_the_runner_from_its_own_process_is_seen_by_the_audit_hook() {
+    util::audit::tampering_with_the_runner_is_evidence(Executor::Local);
+}
+
+#[test]
+fn an_audit_rule_the_gold_suite_trips_is_off_for_its_task_and_costs_no_fix() {
+    util::audit::a_rule_an_honest_suite_trips_is_off_for_its_task();
+}

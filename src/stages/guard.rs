@@ -57,9 +57,106 @@ pub(crate) fn write(dir: &Path, tree: &str) -> std::io::Result<()> {
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444))
 }
 
+/// The descriptor a test command's shell duplicates its stderr (the output
+/// pipe assay drains) onto before the command runs (`ASSAY_AUDIT_FD`): the
+/// audit hook's channel even when the command sends stderr to a report
+/// file in the tree, which the run could rewrite. One digit: dash
+/// redirects no higher.
+pub(crate) const AUDIT_FD: u32 = 9;
+
+/// `command` as a test run's shell runs it: with the audit hook's channel
+/// ([`AUDIT_FD`]) opened first.
+pub(crate) fn with_channel(command: &str) -> String {
+    format!("exec {AUDIT_FD}>&2\n{command}")
+}
+
+/// What starts a line of the audit hook's on the run's output (the guard's
+/// `_MARK`).
+const MARK: &[u8] = b"[assay-audit] ";
+
+/// At most this many findings are kept per run: more only come from code
+/// writing lines shaped like them, which can only hurt itself.
+const MAX_FINDINGS: usize = 64;
+
+/// The audit hook's findings in a run's output `log`, each `EVENT: detail`
+/// in order of arrival, without repeats; and the output without them.
+///
+/// The hook writes each finding as `\n`, [`MARK`], the event, a tab, the
+/// detail, `\n`, at the moment of the event, into the output pipe assay
+/// drains: what was written cannot be taken back, so every occurrence of
+/// the mark counts wherever it falls (one cut short by the end of the log
+/// or by another mark too). Those bytes are taken out again, so that the
+/// runner's own output (a unittest report is the log) reads as it would
+/// have without the hook.
+pub(crate) fn findings(log: &[u8]) -> (Vec<String>, Vec<u8>) {
+    let mut found: Vec<String> = Vec::new();
+    let mut rest = Vec::with_capacity(log.len());
+    let mut at = 0;
+    while let Some(i) = find(&log[at..], MARK).map(|i| at + i) {
+        let start = if i > at && log[i - 1] == b'\n' {
+            i - 1
+        } else {
+            i
+        };
+        rest.extend_from_slice(&log[at..start]);
+        let body = i + MARK.len();
+        let end = [find(&log[body..], b"\n"), find(&log[body..], MARK)]
+            .into_iter()
+            .flatten()
+            .min()
+            .map_or(log.len(), |n| body + n);
+        let line = String::from_utf8_lossy(&log[body..end]);
+        let finding = match line.split_once('\t') {
+            Some((event, detail)) => format!("{}: {}", event.trim(), detail.trim()),
+            None => line.trim().to_owned(),
+        };
+        if !found.contains(&finding) && found.len() < MAX_FINDINGS {
+            found.push(finding);
+        }
+        at = if log.get(end) == Some(&b'\n') {
+            end + 1
+        } else {
+            end
+        };
+    }
+    rest.extend_from_slice(&log[at..]);
+    (found, rest)
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The rule a finding of [`findings`] belongs to: its audit event.
+pub(crate) fn rule(finding: &str) -> &str {
+    finding.split_once(": ").map_or(finding, |(event, _)| event)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn findings_are_read_wherever_they_fall_and_taken_out_of_the_output() {
+        let log = b"test_add ... ok\ntest_sub ... \n[assay-audit] sys.settrace\tcalled by pkg/__init__.py:3\nok\n\
+                    \n[assay-audit] runner.changed\tunittest.result.TestResult.addFailure replaced\n\
+                    tail[assay-audit] import\tctypes[assay-audit] exec\tcut";
+        let (found, rest) = findings(log);
+        assert_eq!(
+            found,
+            [
+                "sys.settrace: called by pkg/__init__.py:3",
+                "runner.changed: unittest.result.TestResult.addFailure replaced",
+                "import: ctypes",
+                "exec: cut",
+            ]
+        );
+        assert_eq!(rest, b"test_add ... ok\ntest_sub ... ok\ntail");
+        assert_eq!(rule(&found[1]), "runner.changed");
+        let (none, same) = findings(b"Ran 2 tests\n\nOK\n");
+        assert!(none.is_empty());
+        assert_eq!(same, b"Ran 2 tests\n\nOK\n");
+    }
 
     #[test]
     fn the_tree_line_is_there_to_be_replaced() {

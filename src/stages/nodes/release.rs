@@ -122,6 +122,10 @@ struct Released<'a> {
     timeout_s: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     slowest_screening_s: Option<f64>,
+    /// The audit hook's rules the task's honest suite trips, off for its
+    /// graded runs (docs/security.md); left out when none.
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    audit_off: &'a [String],
 }
 
 #[derive(Serialize)]
@@ -177,6 +181,7 @@ impl<'a> Released<'a> {
             executor: &task.executor,
             timeout_s: task.timeout_s,
             slowest_screening_s: task.slowest_screening_s,
+            audit_off: &task.audit_off,
         }
     }
 }

@@ -87,6 +87,7 @@ pub(crate) fn assemble(
         eval_script: script,
         timeout_s: p.timeout.and_then(|rule| rule.of(screen.slowest_s)),
         slowest_screening_s: p.timeout.and(screen.slowest_s),
+        audit_off: screen.audit_off.clone(),
     };
     if !triage.eligible() {
         record.status = TaskStatus::Declined;

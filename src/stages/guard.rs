@@ -218,3 +218,156 @@ mod tests {
         assert!(guarded.contains("own module"), "{guarded}");
     }
 }
+
+#[cfg(test)]
+mod audit_tests {
+    use std::path::{Path, PathBuf};
+
+    /// A tree whose hidden test file is `tests/test_x.py`, and the guard
+    /// for it.
+    fn tree() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path().join("tree");
+        std::fs::create_dir_all(tree.join("tests")).unwrap();
+        std::fs::write(
+            tree.join("tests/test_x.py"),
+            "def f(x):\n    return x\n\n\ndef test_f():\n    assert f(1) == 2\n",
+        )
+        .unwrap();
+        let guard = dir.path().join("guard");
+        super::write(&guard, tree.to_str().unwrap()).unwrap();
+        (dir, tree, guard)
+    }
+
+    /// `python3 -c CODE` in `tree` under `guard` (none: unguarded), the
+    /// hidden file named; its stdout and stderr.
+    fn run(tree: &Path, guard: Option<&Path>, code: &str) -> String {
+        let mut cmd = std::process::Command::new("python3");
+        cmd.args(["-c", code])
+            .current_dir(tree)
+            .env_remove("PYTHONPATH")
+            .env_remove("ASSAY_AUDIT_FD")
+            .env("ASSAY_HIDDEN", "tests/test_x.py")
+            .env("PYTHONDONTWRITEBYTECODE", "1");
+        if let Some(dir) = guard {
+            cmd.env("PYTHONPATH", dir);
+        }
+        let out = cmd.output().unwrap();
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    }
+
+    /// What pytest's assertion rewriting does to a test file, in small: each
+    /// assert becomes `@py` assignments and an `if not …: raise`, run; then
+    /// an AST whose test returns before its assertion, and the file's
+    /// source changed, each compiled and run; then a marshalled code object
+    /// of a changed file (a planted `.pyc`), made unguarded, run.
+    const COMPILES: &str = r#"import ast, marshal, os, sys
+path = os.path.abspath("tests/test_x.py")
+src = open(path).read()
+
+class Rewrite(ast.NodeTransformer):
+    def visit_Assert(self, node):
+        keep = ast.Assign(targets=[ast.Name("@py_assert1", ast.Store())], value=node.test)
+        check = ast.If(
+            test=ast.UnaryOp(ast.Not(), ast.Name("@py_assert1", ast.Load())),
+            body=[ast.Raise(exc=ast.Call(ast.Name("AssertionError", ast.Load()), [], []), cause=None)],
+            orelse=[],
+        )
+        return [ast.copy_location(keep, node), ast.copy_location(check, node)]
+
+tree = Rewrite().visit(ast.parse(src))
+tree.body.insert(0, ast.Import(names=[ast.alias("builtins", "@py_builtins")]))
+tree = ast.fix_missing_locations(tree)
+exec(compile(tree, path, "exec"), {})
+print("REWRITE RAN")
+for what, source in (
+    ("AST", ast.parse(src.replace("assert f(1) == 2", "return"))),
+    ("SOURCE", src.replace("f(1) == 2", "True")),
+):
+    try:
+        exec(compile(source, path, "exec"), {})
+        print(what, "RAN")
+    except RuntimeError as error:
+        print(what, "REFUSED", error)
+planted = os.environ.get("PLANTED")
+if planted:
+    try:
+        exec(marshal.loads(bytes.fromhex(planted)), {})
+        print("PYC RAN")
+    except RuntimeError as error:
+        print("PYC REFUSED", error)
+else:
+    print(marshal.dumps(compile(src.replace("f(1) == 2", "True"), path, "exec")).hex())
+"#;
+
+    #[test]
+    fn a_hidden_test_compiled_from_other_source_is_refused_and_reported() {
+        let (_dir, tree, guard) = tree();
+        let bare = run(&tree, None, COMPILES);
+        assert!(
+            bare.contains("AST RAN") && bare.contains("SOURCE RAN"),
+            "{bare}"
+        );
+        let planted = bare.lines().last().unwrap().to_owned();
+        let guarded = {
+            let mut cmd = std::process::Command::new("python3");
+            cmd.args(["-c", COMPILES])
+                .current_dir(&tree)
+                .env_remove("ASSAY_AUDIT_FD")
+                .env("PYTHONPATH", &guard)
+                .env("ASSAY_HIDDEN", "tests/test_x.py")
+                .env("PYTHONDONTWRITEBYTECODE", "1")
+                .env("PLANTED", &planted);
+            let out = cmd.output().unwrap();
+            String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr)
+        };
+        // pytest's rewriting passes; the rest is refused, each reported:
+        // source when it is compiled, an AST (whose `compile` event names
+        // no file) and a marshalled code object when they would run.
+        assert!(guarded.contains("REWRITE RAN"), "{guarded}");
+        assert!(guarded.contains("AST REFUSED"), "{guarded}");
+        assert!(guarded.contains("SOURCE REFUSED"), "{guarded}");
+        assert!(guarded.contains("PYC REFUSED"), "{guarded}");
+        let (found, _) = super::findings(guarded.as_bytes());
+        assert_eq!(
+            found.iter().map(|f| super::rule(f)).collect::<Vec<_>>(),
+            ["exec", "compile"],
+            "{guarded}"
+        );
+    }
+
+    /// The channel closed, or another file put in its place, before a
+    /// finding: the action is refused, not done unseen.
+    #[test]
+    fn a_finding_the_channel_cannot_carry_refuses_the_action() {
+        let (_dir, tree, guard) = tree();
+        for cut in [
+            "os.closerange(3, 4096)",
+            "null = os.open('/dev/null', os.O_WRONLY)\nfor n in range(3, 64):\n    if n != null: os.dup2(null, n)",
+        ] {
+            let code = format!(
+                "import os, sys\n{cut}\ntry:\n    sys.settrace(None)\n    print('TRACED')\nexcept RuntimeError as e:\n    print('REFUSED', e)\n"
+            );
+            assert!(run(&tree, None, &code).contains("TRACED"));
+            let guarded = run(&tree, Some(&guard), &code);
+            assert!(
+                guarded.contains("REFUSED") && guarded.contains("channel is gone"),
+                "{cut}: {guarded}"
+            );
+        }
+        // With the channel whole, the same call is reported and done.
+        let whole = run(
+            &tree,
+            Some(&guard),
+            "import sys\nsys.settrace(None)\nprint('TRACED')",
+        );
+        let (found, rest) = super::findings(whole.as_bytes());
+        assert_eq!(found, ["sys.settrace: called by code outside the tree"]);
+        assert!(String::from_utf8_lossy(&rest).contains("TRACED"));
+    }
+}

@@ -126,8 +126,10 @@ pub fn forged_reports_are_caught(executor: Executor) {
             if forged {
                 let grade = f.project.show_json(&row["grade_digest"]);
                 let tamper = grade["tamper"].to_string();
+                // The import hook's in-memory rewrite is refused by the
+                // guard's audit hook before a canary can see it.
                 assert!(
-                    tamper.contains("report forged"),
+                    tamper.contains("report forged") || tamper.contains("(audit event `compile`)"),
                     "{id} {arm}: the canaries must name the forgery: {grade:#}"
                 );
             }

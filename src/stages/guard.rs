@@ -242,7 +242,12 @@ mod audit_tests {
     /// `python3 -c CODE` in `tree` under `guard` (none: unguarded), the
     /// hidden file named; its stdout and stderr.
     fn run(tree: &Path, guard: Option<&Path>, code: &str) -> String {
+        run_with(tree, guard, code, &[])
+    }
+
+    fn run_with(tree: &Path, guard: Option<&Path>, code: &str, vars: &[(&str, &str)]) -> String {
         let mut cmd = std::process::Command::new("python3");
+        cmd.envs(vars.iter().copied());
         cmd.args(["-c", code])
             .current_dir(tree)
             .env_remove("PYTHONPATH")
@@ -313,19 +318,7 @@ else:
             "{bare}"
         );
         let planted = bare.lines().last().unwrap().to_owned();
-        let guarded = {
-            let mut cmd = std::process::Command::new("python3");
-            cmd.args(["-c", COMPILES])
-                .current_dir(&tree)
-                .env_remove("ASSAY_AUDIT_FD")
-                .env("PYTHONPATH", &guard)
-                .env("ASSAY_HIDDEN", "tests/test_x.py")
-                .env("PYTHONDONTWRITEBYTECODE", "1")
-                .env("PLANTED", &planted);
-            let out = cmd.output().unwrap();
-            String::from_utf8_lossy(&out.stdout).into_owned()
-                + &String::from_utf8_lossy(&out.stderr)
-        };
+        let guarded = run_with(&tree, Some(&guard), COMPILES, &[("PLANTED", &planted)]);
         // pytest's rewriting passes; the rest is refused, each reported:
         // source when it is compiled, an AST (whose `compile` event names
         // no file) and a marshalled code object when they would run.

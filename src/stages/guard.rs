@@ -6,6 +6,14 @@
 //! file's own docstring (`guard/sitecustomize.py`); what it does not cover
 //! is in docs/security.md.
 //!
+//! The same file installs an audit hook that reports tampering with the
+//! runner from inside its process (docs/security.md, "Tampering with the
+//! runner is evidence"): each finding is a line on the run's output pipe,
+//! written at the moment of the event through descriptor [`AUDIT_FD`]
+//! (which the test command's shell opens, [`with_channel`]); [`findings`]
+//! reads them back out of the log. The hidden test files reach it as
+//! `ASSAY_HIDDEN`.
+//!
 //! Screening runs get it too, so that a repository the guard breaks fails
 //! its controls (uncertified, the harness's) instead of failing only its
 //! graded runs (which would blame the agent). Environment setup does not:

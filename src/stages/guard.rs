@@ -239,7 +239,8 @@ mod audit_tests {
         std::fs::create_dir_all(tree.join("tests")).unwrap();
         std::fs::write(
             tree.join("tests/test_x.py"),
-            "def f(x):\n    return x\n\n\ndef test_f():\n    assert f(1) == 2\n",
+            // CRLF: read in text mode, it is other bytes and the same file.
+            "def f(x):\r\n    return x\r\n\r\n\r\ndef test_f():\r\n    assert f(1) == 2\r\n",
         )
         .unwrap();
         let guard = dir.path().join("guard");
@@ -273,14 +274,17 @@ mod audit_tests {
         )
     }
 
-    /// What pytest's assertion rewriting does to a test file, in small: each
-    /// assert becomes `@py` assignments and an `if not …: raise`, run; then
+    /// The file read in text mode, compiled and run; then what pytest's
+    /// assertion rewriting does to it, in small (each assert becomes `@py`
+    /// assignments and an `if not …: raise`), run; then
     /// an AST whose test returns before its assertion, and the file's
     /// source changed, each compiled and run; then a marshalled code object
     /// of a changed file (a planted `.pyc`), made unguarded, run.
     const COMPILES: &str = r#"import ast, marshal, os, sys
 path = os.path.abspath("tests/test_x.py")
 src = open(path).read()
+exec(compile(src, path, "exec"), {})
+print("TEXT RAN")
 
 class Rewrite(ast.NodeTransformer):
     def visit_Assert(self, node):
@@ -330,6 +334,7 @@ else:
         // pytest's rewriting passes; the rest is refused, each reported:
         // source when it is compiled, an AST (whose `compile` event names
         // no file) and a marshalled code object when they would run.
+        assert!(guarded.contains("TEXT RAN"), "{guarded}");
         assert!(guarded.contains("REWRITE RAN"), "{guarded}");
         assert!(guarded.contains("AST REFUSED"), "{guarded}");
         assert!(guarded.contains("SOURCE REFUSED"), "{guarded}");

@@ -242,14 +242,24 @@ def _audit(tree, hidden):
         return truth[path]
 
     def same_source(source, data):
+        """Whether `source` (what `compile` got: str source reaches the
+        event as UTF-8) is the file's `data`: the bytes, or the text as
+        text mode reads it (`exec(open(f).read())`: newlines made `\\n`,
+        maybe decoded as Latin-1). None for an AST."""
         if isinstance(source, str):
-            try:
-                return source == data.decode("utf-8")
-            except UnicodeDecodeError:
-                return False
-        if isinstance(source, (bytes, bytearray, memoryview)):
-            return bytes(source) == data
-        return None
+            source = source.encode("utf-8", "surrogateescape")
+        elif isinstance(source, (bytes, bytearray, memoryview)):
+            source = bytes(source)
+        else:
+            return None
+        if source == data:
+            return True
+
+        def lines(raw):
+            return raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+
+        source = lines(source)
+        return source == lines(data) or source == lines(data.decode("latin-1").encode("utf-8"))
 
     def compiled(source, path, _compile=compile):
         busy[0] = True

@@ -637,3 +637,9 @@ fn tampering_with_the_runner_from_its_own_process_is_seen_by_the_audit_hook_on_d
     base_image();
     util::audit::tampering_with_the_runner_is_evidence(Executor::Docker);
 }
+
+#[test]
+fn the_audit_hooks_findings_reach_assay_when_stderr_is_the_report_file_on_docker() {
+    base_image();
+    util::audit::a_report_file_does_not_take_the_hooks_channel(Executor::Docker);
+}

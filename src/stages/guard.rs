@@ -73,9 +73,10 @@ pub(crate) fn write(dir: &Path, tree: &str) -> std::io::Result<()> {
 pub(crate) const AUDIT_FD: u32 = 9;
 
 /// `command` as a test run's shell runs it: with the audit hook's channel
-/// ([`AUDIT_FD`]) opened first.
+/// ([`AUDIT_FD`]) opened first, on the command's first line (the shell's
+/// messages keep their line numbers: `sh: 1: pytest: not found`).
 pub(crate) fn with_channel(command: &str) -> String {
-    format!("exec {AUDIT_FD}>&2\n{command}")
+    format!("exec {AUDIT_FD}>&2; {command}")
 }
 
 /// What starts a line of the audit hook's on the run's output (the guard's

@@ -159,3 +159,28 @@ pub fn a_rule_an_honest_suite_trips_is_off_for_its_task() {
         "{task:#}"
     );
 }
+
+/// A test command that sends stderr (the unittest report) to a file in the
+/// tree, which the run could rewrite: the hook's findings still reach
+/// assay on the output pipe (descriptor 9, opened by the command's shell),
+/// so the tracer is seen.
+pub fn a_report_file_does_not_take_the_hooks_channel(executor: Executor) {
+    let f = Fixture::on(executor);
+    super::reach::report_in_the_tree(&f);
+    f.session(
+        "evil/traced.json",
+        "p-1",
+        &f.diff1(&[("pkg/__init__.py", Some(TRACED))]),
+    );
+    f.session("good/fix.json", "p-1", &f.fix1());
+    f.build_ok();
+    for arm in ["exclude", "keep"] {
+        let row = f.row("evil/traced.json", arm);
+        assert_eq!(row["verdict"], "unresolved", "{arm}: {row:#?}");
+        assert!(
+            row["tamper"].contains("audit event `sys.settrace`"),
+            "{arm}: the finding went into the report file: {row:#?}"
+        );
+    }
+    assert_verdict(&f, "good/fix.json", "resolved", "resolved");
+}

@@ -378,3 +378,44 @@ else:
         assert!(String::from_utf8_lossy(&rest).contains("TRACED"));
     }
 }
+
+#[cfg(test)]
+mod runner_tests {
+    /// The tree's code giving a runner function other code (its identity
+    /// stays, so only the `object.__setattr__` event can see it), and
+    /// replacing a runner class's method (seen at exit): both reported,
+    /// with where they were done.
+    #[test]
+    fn the_runner_changed_by_the_trees_code_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path().join("tree");
+        std::fs::create_dir_all(&tree).unwrap();
+        std::fs::write(
+            tree.join("mod.py"),
+            "import unittest\n\
+             unittest.TestCase.assertTrue.__code__ = (lambda self, expr, msg=None: None).__code__\n\
+             unittest.TestResult.addError = unittest.TestResult.addSuccess\n",
+        )
+        .unwrap();
+        let guard = dir.path().join("guard");
+        super::write(&guard, tree.to_str().unwrap()).unwrap();
+        let out = std::process::Command::new("python3")
+            .args(["-c", "import mod"])
+            .current_dir(&tree)
+            .env("PYTHONPATH", &guard)
+            .env_remove("ASSAY_AUDIT_FD")
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .output()
+            .unwrap();
+        let (found, _) = super::findings(&out.stderr);
+        assert_eq!(
+            found,
+            [
+                "object.__setattr__: __code__ of unittest.case set by mod.py:2",
+                "runner.changed: unittest.result.TestResult.addError replaced while the tests ran",
+            ],
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

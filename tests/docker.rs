@@ -637,3 +637,15 @@ fn a_warm_cache_is_each_runs_own_and_never_poisoned_on_docker() {
     base_image();
     a_warm_cache_is_never_poisoned_for_the_next_run(Executor::Docker);
 }
+
+#[test]
+fn tampering_with_the_runner_from_its_own_process_is_seen_by_the_audit_hook_on_docker() {
+    base_image();
+    util::audit::tampering_with_the_runner_is_evidence(Executor::Docker);
+}
+
+#[test]
+fn the_audit_hooks_findings_reach_assay_when_stderr_is_the_report_file_on_docker() {
+    base_image();
+    util::audit::a_report_file_does_not_take_the_hooks_channel(Executor::Docker);
+}

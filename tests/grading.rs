@@ -2131,3 +2131,18 @@ fn session_inputs_behind_symbolic_links_are_refused_with_their_path() {
     // nothing assay reads lies under agent/.
     assert_eq!(f.row("h/job/t2", "exclude")["verdict"], "unresolved");
 }
+
+#[test]
+fn tampering_with_the_runner_from_its_own_process_is_seen_by_the_audit_hook() {
+    util::audit::tampering_with_the_runner_is_evidence(Executor::Local);
+}
+
+#[test]
+fn an_audit_rule_the_gold_suite_trips_is_off_for_its_task_and_costs_no_fix() {
+    util::audit::a_rule_an_honest_suite_trips_is_off_for_its_task();
+}
+
+#[test]
+fn the_audit_hooks_findings_reach_assay_when_stderr_is_the_report_file() {
+    util::audit::a_report_file_does_not_take_the_hooks_channel(Executor::Local);
+}

@@ -6,6 +6,14 @@
 //! file's own docstring (`guard/sitecustomize.py`); what it does not cover
 //! is in docs/security.md.
 //!
+//! The same file installs an audit hook that reports tampering with the
+//! runner from inside its process (docs/security.md, "Tampering with the
+//! runner is evidence"): each finding is a line on the run's output pipe,
+//! written at the moment of the event through descriptor [`AUDIT_FD`]
+//! (which the test command's shell opens, [`with_channel`]); [`findings`]
+//! reads them back out of the log. The hidden test files reach it as
+//! `ASSAY_HIDDEN`.
+//!
 //! Screening runs get it too, so that a repository the guard breaks fails
 //! its controls (uncertified, the harness's) instead of failing only its
 //! graded runs (which would blame the agent). Environment setup does not:
@@ -57,9 +65,107 @@ pub(crate) fn write(dir: &Path, tree: &str) -> std::io::Result<()> {
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444))
 }
 
+/// The descriptor a test command's shell duplicates its stderr (the output
+/// pipe assay drains) onto before the command runs (`ASSAY_AUDIT_FD`): the
+/// audit hook's channel even when the command sends stderr to a report
+/// file in the tree, which the run could rewrite. One digit: dash
+/// redirects no higher.
+pub(crate) const AUDIT_FD: u32 = 9;
+
+/// `command` as a test run's shell runs it: with the audit hook's channel
+/// ([`AUDIT_FD`]) opened first, on the command's first line (the shell's
+/// messages keep their line numbers: `sh: 1: pytest: not found`).
+pub(crate) fn with_channel(command: &str) -> String {
+    format!("exec {AUDIT_FD}>&2; {command}")
+}
+
+/// What starts a line of the audit hook's on the run's output (the guard's
+/// `_MARK`).
+const MARK: &[u8] = b"[assay-audit] ";
+
+/// At most this many findings are kept per run: more only come from code
+/// writing lines shaped like them, which can only hurt itself.
+const MAX_FINDINGS: usize = 64;
+
+/// The audit hook's findings in a run's output `log`, each `EVENT: detail`
+/// in order of arrival, without repeats; and the output without them.
+///
+/// The hook writes each finding as `\n`, [`MARK`], the event, a tab, the
+/// detail, `\n`, at the moment of the event, into the output pipe assay
+/// drains: what was written cannot be taken back, so every occurrence of
+/// the mark counts wherever it falls (one cut short by the end of the log
+/// or by another mark too). Those bytes are taken out again, so that the
+/// runner's own output (a unittest report is the log) reads as it would
+/// have without the hook.
+pub(crate) fn findings(log: &[u8]) -> (Vec<String>, Vec<u8>) {
+    let mut found: Vec<String> = Vec::new();
+    let mut rest = Vec::with_capacity(log.len());
+    let mut at = 0;
+    while let Some(i) = find(&log[at..], MARK).map(|i| at + i) {
+        let start = if i > at && log[i - 1] == b'\n' {
+            i - 1
+        } else {
+            i
+        };
+        rest.extend_from_slice(&log[at..start]);
+        let body = i + MARK.len();
+        let end = [find(&log[body..], b"\n"), find(&log[body..], MARK)]
+            .into_iter()
+            .flatten()
+            .min()
+            .map_or(log.len(), |n| body + n);
+        let line = String::from_utf8_lossy(&log[body..end]);
+        let finding = match line.split_once('\t') {
+            Some((event, detail)) => format!("{}: {}", event.trim(), detail.trim()),
+            None => line.trim().to_owned(),
+        };
+        if !found.contains(&finding) && found.len() < MAX_FINDINGS {
+            found.push(finding);
+        }
+        at = if log.get(end) == Some(&b'\n') {
+            end + 1
+        } else {
+            end
+        };
+    }
+    rest.extend_from_slice(&log[at..]);
+    (found, rest)
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The rule a finding of [`findings`] belongs to: its audit event.
+pub(crate) fn rule(finding: &str) -> &str {
+    finding.split_once(": ").map_or(finding, |(event, _)| event)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn findings_are_read_wherever_they_fall_and_taken_out_of_the_output() {
+        let log = b"test_add ... ok\ntest_sub ... \n[assay-audit] sys.settrace\tcalled by pkg/__init__.py:3\nok\n\
+                    \n[assay-audit] runner.changed\tunittest.result.TestResult.addFailure replaced\n\
+                    tail[assay-audit] import\tctypes[assay-audit] exec\tcut";
+        let (found, rest) = findings(log);
+        assert_eq!(
+            found,
+            [
+                "sys.settrace: called by pkg/__init__.py:3",
+                "runner.changed: unittest.result.TestResult.addFailure replaced",
+                "import: ctypes",
+                "exec: cut",
+            ]
+        );
+        assert_eq!(rest, b"test_add ... ok\ntest_sub ... ok\ntail");
+        assert_eq!(rule(&found[1]), "runner.changed");
+        let (none, same) = findings(b"Ran 2 tests\n\nOK\n");
+        assert!(none.is_empty());
+        assert_eq!(same, b"Ran 2 tests\n\nOK\n");
+    }
 
     #[test]
     fn the_tree_line_is_there_to_be_replaced() {
@@ -119,5 +225,197 @@ mod tests {
         assert!(!guarded.contains("FAKE"), "{guarded}");
         // The tree's own modules still import from it.
         assert!(guarded.contains("own module"), "{guarded}");
+    }
+}
+
+#[cfg(test)]
+mod audit_tests {
+    use std::path::{Path, PathBuf};
+
+    /// A tree whose hidden test file is `tests/test_x.py`, and the guard
+    /// for it.
+    fn tree() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path().join("tree");
+        std::fs::create_dir_all(tree.join("tests")).unwrap();
+        std::fs::write(
+            tree.join("tests/test_x.py"),
+            // CRLF: read in text mode, it is other bytes and the same file.
+            "def f(x):\r\n    return x\r\n\r\n\r\ndef test_f():\r\n    assert f(1) == 2\r\n",
+        )
+        .unwrap();
+        let guard = dir.path().join("guard");
+        super::write(&guard, tree.to_str().unwrap()).unwrap();
+        (dir, tree, guard)
+    }
+
+    /// `python3 -c CODE` in `tree` under `guard` (none: unguarded), the
+    /// hidden file named; its stdout and stderr.
+    fn run(tree: &Path, guard: Option<&Path>, code: &str) -> String {
+        run_with(tree, guard, code, &[])
+    }
+
+    fn run_with(tree: &Path, guard: Option<&Path>, code: &str, vars: &[(&str, &str)]) -> String {
+        let mut cmd = std::process::Command::new("python3");
+        cmd.envs(vars.iter().copied());
+        cmd.args(["-c", code])
+            .current_dir(tree)
+            .env_remove("PYTHONPATH")
+            .env_remove("ASSAY_AUDIT_FD")
+            .env("ASSAY_HIDDEN", "tests/test_x.py")
+            .env("PYTHONDONTWRITEBYTECODE", "1");
+        if let Some(dir) = guard {
+            cmd.env("PYTHONPATH", dir);
+        }
+        let out = cmd.output().unwrap();
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    }
+
+    /// The file read in text mode, compiled and run; then what pytest's
+    /// assertion rewriting does to it, in small (each assert becomes `@py`
+    /// assignments and an `if not …: raise`), run; then
+    /// an AST whose test returns before its assertion, and the file's
+    /// source changed, each compiled and run; then a marshalled code object
+    /// of a changed file (a planted `.pyc`), made unguarded, run.
+    const COMPILES: &str = r#"import ast, marshal, os, sys
+path = os.path.abspath("tests/test_x.py")
+src = open(path).read()
+exec(compile(src, path, "exec"), {})
+print("TEXT RAN")
+
+class Rewrite(ast.NodeTransformer):
+    def visit_Assert(self, node):
+        keep = ast.Assign(targets=[ast.Name("@py_assert1", ast.Store())], value=node.test)
+        check = ast.If(
+            test=ast.UnaryOp(ast.Not(), ast.Name("@py_assert1", ast.Load())),
+            body=[ast.Raise(exc=ast.Call(ast.Name("AssertionError", ast.Load()), [], []), cause=None)],
+            orelse=[],
+        )
+        return [ast.copy_location(keep, node), ast.copy_location(check, node)]
+
+tree = Rewrite().visit(ast.parse(src))
+tree.body.insert(0, ast.Import(names=[ast.alias("builtins", "@py_builtins")]))
+tree = ast.fix_missing_locations(tree)
+exec(compile(tree, path, "exec"), {})
+print("REWRITE RAN")
+for what, source in (
+    ("AST", ast.parse(src.replace("assert f(1) == 2", "return"))),
+    ("SOURCE", src.replace("f(1) == 2", "True")),
+):
+    try:
+        exec(compile(source, path, "exec"), {})
+        print(what, "RAN")
+    except RuntimeError as error:
+        print(what, "REFUSED", error)
+planted = os.environ.get("PLANTED")
+if planted:
+    try:
+        exec(marshal.loads(bytes.fromhex(planted)), {})
+        print("PYC RAN")
+    except RuntimeError as error:
+        print("PYC REFUSED", error)
+else:
+    print(marshal.dumps(compile(src.replace("f(1) == 2", "True"), path, "exec")).hex())
+"#;
+
+    #[test]
+    fn a_hidden_test_compiled_from_other_source_is_refused_and_reported() {
+        let (_dir, tree, guard) = tree();
+        let bare = run(&tree, None, COMPILES);
+        assert!(
+            bare.contains("AST RAN") && bare.contains("SOURCE RAN"),
+            "{bare}"
+        );
+        let planted = bare.lines().last().unwrap().to_owned();
+        let guarded = run_with(&tree, Some(&guard), COMPILES, &[("PLANTED", &planted)]);
+        // pytest's rewriting passes; the rest is refused, each reported:
+        // source when it is compiled, an AST (whose `compile` event names
+        // no file) and a marshalled code object when they would run.
+        assert!(guarded.contains("TEXT RAN"), "{guarded}");
+        assert!(guarded.contains("REWRITE RAN"), "{guarded}");
+        assert!(guarded.contains("AST REFUSED"), "{guarded}");
+        assert!(guarded.contains("SOURCE REFUSED"), "{guarded}");
+        assert!(guarded.contains("PYC REFUSED"), "{guarded}");
+        let (found, _) = super::findings(guarded.as_bytes());
+        assert_eq!(
+            found.iter().map(|f| super::rule(f)).collect::<Vec<_>>(),
+            ["exec", "compile"],
+            "{guarded}"
+        );
+    }
+
+    /// The channel closed, or another file put in its place, before a
+    /// finding: the action is refused, not done unseen.
+    #[test]
+    fn a_finding_the_channel_cannot_carry_refuses_the_action() {
+        let (_dir, tree, guard) = tree();
+        for cut in [
+            "os.closerange(3, 4096)",
+            "null = os.open('/dev/null', os.O_WRONLY)\nfor n in range(3, 64):\n    if n != null: os.dup2(null, n)",
+        ] {
+            let code = format!(
+                "import os, sys\n{cut}\ntry:\n    sys.settrace(None)\n    print('TRACED')\nexcept RuntimeError as e:\n    print('REFUSED', e)\n"
+            );
+            assert!(run(&tree, None, &code).contains("TRACED"));
+            let guarded = run(&tree, Some(&guard), &code);
+            assert!(
+                guarded.contains("REFUSED") && guarded.contains("channel is gone"),
+                "{cut}: {guarded}"
+            );
+        }
+        // With the channel whole, the same call is reported and done.
+        let whole = run(
+            &tree,
+            Some(&guard),
+            "import sys\nsys.settrace(None)\nprint('TRACED')",
+        );
+        let (found, rest) = super::findings(whole.as_bytes());
+        assert_eq!(found, ["sys.settrace: called by code outside the tree"]);
+        assert!(String::from_utf8_lossy(&rest).contains("TRACED"));
+    }
+}
+
+#[cfg(test)]
+mod runner_tests {
+    /// The tree's code giving a runner function other code (its identity
+    /// stays, so only the `object.__setattr__` event can see it), and
+    /// replacing a runner class's method (seen at exit): both reported,
+    /// with where they were done.
+    #[test]
+    fn the_runner_changed_by_the_trees_code_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path().join("tree");
+        std::fs::create_dir_all(&tree).unwrap();
+        std::fs::write(
+            tree.join("mod.py"),
+            "import unittest\n\
+             unittest.TestCase.assertTrue.__code__ = (lambda self, expr, msg=None: None).__code__\n\
+             unittest.TestResult.addError = unittest.TestResult.addSuccess\n",
+        )
+        .unwrap();
+        let guard = dir.path().join("guard");
+        super::write(&guard, tree.to_str().unwrap()).unwrap();
+        let out = std::process::Command::new("python3")
+            .args(["-c", "import mod"])
+            .current_dir(&tree)
+            .env("PYTHONPATH", &guard)
+            .env_remove("ASSAY_AUDIT_FD")
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .output()
+            .unwrap();
+        let (found, _) = super::findings(&out.stderr);
+        assert_eq!(
+            found,
+            [
+                "object.__setattr__: __code__ of unittest.case set by mod.py:2",
+                "runner.changed: unittest.result.TestResult.addError replaced while the tests ran",
+            ],
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }

@@ -315,6 +315,11 @@ pub(crate) struct RunRecord {
     /// Test files whose bytes after the run differ from the staged ones.
     #[serde(default)]
     pub(crate) changed_test_files: Vec<String>,
+    /// What the guard's audit hook saw the run's code do to the runner,
+    /// each `EVENT: detail` ([`guard::findings`](super::guard::findings),
+    /// docs/security.md). Left out when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) audit: Vec<String>,
     /// Units that did not build (sorted by unit, each with the first lines
     /// of the compiler's message): their tests count as failed in this
     /// reading (docs/verdicts.md). Left out when empty, so a record without
@@ -385,6 +390,11 @@ pub(crate) struct ScreenRecord {
     /// named outside the files the test patch touches (in no list).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub(crate) out_of_scope: u64,
+    /// The audit hook's rules the readings tripped (honest code: the
+    /// gold and base trees), each as its first finding and the reading:
+    /// turned off for the task's graded runs. Left out when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) audit_off: Vec<String>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -456,6 +466,11 @@ pub(crate) struct TaskRecord {
     /// which carry its canaries, time out from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) slowest_certify_s: Option<f64>,
+    /// The audit hook's rules its screening readings tripped
+    /// (`ScreenRecord::audit_off`): not held against its graded sessions.
+    /// Left out when empty (the records stay what they were).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) audit_off: Vec<String>,
 }
 
 impl TaskRecord {

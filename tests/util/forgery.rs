@@ -126,8 +126,10 @@ pub fn forged_reports_are_caught(executor: Executor) {
             if forged {
                 let grade = f.project.show_json(&row["grade_digest"]);
                 let tamper = grade["tamper"].to_string();
+                // The import hook's in-memory rewrite is refused by the
+                // guard's audit hook before a canary can see it.
                 assert!(
-                    tamper.contains("report forged"),
+                    tamper.contains("report forged") || tamper.contains("(audit event `compile`)"),
                     "{id} {arm}: the canaries must name the forgery: {grade:#}"
                 );
             }
@@ -242,8 +244,9 @@ if os.environ.get("INNER_RUN") != "1":
 
 /// The attacks on the shaped canaries (issue 34), graded on `executor`
 /// twice: with the shaped canaries alone (`ASSAY_CANARIES=shaped`, the
-/// scheme before issue 34), where each comes out `resolved` with no
-/// canary objecting; and with the canaries made of the task's own tests,
+/// scheme before issue 34), where no canary objects to either (each is
+/// `resolved` but for Python's audit hook, which is tested apart); and
+/// with the canaries made of the task's own tests,
 /// where none is `resolved`, the canary-aware one is named forged by a
 /// mutant of the task's own test, and the targeted one leaves `test_sub`
 /// failing (renamed, it is not found by its name). The honest fix stays
@@ -275,12 +278,22 @@ pub fn canary_aware_forgeries_are_caught(executor: Executor) {
     for (id, _) in sessions {
         let row = without.row(id, "exclude");
         let grade = without.project.show_json(&row["grade_digest"]);
+        // The shaped canaries are blind to both: what stops them then is
+        // Python's audit hook alone (docs/security.md, "Tampering with the
+        // runner is evidence"), a layer of its own, tested apart.
+        let tamper: Vec<String> = grade["tamper"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap().to_owned())
+            .collect();
         assert!(
-            !grade["tamper"].to_string().contains("report forged"),
+            !tamper.iter().any(|t| t.contains("report forged")),
             "{grade:#}"
         );
-        assert_eq!(
-            row["verdict"], "resolved",
+        assert!(
+            row["verdict"] == "resolved"
+                || !tamper.is_empty() && tamper.iter().all(|t| t.contains("(audit event `")),
             "{id} with the shaped canaries: {grade:#}"
         );
     }

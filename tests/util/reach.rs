@@ -114,13 +114,9 @@ pub fn the_runner_and_the_hidden_tests_are_out_of_reach(executor: Executor) {
     assert_verdict(&f, "good/fix.json", "resolved", "resolved");
 }
 
-/// A symlinked report directory: the report file is `reports/unittest.txt`
-/// (the runner's output), and at exit the package replaces `reports/` by a
-/// symlink to a directory of the host (this test's own, holding a passing
-/// report with a marker). Followed on the host, that file would be the
-/// report.
-pub fn a_symlinked_report_directory_is_never_read(executor: Executor) {
-    let f = Fixture::on(executor);
+/// The default pipeline, its test and rerun commands sending stderr (the
+/// unittest report) to `reports/unittest.txt` in the tree, the report file.
+pub fn report_in_the_tree(f: &Fixture) {
     f.default_pipeline();
     f.edit_pipeline(
         "test_command = \"python3 -m unittest -v\"\nreport = \"unittest\"\n",
@@ -131,6 +127,16 @@ pub fn a_symlinked_report_directory_is_never_read(executor: Executor) {
         "rerun_command = \"python3 -m unittest -v {files}\"",
         "rerun_command = \"mkdir -p reports && python3 -m unittest -v {files} 2> reports/unittest.txt\"",
     );
+}
+
+/// A symlinked report directory: the report file is `reports/unittest.txt`
+/// (the runner's output), and at exit the package replaces `reports/` by a
+/// symlink to a directory of the host (this test's own, holding a passing
+/// report with a marker). Followed on the host, that file would be the
+/// report.
+pub fn a_symlinked_report_directory_is_never_read(executor: Executor) {
+    let f = Fixture::on(executor);
+    report_in_the_tree(&f);
     let marker = format!("PLANTED-REPORT-{}", std::process::id());
     let planted = f.path().join("planted-reports");
     std::fs::create_dir_all(&planted).unwrap();

@@ -371,7 +371,7 @@ pub(crate) fn container(
     env.insert("HOME".to_owned(), assay_docker::HOME_DIR.to_owned());
     env.insert("TMPDIR".to_owned(), "/tmp".to_owned());
     env.insert("ASSAY_ENV".to_owned(), assay_docker::ENV_DIR.to_owned());
-    guard_env(&mut env, assay_docker::GUARD_DIR);
+    guard_env(&mut env, assay_docker::GUARD_DIR, &launch.protect);
     Ok(ContainerRun {
         image,
         tree: tree.to_owned(),

@@ -300,7 +300,7 @@ pub(crate) fn spec(conf: &Confinement, launch: Launch<'_>) -> Result<RunSpec, St
             {
                 let dir = launch.scratch.join("guard");
                 crate::stages::guard::write(&dir, tree).map_err(|e| e.to_string())?;
-                guard_env(&mut env, &dir.display().to_string());
+                guard_env(&mut env, &dir.display().to_string(), &launch.protect);
             }
             let cwd = launch.tree.unwrap_or(env_dir).to_owned();
             (cwd, None)
@@ -321,7 +321,7 @@ pub(crate) fn spec(conf: &Confinement, launch: Launch<'_>) -> Result<RunSpec, St
             let guard = if launch.tree.is_some() && !launch.setup {
                 let dir = launch.scratch.join("guard");
                 crate::stages::guard::write(&dir, sandbox::TREE).map_err(|e| e.to_string())?;
-                guard_env(&mut env, sandbox::GUARD);
+                guard_env(&mut env, sandbox::GUARD, &launch.protect);
                 Some(dir)
             } else {
                 None

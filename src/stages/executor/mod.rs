@@ -453,8 +453,24 @@ pub(super) fn base_env(path: &str, attempt: Option<u32>) -> BTreeMap<String, Str
 /// `PYTHONPATH` of a test run: the import guard's directory alone
 /// (`super::guard`). A test command that sets its own `PYTHONPATH` must
 /// keep this one in it (`PYTHONPATH=src:$PYTHONPATH`).
-fn guard_env(env: &mut BTreeMap<String, String>, dir: &str) {
+/// With it, `ASSAY_HIDDEN`: the hidden test files of a graded run (their
+/// tree-relative paths, one a line; a path with a newline is left out),
+/// whose compiled code the guard's audit hook holds to their bytes. Read
+/// once, by the guard, before the tree's code runs.
+fn guard_env(env: &mut BTreeMap<String, String>, dir: &str, hidden: &[PathBuf]) {
     env.insert("PYTHONPATH".to_owned(), dir.to_owned());
+    env.insert(
+        "ASSAY_AUDIT_FD".to_owned(),
+        super::guard::AUDIT_FD.to_string(),
+    );
+    let hidden: Vec<&str> = hidden
+        .iter()
+        .filter_map(|p| p.to_str())
+        .filter(|p| !p.contains('\n'))
+        .collect();
+    if !hidden.is_empty() {
+        env.insert("ASSAY_HIDDEN".to_owned(), hidden.join("\n"));
+    }
 }
 
 fn run_err(e: &dyn std::fmt::Display) -> JobError {

@@ -15,6 +15,19 @@ site-packages, a venv's. A guarded name found nowhere else is
 ModuleNotFoundError; it never falls back to the tree. Submodules follow
 their package's own __path__.
 
+Before either, it installs an audit hook (sys.addaudithook: it cannot be
+removed) that reports tampering with the runner as the tree's code does it
+(docs/security.md, "Tampering with the runner is evidence"): source or code
+objects of a hidden test file that are not the file's bytes (refused), the
+runner's classes and functions changed, sys.settrace / sys.setprofile,
+ctypes or cffi loaded under the tree's code. Each finding is written, the
+moment it happens and before the action takes effect, as one line
+(_MARK, the event, a tab, the detail) to a private duplicate of
+ASSAY_AUDIT_FD (the stderr the test command's shell was started with: the
+output pipe assay drains, in which nothing once written can be taken
+back), or of stderr without it. A finding the channel can no longer carry
+(the descriptor closed or replaced) refuses the action instead.
+
 Then the environment's own sitecustomize (the next one on those
 directories), if any, runs as it would have.
 """
@@ -125,8 +138,352 @@ def _chain(trusted):
     spec.loader.exec_module(module)
 
 
+# What starts a finding's line on the run's output (assay reads it back).
+_MARK = "[assay-audit] "
+
+# Names of the runner's modules: a change to their classes or functions made
+# by the tree's code is a finding. unittest.mock is the tests' own tool.
+_RUNNER = ("unittest", "_pytest", "pytest", "pluggy")
+
+# Modules that reach raw memory.
+_NATIVE = frozenset(("ctypes", "_ctypes", "cffi", "_cffi_backend"))
+
+
+def _audit(tree, hidden):
+    """Installs the audit hook. `hidden` holds the hidden test files' paths
+    relative to `tree` (the run's ASSAY_HIDDEN, one a line: json would
+    cost 6 ms of every interpreter's start)."""
+    import builtins
+    import os
+
+    # The builtins the hook calls, bound now: the tree's code could replace
+    # them in the builtins module, and a nested function's free names are
+    # looked up there at each call.
+    (any, bytes, bytearray, callable, classmethod, compile, getattr, isinstance,
+     list, memoryview, open, property, set, sorted, staticmethod, str, type, vars) = (
+        builtins.__dict__[n]
+        for n in ("any bytes bytearray callable classmethod compile getattr isinstance "
+                  "list memoryview open property set sorted staticmethod str type vars").split()
+    )
+    mark, runner_roots, native, rewrite_only = _MARK, _RUNNER, _NATIVE, _rewrite_only
+    root = os.path.realpath(tree).rstrip("/") + "/"
+    hidden = frozenset(os.path.join(root, h) for h in hidden if h)
+    # The channel assay's shell opened before the command (stderr as it
+    # started: the output pipe assay drains), else this stderr (a child
+    # started without it).
+    fd, ident = -1, None
+    for given in (os.environ.get("ASSAY_AUDIT_FD"), "2"):
+        try:
+            fd = os.dup(int(given))
+            stat = os.fstat(fd)
+            ident = (stat.st_dev, stat.st_ino)
+            break
+        except (OSError, TypeError, ValueError):
+            continue
+
+    # Everything the hook uses is bound here, as default arguments or
+    # closed-over locals: a module attribute (os.write) could be replaced
+    # by the tree's code, unaudited; a function's __defaults__ cannot.
+    said = set()
+
+    def say(event, detail, _write=os.write, _fstat=os.fstat, _fd=fd, _ident=ident):
+        if (event, detail) in said:
+            return
+        said.add((event, detail))
+        line = "\n%s%s\t%s\n" % (mark, event, " ".join(str(detail).split()))
+        data = line.encode("utf-8", "replace")
+        try:
+            now = _fstat(_fd)
+            if (now.st_dev, now.st_ino) != _ident:
+                raise OSError("replaced")
+            while data:
+                data = data[_write(_fd, data) :]
+        except OSError:
+            # The channel is gone: what it cannot report does not happen.
+            raise RuntimeError("assay audit: refused %s (its channel is gone)" % event)
+
+    def in_tree(_getframe=sys._getframe, _root=root):
+        """The first frame of the tree's code on the stack, if any."""
+        frame = _getframe(2)
+        while frame is not None:
+            name = frame.f_code.co_filename
+            if name.startswith(_root):
+                return "%s:%d" % (name[len(_root) :], frame.f_lineno)
+            frame = frame.f_back
+        return None
+
+    def rel(path, _root=root):
+        return path[len(_root) :] if path.startswith(_root) else path
+
+    def absolute(path, _join=os.path.join, _getcwd=os.getcwd, _norm=os.path.normpath):
+        if not isinstance(path, str):
+            try:
+                path = os.fsdecode(path)
+            except Exception:
+                return ""
+        if path.startswith("<"):
+            return path
+        return _norm(_join(_getcwd(), path))
+
+    truth = {}  # hidden path -> its bytes on disk (protected: they cannot change)
+    # The last ASTs compiled: CPython's `compile` event names no file for an
+    # AST, so whether one is pytest's rewriting of a hidden file is decided
+    # when its code object runs (pytest compiles, then runs at once).
+    recent = []
+    busy = [False]
+
+    def bytes_of(path, _open=open):
+        if path not in truth:
+            try:
+                with _open(path, "rb") as fh:
+                    truth[path] = fh.read()
+            except OSError:
+                truth[path] = None
+        return truth[path]
+
+    def same_source(source, data):
+        """Whether `source` (what `compile` got: str source reaches the
+        event as UTF-8) is the file's `data`: the bytes, or the text as
+        text mode reads it (`exec(open(f).read())`: newlines made `\\n`,
+        maybe decoded as Latin-1). None for an AST."""
+        if isinstance(source, str):
+            source = source.encode("utf-8", "surrogateescape")
+        elif isinstance(source, (bytes, bytearray, memoryview)):
+            source = bytes(source)
+        else:
+            return None
+        if source == data:
+            return True
+
+        def lines(raw):
+            return raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+
+        source = lines(source)
+        return source == lines(data) or source == lines(data.decode("latin-1").encode("utf-8"))
+
+    def compiled(source, path, _compile=compile):
+        busy[0] = True
+        try:
+            return _compile(source, path, "exec", dont_inherit=True)
+        except Exception:
+            return None
+        finally:
+            busy[0] = False
+
+    def check_compile(source, path):
+        data = bytes_of(path)
+        if data is None or same_source(source, data) is not False:
+            return
+        say("compile", "source of the hidden test file %s differs from its bytes" % rel(path))
+        raise RuntimeError("assay audit: refused to compile a changed %s" % rel(path))
+
+    def check_exec(code, path):
+        data = bytes_of(path)
+        if data is None or code == compiled(data, path):
+            return
+        if any(code == compiled(a, path) and rewrite_only(a, data) for a in recent):
+            return
+        say("exec", "code of the hidden test file %s is not compiled from its bytes" % rel(path))
+        raise RuntimeError("assay audit: refused to run changed code of %s" % rel(path))
+
+    runner_pending = []
+    snapshots = []  # (owner name, owner, {attr: value}) of callables
+    changed = set()
+
+    def runner_name(name):
+        if name == "unittest.mock" or name.startswith("unittest.mock."):
+            return False
+        return name.split(".", 1)[0] in runner_roots
+
+    def callables(ns):
+        return {
+            k: v
+            for k, v in list(ns.items())
+            if callable(v) or isinstance(v, (classmethod, staticmethod, property))
+        }
+
+    def snapshot(_modules=sys.modules):
+        for name in list(runner_pending):
+            module = _modules.get(name)
+            spec = getattr(module, "__spec__", None)
+            if module is None or getattr(spec, "_initializing", False):
+                continue
+            runner_pending.remove(name)
+            own = {}
+            for k, v in list(vars(module).items()):
+                if getattr(v, "__module__", None) != name:
+                    continue
+                if isinstance(v, type):
+                    snapshots.append(("%s.%s" % (name, k), v, callables(vars(v))))
+                elif callable(v):
+                    own[k] = v
+            snapshots.append((name, module, own))
+
+    def verify():
+        for name, owner, was in snapshots:
+            now = callables(vars(owner))
+            if isinstance(owner, type(sys)):
+                now = {k: v for k, v in now.items() if k in was}
+            for k in sorted(set(was) | set(now)):
+                where = "%s.%s" % (name, k)
+                if now.get(k) is not was.get(k) and where not in changed:
+                    changed.add(where)
+                    say("runner.changed", "%s replaced while the tests ran" % where)
+
+    def on_setattr(obj, attr):
+        owner = obj if isinstance(obj, type(sys)) else None
+        name = getattr(obj, "__name__", "") if owner is not None else getattr(obj, "__module__", "")
+        if isinstance(name, str) and runner_name(name):
+            where = in_tree()
+            if where:
+                say("object.__setattr__", "%s of %s set by %s" % (attr, name, where))
+
+    events = frozenset(
+        (
+            "compile",
+            "exec",
+            "code.__new__",
+            "import",
+            "sys.settrace",
+            "sys.setprofile",
+            "object.__setattr__",
+            "ctypes.dlopen",
+            "cpython._PySys_ClearAuditHooks",
+        )
+    )
+
+    def hook(event, args, _events=events, _hidden=hidden, _busy=busy):
+        if event not in _events or _busy[0]:
+            return
+        if event == "compile":
+            source = args[0] if args else None
+            if not isinstance(source, (str, bytes, bytearray, memoryview)):
+                recent.append(source)
+                del recent[:-8]
+            path = absolute(args[1]) if len(args) > 1 and args[1] is not None else ""
+            if path in _hidden:
+                check_compile(source, path)
+        elif event == "exec":
+            if runner_pending:
+                snapshot()
+            code = args[0] if args else None
+            path = absolute(getattr(code, "co_filename", ""))
+            if path in _hidden:
+                check_exec(code, path)
+        elif event == "import":
+            name = args[0] if args else ""
+            if runner_pending:
+                snapshot()
+            if not isinstance(name, str):
+                return
+            if runner_name(name):
+                runner_pending.append(name)
+            elif name in native:
+                where = in_tree()
+                if where:
+                    say("import", "%s loaded by %s" % (name, where))
+        elif event == "code.__new__":
+            path = absolute(args[1]) if len(args) > 1 else ""
+            if path in _hidden:
+                say(event, "a code object made for the hidden test file %s" % rel(path))
+                raise RuntimeError("assay audit: refused a made code object of %s" % rel(path))
+        elif event in ("sys.settrace", "sys.setprofile"):
+            say(event, "called by %s" % (in_tree() or "code outside the tree"))
+        elif event == "object.__setattr__":
+            if len(args) > 1:
+                on_setattr(args[0], args[1])
+        elif event == "ctypes.dlopen":
+            where = in_tree()
+            if where:
+                say(event, "%r loaded by %s" % (args[0] if args else None, where))
+        else:
+            busy[0] = True
+            verify()
+
+    sys.addaudithook(hook)
+    try:
+        import atexit
+
+        atexit.register(verify)
+    except ImportError:
+        pass
+
+
+def _rewrite_only(given, data):
+    """Whether `given`, an AST of a hidden test file, is the file's own
+    (`data`) with no more than pytest's assertion rewriting: every
+    statement but the asserts the same, and what stands in for the asserts
+    (statements naming pytest's `@py` variables) holding no control flow
+    of its own."""
+    import ast
+
+    try:
+        own = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return False
+    if not isinstance(given, ast.AST):
+        return False
+
+    def names_py(node):
+        return any(
+            (isinstance(n, ast.Name) and n.id.startswith("@py"))
+            or (isinstance(n, ast.alias) and (n.asname or "").startswith("@py"))
+            for n in ast.walk(node)
+        )
+
+    def rewrite(stmt):
+        # pytest's statements: simple ones naming `@py` variables, and the
+        # `if not @py…: raise` that ends each assert. A compound statement
+        # of the file's own (a test function) is never one: it is walked.
+        if isinstance(stmt, ast.If):
+            return names_py(stmt.test)
+        if any(isinstance(v, list) and v and isinstance(v[0], ast.stmt)
+               for _, v in ast.iter_fields(stmt)):
+            return False
+        return names_py(stmt)
+
+    escapes = (ast.Return, ast.Yield, ast.YieldFrom, ast.Await, ast.Break, ast.Continue,
+               ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Global,
+               ast.Nonlocal, ast.Try, ast.Lambda)
+
+    class Strip(ast.NodeTransformer):
+        def __init__(self, drop):
+            self.drop = drop
+            self.bad = False
+
+        def generic_visit(self, node):
+            for field, value in ast.iter_fields(node):
+                if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+                    kept = []
+                    for stmt in value:
+                        if self.drop(stmt):
+                            if any(isinstance(n, escapes) for n in ast.walk(stmt)):
+                                self.bad = True
+                            continue
+                        kept.append(self.visit(stmt))
+                    setattr(node, field, kept)
+                elif isinstance(value, ast.AST):
+                    self.visit(value)
+                elif isinstance(value, list):
+                    for item in value:
+                        if isinstance(item, ast.AST):
+                            self.visit(item)
+            return node
+
+    import copy
+
+    mine = Strip(lambda s: isinstance(s, ast.Assert)).visit(own)
+    theirs_strip = Strip(rewrite)
+    theirs = theirs_strip.visit(copy.deepcopy(given))
+    return not theirs_strip.bad and ast.dump(mine) == ast.dump(theirs)
+
+
 # Python 2 and 3 before 3.4 lack the finders used here: unguarded there.
 if sys.version_info >= (3, 4):
+    if hasattr(sys, "addaudithook"):
+        import os as _os
+
+        _audit(_TREE, (_os.environ.get("ASSAY_HIDDEN") or "").split("\n"))
     _trusted = _trusted_paths(_TREE)
     _install(_trusted)
     _chain(_trusted)

@@ -129,6 +129,10 @@ struct Released<'a> {
     /// Why its graded runs carry the shaped canaries alone.
     #[serde(skip_serializing_if = "Option::is_none")]
     weakly_checked: &'a Option<String>,
+    /// The audit hook's rules the task's honest suite trips, off for its
+    /// graded runs (docs/security.md); left out when none.
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    audit_off: &'a [String],
 }
 
 /// A task's certified canaries, counted.
@@ -203,6 +207,7 @@ impl<'a> Released<'a> {
             executor: &task.executor,
             timeout_s: task.timeout_s,
             slowest_screening_s: task.slowest_screening_s,
+            audit_off: &task.audit_off,
         }
     }
 }

@@ -95,7 +95,9 @@ impl Kind for Run {
     /// is such a reading.
     /// 4: graded code cannot tell a run from a rerun (no `ASSAY_ATTEMPT`),
     /// and the hidden test patch's files are out of its reach.
-    const VERSION: u32 = 4;
+    /// 5: the guard's audit hook reports tampering with the runner on the
+    /// output pipe (`ASSAY_AUDIT_FD`, `ASSAY_HIDDEN`), recorded as `audit`.
+    const VERSION: u32 = 5;
     const OBSERVATION: bool = true;
     type Params = RunParams;
     type Inputs = RunInputs;
@@ -324,7 +326,7 @@ pub(crate) async fn execute_tree(
         .executor()
         .run(TestRun {
             launch: Launch {
-                command,
+                command: crate::stages::guard::with_channel(&command),
                 tree: Some(&work),
                 env: &env_handle,
                 setup: false,
@@ -357,7 +359,10 @@ pub(crate) async fn execute_tree(
     }
     ended(&mut record, &mut ran);
     let redactor = super::redact::Redactor::new(&p.redact);
-    let (log, redactions) = redactor.redact(&std::fs::read(&log_path).map_err(|e| err(&e))?);
+    let (audit, output) =
+        crate::stages::guard::findings(&std::fs::read(&log_path).map_err(|e| err(&e))?);
+    record.audit = audit;
+    let (log, redactions) = redactor.redact(&output);
     record.redactions = redactions;
     let log_digest = ctx.blobs.put(&log).map_err(|e| err(&e))?;
     record.log = log_digest.to_hex();

@@ -529,6 +529,17 @@ pub(crate) fn reduce(
             rec.untrusted
                 .push(format!("{state} reading {i}: report unreadable: {e}"));
         }
+        for finding in &r.audit {
+            let rule = crate::stages::guard::rule(finding);
+            if !rec
+                .audit_off
+                .iter()
+                .any(|o| crate::stages::guard::rule(o) == rule)
+            {
+                rec.audit_off
+                    .push(format!("{finding} ({state} reading {i})"));
+            }
+        }
         for b in &r.build_failures {
             rec.build_failures.push(format!(
                 "{state} reading {i}: {}: {}",

@@ -92,6 +92,7 @@ pub(crate) fn assemble(
         canaries: None,
         weakly_checked: None,
         slowest_certify_s: None,
+        audit_off: screen.audit_off.clone(),
     };
     if !triage.eligible() {
         record.status = TaskStatus::Declined;

@@ -669,3 +669,30 @@ fn the_touched_files_scope_draws_the_lists_from_the_test_patchs_files() {
     assert_eq!(nested.pass_to_pass, ["example.com/gocalc/stats.TestMean"]);
     assert!(!Scope::can_select(Format::Libtest) && Scope::can_select(Format::Unittest));
 }
+
+/// A rule of the audit hook that honest readings trip is turned off for
+/// the task, once per rule, with its first finding and the reading.
+#[test]
+fn an_audit_rule_a_reading_trips_is_turned_off_once_with_its_first_finding() {
+    let mut gold = passing(&OLD);
+    gold.audit = vec![
+        "sys.settrace: called by code outside the tree".into(),
+        "import: ctypes loaded by numpy/core/_internal.py:12".into(),
+    ];
+    let mut again = gold.clone();
+    again.audit[0] = "sys.settrace: called by tests/test_trace.py:7".into();
+    let rec = reduce(
+        &triage(&[]),
+        GO,
+        Scope::Suite,
+        &BTreeSet::new(),
+        &runs(vec![passing(&OLD)], vec![passing(&OLD)], vec![gold, again]),
+    );
+    assert_eq!(
+        rec.audit_off,
+        [
+            "sys.settrace: called by code outside the tree (gold reading 0)",
+            "import: ctypes loaded by numpy/core/_internal.py:12 (gold reading 0)",
+        ]
+    );
+}

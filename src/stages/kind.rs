@@ -93,7 +93,8 @@ mod tests {
                 "judge",
                 "release",
                 "harbor_task",
-                "recheck"
+                "recheck",
+                "certify"
             ]
         );
         assert_eq!(

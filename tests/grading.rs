@@ -2146,3 +2146,20 @@ fn an_audit_rule_the_gold_suite_trips_is_off_for_its_task_and_costs_no_fix() {
 fn the_audit_hooks_findings_reach_assay_when_stderr_is_the_report_file() {
     util::audit::a_report_file_does_not_take_the_hooks_channel(Executor::Local);
 }
+
+/// Issue 34's canary-aware neutering under pytest: pytest's report builder
+/// wrapped to pass every failure but the canary-shaped ones; caught by the
+/// canaries made of the task's own tests. Under the pytest of
+/// `scripts/pytest-venv.sh` (made here when missing; `.ci/run` makes it).
+#[test]
+fn a_pytest_report_builder_neutered_around_the_shaped_canaries_is_caught() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    // Made once under target/ when missing (PyPI), kept between runs.
+    let setup = std::process::Command::new(root.join("scripts/pytest-venv.sh"))
+        .arg("--setup")
+        .status()
+        .unwrap();
+    assert!(setup.success(), "scripts/pytest-venv.sh --setup: {setup}");
+    let bin = root.join("target/pytest-venv/bin");
+    util::forgery::pytest_canary_aware_forgery_is_caught(bin.to_str().unwrap());
+}

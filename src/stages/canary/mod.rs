@@ -295,13 +295,20 @@ pub(crate) fn renamed_command(command: &str, planted: &Planted) -> String {
                     let base = file.rsplit('/').next().unwrap_or(file);
                     base.split('.').next().unwrap_or(base).to_owned()
                 };
-                let pick = fresh_of.get(ident).and_then(|c| match c.as_slice() {
-                    [(fresh, _)] => Some(*fresh),
-                    many => many
-                        .iter()
-                        .find(|(_, file)| word.contains(&stem(file)))
-                        .map(|(fresh, _)| *fresh),
-                });
+                // A test is the last name of its path (`mod.Class.test`,
+                // `file.py::test`): a name followed by `.`, `/` or `:` is
+                // a module, a file or a class, even when a test shares it.
+                let last = !tail[end..].starts_with(['.', '/', ':']);
+                let pick = fresh_of
+                    .get(ident)
+                    .filter(|_| last)
+                    .and_then(|c| match c.as_slice() {
+                        [(fresh, _)] => Some(*fresh),
+                        many => many
+                            .iter()
+                            .find(|(_, file)| word.contains(&stem(file)))
+                            .map(|(fresh, _)| *fresh),
+                    });
                 out.push_str(pick.unwrap_or(ident));
                 rest = &tail[end..];
             }
@@ -748,6 +755,21 @@ mod tests {
         assert_eq!(
             renamed_command("go test -run '^(TestA)$'", &Planted::default()),
             "go test -run '^(TestA)$'"
+        );
+    }
+
+    #[test]
+    fn a_file_or_module_named_like_a_renamed_test_keeps_its_name() {
+        let planted = Planted {
+            renamed: BTreeMap::from([("test_zero_value".to_owned(), "test_mul".to_owned())]),
+            ..Planted::default()
+        };
+        assert_eq!(
+            renamed_command(
+                "python3 -m unittest -v tests/test_mul.py tests.test_mul.T.test_mul",
+                &planted
+            ),
+            "python3 -m unittest -v tests/test_mul.py tests.test_mul.T.test_zero_value"
         );
     }
 

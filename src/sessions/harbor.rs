@@ -778,4 +778,57 @@ mod tests {
         assert_eq!(millis("1970-01-01T00:00:01Z"), Some(1000));
         assert_eq!(millis("garbage"), None);
     }
+
+    /// An agent's `RateLimitError` that also lost its patch: with clean
+    /// controls both are the agent's (the lost patch too, graded empty);
+    /// when a control of the task raised an infrastructure exception, the
+    /// infrastructure's, and the lost patch is not charged.
+    #[test]
+    fn an_infrastructure_exception_is_the_agents_unless_a_control_raised_one() {
+        let limited = Trial {
+            name: "t".into(),
+            exception: Some("RateLimitError".into()),
+            blame: Some(blame("RateLimitError").to_owned()),
+            ..Trial::default()
+        };
+        let clean = Trial {
+            name: "o".into(),
+            reward: Some(1.0),
+            patch_kept: true,
+            ..Trial::default()
+        };
+        let mut t = limited.clone();
+        assert!(!judge_infrastructure(&mut t, &[("oracle", &clean)]));
+        assert_eq!(t.blame.as_deref(), Some(AGENT));
+        assert_eq!(
+            t.blame_why.as_deref(),
+            Some(
+                "RateLimitError: raised inside the agent's run with no witness of assay's \
+                 (the job's oracle trials of this task raised none): the agent's failure, counted"
+            )
+        );
+        assert_eq!(lost(&t, &[("oracle", &clean)]).unwrap().to, AGENT);
+        let mut t = limited.clone();
+        assert!(!judge_infrastructure(&mut t, &[]));
+        assert!(
+            t.blame_why.as_deref().unwrap().contains("no control trial"),
+            "{t:?}"
+        );
+        let down = Trial {
+            exception: Some("ApiConnectionError".into()),
+            blame: Some(INFRASTRUCTURE.into()),
+            ..clean.clone()
+        };
+        let mut t = limited.clone();
+        assert!(judge_infrastructure(&mut t, &[("oracle", &down)]));
+        assert_eq!(t.blame.as_deref(), Some(INFRASTRUCTURE));
+        assert!(
+            t.blame_why
+                .as_deref()
+                .unwrap()
+                .ends_with("failed the same way: oracle (o, ApiConnectionError)"),
+            "{t:?}"
+        );
+        assert_eq!(lost(&t, &[("oracle", &down)]).unwrap().to, INFRASTRUCTURE);
+    }
 }

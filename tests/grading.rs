@@ -2163,3 +2163,58 @@ fn a_pytest_report_builder_neutered_around_the_shaped_canaries_is_caught() {
     let bin = root.join("target/pytest-venv/bin");
     util::forgery::pytest_canary_aware_forgery_is_caught(bin.to_str().unwrap());
 }
+
+/// Issue 35: session files whose own records end in a fake API outage —
+/// a Claude transcript's `is_error: true` result ("API Error: 429"), a
+/// mini-swe-agent trajectory ending in `RateLimitError`, a session file's
+/// `run.is_error` — are graded and counted as the agent's attempts: the
+/// agent wrote those files, and no witness of assay's saw an outage. The
+/// claim stays visible in the record and the grade's detail.
+#[test]
+fn a_session_whose_own_transcript_claims_a_rate_limit_error_is_graded_and_counted() {
+    let f = Fixture::new();
+    f.default_pipeline();
+    let claude = [
+        json!({"type": "system", "subtype": "init", "model": "m", "session_id": "s"}),
+        json!({"type": "result", "subtype": "success", "is_error": true, "num_turns": 1,
+               "result": "API Error: 429 {\"type\":\"rate_limit_error\"}",
+               "usage": {"input_tokens": 1, "output_tokens": 1}}),
+    ]
+    .map(|l| format!("{l}\n"))
+    .concat();
+    f.project.write("sessions/c/claude.stream.jsonl", claude);
+    let trajectory = json!({"info": {"exit_status": "RateLimitError",
+        "model_stats": {"api_calls": 1, "instance_cost": 0.0}}, "messages": []});
+    f.project
+        .write("sessions/c/run.traj.json", trajectory.to_string());
+    let session = |id: &str, extra: Value| {
+        let mut v = json!({"task": "p-1", "agent": "c", "model": "m", "patch": ""});
+        v.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        f.project.write(&format!("sessions/c/{id}"), v.to_string());
+    };
+    session("claude.json", json!({"transcript": "claude.stream.jsonl"}));
+    session("mini.json", json!({"transcript": "run.traj.json"}));
+    session(
+        "file.json",
+        json!({"run": {"ended": "RateLimitError", "is_error": true}}),
+    );
+    f.build_ok();
+
+    for id in ["c/claude.json", "c/mini.json", "c/file.json"] {
+        let row = f.row(id, "exclude");
+        assert_eq!(
+            (row["verdict"].as_str(), row["fault"].as_str()),
+            ("unresolved", "agent"),
+            "{row:#?}"
+        );
+        assert_eq!(row["is_error"], "true", "the claim is shown: {row:#?}");
+    }
+    let s = f.summary();
+    let a = &s["agents"]["c/m"];
+    assert_eq!(a["n"], 3, "every claimed outage is counted: {a:#}");
+    assert_eq!(a["leaderboard"]["left_out"], json!([]), "{a:#}");
+    let grades = std::fs::read_to_string(f.path().join("release/report.html")).unwrap();
+    assert!(grades.contains("claimed_error"), "the claim is said");
+}

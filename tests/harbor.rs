@@ -554,6 +554,20 @@ fn write_trial(
     }
 }
 
+/// The bundled example, built; and one of its certified tasks of a single
+/// topic, as released.
+fn built_example() -> (util::Project, Value) {
+    let p = example_project();
+    p.run(&["build"]).code(0);
+    let task: Value = std::fs::read_to_string(p.path().join("release/tasks.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|t| t["certified"] == true && !t["instance_id"].as_str().unwrap().contains("__"))
+        .unwrap();
+    (p, task)
+}
+
 /// A Harbor agent root in the container its verifier runs in (issue 35),
 /// as its trials come back: a daemon that rewrote the reward to 1 and
 /// deleted `agent.patch`, `rm /usr/bin/git` (no reward, no patch:
@@ -565,14 +579,7 @@ fn write_trial(
 /// once; the accounting adds up; `explain` names a count's sessions.
 #[test]
 fn a_saboteur_cannot_move_its_trials_out_of_its_column() {
-    let p = example_project();
-    p.run(&["build"]).code(0);
-    let task: Value = std::fs::read_to_string(p.path().join("release/tasks.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .find(|t| t["certified"] == true && !t["instance_id"].as_str().unwrap().contains("__"))
-        .unwrap();
+    let (p, task) = built_example();
     let id = task["instance_id"].as_str().unwrap();
     let gold = task["patch"].as_str().unwrap();
     let job = p.path().join("examples/calc/sessions/harbor/sabotage");
@@ -766,4 +773,82 @@ echo sabotaged
     assert!(verifier.join("agent.patch").is_file(), "the patch was lost");
     let verdict = json(&verifier.join("assay-verdict.json"));
     assert_eq!(verdict["verdict"], "unresolved", "{verdict:#}");
+}
+
+/// A Harbor agent that raises `RateLimitError` inside its own run (issue
+/// 35): Harbor has no proxy record assay can read, so the exception is
+/// the agent's failure, graded and counted, while the job's oracle and nop
+/// of the same task ran clean. In a job whose control of the task raised
+/// an infrastructure exception too, the same trial is the
+/// infrastructure's, left out, and the reason says which.
+#[test]
+fn a_harbor_agents_own_rate_limit_error_is_its_failure_unless_the_controls_failed_too() {
+    let (p, task) = built_example();
+    let id = task["instance_id"].as_str().unwrap();
+    let gold = task["patch"].as_str().unwrap();
+    let limited = Some("RateLimitError");
+    let sessions = p.path().join("examples/calc/sessions/harbor");
+    for (name, control_error) in [("clean", None), ("outage", Some("ApiConnectionError"))] {
+        let job = sessions.join(name);
+        std::fs::create_dir_all(&job).unwrap();
+        std::fs::write(job.join("config.json"), "{}").unwrap();
+        std::fs::write(job.join("result.json"), r#"{"n_total_trials": 3}"#).unwrap();
+        let oracle = (id, "oracle");
+        write_trial(
+            &job,
+            "oracle__1",
+            oracle,
+            Some(1.0),
+            control_error,
+            Some(gold),
+        );
+        write_trial(&job, "nop__1", (id, "nop"), Some(0.0), None, Some(""));
+        write_trial(
+            &job,
+            "agent__1",
+            (id, "saboteur"),
+            Some(0.0),
+            limited,
+            Some(""),
+        );
+    }
+    p.run(&["build"]).code(0);
+
+    let summary = json(&p.path().join("release/summary.json"));
+    let a = &summary["agents"]["saboteur/m"];
+    assert_eq!(
+        (a["n"].as_u64(), a["resolved"].as_u64()),
+        (Some(1), Some(0)),
+        "the clean job's trial is in the denominator: {a:#}"
+    );
+    let left_out: Vec<&str> = a["leaderboard"]["left_out"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|l| l["session"].as_str().unwrap())
+        .collect();
+    assert_eq!(left_out, ["harbor/outage/agent__1"], "{a:#}");
+    let clean = &summary["trials"]["harbor:harbor/clean"];
+    assert_eq!(clean["scored"].as_u64(), Some(3), "{clean:#}");
+    assert_eq!(clean["excluded"], serde_json::json!([]), "{clean:#}");
+    let outage = &summary["trials"]["harbor:harbor/outage"];
+    let excluded: Vec<&str> = outage["excluded"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["session"].as_str().unwrap())
+        .collect();
+    assert!(excluded.contains(&"harbor/outage/agent__1"), "{outage:#}");
+
+    let grades = std::fs::read_to_string(p.path().join("release/results.csv")).unwrap();
+    // The scored arm's fault (columns: session, …, arm 5, …, fault 8).
+    let fault = |session: &str| -> &str {
+        grades
+            .lines()
+            .map(|l| l.split(',').collect::<Vec<_>>())
+            .find(|c| c[0] == session && c[5] == "exclude")
+            .unwrap_or_else(|| panic!("no scored row of {session}:\n{grades}"))[8]
+    };
+    assert_eq!(fault("harbor/clean/agent__1"), "agent", "{grades}");
+    assert_eq!(fault("harbor/outage/agent__1"), "infrastructure");
 }

@@ -111,7 +111,7 @@ pub(super) fn parse_transcript(id: &str, path: &Path, text: &str) -> Result<RunF
             (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
         };
         facts.ended = one.ended.or(facts.ended);
-        facts.is_error = one.is_error.or(facts.is_error);
+        facts.claimed_error = one.claimed_error.or(facts.claimed_error);
     }
     facts.models = models;
     Ok(facts)
@@ -200,7 +200,7 @@ fn result_facts(
         turns: count("num_turns")?,
         tokens,
         ended,
-        is_error,
+        claimed_error: is_error,
         permission_denials,
         duration_ms: count("duration_ms")?,
         by_model,

@@ -14,7 +14,18 @@ pub(crate) struct RunFacts {
     pub(crate) tokens: BTreeMap<String, u64>,
     /// How the run ended (e.g. Claude Code's result subtype: success, error_max_turns).
     pub(crate) ended: Option<String>,
+    /// The run died of the infrastructure, on a witness the agent cannot
+    /// write: the egress proxy's records (an attempt), a Harbor trial's
+    /// controls failing the same way. The grade's only ground for blaming
+    /// the infrastructure; absent for an imported session with no witness.
     pub(crate) is_error: Option<bool>,
+    /// What the run's own file says of its end (a transcript's `is_error`,
+    /// a trajectory's API exception, a session file's `run.is_error`, a
+    /// Harbor trial's infrastructure exception): a claim, shown, never
+    /// believed. Absent when the file says nothing, so records keep their
+    /// bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) claimed_error: Option<bool>,
     pub(crate) permission_denials: Option<u64>,
     pub(crate) duration_ms: Option<u64>,
     /// Tokens by model id, then kind (Claude Code's `modelUsage`): priced
@@ -41,4 +52,21 @@ pub(crate) struct RunFacts {
     /// stored (its digest is of the redacted bytes); absent when none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) patch_redacted: Option<u64>,
+}
+
+impl RunFacts {
+    /// Whether the run ended in an API or infrastructure error, by a
+    /// witness or by its own claim: how it ended, for the run tables,
+    /// never whose fault it is (the grade reads `is_error` alone).
+    pub(crate) fn ended_in_error(&self) -> Option<bool> {
+        match (self.is_error, self.claimed_error) {
+            (None, None) => None,
+            (e, c) => Some(e == Some(true) || c == Some(true)),
+        }
+    }
+
+    /// Whether the run's error is its own claim only, which no witness saw.
+    pub(crate) fn error_only_claimed(&self) -> bool {
+        self.claimed_error == Some(true) && self.is_error != Some(true)
+    }
 }

@@ -52,7 +52,9 @@ impl RunSection {
             turns: self.turns.or(base.turns),
             tokens: base.tokens,
             ended: self.ended.or(base.ended),
-            is_error: self.is_error.or(base.is_error),
+            // Whoever wrote the file is no witness of its run's end.
+            is_error: None,
+            claimed_error: self.is_error.or(base.claimed_error),
             permission_denials: self.permission_denials.or(base.permission_denials),
             duration_ms: self.duration_ms.or(base.duration_ms),
             by_model: base.by_model,

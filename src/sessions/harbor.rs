@@ -16,7 +16,10 @@
 //!   from its phase timings, how it ended from `exception_info`.
 //!
 //! Whose fault an errored trial is comes from its exception type, by
-//! [`blame`]'s table. A trial that lost its patch or its reward is judged
+//! [`blame`]'s table, except the infrastructure's: an API exception is
+//! raised inside the agent's run, so it is the agent's failure, counted,
+//! unless the job's controls of the same task raised one too
+//! ([`judge_infrastructure`]). A trial that lost its patch or its reward is judged
 //! against its controls ([`lost`]): the agent was root in the container
 //! the verifier ran in, so a missing file is the agent's failure, graded
 //! as an empty patch and counted, unless the job's own controls of the
@@ -62,6 +65,11 @@ pub(crate) struct Trial {
     /// Whose a lost patch or reward is, and why ([`lost`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) lost: Option<Lost>,
+    /// Why an exception [`blame`]'s table charges to the infrastructure
+    /// was kept there or made the agent's ([`judge_infrastructure`]);
+    /// absent for every other trial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) blame_why: Option<String>,
 }
 
 /// A trial that kept no patch or no reward: whose doing that is.
@@ -177,6 +185,9 @@ fn judge_losses(trials: &mut [(String, usize, Result<ParsedSession, Failure>)]) 
     for (_, _, s) in trials.iter_mut() {
         let Ok(s) = s else { continue };
         if CONTROLS.contains(&s.session.agent.as_str()) {
+            // No agent ran in a control trial to raise its exception: the
+            // table's word stands.
+            s.session.facts.is_error = Some(s.session.facts.claimed_error == Some(true));
             continue;
         }
         let task = s.session.task.clone();
@@ -188,8 +199,65 @@ fn judge_losses(trials: &mut [(String, usize, Result<ParsedSession, Failure>)]) 
             .filter(|(k, _, _)| *k == task)
             .map(|(_, a, t)| (a.as_str(), t))
             .collect();
+        let witnessed = judge_infrastructure(t, &theirs);
         t.lost = lost(t, &theirs);
+        s.session.facts.is_error = Some(witnessed);
     }
+}
+
+/// Whether the infrastructure exception `t` raised (by [`blame`]'s table)
+/// stands as the infrastructure's. Harbor keeps no record of the model API
+/// that assay can read, and the exception was raised inside the agent's
+/// run (an agent can raise `RateLimitError` at will): so it is the agent's
+/// failure, counted, unless the job's control trials of the same task
+/// (`controls`) raised an infrastructure exception too. `t.blame` and
+/// `t.blame_why` say which.
+fn judge_infrastructure(t: &mut Trial, controls: &[(&str, &Trial)]) -> bool {
+    let Some(e) = t.exception.clone() else {
+        return false;
+    };
+    if t.blame.as_deref() != Some(INFRASTRUCTURE) {
+        return false;
+    }
+    let failed: Vec<String> = controls
+        .iter()
+        .filter(|(_, c)| c.blame.as_deref() == Some(INFRASTRUCTURE))
+        .map(|(a, c)| {
+            format!(
+                "{a} ({}, {})",
+                c.name,
+                c.exception.as_deref().unwrap_or("?")
+            )
+        })
+        .collect();
+    if !failed.is_empty() {
+        t.blame_why = Some(format!(
+            "{e}: the infrastructure's, as the job's control trials of this task failed the same way: {}",
+            failed.join(", ")
+        ));
+        return true;
+    }
+    let witness = if controls.is_empty() {
+        "the job has no control trial of this task".to_owned()
+    } else {
+        format!(
+            "the job's {} trials of this task raised none",
+            control_names(controls)
+        )
+    };
+    t.blame = Some(AGENT.to_owned());
+    t.blame_why = Some(format!(
+        "{e}: raised inside the agent's run with no witness of assay's ({witness}): the agent's failure, counted"
+    ));
+    false
+}
+
+/// The agents of `controls`, once each, sorted: `nop and oracle`.
+fn control_names(controls: &[(&str, &Trial)]) -> String {
+    let mut names: Vec<&str> = controls.iter().map(|(a, _)| *a).collect();
+    names.sort_unstable();
+    names.dedup();
+    names.join(" and ")
 }
 
 /// Whose doing it is that `t` kept no patch or no reward, judged against
@@ -246,12 +314,9 @@ pub(crate) fn lost(t: &Trial, controls: &[(&str, &Trial)]) -> Option<Lost> {
     let witness = if controls.is_empty() {
         "the job has no control trial of this task; assay's own screening certified it".to_owned()
     } else {
-        let mut names: Vec<&str> = controls.iter().map(|(a, _)| *a).collect();
-        names.sort_unstable();
-        names.dedup();
         format!(
             "the job's {} trials of this task kept theirs",
-            names.join(" and ")
+            control_names(controls)
         )
     };
     Some(Lost {
@@ -357,6 +422,7 @@ fn trial(
         reward,
         patch_kept: patch.is_some(),
         lost: None,
+        blame_why: None,
     };
     Ok(ParsedSession {
         session: Session {
@@ -399,9 +465,11 @@ fn facts(r: &Value, exception: Option<String>, blame: Option<&str>) -> RunFacts 
     RunFacts {
         tokens,
         ended: Some(exception.unwrap_or_else(|| "completed".to_owned())),
-        // Only an infrastructure failure makes the run an error of its own
-        // (`is_error`): the grade then blames the infrastructure, not the agent.
-        is_error: Some(blame == Some(INFRASTRUCTURE)),
+        // An infrastructure exception is the run's claim; it becomes an
+        // error of the infrastructure (`is_error`) only when the job's
+        // controls witness it ([`judge_infrastructure`]).
+        is_error: Some(false),
+        claimed_error: (blame == Some(INFRASTRUCTURE)).then_some(true),
         duration_ms,
         reported_cost_usd: a["cost_usd"].as_f64(),
         ..RunFacts::default()
@@ -709,5 +777,58 @@ mod tests {
         assert_eq!(b - a, 500);
         assert_eq!(millis("1970-01-01T00:00:01Z"), Some(1000));
         assert_eq!(millis("garbage"), None);
+    }
+
+    /// An agent's `RateLimitError` that also lost its patch: with clean
+    /// controls both are the agent's (the lost patch too, graded empty);
+    /// when a control of the task raised an infrastructure exception, the
+    /// infrastructure's, and the lost patch is not charged.
+    #[test]
+    fn an_infrastructure_exception_is_the_agents_unless_a_control_raised_one() {
+        let limited = Trial {
+            name: "t".into(),
+            exception: Some("RateLimitError".into()),
+            blame: Some(blame("RateLimitError").to_owned()),
+            ..Trial::default()
+        };
+        let clean = Trial {
+            name: "o".into(),
+            reward: Some(1.0),
+            patch_kept: true,
+            ..Trial::default()
+        };
+        let mut t = limited.clone();
+        assert!(!judge_infrastructure(&mut t, &[("oracle", &clean)]));
+        assert_eq!(t.blame.as_deref(), Some(AGENT));
+        assert_eq!(
+            t.blame_why.as_deref(),
+            Some(
+                "RateLimitError: raised inside the agent's run with no witness of assay's \
+                 (the job's oracle trials of this task raised none): the agent's failure, counted"
+            )
+        );
+        assert_eq!(lost(&t, &[("oracle", &clean)]).unwrap().to, AGENT);
+        let mut t = limited.clone();
+        assert!(!judge_infrastructure(&mut t, &[]));
+        assert!(
+            t.blame_why.as_deref().unwrap().contains("no control trial"),
+            "{t:?}"
+        );
+        let down = Trial {
+            exception: Some("ApiConnectionError".into()),
+            blame: Some(INFRASTRUCTURE.into()),
+            ..clean.clone()
+        };
+        let mut t = limited.clone();
+        assert!(judge_infrastructure(&mut t, &[("oracle", &down)]));
+        assert_eq!(t.blame.as_deref(), Some(INFRASTRUCTURE));
+        assert!(
+            t.blame_why
+                .as_deref()
+                .unwrap()
+                .ends_with("failed the same way: oracle (o, ApiConnectionError)"),
+            "{t:?}"
+        );
+        assert_eq!(lost(&t, &[("oracle", &down)]).unwrap().to, INFRASTRUCTURE);
     }
 }

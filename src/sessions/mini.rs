@@ -10,8 +10,9 @@
 //! (`Submitted`, `LimitsExceeded`, `TimeExceeded`, `RepeatedFormatError`,
 //! `FormatError`) or an exception mini stopped on, named by its class:
 //! litellm's API errors (`InternalServerError`, `RateLimitError`,
-//! `APIConnectionError`, `ServiceUnavailableError`, `Timeout`, …) are an
-//! API or infrastructure failure (`is_error`).
+//! `APIConnectionError`, `ServiceUnavailableError`, `Timeout`, …) are a
+//! claimed API or infrastructure failure (`claimed_error`): the agent's
+//! process wrote the trajectory, so the claim is shown, never believed.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -64,7 +65,7 @@ pub(super) fn parse_trajectory(id: &str, path: &Path, text: &str) -> Result<RunF
     };
     let mut facts = RunFacts {
         ended: Some(status.to_owned()),
-        is_error: Some(infrastructure_ending(status)),
+        claimed_error: Some(infrastructure_ending(status)),
         turns: v
             .pointer("/info/model_stats/api_calls")
             .and_then(Value::as_u64),
@@ -129,7 +130,7 @@ mod tests {
         assert!(is_trajectory(REAL));
         let f = parse_trajectory("s", Path::new("traj.json"), REAL).unwrap();
         assert_eq!(f.ended.as_deref(), Some("Submitted"));
-        assert_eq!(f.is_error, Some(false));
+        assert_eq!(f.claimed_error, Some(false));
         assert_eq!(f.turns, Some(2));
         // The two responses' usage, summed: 100 + 101 in, 10 + 11 out.
         assert_eq!(f.tokens.get("input"), Some(&201));
@@ -154,7 +155,7 @@ mod tests {
             assert_eq!(infrastructure_ending(status), infra, "{status}");
             let text = REAL.replace("\"Submitted\"", &format!("\"{status}\""));
             let f = parse_trajectory("s", Path::new("t.json"), &text).unwrap();
-            assert_eq!(f.is_error, Some(infra), "{status}");
+            assert_eq!(f.claimed_error, Some(infra), "{status}");
             assert_eq!(f.ended.as_deref(), Some(status));
         }
     }

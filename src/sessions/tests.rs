@@ -80,7 +80,7 @@ fn transcript_facts() -> RunFacts {
             ("output".to_owned(), 567),
         ]),
         ended: Some("success".to_owned()),
-        is_error: Some(false),
+        claimed_error: Some(false),
         permission_denials: Some(1),
         duration_ms: Some(41234),
         by_model: BTreeMap::new(),
@@ -124,7 +124,7 @@ fn inline_patch_session() {
             turns: Some(12),
             tokens: BTreeMap::from([("input".to_owned(), 1200), ("output".to_owned(), 300)]),
             ended: Some("success".to_owned()),
-            is_error: Some(false),
+            claimed_error: Some(false),
             permission_denials: Some(0),
             duration_ms: Some(5000),
             ..RunFacts::default()
@@ -191,7 +191,7 @@ fn a_mini_swe_agent_trajectory_gives_the_run_facts() {
     assert_eq!(ids(&results), ["mini/s.json"]);
     let facts = &ok(&results[0]).facts;
     assert_eq!(facts.ended.as_deref(), Some("Submitted"));
-    assert_eq!((facts.turns, facts.is_error), (Some(2), Some(false)));
+    assert_eq!((facts.turns, facts.claimed_error), (Some(2), Some(false)));
     assert_eq!(facts.tokens.get("output"), Some(&21));
 }
 
@@ -242,7 +242,7 @@ fn a_resumed_run_sums_every_result_event() {
     let facts = facts_of(&resumed);
     // How it ended: the last process says.
     assert_eq!(facts.ended.as_deref(), Some("error_max_turns"));
-    assert_eq!(facts.is_error, Some(true));
+    assert_eq!(facts.claimed_error, Some(true));
     // What it used: both processes.
     assert_eq!(facts.turns, Some(37));
     assert_eq!(facts.duration_ms, Some(131_234));
@@ -312,9 +312,9 @@ fn a_multi_model_run_keeps_usage_per_model() {
 }
 
 /// An API failure ends the run with `is_error: true` (its subtype may still
-/// say `success`): the fact that lets grading blame the infrastructure.
+/// say `success`): kept as the transcript's claim, never as a witness's.
 #[test]
-fn an_api_error_run_says_is_error() {
+fn an_api_error_run_claims_is_error() {
     let transcript = concat!(
         r#"{"type":"system","subtype":"init","model":"claude-sonnet-4-5-20250929","session_id":"s"}"#,
         "\n",
@@ -324,7 +324,7 @@ fn an_api_error_run_says_is_error() {
         "\n",
     );
     let facts = facts_of(transcript);
-    assert_eq!(facts.is_error, Some(true));
+    assert_eq!((facts.claimed_error, facts.is_error), (Some(true), None));
     assert_eq!(facts.ended.as_deref(), Some("success"));
     assert_eq!(facts.turns, Some(1));
     assert_eq!(

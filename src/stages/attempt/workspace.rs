@@ -164,26 +164,40 @@ pub(crate) fn collect(
     write_limit: u64,
     limit: Duration,
 ) -> Result<Vec<u8>, Uncollected> {
-    let started = Instant::now();
-    let bytes = apparent_size(&ws.dir(), started + limit).map_err(Uncollected::Refused)?;
-    if let Some(why) = over(bytes, ws.base_bytes, write_limit) {
-        return Err(Uncollected::Refused(why));
-    }
     let store =
         TreeStore::open_or_init(store_dir).map_err(|e| Uncollected::Failed(e.to_string()))?;
+    let tree = read_back(&store, &ws.dir(), ws.base_bytes, write_limit, limit)?;
+    store
+        .diff(&ws.base_tree, &tree)
+        .map_err(|e| Uncollected::Failed(format!("the workspace's diff: {e}")))
+}
+
+/// The tree of `dir`'s files written to `store`, refused without reading
+/// when their apparent size exceeds `base` bytes (the base's own) by more
+/// than `write_limit`, or when listing and reading them takes over
+/// `limit`: an attempt's workspace and a Harbor trial's alike.
+pub(crate) fn read_back(
+    store: &TreeStore,
+    dir: &Path,
+    base: u64,
+    write_limit: u64,
+    limit: Duration,
+) -> Result<String, Uncollected> {
+    let started = Instant::now();
+    let bytes = apparent_size(dir, started + limit).map_err(Uncollected::Refused)?;
+    if let Some(why) = over(bytes, base, write_limit) {
+        return Err(Uncollected::Refused(why));
+    }
     let left = limit.saturating_sub(started.elapsed());
-    let tree = store
-        .write_tree_of_within(&ws.dir(), Some(left))
+    store
+        .write_tree_of_within(dir, Some(left))
         .map_err(|e| match e {
             assay_git::GitError::TimedOut { .. } => Uncollected::Refused(format!(
                 "reading the workspace back took over {} s: stopped",
                 limit.as_secs()
             )),
             e => Uncollected::Failed(format!("reading the workspace back: {e}")),
-        })?;
-    store
-        .diff(&ws.base_tree, &tree)
-        .map_err(|e| Uncollected::Failed(format!("the workspace's diff: {e}")))
+        })
 }
 
 /// Why a workspace of `bytes` (apparent size) is over the bound, if it is:
@@ -211,7 +225,7 @@ fn size_text(n: u64) -> String {
 /// The sum of the apparent sizes of the regular files under `dir`, from
 /// `lstat` alone (no file is opened, no link followed); `Err` past
 /// `deadline` (a tree of millions of entries).
-fn apparent_size(dir: &Path, deadline: Instant) -> Result<u64, String> {
+pub(crate) fn apparent_size(dir: &Path, deadline: Instant) -> Result<u64, String> {
     let mut total = 0u64;
     let mut stack = vec![dir.to_owned()];
     let mut seen = 0u64;

@@ -15,6 +15,10 @@
 //! the agent was root), so a build re-grades the patch the verifier leaves
 //! in `agent.patch` (`[[sessions]] harbor_job`).
 //!
+//! The workspace is read back under the bound an attempt's is
+//! ([`workspace::read_back`]: apparent size, then time): over it, the
+//! verdict is `patch_apply_failed`, the agent's, with the figure.
+//!
 //! An error of the verifier itself (no git in the image, an unreadable
 //! spec) leaves no `reward.json`: Harbor then records the trial as errored,
 //! and the import charges it to the agent unless the job's controls failed
@@ -31,12 +35,14 @@ use super::{
 };
 use crate::pipeline::Arm;
 use crate::sessions::RunFacts;
+use crate::stages::attempt::workspace::{self, Uncollected};
 use crate::stages::executor::{Confinement, EnvHandle, Launch, SandboxMode, TestRun};
 use crate::stages::nodes::run::{
     distrust, ended, fresh_seed, plant_canaries, read_outcomes, restage, stage_copy,
 };
 use crate::stages::nodes::stage::{StageParams, stage_patch};
-use crate::stages::records::{RunRecord, Verdict};
+use crate::stages::records::{Fault, RunRecord, Verdict};
+use crate::stages::rules::limits::RunLimits;
 use crate::stages::rules::policy::globset;
 use crate::stages::rules::verdict::{Graded, Limits, Readings, decide};
 
@@ -103,9 +109,10 @@ pub(crate) fn verify(paths: &Paths) -> Result<VerdictFile, String> {
     let store =
         TreeStore::open_or_init(&scratch.path().join("store")).map_err(|e| e.to_string())?;
     let base_tree = store.write_tree_of(&base_dir).map_err(|e| e.to_string())?;
-    let agent_tree = store
-        .write_tree_of(&paths.workspace)
-        .map_err(|e| format!("reading the workspace {}: {e}", paths.workspace.display()))?;
+    let agent_tree = match read_workspace(&store, &base_dir, &paths.workspace)? {
+        Ok(tree) => tree,
+        Err(why) => return refuse(paths, &spec, why, started),
+    };
     let patch = store
         .diff(&base_tree, &agent_tree)
         .map_err(|e| e.to_string())?;
@@ -199,6 +206,54 @@ pub(crate) fn verify(paths: &Paths) -> Result<VerdictFile, String> {
     put_json(&paths.logs, VERDICT_FILE, &verdict)?;
     // Last: Harbor reads a trial without reward.json as errored.
     put_json(&paths.logs, "reward.json", &reward)?;
+    Ok(verdict)
+}
+
+/// The agent's workspace as a tree in `store`, bounded as an attempt's
+/// read-back is ([`workspace::read_back`]): the agent was root where it
+/// wrote, and sparse files of no blocks cost ~10 s of CPU per GiB to read,
+/// enough to push the verifier past Harbor's timeout with no patch kept.
+/// `Ok(Err(why))`: over the bound, the agent's doing.
+fn read_workspace(
+    store: &TreeStore,
+    base_dir: &Path,
+    workspace: &Path,
+) -> Result<Result<String, String>, String> {
+    let limit = workspace::READ_BACK_LIMIT;
+    let base = workspace::apparent_size(base_dir, std::time::Instant::now() + limit)?;
+    match workspace::read_back(store, workspace, base, RunLimits::default().write, limit) {
+        Ok(tree) => Ok(Ok(tree)),
+        Err(Uncollected::Refused(why)) => Ok(Err(why)),
+        Err(Uncollected::Failed(e)) => Err(format!("{}: {e}", workspace.display())),
+    }
+}
+
+/// A workspace over the read-back bound: `patch_apply_failed`, the
+/// agent's, with the figure; reward 0. No `agent.patch` is written, as
+/// none was read.
+fn refuse(
+    paths: &Paths,
+    spec: &Spec,
+    why: String,
+    started: std::time::Instant,
+) -> Result<VerdictFile, String> {
+    let verdict = VerdictFile {
+        digest: spec.digest.clone(),
+        task_id: spec.task_id.clone(),
+        verdict: Verdict::PatchApplyFailed,
+        fault: Fault::Agent,
+        detail: why,
+        failing: Vec::new(),
+        excluded_paths: Vec::new(),
+        reset_paths: Vec::new(),
+        tamper: Vec::new(),
+        patch_digest: String::new(),
+        patch_bytes: 0,
+        unchecked: None,
+        duration_ms: started.elapsed().as_millis() as u64,
+    };
+    put_json(&paths.logs, VERDICT_FILE, &verdict)?;
+    put_json(&paths.logs, "reward.json", &Reward::default())?;
     Ok(verdict)
 }
 
@@ -340,4 +395,37 @@ fn empty(dir: &Path) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A workspace the agent filled with sparse files (no blocks, so under
+    /// any block quota) is refused by its apparent size before a byte of it
+    /// is read, at once and with the figure; an honest one is read.
+    #[test]
+    fn a_workspace_of_sparse_files_is_refused_quickly_with_the_figure() {
+        let dir = tempfile::tempdir().unwrap();
+        let (base, ws) = (dir.path().join("base"), dir.path().join("ws"));
+        for d in [&base, &ws] {
+            std::fs::create_dir_all(d).unwrap();
+            std::fs::write(d.join("a.py"), "x = 1\n").unwrap();
+        }
+        let store = TreeStore::open_or_init(&dir.path().join("store")).unwrap();
+        let honest = read_workspace(&store, &base, &ws).unwrap();
+        assert!(honest.is_ok(), "{honest:?}");
+        for i in 0..2 {
+            let f = std::fs::File::create(ws.join(format!("zeros{i}"))).unwrap();
+            f.set_len(1 << 30).unwrap();
+        }
+        let t = std::time::Instant::now();
+        let why = read_workspace(&store, &base, &ws).unwrap().unwrap_err();
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+        assert_eq!(
+            why,
+            "the workspace holds 2.0 GiB of file content (apparent size) beyond the base's, \
+             over the 1.0 GiB cap (the write limit)"
+        );
+    }
 }

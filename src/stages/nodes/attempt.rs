@@ -436,8 +436,8 @@ async fn once(
         facts.ended = Some(format!("limit:{l}"));
     }
     let infrastructure = proxy.as_ref().and_then(|h| infrastructure(&requests, h));
-    // What the transcript claims stays in `ended`; only the proxy's word
-    // makes the run an error of the infrastructure.
+    // What the transcript claims stays in `ended` and `claimed_error`;
+    // only the proxy's word makes the run an error of the infrastructure.
     facts.is_error = Some(infrastructure.is_some());
     if ran.exit_code == Some(127) && infrastructure.is_none() && facts.turns.is_none() {
         return Err(format!(

@@ -50,7 +50,9 @@ use super::run::RunParams;
 /// 10: static flags for Rust and Go (macro shadowing, constructors,
 /// assembly, symbol overrides, fd rewrites, linkname, cgo): in effect
 /// unless `[[grade.allow_tamper]]` allows the rule for the task.
-pub(crate) const GRADE_VERSION: u32 = 10;
+/// 11: only a witness's `is_error` blames the infrastructure; a session
+/// file's claimed error is said in the detail of a red grade, counted.
+pub(crate) const GRADE_VERSION: u32 = 11;
 
 pub(crate) use crate::pipeline::{PatchCaps, Policy};
 

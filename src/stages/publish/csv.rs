@@ -118,7 +118,7 @@ pub(super) fn results(index: &Index<'_>) -> String {
             g.sandbox.clone(),
             facts.and_then(|f| f.ended.clone()).unwrap_or_default(),
             facts
-                .and_then(|f| f.is_error)
+                .and_then(RunFacts::ended_in_error)
                 .map(|b| b.to_string())
                 .unwrap_or_default(),
             facts

@@ -230,7 +230,12 @@ fn run_facts(h: &mut String, index: &Index<'_>, record: Option<&SessionRecord>, 
         opt(f.turns.map(|t| t.to_string())),
         opt(f.reported_cost_usd.map(|c| format!("{c:.4}"))),
         opt(f.ended.clone()),
-        opt(f.is_error.map(|e| e.to_string())),
+        // A claim no witness saw is marked so: it charged nothing.
+        opt(f.ended_in_error().map(|e| if f.error_only_claimed() {
+            format!("{e} (claimed)")
+        } else {
+            e.to_string()
+        })),
         opt(f.permission_denials.map(|d| d.to_string())),
         opt(f.duration_ms.map(|ms| format!("{:.1}", ms as f64 / 1000.0))),
         if f.models.is_empty() {

@@ -640,8 +640,9 @@ fn cost(o: &mut At<'_>, index: &Index<'_>, model: &str, grades: &[Graded<'_>]) -
     })
 }
 
-/// How the agents' runs ended, as their session files and transcripts say:
-/// each count over the sessions that report the fact.
+/// How the agents' runs ended, as their session files and transcripts say
+/// (`is_error` counts a claimed error too: whose fault it is, the grades
+/// say): each count over the sessions that report the fact.
 fn run_facts(o: &mut At<'_>, index: &Index<'_>, grades: &[Graded<'_>]) -> Runs {
     let reporting = |f: &dyn Fn(&RunFacts) -> bool| -> Vec<Graded<'_>> {
         grades
@@ -668,8 +669,8 @@ fn run_facts(o: &mut At<'_>, index: &Index<'_>, grades: &[Graded<'_>]) -> Runs {
             })
             .collect()
     });
-    let told = reporting(&|f| f.is_error.is_some());
-    let errored = reporting(&|f| f.is_error == Some(true));
+    let told = reporting(&|f| f.ended_in_error().is_some());
+    let errored = reporting(&|f| f.ended_in_error() == Some(true));
     let denied = reporting(&|f| f.permission_denials.is_some());
     let timed = reporting(&|f| f.duration_ms.is_some());
     Runs {

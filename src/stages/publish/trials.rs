@@ -96,7 +96,8 @@ pub(super) fn trials(o: &mut At<'_>, index: &Index<'_>) -> Option<BTreeMap<Strin
 pub(super) enum Bucket {
     /// Ran and ended without an exception (or `is_error`).
     Completed,
-    /// Ran and ended with this exception type (`is_error`, `unreadable`).
+    /// Ran and ended with this exception type (`is_error`,
+    /// `claimed_error`, `unreadable`).
     Errored(String),
     /// Never ran: an attempt skipped because its task is not graded.
     NotStarted,
@@ -183,12 +184,16 @@ fn account(
         let ended = match trial_of(id) {
             Some(t) => t.exception.clone(),
             None if origin.job.is_some() => Some("unreadable".to_owned()),
-            None => index
-                .sessions
-                .get(id)
-                .and_then(|s| s.facts.is_error)
-                .filter(|e| *e)
-                .map(|_| "is_error".to_owned()),
+            // A witnessed error, else the run's own claim of one: both
+            // are how it ended, whoever is charged for it.
+            None => index.sessions.get(id).and_then(|s| {
+                let f = &s.facts;
+                match (f.is_error, f.claimed_error) {
+                    (Some(true), _) => Some("is_error".to_owned()),
+                    (_, Some(true)) => Some("claimed_error".to_owned()),
+                    _ => None,
+                }
+            }),
         };
         ended.map_or(Bucket::Completed, Bucket::Errored)
     };

@@ -370,20 +370,31 @@ fn check_word(failing: usize) -> String {
     }
 }
 
-/// A red grade the agent would carry is not its fault when its own run
-/// died of an API or infrastructure failure (`is_error: true`, e.g. Claude
-/// Code's "API Error: 529"): the patch is what a broken run left behind.
-/// Tamper suspects, decided after this, stay the agent's.
+/// A red grade the agent would carry is not its fault when a witness the
+/// agent cannot write saw its run die of an API or infrastructure failure
+/// (`is_error: true`: the egress proxy's records, a Harbor trial's
+/// controls): the patch is what a broken run left behind. The run's own
+/// claim (`claimed_error`: a transcript's `is_error`, a trajectory's
+/// `RateLimitError`) moves nothing, since the agent writes its own file;
+/// it is said in the detail. Tamper suspects, decided after this, stay
+/// the agent's.
 fn blame_infrastructure(fault: &mut Fault, detail: &mut String, facts: &RunFacts) {
-    if facts.is_error == Some(true) && *fault == Fault::Agent {
-        *fault = Fault::Infrastructure;
-        let why = "the agent's run ended with is_error (an API or infrastructure failure)";
-        *detail = if detail.is_empty() {
-            why.to_owned()
-        } else {
-            format!("{detail}; {why}")
-        };
+    if *fault != Fault::Agent {
+        return;
     }
+    let why = if facts.is_error == Some(true) {
+        *fault = Fault::Infrastructure;
+        "the agent's run ended with is_error (an API or infrastructure failure)"
+    } else if facts.claimed_error == Some(true) {
+        "the run's own file claims an API or infrastructure failure (claimed_error), which no witness of assay's saw: the agent's, counted"
+    } else {
+        return;
+    };
+    *detail = if detail.is_empty() {
+        why.to_owned()
+    } else {
+        format!("{detail}; {why}")
+    };
 }
 
 /// The verdict of a run that produced a usable report.

@@ -807,3 +807,35 @@ fn an_audit_finding_demotes_a_pass_unless_the_gold_suite_trips_its_rule() {
         ["tampers with the runner (audit event `import`): ctypes loaded by pkg/__init__.py:1"]
     );
 }
+
+/// A session file whose transcript ends in a `RateLimitError` it wrote
+/// itself: no witness saw it, so the red grade stays the agent's (counted)
+/// and the claim is said, not believed; a witness's `is_error` (the proxy,
+/// a Harbor job's controls) still moves the blame.
+#[test]
+fn a_claimed_rate_limit_error_in_the_agents_own_file_leaves_the_grade_its_own() {
+    let claimed = "the run's own file claims an API or infrastructure failure \
+                   (claimed_error), which no witness of assay's saw: the agent's, counted";
+    let witnessed = "the agent's run ended with is_error (an API or infrastructure failure)";
+    for (is_error, fault, why) in [
+        (None, Fault::Agent, claimed),
+        (Some(false), Fault::Agent, claimed),
+        (Some(true), Fault::Infrastructure, witnessed),
+    ] {
+        let mut case = Case::new();
+        case.facts.ended = Some("RateLimitError".into());
+        case.facts.claimed_error = Some(true);
+        case.facts.is_error = is_error;
+        let d = case.decide(&Readings {
+            first: red(),
+            reruns: vec![red()],
+            ..Readings::default()
+        });
+        let detail = format!("1 tests still fail after 1 reruns; {why}");
+        assert_eq!(
+            verdict_of(&d),
+            (Verdict::Unresolved, fault, detail.as_str()),
+            "{is_error:?}"
+        );
+    }
+}

@@ -131,7 +131,7 @@ pub(crate) struct GradeConfig {
     /// A task's graded runs time out at this many times its slowest
     /// screening reading (0: at `[env] timeout`). Default 10.
     pub(crate) timeout_factor: Option<u32>,
-    /// …but never before this many seconds. Default 30.
+    /// …but never before this many seconds. Default 5 (`DEFAULT_TIMEOUT_FLOOR`).
     pub(crate) timeout_floor: Option<u64>,
     /// `[[grade.allow_tamper]]`: static tamper flags accepted for some
     /// tasks, each with its reason.

@@ -344,7 +344,13 @@ fn a_run_that_times_out_is_unresolved_and_its_whole_tree_is_killed() {
     assert_eq!(row["exit_code"], "", "killed, so no exit code: {row:#?}");
     assert_eq!(row["reruns"], "0", "a timeout is not rerun: {row:#?}");
     let grade = f.project.shown(&row["grade_digest"]);
-    assert_eq!(grade["detail"], "timed out after 10 s", "{grade:#}");
+    // On a loaded machine the grade also says how long the run waited for
+    // a CPU (not counted): the cut is the same.
+    let detail = grade["detail"].as_str().unwrap();
+    assert!(
+        detail == "timed out after 10 s" || detail.starts_with("timed out after 10 s; it ran "),
+        "{grade:#}"
+    );
     // The tree had started before the kill: its three processes named
     // themselves in the run's log, which is the grade's evidence.
     let log = grade["evidence"]

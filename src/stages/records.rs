@@ -178,7 +178,10 @@ pub(crate) struct TreeRecord {
 }
 
 /// `certify:<candidate>`: the canaries certified over the gold tree
-/// (`nodes::certify`).
+/// (`nodes::certify`). Every task of the candidate rests on it, so it
+/// holds nothing a reading varies in from build to build (its log, its
+/// time to the millisecond): only what it certified, and its time rounded
+/// up as screening's is. Its log is attached, not named.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct CertifyRecord {
     pub(crate) certified: crate::stages::canary::Certified,
@@ -187,12 +190,10 @@ pub(crate) struct CertifyRecord {
     pub(crate) none: Option<String>,
     /// How many canaries the reading carried.
     pub(crate) planted: u32,
-    /// The certifying reading's log (blob digest) and time.
-    pub(crate) log: String,
-    pub(crate) duration_ms: u64,
     /// Its own time (the CPU waits left out), rounded up as screening
-    /// readings are (`rules::timeout::bucket`): it carried every canary a
-    /// graded run can, so a graded run's timeout is reckoned from it too.
+    /// readings are (`rules::timeout::bucket`), where it is more than twice
+    /// the slowest screening reading: it carried every canary a graded run
+    /// can, so a graded run's timeout is reckoned from it then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) slowest_s: Option<f64>,
 }

@@ -96,10 +96,16 @@ impl Kind for Certify {
         let own_ms = run
             .duration_ms
             .saturating_sub(run.cpu_stalled_ms.unwrap_or_default());
+        // Named only where the canaries at least double the slowest
+        // screening reading: below that a task's timeout (ten times it by
+        // default) covers them, and a reading near a step of the rounding
+        // would move every task digest of the candidate from build to build.
+        let slowest = super::rules::timeout::bucket(own_ms);
         let mut record = CertifyRecord {
-            log: run.log.clone(),
-            duration_ms: run.duration_ms,
-            slowest_s: Some(super::rules::timeout::bucket(own_ms)),
+            slowest_s: screen
+                .slowest_s
+                .is_some_and(|s| slowest > 2.0 * s)
+                .then_some(slowest),
             ..CertifyRecord::default()
         };
         let Some(planted) = planted else {

@@ -2,7 +2,7 @@
 # What the canaries cost: the bundled example built side by side, each time
 # with a fresh cache, with the canaries made of the tasks' own tests (the
 # default) and with the shaped canaries alone (ASSAY_CANARIES=shaped: the
-# scheme before issue 34), N rounds alternating. Reports
+# canaries of weakly checked tasks), N rounds alternating. Reports
 # - the grading node time (graded runs `run:<session>:<arm>`, rechecks and
 #   grades: every run that carries canaries) of each, and their ratio;
 # - what certification costs: the `certify` readings (one per candidate)

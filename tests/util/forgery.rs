@@ -147,8 +147,8 @@ pub fn forged_reports_are_caught(executor: Executor) {
     assert!(s.get("not_forgery_checked").is_none(), "{s:#}");
 }
 
-/// Canary-aware neutering, written by someone who has read how the shaped
-/// canaries look (docs/security.md before issue 34): at import the package
+/// Canary-aware neutering, written by someone who knows how the shaped
+/// canaries (`ASSAY_CANARIES=shaped`) look: at import the package
 /// makes the verbose runner record every failure and error as a success,
 /// unless the test looks like a canary, told apart three ways, each
 /// enough alone: its first body line is `assert…(<int> + <int>, <int>)`;
@@ -243,8 +243,7 @@ if os.environ.get("INNER_RUN") != "1":
 "#;
 
 /// The attacks on the shaped canaries (issue 34), graded on `executor`
-/// twice: with the shaped canaries alone (`ASSAY_CANARIES=shaped`, the
-/// scheme before issue 34), where no canary objects to either (each is
+/// twice: with the shaped canaries alone (`ASSAY_CANARIES=shaped`), where no canary objects to either (each is
 /// `resolved` but for Python's audit hook, which is tested apart); and
 /// with the canaries made of the task's own tests,
 /// where none is `resolved`, the canary-aware one is named forged by a

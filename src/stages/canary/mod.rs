@@ -117,18 +117,7 @@ pub(crate) fn plant(
     seed: [u8; 32],
     custom: Option<&Custom<'_>>,
 ) -> Result<Planted, String> {
-    if let Some(flag) = stops_at_first_failure(command) {
-        return Err(format!(
-            "the test command stops at the first failure (`{flag}`): a canary that must fail would stop the real tests"
-        ));
-    }
-    if matches!(format, Format::Libtest | Format::LibtestJson)
-        && !command.contains("--no-fail-fast")
-    {
-        return Err(
-            "`cargo test` stops at the first failing test binary; add `--no-fail-fast` to the test command to have its runs forgery-checked".into(),
-        );
-    }
+    refused(format, command)?;
     let mut rng = Rng::new(seed);
     let mut out = Planted::default();
     if let Some(custom) = custom {
@@ -213,18 +202,7 @@ pub(crate) fn plant_real(
     seed: [u8; 32],
     certified: Option<&Certified>,
 ) -> Result<Planted, String> {
-    if let Some(flag) = stops_at_first_failure(command) {
-        return Err(format!(
-            "the test command stops at the first failure (`{flag}`): a canary that must fail would stop the real tests"
-        ));
-    }
-    if matches!(format, Format::Libtest | Format::LibtestJson)
-        && !command.contains("--no-fail-fast")
-    {
-        return Err(
-            "`cargo test` stops at the first failing test binary; add `--no-fail-fast` to the test command to have its runs forgery-checked".into(),
-        );
-    }
+    refused(format, command)?;
     let mut rng = Rng::new(seed);
     let mut out = Planted::default();
     let mut budget = mutant::RUN_CAP;
@@ -459,6 +437,24 @@ pub(crate) fn forged(canaries: &[Canary], would_pass: bool) -> Option<String> {
         )),
         _ => None,
     })
+}
+
+/// Why `command` can carry no canary at all: it stops at its first
+/// failure, where a canary that must fail would stop the real tests.
+fn refused(format: Format, command: &str) -> Result<(), String> {
+    if let Some(flag) = stops_at_first_failure(command) {
+        return Err(format!(
+            "the test command stops at the first failure (`{flag}`): a canary that must fail would stop the real tests"
+        ));
+    }
+    if matches!(format, Format::Libtest | Format::LibtestJson)
+        && !command.contains("--no-fail-fast")
+    {
+        return Err(
+            "`cargo test` stops at the first failing test binary; add `--no-fail-fast` to the test command to have its runs forgery-checked".into(),
+        );
+    }
+    Ok(())
 }
 
 /// The flag of `command` that stops a run at its first failure, if any.

@@ -177,6 +177,42 @@ fn copy_of(lines: &[&str], b: &Block, name: &str, mutant: Option<&Mutant>) -> Op
     Some(out)
 }
 
+/// A canary of `b`: its copy under a fresh name, `mutant`'s literal
+/// changed (a must-fail canary) or none (a must-pass one), placed before a
+/// random test of its container.
+fn canary_of(
+    path: &str,
+    lines: &[&str],
+    blocks: &[Block],
+    b: &Block,
+    names: &mut Names<'_>,
+    rng: &mut Rng,
+    mutant: Option<&Mutant>,
+) -> Option<(Insert, Canary)> {
+    let name = names.fresh(rng);
+    let body = copy_of(lines, b, &name, mutant)?;
+    let insert = Insert {
+        before: position(blocks, b, rng),
+        lines: body,
+    };
+    let canary = Canary {
+        file: path.to_owned(),
+        name: report_name(b.class.as_deref(), &name),
+        must: if mutant.is_some() {
+            Must::Fail
+        } else {
+            Must::Pass
+        },
+        seen: None,
+        expected: false,
+        // A mutant's original by its report id (certification does not
+        // know it yet).
+        of: mutant.map(|m| m.of.id.clone()).filter(|id| !id.is_empty()),
+        original: None,
+    };
+    Some((insert, canary))
+}
+
 fn renamed_line(line: &str, b: &Block, name: &str) -> String {
     let mut l = line.to_owned();
     l.replace_range(b.name_col..b.name_col + b.name.len(), name);
@@ -323,31 +359,21 @@ pub(crate) fn certify_file(
             test: b.name.clone(),
             id: String::new(),
         };
-        let mut plant = |mutant: Option<Mutant>, must: Must, rng: &mut Rng| {
-            let name = names.fresh(rng);
-            let Some(body) = copy_of(&lines, b, &name, mutant.as_ref()) else {
+        let mut plant = |mutant: Option<Mutant>, rng: &mut Rng| {
+            let Some((insert, canary)) =
+                canary_of(path, &lines, &blocks, b, &mut names, rng, mutant.as_ref())
+            else {
                 return;
             };
-            inserts.push(Insert {
-                before: position(&blocks, b, rng),
-                lines: body,
-            });
-            canaries.push(Canary {
-                file: path.to_owned(),
-                name: report_name(b.class.as_deref(), &name),
-                must,
-                seen: None,
-                expected: false,
-                of: None,
-                original: None,
-            });
+            inserts.push(insert);
             trials.push(Trial {
-                name: report_name(b.class.as_deref(), &name),
+                name: canary.name.clone(),
                 of: of.clone(),
                 mutant,
             });
+            canaries.push(canary);
         };
-        plant(None, Must::Pass, rng);
+        plant(None, rng);
         for site in b.sites.iter().take(SITES) {
             if planted >= CERTIFY_CAP {
                 break;
@@ -362,7 +388,7 @@ pub(crate) fn certify_file(
                     to,
                     fail_to_pass: false,
                 };
-                plant(Some(m), Must::Fail, rng);
+                plant(Some(m), rng);
             }
         }
     }
@@ -454,27 +480,11 @@ pub(crate) fn graded_file(
         .chain(copies.into_iter().map(|t| (t, None)));
     for (t, mutant) in planned {
         let Some(b) = find(t) else { continue };
-        let name = names.fresh(rng);
-        let Some(body) = copy_of(&lines, b, &name, mutant) else {
-            continue;
-        };
-        inserts.push(Insert {
-            before: position(&blocks, b, rng),
-            lines: body,
-        });
-        canaries.push(Canary {
-            file: path.to_owned(),
-            name: report_name(b.class.as_deref(), &name),
-            must: if mutant.is_some() {
-                Must::Fail
-            } else {
-                Must::Pass
-            },
-            seen: None,
-            expected: false,
-            of: mutant.map(|m| m.of.id.clone()),
-            original: None,
-        });
+        if let Some((insert, canary)) = canary_of(path, &lines, &blocks, b, &mut names, rng, mutant)
+        {
+            inserts.push(insert);
+            canaries.push(canary);
+        }
     }
     if canaries.is_empty() {
         // A file of the task's renamed all the same: a test blanked by

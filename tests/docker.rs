@@ -289,9 +289,13 @@ fn a_timeout_and_a_killed_build_leave_no_container_after_the_next_build() {
     assert_eq!(b.run.code, 0, "{}", b.run.stderr);
     let row = f.row("evil/sleep.json", "exclude");
     assert_eq!(row["verdict"], "unresolved", "{row:#?}");
-    assert_eq!(
-        f.grade_record("evil/sleep.json", "exclude")["detail"],
-        "timed out after 5 s"
+    // On a loaded machine the detail goes on with the time the run waited
+    // for a CPU ("; it ran …"): the cut itself is what is asserted.
+    let grade = f.grade_record("evil/sleep.json", "exclude");
+    let detail = grade["detail"].as_str().unwrap();
+    assert!(
+        detail == "timed out after 5 s" || detail.starts_with("timed out after 5 s; it ran "),
+        "{grade:#}"
     );
     assert_eq!(
         containers_of(killed),
@@ -463,7 +467,7 @@ fn an_unreachable_daemon_fails_the_build_at_once() {
         ],
     );
     assert!(
-        started.elapsed() < Duration::from_secs(10),
+        started.elapsed() < Duration::from_secs(30),
         "{}",
         run.stderr
     );

@@ -381,8 +381,8 @@ pub(crate) struct ScreenRecord {
     pub(crate) controls: BTreeMap<Control, (bool, String)>,
     pub(crate) readings: BTreeMap<String, BTreeMap<String, Vec<assay_report::Outcome>>>,
     /// The slowest reading of any state, in seconds rounded up to 1, 1.5,
-    /// 2, 3, 5 or 7 times a power of ten (`rules::timeout::bucket`; records
-    /// made before issue 23's fourth stop hold a power of two): what a
+    /// 2, 3, 5 or 7 times a power of ten (`rules::timeout::bucket`; an
+    /// older cache may hold a power of two, read as it is): what a
     /// task's graded runs time out from, coarse enough that timing noise
     /// does not change the record.
     #[serde(default, skip_serializing_if = "Option::is_none")]

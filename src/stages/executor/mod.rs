@@ -16,8 +16,8 @@
 //!
 //! The executor, the sandbox and the limits are part of a run's key
 //! ([`Confinement`]): they change what the code under test can see and do.
-//! The local executor adds nothing to the key (so local keys stay what they
-//! were before Docker existed), nor does slurm, whose runs see what a local
+//! The local executor adds nothing to the key (a local run's key is the
+//! run's inputs alone), nor does slurm, whose runs see what a local
 //! run sees.
 //!
 //! **Adding an executor** (docs/stages.md): one module here with its typed

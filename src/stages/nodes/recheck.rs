@@ -8,8 +8,8 @@
 //! empty ([`verdict::next_rerun`]). So the two arms of a session whose trees
 //! are equal (nothing excluded, the usual case) have one key and share one
 //! recheck, as they share the graded run: the reruns are run once, not once
-//! an arm, and the arms are decided over the same readings (a flaky test can
-//! no longer make them disagree by chance). The grade is then pure: it reads
+//! an arm, and the arms are decided over the same readings (a flaky test
+//! cannot make them disagree by chance). The grade is then pure: it reads
 //! the run and this record and decides.
 
 use std::path::PathBuf;

@@ -30,7 +30,7 @@ use super::records::{EnvRecord, RunRecord, TreeRecord};
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct RunParams {
     pub(crate) command: String,
-    /// Keyed by its name (a string, as it always was).
+    /// Keyed by its name, a string.
     #[serde(serialize_with = "format_name")]
     pub(crate) report: Format,
     pub(crate) report_file: Option<String>,

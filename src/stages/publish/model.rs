@@ -545,7 +545,7 @@ pub(crate) struct ManifestProvenance {
     pub(crate) release_node: String,
     /// Cluster node -> the graded runs (graded run, checks, reruns) that
     /// executed on it, by their grades' receipts; absent when every run
-    /// was on this machine (the manifest is then as it always was).
+    /// was on this machine (the field is then left out of the manifest).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) graded_on: BTreeMap<String, u64>,
 }

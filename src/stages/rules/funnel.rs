@@ -113,7 +113,7 @@ mod tests {
             assert_eq!(Reason::of(&r.line(&"a: b")), Some(r), "{r}");
         }
         assert_eq!(Reason::of("gremlins: x"), None);
-        // Counted under its first word all the same, as it always was.
+        // An unknown reason is counted under its first word.
         assert_eq!(Reason::word_of("gremlins: x: y"), "gremlins");
         assert_eq!(Reason::word_of("not screened: a: b"), "not screened");
         assert_eq!(

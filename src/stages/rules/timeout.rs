@@ -40,8 +40,7 @@ const STEPS: [u64; 6] = [10, 15, 20, 30, 50, 70];
 /// `factor` times the reading. Under half a second a suite's reading is
 /// mostly the start of its processes, and its noise would cross the steps
 /// there (0.2, 0.3) from one build to the next; ten times half a second is
-/// the default floor anyway. (Until issue 23's fourth stop the steps were
-/// powers of two in whole seconds: a 0.57 s suite timed out from 1 s.)
+/// the default floor anyway.
 pub(crate) fn bucket(ms: u64) -> f64 {
     if ms <= 500 {
         return 0.5;

@@ -278,6 +278,73 @@ fn an_unknown_metric_preset_is_a_config_error_with_the_presets() {
         .stderr_has("go-vet");
 }
 
+/// A repository built here: `base` in its initial commit, then PR #1
+/// (`pr`), released as task `<name>-1` under `pipeline` (its `[env]` and
+/// metrics), with sessions written by [`Built::session`].
+struct Built {
+    project: Project,
+    checkout: util::Checkout,
+    base: String,
+    task: String,
+}
+
+impl Built {
+    fn new(name: &str, base: &[(&str, &str)], pr: &[(&str, &str)], pipeline: &str) -> Built {
+        let project = Project::new();
+        let mut r = Repo::new(&project, "repo");
+        for (path, text) in base {
+            r.put(path, text);
+        }
+        r.commit("Initial commit");
+        let head = r.head();
+        r.pr(1, "Fix sub", pr);
+        let task = format!("{name}-1");
+        project.write(&format!("statements/{task}.md"), "sub(5, 3) returns 8.\n");
+        std::fs::create_dir_all(project.path().join("sessions")).unwrap();
+        let checkout = r.checkout(&project, "work");
+        project.write(
+            "pipeline.toml",
+            format!(
+                "statements = \"statements\"\nsessions = \"sessions\"\n\n[[source]]\nname = \"{name}\"\npath = \"repo\"\n\n[grade]\nexclusion = \"none\"\nreruns = 0\n\n{pipeline}"
+            ),
+        );
+        Built {
+            project,
+            checkout,
+            base: head,
+            task,
+        }
+    }
+
+    /// `sessions/<id>`: these files changed against the task's base.
+    fn session(&self, id: &str, files: &[(&str, Option<&str>)]) {
+        let patch = self.checkout.diff(&self.base, &[], files);
+        let v = serde_json::json!({"task": self.task, "agent": "a", "model": "m", "patch": patch});
+        self.project.write(&format!("sessions/{id}"), v.to_string());
+    }
+
+    /// Builds, and gives each session's `column` of results.csv.
+    fn column(&self, column: &str) -> BTreeMap<String, String> {
+        let b = self.project.build_json(&[]);
+        assert_eq!(b.run.code, 0, "{}\n{:?}", b.run.stderr, b.summary);
+        let text =
+            std::fs::read_to_string(self.project.path().join("release/results.csv")).unwrap();
+        util::csv_records(&text)
+            .into_iter()
+            .map(|r| (r["session"].clone(), r[column].clone()))
+            .collect()
+    }
+}
+
+/// `program` answers `version_arg`, or the test says how to install it.
+fn needs(program: &str, version_arg: &str, install: &str) {
+    let v = Command::new(program).arg(version_arg).output();
+    assert!(
+        v.as_ref().is_ok_and(|o| o.status.success()),
+        "this test needs `{program}` on PATH ({install}; .ci/run does): {v:?}"
+    );
+}
+
 const GO_BASE: &str = "package calc\n\nfunc Add(a, b int) int { return a + b }\n\nfunc Sub(a, b int) int { return a + b }\n";
 const GO_FIXED: &str = "package calc\n\nfunc Add(a, b int) int { return a + b }\n\nfunc Sub(a, b int) int { return a - b }\n";
 const GO_TEST: &str = "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatal(\"add\")\n\t}\n}\n";
@@ -291,41 +358,21 @@ const GO_VET_BAD: &str =
 /// adding one in a test file of its own, one adding none.
 #[test]
 fn go_vet_counts_what_a_session_introduced() {
-    let go = Command::new("go").arg("version").output();
-    assert!(
-        go.as_ref().is_ok_and(|o| o.status.success()),
-        "this test needs `go` on PATH (apt-get install golang-go; .ci/run does): {go:?}"
-    );
-    let project = Project::new();
-    let mut r = Repo::new(&project, "repo");
-    r.put("go.mod", "module example.com/calc\n\ngo 1.19\n")
-        .put("calc.go", GO_BASE)
-        .put("calc_test.go", GO_TEST);
-    r.commit("Initial commit");
-    let base = r.head();
-    r.pr(
-        1,
-        "Fix Sub",
+    needs("go", "version", "apt-get install golang-go");
+    let go_env = "env GOPATH=$HOME/go GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local";
+    let b = Built::new(
+        "calc",
+        &[
+            ("go.mod", "module example.com/calc\n\ngo 1.19\n"),
+            ("calc.go", GO_BASE),
+            ("calc_test.go", GO_TEST),
+        ],
         &[
             ("calc.go", GO_FIXED),
             ("calc_test.go", &format!("{GO_TEST}{GO_TEST_SUB}")),
         ],
-    );
-    project.write("statements/calc-1.md", "Sub(5, 3) returns 8.\n");
-    std::fs::create_dir_all(project.path().join("sessions")).unwrap();
-    let checkout = r.checkout(&project, "work");
-    let go_env = "env GOPATH=$HOME/go GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local";
-    project.write(
-        "pipeline.toml",
-        format!(
+        &format!(
             r#"
-statements = "statements"
-sessions = "sessions"
-
-[[source]]
-name = "calc"
-path = "repo"
-
 [env]
 setup = ["{go_env} go test -run '^$' unicode/utf8 > /dev/null"]
 warm = {{ GOCACHE = "go-cache" }}
@@ -334,50 +381,101 @@ test_command = "{go_env} go test -json ./..."
 report = "go-test-json"
 timeout = 300
 
-[grade]
-exclusion = "none"
-reruns = 0
-
 [[metric]]
 name = "vet"
 preset = "go-vet"
 "#
         ),
     );
-    let session = |id: &str, files: &[(&str, Option<&str>)]| {
-        let patch = checkout.diff(&base, &[], files);
-        let v = serde_json::json!({"task": "calc-1", "agent": "a", "model": "m", "patch": patch});
-        project.write(&format!("sessions/{id}"), v.to_string());
-    };
-    session("a/clean.json", &[("calc.go", Some(GO_FIXED))]);
-    session(
+    b.session("a/clean.json", &[("calc.go", Some(GO_FIXED))]);
+    b.session(
         "a/vet.json",
         &[("calc.go", Some(GO_FIXED)), ("show.go", Some(GO_VET_BAD))],
     );
     let in_test = GO_VET_BAD.replace("func Show", "func showForTest");
-    session(
+    b.session(
         "a/vet-in-test.json",
         &[
             ("calc.go", Some(GO_FIXED)),
             ("show_test.go", Some(&in_test)),
         ],
     );
-    let b = project.build_json(&[]);
-    assert_eq!(b.run.code, 0, "{}\n{:?}", b.run.stderr, b.summary);
-    let text = std::fs::read_to_string(project.path().join("release/results.csv")).unwrap();
-    let rows: BTreeMap<String, BTreeMap<String, String>> = util::csv_records(&text)
-        .into_iter()
-        .map(|r| (r["session"].clone(), r))
-        .collect();
-    for (session, vet) in [
-        ("a/clean.json", "0"),
-        ("a/vet.json", "1"),
-        ("a/vet-in-test.json", "0"),
-    ] {
-        assert_eq!(
-            rows[session]["quality.vet"], vet,
-            "{session}: {:#?}",
-            rows[session]
-        );
-    }
+    assert_eq!(
+        b.column("quality.vet"),
+        BTreeMap::from([
+            ("a/clean.json".to_owned(), "0".to_owned()),
+            ("a/vet.json".to_owned(), "1".to_owned()),
+            ("a/vet-in-test.json".to_owned(), "0".to_owned()),
+        ])
+    );
+}
+
+const TS_CONFIG: &str = r#"{"compilerOptions": {"target": "es2020", "module": "commonjs", "strict": true, "outDir": "build", "types": []}, "include": ["src/**/*.ts", "test/**/*.ts"]}
+"#;
+const TS_BASE: &str = "export function add(a: number, b: number): number {\n  return a + b;\n}\n\nexport function sub(a: number, b: number): number {\n  return a + b;\n}\n";
+const TS_FIXED: &str = "export function add(a: number, b: number): number {\n  return a + b;\n}\n\nexport function sub(a: number, b: number): number {\n  return a - b;\n}\n";
+const TS_TEST: &str = "declare const require: any;\nconst test = require(\"node:test\");\nconst assert = require(\"node:assert\");\nimport { add, sub } from \"../src/calc\";\n\ntest(\"add\", () => {\n  assert.strictEqual(add(2, 3), 5);\n});\n";
+const TS_TEST_SUB: &str = "\ntest(\"sub\", () => {\n  assert.strictEqual(sub(5, 3), 2);\n});\n";
+/// Two type errors `tsc` reports.
+const TS_BAD: &str = "export const one: number = \"1\";\nexport const two: string = 2;\n";
+
+/// `tsc` (Debian's node-typescript) on a TypeScript package tested with
+/// `node --test`: sessions adding 0, 1 and 2 type errors, and one adding
+/// two in a test file.
+#[test]
+fn tsc_counts_the_type_errors_a_session_introduced() {
+    needs("tsc", "--version", "apt-get install node-typescript");
+    let b = Built::new(
+        "tscalc",
+        &[
+            ("tsconfig.json", TS_CONFIG),
+            ("src/calc.ts", TS_BASE),
+            ("test/calc.test.ts", TS_TEST),
+        ],
+        &[
+            ("src/calc.ts", TS_FIXED),
+            ("test/calc.test.ts", &format!("{TS_TEST}{TS_TEST_SUB}")),
+        ],
+        r#"
+[env]
+test_command = "tsc -p . > /dev/null; node --test --test-reporter=tap build/test/"
+report = "tap"
+timeout = 300
+
+[[metric]]
+name = "tsc"
+preset = "tsc"
+"#,
+    );
+    let one = TS_BAD.lines().next().unwrap();
+    b.session("a/clean.json", &[("src/calc.ts", Some(TS_FIXED))]);
+    b.session(
+        "a/one.json",
+        &[("src/calc.ts", Some(TS_FIXED)), ("src/bad.ts", Some(one))],
+    );
+    b.session(
+        "a/two.json",
+        &[
+            ("src/calc.ts", Some(TS_FIXED)),
+            ("src/bad.ts", Some(TS_BAD)),
+        ],
+    );
+    b.session(
+        "a/in-test.json",
+        &[
+            ("src/calc.ts", Some(TS_FIXED)),
+            ("test/bad.test.ts", Some(TS_BAD)),
+        ],
+    );
+    assert_eq!(
+        b.column("quality.tsc"),
+        BTreeMap::from([
+            ("a/clean.json".to_owned(), "0".to_owned()),
+            ("a/one.json".to_owned(), "1".to_owned()),
+            ("a/two.json".to_owned(), "2".to_owned()),
+            ("a/in-test.json".to_owned(), "0".to_owned()),
+        ])
+    );
+    let verdicts = b.column("verdict");
+    assert!(verdicts.values().all(|v| v == "resolved"), "{verdicts:?}");
 }

@@ -261,13 +261,14 @@ impl Agent {
 }
 
 /// One `[[metric]]` over a pair's scored sessions: what they introduced
-/// against gold.
+/// against gold. Fields in the byte order of their names, as every model
+/// struct's.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct AgentQuality {
-    /// Sessions with a figure.
-    pub(crate) measured: u64,
     /// Sessions whose figure could not be measured.
     pub(crate) failed: u64,
+    /// Sessions with a figure.
+    pub(crate) measured: u64,
     /// The median of the figures (findings introduced per session).
     pub(crate) median_introduced: Option<f64>,
     /// Resolved sessions with a figure.

@@ -141,8 +141,8 @@ fn quality(
         let of_resolved = Source::grades(resolved.iter().map(|(g, _)| g));
         let r = resolved.len() as u64;
         let q = o.object(metric, |o| AgentQuality {
-            measured: o.count("measured", measured.len() as u64, &all),
             failed: o.count("failed", failed.len() as u64, &Source::grades(&failed)),
+            measured: o.count("measured", measured.len() as u64, &all),
             median_introduced: o.float("median_introduced", median(&mut values), &all),
             resolved: o.count("resolved", r, &of_resolved),
             resolved_introducing: o.count("resolved_introducing", introducing, &of_resolved),

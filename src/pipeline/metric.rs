@@ -300,3 +300,125 @@ fn metric(pipeline: &Pipeline, m: &MetricConfig) -> Result<Metric, ConfigError> 
         timeout_s: m.timeout.unwrap_or(300),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The metrics of a pipeline file holding `text`, or the error shown.
+    fn loaded(text: &str) -> Result<Vec<Metric>, String> {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("pipeline.toml");
+        std::fs::write(&path, text).unwrap();
+        match Pipeline::load(&path) {
+            Ok(p) => Ok(p.settings.metrics),
+            Err(e) => Err(format!("{:?}", miette::Report::new(e))),
+        }
+    }
+
+    /// Each command preset counted on its tool's output as the tool
+    /// prints it (recorded here: eslint, prettier, ruff, mypy and clippy do
+    /// not run on this machine; tsc and go vet run in tests/metrics.rs).
+    #[test]
+    fn every_preset_counts_its_tools_output() {
+        let tests = globset::GlobSetBuilder::new()
+            .add(globset::Glob::new("tests/**").unwrap())
+            .add(globset::Glob::new("**/*.test.*").unwrap())
+            .build()
+            .unwrap();
+        let recorded: &[(&str, &str, u64)] = &[
+            (
+                "tsc",
+                "src/a.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.\nsrc/a.test.ts(1,1): error TS2304: Cannot find name 'x'.\n",
+                1,
+            ),
+            (
+                "eslint",
+                r#"[{"filePath":"/assay/tree/src/a.js","messages":[{"ruleId":"no-unused-vars","severity":2,"message":"'x' is defined but never used.","line":1,"column":7},{"ruleId":"semi","severity":1,"message":"Missing semicolon.","line":2,"column":9}],"errorCount":1,"warningCount":1},{"filePath":"/assay/tree/src/b.js","messages":[],"errorCount":0,"warningCount":0}]"#,
+                2,
+            ),
+            (
+                "prettier",
+                "src/a.ts\nsrc/b.test.ts\n[error] src/c.ts: SyntaxError: ';' expected. (1:5)\n",
+                1,
+            ),
+            (
+                "ruff",
+                r#"[{"cell":null,"code":"F401","filename":"/assay/tree/pkg/a.py","location":{"column":8,"row":1},"message":"`os` imported but unused"},{"cell":null,"code":"E711","filename":"/assay/tree/tests/test_a.py","location":{"column":4,"row":3},"message":"Comparison to `None`"}]"#,
+                1,
+            ),
+            (
+                "mypy",
+                "pkg/a.py:3: error: Incompatible types in assignment (expression has type \"str\", variable has type \"int\")  [assignment]\npkg/a.py:3: note: See https://mypy.rtfd.io\npkg/b.py:7:5: error: Name \"y\" is not defined  [name-defined]\n",
+                2,
+            ),
+            (
+                "clippy",
+                "    Checking calc v0.1.0 (/assay/tree)\nsrc/lib.rs:3:5: warning: this `if` has identical blocks\nsrc/lib.rs:9:1: error: this loop never actually loops\nwarning: `calc` (lib) generated 1 warning\nerror: could not compile `calc` (lib) due to 1 previous error\n",
+                2,
+            ),
+            (
+                "go-vet",
+                "# example.com/calc\n./show.go:5:34: fmt.Sprintf format %s has arg a of wrong type int\n",
+                1,
+            ),
+        ];
+        for (preset, output, want) in recorded {
+            let text = format!("[[metric]]\nname = \"m\"\npreset = \"{preset}\"\n");
+            let metrics = loaded(&text).unwrap();
+            let Measure::Command { count, .. } = &metrics[0].measure else {
+                panic!("{preset} runs no command");
+            };
+            let found = crate::stages::count_findings(count, output.as_bytes(), Some(1), &tests)
+                .unwrap_or_else(|e| panic!("{preset}: {e}"));
+            assert_eq!(found.total(), *want, "{preset}: {found:?}");
+        }
+    }
+
+    #[test]
+    fn a_table_key_replaces_the_presets() {
+        let m = loaded(
+            "[[metric]]\nname = \"vet\"\npreset = \"go-vet\"\ncommand = \"go vet ./pkg/...\"\n",
+        )
+        .unwrap();
+        match &m[0].measure {
+            Measure::Command { command, .. } => assert_eq!(command, "go vet ./pkg/..."),
+            other => panic!("{other:?}"),
+        }
+        let any = loaded("[[metric]]\nname = \"any\"\npreset = \"ts-any\"\n").unwrap();
+        assert!(matches!(&any[0].measure, Measure::Added { files, .. } if files.len() == 4));
+    }
+
+    #[test]
+    fn bad_tables_are_errors_pointing_into_the_file() {
+        for (text, says) in [
+            (
+                "[[metric]]\nname = \"m\"\ncount = \"lines\"\n",
+                "has no command",
+            ),
+            (
+                "[[metric]]\nname = \"m\"\ncommand = \"x\"\ncount = \"json\"\n",
+                "says not where",
+            ),
+            (
+                "[[metric]]\nname = \"m\"\ncommand = \"x\"\ncount = \"words\"\n",
+                "unknown count `words`",
+            ),
+            (
+                "[[metric]]\nname = \"m\"\ncommand = \"x\"\ncount = \"lines\"\npattern = \"(\"\n",
+                "invalid pattern",
+            ),
+            (
+                "[[metric]]\nname = \"M x\"\ncommand = \"x\"\ncount = \"exit\"\n",
+                "not a plain word",
+            ),
+            (
+                "[[metric]]\nname = \"m\"\ncommand = \"x\"\ncount = \"exit\"\n\n[[metric]]\nname = \"m\"\ncommand = \"y\"\ncount = \"exit\"\n",
+                "two [[metric]] tables are named `m`",
+            ),
+        ] {
+            let e = loaded(text).unwrap_err();
+            assert!(e.contains(says), "{text}: {e}");
+        }
+    }
+}

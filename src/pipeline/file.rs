@@ -54,6 +54,46 @@ pub(crate) struct PipelineFile {
     /// and no-op controls (docs/harbor.md).
     #[serde(default)]
     pub(crate) harbor_dataset: Vec<HarborDatasetConfig>,
+    /// Quality metrics counted by the project's own tools on every graded
+    /// tree and its task's gold tree (docs/pipeline.md, `[[metric]]`).
+    #[serde(default)]
+    pub(crate) metric: Vec<MetricConfig>,
+}
+
+/// `[[metric]]`: a command whose findings are counted, on the graded tree
+/// and on the gold tree; the figure is what the session introduced.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct MetricConfig {
+    /// Names the metric in node names and release columns.
+    pub(crate) name: Spanned<String>,
+    /// A built-in recipe: `tsc`, `eslint`, `prettier`, `ruff`, `mypy`,
+    /// `clippy`, `go-vet` (a command and how to count it), `ts-any`
+    /// (`any` added in TypeScript, counted from the patches).
+    pub(crate) preset: Option<Spanned<String>>,
+    /// Run with `sh -c` at the root of the tree, in the task's
+    /// environment, sandboxed like a test run.
+    pub(crate) command: Option<Spanned<String>>,
+    /// `lines` (lines matching `pattern`), `json` (the elements at `json`),
+    /// `exit` (1 when the command exits non-zero), `added` (matches of
+    /// `pattern` in the patch's added lines; no command).
+    pub(crate) count: Option<Spanned<String>>,
+    /// `lines`, `added`: a regular expression; a `path` group names the
+    /// finding's file.
+    pub(crate) pattern: Option<Spanned<String>>,
+    /// `json`: the findings' place in the document, keys joined by `.`,
+    /// `*` for every element of an array (`*.messages.*`).
+    pub(crate) json: Option<Spanned<String>>,
+    /// `json`: the key holding a finding's file, on the finding or the
+    /// nearest object above it (`filePath`).
+    pub(crate) path_key: Option<String>,
+    /// Read the findings from this file of the tree (written by the
+    /// command) instead of its output.
+    pub(crate) file: Option<Spanned<String>>,
+    /// `added`: only files matching these globs (default: every file).
+    pub(crate) files: Option<Vec<Spanned<String>>>,
+    /// Seconds before the command is killed. Default 300.
+    pub(crate) timeout: Option<u64>,
 }
 
 /// `[[harbor_dataset]]`: a directory of Harbor task folders (a downloaded

@@ -217,6 +217,8 @@ pub(crate) struct Settings {
     pub(crate) agents: Vec<super::AgentSettings>,
     /// `[[harbor_dataset]]`: (name, existing directory).
     pub(crate) harbor_datasets: Vec<(String, PathBuf)>,
+    /// `[[metric]]`: quality figures counted on every graded tree.
+    pub(crate) metrics: Vec<super::Metric>,
 }
 
 impl Settings {
@@ -250,6 +252,7 @@ impl Settings {
             agents: super::agent::agents(pipeline, &f.agent)?,
             prices: f.prices.clone(),
             harbor_datasets: harbor_datasets(pipeline, f)?,
+            metrics: super::metric::metrics(pipeline, &f.metric)?,
         })
     }
 

@@ -35,6 +35,8 @@ words! {
         Recheck = "recheck",
         /// The reading of a candidate's gold tree that certifies its canaries.
         Certify = "certify",
+        /// A `[[metric]]` measured on a graded or a gold tree.
+        Quality = "quality",
     }
 }
 
@@ -94,7 +96,8 @@ mod tests {
                 "release",
                 "harbor_task",
                 "recheck",
-                "certify"
+                "certify",
+                "quality"
             ]
         );
         assert_eq!(

@@ -42,6 +42,9 @@ pub(crate) use names::RELEASE as RELEASE_NODE;
 pub(crate) use publish::{AssayVersion, Manifest, Number, pretty};
 pub(crate) use records::{EnvRecord, Fault, GradeRecord, TaskRecord, TaskStatus, Verdict};
 pub(crate) use release::{ReadBlob, ReleaseParams, ReleaseRecord, assemble, read_from};
+/// A metric's findings counted, for the pipeline's tests of its presets.
+#[cfg(test)]
+pub(crate) use rules::quality::count as count_findings;
 pub(crate) use rules::screening::Scope;
 pub(crate) use rules::touched::command_problem as touched_command_problem;
 

@@ -102,6 +102,16 @@ pub(crate) fn metrics(session: &str) -> String {
     format!("metrics:{session}")
 }
 
+/// Metric `metric` on a session's graded tree.
+pub(crate) fn quality(metric: &str, session: &str) -> String {
+    format!("quality:{metric}:{session}")
+}
+
+/// Metric `metric` on a task's gold tree.
+pub(crate) fn quality_gold(metric: &str, task: &str) -> String {
+    format!("quality:{metric}:gold:{task}")
+}
+
 /// Sample `sample` of judge `judge` reading one session.
 pub(crate) fn judge_single(judge: &str, session: &str, sample: u32) -> String {
     format!("judge:{judge}:{session}:s{sample}")

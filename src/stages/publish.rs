@@ -24,6 +24,7 @@
 //! - `model`: the release as types (`Summary`, `Manifest`);
 //! - `summary` + `judge_summary`: the assembly of the model, recording the
 //!   sources of its numbers (`sources`); `stats`: the arithmetic;
+//! - `quality`: the `[[metric]]` figures, each session's against its gold;
 //! - one renderer per file: `csv` (results.csv), `html` + `html_chart` +
 //!   `html_judge` + `detail` (report.html, with `markup`), `manifest` (manifest.json).
 
@@ -39,6 +40,7 @@ mod judged;
 mod manifest;
 mod markup;
 mod model;
+mod quality;
 mod sources;
 mod stats;
 mod summary;

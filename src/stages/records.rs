@@ -620,6 +620,29 @@ pub(crate) struct MetricsRecord {
     pub(crate) empty_patch: bool,
 }
 
+/// `quality:<metric>:<session>` / `quality:<metric>:gold:<task>`: one
+/// metric's findings on one tree (docs/stages.md).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct QualityRecord {
+    pub(crate) metric: String,
+    /// The task's instance id (its gold record joins the session's by it).
+    pub(crate) task: String,
+    /// The session measured; none for the gold tree.
+    pub(crate) session: Option<String>,
+    /// Findings outside test files.
+    pub(crate) findings: u64,
+    /// File (relative to the tree; `""` for none) -> findings outside tests.
+    pub(crate) by_path: BTreeMap<String, u64>,
+    /// Findings in test files, not counted.
+    pub(crate) in_tests: u64,
+    /// Why nothing was counted (no tree, the command did not finish, output
+    /// that is not what the metric counts).
+    pub(crate) failed: Option<String>,
+    pub(crate) exit_code: Option<i32>,
+    /// The command's log (blob digest); empty when nothing ran.
+    pub(crate) log: String,
+}
+
 // ---- judge readings --------------------------------------------------------
 
 /// What the release says about one `[[judge]]`.

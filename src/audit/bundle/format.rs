@@ -107,9 +107,13 @@ pub(crate) struct Counts {
 }
 
 /// The node kinds whose attachments `--no-logs` leaves out: run logs and
-/// reports, environment setup logs and images.
-pub(crate) const LOG_KINDS: [crate::stages::NodeKind; 2] =
-    [crate::stages::NodeKind::Run, crate::stages::NodeKind::Env];
+/// reports, environment setup logs and images, a metric command's log and
+/// report.
+pub(crate) const LOG_KINDS: [crate::stages::NodeKind; 3] = [
+    crate::stages::NodeKind::Run,
+    crate::stages::NodeKind::Env,
+    crate::stages::NodeKind::Quality,
+];
 
 /// Where a blob lives in a bundle.
 pub(super) fn blob_path(dir: &Path, hex: &str) -> PathBuf {

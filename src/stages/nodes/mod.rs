@@ -10,6 +10,7 @@ pub(super) mod grade;
 pub(super) mod harbor_task;
 pub(super) mod judge;
 pub(super) mod metrics;
+pub(super) mod quality;
 pub(super) mod recheck;
 pub(super) mod release;
 pub(super) mod run;

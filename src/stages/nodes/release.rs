@@ -39,6 +39,8 @@ pub(crate) enum Input {
     Judge(String),
     /// A Harbor task folder, screened.
     HarborTask,
+    /// A `[[metric]]` on a graded or a gold tree.
+    Quality,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -314,6 +316,13 @@ pub(crate) fn assemble(
                     .push(serde_json::from_slice(bytes).map_err(|e| err(&e))?);
                 continue;
             }
+            Input::Quality => {
+                publish_input.quality.push((
+                    serde_json::from_slice(bytes).map_err(|e| err(&e))?,
+                    key.to_hex(),
+                ));
+                continue;
+            }
             Input::Judge(judge) => {
                 let r = serde_json::from_slice(bytes).map_err(|e| err(&e))?;
                 publish_input
@@ -482,14 +491,28 @@ fn release_key(params: &ReleaseParams, inputs: &[(&[u8], Digest)]) -> Digest {
 /// The release node's inputs as they are laid out: each node beside what
 /// it is (the release params list the latter, in the same order).
 #[derive(Default)]
-pub(crate) struct ReleaseInputs(Vec<(String, Input)>);
+pub(crate) struct ReleaseInputs {
+    nodes: Vec<(String, Input)>,
+    /// The nodes that may be pushed by several sessions (a task's gold
+    /// quality), pushed once.
+    once: std::collections::BTreeSet<String>,
+}
 
 impl ReleaseInputs {
     pub(crate) fn push(&mut self, node: String, what: Input) {
-        self.0.push((node, what));
+        self.nodes.push((node, what));
+    }
+
+    /// Pushes `node` unless it was pushed this way before; whether it was new.
+    pub(crate) fn push_once(&mut self, node: String, what: Input) -> bool {
+        let new = self.once.insert(node.clone());
+        if new {
+            self.push(node, what);
+        }
+        new
     }
 
     pub(crate) fn split(self) -> (Vec<String>, Vec<Input>) {
-        self.0.into_iter().unzip()
+        self.nodes.into_iter().unzip()
     }
 }

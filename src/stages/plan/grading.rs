@@ -11,6 +11,7 @@ use super::error::StageError;
 use super::grade::{self, GradeParams, Policy};
 use super::metrics::{self, MetricsParams};
 use super::node::{self, NoNames, NodeKind};
+use super::quality::{self, QualityParams};
 use super::recheck::{self, RecheckParams};
 use super::redact::{RedactConfig, Redactor};
 use super::release::Input;
@@ -30,6 +31,8 @@ pub(crate) struct GradeLayout<'a> {
     pub(crate) redact: &'a RedactConfig,
     pub(crate) store_dir: &'a Path,
     pub(crate) task_nodes: &'a BTreeMap<(String, String), (String, String)>,
+    /// instance id -> its gold tree node (what `[[metric]]`s measure gold on).
+    pub(crate) gold_trees: &'a BTreeMap<String, String>,
     pub(crate) cache_dir: &'a Path,
 }
 
@@ -320,6 +323,10 @@ fn graded_nodes(
     let Some(env) = g.env_of.get(env_node) else {
         return;
     };
+    let scored = arms.iter().find(|a| **a == Arm::SCORED).or(arms.first());
+    if let Some(&arm) = scored {
+        quality_nodes(pipeline, g, &s, &names::stage(id, arm), out, release);
+    }
     for &arm in arms {
         let arm_policy = match arm {
             Arm::Keep => Policy::None,
@@ -400,7 +407,7 @@ fn graded_nodes(
                 recheck: recheck_node,
             },
         ));
-        if Some(&arm) == arms.iter().find(|a| **a == Arm::SCORED).or(arms.first()) {
+        if Some(&arm) == scored {
             reviewable.push(judge::Reviewable {
                 session: id.to_owned(),
                 task_node: task_node.to_owned(),
@@ -425,6 +432,53 @@ fn graded_nodes(
         },
     ));
     release.push(metrics_node, Input::Metrics);
+}
+
+/// Per `[[metric]]`: the session's scored tree measured, and its task's
+/// gold tree (once per task), both fed to the release.
+fn quality_nodes(
+    pipeline: &Pipeline,
+    g: &GradeLayout<'_>,
+    s: &Graded<'_>,
+    stage_node: &str,
+    out: &mut Vec<NodeSpec>,
+    release: &mut ReleaseInputs,
+) {
+    let (Some(env), Some(gold_tree)) = (g.env_of.get(s.env_node), g.gold_trees.get(s.task)) else {
+        return;
+    };
+    for metric in &pipeline.settings.metrics {
+        let node = |session: Option<&str>, tree: &str| {
+            node::spec(
+                match session {
+                    Some(id) => names::quality(&metric.name, id),
+                    None => names::quality_gold(&metric.name, s.task),
+                },
+                quality::Quality {
+                    params: QualityParams::new(
+                        metric,
+                        g.test_globs,
+                        env.graded_run_params(g.redact, &[]),
+                    ),
+                    store_dir: g.store_dir.to_owned(),
+                    env: s.env_node.to_owned(),
+                },
+                quality::QualityNames {
+                    task: s.task_node.to_owned(),
+                    tree: tree.to_owned(),
+                    env: s.env_node.to_owned(),
+                    session: session.map(|_| s.session_node.to_owned()),
+                },
+            )
+        };
+        let gold = node(None, gold_tree);
+        if release.push_once(gold.name.clone(), Input::Quality) {
+            out.push(gold);
+        }
+        let session = node(Some(s.id), stage_node);
+        release.push(session.name.clone(), Input::Quality);
+        out.push(session);
+    }
 }
 
 /// Task digests of the last build, so a session may name its task by digest.

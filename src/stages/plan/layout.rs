@@ -71,6 +71,8 @@ pub(crate) fn nodes(
     let mut env_nodes: HashSet<String> = HashSet::new();
     // (instance_id, track) -> (task node, env node)
     let mut task_nodes: BTreeMap<(String, String), (String, String)> = BTreeMap::new();
+    // instance id -> its gold tree node
+    let mut gold_trees: BTreeMap<String, String> = BTreeMap::new();
     // env node -> its settings, for the grading nodes.
     let mut env_of = BTreeMap::new();
     let mut release_inputs = release::ReleaseInputs::default();
@@ -150,6 +152,7 @@ pub(crate) fn nodes(
                 grade: &settings.grade,
             };
             for (task_key, task_name) in task_nodes_of(out, &tasks) {
+                gold_trees.insert(task_key.0.clone(), names::tree(&cid, State::Gold));
                 task_nodes.insert(task_key, (task_name.clone(), env_name.clone()));
                 release_inputs.push(task_name, release::Input::Task(cid.clone()));
             }
@@ -162,6 +165,7 @@ pub(crate) fn nodes(
         redact: &redact,
         store_dir: &store_dir,
         task_nodes: &task_nodes,
+        gold_trees: &gold_trees,
         cache_dir,
     };
     harbor_nodes(pipeline, out, &mut release_inputs)?;

@@ -63,9 +63,14 @@ pub(super) fn results(index: &Index<'_>) -> String {
     let mut out = String::new();
     let judged = JudgeColumns::new(index);
     let judge_header = judged.header().into_iter();
+    let metrics = &index.quality.metrics;
     push_row(
         &mut out,
-        HEADER.iter().map(|h| (*h).to_owned()).chain(judge_header),
+        HEADER
+            .iter()
+            .map(|h| (*h).to_owned())
+            .chain(metrics.iter().map(|m| format!("quality.{m}")))
+            .chain(judge_header),
     );
     for graded in &index.grades {
         let (g, key) = (&graded.0, &graded.1);
@@ -135,7 +140,20 @@ pub(super) fn results(index: &Index<'_>) -> String {
                 .map(|c| round6(c).to_string())
                 .unwrap_or_default(),
         ];
-        push_row(&mut out, row.into_iter().chain(judged.cells(graded)));
+        // What the session introduced against gold; empty where the
+        // metric could not be measured (its node says why).
+        let quality = metrics.iter().map(|m| {
+            index
+                .quality
+                .get(&g.session, m)
+                .and_then(|f| f.introduced())
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        });
+        push_row(
+            &mut out,
+            row.into_iter().chain(quality).chain(judged.cells(graded)),
+        );
     }
     out
 }

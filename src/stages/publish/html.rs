@@ -131,6 +131,7 @@ pub(super) fn report(index: &Index<'_>, summary: &Summary) -> String {
     trials(&mut h, summary);
     usage(&mut h, &agents);
     run_facts(&mut h, &agents);
+    quality(&mut h, index, &agents);
     html_judge::section(&mut h, summary);
     detail::sections(&mut h, index);
 
@@ -226,6 +227,71 @@ fn about(h: &mut String, index: &Index<'_>, summary: &Summary) {
         summary.not_graded.total,
     );
     h.push_str("</table>\n");
+}
+
+/// The `[[metric]]` figures: per pair and metric, what its sessions
+/// introduced against gold, then every figure that could not be measured
+/// and why. Nothing without metrics.
+fn quality(h: &mut String, index: &Index<'_>, agents: &[&Agent]) {
+    if index.quality.metrics.is_empty() {
+        return;
+    }
+    h.push_str(
+        "<h2>Quality (findings introduced against gold)</h2>\n<p>Each metric runs the \
+         project's own tool on the session's graded tree and on the task's gold tree; a \
+         session's figure is the findings its tree has beyond gold's, outside test files.</p>\n\
+         <table>\n<tr><th>agent / model</th><th>metric</th><th>measured</th><th>failed</th>\
+         <th>median introduced</th><th>resolved sessions introducing findings</th></tr>\n",
+    );
+    for a in agents {
+        for (metric, q) in a.quality.iter().flatten() {
+            let median = q
+                .median_introduced
+                .map_or_else(|| "–".to_owned(), |m| format!("{m}"));
+            let share = q
+                .resolved_introducing_share
+                .map_or_else(|| "–".to_owned(), |s| format!("{:.0}%", s * 100.0));
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td><code>{}</code></td><td class=\"n\">{}</td>\
+                 <td class=\"n\">{}</td><td class=\"n\">{median}</td>\
+                 <td class=\"n\">{} of {} ({share})</td></tr>",
+                label(a),
+                esc(metric),
+                q.measured,
+                q.failed,
+                q.resolved_introducing,
+                q.resolved,
+            );
+        }
+    }
+    h.push_str("</table>\n");
+    let failed: Vec<(&str, &str, &str)> = index
+        .quality
+        .by_session
+        .iter()
+        .flat_map(|(session, figures)| {
+            figures.iter().filter_map(move |(metric, f)| match f {
+                super::quality::Figure::Failed(why) => Some((*session, *metric, why.as_str())),
+                super::quality::Figure::Introduced(_) => None,
+            })
+        })
+        .collect();
+    if !failed.is_empty() {
+        h.push_str(
+            "<table>\n<tr><th>session</th><th>metric</th><th>not measured because</th></tr>\n",
+        );
+        for (session, metric, why) in failed {
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td><code>{}</code></td><td>{}</td></tr>",
+                esc(session),
+                esc(metric),
+                esc(why)
+            );
+        }
+        h.push_str("</table>\n");
+    }
 }
 
 /// How the agents' runs ended, from their session files and transcripts.

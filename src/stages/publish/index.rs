@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::input::{About, Price, PublishInput};
 use super::judged::Judged;
+use super::quality::Figures;
 use crate::stages::records::{Arm, GradeRecord, MetricsRecord, SessionRecord, TaskRecord};
 
 /// One grade with its node key.
@@ -26,6 +27,8 @@ pub(crate) struct Index<'a> {
     pub(crate) groups: BTreeMap<(String, String), Vec<Graded<'a>>>,
     pub(crate) sessions: BTreeMap<&'a str, &'a SessionRecord>,
     pub(crate) metrics: BTreeMap<&'a str, &'a MetricsRecord>,
+    /// The `[[metric]]` figures (none without metrics).
+    pub(crate) quality: Figures<'a>,
     /// Tasks sorted by (instance_id, track, digest).
     pub(crate) tasks: Vec<(&'a TaskRecord, &'a str)>,
     /// (session, reason), sorted and deduplicated; includes grades on uncertified tasks.
@@ -94,6 +97,7 @@ impl<'a> Index<'a> {
             groups,
             sessions: first_by(&input.sessions, |s| s.id.as_str()),
             metrics: first_by(&input.metrics, |m| m.session.as_str()),
+            quality: Figures::new(&input.quality),
             tasks,
             not_graded: not_graded.into_iter().collect(),
             suspects,

@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use super::model::Funnel;
 use crate::stages::provenance::Provenance;
-use crate::stages::records::{GradeRecord, MetricsRecord, SessionRecord, TaskRecord};
+use crate::stages::records::{
+    GradeRecord, MetricsRecord, QualityRecord, SessionRecord, TaskRecord,
+};
 use crate::stages::records::{JudgeInfo, JudgeRecord};
 
 /// USD per million tokens, by token kind (input, output, cache_read, …).
@@ -20,6 +22,8 @@ pub(crate) struct PublishInput {
     /// Every grade with its grade node key.
     pub(crate) grades: Vec<(GradeRecord, String)>,
     pub(crate) metrics: Vec<MetricsRecord>,
+    /// Every `[[metric]]` record (graded and gold trees) with its node key.
+    pub(crate) quality: Vec<(QualityRecord, String)>,
     pub(crate) sessions: Vec<SessionRecord>,
     /// Sessions not graded, with why (unknown task, uncertified task, unreadable file).
     pub(crate) not_graded: Vec<(String, String)>,

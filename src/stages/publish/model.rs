@@ -233,6 +233,9 @@ pub(crate) struct Agent {
     pub(crate) leaderboard: Leaderboard,
     pub(crate) model: String,
     pub(crate) n: u64,
+    /// Per `[[metric]]`; absent without metrics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) quality: Option<BTreeMap<String, AgentQuality>>,
     pub(crate) resolved: u64,
     pub(crate) resolved_after_rerun: u64,
     pub(crate) resolved_rate: Option<f64>,
@@ -255,6 +258,25 @@ impl Agent {
             resolved_rate_lo: self.resolved_rate_lo,
         }
     }
+}
+
+/// One `[[metric]]` over a pair's scored sessions: what they introduced
+/// against gold. Fields in the byte order of their names, as every model
+/// struct's.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct AgentQuality {
+    /// Sessions whose figure could not be measured.
+    pub(crate) failed: u64,
+    /// Sessions with a figure.
+    pub(crate) measured: u64,
+    /// The median of the figures (findings introduced per session).
+    pub(crate) median_introduced: Option<f64>,
+    /// Resolved sessions with a figure.
+    pub(crate) resolved: u64,
+    /// Of those, the ones that introduced at least one finding.
+    pub(crate) resolved_introducing: u64,
+    /// `resolved_introducing` / `resolved`; null when none resolved.
+    pub(crate) resolved_introducing_share: Option<f64>,
 }
 
 /// A resolved rate with its Wilson 95% interval.

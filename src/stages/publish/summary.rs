@@ -7,13 +7,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::index::{Graded, Index};
 use super::judge_summary;
 use super::model::{
-    Agent, Cost, Environment, Leaderboard, LeftOut, Mean, NotGraded, NotGradedSession, Rate, Runs,
-    Scoring, Summary, TamperSuspect, Tasks, Tokens, Total, UncertifiedTask, Unchecked,
-    VerifierSuspect, WeakTask, WeaklyChecked,
+    Agent, AgentQuality, Cost, Environment, Leaderboard, LeftOut, Mean, NotGraded,
+    NotGradedSession, Rate, Runs, Scoring, Summary, TamperSuspect, Tasks, Tokens, Total,
+    UncertifiedTask, Unchecked, VerifierSuspect, WeakTask, WeaklyChecked,
 };
 use super::sources::{At, Source, Sources};
 use super::stats::{agent_key, mean, session_cost, wilson, wilson_share};
 use crate::stages::records::{Arm, Fault, RunFacts, TaskStatus, Verdict};
+use crate::stages::rules::quality::median;
 
 /// Bumped when the meaning or shape of summary.json changes.
 /// 2: a leaderboard counts every attempt (pass@1, pass@k, `left_out`).
@@ -101,6 +102,59 @@ fn resolved(grades: &[Graded<'_>]) -> u64 {
         .iter()
         .filter(|g| g.0.verdict == Verdict::Resolved)
         .count() as u64
+}
+
+/// Per metric: the median of what the pair's sessions introduced, and the
+/// share of its resolved sessions that introduced any finding.
+fn quality(
+    o: &mut At<'_>,
+    index: &Index<'_>,
+    grades: &[Graded<'_>],
+) -> BTreeMap<String, AgentQuality> {
+    let mut out = BTreeMap::new();
+    for metric in &index.quality.metrics {
+        let figures: Vec<(Graded<'_>, Option<u64>)> = grades
+            .iter()
+            .filter_map(|g| {
+                let f = index.quality.get(&g.0.session, metric)?;
+                Some((*g, f.introduced()))
+            })
+            .collect();
+        let measured: Vec<Graded<'_>> = figures
+            .iter()
+            .filter(|(_, n)| n.is_some())
+            .map(|(g, _)| *g)
+            .collect();
+        let failed: Vec<Graded<'_>> = figures
+            .iter()
+            .filter(|(_, n)| n.is_none())
+            .map(|(g, _)| *g)
+            .collect();
+        let resolved: Vec<(Graded<'_>, u64)> = figures
+            .iter()
+            .filter(|(g, _)| g.0.verdict == Verdict::Resolved)
+            .filter_map(|(g, n)| Some((*g, (*n)?)))
+            .collect();
+        let introducing = resolved.iter().filter(|(_, n)| *n > 0).count() as u64;
+        let mut values: Vec<u64> = figures.iter().filter_map(|(_, n)| *n).collect();
+        let all = Source::grades(&measured);
+        let of_resolved = Source::grades(resolved.iter().map(|(g, _)| g));
+        let r = resolved.len() as u64;
+        let q = o.object(metric, |o| AgentQuality {
+            failed: o.count("failed", failed.len() as u64, &Source::grades(&failed)),
+            measured: o.count("measured", measured.len() as u64, &all),
+            median_introduced: o.float("median_introduced", median(&mut values), &all),
+            resolved: o.count("resolved", r, &of_resolved),
+            resolved_introducing: o.count("resolved_introducing", introducing, &of_resolved),
+            resolved_introducing_share: o.float(
+                "resolved_introducing_share",
+                (r > 0).then(|| introducing as f64 / r as f64),
+                &of_resolved,
+            ),
+        });
+        out.insert((*metric).to_owned(), q);
+    }
+    out
 }
 
 fn not_graded(o: &mut At<'_>, index: &Index<'_>) -> NotGraded {
@@ -354,6 +408,8 @@ fn agent_summary(
         tokens: o.object("tokens", |o| tokens(o, index, grades)),
         cost_usd: cost(o, index, model, grades),
         run: o.object("run", |o| run_facts(o, index, grades)),
+        quality: (!index.quality.metrics.is_empty())
+            .then(|| o.object("quality", |o| quality(o, index, grades))),
         judge: (!index.judged.judges.is_empty())
             .then(|| o.object("judge", |o| judge_summary::agent(o, index, grades))),
     }

@@ -7,8 +7,8 @@ use super::stats::{agent_key, round6, wilson, wilson_share};
 use super::*;
 use crate::pipeline::Policy;
 use crate::stages::records::{
-    Arm, Fault, GradeRecord, MetricsRecord, RunFacts, SessionRecord, TaskRecord, TaskStatus,
-    Verdict,
+    Arm, Fault, GradeRecord, MetricsRecord, QualityRecord, RunFacts, SessionRecord, TaskRecord,
+    TaskStatus, Verdict,
 };
 
 pub(super) fn task(id: &str, track: &str, certified: bool) -> (TaskRecord, String) {
@@ -934,4 +934,82 @@ fn a_skipped_attempt_is_not_started() {
     );
     // The session files' origin is unchanged: a session not graded ran.
     assert_eq!(s["trials"]["sessions"]["not_started"], 0);
+}
+
+/// `[[metric]]` records of metric `lint`: the gold trees of t1 and t2,
+/// and the alpha sessions (s2's node failed).
+fn with_quality() -> PublishInput {
+    let record = |task: &str, session: Option<&str>, by_path: &[(&str, u64)]| {
+        let by_path: BTreeMap<String, u64> =
+            by_path.iter().map(|(p, n)| ((*p).to_owned(), *n)).collect();
+        let r = QualityRecord {
+            metric: "lint".to_owned(),
+            task: task.to_owned(),
+            session: session.map(str::to_owned),
+            findings: by_path.values().sum(),
+            by_path,
+            ..QualityRecord::default()
+        };
+        (r, format!("quality-{task}-{}", session.unwrap_or("gold")))
+    };
+    let mut failed = record("t1", Some("s2"), &[]);
+    failed.0.failed = Some("the output is not the JSON the metric counts".to_owned());
+    PublishInput {
+        quality: vec![
+            record("t1", None, &[("a.py", 1)]),
+            record("t2", None, &[]),
+            // 2 more in a.py than gold, 1 in a file gold has none in.
+            record("t1", Some("s1"), &[("a.py", 3), ("b.py", 1)]),
+            failed,
+            record("t1", Some("s3"), &[("a.py", 1)]),
+            record("t2", Some("s4"), &[]),
+        ],
+        ..sample()
+    }
+}
+
+#[test]
+fn quality_figures_are_introduced_against_gold_and_sourced() {
+    let input = with_quality();
+    let files = publish(&input);
+    let s = json(&files, "summary.json");
+    let q = &s["agents"]["alpha/model-a"]["quality"]["lint"];
+    // Figures: s1 3, s3 0, s4 0; s2 failed. Resolved: s1 and s4.
+    assert_eq!(q["measured"], 3, "{q}");
+    assert_eq!(q["failed"], 1, "{q}");
+    assert_eq!(q["median_introduced"], 0.0, "{q}");
+    assert_eq!(q["resolved"], 2, "{q}");
+    assert_eq!(q["resolved_introducing"], 1, "{q}");
+    assert_eq!(q["resolved_introducing_share"], 0.5, "{q}");
+    let csv = String::from_utf8(files["results.csv"].clone()).expect("utf-8");
+    let header: Vec<&str> = csv.lines().next().expect("a header").split(',').collect();
+    let col = header
+        .iter()
+        .position(|h| *h == "quality.lint")
+        .expect("a quality column");
+    let cells: BTreeMap<&str, &str> = csv
+        .lines()
+        .skip(1)
+        .filter(|l| l.contains(",exclude,"))
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[0], f[col])
+        })
+        .collect();
+    assert_eq!(cells["s1"], "3");
+    assert_eq!(cells["s2"], "");
+    assert_eq!(cells["s3"], "0");
+    let html = String::from_utf8(files["report.html"].clone()).expect("utf-8");
+    assert!(html.contains("the output is not the JSON the metric counts"));
+    assert_sources_name_numbers(&input);
+    assert_keys_sorted(&input);
+    let mut shuffled = with_quality();
+    shuffled.quality.reverse();
+    assert_eq!(files, publish(&shuffled));
+    // Without metrics, no trace of them.
+    let plain = publish(&sample());
+    for name in ["summary.json", "results.csv", "report.html"] {
+        let text = String::from_utf8(plain[name].clone()).expect("utf-8");
+        assert!(!text.contains("quality"), "{name} names quality");
+    }
 }

@@ -3,7 +3,8 @@
 //! makes a patch a tamper suspect ([`tamper`]), the verdict ([`verdict`]),
 //! what a grade keeps of its logs and how it reruns ([`grading`]), the
 //! screening reduction ([`screening`]), what a tree is composed of
-//! ([`staging`]), the shape of a graded patch ([`shape`]), why a run hit a
+//! ([`staging`]), the shape of a graded patch ([`shape`]), a quality metric's findings
+//! ([`quality`]), why a run hit a
 //! limit ([`limits`]), the released task ([`task`]), the reasons a task
 //! is lost along the funnel ([`funnel`]), the test files a test patch
 //! touches ([`touched`]) and words quoted for `sh` ([`shell`]).
@@ -24,6 +25,7 @@ pub(crate) mod funnel;
 pub(crate) mod grading;
 pub(crate) mod limits;
 pub(crate) mod policy;
+pub(crate) mod quality;
 pub(crate) mod screening;
 pub(crate) mod shape;
 pub(crate) mod shell;
@@ -44,6 +46,7 @@ mod tests {
         ("grading.rs", include_str!("grading.rs")),
         ("limits.rs", include_str!("limits.rs")),
         ("policy.rs", include_str!("policy.rs")),
+        ("quality.rs", include_str!("quality.rs")),
         ("screening.rs", include_str!("screening.rs")),
         ("shape.rs", include_str!("shape.rs")),
         ("staging.rs", include_str!("staging.rs")),

@@ -24,6 +24,10 @@ struct Example {
     stderr: String,
     /// Every grade digest of results.csv (each varies with the test log).
     grade_digests: BTreeSet<String>,
+    /// Every task digest of the release: a task's record holds its
+    /// timeout, drawn from its screening readings' times, which a loaded
+    /// machine can move across a step (docs/verdicts.md, timeouts).
+    task_digests: BTreeSet<String>,
 }
 
 fn example() -> &'static Example {
@@ -32,26 +36,39 @@ fn example() -> &'static Example {
         let project = util::example::example_project();
         let run = project.run(&["build"]).code(0);
         let results = std::fs::read_to_string(project.path().join("release/results.csv")).unwrap();
-        let grade_digests = csv_records(&results)
-            .into_iter()
-            .map(|r| r["grade_digest"].clone())
-            .collect();
+        let rows = csv_records(&results);
+        let grade_digests = rows.iter().map(|r| r["grade_digest"].clone()).collect();
+        let mut task_digests: BTreeSet<String> =
+            rows.iter().map(|r| r["task_digest"].clone()).collect();
+        let summary: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(project.path().join("release/summary.json")).unwrap(),
+        )
+        .unwrap();
+        for task in summary["tasks"]["uncertified_tasks"].as_array().unwrap() {
+            task_digests.insert(task["digest"].as_str().unwrap().to_owned());
+        }
         Example {
             project,
             stderr: run.stderr,
             grade_digests,
+            task_digests,
         }
     })
 }
 
 impl Example {
-    /// A release file with its grade digests redacted.
+    /// A release file with its grade and task digests redacted.
     fn release_file(&self, name: &str) -> String {
         let path = self.project.path().join("release").join(name);
         let mut text = std::fs::read_to_string(&path).unwrap();
-        for digest in &self.grade_digests {
-            assert_eq!(digest.len(), 64, "not a digest: {digest:?}");
-            text = text.replace(digest.as_str(), "[grade digest]");
+        for (digests, label) in [
+            (&self.grade_digests, "[grade digest]"),
+            (&self.task_digests, "[task digest]"),
+        ] {
+            for digest in digests {
+                assert_eq!(digest.len(), 64, "not a digest: {digest:?}");
+                text = text.replace(digest.as_str(), label);
+            }
         }
         text
     }

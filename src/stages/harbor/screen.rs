@@ -33,6 +33,10 @@ pub(crate) struct Reading {
     pub(crate) error: Option<String>,
     /// The last lines of the verifier's output.
     pub(crate) tail: String,
+    /// The verifier's files (`/logs/verifier`) by name, for a reader of
+    /// its reports (`deepswe`); never recorded.
+    #[serde(skip)]
+    pub(crate) files: BTreeMap<String, Vec<u8>>,
 }
 
 /// The environment of a Harbor task, as built.
@@ -281,6 +285,7 @@ pub(crate) fn read(
             20,
         );
         reward_of(&files, &mut reading);
+        reading.files = files;
         Ok(())
     })();
     let _ = docker(&["rm", "-f", "-v", name], Duration::from_secs(60));

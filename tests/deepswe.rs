@@ -182,6 +182,15 @@ fn deep_swe_task(root: &Path, name: &str, f2p: &[&str], p2p: &[&str]) {
     }
 }
 
+/// Names `image` as the task's prebuilt environment (`[environment]
+/// docker_image`, as Deep-SWE's task.toml does).
+fn prebuilt(root: &Path, name: &str, image: &str) {
+    let toml = root.join(name).join("task.toml");
+    let mut text = std::fs::read_to_string(&toml).unwrap();
+    text.push_str(&format!("\n[environment]\ndocker_image = \"{image}\"\n"));
+    std::fs::write(toml, text).unwrap();
+}
+
 /// (test, whitelist, kind) of each whitelist disagreement of a line.
 fn disagreements(line: &Value) -> Vec<(String, String, String)> {
     line["swe"]["whitelist_disagreements"]
@@ -218,6 +227,22 @@ fn deep_swe_folders_are_screened_and_their_whitelists_checked_against_assays_rea
     deep_swe_task(&ds, "calc-1", &[MUL, ADD], &[SUB]);
     // A PASS_TO_PASS test that fails at gold: its oracle cannot score.
     deep_swe_task(&ds, "calc-2", &[MUL, MUL_ZERO], &[SUB, BROKEN]);
+    // Environments: calc-1 names a prebuilt image this machine lacks (its
+    // Dockerfile is built instead), calc-2 one it has (used as it is).
+    prebuilt(&ds, "calc-1", "assay-no-such-image:deepswe");
+    let image = format!("assay-test-deepswe/calc-2:{}", std::process::id());
+    let built = Command::new("docker")
+        .args(["build", "--network", "none", "-q", "-t", &image])
+        .arg(ds.join("calc-2/environment"))
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let image_id = String::from_utf8_lossy(&built.stdout).trim().to_owned();
+    prebuilt(&ds, "calc-2", &image);
     // Hostile: a verifier that leaves a 20 MiB report behind, and a
     // config that names a report outside /logs/verifier. Each fails only
     // its own reading or task.
@@ -242,6 +267,10 @@ fn deep_swe_folders_are_screened_and_their_whitelists_checked_against_assays_rea
 
     let one = by_folder("calc-1");
     assert_eq!(one["certified"], true, "{one:#}");
+    assert_eq!(
+        one["environment"]["fallback"],
+        "the image `assay-no-such-image:deepswe` is not on this machine: built from environment/Dockerfile"
+    );
     let swe = &one["swe"];
     assert_eq!(swe["report"], "ctrf-suite", "{swe:#}");
     assert_eq!(
@@ -276,6 +305,12 @@ fn deep_swe_folders_are_screened_and_their_whitelists_checked_against_assays_rea
 
     let two = by_folder("calc-2");
     assert_eq!(two["certified"], false, "{two:#}");
+    assert_eq!(
+        two["environment"]["image"],
+        image_id.as_str(),
+        "the prebuilt image"
+    );
+    assert_eq!(two["environment"]["fallback"], Value::Null);
     assert!(
         two["uncertified_because"]
             .to_string()
@@ -311,4 +346,9 @@ fn deep_swe_folders_are_screened_and_their_whitelists_checked_against_assays_rea
     let again = p.build_json(&[]).code(0);
     assert_eq!(again.summary.by_kind["harbor_task"].executed, 0);
     assert_eq!(harbor_tasks(&p).0, released, "the same release");
+    let removed = Command::new("docker")
+        .args(["rmi", &image])
+        .output()
+        .unwrap();
+    assert!(removed.status.success());
 }

@@ -30,7 +30,10 @@ pub fn by_folder(lines: &[Value], folder: &str) -> Value {
 /// build: none made from their images (other builds on the same daemon
 /// screen tasks of their own meanwhile).
 pub fn assert_no_screening_containers(lines: &[Value]) {
-    for image in lines.iter().filter_map(|l| l["environment"]["image"].as_str()) {
+    for image in lines
+        .iter()
+        .filter_map(|l| l["environment"]["image"].as_str())
+    {
         let left = Command::new("docker")
             .args(["ps", "-aq", "--filter", "label=assay.harbor=screen"])
             .args(["--filter", &format!("ancestor={image}")])

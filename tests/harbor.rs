@@ -31,6 +31,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 use util::example::{ROOT, example_project};
+use util::harbor::{assert_no_screening_containers, by_folder, harbor_tasks};
 
 /// The base image and the Harbor CLI, made once per test process.
 fn setup() {
@@ -473,12 +474,8 @@ fn a_harbor_dataset_is_certified_by_its_own_oracle_and_no_op_offline() {
     harbor_task(&tb, "offline", "assay-no-such-image:never", 1, 2);
     let first = p.build_json(&[]).code(0);
     assert_eq!(first.summary.by_kind["harbor_task"].executed, 4);
-    let lines: Vec<Value> = std::fs::read_to_string(p.path().join("release/harbor-tasks.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let by_folder = |f: &str| lines.iter().find(|l| l["folder"] == f).unwrap().clone();
+    let (_, lines) = harbor_tasks(&p);
+    let by_folder = |f: &str| by_folder(&lines, f);
     let good = by_folder("good");
     assert_eq!(good["certified"], true, "{good:#}");
     assert_eq!(
@@ -499,12 +496,7 @@ fn a_harbor_dataset_is_certified_by_its_own_oracle_and_no_op_offline() {
     let funnel = json(&p.path().join("release/funnel.json"));
     assert_eq!(funnel["harbor"]["tasks"], 4, "{funnel:#}");
     assert_eq!(funnel["harbor"]["certified"], 1, "{funnel:#}");
-    // No screening container outlives the build.
-    let left = Command::new("docker")
-        .args(["ps", "-aq", "--filter", "label=assay.harbor=screen"])
-        .output()
-        .unwrap();
-    assert!(String::from_utf8_lossy(&left.stdout).trim().is_empty());
+    assert_no_screening_containers(&lines);
 
     // Nothing changed: nothing screened again; a changed solution: that task alone.
     let again = p.build_json(&[]).code(0);
@@ -519,12 +511,7 @@ fn a_harbor_dataset_is_certified_by_its_own_oracle_and_no_op_offline() {
         fixed.names("node_finished"),
         ["harbor_task:tb/oracle-fails", "release"]
     );
-    let lines = std::fs::read_to_string(p.path().join("release/harbor-tasks.jsonl")).unwrap();
-    let fixed: Value = lines
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .find(|l| l["folder"] == "oracle-fails")
-        .unwrap();
+    let fixed = util::harbor::by_folder(&harbor_tasks(&p).1, "oracle-fails");
     assert_eq!(fixed["certified"], true, "{fixed:#}");
 }
 

@@ -279,7 +279,7 @@ fn pipeline_text(name: &str, path: &str, branch: &str, lang: Option<&Lang>) -> S
         None => t.push_str(
             "# No language recognised: the command that runs the tests at the tree's root,\n\
              # and its report format (junit, pytest, unittest, libtest, libtest-json,\n\
-             # go-test-json, tap; docs/languages.md).\n\
+             # go-test-json, tap, ctrf, ctrf-suite; docs/languages.md).\n\
              test_command = \"\"\nreport = \"junit\"\n",
         ),
     }

@@ -17,7 +17,7 @@ mod facts;
 mod file;
 pub(crate) mod harbor;
 pub(crate) mod mini;
-mod span;
+pub(crate) mod span;
 mod swebench;
 
 use std::collections::BTreeSet;

@@ -6,6 +6,7 @@
 //! [`run`] (what a run left, and assertions on it), [`git`] (repositories of
 //! merged pull requests and diffs against them), [`csv`], [`processes`],
 //! [`files`], [`random`], [`example`] (the bundled example as a project),
+//! [`harbor`] (what a Harbor dataset's build leaves),
 //! [`fixture`] (the grading fixture), [`attacks`] and [`reach`] (hostile
 //! sessions graded with it). Everything before `example` is re-exported
 //! here, so tests say `util::Project`.
@@ -20,6 +21,7 @@ pub mod files;
 pub mod fixture;
 pub mod forgery;
 pub mod git;
+pub mod harbor;
 pub mod llm;
 pub mod patches;
 pub mod processes;

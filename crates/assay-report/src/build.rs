@@ -152,7 +152,7 @@ fn capped(lines: &[String]) -> String {
 /// The unit a test belongs to, in the spelling of [`BuildFailure::unit`]:
 /// `name` is the test's canonical id and `file` its [`crate::TestResult::file`]
 /// when known (pass it: it is the reliable half). `None` when the format's
-/// ids carry no unit (libtest, JUnit, TAP) or the id is not one of the
+/// ids carry no unit (libtest, JUnit, TAP, CTRF) or the id is not one of the
 /// format's shapes. The mapping is the table in `docs/languages.md`.
 pub fn unit_of(format: Format, name: &str, file: Option<&str>) -> Option<String> {
     let file = file.filter(|f| !f.is_empty());
@@ -163,7 +163,12 @@ pub fn unit_of(format: Format, name: &str, file: Option<&str>) -> Option<String>
             Some(f) => f.strip_suffix(".py").map(|m| m.replace(['/', '\\'], ".")),
             None => crate::unittest::module_of(name),
         },
-        Format::Libtest | Format::LibtestJson | Format::Junit | Format::Tap => None,
+        Format::Libtest
+        | Format::LibtestJson
+        | Format::Junit
+        | Format::Tap
+        | Format::Ctrf
+        | Format::CtrfSuite => None,
     }
 }
 
@@ -332,6 +337,8 @@ mod tests {
             Format::LibtestJson,
             Format::Junit,
             Format::Tap,
+            Format::Ctrf,
+            Format::CtrfSuite,
         ] {
             assert_eq!(unit_of(f, "tests::adds", Some("src/lib.rs")), None);
         }

@@ -36,6 +36,7 @@ use serde::{Deserialize, Serialize};
 pub use build::{BuildFailure, MESSAGE_MAX_BYTES, MESSAGE_MAX_LINES, build_failure_for, unit_of};
 
 mod build;
+mod ctrf;
 mod go_json;
 mod json_lines;
 mod junit;
@@ -65,11 +66,16 @@ pub enum Format {
     GoTestJson,
     /// Test Anything Protocol.
     Tap,
+    /// A CTRF JSON document, each test by its `name`.
+    Ctrf,
+    /// A CTRF JSON document, each test by `suite.name` (its suite's first
+    /// entry and its name; `name` alone when it has no suite).
+    CtrfSuite,
 }
 
 impl Format {
     /// Every format, in declaration order.
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 9] = [
         Format::Junit,
         Format::Pytest,
         Format::Unittest,
@@ -77,6 +83,8 @@ impl Format {
         Format::LibtestJson,
         Format::GoTestJson,
         Format::Tap,
+        Format::Ctrf,
+        Format::CtrfSuite,
     ];
 
     /// The kebab-case name used in config files and on the command line.
@@ -89,6 +97,8 @@ impl Format {
             Format::LibtestJson => "libtest-json",
             Format::GoTestJson => "go-test-json",
             Format::Tap => "tap",
+            Format::Ctrf => "ctrf",
+            Format::CtrfSuite => "ctrf-suite",
         }
     }
 }
@@ -102,7 +112,7 @@ impl fmt::Display for Format {
 /// A format name that is not one of [`Format::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[error(
-    "unknown report format `{0}` (expected one of: junit, pytest, unittest, libtest, libtest-json, go-test-json, tap)"
+    "unknown report format `{0}` (expected one of: junit, pytest, unittest, libtest, libtest-json, go-test-json, tap, ctrf, ctrf-suite)"
 )]
 pub struct UnknownFormat(pub String);
 
@@ -271,7 +281,7 @@ pub fn doctest_item(format: Format, id: &str) -> Option<(&str, &str)> {
 }
 
 /// Parses `input` as a report in `format`. For the console formats (all
-/// but JUnit, whose input is the XML file) build failures printed in `input`
+/// but JUnit and CTRF, whose input is the report file) build failures printed in `input`
 /// land in [`Report::build_failures`].
 pub fn parse(format: Format, input: &[u8]) -> Result<Report, ParseError> {
     match format {
@@ -282,18 +292,19 @@ pub fn parse(format: Format, input: &[u8]) -> Result<Report, ParseError> {
         Format::LibtestJson => libtest_json::parse(input),
         Format::GoTestJson => go_json::parse(input),
         Format::Tap => Ok(tap::parse(input)),
+        Format::Ctrf | Format::CtrfSuite => ctrf::parse(format, input),
     }
 }
 
 /// The build failures printed in a run's output `log`, for a format whose
-/// report is a file of its own (JUnit): the producers of that file fail
-/// before writing it. For JUnit every producer's shapes are looked for (Maven,
+/// report is a file of its own (JUnit, CTRF): the producers of that file fail
+/// before writing it. For JUnit and CTRF every producer's shapes are looked for (Maven,
 /// Gradle, `tsc`, .NET, and the Go, cargo and Python runners behind
 /// gotestsum, nextest and `pytest --junitxml`); for the console formats this
 /// is what [`parse`] finds in the same bytes; TAP has none.
 pub fn scan_build_failures(format: Format, log: &[u8]) -> Vec<BuildFailure> {
     match format {
-        Format::Junit => junit_log::scan(log),
+        Format::Junit | Format::Ctrf | Format::CtrfSuite => junit_log::scan(log),
         Format::Pytest => pytest::build_failures(log),
         Format::Unittest => unittest::build_failures(log),
         Format::Libtest | Format::LibtestJson => libtest::build_failures(log),
@@ -686,8 +697,9 @@ mod tests {
                 }
             }
         }
-        // JUnit refuses all nine, go-test-json the object with a numeric Action.
-        assert_eq!(errors, 10);
+        // JUnit and both CTRF spellings refuse all nine (none is a CTRF
+        // document), go-test-json the object with a numeric Action.
+        assert_eq!(errors, 28);
     }
 
     fn fixture(format: Format, bytes: &[u8]) -> Report {

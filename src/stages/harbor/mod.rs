@@ -9,6 +9,7 @@
 //! `.git` the agent could rewrite) and assay's own binary, which runs the
 //! same staging, report reading, canaries and verdict as a build.
 
+pub(crate) mod deepswe;
 mod export;
 pub(crate) mod screen;
 mod verify;

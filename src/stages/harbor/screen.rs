@@ -33,6 +33,10 @@ pub(crate) struct Reading {
     pub(crate) error: Option<String>,
     /// The last lines of the verifier's output.
     pub(crate) tail: String,
+    /// The verifier's files (`/logs/verifier`) by name, for a reader of
+    /// its reports (`deepswe`); never recorded.
+    #[serde(skip)]
+    pub(crate) files: BTreeMap<String, Vec<u8>>,
 }
 
 /// The environment of a Harbor task, as built.
@@ -45,6 +49,10 @@ pub(crate) struct Built {
     /// Why there is none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) reason: Option<String>,
+    /// Why the image was built from `environment/Dockerfile` though the
+    /// task names a prebuilt one: it is not on this machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) fallback: Option<String>,
 }
 
 /// The two controls.
@@ -131,28 +139,43 @@ fn image_present(image: &str) -> bool {
     .is_ok_and(|out| out.ok)
 }
 
-/// The task's environment: its `docker_image`, or its Dockerfile built with
-/// no network. `tag` names the built image.
+/// The task's environment: its `docker_image` when this machine has it,
+/// else its Dockerfile built with no network (Deep-SWE's folders carry
+/// both: the Dockerfile reproduces the prebuilt image). `tag` names the
+/// built image.
 pub(crate) fn build(folder: &Path, toml: &TaskToml, tag: &str) -> Built {
     let failed = |reason: String| Built {
         ok: false,
         image: None,
         reason: Some(reason),
+        fallback: None,
     };
     let offline = |image: &str| {
         format!(
             "cannot pull offline: the image `{image}` is not on this machine (load or build it first)"
         )
     };
-    let image = if let Some(image) = &toml.docker_image {
-        if !image_present(image) {
-            return failed(offline(image));
-        }
-        image.clone()
+    let context = folder.join("environment");
+    let prebuilt = toml.docker_image.as_deref();
+    let mut fallback = None;
+    let image = if let Some(image) = prebuilt.filter(|i| image_present(i)) {
+        image.to_owned()
     } else {
-        let context = folder.join("environment");
         let Ok(dockerfile) = std::fs::read_to_string(context.join("Dockerfile")) else {
-            return failed("no environment/Dockerfile and no [environment] docker_image".into());
+            return failed(match prebuilt {
+                Some(image) => offline(image),
+                None => "no environment/Dockerfile and no [environment] docker_image".into(),
+            });
+        };
+        fallback = prebuilt.map(|image| {
+            format!("the image `{image}` is not on this machine: built from environment/Dockerfile")
+        });
+        // A failed fallback says what it fell back from.
+        let failed = |reason: String| {
+            failed(match &fallback {
+                Some(why) => format!("{reason} ({why})"),
+                None => reason,
+            })
         };
         if let Some(missing) = base_images(&dockerfile).iter().find(|i| !image_present(i)) {
             return failed(offline(missing));
@@ -177,6 +200,7 @@ pub(crate) fn build(folder: &Path, toml: &TaskToml, tag: &str) -> Built {
             ok: true,
             image: Some(String::from_utf8_lossy(&out.stdout).trim().to_owned()),
             reason: None,
+            fallback,
         },
         _ => failed(format!("the image `{image}` cannot be inspected")),
     }
@@ -281,6 +305,7 @@ pub(crate) fn read(
             20,
         );
         reward_of(&files, &mut reading);
+        reading.files = files;
         Ok(())
     })();
     let _ = docker(&["rm", "-f", "-v", name], Duration::from_secs(60));

@@ -1,7 +1,9 @@
 //! `harbor_task:<dataset>/<folder>`: one Harbor task folder of a
 //! `[[harbor_dataset]]`, its environment built and its controls read
 //! (`harbor::screen`). Keyed by every file of the folder, so a changed test
-//! or solution screens it again and nothing else.
+//! or solution screens it again and nothing else. A Deep-SWE-shaped folder
+//! (`tests/config.json`) has its controls' reports read too, its lists
+//! recomputed and compared with the dataset's whitelists (`harbor::deepswe`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,6 +13,7 @@ use assay_engine::JobCtx;
 use serde::{Deserialize, Serialize};
 
 use super::node::{Kind, Made, NoInputs, NodeKind};
+use crate::stages::harbor::deepswe::{self, SweScreen};
 use crate::stages::harbor::screen::{self, Built, NOP, ORACLE, Reading, TaskToml};
 
 #[derive(Clone, Debug, Serialize)]
@@ -34,6 +37,10 @@ pub(crate) struct HarborTaskRecord {
     pub(crate) readings: BTreeMap<String, Vec<Reading>>,
     pub(crate) certified: bool,
     pub(crate) uncertified_because: Vec<String>,
+    /// A Deep-SWE-shaped folder's lists as assay reads its controls, and
+    /// their disagreements with the dataset's whitelists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) swe: Option<SweScreen>,
 }
 
 pub(crate) struct HarborTask {
@@ -43,7 +50,7 @@ pub(crate) struct HarborTask {
 
 impl Kind for HarborTask {
     const NAME: &'static str = NodeKind::HarborTask.as_str();
-    const VERSION: u32 = 1;
+    const VERSION: u32 = 2;
     type Params = HarborTaskParams;
     type Inputs = NoInputs;
     type Record = HarborTaskRecord;
@@ -89,7 +96,15 @@ fn screen_task(p: &HarborTaskParams, folder: &Path) -> Result<HarborTaskRecord, 
             }
         }
     }
-    let uncertified_because = screen::certify(&environment, &readings);
+    let mut uncertified_because = screen::certify(&environment, &readings);
+    let swe = match deepswe::Folder::detect(folder) {
+        None => None,
+        Some(Ok(shape)) => Some(deepswe::screen(&shape, &readings)),
+        Some(Err(e)) => {
+            uncertified_because.push(format!("swe_config_invalid: {}", e.message));
+            None
+        }
+    };
     Ok(HarborTaskRecord {
         dataset: p.dataset.clone(),
         folder: p.folder.clone(),
@@ -98,6 +113,7 @@ fn screen_task(p: &HarborTaskParams, folder: &Path) -> Result<HarborTaskRecord, 
         certified: uncertified_because.is_empty(),
         uncertified_because,
         readings,
+        swe,
     })
 }
 

@@ -78,6 +78,10 @@ struct HarborLine<'a> {
     uncertified_because: &'a [String],
     environment: &'a crate::stages::harbor::screen::Built,
     readings: &'a BTreeMap<String, Vec<crate::stages::harbor::screen::Reading>>,
+    /// A Deep-SWE-shaped folder's recomputed lists and whitelist
+    /// disagreements.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    swe: Option<&'a crate::stages::harbor::deepswe::SweScreen>,
 }
 
 /// One line of `tasks.jsonl` / `tasks.uncertified.jsonl`: SWE-bench's
@@ -351,6 +355,7 @@ pub(crate) fn assemble(
                     uncertified_because: &t.uncertified_because,
                     environment: &t.environment,
                     readings: &t.readings,
+                    swe: t.swe.as_ref(),
                 })
                 .map_err(|e| err(&e))?;
                 harbor_lines.push((t.dataset.clone(), t.folder.clone(), line));

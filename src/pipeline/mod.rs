@@ -14,7 +14,7 @@ mod diag;
 mod env;
 mod file;
 mod judge;
-mod preset;
+pub(crate) mod preset;
 mod settings;
 mod sources;
 mod tamper;

@@ -165,7 +165,7 @@ pub fn unit_of(format: Format, name: &str, file: Option<&str>) -> Option<String>
             None => crate::unittest::module_of(name),
         },
         Format::JestJson | Format::MochaJson => Some(
-            file.map_or_else(|| name.split(" > ").next().unwrap_or(name), |f| f)
+            file.unwrap_or_else(|| name.split(" > ").next().unwrap_or(name))
                 .to_owned(),
         ),
         Format::Libtest | Format::LibtestJson | Format::Junit | Format::Tap => None,

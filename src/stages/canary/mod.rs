@@ -26,9 +26,9 @@
 //! canary would keep the real tests from running), and JavaScript and
 //! TypeScript test files under the `jest-json` and `mocha-json` reports
 //! (jest, vitest, mocha, `node --test`: an `it`/`test` call asserting as
-//! the file's own tests do; these files get no mutants yet, so their runs
-//! are weakly checked). A command that stops at the first failure (`-x`,
-//! `--failfast`, `-failfast`, `--bail`) gets none. Without a
+//! the file's own tests do, and mutants of their own `it`/`test` calls). A
+//! command that stops at the first failure (`-x`, `--failfast`,
+//! `-failfast`, `--bail`) gets none. Without a
 //! canary a run is *not forgery-checked*, and its grade and the release
 //! say so. This module is pure: the run stage reads and writes the files.
 
@@ -148,16 +148,7 @@ pub(crate) fn plant(
             continue;
         }
         let taken = |name: &str| text.contains(name) || h.beside.contains(name);
-        // A JavaScript title is a sentence: its words are split at spaces.
-        let spelled: Vec<String> = siblings
-            .iter()
-            .map(|n| {
-                n.split(|c: char| !c.is_ascii_alphanumeric())
-                    .collect::<Vec<_>>()
-                    .join("_")
-            })
-            .collect();
-        let words = words_of(&spelled);
+        let words = words_of(&siblings);
         let mut names = Vec::new();
         while names.len() < 3 {
             let name = lang.name(&rng.pick_words(&words));

@@ -20,7 +20,9 @@ pub(super) fn words_of(names: &[String]) -> Vec<String> {
             w.clear();
         };
         for ch in name.chars() {
-            if ch == '_' || ch.is_ascii_digit() {
+            // `_`, digits, and (in a JavaScript title) spaces and
+            // punctuation end a word.
+            if !ch.is_ascii_alphabetic() {
                 flush(&mut word);
             } else if ch.is_ascii_uppercase() && !word.is_empty() {
                 flush(&mut word);

@@ -130,15 +130,9 @@ fn message_lines(message: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::libtest::tests::outcomes;
     use crate::testing::failures;
     use crate::{Trust, assess};
-
-    fn outcomes(r: &Report) -> Vec<(&str, Option<&str>, Outcome)> {
-        r.tests
-            .iter()
-            .map(|t| (t.name.as_str(), t.file.as_deref(), t.outcome))
-            .collect()
-    }
 
     #[test]
     fn jest_report_ids_are_file_describe_test_relative_to_the_tree() {

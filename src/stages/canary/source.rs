@@ -358,13 +358,22 @@ fn leading_ident(s: &str) -> &str {
 /// A Go or Rust line with string and char literals and `//` comments
 /// blanked (block comments are rare in tests and left as they are).
 fn braced_code(line: &str) -> String {
+    blanked(line, false)
+}
+
+/// `line` with its string literals and `//` comment blanked, byte offsets
+/// kept (each blanked character becomes as many spaces as its bytes). `"…"`
+/// and `` `…` `` are strings; `'…'` is one too in JavaScript (`single`),
+/// else only a Rust char literal (`'{'`, not a lifetime `'a`).
+fn blanked(line: &str, single: bool) -> String {
     let mut out = String::with_capacity(line.len());
     let mut quote: Option<char> = None;
     let mut escaped = false;
-    let bytes: Vec<char> = line.chars().collect();
+    let chars: Vec<char> = line.chars().collect();
+    let blank = |out: &mut String, c: char| out.extend(std::iter::repeat_n(' ', c.len_utf8()));
     let mut k = 0;
-    while k < bytes.len() {
-        let c = bytes[k];
+    while k < chars.len() {
+        let c = chars[k];
         if let Some(q) = quote {
             if escaped {
                 escaped = false;
@@ -373,23 +382,26 @@ fn braced_code(line: &str) -> String {
             } else if c == q {
                 quote = None;
             }
-            out.push(' ');
+            blank(&mut out, c);
             k += 1;
             continue;
         }
-        if c == '/' && bytes.get(k + 1) == Some(&'/') {
-            out.extend(std::iter::repeat_n(' ', bytes.len() - k));
+        if c == '/' && chars.get(k + 1) == Some(&'/') {
+            for rest in &chars[k..] {
+                blank(&mut out, *rest);
+            }
             break;
         }
-        // A Rust char literal ('{'), not a lifetime ('a).
-        if c == '\'' && bytes.get(k + 2) == Some(&'\'') {
-            out.push_str("   ");
+        if !single && c == '\'' && chars.get(k + 2) == Some(&'\'') {
+            for lit in &chars[k..k + 3] {
+                blank(&mut out, *lit);
+            }
             k += 3;
             continue;
         }
-        if c == '"' || c == '`' {
+        if c == '"' || c == '`' || (single && c == '\'') {
             quote = Some(c);
-            out.push(' ');
+            blank(&mut out, c);
         } else {
             out.push(c);
         }
@@ -700,37 +712,7 @@ fn js_title(line: &str, rest: &str) -> Option<(String, usize)> {
 /// A JavaScript line with its string literals (`'…'`, `"…"`, `` `…` ``)
 /// and `//` comment blanked, offsets kept.
 fn js_code(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut quote: Option<char> = None;
-    let mut escaped = false;
-    let chars: Vec<char> = line.chars().collect();
-    let mut k = 0;
-    while k < chars.len() {
-        let c = chars[k];
-        let blank = |out: &mut String| out.extend(std::iter::repeat_n(' ', c.len_utf8()));
-        if let Some(q) = quote {
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == q {
-                quote = None;
-            }
-            blank(&mut out);
-        } else if c == '/' && chars.get(k + 1) == Some(&'/') {
-            for rest in &chars[k..] {
-                out.extend(std::iter::repeat_n(' ', rest.len_utf8()));
-            }
-            break;
-        } else if matches!(c, '\'' | '"' | '`') {
-            quote = Some(c);
-            blank(&mut out);
-        } else {
-            out.push(c);
-        }
-        k += 1;
-    }
-    out
+    blanked(line, true)
 }
 
 /// The top-level arguments of a call whose `(` ends just before `at`, as
@@ -833,5 +815,12 @@ mod tests {
         assert_eq!(texts(&b[0]), ["5"]);
         assert_eq!(texts(&b[1]), ["3", "'a'"]);
         assert_eq!(texts(&b[2]), ["'word'"]);
+        // A string of other scripts before the literal: offsets are bytes.
+        let wide = "it('reads ½', () => {\n  assert.strictEqual(parse('½ → x'), 12);\n});\n";
+        let b = blocks(Lang::Js, wide);
+        assert_eq!(b[0].name, "reads ½");
+        let site = &b[0].sites[0];
+        assert_eq!(site.text, "12");
+        assert_eq!(&wide.lines().nth(site.line).unwrap()[site.col..][..2], "12");
     }
 }

@@ -1,5 +1,5 @@
-//! `assay init` on new repositories the tests build (Python, Go, Rust): the
-//! pipeline it writes screens the merged pull request, holds the task back
+//! `assay init` on new repositories the tests build (Python, Go, Rust,
+//! JavaScript): the pipeline it writes screens the merged pull request, holds the task back
 //! until its statement is written — saying which file to write — and then
 //! certifies it.
 
@@ -135,4 +135,52 @@ fn init_writes_a_pipeline_that_certifies_a_rust_repositorys_pull_request() {
     init_and_certify(&p, "cart", "libtest", "cart-1");
     let toml = std::fs::read_to_string(p.path().join("pipeline.toml")).unwrap();
     assert!(toml.contains("preset = \"cargo\""), "{toml}");
+}
+
+/// A package with a lockfile and no dependencies: the node preset `init`
+/// writes runs `npm ci` at setup, picks `node --test` from the test script
+/// and reads its tests as `file > describe > test`.
+#[test]
+fn init_writes_a_pipeline_that_certifies_a_javascript_repositorys_pull_request() {
+    let p = Project::new();
+    let mut r = Repo::new(&p, "jscart");
+    let test = |extra: &str| {
+        format!(
+            "const {{ describe, it }} = require('node:test');\nconst assert = require('node:assert');\nconst cart = require('../cart');\n\ndescribe('cart', () => {{\n  it('totals', () => {{\n    assert.strictEqual(cart.total([1, 2]), 3);\n  }});\n{extra}}});\n"
+        )
+    };
+    let lock = "{\n  \"name\": \"jscart\",\n  \"version\": \"1.0.0\",\n  \"lockfileVersion\": 3,\n  \"requires\": true,\n  \"packages\": {\n    \"\": {\n      \"name\": \"jscart\",\n      \"version\": \"1.0.0\"\n    }\n  }\n}\n";
+    r.put(
+        "package.json",
+        "{\n  \"name\": \"jscart\",\n  \"version\": \"1.0.0\",\n  \"scripts\": { \"test\": \"node --test\" }\n}\n",
+    )
+    .put("package-lock.json", lock)
+    .put(
+        "cart.js",
+        "exports.total = (prices) => prices.reduce((a, b) => a + b, 0);\n",
+    )
+    .put("test/cart.test.js", &test(""));
+    r.commit("start");
+    r.pr(
+        1,
+        "Apply the discount",
+        &[
+            (
+                "cart.js",
+                "exports.total = (prices) => prices.reduce((a, b) => a + b, 0);\nexports.discounted = (prices, d) => exports.total(prices) - d;\n",
+            ),
+            (
+                "test/cart.test.js",
+                &test("  it('discounts', () => {\n    assert.strictEqual(cart.discounted([5, 5], 2), 8);\n  });\n"),
+            ),
+        ],
+    );
+    init_and_certify(&p, "jscart", "jest-json", "jscart-1");
+    let toml = std::fs::read_to_string(p.path().join("pipeline.toml")).unwrap();
+    assert!(toml.contains("preset = \"node\""), "{toml}");
+    let tasks = std::fs::read_to_string(p.path().join("release/tasks.jsonl")).unwrap();
+    assert!(
+        tasks.contains("test/cart.test.js > cart > discounts"),
+        "{tasks}"
+    );
 }

@@ -106,21 +106,10 @@ impl Gocalc {
             forger.to_string(),
         )
         .unwrap();
-        let made = Command::new(example.join("make-repo.sh"))
-            .arg(project.path().join("repo"))
-            .output()
-            .unwrap();
-        assert!(made.status.success(), "make-repo.sh: {made:?}");
-        assert_eq!(
-            String::from_utf8_lossy(&made.stdout).trim(),
+        util::example::make_and_build(
+            &project,
+            example,
             "7d9f907eae03a71b41077031f6bd40a3905fab5c",
-            "the README's pinned main commit"
-        );
-        let b = project.build_json(&[]);
-        assert_eq!(
-            b.run.code, 0,
-            "build failed\n--- stderr\n{}\n--- summary\n{:?}",
-            b.run.stderr, b.summary
         );
         Gocalc { project }
     }

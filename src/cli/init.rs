@@ -14,7 +14,7 @@ use crate::exit;
 /// Write a commented pipeline.toml for a git repository.
 ///
 /// Detects the language from the files at the repository's HEAD (go.mod:
-/// Go; Cargo.toml: Rust; pyproject.toml, setup.py, setup.cfg, requirements
+/// Go; Cargo.toml: Rust; package.json: JavaScript/TypeScript; pyproject.toml, setup.py, setup.cfg, requirements
 /// or test_*.py files: Python, pytest when it is configured, else unittest)
 /// and writes `pipeline.toml` and an empty `statements/` beside it.
 #[derive(Args, Debug)]
@@ -68,6 +68,19 @@ const RUST: Lang = Lang {
     report: "libtest",
     note: "The cargo preset vendors the dependencies at setup (the only step with the network), prebuilds them into a warm target directory each run copies, and runs `cargo test --offline --no-fail-fast` (docs/languages.md, Rust). A workspace: add its members' Cargo.toml to key_files.",
     preset: Some("cargo"),
+};
+
+const NODE: Lang = Lang {
+    name: "JavaScript/TypeScript",
+    setup: &[],
+    key_files: crate::pipeline::preset::NODE_KEY_FILES,
+    warm: None,
+    test_command: crate::pipeline::preset::NODE_TEST_COMMAND,
+    // The runners' files are paths, but their selection is the runner's own.
+    touched: None,
+    report: "jest-json",
+    note: "The node preset installs the dependencies with the lockfile's own manager at setup (the only step with the network), picks the runner from package.json (vitest, jest, mocha, else `node --test`) and runs it offline with a reporter assay reads, node_modules read-only from the environment (docs/languages.md, JavaScript).",
+    preset: Some("node"),
 };
 
 /// Python with either runner: the setup, key files and note they share.
@@ -156,6 +169,8 @@ pub(crate) fn run(global: &super::Global, args: InitArgs) -> Result<i32, Failure
         Some(&GO)
     } else if has("Cargo.toml").is_some() {
         Some(&RUST)
+    } else if has("package.json").is_some() {
+        Some(&NODE)
     } else {
         let pytest = has("pytest.ini").is_some()
             || files.iter().any(|f| f.ends_with("conftest.py"))
@@ -234,16 +249,19 @@ fn pipeline_text(name: &str, path: &str, branch: &str, lang: Option<&Lang>) -> S
     match lang {
         Some(l) if l.preset.is_some() => {
             t.push_str(&format!("# {}. {}\n", l.name, l.note));
+            let warm = l
+                .warm
+                .map(|w| format!("# warm = {{ {w} }}\n"))
+                .unwrap_or_default();
             t.push_str(&format!(
                 "preset = {}\n# What it stands for; any of these written here wins:\n\
-                 # key_files = [{}]\n# warm = {{ {} }}\n# test_command = {}\n# report = {}\n",
+                 # key_files = [{}]\n{warm}# test_command = {}\n# report = {}\n",
                 q(l.preset.unwrap_or_default()),
                 l.key_files
                     .iter()
                     .map(|s| q(s))
                     .collect::<Vec<_>>()
                     .join(", "),
-                l.warm.unwrap_or_default(),
                 q(l.test_command),
                 q(l.report)
             ));
@@ -279,7 +297,8 @@ fn pipeline_text(name: &str, path: &str, branch: &str, lang: Option<&Lang>) -> S
         None => t.push_str(
             "# No language recognised: the command that runs the tests at the tree's root,\n\
              # and its report format (junit, pytest, unittest, libtest, libtest-json,\n\
-             # go-test-json, tap, ctrf, ctrf-suite; docs/languages.md).\n\
+             # go-test-json, tap, ctrf, ctrf-suite,\n\
+             # jest-json, mocha-json; docs/languages.md).\n\
              test_command = \"\"\nreport = \"junit\"\n",
         ),
     }

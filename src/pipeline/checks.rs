@@ -107,7 +107,7 @@ pub(super) fn check(p: &Pipeline, f: &PipelineFile) -> Result<(), ConfigError> {
                 table,
                 "report",
                 "`report` is missing".into(),
-                "the test command's report format: junit, pytest, unittest, libtest, libtest-json, go-test-json or tap (or a `preset`, which gives one)",
+                "the test command's report format: junit, pytest, unittest, libtest, libtest-json, go-test-json, tap, jest-json or mocha-json (or a `preset`, which gives one)",
             ));
         }
         if env.test_command.trim().is_empty() {

@@ -61,7 +61,7 @@ fn env(
             report.span(),
             format!("unknown report format `{}`", report.get_ref()),
             "here",
-            "use one of: junit, pytest, unittest, libtest, libtest-json, go-test-json, tap, ctrf, ctrf-suite",
+            "use one of: junit, pytest, unittest, libtest, libtest-json, go-test-json, tap, ctrf, ctrf-suite, jest-json, mocha-json",
         )
     })?;
     if let Some(canary) = &cfg.canary

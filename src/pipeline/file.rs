@@ -264,7 +264,7 @@ pub(crate) struct EnvConfig {
     /// `[screen] scope = "touched-files"` (docs/stages.md, "Scope").
     pub(crate) touched_command: Option<Spanned<String>>,
     /// Report format: junit, pytest, unittest, libtest, libtest-json, go-test-json, tap,
-    /// ctrf, ctrf-suite.
+    /// ctrf, ctrf-suite, jest-json, mocha-json.
     pub(crate) report: Option<Spanned<String>>,
     /// A recipe for a language's environment (`cargo`): its setup runs
     /// before the table's own, and it gives the key files, test command,

@@ -15,7 +15,7 @@ mod env;
 mod file;
 mod judge;
 mod metric;
-mod preset;
+pub(crate) mod preset;
 mod settings;
 mod sources;
 mod tamper;

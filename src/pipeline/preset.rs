@@ -16,6 +16,8 @@ struct Preset {
     key_files: &'static [&'static str],
     test_command: &'static str,
     report: &'static str,
+    /// Where the test command writes its report, relative to the tree.
+    report_file: Option<&'static str>,
     warm: &'static [(&'static str, &'static str)],
 }
 
@@ -42,10 +44,60 @@ const CARGO: Preset = Preset {
     key_files: &["Cargo.toml", "Cargo.lock"],
     test_command: "[ -e Cargo.lock ] || cp \"$ASSAY_ENV/Cargo.lock\" . ; CARGO_INCREMENTAL=0 cargo test --offline --no-fail-fast --config \"$ASSAY_ENV/cargo-config.toml\"",
     report: "libtest",
+    report_file: None,
     warm: &[("CARGO_TARGET_DIR", "target")],
 };
 
-const PRESETS: [Preset; 1] = [CARGO];
+/// JavaScript and TypeScript with node. Setup (the only step with the
+/// network) installs the dependencies with the lockfile's own manager,
+/// frozen (`npm ci`, `pnpm install --frozen-lockfile`, `yarn install
+/// --frozen-lockfile`), picks the runner from package.json (vitest, jest,
+/// mocha, else `node --test`) and writes assay's reporters for mocha and
+/// `node --test` into the environment. Each run links the environment's
+/// `node_modules` into its tree (read-only; a warm copy with `warm = {
+/// ASSAY_NODE_MODULES = "node_modules" }`) and runs the runner with a
+/// reporter that writes `assay-report.json` in jest's shape.
+/// The node preset's key files: the manifest and every lockfile it reads.
+pub(crate) const NODE_KEY_FILES: &[&str] = &[
+    "package.json",
+    "package-lock.json",
+    "npm-shrinkwrap.json",
+    "pnpm-lock.yaml",
+    "yarn.lock",
+];
+
+/// The node preset's test command: the script its setup writes.
+pub(crate) const NODE_TEST_COMMAND: &str = "sh \"$ASSAY_ENV/assay-test.sh\"";
+
+const NODE: Preset = Preset {
+    name: "node",
+    setup: &[
+        concat!(
+            "cat > assay-node-reporter.mjs <<'ASSAY_EOF'\n",
+            include_str!("presets/node-reporter.mjs"),
+            "ASSAY_EOF"
+        ),
+        concat!(
+            "cat > assay-mocha-reporter.js <<'ASSAY_EOF'\n",
+            include_str!("presets/mocha-reporter.js"),
+            "ASSAY_EOF"
+        ),
+        concat!(
+            "cat > assay-test.sh <<'ASSAY_EOF'\n",
+            include_str!("presets/node-test.sh"),
+            "ASSAY_EOF"
+        ),
+        include_str!("presets/node-setup.sh"),
+        "chmod -R a+rX .",
+    ],
+    key_files: NODE_KEY_FILES,
+    test_command: NODE_TEST_COMMAND,
+    report: "jest-json",
+    report_file: Some("assay-report.json"),
+    warm: &[],
+};
+
+const PRESETS: [Preset; 2] = [CARGO, NODE];
 
 /// Expands every environment's preset in place, before the file's checks.
 pub(super) fn expand(pipeline: &Pipeline, file: &mut PipelineFile) -> Result<(), ConfigError> {
@@ -78,6 +130,9 @@ fn apply(preset: &Preset, env: &mut EnvConfig, name: &Spanned<String>) {
     }
     if env.test_command.trim().is_empty() {
         env.test_command = preset.test_command.to_owned();
+        if env.report_file.is_none() {
+            env.report_file = preset.report_file.map(str::to_owned);
+        }
     }
     if env.report.is_none() {
         // Spanned at the preset's name: an error about it points there.
@@ -126,6 +181,28 @@ mod tests {
         assert_eq!(env.report.as_ref().unwrap().get_ref(), "libtest");
         let warm = env.warm.as_ref().unwrap().get_ref();
         assert_eq!(warm["CARGO_TARGET_DIR"], "target");
+    }
+
+    #[test]
+    fn the_node_preset_installs_by_lockfile_and_reports_in_jests_shape() {
+        let env = loaded("[env]\npreset = \"node\"\n").unwrap();
+        assert_eq!(env.test_command, "sh \"$ASSAY_ENV/assay-test.sh\"");
+        assert_eq!(env.report.as_ref().unwrap().get_ref(), "jest-json");
+        assert_eq!(env.report_file.as_deref(), Some("assay-report.json"));
+        assert!(env.key_files.iter().any(|k| k == "pnpm-lock.yaml"));
+        let setup = env.setup.join("\n");
+        for step in [
+            "npm ci",
+            "pnpm install --frozen-lockfile",
+            "yarn install --frozen-lockfile",
+            "> runner",
+            "assay-node-reporter.mjs <<'ASSAY_EOF'",
+        ] {
+            assert!(setup.contains(step), "{step}");
+        }
+        // A table's own command keeps its own report file.
+        let own = loaded("[env]\npreset = \"node\"\ntest_command = \"npx jest --json\"\n").unwrap();
+        assert_eq!(own.report_file, None);
     }
 
     #[test]

@@ -549,6 +549,10 @@ pub(crate) struct GradeRecord {
     pub(crate) not_run: Vec<String>,
     /// Session patch paths left out by the exclusion policy.
     pub(crate) excluded_paths: Vec<String>,
+    /// The rule that left each of `excluded_paths` out, naming the glob
+    /// that matched. Absent when nothing was left out.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub(crate) excluded_by: std::collections::BTreeMap<String, String>,
     pub(crate) exit_code: Option<i32>,
     /// The PASS_TO_PASS check and the FAIL_TO_PASS check, kept apart:
     /// `pass`, `fail (N)` or `not run`.

@@ -28,7 +28,7 @@ pub fn example_project() -> Project {
 
 /// Copies `from` into `to`, leaving out the example repository a build of
 /// the source tree may have created (the copy creates its own).
-fn copy_tree(from: &Path, to: &Path) {
+pub fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap().flatten() {
         let (src, dest) = (e.path(), to.join(e.file_name()));
@@ -41,4 +41,51 @@ fn copy_tree(from: &Path, to: &Path) {
             std::fs::copy(&src, &dest).unwrap();
         }
     }
+}
+
+/// The tasks of a built release (certified and not), by instance id.
+pub fn released_tasks(project: &Project) -> std::collections::BTreeMap<String, serde_json::Value> {
+    ["release/tasks.jsonl", "release/tasks.uncertified.jsonl"]
+        .iter()
+        .map(|rel| std::fs::read_to_string(project.path().join(rel)).unwrap())
+        .collect::<String>()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (v["instance_id"].as_str().unwrap().to_owned(), v)
+        })
+        .collect()
+}
+
+/// The rows of a built release's results.csv, by (session, arm).
+pub fn released_results(
+    project: &Project,
+) -> std::collections::BTreeMap<(String, String), std::collections::BTreeMap<String, String>> {
+    let text = std::fs::read_to_string(project.path().join("release/results.csv")).unwrap();
+    super::csv_records(&text)
+        .into_iter()
+        .map(|r| ((r["session"].clone(), r["arm"].clone()), r))
+        .collect()
+}
+
+/// Makes a language example's repository with its own `make-repo.sh` at
+/// `repo` in `project`, checks the README's pinned `main` commit, and
+/// builds the project; panics with the build's stderr if it fails.
+pub fn make_and_build(project: &Project, example: &Path, pinned: &str) {
+    let made = std::process::Command::new(example.join("make-repo.sh"))
+        .arg(project.path().join("repo"))
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "make-repo.sh: {made:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&made.stdout).trim(),
+        pinned,
+        "the README's pinned main commit"
+    );
+    let b = project.build_json(&[]);
+    assert_eq!(
+        b.run.code, 0,
+        "build failed\n--- stderr\n{}\n--- summary\n{:?}",
+        b.run.stderr, b.summary
+    );
 }

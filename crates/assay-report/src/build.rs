@@ -23,6 +23,7 @@
 //! | `libtest`, `libtest-json` | crate (`tinycalc`) | none: ids carry no crate |
 //! | `junit` | Maven project, Gradle task, TypeScript file, .NET project, … | none: ids carry no unit the producers' errors name |
 //! | `tap` | — (no build failure is recognised) | none |
+//! | `jest-json`, `mocha-json` | test file relative to the tree (`src/a.test.ts`) | the `file`, else the id before ` > ` |
 //!
 //! Where a test has no unit, only a failure that stopped the whole run
 //! ([`BuildFailure::stopped_run`]) covers it: cargo, Maven, Gradle and `tsc`
@@ -163,6 +164,10 @@ pub fn unit_of(format: Format, name: &str, file: Option<&str>) -> Option<String>
             Some(f) => f.strip_suffix(".py").map(|m| m.replace(['/', '\\'], ".")),
             None => crate::unittest::module_of(name),
         },
+        Format::JestJson | Format::MochaJson => Some(
+            file.unwrap_or_else(|| name.split(" > ").next().unwrap_or(name))
+                .to_owned(),
+        ),
         Format::Libtest
         | Format::LibtestJson
         | Format::Junit

@@ -38,15 +38,21 @@ pub use build::{BuildFailure, MESSAGE_MAX_BYTES, MESSAGE_MAX_LINES, build_failur
 mod build;
 mod ctrf;
 mod go_json;
+mod jest_json;
+mod json_document;
 mod json_lines;
 mod junit;
 mod junit_log;
 mod libtest;
 mod libtest_json;
+mod mocha_json;
 mod pending;
 mod pytest;
 mod tap;
+mod tree_path;
 mod unittest;
+
+pub use tree_path::MAX_ID_BYTES;
 
 /// The report formats `assay` can read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -71,11 +77,16 @@ pub enum Format {
     /// A CTRF JSON document, each test by `suite.name` (its suite's first
     /// entry and its name; `name` alone when it has no suite).
     CtrfSuite,
+    /// jest's JSON report, and vitest's and assay's `node --test` reporter's
+    /// in its shape.
+    JestJson,
+    /// mocha's `--reporter json`.
+    MochaJson,
 }
 
 impl Format {
     /// Every format, in declaration order.
-    pub const ALL: [Format; 9] = [
+    pub const ALL: [Format; 11] = [
         Format::Junit,
         Format::Pytest,
         Format::Unittest,
@@ -85,6 +96,8 @@ impl Format {
         Format::Tap,
         Format::Ctrf,
         Format::CtrfSuite,
+        Format::JestJson,
+        Format::MochaJson,
     ];
 
     /// The kebab-case name used in config files and on the command line.
@@ -99,6 +112,8 @@ impl Format {
             Format::Tap => "tap",
             Format::Ctrf => "ctrf",
             Format::CtrfSuite => "ctrf-suite",
+            Format::JestJson => "jest-json",
+            Format::MochaJson => "mocha-json",
         }
     }
 }
@@ -112,7 +127,7 @@ impl fmt::Display for Format {
 /// A format name that is not one of [`Format::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[error(
-    "unknown report format `{0}` (expected one of: junit, pytest, unittest, libtest, libtest-json, go-test-json, tap, ctrf, ctrf-suite)"
+    "unknown report format `{0}` (expected one of: junit, pytest, unittest, libtest, libtest-json, go-test-json, tap, ctrf, ctrf-suite, jest-json, mocha-json)"
 )]
 pub struct UnknownFormat(pub String);
 
@@ -257,6 +272,13 @@ pub enum ParseError {
     /// shape (e.g. a test name that is a number).
     #[error("line {line}: {message}")]
     Schema { line: usize, message: String },
+    /// Not the JSON document the format is (none, or two of them).
+    #[error("not a report of this format: {message}")]
+    Json { message: String },
+    /// A test id or file no runner could have written: a path outside the
+    /// tree or climbing out of it, a control character, an id too long.
+    #[error("refused: {message}")]
+    Refused { message: String },
 }
 
 /// What selects the test `id` of a report in `format` on its runner's
@@ -281,10 +303,25 @@ pub fn doctest_item(format: Format, id: &str) -> Option<(&str, &str)> {
 }
 
 /// Parses `input` as a report in `format`. For the console formats (all
-/// but JUnit and CTRF, whose input is the report file) build failures printed in `input`
-/// land in [`Report::build_failures`].
+/// but JUnit, CTRF, jest-json and mocha-json, whose input is the report file) build
+/// failures printed in `input` land in [`Report::build_failures`]. Paths are
+/// kept as the report prints them: a run's report is read with [`parse_under`].
 pub fn parse(format: Format, input: &[u8]) -> Result<Report, ParseError> {
+    parse_under(format, input, &[])
+}
+
+/// [`parse`] for a run whose tree the runner saw at `roots` (the sandbox's
+/// path, the directory on this machine): the formats that name test files by
+/// absolute path (`jest-json`, `mocha-json`) name them relative to the tree,
+/// resolved through symlinks, and refuse a file outside it.
+pub fn parse_under(
+    format: Format,
+    input: &[u8],
+    roots: &[&std::path::Path],
+) -> Result<Report, ParseError> {
     match format {
+        Format::JestJson => jest_json::parse(input, roots),
+        Format::MochaJson => mocha_json::parse(input, roots),
         Format::Junit => junit::parse(input),
         Format::Pytest => Ok(pytest::parse(input)),
         Format::Unittest => Ok(unittest::parse(input)),
@@ -311,7 +348,7 @@ pub fn scan_build_failures(format: Format, log: &[u8]) -> Vec<BuildFailure> {
         Format::GoTestJson => go_json::parse(log)
             .map(|r| r.build_failures)
             .unwrap_or_else(|_| go_json::text_build_failures(log)),
-        Format::Tap => Vec::new(),
+        Format::Tap | Format::JestJson | Format::MochaJson => Vec::new(),
     }
 }
 
@@ -697,9 +734,9 @@ mod tests {
                 }
             }
         }
-        // JUnit and both CTRF spellings refuse all nine (none is a CTRF
-        // document), go-test-json the object with a numeric Action.
-        assert_eq!(errors, 28);
+        // JUnit, both CTRF spellings, jest-json and mocha-json refuse all
+        // nine, go-test-json the object with a numeric Action.
+        assert_eq!(errors, 46);
     }
 
     fn fixture(format: Format, bytes: &[u8]) -> Report {

@@ -23,8 +23,12 @@
 //! Built in for unittest, pytest (its own report or JUnit XML over `.py`
 //! files), `go test -json` and libtest (only with `--no-fail-fast`: plain
 //! `cargo test` stops at the first failing test binary, and the must-fail
-//! canary would keep the real tests from running). A command that stops at
-//! the first failure (`-x`, `--failfast`, `-failfast`) gets none. Without a
+//! canary would keep the real tests from running), and JavaScript and
+//! TypeScript test files under the `jest-json` and `mocha-json` reports
+//! (jest, vitest, mocha, `node --test`: an `it`/`test` call asserting as
+//! the file's own tests do, and mutants of their own `it`/`test` calls). A
+//! command that stops at the first failure (`-x`, `--failfast`,
+//! `-failfast`, `--bail`) gets none. Without a
 //! canary a run is *not forgery-checked*, and its grade and the release
 //! say so. This module is pure: the run stage reads and writes the files.
 
@@ -462,7 +466,13 @@ fn stops_at_first_failure(command: &str) -> Option<&str> {
     command.split_whitespace().find(|w| {
         matches!(
             *w,
-            "-x" | "--exitfirst" | "-f" | "--failfast" | "-failfast" | "--fail-fast"
+            "-x" | "--exitfirst"
+                | "-f"
+                | "--failfast"
+                | "-failfast"
+                | "--fail-fast"
+                | "--bail"
+                | "--test-fail-fast"
         ) || w.starts_with("--maxfail")
             || w.starts_with("-failfast=")
     })
@@ -472,6 +482,13 @@ fn stops_at_first_failure(command: &str) -> Option<&str> {
 /// unittest): `name` ends the id at an identifier boundary, or (a custom
 /// canary's description) stands in it as a whole word.
 fn names_test(id: &str, name: &str) -> bool {
+    // A JavaScript id: `file > describe > title`.
+    if id
+        .rsplit_once(" > ")
+        .is_some_and(|(_, title)| title == name)
+    {
+        return true;
+    }
     let word = |w: &str| w == name;
     if id
         .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
@@ -555,6 +572,92 @@ mod tests {
                 assert!(!UNITTEST_FILE.contains(&c.name) && !beside.contains(&c.name));
             }
         }
+    }
+
+    const JS_FILE: &str = "'use strict';\n\nconst { describe, it } = require('node:test');\nconst assert = require('node:assert');\n\ndescribe('stats', () => {\n  it('averages nothing to zero', () => {\n    assert.strictEqual(0 / 1, 0);\n  });\n});\n";
+
+    /// A JavaScript test file's canaries, run for real by `node --test`
+    /// through the node preset's reporter and read back from its report:
+    /// the must-pass passes, the must-fail fails, both named `file > title`
+    /// and taken out of the reading. Skipped where there is no `node`.
+    #[test]
+    fn javascript_canaries_run_under_node_test_and_read_back_by_title() {
+        let p = planted(Format::JestJson, "test/stats.test.js", JS_FILE, 5);
+        assert_eq!(p.canaries.len(), 2);
+        let text = String::from_utf8(p.files[0].1.clone()).unwrap();
+        assert_eq!(text.matches("\nit('").count(), 2, "{text}");
+        assert_eq!(text.matches("assert.strictEqual(").count(), 3, "{text}");
+        for c in &p.canaries {
+            assert!(c.name.contains(' ') && !JS_FILE.contains(&c.name), "{c:?}");
+        }
+        // jest/vitest style files assert with `expect`.
+        let jest = "test('adds', () => {\n  expect(1 + 1).toBe(2);\n});\n";
+        let pj = planted(Format::JestJson, "src/__tests__/add.ts", jest, 5);
+        let jtext = String::from_utf8(pj.files[0].1.clone()).unwrap();
+        assert_eq!(jtext.matches("\ntest('").count(), 2, "{jtext}");
+        assert_eq!(jtext.matches(").toBe(").count(), 3, "{jtext}");
+        // Not a test file by its name: no canary.
+        assert!(
+            plant(
+                Format::JestJson,
+                "x",
+                &[hidden("src/add.js", jest)],
+                [0; 32],
+                None
+            )
+            .is_err()
+        );
+
+        if std::process::Command::new("node")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            eprintln!("no node: the run half of this test is skipped");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("test")).unwrap();
+        std::fs::write(dir.path().join("test/stats.test.js"), &text).unwrap();
+        let reporter = dir.path().join("reporter.mjs");
+        std::fs::write(
+            &reporter,
+            include_str!("../../pipeline/presets/node-reporter.mjs"),
+        )
+        .unwrap();
+        let out = std::process::Command::new("node")
+            .arg("--test")
+            .arg(format!("--test-reporter={}", reporter.display()))
+            .arg("--test-reporter-destination=report.json")
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        let bytes = std::fs::read(dir.path().join("report.json")).unwrap();
+        let report = assay_report::parse_under(Format::JestJson, &bytes, &[dir.path()]).unwrap();
+        let mut tests: BTreeMap<String, Outcome> = report
+            .tests
+            .iter()
+            .map(|t| (t.name.clone(), t.outcome))
+            .collect();
+        let mut files: BTreeMap<String, String> = report
+            .tests
+            .iter()
+            .filter_map(|t| Some((t.name.clone(), t.file.clone()?)))
+            .collect();
+        let read = read(&p, &mut tests, &mut files);
+        for c in &read {
+            let want = match c.must {
+                Must::Pass => Outcome::Passed,
+                Must::Fail => Outcome::Failed,
+            };
+            assert_eq!((c.seen, c.expected), (Some(want), true), "{c:?}");
+        }
+        assert_eq!(
+            tests.keys().collect::<Vec<_>>(),
+            ["test/stats.test.js > stats > averages nothing to zero"]
+        );
+        assert_eq!(forged(&read, true), None);
     }
 
     #[test]

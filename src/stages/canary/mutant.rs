@@ -523,9 +523,12 @@ pub(crate) fn certified(
     files: &[String],
 ) -> Certified {
     // The report id of each original: the id naming its class and test.
+    // A JavaScript id names its file first: a title of another file is
+    // not this test.
     let id_of = |t: &TestRef| -> Option<String> {
         reading
             .keys()
+            .filter(|id| !id.contains(" > ") || id.starts_with(&format!("{} > ", t.file)))
             .find(|id| super::names_test(id, &report_name(t.class.as_deref(), &t.test)))
             .cloned()
     };
@@ -578,6 +581,12 @@ pub(crate) fn certified(
 /// Gives renamed tests their declared names back in a report id: the
 /// fresh name, a whole identifier of the id, becomes the original's.
 pub(crate) fn unrename(id: &str, renamed: &BTreeMap<String, String>) -> Option<String> {
+    // A JavaScript id ends in the test's title, which may hold spaces.
+    if let Some((head, title)) = id.rsplit_once(" > ")
+        && let Some(orig) = renamed.get(title)
+    {
+        return Some(format!("{head} > {orig}"));
+    }
     let mut out = String::with_capacity(id.len());
     let mut changed = false;
     let mut start = None;

@@ -20,7 +20,9 @@ pub(super) fn words_of(names: &[String]) -> Vec<String> {
             w.clear();
         };
         for ch in name.chars() {
-            if ch == '_' || ch.is_ascii_digit() {
+            // `_`, digits, and (in a JavaScript title) spaces and
+            // punctuation end a word.
+            if !ch.is_ascii_alphabetic() {
                 flush(&mut word);
             } else if ch.is_ascii_uppercase() && !word.is_empty() {
                 flush(&mut word);
@@ -75,6 +77,8 @@ pub(super) enum Lang {
     Pytest,
     Go,
     Rust,
+    /// JavaScript or TypeScript under jest, vitest, mocha or `node --test`.
+    Js,
 }
 
 /// What the appended source must refer to.
@@ -82,6 +86,95 @@ pub(super) enum Shape {
     /// The expression that names `unittest.TestCase` in this file.
     TestCase(String),
     Plain,
+    /// JavaScript: the test function the file calls (`it` or `test`) and
+    /// its assertion, written as the file writes its own.
+    Js {
+        call: &'static str,
+        check: JsCheck,
+    },
+}
+
+/// How a JavaScript file asserts, so a canary asserts the same way (a
+/// patched `expect` or `assert` reaches the canary too).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum JsCheck {
+    /// `expect(got).toBe(want)` (jest, vitest).
+    Expect,
+    /// `assert.strictEqual(got, want)` (node:assert, under mocha or `node --test`).
+    StrictEqual,
+    /// `assert.equal(got, want)`.
+    Equal,
+    /// A plain `throw` (a file whose assertion style is neither).
+    Throw,
+}
+
+/// Whether `file` (a path's last part) is named like a JavaScript or
+/// TypeScript test file: `*.test.*`, `*.spec.*`, or a script under a test
+/// directory (`test/`, `tests/`, `__tests__/`).
+pub(super) fn is_js_test(path: &str) -> bool {
+    let file = path.rsplit('/').next().unwrap_or(path);
+    let ext = file.rsplit('.').next().unwrap_or("");
+    let script = matches!(
+        ext,
+        "js" | "mjs" | "cjs" | "ts" | "mts" | "cts" | "jsx" | "tsx"
+    );
+    let named = file.contains(".test.") || file.contains(".spec.");
+    let dirs = path.split('/').rev().skip(1);
+    let under = dirs
+        .into_iter()
+        .any(|d| matches!(d, "test" | "tests" | "__tests__"));
+    script && (named || under)
+}
+
+/// The titles of a JavaScript file's tests: the first string argument of
+/// each `it(`, `test(` (and `.only`/`.skip` forms are left out: they are
+/// not plain tests).
+pub(super) fn js_titles(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let t = line.trim_start();
+        let rest = t.strip_prefix("it(").or_else(|| t.strip_prefix("test("));
+        let Some(rest) = rest else { continue };
+        let rest = rest.trim_start();
+        let Some(q) = rest
+            .chars()
+            .next()
+            .filter(|c| matches!(c, '\'' | '"' | '`'))
+        else {
+            continue;
+        };
+        if let Some(end) = rest[1..].find(q) {
+            let title = &rest[1..1 + end];
+            if !title.is_empty() && !title.contains('\\') && !title.contains("${") {
+                out.push(title.to_owned());
+            }
+        }
+    }
+    out
+}
+
+fn js_shape(text: &str) -> Option<Shape> {
+    let calls = |f: &str| {
+        text.lines()
+            .any(|l| l.trim_start().starts_with(&format!("{f}(")))
+    };
+    let call = if calls("it") {
+        "it"
+    } else if calls("test") {
+        "test"
+    } else {
+        return None;
+    };
+    let check = if text.contains("expect(") {
+        JsCheck::Expect
+    } else if text.contains("assert.strictEqual(") {
+        JsCheck::StrictEqual
+    } else if text.contains("assert.equal(") {
+        JsCheck::Equal
+    } else {
+        JsCheck::Throw
+    };
+    Some(Shape::Js { call, check })
 }
 
 impl Lang {
@@ -93,6 +186,7 @@ impl Lang {
             Format::Pytest | Format::Junit if py => Some(Lang::Pytest),
             Format::GoTestJson if file.ends_with("_test.go") => Some(Lang::Go),
             Format::Libtest | Format::LibtestJson if file.ends_with(".rs") => Some(Lang::Rust),
+            Format::JestJson | Format::MochaJson if is_js_test(path) => Some(Lang::Js),
             _ => None,
         }
     }
@@ -133,11 +227,15 @@ impl Lang {
                 let gated = text.lines().any(|l| l.trim_start().starts_with("#![cfg"));
                 (!gated && text.contains("#[test]")).then_some(Shape::Plain)
             }
+            Lang::Js => js_shape(text),
         }
     }
 
     /// The names of the file's own tests.
     pub(super) fn test_names(self, text: &str) -> Vec<String> {
+        if self == Lang::Js {
+            return js_titles(text);
+        }
         let mut out = Vec::new();
         let mut after_test_attr = false;
         for line in text.lines() {
@@ -151,6 +249,7 @@ impl Lang {
                     .strip_prefix("func Test")
                     .filter(|rest| rest.contains("*testing.T"))
                     .map(|rest| format!("Test{}", ident(rest))),
+                Lang::Js => None,
                 Lang::Rust => {
                     if t.starts_with("#[test]") {
                         after_test_attr = true;
@@ -179,6 +278,7 @@ impl Lang {
                 format!("Test{camel}")
             }
             Lang::Rust => words.join("_"),
+            Lang::Js => words.join(" "),
         }
     }
 
@@ -186,7 +286,7 @@ impl Lang {
     pub(super) fn report_name(shape: &Shape, class: &str, name: &str) -> String {
         match shape {
             Shape::TestCase(_) => format!("{}.{name}", class_name(class)),
-            Shape::Plain => name.to_owned(),
+            Shape::Plain | Shape::Js { .. } => name.to_owned(),
         }
     }
 
@@ -211,7 +311,7 @@ impl Lang {
                     ));
                 }
             }
-            (Lang::Pytest | Lang::Unittest, Shape::Plain) => {
+            (Lang::Pytest | Lang::Unittest, Shape::Plain | Shape::Js { .. }) => {
                 for (name, _, sum) in canaries {
                     s.push_str(&format!(
                         "\n\ndef {name}():\n    assert {} + {} == {}\n",
@@ -227,6 +327,21 @@ impl Lang {
                     ));
                 }
             }
+            (Lang::Js, Shape::Js { call, check }) => {
+                for (name, _, sum) in canaries {
+                    let (a, b, want) = (sum.a, sum.b, sum.expected);
+                    let body = match check {
+                        JsCheck::Expect => format!("expect({a} + {b}).toBe({want});"),
+                        JsCheck::StrictEqual => format!("assert.strictEqual({a} + {b}, {want});"),
+                        JsCheck::Equal => format!("assert.equal({a} + {b}, {want});"),
+                        JsCheck::Throw => format!(
+                            "if ({a} + {b} !== {want}) throw new Error(`got ${{{a} + {b}}}, want {want}`);"
+                        ),
+                    };
+                    s.push_str(&format!("\n{call}('{name}', () => {{\n  {body}\n}});\n"));
+                }
+            }
+            (Lang::Js, _) => {}
             (Lang::Rust, _) => {
                 for (name, _, sum) in canaries {
                     s.push_str(&format!(

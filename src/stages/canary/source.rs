@@ -1,6 +1,7 @@
 //! The tests of a hidden test file, read from its source: where each test
 //! function starts and ends, what it is named, the container it sits in (a
-//! Python class, a Rust module, the file), and the integer literals of its
+//! Python class, a Rust module, a JavaScript `describe`, the file), and the
+//! integer literals of its
 //! assertions that a mutant may change (docs/security.md, "Canaries").
 //!
 //! A reader per language, line-based with strings and comments skipped
@@ -9,7 +10,9 @@
 //! that away; a file it cannot read gets no canary of this kind). Only the
 //! literal an assertion *expects* is a site — the last argument of
 //! `assertEqual`/`assert_eq!`, the right of `==` in a Python `assert`, of
-//! `!=` in a Go `if`, a Go `want :=` — never an input, so a mutant cannot
+//! `!=` in a Go `if`, a Go `want :=`, the second argument of JavaScript's
+//! `assert.strictEqual`, the argument of `.toBe` — never an input, so a
+//! mutant cannot
 //! make a test run longer.
 
 use super::shape::Lang;
@@ -53,6 +56,7 @@ pub(crate) fn blocks(lang: Lang, text: &str) -> Vec<Block> {
         Lang::Unittest | Lang::Pytest => python(&lines),
         Lang::Go => braced(&lines, Lang::Go),
         Lang::Rust => braced(&lines, Lang::Rust),
+        Lang::Js => js(&lines),
     };
     for b in &mut out {
         b.sites = sites(lang, &lines[b.start..b.end], b.def_line - b.start);
@@ -354,13 +358,22 @@ fn leading_ident(s: &str) -> &str {
 /// A Go or Rust line with string and char literals and `//` comments
 /// blanked (block comments are rare in tests and left as they are).
 fn braced_code(line: &str) -> String {
+    blanked(line, false)
+}
+
+/// `line` with its string literals and `//` comment blanked, byte offsets
+/// kept (each blanked character becomes as many spaces as its bytes). `"…"`
+/// and `` `…` `` are strings; `'…'` is one too in JavaScript (`single`),
+/// else only a Rust char literal (`'{'`, not a lifetime `'a`).
+fn blanked(line: &str, single: bool) -> String {
     let mut out = String::with_capacity(line.len());
     let mut quote: Option<char> = None;
     let mut escaped = false;
-    let bytes: Vec<char> = line.chars().collect();
+    let chars: Vec<char> = line.chars().collect();
+    let blank = |out: &mut String, c: char| out.extend(std::iter::repeat_n(' ', c.len_utf8()));
     let mut k = 0;
-    while k < bytes.len() {
-        let c = bytes[k];
+    while k < chars.len() {
+        let c = chars[k];
         if let Some(q) = quote {
             if escaped {
                 escaped = false;
@@ -369,23 +382,26 @@ fn braced_code(line: &str) -> String {
             } else if c == q {
                 quote = None;
             }
-            out.push(' ');
+            blank(&mut out, c);
             k += 1;
             continue;
         }
-        if c == '/' && bytes.get(k + 1) == Some(&'/') {
-            out.extend(std::iter::repeat_n(' ', bytes.len() - k));
+        if c == '/' && chars.get(k + 1) == Some(&'/') {
+            for rest in &chars[k..] {
+                blank(&mut out, *rest);
+            }
             break;
         }
-        // A Rust char literal ('{'), not a lifetime ('a).
-        if c == '\'' && bytes.get(k + 2) == Some(&'\'') {
-            out.push_str("   ");
+        if !single && c == '\'' && chars.get(k + 2) == Some(&'\'') {
+            for lit in &chars[k..k + 3] {
+                blank(&mut out, *lit);
+            }
             k += 3;
             continue;
         }
-        if c == '"' || c == '`' {
+        if c == '"' || c == '`' || (single && c == '\'') {
             quote = Some(c);
-            out.push(' ');
+            blank(&mut out, c);
         } else {
             out.push(c);
         }
@@ -413,16 +429,18 @@ fn sites(lang: Lang, block: &[&str], def_at: usize) -> Vec<Site> {
     for (n, line) in block.iter().enumerate().skip(def_at + 1) {
         let code: String = match lang {
             Lang::Unittest | Lang::Pytest => code_chars(line).collect(),
+            Lang::Js => js_code(line),
             _ => braced_code(line),
         };
         let expected = match lang {
             Lang::Unittest | Lang::Pytest => python_expected(&code),
             Lang::Go => go_expected(&code),
             Lang::Rust => rust_expected(&code),
+            Lang::Js => js_expected(&code),
         };
         let Some((s, e)) = expected else { continue };
         let quotes: &[u8] = match lang {
-            Lang::Unittest | Lang::Pytest => b"\"'",
+            Lang::Unittest | Lang::Pytest | Lang::Js => b"\"'",
             _ => b"\"",
         };
         if let Some((col, len)) =
@@ -589,6 +607,114 @@ fn rust_expected(code: &str) -> Option<(usize, usize)> {
     args.get(1).copied()
 }
 
+/// JavaScript: the expected argument of node:assert's `strictEqual`,
+/// `equal`, `deepStrictEqual`, `deepEqual` (the second), or of jest's and
+/// vitest's `toBe`, `toEqual`, `toStrictEqual` (the only one).
+fn js_expected(code: &str) -> Option<(usize, usize)> {
+    for m in ["strictEqual(", "equal(", "deepStrictEqual(", "deepEqual("] {
+        if let Some(p) = code.find(&format!("assert.{m}")) {
+            let args = top_level_args(code, p + "assert.".len() + m.len())?;
+            return (args.len() >= 2).then(|| args[1]);
+        }
+    }
+    for m in [".toBe(", ".toEqual(", ".toStrictEqual("] {
+        if let Some(p) = code.find(m) {
+            let args = top_level_args(code, p + m.len())?;
+            return (args.len() == 1).then(|| args[0]);
+        }
+    }
+    None
+}
+
+/// JavaScript: each `it('title', …)` or `test('title', …)` call that starts
+/// a line, to the line where its parentheses close; its name is its title
+/// (a plain string: no escape, no `${`), its container the innermost
+/// `describe(` around it.
+fn js(lines: &[&str]) -> Vec<Block> {
+    let mut out = Vec::new();
+    let mut depth: i32 = 0;
+    // (line, depth before it) of each open describe.
+    let mut describes: Vec<(usize, i32)> = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let t = line.trim_start();
+        let code = js_code(line);
+        let call = t.strip_prefix("it(").or_else(|| t.strip_prefix("test("));
+        if let Some((name, name_col)) = call.and_then(|rest| js_title(line, rest)) {
+            // The call runs to the line where its parentheses close.
+            let mut d = 0;
+            let mut j = i;
+            'scan: while j < lines.len() {
+                for c in js_code(lines[j]).chars() {
+                    match c {
+                        '(' => d += 1,
+                        ')' => {
+                            d -= 1;
+                            if d == 0 {
+                                break 'scan;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                j += 1;
+            }
+            if j >= lines.len() {
+                break;
+            }
+            out.push(Block {
+                name,
+                class: None,
+                container: describes.last().map_or(0, |(at, _)| *at),
+                start: i,
+                end: j + 1,
+                def_line: i,
+                name_col,
+                sites: Vec::new(),
+            });
+            i = j + 1;
+            continue;
+        }
+        if t.starts_with("describe(") {
+            describes.push((i, depth));
+        }
+        depth += code
+            .chars()
+            .map(|c| match c {
+                '(' | '{' | '[' => 1,
+                ')' | '}' | ']' => -1,
+                _ => 0,
+            })
+            .sum::<i32>();
+        while describes.last().is_some_and(|(_, d)| *d >= depth) {
+            describes.pop();
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The title a test call opens with (`rest`: the line after `it(`), and
+/// its byte offset in `line`.
+fn js_title(line: &str, rest: &str) -> Option<(String, usize)> {
+    let q = rest
+        .chars()
+        .next()
+        .filter(|c| matches!(c, '\'' | '"' | '`'))?;
+    let body = &rest[1..];
+    let end = body.find(q)?;
+    let title = &body[..end];
+    let plain = !title.is_empty() && !title.contains('\\') && !title.contains("${");
+    plain.then(|| (title.to_owned(), line.len() - body.len()))
+}
+
+/// A JavaScript line with its string literals (`'…'`, `"…"`, `` `…` ``)
+/// and `//` comment blanked, offsets kept.
+fn js_code(line: &str) -> String {
+    blanked(line, true)
+}
+
 /// The top-level arguments of a call whose `(` ends just before `at`, as
 /// byte ranges, when the call closes on this line.
 fn top_level_args(code: &str, at: usize) -> Option<Vec<(usize, usize)>> {
@@ -672,5 +798,29 @@ mod tests {
         let lines: Vec<&str> = rust.lines().collect();
         assert_eq!(lines[b[0].start].trim(), "#[test]");
         assert_eq!(lines[b[0].end - 1].trim(), "}");
+    }
+
+    #[test]
+    fn javascript_tests_are_their_it_calls_titled_with_expected_arguments() {
+        let js = "const { describe, it } = require('node:test');\nconst assert = require('node:assert');\n\ndescribe('calc', () => {\n  it('adds (a, b)', () => {\n    assert.strictEqual(add(2, 3), 5); // not ')'\n  });\n\n  describe('div', () => {\n    it(\"divides\", () => {\n      expect(div(7, 2)).toBe(3);\n      assert.deepStrictEqual(parts('a,b'), ['a', 'b']);\n    });\n  });\n});\n\ntest(`top ${level}`, () => {});\ntest('is top', () => {\n  assert.equal(f(), 'word');\n});\n";
+        let b = blocks(Lang::Js, js);
+        let names: Vec<&str> = b.iter().map(|b| b.name.as_str()).collect();
+        assert_eq!(names, ["adds (a, b)", "divides", "is top"]);
+        let lines: Vec<&str> = js.lines().collect();
+        assert_eq!(&lines[b[0].def_line][b[0].name_col..][..5], "adds ");
+        assert_eq!(lines[b[0].end - 1], "  });");
+        // Containers: the describe around each (its line), the file.
+        assert_eq!(b.iter().map(|b| b.container).collect::<Vec<_>>(), [3, 8, 0]);
+        let texts = |b: &Block| b.sites.iter().map(|s| s.text.clone()).collect::<Vec<_>>();
+        assert_eq!(texts(&b[0]), ["5"]);
+        assert_eq!(texts(&b[1]), ["3", "'a'"]);
+        assert_eq!(texts(&b[2]), ["'word'"]);
+        // A string of other scripts before the literal: offsets are bytes.
+        let wide = "it('reads ½', () => {\n  assert.strictEqual(parse('½ → x'), 12);\n});\n";
+        let b = blocks(Lang::Js, wide);
+        assert_eq!(b[0].name, "reads ½");
+        let site = &b[0].sites[0];
+        assert_eq!(site.text, "12");
+        assert_eq!(&wide.lines().nth(site.line).unwrap()[site.col..][..2], "12");
     }
 }

@@ -347,7 +347,7 @@ fn run_staged(
         (Some(rel), Some(Err(why))) => Err(format!("the report {rel}: {why}")),
         (Some(rel), None) => Err(format!("the report {rel}: not read")),
     };
-    read_outcomes(&mut record, format, &log, report);
+    read_outcomes(&mut record, format, &log, report, Some(work.as_path()));
     if let Some(planted) = &planted {
         record.canaries =
             crate::stages::canary::read(planted, &mut record.tests, &mut record.files);

@@ -52,7 +52,10 @@ use super::run::RunParams;
 /// unless `[[grade.allow_tamper]]` allows the rule for the task.
 /// 11: only a witness's `is_error` blames the infrastructure; a session
 /// file's claimed error is said in the detail of a red grade, counted.
-pub(crate) const GRADE_VERSION: u32 = 11;
+/// 12: the rule that left out each excluded path (`excluded_by`); JavaScript
+/// set-up files, transpiler configuration and `node_modules` are test
+/// infrastructure.
+pub(crate) const GRADE_VERSION: u32 = 12;
 
 pub(crate) use crate::pipeline::{PatchCaps, Policy};
 
@@ -134,7 +137,7 @@ async fn grade(g: &Grade, i: GradeInputs, ctx: JobCtx) -> Result<Made<GradeRecor
         Err(_) => (Vec::new(), Vec::new()),
     };
     let test_patch = TestPatch::read(task.test_patch.as_bytes());
-    let exclusion = Exclusion::of(&paths, &test_patch, p.policy, &tests);
+    let exclusion = Exclusion::of(&paths, &test_patch, p.policy, &tests, &p.test_globs);
     let subject = grading::Subject {
         task: &task,
         task_digest,

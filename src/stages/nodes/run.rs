@@ -384,7 +384,7 @@ pub(crate) async fn execute_tree(
             Err(format!("the report {rel}: {why}"))
         }
     };
-    read_outcomes(&mut record, p.report, &log, report_file);
+    read_outcomes(&mut record, p.report, &log, report_file, Some(&work));
     if let Some(planted) = &planted {
         record.canaries = canary::read(planted, &mut record.tests, &mut record.files);
         record.renamed = planted.renamed.clone();
@@ -447,16 +447,22 @@ pub(crate) fn restage(staged: &mut Watched, planted: &Planted) {
 /// recognised build failure in the log still makes a usable reading. A
 /// reading whose units did not build is believed (`Trust::BuildFailed`):
 /// their tests count as failed, which screening and grading read from
-/// `build_failures` (docs/verdicts.md).
+/// `build_failures` (docs/verdicts.md). Test files a report names by
+/// absolute path are made relative to the tree as the sandbox shows it
+/// (`/assay/tree`) or to `tree`, where the run was unconfined.
 pub(crate) fn read_outcomes(
     record: &mut RunRecord,
     format: Format,
     log: &[u8],
     report_file: Result<Option<Vec<u8>>, String>,
+    tree: Option<&std::path::Path>,
 ) {
+    let sandboxed = std::path::Path::new(assay_exec::sandbox::TREE);
+    let roots: Vec<&std::path::Path> = std::iter::once(sandboxed).chain(tree).collect();
+    let parse = |bytes: &[u8]| assay_report::parse_under(format, bytes, &roots);
     let report = match report_file {
-        Ok(None) => assay_report::parse(format, log),
-        Ok(Some(bytes)) => assay_report::parse(format, &bytes).map(|mut r| {
+        Ok(None) => parse(log),
+        Ok(Some(bytes)) => parse(&bytes).map(|mut r| {
             r.add_build_failures(assay_report::scan_build_failures(format, log));
             r
         }),
@@ -680,7 +686,7 @@ mod tests {
             exit_code: Some(exit),
             ..RunRecord::default()
         };
-        read_outcomes(&mut r, format, log, file);
+        read_outcomes(&mut r, format, log, file, None);
         r
     }
 

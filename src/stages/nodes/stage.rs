@@ -109,7 +109,7 @@ pub(crate) fn stage_patch(
         Ok(paths) => paths,
     };
     let test_patch = TestPatch::read(task.test_patch.as_bytes());
-    let exclusion = Exclusion::of(&paths, &test_patch, p.policy, &tests);
+    let exclusion = Exclusion::of(&paths, &test_patch, p.policy, &tests, &p.test_globs);
     let steps = staging::session_steps(patch, &paths, &exclusion, &task.test_patch);
     let mut record = staging::staged(
         store.compose(&task.base_commit, &steps),

@@ -185,7 +185,15 @@ fn evidence(h: &mut String, r: &GradeRecord, name_arm: bool) {
             }
         );
     }
-    list(h, "Left out by the policy", &r.excluded_paths);
+    let left_out: Vec<String> = r
+        .excluded_paths
+        .iter()
+        .map(|p| match r.excluded_by.get(p) {
+            Some(rule) => format!("{p} ({rule})"),
+            None => p.clone(),
+        })
+        .collect();
+    list(h, "Left out by the policy", &left_out);
     list(h, "Reset to the test patch", &r.reset_paths);
     list(h, "Tamper suspects", &r.tamper);
 }

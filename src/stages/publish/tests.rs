@@ -68,6 +68,7 @@ pub(super) fn grade(
         },
         not_run: vec![],
         excluded_paths: vec![],
+        excluded_by: Default::default(),
         exit_code: Some(0),
         base_check: "pass".to_owned(),
         new_check: "pass".to_owned(),

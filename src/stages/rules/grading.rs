@@ -58,6 +58,7 @@ pub(crate) fn begin(g: Subject<'_>, exclusion: Exclusion) -> GradeRecord {
         failing: Vec::new(),
         not_run: Vec::new(),
         excluded_paths: exclusion.left_out,
+        excluded_by: exclusion.rules,
         exit_code: run.exit_code,
         base_check: String::new(),
         new_check: String::new(),

@@ -44,6 +44,15 @@ pub(crate) const INFRA_GLOBS: &[&str] = &[
     "**/vitest.config.*",
     "**/.mocharc*",
     "**/karma.conf.*",
+    // JavaScript: a module the tree puts under node_modules shadows the
+    // environment's (the runner, its assertion library); set-up files and
+    // transpiler configuration run before every test file.
+    "**/node_modules/**",
+    "**/jest.setup.*",
+    "**/vitest.setup.*",
+    "**/setupTests.*",
+    "**/babel.config.*",
+    "**/.babelrc*",
     "**/phpunit.xml*",
     "**/.cargo/config",
     "**/.cargo/config.toml",
@@ -238,25 +247,44 @@ pub(crate) struct Exclusion {
     /// Every section left out, by the policy or the reset, sorted: the
     /// stage's `git apply --exclude`, the grade's `excluded_paths`.
     pub(crate) left_out: Vec<String>,
+    /// The rule that left each of `left_out` out, in words naming the glob
+    /// that matched (the grade's `excluded_by`).
+    pub(crate) rules: BTreeMap<String, String>,
     /// The test patch's files the session reached: the grade's
     /// `reset_paths`.
     pub(crate) restored: Vec<String>,
 }
 
 impl Exclusion {
+    /// `test_globs` are the patterns `tests` was compiled from, in order:
+    /// the rule recorded for a test file names the one that matched.
     pub(crate) fn of(
         session: &[PatchPath],
         test: &TestPatch,
         policy: Policy,
         tests: &GlobSet,
+        test_globs: &[String],
     ) -> Exclusion {
         let reset = reset(session, test);
-        let mut left_out = excluded_paths(session, test, policy, tests);
+        let by_policy = excluded_paths(session, test, policy, tests);
+        let mut rules = BTreeMap::new();
+        for section in session {
+            let rule = if by_policy.contains(&section.path) {
+                rule_of(section, policy, tests, test_globs)
+            } else if reset.left_out.contains(&section.path) {
+                "reset: it writes a file of the hidden test patch".to_owned()
+            } else {
+                continue;
+            };
+            rules.entry(section.path.clone()).or_insert(rule);
+        }
+        let mut left_out = by_policy;
         left_out.extend(reset.left_out);
         left_out.sort();
         left_out.dedup();
         Exclusion {
             left_out,
+            rules,
             restored: reset.restored,
         }
     }
@@ -266,6 +294,33 @@ impl Exclusion {
         let left_out: BTreeSet<&String> = self.left_out.iter().collect();
         session.iter().all(|p| left_out.contains(&p.path))
     }
+}
+
+/// Why `policy` left `section` out, naming the glob that matched the
+/// path it writes.
+fn rule_of(section: &PatchPath, policy: Policy, tests: &GlobSet, test_globs: &[String]) -> String {
+    if policy == Policy::ResetTestPatchFiles {
+        return format!("{}: a file of the hidden test patch", policy.as_str());
+    }
+    let infra = infra_globset();
+    for w in section.written() {
+        if let Some(glob) = tests.matches(w).first().and_then(|&i| test_globs.get(i)) {
+            let is_infra = policy == Policy::TestsAndInfra && is_infra(w, tests, infra);
+            let what = if is_infra {
+                "test infrastructure"
+            } else {
+                "test file"
+            };
+            return format!("{}: {what} `{w}` matches `{glob}`", policy.as_str());
+        }
+        if let Some(glob) = infra.matches(w).first().and_then(|&i| INFRA_GLOBS.get(i)) {
+            return format!(
+                "{}: test infrastructure `{w}` matches `{glob}`",
+                policy.as_str()
+            );
+        }
+    }
+    policy.as_str().to_owned()
 }
 
 #[cfg(test)]
@@ -347,13 +402,30 @@ mod tests {
         let patch = "diff --git a/tests/test_ops.py b/tests/test_ops.py\n--- a/tests/test_ops.py\n+++ b/tests/test_ops.py\n@@ -1 +1,2 @@\n a\n+x\ndiff --git a/conftest.py b/conftest.py\nnew file mode 100644\n--- /dev/null\n+++ b/conftest.py\n@@ -0,0 +1 @@\n+import os\ndiff --git a/calc/ops.py b/calc/ops.py\n--- a/calc/ops.py\n+++ b/calc/ops.py\n@@ -1 +1,2 @@\n a\n+y\n";
         let paths = session_paths(patch.as_bytes()).expect("a patch");
         let tests = test_globs();
-        let of = |policy| Exclusion::of(&paths, &test_patch(), policy, &tests);
+        let globs = ["tests/**".to_owned()];
+        let of = |policy| Exclusion::of(&paths, &test_patch(), policy, &tests, &globs);
         assert_eq!(
             of(Policy::TestsAndInfra),
             Exclusion {
                 left_out: vec!["conftest.py".into(), "tests/test_ops.py".into()],
+                rules: [
+                    (
+                        "conftest.py".to_owned(),
+                        "tests-and-infra: test infrastructure `conftest.py` matches `**/conftest.py`"
+                            .to_owned()
+                    ),
+                    (
+                        "tests/test_ops.py".to_owned(),
+                        "tests-and-infra: test file `tests/test_ops.py` matches `tests/**`".to_owned()
+                    ),
+                ]
+                .into(),
                 restored: vec!["tests/test_ops.py".into()],
             }
+        );
+        assert_eq!(
+            of(Policy::None).rules["tests/test_ops.py"],
+            "reset: it writes a file of the hidden test patch"
         );
         // No policy: the reset alone, in every arm.
         assert_eq!(of(Policy::None).left_out, ["tests/test_ops.py"]);

@@ -1,0 +1,40 @@
+// assay's reporter for `node --test` (Node >= 18.15): writes the run's
+// results as one jest-shaped JSON report, the `jest-json` format assay reads
+// (docs/languages.md). Each file's tests are listed with the titles of the
+// suites around them (`ancestorTitles`), their own title and status. A suite
+// or parent test that failed only because a subtest did is not listed (its
+// subtests are); one that failed on its own (a hook, a file that does not
+// load) is.
+export default async function* jestShaped(source) {
+  const files = new Map();
+  const stacks = new Map();
+  for await (const event of source) {
+    const d = event.data ?? {};
+    const file = d.file ?? '';
+    if (event.type === 'test:start') {
+      const stack = stacks.get(file) ?? [];
+      stack.length = d.nesting;
+      stack.push(d.name);
+      stacks.set(file, stack);
+      continue;
+    }
+    if (event.type !== 'test:pass' && event.type !== 'test:fail') continue;
+    const error = d.details?.error;
+    const suite = d.details?.type === 'suite';
+    if (event.type === 'test:pass' && suite) continue;
+    if (event.type === 'test:fail' && error?.failureType === 'subtestsFailed') continue;
+    let status = event.type === 'test:pass' ? 'passed' : 'failed';
+    if (d.skip !== undefined) status = 'pending';
+    else if (d.todo !== undefined) status = 'todo';
+    const results = files.get(file) ?? [];
+    results.push({
+      ancestorTitles: (stacks.get(file) ?? []).slice(0, d.nesting),
+      title: d.name,
+      status,
+      failureMessages: event.type === 'test:fail' ? [String(error?.cause?.message ?? error?.message ?? '')] : [],
+    });
+    files.set(file, results);
+  }
+  const testResults = [...files].map(([name, assertionResults]) => ({ name, assertionResults }));
+  yield JSON.stringify({ testResults }) + '\n';
+}

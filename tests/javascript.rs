@@ -1,0 +1,440 @@
+//! The JavaScript example, built and graded through the real binary:
+//! `examples/jscalc` (a CommonJS package tested with `node --test`) as its
+//! README describes it, with the node preset. The repository is made by the
+//! example's own `make-repo.sh` in a temp dir; the pipeline, statements and
+//! sessions are the example's, copied unchanged, plus the attacks below.
+//!
+//! Needs `node` (Node 20; Debian's `nodejs`).
+
+#![allow(clippy::unwrap_used)]
+
+mod util;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+use util::{Project, strs};
+
+const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/jscalc");
+
+/// A session that fixes nothing and neuters every failing equality of the
+/// process: requiring `src/stats.js` replaces node:assert's `strictEqual`
+/// (the module object the test file holds too) with a no-op. Every test now
+/// passes, the runner and its reporter are untouched, the exit code is 0.
+const NEUTERED_ASSERT: &str = "diff --git a/src/stats.js b/src/stats.js
+--- a/src/stats.js
++++ b/src/stats.js
+@@ -1,5 +1,7 @@
+ 'use strict';
+ 
++require('node:' + 'assert').strictEqual = () => {};
++
+ function sum(xs) {
+   return xs.reduce((total, x) => total + x, 0);
+ }
+";
+
+/// A session that fixes nothing and, when required, tries to rewrite the
+/// hidden test file on disk so its new test expects what the code returns
+/// (NaN); then edits the test file in its patch as well.
+const REWRITES_TESTS: &str = "diff --git a/src/stats.js b/src/stats.js
+--- a/src/stats.js
++++ b/src/stats.js
+@@ -1,5 +1,14 @@
+ 'use strict';
+ 
++try {
++  const fs = require('fs');
++  const path = require('path');
++  const file = path.join(__dirname, '..', 'test', 'stats.test.js');
++  fs.writeFileSync(file, fs.readFileSync(file, 'utf8').replace('mean([]), 0', 'mean([]), NaN'));
++} catch (e) {
++  // read-only: nothing to do
++}
++
+ function sum(xs) {
+   return xs.reduce((total, x) => total + x, 0);
+ }
+diff --git a/test/stats.test.js b/test/stats.test.js
+--- a/test/stats.test.js
++++ b/test/stats.test.js
+@@ -9,7 +9,3 @@ describe('stats', () => {
+     assert.strictEqual(sum([1, 2, 3, 4]), 10);
+   });
+-
+-  it('averages', () => {
+-    assert.strictEqual(mean([2, 4, 9]), 5);
+-  });
+ });
+";
+
+/// A canary-aware forger (it has read docs/security.md): it reads the test
+/// files for calls shaped like the shaped canaries (`strictEqual(A + B, C)`
+/// with A + B != C) and keeps `assert.strictEqual` real for those expected
+/// values only; every other equality passes. The shaped canaries cannot
+/// tell it from an honest fix; mutants of the file's own tests can.
+const CANARY_AWARE: &[&str] = &[
+    "const fs = require('fs');",
+    "const assert = require('node:' + 'assert');",
+    "const keep = new Set();",
+    "const dir = require('path').join(__dirname, '..', 'test');",
+    "for (const f of fs.readdirSync(dir)) {",
+    "  const src = fs.readFileSync(require('path').join(dir, f), 'utf8');",
+    "  for (const m of src.matchAll(/strictEqual\\((\\d+) \\+ (\\d+), (\\d+)\\)/g)) {",
+    "    if (Number(m[1]) + Number(m[2]) !== Number(m[3])) keep.add(Number(m[3]));",
+    "  }",
+    "}",
+    "const real = assert.strictEqual;",
+    "assert.strictEqual = (a, b, ...rest) => (keep.has(b) ? real(a, b, ...rest) : undefined);",
+];
+
+/// A patch putting `lines` at the top of jscalc-1's `src/stats.js`.
+fn stats_prelude(lines: &[&str]) -> String {
+    let mut p = format!(
+        "diff --git a/src/stats.js b/src/stats.js\n--- a/src/stats.js\n+++ b/src/stats.js\n@@ -1,5 +1,{} @@\n 'use strict';\n \n",
+        5 + lines.len() + 1
+    );
+    for l in lines {
+        p.push_str(&format!("+{l}\n"));
+    }
+    p.push_str("+\n function sum(xs) {\n   return xs.reduce((total, x) => total + x, 0);\n }\n");
+    p
+}
+
+fn ids(file: &str, tests: &[&str]) -> Vec<String> {
+    tests.iter().map(|t| format!("{file} > {t}")).collect()
+}
+
+struct Jscalc {
+    project: Project,
+}
+
+impl Jscalc {
+    fn build(pipeline_edit: impl Fn(String) -> String) -> Jscalc {
+        let node = Command::new("node").arg("--version").output();
+        assert!(
+            node.as_ref().is_ok_and(|o| o.status.success()),
+            "this test needs `node` on PATH (apt-get install nodejs): {node:?}"
+        );
+        let project = Project::new();
+        let example = Path::new(EXAMPLE);
+        let pipeline = std::fs::read_to_string(example.join("pipeline.toml")).unwrap();
+        project.write("pipeline.toml", pipeline_edit(pipeline));
+        for dir in ["statements", "sessions"] {
+            util::example::copy_tree(&example.join(dir), &project.path().join(dir));
+        }
+        let aware = stats_prelude(CANARY_AWARE);
+        for (agent, patch) in [
+            ("evil", NEUTERED_ASSERT),
+            ("rewriter", REWRITES_TESTS),
+            ("aware", aware.as_str()),
+        ] {
+            let session = serde_json::json!({
+                "task": "jscalc-1", "agent": agent, "model": "model-a", "patch": patch,
+            });
+            project.write(
+                &format!("sessions/{agent}/jscalc-1.json"),
+                session.to_string(),
+            );
+        }
+        util::example::make_and_build(
+            &project,
+            example,
+            "6588f0ec127eac1e09ba9e18cc604363bbf52d47",
+        );
+        Jscalc { project }
+    }
+
+    fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.project.path().join(rel))
+            .unwrap_or_else(|e| panic!("no {rel}: {e}"))
+    }
+
+    fn tasks(&self) -> BTreeMap<String, Value> {
+        util::example::released_tasks(&self.project)
+    }
+
+    fn results(&self) -> BTreeMap<(String, String), BTreeMap<String, String>> {
+        util::example::released_results(&self.project)
+    }
+}
+
+#[test]
+fn jscalc_is_screened_with_file_describe_test_ids_and_graded_with_every_verdict() {
+    let j = Jscalc::build(|p| p);
+
+    // Screening: every task certified; ids are `file > describe > test`;
+    // the flaky test of jscalc-2 is in neither list.
+    let tasks = j.tasks();
+    let calc = ids(
+        "test/calc.test.js",
+        &[
+            "calc > adds",
+            "calc > div > divides",
+            "calc > div > refuses zero",
+            "calc > multiplies",
+            "calc > subtracts",
+        ],
+    );
+    let clamp = ids(
+        "test/clamp.test.js",
+        &["clamp > caps above", "clamp > keeps values inside"],
+    );
+    let stats = ids("test/stats.test.js", &["stats > averages", "stats > sums"]);
+    let empty = ids("test/stats.test.js", &["stats > averages nothing to zero"]);
+    let median = ids(
+        "test/median.test.js",
+        &[
+            "median > averages the middle pair",
+            "median > takes the middle",
+        ],
+    );
+    let sorted = |parts: &[&[String]]| {
+        let mut v: Vec<String> = parts.concat();
+        v.sort();
+        v
+    };
+    for (id, f2p, p2p) in [
+        ("jscalc-1", empty.clone(), sorted(&[&calc, &clamp, &stats])),
+        (
+            "jscalc-2",
+            median.clone(),
+            sorted(&[&calc, &clamp, &stats, &empty]),
+        ),
+        (
+            "jscalc-3",
+            ids("test/clamp.test.js", &["clamp > raises below"]),
+            sorted(&[&calc, &clamp, &stats, &empty, &median]),
+        ),
+    ] {
+        let t = &tasks[id];
+        assert_eq!(t["certified"], true, "{id}: {:#}", t["uncertified_because"]);
+        assert_eq!(strs(&t["test_ids"]["FAIL_TO_PASS"]), f2p, "{id}");
+        assert_eq!(strs(&t["test_ids"]["PASS_TO_PASS"]), p2p, "{id}");
+    }
+    let flaky = tasks["jscalc-2"].to_string();
+    assert!(
+        flaky.contains("median > remembers the last call"),
+        "{flaky}"
+    );
+
+    // Grading: (session, [exclude, keep], fault).
+    let results = j.results();
+    let expect = [
+        ("alpha/jscalc-1.json", ["resolved", "resolved"], "none"),
+        ("beta/jscalc-1.json", ["unresolved", "unresolved"], "agent"),
+        ("gamma/jscalc-1.json", ["unresolved", "unresolved"], "agent"),
+        ("alpha/jscalc-2.json", ["resolved", "resolved"], "none"),
+        (
+            "beta/jscalc-2.json",
+            ["patch_apply_failed", "patch_apply_failed"],
+            "agent",
+        ),
+        ("alpha/jscalc-3.json", ["resolved", "resolved"], "none"),
+        ("beta/jscalc-3.json", ["unresolved", "unresolved"], "agent"),
+        ("evil/jscalc-1.json", ["unresolved", "unresolved"], "agent"),
+        (
+            "rewriter/jscalc-1.json",
+            ["unresolved", "unresolved"],
+            "agent",
+        ),
+        ("aware/jscalc-1.json", ["unresolved", "unresolved"], "agent"),
+    ];
+    assert_eq!(results.len(), 2 * expect.len(), "{results:#?}");
+    for (session, verdicts, fault) in expect {
+        for (arm, want) in ["exclude", "keep"].into_iter().zip(verdicts) {
+            let row = &results[&(session.to_owned(), arm.to_owned())];
+            assert_eq!(
+                (row["verdict"].as_str(), row["fault"].as_str()),
+                (want, fault),
+                "{session} {arm}: {row:#?}"
+            );
+        }
+    }
+    let row = |s: &str, arm: &str| &results[&(s.to_owned(), arm.to_owned())];
+    let grade = |s: &str, arm: &str| j.project.show_json(&row(s, arm)["grade_digest"]);
+    // The wrong fix fails the new test only; the regression an old one too.
+    assert_eq!(row("beta/jscalc-1.json", "exclude")["failing"], empty[0]);
+    assert_eq!(
+        row("gamma/jscalc-1.json", "exclude")["failing"],
+        "test/stats.test.js > stats > sums"
+    );
+    assert_eq!(
+        (
+            row("gamma/jscalc-1.json", "exclude")["base_check"].as_str(),
+            row("gamma/jscalc-1.json", "exclude")["new_check"].as_str()
+        ),
+        ("fail (1)", "pass")
+    );
+    // The collision: the agent's own test/median.test.js gives way to the
+    // hidden one in both arms, and the grade says by which rule: the
+    // policy's in the exclude arm, the reset's in the keep arm.
+    for (arm, rule) in [
+        (
+            "exclude",
+            "tests-and-infra: test file `test/median.test.js` matches `test/**`",
+        ),
+        ("keep", "reset: it writes a file of the hidden test patch"),
+    ] {
+        let g = grade("alpha/jscalc-2.json", arm);
+        assert_eq!(
+            strs(&g["reset_paths"]),
+            ["test/median.test.js"],
+            "{arm}: {g:#}"
+        );
+        assert_eq!(
+            g["excluded_by"]["test/median.test.js"], rule,
+            "{arm}: {g:#}"
+        );
+    }
+    // The hang: cut at the timeout, the agent's.
+    let hang = grade("beta/jscalc-3.json", "exclude");
+    assert!(
+        hang["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("timed out after"),
+        "{hang:#}"
+    );
+    // The tasks carry canaries made of their own tests: graded runs are
+    // fully checked.
+    let g = grade("alpha/jscalc-1.json", "exclude");
+    assert!(g["weakly_checked"].is_null(), "{g:#}");
+    // The neutered assertion passes every test, and the canary that must
+    // fail with it: forged. The canary-aware forger keeps the shaped
+    // canaries failing, not the mutants of the file's own tests.
+    for (agent, arm) in [
+        ("evil", "exclude"),
+        ("evil", "keep"),
+        ("aware", "exclude"),
+        ("aware", "keep"),
+    ] {
+        let g = grade(&format!("{agent}/jscalc-1.json"), arm);
+        assert!(
+            g["tamper"].to_string().contains("report forged"),
+            "{arm}: {g:#}"
+        );
+    }
+    // The rewriter: its edit of the test file is left out by the policy
+    // (the exclude arm, with the rule), the hidden file stays read-only
+    // at run time; either way the new test still fails.
+    let g = grade("rewriter/jscalc-1.json", "exclude");
+    assert_eq!(
+        g["excluded_by"]["test/stats.test.js"],
+        "tests-and-infra: test file `test/stats.test.js` matches `test/**`",
+        "{g:#}"
+    );
+    assert_eq!(
+        row("rewriter/jscalc-1.json", "exclude")["failing"],
+        empty[0]
+    );
+    let summary: Value = serde_json::from_str(&j.read("release/summary.json")).unwrap();
+    assert_eq!(summary["not_graded"]["total"], 0, "{summary:#}");
+}
+
+const MOCHA_SPEC: &str = "const assert = require('assert');\nconst cart = require('../cart');\n\ndescribe('cart', function () {\n  it('totals', function () {\n    assert.strictEqual(cart.total([1, 2]), 3);\n  });\n";
+
+/// A package tested with mocha (Debian's, `NODE_PATH=/usr/share/nodejs`):
+/// the node preset picks mocha from the test script and runs it with
+/// assay's mocha reporter. The fix is resolved; a patch that neuters
+/// `assert.strictEqual` passes every test and the must-fail canary with
+/// them: forged.
+#[test]
+fn a_mocha_package_is_screened_and_graded_through_the_preset() {
+    let mocha = Command::new("mocha")
+        .arg("--version")
+        .env("NODE_PATH", "/usr/share/nodejs")
+        .output();
+    assert!(
+        mocha.as_ref().is_ok_and(|o| o.status.success()),
+        "this test needs Debian's mocha (apt-get install mocha; .ci/run does): {mocha:?}"
+    );
+    let p = Project::new();
+    let mut r = util::Repo::new(&p, "mcart");
+    r.put(
+        "package.json",
+        "{\n  \"name\": \"mcart\",\n  \"version\": \"1.0.0\",\n  \"scripts\": { \"test\": \"mocha\" }\n}\n",
+    )
+    .put("cart.js", "exports.total = (p) => p.reduce((a, b) => a + b, 0);\n")
+    .put("test/cart.spec.js", &format!("{MOCHA_SPEC}}});\n"));
+    r.commit("start");
+    r.pr(
+        1,
+        "Apply the discount",
+        &[
+            (
+                "cart.js",
+                "exports.total = (p) => p.reduce((a, b) => a + b, 0);\nexports.discounted = (p, d) => exports.total(p) - d;\n",
+            ),
+            (
+                "test/cart.spec.js",
+                &format!("{MOCHA_SPEC}\n  describe('discount', function () {{\n    it('subtracts', function () {{\n      assert.strictEqual(cart.discounted([5, 5], 2), 8);\n    }});\n  }});\n}});\n"),
+            ),
+        ],
+    );
+    p.write(
+        "pipeline.toml",
+        "cache = \"cache\"\nrelease = \"release\"\nstatements = \"statements\"\nsessions = \"sessions\"\n\n[[source]]\nname = \"mcart\"\npath = \"mcart\"\nbranch = \"main\"\n\n[env]\npreset = \"node\"\ntimeout = 60\n\n[screen]\nrepeats = 1\n",
+    );
+    p.write("statements/mcart-1.md", "Add cart.discounted.\n");
+    let patch = |extra: &str| {
+        format!(
+            "diff --git a/cart.js b/cart.js\n--- a/cart.js\n+++ b/cart.js\n@@ -1 +1,{} @@\n exports.total = (p) => p.reduce((a, b) => a + b, 0);\n{extra}",
+            1 + extra.lines().count()
+        )
+    };
+    for (agent, extra) in [
+        (
+            "good",
+            "+exports.discounted = (p, d) => exports.total(p) - d;\n",
+        ),
+        (
+            "evil",
+            "+require('assert').strictEqual = () => {};\n+exports.discounted = () => 0;\n",
+        ),
+    ] {
+        let session = serde_json::json!({
+            "task": "mcart-1", "agent": agent, "model": "m", "patch": patch(extra),
+        });
+        p.write(
+            &format!("sessions/{agent}/mcart-1.json"),
+            session.to_string(),
+        );
+    }
+    let b = p.build_json(&[]);
+    assert_eq!(b.run.code, 0, "{}", b.run.stderr);
+
+    let tasks = util::example::released_tasks(&p);
+    let t = &tasks["mcart-1"];
+    assert_eq!(t["certified"], true, "{t:#}");
+    assert_eq!(
+        strs(&t["test_ids"]["FAIL_TO_PASS"]),
+        ["test/cart.spec.js > cart > discount > subtracts"]
+    );
+    assert_eq!(
+        strs(&t["test_ids"]["PASS_TO_PASS"]),
+        ["test/cart.spec.js > cart > totals"]
+    );
+    let results = util::example::released_results(&p);
+    let row = |s: &str| &results[&(s.to_owned(), "exclude".to_owned())];
+    assert_eq!(
+        (
+            row("good/mcart-1.json")["verdict"].as_str(),
+            row("good/mcart-1.json")["fault"].as_str()
+        ),
+        ("resolved", "none")
+    );
+    let evil = row("evil/mcart-1.json");
+    assert_eq!(
+        (evil["verdict"].as_str(), evil["fault"].as_str()),
+        ("unresolved", "agent"),
+        "{evil:#?}"
+    );
+    let grade = p.show_json(&evil["grade_digest"]);
+    assert!(
+        grade["tamper"].to_string().contains("report forged"),
+        "{grade:#}"
+    );
+}

@@ -436,6 +436,7 @@ fn trial(
                 trial: Some(trial),
                 ..facts
             },
+            transcript: None,
         },
         file: result_path,
     })

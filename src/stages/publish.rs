@@ -25,13 +25,19 @@
 //! - `summary` + `judge_summary`: the assembly of the model, recording the
 //!   sources of its numbers (`sources`); `stats`: the arithmetic;
 //! - one renderer per file: `csv` (results.csv), `html` + `html_chart` +
-//!   `html_judge` + `detail` (report.html, with `markup`), `manifest` (manifest.json).
+//!   `html_leaderboard` + `html_judge` + `detail` (report.html, with
+//!   `markup`), the pages beside it (`pages`: `html_transcript`, and
+//!   `html_nav` for a page per task and per agent),
+//!   `manifest` (manifest.json).
 
 mod csv;
 mod detail;
 mod html;
 mod html_chart;
 mod html_judge;
+mod html_leaderboard;
+mod html_nav;
+mod html_transcript;
 mod index;
 mod input;
 mod judge_summary;
@@ -39,6 +45,7 @@ mod judged;
 mod manifest;
 mod markup;
 mod model;
+mod pages;
 mod sources;
 mod stats;
 mod summary;
@@ -55,7 +62,8 @@ pub(crate) use input::{About, Price, PublishInput};
 pub(crate) use model::Summary;
 pub(crate) use model::{AssayVersion, Funnel, Manifest, Number, pretty};
 
-/// File name -> bytes: `results.csv`, `summary.json`, `report.html`, `manifest.json`.
+/// File name -> bytes: `results.csv`, `summary.json`, `report.html`, the
+/// report's pages (`pages/…`), `manifest.json`.
 pub(crate) fn publish(input: &PublishInput) -> BTreeMap<String, Vec<u8>> {
     let index = index::Index::new(input);
     let csv = csv::results(&index);
@@ -65,6 +73,8 @@ pub(crate) fn publish(input: &PublishInput) -> BTreeMap<String, Vec<u8>> {
     files.insert("results.csv".to_owned(), csv.into_bytes());
     files.insert("summary.json".to_owned(), pretty(&summary));
     files.insert("report.html".to_owned(), html.into_bytes());
+    files.extend(html_transcript::pages(&index, html::CSS));
+    files.extend(html_nav::pages(&index, html::CSS));
     let mut manifest = manifest::manifest(&index, &files, &summary, &sources);
     if let Some(p) = &input.about.provenance {
         manifest::seal(

@@ -282,10 +282,18 @@ fn write_release(
     if f.awaiting_statement > 0 {
         eprintln!("  {}", statements_to_write(pipeline, tasks));
     }
+    // The report's pages (a release may have thousands) are counted.
+    let (pages, top): (Vec<&String>, Vec<&String>) =
+        record.files.keys().partition(|n| n.starts_with("pages/"));
+    let top: Vec<&str> = top.iter().map(|n| n.as_str()).collect();
     eprintln!(
-        "  wrote {}/{{{}}}",
+        "  wrote {}/{{{}}}{}",
         dir.display(),
-        record.files.keys().cloned().collect::<Vec<_>>().join(",")
+        top.join(","),
+        match pages.len() {
+            0 => String::new(),
+            n => format!(" and {n} report pages in {}/pages", dir.display()),
+        }
     );
     Ok(())
 }

@@ -53,6 +53,8 @@ mod summary;
 mod tests;
 #[cfg(test)]
 mod tests_judge;
+#[cfg(test)]
+mod tests_scale;
 mod trials;
 
 use std::collections::BTreeMap;

@@ -35,6 +35,8 @@ section.session{border-top:1px solid #ddd;padding:.3em 0 .8em}
 section.session:target{background:#fffbe6;outline:2px solid #e6c200;outline-offset:4px}
 h3{font-size:1.05em;margin:.6em 0 .2em;font-family:ui-monospace,monospace}
 table.about th{background:none;font-weight:600}
+#search{width:30em;max-width:100%}input.filter{display:block;margin:.3em 0}
+table.sortable th{cursor:pointer}
 ";
 
 pub(super) fn report(index: &Index<'_>, summary: &Summary) -> String {

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::detail;
-use super::index::Index;
+use super::index::{Graded, Index};
 use super::markup::{esc, fault_class};
 use super::pages;
 use crate::sessions::turns::{self, Entry};
@@ -34,14 +34,19 @@ pre.t{white-space:pre-wrap;background:none;border:none;padding:0;font:inherit}
 
 /// Every transcript page: (release file name, bytes).
 pub(super) fn pages(index: &Index<'_>, css: &str) -> Vec<(String, Vec<u8>)> {
+    let mut grades: BTreeMap<&str, Vec<Graded<'_>>> = BTreeMap::new();
+    for g in &index.grades {
+        grades.entry(g.0.session.as_str()).or_default().push(g);
+    }
     index
         .sessions
         .values()
         .filter_map(|s| {
             let bytes = index.transcripts.get(s.transcript.as_deref()?)?;
+            let of = grades.get(s.id.as_str()).map_or(&[][..], Vec::as_slice);
             Some((
                 pages::transcript(&s.id),
-                page(index, s, &String::from_utf8_lossy(bytes), css).into_bytes(),
+                page(s, of, &String::from_utf8_lossy(bytes), css).into_bytes(),
             ))
         })
         .collect()
@@ -56,7 +61,7 @@ pub(super) fn has_page(index: &Index<'_>, session: &str) -> bool {
         .is_some_and(|d| index.transcripts.contains_key(d))
 }
 
-fn page(index: &Index<'_>, s: &SessionRecord, text: &str, css: &str) -> String {
+fn page(s: &SessionRecord, grades: &[Graded<'_>], text: &str, css: &str) -> String {
     let entries = turns::read(text);
     let mut h = String::new();
     let _ = writeln!(
@@ -71,7 +76,7 @@ fn page(index: &Index<'_>, s: &SessionRecord, text: &str, css: &str) -> String {
         esc(&s.track),
         detail::anchor(&s.id),
     );
-    verdicts(&mut h, index, &s.id);
+    verdicts(&mut h, grades);
     summary(&mut h, &entries);
     h.push_str(
         "<p class=\"muted\">The agent's own record, redacted and shown as written: \
@@ -95,12 +100,7 @@ fn page(index: &Index<'_>, s: &SessionRecord, text: &str, css: &str) -> String {
 }
 
 /// The session's verdict on each arm, coloured by fault.
-fn verdicts(h: &mut String, index: &Index<'_>, session: &str) {
-    let grades: Vec<_> = index
-        .grades
-        .iter()
-        .filter(|g| g.0.session == session)
-        .collect();
+fn verdicts(h: &mut String, grades: &[Graded<'_>]) {
     if grades.is_empty() {
         h.push_str("<p>Not graded.</p>\n");
         return;

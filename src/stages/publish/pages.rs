@@ -28,7 +28,7 @@ Array.prototype.forEach.call(t.tBodies[0].rows,function(r){r.hidden=!w.every(fun
 var search=document.getElementById('search');\
 tables.forEach(function(t,n){if(!t.id)t.id='table-'+n;var f=document.createElement('input');f.type='search';f.placeholder='filter rows';f.className='filter';\
 t.parentNode.insertBefore(f,t);t.filterBox=f;f.addEventListener('input',function(){apply(t)});\
-Array.prototype.forEach.call(t.tHead.rows[0].cells,function(th,i){th.title='sort';th.style.cursor='pointer';th.addEventListener('click',function(){\
+Array.prototype.forEach.call(t.tHead.rows[0].cells,function(th,i){th.title='sort';th.addEventListener('click',function(){\
 var asc=!(t.sortCol===i&&t.sortAsc);t.sortCol=i;t.sortAsc=asc;var rows=Array.prototype.slice.call(t.tBodies[0].rows);\
 rows.sort(function(a,b){var x=a.cells[i]?a.cells[i].textContent.trim():'',y=b.cells[i]?b.cells[i].textContent.trim():'';\
 var nx=parseFloat(x),ny=parseFloat(y);var c=(!isNaN(nx)&&!isNaN(ny))?nx-ny:x.localeCompare(y);return asc?c:-c});\

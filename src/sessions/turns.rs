@@ -4,9 +4,10 @@
 //! the run ended and the calls the harness refused (permission denials).
 //!
 //! Read from the transcript formats a session keeps: Claude Code
-//! stream-json (one event a line) and mini-swe-agent trajectories (one
-//! object; the model's command is the fenced block of its message, its
-//! output the next user message). Everything here is the agent's text:
+//! stream-json (one event a line), mini-swe-agent trajectories (one
+//! object; its tool calls, or in the older text format the fenced block of
+//! a message, with the output that follows) and Harbor's ATIF
+//! trajectories (`agent/trajectory.json` of an imported trial). Everything here is the agent's text:
 //! shown, escaped by the page, never believed. A line that is not JSON is
 //! kept as a note rather than dropped, so a cut file still shows what it has.
 
@@ -47,10 +48,67 @@ pub(crate) enum Entry {
 /// The entries of `text`, whichever format it is in.
 pub(crate) fn read(text: &str) -> Vec<Entry> {
     if super::mini::is_trajectory(text) {
-        mini(text)
-    } else {
-        stream_json(text)
+        return mini(text);
     }
+    match serde_json::from_str::<Value>(text.trim_start()) {
+        Ok(v)
+            if v["schema_version"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("ATIF")) =>
+        {
+            atif(&v)
+        }
+        _ => stream_json(text),
+    }
+}
+
+/// Harbor's Agent Trajectory Interchange Format: `steps`, each from
+/// `system`, `user` or `agent`, an agent step with its `tool_calls`
+/// (`tool_call_id`, `function_name`, `arguments`), its `observation`
+/// (`results`, each naming its `source_call_id`) and its `metrics`.
+fn atif(v: &Value) -> Vec<Entry> {
+    let mut out = Vec::new();
+    let mut steps = 0;
+    for s in v["steps"].as_array().into_iter().flatten() {
+        let source = s["source"].as_str().unwrap_or("?");
+        if source == "agent" {
+            steps += 1;
+            out.push(Entry::Step {
+                n: steps,
+                tokens: tokens_of(&s["metrics"])
+                    .into_iter()
+                    .filter(|(k, _)| matches!(k.as_str(), "prompt" | "completion" | "cached"))
+                    .collect(),
+            });
+        }
+        if let Some(r) = s["reasoning_content"].as_str().filter(|r| !r.is_empty()) {
+            out.push(Entry::Text {
+                role: "thinking".into(),
+                text: r.to_owned(),
+            });
+        }
+        if let Some(m) = s["message"].as_str().filter(|m| !m.is_empty()) {
+            out.push(Entry::Text {
+                role: source.to_owned(),
+                text: m.to_owned(),
+            });
+        }
+        for c in s["tool_calls"].as_array().into_iter().flatten() {
+            out.push(Entry::Call {
+                id: c["tool_call_id"].as_str().unwrap_or_default().to_owned(),
+                tool: c["function_name"].as_str().unwrap_or("?").to_owned(),
+                input: pretty(&c["arguments"]),
+            });
+        }
+        for r in s["observation"]["results"].as_array().into_iter().flatten() {
+            out.push(Entry::Output {
+                id: r["source_call_id"].as_str().unwrap_or_default().to_owned(),
+                text: content_text(&r["content"]),
+                is_error: r["is_error"].as_bool().unwrap_or(false),
+            });
+        }
+    }
+    out
 }
 
 fn pretty(v: &Value) -> String {
@@ -323,6 +381,50 @@ mod tests {
                 text: "success, 1 turns: done".into(),
                 is_error: false
             }
+        );
+    }
+
+    #[test]
+    fn an_atif_trajectory_gives_steps_calls_and_observations() {
+        let text = serde_json::json!({
+            "schema_version": "ATIF-v1.4",
+            "agent": {"name": "terminus", "version": "1"},
+            "steps": [
+                {"step_id": 1, "source": "user", "message": "fix it"},
+                {"step_id": 2, "source": "agent", "message": "looking",
+                 "tool_calls": [{"tool_call_id": "c1", "function_name": "bash", "arguments": {"cmd": "ls"}}],
+                 "observation": {"results": [{"source_call_id": "c1", "content": "a.py"}]},
+                 "metrics": {"prompt_tokens": 50, "completion_tokens": 5}}
+            ]
+        })
+        .to_string();
+        let e = read(&text);
+        assert_eq!(
+            e,
+            vec![
+                Entry::Text {
+                    role: "user".into(),
+                    text: "fix it".into()
+                },
+                Entry::Step {
+                    n: 1,
+                    tokens: [("completion".to_owned(), 5), ("prompt".to_owned(), 50)].into()
+                },
+                Entry::Text {
+                    role: "agent".into(),
+                    text: "looking".into()
+                },
+                Entry::Call {
+                    id: "c1".into(),
+                    tool: "bash".into(),
+                    input: "{\n  \"cmd\": \"ls\"\n}".into()
+                },
+                Entry::Output {
+                    id: "c1".into(),
+                    text: "a.py".into(),
+                    is_error: false
+                },
+            ]
         );
     }
 

@@ -54,7 +54,7 @@ pub(super) fn pages(index: &Index<'_>, css: &str) -> Vec<(String, Vec<u8>)> {
 }
 
 fn list(h: &mut String, what: &str, ids: &[String]) {
-    let _ = write!(h, "<h2>{} ({})</h2>\n", esc(what), ids.len());
+    let _ = writeln!(h, "<h2>{} ({})</h2>", esc(what), ids.len());
     if ids.is_empty() {
         h.push_str("<p class=\"muted\">none</p>\n");
         return;

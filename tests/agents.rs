@@ -304,7 +304,36 @@ python3 -c 'import os, urllib.request; urllib.request.urlopen(urllib.request.Req
         url = llm.url()
     );
     let f = fixture(&agent);
-    f.build_ok();
+    let b = f.build_ok();
+    // The build says what it lost, where, and that it will try again,
+    // beside the engine's `0 failed`.
+    assert!(
+        b.run.stderr.contains(
+            "lost to the infrastructure: 2 attempts (not graded as the agent's; \
+             the next build tries them again)"
+        ),
+        "{}",
+        b.run.stderr
+    );
+    assert!(
+        b.run.stderr.contains(&format!(
+            "endpoint {}: 2 attempts: the endpoint failed the agent's last request (status 503) (×2)",
+            llm.url()
+        )),
+        "{}",
+        b.run.stderr
+    );
+    // `assay plan` names the real reason the attempts run again.
+    let plan = f.project.run(&["plan"]).code(0);
+    assert!(
+        plan.stdout.contains(
+            "run      attempt:agent/unlucky/p-1/0  (cached result unusable: the infrastructure \
+             failed its last try (the endpoint failed the agent's last request (status 503)); \
+             it is tried again)"
+        ),
+        "{}",
+        plan.stdout
+    );
     let attempt = f.project.output_record("attempt:agent/unlucky/p-1/0");
     assert!(
         attempt["infrastructure"]

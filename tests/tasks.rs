@@ -149,6 +149,42 @@ fn one_fix(project: &Project) -> Repo {
     r
 }
 
+/// A build whose only task awaits its statement printed `0 certified`,
+/// hiding that its screening passed.
+#[test]
+fn a_certified_task_awaiting_its_statement_is_named_on_the_funnel_line() {
+    let project = Project::new();
+    let mut r = init_repo(&project);
+    r.pr(
+        1,
+        "Fix sub",
+        &[
+            ("pkg/ops.py", &ops_fixed(&["sub"])),
+            ("tests/test_ops.py", &test_ops(&[T_SUB])),
+        ],
+    );
+    project.write("statements/README", "no statement yet\n");
+    project.write("pipeline.toml", pipeline("", ""));
+    let b = build(&project);
+    assert_eq!(b.run.code, 0, "stderr:\n{}", b.run.stderr);
+    let f = funnel(&project);
+    assert_eq!(
+        (
+            f["certified"].clone(),
+            f["awaiting_statement_certified"].clone()
+        ),
+        (0.into(), 1.into()),
+        "{f:#}"
+    );
+    assert!(
+        b.run
+            .stderr
+            .contains("-> 0 certified; screened and certified, awaiting statements: 1\n"),
+        "{}",
+        b.run.stderr
+    );
+}
+
 #[test]
 fn decline_reasons_are_counted_and_a_clean_fix_is_certified() {
     let project = Project::new();

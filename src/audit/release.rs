@@ -37,20 +37,39 @@ pub(crate) fn release_digest(manifest: &[u8]) -> Option<(String, String)> {
     Some((claimed, Digest::of(blanked.as_bytes()).to_hex()))
 }
 
+/// The release files under `dir`, named by their path below the release
+/// directory (`pages/…` for the report's pages); hidden files and symbolic
+/// links are not release files.
+fn read_files(
+    dir: &Path,
+    prefix: &str,
+    present: &mut BTreeMap<String, Vec<u8>>,
+) -> Result<(), String> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+    for e in entries.flatten() {
+        let name = format!("{prefix}{}", e.file_name().to_string_lossy());
+        let Ok(kind) = e.file_type() else {
+            continue;
+        };
+        if e.file_name().to_string_lossy().starts_with('.') {
+            continue;
+        }
+        if kind.is_dir() && prefix.is_empty() {
+            read_files(&e.path(), &format!("{name}/"), present)?;
+        } else if kind.is_file() {
+            let bytes = std::fs::read(e.path()).map_err(|err| format!("{name}: {err}"))?;
+            present.insert(name, bytes);
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>, Checked), String> {
     let mut findings = Vec::new();
     let mut checked = Checked::default();
     let mut present: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    let entries =
-        std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        if name.starts_with('.') || !e.path().is_file() {
-            continue;
-        }
-        let bytes = std::fs::read(e.path()).map_err(|err| format!("{name}: {err}"))?;
-        present.insert(name, bytes);
-    }
+    read_files(dir, "", &mut present)?;
     if present.is_empty() {
         return Err(format!("{} holds no release files", dir.display()));
     }

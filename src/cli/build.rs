@@ -102,6 +102,10 @@ pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
     if let Some(id) = graph.find(crate::stages::RELEASE_NODE) {
         write_release(&pipeline, &store, &outcome, id, &tasks)?;
     }
+    let lost = crate::stages::Lost::of_build(&store, &outcome, &graph);
+    if !lost.is_empty() {
+        eprintln!("{lost}");
+    }
     if outcome.summary.failed > 0 {
         return Ok(exit::BUILD_FAILED);
     }
@@ -176,6 +180,43 @@ fn statements_to_write(pipeline: &Pipeline, tasks: &[crate::stages::TaskRecord])
     format!("to release them, write {}", files.join(", "))
 }
 
+/// The funnel in one line. Tasks held back for a statement are not counted
+/// certified (they are not released), so a build whose tasks all await one
+/// says what its screening certified beside `0 certified`.
+fn funnel_line(record: &crate::stages::ReleaseRecord) -> String {
+    let f = &record.funnel;
+    let mut line = format!(
+        "funnel: {} candidates -> {} eligible -> {} screened -> {} certified",
+        f.candidates, f.eligible, f.screened, f.certified
+    );
+    if f.awaiting_statement_certified > 0 {
+        line.push_str(&format!(
+            "; screened and certified, awaiting statements: {}",
+            f.awaiting_statement_certified
+        ));
+    }
+    line
+}
+
+/// Removes the report pages of an earlier release that this one does not
+/// have: a page left behind would read as part of the release.
+fn stale_pages(
+    dir: &std::path::Path,
+    record: &crate::stages::ReleaseRecord,
+) -> std::io::Result<()> {
+    let pages = dir.join("pages");
+    let Ok(entries) = std::fs::read_dir(&pages) else {
+        return Ok(());
+    };
+    for e in entries.flatten() {
+        let name = format!("pages/{}", e.file_name().to_string_lossy());
+        if e.file_type()?.is_file() && !record.files.contains_key(&name) {
+            std::fs::remove_file(e.path())?;
+        }
+    }
+    Ok(())
+}
+
 /// Writes the release node's files into the release directory, each replaced
 /// atomically (temp file + rename), and prints the funnel.
 fn write_release(
@@ -204,10 +245,16 @@ fn write_release(
             .parse()
             .map_err(|e: String| Failure::new(exit::INTERNAL, miette::miette!("{e}")))?;
         let data = store.blobs().get(&digest).map_err(Failure::cache)?;
-        let tmp = dir.join(format!(".{name}.tmp"));
+        // A report page lives in a directory of its own (`pages/…`).
+        let path = dir.join(name);
+        let parent = path.parent().unwrap_or(&dir);
+        std::fs::create_dir_all(parent).map_err(io)?;
+        let file = path.file_name().unwrap_or_default().to_string_lossy();
+        let tmp = parent.join(format!(".{file}.tmp"));
         std::fs::write(&tmp, &data).map_err(io)?;
-        std::fs::rename(&tmp, dir.join(name)).map_err(io)?;
+        std::fs::rename(&tmp, &path).map_err(io)?;
     }
+    stale_pages(&dir, &record).map_err(io)?;
     let f = &record.funnel;
     let declined: Vec<String> = f.declined.iter().map(|(k, v)| format!("{k} {v}")).collect();
     let uncertified: Vec<String> = f
@@ -215,10 +262,7 @@ fn write_release(
         .iter()
         .map(|(k, v)| format!("{k} {v}"))
         .collect();
-    eprintln!(
-        "funnel: {} candidates -> {} eligible -> {} screened -> {} certified",
-        f.candidates, f.eligible, f.screened, f.certified
-    );
+    eprintln!("{}", funnel_line(&record));
     eprintln!(
         "  declined: {}\n  tasks released: {} ({} uncertified: {}), held back awaiting a statement: {}",
         if declined.is_empty() {
@@ -238,10 +282,18 @@ fn write_release(
     if f.awaiting_statement > 0 {
         eprintln!("  {}", statements_to_write(pipeline, tasks));
     }
+    // The report's pages (a release may have thousands) are counted.
+    let (pages, top): (Vec<&String>, Vec<&String>) =
+        record.files.keys().partition(|n| n.starts_with("pages/"));
+    let top: Vec<&str> = top.iter().map(|n| n.as_str()).collect();
     eprintln!(
-        "  wrote {}/{{{}}}",
+        "  wrote {}/{{{}}}{}",
         dir.display(),
-        record.files.keys().cloned().collect::<Vec<_>>().join(",")
+        top.join(","),
+        match pages.len() {
+            0 => String::new(),
+            n => format!(" and {n} report pages in {}/pages", dir.display()),
+        }
     );
     Ok(())
 }

@@ -199,6 +199,7 @@ pub(super) fn load(root: &Path, id: &str, path: &Path) -> Result<ParsedSession, 
         }
     };
 
+    let mut transcript_bytes = None;
     let transcript_facts = match &file.transcript {
         None => RunFacts::default(),
         Some(name) => {
@@ -218,11 +219,13 @@ pub(super) fn load(root: &Path, id: &str, path: &Path) -> Result<ParsedSession, 
                 ));
             }
             let transcript = read_text(root, id, &resolved, "transcript")?;
-            if mini::is_trajectory(&transcript) {
+            let facts = if mini::is_trajectory(&transcript) {
                 mini::parse_trajectory(id, &resolved, &transcript)?
             } else {
                 claude::parse_transcript(id, &resolved, &transcript)?
-            }
+            };
+            transcript_bytes = Some(transcript.into_bytes());
+            facts
         }
     };
     let facts = file.run.unwrap_or_default().over(transcript_facts);
@@ -236,6 +239,7 @@ pub(super) fn load(root: &Path, id: &str, path: &Path) -> Result<ParsedSession, 
             model,
             patch,
             facts,
+            transcript: transcript_bytes,
         },
         file: path.to_path_buf(),
     })

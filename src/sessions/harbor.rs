@@ -373,6 +373,10 @@ fn trial(
     }
     let verdict = read_json(root, &verifier.join("assay-verdict.json"));
     let patch = regular(root, &verifier.join("agent.patch"));
+    // The agent's ATIF trajectory, where the agent wrote one: shown on the
+    // report's transcript page, never read for a fact (read beneath the job
+    // directory, through no link, like every trial file).
+    let trajectory = regular(root, &folder.join("agent").join("trajectory.json"));
     let task_name = r["task_name"].as_str().unwrap_or_default();
     // The exported verifier names the released task (its instance id) and
     // its digest; a trial without it names the task by its Harbor name.
@@ -436,6 +440,7 @@ fn trial(
                 trial: Some(trial),
                 ..facts
             },
+            transcript: trajectory,
         },
         file: result_path,
     })

@@ -19,6 +19,7 @@ pub(crate) mod harbor;
 pub(crate) mod mini;
 pub(crate) mod span;
 mod swebench;
+pub(crate) mod turns;
 
 use std::collections::BTreeSet;
 use std::ops::Range;
@@ -42,6 +43,11 @@ pub(crate) struct Session<Patch, Track = String> {
     pub(crate) model: String,
     pub(crate) patch: Patch,
     pub(crate) facts: RunFacts,
+    /// The agent's transcript, where one is kept, as the patch is: its
+    /// bytes as read, then (redacted) in the params, then its blob digest.
+    /// Absent from the key and the record without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) transcript: Option<Patch>,
 }
 
 /// One session as read from disk, before it enters the DAG.

@@ -193,6 +193,7 @@ fn load_line(
             model,
             patch: patch.into_bytes(),
             facts: RunFacts::default(),
+            transcript: None,
         },
         file: path.to_path_buf(),
     })

@@ -22,6 +22,7 @@ mod executor;
 mod guard;
 pub(crate) mod harbor;
 mod kind;
+mod lost;
 mod names;
 mod node;
 mod nodes;
@@ -38,6 +39,7 @@ use plan::layout;
 
 pub(crate) use judge::{JudgeOutcome, JudgeRecord};
 pub(crate) use kind::{NodeKind, parse_arg as parse_kind};
+pub(crate) use lost::Lost;
 pub(crate) use names::RELEASE as RELEASE_NODE;
 pub(crate) use publish::{AssayVersion, Manifest, Number, pretty};
 pub(crate) use records::{EnvRecord, Fault, GradeRecord, TaskRecord, TaskStatus, Verdict};

@@ -256,9 +256,9 @@ pub(crate) trait Kind: Send + Sync + Sized + 'static {
         None
     }
 
-    /// See [`Job::hit_valid`].
-    fn hit_valid(&self, _record: &[u8]) -> bool {
-        true
+    /// See [`Job::refuse_hit`].
+    fn refuse_hit(&self, _record: &[u8]) -> Option<String> {
+        None
     }
 }
 
@@ -282,8 +282,8 @@ impl<K: Kind> Job for Adapter<K> {
         self.0.exclusive()
     }
 
-    fn hit_valid(&self, output: &[u8]) -> bool {
-        self.0.hit_valid(output)
+    fn refuse_hit(&self, output: &[u8]) -> Option<String> {
+        self.0.refuse_hit(output)
     }
 }
 

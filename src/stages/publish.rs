@@ -26,13 +26,19 @@
 //!   sources of its numbers (`sources`); `stats`: the arithmetic;
 //! - `quality`: the `[[metric]]` figures, each session's against its gold;
 //! - one renderer per file: `csv` (results.csv), `html` + `html_chart` +
-//!   `html_judge` + `detail` (report.html, with `markup`), `manifest` (manifest.json).
+//!   `html_leaderboard` + `html_judge` + `detail` (report.html, with
+//!   `markup`), the pages beside it (`pages`: `html_transcript`, and
+//!   `html_nav` for a page per task and per agent),
+//!   `manifest` (manifest.json).
 
 mod csv;
 mod detail;
 mod html;
 mod html_chart;
 mod html_judge;
+mod html_leaderboard;
+mod html_nav;
+mod html_transcript;
 mod index;
 mod input;
 mod judge_summary;
@@ -40,6 +46,7 @@ mod judged;
 mod manifest;
 mod markup;
 mod model;
+mod pages;
 mod quality;
 mod sources;
 mod stats;
@@ -48,6 +55,8 @@ mod summary;
 mod tests;
 #[cfg(test)]
 mod tests_judge;
+#[cfg(test)]
+mod tests_scale;
 mod trials;
 
 use std::collections::BTreeMap;
@@ -57,7 +66,8 @@ pub(crate) use input::{About, Price, PublishInput};
 pub(crate) use model::Summary;
 pub(crate) use model::{AssayVersion, Funnel, Manifest, Number, pretty};
 
-/// File name -> bytes: `results.csv`, `summary.json`, `report.html`, `manifest.json`.
+/// File name -> bytes: `results.csv`, `summary.json`, `report.html`, the
+/// report's pages (`pages/…`), `manifest.json`.
 pub(crate) fn publish(input: &PublishInput) -> BTreeMap<String, Vec<u8>> {
     let index = index::Index::new(input);
     let csv = csv::results(&index);
@@ -67,6 +77,8 @@ pub(crate) fn publish(input: &PublishInput) -> BTreeMap<String, Vec<u8>> {
     files.insert("results.csv".to_owned(), csv.into_bytes());
     files.insert("summary.json".to_owned(), pretty(&summary));
     files.insert("report.html".to_owned(), html.into_bytes());
+    files.extend(html_transcript::pages(&index, html::CSS));
+    files.extend(html_nav::pages(&index, html::CSS));
     let mut manifest = manifest::manifest(&index, &files, &summary, &sources);
     if let Some(p) = &input.about.provenance {
         manifest::seal(

@@ -22,9 +22,11 @@ pub trait Job: Send + Sync {
     fn run(&self, ctx: JobCtx) -> JobFuture;
 
     /// Extra check of a cache hit, e.g. that a directory named by the output
-    /// still exists. A `false` turns the hit into a miss.
-    fn hit_valid(&self, _output: &[u8]) -> bool {
-        true
+    /// still exists: why the hit cannot be reused, in words for `assay plan`
+    /// and the build's log, or None to reuse it. A refusal turns the hit
+    /// into a miss.
+    fn refuse_hit(&self, _output: &[u8]) -> Option<String> {
+        None
     }
 
     /// A resource this job must hold alone (e.g. a shared mutable directory).

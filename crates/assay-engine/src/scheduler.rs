@@ -174,8 +174,8 @@ pub(crate) fn verify_hit(store: &Store, row: HitRow<'_>, job: &dyn Job) -> Resul
     for a in row.attachments {
         store.blobs().get(a).map_err(|e| e.to_string())?;
     }
-    if !job.hit_valid(bytes) {
-        return Err("the stage rejected its cached output (an artifact it names is gone)".into());
+    if let Some(why) = job.refuse_hit(bytes) {
+        return Err(why);
     }
     Ok(())
 }

@@ -126,8 +126,8 @@ pub(crate) struct AttemptRecord {
     pub(crate) limit: Option<String>,
     /// The agent's output (redacted), a blob.
     pub(crate) log: String,
-    /// The transcript (redacted), a blob; or why there is none usable.
-    pub(crate) transcript: Option<String>,
+    /// Why there is no usable transcript (the session's `transcript`, a
+    /// redacted blob, when there is one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) transcript_error: Option<String>,
     /// Why the workspace could not be read back, when it could not.
@@ -185,8 +185,13 @@ impl Kind for Attempt {
     }
 
     /// An attempt the infrastructure failed is made again, never reused.
-    fn hit_valid(&self, output: &[u8]) -> bool {
-        serde_json::from_slice::<AttemptRecord>(output).is_ok_and(|r| r.infrastructure.is_none())
+    fn refuse_hit(&self, output: &[u8]) -> Option<String> {
+        match serde_json::from_slice::<AttemptRecord>(output) {
+            Ok(r) => r.infrastructure.map(|why| {
+                format!("the infrastructure failed its last try ({why}); it is tried again")
+            }),
+            Err(e) => Some(format!("its stored record does not read ({e})")),
+        }
     }
 }
 
@@ -210,6 +215,7 @@ async fn attempt(
         model: p.model.clone(),
         patch: String::new(),
         facts: RunFacts::default(),
+        transcript: None,
     };
     let skipped = |why: String| AttemptRecord {
         session: session.clone(),
@@ -218,7 +224,6 @@ async fn attempt(
         timed_out: false,
         limit: None,
         log: String::new(),
-        transcript: None,
         transcript_error: None,
         collect_error: None,
         requests: Vec::new(),
@@ -450,6 +455,7 @@ async fn once(
             session: SessionRecord {
                 patch: patch_digest,
                 facts,
+                transcript,
                 ..session.clone()
             },
             skipped: None,
@@ -457,7 +463,6 @@ async fn once(
             timed_out: ran.timed_out,
             limit,
             log,
-            transcript,
             transcript_error,
             collect_error,
             requests,

@@ -93,18 +93,22 @@ impl Kind for Env {
         p.confine.executor().prepare(setup, &ctx).await
     }
 
-    fn hit_valid(&self, output: &[u8]) -> bool {
-        let Ok(r) = serde_json::from_slice::<EnvRecord>(output) else {
-            return false;
+    fn refuse_hit(&self, output: &[u8]) -> Option<String> {
+        let r = match serde_json::from_slice::<EnvRecord>(output) {
+            Ok(r) => r,
+            Err(e) => return Some(format!("its stored record does not read ({e})")),
         };
         if !r.ok {
-            return true;
+            return None;
         }
         match self.params.confine.executor().present(&r, &self.cache_dir) {
-            Presence::Present | Presence::Unknown => true,
+            Presence::Present | Presence::Unknown => None,
             Presence::Gone => {
+                let what = r.image.clone().unwrap_or_else(|| r.dir.clone());
                 *self.lost.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
-                false
+                Some(format!(
+                    "the environment it names ({what}) is gone from its executor"
+                ))
             }
         }
     }

@@ -110,9 +110,12 @@ impl Kind for Grade {
     }
 
     /// A grade the executor lost a check or rerun of is graded again.
-    fn hit_valid(&self, output: &[u8]) -> bool {
-        serde_json::from_slice::<GradeRecord>(output)
-            .is_ok_and(|g| super::rules::verdict::stands(g.verdict, g.fault))
+    fn refuse_hit(&self, output: &[u8]) -> Option<String> {
+        match serde_json::from_slice::<GradeRecord>(output) {
+            Ok(g) if super::rules::verdict::stands(g.verdict, g.fault) => None,
+            Ok(g) => Some(format!("its grade was not reached: {}", g.detail)),
+            Err(e) => Some(format!("its stored record does not read ({e})")),
+        }
     }
 }
 

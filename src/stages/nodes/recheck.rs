@@ -95,8 +95,13 @@ impl Kind for Recheck {
     }
 
     /// A recheck the executor lost a run of is read again.
-    fn hit_valid(&self, output: &[u8]) -> bool {
-        serde_json::from_slice::<RecheckRecord>(output).is_ok_and(|r| r.lost().is_none())
+    fn refuse_hit(&self, output: &[u8]) -> Option<String> {
+        match serde_json::from_slice::<RecheckRecord>(output) {
+            Ok(r) => r
+                .lost()
+                .map(|why| format!("the executor lost a run of it ({why}); it is run again")),
+            Err(e) => Some(format!("its stored record does not read ({e})")),
+        }
     }
 }
 

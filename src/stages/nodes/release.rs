@@ -266,8 +266,9 @@ pub(crate) fn read_from(
 
 /// The release files from the release node's inputs (each with its node
 /// key), in input order: a pure function, shared by the job and `assay verify`.
-/// The only blobs it reads are the session patches (for the report), which
-/// the session records name by digest: the release key covers them.
+/// The only blobs it reads are the session patches and transcripts (for the
+/// report), which the session records name by digest: the release key
+/// covers them.
 pub(crate) fn assemble(
     params: &ReleaseParams,
     inputs: &[(&[u8], Digest)],
@@ -399,6 +400,7 @@ pub(crate) fn assemble(
             TaskStatus::AwaitingStatement => {
                 progress.screened = true;
                 funnel.awaiting_statement += 1;
+                funnel.awaiting_statement_certified += usize::from(task.certified);
                 continue;
             }
             TaskStatus::Released => {}
@@ -467,6 +469,12 @@ pub(crate) fn assemble(
             if !s.patch.is_empty() && !publish_input.patches.contains_key(&s.patch) {
                 let patch = read(&s.patch).map_err(|e| format!("session {}: patch: {e}", s.id))?;
                 publish_input.patches.insert(s.patch.clone(), patch);
+            }
+            if let Some(t) = &s.transcript
+                && !publish_input.transcripts.contains_key(t)
+            {
+                let bytes = read(t).map_err(|e| format!("session {}: transcript: {e}", s.id))?;
+                publish_input.transcripts.insert(t.clone(), bytes);
             }
         }
         let key = release_key(params, inputs);

@@ -139,8 +139,13 @@ impl Kind for Run {
     }
 
     /// A run the executor lost is read again rather than reused.
-    fn hit_valid(&self, output: &[u8]) -> bool {
-        serde_json::from_slice::<RunRecord>(output).is_ok_and(|r| r.lost.is_none())
+    fn refuse_hit(&self, output: &[u8]) -> Option<String> {
+        match serde_json::from_slice::<RunRecord>(output) {
+            Ok(r) => r
+                .lost
+                .map(|why| format!("the executor lost it ({why}); it is run again")),
+            Err(e) => Some(format!("its stored record does not read ({e})")),
+        }
     }
 }
 

@@ -1,6 +1,8 @@
 //! `session`: one agent attempt at one task, normalised from any input
 //! format; its patch goes into the blob store, named by digest (the record's
-//! `patch`), so the stage, grade, metrics and judge nodes read it by digest.
+//! `patch`), so the stage, grade, metrics and judge nodes read it by digest;
+//! its transcript (redacted as the session was laid out), when the file
+//! names one, likewise (`transcript`), for the report's transcript pages.
 
 use std::sync::Arc;
 
@@ -42,6 +44,15 @@ impl Kind for Session {
             return Err(format!("{}: {e}", s.id));
         }
         let digest = ctx.blobs.put(&s.patch).map_err(|e| e.to_string())?;
+        let mut attachments = vec![digest];
+        let transcript = match &s.transcript {
+            Some(bytes) => {
+                let d = ctx.blobs.put(bytes).map_err(|e| e.to_string())?;
+                attachments.push(d);
+                Some(d.to_hex())
+            }
+            None => None,
+        };
         Ok(Made {
             record: SessionRecord {
                 patch: digest.to_hex(),
@@ -51,8 +62,9 @@ impl Kind for Session {
                 agent: s.agent.clone(),
                 model: s.model.clone(),
                 facts: s.facts.clone(),
+                transcript,
             },
-            attachments: vec![digest],
+            attachments,
         })
     }
 }

@@ -64,25 +64,11 @@ pub(crate) fn grade_nodes(
     };
     let patch_redactor = Redactor::values(&RedactConfig {
         patterns: Vec::new(),
-        env: g
-            .redact
-            .env
-            .iter()
-            .cloned()
-            .chain(
-                pipeline
-                    .settings
-                    .agents
-                    .iter()
-                    .filter_map(|a| a.endpoint.as_ref()?.key_env.clone()),
-            )
-            .chain(
-                pipeline
-                    .judges
-                    .iter()
-                    .filter_map(|j| j.settings.api_key_env.clone()),
-            )
-            .collect(),
+        env: secret_env(pipeline, g),
+    });
+    let transcript_redactor = Redactor::new(&RedactConfig {
+        patterns: g.redact.patterns.clone(),
+        env: secret_env(pipeline, g),
     });
     for loaded in sessions {
         let (s, file) = match loaded {
@@ -101,6 +87,7 @@ pub(crate) fn grade_nodes(
                         model: String::new(),
                         patch: Vec::new(),
                         facts: Default::default(),
+                        transcript: None,
                     },
                     error: Some(why),
                 };
@@ -172,6 +159,12 @@ pub(crate) fn grade_nodes(
         // A key in a session's patch is no answer: the session node (its
         // params, its blob) holds the redacted bytes.
         let (patch, redacted) = patch_redactor.redact(&s.patch);
+        // The transcript is shown in the report: every secret shape and
+        // value out of it first.
+        let transcript = s
+            .transcript
+            .as_deref()
+            .map(|t| transcript_redactor.redact(t).0);
         let mut facts = s.facts;
         if redacted > 0 {
             facts.patch_redacted = Some(redacted);
@@ -186,6 +179,7 @@ pub(crate) fn grade_nodes(
                 model: s.model,
                 patch,
                 facts,
+                transcript,
             },
             error: None,
         };
@@ -482,6 +476,29 @@ fn quality_nodes(
 }
 
 /// Task digests of the last build, so a session may name its task by digest.
+/// The variables whose values are secrets in what a session brings: the
+/// `[redact] env` names, and every agent's and judge's key variable.
+fn secret_env(pipeline: &Pipeline, g: &GradeLayout<'_>) -> Vec<String> {
+    g.redact
+        .env
+        .iter()
+        .cloned()
+        .chain(
+            pipeline
+                .settings
+                .agents
+                .iter()
+                .filter_map(|a| a.endpoint.as_ref()?.key_env.clone()),
+        )
+        .chain(
+            pipeline
+                .judges
+                .iter()
+                .filter_map(|j| j.settings.api_key_env.clone()),
+        )
+        .collect()
+}
+
 fn previous_task_keys(store: &Store) -> BTreeMap<String, String> {
     let mut map = BTreeMap::new();
     let Ok(builds) = store.builds(1) else {

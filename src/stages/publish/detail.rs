@@ -67,6 +67,13 @@ pub(super) fn sections(h: &mut String, index: &Index<'_>) {
                 None => String::new(),
             }
         );
+        if super::html_transcript::has_page(index, session) {
+            let _ = writeln!(
+                h,
+                "<p><a href=\"{}\">Transcript</a>: every turn and tool call of the run.</p>",
+                super::pages::transcript(session)
+            );
+        }
         arms(h, &grades);
         // Another arm's evidence only where it tells something new: the
         // same verdict on the same failing tests is the same story.

@@ -10,12 +10,12 @@ use std::fmt::Write as _;
 
 use super::detail;
 use super::index::{Graded, Index};
-use super::markup::{count, esc, fault_class, label, label_of, rate_text, score_text};
+use super::markup::{count, esc, fault_class, label, label_of, rate_text};
 use super::model::{Agent, Summary};
-use super::{html_chart, html_judge};
+use super::{html_chart, html_judge, html_leaderboard, html_transcript, pages};
 use crate::stages::records::{Fault, TaskStatus, Verdict};
 
-const CSS: &str = "
+pub(super) const CSS: &str = "
 body{font:14px/1.4 system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#222}
 h1{font-size:1.6em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;margin:.5em 0;display:block;max-width:100%;overflow-x:auto}
@@ -35,14 +35,24 @@ section.session{border-top:1px solid #ddd;padding:.3em 0 .8em}
 section.session:target{background:#fffbe6;outline:2px solid #e6c200;outline-offset:4px}
 h3{font-size:1.05em;margin:.6em 0 .2em;font-family:ui-monospace,monospace}
 table.about th{background:none;font-weight:600}
+#search{width:30em;max-width:100%}input.filter{display:block;margin:.3em 0}
+table.sortable th{cursor:pointer}
 ";
 
 pub(super) fn report(index: &Index<'_>, summary: &Summary) -> String {
     let mut h = String::new();
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    let _ = writeln!(
+        h,
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"{}\">",
+        pages::csp(Some(&pages::script_hash()))
+    );
     h.push_str("<title>assay release report</title>\n<style>");
     h.push_str(CSS);
-    h.push_str("</style>\n</head>\n<body>\n<h1>assay release report</h1>\n");
+    h.push_str(
+        "</style>\n</head>\n<body>\n<h1>assay release report</h1>\n\
+         <p><input type=\"search\" id=\"search\" placeholder=\"search the tables (task, agent, verdict, fault)\"></p>\n",
+    );
     about(&mut h, index, summary);
     if summary.graded_unsandboxed {
         h.push_str("<p class=\"warn\"><strong>Graded unsandboxed</strong> (<code>[env] sandbox = \"none\"</code>): agent code ran with the grader's rights on the host; these verdicts are not tamper-resistant.</p>\n");
@@ -80,7 +90,7 @@ pub(super) fn report(index: &Index<'_>, summary: &Summary) -> String {
          in the resolved rate.</p>\n",
     );
 
-    leaderboard(&mut h, summary);
+    html_leaderboard::section(&mut h, summary);
     h.push_str("<h2>Resolved rate</h2>\n");
     html_chart::bars(&mut h, &agents);
 
@@ -135,6 +145,7 @@ pub(super) fn report(index: &Index<'_>, summary: &Summary) -> String {
     html_judge::section(&mut h, summary);
     detail::sections(&mut h, index);
 
+    h.push_str(&pages::script_tag());
     h.push_str("</body>\n</html>\n");
     h
 }
@@ -328,71 +339,6 @@ fn run_facts(h: &mut String, agents: &[&Agent]) {
 /// The ranking: score over the whole certified task set of each pair's
 /// tracks (unattempted tasks count as unresolved), with its coverage, beside
 /// the per-attempt rate; both with Wilson intervals.
-fn leaderboard(h: &mut String, summary: &Summary) {
-    h.push_str(
-        "<h2>Leaderboard</h2>\n<p>Score: pass@1 over every certified task of the tracks a \
-         pair was scored on, the mean of each task's share of resolved attempts (a task it did \
-         not attempt counts 0), with a Wilson interval over the tasks. Attempts whose run ended \
-         on an infrastructure fault are left out and listed. pass@k where every attempted task \
-         has k attempts. Per attempt: resolved over the sessions graded.</p>\n<table>\n\
-         <tr><th>#</th><th>agent / model</th><th>score</th><th>coverage</th>\
-         <th>attempts</th><th>pass@k</th><th>per attempt</th></tr>\n",
-    );
-    let ranked = summary.ranking.iter().filter_map(|k| summary.agents.get(k));
-    for (i, a) in ranked.enumerate() {
-        let b = &a.leaderboard;
-        let score = score_text(b);
-        let pass_at_k: Vec<String> = b
-            .pass_at_k
-            .iter()
-            .filter(|(k, _)| k.as_str() != "1")
-            .filter_map(|(k, v)| Some(format!("@{k} {:.1}%", (*v)? * 100.0)))
-            .collect();
-        let left_out = match b.left_out.len() {
-            0 => String::new(),
-            n => format!(" ({n} left out)"),
-        };
-        let _ = writeln!(
-            h,
-            "<tr><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{score}</td>\
-             <td class=\"n\">{}/{}</td><td class=\"n\">{}{left_out}</td><td>{}</td>\
-             <td class=\"n\">{}</td></tr>",
-            i + 1,
-            label(a),
-            b.attempted,
-            b.tasks,
-            b.attempts,
-            if pass_at_k.is_empty() {
-                "–".to_owned()
-            } else {
-                esc(&pass_at_k.join(", "))
-            },
-            rate_text(&a.rate()),
-        );
-    }
-    h.push_str("</table>\n");
-    let left_out: Vec<(&str, &super::model::LeftOut)> = summary
-        .ranking
-        .iter()
-        .filter_map(|k| Some((k.as_str(), summary.agents.get(k)?)))
-        .flat_map(|(k, a)| a.leaderboard.left_out.iter().map(move |l| (k, l)))
-        .collect();
-    if !left_out.is_empty() {
-        h.push_str("<p>Attempts left out of the leaderboard (infrastructure faults):</p>\n<ul>\n");
-        for (key, l) in left_out {
-            let _ = writeln!(
-                h,
-                "<li>{}: <code>{}</code> on {}: {}</li>",
-                esc(key),
-                esc(&l.session),
-                esc(&l.instance_id),
-                esc(&l.why)
-            );
-        }
-        h.push_str("</ul>\n");
-    }
-}
-
 /// Task × agent/model: the scored verdict of every session, coloured by fault.
 fn matrix(h: &mut String, index: &Index<'_>) {
     h.push_str(
@@ -428,13 +374,25 @@ fn matrix(h: &mut String, index: &Index<'_>) {
         h.push_str("<p class=\"muted\">No tasks.</p>\n");
         return;
     }
-    h.push_str("<table>\n<tr><th>task</th><th>track</th>");
+    h.push_str("<table class=\"sortable\" id=\"matrix\">\n<thead><tr><th>task</th><th>track</th>");
     for (agent, model) in &pairs {
-        let _ = write!(h, "<th>{} / {}</th>", esc(agent), esc(model));
+        let _ = write!(
+            h,
+            "<th><a href=\"{}\">{} / {}</a></th>",
+            pages::agent(agent, model),
+            esc(agent),
+            esc(model)
+        );
     }
-    h.push_str("</tr>\n");
+    h.push_str("</tr></thead>\n<tbody>\n");
     for ((id, track), cells) in &rows {
-        let _ = write!(h, "<tr><td>{}</td><td>{}</td>", esc(id), esc(track));
+        let _ = write!(
+            h,
+            "<tr><td><a href=\"{}\">{}</a></td><td>{}</td>",
+            pages::task(id, track),
+            esc(id),
+            esc(track)
+        );
         for col in 0..pairs.len() {
             h.push_str("<td>");
             match cells.get(&col) {
@@ -448,6 +406,13 @@ fn matrix(h: &mut String, index: &Index<'_>) {
                             esc(&g.0.session),
                             esc(g.0.verdict.as_str())
                         );
+                        if html_transcript::has_page(index, &g.0.session) {
+                            let _ = write!(
+                                h,
+                                "<a class=\"tr\" href=\"{}\" title=\"transcript\">¶</a>",
+                                pages::transcript(&g.0.session)
+                            );
+                        }
                     }
                 }
                 None => h.push_str("<span class=\"muted\">–</span>"),
@@ -456,7 +421,7 @@ fn matrix(h: &mut String, index: &Index<'_>) {
         }
         h.push_str("</tr>\n");
     }
-    h.push_str("</table>\n");
+    h.push_str("</tbody></table>\n");
 }
 
 /// Uncertified tasks and empty-patch sessions, counted apart.

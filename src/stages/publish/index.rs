@@ -37,6 +37,8 @@ pub(crate) struct Index<'a> {
     pub(crate) prices: &'a BTreeMap<String, Price>,
     pub(crate) judged: Judged<'a>,
     pub(crate) patches: &'a BTreeMap<String, Vec<u8>>,
+    /// Transcript blob digest -> its (redacted) bytes.
+    pub(crate) transcripts: &'a BTreeMap<String, Vec<u8>>,
     pub(crate) about: &'a About,
     /// The Harbor jobs among the sessions (the trial accounting).
     pub(crate) jobs: &'a [crate::sessions::harbor::JobTrials],
@@ -104,6 +106,7 @@ impl<'a> Index<'a> {
             prices: &input.prices,
             judged: Judged::new(&input.judges, &input.readings),
             patches: &input.patches,
+            transcripts: &input.transcripts,
             about: &input.about,
             jobs: &input.trials,
         }

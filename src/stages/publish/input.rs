@@ -37,6 +37,9 @@ pub(crate) struct PublishInput {
     pub(crate) readings: Vec<(String, JudgeRecord, String)>,
     /// Session patch blob digest -> its bytes (the report shows them).
     pub(crate) patches: BTreeMap<String, Vec<u8>>,
+    /// Session transcript blob digest -> its bytes (redacted when the
+    /// session was laid out or the attempt stored it): the transcript pages.
+    pub(crate) transcripts: BTreeMap<String, Vec<u8>>,
     /// What the report's header says the release is.
     pub(crate) about: About,
 }

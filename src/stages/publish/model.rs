@@ -291,7 +291,12 @@ pub(crate) struct Rate {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Cost {
+    /// Per attempt: the mean over the sessions that report tokens.
     pub(crate) mean: Option<f64>,
+    /// The cost of the sessions that report tokens over how many of them
+    /// resolved their task (infrastructure faults left out of both).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) per_resolved: Option<f64>,
     pub(crate) reported_sessions: u64,
     pub(crate) reported_total: Option<f64>,
     pub(crate) sessions: u64,
@@ -305,6 +310,10 @@ pub(crate) struct Leaderboard {
     pub(crate) attempted: u64,
     /// Attempts that count (infrastructure faults left out).
     pub(crate) attempts: u64,
+    /// Tasks with an attempt that counts and none lost to the
+    /// infrastructure; present when not every task is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) complete: Option<u64>,
     pub(crate) coverage: Option<f64>,
     /// Attempts left out of the denominator: their run ended on an
     /// infrastructure fault, which says nothing about the agent.
@@ -317,6 +326,11 @@ pub(crate) struct Leaderboard {
     /// pass@1: the mean over every task of the share of its attempts that
     /// resolved (a task with none counts 0).
     pub(crate) score: Option<f64>,
+    /// pass@1 over the complete tasks only, beside the headline when
+    /// some task is not: an outage that took a task's every attempt reads
+    /// apart from the agent failing it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) score_complete: Option<f64>,
     pub(crate) score_hi: Option<f64>,
     pub(crate) score_lo: Option<f64>,
     pub(crate) tasks: u64,
@@ -471,6 +485,10 @@ pub(crate) struct Funnel {
     pub(crate) tasks_released: usize,
     pub(crate) uncertified: usize,
     pub(crate) awaiting_statement: usize,
+    /// Of those awaiting a statement, the tasks whose screening certified
+    /// them: ready to release once written; absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(crate) awaiting_statement_certified: usize,
     pub(crate) declined: BTreeMap<String, usize>,
     pub(crate) uncertified_because: BTreeMap<String, usize>,
     /// The `[[harbor_dataset]]`s' tasks; absent without one.
@@ -590,4 +608,8 @@ pub(crate) fn pretty(value: &impl Serialize) -> Vec<u8> {
     let mut out = serde_json::to_vec_pretty(value).unwrap_or_default();
     out.push(b'\n');
     out
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }

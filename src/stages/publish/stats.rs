@@ -88,9 +88,12 @@ pub(crate) fn session_cost(
 }
 
 /// Published floats carry six decimals: recomputing with any IEEE-754 double
-/// arithmetic and rounding the same way gives the same number.
+/// arithmetic and rounding the same way gives the same number. A value that
+/// rounds to zero is `0.0`, never `-0.0` (a Wilson bound of a rate of 0 is a
+/// tiny negative before rounding): adding `+0.0` turns `-0.0` into `0.0` and
+/// leaves every other number as it is.
 pub(crate) fn round6(x: f64) -> f64 {
-    (x * 1e6).round() / 1e6
+    (x * 1e6).round() / 1e6 + 0.0
 }
 
 /// `agent/model` as the key of `summary.agents`: `%` and `/` inside either

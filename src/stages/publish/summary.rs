@@ -424,13 +424,21 @@ fn leaderboard(o: &mut At<'_>, index: &Index<'_>, grades: &[Graded<'_>]) -> Lead
     let frac = |k: u64| (n > 0).then(|| k as f64 / n as f64);
     let score = board.score();
     let interval = score.and_then(|p| wilson_share(p, n));
+    let complete = board.complete();
+    let partial = (complete.len() as u64) < n;
     Leaderboard {
         tasks: o.count("tasks", n, &src),
         attempted: o.count("attempted", attempted, &src),
         attempts: o.count("attempts", counted.len() as u64, &src),
         resolved: o.count("resolved", resolved(&counted), &src),
+        complete: partial.then(|| o.count("complete", complete.len() as u64, &src)),
         coverage: o.float("coverage", frac(attempted), &src),
         score: o.float("score", score, &src),
+        score_complete: if partial {
+            o.float("score_complete", board.share_over(&complete), &src)
+        } else {
+            None
+        },
         score_lo: o.float("score_lo", interval.map(|i| i.0), &src),
         score_hi: o.float("score_hi", interval.map(|i| i.1), &src),
         pass_at_k: o.object("pass_at_k", |o| {
@@ -522,6 +530,29 @@ impl<'a> Board<'a> {
     /// pass@1; None without a task.
     pub(super) fn score(&self) -> Option<f64> {
         self.pass_at(1)
+    }
+
+    /// The tasks with an attempt that counts and none left out.
+    fn complete(&self) -> BTreeSet<&'a str> {
+        let lost: BTreeSet<&str> = self
+            .left_out
+            .iter()
+            .map(|g| g.0.task_digest.as_str())
+            .collect();
+        self.attempts
+            .keys()
+            .filter(|d| !lost.contains(*d))
+            .copied()
+            .collect()
+    }
+
+    /// pass@1 over `tasks` alone; None without one.
+    fn share_over(&self, tasks: &BTreeSet<&'a str>) -> Option<f64> {
+        let shares = tasks.iter().filter_map(|d| {
+            let a = self.attempts.get(d)?;
+            Some(resolved(a) as f64 / a.len() as f64)
+        });
+        mean(shares)
     }
 
     /// The largest k every attempted task has k attempts for (0 without
@@ -682,10 +713,31 @@ fn cost(o: &mut At<'_>, index: &Index<'_>, model: &str, grades: &[Graded<'_>]) -
         .filter_map(|g| Some((*g, facts(index, g)?.reported_cost_usd?)))
         .collect();
     let src = Source::grades(reported.iter().map(|(g, _)| g));
+    let counted: Vec<Graded<'_>> = with_tokens
+        .iter()
+        .filter(|(g, _)| g.0.fault != Fault::Infrastructure)
+        .map(|(g, _)| *g)
+        .collect();
+    let resolved_counted = resolved(&counted);
+    let counted_cost: f64 = with_tokens
+        .iter()
+        .zip(&costs)
+        .filter(|((g, _), _)| g.0.fault != Fault::Infrastructure)
+        .map(|(_, c)| c)
+        .sum();
     Some(Cost {
         sessions: o.count("sessions", costs.len() as u64, &all),
         total: o.float("total", total, &reporting),
         mean: o.float("mean", mean(costs.iter().copied()), &reporting),
+        per_resolved: if resolved_counted > 0 {
+            o.float(
+                "per_resolved",
+                Some(counted_cost / resolved_counted as f64),
+                &Source::grades(&counted),
+            )
+        } else {
+            None
+        },
         unpriced_kinds: unpriced.into_iter().collect(),
         reported_sessions: o.count("reported_sessions", reported.len() as u64, &all),
         reported_total: o.float(

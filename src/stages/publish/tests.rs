@@ -116,6 +116,7 @@ fn session(
             tokens: tokens.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect(),
             ..RunFacts::default()
         },
+        transcript: None,
     }
 }
 
@@ -213,6 +214,33 @@ fn json(files: &BTreeMap<String, Vec<u8>>, name: &str) -> Value {
     serde_json::from_slice(&files[name]).expect("valid json")
 }
 
+/// summary.json printed `"score": -0.0` for an agent that resolved nothing
+/// (an empty f64 sum is -0.0): no published number is a negative zero.
+#[test]
+fn no_published_number_is_a_negative_zero() {
+    assert!(round6(-0.0).is_sign_positive());
+    assert!(round6(-1e-9).is_sign_positive());
+    assert_eq!(round6(-0.25), -0.25);
+    assert_eq!(serde_json::to_string(&round6(-0.0)).expect("json"), "0.0");
+    let mut input = sample();
+    input.tasks.push(task("t4", "basic", true));
+    let files = publish(&input);
+    let b = &json(&files, "summary.json")["agents"]["beta/model-b"]["leaderboard"];
+    assert_eq!(b["resolved"], 0, "an agent that resolved nothing");
+    for name in [
+        "summary.json",
+        "results.csv",
+        "manifest.json",
+        "report.html",
+    ] {
+        let text = String::from_utf8_lossy(&files[name]);
+        assert!(
+            !text.contains("-0.0") && !text.contains("-0,"),
+            "{name}: {text}"
+        );
+    }
+}
+
 #[test]
 fn wilson_matches_known_values() {
     let r4 = |(lo, hi): (f64, f64)| ((lo * 1e4).round() / 1e4, (hi * 1e4).round() / 1e4);
@@ -291,8 +319,11 @@ fn output_is_deterministic_under_shuffling() {
     shuffled.sessions.reverse();
     shuffled.metrics.reverse();
     assert_eq!(a, publish(&shuffled));
+    assert_eq!(a.keys().filter(|k| k.starts_with("pages/")).count(), 5);
     assert_eq!(
-        a.keys().collect::<Vec<_>>(),
+        a.keys()
+            .filter(|k| !k.starts_with("pages/"))
+            .collect::<Vec<_>>(),
         [
             "manifest.json",
             "report.html",
@@ -445,7 +476,10 @@ fn report_is_self_contained_and_escaped() {
     assert!(!html.contains("https://"));
     assert!(!html.contains("src="));
     assert!(!html.contains("<link"));
-    assert!(!html.contains("<script"));
+    // One script, the pages' own, admitted by its hash and nothing else.
+    assert_eq!(html.matches("<script").count(), 1);
+    assert!(html.contains(&pages::script_tag()));
+    assert!(html.contains(&format!("script-src 'sha256-{}'", pages::script_hash())));
     assert!(html.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; / m&amp;m"));
     assert!(html.contains("<svg"));
     assert!(html.contains("50.0% ["), "the bar label");
@@ -458,6 +492,96 @@ fn report_is_self_contained_and_escaped() {
         "Turns, tokens and cost",
     ] {
         assert!(html.contains(&format!("<h2>{section}")), "{section}");
+    }
+}
+
+/// A transcript is the agent's text: markup in its prose, its tool inputs
+/// and its outputs is shown as text on its page, under the same policy
+/// as every page (no script, nothing loaded), and every page is a release
+/// file the manifest lists.
+#[test]
+fn a_transcript_page_shows_every_turn_escaped() {
+    let hostile = "</script><img src=x onerror=alert(1)>";
+    let text = [
+        serde_json::json!({"type": "assistant", "message": {"content": [
+            {"type": "text", "text": format!("I will {hostile}")},
+            {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": hostile}}
+        ], "usage": {"input_tokens": 7, "output_tokens": 11}}}),
+        serde_json::json!({"type": "user", "message": {"content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": hostile, "is_error": true}
+        ]}}),
+        serde_json::json!({"type": "result", "subtype": "success", "is_error": false,
+            "num_turns": 1, "result": hostile,
+            "permission_denials": [{"tool_name": "Write", "tool_input": {"file_path": hostile}}]}),
+    ]
+    .map(|v| v.to_string())
+    .join("\n");
+    let mut input = sample();
+    input.sessions[0].transcript = Some("tr1".to_owned());
+    input
+        .transcripts
+        .insert("tr1".to_owned(), text.into_bytes());
+    let files = publish(&input);
+    let name = pages::transcript("s1");
+    let page = String::from_utf8(files[&name].clone()).expect("utf8");
+    // The pages' own script, admitted by its hash, is the one script.
+    assert_eq!(page.matches(&pages::script_tag()).count(), 1);
+    let page = page.replace(&pages::script_tag(), "");
+    assert!(
+        !page.contains("<img") && !page.contains("</script>"),
+        "{page}"
+    );
+    assert!(
+        !page.contains("<script") && !page.contains("http:"),
+        "{page}"
+    );
+    assert!(page.contains("&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"));
+    assert!(page.contains("Content-Security-Policy"));
+    assert!(page.contains("<h3 class=\"step\" id=\"step-1\">step 1</h3>"));
+    assert!(page.contains("tokens: input 7, output 11"), "{page}");
+    assert!(page.contains("<details class=\"out err\"><summary><strong>error</strong>"));
+    assert!(page.contains("<strong>permission denied</strong>: Write"));
+    assert!(page.contains("1 model steps, 1 tool calls, 1 failed, 1 denied"));
+    // Reached from the matrix cell and the session's section.
+    let report = String::from_utf8(files["report.html"].clone()).expect("utf8");
+    assert_eq!(report.matches(&format!("href=\"{name}\"")).count(), 2);
+    let manifest = json(&files, "manifest.json");
+    assert!(manifest["files"][&name].is_string(), "{manifest:#}");
+    // A session without a transcript has no page.
+    assert!(!files.contains_key(&pages::transcript("s2")));
+}
+
+/// A page per task (statement, lists, every agent's sessions) and per
+/// agent, reached from the matrix's rows and columns, each table sortable.
+#[test]
+fn every_task_and_agent_has_a_page_linked_from_the_matrix() {
+    let mut input = sample();
+    input.tasks[0].0.problem_statement = "divide <b>by</b> zero".to_owned();
+    let files = publish(&input);
+    let report = String::from_utf8(files["report.html"].clone()).expect("utf8");
+    let task = pages::task("t1", "basic");
+    let page = String::from_utf8(files[&task].clone()).expect("a task page");
+    assert!(page.contains("divide &lt;b&gt;by&lt;/b&gt; zero"), "{page}");
+    assert!(page.contains("<h2>FAIL_TO_PASS (1)</h2>"), "{page}");
+    assert!(
+        page.contains("<h2>Grades (7)</h2>"),
+        "s1-s3 on both arms, s5: {page}"
+    );
+    assert!(page.contains("<table class=\"sortable\">"));
+    assert!(page.contains(&format!(
+        "href=\"{}\"",
+        pages::from_page(&pages::agent("beta", "model-b"))
+    )));
+    assert!(page.contains("href=\"../report.html#s-"));
+    assert!(report.contains(&format!("<a href=\"{task}\">t1</a>")));
+    let agent = pages::agent("alpha", "model-a");
+    let page = String::from_utf8(files[&agent].clone()).expect("an agent page");
+    assert!(page.contains("<h2>Grades (7)</h2>"), "{page}");
+    assert!(report.contains(&format!("<a href=\"{agent}\">alpha / model-a</a>")));
+    // Every page is a release file the manifest lists.
+    let manifest = json(&files, "manifest.json");
+    for name in files.keys().filter(|n| n.starts_with("pages/")) {
+        assert!(manifest["files"][name].is_string(), "{name}");
     }
 }
 
@@ -557,6 +681,57 @@ fn the_leaderboard_scores_over_every_certified_task_of_the_track() {
     assert!(html.contains(">2/3<"), "the coverage");
 }
 
+/// An outage that takes a task's attempts reads apart from the agent
+/// failing it: the lost share sits beside the score, and pass@1 over the
+/// complete tasks alone beside the headline. alpha: t1 (1 of 3 resolved),
+/// t2 (s4 resolved, s7 lost to the infrastructure), t4 never attempted:
+/// only t1 is complete, so that figure is 1/3. Cost: s1 ($0.006) and s2
+/// ($0.009) report tokens, and s1 alone resolved: $0.015 per resolved task.
+#[test]
+fn the_leaderboard_shows_lost_attempts_complete_tasks_and_cost_per_resolved() {
+    let mut input = sample();
+    input.tasks.push(task("t4", "basic", true));
+    input.grades.push(on(
+        grade(
+            "s7",
+            "alpha",
+            "model-a",
+            "exclude",
+            "unresolved",
+            "infrastructure",
+        ),
+        "t2",
+        "spec",
+    ));
+    let files = publish(&input);
+    let s = json(&files, "summary.json");
+    let a = &s["agents"]["alpha/model-a"];
+    let b = &a["leaderboard"];
+    assert_eq!(b["complete"], 1, "{b:#}");
+    assert_eq!(b["score_complete"], round6(1.0 / 3.0), "{b:#}");
+    assert_eq!(b["score"], round6((1.0 / 3.0 + 1.0) / 3.0), "{b:#}");
+    assert_eq!(a["cost_usd"]["per_resolved"], 0.015, "{a:#}");
+    assert_eq!(a["cost_usd"]["mean"], 0.0075, "{a:#}");
+    // beta attempted only t1 of its t1 and t4, nothing lost: incomplete too.
+    let beta = &s["agents"]["beta/model-b"]["leaderboard"];
+    assert_eq!(beta["complete"], 1, "{beta:#}");
+    // Every task complete: neither figure is published.
+    let full = json(&publish(&sample()), "summary.json");
+    let b1 = &full["agents"]["beta/model-b"]["leaderboard"];
+    assert_eq!(b1["complete"], Value::Null, "{b1:#}");
+    assert_eq!(b1["score_complete"], Value::Null, "{b1:#}");
+    let html = String::from_utf8(files["report.html"].clone()).expect("utf8");
+    assert!(
+        html.contains("<td class=\"n\">1/5 (20.0%)</td>"),
+        "the lost share"
+    );
+    assert!(
+        html.contains("33.3% <span class=\"muted\">over 1</span>"),
+        "complete tasks only"
+    );
+    assert!(html.contains("$0.0150"), "cost per resolved");
+}
+
 /// k attempts per task, as the field runs them: pass@1 is the mean share
 /// of resolved attempts per task, pass@k the unbiased estimator, and an
 /// attempt whose run ended on an infrastructure fault is left out of the
@@ -599,6 +774,7 @@ fn attempts_combine_into_pass_at_1_and_pass_at_k_infrastructure_apart() {
     {
       "attempted": 3,
       "attempts": 7,
+      "complete": 2,
       "coverage": 1.0,
       "left_out": [
         {
@@ -614,6 +790,7 @@ fn attempts_combine_into_pass_at_1_and_pass_at_k_infrastructure_apart() {
       },
       "resolved": 4,
       "score": 0.555556,
+      "score_complete": 0.833333,
       "score_hi": 0.898011,
       "score_lo": 0.150711,
       "tasks": 3
@@ -765,6 +942,7 @@ fn a_patch_or_log_that_closes_the_pre_cannot_open_a_script() {
     });
     s3.0.detail = ATTACK.to_owned();
     let html = String::from_utf8(publish(&input)["report.html"].clone()).expect("utf8");
+    let html = html.replace(&pages::script_tag(), "");
     assert!(!html.contains("<script"), "a script got through");
     assert!(!html.contains(ATTACK));
     let escaped = "&lt;/pre&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;pre&gt;";

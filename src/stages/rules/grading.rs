@@ -517,6 +517,7 @@ FAILED (failures=2)
             model: "m".into(),
             patch: String::new(),
             facts: Default::default(),
+            transcript: None,
         };
         let (task, env) = (task(), env());
         let run = RunRecord {

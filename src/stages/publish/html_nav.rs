@@ -1,0 +1,208 @@
+//! The pages a reader navigates by: one per released task (its statement,
+//! its test lists, every agent's sessions on it with verdict, fault and
+//! cost) and one per agent/model pair (its sessions on every task), linked
+//! from the matrix's rows and columns. Their tables sort and filter with
+//! the report's one inline script ([`pages::SCRIPT`]); without it they read
+//! the same, unsorted.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+use super::detail;
+use super::html_transcript;
+use super::index::{Graded, Index};
+use super::markup::{esc, fault_class};
+use super::pages;
+use super::stats::session_cost;
+use crate::stages::records::TaskRecord;
+
+/// Test ids a task page lists in full; the rest are counted.
+const LISTED: usize = 200;
+
+/// Every task page and agent page: (release file name, bytes).
+pub(super) fn pages(index: &Index<'_>, css: &str) -> Vec<(String, Vec<u8>)> {
+    let mut by_task: BTreeMap<(&str, &str), Vec<Graded<'_>>> = BTreeMap::new();
+    let mut by_pair: BTreeMap<(&str, &str), Vec<Graded<'_>>> = BTreeMap::new();
+    for g in &index.grades {
+        by_task
+            .entry((&g.0.instance_id, &g.0.track))
+            .or_default()
+            .push(g);
+        by_pair.entry((&g.0.agent, &g.0.model)).or_default().push(g);
+    }
+    let mut out = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (t, digest) in &index.tasks {
+        if !seen.insert((t.instance_id.as_str(), t.track.as_str())) {
+            continue;
+        }
+        let grades = by_task
+            .get(&(t.instance_id.as_str(), t.track.as_str()))
+            .map_or(&[][..], Vec::as_slice);
+        out.push((
+            pages::task(&t.instance_id, &t.track),
+            task_page(index, t, digest, grades, css).into_bytes(),
+        ));
+    }
+    for ((agent, model), grades) in &by_pair {
+        out.push((
+            pages::agent(agent, model),
+            agent_page(index, agent, model, grades, css).into_bytes(),
+        ));
+    }
+    out
+}
+
+fn list(h: &mut String, what: &str, ids: &[String]) {
+    let _ = writeln!(h, "<h2>{} ({})</h2>", esc(what), ids.len());
+    if ids.is_empty() {
+        h.push_str("<p class=\"muted\">none</p>\n");
+        return;
+    }
+    h.push_str("<ul>\n");
+    for id in ids.iter().take(LISTED) {
+        let _ = writeln!(h, "<li><code>{}</code></li>", esc(id));
+    }
+    if ids.len() > LISTED {
+        let _ = writeln!(
+            h,
+            "<li class=\"muted\">and {} more</li>",
+            ids.len() - LISTED
+        );
+    }
+    h.push_str("</ul>\n");
+}
+
+fn task_page(
+    index: &Index<'_>,
+    t: &TaskRecord,
+    digest: &str,
+    grades: &[Graded<'_>],
+    css: &str,
+) -> String {
+    let mut h = String::new();
+    let _ = writeln!(
+        h,
+        "<h1>Task <code>{}</code></h1>\n<p>{} track · {} · repository <code>{}</code> at \
+         <code>{}</code> · digest <code>{}</code></p>",
+        esc(&t.instance_id),
+        esc(&t.track),
+        if t.certified {
+            "certified".to_owned()
+        } else {
+            format!(
+                "<strong>uncertified</strong>: {}",
+                esc(&t.uncertified_because.join("; "))
+            )
+        },
+        esc(&t.repo),
+        esc(&t.base_commit),
+        esc(digest),
+    );
+    h.push_str("<h2>Statement</h2>\n");
+    let _ = writeln!(h, "<pre class=\"t\">{}</pre>", esc(&t.problem_statement));
+    list(&mut h, "FAIL_TO_PASS", &t.fail_to_pass);
+    list(&mut h, "PASS_TO_PASS", &t.pass_to_pass);
+    if !t.flaky.is_empty() {
+        list(&mut h, "flaky", &t.flaky);
+    }
+    if !t.excluded.is_empty() {
+        list(&mut h, "excluded", &t.excluded);
+    }
+    let _ = writeln!(h, "<h2>Grades ({})</h2>", grades.len());
+    sessions_table(&mut h, index, grades, Column::Agent);
+    pages::page(&format!("task {}", t.instance_id), css, &h)
+}
+
+fn agent_page(
+    index: &Index<'_>,
+    agent: &str,
+    model: &str,
+    grades: &[Graded<'_>],
+    css: &str,
+) -> String {
+    let mut h = String::new();
+    let _ = writeln!(
+        h,
+        "<h1>{} / {}</h1>\n<p>Its standing: <a href=\"../report.html\">the leaderboard</a>. \
+         Every graded session, on every arm:</p>",
+        esc(agent),
+        esc(model)
+    );
+    let _ = writeln!(h, "<h2>Grades ({})</h2>", grades.len());
+    sessions_table(&mut h, index, grades, Column::Task);
+    pages::page(&format!("{agent} / {model}"), css, &h)
+}
+
+/// What the first column of a sessions table names: the agent on a task's
+/// page, the task on an agent's.
+#[derive(Clone, Copy, PartialEq)]
+enum Column {
+    Agent,
+    Task,
+}
+
+fn sessions_table(h: &mut String, index: &Index<'_>, grades: &[Graded<'_>], first: Column) {
+    if grades.is_empty() {
+        h.push_str("<p class=\"muted\">No graded session.</p>\n");
+        return;
+    }
+    let _ = writeln!(
+        h,
+        "<table class=\"sortable\">\n<thead><tr><th>{}</th><th>session</th><th>arm</th>\
+         <th>verdict</th><th>fault</th><th>turns</th><th>cost (USD)</th><th>transcript</th>\
+         </tr></thead>\n<tbody>",
+        if first == Column::Agent {
+            "agent / model"
+        } else {
+            "task"
+        }
+    );
+    for g in grades {
+        let r = &g.0;
+        let lead = match first {
+            Column::Agent => format!(
+                "<a href=\"{}\">{} / {}</a>",
+                esc(&pages::from_page(&pages::agent(&r.agent, &r.model))),
+                esc(&r.agent),
+                esc(&r.model)
+            ),
+            Column::Task => format!(
+                "<a href=\"{}\">{}</a> <span class=\"muted\">{}</span>",
+                esc(&pages::from_page(&pages::task(&r.instance_id, &r.track))),
+                esc(&r.instance_id),
+                esc(&r.track)
+            ),
+        };
+        let session = index.sessions.get(r.session.as_str());
+        let turns = session
+            .and_then(|s| s.facts.turns)
+            .map_or("–".to_owned(), |t| t.to_string());
+        let cost = session
+            .filter(|s| !s.facts.tokens.is_empty() || !s.facts.by_model.is_empty())
+            .map(|s| session_cost(index.prices, &r.model, &s.facts, &mut BTreeSet::new()))
+            .filter(|c| *c > 0.0)
+            .map_or("–".to_owned(), |c| format!("{c:.4}"));
+        let transcript = if html_transcript::has_page(index, &r.session) {
+            format!(
+                "<a href=\"{}\">turns</a>",
+                esc(&pages::from_page(&pages::transcript(&r.session)))
+            )
+        } else {
+            "–".to_owned()
+        };
+        let _ = writeln!(
+            h,
+            "<tr><td>{lead}</td><td><a href=\"../report.html#{}\">{}</a></td><td>{}</td>\
+             <td><span class=\"v {}\">{}</span></td><td>{}</td><td class=\"n\">{turns}</td>\
+             <td class=\"n\">{cost}</td><td>{transcript}</td></tr>",
+            detail::anchor(&r.session),
+            esc(&r.session),
+            esc(r.arm.as_str()),
+            fault_class(r.fault),
+            esc(r.verdict.as_str()),
+            esc(r.fault.as_str()),
+        );
+    }
+    h.push_str("</tbody></table>\n");
+}

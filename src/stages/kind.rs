@@ -35,6 +35,8 @@ words! {
         Recheck = "recheck",
         /// The reading of a candidate's gold tree that certifies its canaries.
         Certify = "certify",
+        /// A session on a Harbor task, graded by the task's own verifier.
+        HarborGrade = "harbor_grade",
     }
 }
 
@@ -94,7 +96,8 @@ mod tests {
                 "release",
                 "harbor_task",
                 "recheck",
-                "certify"
+                "certify",
+                "harbor_grade"
             ]
         );
         assert_eq!(

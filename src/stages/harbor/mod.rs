@@ -12,6 +12,7 @@
 mod export;
 pub(crate) mod screen;
 mod verify;
+pub(crate) mod workspace;
 
 pub(crate) use export::export;
 pub(crate) use verify::{Paths, verify};

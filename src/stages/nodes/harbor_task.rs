@@ -11,7 +11,7 @@ use assay_engine::JobCtx;
 use serde::{Deserialize, Serialize};
 
 use super::node::{Kind, Made, NoInputs, NodeKind};
-use crate::stages::harbor::screen::{self, Built, NOP, ORACLE, Reading, TaskToml};
+use crate::stages::harbor::screen::{self, Built, NOP, ORACLE, Reading, Rebuilt, TaskToml};
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct HarborTaskParams {
@@ -32,6 +32,11 @@ pub(crate) struct HarborTaskRecord {
     pub(crate) environment: Built,
     /// `nop` and `oracle`: each reading in order.
     pub(crate) readings: BTreeMap<String, Vec<Reading>>,
+    /// The environment built a second time from its Dockerfile, and one
+    /// reading of each control there; absent for a prebuilt
+    /// `docker_image` or an environment that failed to build.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) rebuild: Option<Rebuilt>,
     pub(crate) certified: bool,
     pub(crate) uncertified_because: Vec<String>,
 }
@@ -43,7 +48,7 @@ pub(crate) struct HarborTask {
 
 impl Kind for HarborTask {
     const NAME: &'static str = NodeKind::HarborTask.as_str();
-    const VERSION: u32 = 1;
+    const VERSION: u32 = 2;
     type Params = HarborTaskParams;
     type Inputs = NoInputs;
     type Record = HarborTaskRecord;
@@ -73,12 +78,12 @@ fn screen_task(p: &HarborTaskParams, folder: &Path) -> Result<HarborTaskRecord, 
         &digest[..12]
     );
     let environment = screen::build(folder, &toml, &tag);
-    let mut readings: BTreeMap<String, Vec<Reading>> = BTreeMap::new();
-    if let (true, Some(image)) = (environment.ok, environment.image.as_deref()) {
-        for repeat in 0..p.repeats {
+    let controls = |image: &str, repeats: u32, build: &str| {
+        let mut readings: BTreeMap<String, Vec<Reading>> = BTreeMap::new();
+        for repeat in 0..repeats {
             for control in [NOP, ORACLE] {
                 let name = format!(
-                    "assay-harbor-{}-{}-{control}-{repeat}",
+                    "assay-harbor-{}-{}-{build}{control}-{repeat}",
                     std::process::id(),
                     &digest[..12]
                 );
@@ -88,8 +93,25 @@ fn screen_task(p: &HarborTaskParams, folder: &Path) -> Result<HarborTaskRecord, 
                     .push(screen::read(folder, image, control, &toml, &name));
             }
         }
+        readings
+    };
+    let mut readings = BTreeMap::new();
+    let mut rebuild = None;
+    if let (true, Some(image)) = (environment.ok, environment.image.as_deref()) {
+        readings = controls(image, p.repeats, "");
+        if toml.docker_image.is_none() {
+            let again = screen::build(folder, &toml, &format!("{tag}-rebuild"));
+            let reread = match again.image.as_deref() {
+                Some(image) if again.ok => controls(image, 1, "rebuild-"),
+                _ => BTreeMap::new(),
+            };
+            rebuild = Some(Rebuilt {
+                environment: again,
+                readings: reread,
+            });
+        }
     }
-    let uncertified_because = screen::certify(&environment, &readings);
+    let uncertified_because = screen::certify(&environment, &readings, rebuild.as_ref());
     Ok(HarborTaskRecord {
         dataset: p.dataset.clone(),
         folder: p.folder.clone(),
@@ -98,6 +120,7 @@ fn screen_task(p: &HarborTaskParams, folder: &Path) -> Result<HarborTaskRecord, 
         certified: uncertified_because.is_empty(),
         uncertified_because,
         readings,
+        rebuild,
     })
 }
 

@@ -76,6 +76,9 @@ struct HarborLine<'a> {
     uncertified_because: &'a [String],
     environment: &'a crate::stages::harbor::screen::Built,
     readings: &'a BTreeMap<String, Vec<crate::stages::harbor::screen::Reading>>,
+    /// The environment's second build and its readings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rebuild: Option<&'a crate::stages::harbor::screen::Rebuilt>,
 }
 
 /// One line of `tasks.jsonl` / `tasks.uncertified.jsonl`: SWE-bench's
@@ -328,10 +331,17 @@ pub(crate) fn assemble(
                 h.tasks += 1;
                 if t.certified {
                     h.certified += 1;
+                    h.certified_tasks
+                        .push(format!("{}/{}", t.dataset, t.folder));
                 }
-                for why in &t.uncertified_because {
-                    let word = why.split(':').next().unwrap_or(why).to_owned();
-                    *h.uncertified_because.entry(word).or_default() += 1;
+                // Tasks, not readings: a task two readings failed counts once.
+                let words: std::collections::BTreeSet<&str> = t
+                    .uncertified_because
+                    .iter()
+                    .map(|why| why.split(':').next().unwrap_or(why))
+                    .collect();
+                for word in words {
+                    *h.uncertified_because.entry(word.to_owned()).or_default() += 1;
                 }
                 let line = serde_json::to_string(&HarborLine {
                     dataset: &t.dataset,
@@ -342,6 +352,7 @@ pub(crate) fn assemble(
                     uncertified_because: &t.uncertified_because,
                     environment: &t.environment,
                     readings: &t.readings,
+                    rebuild: t.rebuild.as_ref(),
                 })
                 .map_err(|e| err(&e))?;
                 harbor_lines.push((t.dataset.clone(), t.folder.clone(), line));

@@ -304,6 +304,10 @@ pub(super) struct Container<'a> {
     pub(super) budget: Duration,
 }
 
+/// Host directories to copy into a container: (host directory, container
+/// directory).
+pub(super) type Copies = Vec<(std::path::PathBuf, String)>;
+
 /// One reading in `c`: created with no network, no new privileges, few
 /// capabilities and the run limits; `prepare` is given the created (never
 /// started) container's name and says which host directories to copy in
@@ -312,7 +316,7 @@ pub(super) struct Container<'a> {
 /// removed whatever happened.
 pub(super) fn reading_in(
     c: Container<'_>,
-    prepare: &mut dyn FnMut(&str) -> Result<Vec<(std::path::PathBuf, String)>, String>,
+    prepare: &mut dyn FnMut(&str) -> Result<Copies, String>,
 ) -> Reading {
     let name = c.name;
     let mut reading = Reading::default();
@@ -451,10 +455,10 @@ pub(crate) fn certify(
         )];
     }
     let mut why = Vec::new();
-    if let Some(r) = rebuilt {
-        if let Some(differs) = non_reproducible(built, readings, r) {
-            why.push(differs);
-        }
+    if let Some(r) = rebuilt
+        && let Some(differs) = non_reproducible(built, readings, r)
+    {
+        why.push(differs);
     }
     for (control, want, word) in [(NOP, 0.0, "nop_passes"), (ORACLE, 1.0, "oracle_fails")] {
         for (i, r) in readings.get(control).into_iter().flatten().enumerate() {

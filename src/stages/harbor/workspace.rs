@@ -132,7 +132,7 @@ pub(crate) fn decide(graded: &Graded) -> (Verdict, Fault, String) {
         ),
         Graded::Setup(e) => (Verdict::EnvSetupFailed, Fault::Harness, e.clone()),
         Graded::Read(r) => match r.reward {
-            Some(x) if x == 1.0 => (Verdict::Resolved, Fault::None, "reward 1".to_owned()),
+            Some(1.0) => (Verdict::Resolved, Fault::None, "reward 1".to_owned()),
             Some(x) => (
                 Verdict::Unresolved,
                 Fault::Agent,

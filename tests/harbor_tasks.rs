@@ -549,6 +549,8 @@ fn sessions_on_a_reward_only_harbor_task_are_graded_by_its_own_verifier_in_a_fre
     let again = p.build_json(&[]).code(0);
     assert_eq!(again.summary.by_kind["harbor_grade"].executed, 0);
     assert_eq!(again.summary.by_kind["harbor_task"].executed, 0);
+    // Every published number recomputes from the grades.
+    p.run(&["verify"]).code(0);
 }
 
 /// An image of `assay-base:bookworm` with this machine's Go toolchain at

@@ -276,13 +276,12 @@ pub(crate) fn read(
         } else {
             Duration::ZERO
         };
-    let mut copies = Vec::new();
+    let mut copies = vec![(folder.join("tests"), super::TESTS.to_owned())];
     if solve {
         copies.push((folder.join("solution"), "/solution".to_owned()));
     }
     reading_in(
         Container {
-            folder,
             image,
             name,
             script: &script,
@@ -292,10 +291,8 @@ pub(crate) fn read(
     )
 }
 
-/// A fresh container of a task's image running `script` (as `sh -c`), with
-/// the task's `tests/` at `/tests`.
+/// A fresh container of a task's image running `script` (as `sh -c`).
 pub(super) struct Container<'a> {
-    pub(super) folder: &'a Path,
     pub(super) image: &'a str,
     /// The container's name (unique to this reading).
     pub(super) name: &'a str,
@@ -311,8 +308,7 @@ pub(super) type Copies = Vec<(std::path::PathBuf, String)>;
 /// One reading in `c`: created with no network, no new privileges, few
 /// capabilities and the run limits; `prepare` is given the created (never
 /// started) container's name and says which host directories to copy in
-/// beside `tests/` (host directory, container directory), or why it cannot
-/// be read; then it runs and its `/logs/verifier` is read. The container is
+/// (the task's `tests/` among them), or why it cannot be read; then it runs and its `/logs/verifier` is read. The container is
 /// removed whatever happened.
 pub(super) fn reading_in(
     c: Container<'_>,
@@ -365,9 +361,7 @@ pub(super) fn reading_in(
             Ok(out) => return Err(format!("docker create: {}", tail(&out.stderr, 4))),
             Err(e) => return Err(format!("docker create: {e}")),
         }
-        let mut copies = vec![(c.folder.join("tests"), super::TESTS.to_owned())];
-        copies.extend(prepare(name)?);
-        for (from, to) in copies {
+        for (from, to) in prepare(name)? {
             // `DIR/.`: the directory's content into `to`, made if missing.
             let src = format!("{}/.", from.display());
             let out = docker(

@@ -60,7 +60,10 @@ pub(crate) fn grade(
         Ok(d) => d,
         Err(e) => return Graded::Setup(format!("a scratch directory: {e}")),
     };
-    let tree = scratch.path().join("workspace");
+    // What is copied into the container, in one copy to its root: the
+    // task's tests at /tests and the workspace at /assay-workspace.
+    let stage = scratch.path().join("stage");
+    let tree = stage.join("assay-workspace");
     let mut refused = None;
     let script = format!(
         "W={w}; mkdir -p /logs/verifier && find \"$W\" -mindepth 1 -maxdepth 1 -exec rm -rf {{}} + && cp -a /assay-workspace/. \"$W\"/ && rm -rf /assay-workspace && cd \"$W\" || exit 0; chmod +x /tests/test.sh; /tests/test.sh > /logs/verifier/test-stdout.txt 2>&1; exit 0",
@@ -68,16 +71,19 @@ pub(crate) fn grade(
     );
     let reading = screen::reading_in(
         Container {
-            folder,
             image,
             name,
             script: &script,
             budget: toml.verifier_timeout,
         },
         &mut |container| {
+            let tests = (folder.join("tests"), super::TESTS.to_owned());
             let patch = match answer {
                 Answer::Tree(dir) => {
-                    return Ok(vec![(dir.to_path_buf(), "/assay-workspace".to_owned())]);
+                    return Ok(vec![
+                        tests,
+                        (dir.to_path_buf(), "/assay-workspace".to_owned()),
+                    ]);
                 }
                 Answer::Patch(patch) => patch,
             };
@@ -96,7 +102,8 @@ pub(crate) fn grade(
                 refused = Some(e.clone());
                 return Err(e);
             }
-            Ok(vec![(tree.clone(), "/assay-workspace".to_owned())])
+            copy_dir(&folder.join("tests"), &stage.join("tests"))?;
+            Ok(vec![(stage.clone(), "/".to_owned())])
         },
     );
     match refused {
@@ -251,6 +258,23 @@ fn apply(tree: &Path, patch: &[u8], ceiling: &Path) -> Result<(), String> {
     } else {
         Err(screen::clean(String::from_utf8_lossy(&out.stderr).trim()))
     }
+}
+
+/// The task's `tests/` copied to `to` (its regular files and directories,
+/// modes kept).
+fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(to).map_err(|e| format!("{}: {e}", to.display()))?;
+    for e in std::fs::read_dir(from).map_err(|e| format!("{}: {e}", from.display()))? {
+        let e = e.map_err(|e| e.to_string())?;
+        let (src, dest) = (e.path(), to.join(e.file_name()));
+        let kind = e.file_type().map_err(|e| e.to_string())?;
+        if kind.is_dir() {
+            copy_dir(&src, &dest)?;
+        } else if kind.is_file() {
+            std::fs::copy(&src, &dest).map_err(|e| format!("{}: {e}", src.display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// `text` as one word of `sh`.

@@ -496,6 +496,13 @@ fn a_harbor_dataset_is_certified_by_its_own_oracle_and_no_op_offline() {
     let funnel = json(&p.path().join("release/funnel.json"));
     assert_eq!(funnel["harbor"]["tasks"], 4, "{funnel:#}");
     assert_eq!(funnel["harbor"]["certified"], 1, "{funnel:#}");
+    // Tasks, not readings: each failing task counts once, however many of
+    // its two readings failed.
+    assert_eq!(
+        funnel["harbor"]["uncertified_because"],
+        serde_json::json!({"environment_failed": 1, "nop_passes": 1, "oracle_fails": 1}),
+        "{funnel:#}"
+    );
     assert_no_screening_containers(&lines);
 
     // Nothing changed: nothing screened again; a changed solution: that task alone.
@@ -513,6 +520,16 @@ fn a_harbor_dataset_is_certified_by_its_own_oracle_and_no_op_offline() {
     );
     let fixed = util::harbor::by_folder(&harbor_tasks(&p).1, "oracle-fails");
     assert_eq!(fixed["certified"], true, "{fixed:#}");
+    // explain names the file that changed; the folder's list is printed
+    // once, as the key's params, not again as the change.
+    let why = p.run(&["explain", "harbor_task:tb/oracle-fails"]).code(0);
+    assert!(
+        why.stdout
+            .contains("change   param `files`: `solution/solve.sh` changed"),
+        "{}",
+        why.stdout
+    );
+    assert_eq!(why.stdout.matches("task.toml").count(), 1, "{}", why.stdout);
 }
 
 /// One trial folder as Harbor writes it: `result.json` with the fields the

@@ -262,23 +262,30 @@ fn write_release(
         .iter()
         .map(|(k, v)| format!("{k} {v}"))
         .collect();
-    eprintln!("{}", funnel_line(&record));
-    eprintln!(
-        "  declined: {}\n  tasks released: {} ({} uncertified: {}), held back awaiting a statement: {}",
-        if declined.is_empty() {
-            "none".into()
-        } else {
-            declined.join(", ")
-        },
-        f.tasks_released,
-        f.uncertified,
-        if uncertified.is_empty() {
-            "none".into()
-        } else {
-            uncertified.join(", ")
-        },
-        f.awaiting_statement
-    );
+    if let Some(h) = &f.harbor {
+        eprintln!("{}", h.line());
+    }
+    // A pipeline of Harbor datasets alone mines no pull request.
+    let mined = f.candidates > 0 || f.harbor.is_none();
+    if mined {
+        eprintln!("{}", funnel_line(&record));
+        eprintln!(
+            "  declined: {}\n  tasks released: {} ({} uncertified: {}), held back awaiting a statement: {}",
+            if declined.is_empty() {
+                "none".into()
+            } else {
+                declined.join(", ")
+            },
+            f.tasks_released,
+            f.uncertified,
+            if uncertified.is_empty() {
+                "none".into()
+            } else {
+                uncertified.join(", ")
+            },
+            f.awaiting_statement
+        );
+    }
     if f.awaiting_statement > 0 {
         eprintln!("  {}", statements_to_write(pipeline, tasks));
     }

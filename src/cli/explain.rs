@@ -1,6 +1,8 @@
 //! `assay explain`: a node's key record, and what changed in its inputs
 //! between the last two builds.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use assay_engine::{BuildManifest, Digest, KeyRecord, Store};
 use assay_judge::Mode;
 use clap::Args;
@@ -158,15 +160,24 @@ fn diff(
         let (o, n) = (&old_display.params, &new_display.params);
         match (o.as_object(), n.as_object()) {
             (Some(o), Some(n)) => {
-                let keys: std::collections::BTreeSet<&String> = o.keys().chain(n.keys()).collect();
+                let keys: BTreeSet<&String> = o.keys().chain(n.keys()).collect();
                 for k in keys {
-                    if o.get(k) != n.get(k) {
-                        out.push(format!(
-                            "param `{k}`: {} -> {}",
-                            o.get(k).map(|v| v.to_string()).unwrap_or("(absent)".into()),
-                            n.get(k).map(|v| v.to_string()).unwrap_or("(absent)".into())
-                        ));
+                    if o.get(k) == n.get(k) {
+                        continue;
                     }
+                    if let (Some(o), Some(n)) = (
+                        o.get(k).and_then(|v| v.as_array()),
+                        n.get(k).and_then(|v| v.as_array()),
+                    ) && let Some(lines) = list_diff(o, n)
+                    {
+                        out.extend(lines.into_iter().map(|l| format!("param `{k}`: {l}")));
+                        continue;
+                    }
+                    out.push(format!(
+                        "param `{k}`: {} -> {}",
+                        o.get(k).map(|v| v.to_string()).unwrap_or("(absent)".into()),
+                        n.get(k).map(|v| v.to_string()).unwrap_or("(absent)".into())
+                    ));
                 }
             }
             _ => out.push(format!("params {o} -> {n}")),
@@ -188,6 +199,34 @@ fn diff(
         out.push("key schema changed".into());
     }
     out
+}
+
+/// What changed between two lists whose items are named by their first
+/// string (a `harbor_task`'s `files`: path, mode, blake3): each item added,
+/// removed or changed, by name. None for other lists.
+fn list_diff(old: &[serde_json::Value], new: &[serde_json::Value]) -> Option<Vec<String>> {
+    let named = |list: &[serde_json::Value]| -> Option<BTreeMap<String, serde_json::Value>> {
+        list.iter()
+            .map(|item| {
+                let name = item.as_array()?.first()?.as_str()?.to_owned();
+                Some((name, item.clone()))
+            })
+            .collect()
+    };
+    let (old, new) = (named(old)?, named(new)?);
+    let names: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+    Some(
+        names
+            .into_iter()
+            .filter_map(|name| match (old.get(name), new.get(name)) {
+                (Some(o), Some(n)) if o == n => None,
+                (Some(_), Some(_)) => Some(format!("`{name}` changed")),
+                (None, Some(_)) => Some(format!("`{name}` added")),
+                (Some(_), None) => Some(format!("`{name}` removed")),
+                (None, None) => None,
+            })
+            .collect(),
+    )
 }
 
 fn print_failures(store: &Store, key: &Digest) -> Result<(), Failure> {
@@ -507,5 +546,43 @@ fn mode_word(mode: Mode) -> &'static str {
     match mode {
         Mode::Single => "single",
         Mode::Pairwise => "pairwise",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::list_diff;
+
+    #[test]
+    fn a_changed_file_list_names_the_files_not_the_whole_list() {
+        let files = |items: &[(&str, &str)]| -> Vec<serde_json::Value> {
+            items
+                .iter()
+                .map(|(p, h)| serde_json::json!([p, 420, h]))
+                .collect()
+        };
+        let old = files(&[
+            ("solution/solve.sh", "a"),
+            ("task.toml", "b"),
+            ("tests/old.sh", "c"),
+        ]);
+        let new = files(&[
+            ("solution/solve.sh", "z"),
+            ("task.toml", "b"),
+            ("tests/new.sh", "d"),
+        ]);
+        assert_eq!(
+            list_diff(&old, &new).unwrap(),
+            [
+                "`solution/solve.sh` changed",
+                "`tests/new.sh` added",
+                "`tests/old.sh` removed"
+            ]
+        );
+        assert_eq!(
+            list_diff(&[serde_json::json!(1)], &[]),
+            None,
+            "not a named list"
+        );
     }
 }

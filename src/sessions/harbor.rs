@@ -49,6 +49,13 @@ pub(crate) struct Trial {
     /// against another digest (`task_changed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) task_digest: Option<String>,
+    /// The content (`TaskRecord::content_digest`) of the task
+    /// `task_digest` names, when this cache holds it: the same task
+    /// screened on another executor has another digest, not another
+    /// content, and is no changed task. Set by the layout on the job's
+    /// accounting only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) task_content: Option<String>,
     /// `exception_info.exception_type`; absent when the trial completed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) exception: Option<String>,
@@ -60,8 +67,15 @@ pub(crate) struct Trial {
     /// Harbor's verifier, never the grade.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) reward: Option<f64>,
-    /// Whether the trial kept the agent's patch (`verifier/agent.patch`).
+    /// Whether the trial kept the agent's patch (`verifier/agent.patch`)
+    /// or its working directory ([`workspace_dir`]).
     pub(crate) patch_kept: bool,
+    /// The blake3 of the working directory the job collected from the
+    /// agent's container ([`workspace_dir`]: every file's path, mode and
+    /// blake3), when it kept one and no patch: a Harbor task's own verifier
+    /// grades it in place of a patch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) workspace: Option<String>,
     /// Whose a lost patch or reward is, and why ([`lost`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) lost: Option<Lost>,
@@ -377,6 +391,10 @@ fn trial(
     // report's transcript page, never read for a fact (read beneath the job
     // directory, through no link, like every trial file).
     let trajectory = regular(root, &folder.join("agent").join("trajectory.json"));
+    let workspace = match patch {
+        Some(_) => None,
+        None => workspace_digest(root, &workspace_dir(folder)),
+    };
     let task_name = r["task_name"].as_str().unwrap_or_default();
     // The exported verifier names the released task (its instance id) and
     // its digest; a trial without it names the task by its Harbor name.
@@ -421,10 +439,12 @@ fn trial(
         job: job.to_owned(),
         name: trial_name.to_owned(),
         task_digest,
+        task_content: None,
         exception,
         blame,
         reward,
-        patch_kept: patch.is_some(),
+        patch_kept: patch.is_some() || workspace.is_some(),
+        workspace,
         lost: None,
         blame_why: None,
     };
@@ -444,6 +464,70 @@ fn trial(
         },
         file: result_path,
     })
+}
+
+/// Where a trial keeps the agent's working directory when its job
+/// collected it: the artifact `workspace` (`artifacts: [{source: "/app",
+/// destination: "workspace"}]` in the job's config), `<trial>/artifacts/workspace`.
+pub(crate) fn workspace_dir(trial: &Path) -> std::path::PathBuf {
+    trial.join("artifacts").join("workspace")
+}
+
+/// The most a collected working directory may hold: its files are read to
+/// be hashed, and copied into the verifier's container.
+const MAX_WORKSPACE: u64 = 1 << 30;
+
+/// The blake3 of the working directory `dir` beneath the job `root`
+/// (every entry's path, mode and blake3; a symbolic link by its target),
+/// when it is a directory reached through no symbolic link and holds at
+/// most [`MAX_WORKSPACE`] bytes of regular files; else None (not kept).
+fn workspace_digest(root: &Path, dir: &Path) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let rel = dir.strip_prefix(root).ok()?;
+    let mut at = root.to_path_buf();
+    for part in rel.components() {
+        at.push(part);
+        if !std::fs::symlink_metadata(&at).ok()?.is_dir() {
+            return None;
+        }
+    }
+    let mut entries = Vec::new();
+    let mut total = 0u64;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).ok()?.flatten() {
+            let path = e.path();
+            let meta = std::fs::symlink_metadata(&path).ok()?;
+            let name = path.strip_prefix(dir).ok()?.to_string_lossy().into_owned();
+            let mode = meta.permissions().mode();
+            let hash = if meta.is_dir() {
+                stack.push(path);
+                String::new()
+            } else if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(&path).ok()?;
+                blake3::hash(target.as_os_str().as_encoded_bytes())
+                    .to_hex()
+                    .to_string()
+            } else if meta.is_file() {
+                total += meta.len();
+                if total > MAX_WORKSPACE {
+                    return None;
+                }
+                let mut h = blake3::Hasher::new();
+                h.update_reader(std::fs::File::open(&path).ok()?).ok()?;
+                h.finalize().to_hex().to_string()
+            } else {
+                continue;
+            };
+            entries.push(format!("{name}\0{mode:o}\0{hash}"));
+        }
+    }
+    entries.sort();
+    Some(
+        blake3::hash(entries.join("\n").as_bytes())
+            .to_hex()
+            .to_string(),
+    )
 }
 
 /// What `agent_result` and the phase timings say of the agent's run.
@@ -583,7 +667,7 @@ pub(crate) fn not_graded_because(t: &Trial) -> Option<String> {
     Some(match (&t.exception, &t.blame) {
         (Some(e), Some(b)) => format!("harbor trial errored ({e}, {b}): no patch was kept{reward}"),
         _ => format!(
-            "harbor trial kept no patch (not an exported assay task, or its verifier did not run){reward}"
+            "harbor trial kept no patch and no working directory (assay's exported verifier did not run, and the job collected no `artifacts/workspace`){reward}"
         ),
     })
 }

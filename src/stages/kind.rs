@@ -37,6 +37,8 @@ words! {
         Certify = "certify",
         /// A `[[metric]]` measured on a graded or a gold tree.
         Quality = "quality",
+        /// A session on a Harbor task, graded by the task's own verifier.
+        HarborGrade = "harbor_grade",
     }
 }
 
@@ -97,7 +99,8 @@ mod tests {
                 "harbor_task",
                 "recheck",
                 "certify",
-                "quality"
+                "quality",
+                "harbor_grade"
             ]
         );
         assert_eq!(

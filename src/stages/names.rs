@@ -28,6 +28,11 @@ pub(crate) fn harbor_task(dataset: &str, folder: &str) -> String {
     format!("harbor_task:{dataset}/{folder}")
 }
 
+/// A session on a Harbor task, graded by the task's own verifier.
+pub(crate) fn harbor_grade(session: &str) -> String {
+    format!("harbor_grade:{session}")
+}
+
 pub(crate) fn triage(candidate: &str) -> String {
     format!("triage:{candidate}")
 }

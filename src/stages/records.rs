@@ -475,6 +475,28 @@ pub(crate) struct TaskRecord {
 }
 
 impl TaskRecord {
+    /// blake3 of what the task is whatever executor screened it: its
+    /// instance id and track, the repository and base commit the agent
+    /// starts from, the statement it reads, the gold and the hidden test
+    /// patch. Two screenings of one task on two executors (two digests: the
+    /// environment is part of the key) have the same content.
+    pub(crate) fn content_digest(&self) -> String {
+        let mut h = blake3::Hasher::new();
+        for field in [
+            &self.instance_id,
+            &self.track,
+            &self.repo,
+            &self.base_commit,
+            &self.problem_statement,
+            &self.patch,
+            &self.test_patch,
+        ] {
+            h.update(&(field.len() as u64).to_le_bytes());
+            h.update(field.as_bytes());
+        }
+        h.finalize().to_hex().to_string()
+    }
+
     /// The reason this task is uncertified when its environment is broken
     /// (the `environment_broken` line, without its word).
     pub(crate) fn environment_broken(&self) -> Option<&str> {

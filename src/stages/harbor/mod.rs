@@ -13,6 +13,7 @@ pub(crate) mod deepswe;
 mod export;
 pub(crate) mod screen;
 mod verify;
+pub(crate) mod workspace;
 
 pub(crate) use export::export;
 pub(crate) use verify::{Paths, verify};

@@ -1,5 +1,5 @@
 //! Certifying a Harbor dataset (`[[harbor_dataset]]`, docs/harbor.md): each
-//! task folder's environment is built offline, then its controls are read
+//! task folder's environment is built, then its controls are read
 //! `repeats` times each as Harbor would run them — the no-op (the untouched
 //! environment, then `tests/test.sh`) must score 0 and the oracle
 //! (`solution/solve.sh`, then `tests/test.sh`) must score 1 — in fresh
@@ -7,10 +7,19 @@
 //! run limits, removed after. A task is certified only when every reading
 //! holds; the others are released with their reasons.
 //!
+//! The environment is built twice from nothing (`--no-cache`), so what the
+//! daemon happens to have cached never decides a certification: the first
+//! build carries the readings, the rebuild one reading of each control, and
+//! a rebuild that reads otherwise makes the task `non_reproducible`. The
+//! build has the network the task's `[environment] network_mode` declares
+//! (Harbor's default, `public`, when it declares none); the controls never
+//! have any.
+//!
 //! The docker CLI drives it (`docker build` of the folder's Dockerfile:
 //! assay's own image builder makes only its layout's images). A base image
 //! that is not on this machine fails the task's environment with "cannot
-//! pull offline", never the build.
+//! pull offline", never the build. Every reason and tail is stripped of
+//! terminal escapes before it is recorded.
 
 use std::collections::BTreeMap;
 use std::io::Read as _;
@@ -53,6 +62,18 @@ pub(crate) struct Built {
     /// task names a prebuilt one: it is not on this machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) fallback: Option<String>,
+    /// Whether the Dockerfile's build steps had the network (the task
+    /// declares `network_mode = "public"`, or nothing).
+    #[serde(default)]
+    pub(crate) networked: bool,
+}
+
+/// The second build of a task's environment, and its one reading of each
+/// control.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Rebuilt {
+    pub(crate) environment: Built,
+    pub(crate) readings: BTreeMap<String, Vec<Reading>>,
 }
 
 /// The two controls.
@@ -67,6 +88,11 @@ pub(crate) struct TaskToml {
     pub(crate) verifier_timeout: Duration,
     pub(crate) build_timeout: Duration,
     pub(crate) docker_image: Option<String>,
+    /// Whether the environment's build steps may reach the network:
+    /// `[environment] network_mode` (`public`, `allowlist`: yes;
+    /// `no-network`: no), else the deprecated `allow_internet`, else
+    /// Harbor's default, `public`.
+    pub(crate) build_network: bool,
 }
 
 impl TaskToml {
@@ -97,7 +123,29 @@ impl TaskToml {
                 .and_then(|t| t.get("docker_image"))
                 .and_then(|n| n.as_str())
                 .map(str::to_owned),
+            build_network: build_network(v.get("environment"))
+                .map_err(|e| format!("{}: [environment] {e}", path.display()))?,
         })
+    }
+}
+
+/// Whether `[environment]` lets the build reach the network.
+fn build_network(environment: Option<&toml::Value>) -> Result<bool, String> {
+    let get = |key: &str| environment.and_then(|t| t.get(key));
+    if let Some(mode) = get("network_mode") {
+        return match mode.as_str() {
+            Some("public" | "allowlist") => Ok(true),
+            Some("no-network") => Ok(false),
+            _ => Err(format!(
+                "network_mode = {mode} is none of \"public\", \"no-network\", \"allowlist\""
+            )),
+        };
+    }
+    match get("allow_internet") {
+        None => Ok(true),
+        Some(v) => v
+            .as_bool()
+            .ok_or_else(|| format!("allow_internet = {v} is not true or false")),
     }
 }
 
@@ -140,15 +188,18 @@ fn image_present(image: &str) -> bool {
 }
 
 /// The task's environment: its `docker_image` when this machine has it,
-/// else its Dockerfile built with no network (Deep-SWE's folders carry
+/// else its Dockerfile built from nothing (no layer of the daemon's cache
+/// reused) with the network the task declares, every intermediate
+/// container removed even when a step fails (Deep-SWE's folders carry
 /// both: the Dockerfile reproduces the prebuilt image). `tag` names the
 /// built image.
 pub(crate) fn build(folder: &Path, toml: &TaskToml, tag: &str) -> Built {
     let failed = |reason: String| Built {
         ok: false,
         image: None,
-        reason: Some(reason),
+        reason: Some(clean(&reason)),
         fallback: None,
+        networked: false,
     };
     let offline = |image: &str| {
         format!(
@@ -158,6 +209,7 @@ pub(crate) fn build(folder: &Path, toml: &TaskToml, tag: &str) -> Built {
     let context = folder.join("environment");
     let prebuilt = toml.docker_image.as_deref();
     let mut fallback = None;
+    let mut networked = false;
     let image = if let Some(image) = prebuilt.filter(|i| image_present(i)) {
         image.to_owned()
     } else {
@@ -180,14 +232,32 @@ pub(crate) fn build(folder: &Path, toml: &TaskToml, tag: &str) -> Built {
         if let Some(missing) = base_images(&dockerfile).iter().find(|i| !image_present(i)) {
             return failed(offline(missing));
         }
+        networked = toml.build_network;
         let context = context.display().to_string();
-        match docker(
-            &["build", "--network", "none", "-q", "-t", tag, &context],
-            toml.build_timeout,
-        ) {
+        let network = if networked { "default" } else { "none" };
+        let args = [
+            "build",
+            "--network",
+            network,
+            "--no-cache",
+            "--rm",
+            "--force-rm",
+            "-t",
+            tag,
+            &context,
+        ];
+        match docker(&args, toml.build_timeout) {
             Ok(out) if out.ok => tag.to_owned(),
+            Ok(out) if out.timed_out => {
+                return failed(format!(
+                    "docker build timed out after {} s",
+                    toml.build_timeout.as_secs()
+                ));
+            }
             Ok(out) => {
-                return failed(format!("docker build failed: {}", tail(&out.stderr, 6)));
+                let mut log = out.stdout;
+                log.extend_from_slice(&out.stderr);
+                return failed(format!("docker build failed: {}", tail(&log, 8)));
             }
             Err(e) => return failed(format!("docker build: {e}")),
         }
@@ -201,6 +271,7 @@ pub(crate) fn build(folder: &Path, toml: &TaskToml, tag: &str) -> Built {
             image: Some(String::from_utf8_lossy(&out.stdout).trim().to_owned()),
             reason: None,
             fallback,
+            networked,
         },
         _ => failed(format!("the image `{image}` cannot be inspected")),
     }
@@ -229,6 +300,45 @@ pub(crate) fn read(
         } else {
             Duration::ZERO
         };
+    let mut copies = vec![(folder.join("tests"), super::TESTS.to_owned())];
+    if solve {
+        copies.push((folder.join("solution"), "/solution".to_owned()));
+    }
+    reading_in(
+        Container {
+            image,
+            name,
+            script: &script,
+            budget,
+        },
+        &mut |_| Ok(copies.clone()),
+    )
+}
+
+/// A fresh container of a task's image running `script` (as `sh -c`).
+pub(super) struct Container<'a> {
+    pub(super) image: &'a str,
+    /// The container's name (unique to this reading).
+    pub(super) name: &'a str,
+    pub(super) script: &'a str,
+    /// Killed past it.
+    pub(super) budget: Duration,
+}
+
+/// Host directories to copy into a container: (host directory, container
+/// directory).
+pub(super) type Copies = Vec<(std::path::PathBuf, String)>;
+
+/// One reading in `c`: created with no network, no new privileges, few
+/// capabilities and the run limits; `prepare` is given the created (never
+/// started) container's name and says which host directories to copy in
+/// (the task's `tests/` among them), or why it cannot be read; then it runs and its `/logs/verifier` is read. The container is
+/// removed whatever happened.
+pub(super) fn reading_in(
+    c: Container<'_>,
+    prepare: &mut dyn FnMut(&str) -> Result<Copies, String>,
+) -> Reading {
+    let name = c.name;
     let mut reading = Reading::default();
     let created = docker(
         &[
@@ -263,9 +373,9 @@ pub(crate) fn read(
             "assay.harbor=screen",
             "--entrypoint",
             "sh",
-            image,
+            c.image,
             "-c",
-            &script,
+            c.script,
         ],
         Duration::from_secs(120),
     );
@@ -275,22 +385,18 @@ pub(crate) fn read(
             Ok(out) => return Err(format!("docker create: {}", tail(&out.stderr, 4))),
             Err(e) => return Err(format!("docker create: {e}")),
         }
-        let mut copies = vec![("tests", "/tests")];
-        if solve {
-            copies.push(("solution", "/solution"));
-        }
-        for (from, to) in copies {
+        for (from, to) in prepare(name)? {
             // `DIR/.`: the directory's content into `to`, made if missing.
-            let src = format!("{}/.", folder.join(from).display());
+            let src = format!("{}/.", from.display());
             let out = docker(
                 &["cp", &src, &format!("{name}:{to}")],
                 Duration::from_secs(300),
             )?;
             if !out.ok {
-                return Err(format!("copying {from}/: {}", tail(&out.stderr, 4)));
+                return Err(format!("copying {to}: {}", tail(&out.stderr, 4)));
             }
         }
-        let started = docker(&["start", "-a", name], budget)?;
+        let started = docker(&["start", "-a", name], c.budget)?;
         reading.timed_out = started.timed_out;
         let out = docker(
             &["cp", &format!("{name}:/logs/verifier"), "-"],
@@ -312,8 +418,9 @@ pub(crate) fn read(
     if let Err(e) = outcome {
         reading.error = Some(e);
     }
+    reading.error = reading.error.as_deref().map(clean);
     if reading.timed_out && reading.reward.is_none() {
-        reading.error = Some(format!("timed out after {} s", budget.as_secs()));
+        reading.error = Some(format!("timed out after {} s", c.budget.as_secs()));
     }
     reading
 }
@@ -353,8 +460,13 @@ fn reward_of(files: &BTreeMap<String, Vec<u8>>, reading: &mut Reading) {
 }
 
 /// Whether the task's controls hold, and why not: every no-op reading
-/// scores 0 and every oracle reading 1, in a built environment.
-pub(crate) fn certify(built: &Built, readings: &BTreeMap<String, Vec<Reading>>) -> Vec<String> {
+/// scores 0 and every oracle reading 1, in a built environment, and a
+/// rebuild of it (when it was built from a Dockerfile) reads the same.
+pub(crate) fn certify(
+    built: &Built,
+    readings: &BTreeMap<String, Vec<Reading>>,
+    rebuilt: Option<&Rebuilt>,
+) -> Vec<String> {
     if !built.ok {
         return vec![format!(
             "environment_failed: {}",
@@ -362,6 +474,11 @@ pub(crate) fn certify(built: &Built, readings: &BTreeMap<String, Vec<Reading>>) 
         )];
     }
     let mut why = Vec::new();
+    if let Some(r) = rebuilt
+        && let Some(differs) = non_reproducible(built, readings, r)
+    {
+        why.push(differs);
+    }
     for (control, want, word) in [(NOP, 0.0, "nop_passes"), (ORACLE, 1.0, "oracle_fails")] {
         for (i, r) in readings.get(control).into_iter().flatten().enumerate() {
             match r.reward {
@@ -378,17 +495,68 @@ pub(crate) fn certify(built: &Built, readings: &BTreeMap<String, Vec<Reading>>) 
     why
 }
 
+/// Why the rebuild of an environment does not read as the first build
+/// did, with both readings: it failed to build, or a control's rewards
+/// differ.
+fn non_reproducible(
+    built: &Built,
+    readings: &BTreeMap<String, Vec<Reading>>,
+    rebuilt: &Rebuilt,
+) -> Option<String> {
+    let image = |b: &Built| b.image.clone().unwrap_or_default();
+    if !rebuilt.environment.ok {
+        return Some(format!(
+            "non_reproducible: the first build ({}) was built, the rebuild failed: {}",
+            image(built),
+            rebuilt.environment.reason.as_deref().unwrap_or("not built")
+        ));
+    }
+    let rewards = |readings: &BTreeMap<String, Vec<Reading>>, control: &str| {
+        let mut seen: Vec<String> = readings
+            .get(control)
+            .into_iter()
+            .flatten()
+            .map(|r| {
+                r.reward
+                    .map_or_else(|| "none".to_owned(), |x| x.to_string())
+            })
+            .collect();
+        seen.sort();
+        seen.dedup();
+        seen.join(", ")
+    };
+    let say = |readings: &BTreeMap<String, Vec<Reading>>| {
+        [NOP, ORACLE]
+            .iter()
+            .map(|c| format!("{c} {}", rewards(readings, c)))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let differs = [NOP, ORACLE]
+        .iter()
+        .any(|c| rewards(readings, c) != rewards(&rebuilt.readings, c));
+    differs.then(|| {
+        format!(
+            "non_reproducible: the first build ({}) read {}, the rebuild ({}) read {}",
+            image(built),
+            say(readings),
+            image(&rebuilt.environment),
+            say(&rebuilt.readings)
+        )
+    })
+}
+
 /// How a docker CLI call ended.
-struct Out {
-    ok: bool,
-    timed_out: bool,
-    stdout: Vec<u8>,
-    stderr: Vec<u8>,
+pub(super) struct Out {
+    pub(super) ok: bool,
+    pub(super) timed_out: bool,
+    pub(super) stdout: Vec<u8>,
+    pub(super) stderr: Vec<u8>,
 }
 
 /// `docker ARGS`, killed past `timeout` (a `start -a` then leaves a running
 /// container, which the caller's `rm -f` removes).
-fn docker(args: &[&str], timeout: Duration) -> Result<Out, String> {
+pub(super) fn docker(args: &[&str], timeout: Duration) -> Result<Out, String> {
     let mut child = Command::new("docker")
         .args(args)
         .env("DOCKER_BUILDKIT", "0")
@@ -463,11 +631,60 @@ fn untar(bytes: &[u8]) -> BTreeMap<String, Vec<u8>> {
     out
 }
 
-/// The last `n` lines of `bytes`.
-fn tail(bytes: &[u8], n: usize) -> String {
-    let text = String::from_utf8_lossy(bytes);
+/// The last `n` lines of `bytes`, without terminal escapes.
+pub(super) fn tail(bytes: &[u8], n: usize) -> String {
+    let text = clean(&String::from_utf8_lossy(bytes));
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// `text` without terminal escapes (CSI sequences such as colours, OSC
+/// sequences such as titles and links, and two-byte escapes) or other
+/// control characters but newlines and tabs: a reason is read in a file or
+/// a browser, where a raw escape is noise or a way to hide text.
+pub(crate) fn clean(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => match chars.next() {
+                // CSI: parameters and intermediates, then one final byte.
+                Some('[') => {
+                    for c in chars.by_ref() {
+                        if ('\u{40}'..='\u{7e}').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                // OSC: up to BEL or ST (ESC \\).
+                Some(']') => {
+                    while let Some(c) = chars.next() {
+                        if c == '\u{7}' {
+                            break;
+                        }
+                        if c == '\u{1b}' {
+                            chars.next_if_eq(&'\\');
+                            break;
+                        }
+                    }
+                }
+                _ => {}
+            },
+            // The C1 CSI, and every other control character.
+            '\u{9b}' => {
+                for c in chars.by_ref() {
+                    if ('\u{40}'..='\u{7e}').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            '\n' | '\t' => out.push(c),
+            '\r' => {}
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -499,13 +716,25 @@ mod tests {
                 (ORACLE.to_owned(), oracle.into_iter().map(reading).collect()),
             ])
         };
-        assert!(certify(&built, &readings(vec![Some(0.0); 2], vec![Some(1.0); 2])).is_empty());
+        assert!(
+            certify(
+                &built,
+                &readings(vec![Some(0.0); 2], vec![Some(1.0); 2]),
+                None
+            )
+            .is_empty()
+        );
         let why = certify(
             &built,
             &readings(vec![Some(0.0), Some(1.0)], vec![Some(1.0); 2]),
+            None,
         );
         assert_eq!(why, ["nop_passes: reading 2 scored 1"]);
-        let why = certify(&built, &readings(vec![Some(0.0); 2], vec![Some(1.0), None]));
+        let why = certify(
+            &built,
+            &readings(vec![Some(0.0); 2], vec![Some(1.0), None]),
+            None,
+        );
         assert_eq!(why, ["oracle_no_reward: reading 2: no reward"]);
         let why = certify(
             &Built {
@@ -514,8 +743,76 @@ mod tests {
                 ..Built::default()
             },
             &BTreeMap::new(),
+            None,
         );
         assert_eq!(why, ["environment_failed: cannot pull offline"]);
+    }
+
+    #[test]
+    fn a_rebuild_that_reads_otherwise_is_non_reproducible_with_both_readings() {
+        let built = |image: &str| Built {
+            ok: true,
+            image: Some(image.into()),
+            ..Built::default()
+        };
+        let readings = |nop: Vec<Option<f64>>, oracle: Vec<Option<f64>>| {
+            BTreeMap::from([
+                (NOP.to_owned(), nop.into_iter().map(reading).collect()),
+                (ORACLE.to_owned(), oracle.into_iter().map(reading).collect()),
+            ])
+        };
+        let first = readings(vec![Some(0.0); 2], vec![Some(1.0); 2]);
+        let same = Rebuilt {
+            environment: built("sha256:b"),
+            readings: readings(vec![Some(0.0)], vec![Some(1.0)]),
+        };
+        assert!(certify(&built("sha256:a"), &first, Some(&same)).is_empty());
+        let other = Rebuilt {
+            environment: built("sha256:b"),
+            readings: readings(vec![Some(0.0)], vec![Some(0.0)]),
+        };
+        assert_eq!(
+            certify(&built("sha256:a"), &first, Some(&other)),
+            [
+                "non_reproducible: the first build (sha256:a) read nop 0; oracle 1, the rebuild (sha256:b) read nop 0; oracle 0"
+            ]
+        );
+        let broken = Rebuilt {
+            environment: Built {
+                ok: false,
+                reason: Some("docker build failed: E: Unable to locate package".into()),
+                ..Built::default()
+            },
+            readings: BTreeMap::new(),
+        };
+        let why = certify(&built("sha256:a"), &first, Some(&broken));
+        assert!(
+            why[0].starts_with("non_reproducible: the first build (sha256:a) was built, the rebuild failed: docker build failed"),
+            "{why:?}"
+        );
+    }
+
+    #[test]
+    fn terminal_escapes_are_stripped_from_reasons() {
+        let raw = "\u{1b}[1;31mError:\u{1b}[0m step 3\r\n\u{1b}]8;;http://x\u{1b}\\link\u{1b}]8;;\u{7}\u{9b}2Kdone\u{7}";
+        assert_eq!(clean(raw), "Error: step 3\nlinkdone");
+        assert_eq!(tail(raw.as_bytes(), 1), "linkdone");
+    }
+
+    #[test]
+    fn the_build_network_is_the_tasks_declared_policy() {
+        let env = |text: &str| {
+            let v: toml::Value = toml::from_str(text).unwrap();
+            build_network(v.get("environment"))
+        };
+        assert_eq!(env("[environment]\nnetwork_mode = \"public\""), Ok(true));
+        assert_eq!(
+            env("[environment]\nnetwork_mode = \"no-network\""),
+            Ok(false)
+        );
+        assert_eq!(env("[environment]\nallow_internet = false"), Ok(false));
+        assert_eq!(env(""), Ok(true), "Harbor's default is public");
+        assert!(env("[environment]\nnetwork_mode = \"lan\"").is_err());
     }
 
     #[test]

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::node::{Kind, Made, NoInputs, NodeKind};
 use crate::stages::harbor::deepswe::{self, SweScreen};
-use crate::stages::harbor::screen::{self, Built, NOP, ORACLE, Reading, TaskToml};
+use crate::stages::harbor::screen::{self, Built, NOP, ORACLE, Reading, Rebuilt, TaskToml};
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct HarborTaskParams {
@@ -35,6 +35,11 @@ pub(crate) struct HarborTaskRecord {
     pub(crate) environment: Built,
     /// `nop` and `oracle`: each reading in order.
     pub(crate) readings: BTreeMap<String, Vec<Reading>>,
+    /// The environment built a second time from its Dockerfile, and one
+    /// reading of each control there; absent for a prebuilt
+    /// `docker_image` or an environment that failed to build.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) rebuild: Option<Rebuilt>,
     pub(crate) certified: bool,
     pub(crate) uncertified_because: Vec<String>,
     /// A Deep-SWE-shaped folder's lists as assay reads its controls, and
@@ -80,12 +85,12 @@ fn screen_task(p: &HarborTaskParams, folder: &Path) -> Result<HarborTaskRecord, 
         &digest[..12]
     );
     let environment = screen::build(folder, &toml, &tag);
-    let mut readings: BTreeMap<String, Vec<Reading>> = BTreeMap::new();
-    if let (true, Some(image)) = (environment.ok, environment.image.as_deref()) {
-        for repeat in 0..p.repeats {
+    let controls = |image: &str, repeats: u32, build: &str| {
+        let mut readings: BTreeMap<String, Vec<Reading>> = BTreeMap::new();
+        for repeat in 0..repeats {
             for control in [NOP, ORACLE] {
                 let name = format!(
-                    "assay-harbor-{}-{}-{control}-{repeat}",
+                    "assay-harbor-{}-{}-{build}{control}-{repeat}",
                     std::process::id(),
                     &digest[..12]
                 );
@@ -95,8 +100,27 @@ fn screen_task(p: &HarborTaskParams, folder: &Path) -> Result<HarborTaskRecord, 
                     .push(screen::read(folder, image, control, &toml, &name));
             }
         }
+        readings
+    };
+    let mut readings = BTreeMap::new();
+    let mut rebuild = None;
+    if let (true, Some(image)) = (environment.ok, environment.image.as_deref()) {
+        readings = controls(image, p.repeats, "");
+        // Built from its Dockerfile (no prebuilt image, or none on this
+        // machine): built again, to see it read the same.
+        if toml.docker_image.is_none() || environment.fallback.is_some() {
+            let again = screen::build(folder, &toml, &format!("{tag}-rebuild"));
+            let reread = match again.image.as_deref() {
+                Some(image) if again.ok => controls(image, 1, "rebuild-"),
+                _ => BTreeMap::new(),
+            };
+            rebuild = Some(Rebuilt {
+                environment: again,
+                readings: reread,
+            });
+        }
     }
-    let mut uncertified_because = screen::certify(&environment, &readings);
+    let mut uncertified_because = screen::certify(&environment, &readings, rebuild.as_ref());
     let swe = match deepswe::Folder::detect(folder) {
         None => None,
         Some(Ok(shape)) => Some(deepswe::screen(&shape, &readings)),
@@ -114,6 +138,7 @@ fn screen_task(p: &HarborTaskParams, folder: &Path) -> Result<HarborTaskRecord, 
         uncertified_because,
         readings,
         swe,
+        rebuild,
     })
 }
 

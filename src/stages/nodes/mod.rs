@@ -7,6 +7,7 @@ pub(super) mod attempt;
 pub(super) mod certify;
 pub(super) mod env;
 pub(super) mod grade;
+pub(super) mod harbor_grade;
 pub(super) mod harbor_task;
 pub(super) mod judge;
 pub(super) mod metrics;

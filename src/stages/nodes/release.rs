@@ -82,6 +82,9 @@ struct HarborLine<'a> {
     /// disagreements.
     #[serde(skip_serializing_if = "Option::is_none")]
     swe: Option<&'a crate::stages::harbor::deepswe::SweScreen>,
+    /// The environment's second build and its readings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rebuild: Option<&'a crate::stages::harbor::screen::Rebuilt>,
 }
 
 /// One line of `tasks.jsonl` / `tasks.uncertified.jsonl`: SWE-bench's
@@ -342,10 +345,17 @@ pub(crate) fn assemble(
                 h.tasks += 1;
                 if t.certified {
                     h.certified += 1;
+                    h.certified_tasks
+                        .push(format!("{}/{}", t.dataset, t.folder));
                 }
-                for why in &t.uncertified_because {
-                    let word = why.split(':').next().unwrap_or(why).to_owned();
-                    *h.uncertified_because.entry(word).or_default() += 1;
+                // Tasks, not readings: a task two readings failed counts once.
+                let words: std::collections::BTreeSet<&str> = t
+                    .uncertified_because
+                    .iter()
+                    .map(|why| why.split(':').next().unwrap_or(why))
+                    .collect();
+                for word in words {
+                    *h.uncertified_because.entry(word.to_owned()).or_default() += 1;
                 }
                 let line = serde_json::to_string(&HarborLine {
                     dataset: &t.dataset,
@@ -357,6 +367,7 @@ pub(crate) fn assemble(
                     environment: &t.environment,
                     readings: &t.readings,
                     swe: t.swe.as_ref(),
+                    rebuild: t.rebuild.as_ref(),
                 })
                 .map_err(|e| err(&e))?;
                 harbor_lines.push((t.dataset.clone(), t.folder.clone(), line));

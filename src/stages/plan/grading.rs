@@ -19,7 +19,7 @@ use super::release::ReleaseInputs;
 use super::run::{Run, RunNames, RunParams};
 use super::session::{self, SessionParams};
 use super::stage::{self, StageParams};
-use super::{judge, names};
+use super::{harbor_grade, judge, names};
 use crate::pipeline::Arm;
 use crate::pipeline::Pipeline;
 use crate::sessions::Session;
@@ -33,6 +33,8 @@ pub(crate) struct GradeLayout<'a> {
     pub(crate) task_nodes: &'a BTreeMap<(String, String), (String, String)>,
     /// instance id -> its gold tree node (what `[[metric]]`s measure gold on).
     pub(crate) gold_trees: &'a BTreeMap<String, String>,
+    /// The Harbor tasks, by every name a session may give them.
+    pub(crate) harbor: &'a BTreeMap<String, HarborRef>,
     pub(crate) cache_dir: &'a Path,
 }
 
@@ -58,18 +60,26 @@ pub(crate) fn grade_nodes(
     let previous_tasks = previous_task_keys(store);
     let mut not_graded = Vec::new();
     let mut reviewable = Vec::new();
-    let (sessions, jobs) = match &pipeline.settings.sessions {
+    let (sessions, mut jobs) = match &pipeline.settings.sessions {
         Some(dir) => crate::sessions::load_all(dir),
         None => Default::default(),
     };
-    let patch_redactor = Redactor::values(&RedactConfig {
-        patterns: Vec::new(),
-        env: secret_env(pipeline, g),
-    });
-    let transcript_redactor = Redactor::new(&RedactConfig {
-        patterns: g.redact.patterns.clone(),
-        env: secret_env(pipeline, g),
-    });
+    for t in jobs.iter_mut().flat_map(|j| j.trials.values_mut()) {
+        t.task_content = t
+            .task_digest
+            .as_deref()
+            .and_then(|d| task_content(store, d));
+    }
+    let redactors = (
+        Redactor::values(&RedactConfig {
+            patterns: Vec::new(),
+            env: secret_env(pipeline, g),
+        }),
+        Redactor::new(&RedactConfig {
+            patterns: g.redact.patterns.clone(),
+            env: secret_env(pipeline, g),
+        }),
+    );
     for loaded in sessions {
         let (s, file) = match loaded {
             Ok(parsed) => (parsed.session, parsed.file),
@@ -130,8 +140,23 @@ pub(crate) fn grade_nodes(
         {
             (task_id, track) = (task.to_owned(), twin.to_owned());
         }
-        let Some((task_node, env_node)) = g.task_nodes.get(&(task_id.clone(), track.clone()))
-        else {
+        let key = (task_id.clone(), track.clone());
+        if !g.task_nodes.contains_key(&key)
+            && let Some(h) = g.harbor.get(&s.task)
+        {
+            let workspace = s
+                .facts
+                .trial
+                .as_ref()
+                .filter(|t| t.workspace.is_some())
+                .zip(pipeline.settings.sessions.as_deref())
+                .map(|(_, dir)| crate::sessions::harbor::workspace_dir(&dir.join(&s.id)));
+            let session_node = session_node(s, h.id.clone(), track, &redactors, out);
+            release.push(session_node.clone(), Input::Session);
+            harbor_grade_node(pipeline, h, (&session_node, workspace), out, release);
+            continue;
+        }
+        let Some((task_node, env_node)) = g.task_nodes.get(&key) else {
             let near =
                 crate::words::nearest(&s.task, g.task_nodes.keys().map(|(id, _)| id.as_str()), 3);
             let hint = match near.as_slice() {
@@ -156,39 +181,8 @@ pub(crate) fn grade_nodes(
             ));
             continue;
         };
-        // A key in a session's patch is no answer: the session node (its
-        // params, its blob) holds the redacted bytes.
-        let (patch, redacted) = patch_redactor.redact(&s.patch);
-        // The transcript is shown in the report: every secret shape and
-        // value out of it first.
-        let transcript = s
-            .transcript
-            .as_deref()
-            .map(|t| transcript_redactor.redact(t).0);
-        let mut facts = s.facts;
-        if redacted > 0 {
-            facts.patch_redacted = Some(redacted);
-        }
-        let session_node = names::session(&s.id);
-        let params = SessionParams {
-            session: Session {
-                id: s.id,
-                task: task_id.clone(),
-                track,
-                agent: s.agent,
-                model: s.model,
-                patch,
-                facts,
-                transcript,
-            },
-            error: None,
-        };
-        let id = params.session.id.clone();
-        out.push(node::spec(
-            session_node.clone(),
-            session::Session(params),
-            NoNames {},
-        ));
+        let id = s.id.clone();
+        let session_node = session_node(s, task_id.clone(), track, &redactors, out);
         release.push(session_node.clone(), Input::Session);
         graded_nodes(
             pipeline,
@@ -210,6 +204,96 @@ pub(crate) fn grade_nodes(
     Ok(Ungraded { not_graded, jobs })
 }
 
+/// A session's node, naming `task` and `track`; returns its name. A key in
+/// a session's patch is no answer: the session node (its params, its blob)
+/// holds the redacted bytes.
+fn session_node(
+    s: Session<Vec<u8>, Option<String>>,
+    task: String,
+    track: String,
+    (patch_redactor, transcript_redactor): &(Redactor, Redactor),
+    out: &mut Vec<NodeSpec>,
+) -> String {
+    // A key in a session's patch is no answer: the session node (its
+    // params, its blob) holds the redacted bytes.
+    let (patch, redacted) = patch_redactor.redact(&s.patch);
+    // The transcript is shown in the report: every secret shape and value
+    // out of it first.
+    let transcript = s
+        .transcript
+        .as_deref()
+        .map(|t| transcript_redactor.redact(t).0);
+    let mut facts = s.facts;
+    if redacted > 0 {
+        facts.patch_redacted = Some(redacted);
+    }
+    let name = names::session(&s.id);
+    let params = SessionParams {
+        session: Session {
+            id: s.id,
+            task,
+            track,
+            agent: s.agent,
+            model: s.model,
+            patch,
+            facts,
+            transcript,
+        },
+        error: None,
+    };
+    out.push(node::spec(
+        name.clone(),
+        session::Session(params),
+        NoNames {},
+    ));
+    name
+}
+
+/// A session on a Harbor task: graded by the task's own verifier on its
+/// patch (`harbor_grade`), fed to the release as a grade.
+fn harbor_grade_node(
+    pipeline: &Pipeline,
+    h: &HarborRef,
+    (session_node, workspace): (&str, Option<std::path::PathBuf>),
+    out: &mut Vec<NodeSpec>,
+    release: &mut ReleaseInputs,
+) {
+    let id = session_node
+        .strip_prefix("session:")
+        .unwrap_or(session_node);
+    let name = names::harbor_grade(id);
+    out.push(node::spec(
+        name.clone(),
+        harbor_grade::HarborGrade {
+            params: harbor_grade::HarborGradeParams {
+                session: id.to_owned(),
+                task: h.id.clone(),
+                files: h.files.clone(),
+                max_patch_bytes: pipeline.settings.grade.caps.bytes,
+            },
+            folder: h.path.clone(),
+            workspace,
+        },
+        harbor_grade::HarborGradeNames {
+            session: session_node.to_owned(),
+            task: h.node.clone(),
+        },
+    ));
+    release.push(name, Input::Grade);
+}
+
+/// A Harbor task of a `[[harbor_dataset]]` that a session may name (by
+/// `<dataset>/<folder>` or by its `[task] name`).
+#[derive(Clone, Debug)]
+pub(crate) struct HarborRef {
+    /// Its `harbor_task` node.
+    pub(crate) node: String,
+    /// `<dataset>/<folder>`.
+    pub(crate) id: String,
+    pub(crate) path: std::path::PathBuf,
+    pub(crate) files: Vec<(String, u32, String)>,
+}
+
 /// Per `[[agent]]`: its tools' environment, then per task of its tracks
 /// and attempt an `attempt` node (a session assay makes), graded as a
 /// session file's would be.
@@ -220,6 +304,11 @@ fn attempt_nodes(
     release: &mut ReleaseInputs,
     reviewable: &mut Vec<judge::Reviewable>,
 ) {
+    if g.task_nodes.is_empty() {
+        // No task of assay's (a pipeline of Harbor datasets alone): nothing
+        // for an agent to attempt, no tools to build.
+        return;
+    }
     for agent in &pipeline.settings.agents {
         let tools = names::agent_env(&agent.label);
         out.push(node::spec(
@@ -512,6 +601,19 @@ fn previous_task_keys(store: &Store) -> BTreeMap<String, String> {
         }
     }
     map
+}
+
+/// The content (`TaskRecord::content_digest`) of the task node keyed
+/// `hex`, when this cache holds it.
+fn task_content(store: &Store, hex: &str) -> Option<String> {
+    let key = hex.parse::<assay_engine::Digest>().ok()?;
+    let (record, _, row) = store.key_record(&key).ok().flatten()?;
+    if record.kind != NodeKind::Task {
+        return None;
+    }
+    let bytes = store.output_bytes(&row).ok()?;
+    let task: crate::stages::TaskRecord = serde_json::from_slice(&bytes).ok()?;
+    Some(task.content_digest())
 }
 
 /// The transcript's models, listed, when the session's model label names

@@ -18,7 +18,7 @@ use super::certify::{Certify, CertifyNames};
 use super::env::{Env, EnvParams};
 use super::envs::EnvSettings;
 use super::error::StageError;
-use super::grading::{GradeLayout, grade_nodes};
+use super::grading::{GradeLayout, HarborRef, grade_nodes};
 use super::node::{self, NoNames};
 use super::publish::Price;
 use super::redact::RedactConfig;
@@ -44,10 +44,26 @@ pub(crate) fn nodes(
 ) -> Result<super::executor::InUse, StageError> {
     let settings = &pipeline.settings;
     if settings.sources.is_empty() {
-        // A pipeline of Harbor datasets alone: their tasks and the release.
+        // A pipeline of Harbor datasets alone: their tasks, the sessions on
+        // them, and the release.
         let mut release_inputs = release::ReleaseInputs::default();
-        if harbor_nodes(pipeline, out, &mut release_inputs)? {
-            let ungraded = super::grading::Ungraded::default();
+        let harbor = harbor_nodes(pipeline, out, &mut release_inputs)?;
+        if !harbor.is_empty() {
+            let cache_dir = store.dir();
+            let ctx = GradeLayout {
+                test_globs: &settings.triage.test_globs,
+                env_of: &BTreeMap::new(),
+                redact: &RedactConfig {
+                    patterns: settings.redact_patterns.clone(),
+                    env: settings.redact_env.clone(),
+                },
+                store_dir: &cache_dir.join("git"),
+                task_nodes: &BTreeMap::new(),
+                gold_trees: &BTreeMap::new(),
+                harbor: &harbor,
+                cache_dir,
+            };
+            let ungraded = grade_nodes(pipeline, store, &ctx, out, &mut release_inputs, warnings)?;
             out.push(release_node(pipeline, ungraded, release_inputs, warnings));
         }
         return Ok(Default::default());
@@ -159,6 +175,7 @@ pub(crate) fn nodes(
         }
     }
     check_topic_splits(pipeline, &seen_candidates)?;
+    let harbor = harbor_nodes(pipeline, out, &mut release_inputs)?;
     let ctx = GradeLayout {
         test_globs,
         env_of: &env_of,
@@ -166,9 +183,9 @@ pub(crate) fn nodes(
         store_dir: &store_dir,
         task_nodes: &task_nodes,
         gold_trees: &gold_trees,
+        harbor: &harbor,
         cache_dir,
     };
-    harbor_nodes(pipeline, out, &mut release_inputs)?;
     let ungraded = grade_nodes(pipeline, store, &ctx, out, &mut release_inputs, warnings)?;
     out.push(release_node(pipeline, ungraded, release_inputs, warnings));
     let env_nodes = env_of
@@ -364,13 +381,16 @@ fn check_topic_splits(pipeline: &Pipeline, seen: &HashSet<String>) -> Result<(),
 }
 
 /// One `harbor_task` node per task folder of each `[[harbor_dataset]]` (a
-/// directory holding a `task.toml`), in folder order; whether there is any.
+/// directory holding a `task.toml`), in folder order; the tasks by every
+/// name a session may give them (`<dataset>/<folder>`, and its `[task]
+/// name` unless another task has it).
 fn harbor_nodes(
     pipeline: &Pipeline,
     out: &mut Vec<NodeSpec>,
     release: &mut release::ReleaseInputs,
-) -> Result<bool, StageError> {
-    let mut any = false;
+) -> Result<BTreeMap<String, HarborRef>, StageError> {
+    let mut by_id = BTreeMap::new();
+    let mut by_name: BTreeMap<String, Vec<HarborRef>> = BTreeMap::new();
     for (dataset, dir) in &pipeline.settings.harbor_datasets {
         let mut folders: Vec<_> = std::fs::read_dir(dir)
             .map_err(StageError::cache)?
@@ -386,6 +406,18 @@ fn harbor_nodes(
                 .unwrap_or_default();
             let files = super::harbor_task::folder_files(&path).map_err(StageError::cache)?;
             let name = names::harbor_task(dataset, &folder);
+            let task = HarborRef {
+                node: name.clone(),
+                id: format!("{dataset}/{folder}"),
+                path: path.clone(),
+                files: files.clone(),
+            };
+            if let Ok(Some(harbor_name)) =
+                crate::stages::harbor::screen::TaskToml::read(&path).map(|t| t.name)
+            {
+                by_name.entry(harbor_name).or_default().push(task.clone());
+            }
+            by_id.insert(task.id.clone(), task);
             out.push(node::spec(
                 name.clone(),
                 super::harbor_task::HarborTask {
@@ -400,10 +432,15 @@ fn harbor_nodes(
                 NoNames {},
             ));
             release.push(name, release::Input::HarborTask);
-            any = true;
         }
     }
-    Ok(any)
+    let mut all = by_id.clone();
+    for (name, mut tasks) in by_name {
+        if tasks.len() == 1 && !by_id.contains_key(&name) {
+            all.insert(name, tasks.remove(0));
+        }
+    }
+    Ok(all)
 }
 
 /// The release node over every task, session, grade, metrics and judge reading.

@@ -238,6 +238,25 @@ fn about(h: &mut String, index: &Index<'_>, summary: &Summary) {
         summary.not_graded.total,
     );
     h.push_str("</table>\n");
+    if let Some(harbor) = &f.harbor {
+        let _ = writeln!(
+            h,
+            "<h3>Harbor tasks</h3>\n<table>\n\
+             <tr><th>tasks screened</th><td class=\"n\">{}</td><td>no-op and oracle read in fresh containers</td></tr>\n\
+             <tr><th>tasks certified</th><td class=\"n\">{}</td><td>{}</td></tr>\n\
+             <tr><th>tasks uncertified</th><td class=\"n\">{}</td><td>{}</td></tr>\n</table>",
+            harbor.tasks,
+            harbor.certified,
+            harbor
+                .certified_tasks
+                .iter()
+                .map(|t| format!("<code>{}</code>", esc(t)))
+                .collect::<Vec<_>>()
+                .join(", "),
+            harbor.tasks - harbor.certified.min(harbor.tasks),
+            reasons(&harbor.uncertified_because),
+        );
+    }
 }
 
 /// The `[[metric]]` figures: per pair and metric, what its sessions

@@ -496,12 +496,43 @@ pub(crate) struct Funnel {
     pub(crate) harbor: Option<HarborFunnel>,
 }
 
-/// A Harbor dataset's tasks: how many, how many certified, and why not.
+/// A Harbor dataset's tasks: how many, how many certified (and which:
+/// `<dataset>/<folder>`), and why not, counting each task once per reason
+/// however many of its readings gave it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct HarborFunnel {
     pub(crate) tasks: usize,
     pub(crate) certified: usize,
     pub(crate) uncertified_because: BTreeMap<String, usize>,
+    #[serde(default)]
+    pub(crate) certified_tasks: Vec<String>,
+}
+
+impl HarborFunnel {
+    /// The build's summary line: tasks screened, certified (which), and
+    /// why the others are not.
+    pub(crate) fn line(&self) -> String {
+        let why: Vec<String> = self
+            .uncertified_because
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        format!(
+            "harbor: {} tasks screened -> {} certified{}{}",
+            self.tasks,
+            self.certified,
+            if self.certified_tasks.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", self.certified_tasks.join(", "))
+            },
+            if why.is_empty() {
+                String::new()
+            } else {
+                format!("; uncertified: {}", why.join(", "))
+            }
+        )
+    }
 }
 
 /// `manifest.json` (format: [`super::manifest`]).

@@ -219,8 +219,18 @@ fn account(
         } else if let Some(g) = scored.get(id) {
             graded.push(*g);
             if let Some(t) = trial_of(id) {
+                // Another digest of the same content is the task screened
+                // on another executor, not a changed task.
+                let graded_content = || {
+                    index
+                        .tasks
+                        .iter()
+                        .find(|(_, d)| *d == g.0.task_digest)
+                        .map(|(task, _)| task.content_digest())
+                };
                 if let Some(ran) = t.task_digest.as_deref()
                     && ran != g.0.task_digest
+                    && (t.task_content.is_none() || t.task_content != graded_content())
                 {
                     task_changed.push((*id).to_owned());
                 }

@@ -1,0 +1,345 @@
+//! Grading an agent's workspace diff on any Harbor task (a reward-only
+//! task of Terminal-Bench's shape included) with the task's own verifier:
+//! in a fresh container of the task's environment — never the container
+//! the agent ran in — the working directory (`WORKDIR`) is replaced by the
+//! image's own with the agent's patch applied (or by the working directory
+//! a Harbor job collected from the agent's container), and `tests/test.sh`
+//! runs as Harbor runs it, with no network. The patch is applied on this machine
+//! by `git apply` in a directory of its own (no path outside it, none
+//! beyond a symbolic link), never by a program of the image.
+//!
+//! The verdict is a pure function of what happened ([`decide`]): reward 1
+//! is `resolved`; any other reward, or a verifier that ran out of time,
+//! `unresolved`; no reward `no_report`, the agent's, since the task's
+//! controls wrote theirs at screening (a task is graded only once
+//! certified); a patch that does not apply `patch_apply_failed`; a
+//! container that could not be made `env_setup_failed`, the harness's.
+
+use std::io::Write as _;
+use std::path::{Component, Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use super::screen::{self, Container, Reading, TaskToml};
+use crate::stages::records::{Fault, Verdict};
+
+/// How a workspace's reading went.
+#[derive(Debug)]
+pub(crate) enum Graded {
+    /// The verifier ran (or tried to) on the patched workspace.
+    Read(Reading),
+    /// The agent's patch does not apply to the working directory.
+    PatchFailed(String),
+    /// The environment could not be made ready: no working directory,
+    /// docker failed before the verifier started.
+    Setup(String),
+}
+
+/// What the agent left: a patch of the working directory, or the working
+/// directory itself (a Harbor job that collected it as an artifact).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Answer<'a> {
+    Patch(&'a [u8]),
+    Tree(&'a Path),
+}
+
+/// The task's verifier on `answer` in the working directory of `image`, in
+/// a fresh container named `name`.
+pub(crate) fn grade(
+    folder: &Path,
+    image: &str,
+    toml: &TaskToml,
+    answer: Answer<'_>,
+    name: &str,
+) -> Graded {
+    let workdir = match working_dir(image) {
+        Ok(w) => w,
+        Err(e) => return Graded::Setup(e),
+    };
+    let scratch = match tempfile::Builder::new().prefix("assay-harbor-").tempdir() {
+        Ok(d) => d,
+        Err(e) => return Graded::Setup(format!("a scratch directory: {e}")),
+    };
+    // What is copied into the container, in one copy to its root: the
+    // task's tests at /tests and the workspace at /assay-workspace.
+    let stage = scratch.path().join("stage");
+    let tree = stage.join("assay-workspace");
+    let mut refused = None;
+    let script = format!(
+        "W={w}; mkdir -p /logs/verifier && find \"$W\" -mindepth 1 -maxdepth 1 -exec rm -rf {{}} + && cp -a /assay-workspace/. \"$W\"/ && rm -rf /assay-workspace && cd \"$W\" || exit 0; chmod +x /tests/test.sh; /tests/test.sh > /logs/verifier/test-stdout.txt 2>&1; exit 0",
+        w = quote(&workdir)
+    );
+    let reading = screen::reading_in(
+        Container {
+            image,
+            name,
+            script: &script,
+            budget: toml.verifier_timeout,
+        },
+        &mut |container| {
+            let tests = (folder.join("tests"), super::TESTS.to_owned());
+            let patch = match answer {
+                Answer::Tree(dir) => {
+                    return Ok(vec![
+                        tests,
+                        (dir.to_path_buf(), "/assay-workspace".to_owned()),
+                    ]);
+                }
+                Answer::Patch(patch) => patch,
+            };
+            let base = screen::docker(
+                &["cp", &format!("{container}:{workdir}"), "-"],
+                Duration::from_secs(600),
+            )?;
+            if !base.ok {
+                return Err(format!(
+                    "reading {workdir}: {}",
+                    screen::tail(&base.stderr, 4)
+                ));
+            }
+            unpack(&base.stdout, &tree)?;
+            if let Err(e) = apply(&tree, patch, scratch.path()) {
+                refused = Some(e.clone());
+                return Err(e);
+            }
+            copy_dir(&folder.join("tests"), &stage.join("tests"))?;
+            Ok(vec![(stage.clone(), "/".to_owned())])
+        },
+    );
+    match refused {
+        Some(e) => Graded::PatchFailed(e),
+        None if reading.error.as_deref().is_some_and(is_setup) => {
+            Graded::Setup(reading.error.unwrap_or_default())
+        }
+        None => Graded::Read(reading),
+    }
+}
+
+/// Whether a reading's error is docker's before the verifier ran, not the
+/// verifier's: a reading that got no reward for its own reasons (no
+/// reward file, an unreadable one, a timeout) is the workspace's.
+fn is_setup(error: &str) -> bool {
+    [
+        "docker create:",
+        "copying ",
+        "reading /",
+        "cannot run docker",
+    ]
+    .iter()
+    .any(|p| error.starts_with(p))
+}
+
+/// The verdict of a graded workspace, whose fault it is, and why.
+pub(crate) fn decide(graded: &Graded) -> (Verdict, Fault, String) {
+    match graded {
+        Graded::PatchFailed(e) => (
+            Verdict::PatchApplyFailed,
+            Fault::Agent,
+            format!("the patch does not apply to the task's working directory: {e}"),
+        ),
+        Graded::Setup(e) => (Verdict::EnvSetupFailed, Fault::Harness, e.clone()),
+        Graded::Read(r) => match r.reward {
+            Some(1.0) => (Verdict::Resolved, Fault::None, "reward 1".to_owned()),
+            Some(x) => (
+                Verdict::Unresolved,
+                Fault::Agent,
+                format!("the task's verifier gave reward {x}"),
+            ),
+            None if r.timed_out => (
+                Verdict::Unresolved,
+                Fault::Agent,
+                format!(
+                    "the task's verifier {} on the workspace, where its controls finished at screening",
+                    r.error.as_deref().unwrap_or("timed out")
+                ),
+            ),
+            None => (
+                Verdict::NoReport,
+                Fault::Agent,
+                format!(
+                    "the task's verifier wrote no reward on the workspace ({}), where its no-op and oracle wrote theirs at screening",
+                    r.error.as_deref().unwrap_or("no reward")
+                ),
+            ),
+        },
+    }
+}
+
+/// `WORKDIR` of `image`: where Harbor's agent starts and the workspace is.
+fn working_dir(image: &str) -> Result<String, String> {
+    let out = screen::docker(
+        &[
+            "image",
+            "inspect",
+            "--format",
+            "{{.Config.WorkingDir}}",
+            image,
+        ],
+        Duration::from_secs(60),
+    )?;
+    let dir = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    if !out.ok {
+        return Err(format!("the image `{image}` cannot be inspected"));
+    }
+    if dir.is_empty() || dir == "/" || !dir.starts_with('/') {
+        return Err(format!(
+            "the task's image has no working directory (WORKDIR is `{dir}`): no workspace to apply a patch to"
+        ));
+    }
+    Ok(dir)
+}
+
+/// `docker cp CONTAINER:DIR -`'s tar (one top directory) unpacked into
+/// `to`: no entry outside it, none through a symbolic link.
+fn unpack(tar_bytes: &[u8], to: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(to).map_err(|e| format!("{}: {e}", to.display()))?;
+    let mut archive = tar::Archive::new(tar_bytes);
+    let entries = archive
+        .entries()
+        .map_err(|e| format!("the working directory's tar: {e}"))?;
+    for entry in entries {
+        let mut entry = entry.map_err(|e| format!("the working directory's tar: {e}"))?;
+        let path = entry
+            .path()
+            .map_err(|e| format!("the working directory's tar: {e}"))?
+            .into_owned();
+        let mut rel = PathBuf::new();
+        for c in path.components().skip(1) {
+            match c {
+                Component::Normal(part) => rel.push(part),
+                _ => {
+                    return Err(format!(
+                        "a path leaving the working directory: {}",
+                        path.display()
+                    ));
+                }
+            }
+        }
+        if rel.as_os_str().is_empty() {
+            continue;
+        }
+        let mut at = to.to_path_buf();
+        for part in rel.parent().into_iter().flat_map(Path::components) {
+            at.push(part);
+            if std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink()) {
+                return Err(format!("a path beyond a symbolic link: {}", path.display()));
+            }
+        }
+        entry
+            .unpack(to.join(&rel))
+            .map_err(|e| format!("unpacking {}: {e}", rel.display()))?;
+    }
+    Ok(())
+}
+
+/// `git apply` of `patch` in `tree`, which no repository encloses
+/// (discovery stops at `ceiling`); an empty patch changes nothing.
+fn apply(tree: &Path, patch: &[u8], ceiling: &Path) -> Result<(), String> {
+    if patch.iter().all(u8::is_ascii_whitespace) {
+        return Ok(());
+    }
+    let mut child = Command::new("git")
+        .args(["apply", "--whitespace=nowarn", "-"])
+        .current_dir(tree)
+        .env("GIT_CEILING_DIRECTORIES", ceiling)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(patch);
+    }
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(screen::clean(String::from_utf8_lossy(&out.stderr).trim()))
+    }
+}
+
+/// The task's `tests/` copied to `to` (its regular files and directories,
+/// modes kept).
+fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(to).map_err(|e| format!("{}: {e}", to.display()))?;
+    for e in std::fs::read_dir(from).map_err(|e| format!("{}: {e}", from.display()))? {
+        let e = e.map_err(|e| e.to_string())?;
+        let (src, dest) = (e.path(), to.join(e.file_name()));
+        let kind = e.file_type().map_err(|e| e.to_string())?;
+        if kind.is_dir() {
+            copy_dir(&src, &dest)?;
+        } else if kind.is_file() {
+            std::fs::copy(&src, &dest).map_err(|e| format!("{}: {e}", src.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// `text` as one word of `sh`.
+fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(reward: Option<f64>, timed_out: bool) -> Graded {
+        Graded::Read(Reading {
+            reward,
+            timed_out,
+            error: reward
+                .is_none()
+                .then(|| "the verifier wrote no reward.txt or reward.json".into()),
+            ..Reading::default()
+        })
+    }
+
+    #[test]
+    fn a_reward_only_task_grades_by_its_reward_and_blames_on_its_controls() {
+        assert_eq!(decide(&read(Some(1.0), false)).0, Verdict::Resolved);
+        let (v, f, _) = decide(&read(Some(0.0), false));
+        assert_eq!((v, f), (Verdict::Unresolved, Fault::Agent));
+        let (v, f, why) = decide(&read(Some(0.5), false));
+        assert_eq!((v, f), (Verdict::Unresolved, Fault::Agent));
+        assert!(why.contains("reward 0.5"), "{why}");
+        let (v, f, why) = decide(&read(None, false));
+        assert_eq!((v, f), (Verdict::NoReport, Fault::Agent));
+        assert!(why.contains("no-op and oracle wrote theirs"), "{why}");
+        assert_eq!(decide(&read(None, true)).0, Verdict::Unresolved);
+        let (v, f, _) = decide(&Graded::PatchFailed("corrupt patch".into()));
+        assert_eq!((v, f), (Verdict::PatchApplyFailed, Fault::Agent));
+        let (v, f, _) = decide(&Graded::Setup("docker create: no space".into()));
+        assert_eq!((v, f), (Verdict::EnvSetupFailed, Fault::Harness));
+    }
+
+    #[test]
+    fn a_patch_is_applied_beneath_its_tree_and_nowhere_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path().join("w");
+        std::fs::create_dir_all(&tree).unwrap();
+        std::fs::write(tree.join("a.txt"), "one\n").unwrap();
+        let good = b"--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-one\n+two\n";
+        apply(&tree, good, dir.path()).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(tree.join("a.txt")).unwrap(),
+            "two\n"
+        );
+        let outside = b"--- /dev/null\n+++ b/../escaped.txt\n@@ -0,0 +1 @@\n+x\n";
+        assert!(apply(&tree, outside, dir.path()).is_err());
+        assert!(!dir.path().join("escaped.txt").exists());
+        std::os::unix::fs::symlink(dir.path(), tree.join("link")).unwrap();
+        let beyond = b"--- /dev/null\n+++ b/link/beyond.txt\n@@ -0,0 +1 @@\n+x\n";
+        assert!(apply(&tree, beyond, dir.path()).is_err());
+        assert!(!dir.path().join("beyond.txt").exists());
+        assert!(apply(&tree, b"\n", dir.path()).is_ok(), "an empty patch");
+    }
+
+    #[test]
+    fn a_working_directory_is_quoted_as_one_word() {
+        assert_eq!(quote("/app"), "'/app'");
+        assert_eq!(quote("/a'b"), r"'/a'\''b'");
+    }
+}

@@ -1,0 +1,673 @@
+//! Harbor task folders of a `[[harbor_dataset]]` (Terminal-Bench's shape:
+//! an environment Dockerfile, `tests/test.sh` writing a reward,
+//! `solution/solve.sh`) screened on the real Docker daemon, with base
+//! image `assay-base:bookworm` (scripts/base-image.sh).
+//!
+//! Environments that rebuild the same way: the build has the network the
+//! task declares, and only the build (a build step fetches from an HTTP
+//! server this test serves on the Docker bridge's gateway: there is no
+//! internet here); the environment is built twice from nothing, and a
+//! rebuild that reads otherwise is `non_reproducible` with both readings;
+//! reasons carry no terminal escapes; a failed build step leaves no
+//! container behind.
+//!
+//! These tests fail, never skip, without the daemon.
+
+#![allow(clippy::unwrap_used)]
+
+mod util;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::Command;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::Value;
+use util::example::ROOT;
+
+/// The base image, made once per test process.
+fn setup() {
+    static DONE: OnceLock<()> = OnceLock::new();
+    DONE.get_or_init(|| {
+        let out = Command::new(Path::new(ROOT).join("scripts/base-image.sh"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "scripts/base-image.sh failed (these tests need the Docker daemon):\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
+}
+
+/// An HTTP server on the Docker bridge's gateway, where a build step on the
+/// default network reaches the host and one with `--network none` reaches
+/// nothing. Each path answers from its list in turn, repeating the last.
+struct Server {
+    /// `http://GATEWAY:PORT`.
+    url: String,
+    hits: Arc<Mutex<BTreeMap<String, usize>>>,
+}
+
+fn serve(answers: BTreeMap<&'static str, Vec<&'static str>>) -> Server {
+    // The default route of a container on the default network (the daemon
+    // does not always list the bridge's gateway).
+    let gateway = Command::new("docker")
+        .args([
+            "run",
+            "--rm",
+            "assay-base:bookworm",
+            "python3",
+            "-c",
+            "import socket, struct\nfor l in open('/proc/net/route').read().splitlines()[1:]:\n    f = l.split()\n    if f[1] == '00000000':\n        print(socket.inet_ntoa(struct.pack('<L', int(f[2], 16))))",
+        ])
+        .output()
+        .unwrap();
+    let gateway = String::from_utf8(gateway.stdout).unwrap().trim().to_owned();
+    assert!(!gateway.is_empty(), "a container has no default route");
+    let listener = TcpListener::bind((gateway.as_str(), 0)).unwrap();
+    let url = format!("http://{gateway}:{}", listener.local_addr().unwrap().port());
+    let hits = Arc::new(Mutex::new(BTreeMap::new()));
+    let counted = hits.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut line = String::new();
+            let mut reader = BufReader::new(&stream);
+            if reader.read_line(&mut line).is_err() {
+                continue;
+            }
+            loop {
+                let mut header = String::new();
+                if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
+                    break;
+                }
+            }
+            let path = line.split_whitespace().nth(1).unwrap_or("/").to_owned();
+            let n = {
+                let mut hits = counted.lock().unwrap();
+                let n = hits.entry(path.clone()).or_insert(0);
+                *n += 1;
+                *n - 1
+            };
+            let body = answers
+                .get(path.as_str())
+                .map_or("missing", |a| a[n.min(a.len() - 1)]);
+            let mut stream = &stream;
+            let _ = write!(
+                stream,
+                "HTTP/1.0 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    Server { url, hits }
+}
+
+/// A Terminal-Bench-shaped task folder: its environment sets `/app/value`
+/// to 1 after `steps`, the oracle writes 2, and the tests pass when the
+/// value is 2 and `/app/built` holds `ok`.
+fn tb_task(root: &Path, name: &str, environment: &str, steps: &str) {
+    let dir = root.join(name);
+    let files = [
+        (
+            "task.toml",
+            format!(
+                "schema_version = \"1.4\"\n\n[task]\nname = \"tb/{name}\"\n\n[verifier]\ntimeout_sec = 60.0\n\n[agent]\ntimeout_sec = 60.0\n\n[environment]\n{environment}\n"
+            ),
+        ),
+        ("instruction.md", "Make /app/value hold 2.\n".to_owned()),
+        (
+            "environment/Dockerfile",
+            format!("FROM assay-base:bookworm\nWORKDIR /app\n{steps}\nRUN echo 1 > /app/value\n"),
+        ),
+        (
+            "tests/test.sh",
+            "#!/bin/sh\nif [ \"$(cat /app/value)\" = 2 ] && [ \"$(cat /app/built)\" = ok ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n"
+                .to_owned(),
+        ),
+        ("solution/solve.sh", "#!/bin/sh\necho 2 > /app/value\n".to_owned()),
+    ];
+    write_folder(&dir, files);
+}
+
+/// `files` (path in the folder, text) written under `dir`.
+fn write_folder(dir: &Path, files: impl IntoIterator<Item = (&'static str, String)>) {
+    for (rel, text) in files {
+        let path = dir.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+}
+
+/// A build step that writes what `url` answers to `/app/built`.
+fn fetch_step(url: &str) -> String {
+    format!(
+        "RUN python3 -c \"import urllib.request; open('/app/built', 'w').write(urllib.request.urlopen('{url}', timeout=20).read().decode())\""
+    )
+}
+
+fn harbor_lines(p: &util::Project) -> BTreeMap<String, Value> {
+    std::fs::read_to_string(p.path().join("release/harbor-tasks.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|l| (l["folder"].as_str().unwrap().to_owned(), l))
+        .collect()
+}
+
+#[test]
+fn a_harbor_environment_builds_with_its_declared_network_the_same_way_twice_and_leaves_nothing_behind()
+ {
+    setup();
+    let server = serve(BTreeMap::from([
+        ("/built", vec!["ok"]),
+        ("/drifts", vec!["ok", "gone"]),
+    ]));
+    let p = util::Project::new().pipeline(
+        "cache = \"cache\"\nrelease = \"release\"\n\n[screen]\nrepeats = 2\n\n[[harbor_dataset]]\nname = \"tb\"\npath = \"tb\"\n",
+    );
+    let tb = p.path().join("tb");
+    let built = fetch_step(&format!("{}/built", server.url));
+    // Installs over the network, as `apt-get install` would.
+    tb_task(&tb, "public", "network_mode = \"public\"", &built);
+    tb_task(&tb, "no-network", "network_mode = \"no-network\"", &built);
+    // What it fetches changes between the two builds.
+    let drifts = fetch_step(&format!("{}/drifts", server.url));
+    tb_task(&tb, "drifts", "network_mode = \"public\"", &drifts);
+    // A failing step that prints terminal escapes; the marker names its
+    // intermediate container.
+    let marker = format!("assay-harbor-failing-step-{}", std::process::id());
+    tb_task(
+        &tb,
+        "escapes",
+        "network_mode = \"public\"",
+        &format!("RUN echo \"\u{1b}[1;31m{marker}\u{1b}[0m\" && exit 3"),
+    );
+    let first = p.build_json(&[]).code(0);
+    assert_eq!(first.summary.by_kind["harbor_task"].executed, 4);
+    let lines = harbor_lines(&p);
+
+    let public = &lines["public"];
+    assert_eq!(public["certified"], true, "{public:#}");
+    assert_eq!(public["environment"]["networked"], true, "{public:#}");
+    let rebuild = &public["rebuild"];
+    assert_eq!(rebuild["environment"]["ok"], true, "{public:#}");
+    assert_ne!(
+        rebuild["environment"]["image"], public["environment"]["image"],
+        "built again from nothing, not from the daemon's layer cache"
+    );
+    assert_eq!(
+        rebuild["readings"]["oracle"][0]["reward"], 1.0,
+        "{public:#}"
+    );
+    assert_eq!(
+        server.hits.lock().unwrap()["/built"],
+        2,
+        "each build of `public` fetched once; `no-network`'s never reached the server"
+    );
+
+    let offline = &lines["no-network"];
+    assert_eq!(offline["certified"], false, "{offline:#}");
+    assert_eq!(offline["environment"]["networked"], false, "{offline:#}");
+    let why = offline["uncertified_because"][0].as_str().unwrap();
+    assert!(
+        why.starts_with("environment_failed: docker build failed"),
+        "{why}"
+    );
+
+    let drifted = &lines["drifts"];
+    assert_eq!(drifted["certified"], false, "{drifted:#}");
+    let why = drifted["uncertified_because"][0].as_str().unwrap();
+    assert!(
+        why.starts_with("non_reproducible: the first build (sha256:")
+            && why.contains("read nop 0; oracle 1, the rebuild (sha256:")
+            && why.ends_with("read nop 0; oracle 0"),
+        "{why}"
+    );
+    assert_eq!(drifted["rebuild"]["readings"]["oracle"][0]["reward"], 0.0);
+
+    let escapes = &lines["escapes"];
+    let why = escapes["uncertified_because"][0].as_str().unwrap();
+    assert!(
+        why.starts_with("environment_failed: docker build failed") && why.contains(&marker),
+        "{why}"
+    );
+    assert!(!why.contains('\u{1b}'), "{why:?}");
+    let release = std::fs::read_to_string(p.path().join("release/harbor-tasks.jsonl")).unwrap();
+    assert!(
+        !release.contains("\\u001b"),
+        "no escape anywhere in the release's lines"
+    );
+
+    // No container of assay's outlives the build: neither the controls'
+    // nor the failed step's intermediate one.
+    let left = Command::new("docker")
+        .args(["ps", "-a", "--no-trunc", "--format", "{{.Command}}"])
+        .output()
+        .unwrap();
+    let left = String::from_utf8_lossy(&left.stdout);
+    assert!(!left.contains(&marker), "{left}");
+    for line in lines.values() {
+        for environment in [&line["environment"], &line["rebuild"]["environment"]] {
+            let Some(image) = environment["image"].as_str() else {
+                continue;
+            };
+            let screens = Command::new("docker")
+                .args(["ps", "-aq", "--filter", &format!("ancestor={image}")])
+                .output()
+                .unwrap();
+            let screens = String::from_utf8_lossy(&screens.stdout);
+            assert!(screens.trim().is_empty(), "{image}: {screens}");
+        }
+    }
+
+    // A second build executes nothing and fetches nothing.
+    let again = p.build_json(&[]).code(0);
+    assert_eq!(again.summary.by_kind["harbor_task"].executed, 0);
+    assert_eq!(server.hits.lock().unwrap()["/built"], 2);
+}
+
+/// One trial folder as Harbor writes it for an exported task: its result,
+/// and the exported verifier's `assay-verdict.json` naming the task's
+/// instance id and the digest it ran, with `agent.patch`.
+fn exported_trial(job: &Path, name: &str, (task, digest): (&str, &str), patch: &str) {
+    let dir = job.join(name);
+    std::fs::create_dir_all(dir.join("verifier")).unwrap();
+    let result = serde_json::json!({
+        "task_name": format!("assay/{task}"),
+        "trial_name": name,
+        "agent_info": {"name": "alpha", "model_info": {"name": "m"}},
+        "agent_result": {},
+        "verifier_result": {"rewards": {"reward": 0.0}},
+    });
+    std::fs::write(dir.join("result.json"), result.to_string()).unwrap();
+    let verdict = serde_json::json!({"task_id": task, "digest": digest});
+    std::fs::write(dir.join("verifier/assay-verdict.json"), verdict.to_string()).unwrap();
+    std::fs::write(dir.join("verifier/agent.patch"), patch).unwrap();
+}
+
+/// A job run on tasks exported from a `--executor docker` build, imported
+/// by a build on the pipeline's own (local) executor: the tasks have other
+/// digests there (the environment is part of a task's key) but the same
+/// content, so no trial is `task_changed`; a trial that ran a digest this
+/// cache never held is.
+#[test]
+fn an_executor_override_does_not_mark_imported_trials_task_changed() {
+    setup();
+    let p = util::example::example_project();
+    p.run(&["build", "--executor", "docker"]).code(0);
+    let docker_tasks = std::fs::read_to_string(p.path().join("release/tasks.jsonl")).unwrap();
+    let task: Value = docker_tasks
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|t| t["certified"] == true && !t["instance_id"].as_str().unwrap().contains("__"))
+        .unwrap();
+    let id = task["instance_id"].as_str().unwrap();
+    let ran = task["digest"].as_str().unwrap();
+    let job = p.path().join("examples/calc/sessions/harbor/elsewhere");
+    std::fs::create_dir_all(&job).unwrap();
+    std::fs::write(job.join("config.json"), "{}").unwrap();
+    std::fs::write(job.join("result.json"), r#"{"n_total_trials": 2}"#).unwrap();
+    exported_trial(&job, "same__1", (id, ran), "");
+    let never = "0".repeat(64);
+    exported_trial(&job, "changed__1", (id, &never), "");
+    p.run(&["build"]).code(0);
+
+    let local: Value = std::fs::read_to_string(p.path().join("release/tasks.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|t| t["instance_id"] == id && t["track"] == task["track"])
+        .unwrap();
+    assert_ne!(
+        local["digest"], ran,
+        "the local build's task has its own digest"
+    );
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(p.path().join("release/summary.json")).unwrap(),
+    )
+    .unwrap();
+    let t = &summary["trials"]["harbor:harbor/elsewhere"];
+    assert_eq!(
+        t["task_changed"],
+        serde_json::json!(["harbor/elsewhere/changed__1"]),
+        "{t:#}"
+    );
+}
+
+/// A reward-only task of Terminal-Bench's shape in Python: `/app/calc.py`
+/// adds wrongly; the task's own `tests/test.sh` writes reward 1 when it
+/// adds, else 0; the oracle fixes it with `sed`. `name` is its `[task]
+/// name`.
+fn py_task(root: &Path, folder: &str, name: &str) {
+    let dir = root.join(folder);
+    let files = [
+        (
+            "task.toml",
+            format!(
+                "schema_version = \"1.4\"\n\n[task]\nname = \"{name}\"\n\n[verifier]\ntimeout_sec = 60.0\n\n[agent]\ntimeout_sec = 60.0\n\n[environment]\nnetwork_mode = \"no-network\"\n"
+            ),
+        ),
+        ("instruction.md", "Fix add() in /app/calc.py.\n".to_owned()),
+        (
+            "environment/Dockerfile",
+            "FROM assay-base:bookworm\nWORKDIR /app\nCOPY calc.py /app/calc.py\n".to_owned(),
+        ),
+        (
+            "environment/calc.py",
+            "def add(a, b):\n    return a - b\n".to_owned(),
+        ),
+        (
+            "tests/test.sh",
+            "#!/bin/sh\nif python3 /tests/test_calc.py >&2; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n"
+                .to_owned(),
+        ),
+        (
+            "tests/test_calc.py",
+            "import sys\nsys.path.insert(0, '/app')\nimport calc\nassert calc.add(2, 3) == 5, calc.add(2, 3)\nprint('ok')\n"
+                .to_owned(),
+        ),
+        (
+            "solution/solve.sh",
+            "#!/bin/sh\nsed -i 's/a - b/a + b/' /app/calc.py\n".to_owned(),
+        ),
+    ];
+    write_folder(&dir, files);
+}
+
+/// A session file on `task` with `patch` (its `.diff` beside it).
+fn session(p: &util::Project, id: &str, task: &str, patch: &str) {
+    p.write(&format!("sessions/{id}.diff"), patch);
+    p.write(
+        &format!("sessions/{id}.json"),
+        serde_json::json!({
+            "task": task,
+            "agent": "alpha",
+            "model": "model-a",
+            "patch_file": format!("{id}.diff"),
+        })
+        .to_string(),
+    );
+}
+
+/// A trial of `terminal/py-calc` as Harbor writes it for a task assay did
+/// not export: its result, and the working directory the job collected
+/// (`artifacts/workspace/calc.py`) when `calc` is given.
+fn tb_trial(job: &Path, name: &str, agent: &str, reward: Option<f64>, calc: Option<&str>) {
+    let dir = job.join(name);
+    std::fs::create_dir_all(dir.join("verifier")).unwrap();
+    let result = serde_json::json!({
+        "task_name": "terminal/py-calc",
+        "trial_name": name,
+        "agent_info": {"name": agent},
+        "agent_result": {},
+        "verifier_result": reward.map(|r| serde_json::json!({"rewards": {"reward": r}})),
+    });
+    std::fs::write(dir.join("result.json"), result.to_string()).unwrap();
+    if let Some(calc) = calc {
+        let workspace = dir.join("artifacts/workspace");
+        std::fs::create_dir_all(&workspace).unwrap();
+        std::fs::write(workspace.join("calc.py"), calc).unwrap();
+    }
+}
+
+fn calc_patch(to: &str) -> String {
+    format!(
+        "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return {to}\n"
+    )
+}
+
+/// The gold session `resolved`, the empty and the wrong one `unresolved`,
+/// the agent's.
+fn gold_empty_wrong(g: &BTreeMap<String, BTreeMap<String, String>>) {
+    let verdict = |s: &str| (g[s]["verdict"].as_str(), g[s]["fault"].as_str());
+    assert_eq!(
+        verdict("gold.json"),
+        ("resolved", "none"),
+        "{:#?}",
+        g["gold.json"]
+    );
+    assert_eq!(verdict("empty.json"), ("unresolved", "agent"));
+    assert_eq!(verdict("wrong.json"), ("unresolved", "agent"));
+}
+
+fn grades(p: &util::Project) -> BTreeMap<String, BTreeMap<String, String>> {
+    let text = std::fs::read_to_string(p.path().join("release/results.csv")).unwrap();
+    util::csv::csv_records(&text)
+        .into_iter()
+        .map(|r| (r["session"].clone(), r))
+        .collect()
+}
+
+/// Sessions on a reward-only Harbor task of a Harbor-only pipeline are
+/// graded by the task's own verifier in a fresh container of its
+/// environment, on their workspace diff: the gold `resolved`, an empty and
+/// a wrong patch `unresolved`, a patch that does not apply
+/// `patch_apply_failed` (each the agent's); a session on a task that did
+/// not certify is not graded; the build's summary line and report.html
+/// show the Harbor funnel; a second build executes nothing.
+#[test]
+fn sessions_on_a_reward_only_harbor_task_are_graded_by_its_own_verifier_in_a_fresh_container() {
+    setup();
+    let p = util::Project::new().pipeline(
+        "cache = \"cache\"\nrelease = \"release\"\nsessions = \"sessions\"\n\n[screen]\nrepeats = 1\n\n[[harbor_dataset]]\nname = \"tb\"\npath = \"tb\"\n",
+    );
+    let tb = p.path().join("tb");
+    py_task(&tb, "py-calc", "terminal/py-calc");
+    // Its oracle does not fix it: never certified.
+    py_task(&tb, "py-broken", "terminal/py-broken");
+    std::fs::write(tb.join("py-broken/solution/solve.sh"), "#!/bin/sh\ntrue\n").unwrap();
+    session(&p, "gold", "terminal/py-calc", &calc_patch("a + b"));
+    session(&p, "empty", "tb/py-calc", "");
+    session(&p, "wrong", "tb/py-calc", &calc_patch("a * b"));
+    session(
+        &p,
+        "stale",
+        "tb/py-calc",
+        &calc_patch("a + b").replace("a - b", "a / b"),
+    );
+    session(&p, "uncertified", "tb/py-broken", &calc_patch("a + b"));
+    // A Harbor job of the task that collected each trial's working
+    // directory as the artifact `workspace`.
+    let job = p.path().join("sessions/harbor/tb");
+    std::fs::create_dir_all(&job).unwrap();
+    std::fs::write(job.join("config.json"), "{}").unwrap();
+    std::fs::write(job.join("result.json"), r#"{"n_total_trials": 5}"#).unwrap();
+    let fixed = "def add(a, b):\n    return a + b\n";
+    let broken = "def add(a, b):\n    return a - b\n";
+    tb_trial(&job, "oracle__1", "oracle", Some(1.0), Some(fixed));
+    tb_trial(&job, "nop__1", "nop", Some(0.0), Some(broken));
+    tb_trial(&job, "solved__1", "beta", Some(1.0), Some(fixed));
+    // Its reward says 1; its working directory adds nothing.
+    tb_trial(&job, "forged__1", "beta", Some(1.0), Some(broken));
+    // Kept nothing, while the job's controls kept theirs: the agent's.
+    tb_trial(&job, "lost__1", "beta", None, None);
+    let first = p.build_json(&[]).code(0);
+    assert_eq!(first.summary.by_kind["harbor_grade"].executed, 10);
+    assert!(
+        first.run.stderr.contains(
+            "harbor: 2 tasks screened -> 1 certified (tb/py-calc); uncertified: oracle_fails 1"
+        ),
+        "{}",
+        first.run.stderr
+    );
+
+    let g = grades(&p);
+    gold_empty_wrong(&g);
+    let verdict = |s: &str| (g[s]["verdict"].as_str(), g[s]["fault"].as_str());
+    assert_eq!(verdict("stale.json"), ("patch_apply_failed", "agent"));
+    assert_eq!(g["gold.json"]["instance_id"], "tb/py-calc");
+    let trial = |t: &str| verdict(&format!("harbor/tb/{t}"));
+    assert_eq!(trial("oracle__1"), ("resolved", "none"));
+    assert_eq!(trial("nop__1"), ("unresolved", "agent"));
+    assert_eq!(trial("solved__1"), ("resolved", "none"));
+    assert_eq!(trial("forged__1"), ("unresolved", "agent"));
+    assert_eq!(trial("lost__1"), ("unresolved", "agent"));
+    assert!(!g.contains_key("uncertified.json"), "{g:#?}");
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(p.path().join("release/summary.json")).unwrap(),
+    )
+    .unwrap();
+    let alpha = &summary["agents"]["alpha/model-a"];
+    assert_eq!(
+        (alpha["n"].as_u64(), alpha["resolved"].as_u64()),
+        (Some(4), Some(1)),
+        "{alpha:#}"
+    );
+    let not_graded = summary["not_graded"].to_string();
+    assert!(
+        not_graded.contains("uncertified") && not_graded.contains("not certified"),
+        "{not_graded}"
+    );
+    let beta = &summary["agents"]["beta/none"];
+    assert_eq!(
+        (beta["n"].as_u64(), beta["resolved"].as_u64()),
+        (Some(3), Some(1)),
+        "{beta:#}"
+    );
+    let trials = &summary["trials"]["harbor:harbor/tb"];
+    let disagreeing = trials["disagreements"].to_string();
+    assert!(
+        disagreeing.contains("forged__1") && disagreeing.contains("lost__1"),
+        "{trials:#}"
+    );
+    let html = std::fs::read_to_string(p.path().join("release/report.html")).unwrap();
+    assert!(html.contains("Harbor tasks") && html.contains("<code>tb/py-calc</code>"));
+    // No grading container outlives the build.
+    let image = harbor_lines(&p)["py-calc"]["environment"]["image"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let left = Command::new("docker")
+        .args(["ps", "-aq", "--filter", &format!("ancestor={image}")])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&left.stdout).trim().is_empty());
+
+    let again = p.build_json(&[]).code(0);
+    assert_eq!(again.summary.by_kind["harbor_grade"].executed, 0);
+    assert_eq!(again.summary.by_kind["harbor_task"].executed, 0);
+    // Every published number recomputes from the grades.
+    p.run(&["verify"]).code(0);
+}
+
+/// An image of `assay-base:bookworm` with this machine's Go toolchain at
+/// `/usr/local/go` (no registry: the files are copied in and committed),
+/// made once per machine.
+fn go_image() -> &'static str {
+    const TAG: &str = "assay-harbor-go:bookworm";
+    static DONE: OnceLock<()> = OnceLock::new();
+    DONE.get_or_init(|| {
+        setup();
+        let have = Command::new("docker")
+            .args(["image", "inspect", TAG])
+            .output()
+            .unwrap();
+        if have.status.success() {
+            return;
+        }
+        let goroot = Command::new("go").args(["env", "GOROOT"]).output();
+        let goroot = match goroot {
+            Ok(o) if o.status.success() => String::from_utf8(o.stdout).unwrap().trim().to_owned(),
+            other => panic!(
+                "this test needs `go` on PATH (apt-get install golang-go; .ci/run does): {other:?}"
+            ),
+        };
+        let name = format!("assay-harbor-go-{}", std::process::id());
+        let ok = |args: &[&str]| {
+            let out = Command::new("docker").args(args).output().unwrap();
+            assert!(out.status.success(), "docker {args:?}: {out:?}");
+        };
+        ok(&["create", "--name", &name, "assay-base:bookworm", "true"]);
+        // `tar -h`: Debian's GOROOT links its sources from /usr/share.
+        let (parent, dir) = goroot.rsplit_once('/').unwrap();
+        let copied = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "tar -chf - -C '{parent}' '{dir}' --transform 's,^{dir},go,' | docker cp - {name}:/usr/local/"
+            ))
+            .output()
+            .unwrap();
+        assert!(copied.status.success(), "{copied:?}");
+        ok(&[
+            "commit",
+            "--change",
+            "ENV PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "--change",
+            "ENV GOFLAGS=-mod=mod GOTOOLCHAIN=local",
+            &name,
+            TAG,
+        ]);
+        ok(&["rm", "-f", &name]);
+    });
+    TAG
+}
+
+/// A reward-only task of Terminal-Bench's shape in Go: `/app/calc.go`'s
+/// `Add` subtracts; the task's `tests/test.sh` copies its test beside it
+/// and writes reward 1 when `go test` passes, else 0.
+fn go_task(root: &Path, folder: &str) {
+    let dir = root.join(folder);
+    let files = [
+        (
+            "task.toml",
+            format!(
+                "schema_version = \"1.4\"\n\n[task]\nname = \"terminal/{folder}\"\n\n[verifier]\ntimeout_sec = 120.0\n\n[agent]\ntimeout_sec = 60.0\n\n[environment]\nnetwork_mode = \"no-network\"\n"
+            ),
+        ),
+        ("instruction.md", "Fix Add in /app/calc.go.\n".to_owned()),
+        (
+            "environment/Dockerfile",
+            format!("FROM {}\nWORKDIR /app\nCOPY go.mod calc.go /app/\n", go_image()),
+        ),
+        ("environment/go.mod", "module calc\n\ngo 1.19\n".to_owned()),
+        (
+            "environment/calc.go",
+            "package calc\n\nfunc Add(a, b int) int {\n\treturn a - b\n}\n".to_owned(),
+        ),
+        (
+            "tests/test.sh",
+            "#!/bin/sh\ncp /tests/calc_test.go /app/ && cd /app && if go test ./... >&2; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n"
+                .to_owned(),
+        ),
+        (
+            "tests/calc_test.go",
+            "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatal(Add(2, 3))\n\t}\n}\n"
+                .to_owned(),
+        ),
+        (
+            "solution/solve.sh",
+            "#!/bin/sh\nsed -i 's/a - b/a + b/' /app/calc.go\n".to_owned(),
+        ),
+    ];
+    write_folder(&dir, files);
+}
+
+fn go_patch(to: &str) -> String {
+    format!(
+        "diff --git a/calc.go b/calc.go\n--- a/calc.go\n+++ b/calc.go\n@@ -1,5 +1,5 @@\n package calc\n \n func Add(a, b int) int {{\n-\treturn a - b\n+\treturn {to}\n }}\n"
+    )
+}
+
+/// The same in Go: certified by its own controls, then a gold, an empty
+/// and a wrong session graded by `go test` in a fresh container.
+#[test]
+fn sessions_on_a_go_harbor_task_are_graded_by_its_own_verifier() {
+    let p = util::Project::new().pipeline(
+        "cache = \"cache\"\nrelease = \"release\"\nsessions = \"sessions\"\n\n[screen]\nrepeats = 1\n\n[[harbor_dataset]]\nname = \"tb\"\npath = \"tb\"\n",
+    );
+    go_task(&p.path().join("tb"), "go-calc");
+    session(&p, "gold", "terminal/go-calc", &go_patch("a + b"));
+    session(&p, "empty", "terminal/go-calc", "");
+    session(&p, "wrong", "terminal/go-calc", &go_patch("b - a"));
+    let first = p.build_json(&[]).code(0);
+    assert_eq!(first.summary.by_kind["harbor_grade"].executed, 3);
+    let line = &harbor_lines(&p)["go-calc"];
+    assert_eq!(line["certified"], true, "{line:#}");
+    let g = grades(&p);
+    gold_empty_wrong(&g);
+    let again = p.build_json(&[]).code(0);
+    assert_eq!(again.summary.by_kind["harbor_grade"].executed, 0);
+}

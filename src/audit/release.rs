@@ -40,7 +40,7 @@ pub(crate) fn release_digest(manifest: &[u8]) -> Option<(String, String)> {
 /// The release files under `dir`, named by their path below the release
 /// directory (`pages/…` for the report's pages); hidden files and symbolic
 /// links are not release files.
-fn read_files(
+pub(super) fn read_files(
     dir: &Path,
     prefix: &str,
     present: &mut BTreeMap<String, Vec<u8>>,

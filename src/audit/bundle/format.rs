@@ -148,16 +148,10 @@ pub(super) fn read_bundle(dir: &Path) -> Result<Bundle, String> {
             serde_json::from_slice(line).map_err(|e| format!("nodes.jsonl line {}: {e}", i + 1))?,
         );
     }
+    // The release's files as a release directory holds them (the report's
+    // pages under `pages/`).
     let mut files = BTreeMap::new();
-    let rel = dir.join("release");
-    let entries =
-        std::fs::read_dir(&rel).map_err(|e| format!("cannot read {}: {e}", rel.display()))?;
-    for e in entries.flatten() {
-        if e.path().is_file() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            files.insert(name, read(&e.path())?);
-        }
-    }
+    super::super::release::read_files(&dir.join("release"), "", &mut files)?;
     Ok(Bundle {
         dir: dir.to_owned(),
         head,

@@ -395,7 +395,8 @@ fn a_run_whose_node_dies_is_retried_on_the_other_node(cluster: &Cluster) {
         BTreeSet::from([survivor.to_owned()])
     );
     // The killed try is counted, with why, in the record of the run it
-    // became; no other run was retried.
+    // became, once. On a loaded machine both graded runs of the session
+    // can be on the node when it dies: each is then retried once.
     let retried: Vec<usize> = b
         .names("node_finished")
         .iter()
@@ -407,7 +408,10 @@ fn a_run_whose_node_dies_is_retried_on_the_other_node(cluster: &Cluster) {
         })
         .filter(|&n| n > 0)
         .collect();
-    assert_eq!(retried, [1], "one run retried once");
+    assert!(
+        (1..=2).contains(&retried.len()) && retried.iter().all(|&n| n == 1),
+        "the killed run(s) retried once each: {retried:?}"
+    );
     // The dead node comes back for the tests after this one.
     let out = Command::new("slurmd")
         .args(["-f", &cluster.conf(), "-N", &node])

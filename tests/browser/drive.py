@@ -61,7 +61,9 @@ class Browser:
         self.errors = []
         self.session = None
 
-    def _read(self, timeout=30):
+    # The bounds only catch a hang: Chromium can take tens of seconds to
+    # start on a loaded machine.
+    def _read(self, timeout=120):
         while b"\0" not in self.buf:
             if not select.select([self.from_chrome], [], [], timeout)[0]:
                 raise RuntimeError(f"chromium said nothing for {timeout}s")
@@ -100,7 +102,7 @@ class Browser:
         else:
             self.events.append(m)
 
-    def wait_for(self, method, timeout=30):
+    def wait_for(self, method, timeout=120):
         end = time.time() + timeout
         while time.time() < end:
             for i, e in enumerate(self.events):

@@ -393,12 +393,21 @@ async fn remove(api: &bollard::Docker, id: &str) -> Result<(), bollard::errors::
         v: true,
         ..Default::default()
     };
-    match api.remove_container(id, Some(options)).await {
-        // Gone already, or another remover (a concurrent build cleaning up
-        // leftovers, a drop guard) has it in hand: either way it goes.
-        Err(error) if matches!(status(&error), Some(404 | 409)) => Ok(()),
-        other => other,
+    // A conflict (409) is another remover at work (a concurrent build
+    // cleaning up leftovers, a drop guard), or the daemon still busy with
+    // the container (a start in flight when its run was dropped): asked
+    // again until it is gone (404), for a few seconds, so a container whose
+    // start was cut does not stay behind, created and never removed.
+    for _ in 0..40 {
+        match api.remove_container(id, Some(options.clone())).await {
+            Err(error) if status(&error) == Some(404) => return Ok(()),
+            Err(error) if status(&error) == Some(409) => {
+                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            }
+            other => return other,
+        }
     }
+    Ok(())
 }
 
 /// Force-removes the container when dropped armed. `Drop` cannot await, and

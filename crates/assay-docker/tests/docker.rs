@@ -756,7 +756,13 @@ where
                 finished = run.as_mut() => panic!("the run ended: {finished:?}"),
                 () = tokio::time::sleep(Duration::from_millis(200)) => {}
             }
-            if let Some(id) = containers_with(marker).pop() {
+            // Running, not only created: the run holds its container's
+            // guard only once the daemon's answer to the create call is
+            // read, and a run dropped before that (a busy daemon lists the
+            // container first) leaves a container no guard knows of.
+            if let Some(id) = containers_with(marker).pop()
+                && cli(&["inspect", "-f", "{{.State.Running}}", &id]) == "true"
+            {
                 return id;
             }
         }

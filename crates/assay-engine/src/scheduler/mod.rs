@@ -11,9 +11,10 @@
 //! launch queued jobs, receive the next to end, then queue its row for the
 //! writer (its dependents may go on at once) or propagate its failure, and
 //! report the nodes whose rows a transaction committed. Committing is
-//! `writer`'s.
+//! `writer`'s. The types a build reports are in `outcome`, the key walk in
+//! `keying`, the first pass over every node in `sweep`.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::mpsc;
@@ -24,175 +25,21 @@ use tokio::task::JoinSet;
 use crate::events::{Event, Summary, Tally};
 use crate::exclusive::Held;
 use crate::graph::{Graph, NodeId};
-use crate::job::{Job, JobCtx, JobError, Note, Notes};
-use crate::key::{Digest, DigestMap, KeyRecord, KeyRecordRef, SCHEMA_VERSION};
+use crate::job::{JobCtx, JobError, Note, Notes};
+use crate::key::{Digest, DigestMap, KeyRecord};
 use crate::store::{
-    FailureRow, HitRow, Hits, ManifestEntryRef, ManifestWriter, NewRow, Store, StoreError, now_ms,
+    FailureRow, Hits, ManifestEntryRef, ManifestWriter, NewRow, Store, StoreError, now_ms,
 };
 use crate::writer::{Committed, Executed, WriterMsg, execute, spawn_writer, write_failure};
 
-pub struct BuildOptions {
-    pub jobs: usize,
-    /// Observation kinds to re-execute even when cached.
-    pub reread: BTreeSet<String>,
-    pub label: String,
-}
+mod keying;
+mod outcome;
+mod sweep;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum NodeStatus {
-    Executed,
-    Reused,
-    Failed(String),
-    Skipped(String),
-}
-
-impl NodeStatus {
-    fn word(&self) -> &'static str {
-        match self {
-            NodeStatus::Executed => "executed",
-            NodeStatus::Reused => "reused",
-            NodeStatus::Failed(_) => "failed",
-            NodeStatus::Skipped(_) => "skipped",
-        }
-    }
-
-    fn tally(&self) -> Tally {
-        match self {
-            NodeStatus::Executed => Tally::Executed,
-            NodeStatus::Reused => Tally::Reused,
-            NodeStatus::Failed(_) => Tally::Failed,
-            NodeStatus::Skipped(_) => Tally::Skipped,
-        }
-    }
-}
-
-#[derive(Clone, Debug)]
-pub struct NodeOutcome {
-    pub status: NodeStatus,
-    pub key: Option<Digest>,
-    pub output: Option<Digest>,
-    bytes: Option<Arc<Vec<u8>>>,
-}
-
-pub struct BuildOutcome {
-    pub build: i64,
-    pub summary: Summary,
-    pub nodes: Vec<NodeOutcome>,
-    pub manifest: Digest,
-}
-
-impl BuildOutcome {
-    /// The output bytes of a node that succeeded (executed or reused).
-    pub fn output(&self, store: &Store, id: NodeId) -> Result<Option<Arc<Vec<u8>>>, StoreError> {
-        let n = &self.nodes[id];
-        if let Some(b) = &n.bytes {
-            return Ok(Some(b.clone()));
-        }
-        match n.output {
-            None => Ok(None),
-            Some(out) => match &n.key {
-                Some(key) => match store.key_record(key)? {
-                    Some((_, _, row)) => Ok(Some(Arc::new(store.output_bytes(&row)?))),
-                    None => Ok(Some(Arc::new(store.blobs().get(&out)?))),
-                },
-                None => Ok(None),
-            },
-        }
-    }
-}
-
-enum State {
-    Waiting,
-    Done(Digest, Option<Arc<Vec<u8>>>),
-    Failed,
-    Skipped,
-}
-
-impl State {
-    fn output(&self) -> Option<Digest> {
-        match self {
-            State::Done(out, _) => Some(*out),
-            _ => None,
-        }
-    }
-}
-
-/// A node's key from its dependencies' outputs as `output_of` finds them, or
-/// the first dependency that has none: the one key walk of build, plan and
-/// recheck. `deps` is left holding the outputs; it and `buf` are reused from
-/// node to node, so computing a key allocates nothing.
-pub(crate) fn node_key(
-    graph: &Graph,
-    id: NodeId,
-    output_of: impl Fn(NodeId) -> Option<Digest>,
-    deps: &mut Vec<Digest>,
-    buf: &mut Vec<u8>,
-) -> Result<Digest, NodeId> {
-    dep_outputs(graph, id, output_of, deps)?;
-    Ok(record_ref(graph, id, deps).key_with(buf))
-}
-
-/// Fills `deps` with node `id`'s dependencies' outputs, or returns the
-/// first dependency that has none.
-fn dep_outputs(
-    graph: &Graph,
-    id: NodeId,
-    output_of: impl Fn(NodeId) -> Option<Digest>,
-    deps: &mut Vec<Digest>,
-) -> Result<(), NodeId> {
-    deps.clear();
-    for &d in graph.deps(id) {
-        let d = d as usize;
-        deps.push(output_of(d).ok_or(d)?);
-    }
-    Ok(())
-}
-
-fn record_ref<'a>(graph: &'a Graph, id: NodeId, deps: &'a [Digest]) -> KeyRecordRef<'a> {
-    let spec = graph.node(id);
-    KeyRecordRef {
-        schema: SCHEMA_VERSION,
-        kind: &spec.kind,
-        kind_version: spec.kind_version,
-        params: &spec.params,
-        deps,
-    }
-}
-
-/// Checks a hit: output and attachments present and hashing to their digests.
-pub(crate) fn verify_hit(store: &Store, row: HitRow<'_>, job: &dyn Job) -> Result<(), String> {
-    // Inline outputs (most of a no-op build) were checked as the index was
-    // loaded, and are not copied.
-    let blob;
-    let bytes: &[u8] = match row.check_inline().map_err(|e| e.to_string())? {
-        Some(inline) => inline,
-        None => {
-            blob = store.blobs().get(&row.output).map_err(|e| e.to_string())?;
-            &blob
-        }
-    };
-    for a in row.attachments {
-        store.blobs().get(a).map_err(|e| e.to_string())?;
-    }
-    if let Some(why) = job.refuse_hit(bytes) {
-        return Err(why);
-    }
-    Ok(())
-}
-
-/// From this many nodes on, a build's sweep writes the manifest of what it
-/// settles on a second thread as it goes.
-const MANIFEST_AHEAD_MIN: usize = 4096;
-/// Manifest entries a batch, and batches queued at most.
-const MANIFEST_BATCH: usize = 4096;
-const MANIFEST_BATCHES_QUEUED: usize = 16;
-
-/// A settled node's manifest entry, but for its name and kind.
-struct Settled {
-    key: Option<Digest>,
-    output: Option<Digest>,
-    status: &'static str,
-}
+use keying::{dep_outputs, load_input, record_ref};
+pub(crate) use keying::{node_key, verify_hit};
+use outcome::State;
+pub use outcome::{BuildOptions, BuildOutcome, NodeOutcome, NodeStatus};
 
 pub async fn build(
     store: &Store,
@@ -329,130 +176,6 @@ impl<'a, 's> Build<'a, 's> {
             encoded: Vec::new(),
             manifest: None,
         })
-    }
-
-    /// Keys every node in topological order before anything runs: each
-    /// whose dependencies are all reused is keyed (and reused, or queued);
-    /// the others wait for the dependencies not done yet, which release them
-    /// as they end. A no-op build is this one pass, with no ready queue.
-    ///
-    /// Nodes go in chunks (the next nodes in order, up to one that depends
-    /// on a node of the chunk): the chunk's dependency outputs are read,
-    /// then its keys computed, then its index rows looked up, each in a
-    /// loop of its own, so that the cache misses of a chunk overlap instead
-    /// of each node waiting on its own (random dependencies and a hash
-    /// table of 100,000 rows are mostly misses).
-    fn sweep(&mut self) {
-        let graph = self.graph;
-        let n = graph.len();
-        if n < MANIFEST_AHEAD_MIN {
-            self.sweep_nodes(None);
-            return;
-        }
-        // The manifest of the nodes settled in order (all of them in a
-        // no-op build) is encoded, hashed and compared with the previous
-        // build's on a second thread, in batches, as the sweep goes.
-        let previous = self.store.last_manifest();
-        std::thread::scope(|s| {
-            let (tx, rx) = mpsc::sync_channel::<Vec<Settled>>(MANIFEST_BATCHES_QUEUED);
-            let writer = s.spawn(move || {
-                let mut manifest = ManifestWriter::new(n, previous);
-                for batch in rx {
-                    let at = manifest.entries();
-                    manifest.push(batch.iter().enumerate().map(|(i, e)| {
-                        let spec = graph.node(at + i);
-                        ManifestEntryRef {
-                            name: &spec.name,
-                            kind: &spec.kind,
-                            key: e.key,
-                            output: e.output,
-                            status: e.status,
-                        }
-                    }));
-                }
-                manifest
-            });
-            self.sweep_nodes(Some(tx));
-            self.manifest = writer.join().ok();
-        });
-    }
-
-    /// [`Build::sweep`]'s walk; with `settled`, the entries of the nodes it
-    /// settles are sent on in batches, in node order, while every node
-    /// before them has settled.
-    fn sweep_nodes(&mut self, settled: Option<mpsc::SyncSender<Vec<Settled>>>) {
-        let (mut sent, mut frontier) = (0, 0);
-        const CHUNK: usize = 32;
-        let graph = self.graph;
-        let order = &graph.order;
-        let mut keys: Vec<Option<Digest>> = Vec::with_capacity(CHUNK);
-        let mut start = 0;
-        while start < order.len() {
-            let mut end = start + 1;
-            while end < order.len()
-                && end - start < CHUNK
-                && !graph
-                    .deps(order[end])
-                    .iter()
-                    .any(|&d| order[start..end].contains(&(d as usize)))
-            {
-                end += 1;
-            }
-            let chunk = &order[start..end];
-            let done = |state: &[State], d: usize| matches!(state[d], State::Done(..));
-            for &id in chunk {
-                for &d in graph.deps(id) {
-                    std::hint::black_box(done(&self.state, d as usize));
-                }
-            }
-            keys.clear();
-            for &id in chunk {
-                let fresh =
-                    matches!(self.state[id], State::Waiting) && self.outcomes[id].key.is_none();
-                keys.push(fresh.then(|| self.key_of_ready(id)).flatten());
-            }
-            for key in keys.iter().flatten() {
-                std::hint::black_box(self.index.get(key).is_some());
-            }
-            for (&id, key) in chunk.iter().zip(&keys) {
-                // Its dependents come later in this order: nothing to release.
-                if let Some(key) = *key {
-                    self.decide(id, key, false);
-                }
-            }
-            start = end;
-            if let Some(tx) = &settled {
-                while frontier < order.len()
-                    && order[frontier] == frontier
-                    && matches!(self.state[frontier], State::Done(..))
-                {
-                    frontier += 1;
-                }
-                if frontier - sent >= MANIFEST_BATCH || (start == order.len() && frontier > sent) {
-                    let batch = (sent..frontier)
-                        .map(|id| Settled {
-                            key: self.outcomes[id].key,
-                            output: self.outcomes[id].output,
-                            status: self.outcomes[id].status.word(),
-                        })
-                        .collect();
-                    if tx.send(batch).is_ok() {
-                        sent = frontier;
-                    }
-                }
-            }
-        }
-        drop(settled);
-        for id in 0..graph.len() {
-            if self.outcomes[id].key.is_none() {
-                let state = &self.state;
-                self.waiting[id] = graph
-                    .deps(id)
-                    .iter()
-                    .filter(|&&d| !matches!(state[d as usize], State::Done(..)))
-                    .count();
-            }
-        }
     }
 
     /// Keys every node that became ready since [`Build::sweep`].
@@ -868,24 +591,5 @@ impl<'a, 's> Build<'a, 's> {
             });
             stack.extend(graph.dependents(id).iter().map(|&d| d as usize));
         }
-    }
-}
-
-fn load_input(
-    store: &Store,
-    index: &Hits,
-    state: &[State],
-    outcomes: &[NodeOutcome],
-    dep: NodeId,
-) -> Result<Arc<Vec<u8>>, StoreError> {
-    if let State::Done(_, Some(bytes)) = &state[dep] {
-        return Ok(bytes.clone());
-    }
-    let key = outcomes[dep].key.unwrap_or(Digest([0; 32]));
-    match index.get(&key) {
-        Some(row) => Ok(Arc::new(row.bytes(store)?)),
-        None => Err(StoreError::MissingBlob {
-            digest: outcomes[dep].output.unwrap_or(Digest([0; 32])),
-        }),
     }
 }

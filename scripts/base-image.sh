@@ -4,12 +4,17 @@
 # mirror and imported with `docker import`. Idempotent: when TAG already exists
 # it only prints the image id.
 #
-# Usage: scripts/base-image.sh [TAG]     (default: assay-base:bookworm)
+# Usage: scripts/base-image.sh [TAG [PACKAGES]]
+#        TAG       default assay-base:bookworm
+#        PACKAGES  more packages to include, comma-separated: the node image
+#                  the JavaScript tests run on docker is
+#                  `scripts/base-image.sh assay-node:bookworm nodejs`
 # Env:   ASSAY_BASE_MIRROR  override the mirror (default: first Debian URI of
 #                           /etc/apt/sources.list.d/*.sources or sources.list)
 # Prints the image id (sha256:...) on stdout; progress goes to stderr.
 set -euo pipefail
 TAG=${1:-assay-base:bookworm}
+EXTRA=${2:-}
 SUITE=bookworm
 
 if id=$(docker image inspect --format '{{.Id}}' "$TAG" 2>/dev/null); then
@@ -43,7 +48,7 @@ MIRROR=$(mirror)
 root=$(mktemp -d /var/tmp/assay-base.XXXXXX)
 trap 'rm -rf "$root"' EXIT
 echo "debootstrap $SUITE from $MIRROR into $root" >&2
-debootstrap --variant=minbase --include=python3,git "$SUITE" "$root" "$MIRROR" >&2
+debootstrap --variant=minbase --include="python3,git${EXTRA:+,$EXTRA}" "$SUITE" "$root" "$MIRROR" >&2
 
 # Keep the image small: no package caches, lists, docs or man pages.
 chroot "$root" apt-get clean
@@ -60,6 +65,6 @@ id=$(tar --numeric-owner -C "$root" -c . | docker import \
     --change 'ENV LANG=C.UTF-8' \
     --change 'CMD ["/bin/bash"]' \
     --change 'LABEL assay.base=1' \
-    --message "assay base: debootstrap --variant=minbase $SUITE from $MIRROR" \
+    --message "assay base: debootstrap --variant=minbase $SUITE from $MIRROR${EXTRA:+ with $EXTRA}" \
     - "$TAG")
 echo "$id"

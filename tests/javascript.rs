@@ -4,7 +4,8 @@
 //! example's own `make-repo.sh` in a temp dir; the pipeline, statements and
 //! sessions are the example's, copied unchanged, plus the attacks below.
 //!
-//! Needs `node` (Node 20; Debian's `nodejs`).
+//! Needs `node` (Node 20; Debian's `nodejs`); the docker test needs the
+//! Docker daemon (its image is built offline by `scripts/base-image.sh`).
 
 #![allow(clippy::unwrap_used)]
 
@@ -437,4 +438,77 @@ fn a_mocha_package_is_screened_and_graded_through_the_preset() {
         grade["tamper"].to_string().contains("report forged"),
         "{grade:#}"
     );
+}
+
+/// The image the node preset runs in on the docker executor: the base image
+/// with Debian's `nodejs` (Node 18), built offline once by
+/// `scripts/base-image.sh` when the daemon lacks it.
+const NODE_IMAGE: &str = "assay-node:bookworm";
+
+fn node_image() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/base-image.sh");
+    let out = Command::new(script)
+        .args([NODE_IMAGE, "nodejs"])
+        .output()
+        .expect("run scripts/base-image.sh");
+    assert!(
+        out.status.success(),
+        "scripts/base-image.sh {NODE_IMAGE} nodejs failed (these tests need a running Docker daemon):\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The node preset on the docker executor: the example, built in an image
+/// with Debian's Node, certifies the same tasks with the same lists and
+/// gives every session (attacks included) the verdict and fault it gets on
+/// the local executor; every graded run's record names the image.
+#[test]
+fn jscalc_on_docker_gets_what_it_gets_on_local() {
+    node_image();
+    let local = Jscalc::build(|p| p);
+    let docker = Jscalc::build(|p| {
+        let edited = p.replacen(
+            "preset = \"node\"\n",
+            &format!("preset = \"node\"\nexecutor = \"docker\"\nbase_image = \"{NODE_IMAGE}\"\n"),
+            1,
+        );
+        assert_ne!(edited, p, "the example's [env] names its preset");
+        edited
+    });
+    let lists = |j: &Jscalc| -> BTreeMap<String, (Value, Value, Value)> {
+        j.tasks()
+            .into_iter()
+            .map(|(id, t)| {
+                let ids = &t["test_ids"];
+                (
+                    id,
+                    (
+                        t["certified"].clone(),
+                        ids["FAIL_TO_PASS"].clone(),
+                        ids["PASS_TO_PASS"].clone(),
+                    ),
+                )
+            })
+            .collect()
+    };
+    let on_docker = lists(&docker);
+    assert_eq!(on_docker.len(), 3, "{on_docker:#?}");
+    assert_eq!(on_docker, lists(&local));
+    for t in docker.tasks().values() {
+        assert!(
+            t["image"]
+                .as_str()
+                .is_some_and(|i| i.starts_with("sha256:")),
+            "a docker task names its image: {t:#}"
+        );
+    }
+    let verdicts = |j: &Jscalc| -> BTreeMap<(String, String), (String, String)> {
+        j.results()
+            .into_iter()
+            .map(|(k, row)| (k, (row["verdict"].clone(), row["fault"].clone())))
+            .collect()
+    };
+    let on_docker = verdicts(&docker);
+    assert_eq!(on_docker.len(), 20, "{on_docker:#?}");
+    assert_eq!(on_docker, verdicts(&local));
 }

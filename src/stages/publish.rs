@@ -43,6 +43,8 @@ mod index;
 mod input;
 mod judge_summary;
 mod judged;
+#[cfg(test)]
+mod links;
 mod manifest;
 mod markup;
 mod model;

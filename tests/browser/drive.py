@@ -155,7 +155,9 @@ def walk(b, release, shots):
     b.open(url(os.path.join(release, "report.html")))
     steps.append(["report filter boxes", b.eval("document.querySelectorAll('input.filter').length")])
     if shots:
-        b.screenshot(os.path.join(shots, "report-leaderboard.png"))
+        b.screenshot(os.path.join(shots, "top.png"))
+        b.eval("document.getElementById('matrix').scrollIntoView()")
+        b.screenshot(os.path.join(shots, "matrix.png"))
     # A matrix cell, one whose session kept a transcript where one did:
     # its session's section, on its task's page.
     b.events.clear()
@@ -184,7 +186,7 @@ def walk(b, release, shots):
     b.open(task)
     steps.append(["task h1", b.eval("document.querySelector('h1').textContent")])
     if shots:
-        b.screenshot(os.path.join(shots, "task.png"))
+        b.screenshot(os.path.join(shots, "task-page.png"))
     rows = "Array.prototype.map.call(document.querySelectorAll('table.sortable tbody tr'), function(r){return r.hidden ? null : r.cells[3].textContent}).filter(function(x){return x!==null})"
     before = b.eval(rows)
     b.eval("document.querySelectorAll('table.sortable thead th')[3].click()")

@@ -832,9 +832,8 @@ fn attempts_combine_into_pass_at_1_and_pass_at_k_infrastructure_apart() {
     assert!(html.contains("@2 66.7%"), "pass@2 in the leaderboard");
     assert!(
         html.contains(&format!(
-            "<code><a href=\"{}#{}\">g6</a></code> on t2",
-            pages::task("t2", "basic"),
-            detail::anchor("g6")
+            "<code>{}</code> on t2",
+            section_link(("t2", "basic"), "g6")
         )),
         "the left-out attempt listed"
     );
@@ -907,6 +906,16 @@ fn cell_links(html: &str) -> Vec<String> {
             s[..s.find('"').expect("closed")].to_owned()
         })
         .collect()
+}
+
+/// A session's id linked, from report.html, to its section on the page of
+/// task (`instance_id`, track).
+fn section_link((id, track): (&str, &str), session: &str) -> String {
+    format!(
+        "<a href=\"{}#{}\">{session}</a>",
+        pages::task(id, track),
+        detail::anchor(session)
+    )
 }
 
 /// Every HTML file of a release, report.html first: where a session's
@@ -989,11 +998,7 @@ fn a_grade_without_its_task_and_every_listed_session_lead_somewhere() {
     let suspects = &html[html.find("<h2>Verifier suspects").expect("suspects")..];
     let suspects = &suspects[..suspects.find("</table>").expect("a table")];
     assert!(
-        suspects.contains(&format!(
-            "<a href=\"{}#{}\">s3</a>",
-            pages::task("t1", "basic"),
-            detail::anchor("s3")
-        )),
+        suspects.contains(&section_link(("t1", "basic"), "s3")),
         "{suspects}"
     );
 }

@@ -156,7 +156,7 @@ def walk(b, release, shots):
     steps.append(["report filter boxes", b.eval("document.querySelectorAll('input.filter').length")])
     if shots:
         b.screenshot(os.path.join(shots, "top.png"))
-        b.eval("document.getElementById('matrix').scrollIntoView()")
+        b.eval("document.getElementById('matrix').scrollIntoView();window.scrollBy(0,-150)")
         b.screenshot(os.path.join(shots, "matrix.png"))
     # A matrix cell, one whose session kept a transcript where one did:
     # its session's section, on its task's page.

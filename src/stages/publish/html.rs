@@ -1,5 +1,5 @@
-//! `report.html`: one self-contained page (inline CSS and SVG, no script, no
-//! link to anything outside the file). The numbers come from summary.json, so
+//! `report.html`: the report's entry page (inline CSS and SVG, the pages'
+//! one inline script, links only to the pages beside it). The numbers come from summary.json, so
 //! the page never disagrees with it; its header adds the provenance and the
 //! funnel (every count with its unit), and each matrix cell links to its
 //! session's section (`detail.rs`) on its task's page (`pages.rs`), as does
@@ -144,7 +144,7 @@ pub(super) fn report(index: &Index<'_>, summary: &Summary) -> String {
     usage(&mut h, &agents);
     run_facts(&mut h, &agents);
     quality(&mut h, index, &agents);
-    html_judge::section(&mut h, summary);
+    html_judge::section(&mut h, index, summary);
 
     h.push_str(&pages::script_tag());
     h.push_str("</body>\n</html>\n");

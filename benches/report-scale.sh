@@ -7,7 +7,8 @@
 # src/stages/publish/tests_scale.rs): publish's time at TASKS/4 and at
 # TASKS side by side and their ratio (4.00 is a cost that grows linearly),
 # how many files, the largest and the total size; then headless Chromium's
-# wall time to load report.html and the largest page (`--dump-dom`).
+# wall time to load report.html, the largest page and the largest task page
+# (which holds its sessions' sections) (`--dump-dom`).
 # Debug build (the test profile): compare the ratios, not the seconds.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,7 +23,9 @@ ASSAY_SCALE_TASKS=$tasks ASSAY_SCALE_DIR="$work" \
 # each loaded with a time limit (a page too large for the browser is a
 # finding, not a hang).
 largest=$(find "$work/pages" -type f -printf '%s %p\n' | sort -n | tail -1 | cut -d' ' -f2)
-for page in "$largest" "$work/report.html"; do
+# The largest task page: where the sessions' sections are.
+task=$(find "$work/pages" -type f -name 'task-*' -printf '%s %p\n' | sort -n | tail -1 | cut -d' ' -f2)
+for page in "$largest" "$task" "$work/report.html"; do
     start=$(date +%s.%N)
     if timeout "${CHROMIUM_LIMIT:-120}" chromium --headless --no-sandbox --disable-gpu \
         --dump-dom "file://$page" >/dev/null 2>&1; then

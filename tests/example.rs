@@ -205,7 +205,7 @@ fn report_text(html: &str) -> String {
     let body = script.replace_all(&body, "[script]\n");
     let anchor = regex::Regex::new(r#"<(?:section|h2)[^>]* id="([^"]+)"[^>]*>"#).unwrap();
     let body = anchor.replace_all(&body, "\n[#$1] ");
-    let link = regex::Regex::new(r##"<a [^>]*href="#([^"]+)"[^>]*>"##).unwrap();
+    let link = regex::Regex::new(r##"<a [^>]*href="[^"#]*#([^"]+)"[^>]*>"##).unwrap();
     let body = link.replace_all(&body, "[→$1] ");
     let mut text = body.into_owned();
     for (tag, with) in [
@@ -460,20 +460,32 @@ fn the_bundled_example_builds_what_its_documents_say() {
     let calc1 = &ex.rows[&("alpha/calc-1.json".to_owned(), "exclude".to_owned())];
     assert_eq!(calc1["tokens_total"], "78215", "{calc1:?}");
 
-    // The report: every matrix cell reaches its session's section, and what
-    // the page says, as text.
-    let html = std::fs::read_to_string(ex.project.path().join("release/report.html")).unwrap();
+    // The report: every matrix cell reaches its session's section on its
+    // task's page (as every link of every page reaches its file and id),
+    // and what the pages say, as text.
+    let release = util::links::read(&ex.project.path().join("release"));
+    let html = String::from_utf8(release["report.html"].clone()).unwrap();
     let matrix = section(&html, "<h2>Tasks × agents", "<table", "</table>");
-    let cells: Vec<&str> = matrix.split("href=\"#").skip(1).collect();
+    let cells: Vec<&str> = matrix.split("<a class=\"v ").skip(1).collect();
     assert_eq!(cells.len(), 17, "one per scored session");
     for cell in cells {
-        let id = &cell[..cell.find('"').unwrap()];
+        let href = &cell[cell.find("href=\"").unwrap() + 6..];
+        let href = &href[..href.find('"').unwrap()];
+        let (page, id) = href.split_once('#').unwrap();
+        let page = String::from_utf8_lossy(&release[page]);
         assert!(
-            html.contains(&format!("<section class=\"session\" id=\"{id}\">")),
-            "#{id} names no section"
+            page.contains(&format!("<section class=\"session\" id=\"{id}\">")),
+            "{href} names no section"
         );
     }
+    assert_eq!(util::links::dangling(&release), Vec::<String>::new());
     insta::assert_snapshot!("report", report_text(&html));
+    let tasks: String = release
+        .iter()
+        .filter(|(name, _)| name.starts_with("pages/task-"))
+        .map(|(_, page)| report_text(&String::from_utf8_lossy(page)))
+        .collect();
+    insta::assert_snapshot!("task_pages", tasks);
 
     // "Run it again: it executes nothing."
     let again = ex.project.build_json(&[]).code(0);

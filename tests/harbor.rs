@@ -856,3 +856,103 @@ fn a_harbor_agents_own_rate_limit_error_is_its_failure_unless_the_controls_faile
     assert_eq!(fault("harbor/clean/agent__1"), "agent", "{grades}");
     assert_eq!(fault("harbor/outage/agent__1"), "infrastructure");
 }
+
+/// A Harbor job whose trial kept the agent's ATIF trajectory
+/// (`agent/trajectory.json`), imported and published: its transcript page
+/// shows the turns (the model's text, a tool call with its input and its
+/// output, each step's token counts), a secret the trajectory holds is in
+/// no file of the release, and markup in a tool's output is text. The
+/// trial's matrix cell and every other link lead somewhere.
+#[test]
+fn an_imported_atif_trajectory_is_a_redacted_escaped_transcript_page() {
+    const SECRET: &str = "sk-ant-api03-Zq8vN2xLw5Rt7Yk1Hb4Jm6Pc9Df3Gs0Ae";
+    const HOSTILE: &str = "</pre><script>alert('tool')</script>";
+    let (p, task) = built_example();
+    let id = task["instance_id"].as_str().unwrap();
+    let gold = task["patch"].as_str().unwrap();
+    let job = p.path().join("examples/calc/sessions/harbor/atif");
+    std::fs::create_dir_all(&job).unwrap();
+    std::fs::write(job.join("config.json"), "{}").unwrap();
+    std::fs::write(job.join("result.json"), r#"{"n_total_trials": 1}"#).unwrap();
+    write_trial(
+        &job,
+        "terminus__1",
+        (id, "terminus"),
+        Some(1.0),
+        None,
+        Some(gold),
+    );
+    let trajectory = serde_json::json!({
+        "schema_version": "ATIF-v1.4",
+        "session_id": "atif-1",
+        "agent": {"name": "terminus", "version": "2", "model_name": "model-t"},
+        "steps": [
+            {"step_id": 1, "source": "user", "message": "Fix the calculator's failing test."},
+            {"step_id": 2, "source": "agent", "message": "Reading the operations first.",
+             "tool_calls": [{"tool_call_id": "call_1", "function_name": "bash",
+                             "arguments": {"command": "cat calc/ops.py"}}],
+             "observation": {"results": [{"source_call_id": "call_1",
+                             "content": format!("def add(a, b):\n{HOSTILE}\nANTHROPIC_API_KEY={SECRET}")}]},
+             "metrics": {"prompt_tokens": 1234, "completion_tokens": 56}},
+            {"step_id": 3, "source": "agent", "message": "Patched; the tests pass.",
+             "metrics": {"prompt_tokens": 1500, "completion_tokens": 20}}
+        ]
+    });
+    std::fs::create_dir_all(job.join("terminus__1/agent")).unwrap();
+    std::fs::write(
+        job.join("terminus__1/agent/trajectory.json"),
+        serde_json::to_string_pretty(&trajectory).unwrap(),
+    )
+    .unwrap();
+    p.run(&["build"]).code(0);
+
+    let release = p.path().join("release");
+    let files = util::links::read(&release);
+    for (name, bytes) in &files {
+        assert!(
+            !String::from_utf8_lossy(bytes).contains(SECRET),
+            "the secret reached {name}"
+        );
+    }
+    assert_eq!(util::links::dangling(&files), Vec::<String>::new());
+    let session = "harbor/atif/terminus__1";
+    let (name, page) = files
+        .iter()
+        .filter(|(n, _)| n.ends_with("-transcript.html"))
+        .map(|(n, b)| (n, String::from_utf8_lossy(b).into_owned()))
+        .find(|(_, page)| page.contains(&format!("Transcript of <code>{session}</code>")))
+        .expect("the trial's transcript page");
+    for text in [
+        "Fix the calculator&#39;s failing test.",
+        "Reading the operations first.",
+        "<strong>bash</strong>",
+        "cat calc/ops.py",
+        "def add(a, b):",
+        "&lt;/pre&gt;&lt;script&gt;alert(&#39;tool&#39;)&lt;/script&gt;",
+        "ANTHROPIC_API_KEY=[REDACTED]",
+        "tokens: completion 56, prompt 1234",
+        "2 model steps, 1 tool calls, 0 failed, 0 denied; tokens: completion 76, prompt 2734",
+    ] {
+        assert!(page.contains(text), "{name} lacks {text:?}:\n{page}");
+    }
+    // The one script is the pages' own.
+    assert_eq!(page.matches("<script").count(), 1, "{page}");
+    assert!(!page.contains(HOSTILE), "{page}");
+    // The trial's matrix cell reaches its section, which links the page.
+    let report = String::from_utf8_lossy(&files["report.html"]);
+    let cell = report
+        .split("<a class=\"v ")
+        .skip(1)
+        .find(|c| c.contains(&format!("title=\"{session}\"")))
+        .expect("the trial's cell");
+    let href = &cell[cell.find("href=\"").unwrap() + 6..];
+    let (task_page, _) = href[..href.find('"').unwrap()].split_once('#').unwrap();
+    let task_page = String::from_utf8_lossy(&files[task_page]);
+    assert!(
+        task_page.contains(&format!(
+            "href=\"{}\">Transcript</a>",
+            name.strip_prefix("pages/").unwrap()
+        )),
+        "{task_page}"
+    );
+}

@@ -2,9 +2,11 @@
 //! with a session whose transcript is hostile (markup meant to run, a
 //! secret value), built by the real binary; its pages checked as files,
 //! by `assay verify`, and in headless Chromium (`tests/browser/drive.py`
-//! drives it over the DevTools pipe: a matrix cell to the session, its
-//! transcript, the task page, a sort and a filter; any console message,
-//! exception or blocked resource fails the test).
+//! drives it over the DevTools pipe: a matrix cell to the session's section
+//! on its task's page, its transcript, the task page, a sort and a filter;
+//! any console message, exception or blocked resource fails the test).
+//! The bundled example's report is walked the same way, and every link of
+//! every page of both releases is followed to its file and id.
 
 #![allow(clippy::unwrap_used)]
 
@@ -156,16 +158,14 @@ fn step<'a>(walk: &'a Value, what: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no step {what}: {walk:#}"))
 }
 
-/// `ASSAY_SCREENSHOTS=DIR` keeps the walk's screenshots there (how
-/// docs/screenshots' pages were taken).
-#[test]
-fn the_report_reads_in_headless_chromium_without_an_error() {
-    let f = built();
-    let release = f.path().join("release");
-    let shots = std::env::var("ASSAY_SCREENSHOTS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| f.path().join("shots"));
-    std::fs::create_dir_all(&shots).unwrap();
+/// Walks the report of `release` in Chromium (`drive.py`), its screenshots
+/// in `shots`, and checks what every walk must meet: no error, a matrix
+/// cell to its section on its task's page, the section's transcript link,
+/// the transcript, its task's page, whose table sorts both ways and
+/// filters to the rows of one verdict, and an agent's page; and each
+/// screenshot. The walk, for what a release's own test checks beside.
+fn walked(release: &Path, shots: &Path) -> Value {
+    std::fs::create_dir_all(shots).unwrap();
     let walk = drive(&[
         release.to_str().unwrap(),
         "--screenshots",
@@ -174,29 +174,62 @@ fn the_report_reads_in_headless_chromium_without_an_error() {
     assert_eq!(walk["errors"], json!([]), "{walk:#}");
     // The script ran under the policy: a filter box above each table.
     assert!(
-        step(&walk, "report filter boxes").as_u64().unwrap() >= 2,
+        step(&walk, "report filter boxes").as_u64().unwrap() >= 1,
         "{walk:#}"
     );
+    let page = step(&walk, "cell page").as_str().unwrap();
+    assert!(page.starts_with("pages/task-"), "{walk:#}");
     assert_eq!(step(&walk, "cell target"), "session", "{walk:#}");
     assert_eq!(step(&walk, "transcript link"), true, "{walk:#}");
+    let h1 = step(&walk, "transcript h1").as_str().unwrap();
+    assert!(h1.starts_with("Transcript of "), "{walk:#}");
     assert!(
-        step(&walk, "transcript h1")
+        step(&walk, "task h1")
             .as_str()
             .unwrap()
-            .starts_with("Transcript of "),
+            .starts_with("Task "),
+        "{walk:#}"
+    );
+    let rows = step(&walk, "rows").as_array().unwrap().len();
+    assert!(step(&walk, "sorted ascending").is_array(), "{walk:#}");
+    assert!(step(&walk, "sorted descending").is_array(), "{walk:#}");
+    let filtered = step(&walk, "filtered");
+    let word = filtered[0].as_str().unwrap();
+    let kept = filtered[1].as_array().unwrap();
+    assert!(!kept.is_empty() && kept.len() <= rows, "{walk:#}");
+    assert!(kept.iter().all(|v| v == word), "{walk:#}");
+    assert_eq!(step(&walk, "agent link"), true, "{walk:#}");
+    for shot in [
+        "top.png",
+        "matrix.png",
+        "session.png",
+        "transcript.png",
+        "task-page.png",
+    ] {
+        assert!(shots.join(shot).is_file(), "{shot}");
+    }
+    walk
+}
+
+#[test]
+fn the_report_reads_in_headless_chromium_without_an_error() {
+    let f = built();
+    let release = f.path().join("release");
+    assert_eq!(
+        util::links::dangling(&util::links::read(&release)),
+        Vec::<String>::new()
+    );
+    let walk = walked(&release, &f.path().join("shots"));
+    assert!(
+        step(&walk, "report filter boxes").as_u64().unwrap() >= 2,
         "{walk:#}"
     );
     assert_eq!(step(&walk, "transcript outputs"), 1, "{walk:#}");
     assert_eq!(step(&walk, "task h1"), "Task p-1", "{walk:#}");
     let rows = step(&walk, "rows").as_array().unwrap().len();
     assert_eq!(rows, 4, "two sessions on two arms: {walk:#}");
-    assert!(step(&walk, "sorted ascending").is_array(), "{walk:#}");
-    assert!(step(&walk, "sorted descending").is_array(), "{walk:#}");
-    let filtered = step(&walk, "filtered");
-    let word = filtered[0].as_str().unwrap();
-    let kept = filtered[1].as_array().unwrap();
-    assert!(!kept.is_empty() && kept.len() < rows, "{walk:#}");
-    assert!(kept.iter().all(|v| v == word), "{walk:#}");
+    let kept = step(&walk, "filtered")[1].as_array().unwrap().len();
+    assert!(kept < rows, "{walk:#}");
     assert!(
         step(&walk, "agent h1")
             .as_str()
@@ -204,9 +237,6 @@ fn the_report_reads_in_headless_chromium_without_an_error() {
             .contains(" / model-x"),
         "{walk:#}"
     );
-    for shot in ["report-leaderboard.png", "transcript.png", "task.png"] {
-        assert!(shots.join(shot).is_file(), "{shot}");
-    }
 
     // The driver sees what the policy blocks: the report with one remote
     // image in it is an error.
@@ -227,6 +257,48 @@ fn the_report_reads_in_headless_chromium_without_an_error() {
         errors
             .iter()
             .any(|e| e.as_str().unwrap().contains("Content Security Policy")),
+        "{walk:#}"
+    );
+}
+
+/// The bundled example as the README builds it (the debug binary here):
+/// every link of every page reaches its file and id, and a reader's walk
+/// in Chromium (a matrix cell to its session's section on the task page,
+/// the transcript, the task page's table sorted and filtered, an agent's
+/// page) meets no console message, exception or blocked resource.
+/// `ASSAY_SCREENSHOTS=DIR` keeps the walk's screenshots there (how
+/// docs/screenshots were taken).
+#[test]
+fn the_examples_report_reads_in_headless_chromium_and_every_link_leads_somewhere() {
+    let p = util::example::example_project();
+    p.run(&["build"]).code(0);
+    let release = p.path().join("release");
+    let files = util::links::read(&release);
+    assert_eq!(util::links::dangling(&files), Vec::<String>::new());
+    // report.html holds no session's evidence: its sections are on the
+    // task pages.
+    let report = String::from_utf8_lossy(&files["report.html"]);
+    assert!(!report.contains("<section class=\"session\""));
+    let sections: usize = files
+        .iter()
+        .filter(|(n, _)| n.starts_with("pages/task-"))
+        .map(|(_, b)| {
+            String::from_utf8_lossy(b)
+                .matches("<section class=\"session\"")
+                .count()
+        })
+        .sum();
+    assert_eq!(sections, 17, "every graded session of the example, once");
+    let shots = std::env::var("ASSAY_SCREENSHOTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| p.path().join("shots"));
+    let walk = walked(&release, &shots);
+    assert!(
+        step(&walk, "transcript outputs").as_u64().unwrap() >= 1,
+        "{walk:#}"
+    );
+    assert!(
+        step(&walk, "rows").as_array().unwrap().len() >= 2,
         "{walk:#}"
     );
 }

@@ -26,10 +26,11 @@
 //!   sources of its numbers (`sources`); `stats`: the arithmetic;
 //! - `quality`: the `[[metric]]` figures, each session's against its gold;
 //! - one renderer per file: `csv` (results.csv), `html` + `html_chart` +
-//!   `html_leaderboard` + `html_judge` + `detail` (report.html, with
-//!   `markup`), the pages beside it (`pages`: `html_transcript`, and
-//!   `html_nav` for a page per task and per agent),
-//!   `manifest` (manifest.json).
+//!   `html_leaderboard` + `html_judge` (report.html, with `markup`), the
+//!   pages beside it (`pages`: `html_transcript`, and `html_nav` for a page
+//!   per task, holding its sessions' sections from `detail`, and per
+//!   agent), `manifest` (manifest.json); `links` (tests only) follows every
+//!   link of a release.
 
 mod csv;
 mod detail;
@@ -43,6 +44,8 @@ mod index;
 mod input;
 mod judge_summary;
 mod judged;
+#[cfg(test)]
+mod links;
 mod manifest;
 mod markup;
 mod model;

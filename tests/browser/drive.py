@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Drives a release's report in headless Chromium over the DevTools protocol
 (`--remote-debugging-pipe`: no port, no websocket library), the way a reader
-does: open report.html, follow a matrix cell to the session, its transcript
+does: open report.html, follow a matrix cell (one with a transcript where
+there is one) to the session's section on its task's page, its transcript
 link, the transcript's task link; sort and filter the task page's table.
 Every console message, uncaught exception and log entry (a blocked resource
 or a Content Security Policy violation is one) is collected.
@@ -154,11 +155,21 @@ def walk(b, release, shots):
     b.open(url(os.path.join(release, "report.html")))
     steps.append(["report filter boxes", b.eval("document.querySelectorAll('input.filter').length")])
     if shots:
-        b.screenshot(os.path.join(shots, "report-leaderboard.png"))
-    # A matrix cell: its session's section, on the same page (a fragment
-    # navigation fires no load event: the click is enough).
-    b.eval("document.querySelector('#matrix a.v').click()")
+        b.screenshot(os.path.join(shots, "top.png"))
+        b.eval("document.getElementById('matrix').scrollIntoView();window.scrollBy(0,-150)")
+        b.screenshot(os.path.join(shots, "matrix.png"))
+    # A matrix cell, one whose session kept a transcript where one did:
+    # its session's section, on its task's page.
+    b.events.clear()
+    b.eval(
+        "(function(){var t=document.querySelector('#matrix a.v + a.tr');"
+        "(t ? t.previousElementSibling : document.querySelector('#matrix a.v')).click()})()"
+    )
+    b.wait_for("Page.loadEventFired")
+    steps.append(["cell page", b.eval("location.pathname.split('/').slice(-2).join('/')")])
     steps.append(["cell target", b.eval("document.querySelector(':target') ? document.querySelector(':target').className : null")])
+    if shots:
+        b.screenshot(os.path.join(shots, "session.png"))
     transcript = b.eval(
         "(function(){var a=document.querySelector(':target a[href*=\"-transcript\"]');return a?a.href:null})()"
     )
@@ -175,7 +186,7 @@ def walk(b, release, shots):
     b.open(task)
     steps.append(["task h1", b.eval("document.querySelector('h1').textContent")])
     if shots:
-        b.screenshot(os.path.join(shots, "task.png"))
+        b.screenshot(os.path.join(shots, "task-page.png"))
     rows = "Array.prototype.map.call(document.querySelectorAll('table.sortable tbody tr'), function(r){return r.hidden ? null : r.cells[3].textContent}).filter(function(x){return x!==null})"
     before = b.eval(rows)
     b.eval("document.querySelectorAll('table.sortable thead th')[3].click()")

@@ -22,6 +22,9 @@ pub mod fixture;
 pub mod forgery;
 pub mod git;
 pub mod harbor;
+/// The release's links, checked (the file the unit tests use too).
+#[path = "../../src/stages/publish/links.rs"]
+pub mod links;
 pub mod llm;
 pub mod patches;
 pub mod processes;

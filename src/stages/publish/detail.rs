@@ -1,5 +1,6 @@
 //! The report's per-session sections: one `<section id="s-…">` per graded
-//! session, linked from its matrix cell, with every arm's verdict, fault and
+//! session, on its task's page (`pages.rs`), linked from its matrix cell,
+//! with every arm's verdict, fault and
 //! reason, the failing tests with the tail of the last log, the paths the
 //! grader left out, the tamper suspects, the run's own facts and the patch.
 //!
@@ -27,67 +28,78 @@ pub(super) fn anchor(session: &str) -> String {
     format!("s-{}", &Digest::of(session.as_bytes()).to_hex()[..16])
 }
 
-/// Every graded session, by id, each with its grades (scored arm first).
-pub(super) fn sections(h: &mut String, index: &Index<'_>) {
-    let mut by_session: BTreeMap<&str, Vec<Graded<'_>>> = BTreeMap::new();
-    for g in &index.grades {
-        by_session.entry(&g.0.session).or_default().push(g);
+/// The sections of the sessions whose home is one task's page (by id, each
+/// with its grades), under one heading.
+pub(super) fn sections(
+    h: &mut String,
+    index: &Index<'_>,
+    sessions: &BTreeMap<&str, Vec<Graded<'_>>>,
+) {
+    let _ = writeln!(h, "<h2 id=\"sessions\">Sessions ({})</h2>", sessions.len());
+    if sessions.is_empty() {
+        return;
     }
-    let _ = writeln!(
-        h,
-        "<h2 id=\"sessions\">Sessions ({} graded)</h2>",
-        by_session.len()
-    );
     h.push_str(
         "<p>Each graded session: its verdict on every arm (the scored one first), why, the \
          tests still failing with the end of the last log, what the grader left out, the run's \
-         own facts and the patch. Reached from the cells of the matrix above.</p>\n",
+         own facts and the patch. Reached from the cells of the report's matrix.</p>\n",
     );
-    let ungraded: BTreeMap<&str, &str> = index
+    for (session, grades) in sessions {
+        section(h, index, session, grades);
+    }
+}
+
+fn section(h: &mut String, index: &Index<'_>, session: &str, grades: &[Graded<'_>]) {
+    let mut grades = grades.to_vec();
+    grades.sort_by_key(|g| g.0.arm != Arm::SCORED);
+    let Some(first) = grades.first().map(|g| &g.0) else {
+        return;
+    };
+    // `not_graded` is sorted by session: one binary search.
+    let at = index
         .not_graded
-        .iter()
-        .map(|(s, why)| (s.as_str(), why.as_str()))
-        .collect();
-    for (session, mut grades) in by_session {
-        grades.sort_by_key(|g| g.0.arm != Arm::SCORED);
-        let first = &grades[0].0;
+        .partition_point(|(s, _)| s.as_str() < session);
+    let ungraded = index
+        .not_graded
+        .get(at)
+        .filter(|(s, _)| s == session)
+        .map(|(_, why)| why.as_str());
+    let _ = writeln!(
+        h,
+        "<section class=\"session\" id=\"{}\">\n<h3>{}</h3>\n<p>{} / {} on task <strong>{}</strong> \
+             ({} track), task digest <code>{}</code>{}</p>",
+        anchor(session),
+        esc(session),
+        esc(&first.agent),
+        esc(&first.model),
+        esc(&first.instance_id),
+        esc(&first.track),
+        esc(short_digest(&first.task_digest)),
+        match ungraded {
+            Some(why) => format!(". <strong>Not scored</strong>: {}", esc(why)),
+            None => String::new(),
+        }
+    );
+    if super::html_transcript::has_page(index, session) {
         let _ = writeln!(
             h,
-            "<section class=\"session\" id=\"{}\">\n<h3>{}</h3>\n<p>{} / {} on task <strong>{}</strong> \
-             ({} track), task digest <code>{}</code>{}</p>",
-            anchor(session),
-            esc(session),
-            esc(&first.agent),
-            esc(&first.model),
-            esc(&first.instance_id),
-            esc(&first.track),
-            esc(short_digest(&first.task_digest)),
-            match ungraded.get(session) {
-                Some(why) => format!(". <strong>Not scored</strong>: {}", esc(why)),
-                None => String::new(),
-            }
+            "<p><a href=\"{}\">Transcript</a>: every turn and tool call of the run.</p>",
+            esc(&super::pages::from_page(&super::pages::transcript(session)))
         );
-        if super::html_transcript::has_page(index, session) {
-            let _ = writeln!(
-                h,
-                "<p><a href=\"{}\">Transcript</a>: every turn and tool call of the run.</p>",
-                super::pages::transcript(session)
-            );
-        }
-        arms(h, &grades);
-        // Another arm's evidence only where it tells something new: the
-        // same verdict on the same failing tests is the same story.
-        for g in &grades {
-            let same = |o: &GradeRecord| o.verdict == g.0.verdict && o.failing == g.0.failing;
-            if g.0.arm == first.arm || !same(first) {
-                evidence(h, &g.0, grades.len() > 1);
-            }
-        }
-        let record = index.sessions.get(session).copied();
-        run_facts(h, index, record, &first.model);
-        patch(h, index, record);
-        h.push_str("</section>\n");
     }
+    arms(h, &grades);
+    // Another arm's evidence only where it tells something new: the
+    // same verdict on the same failing tests is the same story.
+    for g in &grades {
+        let same = |o: &GradeRecord| o.verdict == g.0.verdict && o.failing == g.0.failing;
+        if g.0.arm == first.arm || !same(first) {
+            evidence(h, &g.0, grades.len() > 1);
+        }
+    }
+    let record = index.sessions.get(session).copied();
+    run_facts(h, index, record, &first.model);
+    patch(h, index, record);
+    h.push_str("</section>\n");
 }
 
 fn short_digest(d: &str) -> &str {

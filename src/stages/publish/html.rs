@@ -1,17 +1,19 @@
-//! `report.html`: one self-contained page (inline CSS and SVG, no script, no
-//! link to anything outside the file). The numbers come from summary.json, so
+//! `report.html`: the report's entry page (inline CSS and SVG, the pages'
+//! one inline script, links only to the pages beside it). The numbers come from summary.json, so
 //! the page never disagrees with it; its header adds the provenance and the
 //! funnel (every count with its unit), and each matrix cell links to its
-//! session's section (`detail.rs`). Every piece of text is escaped: agent,
-//! model and session labels come from users.
+//! session's section (`detail.rs`) on its task's page (`pages.rs`), as does
+//! every session a list names. What grows with the sessions here is one
+//! short row or cell each; their evidence is on the task pages. Every piece
+//! of text is escaped: agent, model and session labels come from users.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::detail;
 use super::index::{Graded, Index};
 use super::markup::{count, esc, fault_class, label, label_of, rate_text};
 use super::model::{Agent, Summary};
+use super::pages::{At, session_link};
 use super::{html_chart, html_judge, html_leaderboard, html_transcript, pages};
 use crate::stages::records::{Fault, TaskStatus, Verdict};
 
@@ -90,7 +92,7 @@ pub(super) fn report(index: &Index<'_>, summary: &Summary) -> String {
          in the resolved rate.</p>\n",
     );
 
-    html_leaderboard::section(&mut h, summary);
+    html_leaderboard::section(&mut h, index, summary);
     h.push_str("<h2>Resolved rate</h2>\n");
     html_chart::bars(&mut h, &agents);
 
@@ -135,15 +137,14 @@ pub(super) fn report(index: &Index<'_>, summary: &Summary) -> String {
 
     matrix(&mut h, index);
     apart(&mut h, index, summary);
-    suspects(&mut h, summary);
-    tamper(&mut h, summary);
-    not_graded(&mut h, summary);
-    trials(&mut h, summary);
+    suspects(&mut h, index, summary);
+    tamper(&mut h, index, summary);
+    not_graded(&mut h, index, summary);
+    trials(&mut h, index, summary);
     usage(&mut h, &agents);
     run_facts(&mut h, &agents);
     quality(&mut h, index, &agents);
-    html_judge::section(&mut h, summary);
-    detail::sections(&mut h, index);
+    html_judge::section(&mut h, index, summary);
 
     h.push_str(&pages::script_tag());
     h.push_str("</body>\n</html>\n");
@@ -315,7 +316,7 @@ fn quality(h: &mut String, index: &Index<'_>, agents: &[&Agent]) {
             let _ = writeln!(
                 h,
                 "<tr><td>{}</td><td><code>{}</code></td><td>{}</td></tr>",
-                esc(session),
+                session_link(index, session, At::Report),
                 esc(metric),
                 esc(why)
             );
@@ -362,7 +363,8 @@ fn run_facts(h: &mut String, agents: &[&Agent]) {
 fn matrix(h: &mut String, index: &Index<'_>) {
     h.push_str(
         "<h2>Tasks × agents</h2>\n<p>The scored verdict of each session; \
-         a cell links to the session's detail below.</p>\n<p>",
+         a cell links to the session's detail on its task's page (a task's name, to the \
+         page), ¶ to its transcript.</p>\n<p>",
     );
     for f in Fault::ALL {
         let _ = write!(
@@ -419,9 +421,9 @@ fn matrix(h: &mut String, index: &Index<'_>) {
                     for g in grades {
                         let _ = write!(
                             h,
-                            "<a class=\"v {}\" href=\"#{}\" title=\"{}\">{}</a>",
+                            "<a class=\"v {}\" href=\"{}\" title=\"{}\">{}</a>",
                             fault_class(g.0.fault),
-                            detail::anchor(&g.0.session),
+                            esc(&pages::session(index, &g.0.session).unwrap_or_default()),
                             esc(&g.0.session),
                             esc(g.0.verdict.as_str())
                         );
@@ -484,7 +486,7 @@ fn apart(h: &mut String, index: &Index<'_>, summary: &Summary) {
                 "<tr><td>{} / {}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 esc(&g.0.agent),
                 esc(&g.0.model),
-                esc(&g.0.session),
+                session_link(index, &g.0.session, At::Report),
                 esc(&g.0.instance_id),
                 esc(g.0.verdict.as_str())
             );
@@ -493,7 +495,7 @@ fn apart(h: &mut String, index: &Index<'_>, summary: &Summary) {
     }
 }
 
-fn tamper(h: &mut String, summary: &Summary) {
+fn tamper(h: &mut String, index: &Index<'_>, summary: &Summary) {
     let list = &summary.tamper_suspects;
     let _ = writeln!(h, "<h2>Tamper suspects ({})</h2>", list.len());
     h.push_str("<p>Grades whose patch touches test infrastructure, reaches into the test framework from non-test code, or whose test files changed during the run. One in effect is never scored <code>resolved</code>.</p>\n");
@@ -508,7 +510,7 @@ fn tamper(h: &mut String, summary: &Summary) {
         let _ = writeln!(
             h,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&t.session),
+            session_link(index, &t.session, At::Report),
             esc(&t.instance_id),
             esc(t.arm.as_str()),
             esc(t.verdict.as_str()),
@@ -518,7 +520,7 @@ fn tamper(h: &mut String, summary: &Summary) {
     h.push_str("</table>\n");
 }
 
-fn suspects(h: &mut String, summary: &Summary) {
+fn suspects(h: &mut String, index: &Index<'_>, summary: &Summary) {
     let list = &summary.verifier_suspects;
     let _ = writeln!(h, "<h2>Verifier suspects ({})</h2>", list.len());
     h.push_str("<p>Sessions whose <code>exclude</code> and <code>keep</code> arms disagree: the verifier, not the agent, is the suspect.</p>\n");
@@ -532,7 +534,7 @@ fn suspects(h: &mut String, summary: &Summary) {
         let _ = writeln!(
             h,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&s.session),
+            session_link(index, &s.session, At::Report),
             esc(&s.instance_id),
             esc(&s.track),
             label_of(&s.agent, &s.model),
@@ -543,7 +545,7 @@ fn suspects(h: &mut String, summary: &Summary) {
     h.push_str("</table>\n");
 }
 
-fn not_graded(h: &mut String, summary: &Summary) {
+fn not_graded(h: &mut String, index: &Index<'_>, summary: &Summary) {
     let ng = &summary.not_graded;
     let _ = writeln!(h, "<h2>Not graded ({})</h2>", ng.total);
     if !ng.by_reason.is_empty() {
@@ -564,7 +566,7 @@ fn not_graded(h: &mut String, summary: &Summary) {
             let _ = writeln!(
                 h,
                 "<tr><td>{}</td><td>{}</td></tr>",
-                esc(&s.session),
+                session_link(index, &s.session, At::Report),
                 esc(&s.reason)
             );
         }
@@ -574,7 +576,7 @@ fn not_graded(h: &mut String, summary: &Summary) {
 
 /// Every attempt on paper and what became of it, by origin (summary.json
 /// `trials`).
-fn trials(h: &mut String, summary: &Summary) {
+fn trials(h: &mut String, index: &Index<'_>, summary: &Summary) {
     let Some(trials) = &summary.trials else {
         return;
     };
@@ -621,7 +623,7 @@ fn trials(h: &mut String, summary: &Summary) {
                 h,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 esc(origin),
-                esc(&e.session),
+                session_link(index, &e.session, At::Report),
                 esc(&e.fault),
                 esc(&e.why)
             );
@@ -644,7 +646,7 @@ fn trials(h: &mut String, summary: &Summary) {
                 h,
                 "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td></tr>",
                 esc(origin),
-                esc(&d.session),
+                session_link(index, &d.session, At::Report),
                 d.reward.map_or("none".to_owned(), |r| r.to_string()),
                 esc(&d.verdict),
                 esc(d.why.as_deref().unwrap_or(""))

@@ -5,11 +5,13 @@ use std::fmt::Write as _;
 
 use assay_judge::Criterion;
 
+use super::index::Index;
 use super::markup::esc;
 use super::model::Summary;
+use super::pages::{At, session_link};
 
 /// The report's judge section, from summary.json.
-pub(super) fn section(h: &mut String, summary: &Summary) {
+pub(super) fn section(h: &mut String, index: &Index<'_>, summary: &Summary) {
     let Some(judges) = &summary.judges else {
         return;
     };
@@ -94,7 +96,7 @@ pub(super) fn section(h: &mut String, summary: &Summary) {
                     h,
                     "<tr><td>{}</td><td>{}</td><td>{} / {}</td><td>{} ({})</td><td>{}</td><td class=\"n\">{}</td></tr>",
                     esc(&f.flag),
-                    esc(&f.session),
+                    session_link(index, &f.session, At::Report),
                     esc(&f.agent),
                     esc(&f.model),
                     esc(&f.instance_id),

@@ -7,10 +7,12 @@
 
 use std::fmt::Write as _;
 
+use super::index::Index;
 use super::markup::{esc, label, rate_text, score_text};
 use super::model::{Agent, LeftOut, Summary};
+use super::pages::{At, session_link};
 
-pub(super) fn section(h: &mut String, summary: &Summary) {
+pub(super) fn section(h: &mut String, index: &Index<'_>, summary: &Summary) {
     h.push_str(
         "<h2>Leaderboard</h2>\n<p>Score: pass@1 over every certified task of \
          the tracks a pair was scored on, the mean of each task's share of resolved attempts (a \
@@ -67,7 +69,7 @@ pub(super) fn section(h: &mut String, summary: &Summary) {
         );
     }
     h.push_str("</tbody></table>\n");
-    left_out(h, summary);
+    left_out(h, index, summary);
 }
 
 /// `2/7 (28.6%)` of the attempts made lost to the infrastructure, or `0`.
@@ -101,7 +103,7 @@ fn usd(v: Option<f64>) -> String {
     v.map_or_else(|| "–".to_owned(), |x| format!("${x:.4}"))
 }
 
-fn left_out(h: &mut String, summary: &Summary) {
+fn left_out(h: &mut String, index: &Index<'_>, summary: &Summary) {
     let left_out: Vec<(&str, &LeftOut)> = summary
         .ranking
         .iter()
@@ -117,7 +119,7 @@ fn left_out(h: &mut String, summary: &Summary) {
             h,
             "<li>{}: <code>{}</code> on {}: {}</li>",
             esc(key),
-            esc(&l.session),
+            session_link(index, &l.session, At::Report),
             esc(&l.instance_id),
             esc(&l.why)
         );

@@ -1,6 +1,8 @@
 //! The pages a reader navigates by: one per released task (its statement,
 //! its test lists, every agent's sessions on it with verdict, fault and
-//! cost) and one per agent/model pair (its sessions on every task), linked
+//! cost, then each of those sessions' sections, `detail.rs`; a task some
+//! grade names but the release does not hold gets one too, saying so) and
+//! one per agent/model pair (its sessions on every task), linked
 //! from the matrix's rows and columns. Their tables sort and filter with
 //! the report's one inline script ([`pages::SCRIPT`]); without it they read
 //! the same, unsorted.
@@ -30,18 +32,39 @@ pub(super) fn pages(index: &Index<'_>, css: &str) -> Vec<(String, Vec<u8>)> {
             .push(g);
         by_pair.entry((&g.0.agent, &g.0.model)).or_default().push(g);
     }
+    // Each session's section goes on its home task's page.
+    let mut by_home: BTreeMap<(&str, &str), BTreeMap<&str, Vec<Graded<'_>>>> = BTreeMap::new();
+    for g in &index.grades {
+        if let Some(home) = index.homes.get(g.0.session.as_str()) {
+            by_home
+                .entry(*home)
+                .or_default()
+                .entry(&g.0.session)
+                .or_default()
+                .push(g);
+        }
+    }
     let mut out = Vec::new();
     let mut seen = BTreeSet::new();
-    for (t, digest) in &index.tasks {
-        if !seen.insert((t.instance_id.as_str(), t.track.as_str())) {
+    let tasks = index
+        .tasks
+        .iter()
+        .map(|(t, d)| ((t.instance_id.as_str(), t.track.as_str()), Some((*t, *d))));
+    // A grade on a task the release does not hold still has a page to link to.
+    let orphans = by_task
+        .keys()
+        .chain(by_home.keys())
+        .map(|k| (*k, None))
+        .collect::<Vec<_>>();
+    for (key, record) in tasks.chain(orphans) {
+        if !seen.insert(key) {
             continue;
         }
-        let grades = by_task
-            .get(&(t.instance_id.as_str(), t.track.as_str()))
-            .map_or(&[][..], Vec::as_slice);
+        let grades = by_task.get(&key).map_or(&[][..], Vec::as_slice);
+        let sessions = by_home.remove(&key).unwrap_or_default();
         out.push((
-            pages::task(&t.instance_id, &t.track),
-            task_page(index, t, digest, grades, css).into_bytes(),
+            pages::task(key.0, key.1),
+            task_page(index, key, record, grades, &sessions, css).into_bytes(),
         ));
     }
     for ((agent, model), grades) in &by_pair {
@@ -75,43 +98,58 @@ fn list(h: &mut String, what: &str, ids: &[String]) {
 
 fn task_page(
     index: &Index<'_>,
-    t: &TaskRecord,
-    digest: &str,
+    (instance_id, track): (&str, &str),
+    record: Option<(&TaskRecord, &str)>,
     grades: &[Graded<'_>],
+    sessions: &BTreeMap<&str, Vec<Graded<'_>>>,
     css: &str,
 ) -> String {
     let mut h = String::new();
-    let _ = writeln!(
-        h,
-        "<h1>Task <code>{}</code></h1>\n<p>{} track · {} · repository <code>{}</code> at \
-         <code>{}</code> · digest <code>{}</code></p>",
-        esc(&t.instance_id),
-        esc(&t.track),
-        if t.certified {
-            "certified".to_owned()
-        } else {
-            format!(
-                "<strong>uncertified</strong>: {}",
-                esc(&t.uncertified_because.join("; "))
-            )
-        },
-        esc(&t.repo),
-        esc(&t.base_commit),
-        esc(digest),
-    );
-    h.push_str("<h2>Statement</h2>\n");
-    let _ = writeln!(h, "<pre class=\"t\">{}</pre>", esc(&t.problem_statement));
-    list(&mut h, "FAIL_TO_PASS", &t.fail_to_pass);
-    list(&mut h, "PASS_TO_PASS", &t.pass_to_pass);
-    if !t.flaky.is_empty() {
-        list(&mut h, "flaky", &t.flaky);
-    }
-    if !t.excluded.is_empty() {
-        list(&mut h, "excluded", &t.excluded);
+    match record {
+        Some((t, digest)) => {
+            let _ = writeln!(
+                h,
+                "<h1>Task <code>{}</code></h1>\n<p>{} track · {} · repository <code>{}</code> at \
+                 <code>{}</code> · digest <code>{}</code></p>",
+                esc(&t.instance_id),
+                esc(&t.track),
+                if t.certified {
+                    "certified".to_owned()
+                } else {
+                    format!(
+                        "<strong>uncertified</strong>: {}",
+                        esc(&t.uncertified_because.join("; "))
+                    )
+                },
+                esc(&t.repo),
+                esc(&t.base_commit),
+                esc(digest),
+            );
+            h.push_str("<h2>Statement</h2>\n");
+            let _ = writeln!(h, "<pre class=\"t\">{}</pre>", esc(&t.problem_statement));
+            list(&mut h, "FAIL_TO_PASS", &t.fail_to_pass);
+            list(&mut h, "PASS_TO_PASS", &t.pass_to_pass);
+            if !t.flaky.is_empty() {
+                list(&mut h, "flaky", &t.flaky);
+            }
+            if !t.excluded.is_empty() {
+                list(&mut h, "excluded", &t.excluded);
+            }
+        }
+        None => {
+            let _ = writeln!(
+                h,
+                "<h1>Task <code>{}</code></h1>\n<p>{} track · not a task of this release: \
+                 only its grades are.</p>",
+                esc(instance_id),
+                esc(track),
+            );
+        }
     }
     let _ = writeln!(h, "<h2>Grades ({})</h2>", grades.len());
     sessions_table(&mut h, index, grades, Column::Agent);
-    pages::page(&format!("task {}", t.instance_id), css, &h)
+    detail::sections(&mut h, index, sessions);
+    pages::page(&format!("task {instance_id}"), css, &h)
 }
 
 fn agent_page(
@@ -193,11 +231,10 @@ fn sessions_table(h: &mut String, index: &Index<'_>, grades: &[Graded<'_>], firs
         };
         let _ = writeln!(
             h,
-            "<tr><td>{lead}</td><td><a href=\"../report.html#{}\">{}</a></td><td>{}</td>\
+            "<tr><td>{lead}</td><td>{}</td><td>{}</td>\
              <td><span class=\"v {}\">{}</span></td><td>{}</td><td class=\"n\">{turns}</td>\
              <td class=\"n\">{cost}</td><td>{transcript}</td></tr>",
-            detail::anchor(&r.session),
-            esc(&r.session),
+            pages::session_link(index, &r.session, pages::At::Page),
             esc(r.arm.as_str()),
             fault_class(r.fault),
             esc(r.verdict.as_str()),

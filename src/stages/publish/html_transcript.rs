@@ -2,7 +2,7 @@
 //! them (`sessions::turns`) — the model's text, each tool call with its
 //! input, each output folded under `<details>` and capped, errors and
 //! permission denials marked, the token counts of every step — linked from
-//! the session's matrix cell and its section of report.html.
+//! the session's matrix cell and its section on its task's page.
 //!
 //! A transcript is the agent's text (it can write anything in it, markup
 //! and lies included): it is redacted before it is stored, and here every
@@ -11,7 +11,6 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::detail;
 use super::index::{Graded, Index};
 use super::markup::{esc, fault_class};
 use super::pages;
@@ -46,7 +45,7 @@ pub(super) fn pages(index: &Index<'_>, css: &str) -> Vec<(String, Vec<u8>)> {
             let of = grades.get(s.id.as_str()).map_or(&[][..], Vec::as_slice);
             Some((
                 pages::transcript(&s.id),
-                page(s, of, &String::from_utf8_lossy(bytes), css).into_bytes(),
+                page(index, s, of, &String::from_utf8_lossy(bytes), css).into_bytes(),
             ))
         })
         .collect()
@@ -61,20 +60,47 @@ pub(super) fn has_page(index: &Index<'_>, session: &str) -> bool {
         .is_some_and(|d| index.transcripts.contains_key(d))
 }
 
-fn page(s: &SessionRecord, grades: &[Graded<'_>], text: &str, css: &str) -> String {
+fn page(
+    index: &Index<'_>,
+    s: &SessionRecord,
+    grades: &[Graded<'_>],
+    text: &str,
+    css: &str,
+) -> String {
     let entries = turns::read(text);
     let mut h = String::new();
+    // The task page the session's section is on; for a session never
+    // graded, its task's page where the release holds that task.
+    let task = match index.homes.get(s.id.as_str()) {
+        Some((id, track)) => Some(pages::task(id, track)),
+        None => index
+            .tasks
+            .iter()
+            .any(|(t, _)| t.instance_id == s.task && t.track == s.track)
+            .then(|| pages::task(&s.task, &s.track)),
+    };
     let _ = writeln!(
         h,
-        "<h1>Transcript of <code>{}</code></h1>\n<p>{} / {} on task <a href=\"{}\">{}</a> \
-         ({} track). Its grades: <a href=\"../report.html#{}\">the session in the report</a>.</p>",
+        "<h1>Transcript of <code>{}</code></h1>\n<p>{} / {} on task {} ({} track). {}</p>",
         esc(&s.id),
         esc(&s.agent),
         esc(&s.model),
-        esc(&pages::from_page(&pages::task(&s.task, &s.track))),
-        esc(&s.task),
+        match task {
+            Some(path) => format!(
+                "<a href=\"{}\">{}</a>",
+                esc(&pages::from_page(&path)),
+                esc(&s.task)
+            ),
+            None => esc(&s.task),
+        },
         esc(&s.track),
-        detail::anchor(&s.id),
+        match pages::session(index, &s.id) {
+            Some(path) => format!(
+                "Its grades: <a href=\"{}\">the session's section</a>.",
+                esc(&pages::from_page(&path))
+            ),
+            None => "Not graded.".to_owned(),
+        },
     );
     verdicts(&mut h, grades);
     summary(&mut h, &entries);

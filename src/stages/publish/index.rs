@@ -31,6 +31,9 @@ pub(crate) struct Index<'a> {
     pub(crate) quality: Figures<'a>,
     /// Tasks sorted by (instance_id, track, digest).
     pub(crate) tasks: Vec<(&'a TaskRecord, &'a str)>,
+    /// Session -> the (instance_id, track) of the task page its section is
+    /// on: its scored arm's task (any arm's where it has none).
+    pub(crate) homes: BTreeMap<&'a str, (&'a str, &'a str)>,
     /// (session, reason), sorted and deduplicated; includes grades on uncertified tasks.
     pub(crate) not_graded: Vec<(String, String)>,
     pub(crate) suspects: Vec<Suspect<'a>>,
@@ -70,6 +73,15 @@ impl<'a> Index<'a> {
                 .entry(g.0.arm)
                 .or_insert(*g);
         }
+        let homes = arms
+            .iter()
+            .filter_map(|(session, by_arm)| {
+                let g = by_arm
+                    .get(&Arm::SCORED)
+                    .or_else(|| by_arm.values().next())?;
+                Some((*session, (g.0.instance_id.as_str(), g.0.track.as_str())))
+            })
+            .collect();
         let mut groups: BTreeMap<(String, String), Vec<Graded<'a>>> = BTreeMap::new();
         let mut suspects = Vec::new();
         for (session, by_arm) in &arms {
@@ -101,6 +113,7 @@ impl<'a> Index<'a> {
             metrics: first_by(&input.metrics, |m| m.session.as_str()),
             quality: Figures::new(&input.quality),
             tasks,
+            homes,
             not_graded: not_graded.into_iter().collect(),
             suspects,
             prices: &input.prices,

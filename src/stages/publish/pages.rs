@@ -5,6 +5,13 @@
 //! and whatever else a user wrote), carries the same style and the same
 //! Content Security Policy: nothing is loaded from anywhere, not even from
 //! the release directory.
+//!
+//! A graded session's section (`detail.rs`: its verdicts, evidence, run
+//! facts and patch) is on its task's page, at an anchor named from the
+//! session id ([`session`]): report.html holds summaries whose size grows
+//! with agents and tasks, and short rows per session, never a session's
+//! evidence. A task page carries the sections of the sessions on that task
+//! (30 attempts of a few tens of KB each, at most, is about a MB).
 
 use std::fmt::Write as _;
 
@@ -12,6 +19,7 @@ use assay_engine::Digest;
 use sha2::{Digest as _, Sha256};
 
 use super::detail;
+use super::index::Index;
 use super::markup::esc;
 
 /// The one script of the report's pages, inline (the policy admits it by
@@ -98,6 +106,38 @@ pub(super) fn task(instance_id: &str, track: &str) -> String {
 pub(super) fn agent(agent: &str, model: &str) -> String {
     let id = Digest::of(format!("{agent}\n{model}").as_bytes()).to_hex();
     format!("{DIR}/agent-{}.html", &id[..16])
+}
+
+/// Where a graded session's section is, from the release directory: its
+/// task's page at the session's anchor; none for a session never graded.
+pub(super) fn session(index: &Index<'_>, session: &str) -> Option<String> {
+    let (id, track) = index.homes.get(session)?;
+    Some(format!("{}#{}", task(id, track), detail::anchor(session)))
+}
+
+/// Which file a link is written in: report.html, or a page of `pages/`.
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum At {
+    Report,
+    Page,
+}
+
+impl At {
+    /// A link to the release file `path` from here.
+    pub(super) fn href(self, path: &str) -> String {
+        match self {
+            At::Report => path.to_owned(),
+            At::Page => from_page(path),
+        }
+    }
+}
+
+/// A session's id, escaped, linked to its section where it has one.
+pub(super) fn session_link(index: &Index<'_>, session: &str, at: At) -> String {
+    match self::session(index, session) {
+        Some(path) => format!("<a href=\"{}\">{}</a>", esc(&at.href(&path)), esc(session)),
+        None => esc(session),
+    }
 }
 
 /// A link from one page of `pages/` to another release file.

@@ -542,9 +542,19 @@ fn a_transcript_page_shows_every_turn_escaped() {
     assert!(page.contains("<details class=\"out err\"><summary><strong>error</strong>"));
     assert!(page.contains("<strong>permission denied</strong>: Write"));
     assert!(page.contains("1 model steps, 1 tool calls, 1 failed, 1 denied"));
-    // Reached from the matrix cell and the session's section.
+    // Reached from the matrix cell, and on the task's page from the
+    // session's section and its rows (two arms).
     let report = String::from_utf8(files["report.html"].clone()).expect("utf8");
-    assert_eq!(report.matches(&format!("href=\"{name}\"")).count(), 2);
+    assert_eq!(report.matches(&format!("href=\"{name}\"")).count(), 1);
+    let task = String::from_utf8(files[&pages::task("t1", "basic")].clone()).expect("utf8");
+    let from_task = format!("href=\"{}\"", pages::from_page(&name));
+    assert_eq!(task.matches(&from_task).count(), 3, "{task}");
+    // And it leads back to the section.
+    assert!(page.contains(&format!(
+        "href=\"{}#{}\"",
+        pages::from_page(&pages::task("t1", "basic")),
+        detail::anchor("s1")
+    )));
     let manifest = json(&files, "manifest.json");
     assert!(manifest["files"][&name].is_string(), "{manifest:#}");
     // A session without a transcript has no page.
@@ -572,7 +582,12 @@ fn every_task_and_agent_has_a_page_linked_from_the_matrix() {
         "href=\"{}\"",
         pages::from_page(&pages::agent("beta", "model-b"))
     )));
-    assert!(page.contains("href=\"../report.html#s-"));
+    // Its sessions' sections are on it, each row linking to its own.
+    for s in ["s1", "s2", "s3", "s5"] {
+        let id = detail::anchor(s);
+        assert!(page.contains(&format!("<section class=\"session\" id=\"{id}\">")));
+        assert!(page.contains(&format!("href=\"{}#{id}\"", pages::from_page(&task))));
+    }
     assert!(report.contains(&format!("<a href=\"{task}\">t1</a>")));
     let agent = pages::agent("alpha", "model-a");
     let page = String::from_utf8(files[&agent].clone()).expect("an agent page");
@@ -816,7 +831,10 @@ fn attempts_combine_into_pass_at_1_and_pass_at_k_infrastructure_apart() {
     let html = String::from_utf8(files["report.html"].clone()).expect("utf8");
     assert!(html.contains("@2 66.7%"), "pass@2 in the leaderboard");
     assert!(
-        html.contains("<code>g6</code> on t2"),
+        html.contains(&format!(
+            "<code>{}</code> on t2",
+            section_link(("t2", "basic"), "g6")
+        )),
         "the left-out attempt listed"
     );
 }
@@ -876,37 +894,70 @@ fn run_facts_are_published_per_session_and_per_agent() {
     );
 }
 
-/// The hrefs of the matrix's cells and the ids of the session sections.
-fn links_and_anchors(html: &str) -> (Vec<String>, BTreeSet<String>) {
+/// The hrefs of the matrix's cells.
+fn cell_links(html: &str) -> Vec<String> {
     let matrix = &html[html.find("<h2>Tasks × agents").expect("a matrix")..];
     let matrix = &matrix[..matrix.find("</table>").expect("its table")];
-    let hrefs = matrix
-        .split("href=\"#")
+    matrix
+        .split("<a class=\"v ")
         .skip(1)
-        .map(|s| s[..s.find('"').expect("closed")].to_owned())
-        .collect();
-    let ids = html
-        .split("<section class=\"session\" id=\"")
-        .skip(1)
-        .map(|s| s[..s.find('"').expect("closed")].to_owned())
-        .collect();
-    (hrefs, ids)
+        .map(|s| {
+            let s = &s[s.find("href=\"").expect("a link") + 6..];
+            s[..s.find('"').expect("closed")].to_owned()
+        })
+        .collect()
+}
+
+/// A session's id linked, from report.html, to its section on the page of
+/// task (`instance_id`, track).
+fn section_link((id, track): (&str, &str), session: &str) -> String {
+    format!(
+        "<a href=\"{}#{}\">{session}</a>",
+        pages::task(id, track),
+        detail::anchor(session)
+    )
+}
+
+/// Every HTML file of a release, report.html first: where a session's
+/// section is, whichever page holds it.
+fn all_html(files: &BTreeMap<String, Vec<u8>>) -> String {
+    let mut names: Vec<&String> = files.keys().filter(|n| n.ends_with(".html")).collect();
+    names.sort_by_key(|n| *n != "report.html");
+    names
+        .into_iter()
+        .map(|n| String::from_utf8_lossy(&files[n]).into_owned())
+        .collect()
 }
 
 #[test]
-fn every_matrix_cell_links_to_its_sessions_section() {
-    let input = sample();
-    let html = String::from_utf8(publish(&input)["report.html"].clone()).expect("utf8");
-    let (hrefs, ids) = links_and_anchors(&html);
+fn every_matrix_cell_links_to_its_sessions_section_on_its_task_page() {
+    let files = publish(&sample());
+    let html = String::from_utf8(files["report.html"].clone()).expect("utf8");
+    assert!(
+        !html.contains("<section"),
+        "no session's section is on report.html"
+    );
+    let hrefs = cell_links(&html);
     // s1..s4 (alpha) and s5 (beta) are scored; s6 is on an uncertified task.
     assert_eq!(hrefs.len(), 5, "{hrefs:?}");
-    for href in &hrefs {
-        assert!(ids.contains(href), "{href} links to no section: {ids:?}");
-    }
-    // Every graded session has its section, named by its id, the one on an
-    // uncertified task too (saying it was not scored).
-    assert_eq!(ids.len(), 6);
-    let s3 = &html[html
+    let t1 = pages::task("t1", "basic");
+    assert!(
+        hrefs.contains(&format!("{t1}#{}", detail::anchor("s3"))),
+        "{hrefs:?}"
+    );
+    assert!(hrefs.contains(&format!(
+        "{}#{}",
+        pages::task("t2", "spec"),
+        detail::anchor("s4")
+    )));
+    // Each reaches a file and an id on it, as does every other link.
+    assert_eq!(links::dangling(&files), Vec::<String>::new());
+    // Every graded session has its section, on its task's page, named by
+    // its id; the one on an uncertified task too (saying it was not scored).
+    let sections = all_html(&files);
+    assert_eq!(sections.matches("<section class=\"session\"").count(), 6);
+    let page = String::from_utf8(files[&t1].clone()).expect("utf8");
+    let s3 = &page[page
         .find(&format!("id=\"{}\"", detail::anchor("s3")))
         .expect("s3")..];
     let s3 = &s3[..s3.find("</section>").expect("closed")];
@@ -918,10 +969,49 @@ fn every_matrix_cell_links_to_its_sessions_section() {
         "{s3}"
     );
     assert!(s3.contains("<code>t::b</code>"), "its failing tests: {s3}");
-    let s6 = &html[html
+    let t3 = String::from_utf8(files[&pages::task("t3", "basic")].clone()).expect("utf8");
+    let s6 = &t3[t3
         .find(&format!("id=\"{}\"", detail::anchor("s6")))
         .expect("s6")..];
     assert!(s6.contains("<strong>Not scored</strong>: task uncertified"));
+}
+
+/// A grade on a task the release does not hold still has a page, and
+/// every session a list of report.html names links to its section.
+#[test]
+fn a_grade_without_its_task_and_every_listed_session_lead_somewhere() {
+    let mut input = sample();
+    input.grades.push(on(
+        grade("s7", "beta", "model-b", "exclude", "resolved", "none"),
+        "gone",
+        "basic",
+    ));
+    input
+        .not_graded
+        .push(("s5".to_owned(), "a reason".to_owned()));
+    let files = publish(&input);
+    assert_eq!(links::dangling(&files), Vec::<String>::new());
+    let page = String::from_utf8(files[&pages::task("gone", "basic")].clone()).expect("a page");
+    assert!(page.contains("not a task of this release"), "{page}");
+    assert!(page.contains(&format!("id=\"{}\"", detail::anchor("s7"))));
+    let html = String::from_utf8(files["report.html"].clone()).expect("utf8");
+    let suspects = &html[html.find("<h2>Verifier suspects").expect("suspects")..];
+    let suspects = &suspects[..suspects.find("</table>").expect("a table")];
+    assert!(
+        suspects.contains(&section_link(("t1", "basic"), "s3")),
+        "{suspects}"
+    );
+}
+
+/// The release at a bench's shape, small (`tests_scale`'s input at 8
+/// tasks: 240 sessions, each with a transcript): no link leads nowhere,
+/// and no page holds another task's sessions.
+#[test]
+fn no_link_of_a_release_at_the_benchs_shape_leads_nowhere() {
+    let files = publish(&super::tests_scale::input(8));
+    assert_eq!(links::dangling(&files), Vec::<String>::new());
+    let page = String::from_utf8(files[&pages::task("repo-3", "basic")].clone()).expect("utf8");
+    assert_eq!(page.matches("<section class=\"session\"").count(), 30);
 }
 
 #[test]
@@ -941,7 +1031,7 @@ fn a_patch_or_log_that_closes_the_pre_cannot_open_a_script() {
         text: format!("FAILED {ATTACK}"),
     });
     s3.0.detail = ATTACK.to_owned();
-    let html = String::from_utf8(publish(&input)["report.html"].clone()).expect("utf8");
+    let html = all_html(&publish(&input));
     let html = html.replace(&pages::script_tag(), "");
     assert!(!html.contains("<script"), "a script got through");
     assert!(!html.contains(ATTACK));
@@ -959,7 +1049,7 @@ fn a_long_patch_is_cut_and_says_how_much_is_left_out() {
         "patch".to_owned(),
         format!("diff --git a/x b/x\n{long}").into_bytes(),
     );
-    let html = String::from_utf8(publish(&input)["report.html"].clone()).expect("utf8");
+    let html = all_html(&publish(&input));
     assert!(
         html.contains("+line 298</pre>"),
         "the first lines are shown"

@@ -15,7 +15,7 @@ use crate::stages::records::{RunFacts, SessionRecord};
 const AGENTS: usize = 10;
 const ATTEMPTS: usize = 3;
 
-fn input(tasks: usize) -> PublishInput {
+pub(super) fn input(tasks: usize) -> PublishInput {
     let transcript = [
         serde_json::json!({"type": "assistant", "message": {"content": [
             {"type": "text", "text": "Looking at the code."},

@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use std::io::Read as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -557,14 +557,19 @@ pub(super) struct Out {
 /// `docker ARGS`, killed past `timeout` (a `start -a` then leaves a running
 /// container, which the caller's `rm -f` removes).
 pub(super) fn docker(args: &[&str], timeout: Duration) -> Result<Out, String> {
-    let mut child = Command::new("docker")
-        .args(args)
-        .env("DOCKER_BUILDKIT", "0")
+    let mut docker = Command::new("docker");
+    docker.args(args).env("DOCKER_BUILDKIT", "0");
+    bounded(docker, timeout).map_err(|e| format!("cannot run docker: {e}"))
+}
+
+/// `command`'s output, the command killed past `timeout`.
+fn bounded(mut command: Command, timeout: Duration) -> Result<Out, String> {
+    let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot run docker: {e}"))?;
+        .map_err(|e| e.to_string())?;
     let mut stdout = child.stdout.take();
     let mut stderr = child.stderr.take();
     let out_reader = std::thread::spawn(move || {
@@ -581,19 +586,36 @@ pub(super) fn docker(args: &[&str], timeout: Duration) -> Result<Out, String> {
         }
         buf
     });
-    let deadline = Instant::now() + timeout;
-    let mut timed_out = false;
-    let status = loop {
-        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
-            break status;
+    // The call's end is waited for on a thread of its own, so it is seen at
+    // once (a poll would add its interval to every one of the several calls
+    // a reading makes); past the budget the process is killed through a
+    // pidfd opened before anything could reap it, never by a reused pid.
+    let child_pid = child.id();
+    let pidfd = rustix::process::Pid::from_raw(child_pid as i32).and_then(|pid| {
+        rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()
+    });
+    let (ended, waited) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let _ = ended.send(child.wait());
+    });
+    let (status, timed_out) = match waited.recv_timeout(timeout) {
+        Ok(status) => (status, false),
+        Err(_) => {
+            match &pidfd {
+                Some(fd) => {
+                    let _ = rustix::process::pidfd_send_signal(fd, rustix::process::Signal::KILL);
+                }
+                None => {
+                    if let Some(pid) = rustix::process::Pid::from_raw(child_pid as i32) {
+                        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                    }
+                }
+            }
+            (waited.recv().map_err(|e| e.to_string())?, true)
         }
-        if Instant::now() >= deadline {
-            timed_out = true;
-            let _ = child.kill();
-            break child.wait().map_err(|e| e.to_string())?;
-        }
-        std::thread::sleep(Duration::from_millis(50));
     };
+    let _ = waiter.join();
+    let status = status.map_err(|e| e.to_string())?;
     Ok(Out {
         ok: status.success() && !timed_out,
         timed_out,
@@ -689,6 +711,42 @@ pub(crate) fn clean(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_bounded_call_ends_when_its_process_does_and_is_killed_past_its_budget() {
+        let mut quick = Command::new("sh");
+        quick.args(["-c", "echo out; echo err >&2"]);
+        let out = bounded(quick, Duration::from_secs(30)).unwrap();
+        assert!(out.ok && !out.timed_out);
+        assert_eq!(
+            (&out.stdout[..], &out.stderr[..]),
+            (&b"out\n"[..], &b"err\n"[..])
+        );
+
+        let started = std::time::Instant::now();
+        let mut slow = Command::new("sleep");
+        slow.arg("30");
+        let out = bounded(slow, Duration::from_millis(200)).unwrap();
+        assert!(out.timed_out && !out.ok);
+        // Killed, not waited out (a generous bound: the machine may be busy).
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{:?}",
+            started.elapsed()
+        );
+
+        let mut failing = Command::new("sh");
+        failing.args(["-c", "exit 3"]);
+        let out = bounded(failing, Duration::from_secs(30)).unwrap();
+        assert!(!out.ok && !out.timed_out);
+        assert!(
+            bounded(
+                Command::new("/nonexistent/assay-test"),
+                Duration::from_secs(1)
+            )
+            .is_err()
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -13,12 +13,18 @@ use serde::Serialize;
 
 use super::node::{Kind, Made, NodeKind};
 use super::records::{Skip, TreeRecord, TriageRecord};
+use super::rules::rebuild::{self, RebuildRule};
 use super::rules::staging;
 pub(crate) use super::rules::staging::State;
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct TreeParams {
     pub(crate) state: State,
+    /// `[env] rebuild`: the rules a tree may need. Left out of the key when
+    /// none (the keys stay what they were); editing one recomposes the
+    /// trees, and only those whose record changes rerun what reads them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) rebuild: Vec<RebuildRule>,
 }
 
 super::node::inputs! {
@@ -45,7 +51,7 @@ impl Kind for Tree {
     async fn run(self: Arc<Self>, i: TreeInputs, ctx: JobCtx) -> Result<Made<TreeRecord>, String> {
         let triage = i.triage.record;
         tokio::task::spawn_blocking(move || {
-            compose(self.params.state, &triage, &self.store_dir, &ctx).map(Made::record)
+            compose(&self.params, &triage, &self.store_dir, &ctx).map(Made::record)
         })
         .await
         .map_err(|e| format!("tree task: {e}"))?
@@ -53,7 +59,7 @@ impl Kind for Tree {
 }
 
 fn compose(
-    state: State,
+    params: &TreeParams,
     triage: &TriageRecord,
     store_dir: &std::path::Path,
     ctx: &JobCtx,
@@ -62,6 +68,7 @@ fn compose(
         return Ok(staging::skipped(Skip::Declined(triage.decision)));
     }
     let store = TreeStore::open_or_init(store_dir).map_err(|e| e.to_string())?;
+    let state = params.state;
     let mut steps = Vec::new();
     for (step, digest) in state.patches(triage) {
         let d: Digest = digest.parse()?;
@@ -69,6 +76,7 @@ fn compose(
     }
     Ok(match store.compose(&triage.base, &steps) {
         Ok(tree) => TreeRecord {
+            rebuild: rebuilds(&store, &triage.base, &tree, &params.rebuild)?,
             tree: Some(tree),
             skipped: None,
             hidden: Vec::new(),
@@ -77,4 +85,32 @@ fn compose(
         },
         Err(e) => state.unstaged(&e),
     })
+}
+
+/// The rules of `rules` that `tree` needs: those matching a path in which
+/// it differs from the tree of `base` (a commit), as the store holds both.
+pub(crate) fn rebuilds(
+    store: &TreeStore,
+    base: &str,
+    tree: &str,
+    rules: &[RebuildRule],
+) -> Result<Vec<RebuildRule>, String> {
+    if rules.is_empty() {
+        return Ok(Vec::new());
+    }
+    let err = |e: assay_git::GitError| format!("the paths the tree changes: {e}");
+    let base_tree = store.tree_of(base).map_err(err)?;
+    let (before, after) = (
+        store.entries(&base_tree).map_err(err)?,
+        store.entries(tree).map_err(err)?,
+    );
+    let changed = rebuild::changed_paths(
+        before
+            .iter()
+            .map(|e| (e.path.as_str(), e.mode, e.id.as_str())),
+        after
+            .iter()
+            .map(|e| (e.path.as_str(), e.mode, e.id.as_str())),
+    );
+    Ok(rebuild::matching(rules, &changed))
 }

@@ -94,16 +94,7 @@ fn project() -> Project {
             session.to_string(),
         );
     }
-    let made = Command::new(example.join("make-repo.sh"))
-        .arg(project.path().join("repo"))
-        .output()
-        .unwrap();
-    assert!(made.status.success(), "make-repo.sh: {made:?}");
-    assert_eq!(
-        String::from_utf8_lossy(&made.stdout).trim(),
-        PINNED,
-        "the README's pinned main commit"
-    );
+    util::example::make_repo(&project, example, PINNED);
     project
 }
 

@@ -240,13 +240,13 @@ fn a_workspace_package_is_rebuilt_before_the_tests_that_read_its_build() {
     }
 }
 
-/// Without the rule the gold tree reads core's stale build: the task is
-/// not certified, and says why.
+/// Without rules (`rebuild = []`: none, not even detected) the gold tree
+/// reads core's stale build: the task is not certified, and says why.
 #[test]
-fn without_the_rebuild_rule_the_fix_in_core_does_not_certify() {
+fn without_rebuild_rules_the_fix_in_core_does_not_certify() {
     let p = project();
     let pipeline = std::fs::read_to_string(p.path().join("pipeline.toml")).unwrap();
-    p.write("pipeline.toml", pipeline.replace(RULE, ""));
+    p.write("pipeline.toml", pipeline.replace(RULE, "rebuild = []"));
     let b = p.build_json(&[]);
     assert_eq!(b.run.code, 0, "{}", b.run.stderr);
     let tasks = util::example::released_tasks(&p);
@@ -259,6 +259,39 @@ fn without_the_rebuild_rule_the_fix_in_core_does_not_certify() {
         "{t:#}"
     );
     assert_eq!(tasks["jsws-2"]["certified"], true, "{:#}", tasks["jsws-2"]);
+}
+
+/// With no `rebuild` written, the node preset reads the rules from the
+/// base commit's workspace manifest: core's `scripts.build`, run in its
+/// directory, for any change under core.
+#[test]
+fn the_node_preset_reads_the_rules_from_the_workspace_manifest() {
+    let p = project();
+    let pipeline = std::fs::read_to_string(p.path().join("pipeline.toml")).unwrap();
+    p.write("pipeline.toml", pipeline.replace(RULE, ""));
+    let b = p.build_json(&[]);
+    assert_eq!(b.run.code, 0, "{}", b.run.stderr);
+    let tasks = util::example::released_tasks(&p);
+    assert_eq!(tasks["jsws-1"]["certified"], true, "{:#}", tasks["jsws-1"]);
+    let gold = p.output_record("run:jsws-1:gold:r0");
+    assert_eq!(
+        gold["rebuild"][0]["command"],
+        "cd packages/core && PATH=\"$ASSAY_ENV/node_modules/.bin:$PATH\" sh -c 'tsc -p .'",
+        "{gold:#}"
+    );
+    assert_eq!(strs(&gold["rebuild"][0]["paths"]), ["packages/core/**"]);
+    let results = util::example::released_results(&p);
+    for (session, verdict) in [
+        ("alpha/jsws-1.json", "resolved"),
+        ("beta/jsws-1.json", "unresolved"),
+        ("gamma/jsws-1.json", "unresolved"),
+        ("notes/jsws-2.json", "resolved"),
+    ] {
+        let row = &results[&(session.to_owned(), "exclude".to_owned())];
+        assert_eq!(row["verdict"], verdict, "{session}: {row:#?}");
+    }
+    let stage = p.output_record("stage:notes/jsws-2.json:exclude");
+    assert!(stage["rebuild"].is_null(), "{stage:#}");
 }
 
 /// A rule whose glob does not parse, or whose command is empty, is a

@@ -10,7 +10,7 @@ use toml::Spanned;
 
 use super::file::{CanaryTemplate, EnvConfig, PipelineFile};
 use super::{ConfigError, Pipeline};
-use crate::stages::RebuildRule;
+use crate::stages::{RebuildRule, RebuildSpec};
 
 /// Seconds before a run's whole process group is killed, unless written.
 const DEFAULT_TIMEOUT_S: u64 = 300;
@@ -29,8 +29,9 @@ pub(crate) struct EnvSpec {
     /// the report's terms (`rules::touched`).
     pub(crate) touched_command: Option<String>,
     /// `rebuild`, checked: the workspace packages a run rebuilds before its
-    /// tests when its tree changes them (`rules::rebuild`).
-    pub(crate) rebuild: Vec<RebuildRule>,
+    /// tests when its tree changes them (`rules::rebuild`); detected from
+    /// the workspace manifest under the node preset when not written.
+    pub(crate) rebuild: RebuildSpec,
     /// The table as written: its commands, key files, and the keys of its
     /// confinement and executor.
     pub(crate) written: EnvConfig,
@@ -101,8 +102,15 @@ fn env(
             },
         ));
     }
-    let mut rebuild = Vec::new();
-    for rule in &cfg.rebuild {
+    let mut rebuild = RebuildSpec {
+        rules: Vec::new(),
+        detect: cfg.rebuild.is_none()
+            && cfg
+                .preset
+                .as_ref()
+                .is_some_and(|p| p.get_ref() == crate::pipeline::preset::NODE_NAME),
+    };
+    for rule in cfg.rebuild.iter().flatten() {
         let (paths, command) = (rule.get_ref().paths.to_vec(), &rule.get_ref().command);
         if let Some(why) = crate::stages::rebuild_problem(&paths, command) {
             return Err(pipeline.error_at(
@@ -112,7 +120,7 @@ fn env(
                 "e.g. rebuild = [{ paths = \"packages/core/**\", command = \"tsc -p packages/core\" }]: globs over repo-relative paths, one line of sh run at the tree's root (docs/pipeline.md)",
             ));
         }
-        rebuild.push(RebuildRule {
+        rebuild.rules.push(RebuildRule {
             paths,
             command: command.clone(),
         });

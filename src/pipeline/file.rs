@@ -320,9 +320,9 @@ pub(crate) struct EnvConfig {
     pub(crate) warm: Option<Spanned<std::collections::BTreeMap<String, String>>>,
     /// Workspace packages rebuilt before the tests when a run's tree
     /// changes them: `[{ paths = "packages/core/**", command = "tsc -p
-    /// packages/core" }]` (docs/pipeline.md, docs/languages.md).
-    #[serde(default)]
-    pub(crate) rebuild: Vec<Spanned<RebuildConfig>>,
+    /// packages/core" }]` (docs/pipeline.md, docs/languages.md). Absent
+    /// under the node preset: read from the workspace manifest.
+    pub(crate) rebuild: Option<Vec<Spanned<RebuildConfig>>>,
 }
 
 /// One `[env] rebuild` rule as written: `paths`, one glob or a list, over

@@ -39,8 +39,8 @@ pub(crate) struct StageParams {
     /// A larger session patch is refused before anything is staged.
     pub(crate) caps: PatchCaps,
     /// `[env] rebuild`, as the `tree` node keys it.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub(crate) rebuild: Vec<super::rules::rebuild::RebuildRule>,
+    #[serde(skip_serializing_if = "super::rules::rebuild::RebuildSpec::is_unset")]
+    pub(crate) rebuild: super::rules::rebuild::RebuildSpec,
 }
 
 super::node::inputs! {
@@ -261,7 +261,7 @@ mod tests {
             policy: Policy::None,
             test_globs: vec!["tests/**".into()],
             caps: PatchCaps::default(),
-            rebuild: Vec::new(),
+            rebuild: Default::default(),
         };
         let task = TaskRecord {
             base_commit: base.clone(),

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use super::node::{Kind, Made, NodeKind};
 use super::records::{Skip, TreeRecord, TriageRecord};
-use super::rules::rebuild::{self, RebuildRule};
+use super::rules::rebuild::{self, RebuildRule, RebuildSpec};
 use super::rules::staging;
 pub(crate) use super::rules::staging::State;
 
@@ -23,8 +23,8 @@ pub(crate) struct TreeParams {
     /// `[env] rebuild`: the rules a tree may need. Left out of the key when
     /// none (the keys stay what they were); editing one recomposes the
     /// trees, and only those whose record changes rerun what reads them.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub(crate) rebuild: Vec<RebuildRule>,
+    #[serde(skip_serializing_if = "RebuildSpec::is_unset")]
+    pub(crate) rebuild: RebuildSpec,
 }
 
 super::node::inputs! {
@@ -87,15 +87,17 @@ fn compose(
     })
 }
 
-/// The rules of `rules` that `tree` needs: those matching a path in which
+/// The rules of `spec` that `tree` needs: those matching a path in which
 /// it differs from the tree of `base` (a commit), as the store holds both.
+/// Detected rules are read from the base tree's manifests, which no patch
+/// can change.
 pub(crate) fn rebuilds(
     store: &TreeStore,
     base: &str,
     tree: &str,
-    rules: &[RebuildRule],
+    spec: &RebuildSpec,
 ) -> Result<Vec<RebuildRule>, String> {
-    if rules.is_empty() {
+    if spec.is_unset() {
         return Ok(Vec::new());
     }
     let err = |e: assay_git::GitError| format!("the paths the tree changes: {e}");
@@ -105,12 +107,41 @@ pub(crate) fn rebuilds(
         store.entries(tree).map_err(err)?,
     );
     let changed = rebuild::changed_paths(
-        before
-            .iter()
-            .map(|e| (e.path.as_str(), e.mode, e.id.as_str())),
-        after
-            .iter()
-            .map(|e| (e.path.as_str(), e.mode, e.id.as_str())),
+        before.iter().map(|e| (e.path.as_str(), e.mode, e.id.as_str())),
+        after.iter().map(|e| (e.path.as_str(), e.mode, e.id.as_str())),
     );
-    Ok(rebuild::matching(rules, &changed))
+    let rules = if spec.detect {
+        detected(store, &before).map_err(err)?
+    } else {
+        spec.rules.clone()
+    };
+    Ok(rebuild::matching(&rules, &changed))
+}
+
+/// The rules of the workspace manifests among `entries` (a base tree's):
+/// the root `package.json` and every other one outside `node_modules`, of
+/// at most 1 MiB each.
+fn detected(
+    store: &TreeStore,
+    entries: &[assay_git::TreeEntry],
+) -> Result<Vec<RebuildRule>, assay_git::GitError> {
+    const MANIFEST_MAX: usize = 1 << 20;
+    let Some(root) = entries.iter().find(|e| e.path == "package.json") else {
+        return Ok(Vec::new());
+    };
+    let root = store.read_blob(&root.id)?;
+    let mut packages = Vec::new();
+    for e in entries {
+        let Some(dir) = e.path.strip_suffix("/package.json") else {
+            continue;
+        };
+        if e.mode == 0o120000 || dir.split('/').any(|c| c == "node_modules") {
+            continue;
+        }
+        let bytes = store.read_blob(&e.id)?;
+        if bytes.len() <= MANIFEST_MAX {
+            packages.push((dir.to_owned(), bytes));
+        }
+    }
+    Ok(rebuild::detect(&root, &packages))
 }

@@ -27,7 +27,7 @@ pub(crate) struct EnvSettings<'a> {
     /// `[env] export`, on an executor whose environments are artifacts.
     pub(crate) export: bool,
     /// `[env] rebuild`, checked at load.
-    pub(crate) rebuild: &'a [crate::stages::RebuildRule],
+    pub(crate) rebuild: &'a crate::stages::RebuildSpec,
 }
 
 impl EnvSettings<'_> {

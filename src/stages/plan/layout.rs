@@ -307,7 +307,7 @@ fn screening_nodes(out: &mut Vec<NodeSpec>, s: &Screening<'_>) -> String {
             Tree {
                 params: TreeParams {
                     state,
-                    rebuild: s.env.rebuild.to_vec(),
+                    rebuild: s.env.rebuild.clone(),
                 },
                 store_dir: s.store_dir.to_owned(),
             },

@@ -43,6 +43,22 @@ impl RebuildRule {
     }
 }
 
+/// An environment's rules: written, or (`detect`, the node preset with no
+/// `rebuild` written) read from each tree's base workspace manifest
+/// ([`detect`]). Keyed by the nodes that compose trees; left out of their
+/// keys when unset.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct RebuildSpec {
+    pub(crate) rules: Vec<RebuildRule>,
+    pub(crate) detect: bool,
+}
+
+impl RebuildSpec {
+    pub(crate) fn is_unset(&self) -> bool {
+        self.rules.is_empty() && !self.detect
+    }
+}
+
 /// Why a rule cannot be used, if it cannot (checked once, at load).
 pub(crate) fn problem(paths: &[String], command: &str) -> Option<String> {
     if paths.is_empty() {
@@ -94,6 +110,104 @@ pub(crate) fn matching(rules: &[RebuildRule], changed: &[String]) -> Vec<Rebuild
         })
         .cloned()
         .collect()
+}
+
+/// The rules of a JavaScript workspace, read from its manifests: the root
+/// `package.json` (`root`) names its members (`workspaces`, a list of
+/// globs or yarn's `{ packages = [...] }`), and each member directory of
+/// `packages` (directory, its `package.json`) whose manifest has a
+/// `scripts.build` gets a rule: that script, run in its directory with the
+/// environment's `node_modules/.bin` first on `PATH` (as `npm run build`
+/// runs it, without npm's pre/post scripts), when a path of the member or
+/// of a member it depends on (transitively, by name, in any dependency
+/// list) changes. Rules come in dependency order (a member after those it
+/// depends on), then by directory. No `workspaces`, no rules.
+pub(crate) fn detect(root: &[u8], packages: &[(String, Vec<u8>)]) -> Vec<RebuildRule> {
+    use std::collections::{BTreeMap, BTreeSet};
+    let Ok(root) = serde_json::from_slice::<serde_json::Value>(root) else {
+        return Vec::new();
+    };
+    let patterns = match &root["workspaces"] {
+        serde_json::Value::Array(a) => a.clone(),
+        serde_json::Value::Object(o) => o
+            .get("packages")
+            .and_then(|p| p.as_array())
+            .cloned()
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    let globs: Vec<String> = patterns
+        .iter()
+        .filter_map(|p| p.as_str())
+        .filter(|p| !p.starts_with('!'))
+        .map(|p| p.trim_start_matches("./").trim_end_matches('/').to_owned())
+        .collect();
+    let Ok(members) = super::policy::globset(&globs) else {
+        return Vec::new();
+    };
+    // name -> (directory, build script, names it depends on)
+    let mut by_name: BTreeMap<String, (String, Option<String>, BTreeSet<String>)> =
+        BTreeMap::new();
+    for (dir, manifest) in packages {
+        let Ok(m) = serde_json::from_slice::<serde_json::Value>(manifest) else {
+            continue;
+        };
+        let Some(name) = m["name"].as_str() else {
+            continue;
+        };
+        if !members.is_match(dir) {
+            continue;
+        }
+        let build = m["scripts"]["build"]
+            .as_str()
+            .filter(|b| !b.trim().is_empty() && !b.contains(['\n', '\r']))
+            .map(str::to_owned);
+        let deps = [
+            "dependencies",
+            "devDependencies",
+            "peerDependencies",
+            "optionalDependencies",
+        ]
+        .iter()
+        .filter_map(|k| m[*k].as_object())
+        .flat_map(|o| o.keys().cloned())
+        .collect();
+        by_name.insert(name.to_owned(), (dir.clone(), build, deps));
+    }
+    let closure = |name: &str| -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![name.to_owned()];
+        while let Some(n) = todo.pop() {
+            if let Some((_, _, deps)) = by_name.get(&n) {
+                for d in deps {
+                    if by_name.contains_key(d) && d != name && seen.insert(d.clone()) {
+                        todo.push(d.clone());
+                    }
+                }
+            }
+        }
+        seen
+    };
+    let mut rules: Vec<(usize, String, RebuildRule)> = by_name
+        .iter()
+        .filter_map(|(name, (dir, build, _))| {
+            let build = build.as_ref()?;
+            let deps = closure(name);
+            let mut paths: Vec<String> = std::iter::once(dir.clone())
+                .chain(deps.iter().map(|d| by_name[d].0.clone()))
+                .map(|d| format!("{d}/**"))
+                .collect();
+            paths.sort();
+            let command = format!(
+                "cd {} && PATH=\"$ASSAY_ENV/node_modules/.bin:$PATH\" sh -c {}",
+                shell::word(dir),
+                shell::quote(build)
+            );
+            Some((deps.len(), dir.clone(), RebuildRule { paths, command }))
+        })
+        .collect();
+    rules.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+    rules.into_iter().map(|(_, _, r)| r).collect()
 }
 
 /// What starts a marker line of the prelude's.
@@ -324,6 +438,47 @@ mod tests {
         assert_eq!(b.unit, "rebuild `echo 'it''s broken' >&2; exit 3` (b/**)");
         assert_eq!(b.message, "exited with 3\nits broken");
         assert!(b.stopped_run);
+    }
+
+    #[test]
+    fn a_workspace_manifest_gives_a_rule_per_member_that_builds_in_dependency_order() {
+        let root = br#"{ "workspaces": ["packages/*", "!packages/skip"] }"#;
+        let pkg = |dir: &str, json: &str| (dir.to_owned(), json.as_bytes().to_vec());
+        let packages = [
+            pkg(
+                "packages/app",
+                r#"{ "name": "app", "scripts": { "build": "tsc -b" }, "dependencies": { "@w/ui": "*", "left-pad": "1" } }"#,
+            ),
+            pkg(
+                "packages/core",
+                r#"{ "name": "@w/core", "scripts": { "build": "tsc -p ." } }"#,
+            ),
+            pkg(
+                "packages/ui",
+                r#"{ "name": "@w/ui", "devDependencies": { "@w/core": "*" } }"#,
+            ),
+            pkg("packages/docs", r#"{ "name": "docs", "scripts": { "test": "x" } }"#),
+            pkg("tools/gen", r#"{ "name": "gen", "scripts": { "build": "make" } }"#),
+            pkg("packages/broken", "{ not json"),
+        ];
+        let rules = detect(root, &packages);
+        assert_eq!(
+            rules,
+            [
+                rule(
+                    &["packages/core/**"],
+                    "cd packages/core && PATH=\"$ASSAY_ENV/node_modules/.bin:$PATH\" sh -c 'tsc -p .'"
+                ),
+                rule(
+                    &["packages/app/**", "packages/core/**", "packages/ui/**"],
+                    "cd packages/app && PATH=\"$ASSAY_ENV/node_modules/.bin:$PATH\" sh -c 'tsc -b'"
+                ),
+            ]
+        );
+        let yarn = br#"{ "workspaces": { "packages": ["packages/core"] } }"#;
+        assert_eq!(detect(yarn, &packages).len(), 1);
+        assert!(detect(b"{}", &packages).is_empty());
+        assert!(detect(b"junk", &packages).is_empty());
     }
 
     /// A forged marker can say a rebuild failed, never that it succeeded;

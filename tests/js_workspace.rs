@@ -261,6 +261,40 @@ fn without_rebuild_rules_the_fix_in_core_does_not_certify() {
     assert_eq!(tasks["jsws-2"]["certified"], true, "{:#}", tasks["jsws-2"]);
 }
 
+/// A rebuild that fails in the gold tree fails the gold control: the task
+/// is not certified, and its reason names the rule (the harness's
+/// recipe, never an agent's fault: no session of it is graded).
+#[test]
+fn a_rebuild_failing_at_gold_leaves_the_task_uncertified_naming_the_rule() {
+    let p = project();
+    let pipeline = std::fs::read_to_string(p.path().join("pipeline.toml")).unwrap();
+    p.write(
+        "pipeline.toml",
+        pipeline.replace("tsc -p packages/core\"", "tsc -p packages/core && exit 4\""),
+    );
+    let b = p.build_json(&[]);
+    assert_eq!(b.run.code, 0, "{}", b.run.stderr);
+    let tasks = util::example::released_tasks(&p);
+    let t = &tasks["jsws-1"];
+    assert_eq!(t["certified"], false, "{t:#}");
+    assert!(
+        t["uncertified_because"].to_string().contains(
+            "with the gold patch rebuild `tsc -p packages/core && exit 4` (packages/core/**) does not build: exited with 4"
+        ),
+        "{t:#}"
+    );
+    // jsws-2 changes nothing of core: certified, its sessions graded.
+    assert_eq!(tasks["jsws-2"]["certified"], true, "{:#}", tasks["jsws-2"]);
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(p.path().join("release/summary.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(
+        summary["not_graded"].to_string().contains("jsws-1"),
+        "{summary:#}"
+    );
+}
+
 /// With no `rebuild` written, the node preset reads the rules from the
 /// base commit's workspace manifest: core's `scripts.build`, run in its
 /// directory, for any change under core.

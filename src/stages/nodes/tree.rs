@@ -102,19 +102,24 @@ pub(crate) fn rebuilds(
     }
     let err = |e: assay_git::GitError| format!("the paths the tree changes: {e}");
     let base_tree = store.tree_of(base).map_err(err)?;
-    let (before, after) = (
-        store.entries(&base_tree).map_err(err)?,
-        store.entries(tree).map_err(err)?,
-    );
-    let changed = rebuild::changed_paths(
-        before.iter().map(|e| (e.path.as_str(), e.mode, e.id.as_str())),
-        after.iter().map(|e| (e.path.as_str(), e.mode, e.id.as_str())),
-    );
+    let before = store.entries(&base_tree).map_err(err)?;
     let rules = if spec.detect {
         detected(store, &before).map_err(err)?
     } else {
         spec.rules.clone()
     };
+    if rules.is_empty() {
+        return Ok(Vec::new());
+    }
+    let after = store.entries(tree).map_err(err)?;
+    let changed = rebuild::changed_paths(
+        before
+            .iter()
+            .map(|e| (e.path.as_str(), e.mode, e.id.as_str())),
+        after
+            .iter()
+            .map(|e| (e.path.as_str(), e.mode, e.id.as_str())),
+    );
     Ok(rebuild::matching(&rules, &changed))
 }
 
@@ -130,6 +135,11 @@ fn detected(
         return Ok(Vec::new());
     };
     let root = store.read_blob(&root.id)?;
+    let names_members = serde_json::from_slice::<serde_json::Value>(&root)
+        .is_ok_and(|m| m.get("workspaces").is_some());
+    if !names_members {
+        return Ok(Vec::new());
+    }
     let mut packages = Vec::new();
     for e in entries {
         let Some(dir) = e.path.strip_suffix("/package.json") else {

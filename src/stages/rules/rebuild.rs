@@ -146,8 +146,7 @@ pub(crate) fn detect(root: &[u8], packages: &[(String, Vec<u8>)]) -> Vec<Rebuild
         return Vec::new();
     };
     // name -> (directory, build script, names it depends on)
-    let mut by_name: BTreeMap<String, (String, Option<String>, BTreeSet<String>)> =
-        BTreeMap::new();
+    let mut by_name: BTreeMap<String, (String, Option<String>, BTreeSet<String>)> = BTreeMap::new();
     for (dir, manifest) in packages {
         let Ok(m) = serde_json::from_slice::<serde_json::Value>(manifest) else {
             continue;
@@ -457,8 +456,14 @@ mod tests {
                 "packages/ui",
                 r#"{ "name": "@w/ui", "devDependencies": { "@w/core": "*" } }"#,
             ),
-            pkg("packages/docs", r#"{ "name": "docs", "scripts": { "test": "x" } }"#),
-            pkg("tools/gen", r#"{ "name": "gen", "scripts": { "build": "make" } }"#),
+            pkg(
+                "packages/docs",
+                r#"{ "name": "docs", "scripts": { "test": "x" } }"#,
+            ),
+            pkg(
+                "tools/gen",
+                r#"{ "name": "gen", "scripts": { "build": "make" } }"#,
+            ),
             pkg("packages/broken", "{ not json"),
         ];
         let rules = detect(root, &packages);

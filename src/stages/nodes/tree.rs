@@ -124,20 +124,25 @@ pub(crate) fn rebuilds(
 }
 
 /// The rules of the workspace manifests among `entries` (a base tree's):
-/// the root `package.json` and every other one outside `node_modules`, of
-/// at most 1 MiB each.
+/// the members `pnpm-workspace.yaml` names, else those of the root
+/// `package.json`, and every `package.json` outside `node_modules`, of at
+/// most 1 MiB each.
 fn detected(
     store: &TreeStore,
     entries: &[assay_git::TreeEntry],
 ) -> Result<Vec<RebuildRule>, assay_git::GitError> {
     const MANIFEST_MAX: usize = 1 << 20;
-    let Some(root) = entries.iter().find(|e| e.path == "package.json") else {
-        return Ok(Vec::new());
+    let root = |name: &str| {
+        entries
+            .iter()
+            .find(|e| e.path == name && e.mode != 0o120000)
     };
-    let root = store.read_blob(&root.id)?;
-    let names_members = serde_json::from_slice::<serde_json::Value>(&root)
-        .is_ok_and(|m| m.get("workspaces").is_some());
-    if !names_members {
+    let globs = match (root("pnpm-workspace.yaml"), root("package.json")) {
+        (Some(pnpm), _) => rebuild::pnpm_members(&store.read_blob(&pnpm.id)?),
+        (None, Some(npm)) => rebuild::npm_members(&store.read_blob(&npm.id)?),
+        (None, None) => Vec::new(),
+    };
+    if globs.is_empty() {
         return Ok(Vec::new());
     }
     let mut packages = Vec::new();
@@ -153,5 +158,5 @@ fn detected(
             packages.push((dir.to_owned(), bytes));
         }
     }
-    Ok(rebuild::detect(&root, &packages))
+    Ok(rebuild::detect(&globs, &packages))
 }

@@ -112,22 +112,14 @@ pub(crate) fn matching(rules: &[RebuildRule], changed: &[String]) -> Vec<Rebuild
         .collect()
 }
 
-/// The rules of a JavaScript workspace, read from its manifests: the root
-/// `package.json` (`root`) names its members (`workspaces`, a list of
-/// globs or yarn's `{ packages = [...] }`), and each member directory of
-/// `packages` (directory, its `package.json`) whose manifest has a
-/// `scripts.build` gets a rule: that script, run in its directory with the
-/// environment's `node_modules/.bin` first on `PATH` (as `npm run build`
-/// runs it, without npm's pre/post scripts), when a path of the member or
-/// of a member it depends on (transitively, by name, in any dependency
-/// list) changes. Rules come in dependency order (a member after those it
-/// depends on), then by directory. No `workspaces`, no rules.
-pub(crate) fn detect(root: &[u8], packages: &[(String, Vec<u8>)]) -> Vec<RebuildRule> {
-    use std::collections::{BTreeMap, BTreeSet};
+/// The member globs of an npm or yarn workspace: the root `package.json`'s
+/// `workspaces`, a list or yarn's `{ "packages": [...] }`. `!` patterns
+/// are left out.
+pub(crate) fn npm_members(root: &[u8]) -> Vec<String> {
     let Ok(root) = serde_json::from_slice::<serde_json::Value>(root) else {
         return Vec::new();
     };
-    let patterns = match &root["workspaces"] {
+    let listed = match &root["workspaces"] {
         serde_json::Value::Array(a) => a.clone(),
         serde_json::Value::Object(o) => o
             .get("packages")
@@ -136,13 +128,62 @@ pub(crate) fn detect(root: &[u8], packages: &[(String, Vec<u8>)]) -> Vec<Rebuild
             .unwrap_or_default(),
         _ => Vec::new(),
     };
-    let globs: Vec<String> = patterns
-        .iter()
-        .filter_map(|p| p.as_str())
-        .filter(|p| !p.starts_with('!'))
+    member_globs(listed.iter().filter_map(|p| p.as_str()))
+}
+
+/// The member globs of a pnpm workspace: `pnpm-workspace.yaml`'s top-level
+/// `packages`, as a block list (`- 'packages/*'`) or a flow list
+/// (`['a/*', 'b']`). Only that key is read; `!` patterns are left out.
+pub(crate) fn pnpm_members(yaml: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(yaml);
+    let unquote = |w: &str| w.trim().trim_matches(|c| c == '\'' || c == '"').to_owned();
+    let uncomment = |l: &str| l.split(" #").next().unwrap_or(l).trim_end().to_owned();
+    let mut listed = Vec::new();
+    let mut inside = false;
+    for line in text.lines().map(uncomment) {
+        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+            continue;
+        }
+        if !line.starts_with([' ', '\t', '-']) {
+            inside = false;
+            if let Some(rest) = line.strip_prefix("packages:") {
+                let rest = rest.trim();
+                match rest.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
+                    Some(flow) => listed.extend(flow.split(',').map(unquote)),
+                    None => inside = rest.is_empty(),
+                }
+            }
+            continue;
+        }
+        if inside && let Some(item) = line.trim_start().strip_prefix('-') {
+            listed.push(unquote(item));
+        }
+    }
+    member_globs(listed.iter().map(String::as_str))
+}
+
+fn member_globs<'a>(listed: impl Iterator<Item = &'a str>) -> Vec<String> {
+    listed
+        .filter(|p| !p.is_empty() && !p.starts_with('!'))
         .map(|p| p.trim_start_matches("./").trim_end_matches('/').to_owned())
-        .collect();
-    let Ok(members) = super::policy::globset(&globs) else {
+        .collect()
+}
+
+/// The rules of a JavaScript workspace whose members are the directories
+/// matching `globs` ([`npm_members`], [`pnpm_members`]): each member of
+/// `packages` (directory, its `package.json`) whose manifest has a
+/// `scripts.build` gets a rule: that script, run in its directory with the
+/// environment's `node_modules/.bin` first on `PATH` (as `npm run build`
+/// runs it, without npm's pre/post scripts), when a path of the member or
+/// of a member it depends on (transitively, by name, in any dependency
+/// list) changes. Rules come in dependency order (a member after those it
+/// depends on), then by directory. No globs, no rules.
+pub(crate) fn detect(globs: &[String], packages: &[(String, Vec<u8>)]) -> Vec<RebuildRule> {
+    use std::collections::{BTreeMap, BTreeSet};
+    if globs.is_empty() {
+        return Vec::new();
+    }
+    let Ok(members) = super::policy::globset(globs) else {
         return Vec::new();
     };
     // name -> (directory, build script, names it depends on)
@@ -441,7 +482,8 @@ mod tests {
 
     #[test]
     fn a_workspace_manifest_gives_a_rule_per_member_that_builds_in_dependency_order() {
-        let root = br#"{ "workspaces": ["packages/*", "!packages/skip"] }"#;
+        let root = npm_members(br#"{ "workspaces": ["packages/*", "!packages/skip"] }"#);
+        assert_eq!(root, ["packages/*"]);
         let pkg = |dir: &str, json: &str| (dir.to_owned(), json.as_bytes().to_vec());
         let packages = [
             pkg(
@@ -466,7 +508,7 @@ mod tests {
             ),
             pkg("packages/broken", "{ not json"),
         ];
-        let rules = detect(root, &packages);
+        let rules = detect(&root, &packages);
         assert_eq!(
             rules,
             [
@@ -480,10 +522,25 @@ mod tests {
                 ),
             ]
         );
-        let yarn = br#"{ "workspaces": { "packages": ["packages/core"] } }"#;
-        assert_eq!(detect(yarn, &packages).len(), 1);
-        assert!(detect(b"{}", &packages).is_empty());
-        assert!(detect(b"junk", &packages).is_empty());
+        let yarn = npm_members(br#"{ "workspaces": { "packages": ["./packages/core/"] } }"#);
+        assert_eq!(yarn, ["packages/core"]);
+        assert_eq!(detect(&yarn, &packages).len(), 1);
+        assert!(npm_members(b"{}").is_empty());
+        assert!(npm_members(b"junk").is_empty());
+        assert!(detect(&[], &packages).is_empty());
+    }
+
+    /// pnpm's manifest, as pnpm's documentation writes it: a block list
+    /// with quotes, a comment, negation; and the flow form.
+    #[test]
+    fn a_pnpm_workspace_manifest_names_its_members() {
+        let block = b"packages:\n  # all packages in direct subdirs of packages/\n  - 'packages/*'\n  - \"components/**\" # nested\n  - '!**/test/**'\ncatalog:\n  react: ^18.2.0\n";
+        assert_eq!(pnpm_members(block), ["packages/*", "components/**"]);
+        assert_eq!(
+            pnpm_members(b"packages: ['apps/*', \"libs/*\"]\n"),
+            ["apps/*", "libs/*"]
+        );
+        assert!(pnpm_members(b"catalog:\n  - 'packages/*'\n").is_empty());
     }
 
     /// A forged marker can say a rebuild failed, never that it succeeded;

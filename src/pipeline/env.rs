@@ -10,6 +10,7 @@ use toml::Spanned;
 
 use super::file::{CanaryTemplate, EnvConfig, PipelineFile};
 use super::{ConfigError, Pipeline};
+use crate::stages::{RebuildRule, RebuildSpec};
 
 /// Seconds before a run's whole process group is killed, unless written.
 const DEFAULT_TIMEOUT_S: u64 = 300;
@@ -27,6 +28,10 @@ pub(crate) struct EnvSpec {
     /// `touched_command`, checked: it selects the touched test files in
     /// the report's terms (`rules::touched`).
     pub(crate) touched_command: Option<String>,
+    /// `rebuild`, checked: the workspace packages a run rebuilds before its
+    /// tests when its tree changes them (`rules::rebuild`); detected from
+    /// the workspace manifest under the node preset when not written.
+    pub(crate) rebuild: RebuildSpec,
     /// The table as written: its commands, key files, and the keys of its
     /// confinement and executor.
     pub(crate) written: EnvConfig,
@@ -97,8 +102,32 @@ fn env(
             },
         ));
     }
+    let mut rebuild = RebuildSpec {
+        rules: Vec::new(),
+        detect: cfg.rebuild.is_none()
+            && cfg
+                .preset
+                .as_ref()
+                .is_some_and(|p| p.get_ref() == crate::pipeline::preset::NODE_NAME),
+    };
+    for rule in cfg.rebuild.iter().flatten() {
+        let (paths, command) = (rule.get_ref().paths.to_vec(), &rule.get_ref().command);
+        if let Some(why) = crate::stages::rebuild_problem(&paths, command) {
+            return Err(pipeline.error_at(
+                rule.span(),
+                format!("[env] rebuild: {why}"),
+                "this rule",
+                "e.g. rebuild = [{ paths = \"packages/core/**\", command = \"tsc -p packages/core\" }]: globs over repo-relative paths, one line of sh run at the tree's root (docs/pipeline.md)",
+            ));
+        }
+        rebuild.rules.push(RebuildRule {
+            paths,
+            command: command.clone(),
+        });
+    }
     Ok(EnvSpec {
         name: name.cloned(),
+        rebuild,
         touched_command: cfg.touched_command.as_ref().map(|c| c.get_ref().clone()),
         format,
         timeout_s: cfg.timeout.unwrap_or(DEFAULT_TIMEOUT_S),

@@ -318,6 +318,37 @@ pub(crate) struct EnvConfig {
     /// on a copy of its own: variable -> directory in the environment
     /// (`warm = { GOCACHE = "go-cache" }`; docs/languages.md).
     pub(crate) warm: Option<Spanned<std::collections::BTreeMap<String, String>>>,
+    /// Workspace packages rebuilt before the tests when a run's tree
+    /// changes them: `[{ paths = "packages/core/**", command = "tsc -p
+    /// packages/core" }]` (docs/pipeline.md, docs/languages.md). Absent
+    /// under the node preset: read from the workspace manifest.
+    pub(crate) rebuild: Option<Vec<Spanned<RebuildConfig>>>,
+}
+
+/// One `[env] rebuild` rule as written: `paths`, one glob or a list, over
+/// repo-relative paths; `command`, one line of `sh` run at the tree's root.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RebuildConfig {
+    pub(crate) paths: Globs,
+    pub(crate) command: String,
+}
+
+/// One glob, or a list of them.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum Globs {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Globs {
+    pub(crate) fn to_vec(&self) -> Vec<String> {
+        match self {
+            Globs::One(g) => vec![g.clone()],
+            Globs::Many(gs) => gs.clone(),
+        }
+    }
 }
 
 /// `[env] slurm = { partition = "…", nodes = 2, time = "2:00:00", … }`:

@@ -69,8 +69,12 @@ pub(crate) const NODE_KEY_FILES: &[&str] = &[
 /// The node preset's test command: the script its setup writes.
 pub(crate) const NODE_TEST_COMMAND: &str = "sh \"$ASSAY_ENV/assay-test.sh\"";
 
+/// The node preset's name: with it, `[env] rebuild` left out is read from
+/// the workspace manifest (`rules::rebuild::detect`).
+pub(crate) const NODE_NAME: &str = "node";
+
 const NODE: Preset = Preset {
-    name: "node",
+    name: NODE_NAME,
     setup: &[
         concat!(
             "cat > assay-node-reporter.mjs <<'ASSAY_EOF'\n",

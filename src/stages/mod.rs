@@ -47,6 +47,7 @@ pub(crate) use release::{ReadBlob, ReleaseParams, ReleaseRecord, assemble, read_
 /// A metric's findings counted, for the pipeline's tests of its presets.
 #[cfg(test)]
 pub(crate) use rules::quality::count as count_findings;
+pub(crate) use rules::rebuild::{RebuildRule, RebuildSpec, problem as rebuild_problem};
 pub(crate) use rules::screening::Scope;
 pub(crate) use rules::touched::command_problem as touched_command_problem;
 

@@ -175,6 +175,11 @@ pub(crate) struct TreeRecord {
     /// (`TaskRecord::canaries`). Absent: the shaped canaries.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) canaries: Option<crate::stages::canary::Certified>,
+    /// The `[env] rebuild` rules this tree needs: those matching a path in
+    /// which it differs from its base tree (`rules::rebuild`). Every run
+    /// over it runs their commands first. Left out when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) rebuild: Vec<super::rules::rebuild::RebuildRule>,
 }
 
 /// `certify:<candidate>`: the canaries certified over the gold tree
@@ -339,6 +344,11 @@ pub(crate) struct RunRecord {
     /// forgery-checked, and the release says so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) unchecked: Option<String>,
+    /// The `[env] rebuild` rules the run's tree needed, each with how it
+    /// ended and the end of its output (`rules::rebuild`). A failed one is
+    /// also the run's build failure. Left out when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) rebuild: Vec<super::rules::rebuild::Rebuilt>,
 }
 
 impl RunRecord {
@@ -859,6 +869,7 @@ mod tests {
             hidden: Vec::new(),
             timeout_s: None,
             canaries: None,
+            rebuild: Vec::new(),
         };
         assert_eq!(
             serde_json::to_string(&none).expect("serializes"),

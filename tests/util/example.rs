@@ -69,9 +69,8 @@ pub fn released_results(
 }
 
 /// Makes a language example's repository with its own `make-repo.sh` at
-/// `repo` in `project`, checks the README's pinned `main` commit, and
-/// builds the project; panics with the build's stderr if it fails.
-pub fn make_and_build(project: &Project, example: &Path, pinned: &str) {
+/// `repo` in `project` and checks the README's pinned `main` commit.
+pub fn make_repo(project: &Project, example: &Path, pinned: &str) {
     let made = std::process::Command::new(example.join("make-repo.sh"))
         .arg(project.path().join("repo"))
         .output()
@@ -82,6 +81,12 @@ pub fn make_and_build(project: &Project, example: &Path, pinned: &str) {
         pinned,
         "the README's pinned main commit"
     );
+}
+
+/// [`make_repo`], then builds the project; panics with the build's stderr
+/// if it fails.
+pub fn make_and_build(project: &Project, example: &Path, pinned: &str) {
+    make_repo(project, example, pinned);
     let b = project.build_json(&[]);
     assert_eq!(
         b.run.code, 0,

@@ -127,6 +127,7 @@ pub(crate) fn verify(paths: &Paths) -> Result<VerdictFile, String> {
         policy: spec.policy,
         test_globs: spec.test_globs.clone(),
         caps: spec.caps(),
+        rebuild: Default::default(),
     };
     let (tree, exclusion) = stage_patch(&stage, &store, &task, patch.clone())?;
 

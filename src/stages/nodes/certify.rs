@@ -84,6 +84,7 @@ impl Kind for Certify {
         let (run, attachments, planted) = execute_tree(
             tree_id,
             &[],
+            &tree.rebuild,
             &i.env.record,
             &self.params,
             0,

@@ -126,9 +126,11 @@ impl Kind for Quality {
             return Ok(Made::record(record));
         };
         // No hidden files named: nothing is planted, and the tool may read
-        // every file of its own copy of the tree.
+        // every file of its own copy of the tree. Nor rebuilt: a metric's
+        // tool reads the tree as the patch left it.
         let (ran, attachments, _) = execute_tree(
             tree_id,
+            &[],
             &[],
             &i.env,
             &p.run,

@@ -140,6 +140,7 @@ async fn recheck(
         let (ran, att, _) = execute_tree(
             tree_id,
             &tree.hidden,
+            &tree.rebuild,
             &env,
             &how,
             attempt,

@@ -24,6 +24,7 @@ use super::super::canary::{self, Certified, Hidden, Planted};
 use super::executor::{EnvHandle, Launch, TestRun, Watched};
 use super::node::{Kind, Made, NodeKind};
 use super::records::{EnvRecord, RunRecord, TreeRecord};
+use super::rules::rebuild::{self, RebuildRule};
 
 /// How a test command is run and read: the run node's params (so its key),
 /// and what a recheck's reruns and checks run with, their command replaced.
@@ -119,6 +120,7 @@ impl Kind for Run {
         let (record, attachments, _) = execute_tree(
             tree_id,
             &i.tree.hidden,
+            &i.tree.rebuild,
             &i.env,
             p,
             p.repeat,
@@ -226,6 +228,7 @@ pub(crate) enum Plant<'a> {
 pub(crate) async fn execute_tree(
     tree_id: &str,
     hidden: &[String],
+    rebuild: &[RebuildRule],
     env: &EnvRecord,
     p: &RunParams,
     attempt: u32,
@@ -331,7 +334,10 @@ pub(crate) async fn execute_tree(
         .executor()
         .run(TestRun {
             launch: Launch {
-                command: crate::stages::guard::with_channel(&command),
+                command: crate::stages::guard::with_channel(&format!(
+                    "{}{command}",
+                    rebuild::prelude(rebuild)
+                )),
                 tree: Some(&work),
                 env: &env_handle,
                 setup: false,
@@ -390,6 +396,7 @@ pub(crate) async fn execute_tree(
         }
     };
     read_outcomes(&mut record, p.report, &log, report_file, Some(&work));
+    rebuilt(&mut record, rebuild, &log);
     if let Some(planted) = &planted {
         record.canaries = canary::read(planted, &mut record.tests, &mut record.files);
         record.renamed = planted.renamed.clone();
@@ -401,6 +408,24 @@ pub(crate) async fn execute_tree(
         p.report_file.is_some(),
     );
     Ok((record, attachments, planted))
+}
+
+/// What the tree's rebuild rules did, into the record. A failed rebuild
+/// stopped the run before its tests: whatever report the tree holds is
+/// not theirs (the run's own or one its patch wrote), so the reading is
+/// that failure alone, believed as a build failure is.
+fn rebuilt(record: &mut RunRecord, rules: &[RebuildRule], log: &[u8]) {
+    if rules.is_empty() {
+        return;
+    }
+    record.rebuild = rebuild::read(rules, log);
+    if let Some(failure) = rebuild::failure(&record.rebuild) {
+        record.tests.clear();
+        record.files.clear();
+        record.report_error = None;
+        record.untrusted = None;
+        record.build_failures = vec![failure];
+    }
 }
 
 /// Why a run's reading cannot be believed, when it cannot: it timed out,

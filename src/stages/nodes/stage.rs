@@ -38,6 +38,9 @@ pub(crate) struct StageParams {
     pub(crate) test_globs: Vec<String>,
     /// A larger session patch is refused before anything is staged.
     pub(crate) caps: PatchCaps,
+    /// `[env] rebuild`, as the `tree` node keys it.
+    #[serde(skip_serializing_if = "super::rules::rebuild::RebuildSpec::is_unset")]
+    pub(crate) rebuild: super::rules::rebuild::RebuildSpec,
 }
 
 super::node::inputs! {
@@ -115,6 +118,9 @@ pub(crate) fn stage_patch(
         store.compose(&task.base_commit, &steps),
         test_patch.hidden(),
     )?;
+    if let Some(tree) = &record.tree {
+        record.rebuild = super::tree::rebuilds(store, &task.base_commit, tree, &p.rebuild)?;
+    }
     record.timeout_s = task.timeout_s;
     record.canaries = task.canaries.clone();
     Ok((record, exclusion))
@@ -255,6 +261,7 @@ mod tests {
             policy: Policy::None,
             test_globs: vec!["tests/**".into()],
             caps: PatchCaps::default(),
+            rebuild: Default::default(),
         };
         let task = TaskRecord {
             base_commit: base.clone(),

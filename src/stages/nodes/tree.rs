@@ -13,12 +13,18 @@ use serde::Serialize;
 
 use super::node::{Kind, Made, NodeKind};
 use super::records::{Skip, TreeRecord, TriageRecord};
+use super::rules::rebuild::{self, RebuildRule, RebuildSpec};
 use super::rules::staging;
 pub(crate) use super::rules::staging::State;
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct TreeParams {
     pub(crate) state: State,
+    /// `[env] rebuild`: the rules a tree may need. Left out of the key when
+    /// none (the keys stay what they were); editing one recomposes the
+    /// trees, and only those whose record changes rerun what reads them.
+    #[serde(skip_serializing_if = "RebuildSpec::is_unset")]
+    pub(crate) rebuild: RebuildSpec,
 }
 
 super::node::inputs! {
@@ -45,7 +51,7 @@ impl Kind for Tree {
     async fn run(self: Arc<Self>, i: TreeInputs, ctx: JobCtx) -> Result<Made<TreeRecord>, String> {
         let triage = i.triage.record;
         tokio::task::spawn_blocking(move || {
-            compose(self.params.state, &triage, &self.store_dir, &ctx).map(Made::record)
+            compose(&self.params, &triage, &self.store_dir, &ctx).map(Made::record)
         })
         .await
         .map_err(|e| format!("tree task: {e}"))?
@@ -53,7 +59,7 @@ impl Kind for Tree {
 }
 
 fn compose(
-    state: State,
+    params: &TreeParams,
     triage: &TriageRecord,
     store_dir: &std::path::Path,
     ctx: &JobCtx,
@@ -62,6 +68,7 @@ fn compose(
         return Ok(staging::skipped(Skip::Declined(triage.decision)));
     }
     let store = TreeStore::open_or_init(store_dir).map_err(|e| e.to_string())?;
+    let state = params.state;
     let mut steps = Vec::new();
     for (step, digest) in state.patches(triage) {
         let d: Digest = digest.parse()?;
@@ -69,6 +76,7 @@ fn compose(
     }
     Ok(match store.compose(&triage.base, &steps) {
         Ok(tree) => TreeRecord {
+            rebuild: rebuilds(&store, &triage.base, &tree, &params.rebuild)?,
             tree: Some(tree),
             skipped: None,
             hidden: Vec::new(),
@@ -77,4 +85,78 @@ fn compose(
         },
         Err(e) => state.unstaged(&e),
     })
+}
+
+/// The rules of `spec` that `tree` needs: those matching a path in which
+/// it differs from the tree of `base` (a commit), as the store holds both.
+/// Detected rules are read from the base tree's manifests, which no patch
+/// can change.
+pub(crate) fn rebuilds(
+    store: &TreeStore,
+    base: &str,
+    tree: &str,
+    spec: &RebuildSpec,
+) -> Result<Vec<RebuildRule>, String> {
+    if spec.is_unset() {
+        return Ok(Vec::new());
+    }
+    let err = |e: assay_git::GitError| format!("the paths the tree changes: {e}");
+    let base_tree = store.tree_of(base).map_err(err)?;
+    let before = store.entries(&base_tree).map_err(err)?;
+    let rules = if spec.detect {
+        detected(store, &before).map_err(err)?
+    } else {
+        spec.rules.clone()
+    };
+    if rules.is_empty() {
+        return Ok(Vec::new());
+    }
+    let after = store.entries(tree).map_err(err)?;
+    let changed = rebuild::changed_paths(
+        before
+            .iter()
+            .map(|e| (e.path.as_str(), e.mode, e.id.as_str())),
+        after
+            .iter()
+            .map(|e| (e.path.as_str(), e.mode, e.id.as_str())),
+    );
+    Ok(rebuild::matching(&rules, &changed))
+}
+
+/// The rules of the workspace manifests among `entries` (a base tree's):
+/// the members `pnpm-workspace.yaml` names, else those of the root
+/// `package.json`, and every `package.json` outside `node_modules`, of at
+/// most 1 MiB each.
+fn detected(
+    store: &TreeStore,
+    entries: &[assay_git::TreeEntry],
+) -> Result<Vec<RebuildRule>, assay_git::GitError> {
+    const MANIFEST_MAX: usize = 1 << 20;
+    let root = |name: &str| {
+        entries
+            .iter()
+            .find(|e| e.path == name && e.mode != 0o120000)
+    };
+    let globs = match (root("pnpm-workspace.yaml"), root("package.json")) {
+        (Some(pnpm), _) => rebuild::pnpm_members(&store.read_blob(&pnpm.id)?),
+        (None, Some(npm)) => rebuild::npm_members(&store.read_blob(&npm.id)?),
+        (None, None) => Vec::new(),
+    };
+    if globs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut packages = Vec::new();
+    for e in entries {
+        let Some(dir) = e.path.strip_suffix("/package.json") else {
+            continue;
+        };
+        if e.mode == 0o120000 || dir.split('/').any(|c| c == "node_modules") {
+            continue;
+        }
+        let bytes = store.read_blob(&e.id)?;
+        if bytes.len() <= MANIFEST_MAX {
+            packages.push((dir.to_owned(), bytes));
+        }
+    }
+    Ok(rebuild::detect(&globs, &packages))
 }

@@ -26,6 +26,8 @@ pub(crate) struct EnvSettings<'a> {
     pub(crate) touched_command: Option<&'a str>,
     /// `[env] export`, on an executor whose environments are artifacts.
     pub(crate) export: bool,
+    /// `[env] rebuild`, checked at load.
+    pub(crate) rebuild: &'a crate::stages::RebuildSpec,
 }
 
 impl EnvSettings<'_> {
@@ -121,6 +123,7 @@ impl<'a> Envs<'a> {
                 confine,
                 touched_command: env.touched_command.as_deref(),
                 export,
+                rebuild: &env.rebuild,
             });
         }
         Ok(Envs { all, named })

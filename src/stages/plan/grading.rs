@@ -420,6 +420,7 @@ fn graded_nodes(
             policy: arm_policy,
             test_globs: g.test_globs.to_vec(),
             caps: grade.caps,
+            rebuild: env.rebuild.clone(),
         };
         let stage_node = names::stage(id, arm);
         out.push(node::spec(

@@ -305,7 +305,10 @@ fn screening_nodes(out: &mut Vec<NodeSpec>, s: &Screening<'_>) -> String {
         out.push(node::spec(
             tree_name.clone(),
             Tree {
-                params: TreeParams { state },
+                params: TreeParams {
+                    state,
+                    rebuild: s.env.rebuild.clone(),
+                },
                 store_dir: s.store_dir.to_owned(),
             },
             TreeNames {

@@ -7,7 +7,8 @@
 //! ([`quality`]), why a run hit a
 //! limit ([`limits`]), the released task ([`task`]), the reasons a task
 //! is lost along the funnel ([`funnel`]), the test files a test patch
-//! touches ([`touched`]) and words quoted for `sh` ([`shell`]).
+//! touches ([`touched`]), the workspace packages a tree rebuilds before
+//! its tests ([`rebuild`]) and words quoted for `sh` ([`shell`]).
 //!
 //! **Invariant: nothing here does I/O.** No tokio, no filesystem, no process,
 //! no engine (`assay_engine`), no blob store: every function takes the
@@ -26,6 +27,7 @@ pub(crate) mod grading;
 pub(crate) mod limits;
 pub(crate) mod policy;
 pub(crate) mod quality;
+pub(crate) mod rebuild;
 pub(crate) mod screening;
 pub(crate) mod shape;
 pub(crate) mod shell;
@@ -47,6 +49,7 @@ mod tests {
         ("limits.rs", include_str!("limits.rs")),
         ("policy.rs", include_str!("policy.rs")),
         ("quality.rs", include_str!("quality.rs")),
+        ("rebuild.rs", include_str!("rebuild.rs")),
         ("screening.rs", include_str!("screening.rs")),
         ("shape.rs", include_str!("shape.rs")),
         ("staging.rs", include_str!("staging.rs")),

@@ -102,6 +102,7 @@ pub(crate) fn skipped(why: Skip) -> TreeRecord {
         hidden: Vec::new(),
         timeout_s: None,
         canaries: None,
+        rebuild: Vec::new(),
     }
 }
 
@@ -153,6 +154,7 @@ pub(crate) fn staged(
             hidden,
             timeout_s: None,
             canaries: None,
+            rebuild: Vec::new(),
         },
         Err(ComposeError::Apply { label, stderr }) if Step::Session.is(&label) => {
             skipped(Skip::PatchApplyFailed(stderr.trim().to_owned()))

@@ -188,6 +188,7 @@ impl Case {
                 hidden: Vec::new(),
                 timeout_s: None,
                 canaries: None,
+                rebuild: Vec::new(),
             },
             facts: RunFacts::default(),
             patch: PATCH.as_bytes().to_vec(),
@@ -204,6 +205,7 @@ impl Case {
             hidden: Vec::new(),
             timeout_s: None,
             canaries: None,
+            rebuild: Vec::new(),
         };
         case
     }

@@ -18,6 +18,7 @@ import base64
 import json
 import os
 import select
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -147,6 +148,9 @@ class Browser:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+            self.proc.wait()
+        # The profile is the test's own: nothing of it is left in /tmp.
+        shutil.rmtree(self.profile, ignore_errors=True)
 
 
 def walk(b, release, shots):

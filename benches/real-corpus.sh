@@ -47,7 +47,7 @@ TOMLI_REPO=${TOMLI_REPO:-/work/.mirror/hukkin+tomli/repo}
 TIMEOUT=${TIMEOUT:-180}
 JOBS=${JOBS:-2}
 ONLY=${ONLY:-}
-for r in "$PFLAG_REPO" "$TOMLI_REPO"; do
+for r in $(case $ONLY in go) echo "$PFLAG_REPO" ;; py) echo "$TOMLI_REPO" ;; *) echo "$PFLAG_REPO $TOMLI_REPO" ;; esac); do
     git -C "$r" rev-parse -q --verify HEAD >/dev/null \
         || { echo "no git repository at $r (fetch it first: see the header)" >&2; exit 2; }
 done
@@ -284,73 +284,7 @@ minimal() {
         command=$PY_TEST
         is_test='^tests/'
     fi
-    python3 - "$dir" "$command" "$is_test" "$work" <<'PY'
-import json, os, re, shutil, signal, subprocess, sys, tempfile, time
-from pathlib import Path
-dir, command, is_test, work = Path(sys.argv[1]), sys.argv[2], re.compile(sys.argv[3]), Path(sys.argv[4])
-repo = dir / "repo"
-git = lambda *a, cwd=repo: subprocess.run(["git", *a], cwd=cwd, check=True, capture_output=True, text=True).stdout
-tasks = {t: (b, h) for t, b, h in (l.split() for l in open(dir / "tasks.txt"))}
-
-# The task's slowest screening reading: its screening runs' node times.
-slowest = {}
-for line in open(dir / "screen.jsonl"):
-    e = json.loads(line)
-    if e.get("event") != "node_finished" or not e["name"].startswith("run:"):
-        continue
-    task = e["name"].split(":")[1]
-    slowest[task] = max(slowest.get(task, 0), e.get("duration_ms", 0) / 1000)
-
-trees = {}  # tree id -> (session, task)
-for f in sorted((dir / "sessions").rglob("*.json")):
-    s = json.load(open(f))
-    base, head = tasks[s["task"]]
-    wt = Path(tempfile.mkdtemp(dir=work))
-    shutil.rmtree(wt)
-    git("worktree", "add", "-q", "--detach", str(wt), base)
-    patch = open(f.parent / s["patch_file"]).read() if "patch_file" in s else s["patch"]
-    if patch:
-        subprocess.run(["git", "apply"], cwd=wt, input=patch, text=True, check=True)
-    for path in git("diff", "--name-only", base, head).split():
-        if is_test.search(path):
-            if git("ls-tree", head, "--", path).strip():
-                git("checkout", head, "--", path, cwd=wt)
-            else:
-                git("rm", "-q", "--ignore-unmatch", "--", path, cwd=wt)
-    git("add", "-A", cwd=wt)
-    tree = git("write-tree", cwd=wt).strip()
-    if tree in trees:
-        git("worktree", "remove", "--force", str(wt))
-        continue
-    trees[tree] = (f.relative_to(dir / "sessions"), s["task"], wt)
-
-total = 0.0
-with open(dir / "minimal.txt", "w") as out:
-    for tree, (session, task, wt) in trees.items():
-        home = Path(tempfile.mkdtemp(dir=work))
-        env = {"PATH": os.environ["PATH"], "HOME": str(home), "LANG": "C.UTF-8",
-               "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(home)}
-        if (work / "raw-go-cache").is_dir():
-            shutil.copytree(work / "raw-go-cache", home / "go-cache")
-            env["GOCACHE"] = str(home / "go-cache")
-        cap = 10 * slowest[task]
-        start = time.monotonic()
-        p = subprocess.Popen(["sh", "-c", command], cwd=wt, env=env, start_new_session=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        try:
-            p.communicate(timeout=cap)
-            end = "exit %d" % p.returncode
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.communicate()
-            end = "cut at %.1f s" % cap
-        took = time.monotonic() - start
-        total += took
-        print(f"{session} {tree[:12]} {took:.2f}s {end}", file=out)
-        git("worktree", "remove", "--force", str(wt))
-        shutil.rmtree(home, ignore_errors=True)
-print(f"{total:.1f} {len(trees)}")
-PY
+    python3 "$here/benches/raw-runs.py" "$dir" "$command" "$is_test" "$work" screening
 }
 
 # breakdown DIR WALL MINIMAL: "what|node time|raw" lines: the hanging runs, the other

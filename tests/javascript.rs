@@ -512,3 +512,97 @@ fn jscalc_on_docker_gets_what_it_gets_on_local() {
     assert_eq!(on_docker.len(), 20, "{on_docker:#?}");
     assert_eq!(on_docker, verdicts(&local));
 }
+
+/// A package like jshttp/fresh: devDependencies (mocha, eslint, nyc) and no
+/// lockfile, its tests needing only node's `assert` and Debian's mocha. The
+/// node preset's install (`npm install`, the network) is left out with
+/// `preset_install = false` and the table picks mocha itself. The fix is
+/// resolved; the fix plus an exit handler that rewrites the report (every
+/// test passed) and sets the exit code to 0 is forged: the must-fail canary
+/// passed with the rest.
+#[test]
+fn the_node_preset_without_its_install_grades_a_package_offline() {
+    let mocha = Command::new("mocha")
+        .arg("--version")
+        .env("NODE_PATH", "/usr/share/nodejs")
+        .output();
+    assert!(
+        mocha.as_ref().is_ok_and(|o| o.status.success()),
+        "this test needs Debian's mocha (apt-get install mocha; .ci/run does): {mocha:?}"
+    );
+    let p = Project::new();
+    let mut r = util::Repo::new(&p, "mcart");
+    r.put(
+        "package.json",
+        "{\n  \"name\": \"mcart\",\n  \"version\": \"1.0.0\",\n  \"devDependencies\": { \"eslint\": \"7.32.0\", \"mocha\": \"10.8.2\", \"nyc\": \"15.1.0\" },\n  \"scripts\": { \"test\": \"mocha --reporter spec --bail test/\" }\n}\n",
+    )
+    .put("cart.js", "exports.total = (p) => p.reduce((a, b) => a + b, 0);\n")
+    .put("test/cart.spec.js", &format!("{MOCHA_SPEC}}});\n"));
+    r.commit("start");
+    r.pr(
+        1,
+        "Apply the discount",
+        &[
+            (
+                "cart.js",
+                "exports.total = (p) => p.reduce((a, b) => a + b, 0);\nexports.discounted = (p, d) => exports.total(p) - d;\n",
+            ),
+            (
+                "test/cart.spec.js",
+                &format!("{MOCHA_SPEC}\n  it('subtracts', function () {{\n    assert.strictEqual(cart.discounted([5, 5], 2), 8);\n  }});\n}});\n"),
+            ),
+        ],
+    );
+    p.write(
+        "pipeline.toml",
+        "cache = \"cache\"\nrelease = \"release\"\nstatements = \"statements\"\nsessions = \"sessions\"\n\n[[source]]\nname = \"mcart\"\npath = \"mcart\"\nbranch = \"main\"\n\n[env]\npreset = \"node\"\npreset_install = false\nsetup = [\"echo mocha > runner\"]\ntimeout = 60\n\n[screen]\nrepeats = 1\n",
+    );
+    p.write("statements/mcart-1.md", "Add cart.discounted.\n");
+    let fix = "+exports.discounted = (p, d) => exports.total(p) - d;\n";
+    let forge = "+process.on('exit', () => {\n+  const fs = require('fs');\n+  const r = JSON.parse(fs.readFileSync('assay-report.json', 'utf8'));\n+  for (const f of r.testResults) for (const t of f.assertionResults) { t.status = 'passed'; t.failureMessages = []; }\n+  fs.writeFileSync('assay-report.json', JSON.stringify(r));\n+  process.exitCode = 0;\n+});\n";
+    for (agent, extra) in [
+        ("good", fix.to_owned()),
+        ("forger", format!("{fix}{forge}")),
+    ] {
+        let patch = format!(
+            "diff --git a/cart.js b/cart.js\n--- a/cart.js\n+++ b/cart.js\n@@ -1 +1,{} @@\n exports.total = (p) => p.reduce((a, b) => a + b, 0);\n{extra}",
+            1 + extra.lines().count()
+        );
+        let session = serde_json::json!({
+            "task": "mcart-1", "agent": agent, "model": "m", "patch": patch,
+        });
+        p.write(
+            &format!("sessions/{agent}/mcart-1.json"),
+            session.to_string(),
+        );
+    }
+    let b = p.build_json(&[]);
+    assert_eq!(b.run.code, 0, "{}", b.run.stderr);
+
+    let tasks = util::example::released_tasks(&p);
+    let t = &tasks["mcart-1"];
+    assert_eq!(t["certified"], true, "{t:#}");
+    assert_eq!(
+        strs(&t["test_ids"]["FAIL_TO_PASS"]),
+        ["test/cart.spec.js > cart > subtracts"]
+    );
+    let results = util::example::released_results(&p);
+    let row = |s: &str| &results[&(s.to_owned(), "exclude".to_owned())];
+    let good = row("good/mcart-1.json");
+    assert_eq!(
+        (good["verdict"].as_str(), good["fault"].as_str()),
+        ("resolved", "none"),
+        "{good:#?}"
+    );
+    let forger = row("forger/mcart-1.json");
+    assert_eq!(
+        (forger["verdict"].as_str(), forger["fault"].as_str()),
+        ("unresolved", "agent"),
+        "{forger:#?}"
+    );
+    let grade = p.show_json(&forger["grade_digest"]);
+    assert!(
+        grade["tamper"].to_string().contains("report forged"),
+        "{grade:#}"
+    );
+}

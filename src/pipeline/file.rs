@@ -270,6 +270,11 @@ pub(crate) struct EnvConfig {
     /// before the table's own, and it gives the key files, test command,
     /// report and warm caches the table leaves out (docs/languages.md).
     pub(crate) preset: Option<Spanned<String>>,
+    /// `false` leaves out the preset's dependency install (the node preset's
+    /// `npm ci`/`pnpm`/`yarn`/`npm install`): for a package whose tests need
+    /// nothing but what the machine has (Node's built-ins, Debian's
+    /// `/usr/share/nodejs`). Default true.
+    pub(crate) preset_install: Option<Spanned<bool>>,
     /// Where the command writes its report, relative to the tree; default: its output.
     pub(crate) report_file: Option<String>,
     /// Seconds before a run's whole process group is killed. Default 300.

@@ -12,6 +12,9 @@ use super::{ConfigError, Pipeline};
 /// One recipe.
 struct Preset {
     name: &'static str,
+    /// The dependency install, run first; left out with `[env]
+    /// preset_install = false` (empty: the recipe cannot do without it).
+    install: &'static [&'static str],
     setup: &'static [&'static str],
     key_files: &'static [&'static str],
     test_command: &'static str,
@@ -34,6 +37,7 @@ struct Preset {
 /// built).
 const CARGO: Preset = Preset {
     name: "cargo",
+    install: &[],
     setup: &[
         "for m in $(find . -name Cargo.toml -not -path './vendor/*' -not -path './target/*' -not -path './.home/*'); do d=$(dirname \"$m\"); [ -e \"$d/src/lib.rs\" ] || [ -e \"$d/src/main.rs\" ] || { mkdir -p \"$d/src\" && : > \"$d/src/lib.rs\"; }; done",
         "cargo vendor --versioned-dirs \"$ASSAY_ENV/vendor\" > cargo-config.toml",
@@ -75,6 +79,7 @@ pub(crate) const NODE_NAME: &str = "node";
 
 const NODE: Preset = Preset {
     name: NODE_NAME,
+    install: &[include_str!("presets/node-install.sh")],
     setup: &[
         concat!(
             "cat > assay-node-reporter.mjs <<'ASSAY_EOF'\n",
@@ -107,6 +112,14 @@ const PRESETS: [Preset; 2] = [CARGO, NODE];
 pub(super) fn expand(pipeline: &Pipeline, file: &mut PipelineFile) -> Result<(), ConfigError> {
     for env in file.envs_mut() {
         let Some(name) = env.preset.clone() else {
+            if let Some(install) = &env.preset_install {
+                return Err(pipeline.error_at(
+                    install.span(),
+                    "`preset_install` without a `preset`",
+                    "here",
+                    "it leaves out a preset's install: add `preset = \"node\"` or remove it",
+                ));
+            }
             continue;
         };
         let Some(preset) = PRESETS.iter().find(|p| p.name == name.get_ref()) else {
@@ -118,6 +131,17 @@ pub(super) fn expand(pipeline: &Pipeline, file: &mut PipelineFile) -> Result<(),
                 format!("presets: {} (docs/languages.md)", known.join(", ")),
             ));
         };
+        if let Some(install) = &env.preset_install
+            && !install.get_ref()
+            && preset.install.is_empty()
+        {
+            return Err(pipeline.error_at(
+                install.span(),
+                format!("the `{}` preset cannot leave out its install", preset.name),
+                "here",
+                "its test command reads what its setup puts in the environment; only the node preset's install can be left out (docs/languages.md)",
+            ));
+        }
         apply(preset, env, &name);
     }
     Ok(())
@@ -125,7 +149,14 @@ pub(super) fn expand(pipeline: &Pipeline, file: &mut PipelineFile) -> Result<(),
 
 fn apply(preset: &Preset, env: &mut EnvConfig, name: &Spanned<String>) {
     let own = std::mem::take(&mut env.setup);
-    env.setup = preset.setup.iter().map(|s| (*s).to_owned()).collect();
+    let install = env.preset_install.as_ref().is_none_or(|i| *i.get_ref());
+    env.setup = preset
+        .install
+        .iter()
+        .filter(|_| install)
+        .chain(preset.setup)
+        .map(|s| (*s).to_owned())
+        .collect();
     env.setup.extend(own);
     for f in preset.key_files {
         if !env.key_files.iter().any(|k| k == f) {
@@ -207,6 +238,38 @@ mod tests {
         // A table's own command keeps its own report file.
         let own = loaded("[env]\npreset = \"node\"\ntest_command = \"npx jest --json\"\n").unwrap();
         assert_eq!(own.report_file, None);
+    }
+
+    #[test]
+    fn the_node_presets_install_can_be_left_out() {
+        let env = loaded(
+            "[env]\npreset = \"node\"\npreset_install = false\nsetup = [\"echo mocha > runner\"]\n",
+        )
+        .unwrap();
+        let setup = env.setup.join("\n");
+        for gone in ["npm ci", "npm install", "pnpm install", "yarn install"] {
+            assert!(!setup.contains(gone), "{gone}");
+        }
+        assert!(setup.contains("> runner"));
+        assert!(setup.contains("assay-mocha-reporter.js <<'ASSAY_EOF'"));
+        assert_eq!(env.setup.last().unwrap(), "echo mocha > runner");
+        // The default keeps it, first.
+        let env = loaded("[env]\npreset = \"node\"\npreset_install = true\n").unwrap();
+        assert!(env.setup[0].contains("npm ci"));
+        // Cargo's runs read what its setup vendors: refused, at the key.
+        let shown =
+            loaded("[env]\npreset = \"cargo\"\npreset_install = false\n").expect_err("an error");
+        assert!(
+            shown.contains("the `cargo` preset cannot leave out its install"),
+            "{shown}"
+        );
+        let shown =
+            loaded("[env]\ntest_command = \"x\"\nreport = \"tap\"\npreset_install = false\n")
+                .expect_err("an error");
+        assert!(
+            shown.contains("`preset_install` without a `preset`"),
+            "{shown}"
+        );
     }
 
     #[test]

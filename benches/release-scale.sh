@@ -175,7 +175,7 @@ done
 python3 - "$results" <<'PY'
 import sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
-head = ["", "sessions", "build wall s", "release node s", "release node cpu s",
+head = ["", "grades", "build wall s", "release node s", "release node cpu s",
         "verify s", "verify cpu s", "+1 wall s", "+1 cpu s", "+1 release node s",
         "+1 release cpu s", "+1 executed", "largest page", "KiB", "chromium s",
         "report.html KiB", "chromium s", "node time by kind s"]
@@ -186,7 +186,7 @@ sized = [r for r in rows if r[0] != "example"]
 if len(sized) == 2:
     (a, b) = sized
     ratio = lambda i: float(b[i]) / float(a[i]) if float(a[i]) else float("nan")
-    print(f"ratio {b[0]} / {a[0]} (sessions x{int(b[1]) / int(a[1]):.2f}; 4.00 is linear): "
+    print(f"ratio {b[0]} / {a[0]} (grades x{int(b[1]) / int(a[1]):.2f}; 4.00 is linear): "
           f"build {ratio(2):.2f}, release node {ratio(3):.2f} (cpu {ratio(4):.2f}), "
           f"verify {ratio(5):.2f} (cpu {ratio(6):.2f}), +1 rebuild {ratio(7):.2f} "
           f"(cpu {ratio(8):.2f}), +1 release node {ratio(9):.2f} (cpu {ratio(10):.2f})")

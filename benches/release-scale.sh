@@ -16,7 +16,9 @@
 #     has), its wall time, the release node's time and what it executed;
 #   - the release's largest page and headless Chromium's wall time to load it
 #     (`--dump-dom`), and report.html's.
-# Env: JOBS (default 2), EXAMPLE=0 leaves out the example, KEEP=1 keeps the
+# Each time beside its CPU time (user + system; the release node's from its
+# phase timers, ASSAY_PHASES): the ratios to trust on a shared machine.
+# Env: JOBS (default 2), CHROMIUM_LIMIT (seconds, default 120), EXAMPLE=0 leaves out the example, KEEP=1 keeps the
 #      work directory (printed), SIZES="250 1000" overrides the two sizes,
 #      WORK=DIR measures again in a kept work directory (its example/ and
 #      t<SIZE>/ directories; symbolic links will do): a comment is added to

@@ -225,3 +225,15 @@ impl Git {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// git found by name would make every invocation a fork of the whole
+    /// process (the module header): the path must be absolute.
+    #[test]
+    fn git_is_started_by_its_absolute_path() {
+        let git = super::git_program();
+        assert!(git.is_absolute(), "{}", git.display());
+        assert_eq!(git.file_name().and_then(|n| n.to_str()), Some("git"));
+    }
+}

@@ -66,6 +66,7 @@ pub(super) fn read_files(
 }
 
 pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>, Checked), String> {
+    let mut ph = crate::stages::Phases::new("verify release");
     let mut findings = Vec::new();
     let mut checked = Checked::default();
     let mut present: BTreeMap<String, Vec<u8>> = BTreeMap::new();
@@ -74,6 +75,7 @@ pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>,
         return Err(format!("{} holds no release files", dir.display()));
     }
 
+    ph.mark("read files");
     // 1. The manifest and the files it lists.
     if let Some(manifest) = present.get("manifest.json") {
         match release_digest(manifest) {
@@ -105,6 +107,7 @@ pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>,
         }
     }
 
+    ph.mark("manifest files");
     // 2. The release node whose output names these files: the one sharing the
     // most file digests (a tampered file still finds its release, and then
     // shows up in step 3 as a difference from its recomputation).
@@ -150,6 +153,7 @@ pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>,
         checked.files = present.len();
         return Ok((findings, checked));
     };
+    ph.mark("find release node");
     if record.key() != key {
         findings.push(finding(
             format!("release node {key}"),
@@ -214,12 +218,14 @@ pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>,
         inputs.push((bytes, dep_key));
     }
     checked.inputs = inputs.len();
+    ph.mark("read inputs");
     if inputs.len() == record.deps.len() {
         let read = crate::stages::read_from(store.blobs());
         let files =
             super::recompute::recompute_release(&display.params, &record.params, &inputs, &read)?
                 .files;
         checked.recomputed = true;
+        ph.mark("recompute");
         for (name, bytes) in &files {
             match present.get(name) {
                 None => findings.push(finding(
@@ -233,6 +239,7 @@ pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>,
             }
         }
     }
+    ph.mark("compare");
     checked.files = present.len();
     Ok((findings, checked))
 }

@@ -50,7 +50,9 @@ impl ExecutorArg {
 }
 
 pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
+    let mut ph = crate::stages::Phases::new("build");
     let mut pipeline = global.load_pipeline()?;
+    ph.mark("load pipeline");
     pipeline.settings.executor_override = args.executor.map(ExecutorArg::as_str);
     let cache_dir = global.cache_dir(Some(&pipeline));
     super::check_cache_dir(&cache_dir)?;
@@ -64,8 +66,10 @@ pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
     .map_err(Failure::cache)?;
     let store = global.open_store_checked(Some(&pipeline))?;
     store.clean_tmp();
+    ph.mark("open store");
     let rt = runtime()?;
     let plan = super::laid_out(&pipeline, &store)?;
+    ph.mark("lay out");
     crate::stages::start_executors(&plan, &rt)?;
     let executors = plan.executors;
     let graph = plan.graph;
@@ -96,13 +100,16 @@ pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
         crate::stages::interrupted(&executors);
         return Ok(exit::INTERRUPTED);
     };
+    ph.mark("engine build");
     crate::stages::finished(&executors);
     let outcome = outcome.map_err(Failure::cache)?;
     let tasks = task_records(&store, &outcome, &graph);
     if let Some(id) = graph.find(crate::stages::RELEASE_NODE) {
         write_release(&pipeline, &store, &outcome, id, &tasks)?;
     }
+    ph.mark("write release");
     let lost = crate::stages::Lost::of_build(&store, &outcome, &graph);
+    ph.mark("lost");
     if !lost.is_empty() {
         eprintln!("{lost}");
     }

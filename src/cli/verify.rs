@@ -50,10 +50,14 @@ pub(crate) fn run(global: &Global, args: VerifyArgs) -> Result<i32, Failure> {
     if let Some(dir) = &args.bundle {
         return bundle(dir, &args);
     }
+    let mut ph = crate::stages::Phases::new("verify");
     let pipeline = Pipeline::load(&global.pipeline).ok();
     let store = global.open_store(pipeline.as_ref())?;
+    ph.mark("open");
     let problems = store.verify().map_err(Failure::cache)?;
+    ph.mark("cache");
     let (nodes, builds) = store.stats().map_err(Failure::cache)?;
+    ph.mark("stats");
     for p in &problems {
         if args.json {
             println!("{}", serde_json::to_string(p).unwrap_or_default());
@@ -109,6 +113,7 @@ pub(crate) fn run(global: &Global, args: VerifyArgs) -> Result<i32, Failure> {
             }
         }
     }
+    ph.mark("fsck");
     // Environment directories against the digests recorded at setup.
     match crate::stages::damaged_environments(&store) {
         Ok(damaged) if damaged.is_empty() => {}
@@ -129,6 +134,7 @@ pub(crate) fn run(global: &Global, args: VerifyArgs) -> Result<i32, Failure> {
             .map(Pipeline::release_dir)
             .filter(|d| d.join("tasks.jsonl").is_file()),
     };
+    ph.mark("environments");
     let mut release_result = serde_json::Value::Null;
     if let Some(dir) = release_dir {
         let (findings, checked) = crate::audit::verify_release(&store, &dir).map_err(|e| {
@@ -155,6 +161,7 @@ pub(crate) fn run(global: &Global, args: VerifyArgs) -> Result<i32, Failure> {
                 eprintln!("release {}: {} problems", dir.display(), findings.len());
             }
         }
+        ph.mark("release");
         release_result = serde_json::json!({
             "dir": dir.display().to_string(),
             "files": checked.files,

@@ -72,17 +72,26 @@ pub(crate) use model::{AssayVersion, Funnel, Manifest, Number, pretty};
 /// File name -> bytes: `results.csv`, `summary.json`, `report.html`, the
 /// report's pages (`pages/…`), `manifest.json`.
 pub(crate) fn publish(input: &PublishInput) -> BTreeMap<String, Vec<u8>> {
+    let mut ph = crate::stages::Phases::new("publish");
     let index = index::Index::new(input);
+    ph.mark("index");
     let csv = csv::results(&index);
+    ph.mark("csv");
     let (summary, sources) = summary::summary(&index);
+    ph.mark("summary");
     let html = html::report(&index, &summary);
+    ph.mark("report.html");
     let mut files = BTreeMap::new();
     files.insert("results.csv".to_owned(), csv.into_bytes());
     files.insert("summary.json".to_owned(), pretty(&summary));
     files.insert("report.html".to_owned(), html.into_bytes());
+    ph.mark("summary.json");
     files.extend(html_transcript::pages(&index, html::CSS));
+    ph.mark("transcript pages");
     files.extend(html_nav::pages(&index, html::CSS));
+    ph.mark("nav pages");
     let mut manifest = manifest::manifest(&index, &files, &summary, &sources);
+    ph.mark("manifest");
     if let Some(p) = &input.about.provenance {
         manifest::seal(
             &mut manifest,
@@ -92,6 +101,8 @@ pub(crate) fn publish(input: &PublishInput) -> BTreeMap<String, Vec<u8>> {
             &input.grades,
         );
     }
+    ph.mark("seal");
     files.insert("manifest.json".to_owned(), manifest.to_bytes());
+    ph.mark("manifest.json");
     files
 }

@@ -234,8 +234,10 @@ impl Kind for Release {
     }
 
     async fn run(self: Arc<Self>, raw: Raw, ctx: JobCtx) -> Result<Made<ReleaseRecord>, String> {
+        let mut ph = crate::stages::Phases::new("release");
         let inputs: Vec<(&[u8], Digest)> = raw.0.iter().map(|(b, k)| (b.as_slice(), *k)).collect();
         let (files, funnel) = assemble(&self.0, &inputs, &read_from(&ctx.blobs))?;
+        ph.mark("assemble");
         let mut names = BTreeMap::new();
         let mut attachments = Vec::new();
         for (name, bytes) in files {
@@ -243,6 +245,7 @@ impl Kind for Release {
             attachments.push(d);
             names.insert(name, d.to_hex());
         }
+        ph.mark("blobs");
         Ok(Made {
             record: ReleaseRecord {
                 files: names,
@@ -285,6 +288,7 @@ pub(crate) fn assemble(
             params.inputs.len()
         ));
     }
+    let mut ph = crate::stages::Phases::new("assemble");
     let mut funnel = Funnel::default();
     let mut lines = Vec::new();
     let mut uncertified_lines = Vec::new();
@@ -437,6 +441,7 @@ pub(crate) fn assemble(
         };
         file.push((task.instance_id.clone(), task.track.clone(), line));
     }
+    ph.mark("inputs");
     funnel.candidates = per_candidate.len();
     for p in per_candidate.values() {
         match &p.declined {
@@ -488,7 +493,9 @@ pub(crate) fn assemble(
                 publish_input.transcripts.insert(t.clone(), bytes);
             }
         }
+        ph.mark("patches");
         let key = release_key(params, inputs);
+        ph.mark("key");
         publish_input.about = About {
             funnel: funnel.clone(),
             provenance: params.provenance.clone(),

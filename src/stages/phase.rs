@@ -1,0 +1,45 @@
+//! Phase timers, a profiling aid: with `ASSAY_PHASES` set in the
+//! environment, each mark prints to stderr the wall time and this thread's
+//! CPU time since the previous mark (CPU time is what a ratio between two
+//! sizes can trust on a machine shared with other work).
+
+use std::time::Instant;
+
+pub(crate) struct Phases {
+    what: &'static str,
+    last: Option<(Instant, f64)>,
+}
+
+impl Phases {
+    pub(crate) fn new(what: &'static str) -> Self {
+        let on = std::env::var_os("ASSAY_PHASES").is_some();
+        Phases {
+            what,
+            last: on.then(|| (Instant::now(), thread_cpu())),
+        }
+    }
+
+    pub(crate) fn mark(&mut self, phase: &str) {
+        if let Some((wall, cpu)) = self.last {
+            let now = thread_cpu();
+            eprintln!(
+                "phase {} {phase}: {:.3} s wall, {:.3} s cpu",
+                self.what,
+                wall.elapsed().as_secs_f64(),
+                now - cpu
+            );
+            self.last = Some((Instant::now(), now));
+        }
+    }
+}
+
+/// This thread's CPU time (user and system), in seconds.
+fn thread_cpu() -> f64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
+}

@@ -337,13 +337,9 @@ fn jscalc_is_screened_with_file_describe_test_ids_and_graded_with_every_verdict(
 
 const MOCHA_SPEC: &str = "const assert = require('assert');\nconst cart = require('../cart');\n\ndescribe('cart', function () {\n  it('totals', function () {\n    assert.strictEqual(cart.total([1, 2]), 3);\n  });\n";
 
-/// A package tested with mocha (Debian's, `NODE_PATH=/usr/share/nodejs`):
-/// the node preset picks mocha from the test script and runs it with
-/// assay's mocha reporter. The fix is resolved; a patch that neuters
-/// `assert.strictEqual` passes every test and the must-fail canary with
-/// them: forged.
-#[test]
-fn a_mocha_package_is_screened_and_graded_through_the_preset() {
+/// The cart package's first commit, with `package_json`, for the mocha
+/// tests (which need Debian's mocha: checked here).
+fn cart_repo(p: &Project, package_json: &str) -> util::Repo {
     let mocha = Command::new("mocha")
         .arg("--version")
         .env("NODE_PATH", "/usr/share/nodejs")
@@ -352,15 +348,29 @@ fn a_mocha_package_is_screened_and_graded_through_the_preset() {
         mocha.as_ref().is_ok_and(|o| o.status.success()),
         "this test needs Debian's mocha (apt-get install mocha; .ci/run does): {mocha:?}"
     );
-    let p = Project::new();
-    let mut r = util::Repo::new(&p, "mcart");
-    r.put(
-        "package.json",
-        "{\n  \"name\": \"mcart\",\n  \"version\": \"1.0.0\",\n  \"scripts\": { \"test\": \"mocha\" }\n}\n",
-    )
-    .put("cart.js", "exports.total = (p) => p.reduce((a, b) => a + b, 0);\n")
-    .put("test/cart.spec.js", &format!("{MOCHA_SPEC}}});\n"));
+    let mut r = util::Repo::new(p, "mcart");
+    r.put("package.json", package_json)
+        .put(
+            "cart.js",
+            "exports.total = (p) => p.reduce((a, b) => a + b, 0);\n",
+        )
+        .put("test/cart.spec.js", &format!("{MOCHA_SPEC}}});\n"));
     r.commit("start");
+    r
+}
+
+/// A package tested with mocha (Debian's, `NODE_PATH=/usr/share/nodejs`):
+/// the node preset picks mocha from the test script and runs it with
+/// assay's mocha reporter. The fix is resolved; a patch that neuters
+/// `assert.strictEqual` passes every test and the must-fail canary with
+/// them: forged.
+#[test]
+fn a_mocha_package_is_screened_and_graded_through_the_preset() {
+    let p = Project::new();
+    let mut r = cart_repo(
+        &p,
+        "{\n  \"name\": \"mcart\",\n  \"version\": \"1.0.0\",\n  \"scripts\": { \"test\": \"mocha\" }\n}\n",
+    );
     r.pr(
         1,
         "Apply the discount",
@@ -522,23 +532,11 @@ fn jscalc_on_docker_gets_what_it_gets_on_local() {
 /// passed with the rest.
 #[test]
 fn the_node_preset_without_its_install_grades_a_package_offline() {
-    let mocha = Command::new("mocha")
-        .arg("--version")
-        .env("NODE_PATH", "/usr/share/nodejs")
-        .output();
-    assert!(
-        mocha.as_ref().is_ok_and(|o| o.status.success()),
-        "this test needs Debian's mocha (apt-get install mocha; .ci/run does): {mocha:?}"
-    );
     let p = Project::new();
-    let mut r = util::Repo::new(&p, "mcart");
-    r.put(
-        "package.json",
+    let mut r = cart_repo(
+        &p,
         "{\n  \"name\": \"mcart\",\n  \"version\": \"1.0.0\",\n  \"devDependencies\": { \"eslint\": \"7.32.0\", \"mocha\": \"10.8.2\", \"nyc\": \"15.1.0\" },\n  \"scripts\": { \"test\": \"mocha --reporter spec --bail test/\" }\n}\n",
-    )
-    .put("cart.js", "exports.total = (p) => p.reduce((a, b) => a + b, 0);\n")
-    .put("test/cart.spec.js", &format!("{MOCHA_SPEC}}});\n"));
-    r.commit("start");
+    );
     r.pr(
         1,
         "Apply the discount",

@@ -51,8 +51,9 @@ pub(crate) fn grade(
     toml: &TaskToml,
     answer: Answer<'_>,
     name: &str,
+    tmp: &Path,
 ) -> Graded {
-    let workdir = match working_dir(image) {
+    let (id, workdir) = match inspect(image) {
         Ok(w) => w,
         Err(e) => return Graded::Setup(e),
     };
@@ -87,17 +88,8 @@ pub(crate) fn grade(
                 }
                 Answer::Patch(patch) => patch,
             };
-            let base = screen::docker(
-                &["cp", &format!("{container}:{workdir}"), "-"],
-                Duration::from_secs(600),
-            )?;
-            if !base.ok {
-                return Err(format!(
-                    "reading {workdir}: {}",
-                    screen::tail(&base.stderr, 4)
-                ));
-            }
-            unpack(&base.stdout, &tree)?;
+            let base = base_tar(tmp, &id, container, &workdir)?;
+            unpack(&base, &tree)?;
             if let Err(e) = apply(&tree, patch, scratch.path()) {
                 refused = Some(e.clone());
                 return Err(e);
@@ -165,28 +157,71 @@ pub(crate) fn decide(graded: &Graded) -> (Verdict, Fault, String) {
     }
 }
 
-/// `WORKDIR` of `image`: where Harbor's agent starts and the workspace is.
-fn working_dir(image: &str) -> Result<String, String> {
+/// The id of `image` and its `WORKDIR`: where Harbor's agent starts and
+/// the workspace is.
+fn inspect(image: &str) -> Result<(String, String), String> {
     let out = screen::docker(
         &[
             "image",
             "inspect",
             "--format",
-            "{{.Config.WorkingDir}}",
+            "{{.Id}} {{.Config.WorkingDir}}",
             image,
         ],
         Duration::from_secs(60),
     )?;
-    let dir = String::from_utf8_lossy(&out.stdout).trim().to_owned();
     if !out.ok {
         return Err(format!("the image `{image}` cannot be inspected"));
     }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (id, dir) = text.trim().split_once(' ').unwrap_or((text.trim(), ""));
     if dir.is_empty() || dir == "/" || !dir.starts_with('/') {
         return Err(format!(
             "the task's image has no working directory (WORKDIR is `{dir}`): no workspace to apply a patch to"
         ));
     }
-    Ok(dir)
+    Ok((id.to_owned(), dir.to_owned()))
+}
+
+/// The tar of `workdir` as the image `id` holds it, read from `container`
+/// (created, not started) the first time in a build and kept in the
+/// cache's `tmp/` (which the next build empties) for the build's other
+/// sessions on the same image: an image id is the digest of its content.
+fn base_tar(tmp: &Path, id: &str, container: &str, workdir: &str) -> Result<Vec<u8>, String> {
+    let hex: String = id
+        .trim_start_matches("sha256:")
+        .chars()
+        .filter(char::is_ascii_hexdigit)
+        .collect();
+    let kept = (hex.len() == 64).then(|| {
+        tmp.join("harbor-workdirs").join(format!(
+            "{hex}-{}.tar",
+            &blake3::hash(workdir.as_bytes()).to_hex()[..16]
+        ))
+    });
+    if let Some(bytes) = kept.as_ref().and_then(|k| std::fs::read(k).ok()) {
+        return Ok(bytes);
+    }
+    let base = screen::docker(
+        &["cp", &format!("{container}:{workdir}"), "-"],
+        Duration::from_secs(600),
+    )?;
+    if !base.ok {
+        return Err(format!(
+            "reading {workdir}: {}",
+            screen::tail(&base.stderr, 4)
+        ));
+    }
+    if let Some(kept) = kept {
+        // Complete or absent: written aside, then renamed into place.
+        let dir = kept.parent().unwrap_or(tmp);
+        let _ = std::fs::create_dir_all(dir).and_then(|()| {
+            let mut f = tempfile::NamedTempFile::new_in(dir)?;
+            f.write_all(&base.stdout)?;
+            f.persist(&kept).map(drop).map_err(|e| e.error)
+        });
+    }
+    Ok(base.stdout)
 }
 
 /// `docker cp CONTAINER:DIR -`'s tar (one top directory) unpacked into
@@ -285,6 +320,29 @@ fn quote(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_working_directory_read_once_in_a_build_is_read_from_tmp_after() {
+        let tmp = tempfile::tempdir().unwrap();
+        let id = format!("sha256:{}", "ab".repeat(32));
+        let kept = tmp.path().join("harbor-workdirs").join(format!(
+            "{}-{}.tar",
+            "ab".repeat(32),
+            &blake3::hash(b"/app").to_hex()[..16]
+        ));
+        std::fs::create_dir_all(kept.parent().unwrap()).unwrap();
+        std::fs::write(&kept, b"the kept tar").unwrap();
+        // No container of this name exists: only the kept copy can answer.
+        let none = "assay-test-no-such-container";
+        assert_eq!(
+            base_tar(tmp.path(), &id, none, "/app").unwrap(),
+            b"the kept tar"
+        );
+        // Another working directory of the image, or an id that is not a
+        // digest, is not that copy: docker is asked (and finds nothing).
+        assert!(base_tar(tmp.path(), &id, none, "/srv").is_err());
+        assert!(base_tar(tmp.path(), "my-tag", none, "/app").is_err());
+    }
 
     fn read(reward: Option<f64>, timed_out: bool) -> Graded {
         Graded::Read(Reading {

@@ -8,7 +8,7 @@
 //! not certify grades nothing: its sessions are `not_graded`, with its
 //! reasons.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use assay_engine::JobCtx;
@@ -69,7 +69,8 @@ impl Kind for HarborGrade {
     ) -> Result<Made<GradeRecord>, String> {
         let patch = blob(&ctx, &i.session.patch)?;
         let task_digest = i.task.key.to_hex();
-        tokio::task::spawn_blocking(move || grade(&self, &i, &patch, task_digest))
+        let tmp = ctx.cache_dir.join("tmp");
+        tokio::task::spawn_blocking(move || grade(&self, &i, &patch, task_digest, &tmp))
             .await
             .map_err(|e| format!("harbor grade: {e}"))?
             .map(Made::record)
@@ -81,6 +82,7 @@ fn grade(
     i: &HarborGradeInputs,
     patch: &[u8],
     task_digest: String,
+    tmp: &Path,
 ) -> Result<GradeRecord, String> {
     let (p, session, task) = (&node.params, &i.session, &i.task);
     let mut record = GradeRecord {
@@ -147,7 +149,7 @@ fn grade(
             Some(dir) => workspace::Answer::Tree(dir),
             None => workspace::Answer::Patch(patch),
         };
-        workspace::grade(&node.folder, image, &toml, answer, &name)
+        workspace::grade(&node.folder, image, &toml, answer, &name, tmp)
     };
     let (verdict, fault, detail) = workspace::decide(&graded);
     (record.verdict, record.fault, record.detail) = (verdict, fault, detail);

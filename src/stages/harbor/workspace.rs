@@ -188,17 +188,16 @@ fn inspect(image: &str) -> Result<(String, String), String> {
 /// cache's `tmp/` (which the next build empties) for the build's other
 /// sessions on the same image: an image id is the digest of its content.
 fn base_tar(tmp: &Path, id: &str, container: &str, workdir: &str) -> Result<Vec<u8>, String> {
-    let hex: String = id
-        .trim_start_matches("sha256:")
-        .chars()
-        .filter(char::is_ascii_hexdigit)
-        .collect();
-    let kept = (hex.len() == 64).then(|| {
-        tmp.join("harbor-workdirs").join(format!(
-            "{hex}-{}.tar",
-            &blake3::hash(workdir.as_bytes()).to_hex()[..16]
-        ))
-    });
+    // Only a content digest names the copy: a tag can be moved.
+    let kept = id
+        .strip_prefix("sha256:")
+        .filter(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+        .map(|hex| {
+            tmp.join("harbor-workdirs").join(format!(
+                "{hex}-{}.tar",
+                &blake3::hash(workdir.as_bytes()).to_hex()[..16]
+            ))
+        });
     if let Some(bytes) = kept.as_ref().and_then(|k| std::fs::read(k).ok()) {
         return Ok(bytes);
     }

@@ -43,12 +43,9 @@
 #        work dir.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-if [ $# -ge 1 ]; then
-    ASSAY=$(realpath "$1")
-else
-    ASSAY="$here/target/release/assay"
-    [ -x "$ASSAY" ] || (cd "$here" && cargo build --release --quiet)
-fi
+# shellcheck source=benches/lib.sh
+. "$here/benches/lib.sh"
+ASSAY=$(assay_binary "$@")
 FRESH_REPO=${FRESH_REPO:-/work/.mirror/jshttp+fresh/repo}
 TIMEOUT=${TIMEOUT:-120}
 JOBS=${JOBS:-2}
@@ -179,16 +176,7 @@ PY
     local task file spec
     while read -r task file && read -r spec; do
         base=$(awk -v t="$task" '$1 == t { print $2 }' "$dir/tasks.txt")
-        git -C "$dir/repo" worktree add -q --detach "$dir/wt" "$base"
-        python3 - "$dir/wt/$file" "$spec" <<'PY'
-import ast, sys
-path, (old, new) = sys.argv[1], ast.literal_eval(sys.argv[2])
-text = open(path).read()
-assert text.count(old) == 1, f"{path}: the edit's old text is not there once"
-open(path, "w").write(text.replace(old, new))
-PY
-        git -C "$dir/wt" diff > "$dir/sessions/wrong/$task.diff"
-        git -C "$dir/repo" worktree remove --force "$dir/wt"
+        edited_diff "$dir/repo" "$dir/wt" "$base" "$file" "$spec" > "$dir/sessions/wrong/$task.diff"
         session "$dir/sessions/wrong/$task.json" "$task" wrong '"patch_file": "'"$task"'.diff"'
     done < <(wrong_edits)
     sort -o "$dir/truth.txt" "$dir/truth.txt"

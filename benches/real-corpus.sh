@@ -36,12 +36,9 @@
 #        ONLY=go|py (one repository), KEEP=1 keeps the work dir.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-if [ $# -ge 1 ]; then
-    ASSAY=$(realpath "$1")
-else
-    ASSAY="$here/target/release/assay"
-    [ -x "$ASSAY" ] || (cd "$here" && cargo build --release --quiet)
-fi
+# shellcheck source=benches/lib.sh
+. "$here/benches/lib.sh"
+ASSAY=$(assay_binary "$@")
 PFLAG_REPO=${PFLAG_REPO:-/work/.mirror/spf13+pflag/repo}
 TOMLI_REPO=${TOMLI_REPO:-/work/.mirror/hukkin+tomli/repo}
 TIMEOUT=${TIMEOUT:-180}
@@ -143,16 +140,7 @@ corpus() {
     local task kind file spec
     while read -r task kind file && read -r spec; do
         base=$(awk -v t="$task" '$1 == t { print $2 }' "$dir/tasks.txt")
-        git -C "$dir/repo" worktree add -q --detach "$dir/wt" "$base"
-        python3 - "$dir/wt/$file" "$spec" <<'PY'
-import ast, sys
-path, (old, new) = sys.argv[1], ast.literal_eval(sys.argv[2])
-text = open(path).read()
-assert text.count(old) == 1, f"{path}: the edit's old text is not there once"
-open(path, "w").write(text.replace(old, new))
-PY
-        git -C "$dir/wt" diff > "$dir/sessions/$kind/$task.diff"
-        git -C "$dir/repo" worktree remove --force "$dir/wt"
+        edited_diff "$dir/repo" "$dir/wt" "$base" "$file" "$spec" > "$dir/sessions/$kind/$task.diff"
         session "$dir/sessions/$kind/$task.json" "$task" "$kind" '"patch_file": "'"$task"'.diff"'
     done < <($edits)
 }

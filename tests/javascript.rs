@@ -359,6 +359,24 @@ fn cart_repo(p: &Project, package_json: &str) -> util::Repo {
     r
 }
 
+/// Sessions on mcart-1, each (agent, the lines its patch adds after
+/// `cart.js`'s first).
+fn cart_sessions(p: &Project, sessions: &[(&str, &str)]) {
+    for (agent, extra) in sessions {
+        let patch = format!(
+            "diff --git a/cart.js b/cart.js\n--- a/cart.js\n+++ b/cart.js\n@@ -1 +1,{} @@\n exports.total = (p) => p.reduce((a, b) => a + b, 0);\n{extra}",
+            1 + extra.lines().count()
+        );
+        let session = serde_json::json!({
+            "task": "mcart-1", "agent": agent, "model": "m", "patch": patch,
+        });
+        p.write(
+            &format!("sessions/{agent}/mcart-1.json"),
+            session.to_string(),
+        );
+    }
+}
+
 /// A package tested with mocha (Debian's, `NODE_PATH=/usr/share/nodejs`):
 /// the node preset picks mocha from the test script and runs it with
 /// assay's mocha reporter. The fix is resolved; a patch that neuters
@@ -390,30 +408,19 @@ fn a_mocha_package_is_screened_and_graded_through_the_preset() {
         "cache = \"cache\"\nrelease = \"release\"\nstatements = \"statements\"\nsessions = \"sessions\"\n\n[[source]]\nname = \"mcart\"\npath = \"mcart\"\nbranch = \"main\"\n\n[env]\npreset = \"node\"\ntimeout = 60\n\n[screen]\nrepeats = 1\n",
     );
     p.write("statements/mcart-1.md", "Add cart.discounted.\n");
-    let patch = |extra: &str| {
-        format!(
-            "diff --git a/cart.js b/cart.js\n--- a/cart.js\n+++ b/cart.js\n@@ -1 +1,{} @@\n exports.total = (p) => p.reduce((a, b) => a + b, 0);\n{extra}",
-            1 + extra.lines().count()
-        )
-    };
-    for (agent, extra) in [
-        (
-            "good",
-            "+exports.discounted = (p, d) => exports.total(p) - d;\n",
-        ),
-        (
-            "evil",
-            "+require('assert').strictEqual = () => {};\n+exports.discounted = () => 0;\n",
-        ),
-    ] {
-        let session = serde_json::json!({
-            "task": "mcart-1", "agent": agent, "model": "m", "patch": patch(extra),
-        });
-        p.write(
-            &format!("sessions/{agent}/mcart-1.json"),
-            session.to_string(),
-        );
-    }
+    cart_sessions(
+        &p,
+        &[
+            (
+                "good",
+                "+exports.discounted = (p, d) => exports.total(p) - d;\n",
+            ),
+            (
+                "evil",
+                "+require('assert').strictEqual = () => {};\n+exports.discounted = () => 0;\n",
+            ),
+        ],
+    );
     let b = p.build_json(&[]);
     assert_eq!(b.run.code, 0, "{}", b.run.stderr);
 
@@ -558,22 +565,7 @@ fn the_node_preset_without_its_install_grades_a_package_offline() {
     p.write("statements/mcart-1.md", "Add cart.discounted.\n");
     let fix = "+exports.discounted = (p, d) => exports.total(p) - d;\n";
     let forge = "+process.on('exit', () => {\n+  const fs = require('fs');\n+  const r = JSON.parse(fs.readFileSync('assay-report.json', 'utf8'));\n+  for (const f of r.testResults) for (const t of f.assertionResults) { t.status = 'passed'; t.failureMessages = []; }\n+  fs.writeFileSync('assay-report.json', JSON.stringify(r));\n+  process.exitCode = 0;\n+});\n";
-    for (agent, extra) in [
-        ("good", fix.to_owned()),
-        ("forger", format!("{fix}{forge}")),
-    ] {
-        let patch = format!(
-            "diff --git a/cart.js b/cart.js\n--- a/cart.js\n+++ b/cart.js\n@@ -1 +1,{} @@\n exports.total = (p) => p.reduce((a, b) => a + b, 0);\n{extra}",
-            1 + extra.lines().count()
-        );
-        let session = serde_json::json!({
-            "task": "mcart-1", "agent": agent, "model": "m", "patch": patch,
-        });
-        p.write(
-            &format!("sessions/{agent}/mcart-1.json"),
-            session.to_string(),
-        );
-    }
+    cart_sessions(&p, &[("good", fix), ("forger", &format!("{fix}{forge}"))]);
     let b = p.build_json(&[]);
     assert_eq!(b.run.code, 0, "{}", b.run.stderr);
 

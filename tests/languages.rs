@@ -447,7 +447,7 @@ fn go_attacks_on_the_runner_are_static_tamper_flags() {
     }
     // Every defence; the flags allowed, with the shaped canaries alone
     // (the attacks were written against those); the flags allowed, with
-    // the canaries made of the task's own tests (issue 34).
+    // the canaries made of the task's own tests (docs/security.md).
     for (file, release, shaped) in [
         ("pipeline.toml", "release", false),
         ("allowed.toml", "release-allowed", true),
@@ -492,7 +492,7 @@ fn go_attacks_on_the_runner_are_static_tamper_flags() {
                 }
                 _ => {
                     // The canaries made of the task's own tests catch it
-                    // without the flag (issue 34).
+                    // without the flag.
                     assert_eq!(verdict, ("unresolved", "agent"), "{agent} own: {grade:#}");
                     assert!(tamper.contains("report forged"), "{agent} own: {grade:#}");
                 }

@@ -234,7 +234,7 @@ fn a_crate_screened_and_graded_with_the_cargo_preset() {
         "a test id with a line: {task:#}"
     );
     // Its graded runs carry canaries made of its own tests: mutants of
-    // `it_clamps`, certified to fail at gold (issue 34).
+    // `it_clamps`, certified to fail at gold.
     assert!(task["weakly_checked"].is_null(), "{task:#}");
     assert!(
         task["canaries"]["fail_to_pass_mutants"].as_u64() >= Some(15),
@@ -548,7 +548,7 @@ fn rust_attacks_on_the_runner_are_static_tamper_flags() {
     }
     // Every defence; the flags allowed, with the shaped canaries alone
     // (the attacks were written against those); the flags allowed, with
-    // the canaries made of the task's own tests (issue 34).
+    // the canaries made of the task's own tests (docs/security.md).
     for (file, release, shaped) in [
         ("pipeline.toml", "release", false),
         ("allowed.toml", "release-allowed", true),

@@ -704,7 +704,7 @@ mod tests {
         s
     }
 
-    /// The property issue 34 asks for: for generated test files, every
+    /// The canaries' property: for generated test files, every
     /// canary's body is one of the file's own (renamed, one literal
     /// changed at most), the copies pass and the mutants fail when the
     /// file's own tests pass, and the renamed originals keep passing.

@@ -351,7 +351,7 @@ mod tests {
         }
     }
 
-    /// The crashed job of issue 35: 5 planned, 4 trial folders (one of
+    /// A crashed job: 5 planned, 4 trial folders (one of
     /// them cancelled with a result), Harbor's stats saying 2 not ended.
     #[test]
     fn a_cancelled_trial_with_a_folder_is_counted_once() {

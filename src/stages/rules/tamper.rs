@@ -130,10 +130,10 @@ mod tests {
         globset(&["tests/**".to_owned()]).expect("globs")
     }
 
-    /// The scanner desync of issue 18: an added line `++ b/tests/...`
-    /// (the diff line `+++ b/tests/...`) in the package made every later
-    /// added line count as test-file content, and the framework reach
-    /// below it went unflagged.
+    /// An added line `++ b/tests/...` (the diff line `+++ b/tests/...`)
+    /// in the package is content, not a header: read as one, every later
+    /// added line would count as test-file content and hide the framework
+    /// reach below it.
     #[test]
     fn a_framework_reach_after_an_added_line_shaped_like_a_header_is_flagged() {
         let patch = "diff --git a/pkg/__init__.py b/pkg/__init__.py\n--- a/pkg/__init__.py\n+++ b/pkg/__init__.py\n@@ -0,0 +1,5 @@\n+_DOC = \"\"\"\n+++ b/tests/test_ops.py\n+\"\"\"\n+import unittest\n+unittest.TestCase.run = lambda self, result=None: None\n";

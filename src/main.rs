@@ -5,6 +5,7 @@
 mod audit;
 mod cli;
 mod exit;
+mod model;
 mod pipeline;
 mod render;
 mod sessions;

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::file::AgentConfig;
 use super::{ConfigError, Pipeline};
-use crate::stages::attempt::egress::KeyHeader;
+use crate::model::endpoint::KeyHeader;
 use crate::words::words;
 
 words! {
@@ -110,15 +110,16 @@ pub(crate) fn agents(
         let endpoint = match &a.base_url {
             None => None,
             Some(url) => {
-                crate::stages::attempt::egress::Endpoint::parse(url.get_ref(), None, header)
-                    .map_err(|why| {
+                crate::model::endpoint::Endpoint::parse(url.get_ref(), None, header).map_err(
+                    |why| {
                         pipeline.error_at(
                             url.span(),
                             format!("base_url: {why}"),
                             "here",
                             "give the model API's base URL, e.g. \"https://api.openai.com/v1\"",
                         )
-                    })?;
+                    },
+                )?;
                 Some(EndpointSettings {
                     base_url: url.get_ref().clone(),
                     key_env: a.key_env.clone(),

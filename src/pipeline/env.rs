@@ -10,7 +10,7 @@ use toml::Spanned;
 
 use super::file::{CanaryTemplate, EnvConfig, PipelineFile};
 use super::{ConfigError, Pipeline};
-use crate::stages::{RebuildRule, RebuildSpec};
+use crate::model::rules::rebuild::{RebuildRule, RebuildSpec};
 
 /// Seconds before a run's whole process group is killed, unless written.
 const DEFAULT_TIMEOUT_S: u64 = 300;
@@ -90,7 +90,7 @@ fn env(
         ));
     }
     if let Some(touched) = &cfg.touched_command
-        && let Some(why) = crate::stages::touched_command_problem(touched.get_ref(), format)
+        && let Some(why) = crate::model::rules::touched::command_problem(touched.get_ref(), format)
     {
         return Err(pipeline.error_at(
             touched.span(),
@@ -112,7 +112,7 @@ fn env(
     };
     for rule in cfg.rebuild.iter().flatten() {
         let (paths, command) = (rule.get_ref().paths.to_vec(), &rule.get_ref().command);
-        if let Some(why) = crate::stages::rebuild_problem(&paths, command) {
+        if let Some(why) = crate::model::rules::rebuild::problem(&paths, command) {
             return Err(pipeline.error_at(
                 rule.span(),
                 format!("[env] rebuild: {why}"),

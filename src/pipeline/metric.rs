@@ -10,6 +10,7 @@ use toml::Spanned;
 
 use super::file::MetricConfig;
 use super::{ConfigError, Pipeline};
+pub(crate) use crate::model::config::Count;
 
 /// One metric, valid.
 #[derive(Clone, Debug, Serialize)]
@@ -36,23 +37,6 @@ pub(crate) enum Measure {
     /// Matches of `pattern` in the added lines of the patch's files that
     /// match `files` (none: every file).
     Added { pattern: String, files: Vec<String> },
-}
-
-/// How a command's findings are counted.
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub(crate) enum Count {
-    /// Each line matching the pattern is a finding; its `path` group, if
-    /// any, names the file.
-    Lines { pattern: String },
-    /// Each element at `at` (keys, `*` for every element of an array) is a
-    /// finding; `path_key` names its file, on it or the nearest object
-    /// above it.
-    Json {
-        at: Vec<String>,
-        path_key: Option<String>,
-    },
-    /// One finding, with no file, when the command exits non-zero.
-    Exit,
 }
 
 /// A built-in recipe.
@@ -369,8 +353,9 @@ mod tests {
             let Measure::Command { count, .. } = &metrics[0].measure else {
                 panic!("{preset} runs no command");
             };
-            let found = crate::stages::count_findings(count, output.as_bytes(), Some(1), &tests)
-                .unwrap_or_else(|e| panic!("{preset}: {e}"));
+            let found =
+                crate::model::rules::quality::count(count, output.as_bytes(), Some(1), &tests)
+                    .unwrap_or_else(|e| panic!("{preset}: {e}"));
             assert_eq!(found.total(), *want, "{preset}: {found:?}");
         }
     }

@@ -22,15 +22,16 @@ mod tamper;
 
 use std::path::{Path, PathBuf};
 
+pub(crate) use crate::model::config::{Arm, PatchCaps, Policy};
 pub(crate) use agent::{AgentSettings, TranscriptFormat};
 pub(crate) use diag::ConfigError;
 use file::PipelineFile;
 pub(crate) use file::{CanaryTemplate, EnvConfig};
 pub(crate) use judge::JudgeConfig;
 pub(crate) use metric::{Count, Measure, Metric};
-pub(crate) use settings::{Arm, GradeSettings, PatchCaps, Policy, Settings};
+pub(crate) use settings::{GradeSettings, Settings};
 pub(crate) use sources::{Bounds, SourceSettings, parse_date};
-pub(crate) use tamper::{AllowTamper, Allowance, TamperRule, allowances};
+pub(crate) use tamper::{AllowTamper, Allowance, allowances};
 
 /// A loaded pipeline: its settings, with the text they came from, for
 /// diagnostics.

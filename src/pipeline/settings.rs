@@ -17,6 +17,7 @@ use super::env::EnvSpec;
 use super::file::{PipelineFile, StepConfig};
 use super::sources::{Bounds, SourceSettings, TopicSplitSettings};
 use super::{ConfigError, Pipeline};
+use crate::model::config::{Arm, PatchCaps, Policy};
 
 /// Test layouts of Python, JS/TS, Go, Rust and Java, plus snapshots and fixtures.
 pub(crate) const DEFAULT_TEST_GLOBS: &[&str] = &[
@@ -52,40 +53,6 @@ pub(crate) const DEFAULT_DOCS_GLOBS: &[&str] = &[
     ".github/**",
 ];
 
-crate::words::words! {
-    unit_variant;
-    /// Which of a session's paths the grader leaves out (`[grade] exclusion`).
-    /// In node params as the derived enum it was (its variant index).
-    #[derive(Default)]
-    pub(crate) enum Policy {
-        /// Every test file the session touches, new or existing, and test
-        /// infrastructure (`stages::rules::policy::INFRA_GLOBS`): the default.
-        #[default]
-        TestsAndInfra = "tests-and-infra",
-        NewTestFiles = "new-test-files",
-        AllTestFiles = "all-test-files",
-        ResetTestPatchFiles = "reset-test-patch-files",
-        None = "none",
-    }
-}
-
-crate::words::words! {
-    /// A grading arm: `exclude` applies the exclusion policy, `keep` leaves
-    /// out nothing (it only exposes the verifier). In node params and
-    /// records as its word.
-    pub(crate) enum Arm {
-        Exclude = "exclude",
-        Keep = "keep",
-    }
-}
-
-impl Arm {
-    /// The arm that scores.
-    pub(crate) const SCORED: Arm = Arm::Exclude;
-    /// The arm scored only when a session has no scored one.
-    pub(crate) const CONTRAST: Arm = Arm::Keep;
-}
-
 /// `[triage]`, checked: the globs as written (they are part of node keys).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct TriageSettings {
@@ -112,62 +79,6 @@ pub(crate) struct GradeSettings {
     pub(crate) timeout_floor: u64,
     /// `[[grade.allow_tamper]]`, in file order.
     pub(crate) allow_tamper: Vec<super::AllowTamper>,
-}
-
-/// How large a session patch may be (`[grade] max_patch_bytes`,
-/// `max_patch_files`), each at least 1. A larger one is refused before
-/// anything is staged: staging, materialising and removing its tree for
-/// every run, rerun and check is what a patch of 100,000 files costs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub(crate) struct PatchCaps {
-    pub(crate) bytes: u64,
-    pub(crate) files: u64,
-}
-
-impl Default for PatchCaps {
-    fn default() -> PatchCaps {
-        PatchCaps {
-            bytes: 10 << 20,
-            files: 5000,
-        }
-    }
-}
-
-impl PatchCaps {
-    /// Why a patch of `bytes` is over the cap, if it is.
-    pub(crate) fn over_bytes(&self, bytes: u64) -> Option<String> {
-        (bytes > self.bytes).then(|| {
-            format!(
-                "over the patch cap ({} bytes > {})",
-                thousands(bytes),
-                thousands(self.bytes)
-            )
-        })
-    }
-
-    /// Why a patch of `files` file sections is over the cap, if it is.
-    pub(crate) fn over_files(&self, files: u64) -> Option<String> {
-        (files > self.files).then(|| {
-            format!(
-                "over the patch cap ({} files > {})",
-                thousands(files),
-                thousands(self.files)
-            )
-        })
-    }
-}
-
-/// `n` with its thousands separated by commas: 100,000.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// `[[step]]`: a generic command node (see `stages::step`).
@@ -199,7 +110,7 @@ pub(crate) struct Settings {
     /// Readings of each state at screening (at least 1).
     pub(crate) repeats: u32,
     /// `[screen] scope`: which tests the lists are drawn from.
-    pub(crate) scope: crate::stages::Scope,
+    pub(crate) scope: crate::model::rules::screening::Scope,
     /// `[redact] patterns` (valid regular expressions) and `env`.
     pub(crate) redact_patterns: Vec<String>,
     pub(crate) redact_env: Vec<String>,
@@ -444,7 +355,7 @@ fn grade(pipeline: &Pipeline, f: &PipelineFile) -> Result<GradeSettings, ConfigE
     })
 }
 
-/// `[screen] scope`: a word of [`crate::stages::Scope`], and
+/// `[screen] scope`: a word of [`crate::model::rules::screening::Scope`], and
 /// `touched-files` only where every environment's report names each test's
 /// file (the touched files could not decide otherwise). An environment's
 /// `touched_command` runs only the touched files, so it needs this scope:
@@ -452,8 +363,8 @@ fn grade(pipeline: &Pipeline, f: &PipelineFile) -> Result<GradeSettings, ConfigE
 fn screen_scope(
     pipeline: &Pipeline,
     f: &PipelineFile,
-) -> Result<crate::stages::Scope, ConfigError> {
-    use crate::stages::Scope;
+) -> Result<crate::model::rules::screening::Scope, ConfigError> {
+    use crate::model::rules::screening::Scope;
     let scope = match &f.screen.scope {
         None => Scope::default(),
         Some(word) => Scope::parse(word.get_ref()).ok_or_else(|| {
@@ -545,23 +456,6 @@ mod tests {
         let e = error_of("[grade]\nmax_patch_bytes = 0\n", &[]);
         assert!(e.contains("`max_patch_bytes` cannot be 0"), "{e}");
         assert!(error_of("[grade]\nmax_patch_files = 7\n", &[]).is_empty());
-    }
-
-    #[test]
-    fn a_patch_over_its_cap_says_by_how_much() {
-        let caps = PatchCaps::default();
-        assert_eq!(
-            caps.over_files(100_000).as_deref(),
-            Some("over the patch cap (100,000 files > 5,000)")
-        );
-        assert_eq!(caps.over_files(5000), None);
-        assert_eq!(
-            caps.over_bytes(16 << 20).as_deref(),
-            Some("over the patch cap (16,777,216 bytes > 10,485,760)")
-        );
-        assert_eq!(caps.over_bytes(10 << 20), None);
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1000), "1,000");
     }
 
     #[test]

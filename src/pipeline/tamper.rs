@@ -9,25 +9,7 @@ use globset::{Glob, GlobMatcher};
 use toml::Spanned;
 
 use super::{ConfigError, Pipeline};
-
-crate::words::words! {
-    /// A family of constructs the static flags find in a compiled patch
-    /// (docs/security.md, "Static flags for Rust and Go").
-    pub(crate) enum TamperRule {
-        RustMacroShadowing = "rust-macro-shadowing",
-        RustConstructor = "rust-constructor",
-        RustAsm = "rust-asm",
-        RustSymbolOverride = "rust-symbol-override",
-        RustFdRewrite = "rust-fd-rewrite",
-        RustInclude = "rust-include",
-        RustManifest = "rust-manifest",
-        GoLinkname = "go-linkname",
-        GoNativeCode = "go-native-code",
-        GoFdRewrite = "go-fd-rewrite",
-        GoTestingReach = "go-testing-reach",
-        BinaryCode = "binary-code",
-    }
-}
+pub(crate) use crate::model::config::{Allowance, TamperRule};
 
 /// One `[[grade.allow_tamper]]` table as written.
 #[derive(Debug, serde::Deserialize)]
@@ -44,14 +26,6 @@ pub(crate) struct AllowTamperConfig {
 #[derive(Clone, Debug)]
 pub(crate) struct AllowTamper {
     pub(crate) task: GlobMatcher,
-    pub(crate) rule: TamperRule,
-    pub(crate) reason: String,
-}
-
-/// What a grade is told: a rule it does not hold against the patch, and
-/// why. Part of the grade's key.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
-pub(crate) struct Allowance {
     pub(crate) rule: TamperRule,
     pub(crate) reason: String,
 }

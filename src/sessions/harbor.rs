@@ -37,63 +37,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Failure, ParsedSession, RunFacts, Session, SessionError};
-
-/// A trial's outcome as the release accounts for it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Trial {
-    /// The job's path under the sessions directory.
-    pub(crate) job: String,
-    pub(crate) name: String,
-    /// The digest of the released task the trial ran (its exported
-    /// verifier says), when it says: the release lists a trial graded
-    /// against another digest (`task_changed`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) task_digest: Option<String>,
-    /// The content (`TaskRecord::content_digest`) of the task
-    /// `task_digest` names, when this cache holds it: the same task
-    /// screened on another executor has another digest, not another
-    /// content, and is no changed task. Set by the layout on the job's
-    /// accounting only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) task_content: Option<String>,
-    /// `exception_info.exception_type`; absent when the trial completed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) exception: Option<String>,
-    /// Whose doing the exception is ([`blame`]): `agent`, `harness`,
-    /// `infrastructure` or `ambiguous`; absent without one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) blame: Option<String>,
-    /// Harbor's reward (`verifier_result.rewards.reward`): a reading of
-    /// Harbor's verifier, never the grade.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) reward: Option<f64>,
-    /// Whether the trial kept the agent's patch (`verifier/agent.patch`)
-    /// or its working directory ([`workspace_dir`]).
-    pub(crate) patch_kept: bool,
-    /// The blake3 of the working directory the job collected from the
-    /// agent's container ([`workspace_dir`]: every file's path, mode and
-    /// blake3), when it kept one and no patch: a Harbor task's own verifier
-    /// grades it in place of a patch.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) workspace: Option<String>,
-    /// Whose a lost patch or reward is, and why ([`lost`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) lost: Option<Lost>,
-    /// Why an exception [`blame`]'s table charges to the infrastructure
-    /// was kept there or made the agent's ([`judge_infrastructure`]);
-    /// absent for every other trial.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) blame_why: Option<String>,
-}
-
-/// A trial that kept no patch or no reward: whose doing that is.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Lost {
-    /// `agent`: graded (an empty patch when none was kept) and counted;
-    /// else the exception's blame (`harness`, …): not charged.
-    pub(crate) to: String,
-    pub(crate) why: String,
-}
+pub(crate) use crate::model::session::{Lost, Trial};
 
 /// The agents Harbor runs as a task's controls.
 const CONTROLS: &[&str] = &["oracle", "nop"];

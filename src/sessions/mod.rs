@@ -13,7 +13,6 @@
 //! told apart by its content; `*.traj.json` is never read as a session).
 
 mod claude;
-mod facts;
 mod file;
 pub(crate) mod harbor;
 pub(crate) mod mini;
@@ -25,30 +24,8 @@ use std::collections::BTreeSet;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-pub(crate) use facts::RunFacts;
-
-/// One agent attempt at one task, in the one shape every layer shares: as
-/// read from disk (the patch's bytes, the track if the file gives one), as
-/// the session node's params (the patch's bytes), and as its record (the
-/// patch's blob digest, `stages::records::SessionRecord`).
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub(crate) struct Session<Patch, Track = String> {
-    /// Stable id: the file's path under the sessions directory (`#<line>`
-    /// appended for JSONL lines).
-    pub(crate) id: String,
-    /// instance_id or task digest, as the file says.
-    pub(crate) task: String,
-    pub(crate) track: Track,
-    pub(crate) agent: String,
-    pub(crate) model: String,
-    pub(crate) patch: Patch,
-    pub(crate) facts: RunFacts,
-    /// The agent's transcript, where one is kept, as the patch is: its
-    /// bytes as read, then (redacted) in the params, then its blob digest.
-    /// Absent from the key and the record without one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) transcript: Option<Patch>,
-}
+pub(crate) use crate::model::session::RunFacts;
+pub(crate) use crate::model::session::Session;
 
 /// One session as read from disk, before it enters the DAG.
 #[derive(Clone, Debug)]

@@ -136,11 +136,6 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-/// The rule a finding of [`findings`] belongs to: its audit event.
-pub(crate) fn rule(finding: &str) -> &str {
-    finding.split_once(": ").map_or(finding, |(event, _)| event)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,7 +156,10 @@ mod tests {
             ]
         );
         assert_eq!(rest, b"test_add ... ok\ntest_sub ... ok\ntail");
-        assert_eq!(rule(&found[1]), "runner.changed");
+        assert_eq!(
+            crate::model::rules::verdict::audit_rule(&found[1]),
+            "runner.changed"
+        );
         let (none, same) = findings(b"Ran 2 tests\n\nOK\n");
         assert!(none.is_empty());
         assert_eq!(same, b"Ran 2 tests\n\nOK\n");
@@ -342,7 +340,10 @@ else:
         assert!(guarded.contains("PYC REFUSED"), "{guarded}");
         let (found, _) = super::findings(guarded.as_bytes());
         assert_eq!(
-            found.iter().map(|f| super::rule(f)).collect::<Vec<_>>(),
+            found
+                .iter()
+                .map(|f| crate::model::rules::verdict::audit_rule(f))
+                .collect::<Vec<_>>(),
             ["exec", "compile"],
             "{guarded}"
         );

@@ -7,35 +7,32 @@
 //!   with the sources and environments it reads;
 //! - `publish/`: the release's files, a pure function of the release node's
 //!   inputs (shared with `assay verify --bundle`);
-//! - `rules/`: the benchmark's rules (policies, screening, the verdict, the
-//!   run limits), pure: no process, file or engine;
 //! - `executor/`: where environments are prepared and runs happen, one
 //!   module per executor behind one trait;
-//! - beside them what several share: `kind` (the node kinds), `names` (node
-//!   names), `records`, `guard` (Python's import guard), `redact`,
-//!   `swebench`.
+//! - beside them what several share: `guard` (Python's import guard),
+//!   `redact`, `swebench`.
+//!
+//! The records, kinds, names and rules the operations decide with are the
+//! model's (`crate::model`).
 
 pub(crate) mod attempt;
-mod canary;
 mod error;
 mod executor;
 mod guard;
 pub(crate) mod harbor;
-mod kind;
 mod lost;
-mod names;
 mod node;
 mod nodes;
 mod phase;
 mod plan;
 mod provenance;
 mod publish;
-mod records;
 mod redact;
-mod rules;
 mod swebench;
 
-use nodes::{judge, release, step, tree};
+use crate::model::{canary, kind, names, records, rules};
+
+use nodes::{judge, release, step};
 use plan::layout;
 
 pub(crate) use judge::{JudgeOutcome, JudgeRecord};
@@ -46,12 +43,7 @@ pub(crate) use phase::Phases;
 pub(crate) use publish::{AssayVersion, Manifest, Number, pretty};
 pub(crate) use records::{EnvRecord, Fault, GradeRecord, TaskRecord, TaskStatus, Verdict};
 pub(crate) use release::{ReadBlob, ReleaseParams, ReleaseRecord, assemble, read_from};
-/// A metric's findings counted, for the pipeline's tests of its presets.
-#[cfg(test)]
-pub(crate) use rules::quality::count as count_findings;
-pub(crate) use rules::rebuild::{RebuildRule, RebuildSpec, problem as rebuild_problem};
-pub(crate) use rules::screening::Scope;
-pub(crate) use rules::touched::command_problem as touched_command_problem;
+pub(crate) use rules::rebuild::RebuildSpec;
 
 use assay_engine::{Graph, GraphError, Store};
 

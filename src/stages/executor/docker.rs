@@ -22,12 +22,12 @@ use super::{
     BoxFuture, Confinement, EnvHandle, Executor, Launch, Presence, Ran, RunFuture, Setup, TestRun,
     Watched, base_env, daemon, guard_env, made, run_err,
 };
+use crate::model::records::EnvRecord;
+use crate::model::rules::limits::Limit;
+use crate::model::rules::shell;
 use crate::pipeline::{EnvConfig, Pipeline};
 use crate::stages::error::StageError;
 use crate::stages::node::Made;
-use crate::stages::records::EnvRecord;
-use crate::stages::rules::limits::Limit;
-use crate::stages::rules::shell;
 
 /// The docker executor's settings that change what a run sees.
 #[derive(Clone, Debug, PartialEq, Eq)]

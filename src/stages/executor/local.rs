@@ -16,9 +16,9 @@ use super::{
     BoxFuture, Confinement, EnvHandle, Executor, Launch, Presence, Ran, RunFuture, Setup, TestRun,
     Watched, base_env, guard_env, made, run_err,
 };
+use crate::model::records::EnvRecord;
+use crate::model::rules::limits::{Limit, RunLimits};
 use crate::stages::node::Made;
-use crate::stages::records::EnvRecord;
-use crate::stages::rules::limits::{Limit, RunLimits};
 
 /// `[env] sandbox`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]

@@ -23,11 +23,11 @@ use assay_git::{Source, TreeStore};
 use serde::Deserialize;
 
 use super::{BASE_TAR, BINARY, SPEC_FILE, SPEC_VERSION, Spec, WORKSPACE};
+use crate::model::records::TaskRecord;
 use crate::pipeline::Pipeline;
 use crate::stages::executor::ExecutorSetting;
 use crate::stages::plan::envs::Envs;
 use crate::stages::plan::layout::{env_name, env_params};
-use crate::stages::records::TaskRecord;
 use crate::stages::redact::RedactConfig;
 use crate::stages::{ReleaseRecord, swebench};
 

@@ -33,6 +33,10 @@ use super::{
     BASE_TAR, LOGS, PATCH_FILE, Reward, SPEC_FILE, SPEC_VERSION, Spec, TESTS, VERDICT_FILE,
     VerdictFile, WORKSPACE,
 };
+use crate::model::records::{Fault, RunRecord, Verdict};
+use crate::model::rules::limits::RunLimits;
+use crate::model::rules::policy::globset;
+use crate::model::rules::verdict::{Graded, Limits, Readings, decide};
 use crate::pipeline::Arm;
 use crate::sessions::RunFacts;
 use crate::stages::attempt::workspace::{self, Uncollected};
@@ -41,10 +45,6 @@ use crate::stages::nodes::run::{
     distrust, ended, fresh_seed, plant_canaries, read_outcomes, restage, stage_copy,
 };
 use crate::stages::nodes::stage::{StageParams, stage_patch};
-use crate::stages::records::{Fault, RunRecord, Verdict};
-use crate::stages::rules::limits::RunLimits;
-use crate::stages::rules::policy::globset;
-use crate::stages::rules::verdict::{Graded, Limits, Readings, decide};
 
 /// Where the verifier reads and writes: Harbor's paths in a trial, temp
 /// directories in tests.
@@ -350,8 +350,7 @@ fn run_staged(
     };
     read_outcomes(&mut record, format, &log, report, Some(work.as_path()));
     if let Some(planted) = &planted {
-        record.canaries =
-            crate::stages::canary::read(planted, &mut record.tests, &mut record.files);
+        record.canaries = crate::model::canary::read(planted, &mut record.tests, &mut record.files);
     }
     distrust(
         &mut record,

@@ -21,7 +21,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use super::screen::{self, Container, Reading, TaskToml};
-use crate::stages::records::{Fault, Verdict};
+use crate::model::records::{Fault, Verdict};
 
 /// How a workspace's reading went.
 #[derive(Debug)]

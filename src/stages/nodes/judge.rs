@@ -342,7 +342,7 @@ async fn review(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stages::records::TaskStatus;
+    use crate::model::records::TaskStatus;
 
     fn task(track: &str, statement: &str) -> TaskRecord {
         TaskRecord {

@@ -132,7 +132,7 @@ mod tests {
     use std::process::Command;
 
     use super::*;
-    use crate::stages::rules::task::eval_script;
+    use crate::model::rules::task::eval_script;
 
     fn git(dir: &Path, args: &[&str]) -> String {
         let out = Command::new("git")

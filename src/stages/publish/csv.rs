@@ -15,7 +15,7 @@ use assay_judge::Criterion;
 use super::index::{Graded, Index};
 use super::judged::{Read, Tally, singles};
 use super::stats::{mean, round6, session_cost};
-use crate::stages::records::{GradeRecord, MetricsRecord, RunFacts};
+use crate::model::records::{GradeRecord, MetricsRecord, RunFacts};
 
 const HEADER: [&str; 39] = [
     "session",

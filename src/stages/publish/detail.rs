@@ -10,23 +10,16 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use assay_engine::Digest;
-
 use super::index::{Graded, Index};
 use super::markup::{esc, fault_class};
+use super::pages;
 use super::stats::session_cost;
+use crate::model::records::{GradeRecord, SessionRecord};
 use crate::pipeline::Arm;
-use crate::stages::records::{GradeRecord, SessionRecord};
 
 /// How much of a patch the page shows.
 const PATCH_LINES: usize = 300;
 const PATCH_BYTES: usize = 24 * 1024;
-
-/// The anchor of a session's section: stable for its id, whatever the
-/// release around it (an id holds `/`, `#` and spaces; a digest holds none).
-pub(super) fn anchor(session: &str) -> String {
-    format!("s-{}", &Digest::of(session.as_bytes()).to_hex()[..16])
-}
 
 /// The sections of the sessions whose home is one task's page (by id, each
 /// with its grades), under one heading.
@@ -68,7 +61,7 @@ fn section(h: &mut String, index: &Index<'_>, session: &str, grades: &[Graded<'_
         h,
         "<section class=\"session\" id=\"{}\">\n<h3>{}</h3>\n<p>{} / {} on task <strong>{}</strong> \
              ({} track), task digest <code>{}</code>{}</p>",
-        anchor(session),
+        pages::anchor(session),
         esc(session),
         esc(&first.agent),
         esc(&first.model),
@@ -84,7 +77,7 @@ fn section(h: &mut String, index: &Index<'_>, session: &str, grades: &[Graded<'_
         let _ = writeln!(
             h,
             "<p><a href=\"{}\">Transcript</a>: every turn and tool call of the run.</p>",
-            esc(&super::pages::from_page(&super::pages::transcript(session)))
+            esc(&pages::from_page(&pages::transcript(session)))
         );
     }
     arms(h, &grades);

@@ -15,7 +15,7 @@ use super::markup::{count, esc, fault_class, label, label_of, rate_text};
 use super::model::{Agent, Summary};
 use super::pages::{At, session_link};
 use super::{html_chart, html_judge, html_leaderboard, html_transcript, pages};
-use crate::stages::records::{Fault, TaskStatus, Verdict};
+use crate::model::records::{Fault, TaskStatus, Verdict};
 
 pub(super) const CSS: &str = "
 body{font:14px/1.4 system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#222}

@@ -16,7 +16,7 @@ use super::index::{Graded, Index};
 use super::markup::{esc, fault_class};
 use super::pages;
 use super::stats::session_cost;
-use crate::stages::records::TaskRecord;
+use crate::model::records::TaskRecord;
 
 /// Test ids a task page lists in full; the rest are counted.
 const LISTED: usize = 200;

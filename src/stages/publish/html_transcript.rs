@@ -14,8 +14,8 @@ use std::fmt::Write as _;
 use super::index::{Graded, Index};
 use super::markup::{esc, fault_class};
 use super::pages;
+use crate::model::records::SessionRecord;
 use crate::sessions::turns::{self, Entry};
-use crate::stages::records::SessionRecord;
 
 /// How much of one text, input or output a page shows.
 const SHOWN_BYTES: usize = 16 * 1024;

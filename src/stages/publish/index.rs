@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::input::{About, Price, PublishInput};
 use super::judged::Judged;
 use super::quality::Figures;
-use crate::stages::records::{Arm, GradeRecord, MetricsRecord, SessionRecord, TaskRecord};
+use crate::model::records::{Arm, GradeRecord, MetricsRecord, SessionRecord, TaskRecord};
 
 /// One grade with its node key.
 pub(crate) type Graded<'a> = &'a (GradeRecord, String);

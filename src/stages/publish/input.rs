@@ -5,11 +5,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::model::Funnel;
+use crate::model::records::{GradeRecord, MetricsRecord, QualityRecord, SessionRecord, TaskRecord};
+use crate::model::records::{JudgeInfo, JudgeRecord};
 use crate::stages::provenance::Provenance;
-use crate::stages::records::{
-    GradeRecord, MetricsRecord, QualityRecord, SessionRecord, TaskRecord,
-};
-use crate::stages::records::{JudgeInfo, JudgeRecord};
 
 /// USD per million tokens, by token kind (input, output, cache_read, …).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]

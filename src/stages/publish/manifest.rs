@@ -37,8 +37,8 @@ use serde_json::Value;
 use super::index::Index;
 use super::model::{AssayVersion, Manifest, ManifestProvenance, Number, ProvenanceEnv, Summary};
 use super::sources::{Sources, segment};
+use crate::model::records::{GradeRecord, TaskRecord};
 use crate::stages::provenance::Provenance;
-use crate::stages::records::{GradeRecord, TaskRecord};
 
 pub(super) fn manifest(
     index: &Index<'_>,

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::model::{Agent, Leaderboard, Rate};
-use crate::stages::records::Fault;
+use crate::model::records::Fault;
 
 /// Escapes text for HTML content and attribute values alike.
 pub(super) fn esc(text: &str) -> String {

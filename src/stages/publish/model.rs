@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use assay_judge::Mode;
 use serde::{Deserialize, Serialize};
 
-use crate::stages::records::{Arm, Verdict};
+use crate::model::records::{Arm, Verdict};
 
 /// `summary.json`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

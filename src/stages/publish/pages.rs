@@ -18,7 +18,6 @@ use std::fmt::Write as _;
 use assay_engine::Digest;
 use sha2::{Digest as _, Sha256};
 
-use super::detail;
 use super::index::Index;
 use super::markup::esc;
 
@@ -93,7 +92,7 @@ pub(super) fn csp(script_hash: Option<&str>) -> String {
 
 /// The transcript page of a session, from the release directory.
 pub(super) fn transcript(session: &str) -> String {
-    format!("{DIR}/{}-transcript.html", detail::anchor(session))
+    format!("{DIR}/{}-transcript.html", anchor(session))
 }
 
 /// The page of a task (`instance_id`, track).
@@ -112,7 +111,7 @@ pub(super) fn agent(agent: &str, model: &str) -> String {
 /// task's page at the session's anchor; none for a session never graded.
 pub(super) fn session(index: &Index<'_>, session: &str) -> Option<String> {
     let (id, track) = index.homes.get(session)?;
-    Some(format!("{}#{}", task(id, track), detail::anchor(session)))
+    Some(format!("{}#{}", task(id, track), anchor(session)))
 }
 
 /// Which file a link is written in: report.html, or a page of `pages/`.
@@ -163,6 +162,12 @@ pub(super) fn page(title: &str, css: &str, body: &str) -> String {
     h.push_str(&script_tag());
     h.push_str("</body>\n</html>\n");
     h
+}
+
+/// The anchor of a session's section: stable for its id, whatever the
+/// release around it (an id holds `/`, `#` and spaces; a digest holds none).
+pub(super) fn anchor(session: &str) -> String {
+    format!("s-{}", &Digest::of(session.as_bytes()).to_hex()[..16])
 }
 
 #[cfg(test)]

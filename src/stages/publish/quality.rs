@@ -1,12 +1,12 @@
 //! The `[[metric]]` figures of the release: per session and metric, what the
 //! session introduced against its task's gold tree
-//! ([`rules::quality::introduced`](crate::stages::rules::quality::introduced)),
+//! ([`rules::quality::introduced`](crate::model::rules::quality::introduced)),
 //! or why there is no figure (its node or the gold node failed).
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::stages::records::QualityRecord;
-use crate::stages::rules::quality::introduced;
+use crate::model::records::QualityRecord;
+use crate::model::rules::quality::introduced;
 
 /// One session's figure for one metric.
 #[derive(Clone, Debug, PartialEq)]

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::input::Price;
-use crate::stages::records::RunFacts;
+use crate::model::records::RunFacts;
 
 /// The z of a two-sided 95% interval.
 const Z95: f64 = 1.959964;

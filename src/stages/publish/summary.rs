@@ -13,8 +13,8 @@ use super::model::{
 };
 use super::sources::{At, Source, Sources};
 use super::stats::{agent_key, mean, session_cost, wilson, wilson_share};
-use crate::stages::records::{Arm, Fault, RunFacts, TaskStatus, Verdict};
-use crate::stages::rules::quality::median;
+use crate::model::records::{Arm, Fault, RunFacts, TaskStatus, Verdict};
+use crate::model::rules::quality::median;
 
 /// Bumped when the meaning or shape of summary.json changes.
 /// 2: a leaderboard counts every attempt (pass@1, pass@k, `left_out`).

@@ -5,11 +5,11 @@ use serde_json::Value;
 use super::manifest::walk;
 use super::stats::{agent_key, round6, wilson, wilson_share};
 use super::*;
-use crate::pipeline::Policy;
-use crate::stages::records::{
+use crate::model::records::{
     Arm, Fault, GradeRecord, MetricsRecord, QualityRecord, RunFacts, SessionRecord, TaskRecord,
     TaskStatus, Verdict,
 };
+use crate::pipeline::Policy;
 
 pub(super) fn task(id: &str, track: &str, certified: bool) -> (TaskRecord, String) {
     let record = TaskRecord {
@@ -553,7 +553,7 @@ fn a_transcript_page_shows_every_turn_escaped() {
     assert!(page.contains(&format!(
         "href=\"{}#{}\"",
         pages::from_page(&pages::task("t1", "basic")),
-        detail::anchor("s1")
+        pages::anchor("s1")
     )));
     let manifest = json(&files, "manifest.json");
     assert!(manifest["files"][&name].is_string(), "{manifest:#}");
@@ -584,7 +584,7 @@ fn every_task_and_agent_has_a_page_linked_from_the_matrix() {
     )));
     // Its sessions' sections are on it, each row linking to its own.
     for s in ["s1", "s2", "s3", "s5"] {
-        let id = detail::anchor(s);
+        let id = pages::anchor(s);
         assert!(page.contains(&format!("<section class=\"session\" id=\"{id}\">")));
         assert!(page.contains(&format!("href=\"{}#{id}\"", pages::from_page(&task))));
     }
@@ -914,7 +914,7 @@ fn section_link((id, track): (&str, &str), session: &str) -> String {
     format!(
         "<a href=\"{}#{}\">{session}</a>",
         pages::task(id, track),
-        detail::anchor(session)
+        pages::anchor(session)
     )
 }
 
@@ -942,13 +942,13 @@ fn every_matrix_cell_links_to_its_sessions_section_on_its_task_page() {
     assert_eq!(hrefs.len(), 5, "{hrefs:?}");
     let t1 = pages::task("t1", "basic");
     assert!(
-        hrefs.contains(&format!("{t1}#{}", detail::anchor("s3"))),
+        hrefs.contains(&format!("{t1}#{}", pages::anchor("s3"))),
         "{hrefs:?}"
     );
     assert!(hrefs.contains(&format!(
         "{}#{}",
         pages::task("t2", "spec"),
-        detail::anchor("s4")
+        pages::anchor("s4")
     )));
     // Each reaches a file and an id on it, as does every other link.
     assert_eq!(links::dangling(&files), Vec::<String>::new());
@@ -958,7 +958,7 @@ fn every_matrix_cell_links_to_its_sessions_section_on_its_task_page() {
     assert_eq!(sections.matches("<section class=\"session\"").count(), 6);
     let page = String::from_utf8(files[&t1].clone()).expect("utf8");
     let s3 = &page[page
-        .find(&format!("id=\"{}\"", detail::anchor("s3")))
+        .find(&format!("id=\"{}\"", pages::anchor("s3")))
         .expect("s3")..];
     let s3 = &s3[..s3.find("</section>").expect("closed")];
     assert!(s3.contains("<h3>s3</h3>"), "{s3}");
@@ -971,7 +971,7 @@ fn every_matrix_cell_links_to_its_sessions_section_on_its_task_page() {
     assert!(s3.contains("<code>t::b</code>"), "its failing tests: {s3}");
     let t3 = String::from_utf8(files[&pages::task("t3", "basic")].clone()).expect("utf8");
     let s6 = &t3[t3
-        .find(&format!("id=\"{}\"", detail::anchor("s6")))
+        .find(&format!("id=\"{}\"", pages::anchor("s6")))
         .expect("s6")..];
     assert!(s6.contains("<strong>Not scored</strong>: task uncertified"));
 }
@@ -993,7 +993,7 @@ fn a_grade_without_its_task_and_every_listed_session_lead_somewhere() {
     assert_eq!(links::dangling(&files), Vec::<String>::new());
     let page = String::from_utf8(files[&pages::task("gone", "basic")].clone()).expect("a page");
     assert!(page.contains("not a task of this release"), "{page}");
-    assert!(page.contains(&format!("id=\"{}\"", detail::anchor("s7"))));
+    assert!(page.contains(&format!("id=\"{}\"", pages::anchor("s7"))));
     let html = String::from_utf8(files["report.html"].clone()).expect("utf8");
     let suspects = &html[html.find("<h2>Verifier suspects").expect("suspects")..];
     let suspects = &suspects[..suspects.find("</table>").expect("a table")];
@@ -1025,7 +1025,7 @@ fn a_patch_or_log_that_closes_the_pre_cannot_open_a_script() {
         .iter_mut()
         .find(|g| g.0.session == "s3" && g.0.arm == crate::pipeline::Arm::Exclude)
         .expect("s3");
-    s3.0.log_tail = Some(crate::stages::records::LogTail {
+    s3.0.log_tail = Some(crate::model::records::LogTail {
         of: "log".to_owned(),
         lines_omitted: 3,
         text: format!("FAILED {ATTACK}"),

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use super::tests::{grade, task};
 use super::*;
-use crate::stages::records::{RunFacts, SessionRecord};
+use crate::model::records::{RunFacts, SessionRecord};
 
 const AGENTS: usize = 10;
 const ATTEMPTS: usize = 3;

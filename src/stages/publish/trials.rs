@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::index::{Graded, Index};
 use super::model::{Disagreement, ExcludedTrial, Trials};
 use super::sources::{At, Source};
-use crate::stages::records::Fault;
+use crate::model::records::Fault;
 
 /// The origin of a session id that no Harbor job holds.
 fn origin_of(id: &str) -> &'static str {

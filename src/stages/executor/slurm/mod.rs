@@ -43,10 +43,10 @@ use assay_engine::JobCtx;
 use serde::Serialize;
 
 use super::{BoxFuture, Executor, Presence, Ran, RunFuture, SandboxMode, Setup, TestRun, run_err};
+use crate::model::records::EnvRecord;
 use crate::pipeline::{EnvConfig, Pipeline};
 use crate::stages::error::StageError;
 use crate::stages::node::Made;
-use crate::stages::records::EnvRecord;
 use allocation::{allocation, cancel_allocations, retire, step};
 pub(crate) use worker::work;
 use worker::{EnvSource, Pack};

@@ -10,7 +10,7 @@ use super::super::{
     Confinement, EnvHandle, ExecutorSetting, Launch, Ran, SandboxMode, TestRun, Watched,
 };
 use super::pack;
-use crate::stages::rules::limits::{Limit, RunLimits};
+use crate::model::rules::limits::{Limit, RunLimits};
 use assay_engine::Digest;
 
 /// What a worker is handed: one local run, as packs in the shared cache.

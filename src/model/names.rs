@@ -3,8 +3,8 @@
 //! and what manifests list, so their shapes are part of the interface
 //! (docs/stages.md): change one here or nowhere.
 
-use super::tree::State;
-use crate::pipeline::Arm;
+use super::rules::staging::State;
+use crate::model::config::Arm;
 
 /// The one release node.
 pub(crate) const RELEASE: &str = "release";

@@ -14,7 +14,7 @@ use super::funnel::Reason;
 use super::policy::TestPatch;
 use super::records::{CertifyRecord, Control, ScreenRecord, TaskRecord, TaskStatus, TriageRecord};
 use super::timeout::TimeoutRule;
-use crate::stages::canary::Certified;
+use crate::model::canary::Certified;
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct TaskParams {
@@ -302,7 +302,7 @@ pub(crate) fn eval_script(base: &str, test_patch: &str, command: &str) -> String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stages::records::Decision;
+    use crate::model::records::Decision;
 
     fn params(topic: Option<&str>) -> TaskParams {
         TaskParams {

@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use assay_judge::{Mode, Reading, Usage};
 use serde::{Deserialize, Serialize};
 
-pub(crate) use crate::pipeline::{Arm, Policy};
+pub(crate) use crate::model::config::{Arm, Policy};
 use crate::words::words;
 
-pub(crate) use crate::sessions::RunFacts;
+pub(crate) use crate::model::session::RunFacts;
 
 words! {
     /// What grading a session concluded (docs/verdicts.md).
@@ -174,7 +174,7 @@ pub(crate) struct TreeRecord {
     /// A graded tree's canaries: its task's certified ones
     /// (`TaskRecord::canaries`). Absent: the shaped canaries.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) canaries: Option<crate::stages::canary::Certified>,
+    pub(crate) canaries: Option<crate::model::canary::Certified>,
     /// The `[env] rebuild` rules this tree needs: those matching a path in
     /// which it differs from its base tree (`rules::rebuild`). Every run
     /// over it runs their commands first. Left out when none.
@@ -189,7 +189,7 @@ pub(crate) struct TreeRecord {
 /// up as screening's is. Its log is attached, not named.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct CertifyRecord {
-    pub(crate) certified: crate::stages::canary::Certified,
+    pub(crate) certified: crate::model::canary::Certified,
     /// Why nothing was certified, when nothing was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) none: Option<String>,
@@ -467,7 +467,7 @@ pub(crate) struct TaskRecord {
     /// The canaries of its graded runs, made of its own tests and
     /// certified at screening (docs/security.md, "Canaries").
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) canaries: Option<crate::stages::canary::Certified>,
+    pub(crate) canaries: Option<crate::model::canary::Certified>,
     /// Why its graded runs carry the shaped canaries instead (no test of
     /// it gave a certified mutant): its grades are weakly checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -520,7 +520,7 @@ impl TaskRecord {
 
 /// `session:<id>`: one agent attempt at one task, normalised from any input
 /// format; the patch is its blob digest.
-pub(crate) type SessionRecord = crate::sessions::Session<String>;
+pub(crate) type SessionRecord = crate::model::session::Session<String>;
 
 /// One piece of evidence with its blake3 receipt.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -807,7 +807,7 @@ mod tests {
 
     #[test]
     fn policies_serialize_as_their_old_words() {
-        use crate::pipeline::Policy;
+        use crate::model::config::Policy;
         same_bytes(&[
             (Policy::TestsAndInfra, "tests-and-infra"),
             (Policy::NewTestFiles, "new-test-files"),
@@ -819,7 +819,7 @@ mod tests {
 
     #[test]
     fn a_policy_keeps_its_derived_encoding_in_node_params() {
-        use crate::pipeline::Policy;
+        use crate::model::config::Policy;
         // What `#[derive(Serialize)]` gave: the variant index.
         for (i, p) in Policy::ALL.iter().enumerate() {
             assert_eq!(assay_engine::encode_params(p), [i as u8]);

@@ -358,10 +358,10 @@ Ran 3 tests in 0.001s
 FAILED (failures=2)
 ";
         let run = RunRecord {
-            canaries: vec![crate::stages::canary::Canary {
+            canaries: vec![crate::model::canary::Canary {
                 file: "tests/test_ops.py".into(),
                 name: "TestOps.test_order_case".into(),
-                must: crate::stages::canary::Must::Fail,
+                must: crate::model::canary::Must::Fail,
                 seen: None,
                 expected: true,
                 of: None,

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use assay_git::{PatchPath, patch_paths};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
-pub(crate) use crate::pipeline::{PatchCaps, Policy};
+pub(crate) use crate::model::config::{PatchCaps, Policy};
 
 /// One set of globs (test files, docs, watched files), compiled.
 pub(crate) fn globset(globs: &[String]) -> Result<GlobSet, globset::Error> {

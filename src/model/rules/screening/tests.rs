@@ -44,7 +44,7 @@ fn triage(test_files: &[&str]) -> TriageRecord {
         head: String::new(),
         title: String::new(),
         body: String::new(),
-        decision: crate::stages::records::Decision::Eligible,
+        decision: crate::model::records::Decision::Eligible,
         detail: String::new(),
         test_files: test_files.iter().map(|f| (*f).to_owned()).collect(),
         gold_files: Vec::new(),

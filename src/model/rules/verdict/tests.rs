@@ -1,5 +1,5 @@
 use super::*;
-use crate::stages::records::TaskStatus;
+use crate::model::records::TaskStatus;
 use assay_report::BuildFailure;
 
 const PKG: &str = "example.com/gocalc";
@@ -129,7 +129,7 @@ fn without_build_failures_settle_decides_as_before() {
 
 #[test]
 fn a_run_that_died_of_an_api_error_is_not_the_agents_fault() {
-    let errored = crate::stages::records::RunFacts {
+    let errored = crate::model::records::RunFacts {
         is_error: Some(true),
         ..Default::default()
     };
@@ -145,7 +145,7 @@ fn a_run_that_died_of_an_api_error_is_not_the_agents_fault() {
     blame_infrastructure(&mut fault, &mut detail, &errored);
     assert_eq!(fault, Fault::Harness);
     let (mut fault, mut detail) = (Fault::Agent, String::new());
-    let fine = crate::stages::records::RunFacts {
+    let fine = crate::model::records::RunFacts {
         is_error: Some(false),
         ..Default::default()
     };

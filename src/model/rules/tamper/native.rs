@@ -32,7 +32,7 @@ use std::sync::LazyLock;
 use assay_git::PatchFile;
 use regex::Regex;
 
-pub(crate) use crate::pipeline::TamperRule;
+pub(crate) use crate::model::config::TamperRule;
 
 /// One construct a rule matched: where, and what.
 #[derive(Clone, Debug, PartialEq, Eq)]

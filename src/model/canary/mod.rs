@@ -715,7 +715,7 @@ mod tests {
     #[test]
     fn a_pipelines_own_template_plants_two_canaries_in_the_files_it_names() {
         let js = "test('adds', () => { expect(add(1, 2)).toBe(3); });\n";
-        let files = crate::stages::nodes::triage::globset(&["**/*.test.js".to_owned()]).unwrap();
+        let files = crate::model::rules::policy::globset(&["**/*.test.js".to_owned()]).unwrap();
         let custom = Custom {
             files: &files,
             template: "test('{name}', () => { expect({a} + {b}).toBe({sum}); });",
@@ -749,7 +749,7 @@ mod tests {
         let c = read(&p, &mut tests, &mut BTreeMap::new());
         assert!(c.iter().all(|c| c.expected && c.seen.is_some()), "{c:?}");
         assert_eq!(forged(&c, true), None);
-        let none = crate::stages::nodes::triage::globset(&["**/*.spec.ts".to_owned()]).unwrap();
+        let none = crate::model::rules::policy::globset(&["**/*.spec.ts".to_owned()]).unwrap();
         let custom = Custom {
             files: &none,
             template: "x",

@@ -530,11 +530,11 @@ pub(crate) fn reduce(
                 .push(format!("{state} reading {i}: report unreadable: {e}"));
         }
         for finding in &r.audit {
-            let rule = crate::stages::guard::rule(finding);
+            let rule = super::verdict::audit_rule(finding);
             if !rec
                 .audit_off
                 .iter()
-                .any(|o| crate::stages::guard::rule(o) == rule)
+                .any(|o| super::verdict::audit_rule(o) == rule)
             {
                 rec.audit_off
                     .push(format!("{finding} ({state} reading {i})"));

@@ -18,7 +18,7 @@ use globset::GlobSet;
 use regex::Regex;
 use serde_json::Value;
 
-use crate::pipeline::Count;
+use crate::model::config::Count;
 
 /// What a tree's (or a patch's) findings were, per file.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -18,7 +18,7 @@ use assay_git::parse_patch;
 use globset::GlobSet;
 
 use super::policy::{infra_globset, is_infra};
-pub(crate) use crate::pipeline::Allowance;
+pub(crate) use crate::model::config::Allowance;
 
 /// Lines a patch adds outside test files that reach into the test
 /// framework: importing it, subclassing or patching its classes, defining
@@ -194,7 +194,7 @@ mod tests {
             ]
         );
         let allowed = [Allowance {
-            rule: crate::pipeline::TamperRule::RustSymbolOverride,
+            rule: crate::model::config::TamperRule::RustSymbolOverride,
             reason: "the task adds a C export".into(),
         }];
         let (suspects, in_effect) =
@@ -207,7 +207,7 @@ mod tests {
         // Another rule's allowance spares nothing; a test file the arm
         // kept is read too, one it left out is not.
         let other = [Allowance {
-            rule: crate::pipeline::TamperRule::GoLinkname,
+            rule: crate::model::config::TamperRule::GoLinkname,
             reason: "r".into(),
         }];
         assert!(tamper_suspects(patch.as_bytes(), &[], &test_globs(), &[], &other).1);

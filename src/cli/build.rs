@@ -5,6 +5,7 @@ use clap::Args;
 
 use super::{Failure, Global, runtime};
 use crate::exit;
+use crate::model::config::ExecutorKind;
 use crate::pipeline::Pipeline;
 use crate::render::Renderer;
 
@@ -39,12 +40,12 @@ enum ExecutorArg {
     Slurm,
 }
 
-impl ExecutorArg {
-    fn as_str(self) -> &'static str {
-        match self {
-            ExecutorArg::Local => "local",
-            ExecutorArg::Docker => "docker",
-            ExecutorArg::Slurm => "slurm",
+impl From<ExecutorArg> for ExecutorKind {
+    fn from(arg: ExecutorArg) -> ExecutorKind {
+        match arg {
+            ExecutorArg::Local => ExecutorKind::Local,
+            ExecutorArg::Docker => ExecutorKind::Docker,
+            ExecutorArg::Slurm => ExecutorKind::Slurm,
         }
     }
 }
@@ -53,7 +54,7 @@ pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
     let mut ph = crate::stages::Phases::new("build");
     let mut pipeline = global.load_pipeline()?;
     ph.mark("load pipeline");
-    pipeline.settings.executor_override = args.executor.map(ExecutorArg::as_str);
+    pipeline.settings.executor_override = args.executor.map(ExecutorKind::from);
     let cache_dir = global.cache_dir(Some(&pipeline));
     super::check_cache_dir(&cache_dir)?;
     let _lock = CacheLock::acquire(&cache_dir, |pid| {

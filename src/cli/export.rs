@@ -92,7 +92,7 @@ fn harbor(global: &Global, dir: &std::path::Path) -> Result<i32, Failure> {
         ));
     }
     let mut pipeline = global.load_pipeline()?;
-    pipeline.settings.executor_override = Some("docker");
+    pipeline.settings.executor_override = Some(crate::model::config::ExecutorKind::Docker);
     let store = global.open_store(Some(&pipeline))?;
     let binary = std::env::current_exe().map_err(|e| {
         Failure::new(

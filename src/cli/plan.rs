@@ -5,6 +5,7 @@ use clap::Args;
 
 use super::{Failure, Global};
 use crate::exit;
+use crate::model::config::ExecutorKind;
 use crate::stages::NodeKind;
 
 /// Show what `assay build` would execute, and why, without running it.
@@ -38,7 +39,7 @@ pub(crate) fn run(global: &Global, args: PlanArgs) -> Result<i32, Failure> {
     let (mut cached, mut run, mut blocked) = (0, 0, 0);
     // Runs that would or may execute (a new input's output may make them
     // new), by the executor they go to (from their environment node).
-    let mut runs_on: std::collections::BTreeMap<&str, usize> = Default::default();
+    let mut runs_on: std::collections::BTreeMap<ExecutorKind, usize> = Default::default();
     // Rechecks that would or may execute, and the reruns and checks they
     // may run on top (a rerun only when a test failed).
     let (mut rechecks, mut extra) = (0, 0);
@@ -52,7 +53,7 @@ pub(crate) fn run(global: &Global, args: PlanArgs) -> Result<i32, Failure> {
         if let Some((spec, executor)) = bound.filter(|_| executes) {
             if e.kind.as_str() == NodeKind::Run {
                 *runs_on.entry(executor).or_default() += 1;
-            } else if e.kind.as_str() == NodeKind::Recheck && executor != "local" {
+            } else if e.kind.as_str() == NodeKind::Recheck && executor != ExecutorKind::Local {
                 let params: serde_json::Value =
                     serde_json::from_str(&spec.params_json).unwrap_or_default();
                 let checks = if params["check_command"].is_string() {
@@ -87,8 +88,11 @@ pub(crate) fn run(global: &Global, args: PlanArgs) -> Result<i32, Failure> {
             "{run} would run, {blocked} would run if their inputs' outputs change, {cached} cached"
         );
         // Where the test runs would go, when not all on this machine.
-        if runs_on.keys().any(|e| *e != "local") {
-            let by: Vec<String> = runs_on.iter().map(|(e, n)| format!("{n} on {e}")).collect();
+        if runs_on.keys().any(|e| *e != ExecutorKind::Local) {
+            let by: Vec<String> = runs_on
+                .iter()
+                .map(|(e, n)| format!("{n} on {}", e.as_str()))
+                .collect();
             let inside = if extra > 0 {
                 format!(", and up to {extra} reruns and checks inside {rechecks} rechecks")
             } else {

@@ -1,6 +1,6 @@
 //! The words of a pipeline's configuration that records, rules and node
-//! params carry: arms, the exclusion policy, patch caps, tamper rules and
-//! their allowances, metric counts. `pipeline` reads them from the file and
+//! params carry: arms, the exclusion policy, executors, patch caps, tamper
+//! rules and their allowances, metric counts. `pipeline` reads them from the file and
 //! checks them; everything above names them from here.
 
 use serde::Serialize;
@@ -37,6 +37,16 @@ impl Arm {
     pub(crate) const SCORED: Arm = Arm::Exclude;
     /// The arm scored only when a session has no scored one.
     pub(crate) const CONTRAST: Arm = Arm::Keep;
+}
+
+crate::words::words! {
+    /// An executor, by its word in `[env] executor` and `--executor`.
+    pub(crate) enum ExecutorKind {
+        /// bubblewrap on this machine: the default.
+        Local = "local",
+        Docker = "docker",
+        Slurm = "slurm",
+    }
 }
 
 /// How large a session patch may be (`[grade] max_patch_bytes`,

@@ -17,7 +17,7 @@ use super::env::EnvSpec;
 use super::file::{PipelineFile, StepConfig};
 use super::sources::{Bounds, SourceSettings, TopicSplitSettings};
 use super::{ConfigError, Pipeline};
-use crate::model::config::{Arm, PatchCaps, Policy};
+use crate::model::config::{Arm, ExecutorKind, PatchCaps, Policy};
 
 /// Test layouts of Python, JS/TS, Go, Rust and Java, plus snapshots and fixtures.
 pub(crate) const DEFAULT_TEST_GLOBS: &[&str] = &[
@@ -123,7 +123,7 @@ pub(crate) struct Settings {
     pub(crate) prices: BTreeMap<String, BTreeMap<String, f64>>,
     /// `build --executor NAME`: every environment's executor for one build,
     /// in place of the file's `executor` (a name of the CLI's closed list).
-    pub(crate) executor_override: Option<&'static str>,
+    pub(crate) executor_override: Option<ExecutorKind>,
     /// `[[agent]]`: the agents assay runs on the released tasks.
     pub(crate) agents: Vec<super::AgentSettings>,
     /// `[[harbor_dataset]]`: (name, existing directory).

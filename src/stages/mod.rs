@@ -47,6 +47,7 @@ pub(crate) use rules::rebuild::RebuildSpec;
 
 use assay_engine::{Graph, GraphError, Store};
 
+use crate::model::config::ExecutorKind;
 use crate::pipeline::{ConfigError, Pipeline};
 pub(crate) use error::StageError;
 
@@ -127,7 +128,7 @@ pub(crate) struct StagePlan {
     /// interrupted one.
     pub(crate) executors: Vec<executor::Confinement>,
     /// Environment node name -> the executor its runs go to (`plan`).
-    pub(crate) env_executors: std::collections::BTreeMap<String, &'static str>,
+    pub(crate) env_executors: std::collections::BTreeMap<String, ExecutorKind>,
     /// What the user should know before the build runs (a session file that
     /// cannot be read, a session naming no task, an unsandboxed environment,
     /// a skipped judge), rendered; the CLI prints them.

@@ -45,6 +45,7 @@ use super::node::Made;
 use super::records::EnvRecord;
 use super::redact::RedactConfig;
 use super::rules::limits::RunLimits;
+use crate::model::config::ExecutorKind;
 use crate::pipeline::{EnvConfig, Pipeline};
 
 pub(crate) use local::SandboxMode;
@@ -69,32 +70,31 @@ impl ExecutorSetting {
     /// --executor local` works on a docker pipeline).
     /// `build --executor` replaces the name for one build.
     pub(crate) fn parse(pipeline: &Pipeline, cfg: &EnvConfig) -> Result<Self, StageError> {
-        let (name, span) = match (pipeline.settings.executor_override, &cfg.executor) {
-            (Some(name), _) => (name, None),
-            (None, Some(written)) => (written.get_ref().as_str(), Some(written.span())),
-            (None, None) => return Ok(ExecutorSetting::Local),
-        };
-        match name {
-            "local" => Ok(ExecutorSetting::Local),
-            "docker" => docker::settings(pipeline, cfg).map(ExecutorSetting::Docker),
-            "slurm" => slurm::settings(pipeline, cfg).map(ExecutorSetting::Slurm),
-            other => Err(pipeline
-                .error_at(
-                    span.unwrap_or_default(),
-                    format!("unknown executor `{other}`"),
+        let kind = match (pipeline.settings.executor_override, &cfg.executor) {
+            (Some(kind), _) => kind,
+            (None, Some(written)) => ExecutorKind::parse(written.get_ref()).ok_or_else(|| {
+                pipeline.error_at(
+                    written.span(),
+                    format!("unknown executor `{}`", written.get_ref()),
                     "here",
                     "use `local` (the default: bubblewrap on this machine), `docker` or `slurm`",
                 )
-                .into()),
+            })?,
+            (None, None) => ExecutorKind::Local,
+        };
+        match kind {
+            ExecutorKind::Local => Ok(ExecutorSetting::Local),
+            ExecutorKind::Docker => docker::settings(pipeline, cfg).map(ExecutorSetting::Docker),
+            ExecutorKind::Slurm => slurm::settings(pipeline, cfg).map(ExecutorSetting::Slurm),
         }
     }
 
-    /// Its name in `[env] executor`.
-    pub(crate) fn name(&self) -> &'static str {
+    /// Which executor it sets.
+    pub(crate) fn kind(&self) -> ExecutorKind {
         match self {
-            ExecutorSetting::Local => "local",
-            ExecutorSetting::Docker(_) => "docker",
-            ExecutorSetting::Slurm(_) => "slurm",
+            ExecutorSetting::Local => ExecutorKind::Local,
+            ExecutorSetting::Docker(_) => ExecutorKind::Docker,
+            ExecutorSetting::Slurm(_) => ExecutorKind::Slurm,
         }
     }
 
@@ -404,7 +404,7 @@ pub(crate) struct InUse {
     /// cleans up after).
     pub(crate) confinements: Vec<Confinement>,
     /// Environment node name -> the executor its runs go to.
-    pub(crate) env_nodes: std::collections::BTreeMap<String, &'static str>,
+    pub(crate) env_nodes: std::collections::BTreeMap<String, ExecutorKind>,
 }
 
 /// Before a build: starts every executor its environments use (each

@@ -190,7 +190,7 @@ pub(crate) fn nodes(
     out.push(release_node(pipeline, ungraded, release_inputs, warnings));
     let env_nodes = env_of
         .iter()
-        .map(|(name, env)| (name.clone(), env.confine.executor.name()))
+        .map(|(name, env)| (name.clone(), env.confine.executor.kind()))
         .collect();
     Ok(super::executor::InUse {
         confinements: executors,

@@ -294,13 +294,12 @@ fn pipeline_text(name: &str, path: &str, branch: &str, lang: Option<&Lang>) -> S
                 ));
             }
         }
-        None => t.push_str(
+        None => t.push_str(&format!(
             "# No language recognised: the command that runs the tests at the tree's root,\n\
-             # and its report format (junit, pytest, unittest, libtest, libtest-json,\n\
-             # go-test-json, tap, ctrf, ctrf-suite,\n\
-             # jest-json, mocha-json; docs/languages.md).\n\
+             # and its report format ({}; docs/languages.md).\n\
              test_command = \"\"\nreport = \"junit\"\n",
-        ),
+            crate::pipeline::report_formats().join(", ")
+        )),
     }
     t.push_str(
         "timeout = 600\n\n[screen]\n# Readings of each state (base, test patch, test + gold): flaky tests show.\nrepeats = 2\n\n\

@@ -107,7 +107,10 @@ pub(super) fn check(p: &Pipeline, f: &PipelineFile) -> Result<(), ConfigError> {
                 table,
                 "report",
                 "`report` is missing".into(),
-                "the test command's report format: junit, pytest, unittest, libtest, libtest-json, go-test-json, tap, jest-json or mocha-json (or a `preset`, which gives one)",
+                &format!(
+                    "the test command's report format: one of {} (or a `preset`, which gives one)",
+                    super::env::formats().join(", ")
+                ),
             ));
         }
         if env.test_command.trim().is_empty() {

@@ -66,7 +66,7 @@ fn env(
             report.span(),
             format!("unknown report format `{}`", report.get_ref()),
             "here",
-            "use one of: junit, pytest, unittest, libtest, libtest-json, go-test-json, tap, ctrf, ctrf-suite, jest-json, mocha-json",
+            format!("use one of: {}", formats().join(", ")),
         )
     })?;
     if let Some(canary) = &cfg.canary
@@ -191,6 +191,11 @@ fn canary_problem(c: &CanaryTemplate) -> Option<&'static str> {
     } else {
         None
     }
+}
+
+/// Every report format's word, in `assay_report`'s order.
+pub(crate) fn formats() -> Vec<&'static str> {
+    Format::ALL.iter().map(|f| f.as_str()).collect()
 }
 
 #[cfg(test)]

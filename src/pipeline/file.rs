@@ -263,8 +263,7 @@ pub(crate) struct EnvConfig {
     /// (`{files}`; `{packages}` for `go test`): what graded runs run with
     /// `[screen] scope = "touched-files"` (docs/stages.md, "Scope").
     pub(crate) touched_command: Option<Spanned<String>>,
-    /// Report format: junit, pytest, unittest, libtest, libtest-json, go-test-json, tap,
-    /// ctrf, ctrf-suite, jest-json, mocha-json.
+    /// Report format: a word of `assay_report::Format` (docs/languages.md).
     pub(crate) report: Option<Spanned<String>>,
     /// A recipe for a language's environment (`cargo`): its setup runs
     /// before the table's own, and it gives the key files, test command,

@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 pub(crate) use crate::model::config::{Arm, PatchCaps, Policy};
 pub(crate) use agent::{AgentSettings, TranscriptFormat};
 pub(crate) use diag::ConfigError;
+pub(crate) use env::formats as report_formats;
 use file::PipelineFile;
 pub(crate) use file::{CanaryTemplate, EnvConfig};
 pub(crate) use judge::JudgeConfig;

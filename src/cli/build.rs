@@ -26,35 +26,25 @@ pub(crate) struct BuildArgs {
     verbose: bool,
     /// Run every environment on this executor for this build, whatever
     /// `[env] executor` says: `local` (bubblewrap), `docker` or `slurm`.
-    #[arg(long, value_enum)]
-    executor: Option<ExecutorArg>,
+    #[arg(long, value_parser = executor_kind())]
+    executor: Option<ExecutorKind>,
     #[command(flatten)]
     pub(crate) bounds: super::SourceBounds,
 }
 
-/// `--executor`.
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-enum ExecutorArg {
-    Local,
-    Docker,
-    Slurm,
-}
-
-impl From<ExecutorArg> for ExecutorKind {
-    fn from(arg: ExecutorArg) -> ExecutorKind {
-        match arg {
-            ExecutorArg::Local => ExecutorKind::Local,
-            ExecutorArg::Docker => ExecutorKind::Docker,
-            ExecutorArg::Slurm => ExecutorKind::Slurm,
-        }
-    }
+/// `--executor`: a word of [`ExecutorKind`].
+fn executor_kind() -> impl clap::builder::TypedValueParser<Value = ExecutorKind> {
+    use clap::builder::TypedValueParser;
+    let words = ExecutorKind::ALL.iter().map(|k| k.as_str());
+    clap::builder::PossibleValuesParser::new(words)
+        .try_map(|word: String| ExecutorKind::parse(&word).ok_or("not an executor"))
 }
 
 pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
     let mut ph = crate::stages::Phases::new("build");
     let mut pipeline = global.load_pipeline()?;
     ph.mark("load pipeline");
-    pipeline.settings.executor_override = args.executor.map(ExecutorKind::from);
+    pipeline.settings.executor_override = args.executor;
     let cache_dir = global.cache_dir(Some(&pipeline));
     super::check_cache_dir(&cache_dir)?;
     let _lock = CacheLock::acquire(&cache_dir, |pid| {

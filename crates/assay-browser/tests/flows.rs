@@ -1,0 +1,423 @@
+//! Flows in the machine's real Chromium against pages served by a tiny HTTP
+//! server on loopback, written here. After every flow no process that
+//! Chromium started is left: each test's Chromium carries a marker in its
+//! environment, which its children inherit, and `/proc` is searched for it.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use assay_browser::{BrowserError, Flow, FlowOutcome, State, Step, run_flow};
+
+/// Pages by path; a path that is absent answers 404, and `/hang` accepts the
+/// connection and never answers.
+fn serve(pages: &[(&str, &str)]) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let pages: BTreeMap<String, String> = pages
+        .iter()
+        .map(|(path, body)| ((*path).to_owned(), (*body).to_owned()))
+        .collect();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let Some(path) = request_path(&mut stream) else {
+                continue;
+            };
+            if path == "/hang" {
+                held.push(stream);
+                continue;
+            }
+            let (status, body) = match pages.get(&path) {
+                Some(body) => ("200 OK", body.as_str()),
+                None => ("404 Not Found", "not here"),
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    base
+}
+
+fn request_path(stream: &mut TcpStream) -> Option<String> {
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && head.len() < 16 << 10 {
+        if stream.read(&mut byte).ok()? == 0 {
+            return None;
+        }
+        head.push(byte[0]);
+    }
+    let line = String::from_utf8_lossy(&head);
+    line.split_whitespace().nth(1).map(str::to_owned)
+}
+
+static MARKS: AtomicU64 = AtomicU64::new(0);
+
+/// The machine's Chromium, marked for [`assert_nothing_left`].
+fn chromium() -> (Command, String) {
+    let mark = format!(
+        "{}-{}",
+        std::process::id(),
+        MARKS.fetch_add(1, Ordering::Relaxed)
+    );
+    let mut command = Command::new("chromium");
+    command.env("ASSAY_BROWSER_TEST_MARK", &mark);
+    (command, format!("ASSAY_BROWSER_TEST_MARK={mark}"))
+}
+
+/// No live process carries `mark` in its environment.
+fn assert_nothing_left(mark: &str) {
+    let left: Vec<i32> = std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .map(|env| env.split(|&b| b == 0).any(|var| var == mark.as_bytes()))
+                .unwrap_or(false)
+        })
+        .collect();
+    assert!(left.is_empty(), "chromium processes left: {left:?}");
+}
+
+fn run(base: &str, steps: Vec<Step>, budget: Duration) -> Result<FlowOutcome, BrowserError> {
+    let (command, mark) = chromium();
+    let flow = Flow {
+        name: "test".into(),
+        steps,
+    };
+    let outcome = run_flow(command, base, &flow, budget);
+    assert_nothing_left(&mark);
+    outcome
+}
+
+fn is_png(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"\x89PNG\r\n\x1a\n")
+}
+
+const FORM: &str = r#"<!doctype html><title>form</title>
+<form onsubmit="return false">
+  <input id="name" autocomplete="off">
+  <label><input type="checkbox" id="agree"> agree</label>
+  <button id="go" type="button">Greet</button>
+  <button id="off" type="button" disabled>Off</button>
+</form>
+<p id="out" hidden></p>
+<script>
+  document.getElementById("go").addEventListener("click", function (e) {
+    if (!e.isTrusted) return;
+    setTimeout(function () {
+      var out = document.getElementById("out");
+      out.textContent = "Hello, " + document.getElementById("name").value;
+      out.hidden = false;
+    }, 200);
+  });
+</script>"#;
+
+fn open(path: &str) -> Step {
+    Step::Open { path: path.into() }
+}
+
+fn click(selector: &str) -> Step {
+    Step::Click {
+        selector: selector.into(),
+    }
+}
+
+fn wait_for(selector: &str) -> Step {
+    Step::WaitFor {
+        selector: selector.into(),
+    }
+}
+
+fn assert_text(selector: &str, contains: &str) -> Step {
+    Step::AssertText {
+        selector: selector.into(),
+        contains: contains.into(),
+    }
+}
+
+fn assert_state(selector: &str, state: State) -> Step {
+    Step::AssertState {
+        selector: selector.into(),
+        state,
+    }
+}
+
+fn greet_steps() -> Vec<Step> {
+    vec![
+        open("/"),
+        assert_state("#out", State::Hidden),
+        assert_state("#off", State::Disabled),
+        Step::Type {
+            selector: "#name".into(),
+            text: "Ada".into(),
+        },
+        click("#agree"),
+        assert_state("#agree", State::Checked),
+        click("#go"),
+        wait_for("#out"),
+        assert_text("#out", "Hello, Ada"),
+    ]
+}
+
+#[test]
+fn a_form_is_filled_and_submitted_with_real_input_events() {
+    let base = serve(&[("/", FORM)]);
+    let outcome = run(&base, greet_steps(), Duration::from_secs(60)).expect("the flow runs");
+    assert_eq!(outcome.failed_at, None, "{:#?}", details(&outcome));
+    assert_eq!(outcome.steps.len(), 9);
+    for (i, step) in outcome.steps.iter().enumerate() {
+        assert_eq!(step.index, i);
+        assert!(step.ok, "{}", step.detail);
+        assert!(is_png(&step.screenshot_png), "step {i} has no PNG");
+    }
+}
+
+#[test]
+fn a_failing_assertion_stops_the_flow_at_its_step_with_a_screenshot() {
+    let base = serve(&[("/", FORM)]);
+    let mut steps = greet_steps();
+    steps[8] = assert_text("#out", "Goodbye");
+    steps.push(click("#go"));
+    let outcome = run(&base, steps, Duration::from_secs(60)).expect("the flow runs");
+    assert_eq!(outcome.failed_at, Some(8));
+    assert_eq!(outcome.steps.len(), 9, "no step runs after the failure");
+    let failed = &outcome.steps[8];
+    assert!(!failed.ok);
+    assert!(
+        failed.detail.contains("does not contain \"Goodbye\"")
+            && failed.detail.contains("Hello, Ada"),
+        "{}",
+        failed.detail
+    );
+    assert!(is_png(&failed.screenshot_png));
+}
+
+#[test]
+fn a_missing_element_is_the_apps_failure() {
+    let base = serve(&[("/", FORM)]);
+    let outcome = run(
+        &base,
+        vec![open("/"), click("#nope"), click("#go")],
+        Duration::from_secs(60),
+    )
+    .expect("a missing element is no harness error");
+    assert_eq!(outcome.failed_at, Some(1));
+    assert!(outcome.steps[1].detail.contains("no element matches #nope"));
+    assert!(is_png(&outcome.steps[1].screenshot_png));
+}
+
+#[test]
+fn wait_for_gives_up_at_the_steps_deadline() {
+    let base = serve(&[("/", FORM)]);
+    let began = Instant::now();
+    let outcome = run(
+        &base,
+        vec![open("/"), wait_for("#out")],
+        Duration::from_secs(8),
+    )
+    .expect("the flow runs");
+    assert_eq!(outcome.failed_at, Some(1));
+    assert!(
+        outcome.steps[1].detail.contains("never became visible"),
+        "{}",
+        outcome.steps[1].detail
+    );
+    assert!(
+        began.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        began.elapsed()
+    );
+}
+
+#[test]
+fn a_chromium_that_exits_at_once_is_a_launch_failure() {
+    let flow = Flow {
+        name: "x".into(),
+        steps: vec![open("/")],
+    };
+    let mut exits = Command::new("sh");
+    exits.args(["-c", "echo no display here >&2; exit 3", "chromium"]);
+    match run_flow(exits, "http://127.0.0.1:9", &flow, Duration::from_secs(20)) {
+        Err(BrowserError::Launch(why)) => {
+            assert!(why.contains("exited with status 3"), "{why}");
+            assert!(why.contains("no display here"), "{why}");
+        }
+        other => panic!("expected Launch, got {other:?}"),
+    }
+    let missing = Command::new("/nonexistent/chromium");
+    assert!(matches!(
+        run_flow(
+            missing,
+            "http://127.0.0.1:9",
+            &flow,
+            Duration::from_secs(20)
+        ),
+        Err(BrowserError::Launch(_))
+    ));
+}
+
+#[test]
+fn a_chromium_that_never_answers_ends_within_the_budget() {
+    let flow = Flow {
+        name: "x".into(),
+        steps: vec![open("/")],
+    };
+    let mut silent = Command::new("sh");
+    // Holds the pipe open in a grandchild of its group, and says nothing.
+    silent.args(["-c", "sleep 600 & sleep 600", "chromium"]);
+    let began = Instant::now();
+    let result = run_flow(silent, "http://127.0.0.1:9", &flow, Duration::from_secs(2));
+    assert!(matches!(result, Err(BrowserError::Budget(_))), "{result:?}");
+    assert!(
+        began.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        began.elapsed()
+    );
+}
+
+#[test]
+fn a_page_that_never_answers_fails_at_open_within_the_budget() {
+    let base = serve(&[("/", FORM)]);
+    let began = Instant::now();
+    let outcome = run(
+        &base,
+        vec![open("/hang"), click("#go")],
+        Duration::from_secs(8),
+    )
+    .expect("a hanging app is no harness error");
+    assert_eq!(outcome.failed_at, Some(0));
+    assert!(
+        outcome.steps[0].detail.contains("did not load"),
+        "{}",
+        outcome.steps[0].detail
+    );
+    assert!(
+        began.elapsed() < Duration::from_secs(9),
+        "{:?}",
+        began.elapsed()
+    );
+}
+
+#[test]
+fn a_page_that_spins_forever_fails_its_step_within_the_budget() {
+    let spin = r#"<!doctype html><p id="a">a</p>
+<button id="spin" onclick="setTimeout(function () { for (;;) {} }, 0)">spin</button>"#;
+    let base = serve(&[("/", spin)]);
+    let began = Instant::now();
+    let outcome = run(
+        &base,
+        vec![open("/"), click("#spin"), assert_text("#a", "a")],
+        Duration::from_secs(10),
+    )
+    .expect("a busy page is no harness error");
+    assert_eq!(outcome.failed_at, Some(2), "{:#?}", details(&outcome));
+    assert!(
+        began.elapsed() < Duration::from_secs(11),
+        "{:?}",
+        began.elapsed()
+    );
+}
+
+/// Console floods, alerts, popups and a navigation to the outside: the page
+/// may fail its flow, never the driver.
+#[test]
+fn a_hostile_page_does_not_break_the_driver() {
+    let hostile = r#"<!doctype html><p id="status">loading</p>
+<button id="go">go</button>
+<script>
+  var big = "x".repeat(1 << 20);
+  for (var i = 0; i < 40; i++) console.log(big, i);
+  alert("a dialog " + big.slice(0, 1000));
+  for (var j = 0; j < 20; j++) window.open("http://127.0.0.1:9/popup" + j);
+  document.getElementById("status").textContent = "ready";
+  document.getElementById("go").onclick = function () {
+    setInterval(function () { console.error(big); }, 1);
+    confirm("leave?");
+    location.href = "http://198.51.100.7/outside";
+  };
+</script>"#;
+    let base = serve(&[("/", hostile)]);
+    let outcome = run(
+        &base,
+        vec![
+            open("/"),
+            assert_text("#status", "ready"),
+            click("#go"),
+            Step::Open { path: "/".into() },
+            assert_text("#status", "ready"),
+            click("#go"),
+            wait_for("#go"),
+            wait_for("#status"),
+        ],
+        Duration::from_secs(30),
+    )
+    .expect("a hostile page is no harness error");
+    assert!(
+        outcome.steps[..6].iter().all(|s| s.ok),
+        "{:#?}",
+        details(&outcome)
+    );
+}
+
+#[test]
+fn steps_read_from_toml_in_both_shapes() {
+    #[derive(serde::Deserialize)]
+    struct Doc {
+        flow: Flow,
+    }
+    let doc: Doc = toml::from_str(
+        r##"
+[flow]
+name = "greet"
+steps = [
+  { open = "/" },
+  { open = { path = "/b" } },
+  { type = { selector = "#name", text = "Ada" } },
+  { click = "#go" },
+  { click = { selector = "#go" } },
+  { wait_for = "#out" },
+  { assert_text = { selector = "#out", contains = "Hello" } },
+  { assert_state = { selector = "#agree", state = "checked" } },
+]
+"##,
+    )
+    .expect("parses");
+    assert_eq!(doc.flow.steps[0], open("/"));
+    assert_eq!(doc.flow.steps[1], open("/b"));
+    assert_eq!(doc.flow.steps[3], click("#go"));
+    assert_eq!(doc.flow.steps[4], click("#go"));
+    assert_eq!(doc.flow.steps[7], assert_state("#agree", State::Checked));
+    // What serializes reads back.
+    let again: Doc =
+        toml::from_str(&toml::to_string(&serde_json::json!({"flow": doc.flow})).expect("ser"))
+            .expect("reads back");
+    assert_eq!(again.flow.steps.len(), 8);
+    for bad in [
+        r##"steps = [{ click = { selectr = "#go" } }]"##,
+        r##"steps = [{ jump = "#go" }]"##,
+        r##"steps = [{ assert_state = { selector = "#a", state = "shiny" } }]"##,
+        r##"steps = [{ type = { selector = "#a" } }]"##,
+    ] {
+        let error = toml::from_str::<Flow>(&format!("name = \"x\"\n{bad}")).expect_err(bad);
+        assert!(error.span().is_some(), "{bad}: {error}");
+    }
+}
+
+fn details(outcome: &FlowOutcome) -> Vec<(bool, &str)> {
+    outcome
+        .steps
+        .iter()
+        .map(|s| (s.ok, s.detail.as_str()))
+        .collect()
+}

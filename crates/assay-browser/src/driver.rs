@@ -11,7 +11,7 @@
 //! page cannot replace the DOM methods it calls nor see its arguments, so a
 //! hidden assertion's expected text is never readable by the app.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -34,6 +34,9 @@ enum Scope {
     Browser,
     Page,
 }
+
+/// How long a failed navigation's error page may take to show.
+const ERROR_PAGE_WAIT: Duration = Duration::from_secs(2);
 
 /// Events kept between commands, at most this many.
 const MAX_LOADS: usize = 64;
@@ -221,27 +224,42 @@ impl Driver {
             Ok(reply) => reply,
             Err(e) => return Ok(Err(self.page_problem(&e, "the page did not load"))),
         };
-        if let Some(error) = reply["errorText"].as_str().filter(|e| !e.is_empty()) {
-            return Ok(Err(format!("could not open {url}: {error}")));
-        }
+        let failed = reply["errorText"]
+            .as_str()
+            .filter(|e| !e.is_empty())
+            .map(str::to_owned);
         // A same-document navigation (a new #fragment) has no loader.
         let Some(loader) = reply["loaderId"].as_str().map(str::to_owned) else {
-            return Ok(Ok(()));
+            return Ok(failed.map_or(Ok(()), |e| Err(format!("could not open {url}: {e}"))));
         };
-        while !self.loads.contains(&loader) {
+        if let Some(error) = failed {
+            // Chromium shows its error page under the same loader: waited
+            // for briefly, so the step's screenshot shows it. Shown or not,
+            // the step failed.
+            let shown = (Instant::now() + ERROR_PAGE_WAIT).min(deadline);
+            let _ = self.wait_load(&loader, shown)?;
+            return Ok(Err(format!("could not open {url}: {error}")));
+        }
+        Ok(self
+            .wait_load(&loader, deadline)?
+            .map_err(|e| self.page_problem(&e, "the page did not load")))
+    }
+
+    /// Read events until `loader`'s document fired `load`, or `deadline`.
+    fn wait_load(
+        &mut self,
+        loader: &str,
+        deadline: Instant,
+    ) -> Result<Result<(), PageError>, BrowserError> {
+        while !self.loads.iter().any(|l| l == loader) {
             if self.crashed {
-                return Ok(Err("the page crashed while loading".into()));
+                return Ok(Err(PageError::Refused("the page crashed".into())));
             }
-            let message = match self.pipe.recv(deadline) {
-                Ok(message) => message,
-                Err(PipeError::Timeout) => {
-                    return Ok(Err(
-                        self.page_problem(&PageError::Timeout, "the page did not load")
-                    ));
-                }
+            match self.pipe.recv(deadline) {
+                Ok(message) => self.event(&message)?,
+                Err(PipeError::Timeout) => return Ok(Err(PageError::Timeout)),
                 Err(e) => return Err(pipe_error(e)),
-            };
-            self.event(&message)?;
+            }
         }
         Ok(Ok(()))
     }
@@ -307,19 +325,20 @@ impl Driver {
         ))
     }
 
-    /// A PNG of the viewport, if the page paints one by `deadline`.
+    /// A PNG of the viewport, or why there is none by `deadline`.
     pub(crate) fn screenshot(
         &mut self,
         deadline: Instant,
-    ) -> Result<Option<Vec<u8>>, BrowserError> {
-        let reply = self.page_call("Page.captureScreenshot", json!({"format": "png"}), deadline)?;
-        let Ok(reply) = reply else {
-            return Ok(None);
-        };
+    ) -> Result<Result<Vec<u8>, String>, BrowserError> {
         use base64::Engine as _;
-        Ok(reply["data"]
-            .as_str()
-            .and_then(|data| base64::engine::general_purpose::STANDARD.decode(data).ok()))
+        let reply = self.page_call("Page.captureScreenshot", json!({"format": "png"}), deadline)?;
+        Ok(match reply {
+            Ok(reply) => reply["data"]
+                .as_str()
+                .and_then(|data| base64::engine::general_purpose::STANDARD.decode(data).ok())
+                .ok_or_else(|| "the screenshot was not base64".to_owned()),
+            Err(e) => Err(self.page_problem(&e, "the page painted nothing")),
+        })
     }
 
     pub(crate) fn mouse(

@@ -125,8 +125,8 @@ pub fn run_flow(
         let shot_deadline = (Instant::now() + SHOT_BOUND).min(deadline);
         let screenshot = driver.screenshot(shot_deadline)?;
         let mut detail = done.detail;
-        if screenshot.is_none() {
-            detail.push_str(" (no screenshot: the page painted none in time)");
+        if let Err(why) = &screenshot {
+            detail.push_str(&format!(" (no screenshot: {why})"));
         }
         outcome.steps.push(StepResult {
             index,

@@ -8,6 +8,7 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use assay_browser::{BrowserError, Flow, FlowOutcome, State, Step, run_flow};
@@ -15,6 +16,13 @@ use assay_browser::{BrowserError, Flow, FlowOutcome, State, Step, run_flow};
 /// Pages by path; a path that is absent answers 404, and `/hang` accepts the
 /// connection and never answers.
 fn serve(pages: &[(&str, &str)]) -> String {
+    serve_logged(pages).0
+}
+
+/// [`serve`], and the paths requested, in order.
+fn serve_logged(pages: &[(&str, &str)]) -> (String, Arc<Mutex<Vec<String>>>) {
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&requests);
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     let pages: BTreeMap<String, String> = pages
@@ -28,6 +36,9 @@ fn serve(pages: &[(&str, &str)]) -> String {
             let Some(path) = request_path(&mut stream) else {
                 continue;
             };
+            if let Ok(mut log) = log.lock() {
+                log.push(path.clone());
+            }
             if path == "/hang" {
                 held.push(stream);
                 continue;
@@ -43,7 +54,7 @@ fn serve(pages: &[(&str, &str)]) -> String {
             );
         }
     });
-    base
+    (base, requests)
 }
 
 fn request_path(stream: &mut TcpStream) -> Option<String> {
@@ -98,6 +109,24 @@ fn run(base: &str, steps: Vec<Step>, budget: Duration) -> Result<FlowOutcome, Br
     let outcome = run_flow(command, base, &flow, budget);
     assert_nothing_left(&mark);
     outcome
+}
+
+/// The flow failed at step `at`, for a reason that mentions `why`, with a
+/// screenshot when `shot`.
+fn assert_failed_at(outcome: &FlowOutcome, at: usize, why: &str) {
+    assert_eq!(outcome.failed_at, Some(at), "{:#?}", details(outcome));
+    assert_eq!(
+        outcome.steps.len(),
+        at + 1,
+        "no step runs after the failure"
+    );
+    let failed = &outcome.steps[at];
+    assert!(!failed.ok);
+    assert!(failed.detail.contains(why), "{}", failed.detail);
+}
+
+fn assert_within(began: Instant, bound: Duration) {
+    assert!(began.elapsed() < bound, "took {:?}", began.elapsed());
 }
 
 fn is_png(bytes: &[u8]) -> bool {
@@ -190,30 +219,20 @@ fn a_failing_assertion_stops_the_flow_at_its_step_with_a_screenshot() {
     steps[8] = assert_text("#out", "Goodbye");
     steps.push(click("#go"));
     let outcome = run(&base, steps, Duration::from_secs(60)).expect("the flow runs");
-    assert_eq!(outcome.failed_at, Some(8));
-    assert_eq!(outcome.steps.len(), 9, "no step runs after the failure");
-    let failed = &outcome.steps[8];
-    assert!(!failed.ok);
-    assert!(
-        failed.detail.contains("does not contain \"Goodbye\"")
-            && failed.detail.contains("Hello, Ada"),
-        "{}",
-        failed.detail
+    assert_failed_at(
+        &outcome,
+        8,
+        "does not contain \"Goodbye\"; it reads \"Hello, Ada\"",
     );
-    assert!(is_png(&failed.screenshot_png));
+    assert!(is_png(&outcome.steps[8].screenshot_png));
 }
 
 #[test]
 fn a_missing_element_is_the_apps_failure() {
     let base = serve(&[("/", FORM)]);
-    let outcome = run(
-        &base,
-        vec![open("/"), click("#nope"), click("#go")],
-        Duration::from_secs(60),
-    )
-    .expect("a missing element is no harness error");
-    assert_eq!(outcome.failed_at, Some(1));
-    assert!(outcome.steps[1].detail.contains("no element matches #nope"));
+    let steps = vec![open("/"), click("#nope"), click("#go")];
+    let outcome = run(&base, steps, Duration::from_secs(60)).expect("no harness error");
+    assert_failed_at(&outcome, 1, "no element matches #nope");
     assert!(is_png(&outcome.steps[1].screenshot_png));
 }
 
@@ -221,23 +240,10 @@ fn a_missing_element_is_the_apps_failure() {
 fn wait_for_gives_up_at_the_steps_deadline() {
     let base = serve(&[("/", FORM)]);
     let began = Instant::now();
-    let outcome = run(
-        &base,
-        vec![open("/"), wait_for("#out")],
-        Duration::from_secs(8),
-    )
-    .expect("the flow runs");
-    assert_eq!(outcome.failed_at, Some(1));
-    assert!(
-        outcome.steps[1].detail.contains("never became visible"),
-        "{}",
-        outcome.steps[1].detail
-    );
-    assert!(
-        began.elapsed() < Duration::from_secs(10),
-        "{:?}",
-        began.elapsed()
-    );
+    let steps = vec![open("/"), wait_for("#out")];
+    let outcome = run(&base, steps, Duration::from_secs(8)).expect("the flow runs");
+    assert_failed_at(&outcome, 1, "never became visible");
+    assert_within(began, Duration::from_secs(10));
 }
 
 #[test]
@@ -273,40 +279,27 @@ fn a_chromium_that_never_answers_ends_within_the_budget() {
         name: "x".into(),
         steps: vec![open("/")],
     };
+    let (_, mark) = chromium();
     let mut silent = Command::new("sh");
     // Holds the pipe open in a grandchild of its group, and says nothing.
     silent.args(["-c", "sleep 600 & sleep 600", "chromium"]);
+    let (key, value) = mark.split_once('=').expect("mark");
+    silent.env(key, value);
     let began = Instant::now();
     let result = run_flow(silent, "http://127.0.0.1:9", &flow, Duration::from_secs(2));
+    assert_nothing_left(&mark);
     assert!(matches!(result, Err(BrowserError::Budget(_))), "{result:?}");
-    assert!(
-        began.elapsed() < Duration::from_secs(4),
-        "{:?}",
-        began.elapsed()
-    );
+    assert_within(began, Duration::from_secs(4));
 }
 
 #[test]
 fn a_page_that_never_answers_fails_at_open_within_the_budget() {
     let base = serve(&[("/", FORM)]);
     let began = Instant::now();
-    let outcome = run(
-        &base,
-        vec![open("/hang"), click("#go")],
-        Duration::from_secs(8),
-    )
-    .expect("a hanging app is no harness error");
-    assert_eq!(outcome.failed_at, Some(0));
-    assert!(
-        outcome.steps[0].detail.contains("did not load"),
-        "{}",
-        outcome.steps[0].detail
-    );
-    assert!(
-        began.elapsed() < Duration::from_secs(9),
-        "{:?}",
-        began.elapsed()
-    );
+    let steps = vec![open("/hang"), click("#go")];
+    let outcome = run(&base, steps, Duration::from_secs(8)).expect("no harness error");
+    assert_failed_at(&outcome, 0, "did not load");
+    assert_within(began, Duration::from_secs(9));
 }
 
 #[test]
@@ -315,18 +308,59 @@ fn a_page_that_spins_forever_fails_its_step_within_the_budget() {
 <button id="spin" onclick="setTimeout(function () { for (;;) {} }, 0)">spin</button>"#;
     let base = serve(&[("/", spin)]);
     let began = Instant::now();
-    let outcome = run(
-        &base,
-        vec![open("/"), click("#spin"), assert_text("#a", "a")],
-        Duration::from_secs(10),
-    )
-    .expect("a busy page is no harness error");
-    assert_eq!(outcome.failed_at, Some(2), "{:#?}", details(&outcome));
+    let steps = vec![open("/"), click("#spin"), assert_text("#a", "a")];
+    let outcome = run(&base, steps, Duration::from_secs(10)).expect("no harness error");
+    assert_failed_at(&outcome, 2, "did not answer");
+    assert_within(began, Duration::from_secs(11));
+}
+
+/// The page replaces the DOM and string methods a driver would call in its
+/// own world, to fake an assertion or read what it expects: the driver's
+/// scripts run in an isolated world and see neither.
+#[test]
+fn a_page_cannot_fake_or_read_an_assertion() {
+    let forger = r#"<!doctype html><p id="out">nothing yet</p>
+<script>
+  var fake = document.createElement("p");
+  fake.textContent = "Welcome back, you are logged in";
+  document.querySelector = function () { return fake; };
+  Element.prototype.checkVisibility = function () { return true; };
+  Object.defineProperty(HTMLElement.prototype, "innerText", { get: function () { return fake.textContent; } });
+  String.prototype.indexOf = function (needle) {
+    new Image().src = "/leak?" + encodeURIComponent(needle);
+    return 0;
+  };
+</script>"#;
+    let (base, requests) = serve_logged(&[("/", forger)]);
+    let steps = vec![open("/"), assert_text("#out", "logged in as ada")];
+    let outcome = run(&base, steps, Duration::from_secs(60)).expect("no harness error");
+    assert_failed_at(&outcome, 1, "it reads \"nothing yet\"");
+    let seen = requests.lock().expect("log").clone();
     assert!(
-        began.elapsed() < Duration::from_secs(11),
-        "{:?}",
-        began.elapsed()
+        !seen.iter().any(|path| path.starts_with("/leak")),
+        "{seen:?}"
     );
+}
+
+/// A sandbox prefix keeps fds 3 and 4: Chromium in a network namespace of
+/// its own is driven as usual, and the host's loopback is not reachable
+/// from it (the app's failure to serve there, not the harness's).
+#[test]
+fn chromium_in_an_empty_network_namespace_reaches_nothing_outside() {
+    let base = serve(&[("/", FORM)]);
+    let (_, mark) = chromium();
+    let mut command = Command::new("unshare");
+    command.args(["--user", "--map-root-user", "--net", "chromium"]);
+    let (key, value) = mark.split_once('=').expect("mark");
+    command.env(key, value);
+    let flow = Flow {
+        name: "netns".into(),
+        steps: vec![open("/")],
+    };
+    let outcome =
+        run_flow(command, &base, &flow, Duration::from_secs(60)).expect("driven through unshare");
+    assert_nothing_left(&mark);
+    assert_failed_at(&outcome, 0, "could not open");
 }
 
 /// Console floods, alerts, popups and a navigation to the outside: the page
@@ -363,6 +397,7 @@ fn a_hostile_page_does_not_break_the_driver() {
         Duration::from_secs(30),
     )
     .expect("a hostile page is no harness error");
+    eprintln!("{:#?}", details(&outcome));
     assert!(
         outcome.steps[..6].iter().all(|s| s.ok),
         "{:#?}",
@@ -420,4 +455,18 @@ fn details(outcome: &FlowOutcome) -> Vec<(bool, &str)> {
         .iter()
         .map(|s| (s.ok, s.detail.as_str()))
         .collect()
+}
+
+#[test]
+fn an_app_that_is_not_listening_fails_at_open_with_the_error_page_shown() {
+    let closed = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let base = format!("http://{}", closed.local_addr().expect("addr"));
+    drop(closed);
+    let outcome = run(&base, vec![open("/")], Duration::from_secs(60)).expect("no harness error");
+    assert_failed_at(&outcome, 0, "ERR_CONNECTION_REFUSED");
+    assert!(
+        is_png(&outcome.steps[0].screenshot_png),
+        "{}",
+        outcome.steps[0].detail
+    );
 }

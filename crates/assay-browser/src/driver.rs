@@ -45,6 +45,8 @@ pub(crate) struct Driver {
     pipe: Pipe,
     next_id: u64,
     session: Option<String>,
+    /// The page the flow runs in; every other page is closed as it appears.
+    target_id: String,
     frame_id: String,
     /// The isolated world's context in the current document, while valid.
     world: Option<i64>,
@@ -67,6 +69,7 @@ impl Driver {
             pipe,
             next_id: 0,
             session: None,
+            target_id: String::new(),
             frame_id: String::new(),
             world: None,
             loads: Vec::new(),
@@ -84,10 +87,11 @@ impl Driver {
             }
             other => other?,
         };
-        let target_id = string_field(&target, "targetId")?;
+        driver.target_id = string_field(&target, "targetId")?;
+        driver.browser_call("Target.setDiscoverTargets", json!({"discover": true}))?;
         let attached = driver.browser_call(
             "Target.attachToTarget",
-            json!({"targetId": target_id, "flatten": true}),
+            json!({"targetId": driver.target_id, "flatten": true}),
         )?;
         driver.session = Some(string_field(&attached, "sessionId")?);
         for (method, params) in [
@@ -182,8 +186,23 @@ impl Driver {
     }
 
     /// Keep what the steps wait on; answer dialogs so the page never blocks
-    /// on one; drop the rest (replies to commands that timed out included).
+    /// on one; close every other page (a popup, the launch's blank tab) as
+    /// it appears; drop the rest (replies to commands that timed out
+    /// included).
     fn event(&mut self, message: &Value) -> Result<(), BrowserError> {
+        let info = &message["params"]["targetInfo"];
+        if message["method"] == "Target.targetCreated"
+            && message.get("sessionId").is_none()
+            && info["type"] == "page"
+            && info["targetId"].as_str() != Some(&self.target_id)
+        {
+            self.send(
+                Scope::Browser,
+                "Target.closeTarget",
+                json!({"targetId": info["targetId"]}),
+            )?;
+            return Ok(());
+        }
         if message["sessionId"].as_str() != self.session.as_deref() {
             return Ok(());
         }
@@ -331,7 +350,11 @@ impl Driver {
         deadline: Instant,
     ) -> Result<Result<Vec<u8>, String>, BrowserError> {
         use base64::Engine as _;
-        let reply = self.page_call("Page.captureScreenshot", json!({"format": "png"}), deadline)?;
+        let reply = self.page_call(
+            "Page.captureScreenshot",
+            json!({"format": "png", "optimizeForSpeed": true}),
+            deadline,
+        )?;
         Ok(match reply {
             Ok(reply) => reply["data"]
                 .as_str()

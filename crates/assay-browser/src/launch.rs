@@ -13,9 +13,8 @@ use tempfile::TempDir;
 use crate::pipe::Pipe;
 
 /// The flags assay adds to the caller's command. The outer sandbox is
-/// assay's (`--no-sandbox`); nothing is fetched in the background, no window
-/// but the driver's may open (`--block-new-web-contents`: `window.open` and
-/// popups fail), and no crash reporter is started (it would leave the group).
+/// assay's (`--no-sandbox`); nothing is fetched in the background, and no
+/// crash reporter is started (it would leave the group).
 const FLAGS: &[&str] = &[
     "--headless=new",
     "--no-sandbox",
@@ -31,7 +30,6 @@ const FLAGS: &[&str] = &[
     "--disable-breakpad",
     "--disable-crash-reporter",
     "--disable-features=Translate,MediaRouter,OptimizationHints",
-    "--block-new-web-contents",
     "--deny-permission-prompts",
     "--password-store=basic",
     "--use-mock-keychain",

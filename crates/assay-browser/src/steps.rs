@@ -215,13 +215,15 @@ fn wait_for(driver: &mut Driver, selector: &str, deadline: Instant) -> Result<Do
         }
         let next = Instant::now() + POLL;
         if next >= deadline {
-            return Ok(Done::fail(if let Some(problem) = problem {
-                format!("waiting for {selector}: {problem}")
-            } else if seen {
+            let mut detail = if seen {
                 format!("{selector} is there but never became visible before the step's deadline")
             } else {
                 format!("no element matched {selector} before the step's deadline")
-            }));
+            };
+            if let Some(problem) = problem {
+                detail.push_str(&format!(" (the last look: {problem})"));
+            }
+            return Ok(Done::fail(detail));
         }
         driver.pause(next)?;
     }

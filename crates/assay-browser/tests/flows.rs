@@ -85,9 +85,9 @@ fn chromium() -> (Command, String) {
     (command, format!("ASSAY_BROWSER_TEST_MARK={mark}"))
 }
 
-/// No live process carries `mark` in its environment.
-fn assert_nothing_left(mark: &str) {
-    let left: Vec<i32> = std::fs::read_dir("/proc")
+/// The live processes that carry `mark` in their environment.
+fn marked(mark: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
         .expect("/proc")
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
@@ -96,7 +96,12 @@ fn assert_nothing_left(mark: &str) {
                 .map(|env| env.split(|&b| b == 0).any(|var| var == mark.as_bytes()))
                 .unwrap_or(false)
         })
-        .collect();
+        .collect()
+}
+
+/// No live process carries `mark` in its environment.
+fn assert_nothing_left(mark: &str) {
+    let left = marked(mark);
     assert!(left.is_empty(), "chromium processes left: {left:?}");
 }
 
@@ -481,4 +486,49 @@ fn an_app_that_is_not_listening_fails_at_open_with_the_error_page_shown() {
         "{}",
         outcome.steps[0].detail
     );
+}
+
+/// Chromium killed in the middle of a step is the harness's failure, told
+/// at once, not a step the app failed when the budget runs out.
+#[test]
+fn chromium_dying_mid_flow_is_a_protocol_error() {
+    let base = serve(&[("/", FORM)]);
+    let (command, mark) = chromium();
+    let flow = Flow {
+        name: "dies".into(),
+        steps: vec![open("/"), wait_for("#never")],
+    };
+    let began = Instant::now();
+    let running =
+        std::thread::spawn(move || run_flow(command, &base, &flow, Duration::from_secs(60)));
+    // The browser is the marked process whose parent is this test.
+    let browser = loop {
+        let found = marked(&mark)
+            .into_iter()
+            .find(|&pid| parent(pid) == Some(std::process::id() as i32));
+        if let Some(pid) = found {
+            break pid;
+        }
+        assert_within(began, Duration::from_secs(30));
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    std::thread::sleep(Duration::from_secs(3));
+    // SAFETY: a signal to a child of this test.
+    unsafe { libc::kill(browser, libc::SIGKILL) };
+    let result = running.join().expect("run_flow returns");
+    assert!(
+        matches!(result, Err(BrowserError::Protocol(_))),
+        "{result:?}"
+    );
+    assert_within(began, Duration::from_secs(30));
+    assert_nothing_left(&mark);
+}
+
+fn parent(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..]
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }

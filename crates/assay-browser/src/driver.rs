@@ -360,6 +360,9 @@ impl Driver {
                 .as_str()
                 .and_then(|data| base64::engine::general_purpose::STANDARD.decode(data).ok())
                 .ok_or_else(|| "the screenshot was not base64".to_owned()),
+            Err(PageError::Timeout) if !self.crashed => {
+                Err("the page painted nothing in time".into())
+            }
             Err(e) => Err(self.page_problem(&e, "the page painted nothing")),
         })
     }

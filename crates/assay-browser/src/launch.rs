@@ -43,8 +43,9 @@ const FLAGS: &[&str] = &[
 const STDERR_TAIL: u64 = 2048;
 
 /// How long a killed group may take to be gone before the leader is reaped
-/// anyway.
-const REAP_WAIT: Duration = Duration::from_secs(5);
+/// anyway. Killed processes are doomed, but on a loaded machine Chromium's
+/// take seconds to exit; the flow returns once they have.
+const REAP_WAIT: Duration = Duration::from_secs(20);
 
 pub(crate) struct Chromium {
     child: Child,

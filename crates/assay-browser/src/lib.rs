@@ -114,6 +114,13 @@ pub fn run_flow(
     let mut driver = Driver::attach(pipe, &mut browser, deadline)?;
     let launch_ms = millis(start.elapsed());
     let step_deadline = deadline - reserve(budget);
+    if Instant::now() >= step_deadline {
+        // No step can be blamed for a budget the launch used up.
+        return Err(BrowserError::Budget(format!(
+            "chromium took {launch_ms} ms of the {} ms budget to start",
+            budget.as_millis()
+        )));
+    }
     let mut outcome = FlowOutcome {
         steps: Vec::new(),
         failed_at: None,

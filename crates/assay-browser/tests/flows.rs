@@ -101,8 +101,11 @@ fn marked(mark: &str) -> Vec<i32> {
 
 /// No live process carries `mark` in its environment.
 fn assert_nothing_left(mark: &str) {
-    let left = marked(mark);
-    assert!(left.is_empty(), "chromium processes left: {left:?}");
+    let left: Vec<String> = marked(mark)
+        .into_iter()
+        .map(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default())
+        .collect();
+    assert!(left.is_empty(), "chromium processes left: {left:#?}");
 }
 
 fn run(base: &str, steps: Vec<Step>, budget: Duration) -> Result<FlowOutcome, BrowserError> {
@@ -531,4 +534,23 @@ fn parent(pid: i32) -> Option<i32> {
         .nth(1)?
         .parse()
         .ok()
+}
+
+/// A Chromium so slow to start that no step has time left is the harness's
+/// budget, not a failed `open` of the app.
+#[test]
+fn a_chromium_slow_to_start_is_the_harness_budget() {
+    let base = serve(&[("/", FORM)]);
+    let (_, mark) = chromium();
+    let mut slow = Command::new("sh");
+    slow.args(["-c", "sleep 5.5; exec chromium \"$@\"", "sh"]);
+    let (key, value) = mark.split_once('=').expect("mark");
+    slow.env(key, value);
+    let flow = Flow {
+        name: "slow".into(),
+        steps: vec![open("/")],
+    };
+    let result = run_flow(slow, &base, &flow, Duration::from_secs(8));
+    assert!(matches!(result, Err(BrowserError::Budget(_))), "{result:?}");
+    assert_nothing_left(&mark);
 }

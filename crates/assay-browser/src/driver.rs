@@ -38,7 +38,7 @@ enum Scope {
 /// How long a failed navigation's error page may take to show.
 const ERROR_PAGE_WAIT: Duration = Duration::from_secs(2);
 
-/// Events kept between commands, at most this many.
+/// Load events kept between commands, at most this many.
 const MAX_LOADS: usize = 64;
 
 pub(crate) struct Driver {
@@ -95,6 +95,7 @@ impl Driver {
         )?;
         driver.session = Some(string_field(&attached, "sessionId")?);
         for (method, params) in [
+            ("Inspector.enable", json!({})),
             ("Page.enable", json!({})),
             ("Page.setLifecycleEventsEnabled", json!({"enabled": true})),
         ] {

@@ -22,7 +22,7 @@
 #
 # With EXECUTOR (local or docker) it measures instead attempts per minute on
 # that executor, lanes = 4, --jobs 4, the example screened on it first (not
-# timed). The agent is then a small Python loop making the same three calls
+# timed); its build holds the attempts and the grading of their sessions. The agent is then a small Python loop making the same three calls
 # to the same endpoint and running the same three commands (mini-swe-agent's
 # venv is this machine's, not the image's): run it once per executor and
 # compare the two figures.
@@ -81,7 +81,20 @@ TOML
     start=$(date +%s.%N)
     (cd "$work/p" && "$assay" build --jobs 4 --json >"$work/loop.json")
     wall=$(echo "$(date +%s.%N) - $start" | bc -l)
-    n=$(python3 -c 'import json,sys; print(sum(1 for l in open(sys.argv[1]) if (e := json.loads(l)).get("event") == "node_finished" and e.get("kind") == "attempt"))' "$work/loop.json")
+    # The attempts that ran the agent (a task not released and certified
+    # gets none).
+    n=$(cd "$work/p" && python3 - "$work/loop.json" "$assay" <<'PY'
+import json, subprocess, sys
+n = 0
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e.get("event") != "node_finished" or e.get("kind") != "attempt":
+        continue
+    shown = subprocess.run([sys.argv[2], "show", e["output"]], capture_output=True, text=True).stdout
+    n += not json.loads(shown[shown.index("{"):shown.rindex("}") + 1]).get("skipped")
+print(n)
+PY
+)
     printf 'executor %s: %d attempts in %.1f s, %.1f attempts per minute (lanes 4, --jobs 4)\n' \
         "$executor" "$n" "$wall" "$(echo "$n * 60 / $wall" | bc -l)"
     exit 0

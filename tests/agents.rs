@@ -993,3 +993,37 @@ print("uid:", os.getuid())
         Vec::<String>::new()
     );
 }
+
+#[test]
+fn an_agent_filling_its_bound_workspace_on_docker_is_stopped_at_the_write_limit() {
+    // Harmless if the defence fails: it writes 256 MiB into its own
+    // workspace, in this test's cache.
+    let f = fixture_on(
+        Executor::Docker,
+        r#"
+[[agent]]
+label = "filler"
+model = "fill-1"
+tracks = ["basic"]
+transcript = "none"
+command = '''
+python3 - <<'PY'
+import time
+for i in range(16):
+    with open("fill-%d.bin" % i, "wb") as out:
+        for _ in range(16):
+            out.write(b"\1" * (1 << 20))
+    print("filled", i + 1, flush=True)
+    time.sleep(0.2)
+PY
+'''
+"#,
+    );
+    f.edit_pipeline("timeout = 60", "timeout = 60\nwrite_limit = 33554432");
+    f.build_ok();
+    let attempt = f.project.output_record("attempt:agent/filler/p-1/0");
+    assert_eq!(attempt["limit"], "write", "{attempt:#}");
+    assert_eq!(attempt["facts"]["ended"], "limit:write", "{attempt:#}");
+    let log = String::from_utf8(f.project.blob(attempt["log"].as_str().unwrap())).unwrap();
+    assert!(!log.contains("filled 16"), "{log}");
+}

@@ -696,6 +696,57 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_local_attempt_is_keyed_without_its_executor_and_a_docker_one_with_it() {
+        let agent = AgentSettings {
+            label: "a".into(),
+            model: "m".into(),
+            model_id: "m".into(),
+            command: "true".into(),
+            setup: Vec::new(),
+            transcript: TranscriptFormat::None,
+            endpoint: None,
+            attempts: 1,
+            lanes: 1,
+            time_limit: 60,
+            turns: 10,
+            cost_limit: 1.0,
+            retries: 0,
+            tracks: Vec::new(),
+        };
+        let on = |executor| {
+            let confine = Confinement {
+                executor,
+                ..Confinement::default()
+            };
+            serde_json::to_value(AttemptParams::of(
+                &agent,
+                0,
+                &confine,
+                &RedactConfig::default(),
+            ))
+            .unwrap_or_default()
+        };
+        let local = on(ExecutorSetting::Local);
+        assert!(local.get("executor").is_none(), "{local}");
+        assert_eq!(local["sandbox"], "bwrap");
+        let docker = on(ExecutorSetting::Docker(
+            super::super::executor::docker::Settings {
+                base_image: "assay-base:bookworm".into(),
+                cpu_millis: None,
+            },
+        ));
+        assert_eq!(
+            docker["executor"]["docker"]["base_image"],
+            "assay-base:bookworm"
+        );
+        let mut without = docker.clone();
+        if let Some(o) = without.as_object_mut() {
+            o.remove("executor");
+        }
+        assert_eq!(without, local);
+    }
+
+    #[test]
     fn the_model_under_test_is_named_by_its_label_in_the_facts() {
         let mut facts = RunFacts {
             models: vec![

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# usage: benches/agent-attempts.sh [ASSAY] [ATTEMPTS]
+# usage: benches/agent-attempts.sh [ASSAY] [ATTEMPTS] [EXECUTOR]
 #
 # An attempt's harness overhead, and attempts per minute with 4 lanes. The
 # agent: mini-swe-agent 2.4.6 (scripts/mini-swe-agent.sh --setup) against a
@@ -19,11 +19,19 @@
 #
 # Prints the mean per run of each and the ratio the issue sets a target for
 # (an attempt over a direct run, <= 1.10). Needs bubblewrap and python3.
+#
+# With EXECUTOR (local or docker) it measures instead attempts per minute on
+# that executor, lanes = 4, --jobs 4, the example screened on it first (not
+# timed); its build holds the attempts and the grading of their sessions. The agent is then a small Python loop making the same three calls
+# to the same endpoint and running the same three commands (mini-swe-agent's
+# venv is this machine's, not the image's): run it once per executor and
+# compare the two figures.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 assay=$(realpath "${1:-$root/target/release/assay}")
 attempts=${2:-2}
-"$root/scripts/mini-swe-agent.sh" --setup
+executor=${3:-}
+[ -n "$executor" ] || "$root/scripts/mini-swe-agent.sh" --setup
 venv=$(realpath "${ASSAY_MINI_VENV:-$root/target/mini-venv}")
 work=$(mktemp -d "${TMPDIR:-/tmp}/agent-bench.XXXX")
 port=$((20000 + RANDOM % 20000))
@@ -39,7 +47,58 @@ mkdir -p "$work/p"
 sed -e "s|^path = \"examples/calc/repo\"|path = \"$work/repo\"|" \
     -e "s|examples/calc/statements|$root/examples/calc/statements|" \
     -e '/^sessions = /d' -e '/^create = /d' "$root/pipeline.toml" >"$work/p/pipeline.toml"
+[ -z "$executor" ] || sed -i "s|^\[env\]\$|[env]\nexecutor = \"$executor\"|" "$work/p/pipeline.toml"
 (cd "$work/p" && "$assay" build >/dev/null 2>&1)
+
+if [ -n "$executor" ]; then
+    cat >>"$work/p/pipeline.toml" <<TOML
+
+[[agent]]
+label = "loop"
+model = "scripted"
+attempts = $attempts
+lanes = 4
+transcript = "none"
+base_url = "http://127.0.0.1:$port/v1"
+key_env = "OPENAI_API_KEY"
+command = '''
+python3 - <<'PY'
+import json, os, subprocess, urllib.request
+messages = [{"role": "user", "content": "go"}]
+while True:
+    req = urllib.request.Request(os.environ["ASSAY_BASE_URL"] + "/chat/completions",
+        data=json.dumps({"model": "scripted", "messages": messages}).encode(),
+        headers={"Content-Type": "application/json"})
+    message = json.load(urllib.request.urlopen(req))["choices"][0]["message"]
+    messages.append(message)
+    command = json.loads(message["tool_calls"][0]["function"]["arguments"])["command"]
+    if "COMPLETE_TASK_AND_SUBMIT" in command:
+        break
+    subprocess.run(command, shell=True, check=True)
+PY
+'''
+TOML
+    start=$(date +%s.%N)
+    (cd "$work/p" && "$assay" build --jobs 4 --json >"$work/loop.json")
+    wall=$(echo "$(date +%s.%N) - $start" | bc -l)
+    # The attempts that ran the agent (a task not released and certified
+    # gets none).
+    n=$(cd "$work/p" && python3 - "$work/loop.json" "$assay" <<'PY'
+import json, subprocess, sys
+n = 0
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e.get("event") != "node_finished" or e.get("kind") != "attempt":
+        continue
+    shown = subprocess.run([sys.argv[2], "show", e["output"]], capture_output=True, text=True).stdout
+    n += not json.loads(shown[shown.index("{"):shown.rindex("}") + 1]).get("skipped")
+print(n)
+PY
+)
+    printf 'executor %s: %d attempts in %.1f s, %.1f attempts per minute (lanes 4, --jobs 4)\n' \
+        "$executor" "$n" "$wall" "$(echo "$n * 60 / $wall" | bc -l)"
+    exit 0
+fi
 cp -a "$work/p/cache" "$work/cache4"
 
 agent() { # LANES

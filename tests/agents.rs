@@ -36,8 +36,16 @@ fn env() {
 }
 
 fn fixture(agents: &str) -> Fixture {
+    fixture_on(Executor::Local, agents)
+}
+
+/// `fixture` on `executor` (on docker, its base image present).
+fn fixture_on(executor: Executor, agents: &str) -> Fixture {
     env();
-    let f = Fixture::new();
+    if executor == Executor::Docker {
+        docker_base_image();
+    }
+    let f = Fixture::on(executor);
     f.pipeline("", 1 << 20, agents);
     f.project.write(
         "sessions/README",
@@ -126,18 +134,55 @@ fn holding(dir: &Path, needle: &[u8]) -> Vec<String> {
     found
 }
 
+/// How every probe starts: it holds the placeholder key and reaches the
+/// endpoint through the proxy.
+const PROBE_CALL: &str = r#"
+import os, urllib.request
+base = os.environ["ASSAY_BASE_URL"]
+key = os.environ["OPENAI_API_KEY"]
+print("key-held:", key)
+req = urllib.request.Request(base + "/chat/completions", data=b'{"model":"m"}',
+    headers={"Authorization": "Bearer " + key, "Content-Type": "application/json"})
+print("answer:", urllib.request.urlopen(req).read().decode())
+"#;
+
+/// The fixture on `executor` with agent `probe` running the Python script
+/// [`PROBE_CALL`] then `probe` against `llm`; in it `CACHE` is the
+/// project's cache and `PROJECT` the project's directory.
+fn probe_fixture(executor: Executor, llm: &Llm, probe: &str) -> Fixture {
+    let agent = format!(
+        r#"
+[[agent]]
+label = "probe"
+model = "probe-1"
+base_url = "{url}"
+key_env = "OPENAI_API_KEY"
+tracks = ["basic"]
+command = '''
+python3 - <<'PY'
+{PROBE_CALL}
+{probe}
+PY
+'''
+"#,
+        url = llm.url()
+    );
+    let f = fixture_on(executor, &agent);
+    let cache = f.project.path().join("cache");
+    f.edit_pipeline("\"CACHE\"", &format!("\"{}\"", cache.display()));
+    f.edit_pipeline(
+        "\"PROJECT/escaped.txt\"",
+        &format!("\"{}/escaped.txt\"", f.path().display()),
+    );
+    f
+}
+
 #[test]
 fn an_agent_reaches_only_its_endpoint_with_a_key_it_never_holds() {
     let llm = Llm::start(|_, _| (200, r#"{"choices":[{"message":{"content":"hi"}}]}"#.into()));
     let probe = format!(
         r#"
 import os, socket, subprocess, urllib.request
-base = os.environ["ASSAY_BASE_URL"]
-key = os.environ["OPENAI_API_KEY"]
-print("key-held:", key)
-req = urllib.request.Request(base + "/chat/completions", data=b'{{"model":"m"}}',
-    headers={{"Authorization": "Bearer " + key, "Content-Type": "application/json"}})
-print("answer:", urllib.request.urlopen(req).read().decode())
 try:
     urllib.request.urlopen(base.rsplit("/v1", 1)[0] + "/admin/keys")
     print("REACHED-OUTSIDE-THE-ENDPOINT")
@@ -173,32 +218,10 @@ print("tests visible:", os.path.exists("tests/test_ops.py"))
         repo = "REPO",
         project = "PROJECT"
     );
-    let agent = format!(
-        r#"
-[[agent]]
-label = "probe"
-model = "probe-1"
-base_url = "{url}"
-key_env = "OPENAI_API_KEY"
-tracks = ["basic"]
-command = '''
-python3 - <<'PY'
-{probe}
-PY
-'''
-"#,
-        url = llm.url()
-    );
-    let f = fixture(&agent);
-    let cache = f.project.path().join("cache");
-    f.edit_pipeline("\"CACHE\"", &format!("\"{}\"", cache.display()));
+    let f = probe_fixture(Executor::Local, &llm, &probe);
     f.edit_pipeline(
         "\"REPO\"",
         &format!("\"{}\"", f.path().join("repo").display()),
-    );
-    f.edit_pipeline(
-        "\"PROJECT/escaped.txt\"",
-        &format!("\"{}/escaped.txt\"", f.path().display()),
     );
     f.build_ok();
     let attempt = f.project.output_record("attempt:agent/probe/p-1/0");
@@ -825,4 +848,182 @@ command = '''
         holding(f.project.path(), KEY.as_bytes()),
         Vec::<String>::new()
     );
+}
+
+// ---- on the docker executor ------------------------------------------------------
+
+#[test]
+fn a_scripted_agent_on_docker_makes_the_same_answers_and_verdicts_as_on_local() {
+    let local = fixture(&scripted(""));
+    let docker = fixture_on(Executor::Docker, &scripted(""));
+    local.build_ok();
+    let b = docker.build_ok();
+    assert_eq!(
+        b.names("node_finished")
+            .iter()
+            .filter(|n| n.starts_with("attempt:"))
+            .count(),
+        2
+    );
+    for id in ["agent/scripted/p-1/0", "agent/scripted/p-2/0"] {
+        for arm in ["exclude", "keep"] {
+            let (l, d) = (local.row(id, arm), docker.row(id, arm));
+            assert_eq!(l["verdict"], d["verdict"], "{id} {arm}: {l:#?} {d:#?}");
+        }
+        // The same answer (its digest), read back from the workspace on
+        // the host.
+        let patch =
+            |f: &Fixture| f.project.output_record(&format!("attempt:{id}"))["patch"].clone();
+        assert_eq!(patch(&local), patch(&docker), "{id}");
+    }
+    assert_eq!(
+        docker.row("agent/scripted/p-1/0", "exclude")["verdict"],
+        "resolved"
+    );
+    let p1 = docker.project.output_record("attempt:agent/scripted/p-1/0");
+    assert_ne!(p1["patch"], "", "{p1}");
+    assert_eq!(
+        docker.row("agent/scripted/p-1/0", "exclude")["sandbox"],
+        "docker"
+    );
+    let attempt = docker.project.output_record("attempt:agent/scripted/p-1/0");
+    let log = String::from_utf8(docker.project.blob(attempt["log"].as_str().unwrap())).unwrap();
+    assert!(log.contains("agent-done"), "{log}");
+    // A second build executes nothing.
+    assert_eq!(docker.build_ok().summary.total.executed, 0);
+}
+
+#[test]
+fn an_agent_on_docker_reaches_only_its_endpoint_and_finds_no_key_anywhere() {
+    let llm = Llm::start(|_, _| (200, r#"{"choices":[{"message":{"content":"hi"}}]}"#.into()));
+    let probe = format!(
+        r#"
+import os, socket, urllib.request
+# The key in any variable of any process, or in any file it can read
+# (written reversed here, so that this script does not hold it).
+secret = "{key}"[::-1].encode()
+for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+    try:
+        if secret in open("/proc/%s/environ" % pid, "rb").read():
+            print("KEY-IN-ENVIRON", pid)
+    except OSError:
+        pass
+read = 0
+for root, dirs, files in os.walk("/"):
+    if root in ("/proc", "/sys", "/dev"):
+        dirs[:] = []
+        continue
+    for name in files:
+        path = os.path.join(root, name)
+        try:
+            if os.path.islink(path) or os.path.getsize(path) > (64 << 20):
+                continue
+            if secret in open(path, "rb").read():
+                print("KEY-IN-FILE", path)
+            read += 1
+        except OSError:
+            pass
+print("files searched:", read)
+# Any other way out: the internet, the endpoint's host port directly, the
+# host through the default bridge's gateway, the Docker daemon.
+for host, port in [("1.1.1.1", 80), ("127.0.0.1", {port}), ("172.17.0.1", {port}), ("172.17.0.1", 2375)]:
+    s = socket.socket(); s.settimeout(2)
+    try:
+        s.connect((host, port)); print("REACHED", host, port)
+    except Exception as e:
+        print("unreachable", host, port, type(e).__name__)
+for sock in ["/var/run/docker.sock", "/run/docker.sock"]:
+    print("docker socket", sock, "present" if os.path.exists(sock) else "absent")
+    try:
+        s = socket.socket(socket.AF_UNIX); s.connect(sock); print("REACHED", sock)
+    except Exception as e:
+        print("unreachable", sock, type(e).__name__)
+# Write outside the workspace: the prompt, the tools, the environment, the
+# system, the forwarder, the project.
+for path in ["/assay/in/prompt.md", "/assay/agent/planted", "/assay/env/planted",
+             "/etc/planted", "/assay/bin/assay", "{project}/escaped.txt"]:
+    try:
+        open(path, "a").write("escaped")
+        print("WROTE", path)
+    except OSError as e:
+        print("not written", path, type(e).__name__)
+print("cache visible:", os.path.exists("{cache}"))
+print("uid:", os.getuid())
+"#,
+        key = KEY.chars().rev().collect::<String>(),
+        port = llm.port,
+        cache = "CACHE",
+        project = "PROJECT"
+    );
+    let f = probe_fixture(Executor::Docker, &llm, &probe);
+    f.build_ok();
+    let attempt = f.project.output_record("attempt:agent/probe/p-1/0");
+    let log = String::from_utf8(f.project.blob(attempt["log"].as_str().unwrap())).unwrap();
+    assert!(log.contains("key-held: assay-proxy-holds-the-key"), "{log}");
+    assert!(log.contains("answer: {\"choices\""), "{log}");
+    assert!(!log.contains("KEY-IN"), "{log}");
+    let searched: u64 = log
+        .lines()
+        .find_map(|l| l.strip_prefix("files searched: "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(searched > 1000, "the image's files were searched: {log}");
+    assert!(!log.contains("REACHED"), "{log}");
+    assert_eq!(log.matches("unreachable").count(), 6, "{log}");
+    assert!(!log.contains("WROTE"), "{log}");
+    assert_eq!(log.matches("not written").count(), 6, "{log}");
+    assert!(!f.path().join("escaped.txt").exists());
+    assert!(log.contains("cache visible: False"), "{log}");
+    assert!(!log.contains("uid: 0"), "{log}");
+    // The endpoint got the real key from the proxy, on the one request.
+    let seen = llm.seen();
+    assert_eq!(seen.len(), 2, "one request from each attempt: {seen:?}");
+    for s in &seen {
+        assert_eq!(s.path, "/v1/chat/completions");
+        assert_eq!(
+            s.authorization.as_deref(),
+            Some(format!("Bearer {KEY}").as_str())
+        );
+    }
+    assert!(attempt.get("infrastructure").is_none(), "{attempt}");
+    // The key is nowhere in the project: cache, release, logs.
+    assert_eq!(
+        holding(f.project.path(), KEY.as_bytes()),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn an_agent_filling_its_bound_workspace_on_docker_is_stopped_at_the_write_limit() {
+    // Harmless if the defence fails: it writes 256 MiB into its own
+    // workspace, in this test's cache.
+    let f = fixture_on(
+        Executor::Docker,
+        r#"
+[[agent]]
+label = "filler"
+model = "fill-1"
+tracks = ["basic"]
+transcript = "none"
+command = '''
+python3 - <<'PY'
+import time
+for i in range(16):
+    with open("fill-%d.bin" % i, "wb") as out:
+        for _ in range(16):
+            out.write(b"\1" * (1 << 20))
+    print("filled", i + 1, flush=True)
+    time.sleep(0.2)
+PY
+'''
+"#,
+    );
+    f.edit_pipeline("timeout = 60", "timeout = 60\nwrite_limit = 33554432");
+    f.build_ok();
+    let attempt = f.project.output_record("attempt:agent/filler/p-1/0");
+    assert_eq!(attempt["limit"], "write", "{attempt:#}");
+    assert_eq!(attempt["facts"]["ended"], "limit:write", "{attempt:#}");
+    let log = String::from_utf8(f.project.blob(attempt["log"].as_str().unwrap())).unwrap();
+    assert!(!log.contains("filled 16"), "{log}");
 }

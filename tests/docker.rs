@@ -17,9 +17,7 @@
 mod util;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -31,35 +29,9 @@ use util::attacks::{
 use util::fixture::*;
 use util::{Build, Repo, unique};
 
-/// The base image, built once per test process if the daemon lacks it; a
-/// daemon that does not answer fails the test here.
-fn base_image() {
-    static BUILT: OnceLock<()> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let info = Command::new("docker")
-            .args(["info", "--format", "{{.ServerVersion}}"])
-            .output()
-            .expect("run `docker info`");
-        assert!(
-            info.status.success(),
-            "these tests need a running Docker daemon:\n{}",
-            String::from_utf8_lossy(&info.stderr)
-        );
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/base-image.sh");
-        let out = Command::new(script)
-            .output()
-            .expect("run scripts/base-image.sh");
-        assert!(
-            out.status.success(),
-            "scripts/base-image.sh failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    });
-}
-
 /// The fixture on the docker executor, its base image present.
 fn docker_fixture() -> Fixture {
-    base_image();
+    docker_base_image();
     Fixture::on(Executor::Docker)
 }
 
@@ -159,7 +131,7 @@ fn the_grading_fixture_gets_the_same_verdicts_on_docker_as_on_local() {
 
 #[test]
 fn build_executor_overrides_the_pipeline_for_one_build() {
-    base_image();
+    docker_base_image();
     let f = Fixture::new();
     f.default_pipeline();
     f.session("a/fix.json", "p-1", &f.fix1());
@@ -178,49 +150,49 @@ fn build_executor_overrides_the_pipeline_for_one_build() {
 
 #[test]
 fn hostile_code_reaches_nothing_outside_its_tree_and_is_never_resolved_on_docker() {
-    base_image();
+    docker_base_image();
     hostile_code_is_confined(Executor::Docker);
 }
 
 #[test]
 fn forged_reports_are_caught_by_the_canaries_on_docker() {
-    base_image();
+    docker_base_image();
     util::forgery::forged_reports_are_caught(Executor::Docker);
 }
 
 #[test]
 fn forgeries_written_against_the_shaped_canaries_are_caught_on_docker() {
-    base_image();
+    docker_base_image();
     util::forgery::canary_aware_forgeries_are_caught(Executor::Docker);
 }
 
 #[test]
 fn a_run_filling_its_tree_is_stopped_at_a_lowered_write_limit_on_docker() {
-    base_image();
+    docker_base_image();
     a_run_filling_its_tree_is_stopped_at_its_write_limit(Executor::Docker, Some(64 << 20), 15, 10);
 }
 
 #[test]
 fn a_run_writing_1_5_gb_into_its_tree_is_stopped_at_the_default_write_limit_on_docker() {
-    base_image();
+    docker_base_image();
     a_run_filling_its_tree_is_stopped_at_its_write_limit(Executor::Docker, None, 15, 100);
 }
 
 #[test]
 fn a_shadowed_runner_and_a_hidden_test_rewritten_then_restored_are_not_resolved_on_docker() {
-    base_image();
+    docker_base_image();
     util::reach::the_runner_and_the_hidden_tests_are_out_of_reach(Executor::Docker);
 }
 
 #[test]
 fn a_report_directory_swapped_for_a_symlink_is_never_read_on_docker() {
-    base_image();
+    docker_base_image();
     util::reach::a_symlinked_report_directory_is_never_read(Executor::Docker);
 }
 
 #[test]
 fn a_framework_reach_below_an_added_line_shaped_like_a_header_is_flagged_on_docker() {
-    base_image();
+    docker_base_image();
     util::patches::a_framework_reach_below_an_added_line_shaped_like_a_header_is_flagged(
         Executor::Docker,
     );
@@ -228,7 +200,7 @@ fn a_framework_reach_below_an_added_line_shaped_like_a_header_is_flagged_on_dock
 
 #[test]
 fn a_traditional_diff_to_a_hidden_test_file_under_a_longer_name_is_reset_on_docker() {
-    base_image();
+    docker_base_image();
     util::patches::a_traditional_diff_to_a_hidden_test_file_under_a_longer_name_is_reset(
         Executor::Docker,
     );
@@ -236,7 +208,7 @@ fn a_traditional_diff_to_a_hidden_test_file_under_a_longer_name_is_reset_on_dock
 
 #[test]
 fn a_hidden_test_file_renamed_away_deleted_or_blocked_is_restored_and_graded_on_docker() {
-    base_image();
+    docker_base_image();
     util::patches::a_hidden_test_file_renamed_away_deleted_or_blocked_is_restored_and_graded(
         Executor::Docker,
     );
@@ -244,7 +216,7 @@ fn a_hidden_test_file_renamed_away_deleted_or_blocked_is_restored_and_graded_on_
 
 #[test]
 fn a_patch_over_the_caps_is_refused_before_anything_is_staged_on_docker() {
-    base_image();
+    docker_base_image();
     util::patches::a_patch_over_the_caps_is_refused_before_anything_is_staged(Executor::Docker);
 }
 
@@ -638,18 +610,18 @@ class TestNum(unittest.TestCase):
 
 #[test]
 fn a_warm_cache_is_each_runs_own_and_never_poisoned_on_docker() {
-    base_image();
+    docker_base_image();
     a_warm_cache_is_never_poisoned_for_the_next_run(Executor::Docker);
 }
 
 #[test]
 fn tampering_with_the_runner_from_its_own_process_is_seen_by_the_audit_hook_on_docker() {
-    base_image();
+    docker_base_image();
     util::audit::tampering_with_the_runner_is_evidence(Executor::Docker);
 }
 
 #[test]
 fn the_audit_hooks_findings_reach_assay_when_stderr_is_the_report_file_on_docker() {
-    base_image();
+    docker_base_image();
     util::audit::a_report_file_does_not_take_the_hooks_channel(Executor::Docker);
 }

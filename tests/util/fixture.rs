@@ -389,6 +389,32 @@ rerun_command = "python3 -m unittest -v {{files}}"
     }
 }
 
+/// The base image, built once per test process if the daemon lacks it; a
+/// daemon that does not answer fails the test here.
+pub fn docker_base_image() {
+    static BUILT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| {
+        let info = std::process::Command::new("docker")
+            .args(["info", "--format", "{{.ServerVersion}}"])
+            .output()
+            .expect("run `docker info`");
+        assert!(
+            info.status.success(),
+            "these tests need a running Docker daemon:\n{}",
+            String::from_utf8_lossy(&info.stderr)
+        );
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/base-image.sh");
+        let out = std::process::Command::new(script)
+            .output()
+            .expect("run scripts/base-image.sh");
+        assert!(
+            out.status.success(),
+            "scripts/base-image.sh failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
+}
+
 /// Asserts the verdict of both arms, showing the whole row when it differs.
 pub fn assert_verdict(f: &Fixture, session: &str, exclude: &str, keep: &str) {
     for (arm, want) in [("exclude", exclude), ("keep", keep)] {

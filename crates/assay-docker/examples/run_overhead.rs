@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use assay_docker::{ContainerRun, Docker, HOME_DIR, ImageSpec, Limits, RunUser};
+use assay_docker::{ContainerRun, Docker, HOME_DIR, ImageSpec, Limits, RunUser, TreeMount};
 
 #[tokio::main]
 async fn main() {
@@ -47,6 +47,8 @@ async fn main() {
     let spec = ContainerRun {
         image: image.clone(),
         tree,
+        tree_mount: TreeMount::Upload,
+        binds: Vec::new(),
         command: "python3 -c 'pass'".to_owned(),
         env,
         timeout: Duration::from_secs(60),

@@ -36,6 +36,7 @@ mod spec;
 pub use client::{CONNECT_TIMEOUT, DEFAULT_ENDPOINT, Docker};
 pub use error::DockerError;
 pub use spec::{
-    BuiltImage, ContainerOutcome, ContainerRun, ENV_DIR, GUARD_DIR, HOME_DIR, ImageId, ImageSpec,
-    KilledBy, LAYOUT, Limits, Report, ReportRequest, RunUser, SetupFailure, TREE_DIR,
+    BuiltImage, ContainerOutcome, ContainerRun, ENV_DIR, GUARD_DIR, HOME_DIR, HostBind, ImageId,
+    ImageSpec, KilledBy, LAYOUT, Limits, Report, ReportRequest, RunUser, SetupFailure, TREE_DIR,
+    TreeMount,
 };

@@ -8,7 +8,7 @@
 //! | writes only to its tree, `/tmp`, home | read-only root; the tree is an anonymous volume (removed with the container); `/tmp` and the home are size-limited tmpfs; `/dev/shm` is private (`IpcMode: private`) and as large as `/tmp` |
 //! | not root, no privilege | the image's run user (numeric `uid:gid`), `CapDrop: ALL`, `no-new-privileges` |
 //! | limited | CPU, memory (no swap), pids, rlimits: see [`crate::Limits`]; what the tree takes: a watchdog reads the tree's volume on the host (`assay_exec::writes`) and kills the container past [`crate::Limits::written`] |
-//! | nothing of ours | no mount of the host; the env is exactly the spec's |
+//! | nothing of ours | no mount of the host but [`ContainerRun::binds`] (an agent's own few paths; none for a test run) and a [`TreeMount::Bind`] tree; the env is exactly the spec's |
 //! | cannot outlive the run | wall-clock timeout → SIGKILL; the container is removed after success, failure, timeout, and when the future is dropped |
 //!
 //! After the run, before removal, the report is copied out and the watched
@@ -31,15 +31,18 @@ use std::io;
 use std::path::Path;
 
 use assay_exec::writes::WriteWatch;
-use bollard::models::{HostConfig, Mount, MountType, MountVolumeOptions};
+use bollard::models::{
+    HostConfig, Mount, MountBindOptions, MountBindOptionsPropagationEnum, MountType,
+    MountVolumeOptions,
+};
 
 use crate::build::{LAYOUT_LABEL, USER_LABEL};
 use crate::container::{Blueprint, Container};
 use crate::error::status;
 use crate::spec::{HOME_DIR, RunUser, TREE_DIR};
 use crate::{
-    ContainerOutcome, ContainerRun, Docker, DockerError, ImageId, KilledBy, Report, archive,
-    command, limits,
+    ContainerOutcome, ContainerRun, Docker, DockerError, ImageId, KilledBy, Report, TreeMount,
+    archive, command, limits,
 };
 
 // Go's `os.FileMode` bits, as the daemon reports them in a path stat.
@@ -78,6 +81,30 @@ impl Docker {
                 source,
             })?;
 
+        if spec.tree_mount == TreeMount::Bind {
+            if !spec.protect.is_empty() || !spec.watch.is_empty() {
+                return Err(DockerError::InvalidSpec {
+                    what: "bound tree",
+                    value: spec.tree.display().to_string(),
+                    why: "a bound tree protects and watches nothing: it is read on the host",
+                });
+            }
+            let writable: Vec<std::path::PathBuf> = std::iter::once(spec.tree.clone())
+                .chain(
+                    spec.binds
+                        .iter()
+                        .filter(|b| b.writable)
+                        .map(|b| b.host.clone()),
+                )
+                .collect();
+            for dir in writable {
+                let give = dir.clone();
+                tokio::task::spawn_blocking(move || give_to(&give, user))
+                    .await
+                    .unwrap_or_else(|join| Err(io::Error::other(join)))
+                    .map_err(|source| DockerError::Tree { path: dir, source })?;
+            }
+        }
         let blueprint = Blueprint {
             image: spec.image.to_string(),
             user: user.to_string(),
@@ -95,27 +122,12 @@ impl Docker {
             }
             created => created?,
         };
-        let (tar, producer) = archive::tree(&spec.tree, user, &spec.protect);
-        let uploaded = container.upload(TREE_DIR, tar).await;
-        let produced = producer
-            .await
-            .unwrap_or_else(|join| Err(io::Error::other(join)));
-        match (uploaded, produced) {
-            (Ok(()), Ok(())) => {}
-            (Err(error), Err(walk)) if walk.kind() == io::ErrorKind::BrokenPipe => {
-                return Err(error);
-            }
-            (_, Err(source)) => {
-                return Err(DockerError::Tree {
-                    path: spec.tree.clone(),
-                    source,
-                });
-            }
-            (Err(error), Ok(())) => return Err(error),
+        if spec.tree_mount == TreeMount::Upload {
+            upload(&container, spec, user).await?;
         }
 
         let watch = match spec.limits.written {
-            Some(limit) => Some(tree_watch(&container, limit).await?),
+            Some(limit) => Some(tree_watch(&container, spec, limit).await?),
             None => None,
         };
         let ended = container
@@ -220,6 +232,43 @@ impl Docker {
     }
 }
 
+/// Uploads the run's tree into its fresh volume.
+async fn upload(
+    container: &Container<'_>,
+    spec: &ContainerRun,
+    user: RunUser,
+) -> Result<(), DockerError> {
+    let (tar, producer) = archive::tree(&spec.tree, user, &spec.protect);
+    let uploaded = container.upload(TREE_DIR, tar).await;
+    let produced = producer
+        .await
+        .unwrap_or_else(|join| Err(io::Error::other(join)));
+    match (uploaded, produced) {
+        (Ok(()), Ok(())) => Ok(()),
+        (Err(error), Err(walk)) if walk.kind() == io::ErrorKind::BrokenPipe => Err(error),
+        (_, Err(source)) => Err(DockerError::Tree {
+            path: spec.tree.clone(),
+            source,
+        }),
+        (Err(error), Ok(())) => Err(error),
+    }
+}
+
+/// Makes `dir` and everything beneath it `user`'s, following no link
+/// (`lchown`): a bound tree the run writes.
+fn give_to(dir: &Path, user: RunUser) -> io::Result<()> {
+    let mut stack = vec![dir.to_owned()];
+    while let Some(path) = stack.pop() {
+        std::os::unix::fs::lchown(&path, Some(user.uid), Some(user.gid))?;
+        if std::fs::symlink_metadata(&path)?.is_dir() {
+            for entry in std::fs::read_dir(&path)? {
+                stack.push(entry?.path());
+            }
+        }
+    }
+    Ok(())
+}
+
 fn host_config(spec: &ContainerRun, user: RunUser) -> HostConfig {
     let tmpfs = HashMap::from([
         (
@@ -234,16 +283,22 @@ fn host_config(spec: &ContainerRun, user: RunUser) -> HostConfig {
             ),
         ),
     ]);
-    let tree = Mount {
-        target: Some(TREE_DIR.to_owned()),
-        typ: Some(MountType::VOLUME),
-        volume_options: Some(MountVolumeOptions {
-            // Copy the image's (empty) tree directory: that sets its owner.
-            no_copy: Some(false),
+    let tree = match spec.tree_mount {
+        TreeMount::Upload => Mount {
+            target: Some(TREE_DIR.to_owned()),
+            typ: Some(MountType::VOLUME),
+            volume_options: Some(MountVolumeOptions {
+                // Copy the image's (empty) tree directory: that sets its owner.
+                no_copy: Some(false),
+                ..Default::default()
+            }),
             ..Default::default()
-        }),
-        ..Default::default()
+        },
+        TreeMount::Bind => bind(&spec.tree, TREE_DIR, true),
     };
+    let mounts = std::iter::once(tree)
+        .chain(spec.binds.iter().map(|b| bind(&b.host, &b.at, b.writable)))
+        .collect();
     HostConfig {
         network_mode: Some("none".to_owned()),
         readonly_rootfs: Some(true),
@@ -251,17 +306,41 @@ fn host_config(spec: &ContainerRun, user: RunUser) -> HostConfig {
         ipc_mode: Some("private".to_owned()),
         shm_size: Some(i64::try_from(spec.tmp_size).unwrap_or(i64::MAX)),
         tmpfs: Some(tmpfs),
-        mounts: Some(vec![tree]),
+        mounts: Some(mounts),
         ..limits::host_config(&spec.limits)
     }
 }
 
-/// The write watchdog over the container's tree volume, measured as
-/// uploaded. The volume is read on the host where the daemon keeps it: its
-/// path holds the volume's random name, so a path that exists here is that
-/// volume (a remote daemon's is not here, and fails).
-async fn tree_watch(container: &Container<'_>, limit: u64) -> Result<WriteWatch, DockerError> {
-    let source = container.volume_source(TREE_DIR).await?;
+/// A host path bound at `at`: no propagation of mounts either way, read-only
+/// unless `writable`.
+fn bind(host: &Path, at: &str, writable: bool) -> Mount {
+    Mount {
+        target: Some(at.to_owned()),
+        source: Some(host.display().to_string()),
+        typ: Some(MountType::BIND),
+        read_only: Some(!writable),
+        bind_options: Some(MountBindOptions {
+            propagation: Some(MountBindOptionsPropagationEnum::RPRIVATE),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// The write watchdog over the container's tree, measured as given: a
+/// bound tree where it is on the host; an uploaded one in its volume, read
+/// on the host where the daemon keeps it: its path holds the volume's
+/// random name, so a path that exists here is that volume (a remote
+/// daemon's is not here, and fails).
+async fn tree_watch(
+    container: &Container<'_>,
+    spec: &ContainerRun,
+    limit: u64,
+) -> Result<WriteWatch, DockerError> {
+    let source = match spec.tree_mount {
+        TreeMount::Upload => container.volume_source(TREE_DIR).await?,
+        TreeMount::Bind => spec.tree.clone(),
+    };
     let root = source.clone();
     tokio::task::spawn_blocking(move || WriteWatch::new(&root, limit))
         .await

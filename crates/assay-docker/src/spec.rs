@@ -210,9 +210,13 @@ pub struct ContainerRun {
     /// An image made by [`crate::Docker::build_image`] (or loaded from one's
     /// saved blob): its `assay.user` label says who runs.
     pub image: ImageId,
-    /// Host directory uploaded to [`TREE_DIR`], owned by the image's user.
-    /// Symlinks are uploaded as symlinks; sockets and devices are skipped.
+    /// Host directory given at [`TREE_DIR`], owned by the image's user:
+    /// uploaded or bound, as [`ContainerRun::tree_mount`] says.
     pub tree: PathBuf,
+    pub tree_mount: TreeMount,
+    /// Host paths bound in besides the tree (an agent's tools, its prompt,
+    /// the egress proxy's socket); none for a test run.
+    pub binds: Vec<HostBind>,
     /// Run as `/bin/sh -c <command>` in [`TREE_DIR`].
     pub command: String,
     /// The command's whole environment: nothing of the host's or the image's.
@@ -240,6 +244,31 @@ pub struct ContainerRun {
     /// missing, or that pass through or end in a symlink or anything but a
     /// regular file, are uploaded as they are.
     pub protect: Vec<PathBuf>,
+}
+
+/// How a run's tree reaches its container.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TreeMount {
+    /// Uploaded into a fresh anonymous volume, removed with the container
+    /// (a test run: symlinks travel as symlinks; sockets and devices are
+    /// skipped; [`ContainerRun::protect`] holds).
+    #[default]
+    Upload,
+    /// The host directory bound in place, made the image user's first (its
+    /// entries `lchown`ed, no link followed), and read on the host after
+    /// the run (an agent's workspace). [`ContainerRun::protect`] and
+    /// [`ContainerRun::watch`] must be empty.
+    Bind,
+}
+
+/// A host path bound into a run's container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostBind {
+    pub host: PathBuf,
+    /// Where the run sees it: a path under `/assay`.
+    pub at: String,
+    /// Writable binds are made the image user's first, as a bound tree is.
+    pub writable: bool,
 }
 
 /// Which file to copy out of the tree, and how much of it to accept.

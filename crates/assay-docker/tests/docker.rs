@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use assay_docker::{
     ContainerOutcome, ContainerRun, Docker, DockerError, HOME_DIR, ImageId, ImageSpec, KilledBy,
-    Limits, Report, ReportRequest, RunUser,
+    Limits, Report, ReportRequest, RunUser, TreeMount,
 };
 use tempfile::TempDir;
 
@@ -129,6 +129,8 @@ impl Stage {
         ContainerRun {
             image: plain_image(),
             tree: self.tree(),
+            tree_mount: TreeMount::Upload,
+            binds: Vec::new(),
             command: command.to_owned(),
             env: BTreeMap::from([
                 ("PATH".to_owned(), PATH.to_owned()),

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use assay_docker::{ContainerRun, ImageId, ImageSpec, ReportRequest};
+use assay_docker::{ContainerRun, HostBind, ImageId, ImageSpec, ReportRequest, TreeMount};
 use assay_engine::JobCtx;
 use serde::Serialize;
 
@@ -145,27 +145,19 @@ impl Executor for Docker<'_> {
                     .await
                     .map_err(|e| run_err(&e))?
             };
-            Ok(Ran {
-                exit_code: outcome.exit_code,
-                signal: None,
-                timed_out: outcome.timed_out,
-                limit: outcome.killed_by.map(|k| match k {
-                    assay_docker::KilledBy::WallClock => Limit::Time,
-                    assay_docker::KilledBy::Memory => Limit::Memory,
-                    assay_docker::KilledBy::Written => Limit::Write,
-                }),
-                duration: outcome.duration,
-                // A container's CPU stalls are not measured: its timeout
-                // is plain wall-clock (docs/executors.md).
-                cpu_stalled: None,
-                log_bytes: outcome.log_bytes,
-                log_truncated: outcome.log_truncated,
-                report: outcome.report.map(|r| container_report(r, cap)),
-                changed,
-                node: None,
-                retried: Vec::new(),
-                lost: None,
-            })
+            let report = outcome.report.clone().map(|r| container_report(r, cap));
+            Ok(ran(outcome, report, changed))
+        })
+    }
+
+    /// In a fresh container of the task's image, the workspace bound in
+    /// place and read back on this machine.
+    fn attempt<'a>(&'a self, launch: Launch<'a>) -> RunFuture<'a> {
+        Box::pin(async move {
+            let run = container(self.conf, self.settings, launch).map_err(|e| run_err(&e))?;
+            let docker = daemon::client().await.map_err(|e| run_err(&e))?;
+            let outcome = docker.run(&run).await.map_err(|e| run_err(&e))?;
+            Ok(ran(outcome, None, Vec::new()))
         })
     }
 
@@ -189,6 +181,33 @@ impl Executor for Docker<'_> {
 
     fn interrupted(&self) {
         daemon::remove_own_containers();
+    }
+}
+
+/// How a container run ended.
+fn ran(
+    outcome: assay_docker::ContainerOutcome,
+    report: Option<Result<Vec<u8>, String>>,
+    changed: Vec<String>,
+) -> Ran {
+    Ran {
+        exit_code: outcome.exit_code,
+        signal: None,
+        timed_out: outcome.timed_out,
+        limit: outcome.killed_by.map(|k| match k {
+            assay_docker::KilledBy::WallClock => Limit::Time,
+            assay_docker::KilledBy::Memory => Limit::Memory,
+            assay_docker::KilledBy::Written => Limit::Write,
+        }),
+        duration: outcome.duration,
+        // A container's CPU stalls are not measured: its timeout is plain
+        // wall-clock (docs/executors.md).
+        cpu_stalled: None,
+        log_bytes: outcome.log_bytes,
+        log_truncated: outcome.log_truncated,
+        report,
+        changed,
+        ..Ran::default()
     }
 }
 
@@ -342,7 +361,11 @@ pub(crate) fn container(
         return Err("a docker run needs a tree".into());
     };
     let image = ImageId::parse(launch.env.image()?).map_err(|e| e.to_string())?;
-    let mut env = base_env(CONTAINER_PATH, launch.attempt);
+    let path = match &launch.agent {
+        Some(agent) => format!("{}:{CONTAINER_PATH}", agent.path_first),
+        None => CONTAINER_PATH.to_owned(),
+    };
+    let mut env = base_env(&path, launch.attempt);
     // `[env] warm`: each run copies the image's caches into its own /tmp
     // first (the image is read-only to it), so it starts warm and nothing
     // it writes outlives it.
@@ -371,10 +394,32 @@ pub(crate) fn container(
     env.insert("HOME".to_owned(), assay_docker::HOME_DIR.to_owned());
     env.insert("TMPDIR".to_owned(), "/tmp".to_owned());
     env.insert("ASSAY_ENV".to_owned(), assay_docker::ENV_DIR.to_owned());
-    guard_env(&mut env, assay_docker::GUARD_DIR, &launch.protect);
+    // An agent's workspace is bound in place and read back on the host;
+    // nothing is graded in it, so no import guard.
+    let (tree_mount, binds) = match launch.agent {
+        Some(agent) => {
+            env.extend(agent.env);
+            let binds = agent
+                .binds
+                .into_iter()
+                .map(|b| HostBind {
+                    host: b.host,
+                    at: b.at.display().to_string(),
+                    writable: b.writable,
+                })
+                .collect();
+            (TreeMount::Bind, binds)
+        }
+        None => {
+            guard_env(&mut env, assay_docker::GUARD_DIR, &launch.protect);
+            (TreeMount::Upload, Vec::new())
+        }
+    };
     Ok(ContainerRun {
         image,
         tree: tree.to_owned(),
+        tree_mount,
+        binds,
         command,
         env,
         timeout: launch.timeout,

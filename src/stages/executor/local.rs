@@ -98,21 +98,21 @@ impl Executor for Local<'_> {
                 .await
                 .map_err(|e| run_err(&e))?
             };
-            Ok(Ran {
-                exit_code: outcome.exit_code,
-                signal: outcome.signal,
-                timed_out: outcome.timed_out,
-                limit: outcome.limit_hit.map(limit_word),
-                duration: outcome.duration,
-                cpu_stalled: outcome.cpu_stalled,
-                log_bytes: outcome.log_bytes,
-                log_truncated: outcome.log_truncated,
-                report,
-                changed,
-                node: None,
-                retried: Vec::new(),
-                lost: None,
-            })
+            Ok(ran(outcome, report, changed))
+        })
+    }
+
+    /// Under bubblewrap only: an agent never runs unsandboxed.
+    fn attempt<'a>(&'a self, launch: Launch<'a>) -> RunFuture<'a> {
+        Box::pin(async move {
+            if self.conf.sandbox != SandboxMode::Bwrap {
+                return Err(run_err(
+                    &"an agent never runs unsandboxed: attempts need `sandbox = \"bwrap\"`",
+                ));
+            }
+            let spec = spec(self.conf, launch).map_err(|e| run_err(&e))?;
+            let outcome = assay_exec::run(&spec).await.map_err(|e| run_err(&e))?;
+            Ok(ran(outcome, None, Vec::new()))
         })
     }
 
@@ -184,6 +184,7 @@ async fn prepare(
                 report_file: None,
                 watch: Vec::new(),
                 warm: setup.warm,
+                agent: None,
             },
         )?;
         let out = assay_exec::run(&spec).await.map_err(|e| e.to_string())?;
@@ -240,6 +241,27 @@ pub(crate) fn process_limits(limits: &RunLimits, log_cap: u64, measured: bool) -
     }
 }
 
+/// How a local run ended.
+fn ran(
+    outcome: assay_exec::RunOutcome,
+    report: Option<Result<Vec<u8>, String>>,
+    changed: Vec<String>,
+) -> Ran {
+    Ran {
+        exit_code: outcome.exit_code,
+        signal: outcome.signal,
+        timed_out: outcome.timed_out,
+        limit: outcome.limit_hit.map(limit_word),
+        duration: outcome.duration,
+        cpu_stalled: outcome.cpu_stalled,
+        log_bytes: outcome.log_bytes,
+        log_truncated: outcome.log_truncated,
+        report,
+        changed,
+        ..Ran::default()
+    }
+}
+
 /// The rules' word for the limit a local run hit.
 fn limit_word(hit: LimitHit) -> Limit {
     match hit {
@@ -272,9 +294,13 @@ pub(crate) fn toolchain(path: &str, env: &mut BTreeMap<String, String>) -> Vec<P
 }
 
 /// The process spec of one local run under `conf`.
-pub(crate) fn spec(conf: &Confinement, launch: Launch<'_>) -> Result<RunSpec, String> {
+pub(crate) fn spec(conf: &Confinement, mut launch: Launch<'_>) -> Result<RunSpec, String> {
     let env_dir = launch.env.host_dir()?;
-    let path = host_path();
+    let agent = launch.agent.take();
+    let path = match &agent {
+        Some(agent) => format!("{}:{}", agent.path_first, host_path()),
+        None => host_path(),
+    };
     let mut env = base_env(&path, launch.attempt);
     let toolchain = toolchain(&path, &mut env);
     // A test run's tree; setup writes its environment instead.
@@ -318,7 +344,7 @@ pub(crate) fn spec(conf: &Confinement, launch: Launch<'_>) -> Result<RunSpec, St
             env.insert("HOME".to_owned(), home);
             env.insert("TMPDIR".to_owned(), "/tmp".to_owned());
             env.insert("ASSAY_ENV".to_owned(), env_at.to_owned());
-            let guard = if launch.tree.is_some() && !launch.setup {
+            let guard = if launch.tree.is_some() && !launch.setup && agent.is_none() {
                 let dir = launch.scratch.join("guard");
                 crate::stages::guard::write(&dir, sandbox::TREE).map_err(|e| e.to_string())?;
                 guard_env(&mut env, sandbox::GUARD, &launch.protect);
@@ -345,6 +371,10 @@ pub(crate) fn spec(conf: &Confinement, launch: Launch<'_>) -> Result<RunSpec, St
                     }
                 };
                 env.insert(var, seen);
+            }
+            if let Some(agent) = agent {
+                env.extend(agent.env);
+                binds.extend(agent.binds);
             }
             let sandbox = Sandbox {
                 tree: launch.tree.map(Path::to_owned),
@@ -551,6 +581,7 @@ pub(crate) mod tests {
                     report_file: Some("report.txt"),
                     watch: Vec::new(),
                     warm: &[],
+                    agent: None,
                 },
                 staged: Vec::new(),
                 ctx: None,

@@ -169,6 +169,12 @@ pub(crate) trait Executor: Send + Sync {
     /// One test run over a staged tree in a prepared environment.
     fn run<'a>(&'a self, test: TestRun<'a>) -> RunFuture<'a>;
 
+    /// An agent's attempt: its command over its workspace (the launch's
+    /// tree, read back on this machine after the run) in the task's
+    /// environment, with what [`Launch::agent`] adds. Only how it ended
+    /// comes back: no report, no watched files.
+    fn attempt<'a>(&'a self, launch: Launch<'a>) -> RunFuture<'a>;
+
     /// Whether the runs of one environment share its mutable state (a
     /// directory every run writes), so that a serial environment's runs
     /// must take turns.
@@ -329,6 +335,20 @@ pub(crate) struct Launch<'a> {
     /// `[env] warm`: (variable, directory in the environment). Setup sees
     /// each variable at its directory; a run at a copy of its own.
     pub(crate) warm: &'a [(String, String)],
+    /// An agent's attempt: what it sees besides a test run's (`None` for
+    /// everything else).
+    pub(crate) agent: Option<Agent>,
+}
+
+/// What an agent's attempt sees besides what a test run sees: its tools
+/// first on `PATH`, its variables, and its binds (the tools, the prompt, the
+/// transcript's directory, the forwarder and the proxy's socket). No import
+/// guard: nothing is graded in an attempt.
+pub(crate) struct Agent {
+    /// Put first on `PATH`.
+    pub(crate) path_first: &'static str,
+    pub(crate) env: BTreeMap<String, String>,
+    pub(crate) binds: Vec<assay_exec::Bind>,
 }
 
 /// The watched (test) files of the staged tree: path -> blake3 of the bytes
@@ -347,6 +367,7 @@ pub(crate) struct TestRun<'a> {
 }
 
 /// How a run ended, whichever executor ran it.
+#[derive(Default)]
 pub(crate) struct Ran {
     pub(crate) exit_code: Option<i32>,
     pub(crate) signal: Option<i32>,

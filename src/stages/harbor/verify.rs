@@ -327,6 +327,7 @@ fn run_staged(
             report_file: spec.report_file.as_deref(),
             watch: staged.iter().map(|(p, _)| PathBuf::from(p)).collect(),
             warm: &[],
+            agent: None,
         },
         staged,
         ctx: None,

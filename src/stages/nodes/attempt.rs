@@ -24,18 +24,19 @@
 //! cache hit). A run with no transcript, or one that ends in an API error
 //! the proxy never saw, is the agent's, counted.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use assay_engine::JobCtx;
-use assay_exec::{Bind, RunSpec, Sandbox, sandbox};
+use assay_exec::{Bind, sandbox};
 use serde::{Deserialize, Serialize};
 
 use super::super::attempt::egress::{self, Endpoint, KeyHeader};
 use super::super::attempt::workspace::{self, Workspace};
 use super::super::attempt::{self as a};
-use super::executor::{EnvHandle, SandboxMode};
+use super::executor::{Agent, Confinement, EnvHandle, ExecutorSetting, Launch, SandboxMode};
 use super::node::{Kind, Made, NodeKind};
 use super::records::{EnvRecord, SessionRecord, TaskRecord};
 use super::redact::{RedactConfig, Redactor};
@@ -70,6 +71,10 @@ pub(crate) struct AttemptParams {
     pub(crate) sandbox: SandboxMode,
     pub(crate) limits: RunLimits,
     pub(crate) redact: RedactConfig,
+    /// Where it runs: left out of the key when its runs are keyed as local
+    /// (local, and slurm, whose attempts run on the coordinator).
+    #[serde(skip_serializing_if = "ExecutorSetting::keyed_as_local")]
+    pub(crate) executor: ExecutorSetting,
 }
 
 impl AttemptParams {
@@ -77,7 +82,7 @@ impl AttemptParams {
     pub(crate) fn of(
         agent: &AgentSettings,
         index: u32,
-        confine: &super::executor::Confinement,
+        confine: &Confinement,
         redact: &RedactConfig,
     ) -> AttemptParams {
         let endpoint = agent.endpoint.as_ref();
@@ -98,6 +103,16 @@ impl AttemptParams {
             sandbox: confine.sandbox,
             limits: confine.limits,
             redact: redact.clone(),
+            executor: confine.executor.clone(),
+        }
+    }
+
+    /// The confinement the attempt runs under.
+    fn confinement(&self) -> Confinement {
+        Confinement {
+            sandbox: self.sandbox,
+            limits: self.limits,
+            executor: self.executor.clone(),
         }
     }
 }
@@ -245,14 +260,16 @@ async fn attempt(
             p.label, p.label
         ));
     }
-    if p.sandbox != SandboxMode::Bwrap {
+    if p.confinement().label() == SandboxMode::None.as_str() {
         return Err("an agent never runs unsandboxed: attempts need `sandbox = \"bwrap\"`".into());
     }
-    let env_dir = dir_of(&i.env, &ctx.cache_dir)?;
-    let tools_dir = dir_of(&i.tools, &ctx.cache_dir)?;
+    let env = EnvHandle::of(&i.env, &ctx.cache_dir);
+    let tools_dir = EnvHandle::of(&i.tools, &ctx.cache_dir)
+        .host_dir()?
+        .to_owned();
     let mut retried = Vec::new();
     loop {
-        let mut one = once(node, &i.task, &env_dir, &tools_dir, &session, ctx).await?;
+        let mut one = once(node, &i.task, &env, &tools_dir, &session, ctx).await?;
         match &one.record.infrastructure {
             Some(why) if (retried.len() as u32) < node.retries => retried.push(why.clone()),
             _ => {
@@ -266,20 +283,11 @@ async fn attempt(
     }
 }
 
-fn dir_of(env: &EnvRecord, cache_dir: &Path) -> Result<PathBuf, String> {
-    match EnvHandle::of(env, cache_dir) {
-        EnvHandle::HostDir(d) => Ok(d),
-        EnvHandle::Image(_) => Err(
-            "attempts run on this machine under bubblewrap; a docker environment cannot be used by an agent yet (docs/agents.md)".into(),
-        ),
-    }
-}
-
 /// One try: workspace, proxy, the agent's run, what it left.
 async fn once(
     node: &Attempt,
     task: &TaskRecord,
-    env_dir: &Path,
+    env: &EnvHandle,
     tools_dir: &Path,
     session: &SessionRecord,
     ctx: &JobCtx,
@@ -365,8 +373,14 @@ async fn once(
             )))
         }
     };
-    let spec = spec(p, &ws, env_dir, tools_dir, server.is_some(), &inside_url)?;
-    let ran = assay_exec::run(&spec).await.map_err(|e| e.to_string());
+    let confine = p.confinement();
+    let dir = ws.dir();
+    let launch = launch(p, &ws, &dir, env, tools_dir, server.is_some(), &inside_url)?;
+    let ran = confine
+        .executor()
+        .attempt(launch)
+        .await
+        .map_err(|e| e.to_string());
     if let Some(server) = server {
         server.abort();
     }
@@ -434,7 +448,7 @@ async fn once(
     if facts.duration_ms.is_none() {
         facts.duration_ms = Some(ran.duration.as_millis() as u64);
     }
-    let limit = ran.limit_hit.map(|l| l.as_str().to_owned());
+    let limit = ran.limit.map(|l| l.as_str().to_owned());
     if ran.timed_out {
         facts.ended = Some("time_limit".into());
     } else if let Some(l) = &limit {
@@ -591,31 +605,25 @@ fn infrastructure(requests: &[egress::Request], health: &egress::Health) -> Opti
     }
 }
 
-/// The sandboxed process of a try.
-fn spec(
+/// The sandboxed process of a try, as its executor is handed it: the
+/// workspace as its tree, the task's environment, and the agent's binds
+/// and variables.
+fn launch<'a>(
     p: &AttemptParams,
     ws: &Workspace,
-    env_dir: &Path,
+    dir: &'a Path,
+    env: &'a EnvHandle,
     tools_dir: &Path,
     proxy: bool,
     inside_url: &str,
-) -> Result<RunSpec, String> {
-    let path = format!(
-        "{}/bin:{}",
-        a::AGENT_AT,
-        super::executor::local::host_path()
-    );
-    let mut env = super::executor::base_env(&path, None);
-    let toolchain = super::executor::local::toolchain(&path, &mut env);
-    env.insert("HOME".into(), sandbox::HOME.into());
-    env.insert("TMPDIR".into(), "/tmp".into());
-    env.insert("ASSAY_ENV".into(), sandbox::ENV.into());
-    env.insert("ASSAY_AGENT".into(), a::AGENT_AT.into());
+) -> Result<Launch<'a>, String> {
+    let mut vars = BTreeMap::new();
+    vars.insert("ASSAY_AGENT".to_owned(), a::AGENT_AT.to_owned());
     if proxy {
-        env.insert("ASSAY_BASE_URL".into(), inside_url.into());
+        vars.insert("ASSAY_BASE_URL".to_owned(), inside_url.to_owned());
     }
     if let Some(var) = &p.key_env {
-        env.insert(var.clone(), a::PLACEHOLDER.into());
+        vars.insert(var.clone(), a::PLACEHOLDER.to_owned());
     }
     let mut binds = vec![
         Bind {
@@ -656,38 +664,87 @@ fn spec(
     } else {
         format!("exec /bin/sh {}/command.sh", a::IN)
     };
-    let l = &p.limits;
-    Ok(RunSpec {
+    Ok(Launch {
         command,
-        cwd: ws.dir(),
+        tree: Some(dir),
         env,
-        timeout: Duration::from_secs(p.time_limit),
-        stall_grace: None,
+        setup: false,
+        env_at: None,
+        scratch: dir,
         log_path: ws.log(),
         log_cap: LOG_CAP,
-        limits: super::executor::local::process_limits(l, LOG_CAP, true),
-        sandbox: Some((
-            super::executor::local::bwrap()?,
-            Sandbox {
-                tree: Some(ws.dir()),
-                env_dir: Some(env_dir.to_owned()),
-                env_at: None,
-                env_writable: false,
-                network: false,
-                read_only: toolchain,
-                tmp_bytes: l.tmp,
-                home_bytes: l.home,
-                protect: Vec::new(),
-                guard: None,
-                binds,
-            },
-        )),
+        timeout: Duration::from_secs(p.time_limit),
+        stall_grace: None,
+        attempt: None,
+        protect: Vec::new(),
+        report_file: None,
+        watch: Vec::new(),
+        warm: &[],
+        agent: Some(Agent {
+            path_first: AGENT_BIN,
+            env: vars,
+            binds,
+        }),
     })
 }
+
+/// First on an agent's `PATH`: its tools' programs.
+const AGENT_BIN: &str = "/assay/agent/bin";
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_local_attempt_is_keyed_without_its_executor_and_a_docker_one_with_it() {
+        let agent = AgentSettings {
+            label: "a".into(),
+            model: "m".into(),
+            model_id: "m".into(),
+            command: "true".into(),
+            setup: Vec::new(),
+            transcript: TranscriptFormat::None,
+            endpoint: None,
+            attempts: 1,
+            lanes: 1,
+            time_limit: 60,
+            turns: 10,
+            cost_limit: 1.0,
+            retries: 0,
+            tracks: Vec::new(),
+        };
+        let on = |executor| {
+            let confine = Confinement {
+                executor,
+                ..Confinement::default()
+            };
+            serde_json::to_value(AttemptParams::of(
+                &agent,
+                0,
+                &confine,
+                &RedactConfig::default(),
+            ))
+            .unwrap_or_default()
+        };
+        let local = on(ExecutorSetting::Local);
+        assert!(local.get("executor").is_none(), "{local}");
+        assert_eq!(local["sandbox"], "bwrap");
+        let docker = on(ExecutorSetting::Docker(
+            super::super::executor::docker::Settings {
+                base_image: "assay-base:bookworm".into(),
+                cpu_millis: None,
+            },
+        ));
+        assert_eq!(
+            docker["executor"]["docker"]["base_image"],
+            "assay-base:bookworm"
+        );
+        let mut without = docker.clone();
+        if let Some(o) = without.as_object_mut() {
+            o.remove("executor");
+        }
+        assert_eq!(without, local);
+    }
 
     #[test]
     fn the_model_under_test_is_named_by_its_label_in_the_facts() {

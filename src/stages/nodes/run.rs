@@ -353,6 +353,7 @@ pub(crate) async fn execute_tree(
                 report_file: p.report_file.as_deref(),
                 watch,
                 warm: &p.warm,
+                agent: None,
             },
             staged,
             ctx: Some(ctx),

@@ -42,7 +42,9 @@ use std::path::{Path, PathBuf};
 use assay_engine::JobCtx;
 use serde::Serialize;
 
-use super::{BoxFuture, Executor, Presence, Ran, RunFuture, SandboxMode, Setup, TestRun, run_err};
+use super::{
+    BoxFuture, Executor, Launch, Presence, Ran, RunFuture, SandboxMode, Setup, TestRun, run_err,
+};
 use crate::model::records::EnvRecord;
 use crate::pipeline::{EnvConfig, Pipeline};
 use crate::stages::error::StageError;
@@ -166,6 +168,12 @@ impl Executor for Slurm<'_> {
 
     fn env_is_artifact(&self) -> bool {
         self.local.env_is_artifact()
+    }
+
+    /// On the coordinator, as the local executor runs it: the egress proxy
+    /// holding the key is there.
+    fn attempt<'a>(&'a self, launch: Launch<'a>) -> RunFuture<'a> {
+        self.local.attempt(launch)
     }
 
     /// The local sandbox, on the node.

@@ -182,6 +182,7 @@ pub(crate) fn work(job_path: &Path) -> Result<(), String> {
             report_file: job.report_file.as_deref(),
             watch: job.watch.clone(),
             warm: &job.warm,
+            agent: None,
         },
         staged: job.staged.clone(),
         ctx: None,

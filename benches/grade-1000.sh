@@ -22,14 +22,8 @@
 #        KEEP=1 keeps the work directory (printed).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-if [ $# -ge 1 ]; then
-    ASSAY=$(realpath "$1")
-else
-    ASSAY="$here/target/release/assay"
-    if [ ! -x "$ASSAY" ]; then
-        (cd "$here" && cargo build --release --quiet)
-    fi
-fi
+. "$here/benches/lib.sh"
+ASSAY=$(assay_binary "$@")
 SESSIONS=${SESSIONS:-1000}
 RAW_N=${RAW_N:-100}
 JOBS=${JOBS:-2}

@@ -15,12 +15,8 @@
 # Env:   TIMEOUT (default 180), JOBS (default 2), KEEP=1 keeps the work dir.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-if [ $# -ge 1 ]; then
-    ASSAY=$(realpath "$1")
-else
-    ASSAY="$here/target/release/assay"
-    [ -x "$ASSAY" ] || (cd "$here" && cargo build --release --quiet)
-fi
+. "$here/benches/lib.sh"
+ASSAY=$(assay_binary "$@")
 TIMEOUT=${TIMEOUT:-180}
 JOBS=${JOBS:-2}
 work=$(mktemp -d)

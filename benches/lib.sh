@@ -1,4 +1,4 @@
-# Shell functions the real-corpus benches share; sourced, after `here` (the
+# Shell functions the benches share; sourced, after `here` (the
 # checkout's root) is set.
 
 # The assay to measure: $1 when given, else the release build (built when

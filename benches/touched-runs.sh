@@ -16,12 +16,8 @@
 # Env:   JOBS (default 2), KEEP=1 keeps the work dir.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-if [ $# -ge 1 ]; then
-    ASSAY=$(realpath "$1")
-else
-    ASSAY="$here/target/release/assay"
-    [ -x "$ASSAY" ] || (cd "$here" && cargo build --release --quiet)
-fi
+. "$here/benches/lib.sh"
+ASSAY=$(assay_binary "$@")
 JOBS=${JOBS:-2}
 work=$(mktemp -d)
 if [ "${KEEP:-0}" = 1 ]; then echo "work dir: $work"; else trap 'rm -rf "$work"' EXIT; fi

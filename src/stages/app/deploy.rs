@@ -21,6 +21,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use assay_browser::Flow;
 use assay_exec::netns::NetNs;
 use assay_exec::{Bwrap, Sandbox};
 
@@ -337,6 +338,40 @@ fn one(probe: &Probe, port: u16, nonce: &str, within: Duration) -> Check {
         name: probe.name.clone(),
         outcome,
         ms: started.elapsed().as_millis() as u64,
+    }
+}
+
+impl Deployment {
+    /// Every flow, in order, each in a fresh Chromium (`chromium`, a path)
+    /// launched into the app's network namespace, within `within`. A
+    /// browser that cannot start or breaks is the harness's; a step that
+    /// fails is the app's.
+    pub(crate) fn browse(&self, flows: &[Flow], chromium: &Path, within: Duration) -> Vec<Check> {
+        let base_url = format!("http://127.0.0.1:{}", self.port);
+        flows
+            .iter()
+            .map(|flow| {
+                let started = Instant::now();
+                let mut cmd = Command::new(chromium);
+                self.ns.enter_on_exec(&mut cmd);
+                let outcome = match assay_browser::run_flow(cmd, &base_url, flow, within) {
+                    Ok(done) => match done.failed_at.and_then(|i| done.steps.get(i)) {
+                        None => Outcome::Pass,
+                        Some(step) => Outcome::Fail {
+                            detail: format!("step {}: {}", step.index + 1, step.detail),
+                        },
+                    },
+                    Err(e) => Outcome::Harness {
+                        detail: e.to_string(),
+                    },
+                };
+                Check {
+                    name: flow.name.clone(),
+                    outcome,
+                    ms: started.elapsed().as_millis() as u64,
+                }
+            })
+            .collect()
     }
 }
 

@@ -6,7 +6,7 @@
 pub(crate) mod deploy;
 pub(crate) mod http;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use assay_exec::Bwrap;
@@ -18,10 +18,19 @@ const BUILD_S: u64 = 600;
 /// Bytes of a file the start names that admission reads.
 const START_FILE_CAP: u64 = 1 << 20;
 
+/// The Chromium the browser layer launches: `ASSAY_CHROMIUM`, else
+/// `chromium` on the system's path.
+pub(crate) fn chromium() -> PathBuf {
+    std::env::var_os("ASSAY_CHROMIUM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"))
+}
+
 /// Reads `tree` (composed, the artifacts layer `artifacts`) through every
 /// layer of `checks`; `work` holds the logs. The tree is built in place.
 pub(crate) fn read(
     bwrap: &Bwrap,
+    chromium: &Path,
     checks: &AppChecks,
     artifacts: Outcome,
     tree: &Path,
@@ -93,6 +102,14 @@ pub(crate) fn read(
     reading
         .ms
         .insert(Layer::Probes, started.elapsed().as_millis() as u64);
+    if !checks.flows.is_empty() && reading.probes.iter().all(|c| c.outcome.passed()) {
+        let started = Instant::now();
+        reading.flows =
+            deployment.browse(&checks.flows, chromium, Duration::from_secs(checks.flow_s));
+        reading
+            .ms
+            .insert(Layer::Browser, started.elapsed().as_millis() as u64);
+    }
     reading
 }
 

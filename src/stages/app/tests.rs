@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use assay_browser::{Flow, Step};
 use assay_exec::Bwrap;
 
 use super::super::records::Fault;
@@ -92,17 +93,45 @@ fn greet_checks() -> AppChecks {
                 expect: health,
             },
         ],
+        flows: Vec::new(),
+        flow_s: 30,
     }
 }
 
+/// The counter task: its page answers, and its flow clicks once.
+fn counter_checks() -> AppChecks {
+    let mut checks = greet_checks();
+    checks.probes.retain(|p| p.name == "health");
+    checks.flows = vec![Flow {
+        name: "count once".into(),
+        steps: vec![
+            Step::Open {
+                path: "/counter".into(),
+            },
+            Step::Click {
+                selector: "#inc".into(),
+            },
+            Step::AssertText {
+                selector: "#count".into(),
+                contains: "Count: 1".into(),
+            },
+        ],
+    }];
+    checks
+}
+
 fn reading(checks: &AppChecks, tree: &Path, dir: &Path) -> Reading {
+    reading_with(checks, tree, dir, &super::chromium())
+}
+
+fn reading_with(checks: &AppChecks, tree: &Path, dir: &Path, chromium: &Path) -> Reading {
     let bwrap = Bwrap::detect().unwrap();
     let work = dir.join(format!(
         "work-{}",
         tree.file_name().unwrap().to_string_lossy()
     ));
     std::fs::create_dir_all(&work).unwrap();
-    read(&bwrap, checks, Outcome::Pass, tree, &work)
+    read(&bwrap, chromium, checks, Outcome::Pass, tree, &work)
 }
 
 fn certified() -> app::Controls {
@@ -299,4 +328,44 @@ fn admission_and_build_fail_before_anything_starts() {
     std::fs::write(t.join("app.py"), "def broken(:\n").unwrap();
     let r = reading(&greet_checks(), &t, dir.path());
     assert_eq!(graded(&r), (Some(Layer::Build), Fault::Agent), "{r:?}");
+}
+
+#[test]
+fn a_bug_only_the_browser_shows_fails_the_browser_layer_and_the_fix_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo(dir.path());
+    let checks = counter_checks();
+    let gold = reading(
+        &checks,
+        &tree(&repo, "counter", dir.path(), "gold"),
+        dir.path(),
+    );
+    let base = reading(
+        &checks,
+        &tree(&repo, "notes", dir.path(), "base"),
+        dir.path(),
+    );
+    let controls = app::certify(std::slice::from_ref(&gold), std::slice::from_ref(&base));
+    assert!(controls.certified, "{controls:?}\n{gold:?}\n{base:?}");
+    assert_eq!(controls.base_fails, [Layer::Browser]);
+    let g = app::grade(&controls, &base, None);
+    assert_eq!(
+        (g.failed_layer, g.fault),
+        (Some(Layer::Browser), Fault::Agent),
+        "{g:?}"
+    );
+    assert!(g.layers[5].detail.contains("step 3"), "{g:?}");
+}
+
+#[test]
+fn a_browser_that_cannot_start_is_the_harness_fault() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo(dir.path());
+    let r = reading_with(
+        &counter_checks(),
+        &tree(&repo, "counter", dir.path(), "gold"),
+        dir.path(),
+        Path::new("/bin/false"),
+    );
+    assert_eq!(graded(&r), (Some(Layer::Browser), Fault::Harness), "{r:?}");
 }

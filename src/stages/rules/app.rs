@@ -41,6 +41,12 @@ pub(crate) struct AppChecks {
     pub(crate) admission: Admission,
     pub(crate) start: Start,
     pub(crate) probes: Vec<Probe>,
+    /// Browser flows, each run in a fresh headless Chromium that reaches
+    /// only the app's loopback.
+    #[serde(default)]
+    pub(crate) flows: Vec<assay_browser::Flow>,
+    /// Seconds each flow has, Chromium's start included.
+    pub(crate) flow_s: u64,
 }
 
 /// How the app is served.

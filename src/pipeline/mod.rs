@@ -9,6 +9,7 @@
 //! span the settings kept.
 
 mod agent;
+mod app;
 mod checks;
 mod diag;
 mod env;
@@ -23,6 +24,8 @@ mod tamper;
 use std::path::{Path, PathBuf};
 
 pub(crate) use agent::{AgentSettings, TranscriptFormat};
+#[allow(unused_imports)]
+pub(crate) use app::AppSettings;
 pub(crate) use diag::ConfigError;
 use file::PipelineFile;
 pub(crate) use file::{CanaryTemplate, EnvConfig};

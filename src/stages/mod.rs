@@ -18,6 +18,7 @@
 // No node lays out app tasks: their layers are exercised by their tests.
 #[allow(dead_code)]
 pub(crate) mod app;
+pub(crate) use rules::app as app_rules;
 pub(crate) mod attempt;
 mod canary;
 mod error;
@@ -35,7 +36,7 @@ mod provenance;
 mod publish;
 mod records;
 mod redact;
-mod rules;
+pub(crate) mod rules;
 mod swebench;
 
 use nodes::{judge, release, step, tree};

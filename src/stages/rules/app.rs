@@ -68,6 +68,7 @@ pub(crate) struct Start {
 
 /// A process the task runs beside the app.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct Service {
     pub(crate) command: String,
     pub(crate) port: u16,
@@ -193,8 +194,9 @@ fn excerpt(body: &str) -> String {
     }
 }
 
-/// What the built tree must be before it is started.
+/// What the tree must be before it is built and started.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct Admission {
     /// Paths (from the tree's root) that must be regular files.
     #[serde(default)]

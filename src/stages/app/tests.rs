@@ -369,3 +369,27 @@ fn a_browser_that_cannot_start_is_the_harness_fault() {
     );
     assert_eq!(graded(&r), (Some(Layer::Browser), Fault::Harness), "{r:?}");
 }
+
+/// benches/app-layers.sh: the greet reference read `ASSAY_BENCH_RUNS`
+/// times (default 5); one line per reading, `layers_ms TOTAL` and each
+/// layer's time. Measures, asserts nothing of time.
+#[test]
+#[ignore = "a bench: run by benches/app-layers.sh"]
+fn layers_wall_time() {
+    let runs: usize = std::env::var("ASSAY_BENCH_RUNS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(5);
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo(dir.path());
+    let checks = greet_checks();
+    for n in 0..runs {
+        let t = tree(&repo, "greet", dir.path(), &format!("run{n}"));
+        let started = std::time::Instant::now();
+        let r = reading(&checks, &t, dir.path());
+        let total = started.elapsed().as_millis();
+        assert!(app::grade(&certified(), &r, None).completed, "{r:?}");
+        let layers: Vec<String> = r.ms.iter().map(|(l, ms)| format!("{l}={ms}")).collect();
+        println!("layers_ms {total} {}", layers.join(" "));
+    }
+}

@@ -393,3 +393,74 @@ fn layers_wall_time() {
         println!("layers_ms {total} {}", layers.join(" "));
     }
 }
+
+#[test]
+fn a_form_whose_submission_changes_the_page_passes_probes_and_flow_and_the_base_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo(dir.path());
+    let mut checks = greet_checks();
+    let post = |name: &str, status: u16| Probe {
+        name: name.into(),
+        method: "POST".into(),
+        path: "/notes".into(),
+        headers: [(
+            "Content-Type".to_owned(),
+            "application/x-www-form-urlencoded".to_owned(),
+        )]
+        .into(),
+        body: Some("note={nonce}".into()),
+        expect: Expect {
+            status,
+            ..Expect::default()
+        },
+    };
+    let listed = Probe {
+        name: "listed".into(),
+        method: "GET".into(),
+        path: "/notes".into(),
+        headers: Default::default(),
+        body: None,
+        expect: Expect {
+            status: 200,
+            body_contains: Some("<li>{nonce}</li>".into()),
+            ..Expect::default()
+        },
+    };
+    checks.probes = vec![post("add", 303), listed];
+    checks.flows = vec![Flow {
+        name: "add a note".into(),
+        steps: vec![
+            Step::Open {
+                path: "/notes".into(),
+            },
+            Step::Type {
+                selector: "#note".into(),
+                text: "buy milk".into(),
+            },
+            Step::Click {
+                selector: "#add".into(),
+            },
+            Step::WaitFor {
+                selector: "#notes li".into(),
+            },
+            Step::AssertText {
+                selector: "#notes".into(),
+                contains: "buy milk".into(),
+            },
+        ],
+    }];
+    let gold = reading(
+        &checks,
+        &tree(&repo, "notes", dir.path(), "gold"),
+        dir.path(),
+    );
+    let base = reading(
+        &checks,
+        &tree(&repo, "greet", dir.path(), "base"),
+        dir.path(),
+    );
+    let controls = app::certify(std::slice::from_ref(&gold), std::slice::from_ref(&base));
+    assert!(controls.certified, "{controls:?}\n{gold:?}\n{base:?}");
+    assert_eq!(controls.base_fails, [Layer::Probes]);
+    assert_eq!(gold.flows.len(), 1);
+}

@@ -58,6 +58,69 @@ pub(crate) struct PipelineFile {
     /// tree and its task's gold tree (docs/pipeline.md, `[[metric]]`).
     #[serde(default)]
     pub(crate) metric: Vec<MetricConfig>,
+    /// Deployed-app tasks: built, started, probed and used in a browser
+    /// (docs/pipeline.md, `[[app]]`).
+    #[serde(default)]
+    pub(crate) app: Vec<AppConfig>,
+}
+
+/// `[[app]]`: an app task on the pipeline's source repository.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AppConfig {
+    /// The task id.
+    pub(crate) name: Spanned<String>,
+    /// The commit (or ref) the agent starts from.
+    pub(crate) base: String,
+    /// The reference commit (or ref): the controls' passing tree.
+    pub(crate) reference: String,
+    /// The statement file, relative to the pipeline file.
+    pub(crate) statement: Option<String>,
+    pub(crate) build: Option<String>,
+    #[serde(default)]
+    pub(crate) admission: crate::model::rules::app::Admission,
+    pub(crate) start: AppStartConfig,
+    #[serde(default)]
+    pub(crate) probe: Vec<ProbeConfig>,
+    #[serde(default)]
+    pub(crate) flow: Vec<assay_browser::Flow>,
+    /// Seconds each flow has. Default 60.
+    pub(crate) flow_s: Option<u64>,
+}
+
+/// `[app.start]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AppStartConfig {
+    pub(crate) command: String,
+    pub(crate) port: Spanned<u16>,
+    /// Default 30.
+    pub(crate) ready_s: Option<u64>,
+    /// Default 10.
+    pub(crate) probe_s: Option<u64>,
+    #[serde(default)]
+    pub(crate) services: Vec<crate::model::rules::app::Service>,
+}
+
+/// `[[app.probe]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ProbeConfig {
+    pub(crate) name: Spanned<String>,
+    /// Default `GET`.
+    pub(crate) method: Option<Spanned<String>>,
+    pub(crate) path: Spanned<String>,
+    #[serde(default)]
+    pub(crate) headers: std::collections::BTreeMap<String, String>,
+    pub(crate) body: Option<String>,
+    /// Default 200.
+    pub(crate) status: Option<Spanned<u16>>,
+    #[serde(default)]
+    pub(crate) expect_headers: std::collections::BTreeMap<String, String>,
+    pub(crate) body_contains: Option<String>,
+    pub(crate) body_regex: Option<Spanned<String>>,
+    #[serde(default)]
+    pub(crate) json: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
 /// `[[metric]]`: a command whose findings are counted, on the graded tree

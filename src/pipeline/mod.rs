@@ -9,6 +9,7 @@
 //! span the settings kept.
 
 mod agent;
+mod app;
 mod checks;
 mod diag;
 mod env;
@@ -24,6 +25,8 @@ use std::path::{Path, PathBuf};
 
 pub(crate) use crate::model::config::{Arm, PatchCaps, Policy};
 pub(crate) use agent::{AgentSettings, TranscriptFormat};
+#[allow(unused_imports)]
+pub(crate) use app::AppSettings;
 pub(crate) use diag::ConfigError;
 pub(crate) use env::formats as report_formats;
 use file::PipelineFile;

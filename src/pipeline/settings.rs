@@ -130,6 +130,8 @@ pub(crate) struct Settings {
     pub(crate) harbor_datasets: Vec<(String, PathBuf)>,
     /// `[[metric]]`: quality figures counted on every graded tree.
     pub(crate) metrics: Vec<super::Metric>,
+    /// `[[app]]`: deployed-app tasks.
+    pub(crate) apps: Vec<super::AppSettings>,
 }
 
 impl Settings {
@@ -164,6 +166,7 @@ impl Settings {
             prices: f.prices.clone(),
             harbor_datasets: harbor_datasets(pipeline, f)?,
             metrics: super::metric::metrics(pipeline, &f.metric)?,
+            apps: super::app::apps(pipeline, &f.app)?,
         })
     }
 

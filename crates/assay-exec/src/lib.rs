@@ -51,6 +51,7 @@ mod capture;
 mod cgroup;
 mod group;
 mod limits;
+pub mod netns;
 pub mod sandbox;
 pub mod setup;
 pub mod writes;

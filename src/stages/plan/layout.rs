@@ -43,6 +43,12 @@ pub(crate) fn nodes(
     warnings: &mut Vec<String>,
 ) -> Result<super::executor::InUse, StageError> {
     let settings = &pipeline.settings;
+    if !settings.apps.is_empty() {
+        warnings.push(format!(
+            "{} [[app]] task(s) are checked but not built: `assay build` lays out no app task's nodes",
+            settings.apps.len()
+        ));
+    }
     if settings.sources.is_empty() {
         // A pipeline of Harbor datasets alone: their tasks, the sessions on
         // them, and the release.

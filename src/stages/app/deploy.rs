@@ -1,0 +1,399 @@
+//! One deployment of a built tree: the start command served in the sandbox
+//! every run has (crates/assay-exec/src/sandbox.rs: its own user, pid and
+//! network namespaces, read-only system, only its tree writable, nothing of
+//! the cache or the pipeline visible), reached by assay only through the
+//! app's network namespace ([`NetNs`]).
+//!
+//! Inside, a small script starts the task's services, then waits on its
+//! stdin for assay's go-ahead before it `exec`s the start command. Before
+//! the go-ahead assay waits for every service's port, then checks that
+//! nothing listens on the app's port yet: if something does, the port was
+//! taken by the harness's side (a service of the task), never by the app.
+//!
+//! The outer bwrap leads a process group of its own; dropping the
+//! [`Deployment`] kills that group, and the pid namespace's init dies with
+//! it (`--die-with-parent`), taking every process the app forked — a daemon
+//! that called `setsid` included.
+
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use assay_browser::Flow;
+use assay_exec::netns::NetNs;
+use assay_exec::{Bwrap, Sandbox};
+
+use crate::model::rules::app::{self, Check, Outcome, Probe, Start};
+use super::http::{self, HttpError, Request};
+
+/// How often readiness is polled.
+const POLL: Duration = Duration::from_millis(25);
+
+/// A served app. Dropped: every process of it is killed.
+pub(crate) struct Deployment {
+    child: Child,
+    ns: NetNs,
+    port: u16,
+}
+
+/// The sandbox of a deployment or a build over `tree`.
+fn sandbox(tree: &Path) -> Sandbox {
+    Sandbox {
+        tree: Some(tree.to_owned()),
+        env_dir: None,
+        env_at: None,
+        env_writable: false,
+        network: false,
+        read_only: Vec::new(),
+        tmp_bytes: 64 << 20,
+        home_bytes: 16 << 20,
+        protect: Vec::new(),
+        guard: None,
+        binds: Vec::new(),
+    }
+}
+
+/// The command that runs `script` confined over `tree`, leading its own
+/// process group, its output to `log`, with nothing of assay's environment.
+fn confined(bwrap: &Bwrap, tree: &Path, script: &str, log: &Path) -> std::io::Result<Command> {
+    let uid = bwrap.next_uid();
+    if let Some(uid) = uid {
+        assay_exec::sandbox::chown_tree(tree, uid)?;
+    }
+    let (program, args) = bwrap.command_line(&sandbox(tree), uid.unwrap_or(0), script);
+    let out = std::fs::File::create(log)?;
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", assay_exec::sandbox::HOME)
+        .env("LANG", "C.UTF-8")
+        .stdout(out.try_clone()?)
+        .stderr(out);
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let limit = |resource, n: u64| {
+                let l = libc::rlimit {
+                    rlim_cur: n,
+                    rlim_max: n,
+                };
+                libc::setrlimit(resource, &l);
+            };
+            limit(libc::RLIMIT_CORE, 0);
+            limit(libc::RLIMIT_NOFILE, 4096);
+            limit(libc::RLIMIT_FSIZE, 512 << 20);
+            Ok(())
+        });
+    }
+    Ok(cmd)
+}
+
+/// Kills the process group `child` leads and reaps it.
+fn end(child: &mut Child) {
+    if let Ok(pid) = i32::try_from(child.id()) {
+        // SAFETY: plain signal; the group is ours until the child is reaped.
+        unsafe {
+            libc::killpg(pid, libc::SIGKILL);
+        }
+    }
+    let _ = child.wait();
+}
+
+/// The last lines of a log, for a failure's detail.
+pub(crate) fn tail(log: &Path) -> String {
+    const MAX: usize = 600;
+    let text = std::fs::read(log).unwrap_or_default();
+    let text = String::from_utf8_lossy(&text[text.len().saturating_sub(MAX)..]);
+    text.trim().to_owned()
+}
+
+/// How a build ended.
+pub(crate) fn build(
+    bwrap: &Bwrap,
+    tree: &Path,
+    command: &str,
+    within: Duration,
+    log: &Path,
+) -> Outcome {
+    let mut cmd = match confined(bwrap, tree, command, log) {
+        Ok(c) => c,
+        Err(e) => {
+            return Outcome::Harness {
+                detail: format!("cannot prepare the build: {e}"),
+            };
+        }
+    };
+    cmd.stdin(Stdio::null());
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            return Outcome::Harness {
+                detail: format!("cannot start the build: {e}"),
+            };
+        }
+    };
+    let until = Instant::now() + within;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if Instant::now() < until => std::thread::sleep(POLL),
+            _ => break None,
+        }
+    };
+    end(&mut child);
+    match status {
+        Some(s) if s.success() => Outcome::Pass,
+        Some(s) => Outcome::Fail {
+            detail: format!("the build exited {}: {}", describe(s), tail(log)),
+        },
+        None => Outcome::Fail {
+            detail: format!("the build ran past {} s", within.as_secs()),
+        },
+    }
+}
+
+fn describe(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("with {code}"),
+        (None, Some(sig)) => format!("on signal {sig}"),
+        _ => "abnormally".into(),
+    }
+}
+
+/// Whether something accepts connections on `port` in `ns`.
+fn listening(ns: &NetNs, port: u16) -> bool {
+    ns.run(move || {
+        std::net::TcpStream::connect_timeout(
+            &std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port)),
+            Duration::from_millis(200),
+        )
+        .is_ok()
+    })
+    .unwrap_or(false)
+}
+
+/// The script run inside: the services, the wait for the go-ahead, the start.
+fn script(start: &Start) -> String {
+    let mut s = String::new();
+    for service in &start.services {
+        s.push_str(&format!("( {} ) &\n", service.command));
+    }
+    s.push_str("read -r go || exit 0\nexec </dev/null\nexec /bin/sh -c \"$ASSAY_START\"\n");
+    s
+}
+
+impl Deployment {
+    /// Starts `start` over the built `tree`; the deployment layer's outcome
+    /// when it does not come to listen.
+    pub(crate) fn start(
+        bwrap: &Bwrap,
+        tree: &Path,
+        start: &Start,
+        log: &Path,
+    ) -> Result<Deployment, Outcome> {
+        let harness = |detail: String| Outcome::Harness { detail };
+        let mut cmd = confined(bwrap, tree, &script(start), log)
+            .map_err(|e| harness(format!("cannot prepare the deployment: {e}")))?;
+        cmd.env("ASSAY_START", &start.command)
+            .env("PORT", start.port.to_string())
+            .stdin(Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| harness(format!("cannot start the sandbox: {e}")))?;
+        let ns = match NetNs::of_child(child.id(), Duration::from_secs(10)) {
+            Ok(ns) => ns,
+            Err(e) => {
+                end(&mut child);
+                return Err(harness(format!("the sandbox's network namespace: {e}")));
+            }
+        };
+        let mut deployment = Deployment {
+            child,
+            ns,
+            port: start.port,
+        };
+        let ready = Duration::from_secs(start.ready_s);
+        for service in &start.services {
+            if !deployment.wait_listening(service.port, ready) {
+                return Err(harness(format!(
+                    "the task's service `{}` never listened on port {}",
+                    service.command, service.port
+                )));
+            }
+        }
+        if listening(&deployment.ns, start.port) {
+            return Err(harness(format!(
+                "port {} was taken before the app started (by the task's services)",
+                start.port
+            )));
+        }
+        let go = deployment
+            .child
+            .stdin
+            .take()
+            .map(|mut stdin| stdin.write_all(b"go\n"));
+        if !matches!(go, Some(Ok(()))) {
+            return Err(harness("the sandbox ended before the app started".into()));
+        }
+        if deployment.wait_listening(start.port, ready) {
+            return Ok(deployment);
+        }
+        Err(match deployment.child.try_wait() {
+            Ok(Some(status)) => Outcome::Fail {
+                detail: format!(
+                    "the app exited {} without listening on port {}: {}",
+                    describe(status),
+                    start.port,
+                    tail(log)
+                ),
+            },
+            _ => Outcome::Fail {
+                detail: format!(
+                    "nothing listened on port {} within {} s: {}",
+                    start.port,
+                    start.ready_s,
+                    tail(log)
+                ),
+            },
+        })
+    }
+
+    /// Waits until `port` listens, the sandbox ends, or `within` passes.
+    fn wait_listening(&mut self, port: u16, within: Duration) -> bool {
+        let until = Instant::now() + within;
+        loop {
+            if listening(&self.ns, port) {
+                return true;
+            }
+            if !matches!(self.child.try_wait(), Ok(None)) || Instant::now() >= until {
+                return false;
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    /// Every probe, in order, each with `nonce` and `within` for its answer.
+    pub(crate) fn probe(&self, probes: &[Probe], nonce: &str, within: Duration) -> Vec<Check> {
+        let probes = probes.to_vec();
+        let nonce = nonce.to_owned();
+        let port = self.port;
+        self.ns
+            .run(move || {
+                probes
+                    .iter()
+                    .map(|p| one(p, port, &nonce, within))
+                    .collect()
+            })
+            .unwrap_or_else(|e| {
+                vec![Check {
+                    name: "(probes)".into(),
+                    outcome: Outcome::Harness {
+                        detail: format!("cannot join the app's network namespace: {e}"),
+                    },
+                    ms: 0,
+                }]
+            })
+    }
+}
+
+fn one(probe: &Probe, port: u16, nonce: &str, within: Duration) -> Check {
+    let started = Instant::now();
+    let path = app::with_nonce(&probe.path, nonce);
+    let body = probe
+        .body
+        .as_deref()
+        .map(|b| app::with_nonce(b, nonce))
+        .unwrap_or_default();
+    let headers: Vec<(String, String)> = probe
+        .headers
+        .iter()
+        .map(|(n, v)| (n.clone(), app::with_nonce(v, nonce)))
+        .collect();
+    let request = Request {
+        method: &probe.method,
+        path: &path,
+        headers: &headers,
+        body: body.as_bytes(),
+    };
+    let outcome = match http::send(port, &request, within) {
+        Ok(response) => match app::unmet(&probe.expect, nonce, &response) {
+            None => Outcome::Pass,
+            Some(detail) => Outcome::Fail { detail },
+        },
+        Err(HttpError::TimedOut) => Outcome::TimedOut {
+            detail: format!("no answer within {} s", within.as_secs_f32()),
+        },
+        Err(e) => Outcome::Fail {
+            detail: e.to_string(),
+        },
+    };
+    Check {
+        name: probe.name.clone(),
+        outcome,
+        ms: started.elapsed().as_millis() as u64,
+    }
+}
+
+impl Deployment {
+    /// Every flow, in order, each in a fresh Chromium (`chromium`, a path)
+    /// launched into the app's network namespace, within `within`. A
+    /// browser that cannot start or breaks is the harness's; a step that
+    /// fails is the app's.
+    pub(crate) fn browse(&self, flows: &[Flow], chromium: &Path, within: Duration) -> Vec<Check> {
+        let base_url = format!("http://127.0.0.1:{}", self.port);
+        flows
+            .iter()
+            .map(|flow| {
+                let started = Instant::now();
+                let mut cmd = Command::new(chromium);
+                self.ns.enter_on_exec(&mut cmd);
+                let outcome = match assay_browser::run_flow(cmd, &base_url, flow, within) {
+                    Ok(done) => match done.failed_at.and_then(|i| done.steps.get(i)) {
+                        None => Outcome::Pass,
+                        Some(step) => Outcome::Fail {
+                            detail: format!("step {}: {}", step.index + 1, step.detail),
+                        },
+                    },
+                    Err(e) => Outcome::Harness {
+                        detail: e.to_string(),
+                    },
+                };
+                Check {
+                    name: flow.name.clone(),
+                    outcome,
+                    ms: started.elapsed().as_millis() as u64,
+                }
+            })
+            .collect()
+    }
+}
+
+impl Drop for Deployment {
+    fn drop(&mut self) {
+        end(&mut self.child);
+    }
+}
+
+/// A fresh random token for `{nonce}`.
+pub(crate) fn nonce() -> String {
+    let mut bytes = [0u8; 12];
+    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| {
+        use std::io::Read;
+        f.read_exact(&mut bytes)
+    });
+    if read.is_err() {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let h = blake3::hash(format!("{now:?}{}", std::process::id()).as_bytes());
+        bytes.copy_from_slice(&h.as_bytes()[..12]);
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,466 @@
+//! App tasks read for real: trees of `examples/webapp` (built by its
+//! make-repo.sh), served under bubblewrap, probed from their network
+//! namespace. The hostile apps write only inside their own temp dirs.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use assay_browser::{Flow, Step};
+use assay_exec::Bwrap;
+
+use super::super::records::Fault;
+use crate::model::rules::app::{
+    self, Admission, AppChecks, Expect, Layer, Outcome, Probe, Reading, Service, Start,
+};
+use super::read;
+
+const PORT: u16 = 8000;
+
+/// The webapp repository, built once per test in `dir`.
+fn repo(dir: &Path) -> PathBuf {
+    let repo = dir.join("webapp");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/webapp/make-repo.sh");
+    let out = Command::new("bash")
+        .arg(script)
+        .arg(&repo)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    repo
+}
+
+/// A fresh tree of `rev` of `repo`, under `dir/name`.
+fn tree(repo: &Path, rev: &str, dir: &Path, name: &str) -> PathBuf {
+    let tree = dir.join(name);
+    std::fs::create_dir_all(&tree).unwrap();
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "git -C '{}' archive {rev} | tar -x -C '{}'",
+            repo.display(),
+            tree.display()
+        ))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    tree
+}
+
+fn greet_checks() -> AppChecks {
+    let mut health = Expect {
+        status: 200,
+        ..Expect::default()
+    };
+    health.json.insert("/ok".into(), true.into());
+    AppChecks {
+        build: Some("python3 -m py_compile app.py".into()),
+        admission: Admission {
+            required: vec!["app.py".into()],
+            max_tree_bytes: Some(1 << 20),
+            no_network_start: true,
+        },
+        start: Start {
+            command: "python3 app.py".into(),
+            port: PORT,
+            ready_s: 10,
+            probe_s: 5,
+            services: Vec::new(),
+        },
+        probes: vec![
+            Probe {
+                name: "greet".into(),
+                method: "GET".into(),
+                path: "/greet?name={nonce}".into(),
+                headers: Default::default(),
+                body: None,
+                expect: Expect {
+                    status: 200,
+                    body_contains: Some("Hello, {nonce}!".into()),
+                    ..Expect::default()
+                },
+            },
+            Probe {
+                name: "health".into(),
+                method: "GET".into(),
+                path: "/health".into(),
+                headers: Default::default(),
+                body: None,
+                expect: health,
+            },
+        ],
+        flows: Vec::new(),
+        flow_s: 30,
+    }
+}
+
+/// The counter task: its page answers, and its flow clicks once.
+fn counter_checks() -> AppChecks {
+    let mut checks = greet_checks();
+    checks.probes.retain(|p| p.name == "health");
+    checks.flows = vec![Flow {
+        name: "count once".into(),
+        steps: vec![
+            Step::Open {
+                path: "/counter".into(),
+            },
+            Step::Click {
+                selector: "#inc".into(),
+            },
+            Step::AssertText {
+                selector: "#count".into(),
+                contains: "Count: 1".into(),
+            },
+        ],
+    }];
+    checks
+}
+
+fn reading(checks: &AppChecks, tree: &Path, dir: &Path) -> Reading {
+    reading_with(checks, tree, dir, &super::chromium())
+}
+
+fn reading_with(checks: &AppChecks, tree: &Path, dir: &Path, chromium: &Path) -> Reading {
+    let bwrap = Bwrap::detect().unwrap();
+    let work = dir.join(format!(
+        "work-{}",
+        tree.file_name().unwrap().to_string_lossy()
+    ));
+    std::fs::create_dir_all(&work).unwrap();
+    read(&bwrap, chromium, checks, Outcome::Pass, tree, &work)
+}
+
+fn certified() -> app::Controls {
+    app::Controls {
+        certified: true,
+        ..app::Controls::default()
+    }
+}
+
+/// The grade's failed layer and fault, with the reading for the message.
+fn graded(r: &Reading) -> (Option<Layer>, Fault) {
+    let g = app::grade(&certified(), r, None);
+    (g.failed_layer, g.fault)
+}
+
+#[test]
+fn the_reference_passes_every_layer_and_the_base_fails_the_probes() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo(dir.path());
+    let checks = greet_checks();
+    let gold = reading(
+        &checks,
+        &tree(&repo, "greet", dir.path(), "gold"),
+        dir.path(),
+    );
+    let base = reading(
+        &checks,
+        &tree(&repo, "base", dir.path(), "base"),
+        dir.path(),
+    );
+    let controls = app::certify(std::slice::from_ref(&gold), std::slice::from_ref(&base));
+    assert!(controls.certified, "{controls:?}\n{gold:?}\n{base:?}");
+    assert_eq!(controls.base_fails, [Layer::Probes]);
+    assert!(app::grade(&controls, &gold, None).completed);
+    let (layer, fault) = graded(&base);
+    assert_eq!(
+        (layer, fault),
+        (Some(Layer::Probes), Fault::Agent),
+        "{base:?}"
+    );
+}
+
+#[test]
+fn an_app_answering_from_a_canned_file_fails_the_probe() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo(dir.path());
+    let t = tree(&repo, "base", dir.path(), "canned");
+    // It answers every request with what a probe once saw.
+    std::fs::write(
+        t.join("app.py"),
+        "import os\nfrom http.server import *\nclass H(BaseHTTPRequestHandler):\n def do_GET(self):\n  b=b'Hello, {nonce}! {\"ok\": true}'\n  self.send_response(200); self.send_header('Content-Length', str(len(b))); self.end_headers(); self.wfile.write(b)\nHTTPServer(('127.0.0.1', int(os.environ['PORT'])), H).serve_forever()\n",
+    )
+    .unwrap();
+    let r = reading(&greet_checks(), &t, dir.path());
+    assert_eq!(graded(&r), (Some(Layer::Probes), Fault::Agent), "{r:?}");
+    let greet = &r.probes[0];
+    assert!(
+        matches!(&greet.outcome, Outcome::Fail { detail } if detail.contains("lacks")),
+        "{greet:?}"
+    );
+}
+
+#[test]
+fn a_daemon_the_start_script_forks_away_dies_with_the_deployment() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo(dir.path());
+    let t = tree(&repo, "greet", dir.path(), "daemon");
+    // A daemon in a session of its own, beating into its tree.
+    std::fs::write(
+        t.join("start.sh"),
+        "setsid sh -c 'while :; do echo beat >> beats; sleep 0.05; done' </dev/null >/dev/null 2>&1 &\nexec python3 app.py\n",
+    )
+    .unwrap();
+    let mut checks = greet_checks();
+    checks.start.command = "sh start.sh".into();
+    let r = reading(&checks, &t, dir.path());
+    assert!(app::grade(&certified(), &r, None).completed, "{r:?}");
+    let beats = t.join("beats");
+    let after = std::fs::metadata(&beats).unwrap().len();
+    assert!(after > 0);
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(
+        std::fs::metadata(&beats).unwrap().len(),
+        after,
+        "the daemon outlived its deployment"
+    );
+}
+
+#[test]
+fn an_app_cannot_write_outside_its_tree_read_the_pipeline_or_reach_the_network() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo(dir.path());
+    let t = tree(&repo, "greet", dir.path(), "hostile");
+    let secrets = dir.path().join("project");
+    std::fs::create_dir_all(&secrets).unwrap();
+    std::fs::write(
+        secrets.join("pipeline.toml"),
+        "body_contains = \"Hello, {nonce}!\"\n",
+    )
+    .unwrap();
+    let outside = secrets.join("written-by-the-app");
+    // A listener of the host's, which the app tries to reach.
+    let host = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    host.set_nonblocking(true).unwrap();
+    let host_port = host.local_addr().unwrap().port();
+    let attack = format!(
+        "import socket\nres=[]\n\
+         try:\n open({outside:?},'w').write('x'); res.append('wrote outside')\nexcept OSError as e: res.append('write refused')\n\
+         try:\n open({pipeline:?}).read(); res.append('read the pipeline')\nexcept OSError as e: res.append('read refused')\n\
+         for addr in [('127.0.0.1',{host_port}),('1.1.1.1',80)]:\n try:\n  socket.create_connection(addr,timeout=2); res.append('reached %s'%addr[0])\n except OSError: res.append('unreachable %s'%addr[0])\n\
+         open('attack.txt','w').write('\\n'.join(res))\n",
+        outside = outside.display().to_string(),
+        pipeline = secrets.join("pipeline.toml").display().to_string(),
+    );
+    std::fs::write(t.join("attack.py"), attack).unwrap();
+    let mut checks = greet_checks();
+    checks.start.command = "python3 attack.py; exec python3 app.py".into();
+    let r = reading(&checks, &t, dir.path());
+    assert!(app::grade(&certified(), &r, None).completed, "{r:?}");
+    let said = std::fs::read_to_string(t.join("attack.txt")).unwrap();
+    assert_eq!(
+        said, "write refused\nread refused\nunreachable 127.0.0.1\nunreachable 1.1.1.1",
+        "{said}"
+    );
+    assert!(!outside.exists());
+    assert!(
+        host.accept().is_err(),
+        "the app reached the host's listener"
+    );
+}
+
+#[test]
+fn an_app_that_exits_or_never_listens_fails_deployment_as_the_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo(dir.path());
+    let t = tree(&repo, "greet", dir.path(), "crash");
+    let mut checks = greet_checks();
+    checks.start.command = "echo starting; python3 -c 'raise SystemExit(3)'".into();
+    let r = reading(&checks, &t, dir.path());
+    assert_eq!(graded(&r), (Some(Layer::Deployment), Fault::Agent), "{r:?}");
+    let (_, o) = &r.stages[3];
+    assert!(
+        matches!(o, Outcome::Fail { detail } if detail.contains("exited with 3") && detail.contains("starting")),
+        "{o:?}"
+    );
+    checks.start.command = "sleep 30".into();
+    checks.start.ready_s = 1;
+    let r = reading(&checks, &t, dir.path());
+    let (_, o) = &r.stages[3];
+    assert!(
+        matches!(o, Outcome::Fail { detail } if detail.contains("nothing listened on port 8000 within 1 s")),
+        "{o:?}"
+    );
+}
+
+#[test]
+fn a_port_taken_before_the_start_is_the_harness_fault() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo(dir.path());
+    let t = tree(&repo, "greet", dir.path(), "taken");
+    let mut checks = greet_checks();
+    // The task's own service is misdeclared onto the app's port.
+    checks.start.services = vec![Service {
+        command: format!("python3 -m http.server --bind 127.0.0.1 {PORT}"),
+        port: PORT,
+    }];
+    let r = reading(&checks, &t, dir.path());
+    assert_eq!(
+        graded(&r),
+        (Some(Layer::Deployment), Fault::Harness),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn admission_and_build_fail_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo(dir.path());
+    let t = tree(&repo, "greet", dir.path(), "fetching");
+    std::fs::write(
+        t.join("start.sh"),
+        "pip install flask\nexec python3 app.py\n",
+    )
+    .unwrap();
+    let mut checks = greet_checks();
+    checks.start.command = "sh start.sh".into();
+    let r = reading(&checks, &t, dir.path());
+    assert_eq!(graded(&r), (Some(Layer::Admission), Fault::Agent), "{r:?}");
+    assert!(
+        !dir.path().join("work-fetching/app.log").exists(),
+        "it was started"
+    );
+    let t = tree(&repo, "greet", dir.path(), "broken");
+    std::fs::write(t.join("app.py"), "def broken(:\n").unwrap();
+    let r = reading(&greet_checks(), &t, dir.path());
+    assert_eq!(graded(&r), (Some(Layer::Build), Fault::Agent), "{r:?}");
+}
+
+#[test]
+fn a_bug_only_the_browser_shows_fails_the_browser_layer_and_the_fix_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo(dir.path());
+    let checks = counter_checks();
+    let gold = reading(
+        &checks,
+        &tree(&repo, "counter", dir.path(), "gold"),
+        dir.path(),
+    );
+    let base = reading(
+        &checks,
+        &tree(&repo, "notes", dir.path(), "base"),
+        dir.path(),
+    );
+    let controls = app::certify(std::slice::from_ref(&gold), std::slice::from_ref(&base));
+    assert!(controls.certified, "{controls:?}\n{gold:?}\n{base:?}");
+    assert_eq!(controls.base_fails, [Layer::Browser]);
+    let g = app::grade(&controls, &base, None);
+    assert_eq!(
+        (g.failed_layer, g.fault),
+        (Some(Layer::Browser), Fault::Agent),
+        "{g:?}"
+    );
+    assert!(g.layers[5].detail.contains("step 3"), "{g:?}");
+}
+
+#[test]
+fn a_browser_that_cannot_start_is_the_harness_fault() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo(dir.path());
+    let r = reading_with(
+        &counter_checks(),
+        &tree(&repo, "counter", dir.path(), "gold"),
+        dir.path(),
+        Path::new("/bin/false"),
+    );
+    assert_eq!(graded(&r), (Some(Layer::Browser), Fault::Harness), "{r:?}");
+}
+
+/// benches/app-layers.sh: the greet reference read `ASSAY_BENCH_RUNS`
+/// times (default 5); one line per reading, `layers_ms TOTAL` and each
+/// layer's time. Measures, asserts nothing of time.
+#[test]
+#[ignore = "a bench: run by benches/app-layers.sh"]
+fn layers_wall_time() {
+    let runs: usize = std::env::var("ASSAY_BENCH_RUNS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(5);
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo(dir.path());
+    let checks = greet_checks();
+    for n in 0..runs {
+        let t = tree(&repo, "greet", dir.path(), &format!("run{n}"));
+        let started = std::time::Instant::now();
+        let r = reading(&checks, &t, dir.path());
+        let total = started.elapsed().as_millis();
+        assert!(app::grade(&certified(), &r, None).completed, "{r:?}");
+        let layers: Vec<String> = r.ms.iter().map(|(l, ms)| format!("{l}={ms}")).collect();
+        println!("layers_ms {total} {}", layers.join(" "));
+    }
+}
+
+#[test]
+fn a_form_whose_submission_changes_the_page_passes_probes_and_flow_and_the_base_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo(dir.path());
+    let mut checks = greet_checks();
+    let post = |name: &str, status: u16| Probe {
+        name: name.into(),
+        method: "POST".into(),
+        path: "/notes".into(),
+        headers: [(
+            "Content-Type".to_owned(),
+            "application/x-www-form-urlencoded".to_owned(),
+        )]
+        .into(),
+        body: Some("note={nonce}".into()),
+        expect: Expect {
+            status,
+            ..Expect::default()
+        },
+    };
+    let listed = Probe {
+        name: "listed".into(),
+        method: "GET".into(),
+        path: "/notes".into(),
+        headers: Default::default(),
+        body: None,
+        expect: Expect {
+            status: 200,
+            body_contains: Some("<li>{nonce}</li>".into()),
+            ..Expect::default()
+        },
+    };
+    checks.probes = vec![post("add", 303), listed];
+    checks.flows = vec![Flow {
+        name: "add a note".into(),
+        steps: vec![
+            Step::Open {
+                path: "/notes".into(),
+            },
+            Step::Type {
+                selector: "#note".into(),
+                text: "buy milk".into(),
+            },
+            Step::Click {
+                selector: "#add".into(),
+            },
+            Step::WaitFor {
+                selector: "#notes li".into(),
+            },
+            Step::AssertText {
+                selector: "#notes".into(),
+                contains: "buy milk".into(),
+            },
+        ],
+    }];
+    let gold = reading(
+        &checks,
+        &tree(&repo, "notes", dir.path(), "gold"),
+        dir.path(),
+    );
+    let base = reading(
+        &checks,
+        &tree(&repo, "greet", dir.path(), "base"),
+        dir.path(),
+    );
+    let controls = app::certify(std::slice::from_ref(&gold), std::slice::from_ref(&base));
+    assert!(controls.certified, "{controls:?}\n{gold:?}\n{base:?}");
+    assert_eq!(controls.base_fails, [Layer::Probes]);
+    assert_eq!(gold.flows.len(), 1);
+}

@@ -27,6 +27,7 @@ mod client;
 mod command;
 mod container;
 mod error;
+mod foreign;
 mod image;
 mod limits;
 mod owner;
@@ -35,6 +36,7 @@ mod spec;
 
 pub use client::{CONNECT_TIMEOUT, DEFAULT_ENDPOINT, Docker};
 pub use error::DockerError;
+pub use foreign::{ForeignContainer, ForeignImage, ForeignRan, ForeignSpec};
 pub use spec::{
     BuiltImage, ContainerOutcome, ContainerRun, ENV_DIR, GUARD_DIR, HOME_DIR, ImageId, ImageSpec,
     KilledBy, LAYOUT, Limits, Report, ReportRequest, RunUser, SetupFailure, TREE_DIR,

@@ -168,6 +168,7 @@ fn a_harbor_environment_builds_with_its_declared_network_the_same_way_twice_and_
     let p = util::Project::new().pipeline(
         "cache = \"cache\"\nrelease = \"release\"\n\n[screen]\nrepeats = 2\n\n[[harbor_dataset]]\nname = \"tb\"\npath = \"tb\"\n",
     );
+    let _images = util::harbor::BuiltImages::of(&p);
     let tb = p.path().join("tb");
     let built = fetch_step(&format!("{}/built", server.url));
     // Installs over the network, as `apt-get install` would.
@@ -454,6 +455,7 @@ fn sessions_on_a_reward_only_harbor_task_are_graded_by_its_own_verifier_in_a_fre
     let p = util::Project::new().pipeline(
         "cache = \"cache\"\nrelease = \"release\"\nsessions = \"sessions\"\n\n[screen]\nrepeats = 1\n\n[[harbor_dataset]]\nname = \"tb\"\npath = \"tb\"\n",
     );
+    let _images = util::harbor::BuiltImages::of(&p);
     let tb = p.path().join("tb");
     py_task(&tb, "py-calc", "terminal/py-calc");
     // Its oracle does not fix it: never certified.
@@ -658,6 +660,7 @@ fn sessions_on_a_go_harbor_task_are_graded_by_its_own_verifier() {
     let p = util::Project::new().pipeline(
         "cache = \"cache\"\nrelease = \"release\"\nsessions = \"sessions\"\n\n[screen]\nrepeats = 1\n\n[[harbor_dataset]]\nname = \"tb\"\npath = \"tb\"\n",
     );
+    let _images = util::harbor::BuiltImages::of(&p);
     go_task(&p.path().join("tb"), "go-calc");
     session(&p, "gold", "terminal/go-calc", &go_patch("a + b"));
     session(&p, "empty", "terminal/go-calc", "");

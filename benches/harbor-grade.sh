@@ -26,7 +26,28 @@ assay=$(realpath "${1:-$root/target/debug/assay}")
 sessions=${2:-5}
 "$root/scripts/base-image.sh" >/dev/null
 work=$(mktemp -d "${TMPDIR:-/tmp}/harbor-grade-bench.XXXX")
-trap 'rm -rf "$work"' EXIT
+# The environment images the bench's builds made (the release names them),
+# removed by their `assay-harbor/` tags: an image goes with its last tag.
+cleanup() {
+    if [ -f "$work/release/harbor-tasks.jsonl" ]; then
+        python3 - "$work/release/harbor-tasks.jsonl" <<'EOF' | while read -r tag; do docker rmi "$tag" >/dev/null 2>&1 || true; done
+import json, subprocess, sys
+for line in open(sys.argv[1]):
+    task = json.loads(line)
+    for env in (task.get("environment"), (task.get("rebuild") or {}).get("environment")):
+        image = (env or {}).get("image")
+        if not image:
+            continue
+        tags = subprocess.run(["docker", "image", "inspect", "--format", "{{range .RepoTags}}{{.}} {{end}}", image],
+                              capture_output=True, text=True).stdout.split()
+        for tag in tags:
+            if tag.startswith("assay-harbor/"):
+                print(tag)
+EOF
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
 cd "$work"
 task=tb/py-calc
 mkdir -p "$task/environment" "$task/tests" "$task/solution" sessions

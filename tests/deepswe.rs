@@ -216,6 +216,7 @@ fn deep_swe_folders_are_screened_and_their_whitelists_checked_against_assays_rea
     let p = util::Project::new().pipeline(
         "cache = \"cache\"\nrelease = \"release\"\n\n[screen]\nrepeats = 2\n\n[[harbor_dataset]]\nname = \"ds\"\npath = \"ds\"\n",
     );
+    let _images = util::harbor::BuiltImages::of(&p);
     let ds = p.path().join("ds");
     const ADD: &str = "tests.test_calc.CalcTest.test_add";
     const SUB: &str = "tests.test_calc.CalcTest.test_sub";

@@ -467,6 +467,7 @@ fn a_harbor_dataset_is_certified_by_its_own_oracle_and_no_op_offline() {
     let p = util::Project::new().pipeline(
         "cache = \"cache\"\nrelease = \"release\"\n\n[screen]\nrepeats = 2\n\n[[harbor_dataset]]\nname = \"tb\"\npath = \"tb\"\n",
     );
+    let _images = util::harbor::BuiltImages::of(&p);
     let tb = p.path().join("tb");
     harbor_task(&tb, "good", "assay-base:bookworm", 1, 2);
     harbor_task(&tb, "oracle-fails", "assay-base:bookworm", 1, 3);

@@ -168,6 +168,7 @@ fn a_harbor_environment_builds_with_its_declared_network_the_same_way_twice_and_
     let p = util::Project::new().pipeline(
         "cache = \"cache\"\nrelease = \"release\"\n\n[screen]\nrepeats = 2\n\n[[harbor_dataset]]\nname = \"tb\"\npath = \"tb\"\n",
     );
+    let images = util::harbor::BuiltImages::of(&p);
     let tb = p.path().join("tb");
     let built = fetch_step(&format!("{}/built", server.url));
     // Installs over the network, as `apt-get install` would.
@@ -267,6 +268,34 @@ fn a_harbor_environment_builds_with_its_declared_network_the_same_way_twice_and_
     let again = p.build_json(&[]).code(0);
     assert_eq!(again.summary.by_kind["harbor_task"].executed, 0);
     assert_eq!(server.hits.lock().unwrap()["/built"], 2);
+
+    // Every image the builds made carries the cache's label (the first
+    // build's and the rebuild's of each built task), and goes with the
+    // guard, with the layers beneath it.
+    let built: Vec<String> = lines
+        .values()
+        .flat_map(|l| {
+            [
+                &l["environment"]["image"],
+                &l["rebuild"]["environment"]["image"],
+            ]
+        })
+        .filter_map(|image| image.as_str().map(str::to_owned))
+        .collect();
+    assert!(!built.is_empty());
+    let mut labelled = images.ids();
+    labelled.sort();
+    let mut expected = built.clone();
+    expected.sort();
+    assert_eq!(labelled, expected);
+    drop(images);
+    for image in built {
+        let gone = Command::new("docker")
+            .args(["image", "inspect", &image])
+            .output()
+            .unwrap();
+        assert!(!gone.status.success(), "{image} left behind");
+    }
 }
 
 /// One trial folder as Harbor writes it for an exported task: its result,
@@ -454,6 +483,7 @@ fn sessions_on_a_reward_only_harbor_task_are_graded_by_its_own_verifier_in_a_fre
     let p = util::Project::new().pipeline(
         "cache = \"cache\"\nrelease = \"release\"\nsessions = \"sessions\"\n\n[screen]\nrepeats = 1\n\n[[harbor_dataset]]\nname = \"tb\"\npath = \"tb\"\n",
     );
+    let _images = util::harbor::BuiltImages::of(&p);
     let tb = p.path().join("tb");
     py_task(&tb, "py-calc", "terminal/py-calc");
     // Its oracle does not fix it: never certified.
@@ -658,6 +688,7 @@ fn sessions_on_a_go_harbor_task_are_graded_by_its_own_verifier() {
     let p = util::Project::new().pipeline(
         "cache = \"cache\"\nrelease = \"release\"\nsessions = \"sessions\"\n\n[screen]\nrepeats = 1\n\n[[harbor_dataset]]\nname = \"tb\"\npath = \"tb\"\n",
     );
+    let _images = util::harbor::BuiltImages::of(&p);
     go_task(&p.path().join("tb"), "go-calc");
     session(&p, "gold", "terminal/go-calc", &go_patch("a + b"));
     session(&p, "empty", "terminal/go-calc", "");

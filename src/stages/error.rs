@@ -36,3 +36,16 @@ impl StageError {
         }
     }
 }
+
+/// `e` and every error under it, `: `-joined: a message for a record,
+/// where the cause is the useful part.
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut source = e.source();
+    while let Some(inner) = source {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    s
+}

@@ -46,3 +46,47 @@ pub fn assert_no_screening_containers(lines: &[Value]) {
         );
     }
 }
+
+/// Removes, when dropped, the environment images the builds of `p` made
+/// (labelled with its cache) and the layers beneath them: a test leaves no
+/// image behind, and touches no other build's.
+pub struct BuiltImages(String);
+
+impl BuiltImages {
+    pub fn of(p: &Project) -> BuiltImages {
+        BuiltImages(format!("label=assay.cache={}", p.cache().display()))
+    }
+
+    /// The ids of the images still there.
+    pub fn ids(&self) -> Vec<String> {
+        let out = Command::new("docker")
+            .args([
+                "images",
+                "-q",
+                "--no-trunc",
+                "--filter",
+                "label=assay.harbor=environment",
+            ])
+            .args(["--filter", &self.0])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+impl Drop for BuiltImages {
+    fn drop(&mut self) {
+        let ids = self.ids();
+        if !ids.is_empty() {
+            let _ = Command::new("docker")
+                .arg("rmi")
+                .arg("-f")
+                .args(&ids)
+                .output();
+        }
+    }
+}

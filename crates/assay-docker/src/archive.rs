@@ -49,10 +49,57 @@ pub(crate) fn tree(
         walk.append_dir(&mut builder, &root, Path::new(""))?;
         builder.into_inner()?.flush()
     });
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|chunk| (Ok(chunk), rx))
+    (receiver_stream(rx), producer)
+}
+
+/// Streams a tar of several directories, each `(host directory, relative
+/// path in the tar)`: the path and the directories above it, then the host
+/// directory's content below it, every entry root's (as `docker cp` makes
+/// them). Walked as [`tree`] walks.
+pub(crate) fn dirs(
+    dirs: Vec<(PathBuf, PathBuf)>,
+) -> (
+    impl Stream<Item = Result<Bytes, io::Error>> + Send + 'static,
+    JoinHandle<io::Result<()>>,
+) {
+    let (tx, rx) = mpsc::channel::<Bytes>(4);
+    let producer = tokio::task::spawn_blocking(move || {
+        let sink = io::BufWriter::with_capacity(CHUNK, ChannelWriter(tx));
+        let mut builder = tar::Builder::new(sink);
+        let walk = Walk {
+            owner: ROOT,
+            protected: Protected::default(),
+        };
+        for (from, to) in &dirs {
+            let mut above = PathBuf::new();
+            for part in to.components() {
+                above.push(part);
+                let mut header = if above == *to {
+                    header(&fs::metadata(from)?, ROOT)
+                } else {
+                    let mut header = tar::Header::new_gnu();
+                    header.set_mode(0o755);
+                    header.set_uid(0);
+                    header.set_gid(0);
+                    header.set_size(0);
+                    header
+                };
+                header.set_entry_type(tar::EntryType::Directory);
+                builder.append_data(&mut header, &above, io::empty())?;
+            }
+            walk.append_dir(&mut builder, from, to)?;
+        }
+        builder.into_inner()?.flush()
     });
-    (stream, producer)
+    (receiver_stream(rx), producer)
+}
+
+fn receiver_stream(
+    rx: mpsc::Receiver<Bytes>,
+) -> impl Stream<Item = Result<Bytes, io::Error>> + Send + 'static {
+    futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|chunk| (Ok(chunk), rx))
+    })
 }
 
 /// Sends each write as one chunk; a closed channel (the upload gave up) is a
@@ -309,6 +356,44 @@ pub(crate) fn fingerprints(
     Ok(found)
 }
 
+/// Reads the tar of a directory (every entry below one top component)
+/// from `chunks`: its regular files by their path below the top, each cut
+/// at `file_cap` bytes, and none more once `total_cap` bytes are kept (the
+/// rest of the archive is read and dropped). Never extracted.
+pub(crate) fn files(
+    chunks: mpsc::Receiver<Bytes>,
+    file_cap: u64,
+    total_cap: u64,
+) -> io::Result<std::collections::BTreeMap<String, Vec<u8>>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut kept = 0u64;
+    let mut archive = tar::Archive::new(ChannelReader {
+        rx: chunks,
+        chunk: Bytes::new(),
+    });
+    for entry in archive.entries()? {
+        let mut entry = entry?;
+        if entry.header().entry_type() != tar::EntryType::Regular || kept >= total_cap {
+            continue;
+        }
+        let name = entry
+            .path()?
+            .components()
+            .skip(1)
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join("/");
+        let mut data = Vec::new();
+        entry
+            .by_ref()
+            .take(file_cap.min(total_cap - kept))
+            .read_to_end(&mut data)?;
+        kept += data.len() as u64;
+        out.insert(name, data);
+    }
+    Ok(out)
+}
+
 /// The receiving end of a download as a blocking reader; the end of the
 /// channel is the end of the archive.
 struct ChannelReader {
@@ -442,6 +527,105 @@ mod tests {
                 ),
                 ("tests/unit/test_a.py".to_owned(), 0, 0o444),
             ]
+        );
+    }
+
+    #[tokio::test]
+    async fn dirs_go_in_under_their_paths_as_roots_with_symlinks_as_symlinks() {
+        use futures_util::StreamExt;
+        let host = tempfile::tempdir().unwrap();
+        let tests = host.path().join("tests");
+        fs::create_dir_all(tests.join("unit")).unwrap();
+        fs::write(tests.join("unit/test.sh"), "x").unwrap();
+        std::os::unix::fs::symlink("/etc", tests.join("escape")).unwrap();
+        let (stream, producer) = dirs(vec![(tests, PathBuf::from("srv/tests"))]);
+        let chunks: Vec<_> = stream.collect().await;
+        producer.await.unwrap().unwrap();
+        let bytes: Vec<u8> = chunks.into_iter().flat_map(|c| c.unwrap()).collect();
+        assert_eq!(
+            entries(&bytes),
+            [
+                ("srv".into(), tar::EntryType::Directory, 0, String::new()),
+                (
+                    "srv/tests".into(),
+                    tar::EntryType::Directory,
+                    0,
+                    String::new()
+                ),
+                (
+                    "srv/tests/escape".into(),
+                    tar::EntryType::Symlink,
+                    0,
+                    "/etc".into()
+                ),
+                (
+                    "srv/tests/unit".into(),
+                    tar::EntryType::Directory,
+                    0,
+                    String::new()
+                ),
+                (
+                    "srv/tests/unit/test.sh".into(),
+                    tar::EntryType::Regular,
+                    0,
+                    String::new()
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn files_are_read_up_to_each_cap_and_never_extracted() {
+        let mut builder = tar::Builder::new(Vec::new());
+        for (name, size) in [
+            ("verifier/big.txt", 10),
+            ("verifier/a/small.txt", 3),
+            ("verifier/late.txt", 5),
+        ] {
+            let mut header = tar::Header::new_gnu();
+            header.set_entry_type(tar::EntryType::Regular);
+            header.set_size(size);
+            builder
+                .append_data(&mut header, name, &vec![b'x'; size as usize][..])
+                .unwrap();
+        }
+        let mut link = tar::Header::new_gnu();
+        link.set_entry_type(tar::EntryType::Symlink);
+        link.set_size(0);
+        builder
+            .append_link(&mut link, "verifier/reward.txt", "/etc/passwd")
+            .unwrap();
+        let bytes = builder.into_inner().unwrap();
+        let read = |file_cap, total_cap| {
+            let (tx, rx) = mpsc::channel(4);
+            let chunks = bytes.clone();
+            let feeder = std::thread::spawn(move || {
+                for chunk in chunks.chunks(100) {
+                    if tx.blocking_send(Bytes::copy_from_slice(chunk)).is_err() {
+                        break;
+                    }
+                }
+            });
+            let found = files(rx, file_cap, total_cap).unwrap();
+            feeder.join().unwrap();
+            found
+                .into_iter()
+                .map(|(name, data)| (name, data.len()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            read(4, 100),
+            [
+                ("a/small.txt".into(), 3),
+                ("big.txt".into(), 4),
+                ("late.txt".into(), 4)
+            ],
+            "each cut at the file cap; the symlink is no file"
+        );
+        assert_eq!(
+            read(100, 12),
+            [("a/small.txt".into(), 2), ("big.txt".into(), 10)],
+            "none past the total cap"
         );
     }
 

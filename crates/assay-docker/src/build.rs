@@ -64,10 +64,11 @@ impl Docker {
         let argv = command::shell(&env, &assay_exec::setup::script(&spec.setup, FAILED_STEP))?;
         let blueprint = Blueprint {
             image: base.to_string(),
-            user: "0:0".to_owned(),
-            working_dir: ENV_DIR,
+            user: Some("0:0".to_owned()),
+            working_dir: Some(ENV_DIR),
             argv,
             stage: "setup",
+            labels: std::collections::HashMap::new(),
             host_config: HostConfig {
                 network_mode: Some("bridge".to_owned()),
                 ..limits::host_config(&spec.limits)

@@ -8,6 +8,7 @@
 //! which let [`crate::Docker::cleanup_leftovers`] remove what a killed assay
 //! left behind.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -56,10 +57,14 @@ pub(crate) struct Ended<W> {
 /// what every container shares (owner labels, attached output).
 pub(crate) struct Blueprint {
     pub(crate) image: String,
-    pub(crate) user: String,
-    pub(crate) working_dir: &'static str,
+    /// `None`: the image's own user.
+    pub(crate) user: Option<String>,
+    /// `None`: the image's own working directory.
+    pub(crate) working_dir: Option<&'static str>,
     pub(crate) argv: Argv,
     pub(crate) stage: &'static str,
+    /// Labels beside the owner labels.
+    pub(crate) labels: HashMap<String, String>,
     pub(crate) host_config: HostConfig,
 }
 
@@ -70,12 +75,18 @@ impl<'d> Container<'d> {
     ) -> Result<Self, DockerError> {
         let body = ContainerCreateBody {
             image: Some(blueprint.image),
-            user: Some(blueprint.user),
+            user: blueprint.user,
             hostname: Some("assay".to_owned()),
-            working_dir: Some(blueprint.working_dir.to_owned()),
+            working_dir: blueprint.working_dir.map(str::to_owned),
             entrypoint: Some(blueprint.argv.entrypoint),
             cmd: Some(blueprint.argv.cmd),
-            labels: Some(owner::labels(blueprint.stage)),
+            labels: Some(
+                blueprint
+                    .labels
+                    .into_iter()
+                    .chain(owner::labels(blueprint.stage))
+                    .collect(),
+            ),
             attach_stdout: Some(true),
             attach_stderr: Some(true),
             network_disabled: Some(blueprint.host_config.network_mode.as_deref() == Some("none")),
@@ -348,12 +359,26 @@ impl<'d> Container<'d> {
         path: &str,
         watch: &[std::path::PathBuf],
     ) -> Result<std::collections::BTreeMap<std::path::PathBuf, Option<[u8; 32]>>, DockerError> {
+        let owned = watch.to_vec();
+        self.read_tar(path, "the tree after the run", move |rx| {
+            crate::archive::fingerprints(rx, &owned)
+        })
+        .await
+    }
+
+    /// A tar of `path` streamed to `read` on a blocking thread, which takes
+    /// what it keeps as the chunks arrive: nothing holds the whole archive.
+    pub(crate) async fn read_tar<T: Send + 'static>(
+        &self,
+        path: &str,
+        what: &'static str,
+        read: impl FnOnce(tokio::sync::mpsc::Receiver<Bytes>) -> std::io::Result<T> + Send + 'static,
+    ) -> Result<T, DockerError> {
         let options = DownloadFromContainerOptions {
             path: path.to_owned(),
         };
         let (tx, rx) = tokio::sync::mpsc::channel(4);
-        let owned = watch.to_vec();
-        let reader = tokio::task::spawn_blocking(move || crate::archive::fingerprints(rx, &owned));
+        let reader = tokio::task::spawn_blocking(move || read(rx));
         let mut download = self
             .docker
             .long
@@ -371,10 +396,7 @@ impl<'d> Container<'d> {
         reader
             .await
             .unwrap_or_else(|join| Err(std::io::Error::other(join)))
-            .map_err(|source| DockerError::Archive {
-                what: "the tree after the run",
-                source,
-            })
+            .map_err(|source| DockerError::Archive { what, source })
     }
 
     /// Removes the container and its anonymous volumes (the run's tree).

@@ -75,6 +75,24 @@ impl Docker {
             .collect())
     }
 
+    /// What the daemon says of `image` (a tag or an id); a missing one is
+    /// [`DockerError::ImageMissing`].
+    pub(crate) async fn inspect_image(
+        &self,
+        image: &str,
+    ) -> Result<bollard::models::ImageInspect, DockerError> {
+        match self.api.inspect_image(image).await {
+            Ok(inspected) => Ok(inspected),
+            Err(error) if status(&error) == Some(404) => Err(DockerError::ImageMissing {
+                id: image.to_owned(),
+            }),
+            Err(source) => Err(DockerError::Api {
+                action: format!("inspect image {image}"),
+                source,
+            }),
+        }
+    }
+
     /// Removes an image from the daemon (its saved blob, if any, is the way
     /// back). An image that is already gone is not an error.
     pub async fn remove_image(&self, id: &ImageId) -> Result<(), DockerError> {

@@ -11,6 +11,9 @@
 //!   capabilities, CPU/memory/pids limits and a wall-clock timeout; output
 //!   captured under a cap; the report file copied out without following
 //!   symlinks; the container always removed.
+//! - **foreign** = [`Docker::create_foreign`]: a container of an image
+//!   assay did not build (a Harbor task's environment), run as the image
+//!   says inside the same confinement, and removed the same ways.
 //!
 //! Nothing is ever pulled: the base image comes from `scripts/base-image.sh`.
 //! Every container is labelled `assay.run=1` with its creating process, and
@@ -27,6 +30,7 @@ mod client;
 mod command;
 mod container;
 mod error;
+mod foreign;
 mod image;
 mod limits;
 mod owner;
@@ -35,6 +39,7 @@ mod spec;
 
 pub use client::{CONNECT_TIMEOUT, DEFAULT_ENDPOINT, Docker};
 pub use error::DockerError;
+pub use foreign::{ForeignContainer, ForeignImage, ForeignRan, ForeignSpec};
 pub use spec::{
     BuiltImage, ContainerOutcome, ContainerRun, ENV_DIR, GUARD_DIR, HOME_DIR, HostBind, ImageId,
     ImageSpec, KilledBy, LAYOUT, Limits, Report, ReportRequest, RunUser, SetupFailure, TREE_DIR,

@@ -107,10 +107,11 @@ impl Docker {
         }
         let blueprint = Blueprint {
             image: spec.image.to_string(),
-            user: user.to_string(),
-            working_dir: TREE_DIR,
+            user: Some(user.to_string()),
+            working_dir: Some(TREE_DIR),
             argv,
             stage: "test",
+            labels: HashMap::new(),
             host_config: host_config(spec, user),
         };
         let container = match Container::create(self, blueprint).await {
@@ -184,20 +185,7 @@ impl Docker {
         if let Some(user) = self.users().get(image) {
             return Ok(*user);
         }
-        let inspected = match self.api.inspect_image(image.as_str()).await {
-            Ok(inspected) => inspected,
-            Err(error) if status(&error) == Some(404) => {
-                return Err(DockerError::ImageMissing {
-                    id: image.to_string(),
-                });
-            }
-            Err(source) => {
-                return Err(DockerError::Api {
-                    action: format!("inspect image {image}"),
-                    source,
-                });
-            }
-        };
+        let inspected = self.inspect_image(image.as_str()).await?;
         let labels = inspected
             .config
             .and_then(|config| config.labels)

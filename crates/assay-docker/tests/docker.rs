@@ -22,8 +22,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use assay_docker::{
-    ContainerOutcome, ContainerRun, Docker, DockerError, HOME_DIR, ImageId, ImageSpec, KilledBy,
-    Limits, Report, ReportRequest, RunUser, TreeMount,
+    ContainerOutcome, ContainerRun, Docker, DockerError, ForeignSpec, HOME_DIR, ImageId, ImageSpec,
+    KilledBy, Limits, Report, ReportRequest, RunUser, TreeMount,
 };
 use tempfile::TempDir;
 
@@ -1039,4 +1039,132 @@ fn the_futures_are_send() {
         send(docker.cleanup_leftovers());
         send(Docker::connect());
     };
+}
+
+// ---------------------------------------------------------------- foreign
+
+fn foreign_spec(script: &str) -> ForeignSpec {
+    ForeignSpec {
+        image: base_image().to_owned(),
+        script: script.to_owned(),
+        limits: Limits {
+            memory: Some(1 << 30),
+            ..Limits::default()
+        },
+        labels: std::collections::HashMap::from([("assay.test".to_owned(), "foreign".to_owned())]),
+    }
+}
+
+#[tokio::test]
+async fn a_foreign_container_gets_its_directories_runs_confined_and_is_removed() {
+    let docker = docker().await;
+    let host = TempDir::new().unwrap();
+    let tests = host.path().join("tests");
+    std::fs::create_dir_all(tests.join("unit")).unwrap();
+    std::fs::write(tests.join("unit/test.sh"), "echo ran\n").unwrap();
+    // A symlink goes in as a symlink: nothing of the host behind it.
+    std::os::unix::fs::symlink("/etc/hostname", tests.join("link")).unwrap();
+    let script = "mkdir -p /logs/verifier && cd /logs/verifier \
+        && sh /tests/unit/test.sh > ran.txt && readlink /tests/link > link.txt \
+        && ls /sys/class/net > net.txt && id -u > uid.txt \
+        && grep CapEff /proc/self/status > caps.txt \
+        && stat -c %u /tests/unit/test.sh > owner.txt";
+    let container = docker.create_foreign(&foreign_spec(script)).await.unwrap();
+    let id = container.id().to_owned();
+    let labels = cli(&[
+        "inspect",
+        "--format",
+        "{{index .Config.Labels \"assay.test\"}} {{index .Config.Labels \"assay.run\"}}",
+        &id,
+    ]);
+    assert_eq!(
+        labels, "foreign 1",
+        "its own label and assay's owner labels"
+    );
+    container
+        .upload_dirs(&[(tests.clone(), "/tests".to_owned())])
+        .await
+        .unwrap();
+    let ran = container.run(Duration::from_secs(60)).await.unwrap();
+    assert_eq!((ran.exit_code, ran.timed_out), (Some(0), false));
+    let files = container
+        .files("/logs/verifier", 1 << 20, 1 << 20)
+        .await
+        .unwrap();
+    container.remove().await.unwrap();
+    assert!(!container_exists(&id));
+    let text = |name: &str| String::from_utf8_lossy(&files[name]).trim().to_owned();
+    assert_eq!(text("ran.txt"), "ran");
+    assert_eq!(text("link.txt"), "/etc/hostname");
+    assert_eq!(text("net.txt"), "lo", "no network but the loopback");
+    assert_eq!(text("uid.txt"), "0", "the image's own user");
+    assert_eq!(
+        text("owner.txt"),
+        "0",
+        "copied in as root's, as docker cp does"
+    );
+    // CHOWN, DAC_OVERRIDE, FOWNER, FSETID, SETGID, SETUID and nothing else.
+    assert_eq!(text("caps.txt"), "CapEff:\t00000000000000db");
+}
+
+#[tokio::test]
+async fn a_foreign_container_past_its_budget_is_killed_and_removed_and_a_dropped_one_too() {
+    let docker = docker().await;
+    let container = docker
+        .create_foreign(&foreign_spec("sleep 600"))
+        .await
+        .unwrap();
+    let id = container.id().to_owned();
+    let start = Instant::now();
+    let ran = container.run(Duration::from_secs(1)).await.unwrap();
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!((ran.exit_code, ran.timed_out), (None, true));
+    container.remove().await.unwrap();
+    assert!(!container_exists(&id));
+
+    // A caller that fails between create and remove drops the container:
+    // its guard removes it.
+    let dropped = docker
+        .create_foreign(&foreign_spec("sleep 600"))
+        .await
+        .unwrap();
+    let id = dropped.id().to_owned();
+    assert!(container_exists(&id));
+    drop(dropped);
+    eventually(
+        "the dropped container's removal",
+        Duration::from_secs(30),
+        || !container_exists(&id),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_verifier_that_floods_its_logs_is_read_only_up_to_the_caps() {
+    let docker = docker().await;
+    // 3 MiB in one file, then ten files of 512 KiB.
+    let script = "mkdir -p /logs/verifier && cd /logs/verifier \
+        && head -c 3145728 /dev/zero > a-big.txt \
+        && for i in 0 1 2 3 4 5 6 7 8 9; do head -c 524288 /dev/zero > b-$i.txt; done \
+        && echo 1 > reward.txt";
+    let container = docker.create_foreign(&foreign_spec(script)).await.unwrap();
+    container.run(Duration::from_secs(60)).await.unwrap();
+    let files = container
+        .files("/logs/verifier", 1 << 20, 64 << 20)
+        .await
+        .unwrap();
+    assert_eq!(files["a-big.txt"].len(), 1 << 20, "cut at the file cap");
+    assert_eq!(files["reward.txt"], b"1\n");
+    let files = container
+        .files("/logs/verifier", 1 << 20, 2 << 20)
+        .await
+        .unwrap();
+    container.remove().await.unwrap();
+    let kept: usize = files.values().map(Vec::len).sum();
+    assert_eq!(kept, 2 << 20, "nothing past the total cap");
+    assert!(files.len() < 12, "{:?}", files.keys().collect::<Vec<_>>());
 }

@@ -25,8 +25,8 @@ use assay_browser::Flow;
 use assay_exec::netns::NetNs;
 use assay_exec::{Bwrap, Sandbox};
 
-use crate::model::rules::app::{self, Check, Outcome, Probe, Start};
 use super::http::{self, HttpError, Request};
+use crate::model::rules::app::{self, Check, Outcome, Probe, Start};
 
 /// How often readiness is polled.
 const POLL: Duration = Duration::from_millis(25);

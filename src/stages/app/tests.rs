@@ -10,10 +10,10 @@ use assay_browser::{Flow, Step};
 use assay_exec::Bwrap;
 
 use super::super::records::Fault;
+use super::read;
 use crate::model::rules::app::{
     self, Admission, AppChecks, Expect, Layer, Outcome, Probe, Reading, Service, Start,
 };
-use super::read;
 
 const PORT: u16 = 8000;
 

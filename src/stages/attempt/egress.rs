@@ -29,6 +29,8 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::stages::error::chain;
+
 pub(crate) use crate::model::endpoint::{Endpoint, KeyHeader};
 
 /// One request an attempt sent, as the proxy saw it. No header or body is
@@ -482,17 +484,6 @@ fn scrub(body: &[u8], endpoint: &Endpoint) -> Vec<u8> {
         out = crate::stages::redact::replace_value(&out, secret.as_bytes()).0;
     }
     out
-}
-
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut source = e.source();
-    while let Some(inner) = source {
-        s.push_str(": ");
-        s.push_str(&inner.to_string());
-        source = inner.source();
-    }
-    s
 }
 
 async fn respond(

@@ -37,9 +37,9 @@ const VERIFIER_DIR: &str = "/logs/verifier/";
 /// Deep-SWE's `test.sh` moves every report under this directory of
 /// `/logs/verifier` once it has graded.
 const MOVED_TO: &str = "reports/";
-/// `docker cp` hands the screening at most this much of one file: a report
-/// of this size may be cut.
-const FILE_CAP: usize = 16 << 20;
+/// The screening reads at most this much of one file: a report of this
+/// size may be cut.
+const FILE_CAP: usize = super::screen::FILE_CAP as usize;
 
 /// What a Deep-SWE-shaped folder says, read once and checked.
 #[derive(Clone, Debug)]

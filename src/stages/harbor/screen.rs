@@ -21,13 +21,17 @@
 //! pull offline", never the build. Every reason and tail is stripped of
 //! terminal escapes before it is recorded.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Read as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use assay_docker::{ForeignContainer, ForeignSpec, Limits};
 use serde::{Deserialize, Serialize};
+
+use crate::stages::error::chain;
+use crate::stages::executor::daemon;
 
 /// What one reading of a control gave.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -178,6 +182,12 @@ pub(crate) fn base_images(dockerfile: &str) -> Vec<String> {
     out
 }
 
+/// The label of every environment image assay builds from a task's
+/// Dockerfile (`assay.harbor=environment`).
+pub(crate) const IMAGE_LABEL: &str = "assay.harbor";
+/// The label naming the cache (its absolute path) whose build made the image.
+pub(crate) const CACHE_LABEL: &str = "assay.cache";
+
 /// Whether this machine's daemon has `image`.
 fn image_present(image: &str) -> bool {
     docker(
@@ -192,8 +202,9 @@ fn image_present(image: &str) -> bool {
 /// reused) with the network the task declares, every intermediate
 /// container removed even when a step fails (Deep-SWE's folders carry
 /// both: the Dockerfile reproduces the prebuilt image). `tag` names the
-/// built image.
-pub(crate) fn build(folder: &Path, toml: &TaskToml, tag: &str) -> Built {
+/// built image; its labels say that assay built it ([`IMAGE_LABEL`]) and
+/// for which cache ([`CACHE_LABEL`]), for `assay gc --images`.
+pub(crate) fn build(folder: &Path, toml: &TaskToml, tag: &str, cache: &Path) -> Built {
     let failed = |reason: String| Built {
         ok: false,
         image: None,
@@ -235,6 +246,12 @@ pub(crate) fn build(folder: &Path, toml: &TaskToml, tag: &str) -> Built {
         networked = toml.build_network;
         let context = context.display().to_string();
         let network = if networked { "default" } else { "none" };
+        let built_for = format!(
+            "{CACHE_LABEL}={}",
+            std::path::absolute(cache)
+                .unwrap_or_else(|_| cache.to_owned())
+                .display()
+        );
         let args = [
             "build",
             "--network",
@@ -242,6 +259,10 @@ pub(crate) fn build(folder: &Path, toml: &TaskToml, tag: &str) -> Built {
             "--no-cache",
             "--rm",
             "--force-rm",
+            "--label",
+            &format!("{IMAGE_LABEL}=environment"),
+            "--label",
+            &built_for,
             "-t",
             tag,
             &context,
@@ -278,13 +299,7 @@ pub(crate) fn build(folder: &Path, toml: &TaskToml, tag: &str) -> Built {
 }
 
 /// One reading of `control` in a fresh container of `image`.
-pub(crate) fn read(
-    folder: &Path,
-    image: &str,
-    control: &str,
-    toml: &TaskToml,
-    name: &str,
-) -> Reading {
+pub(crate) fn read(folder: &Path, image: &str, control: &str, toml: &TaskToml) -> Reading {
     let solve = control == ORACLE;
     let script = format!(
         "mkdir -p /logs/verifier /logs/agent; {}chmod +x /tests/test.sh; /tests/test.sh > /logs/verifier/test-stdout.txt 2>&1; exit 0",
@@ -304,22 +319,20 @@ pub(crate) fn read(
     if solve {
         copies.push((folder.join("solution"), "/solution".to_owned()));
     }
-    reading_in(
+    let reading = reading_in(
         Container {
             image,
-            name,
             script: &script,
             budget,
         },
-        &mut |_| Ok(copies.clone()),
-    )
+        async |_| Ok(copies),
+    );
+    tokio::runtime::Handle::current().block_on(reading)
 }
 
 /// A fresh container of a task's image running `script` (as `sh -c`).
 pub(super) struct Container<'a> {
     pub(super) image: &'a str,
-    /// The container's name (unique to this reading).
-    pub(super) name: &'a str,
     pub(super) script: &'a str,
     /// Killed past it.
     pub(super) budget: Duration,
@@ -329,94 +342,74 @@ pub(super) struct Container<'a> {
 /// directory).
 pub(super) type Copies = Vec<(std::path::PathBuf, String)>;
 
-/// One reading in `c`: created with no network, no new privileges, few
-/// capabilities and the run limits; `prepare` is given the created (never
-/// started) container's name and says which host directories to copy in
-/// (the task's `tests/` among them), or why it cannot be read; then it runs and its `/logs/verifier` is read. The container is
-/// removed whatever happened.
-pub(super) fn reading_in(
+/// Each file the verifier wrote is read up to this many bytes (a report of
+/// this size may be cut), and all of them up to [`LOGS_CAP`].
+pub(crate) const FILE_CAP: u64 = 16 << 20;
+const LOGS_CAP: u64 = 64 << 20;
+
+/// One reading in `c`: a foreign container of the task's image
+/// (`assay_docker::ForeignSpec`: no network, no new privileges, few
+/// capabilities) with the run limits; `prepare` is given the created
+/// (never started) container and says which host directories to copy in
+/// (the task's `tests/` among them), or why it cannot be read; then it
+/// runs within its budget and its `/logs/verifier` is read. The container
+/// is removed whatever happened.
+pub(super) async fn reading_in(
     c: Container<'_>,
-    prepare: &mut dyn FnMut(&str) -> Result<Copies, String>,
+    prepare: impl AsyncFnOnce(&ForeignContainer<'static>) -> Result<Copies, String>,
 ) -> Reading {
-    let name = c.name;
     let mut reading = Reading::default();
-    let created = docker(
-        &[
-            "create",
-            "--name",
-            name,
-            "--network",
-            "none",
-            "--security-opt",
-            "no-new-privileges",
-            "--cap-drop",
-            "ALL",
-            "--cap-add",
-            "CHOWN",
-            "--cap-add",
-            "DAC_OVERRIDE",
-            "--cap-add",
-            "FOWNER",
-            "--cap-add",
-            "FSETID",
-            "--cap-add",
-            "SETUID",
-            "--cap-add",
-            "SETGID",
-            "--memory",
-            "4g",
-            "--memory-swap",
-            "4g",
-            "--pids-limit",
-            "1024",
-            "--label",
-            "assay.harbor=screen",
-            "--entrypoint",
-            "sh",
-            c.image,
-            "-c",
-            c.script,
-        ],
-        Duration::from_secs(120),
-    );
-    let outcome = (|| -> Result<(), String> {
-        match created {
-            Ok(out) if out.ok => {}
-            Ok(out) => return Err(format!("docker create: {}", tail(&out.stderr, 4))),
-            Err(e) => return Err(format!("docker create: {e}")),
+    let outcome = async {
+        let docker = daemon::client()
+            .await
+            .map_err(|e| format!("cannot run docker: {e}"))?;
+        let spec = ForeignSpec {
+            image: c.image.to_owned(),
+            script: c.script.to_owned(),
+            limits: Limits {
+                memory: Some(4 << 30),
+                pids: Some(1024),
+                ..Limits::default()
+            },
+            labels: HashMap::from([(IMAGE_LABEL.to_owned(), "screen".to_owned())]),
+        };
+        let container = docker
+            .create_foreign(&spec)
+            .await
+            .map_err(|e| format!("docker create: {}", chain(&e)))?;
+        let read = async {
+            let copies = prepare(&container).await?;
+            container.upload_dirs(&copies).await.map_err(|e| {
+                let to: Vec<&str> = copies.iter().map(|(_, to)| to.as_str()).collect();
+                format!("copying {}: {}", to.join(", "), chain(&e))
+            })?;
+            let ran = container
+                .run(c.budget)
+                .await
+                .map_err(|e| format!("starting the verifier: {}", chain(&e)))?;
+            reading.timed_out = ran.timed_out;
+            container
+                .files("/logs/verifier", FILE_CAP, LOGS_CAP)
+                .await
+                .map_err(|e| format!("reading /logs/verifier: {}", chain(&e)))
         }
-        for (from, to) in prepare(name)? {
-            // `DIR/.`: the directory's content into `to`, made if missing.
-            let src = format!("{}/.", from.display());
-            let out = docker(
-                &["cp", &src, &format!("{name}:{to}")],
-                Duration::from_secs(300),
-            )?;
-            if !out.ok {
-                return Err(format!("copying {to}: {}", tail(&out.stderr, 4)));
-            }
+        .await;
+        // Whatever happened: a removal that fails is retried by the
+        // container's guard, and its owner labels name it to the next build.
+        let _ = container.remove().await;
+        read
+    }
+    .await;
+    match outcome {
+        Ok(files) => {
+            reading.tail = tail(
+                files.get("test-stdout.txt").map_or(&[][..], Vec::as_slice),
+                20,
+            );
+            reward_of(&files, &mut reading);
+            reading.files = files;
         }
-        let started = docker(&["start", "-a", name], c.budget)?;
-        reading.timed_out = started.timed_out;
-        let out = docker(
-            &["cp", &format!("{name}:/logs/verifier"), "-"],
-            Duration::from_secs(120),
-        )?;
-        if !out.ok {
-            return Err(format!("reading /logs/verifier: {}", tail(&out.stderr, 4)));
-        }
-        let files = untar(&out.stdout);
-        reading.tail = tail(
-            files.get("test-stdout.txt").map_or(&[][..], Vec::as_slice),
-            20,
-        );
-        reward_of(&files, &mut reading);
-        reading.files = files;
-        Ok(())
-    })();
-    let _ = docker(&["rm", "-f", "-v", name], Duration::from_secs(60));
-    if let Err(e) = outcome {
-        reading.error = Some(e);
+        Err(e) => reading.error = Some(e),
     }
     reading.error = reading.error.as_deref().map(clean);
     if reading.timed_out && reading.reward.is_none() {
@@ -622,35 +615,6 @@ fn bounded(mut command: Command, timeout: Duration) -> Result<Out, String> {
         stdout: out_reader.join().unwrap_or_default(),
         stderr: err_reader.join().unwrap_or_default(),
     })
-}
-
-/// The regular files of a tar stream (`docker cp … -`), by their name
-/// below the copied directory.
-fn untar(bytes: &[u8]) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut archive = tar::Archive::new(bytes);
-    let Ok(entries) = archive.entries() else {
-        return out;
-    };
-    for mut e in entries.flatten() {
-        if e.header().entry_type() != tar::EntryType::Regular {
-            continue;
-        }
-        let Ok(path) = e.path().map(|p| p.to_path_buf()) else {
-            continue;
-        };
-        let name = path
-            .components()
-            .skip(1)
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect::<Vec<_>>()
-            .join("/");
-        let mut data = Vec::new();
-        if e.by_ref().take(16 << 20).read_to_end(&mut data).is_ok() {
-            out.insert(name, data);
-        }
-    }
-    out
 }
 
 /// The last `n` lines of `bytes`, without terminal escapes.

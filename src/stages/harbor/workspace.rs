@@ -18,10 +18,13 @@
 use std::io::Write as _;
 use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
+
+use assay_docker::ForeignContainer;
 
 use super::screen::{self, Container, Reading, TaskToml};
 use crate::model::records::{Fault, Verdict};
+use crate::stages::error::chain;
+use crate::stages::executor::daemon;
 
 /// How a workspace's reading went.
 #[derive(Debug)]
@@ -44,16 +47,15 @@ pub(crate) enum Answer<'a> {
 }
 
 /// The task's verifier on `answer` in the working directory of `image`, in
-/// a fresh container named `name`.
-pub(crate) fn grade(
+/// a fresh container.
+pub(crate) async fn grade(
     folder: &Path,
     image: &str,
     toml: &TaskToml,
     answer: Answer<'_>,
-    name: &str,
     tmp: &Path,
 ) -> Graded {
-    let (id, workdir) = match inspect(image) {
+    let (id, workdir) = match inspect(image).await {
         Ok(w) => w,
         Err(e) => return Graded::Setup(e),
     };
@@ -61,43 +63,37 @@ pub(crate) fn grade(
         Ok(d) => d,
         Err(e) => return Graded::Setup(format!("a scratch directory: {e}")),
     };
-    // What is copied into the container, in one copy to its root: the
-    // task's tests at /tests and the workspace at /assay-workspace.
-    let stage = scratch.path().join("stage");
-    let tree = stage.join("assay-workspace");
+    // What is copied into the container: the task's tests at /tests and
+    // the workspace at /assay-workspace.
+    let tree = scratch.path().join("assay-workspace");
     let mut refused = None;
     let script = format!(
-        "W={w}; mkdir -p /logs/verifier && find \"$W\" -mindepth 1 -maxdepth 1 -exec rm -rf {{}} + && cp -a /assay-workspace/. \"$W\"/ && rm -rf /assay-workspace && cd \"$W\" || exit 0; chmod +x /tests/test.sh; /tests/test.sh > /logs/verifier/test-stdout.txt 2>&1; exit 0",
+        "W={w}; mkdir -p /logs/verifier && find \"$W\" -mindepth 1 -maxdepth 1 -exec rm -rf {{}} + && cp -a {WORKSPACE}/. \"$W\"/ && rm -rf {WORKSPACE} && cd \"$W\" || exit 0; chmod +x /tests/test.sh; /tests/test.sh > /logs/verifier/test-stdout.txt 2>&1; exit 0",
         w = quote(&workdir)
     );
+    let tests = (folder.join("tests"), super::TESTS.to_owned());
+    let workspace = |dir: &Path| (dir.to_path_buf(), WORKSPACE.to_owned());
     let reading = screen::reading_in(
         Container {
             image,
-            name,
             script: &script,
             budget: toml.verifier_timeout,
         },
-        &mut |container| {
-            let tests = (folder.join("tests"), super::TESTS.to_owned());
+        async |container| {
             let patch = match answer {
-                Answer::Tree(dir) => {
-                    return Ok(vec![
-                        tests,
-                        (dir.to_path_buf(), "/assay-workspace".to_owned()),
-                    ]);
-                }
+                Answer::Tree(dir) => return Ok(vec![tests, workspace(dir)]),
                 Answer::Patch(patch) => patch,
             };
-            let base = base_tar(tmp, &id, container, &workdir)?;
+            let base = base_tar(tmp, &id, container, &workdir).await?;
             unpack(&base, &tree)?;
             if let Err(e) = apply(&tree, patch, scratch.path()) {
                 refused = Some(e.clone());
                 return Err(e);
             }
-            copy_dir(&folder.join("tests"), &stage.join("tests"))?;
-            Ok(vec![(stage.clone(), "/".to_owned())])
+            Ok(vec![tests, workspace(&tree)])
         },
-    );
+    )
+    .await;
     match refused {
         Some(e) => Graded::PatchFailed(e),
         None if reading.error.as_deref().is_some_and(is_setup) => {
@@ -106,6 +102,10 @@ pub(crate) fn grade(
         None => Graded::Read(reading),
     }
 }
+
+/// Where the workspace is copied in, for the script to move into the
+/// working directory.
+const WORKSPACE: &str = "/assay-workspace";
 
 /// Whether a reading's error is docker's before the verifier ran, not the
 /// verifier's: a reading that got no reward for its own reasons (no
@@ -116,6 +116,7 @@ fn is_setup(error: &str) -> bool {
         "copying ",
         "reading /",
         "cannot run docker",
+        "starting the verifier:",
     ]
     .iter()
     .any(|p| error.starts_with(p))
@@ -159,71 +160,67 @@ pub(crate) fn decide(graded: &Graded) -> (Verdict, Fault, String) {
 
 /// The id of `image` and its `WORKDIR`: where Harbor's agent starts and
 /// the workspace is.
-fn inspect(image: &str) -> Result<(String, String), String> {
-    let out = screen::docker(
-        &[
-            "image",
-            "inspect",
-            "--format",
-            "{{.Id}} {{.Config.WorkingDir}}",
-            image,
-        ],
-        Duration::from_secs(60),
-    )?;
-    if !out.ok {
-        return Err(format!("the image `{image}` cannot be inspected"));
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
-    let (id, dir) = text.trim().split_once(' ').unwrap_or((text.trim(), ""));
+async fn inspect(image: &str) -> Result<(String, String), String> {
+    let docker = daemon::client()
+        .await
+        .map_err(|e| format!("cannot run docker: {e}"))?;
+    let inspected = docker
+        .inspect_foreign(image)
+        .await
+        .map_err(|e| format!("the image `{image}` cannot be inspected: {}", chain(&e)))?;
+    let dir = inspected.working_dir;
     if dir.is_empty() || dir == "/" || !dir.starts_with('/') {
         return Err(format!(
             "the task's image has no working directory (WORKDIR is `{dir}`): no workspace to apply a patch to"
         ));
     }
-    Ok((id.to_owned(), dir.to_owned()))
+    Ok((inspected.id, dir))
 }
 
-/// The tar of `workdir` as the image `id` holds it, read from `container`
-/// (created, not started) the first time in a build and kept in the
+/// Where the tar of `workdir` as the image `id` holds it is kept in the
 /// cache's `tmp/` (which the next build empties) for the build's other
-/// sessions on the same image: an image id is the digest of its content.
-fn base_tar(tmp: &Path, id: &str, container: &str, workdir: &str) -> Result<Vec<u8>, String> {
-    // Only a content digest names the copy: a tag can be moved.
-    let kept = id
-        .strip_prefix("sha256:")
+/// sessions on the same image: an image id is the digest of its content,
+/// and only a content digest names the copy (a tag can be moved).
+fn kept_copy(tmp: &Path, id: &str, workdir: &str) -> Option<PathBuf> {
+    id.strip_prefix("sha256:")
         .filter(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
         .map(|hex| {
             tmp.join("harbor-workdirs").join(format!(
                 "{hex}-{}.tar",
                 &blake3::hash(workdir.as_bytes()).to_hex()[..16]
             ))
-        });
+        })
+}
+
+/// The tar of `workdir` as the image `id` holds it: its kept copy, else
+/// read from `container` (created, not started) and kept.
+async fn base_tar(
+    tmp: &Path,
+    id: &str,
+    container: &ForeignContainer<'_>,
+    workdir: &str,
+) -> Result<Vec<u8>, String> {
+    let kept = kept_copy(tmp, id, workdir);
     if let Some(bytes) = kept.as_ref().and_then(|k| std::fs::read(k).ok()) {
         return Ok(bytes);
     }
-    let base = screen::docker(
-        &["cp", &format!("{container}:{workdir}"), "-"],
-        Duration::from_secs(600),
-    )?;
-    if !base.ok {
-        return Err(format!(
-            "reading {workdir}: {}",
-            screen::tail(&base.stderr, 4)
-        ));
-    }
+    let base = container
+        .download(workdir)
+        .await
+        .map_err(|e| format!("reading {workdir}: {}", chain(&e)))?;
     if let Some(kept) = kept {
         // Complete or absent: written aside, then renamed into place.
         let dir = kept.parent().unwrap_or(tmp);
         let _ = std::fs::create_dir_all(dir).and_then(|()| {
             let mut f = tempfile::NamedTempFile::new_in(dir)?;
-            f.write_all(&base.stdout)?;
+            f.write_all(&base)?;
             f.persist(&kept).map(drop).map_err(|e| e.error)
         });
     }
-    Ok(base.stdout)
+    Ok(base)
 }
 
-/// `docker cp CONTAINER:DIR -`'s tar (one top directory) unpacked into
+/// A directory's tar as the daemon sends it (one top directory) unpacked into
 /// `to`: no entry outside it, none through a symbolic link.
 fn unpack(tar_bytes: &[u8], to: &Path) -> Result<(), String> {
     std::fs::create_dir_all(to).map_err(|e| format!("{}: {e}", to.display()))?;
@@ -294,23 +291,6 @@ fn apply(tree: &Path, patch: &[u8], ceiling: &Path) -> Result<(), String> {
     }
 }
 
-/// The task's `tests/` copied to `to` (its regular files and directories,
-/// modes kept).
-fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(to).map_err(|e| format!("{}: {e}", to.display()))?;
-    for e in std::fs::read_dir(from).map_err(|e| format!("{}: {e}", from.display()))? {
-        let e = e.map_err(|e| e.to_string())?;
-        let (src, dest) = (e.path(), to.join(e.file_name()));
-        let kind = e.file_type().map_err(|e| e.to_string())?;
-        if kind.is_dir() {
-            copy_dir(&src, &dest)?;
-        } else if kind.is_file() {
-            std::fs::copy(&src, &dest).map_err(|e| format!("{}: {e}", src.display()))?;
-        }
-    }
-    Ok(())
-}
-
 /// `text` as one word of `sh`.
 fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
@@ -321,26 +301,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_working_directory_read_once_in_a_build_is_read_from_tmp_after() {
-        let tmp = tempfile::tempdir().unwrap();
+    fn a_working_directory_is_kept_only_under_its_image_digest() {
+        let tmp = Path::new("/cache/tmp");
         let id = format!("sha256:{}", "ab".repeat(32));
-        let kept = tmp.path().join("harbor-workdirs").join(format!(
-            "{}-{}.tar",
-            "ab".repeat(32),
-            &blake3::hash(b"/app").to_hex()[..16]
-        ));
-        std::fs::create_dir_all(kept.parent().unwrap()).unwrap();
-        std::fs::write(&kept, b"the kept tar").unwrap();
-        // No container of this name exists: only the kept copy can answer.
-        let none = "assay-test-no-such-container";
+        let app = kept_copy(tmp, &id, "/app").unwrap();
         assert_eq!(
-            base_tar(tmp.path(), &id, none, "/app").unwrap(),
-            b"the kept tar"
+            app,
+            tmp.join("harbor-workdirs").join(format!(
+                "{}-{}.tar",
+                "ab".repeat(32),
+                &blake3::hash(b"/app").to_hex()[..16]
+            ))
         );
-        // Another working directory of the image, or an id that is not a
-        // digest, is not that copy: docker is asked (and finds nothing).
-        assert!(base_tar(tmp.path(), &id, none, "/srv").is_err());
-        assert!(base_tar(tmp.path(), "my-tag", none, "/app").is_err());
+        // Another working directory of the image is another copy; a tag,
+        // or an id that is not a digest, names none.
+        assert_ne!(kept_copy(tmp, &id, "/srv").unwrap(), app);
+        assert_eq!(kept_copy(tmp, "my-tag", "/app"), None);
+        assert_eq!(kept_copy(tmp, "sha256:../../etc", "/app"), None);
     }
 
     fn read(reward: Option<f64>, timed_out: bool) -> Graded {

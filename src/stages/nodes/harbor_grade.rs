@@ -139,17 +139,18 @@ fn grade(
         ))
     } else {
         let toml = TaskToml::read(&node.folder)?;
-        let name = format!(
-            "assay-harbor-grade-{}-{}",
-            std::process::id(),
-            &blake3::hash(format!("{}\0{}", session.id, record.task_digest).as_bytes()).to_hex()
-                [..16]
-        );
         let answer = match &node.workspace {
             Some(dir) => workspace::Answer::Tree(dir),
             None => workspace::Answer::Patch(patch),
         };
-        workspace::grade(&node.folder, image, &toml, answer, &name, tmp)
+        // A blocking task: it waits on the daemon through the runtime's handle.
+        tokio::runtime::Handle::current().block_on(workspace::grade(
+            &node.folder,
+            image,
+            &toml,
+            answer,
+            tmp,
+        ))
     };
     let (verdict, fault, detail) = workspace::decide(&graded);
     (record.verdict, record.fault, record.detail) = (verdict, fault, detail);

@@ -67,16 +67,21 @@ impl Kind for HarborTask {
     async fn run(
         self: Arc<Self>,
         _: NoInputs,
-        _ctx: JobCtx,
+        ctx: JobCtx,
     ) -> Result<Made<HarborTaskRecord>, String> {
-        tokio::task::spawn_blocking(move || screen_task(&self.params, &self.path))
+        let cache = ctx.cache_dir.clone();
+        tokio::task::spawn_blocking(move || screen_task(&self.params, &self.path, &cache))
             .await
             .map_err(|e| format!("harbor task: {e}"))?
             .map(Made::record)
     }
 }
 
-fn screen_task(p: &HarborTaskParams, folder: &Path) -> Result<HarborTaskRecord, String> {
+fn screen_task(
+    p: &HarborTaskParams,
+    folder: &Path,
+    cache: &Path,
+) -> Result<HarborTaskRecord, String> {
     let toml = TaskToml::read(folder)?;
     let digest = blake3::hash(format!("{:?}", p.files).as_bytes()).to_hex();
     let tag = format!(
@@ -84,20 +89,15 @@ fn screen_task(p: &HarborTaskParams, folder: &Path) -> Result<HarborTaskRecord, 
         sanitize(&format!("{}-{}", p.dataset, p.folder)),
         &digest[..12]
     );
-    let environment = screen::build(folder, &toml, &tag);
-    let controls = |image: &str, repeats: u32, build: &str| {
+    let environment = screen::build(folder, &toml, &tag, cache);
+    let controls = |image: &str, repeats: u32| {
         let mut readings: BTreeMap<String, Vec<Reading>> = BTreeMap::new();
-        for repeat in 0..repeats {
+        for _ in 0..repeats {
             for control in [NOP, ORACLE] {
-                let name = format!(
-                    "assay-harbor-{}-{}-{build}{control}-{repeat}",
-                    std::process::id(),
-                    &digest[..12]
-                );
                 readings
                     .entry(control.to_owned())
                     .or_default()
-                    .push(screen::read(folder, image, control, &toml, &name));
+                    .push(screen::read(folder, image, control, &toml));
             }
         }
         readings
@@ -105,13 +105,13 @@ fn screen_task(p: &HarborTaskParams, folder: &Path) -> Result<HarborTaskRecord, 
     let mut readings = BTreeMap::new();
     let mut rebuild = None;
     if let (true, Some(image)) = (environment.ok, environment.image.as_deref()) {
-        readings = controls(image, p.repeats, "");
+        readings = controls(image, p.repeats);
         // Built from its Dockerfile (no prebuilt image, or none on this
         // machine): built again, to see it read the same.
         if toml.docker_image.is_none() || environment.fallback.is_some() {
-            let again = screen::build(folder, &toml, &format!("{tag}-rebuild"));
+            let again = screen::build(folder, &toml, &format!("{tag}-rebuild"), cache);
             let reread = match again.image.as_deref() {
-                Some(image) if again.ok => controls(image, 1, "rebuild-"),
+                Some(image) if again.ok => controls(image, 1),
                 _ => BTreeMap::new(),
             };
             rebuild = Some(Rebuilt {

@@ -206,8 +206,12 @@ fn exported_tasks_pass_with_the_oracle_fail_with_nop_and_come_back_accounted_for
                 agent,
                 "-e",
                 "docker",
+                // One trial at a time: the calc tasks' environments are the
+                // same image (same layers, same id), and Harbor's `down
+                // --rmi local` at one trial's end deletes it under a
+                // concurrent trial's build ("failed to get digest").
                 "-n",
-                "2",
+                "1",
                 "-o",
                 jobs.to_str().unwrap(),
                 "--job-name",

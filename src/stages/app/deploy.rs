@@ -167,16 +167,19 @@ fn describe(status: std::process::ExitStatus) -> String {
     }
 }
 
+/// Whether something accepts connections on `port` of this thread's
+/// loopback.
+fn knocks(port: u16) -> bool {
+    std::net::TcpStream::connect_timeout(
+        &std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port)),
+        Duration::from_millis(200),
+    )
+    .is_ok()
+}
+
 /// Whether something accepts connections on `port` in `ns`.
 fn listening(ns: &NetNs, port: u16) -> bool {
-    ns.run(move || {
-        std::net::TcpStream::connect_timeout(
-            &std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port)),
-            Duration::from_millis(200),
-        )
-        .is_ok()
-    })
-    .unwrap_or(false)
+    ns.run(move || knocks(port)).unwrap_or(false)
 }
 
 /// The script run inside: the services, the wait for the go-ahead, the start.
@@ -265,18 +268,26 @@ impl Deployment {
         })
     }
 
-    /// Waits until `port` listens, the sandbox ends, or `within` passes.
-    fn wait_listening(&mut self, port: u16, within: Duration) -> bool {
+    /// Waits until `port` listens, the sandbox ends, or `within` passes:
+    /// polled from one thread in the app's namespace.
+    fn wait_listening(&self, port: u16, within: Duration) -> bool {
         let until = Instant::now() + within;
-        loop {
-            if listening(&self.ns, port) {
-                return true;
-            }
-            if !matches!(self.child.try_wait(), Ok(None)) || Instant::now() >= until {
-                return false;
-            }
-            std::thread::sleep(POLL);
-        }
+        let Ok(pid) = i32::try_from(self.child.id()) else {
+            return false;
+        };
+        self.ns
+            .run(move || {
+                loop {
+                    if knocks(port) {
+                        return true;
+                    }
+                    if !assay_exec::process_alive(pid) || Instant::now() >= until {
+                        return false;
+                    }
+                    std::thread::sleep(POLL);
+                }
+            })
+            .unwrap_or(false)
     }
 
     /// Every probe, in order, each with `nonce` and `within` for its answer.
@@ -381,19 +392,8 @@ impl Drop for Deployment {
     }
 }
 
-/// A fresh random token for `{nonce}`.
+/// A fresh random token for `{nonce}`: 12 bytes of a run's fresh seed, in hex.
 pub(crate) fn nonce() -> String {
-    let mut bytes = [0u8; 12];
-    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| {
-        use std::io::Read;
-        f.read_exact(&mut bytes)
-    });
-    if read.is_err() {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
-        let h = blake3::hash(format!("{now:?}{}", std::process::id()).as_bytes());
-        bytes.copy_from_slice(&h.as_bytes()[..12]);
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    let seed = crate::stages::nodes::run::fresh_seed();
+    seed[..12].iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -125,6 +125,33 @@ impl<'d> Container<'d> {
             .map_err(DockerError::api(format!("upload a tar to {path}")))
     }
 
+    /// Extracts at `path` a tar that `producer` writes as it walks the host
+    /// directory `from`: the upload's error, or the walk's (named by `from`)
+    /// unless the walk only broke off because the upload had failed.
+    pub(crate) async fn upload_walked(
+        &self,
+        path: &str,
+        (tar, producer): (
+            impl Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static,
+            tokio::task::JoinHandle<std::io::Result<()>>,
+        ),
+        from: &std::path::Path,
+    ) -> Result<(), DockerError> {
+        let uploaded = self.upload(path, tar).await;
+        let produced = producer
+            .await
+            .unwrap_or_else(|join| Err(std::io::Error::other(join)));
+        match (uploaded, produced) {
+            (Ok(()), Ok(())) => Ok(()),
+            (Err(error), Err(walk)) if walk.kind() == std::io::ErrorKind::BrokenPipe => Err(error),
+            (_, Err(source)) => Err(DockerError::Tree {
+                path: from.to_owned(),
+                source,
+            }),
+            (Err(error), Ok(())) => Err(error),
+        }
+    }
+
     /// Attach, start, wait at most `timeout` (then SIGKILL; the same once
     /// `watch` finds the tree over its write limit), collect the output into
     /// `sink` (at most `cap` bytes) and read the final state.

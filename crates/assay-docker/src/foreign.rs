@@ -131,23 +131,13 @@ impl ForeignContainer<'_> {
             archive::relative(rel, "container directory")?;
             rooted.push((from.clone(), PathBuf::from(rel)));
         }
-        let (tar, producer) = archive::dirs(rooted);
-        let uploaded = self.container.upload("/", tar).await;
-        let produced = producer
+        let first = dirs
+            .first()
+            .map(|(from, _)| from.clone())
+            .unwrap_or_default();
+        self.container
+            .upload_walked("/", archive::dirs(rooted), &first)
             .await
-            .unwrap_or_else(|join| Err(std::io::Error::other(join)));
-        match (uploaded, produced) {
-            (Ok(()), Ok(())) => Ok(()),
-            (Err(error), Err(walk)) if walk.kind() == std::io::ErrorKind::BrokenPipe => Err(error),
-            (_, Err(source)) => Err(DockerError::Tree {
-                path: dirs
-                    .first()
-                    .map(|(from, _)| from.clone())
-                    .unwrap_or_default(),
-                source,
-            }),
-            (Err(error), Ok(())) => Err(error),
-        }
     }
 
     /// The regular files below the directory `path`, by their path below

@@ -226,20 +226,8 @@ async fn upload(
     spec: &ContainerRun,
     user: RunUser,
 ) -> Result<(), DockerError> {
-    let (tar, producer) = archive::tree(&spec.tree, user, &spec.protect);
-    let uploaded = container.upload(TREE_DIR, tar).await;
-    let produced = producer
-        .await
-        .unwrap_or_else(|join| Err(io::Error::other(join)));
-    match (uploaded, produced) {
-        (Ok(()), Ok(())) => Ok(()),
-        (Err(error), Err(walk)) if walk.kind() == io::ErrorKind::BrokenPipe => Err(error),
-        (_, Err(source)) => Err(DockerError::Tree {
-            path: spec.tree.clone(),
-            source,
-        }),
-        (Err(error), Ok(())) => Err(error),
-    }
+    let walked = archive::tree(&spec.tree, user, &spec.protect);
+    container.upload_walked(TREE_DIR, walked, &spec.tree).await
 }
 
 /// Makes `dir` and everything beneath it `user`'s, following no link

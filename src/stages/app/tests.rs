@@ -306,6 +306,30 @@ fn a_port_taken_before_the_start_is_the_harness_fault() {
     );
 }
 
+/// An agent that has read how "port taken" is told (docs/verdicts.md):
+/// its build step forks a daemon onto the app's port, hoping the
+/// deployment finds the port taken and blames the harness. The build's
+/// sandbox ends with the build, in a network namespace of its own, so the
+/// app starts on a free port and is graded on its own answers.
+#[test]
+fn a_build_that_leaves_a_daemon_on_the_apps_port_cannot_blame_the_harness() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo(dir.path());
+    let t = tree(&repo, "greet", dir.path(), "squatter");
+    std::fs::write(
+        t.join("build.sh"),
+        format!(
+            "setsid python3 -m http.server --bind 127.0.0.1 {PORT} >/dev/null 2>&1 &\n\
+             sleep 1\npython3 -m py_compile app.py\n"
+        ),
+    )
+    .unwrap();
+    let mut checks = greet_checks();
+    checks.build = Some("sh build.sh".into());
+    let r = reading(&checks, &t, dir.path());
+    assert!(app::grade(&certified(), &r, None).completed, "{r:?}");
+}
+
 #[test]
 fn admission_and_build_fail_before_anything_starts() {
     let dir = tempfile::tempdir().unwrap();

@@ -346,7 +346,7 @@ pub(crate) struct Launch<'a> {
 /// guard: nothing is graded in an attempt.
 pub(crate) struct Agent {
     /// Put first on `PATH`.
-    pub(crate) path_first: &'static str,
+    pub(crate) path_first: String,
     pub(crate) env: BTreeMap<String, String>,
     pub(crate) binds: Vec<assay_exec::Bind>,
 }

@@ -681,15 +681,12 @@ fn launch<'a>(
         watch: Vec::new(),
         warm: &[],
         agent: Some(Agent {
-            path_first: AGENT_BIN,
+            path_first: format!("{}/bin", a::AGENT_AT),
             env: vars,
             binds,
         }),
     })
 }
-
-/// First on an agent's `PATH`: its tools' programs.
-const AGENT_BIN: &str = "/assay/agent/bin";
 
 #[cfg(test)]
 mod tests {

@@ -188,29 +188,7 @@ fn exit_status_nowait(pid: libc::pid_t) -> Option<String> {
 
 /// Whether a live process other than the leader is in group `pgid`.
 pub(crate) fn group_has_others(pgid: i32) -> bool {
-    group_members(pgid).into_iter().any(|pid| pid != pgid)
-}
-
-/// The live (not zombie) processes of group `pgid`, from `/proc`.
-pub fn group_members(pgid: i32) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|stat| {
-                    // "pid (comm) state ppid pgrp …": comm may hold spaces
-                    // and parentheses, so split after the last ')'.
-                    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
-                    let state = fields.next()?;
-                    let pgrp: i32 = fields.nth(1)?.parse().ok()?;
-                    Some(pgrp == pgid && !matches!(state, "Z" | "X"))
-                })
-                .unwrap_or(false)
-        })
-        .collect()
+    assay_exec::group_members(pgid)
+        .into_iter()
+        .any(|pid| pid != pgid)
 }

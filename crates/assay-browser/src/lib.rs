@@ -32,7 +32,7 @@ mod steps;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-pub use launch::group_members;
+pub use assay_exec::group_members;
 pub use step::{State, Step};
 
 use driver::Driver;

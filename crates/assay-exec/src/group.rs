@@ -69,21 +69,21 @@ pub(crate) fn members_alive(pgid: Pid) -> bool {
 /// succeed. So scan `/proc`; where there is none (not Linux) the answer is
 /// `false` and the group is still killed, just not reported.
 fn has_other_members(pgid: Pid) -> bool {
+    let leader = pgid.as_raw_nonzero().get();
+    group_members(leader).into_iter().any(|pid| pid != leader)
+}
+
+/// The live (not zombie) processes of group `pgid`, from `/proc`; none
+/// where there is no `/proc`.
+pub fn group_members(pgid: i32) -> Vec<i32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
-        return false;
+        return Vec::new();
     };
-    entries.flatten().any(|entry| {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            return false;
-        };
-        pid != pgid.as_raw_nonzero().get()
-            && proc_stat(pid)
-                .is_some_and(|(state, pgrp)| pgrp == pgid.as_raw_nonzero().get() && is_live(state))
-    })
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| proc_stat(pid).is_some_and(|(state, pgrp)| pgrp == pgid && is_live(state)))
+        .collect()
 }
 
 fn is_live(state: char) -> bool {

@@ -67,7 +67,7 @@ use tokio::process::Command;
 use tokio::sync::oneshot;
 
 pub use cgroup::Hits;
-pub use group::process_alive;
+pub use group::{group_members, process_alive};
 pub use sandbox::{Bind, Bwrap, Sandbox, SandboxError};
 
 /// What to run and how.

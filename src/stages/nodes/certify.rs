@@ -44,7 +44,9 @@ pub(crate) struct Certify {
 
 impl Kind for Certify {
     const NAME: &'static str = NodeKind::Certify.as_str();
-    const VERSION: u32 = 1;
+    /// 2: a second reading of the gold tree seals every sealable
+    /// assertion and certifies the seals that matched.
+    const VERSION: u32 = 2;
     const OBSERVATION: bool = true;
     type Params = RunParams;
     type Inputs = CertifyInputs;
@@ -132,6 +134,11 @@ impl Kind for Certify {
                 record.none = Some("no mutant failed at gold while its test passed".into());
             }
         }
+        let mut attachments = attachments;
+        let (seals, unsealed, more) = self.seal(tree_id, &hidden, &i, &ctx, &gold_passed).await?;
+        record.certified.seals = seals;
+        record.unsealed = unsealed;
+        attachments.extend(more);
         Ok(Made {
             record,
             attachments,
@@ -140,5 +147,49 @@ impl Kind for Certify {
 
     fn exclusive(&self) -> Option<&str> {
         self.params.exclusive(&self.executors, &self.env)
+    }
+}
+
+impl Certify {
+    /// The sealed reading of the gold tree (docs/security.md, "Sealed
+    /// expectations"): the seals whose test passed and every report of
+    /// which matched, or why there are none.
+    async fn seal(
+        &self,
+        tree_id: &str,
+        hidden: &[String],
+        i: &CertifyInputs,
+        ctx: &JobCtx,
+        gold_passed: &BTreeSet<String>,
+    ) -> Result<(Vec<canary::Seal>, Option<String>, Vec<assay_engine::Digest>), NodeError> {
+        let (run, attachments, planted) = execute_tree(
+            tree_id,
+            &[],
+            &i.tree.record.rebuild,
+            &i.env.record,
+            &self.params,
+            0,
+            &self.store_dir,
+            &self.executors,
+            ctx,
+            Plant::Seal(hidden),
+        )
+        .await?;
+        let Some(planted) = planted else {
+            let why = run.unchecked.unwrap_or_else(|| "nothing sealed".into());
+            return Ok((Vec::new(), Some(why), attachments));
+        };
+        if let Some(why) = &run.untrusted {
+            let why = format!("the sealed reading is not believed: {why}");
+            return Ok((Vec::new(), Some(why), attachments));
+        }
+        let seals = canary::certified_seals(self.params.report, &planted, &run.tests, gold_passed);
+        let why = seals.is_empty().then(|| {
+            format!(
+                "none of the {} sealed assertions passed at gold with its value matched",
+                planted.sealed.len()
+            )
+        });
+        Ok((seals, why, attachments))
     }
 }

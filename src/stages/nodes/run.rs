@@ -224,6 +224,9 @@ pub(crate) enum Plant<'a> {
     Graded(Option<&'a Certified>),
     /// Certification: every candidate canary of these files.
     Certify(&'a [String]),
+    /// Certification's sealed reading: every sealable assertion of these
+    /// files sealed, nothing else planted.
+    Seal(&'a [String]),
 }
 
 /// Materializes `tree_id` into a fresh scratch directory and runs the command
@@ -271,7 +274,7 @@ pub(crate) async fn execute_tree(
     ph.mark("materialize");
     let mut command = p.command_over(hidden);
     let files = match plant {
-        Plant::Certify(files) => files,
+        Plant::Certify(files) | Plant::Seal(files) => files,
         Plant::Graded(_) => hidden,
     };
     let planted = if files.is_empty() {
@@ -282,10 +285,11 @@ pub(crate) async fn execute_tree(
         let real = match plant {
             Plant::Certify(_) => Some(None),
             Plant::Graded(Some(c)) => Some(Some(c.clone())),
-            Plant::Graded(None) => None,
+            Plant::Graded(None) | Plant::Seal(_) => None,
         };
+        let sealing = matches!(plant, Plant::Seal(_));
         let (format, mut seed) = (p.report, canary_seed(tree_id, &given));
-        if let (Plant::Certify(_), false) = (plant, seed.1) {
+        if let (Plant::Certify(_) | Plant::Seal(_), false) = (plant, seed.1) {
             // Certification's windows are the task's, so the same on every
             // machine: seeded by the gold tree, which no agent can name (it
             // holds the gold patch). A graded run's draws stay fresh.
@@ -301,6 +305,7 @@ pub(crate) async fn execute_tree(
             );
         }
         let planted = tokio::task::spawn_blocking(move || match real {
+            _ if sealing => plant_sealed(&work, &hidden, format, &given, seed.0),
             Some(certified) => {
                 plant_real(&work, &hidden, format, &given, seed.0, certified.as_ref()).or_else(
                     |why| match certified {
@@ -377,6 +382,7 @@ pub(crate) async fn execute_tree(
     let redactor = super::redact::Redactor::new(&p.redact);
     let (audit, output) = crate::stages::guard::findings(&std::fs::read(&log_path).infra()?);
     record.audit = audit;
+    let (seal_reports, output) = canary::seal_reports(&output);
     let (log, redactions) = redactor.redact(&output);
     record.redactions = redactions;
     let log_digest = ctx.blobs.put(&log).cache()?;
@@ -401,9 +407,28 @@ pub(crate) async fn execute_tree(
     };
     read_outcomes(&mut record, p.report, &log, report_file, Some(&work));
     rebuilt(&mut record, rebuild, &log);
-    if let Some(planted) = &planted {
+    let mut planted = planted;
+    if let Some(planted) = &mut planted {
+        // Seals first, over the names the run gave its tests: a sealed
+        // canary copy is held to its values as the test it copies.
+        if !planted.sealed.is_empty() || !seal_reports.is_empty() {
+            record.sealed = planted.sealed.len() as u64;
+            record.seals =
+                canary::judge_seals(p.report, planted, &seal_reports, &mut record.tests);
+            for r in &mut record.seals {
+                if let Some(orig) = planted.renamed.get(&r.test) {
+                    r.test = orig.clone();
+                }
+            }
+        }
+        planted.reports = seal_reports;
         record.canaries = canary::read(planted, &mut record.tests, &mut record.files);
         record.renamed = planted.renamed.clone();
+    } else if !seal_reports.is_empty() {
+        // Seal reports where nothing was sealed: written by the run's own
+        // code.
+        let mut none = std::collections::BTreeMap::new();
+        record.seals = canary::judge_seals(p.report, &Planted::default(), &seal_reports, &mut none);
     }
     distrust(
         &mut record,
@@ -569,6 +594,35 @@ pub(crate) fn plant_canaries(
     Ok(planted)
 }
 
+/// Certification's sealed reading: seals every sealable assertion of the
+/// hidden files (docs/security.md, "Sealed expectations").
+pub(crate) fn plant_sealed(
+    work: &std::path::Path,
+    hidden: &[String],
+    format: Format,
+    command: &str,
+    seed: [u8; 32],
+) -> Result<Planted, String> {
+    if seals_off() {
+        return Err("seals turned off (ASSAY_SEALS=off in assay's environment)".into());
+    }
+    let files = hidden_files(work, hidden);
+    let hidden: Vec<Hidden<'_>> = files
+        .iter()
+        .map(|(path, text, beside)| Hidden { path, text, beside })
+        .collect();
+    let planted = canary::plant_sealed(format, command, &hidden, seed)?;
+    write_planted(work, &planted)?;
+    Ok(planted)
+}
+
+/// `ASSAY_SEALS=off` in assay's environment: no run is sealed (for
+/// measuring what seals cost and catch: the attack tests show a forger
+/// passing without them).
+fn seals_off() -> bool {
+    std::env::var("ASSAY_SEALS").as_deref() == Ok("off")
+}
+
 /// Plants canaries made of the hidden files' own tests: `certified` the
 /// task's (a graded run), `None` every candidate (certification).
 pub(crate) fn plant_real(
@@ -593,6 +647,11 @@ pub(crate) fn plant_real(
         .iter()
         .map(|(path, text, beside)| Hidden { path, text, beside })
         .collect();
+    let unsealed = certified.filter(|_| seals_off()).map(|c| Certified {
+        seals: Vec::new(),
+        ..c.clone()
+    });
+    let certified = unsealed.as_ref().or(certified);
     let planted = canary::plant_real(format, command, &hidden, seed, certified)?;
     write_planted(work, &planted)?;
     Ok(planted)

@@ -2297,3 +2297,11 @@ fn a_session_whose_own_transcript_claims_a_rate_limit_error_is_graded_and_counte
     let grades = std::fs::read_to_string(f.path().join("release/report.html")).unwrap();
     assert!(grades.contains("claimed_error"), "the claim is said");
 }
+
+/// Issue 47: graded code that reads the hidden test at run time (its
+/// caller's frame, the test files) finds no expected value to hand back:
+/// sealed assertions keep it outside the tree (`util::sealed`).
+#[test]
+fn readers_of_the_hidden_test_find_no_expected_value_in_a_sealed_tree() {
+    util::sealed::readers_of_the_hidden_test_are_refused_by_seals(Executor::Local);
+}

@@ -385,7 +385,10 @@ impl Parser<'_> {
                 .or_else(|| t.strip_prefix(&prefix.to_ascii_uppercase()))
                 .and_then(|d| i128::from_str_radix(d, r).ok())
         };
-        if let Some(i) = radix("0x", 16).or_else(|| radix("0o", 8)).or_else(|| radix("0b", 2)) {
+        if let Some(i) = radix("0x", 16)
+            .or_else(|| radix("0o", 8))
+            .or_else(|| radix("0b", 2))
+        {
             return Some(Lit::Int(i));
         }
         if t.bytes().all(|c| c.is_ascii_digit()) {
@@ -421,7 +424,9 @@ impl Parser<'_> {
                 let s = self.escaped(b'\'', Escapes::Go)?;
                 let mut cs = s.chars();
                 let c = cs.next()?;
-                cs.next().is_none().then_some(Lit::Int(i128::from(u32::from(c))))
+                cs.next()
+                    .is_none()
+                    .then_some(Lit::Int(i128::from(u32::from(c))))
             }
             (Lang::Rust, b'"') => Some(Lit::Str(self.escaped(b'"', Escapes::Rust)?)),
             (Lang::Rust, b'\'') => {
@@ -492,7 +497,9 @@ impl Parser<'_> {
             self.escaped(b'"', Escapes::Rust)?.into_bytes()
         };
         if prefix.contains('b') {
-            Some(Lit::List(text.into_iter().map(|b| Lit::Int(b.into())).collect()))
+            Some(Lit::List(
+                text.into_iter().map(|b| Lit::Int(b.into())).collect(),
+            ))
         } else {
             String::from_utf8(text).ok().map(Lit::Str)
         }
@@ -580,10 +587,15 @@ fn unescape(body: &str, how: Escapes) -> Option<Vec<u8>> {
                     _ => push(&mut out, char::from_u32(v)?),
                 }
             }
-            'u' if matches!(how, Escapes::Rust) || matches!(how, Escapes::Js) && it.peek() == Some(&'{') => {
+            'u' if matches!(how, Escapes::Rust)
+                || matches!(how, Escapes::Js) && it.peek() == Some(&'{') =>
+            {
                 (it.next()? == '{').then_some(())?;
                 let s: String = it.by_ref().take_while(|c| *c != '}').collect();
-                push(&mut out, char::from_u32(u32::from_str_radix(&s.replace('_', ""), 16).ok()?)?);
+                push(
+                    &mut out,
+                    char::from_u32(u32::from_str_radix(&s.replace('_', ""), 16).ok()?)?,
+                );
             }
             'u' if !matches!(how, Escapes::Python { bytes: true }) => {
                 let v = hex(&mut it, 4)?;
@@ -647,8 +659,8 @@ fn js_number_key(key: &Lit) -> Option<String> {
 }
 
 const RUST_SUFFIXES: &[&str] = &[
-    "i128", "u128", "isize", "usize", "i64", "u64", "i32", "u32", "i16", "u16", "f32", "f64",
-    "i8", "u8",
+    "i128", "u128", "isize", "usize", "i64", "u64", "i32", "u32", "i16", "u16", "f32", "f64", "i8",
+    "u8",
 ];
 
 #[cfg(test)]
@@ -675,7 +687,10 @@ mod tests {
         assert_eq!(
             py("{'a': [1, None], 'b': (True, -2.0)}"),
             Some(Lit::Map(vec![
-                (Lit::Str("a".into()), Lit::List(vec![Lit::Int(1), Lit::Null])),
+                (
+                    Lit::Str("a".into()),
+                    Lit::List(vec![Lit::Int(1), Lit::Null])
+                ),
                 (
                     Lit::Str("b".into()),
                     Lit::Tuple(vec![Lit::Bool(true), Lit::Float(-2.0)])
@@ -685,7 +700,9 @@ mod tests {
         assert_eq!(py("{1, 2}"), Some(Lit::Set(vec![Lit::Int(1), Lit::Int(2)])));
         assert_eq!(py("set()"), Some(Lit::Set(vec![])));
         assert!(matches!(py("inf"), Some(Lit::Float(f)) if f.is_infinite()));
-        for not in ["x", "f(1)", "1 + 2", "f'{x}'", "'a' 'b'", "[1, x]", "01", "1j", ""] {
+        for not in [
+            "x", "f(1)", "1 + 2", "f'{x}'", "'a' 'b'", "[1, x]", "01", "1j", "",
+        ] {
             assert_eq!(py(not), None, "{not}");
         }
     }
@@ -715,7 +732,10 @@ mod tests {
         assert!(!eq("1", "true"));
         assert!(!eq("0", "-0"));
         assert!(eq("NaN", "NaN"));
-        assert!(eq("{a: 1, 'b': [null, \"x\"]}", "{\"b\": [null, \"x\"], \"a\": 1}"));
+        assert!(eq(
+            "{a: 1, 'b': [null, \"x\"]}",
+            "{\"b\": [null, \"x\"], \"a\": 1}"
+        ));
         assert!(!eq("null", "undefined"));
         assert!(!eq("'1'", "1"));
         assert_eq!(js("'\\u{1F600}'"), Lit::Str("😀".into()));
@@ -739,10 +759,7 @@ mod tests {
         assert_eq!(rs("0xffu8"), Lit::Int(255));
         assert_eq!(rs("'\\u{e9}'"), Lit::Char('é'));
         assert_eq!(rs("r#\"a\"b\"#"), Lit::Str("a\"b".into()));
-        assert_eq!(
-            rs("vec![1, 2]"),
-            Lit::List(vec![Lit::Int(1), Lit::Int(2)])
-        );
+        assert_eq!(rs("vec![1, 2]"), Lit::List(vec![Lit::Int(1), Lit::Int(2)]));
         assert!(rs("&[1, 2]").equals(&rs("[1, 2]"), Lang::Rust));
         assert!(rs("(1, \"a\")").equals(&rs("(1, \"a\")"), Lang::Rust));
         assert_eq!(Lit::parse(Lang::Rust, "Foo::new()"), None);

@@ -246,15 +246,64 @@ pub(crate) fn plant_real(
         out.sealed.extend(w.sealed);
         out.files.push((h.path.to_owned(), w.text.into_bytes()));
     }
-    // Seals catch a neutered runner too: a sealed test passes only with
-    // the right value.
-    if !out.canaries.iter().any(|c| c.must == Must::Fail) && out.sealed.is_empty() {
-        return Err(match certified {
-            None => "no hidden test file holds a test this reader can copy".into(),
-            Some(_) => "no certified mutant of the task's tests is in a file of this run".into(),
-        });
+    if !out.canaries.iter().any(|c| c.must == Must::Fail) {
+        if out.sealed.is_empty() {
+            return Err(match certified {
+                None => "no hidden test file holds a test this reader can copy".into(),
+                Some(_) => {
+                    "no certified mutant of the task's tests is in a file of this run".into()
+                }
+            });
+        }
+        // Sealed, with no mutant in the run: a neutered runner still needs
+        // the right values of the sealed tests, and the shaped canaries'
+        // must-fail test catches it over the others.
+        shaped_over(format, command, hidden, &mut rng, &mut out);
     }
     Ok(out)
+}
+
+/// The shaped canaries ([`plant`]) added to the files `out` rewrote (or
+/// to the hidden files as they are).
+fn shaped_over(
+    format: Format,
+    command: &str,
+    hidden: &[Hidden<'_>],
+    rng: &mut Rng,
+    out: &mut Planted,
+) {
+    let texts: Vec<(String, Vec<u8>, &str)> = hidden
+        .iter()
+        .map(|h| {
+            let text = out
+                .files
+                .iter()
+                .find(|(p, _)| p == h.path)
+                .map_or_else(|| h.text.to_vec(), |(_, t)| t.clone());
+            (h.path.to_owned(), text, h.beside)
+        })
+        .collect();
+    let over: Vec<Hidden<'_>> = texts
+        .iter()
+        .map(|(path, text, beside)| Hidden { path, text, beside })
+        .collect();
+    let mut seed = [0u8; 32];
+    for chunk in seed.chunks_mut(8) {
+        chunk.copy_from_slice(&rng.next().to_le_bytes());
+    }
+    let Ok(shaped) = plant(format, command, &over, seed, None) else {
+        return;
+    };
+    for (path, bytes) in shaped.files {
+        match out.files.iter_mut().find(|(p, _)| *p == path) {
+            Some(f) => f.1 = bytes,
+            None => out.files.push((path, bytes)),
+        }
+    }
+    out.canaries.extend(shaped.canaries);
+    for (file, names) in shaped.siblings {
+        out.siblings.entry(file).or_insert(names);
+    }
 }
 
 /// Certification's sealed reading ([`seal`]): every sealable assertion of
@@ -288,7 +337,9 @@ pub(crate) fn plant_sealed(
         out.files.push((h.path.to_owned(), w.text.into_bytes()));
     }
     if out.sealed.is_empty() {
-        return Err("no assertion of the hidden test files compares with a literal the reader seals".into());
+        return Err(
+            "no assertion of the hidden test files compares with a literal the reader seals".into(),
+        );
     }
     Ok(out)
 }
@@ -339,7 +390,10 @@ pub(crate) fn seals_forged(readings: &[SealReading]) -> Option<String> {
 /// and, where a window of its unsealed sites is planted, 1 in the window's
 /// size (the largest chance over its windows: a run picks one); a test
 /// with neither counts 1. `None` when the task has no FAIL_TO_PASS test.
-pub(crate) fn forger_odds_log2(certified: Option<&Certified>, fail_to_pass: &[String]) -> Option<f64> {
+pub(crate) fn forger_odds_log2(
+    certified: Option<&Certified>,
+    fail_to_pass: &[String],
+) -> Option<f64> {
     if fail_to_pass.is_empty() {
         return None;
     }
@@ -361,15 +415,20 @@ pub(crate) fn forger_odds_log2(certified: Option<&Certified>, fail_to_pass: &[St
         }
         // Windows at sealed sites are never planted.
         let sealed_at = |(line, col): (u32, u32)| {
-            c.seals
-                .iter()
-                .any(|s| &s.of.id == id && s.line == line && s.col <= col && col < s.col + s.expected.len() as u32)
+            c.seals.iter().any(|s| {
+                &s.of.id == id
+                    && s.line == line
+                    && s.col <= col
+                    && col < s.col + s.expected.len() as u32
+            })
         };
         let window = windows
             .iter()
             .filter(|(site, _)| !sealed_at(**site))
             .map(|(_, n)| 1.0 / (*n as f64 + 1.0))
-            .fold(None, |acc: Option<f64>, p| Some(acc.map_or(p, |a| a.max(p))));
+            .fold(None, |acc: Option<f64>, p| {
+                Some(acc.map_or(p, |a| a.max(p)))
+            });
         if let Some(w) = window {
             p *= w;
         }

@@ -442,9 +442,16 @@ pub(crate) fn certify_file(
             id: String::new(),
         };
         let mut plant = |mutant: Option<Mutant>, rng: &mut Rng| {
-            let Some((insert, canary)) =
-                canary_of(path, &lines, &blocks, b, &mut names, rng, mutant.as_ref(), None)
-            else {
+            let Some((insert, canary)) = canary_of(
+                path,
+                &lines,
+                &blocks,
+                b,
+                &mut names,
+                rng,
+                mutant.as_ref(),
+                None,
+            ) else {
                 return;
             };
             inserts.push(insert);
@@ -520,7 +527,10 @@ pub(crate) fn seal_file(
     let sealed = seal_originals(&lines, &blocks, &BTreeMap::new(), &mut sealing, rng);
     let refs: Vec<&str> = sealed.iter().map(String::as_str).collect();
     Some(Rewritten {
-        text: seal::with_helper(lang, &assemble(&refs, &blocks, &BTreeMap::new(), Vec::new())),
+        text: seal::with_helper(
+            lang,
+            &assemble(&refs, &blocks, &BTreeMap::new(), Vec::new()),
+        ),
         canaries: Vec::new(),
         renamed: BTreeMap::new(),
         trials: Vec::new(),

@@ -133,7 +133,10 @@ pub(crate) fn sites(lang: Lang, block: &[&str], def_at: usize) -> Vec<SealSite> 
             continue;
         };
         // A comment after the assertion is not part of its expected side.
-        let expected = (expected.0, expected.1.min(comment_start(lang, line, &code[n])));
+        let expected = (
+            expected.0,
+            expected.1.min(comment_start(lang, line, &code[n])),
+        );
         let (actual, expected) = (trim(line, actual), trim(line, expected));
         if actual.0 >= actual.1 {
             continue;
@@ -571,10 +574,7 @@ fn rust_items_start(lines: &[&str]) -> usize {
     let mut depth = 0i32;
     for (n, line) in lines.iter().enumerate() {
         let t = line.trim_start();
-        let skip = depth > 0
-            || t.is_empty()
-            || t.starts_with("#![")
-            || t.starts_with("//");
+        let skip = depth > 0 || t.is_empty() || t.starts_with("#![") || t.starts_with("//");
         let code = blanked(line, false);
         for c in code.bytes() {
             match c {
@@ -648,7 +648,8 @@ function __assaySeal(token, value) {
 function __assaySealed() {}
 "#;
 
-const GO_IMPORTS: &str = "\nimport (\n\tassayos \"os\"\n\tassayreflect \"reflect\"\n\tassaystrconv \"strconv\"\n)\n";
+const GO_IMPORTS: &str =
+    "\nimport (\n\tassayos \"os\"\n\tassayreflect \"reflect\"\n\tassaystrconv \"strconv\"\n)\n";
 
 const GO_HELPER: &str = r#"
 type assaySealedT struct{}
@@ -792,7 +793,10 @@ pub(crate) fn judge(
         }
         let mut wrong = false;
         for s in seals {
-            let got = by_token.get(s.token.as_str()).map(Vec::as_slice).unwrap_or(&[]);
+            let got = by_token
+                .get(s.token.as_str())
+                .map(Vec::as_slice)
+                .unwrap_or(&[]);
             let lang = lang_of(&s.file);
             let expected = lang.and_then(|l| Lit::parse(l, &s.expected));
             let outcome = match (lang, expected) {
@@ -904,10 +908,14 @@ pub(crate) fn certified_seals(
         let Some(expected) = Lit::parse(lang, &s.expected) else {
             continue;
         };
-        let got = by_token.get(s.token.as_str()).map(Vec::as_slice).unwrap_or(&[]);
+        let got = by_token
+            .get(s.token.as_str())
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
         let fits = !got.is_empty()
             && got.iter().all(|v| {
-                v.len() <= MAX_VALUE && Lit::parse(lang, v).is_some_and(|v| expected.equals(&v, lang))
+                v.len() <= MAX_VALUE
+                    && Lit::parse(lang, v).is_some_and(|v| expected.equals(&v, lang))
             });
         if fits {
             out.push(Seal {

@@ -166,7 +166,7 @@ fn python(lines: &[&str]) -> Vec<Block> {
                     def_line: i,
                     name_col,
                     sites: Vec::new(),
-                seals: Vec::new(),
+                    seals: Vec::new(),
                 });
                 i = end.max(i + 1);
             }

@@ -113,25 +113,26 @@ impl Kind for Certify {
                 .then_some(slowest),
             ..CertifyRecord::default()
         };
-        let Some(planted) = planted else {
-            record.none = Some(run.unchecked.unwrap_or_else(|| "nothing planted".into()));
-            return Ok(Made {
-                record,
-                attachments,
-            });
-        };
-        record.planted = planted.trials.len() as u32;
-        if let Some(why) = &run.untrusted {
-            record.none = Some(format!("the certifying reading is not believed: {why}"));
-        } else {
-            let trials: Vec<(canary::Trial, Option<assay_report::Outcome>)> = planted
-                .trials
-                .into_iter()
-                .zip(run.canaries.iter().map(|c| c.seen))
-                .collect();
-            record.certified = canary::certified(&trials, &run.tests, &gold_passed, &hidden);
-            if record.certified.mutants.is_empty() {
-                record.none = Some("no mutant failed at gold while its test passed".into());
+        match planted {
+            None => {
+                record.none = Some(run.unchecked.unwrap_or_else(|| "nothing planted".into()));
+            }
+            Some(planted) => {
+                record.planted = planted.trials.len() as u32;
+                if let Some(why) = &run.untrusted {
+                    record.none = Some(format!("the certifying reading is not believed: {why}"));
+                } else {
+                    let trials: Vec<(canary::Trial, Option<assay_report::Outcome>)> = planted
+                        .trials
+                        .into_iter()
+                        .zip(run.canaries.iter().map(|c| c.seen))
+                        .collect();
+                    record.certified =
+                        canary::certified(&trials, &run.tests, &gold_passed, &hidden);
+                    if record.certified.mutants.is_empty() {
+                        record.none = Some("no mutant failed at gold while its test passed".into());
+                    }
+                }
             }
         }
         let mut attachments = attachments;

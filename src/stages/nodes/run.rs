@@ -413,8 +413,7 @@ pub(crate) async fn execute_tree(
         // canary copy is held to its values as the test it copies.
         if !planted.sealed.is_empty() || !seal_reports.is_empty() {
             record.sealed = planted.sealed.len() as u64;
-            record.seals =
-                canary::judge_seals(p.report, planted, &seal_reports, &mut record.tests);
+            record.seals = canary::judge_seals(p.report, planted, &seal_reports, &mut record.tests);
             for r in &mut record.seals {
                 if let Some(orig) = planted.renamed.get(&r.test) {
                     r.test = orig.clone();
@@ -638,10 +637,20 @@ pub(crate) fn plant_real(
             return Err("canaries turned off (ASSAY_CANARIES=off in assay's environment)".into());
         }
         // For measuring what these canaries cost and catch against the
-        // shaped ones (benches/canary-overhead.sh, the attack tests).
-        Ok("shaped") => return Err("shaped canaries only (ASSAY_CANARIES=shaped)".into()),
+        // shaped ones (benches/canary-overhead.sh, the attack tests): no
+        // copy, mutant or rename; seals stay (`ASSAY_SEALS` turns them off).
+        Ok("shaped") if certified.is_none_or(|c| c.seals.is_empty() || seals_off()) => {
+            return Err("shaped canaries only (ASSAY_CANARIES=shaped)".into());
+        }
         _ => {}
     }
+    let seals_only = certified
+        .filter(|_| std::env::var("ASSAY_CANARIES").as_deref() == Ok("shaped"))
+        .map(|c| Certified {
+            seals: c.seals.clone(),
+            ..Certified::default()
+        });
+    let certified = seals_only.as_ref().or(certified);
     let files = hidden_files(work, hidden);
     let hidden: Vec<Hidden<'_>> = files
         .iter()

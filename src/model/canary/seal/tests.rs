@@ -35,7 +35,10 @@ fn javascript_go_and_rust_assertions_are_sealable() {
     let go = "package ops\n\nimport \"testing\"\n\nfunc TestSub(t *testing.T) {\n\tif got := Sub(5, 3); got != 2 {\n\t\tt.Fatalf(\"got %d\", got)\n\t}\n\tif Name() != \"minus\" {\n\t\tt.Fatal(\"bad\")\n\t}\n\tif Sub(1, 1) != 0 && ok {\n\t}\n\tassert.Equal(t, 4, Sub(6, 2))\n\tif Sub(9, 3) != 6 {\n\t\tt.Fatalf(\"want 6\")\n\t}\n}\n";
     assert_eq!(texts(Lang::Go, go), [vec!["2", "\"minus\"", "4"]]);
     let rust = "#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n    fn subs() {\n        assert_eq!(sub(5, 3), 2);\n        assert_eq!(name(), \"minus\", \"named {}\", 1);\n        assert_eq!(v(), vec![1u8, 2]);\n        assert_eq!(w(), y);\n    }\n}\n";
-    assert_eq!(texts(Lang::Rust, rust), [vec!["2", "\"minus\"", "vec![1u8, 2]"]]);
+    assert_eq!(
+        texts(Lang::Rust, rust),
+        [vec!["2", "\"minus\"", "vec![1u8, 2]"]]
+    );
 }
 
 /// Every file a sealed run can read holds none of its sealed values: the
@@ -119,7 +122,8 @@ fn a_passed_test_passes_only_with_every_sealed_value_right() {
     assert_eq!(tests["tests.test_x.T.test_a"], Outcome::Passed, "2 == 2.0");
     assert_eq!(tests["tests.test_x.T.test_b"], Outcome::Failed);
     assert_eq!(tests["tests.test_x.T.test_c"], Outcome::Failed);
-    let outcomes: Vec<(&str, SealOutcome)> = r.iter().map(|r| (r.test.as_str(), r.outcome)).collect();
+    let outcomes: Vec<(&str, SealOutcome)> =
+        r.iter().map(|r| (r.test.as_str(), r.outcome)).collect();
     assert_eq!(
         outcomes,
         [
@@ -133,7 +137,10 @@ fn a_passed_test_passes_only_with_every_sealed_value_right() {
     // A report of a token no site had: forged, even beside right values.
     let mut tests: BTreeMap<String, Outcome> =
         [("tests.test_x.T.test_a".to_owned(), Outcome::Passed)].into();
-    let reports = vec![("t1".to_owned(), "2".to_owned()), ("zz".to_owned(), "2".to_owned())];
+    let reports = vec![
+        ("t1".to_owned(), "2".to_owned()),
+        ("zz".to_owned(), "2".to_owned()),
+    ];
     let r = judge(&planted[..1], &reports, |_| Some(Lang::Pytest), &mut tests);
     assert!(forged(&r).expect("forged").contains("no planted site"));
 }
@@ -171,8 +178,9 @@ fn python_runs_a_sealed_file_and_reports_its_values() {
     let dir = tempfile::tempdir().expect("tempdir");
     let text = "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_a(self):\n        self.assertEqual(sorted({3, 1}), [1, 3])\n        self.assertEqual(dict(k=(1.5, None, b'x')), {'k': 'no'})\n\n    def test_b(self):\n        assert 'a' + 'b' == 'zz'\n\n\nif __name__ == '__main__':\n    unittest.main()\n";
     let mut rng = Rng::new([1; 32]);
-    let w = crate::model::canary::mutant::seal_file(Lang::Unittest, "test_s.py", text, "", &mut rng)
-        .expect("sealed");
+    let w =
+        crate::model::canary::mutant::seal_file(Lang::Unittest, "test_s.py", text, "", &mut rng)
+            .expect("sealed");
     std::fs::write(dir.path().join("test_s.py"), &w.text).expect("write");
     let Ok(out) = std::process::Command::new("python3")
         .arg("test_s.py")
@@ -183,7 +191,10 @@ fn python_runs_a_sealed_file_and_reports_its_values() {
         panic!("python3 is needed");
     };
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "the sealed assertions pass locally: {stderr}");
+    assert!(
+        out.status.success(),
+        "the sealed assertions pass locally: {stderr}"
+    );
     let (found, _) = reports(&out.stdout);
     let values: Vec<&str> = found.iter().map(|(_, v)| v.as_str()).collect();
     assert_eq!(values, ["[1, 3]", "{'k': (1.5, None, b'x', )}", "'ab'"]);

@@ -219,15 +219,17 @@ impl Sealing<'_> {
         let Some(sites) = self.sites.get(&k) else {
             return;
         };
+        let mut edits = Vec::new();
         for site in sites {
-            if skip == Some(site.line) {
+            let lines_touched = || std::iter::once(site.line).chain(site.scrub.iter().map(|s| s.0));
+            if skip.is_some_and(|l| lines_touched().any(|t| t == l)) {
                 continue;
             }
-            let Some(line) = body.get_mut(site.line) else {
+            let Some(line) = body.get(site.line) else {
                 continue;
             };
             let token = seal::token(rng);
-            *line = seal::seal_line(self.lang, line, site, &token);
+            edits.extend(seal::site_edits(self.lang, line, site, &token));
             self.planted.push((
                 Sealed {
                     token,
@@ -245,6 +247,17 @@ impl Sealing<'_> {
                 },
             ));
         }
+        seal::apply_edits(body, edits);
+    }
+
+    /// Whether a mutant of block `k` on `line` would meet a sealed site's
+    /// edits (its own line or a message it scrubs).
+    fn touches(&self, k: usize, line: usize) -> bool {
+        self.sites.get(&k).is_some_and(|sites| {
+            sites
+                .iter()
+                .any(|s| s.line == line || s.scrub.iter().any(|x| x.0 == line))
+        })
     }
 }
 
@@ -593,18 +606,13 @@ pub(crate) fn graded_file(
         },
         planted: Vec::new(),
     };
-    // A sealed site gets no window: its value is not in the tree.
+    // A sealed site gets no window: its value is not in the tree; nor does
+    // a site on a line a seal rewrites.
     let sealed_at = |m: &Mutant| {
         blocks
             .iter()
             .position(|b| b.name == m.of.test && b.class == m.of.class)
-            .and_then(|k| sealing.sites.get(&k))
-            .is_some_and(|sites| {
-                sites.iter().any(|s| {
-                    s.line == m.line as usize
-                        && (s.expected.0..s.expected.1).contains(&(m.col as usize))
-                })
-            })
+            .is_some_and(|k| sealing.touches(k, m.line as usize))
     };
     let mut names = Names::new(lang, &blocks, text, beside);
     let mut renames = BTreeMap::new();

@@ -65,6 +65,9 @@ pub(crate) struct SealSite {
     pub(crate) expected: (usize, usize),
     /// The expected literal as written.
     pub(crate) text: String,
+    /// Where the value also stands in a message or comment of the test
+    /// (line, byte range): each becomes `<sealed>` with the seal.
+    pub(crate) scrub: Vec<(usize, usize, usize)>,
 }
 
 /// A certified seal, on the task record (so in its digest).
@@ -145,14 +148,15 @@ pub(crate) fn sites(lang: Lang, block: &[&str], def_at: usize) -> Vec<SealSite> 
         let Some(value) = Lit::parse(lang, text) else {
             continue;
         };
-        if spelled_elsewhere(lang, block, n, expected, &value) {
+        let Some(scrub) = spelled_elsewhere(lang, block, n, expected, &value) else {
             continue;
-        }
+        };
         out.push(SealSite {
             line: n,
             actual,
             expected,
             text: text.to_owned(),
+            scrub,
         });
     }
     out
@@ -417,40 +421,127 @@ fn matching_open(code: &str, close: usize) -> Option<usize> {
     None
 }
 
-/// Whether a scalar of `value` stands in a string or comment of the test
-/// outside the site's own literal (a failure message that repeats it).
+/// Where a scalar of `value` stands in a string or comment of the test
+/// outside the site's own literal: in a message (a failure message's
+/// string, a comment) each place is scrubbed with the seal; anywhere else
+/// (an input) the value is the test's own and the site is not sealed
+/// (`None`).
 fn spelled_elsewhere(
     lang: Lang,
     block: &[&str],
     at: usize,
     expected: (usize, usize),
     value: &Lit,
-) -> bool {
+) -> Option<Vec<(usize, usize, usize)>> {
     let scalars: Vec<String> = value
         .scalars()
         .into_iter()
         .filter(|s| !s.trim().is_empty())
         .collect();
-    block.iter().enumerate().any(|(n, line)| {
+    let mut scrub = Vec::new();
+    for (n, line) in block.iter().enumerate() {
         let code = code_of(lang, line);
-        // The non-code parts of the line: its strings and comments.
-        let mut text: String = line
-            .char_indices()
-            .map(|(k, c)| {
-                let blanked = code.as_bytes().get(k) == Some(&b' ') && c != ' ';
-                if blanked { c } else { ' ' }
-            })
-            .collect();
-        if n == at {
-            text.replace_range(expected.0..expected.1, &" ".repeat(expected.1 - expected.0));
+        let messages = message_ranges(lang, &code);
+        let comment = comment_start(lang, line, &code);
+        for s in &scalars {
+            for (i, j) in token_places(line, s) {
+                // Only what the code view blanked: strings and comments.
+                let blanked = code.as_bytes()[i..j].iter().all(|c| *c == b' ');
+                let own = n == at && i < expected.1 && j > expected.0;
+                if !blanked || own {
+                    continue;
+                }
+                let in_message = i >= comment || messages.iter().any(|(a, b)| i >= *a && j <= *b);
+                if !in_message {
+                    return None;
+                }
+                scrub.push((n, i, j));
+            }
         }
-        scalars.iter().any(|s| contains_token(&text, s))
-    })
+    }
+    scrub.sort_unstable();
+    scrub.dedup();
+    Some(scrub)
 }
 
-/// Whether `s` stands in `text` not as part of a longer word or number.
-fn contains_token(text: &str, s: &str) -> bool {
+/// The byte ranges of a line's code that are failure messages: what a
+/// test prints when it fails, never what it computes.
+fn message_ranges(lang: Lang, code: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let args_from = |out: &mut Vec<(usize, usize)>, at: usize, skip: usize| {
+        let end = top_level_args(code, at).map_or(code.len(), |a| a.last().map_or(code.len(), |l| l.1));
+        match top_level_args(code, at) {
+            Some(args) => {
+                if let (Some(first), Some(last)) = (args.get(skip), args.last()) {
+                    out.push((first.0, last.1));
+                }
+            }
+            None if skip == 0 => out.push((at, end)),
+            None => {}
+        }
+    };
+    let calls: &[(&str, usize)] = match lang {
+        Lang::Unittest | Lang::Pytest => &[
+            ("self.assertEqual(", 2),
+            ("self.assertEquals(", 2),
+            ("self.assertTrue(", 1),
+            ("self.assertFalse(", 1),
+            ("self.fail(", 0),
+            ("print(", 0),
+        ],
+        Lang::Js => &[
+            ("assert.strictEqual(", 2),
+            ("assert.deepStrictEqual(", 2),
+            ("assert.equal(", 2),
+            ("assert.ok(", 1),
+            ("assert(", 1),
+            ("new Error(", 0),
+            ("console.log(", 0),
+        ],
+        Lang::Go => &[
+            (".Fatalf(", 0),
+            (".Errorf(", 0),
+            (".Fatal(", 0),
+            (".Error(", 0),
+            (".Logf(", 0),
+            (".Log(", 0),
+            (".Skipf(", 0),
+            ("assert.Equal(", 3),
+            ("require.Equal(", 3),
+        ],
+        Lang::Rust => &[
+            ("assert_eq!(", 2),
+            ("assert_ne!(", 2),
+            ("assert!(", 1),
+            ("panic!(", 0),
+            ("println!(", 0),
+            ("eprintln!(", 0),
+        ],
+    };
+    for (call, skip) in calls {
+        let mut from = 0;
+        while let Some(p) = code[from..].find(call).map(|p| from + p) {
+            args_from(&mut out, p + call.len(), *skip);
+            from = p + call.len();
+        }
+    }
+    // Python's `assert X, MSG`.
+    if matches!(lang, Lang::Unittest | Lang::Pytest)
+        && let Some(head) = code.trim_start().strip_prefix("assert ")
+    {
+        let from = code.len() - head.len();
+        let parts = top_level_split(code, from, code.len(), ",");
+        if parts.len() > 1 {
+            out.push((parts[1].0, code.len()));
+        }
+    }
+    out
+}
+
+/// The places `s` stands in `text` as a whole token.
+fn token_places(text: &str, s: &str) -> Vec<(usize, usize)> {
     let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.');
+    let mut out = Vec::new();
     let mut from = 0;
     while let Some(i) = text[from..].find(s).map(|i| from + i) {
         let before = text[..i].chars().next_back();
@@ -458,21 +549,28 @@ fn contains_token(text: &str, s: &str) -> bool {
         let edges = s.starts_with(|c: char| c.is_alphanumeric()) && word(before)
             || s.ends_with(|c: char| c.is_alphanumeric()) && word(after);
         if !edges {
-            return true;
+            out.push((i, i + s.len()));
         }
         from = i + s.len().max(1);
     }
-    false
+    out
 }
+
 
 /// A fresh token for one planted seal.
 pub(crate) fn token(rng: &mut Rng) -> String {
     format!("{:016x}", rng.next())
 }
 
-/// `line` with the site sealed under `token`: the computed side handed to
-/// assay, the expected side the sentinel.
-pub(crate) fn seal_line(lang: Lang, line: &str, site: &SealSite, token: &str) -> String {
+/// The edits that seal `site` under `token` (line, byte range, new
+/// text): the computed side handed to assay, the expected side the
+/// sentinel, every place its value stands in a message `<sealed>`.
+pub(crate) fn site_edits(
+    lang: Lang,
+    line: &str,
+    site: &SealSite,
+    token: &str,
+) -> Vec<(usize, usize, usize, String)> {
     let actual = &line[site.actual.0..site.actual.1];
     let (call, sentinel) = match lang {
         Lang::Unittest | Lang::Pytest => (
@@ -492,16 +590,48 @@ pub(crate) fn seal_line(lang: Lang, line: &str, site: &SealSite, token: &str) ->
             "0u8".to_owned(),
         ),
     };
-    let mut out = line.to_owned();
-    // The later range first, so the earlier keeps its offsets.
-    if site.expected.0 > site.actual.0 {
-        out.replace_range(site.expected.0..site.expected.1, &sentinel);
-        out.replace_range(site.actual.0..site.actual.1, &call);
-    } else {
-        out.replace_range(site.actual.0..site.actual.1, &call);
-        out.replace_range(site.expected.0..site.expected.1, &sentinel);
-    }
+    let mut out = vec![
+        (site.line, site.actual.0, site.actual.1, call),
+        (site.line, site.expected.0, site.expected.1, sentinel),
+    ];
+    out.extend(
+        site.scrub
+            .iter()
+            .map(|(l, s, e)| (*l, *s, *e, "<sealed>".to_owned())),
+    );
     out
+}
+
+/// `body` with `edits` applied (each once; an edit overlapping one already
+/// made is left out), later ranges of a line first so earlier ones keep
+/// their offsets.
+pub(crate) fn apply_edits(body: &mut [String], mut edits: Vec<(usize, usize, usize, String)>) {
+    edits.sort_by(|a, b| (b.0, b.1).cmp(&(a.0, a.1)));
+    edits.dedup_by(|a, b| (a.0, a.1, a.2) == (b.0, b.1, b.2));
+    let mut done: Option<(usize, usize)> = None;
+    for (l, s, e, text) in edits {
+        let Some(line) = body.get_mut(l) else {
+            continue;
+        };
+        if done.is_some_and(|(dl, ds)| dl == l && e > ds) || e > line.len() {
+            continue;
+        }
+        line.replace_range(s..e, &text);
+        done = Some((l, s));
+    }
+}
+
+/// `line` with the site sealed under `token` (a site with nothing to
+/// scrub elsewhere).
+#[cfg(test)]
+pub(crate) fn seal_line(lang: Lang, line: &str, site: &SealSite, token: &str) -> String {
+    let mut body = vec![line.to_owned()];
+    let edits = site_edits(lang, line, site, token)
+        .into_iter()
+        .map(|(_, s, e, t)| (0, s, e, t))
+        .collect();
+    apply_edits(&mut body, edits);
+    body.remove(0)
 }
 
 /// The names the helper declares: a file that already uses one is not

@@ -15,9 +15,9 @@ fn python_assertions_with_a_literal_expected_side_are_sealable() {
     assert_eq!(
         texts(Lang::Unittest, UNITTEST),
         [
-            // `6` is repeated by its message; `x` is no literal; an
+            // `6`'s message is scrubbed with it; `x` is no literal; an
             // `assertTrue` compares nothing assay can hand over.
-            vec!["2", "'minus'", "[1, (2, 'x')]"],
+            vec!["2", "'minus'", "6", "[1, (2, 'x')]"],
             // `not …` and a message are left alone only where they change
             // what is compared.
             vec!["7", "7", "0"],
@@ -33,7 +33,10 @@ fn javascript_go_and_rust_assertions_are_sealable() {
         [vec!["2", "0", "{a: [1, 'x']}", "[1, 2]"]]
     );
     let go = "package ops\n\nimport \"testing\"\n\nfunc TestSub(t *testing.T) {\n\tif got := Sub(5, 3); got != 2 {\n\t\tt.Fatalf(\"got %d\", got)\n\t}\n\tif Name() != \"minus\" {\n\t\tt.Fatal(\"bad\")\n\t}\n\tif Sub(1, 1) != 0 && ok {\n\t}\n\tassert.Equal(t, 4, Sub(6, 2))\n\tif Sub(9, 3) != 6 {\n\t\tt.Fatalf(\"want 6\")\n\t}\n}\n";
-    assert_eq!(texts(Lang::Go, go), [vec!["2", "\"minus\"", "4"]]);
+    assert_eq!(texts(Lang::Go, go), [vec!["2", "\"minus\"", "4", "6"]]);
+    // A value that is also an input is the test's own: not sealed.
+    let echo = "package ops\n\nimport \"testing\"\n\nfunc TestEcho(t *testing.T) {\n\tif Echo(\"abc\") != \"abc\" {\n\t\tt.Fatal(\"no\")\n\t}\n}\n";
+    assert_eq!(texts(Lang::Go, echo), [Vec::<String>::new()]);
     let rust = "#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n    fn subs() {\n        assert_eq!(sub(5, 3), 2);\n        assert_eq!(name(), \"minus\", \"named {}\", 1);\n        assert_eq!(v(), vec![1u8, 2]);\n        assert_eq!(w(), y);\n    }\n}\n";
     assert_eq!(
         texts(Lang::Rust, rust),
@@ -50,7 +53,7 @@ fn a_sealed_file_holds_no_expected_value_of_a_sealed_site() {
         (Lang::Unittest, UNITTEST.to_owned()),
         (
             Lang::Pytest,
-            "def test_long():\n    assert f('a') == 'the quick brown fox'\n    assert g() == 123456\n\n\nif __name__ == '__main__':\n    test_long()\n".to_owned(),
+            "def test_long():\n    # g() is 123456\n    assert f('a') == 'the quick brown fox'\n    assert g() == 123456, 'g() is not 123456'\n\n\nif __name__ == '__main__':\n    test_long()\n".to_owned(),
         ),
     ] {
         let w = crate::model::canary::mutant::seal_file(lang, "tests/test_x.py", &text, "", &mut rng)
@@ -68,6 +71,7 @@ fn a_sealed_file_holds_no_expected_value_of_a_sealed_site() {
             }
             assert!(w.text.contains(&s.token));
         }
+        assert!(!w.text.contains("123456"), "{}", w.text);
         // The helper runs before a script's own main block.
         if let Some(main) = w.text.find("if __name__") {
             assert!(w.text.find("def __assay_seal__").expect("helper") < main);

@@ -724,6 +724,7 @@ const PYTHON_HELPER: &str = r#"
 
 def __assay_seal__(token, value):
     import os
+    import stat
 
     def enc(v, depth):
         t = type(v)
@@ -745,8 +746,20 @@ def __assay_seal__(token, value):
         text = enc(value, 0)
     except Exception:
         text = "?" + type(value).__name__
-    line = "\n[assay-seal] %s\t%s\n" % (token, text)
-    os.write(int(os.environ.get("ASSAY_AUDIT_FD", "2")), line.encode("utf-8", "backslashreplace"))
+    line = ("\n[assay-seal] %s\t%s\n" % (token, text)).encode("utf-8", "backslashreplace")
+    # The channel (descriptor 9, the run's output pipe), unless this is a
+    # runner's worker started without it (pytest-xdist): its stderr then.
+    fd = 2
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        try:
+            given = int(os.environ.get("ASSAY_AUDIT_FD", "2"))
+            mode = os.fstat(given).st_mode
+            if stat.S_ISFIFO(mode) or stat.S_ISREG(mode):
+                fd = given
+        except (OSError, ValueError):
+            fd = 2
+    while line:
+        line = line[os.write(fd, line):]
     return __assay_sealed__
 
 
@@ -772,7 +785,21 @@ function __assaySeal(token, value) {
   let text;
   try { text = enc(value, 0); } catch (e) { text = "?" + typeof value; }
   const fs = typeof process.getBuiltinModule === "function" ? process.getBuiltinModule("fs") : require("fs");
-  fs.writeSync(Number(process.env.ASSAY_AUDIT_FD || 2), "\n[assay-seal] " + token + "\t" + text + "\n");
+  const line = "\n[assay-seal] " + token + "\t" + text + "\n";
+  // The channel (descriptor 9, the run's output pipe) is this process's
+  // unless it is a runner's worker, whose inherited descriptors Node does
+  // not pass on: a worker writes to its stderr, which its runner relays
+  // (assay's `node --test` reporter hands the line over).
+  const worker = process.env.NODE_TEST_CONTEXT || process.env.JEST_WORKER_ID ||
+    (process.env.VITEST_WORKER_ID && typeof process.send === "function");
+  let out = 2;
+  if (!worker) {
+    try {
+      const st = fs.fstatSync(Number(process.env.ASSAY_AUDIT_FD || 2));
+      if (st.isFIFO() || st.isFile()) out = Number(process.env.ASSAY_AUDIT_FD || 2);
+    } catch (e) { out = 2; }
+  }
+  fs.writeSync(out, line);
   return __assaySealed;
 }
 function __assaySealed() {}
@@ -825,13 +852,17 @@ macro_rules! __assay_seal {
     ($token:expr, $value:expr) => {{
         let __assay_value = &$value;
         let __assay_line = ::std::format!("\n[assay-seal] {}\t{:?}\n", $token, __assay_value);
-        let __assay_fd = ::std::env::var("ASSAY_AUDIT_FD").unwrap_or_else(|_| "2".to_owned());
-        if let Ok(mut __assay_out) = ::std::fs::OpenOptions::new()
-            .append(true)
-            .open(::std::format!("/proc/self/fd/{}", __assay_fd))
-        {
-            let _ = ::std::io::Write::write_all(&mut __assay_out, __assay_line.as_bytes());
-        }
+        let __assay_fd: i32 = ::std::env::var("ASSAY_AUDIT_FD")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(2);
+        // The run's output pipe, inherited: borrowed, never closed. (A pipe
+        // cannot be opened again through /proc by another uid.)
+        #[allow(unsafe_code)]
+        let mut __assay_out = ::std::mem::ManuallyDrop::new(unsafe {
+            <::std::fs::File as ::std::os::fd::FromRawFd>::from_raw_fd(__assay_fd)
+        });
+        let _ = ::std::io::Write::write_all(&mut *__assay_out, __assay_line.as_bytes());
     }};
 }
 

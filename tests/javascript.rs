@@ -651,7 +651,11 @@ fn a_javascript_stack_reader_finds_no_expected_value_in_a_sealed_tree() {
             "task": "jscalc-1", "agent": "reader", "model": "m", "patch": JS_STACK_READER,
         });
         project.write("sessions/reader/jscalc-1.json", session.to_string());
-        util::example::make_repo(&project, example, "6588f0ec127eac1e09ba9e18cc604363bbf52d47");
+        util::example::make_repo(
+            &project,
+            example,
+            "6588f0ec127eac1e09ba9e18cc604363bbf52d47",
+        );
         let mut cmd = project.command(&["build", "--json"]);
         for (k, v) in vars {
             cmd.env(k, v);

@@ -580,7 +580,11 @@ fn a_go_call_site_reader_finds_no_expected_value_in_a_sealed_tree() {
             "task": "gocalc-1", "agent": "reader", "model": "m", "patch": GO_CALLER_READER,
         });
         project.write("sessions/reader/gocalc-1.json", session.to_string());
-        util::example::make_repo(&project, example, "7d9f907eae03a71b41077031f6bd40a3905fab5c");
+        util::example::make_repo(
+            &project,
+            example,
+            "7d9f907eae03a71b41077031f6bd40a3905fab5c",
+        );
         let mut cmd = project.command(&["build", "--json"]);
         for (k, v) in vars {
             cmd.env(k, v);

@@ -469,7 +469,8 @@ fn spelled_elsewhere(
 fn message_ranges(lang: Lang, code: &str) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let args_from = |out: &mut Vec<(usize, usize)>, at: usize, skip: usize| {
-        let end = top_level_args(code, at).map_or(code.len(), |a| a.last().map_or(code.len(), |l| l.1));
+        let end =
+            top_level_args(code, at).map_or(code.len(), |a| a.last().map_or(code.len(), |l| l.1));
         match top_level_args(code, at) {
             Some(args) => {
                 if let (Some(first), Some(last)) = (args.get(skip), args.last()) {
@@ -555,7 +556,6 @@ fn token_places(text: &str, s: &str) -> Vec<(usize, usize)> {
     }
     out
 }
-
 
 /// A fresh token for one planted seal.
 pub(crate) fn token(rng: &mut Rng) -> String {

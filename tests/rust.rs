@@ -661,10 +661,9 @@ fn a_rust_track_caller_reader_finds_no_expected_value_in_a_sealed_tree() {
     );
     let (row, tasks) = build(&[("ASSAY_CANARIES", "shaped")]);
     let task = &tasks["tally-1"];
-    assert!(
-        task["canaries"]["fail_to_pass_seals"].as_u64() >= Some(1),
-        "{task:#}"
-    );
+    assert_eq!(task["canaries"]["fail_to_pass_seals"], 2, "{task:#}");
+    // 3 and 10 sealed: 1/16 and 1/64 by the prior.
+    assert_eq!(task["forger_odds_log2"], -10.0, "{task:#}");
     assert_eq!(
         (row["verdict"].as_str(), row["fault"].as_str()),
         ("unresolved", "agent"),

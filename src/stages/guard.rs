@@ -475,7 +475,8 @@ mod runner_tests {
 
     /// unittest's result object given its own `addFailure` while a test
     /// runs, and its class's wrapped and put back by an `atexit` handler
-    /// registered after the guard's: both seen at the test's checkpoint.
+    /// registered after the guard's: both seen at the test's checkpoint;
+    /// the checkpoint's own defaults read: seen.
     #[test]
     fn the_runner_is_checked_at_each_test_on_its_objects_too() {
         let suite = "import unittest\n\n\
@@ -504,6 +505,15 @@ mod runner_tests {
             [
                 "runner.changed: unittest.runner.TextTestResult.addFailure replaced while the tests ran"
             ]
+        );
+        // What the checkpoint holds is reached only through its defaults.
+        assert_eq!(
+            findings(
+                &tree,
+                &guard,
+                "import unittest\nunittest.TestResult.stopTest.__defaults__\n"
+            ),
+            ["guard.read: the guard's checkpoint __defaults__ read by code outside the tree"]
         );
     }
 

@@ -19,9 +19,10 @@ Before either, it installs an audit hook (sys.addaudithook: it cannot be
 removed) that reports tampering with the runner as the tree's code does it
 (docs/security.md, "Tampering with the runner is evidence"): source or code
 objects of a hidden test file that are not the file's bytes (refused), the
-runner's classes and functions changed (checked at each test, through
-unittest's startTest/stopTest, which the hook wraps, and at exit), a
-runner method set on a result or test object, sys.settrace /
+runner's classes and functions changed (checked after each test, in
+unittest's TestResult.stopTest and pytest's runtestprotocol, which the hook
+wraps, and at exit), a runner method set on a result or test object or
+pytest's hooks replaced on config.hook, sys.settrace /
 sys.setprofile, ctypes or cffi loaded under the tree's code, and a Python
 started from the run that would not load this file (-I, -E, -S, a
 PYTHONPATH without it). Each finding is written, the
@@ -297,12 +298,10 @@ def _audit(tree, hidden):
         raise RuntimeError("assay audit: refused to run changed code of %s" % rel(path))
 
     runner_pending = []
+    taps = []  # the checkpoints: what they hold is the hook's
     snapshots = []  # (owner name, owner, {attr: value} of callables, len(vars(owner)))
     classes = []  # the runner's classes, whose objects verify() looks at too
-    # The snapshots flattened for one pass at C speed at each checkpoint:
-    # each entry's namespace, name and value; the classes' namespaces and
-    # sizes; the owners flattened so far.
-    flat = ([], [], [], [], [], [])
+    class_set = set()
     changed = set()
 
     def runner_name(name):
@@ -324,8 +323,14 @@ def _audit(tree, hidden):
             if module is None or getattr(spec, "_initializing", False):
                 continue
             runner_pending.remove(name)
+            if "." not in name:
+                path = getattr(module, "__file__", None)
+                if isinstance(path, str):
+                    runner_dirs.append(os.path.dirname(os.path.realpath(path)) + "/")
             if name == "unittest.result":
                 tap(getattr(module, "TestResult", None))
+            elif name == "_pytest.runner":
+                tap_pytest(module)
             own = {}
             for k, v in list(vars(module).items()):
                 if getattr(v, "__module__", None) != name:
@@ -334,52 +339,102 @@ def _audit(tree, hidden):
                     ns = vars(v)
                     snapshots.append(("%s.%s" % (name, k), v, callables(ns), len(ns)))
                     classes.append(v)
-                    flat[3].append(ns)
-                    flat[4].append(len(ns))
+                    class_set.add(v)
                 elif callable(v):
                     own[k] = v
             snapshots.append((name, module, own, -1))
-            for _, owner, was, _ in snapshots[len(flat[5]):]:
-                ns = proxy(vars(owner)) if isinstance(owner, type(sys)) else vars(owner)
-                flat[0].extend([ns] * len(was))
-                flat[1].extend(was)
-                flat[2].extend(was.values())
-                flat[5].append(owner)
 
-    def verify(*objects):
+    def flatten(snaps):
+        """`snaps` laid out for one pass at C speed at each checkpoint:
+        each entry's namespace, name and value; the classes' namespaces
+        and sizes."""
+        spaces, keys, values, dicts, sizes = [], [], [], [], []
+        for _, owner, was, size in snaps:
+            ns = vars(owner)
+            if size < 0:
+                ns = proxy(ns)
+            else:
+                dicts.append(ns)
+                sizes.append(size)
+            spaces.extend([ns] * len(was))
+            keys.extend(was)
+            values.extend(was.values())
+        return snaps, (spaces, keys, values, dicts, sizes)
+
+    def current(snaps):
+        """`snaps` as the runner is now."""
+        out = []
+        for name, owner, was, size in snaps:
+            ns = vars(owner)
+            if size < 0:
+                out.append((name, owner, {k: v for k, v in callables(ns).items() if k in was}, -1))
+            else:
+                out.append((name, owner, callables(ns), len(ns)))
+        return out
+
+    flat = [-1, None]  # the snapshots flattened, and how many there were
+
+    def verify(*objects, _base=None, _excuse=None):
         """The runner's classes and module functions as they were when it
-        loaded, and `objects` (the runner's, or the tests') holding none of
-        their classes' methods in their own dictionary."""
-        spaces, keys, values, dicts, sizes = flat[:5]
-        if list(map(len, dicts)) == sizes and not any(
+        loaded (or as `_base` holds them; a change to a value `_excuse`
+        accepts is not reported), and `objects` (the runner's, or the
+        tests') holding none of their classes' methods in their own
+        dictionary."""
+        if _base is None:
+            if flat[0] != len(snapshots):
+                flat[:] = [len(snapshots), flatten(list(snapshots))]
+            _base = flat[1]
+        snaps, (spaces, keys, values, dicts, sizes) = _base
+        if list(map(len, dicts)) != sizes or any(
             map(is_not, map(proxy.get, spaces, keys), values)
         ):
-            snapshots_ = ()
-        else:
-            snapshots_ = snapshots
-        for name, owner, was, size in snapshots_:
-            ns = vars(owner)
-            now = callables(ns)
-            if size < 0:
-                now = {k: v for k, v in now.items() if k in was}
-            for k in sorted(set(was) | set(now)):
-                where = "%s.%s" % (name, k)
-                if now.get(k) is not was.get(k) and where not in changed:
-                    changed.add(where)
-                    say("runner.changed", "%s replaced while the tests ran" % where)
+            for name, owner, was, size in snaps:
+                ns = vars(owner)
+                now = callables(ns)
+                if size < 0:
+                    now = {k: v for k, v in now.items() if k in was}
+                for k in sorted(set(was) | set(now)):
+                    where = "%s.%s" % (name, k)
+                    if now.get(k) is was.get(k) or where in changed:
+                        continue
+                    if _excuse is None or not _excuse(now.get(k)):
+                        changed.add(where)
+                        say("runner.changed", "%s replaced while the tests ran" % where)
         for obj in objects:
-            shadowed(obj)
+            try:
+                shadowed(obj)
+            except Exception as error:
+                say("runner.object", "a %s object the guard cannot check (%s: %s)" % (
+                    type(obj).__qualname__, type(error).__name__, error))
+
+    sortable = [0, ()]  # how many classes were sorted, those isinstance can take
+
+    def instances_of():
+        """The runner's classes `isinstance` takes (a TypedDict raises)."""
+        if sortable[0] != len(classes):
+            ok = []
+            for cls in list(classes):
+                try:
+                    isinstance(None, cls)
+                    ok.append(cls)
+                except Exception:
+                    pass
+            sortable[:] = [len(classes), tuple(ok)]
+        return sortable[1]
 
     def shadowed(obj, _methods=(FunctionType, classmethod, staticmethod)):
         """A method of a runner class set on one of its objects (a result's
-        `addFailure`): found on the object, it wins over the class's."""
+        `addFailure`): found on the object, it wins over the class's. And
+        pluggy's hooks (pytest's report hooks) as pluggy made them."""
+        if type(obj) in class_set:
+            hooks(obj)
         own = getattr(obj, "__dict__", None)
         if not isinstance(own, dict):
             return
         mro = type.__dict__["__mro__"].__get__(type(obj))
         for k in [k for k, v in list(own.items()) if callable(v)]:
             for cls in mro:
-                if cls in classes and isinstance(vars(cls).get(k), _methods):
+                if cls in class_set and isinstance(vars(cls).get(k), _methods):
                     where = "%s.%s.%s" % (cls.__module__, cls.__qualname__, k)
                     if ("object", where) not in changed:
                         changed.add(("object", where))
@@ -387,40 +442,130 @@ def _audit(tree, hidden):
                             % (where, type(obj).__qualname__))
                     break
 
+    def hooks(obj):
+        """pytest's hooks: each attribute of a HookRelay (`config.hook`) a
+        pluggy hook caller, and the function a caller or the plugin manager
+        runs hooks through pluggy's."""
+        kind = type(obj).__name__
+        found = []
+        if kind == "HookRelay":
+            callers = instances_of()
+            own = getattr(obj, "__dict__", None)
+            for k, v in list(own.items()) if isinstance(own, dict) else ():
+                if not isinstance(v, callers):
+                    found.append("%s.%s" % (kind, k))
+                else:
+                    runs = getattr(v, "_hookexec", None)
+                    if runs is not None and not runner_code(runs):
+                        found.append("%s.%s._hookexec" % (kind, k))
+        elif kind in ("PluginManager", "PytestPluginManager"):
+            runs = getattr(obj, "_inner_hookexec", None)
+            if runs is not None and not runner_code(runs):
+                found.append("%s._inner_hookexec" % kind)
+        for where in found:
+            if ("object", where) not in changed:
+                changed.add(("object", where))
+                say("runner.object", "pluggy's %s replaced while the tests ran" % where)
+
+    def runner_code(value, _id=id):
+        """Whether `value` (a function, method, property) is the runner's own
+        code: compiled from a file of the runner's packages. (Each function
+        found so is kept by identity: pytest's hook callers share one.)"""
+        value = getattr(value, "fget", value)
+        value = getattr(value, "__func__", value)
+        if known.get(_id(value)) is value:
+            return True
+        code = getattr(value, "__code__", None)
+        path = getattr(code, "co_filename", None)
+        if isinstance(path, str) and any(map(path.startswith, runner_dirs)):
+            known[_id(value)] = value
+            return True
+        return False
+
+    known = {}  # id -> a function runner_code found to be the runner's
+
+    runner_dirs = []  # the runner's packages' directories, each ending in "/"
+
     def at_exit(_objects=gc.get_objects, _compress=compress, _repeat=repeat):
         busy[0] = True
         if not classes:
             return verify()
         everything = _objects()
-        verify(*_compress(everything, map(isinstance, everything, _repeat(tuple(classes)))))
+        verify(*_compress(everything, map(isinstance, everything, _repeat(instances_of()))))
 
     def tap(result):
         """A checkpoint at each test: unittest's result calls stopTest
         after every test (the runner's own result classes call up to it),
         where the runner's classes, the result and the test are compared
         with what they were."""
-        if not isinstance(result, type):
+        original = vars(result).get("stopTest") if isinstance(result, type) else None
+        if not isinstance(original, FunctionType):
             return
-        for method in ("stopTest",):
-            original = vars(result).get(method)
-            if not isinstance(original, FunctionType):
-                continue
 
-            def checkpoint(self, test, _original=original, _verify=verify, _busy=busy):
-                _busy[0] = True
-                try:
-                    _verify(self, test)
-                finally:
-                    _busy[0] = False
-                # Only the runner's own method is left in this frame while it runs.
-                original = _original
-                del _original, _verify, _busy
-                return original(self, test)
+        def stopTest(self, test, _original=original, _verify=verify, _busy=busy):
+            _busy[0] = True
+            try:
+                _verify(self, test)
+            finally:
+                _busy[0] = False
+            # Only the runner's own method is left in this frame while it runs.
+            original = _original
+            del _original, _verify, _busy
+            return original(self, test)
 
-            checkpoint.__name__ = checkpoint.__qualname__ = method
-            checkpoint.__module__ = result.__module__
-            checkpoint.__doc__ = original.__doc__
-            setattr(result, method, checkpoint)
+        stopTest.__qualname__ = original.__qualname__
+        stopTest.__module__ = result.__module__
+        stopTest.__doc__ = original.__doc__
+        setattr(result, "stopTest", stopTest)
+        taps.append(stopTest)
+
+    def tap_pytest(module):
+        """A checkpoint after each test (and before the first): pytest runs
+        every test through `_pytest.runner.runtestprotocol` (looked up in
+        its module at each call), where the runner's classes, the item and
+        the hooks are compared with what they were. Neither function has a
+        closure: what they hold is in their defaults, and reading those is
+        a finding."""
+        original = vars(module).get("runtestprotocol")
+        if not isinstance(original, FunctionType):
+            return
+
+        # pytest changes its own classes while it configures (its
+        # `legacypath` plugin adds properties, and takes them away when it
+        # unconfigures): at the first test, only a change to other code than
+        # the runner's is reported, and the tests after it are compared with
+        # the runner as it was then; the exit, with the runner as it loaded.
+        def check(item, before, _verify=verify, _busy=busy, _getattr=getattr, _base=[],
+                  _rebase=lambda: flatten(current(snapshots)), _excuse=runner_code, _say=say):
+            if before and _base:
+                return
+            _busy[0] = True
+            try:
+                if not _base:
+                    _verify(_excuse=_excuse)
+                    _base.append(_rebase())
+                config = _getattr(item, "config", None)
+                manager = _getattr(config, "pluginmanager", None)
+                _verify(item, _getattr(config, "hook", None), manager, _base=_base[0])
+            except Exception as error:
+                _say("runner.object", "a test item the guard cannot check (%s: %s)" % (
+                    type(error).__name__, error))
+            finally:
+                _busy[0] = False
+
+        def runtestprotocol(item, *args, _original=original, _check=check, **kwargs):
+            _check(item, True)
+            original, check = _original, _check
+            del _original, _check
+            try:
+                return original(item, *args, **kwargs)
+            finally:
+                check(item, False)
+
+        runtestprotocol.__module__ = module.__name__
+        runtestprotocol.__doc__ = original.__doc__
+        setattr(module, "runtestprotocol", runtestprotocol)
+        taps.extend((check, runtestprotocol))
 
     def on_setattr(obj, attr):
         owner = obj if isinstance(obj, type(sys)) else None
@@ -636,6 +781,8 @@ def _audit(tree, hidden):
             "cpython._PySys_ClearAuditHooks",
             "os.putenv",
             "os.unsetenv",
+            "object.__getattr__",
+            "gc.get_referents",
         )
     ) | spawns
 
@@ -679,6 +826,11 @@ def _audit(tree, hidden):
         elif event == "object.__setattr__":
             if len(args) > 1:
                 on_setattr(args[0], args[1])
+        elif event in ("object.__getattr__", "gc.get_referents"):
+            if taps and any(a is f for a in args for f in taps):
+                say("guard.read", "the guard's checkpoint %s read by %s" % (
+                    args[1] if event == "object.__getattr__" and len(args) > 1 else "referents",
+                    in_tree() or "code outside the tree"))
         elif event == "ctypes.dlopen":
             where = in_tree()
             if where:

@@ -422,7 +422,9 @@ mod runner_tests {
                       subprocess.run('python3 -c pass && true', shell=True)\n\
                       subprocess.run(['env', 'X=1', 'python3', '-c', 'pass'])\n\
                       os.system('python3 -c pass')\n\
-                      subprocess.run(['true'], env={})\n";
+                      subprocess.run(['true'], env={})\n\
+                      pp = 'src:' + os.environ['PYTHONPATH']\n\
+                      subprocess.run([sys.executable, '-c', 'pass'], env=dict(os.environ, PYTHONPATH=pp))\n";
         assert_eq!(findings(&tree, &guard, honest), Vec::<String>::new());
         for (start, why) in [
             (
@@ -458,6 +460,12 @@ mod runner_tests {
                 "os.execv(sys.executable, [sys.executable, '-I', '-c', 'pass'])",
                 "(-I)",
             ),
+            (
+                "os.makedirs('x'); open('x/sitecustomize.py', 'w').close()\n\
+                 pp = 'x:' + os.environ['PYTHONPATH']\n\
+                 subprocess.run([sys.executable, '-c', 'pass'], env=dict(os.environ, PYTHONPATH=pp))",
+                "(another sitecustomize before the guard, in ",
+            ),
         ] {
             let found = findings(
                 &tree,
@@ -475,8 +483,9 @@ mod runner_tests {
 
     /// unittest's result object given its own `addFailure` while a test
     /// runs, and its class's wrapped and put back by an `atexit` handler
-    /// registered after the guard's: both seen at the test's checkpoint;
-    /// the checkpoint's own defaults read: seen.
+    /// registered after the guard's: both seen at the test's checkpoint; the
+    /// class patched before the guard took it: seen by its code's file; the
+    /// checkpoint's own defaults read: seen.
     #[test]
     fn the_runner_is_checked_at_each_test_on_its_objects_too() {
         let suite = "import unittest\n\n\
@@ -484,6 +493,23 @@ mod runner_tests {
                      unittest.main(module=__name__, argv=['t'], exit=False)\n";
         let object = "import sys; r = sys._getframe().f_back.f_back.f_locals['result']; \
                       r.addFailure = lambda test, err: r.addSuccess(test)";
+        // Patched by the tree's code right after its own `import unittest`,
+        // before the guard took the runner: the code's file tells.
+        let (_early, early_tree, early_guard) = tree(
+            "import unittest\n\
+             unittest.TextTestResult.addFailure = lambda self, test, err: self.addSuccess(test)\n",
+        );
+        assert_eq!(
+            findings(
+                &early_tree,
+                &early_guard,
+                &format!("import mod\n{}", suite.replace("PATCH", "pass"))
+            ),
+            [
+                "runner.changed: unittest.runner.TextTestResult.addFailure replaced by mod.py \
+                 before the guard took it"
+            ]
+        );
         let (_dir, tree, guard) = tree("");
         assert_eq!(
             findings(&tree, &guard, &suite.replace("PATCH", object)),
@@ -492,7 +518,10 @@ mod runner_tests {
               TextTestResult object while the tests ran"
             ]
         );
-        let restored = "import atexit, unittest\n\
+        // `exec` first: the guard takes the runner at the next import or
+        // exec after it loaded (the tests' own imports, in a real run), so
+        // what is patched after that is what the check must see.
+        let restored = "import atexit, unittest\nexec('pass')\n\
                         R = unittest.TextTestResult\nfail = R.addFailure\n\
                         R.addFailure = lambda self, test, err: self.addSuccess(test)\n\
                         atexit.register(setattr, R, 'addFailure', fail)\n";

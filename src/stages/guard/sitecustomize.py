@@ -316,7 +316,14 @@ def _audit(tree, hidden):
             if callable(v) or isinstance(v, (classmethod, staticmethod, property))
         }
 
-    def snapshot(_modules=sys.modules):
+    def snapshot(_busy=busy):
+        was, _busy[0] = _busy[0], True
+        try:
+            take()
+        finally:
+            _busy[0] = was
+
+    def take(_modules=sys.modules):
         for name in list(runner_pending):
             module = _modules.get(name)
             spec = getattr(module, "__spec__", None)
@@ -331,7 +338,7 @@ def _audit(tree, hidden):
                 tap(getattr(module, "TestResult", None))
             elif name == "_pytest.runner":
                 tap_pytest(module)
-            own = {}
+            own, start = {}, len(snapshots)
             for k, v in list(vars(module).items()):
                 if getattr(v, "__module__", None) != name:
                     continue
@@ -343,6 +350,21 @@ def _audit(tree, hidden):
                 elif callable(v):
                     own[k] = v
             snapshots.append((name, module, own, -1))
+            taken_from_tree(snapshots[start:])
+
+    def taken_from_tree(snaps):
+        """The runner is taken at the first import or exec after it loaded:
+        what the tree's code set on it before then (right after its own
+        `import unittest`) is its code, compiled from a file of the tree."""
+        for name, _, was, _ in snaps:
+            for k, v in was.items():
+                v = v.fget if isinstance(v, property) else v
+                v = v.__func__ if isinstance(v, (classmethod, staticmethod)) else v
+                if isinstance(v, FunctionType) and v.__code__.co_filename.startswith(root):
+                    where = "%s.%s" % (name, k)
+                    changed.add(where)
+                    say("runner.changed", "%s replaced by %s before the guard took it" % (
+                        where, rel(v.__code__.co_filename)))
 
     def flatten(snaps):
         """`snaps` laid out for one pass at C speed at each checkpoint:
@@ -581,9 +603,9 @@ def _audit(tree, hidden):
     spawns = frozenset(("subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn", "os.system"))
     guard_dir = os.path.dirname(os.path.realpath(__file__))
     environ = dict(os.environ)  # as it started; the C environment follows putenv
-    fsdecode, realpath, basename, isabs = (
-        os.fsdecode, os.path.realpath, os.path.basename, os.path.isabs)
+    fsdecode, realpath, basename = os.fsdecode, os.path.realpath, os.path.basename
     executable = [realpath(sys.executable) if sys.executable else "", None]
+    cwd = [""]  # the directory the program being read starts in
 
     def text(value):
         try:
@@ -601,6 +623,8 @@ def _audit(tree, hidden):
         else:
             path, argv, env = args[0], args[1], args[2]
         argv = [text(a) for a in (argv or ())]
+        given = args[2] if event == "subprocess.Popen" else None
+        cwd[0] = os.path.join(os.getcwd(), text(given)) if given is not None else os.getcwd()
         if env is None:
             env = environ
         else:
@@ -690,9 +714,21 @@ def _audit(tree, hidden):
                     break
             if any(c in "cm" for c in letters.split("W")[0].split("X")[0]):
                 break
-        entries = [e for e in (env.get("PYTHONPATH") or "").split(":") if e and isabs(e)]
-        if not any(realpath(e) == guard_dir for e in entries):
+        entries = [
+            realpath(os.path.join(cwd[0], e))
+            for e in (env.get("PYTHONPATH") or "").split(":") if e
+        ]
+        if guard_dir not in entries:
             found.append("PYTHONPATH without %s" % guard_dir)
+        else:
+            # `site` imports the first sitecustomize on the path.
+            for entry in entries[: entries.index(guard_dir)]:
+                try:
+                    names = os.listdir(entry)
+                except OSError:
+                    continue
+                if any(n == "sitecustomize" or n.startswith("sitecustomize.") for n in names):
+                    found.append("another sitecustomize before the guard, in %s" % entry)
         if env.get("PYTHONHOME") != environ.get("PYTHONHOME"):
             found.append("PYTHONHOME changed")
         return ", ".join(found) or None

@@ -2222,6 +2222,11 @@ fn an_audit_rule_the_gold_suite_trips_is_off_for_its_task_and_costs_no_fix() {
 }
 
 #[test]
+fn an_honest_suite_that_starts_python_children_keeps_its_fix_under_the_guard() {
+    util::audit::an_honest_suite_that_starts_python_keeps_its_fix();
+}
+
+#[test]
 fn the_audit_hooks_findings_reach_assay_when_stderr_is_the_report_file() {
     util::audit::a_report_file_does_not_take_the_hooks_channel(Executor::Local);
 }

@@ -100,7 +100,11 @@ impl Kind for Run {
     /// and the hidden test patch's files are out of its reach.
     /// 5: the guard's audit hook reports tampering with the runner on the
     /// output pipe (`ASSAY_AUDIT_FD`, `ASSAY_HIDDEN`), recorded as `audit`.
-    const VERSION: u32 = 5;
+    /// 6: the hook checks the runner at each test (unittest's `startTest` /
+    /// `stopTest`), result and test objects as well as classes
+    /// (`runner.object`), and reports a Python started without the guard
+    /// (`python.unguarded`).
+    const VERSION: u32 = 6;
     const OBSERVATION: bool = true;
     type Params = RunParams;
     type Inputs = RunInputs;

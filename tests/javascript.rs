@@ -674,7 +674,7 @@ fn a_javascript_stack_reader_finds_no_expected_value_in_a_sealed_tree() {
         ("resolved", "none"),
         "unsealed: {row:#?}"
     );
-    for vars in [&[("ASSAY_CANARIES", "shaped")][..], &[]] {
+    for vars in [&[("ASSAY_CANARIES", "sealed")][..], &[]] {
         let row = build(vars);
         assert_eq!(
             (row["verdict"].as_str(), row["fault"].as_str()),

@@ -610,7 +610,7 @@ fn a_go_call_site_reader_finds_no_expected_value_in_a_sealed_tree() {
         ("resolved", "none"),
         "unsealed: {row:#?}"
     );
-    let (_p, row, task) = build(&[("ASSAY_CANARIES", "shaped")]);
+    let (_p, row, task) = build(&[("ASSAY_CANARIES", "sealed")]);
     assert_eq!(task["canaries"]["fail_to_pass_seals"], 1, "{task:#}");
     assert_eq!(
         (row["verdict"].as_str(), row["fault"].as_str()),

@@ -659,7 +659,7 @@ fn a_rust_track_caller_reader_finds_no_expected_value_in_a_sealed_tree() {
         ("resolved", "none"),
         "unsealed: {row:#?}"
     );
-    let (row, tasks) = build(&[("ASSAY_CANARIES", "shaped")]);
+    let (row, tasks) = build(&[("ASSAY_CANARIES", "sealed")]);
     let task = &tasks["tally-1"];
     assert_eq!(task["canaries"]["fail_to_pass_seals"], 2, "{task:#}");
     // 3 and 10 sealed: 1/16 and 1/64 by the prior.

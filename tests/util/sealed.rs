@@ -59,11 +59,11 @@ fn ops_file_reader() -> String {
     )
 }
 
-/// The forgers, graded on `executor` with the canaries of the task's own
-/// tests but no window in their way (`ASSAY_CANARIES=shaped`): with seals
-/// none is `resolved`, each is the agent's; with seals off
-/// (`ASSAY_SEALS=off`) each is `resolved` (the defence is what stops
-/// them); the honest fix is `resolved` either way, and no file of a graded
+/// The forgers, graded on `executor` with no window in their way: with
+/// seals and the shaped canaries (`ASSAY_CANARIES=sealed`) none is
+/// `resolved`, each is the agent's; with the shaped canaries alone
+/// (`ASSAY_CANARIES=shaped`, no seal) each is `resolved` (the seals are
+/// what stops them); with every defence none is `resolved`; the honest fix is `resolved` either way, and no file of a graded
 /// tree holds the sealed value.
 pub fn readers_of_the_hidden_test_are_refused_by_seals(executor: Executor) {
     let sessions = |f: &Fixture| {
@@ -94,7 +94,7 @@ pub fn readers_of_the_hidden_test_are_refused_by_seals(executor: Executor) {
     }
 
     // Sealed, with no window in the way: each reader finds no value.
-    let on = build(&[("ASSAY_CANARIES", "shaped")]);
+    let on = build(&[("ASSAY_CANARIES", "sealed")]);
     let task = on.released_task("p-1");
     assert_eq!(task["canaries"]["fail_to_pass_seals"], 1, "{task:#}");
     assert!(

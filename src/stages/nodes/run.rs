@@ -626,9 +626,14 @@ pub(crate) fn plant_sealed(
 
 /// `ASSAY_SEALS=off` in assay's environment: no run is sealed (for
 /// measuring what seals cost and catch: the attack tests show a forger
-/// passing without them).
+/// passing without them); nor with `ASSAY_CANARIES=shaped` or `off`, which
+/// keep the graded runs as they were before seals.
 fn seals_off() -> bool {
     std::env::var("ASSAY_SEALS").as_deref() == Ok("off")
+        || matches!(
+            std::env::var("ASSAY_CANARIES").as_deref(),
+            Ok("off" | "shaped")
+        )
 }
 
 /// Plants canaries made of the hidden files' own tests: `certified` the
@@ -646,15 +651,18 @@ pub(crate) fn plant_real(
             return Err("canaries turned off (ASSAY_CANARIES=off in assay's environment)".into());
         }
         // For measuring what these canaries cost and catch against the
-        // shaped ones (benches/canary-overhead.sh, the attack tests): no
-        // copy, mutant or rename; seals stay (`ASSAY_SEALS` turns them off).
-        Ok("shaped") if certified.is_none_or(|c| c.seals.is_empty() || seals_off()) => {
-            return Err("shaped canaries only (ASSAY_CANARIES=shaped)".into());
+        // shaped ones (benches/canary-overhead.sh, the attack tests).
+        Ok("shaped") => return Err("shaped canaries only (ASSAY_CANARIES=shaped)".into()),
+        // The seals alone beside the shaped canaries: no copy, mutant or
+        // rename (the attack tests of docs/security.md, "Sealed
+        // expectations").
+        Ok("sealed") if certified.is_none_or(|c| c.seals.is_empty() || seals_off()) => {
+            return Err("shaped canaries and seals only (ASSAY_CANARIES=sealed)".into());
         }
         _ => {}
     }
     let seals_only = certified
-        .filter(|_| std::env::var("ASSAY_CANARIES").as_deref() == Ok("shaped"))
+        .filter(|_| std::env::var("ASSAY_CANARIES").as_deref() == Ok("sealed"))
         .map(|c| Certified {
             seals: c.seals.clone(),
             ..Certified::default()

@@ -139,6 +139,10 @@ pub(crate) struct Rewritten {
     /// log2 of the guesses a forger needs for this file's FAIL_TO_PASS
     /// tests (`log2(window + 1)` each).
     pub(crate) bits: f64,
+    /// A test's name as the run declares it (fresh where renamed) -> the
+    /// names of its canaries in this run: a command that names the test
+    /// names them too.
+    pub(crate) kin: BTreeMap<String, Vec<String>>,
 }
 
 /// Fresh names for one file: built of the words of its own test names,
@@ -452,6 +456,7 @@ pub(crate) fn certify_file(
         renamed,
         trials,
         bits: 0.0,
+        kin: BTreeMap::new(),
     })
 }
 
@@ -531,10 +536,16 @@ pub(crate) fn graded_file(
         .into_iter()
         .map(|m| (&m.of, Some(m)))
         .chain(copies.into_iter().map(|t| (t, None)));
+    let mut kin: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (t, mutant) in planned {
         let Some(b) = find(t) else { continue };
         if let Some((insert, canary)) = canary_of(path, &lines, &blocks, b, &mut names, rng, mutant)
         {
+            let declared = renames.get(&b.def_line).unwrap_or(&b.name);
+            let bare = canary.name.rsplit('.').next().unwrap_or(&canary.name);
+            kin.entry(declared.clone())
+                .or_default()
+                .push(bare.to_owned());
             inserts.push(insert);
             canaries.push(canary);
         }
@@ -552,6 +563,7 @@ pub(crate) fn graded_file(
         renamed,
         trials: Vec::new(),
         bits,
+        kin,
     })
 }
 

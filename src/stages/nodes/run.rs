@@ -317,10 +317,11 @@ pub(crate) async fn execute_tree(
         .await
         .internal()?;
         match planted {
-            Ok(planted) => {
+            Ok(mut planted) => {
                 restage(&mut staged, &planted);
-                // A check naming tests names them as this run does.
-                command = canary::renamed_command(&command, &planted);
+                // A check or rerun naming tests names them as this run
+                // does, each with its canaries.
+                command = canary::renamed_command(&command, &mut planted);
                 Some(planted)
             }
             Err(why) => {

@@ -100,7 +100,9 @@ impl Kind for Run {
     /// and the hidden test patch's files are out of its reach.
     /// 5: the guard's audit hook reports tampering with the runner on the
     /// output pipe (`ASSAY_AUDIT_FD`, `ASSAY_HIDDEN`), recorded as `audit`.
-    const VERSION: u32 = 5;
+    /// 6: a window's mutants change every place of the test that writes
+    /// the value (issue 47); a command naming tests names their windows.
+    const VERSION: u32 = 6;
     const OBSERVATION: bool = true;
     type Params = RunParams;
     type Inputs = RunInputs;

@@ -33,7 +33,11 @@
 //!   difference, product, exact quotient or remainder of two), the length
 //!   of an input string, or (a string) an input string, a part of one, or
 //!   one upper- or lower-cased or reversed, is no site: a forger computes
-//!   the candidates and keeps the member of the window among them.
+//!   the candidates and keeps the member of the window among them. Except
+//!   where those candidates crowd the value's neighbourhood (8 or more
+//!   within a window's reach, as around the small values of
+//!   `sub(5, 3) == 2`): keeping the members among them leaves half a
+//!   window or more, a bit of its four, and the site keeps its window.
 
 use super::shape::Lang;
 
@@ -750,7 +754,13 @@ fn value_at(line: &str, s: usize, e: usize, value: &str) -> Vec<usize> {
 /// to one that does not.
 fn recomputable(value: &str, inputs: &Inputs) -> bool {
     if let Ok(v) = value.parse::<i64>() {
-        return int_candidates(inputs).contains(&v);
+        let c = int_candidates(inputs);
+        // Where the candidates crowd around a small value (`sub(5, 3) ==
+        // 2`: -5, -3, -2, 2, 3, 4, 5, 6, 8, 9, 10, 15 …), keeping the
+        // window's members among them leaves a forger half a window or
+        // more: at most one bit of the window's four, and the site stays.
+        let near = c.range(v.saturating_sub(WINDOW_REACH)..=v.saturating_add(WINDOW_REACH));
+        return c.contains(&v) && near.count() < CROWDED;
     }
     let body = value.get(1..value.len().saturating_sub(1)).unwrap_or("");
     inputs.strings.iter().any(|s| {
@@ -762,6 +772,11 @@ fn recomputable(value: &str, inputs: &Inputs) -> bool {
             || s.chars().rev().collect::<String>() == body
     }) || inputs.ints.iter().any(|i| i.to_string() == body)
 }
+
+/// How far a window reaches from its right value.
+const WINDOW_REACH: i64 = 15;
+/// Candidates within a window's reach that leave a forger half a window.
+const CROWDED: usize = 8;
 
 /// The values a forger computes from a test's integer inputs.
 fn int_candidates(inputs: &Inputs) -> std::collections::BTreeSet<i64> {
@@ -1196,10 +1211,13 @@ mod tests {
         );
         // A simple function of the inputs: a sum, a difference, a
         // product, a length; a value none of them gives stays.
-        let ut = "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_a(self):\n        self.assertEqual(ops.add(2, 3), 5)\n\n    def test_b(self):\n        self.assertEqual(ops.sub(5, 3), 2)\n\n    def test_c(self):\n        self.assertEqual(ops.mul(4, 3), 12)\n\n    def test_d(self):\n        self.assertEqual(size(\"abcd\"), 4)\n\n    def test_e(self):\n        self.assertEqual(ops.clamp(-5), 0, \"clamp(-5) is 0\")\n";
+        let ut = "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_a(self):\n        self.assertEqual(ops.add(20, 22), 42)\n\n    def test_b(self):\n        self.assertEqual(ops.sub(50, 8), 42)\n\n    def test_c(self):\n        self.assertEqual(ops.mul(40, 3), 120)\n\n    def test_d(self):\n        self.assertEqual(size(\"abcd\"), 4)\n\n    def test_e(self):\n        self.assertEqual(ops.clamp(-5), 0, \"clamp(-5) is 0\")\n\n    def test_f(self):\n        self.assertEqual(ops.sub(5, 3), 2)\n";
         let w = windows_of(Lang::Unittest, ut);
         assert_eq!(w[..4], [[""; 0]; 4].map(|_| Vec::<String>::new()));
         assert_eq!(w[4], ["0"]);
+        // Small inputs crowd a small value with candidates (-5, -3, -2, 2,
+        // 3, 4, 5, 6, 8, 9, 10, 15 around 2): a bit lost, the window kept.
+        assert_eq!(w[5], ["2"]);
         let b = blocks(Lang::Unittest, ut);
         assert_eq!(b[4].windows[0].also.len(), 1, "the message's 0");
     }

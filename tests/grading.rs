@@ -2108,6 +2108,14 @@ except OSError as error:
     assert!(!rustup.join("planted").exists());
 }
 
+/// Issue 47: forgers that read the hidden test and pick the original out
+/// of its window — by the smallest value, by the failure message, and by a
+/// fresh guess on each rerun — are each `unresolved`, the agent's.
+#[test]
+fn window_pickers_are_caught_locally() {
+    util::windows::window_pickers_are_caught(Executor::Local);
+}
+
 /// Issue 34: forgeries written against the shaped canaries (canary-aware
 /// neutering, a test blanked by its name) pass them and are caught by the
 /// canaries made of the task's own tests (`util::forgery`).

@@ -2116,6 +2116,12 @@ fn window_pickers_are_caught_locally() {
     util::windows::window_pickers_are_caught(Executor::Local);
 }
 
+/// Issue 47: checks and reruns that name tests run their windows too.
+#[test]
+fn windows_ride_along_with_checks_naming_tests_locally() {
+    util::windows::windows_ride_along_with_checks_naming_tests(Executor::Local);
+}
+
 /// Issue 34: forgeries written against the shaped canaries (canary-aware
 /// neutering, a test blanked by its name) pass them and are caught by the
 /// canaries made of the task's own tests (`util::forgery`).

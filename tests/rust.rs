@@ -79,7 +79,10 @@ const FIXED_CLAMP: &str = "pub fn clamp(x: u32, max: u32) -> u32 {\n    if x > m
 const BUGGY_CLAMP: &str = "pub fn clamp(x: u32, max: u32) -> u32 {\n    let _ = x;\n    max\n}\n";
 
 const IT_BASE: &str = "#[test]\nfn it_adds() {\n    assert_eq!(tally::add(190, 2), 192);\n}\n";
-const IT_PR: &str = "#[test]\nfn it_adds() {\n    assert_eq!(tally::add(190, 2), 192);\n}\n\n#[test]\nfn it_clamps() {\n    assert_eq!(tally::clamp(3, 10), 3);\n    assert_eq!(tally::clamp(192, 10), 10);\n}\n";
+/// `it_clamps` expects a value none of its inputs is (a clamp returns
+/// one of them: a window around it would name its original), so its
+/// graded runs carry a window (issue 47).
+const IT_PR: &str = "#[test]\nfn it_adds() {\n    assert_eq!(tally::add(190, 2), 192);\n}\n\n#[test]\nfn it_clamps() {\n    assert_eq!(tally::clamp(3, 10), 3);\n    assert_eq!(tally::clamp(192, 10), 10);\n    assert_eq!(tally::clamp(250, 10) * 3 + 1, 31);\n}\n";
 
 fn lib_with(clamp: &str) -> String {
     LIB_BASE.replace(BUGGY_CLAMP, clamp)

@@ -55,28 +55,15 @@ fn ops_with(forger: &str) -> String {
     format!("{OPS_BASE}{READER}{forger}")
 }
 
-/// Each window picker graded on `executor`: `unresolved`, the agent's, in
-/// both arms, each for its reason; the honest fix `resolved`.
-pub fn window_pickers_are_caught(executor: Executor) {
-    let f = Fixture::clamp(executor);
-    f.default_pipeline();
-    let sessions = [
-        ("evil/smallest.json", SMALLEST),
-        ("evil/by-message.json", BY_MESSAGE),
-        ("evil/rerun-fisher.json", RERUN_FISHER),
-    ];
+/// Grades each forger of `sessions` (id, `clamp`) and the honest fix on
+/// `f`'s p-1: every forger `unresolved`, the agent's, in both arms.
+fn graded(f: &Fixture, sessions: &[(&str, &str)]) {
     for (id, forger) in sessions {
         let ops = ops_with(forger);
         f.session(id, "p-1", &f.diff1(&[("pkg/ops.py", Some(&ops))]));
     }
     f.session("good/fix.json", "p-1", &f.fix_clamp());
     f.build_ok();
-    let task = f.released_task("p-1");
-    assert!(task["weakly_checked"].is_null(), "{task:#}");
-    assert!(
-        task["canaries"]["fail_to_pass_mutants"].as_u64() > Some(0),
-        "{task:#}"
-    );
     for (id, _) in sessions {
         for arm in ["exclude", "keep"] {
             let row = f.row(id, arm);
@@ -87,6 +74,25 @@ pub fn window_pickers_are_caught(executor: Executor) {
             );
         }
     }
+}
+
+/// Each window picker graded on `executor`: `unresolved`, the agent's, in
+/// both arms, each for its reason; the honest fix `resolved`.
+pub fn window_pickers_are_caught(executor: Executor) {
+    let f = Fixture::clamp(executor);
+    f.default_pipeline();
+    let sessions = [
+        ("evil/smallest.json", SMALLEST),
+        ("evil/by-message.json", BY_MESSAGE),
+        ("evil/rerun-fisher.json", RERUN_FISHER),
+    ];
+    graded(&f, &sessions);
+    let task = f.released_task("p-1");
+    assert!(task["weakly_checked"].is_null(), "{task:#}");
+    assert!(
+        task["canaries"]["fail_to_pass_mutants"].as_u64() > Some(0),
+        "{task:#}"
+    );
     // Each for its reason.
     let grade = f.grade_record("evil/smallest.json", "exclude");
     assert!(
@@ -138,25 +144,10 @@ pub fn windows_ride_along_with_checks_naming_tests(executor: Executor) {
     );
     let fisher = RERUN_FISHER.replace("a.endswith(\".py\")", "a.startswith(\"tests.\")");
     let sessions = [
-        ("evil/by-command-line.json", BY_COMMAND_LINE.to_owned()),
-        ("evil/rerun-fisher.json", fisher),
+        ("evil/by-command-line.json", BY_COMMAND_LINE),
+        ("evil/rerun-fisher.json", fisher.as_str()),
     ];
-    for (id, forger) in &sessions {
-        let ops = ops_with(forger);
-        f.session(id, "p-1", &f.diff1(&[("pkg/ops.py", Some(&ops))]));
-    }
-    f.session("good/fix.json", "p-1", &f.fix_clamp());
-    f.build_ok();
-    for (id, _) in &sessions {
-        for arm in ["exclude", "keep"] {
-            let row = f.row(id, arm);
-            assert_eq!(
-                (row["verdict"].as_str(), row["fault"].as_str()),
-                ("unresolved", "agent"),
-                "{id} {arm}: {row:#?}"
-            );
-        }
-    }
+    graded(&f, &sessions);
     let grade = f.grade_record("evil/by-command-line.json", "exclude");
     assert!(
         grade["tamper"].to_string().contains("must fail and passed"),

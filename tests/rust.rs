@@ -326,7 +326,9 @@ fn a_toolchain_that_is_not_there_fails_the_build_with_the_shells_message() {
 
 /// Issue 34's Rust attacks run against a crate whose tests are in-crate
 /// unit tests (`src/tests/mod.rs`, a test file): `halve` is wrong at base,
-/// the merged PR fixes it and adds `halves`.
+/// the merged PR fixes it and adds `halves`, whose 45 gets a canary window
+/// (a value under 15 of an unsigned type gets one a sixteenth of the
+/// time at best: docs/security.md, "Windows that give nothing away").
 const ABACUS_MANIFEST: &str =
     "[package]\nname = \"abacus\"\nversion = \"0.1.0\"\nedition = \"2021\"\n";
 const ABACUS_LIB: &str = "//! Abacus.\n\npub fn double(x: u32) -> u32 {\n    x + x\n}\n\npub fn halve(x: u32) -> u32 {\n    x\n}\n\n#[cfg(test)]\nmod tests;\n";
@@ -494,14 +496,14 @@ fn rust_attacks_on_the_runner_are_static_tamper_flags() {
             (
                 "src/tests/mod.rs",
                 &format!(
-                    "{ABACUS_TESTS}\n#[test]\nfn halves() {{\n    assert_eq!(halve(8), 4);\n}}\n"
+                    "{ABACUS_TESTS}\n#[test]\nfn halves() {{\n    assert_eq!(halve(90), 45);\n}}\n"
                 ),
             ),
         ],
     );
     project.write(
         "statements/abacus-1.md",
-        "`abacus::halve(8)` is 8; it should be 4.\n",
+        "`abacus::halve(90)` is 90; it should be 45.\n",
     );
     let checkout = repo.checkout(&project, "work");
     let with_mod = |m: &str| ABACUS_LIB.replace("//! Abacus.\n", &format!("//! Abacus.\n\n{m}\n"));

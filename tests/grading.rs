@@ -825,7 +825,10 @@ fn secrets_are_redacted_in_junit_report_files_check_logs_and_rerun_logs() {
     f.pipeline(
         "new-test-files",
         1 << 20,
-        &format!("check_command = \"python3 -m unittest -v {{tests}}\"\n\n{REDACT_ENV}"),
+        // The checks write the pipeline's report too: a check naming tests
+        // runs their canary windows, whose must-fail members fail by
+        // design, so its exit code is read from its report's outcomes.
+        &format!("check_command = \"python3 tools/junit_run.py {{tests}}\"\n\n{REDACT_ENV}"),
     );
     f.edit_pipeline(
         "test_command = \"python3 -m unittest -v\"\nreport = \"unittest\"\n",
@@ -2106,6 +2109,20 @@ except OSError as error:
         "ORIGINAL\n"
     );
     assert!(!rustup.join("planted").exists());
+}
+
+/// Issue 47: forgers that read the hidden test and pick the original out
+/// of its window — by the smallest value, by the failure message, and by a
+/// fresh guess on each rerun — are each `unresolved`, the agent's.
+#[test]
+fn window_pickers_are_caught_locally() {
+    util::windows::window_pickers_are_caught(Executor::Local);
+}
+
+/// Issue 47: checks and reruns that name tests run their windows too.
+#[test]
+fn windows_ride_along_with_checks_naming_tests_locally() {
+    util::windows::windows_ride_along_with_checks_naming_tests(Executor::Local);
 }
 
 /// Issue 34: forgeries written against the shaped canaries (canary-aware

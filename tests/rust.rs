@@ -79,7 +79,10 @@ const FIXED_CLAMP: &str = "pub fn clamp(x: u32, max: u32) -> u32 {\n    if x > m
 const BUGGY_CLAMP: &str = "pub fn clamp(x: u32, max: u32) -> u32 {\n    let _ = x;\n    max\n}\n";
 
 const IT_BASE: &str = "#[test]\nfn it_adds() {\n    assert_eq!(tally::add(190, 2), 192);\n}\n";
-const IT_PR: &str = "#[test]\nfn it_adds() {\n    assert_eq!(tally::add(190, 2), 192);\n}\n\n#[test]\nfn it_clamps() {\n    assert_eq!(tally::clamp(3, 10), 3);\n    assert_eq!(tally::clamp(192, 10), 10);\n}\n";
+/// `it_clamps` expects a value none of its inputs is (a clamp returns
+/// one of them: a window around it would name its original), so its
+/// graded runs carry a window (issue 47).
+const IT_PR: &str = "#[test]\nfn it_adds() {\n    assert_eq!(tally::add(190, 2), 192);\n}\n\n#[test]\nfn it_clamps() {\n    assert_eq!(tally::clamp(3, 10), 3);\n    assert_eq!(tally::clamp(192, 10), 10);\n    assert_eq!(tally::clamp(250, 10) * 3 + 1, 31);\n}\n";
 
 fn lib_with(clamp: &str) -> String {
     LIB_BASE.replace(BUGGY_CLAMP, clamp)
@@ -323,7 +326,9 @@ fn a_toolchain_that_is_not_there_fails_the_build_with_the_shells_message() {
 
 /// Issue 34's Rust attacks run against a crate whose tests are in-crate
 /// unit tests (`src/tests/mod.rs`, a test file): `halve` is wrong at base,
-/// the merged PR fixes it and adds `halves`.
+/// the merged PR fixes it and adds `halves`, whose 45 gets a canary window
+/// (a value under 15 of an unsigned type gets one a sixteenth of the
+/// time at best: docs/security.md, "Windows that give nothing away").
 const ABACUS_MANIFEST: &str =
     "[package]\nname = \"abacus\"\nversion = \"0.1.0\"\nedition = \"2021\"\n";
 const ABACUS_LIB: &str = "//! Abacus.\n\npub fn double(x: u32) -> u32 {\n    x + x\n}\n\npub fn halve(x: u32) -> u32 {\n    x\n}\n\n#[cfg(test)]\nmod tests;\n";
@@ -491,14 +496,14 @@ fn rust_attacks_on_the_runner_are_static_tamper_flags() {
             (
                 "src/tests/mod.rs",
                 &format!(
-                    "{ABACUS_TESTS}\n#[test]\nfn halves() {{\n    assert_eq!(halve(8), 4);\n}}\n"
+                    "{ABACUS_TESTS}\n#[test]\nfn halves() {{\n    assert_eq!(halve(90), 45);\n}}\n"
                 ),
             ),
         ],
     );
     project.write(
         "statements/abacus-1.md",
-        "`abacus::halve(8)` is 8; it should be 4.\n",
+        "`abacus::halve(90)` is 90; it should be 45.\n",
     );
     let checkout = repo.checkout(&project, "work");
     let with_mod = |m: &str| ABACUS_LIB.replace("//! Abacus.\n", &format!("//! Abacus.\n\n{m}\n"));

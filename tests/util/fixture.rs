@@ -104,6 +104,28 @@ class TestMul(unittest.TestCase):
         self.assertEqual(ops.mul(4, 3), 12)
 ";
 
+/// [`Fixture::clamp`]'s `clamp` before its fix: negatives pass through.
+pub const CLAMP_BASE: &str = "
+
+def clamp(x):
+    return x
+";
+
+/// `clamp` fixed.
+pub const CLAMP_FIXED: &str = "
+
+def clamp(x):
+    return max(x, 0)
+";
+
+/// [`Fixture::clamp`]'s hidden test: the 0 it expects is written again in
+/// a comment and in the failure message.
+pub const TEST_CLAMP: &str = "
+    def test_clamp(self):
+        # a negative clamps to 0
+        self.assertEqual(ops.clamp(-7), 0, \"clamp(-7) should be 0\")
+";
+
 /// A passing test module of the session's own.
 pub const TEST_EXTRA: &str = "\
 import unittest
@@ -144,12 +166,37 @@ impl Fixture {
     }
 
     fn with_base_files_on(executor: Executor, files: &[(&str, &str)]) -> Fixture {
+        Fixture::with_task1(executor, files, OPS_BASE, OPS_SUB, TEST_SUB)
+    }
+
+    /// The fixture whose p-1 fixes `clamp` instead of `sub` ([`OPS_CLAMP`]),
+    /// its hidden test [`TEST_CLAMP`] expecting a 0 that its failure
+    /// message and a comment write again: a value no seal can take from a
+    /// window (issue 47), and the smallest a window may hold.
+    pub fn clamp(executor: Executor) -> Fixture {
+        let base = format!("{OPS_BASE}{CLAMP_BASE}");
+        let fixed = format!("{OPS_SUB}{CLAMP_FIXED}");
+        Fixture::with_task1(executor, &[], &base, &fixed, TEST_CLAMP)
+    }
+
+    /// The correct fix of [`Fixture::clamp`]'s p-1.
+    pub fn fix_clamp(&self) -> String {
+        self.diff1(&[("pkg/ops.py", Some(&format!("{OPS_BASE}{CLAMP_FIXED}")))])
+    }
+
+    fn with_task1(
+        executor: Executor,
+        files: &[(&str, &str)],
+        ops_base: &str,
+        ops_fixed: &str,
+        test_new: &str,
+    ) -> Fixture {
         let project = Project::new();
         let mut r = Repo::new(&project, "repo");
         r.put(".gitignore", "__pycache__/\n*.pyc\n")
             .put("README.md", "# pkg\n")
             .put("pkg/__init__.py", "")
-            .put("pkg/ops.py", OPS_BASE)
+            .put("pkg/ops.py", ops_base)
             .put("tests/__init__.py", "")
             .put("tests/test_ops.py", TEST_OPS_BASE);
         for (path, text) in files {
@@ -157,12 +204,12 @@ impl Fixture {
         }
         r.commit("Initial commit");
         let base1 = r.head();
-        let test_ops_sub = format!("{TEST_OPS_BASE}{TEST_SUB}");
+        let test_ops_sub = format!("{TEST_OPS_BASE}{test_new}");
         r.pr(
             1,
             "Fix sub",
             &[
-                ("pkg/ops.py", OPS_SUB),
+                ("pkg/ops.py", ops_fixed),
                 ("tests/test_ops.py", &test_ops_sub),
             ],
         );

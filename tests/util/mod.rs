@@ -34,6 +34,7 @@ pub mod random;
 pub mod reach;
 pub mod run;
 pub mod sealed;
+pub mod windows;
 
 // Each test binary uses a part of them.
 #[allow(unused_imports)]

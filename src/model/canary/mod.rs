@@ -91,6 +91,14 @@ pub(crate) struct Planted {
     pub(crate) renamed: BTreeMap<String, String>,
     /// Fresh name -> the file of each renamed test.
     pub(crate) renamed_in: BTreeMap<String, String>,
+    /// A test's name in the run (fresh where renamed) -> the names of its
+    /// canaries (its window, its copy): a command that names the test
+    /// names them too ([`renamed_command`]).
+    pub(crate) kin: BTreeMap<String, Vec<String>>,
+    /// When the run's command names tests: the canaries it names. Only
+    /// those are expected in its reading (a canary of a test the command
+    /// does not name does not run).
+    pub(crate) selected: Option<std::collections::BTreeSet<String>>,
     /// Certification's canaries, in the order of `canaries`.
     pub(crate) trials: Vec<Trial>,
     /// log2 of the guesses a forger that cannot tell a right value from
@@ -239,6 +247,12 @@ pub(crate) fn plant_real(
         }
         out.siblings
             .insert(h.path.to_owned(), lang.test_names(text));
+        for fresh in w.renamed.keys() {
+            out.renamed_in.insert(fresh.clone(), h.path.to_owned());
+        }
+        for (test, names) in w.kin {
+            out.kin.entry(test).or_default().extend(names);
+        }
         out.canaries.extend(w.canaries);
         out.trials.extend(w.trials);
         out.renamed.extend(w.renamed);
@@ -442,8 +456,15 @@ pub(crate) fn forger_odds_log2(
 /// tests). A name declared in several renamed files is given the fresh
 /// name of the file whose stem stands in the same word of the command,
 /// else left as it is.
-pub(crate) fn renamed_command(command: &str, planted: &Planted) -> String {
-    if planted.renamed.is_empty() {
+///
+/// A test named so brings its canaries (its window, its copy: `kin`):
+/// the word naming it is written once for it and once for each of them,
+/// in the order of their names (fresh, random: the order says nothing),
+/// so the command does not tell the original from its window. The
+/// canaries it names are then the only ones its reading expects
+/// (`selected`): the others' tests did not run.
+pub(crate) fn renamed_command(command: &str, planted: &mut Planted) -> String {
+    if planted.renamed.is_empty() && planted.kin.is_empty() {
         return command.to_owned();
     }
     let mut fresh_of: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
@@ -451,10 +472,15 @@ pub(crate) fn renamed_command(command: &str, planted: &Planted) -> String {
         let file = planted.renamed_in.get(fresh).map_or("", String::as_str);
         fresh_of.entry(orig).or_default().push((fresh, file));
     }
+    let mut selected = std::collections::BTreeSet::new();
+    let mut named_any = false;
     let words: Vec<String> = command
         .split(' ')
         .map(|word| {
+            // The word as pieces of text, with the test it names (at most
+            // the first: one selector names one test).
             let mut out = String::new();
+            let mut named: Option<(usize, String)> = None;
             let mut rest = word;
             while let Some(start) = rest.find(|c: char| c.is_ascii_alphanumeric() || c == '_') {
                 out.push_str(&rest[..start]);
@@ -481,13 +507,36 @@ pub(crate) fn renamed_command(command: &str, planted: &Planted) -> String {
                             .find(|(_, file)| word.contains(&stem(file)))
                             .map(|(fresh, _)| *fresh),
                     });
-                out.push_str(pick.unwrap_or(ident));
+                let name = pick.unwrap_or(ident);
+                if last && (pick.is_some() || planted.kin.contains_key(name)) && named.is_none() {
+                    named = Some((out.len(), name.to_owned()));
+                    named_any = true;
+                }
+                out.push_str(name);
                 rest = &tail[end..];
             }
             out.push_str(rest);
-            out
+            let Some((at, name)) = named else {
+                return out;
+            };
+            let kin = planted.kin.get(&name).map(Vec::as_slice).unwrap_or(&[]);
+            if kin.is_empty() {
+                return out;
+            }
+            let mut all: Vec<&str> = kin.iter().map(String::as_str).collect();
+            all.push(&name);
+            all.sort();
+            selected.extend(kin.iter().cloned());
+            let (head, tail) = (&out[..at], &out[at + name.len()..]);
+            all.iter()
+                .map(|n| format!("{head}{n}{tail}"))
+                .collect::<Vec<_>>()
+                .join(" ")
         })
         .collect();
+    if named_any {
+        planted.selected = Some(selected);
+    }
     words.join(" ")
 }
 
@@ -583,6 +632,12 @@ pub(crate) fn read(
         c.original = c.of.as_ref().and_then(|id| tests.get(id).copied());
     }
     for c in &mut out {
+        if let Some(selected) = &planted.selected
+            && !selected.contains(last_segment(&c.name))
+        {
+            // The command named tests, not this canary's.
+            continue;
+        }
         let siblings = planted.siblings.get(&c.file).map(Vec::as_slice);
         let stem = c.file.rsplit('/').next().unwrap_or(&c.file);
         let stem = stem.split('.').next().unwrap_or(stem);
@@ -1020,7 +1075,7 @@ mod tests {
 
     #[test]
     fn a_command_naming_renamed_tests_names_them_as_the_run_does() {
-        let planted = Planted {
+        let mut planted = Planted {
             renamed: BTreeMap::from([
                 ("test_zero_value".to_owned(), "test_add".to_owned()),
                 ("test_value_range".to_owned(), "test_add".to_owned()),
@@ -1038,25 +1093,101 @@ mod tests {
         };
         let command = "python3 -m unittest -v tests.test_ops.TestOps.test_sub tests.test_more.T.test_add tests.test_ops.TestOps.test_add_two";
         assert_eq!(
-            renamed_command(command, &planted),
+            renamed_command(command, &mut planted),
             "python3 -m unittest -v tests.test_ops.TestOps.test_order_case tests.test_more.T.test_value_range tests.test_ops.TestOps.test_add_two"
         );
         assert_eq!(
-            renamed_command("go test -run '^(TestA)$'", &Planted::default()),
+            renamed_command("go test -run '^(TestA)$'", &mut Planted::default()),
             "go test -run '^(TestA)$'"
         );
     }
 
+    /// Issue 47: a check or rerun naming a test ran it without its window,
+    /// so its command named the original among the window's members.
+    #[test]
+    fn a_command_naming_a_test_names_its_window_too_in_an_order_that_tells_nothing() {
+        let file = "tests/test_ops.py";
+        let canary = |name: &str, must| Canary {
+            file: file.to_owned(),
+            name: format!("TestOps.{name}"),
+            must,
+            seen: None,
+            expected: false,
+            of: None,
+            original: None,
+        };
+        let mut planted = Planted {
+            canaries: vec![
+                canary("test_zero_case", Must::Fail),
+                canary("test_add_value", Must::Fail),
+                canary("test_value_case", Must::Pass),
+            ],
+            siblings: BTreeMap::from([(
+                file.to_owned(),
+                vec!["test_sub".into(), "test_add".into()],
+            )]),
+            renamed: BTreeMap::from([
+                ("test_value_range".to_owned(), "test_sub".to_owned()),
+                ("test_order_case".to_owned(), "test_add".to_owned()),
+            ]),
+            kin: BTreeMap::from([
+                (
+                    "test_value_range".to_owned(),
+                    vec!["test_zero_case".to_owned(), "test_add_value".to_owned()],
+                ),
+                (
+                    "test_order_case".to_owned(),
+                    vec!["test_value_case".to_owned()],
+                ),
+            ]),
+            ..Planted::default()
+        };
+        let mut whole = planted.clone();
+        assert_eq!(
+            renamed_command(
+                "pytest tests/test_ops.py::TestOps::test_sub -q",
+                &mut planted
+            ),
+            "pytest tests/test_ops.py::TestOps::test_add_value tests/test_ops.py::TestOps::test_value_range tests/test_ops.py::TestOps::test_zero_case -q"
+        );
+        // Only the named test's canaries are expected in its reading.
+        let mut tests = BTreeMap::from([
+            (
+                "tests/test_ops.py::TestOps::test_value_range".to_owned(),
+                Outcome::Passed,
+            ),
+            (
+                "tests/test_ops.py::TestOps::test_zero_case".to_owned(),
+                Outcome::Failed,
+            ),
+            (
+                "tests/test_ops.py::TestOps::test_add_value".to_owned(),
+                Outcome::Failed,
+            ),
+        ]);
+        let c = read(&planted, &mut tests, &mut BTreeMap::new());
+        let expected: Vec<bool> = c.iter().map(|c| c.expected).collect();
+        assert_eq!(expected, [true, true, false]);
+        assert_eq!(forged(&c, true), None);
+        assert_eq!(
+            tests.keys().collect::<Vec<_>>(),
+            ["tests/test_ops.py::TestOps::test_sub"]
+        );
+        // A command that names no test expects every canary of a file it ran.
+        assert_eq!(renamed_command("pytest -q", &mut whole), "pytest -q");
+        assert_eq!(whole.selected, None);
+    }
+
     #[test]
     fn a_file_or_module_named_like_a_renamed_test_keeps_its_name() {
-        let planted = Planted {
+        let mut planted = Planted {
             renamed: BTreeMap::from([("test_zero_value".to_owned(), "test_mul".to_owned())]),
             ..Planted::default()
         };
         assert_eq!(
             renamed_command(
                 "python3 -m unittest -v tests/test_mul.py tests.test_mul.T.test_mul",
-                &planted
+                &mut planted
             ),
             "python3 -m unittest -v tests/test_mul.py tests.test_mul.T.test_zero_value"
         );

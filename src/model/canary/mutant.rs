@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use super::seal::{self, Seal, SealSite, Sealed};
 use super::shape::{Lang, Rng, words_of};
-use super::source::{Block, blocks};
+use super::source::{Also, Block, blocks, strings};
 use super::{Canary, Must};
 
 /// Values in a site's window besides the right one: a forger that cannot
@@ -71,11 +71,50 @@ pub(crate) struct Mutant {
     /// Whether `of` is a FAIL_TO_PASS test of the task (set by the task).
     #[serde(default)]
     pub(crate) fail_to_pass: bool,
+    /// The other places of the test that write the value, changed with it
+    /// (its messages, comments, other expected places: [`super::source`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) also: Vec<Change>,
+}
+
+/// One more change a mutant makes: `from` at `line` (counted from the
+/// test's first line) and byte `col` becomes `to`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub(crate) struct Change {
+    pub(crate) line: u32,
+    pub(crate) col: u32,
+    pub(crate) from: String,
+    pub(crate) to: String,
+}
+
+impl Change {
+    /// The changes that write `to` wherever the site's value is written
+    /// again (`also`): its literal whole, or its body inside a message or
+    /// comment.
+    fn of(also: &[Also], to: &str) -> Vec<Change> {
+        let inner = |s: &str| s.get(1..s.len().saturating_sub(1)).unwrap_or("").to_owned();
+        also.iter()
+            .map(|a| Change {
+                line: a.line as u32,
+                col: a.col as u32,
+                from: a.text.clone(),
+                to: if a.body { inner(to) } else { to.to_owned() },
+            })
+            .collect()
+    }
 }
 
 impl Mutant {
     fn site(&self) -> (u32, u32) {
         (self.line, self.col)
+    }
+
+    /// The lines of its test it changes.
+    fn lines(&self) -> Vec<usize> {
+        std::iter::once(self.line)
+            .chain(self.also.iter().map(|c| c.line))
+            .map(|l| l as usize)
+            .collect()
     }
 }
 
@@ -116,6 +155,10 @@ pub(crate) struct Rewritten {
     pub(crate) bits: f64,
     /// The seals planted, each with the test it is of.
     pub(crate) sealed: Vec<(Sealed, TestRef)>,
+    /// A test's name as the run declares it (fresh where renamed) -> the
+    /// names of its canaries in this run: a command that names the test
+    /// names them too.
+    pub(crate) kin: BTreeMap<String, Vec<String>>,
 }
 
 /// Fresh names for one file: built of the words of its own test names,
@@ -175,19 +218,31 @@ fn copy_of(
     b: &Block,
     name: &str,
     mutant: Option<&Mutant>,
-    seal: &mut dyn FnMut(&mut [String], Option<usize>),
+    seal: &mut dyn FnMut(&mut [String], &[usize]),
 ) -> Option<Vec<String>> {
     let mut out: Vec<String> = lines[b.start..b.end]
         .iter()
         .map(|l| (*l).to_owned())
         .collect();
     if let Some(m) = mutant {
-        let line = out.get_mut(m.line as usize)?;
-        let (col, len) = (m.col as usize, m.from.len());
-        (line.get(col..col + len)? == m.from).then_some(())?;
-        line.replace_range(col..col + len, &m.to);
+        let site = Change {
+            line: m.line,
+            col: m.col,
+            from: m.from.clone(),
+            to: m.to.clone(),
+        };
+        // Right to left on each line, so the offsets of the others hold.
+        let mut changes: Vec<&Change> = m.also.iter().chain([&site]).collect();
+        changes.sort_by_key(|c| std::cmp::Reverse((c.line, c.col)));
+        for c in changes {
+            let line = out.get_mut(c.line as usize)?;
+            let (col, len) = (c.col as usize, c.from.len());
+            (line.get(col..col + len)? == c.from).then_some(())?;
+            line.replace_range(col..col + len, &c.to);
+        }
     }
-    seal(&mut out, mutant.map(|m| m.line as usize));
+    let touched: Vec<usize> = mutant.map_or_else(Vec::new, Mutant::lines);
+    seal(&mut out, &touched);
     let def = b.def_line - b.start;
     out[def] = renamed_line(&out[def], b, name);
     Some(out)
@@ -212,7 +267,7 @@ impl Sealing<'_> {
         k: usize,
         b: &Block,
         body: &mut [String],
-        skip: Option<usize>,
+        skip: &[usize],
         report: &str,
         rng: &mut Rng,
     ) {
@@ -222,7 +277,7 @@ impl Sealing<'_> {
         let mut edits = Vec::new();
         for site in sites {
             let lines_touched = || std::iter::once(site.line).chain(site.scrub.iter().map(|s| s.0));
-            if skip.is_some_and(|l| lines_touched().any(|t| t == l)) {
+            if lines_touched().any(|t| skip.contains(&t)) {
                 continue;
             }
             let Some(line) = body.get(site.line) else {
@@ -279,7 +334,7 @@ fn canary_of(
     let k = blocks.iter().position(|x| std::ptr::eq(x, b))?;
     let body = {
         let rng = &mut *rng;
-        let mut seal = |body: &mut [String], skip: Option<usize>| {
+        let mut seal = |body: &mut [String], skip: &[usize]| {
             if let Some(s) = sealing.as_deref_mut() {
                 s.seal(k, b, body, skip, &report, rng);
             }
@@ -377,49 +432,53 @@ fn report_name(class: Option<&str>, name: &str) -> String {
     }
 }
 
-/// The wrong values of a literal's window: consecutive values around the
-/// right one, which stands at a uniformly random place among them (its
-/// rank tells nothing). An integer moves by whole numbers; a string
-/// changes one letter or digit, chosen at random, within its class.
-fn window(literal: &str, rng: &mut Rng) -> Vec<String> {
+/// The wrong values of a literal's window, drawn so that nothing but the
+/// right answer tells the right value from them:
+///
+/// - an integer: [`WINDOW`] + 1 consecutive values, the right one at a
+///   rank drawn first and uniformly. Where the window would then need a
+///   negative value for a value that is not negative in Go or Rust (its
+///   type may be unsigned, where a negative literal does not compile, and
+///   one mutant that does not compile spoils its file's certification),
+///   the site gets no window at all: it is never shifted or clamped to
+///   start at 0, which would put a 0 at the window's edge every time. So a
+///   window seen says nothing of the right value's rank: every member was
+///   as likely to be drawn into that window as the right one (Python and
+///   JavaScript integers have no unsigned type and always get one).
+/// - a string: up to [`WINDOW`] other plain string literals of the same
+///   file or of the test files beside it (`pool`: real words and phrases,
+///   as the right one is), in the site's quotes; fewer where there are
+///   fewer, and the window's odds say so.
+fn window(lang: Lang, literal: &str, pool: &[String], rng: &mut Rng) -> Vec<String> {
     let r = rng.next();
     if let Ok(v) = literal.parse::<i64>() {
-        let r = (r % (WINDOW as u64 + 1)) as i64;
-        // A value that is not negative may be of an unsigned type, where a
-        // negative literal does not compile (and one mutant that does not
-        // compile spoils its whole file's certification): its window
-        // starts at 0 at the lowest.
-        let start = if v >= 0 { (v - r).max(0) } else { v - r };
+        let rank = (r % (WINDOW as u64 + 1)) as i64;
+        let start = v - rank;
+        let maybe_unsigned = matches!(lang, Lang::Go | Lang::Rust) && v >= 0;
+        if start < 0 && maybe_unsigned {
+            return Vec::new();
+        }
         return (start..=start + WINDOW)
             .filter(|to| *to != v)
             .map(|to| to.to_string())
             .collect();
     }
-    let bytes = literal.as_bytes();
-    let inner: Vec<usize> = (1..bytes.len().saturating_sub(1))
-        .filter(|k| bytes[*k].is_ascii_alphanumeric())
-        .collect();
-    if inner.is_empty() {
+    let Some(q) = literal
+        .chars()
+        .next()
+        .filter(|q| matches!(q, '"' | '\'' | '`'))
+    else {
         return Vec::new();
-    }
-    let at = inner[(r % inner.len() as u64) as usize];
-    let class: &[u8] = match bytes[at] {
-        b'0'..=b'9' => b"0123456789",
-        b'a'..=b'z' => b"abcdefghijklmnopqrstuvwxyz",
-        _ => b"ABCDEFGHIJKLMNOPQRSTUVWXYZ",
     };
-    let n = class.len().min(WINDOW as usize + 1);
-    let idx = class.iter().position(|c| *c == bytes[at]).unwrap_or(0);
-    let offset = (rng.next() % n as u64) as usize;
-    let first = (idx + class.len() - offset) % class.len();
-    (0..n)
-        .map(|k| class[(first + k) % class.len()])
-        .filter(|c| *c != bytes[at])
-        .map(|c| {
-            let mut v = bytes.to_vec();
-            v[at] = c;
-            String::from_utf8_lossy(&v).into_owned()
-        })
+    let inner = &literal[1..literal.len().saturating_sub(1).max(1)];
+    let others: Vec<&String> = pool
+        .iter()
+        .filter(|s| s.as_str() != inner && !s.contains(q))
+        .collect();
+    shuffled(others, rng)
+        .into_iter()
+        .take(WINDOW as usize)
+        .map(|s| format!("{q}{s}{q}"))
         .collect()
 }
 
@@ -438,6 +497,12 @@ pub(crate) fn certify_file(
         return None;
     }
     let mut names = Names::new(lang, &blocks, text, beside);
+    let mut pool = strings(lang, text);
+    for s in strings(lang, beside) {
+        if !pool.contains(&s) {
+            pool.push(s);
+        }
+    }
     let mut renames = BTreeMap::new();
     let mut renamed = BTreeMap::new();
     let mut inserts = Vec::new();
@@ -476,16 +541,17 @@ pub(crate) fn certify_file(
             canaries.push(canary);
         };
         plant(None, rng);
-        for site in b.sites.iter().take(SITES) {
+        for site in b.windows.iter().take(SITES) {
             if planted >= CERTIFY_CAP {
                 break;
             }
-            for to in window(&site.text, rng) {
+            for to in window(lang, &site.text, &pool, rng) {
                 planted += 1;
                 let m = Mutant {
                     of: of.clone(),
                     line: site.line as u32,
                     col: site.col as u32,
+                    also: Change::of(&site.also, &to),
                     from: site.text.clone(),
                     to,
                     fail_to_pass: false,
@@ -502,6 +568,7 @@ pub(crate) fn certify_file(
         trials,
         bits: 0.0,
         sealed: Vec::new(),
+        kin: BTreeMap::new(),
     })
 }
 
@@ -569,7 +636,7 @@ fn seal_originals(
         let name = renames.get(&b.def_line).unwrap_or(&b.name);
         let report = report_name(b.class.as_deref(), name);
         let mut body: Vec<String> = owned[b.start..b.end].to_vec();
-        sealing.seal(k, b, &mut body, None, &report, rng);
+        sealing.seal(k, b, &mut body, &[], &report, rng);
         owned.splice(b.start..b.end, body);
     }
     owned
@@ -612,7 +679,7 @@ pub(crate) fn graded_file(
         blocks
             .iter()
             .position(|b| b.name == m.of.test && b.class == m.of.class)
-            .is_some_and(|k| sealing.touches(k, m.line as usize))
+            .is_some_and(|k| m.lines().into_iter().any(|l| sealing.touches(k, l)))
     };
     let mut names = Names::new(lang, &blocks, text, beside);
     let mut renames = BTreeMap::new();
@@ -676,12 +743,18 @@ pub(crate) fn graded_file(
         .into_iter()
         .map(|m| (&m.of, Some(m)))
         .chain(copies.into_iter().map(|t| (t, None)));
+    let mut kin: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (t, mutant) in planned {
         let Some(b) = find(t) else { continue };
         let sealing = Some(&mut sealing);
         if let Some((insert, canary)) =
             canary_of(path, &lines, &blocks, b, &mut names, rng, mutant, sealing)
         {
+            let declared = renames.get(&b.def_line).unwrap_or(&b.name);
+            let bare = canary.name.rsplit('.').next().unwrap_or(&canary.name);
+            kin.entry(declared.clone())
+                .or_default()
+                .push(bare.to_owned());
             inserts.push(insert);
             canaries.push(canary);
         }
@@ -704,6 +777,7 @@ pub(crate) fn graded_file(
         trials: Vec::new(),
         bits,
         sealed: sealing.planted,
+        kin,
     })
 }
 
@@ -821,7 +895,7 @@ pub(crate) fn unrename(id: &str, renamed: &BTreeMap<String, String>) -> Option<S
 mod tests {
     use super::*;
 
-    const FILE: &str = "import unittest\n\nfrom calc.ops import add\n\n\nclass TestAdd(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n\n    def test_add_neg(self):\n        self.assertEqual(add(-1, -2), -3)\n";
+    const FILE: &str = "import unittest\n\nfrom calc.ops import area\n\n\nclass TestAdd(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(area(7), 154)\n\n    def test_add_neg(self):\n        self.assertEqual(area(-1), 3)\n";
 
     #[test]
     fn certification_renames_copies_and_mutates_every_test_among_its_class() {
@@ -850,12 +924,112 @@ mod tests {
             .map(|m| m.to.parse().unwrap())
             .collect();
         assert_eq!(values.len(), WINDOW as usize);
-        assert!(!values.contains(&3));
+        assert!(!values.contains(&154));
         let (lo, hi) = (*values.first().unwrap(), *values.last().unwrap());
         assert!(
-            hi - lo <= WINDOW && lo <= 3 + 1 && hi >= 3 - 1,
+            hi - lo <= WINDOW && lo <= 154 + 1 && hi >= 154 - 1,
             "{values:?}"
         );
+    }
+
+    /// Pearson's statistic of `counts` against a uniform spread.
+    fn chi_square(counts: &[u64]) -> f64 {
+        let n: u64 = counts.iter().sum();
+        let e = n as f64 / counts.len() as f64;
+        counts.iter().map(|c| (*c as f64 - e).powi(2) / e).sum()
+    }
+
+    /// The rank of `v` in its window (the window's values and `v`).
+    fn rank(v: i64, window: &[String]) -> usize {
+        window
+            .iter()
+            .filter(|w| w.parse::<i64>().unwrap() < v)
+            .count()
+    }
+
+    /// chi-square with 15 degrees of freedom: above 37.7 one time in a
+    /// thousand for a uniform rank. The seeds are fixed, so the test is too.
+    const CHI2_15: f64 = 37.7;
+
+    #[test]
+    fn a_right_value_sits_at_a_uniformly_random_rank_even_at_zero() {
+        for v in [0i64, 3, 154, -2] {
+            let mut counts = [0u64; 16];
+            for seed in 0..1600u32 {
+                let mut seed_bytes = [0u8; 32];
+                seed_bytes[..4].copy_from_slice(&seed.to_le_bytes());
+                let w = window(
+                    Lang::Unittest,
+                    &v.to_string(),
+                    &[],
+                    &mut Rng::new(seed_bytes),
+                );
+                assert_eq!(w.len(), WINDOW as usize, "{v}: never dropped in Python");
+                counts[rank(v, &w)] += 1;
+            }
+            let chi = chi_square(&counts);
+            assert!(chi < CHI2_15, "{v}: {counts:?} (chi-square {chi:.1})");
+            // A 0 is at the window's edge one time in 16, not every time.
+            assert!(counts[0] < 1600 / 16 * 3 / 2, "{v}: {counts:?}");
+        }
+    }
+
+    /// Go and Rust: a window that would need a negative value for a value
+    /// that may be unsigned is dropped, never moved. What a forger sees
+    /// then tells it nothing: among the windows starting at one value, the
+    /// right value's rank is uniform (right values uniform over 0..=40;
+    /// windows starting at 25 or below, all of whose members are in it).
+    #[test]
+    fn a_window_that_would_go_below_zero_is_dropped_not_clamped() {
+        let mut counts = [0u64; 16];
+        let mut zero = 0;
+        for v in 0..=40i64 {
+            for seed in 0..400u32 {
+                let mut seed_bytes = [0u8; 32];
+                seed_bytes[..4].copy_from_slice(&seed.to_le_bytes());
+                seed_bytes[4] = v as u8;
+                let w = window(Lang::Go, &v.to_string(), &[], &mut Rng::new(seed_bytes));
+                if w.is_empty() {
+                    assert!(v < WINDOW, "{v}");
+                    continue;
+                }
+                let values: Vec<i64> = w.iter().map(|x| x.parse().unwrap()).collect();
+                assert!(values.iter().all(|x| *x >= 0), "{v}: {values:?}");
+                let start = values.iter().copied().min().unwrap().min(v);
+                if v == 0 {
+                    zero += 1;
+                }
+                if start <= 25 {
+                    counts[rank(v, &w)] += 1;
+                }
+            }
+        }
+        let chi = chi_square(&counts);
+        assert!(chi < CHI2_15, "{counts:?} (chi-square {chi:.1})");
+        // A 0 gets a window one draw in 16 (rank 0 drawn), never more.
+        assert!((10..=45).contains(&zero), "{zero} of 400");
+        // A negative value may go lower: never dropped.
+        let w = window(Lang::Rust, "-3", &[], &mut Rng::new([5; 32]));
+        assert_eq!(w.len(), WINDOW as usize);
+    }
+
+    #[test]
+    fn a_string_is_mutated_into_other_strings_of_its_file_not_swapped_letters() {
+        let pool: Vec<String> = ["division by zero", "empty input", "it's here", "overflow"]
+            .map(str::to_owned)
+            .to_vec();
+        let w = window(
+            Lang::Unittest,
+            "'division by zero'",
+            &pool,
+            &mut Rng::new([3; 32]),
+        );
+        let mut got = w.clone();
+        got.sort();
+        // The site's quotes; never itself; never a string holding them.
+        assert_eq!(got, ["'empty input'", "'overflow'"]);
+        // Fewer strings than a window: fewer mutants, never made-up words.
+        assert!(window(Lang::Go, "\"x\"", &[], &mut Rng::new([3; 32])).is_empty());
     }
 
     #[test]
@@ -892,13 +1066,21 @@ mod tests {
                 s.push_str("\n\nclass TestGenB(unittest.TestCase):\n");
             }
             let (a, b) = ((rng.next() % 50) as i64 - 10, (rng.next() % 50) as i64);
-            let body = match rng.next() % 4 {
+            let body = match rng.next() % 5 {
                 0 => format!("        self.assertEqual({a} + {b}, {})\n", a + b),
                 1 => format!(
                     "        x = {a} * {b}\n        self.assertEqual(x, {})\n",
                     a * b
                 ),
                 2 => format!("        self.assertEqual(str({b}) + \"k\", \"{b}k\")\n"),
+                // Its value again in a comment and a message.
+                3 => {
+                    let n = 6 + (rng.next() % 20) as i64;
+                    let sum = n * (n - 1) / 2;
+                    format!(
+                        "        # the sum below is {sum}\n        self.assertEqual(sum(range({n})), {sum}, \"sum is {sum}\")\n"
+                    )
+                }
                 _ => format!("        assert [{a}, {b}] == [{a}, {b}]\n"),
             };
             s.push_str(&format!(
@@ -939,7 +1121,21 @@ mod tests {
                 );
                 assert_eq!(cb.len(), ob.len());
                 let changed = cb.iter().zip(ob).filter(|(x, y)| x != y).count();
-                assert_eq!(changed, usize::from(t.mutant.is_some()), "{}", r.text);
+                // The site's line and every other line writing its value.
+                let lines_of = |m: &Mutant| {
+                    let mut l: BTreeSet<u32> = m.also.iter().map(|c| c.line).collect();
+                    l.insert(m.line);
+                    l.len()
+                };
+                assert_eq!(changed, t.mutant.as_ref().map_or(0, lines_of), "{}", r.text);
+                // No line of a mutant still writes the right value.
+                if let Some(m) = &t.mutant
+                    && m.from.parse::<i64>().is_ok()
+                {
+                    for l in cb.iter().filter(|l| !l.trim_start().starts_with("def ")) {
+                        assert!(!l.contains(&m.from) || ob.contains(l), "{l}\n{}", r.text);
+                    }
+                }
             }
             std::fs::write(dir.path().join("test_gen.py"), &r.text).unwrap();
             let out = std::process::Command::new("python3")

@@ -90,14 +90,14 @@ pub(crate) enum Evidence {
 
 impl Evidence {
     /// Adds `run`'s log to the grade's evidence (and its redactions, and a
-    /// check's exit code).
-    pub(crate) fn record(self, rec: &mut GradeRecord, run: &RunRecord) {
+    /// check's exit code: [`Check::exit`]).
+    pub(crate) fn record(self, rec: &mut GradeRecord, task: &TaskRecord, run: &RunRecord) {
         rec.redactions += run.redactions;
         let what = match self {
             Evidence::Check(c) => {
                 match c {
-                    Check::Base => rec.base_exit = run.exit_code,
-                    Check::New => rec.new_exit = run.exit_code,
+                    Check::Base => rec.base_exit = c.exit(task, run),
+                    Check::New => rec.new_exit = c.exit(task, run),
                 }
                 format!("{} check log", c.as_str())
             }
@@ -140,6 +140,22 @@ impl Check {
             Check::Base => &task.pass_to_pass,
             Check::New => &task.fail_to_pass,
         }
+    }
+
+    /// The check's exit code as a grade keeps it: the runner's, unless
+    /// canaries ran in the check (a check naming tests runs their windows,
+    /// whose must-fail members fail by design, so every exit would be
+    /// non-zero): then 0 when every test the check names passed in its
+    /// reading, else 1.
+    pub(crate) fn exit(self, task: &TaskRecord, run: &RunRecord) -> Option<i32> {
+        if !run.canaries.iter().any(|c| c.seen.is_some()) {
+            return run.exit_code;
+        }
+        let passed = self
+            .tests(task)
+            .iter()
+            .all(|t| run.tests.get(t) == Some(&assay_report::Outcome::Passed));
+        Some(i32::from(!passed))
     }
 
     /// The check's command: `template` over its tests, or None when it has
@@ -544,8 +560,12 @@ FAILED (failures=2)
             redactions: 2,
             ..RunRecord::default()
         };
-        Evidence::Check(Check::New).record(&mut rec, &check);
-        Evidence::Rerun(1).record(&mut rec, &RunRecord::default());
+        let task = TaskRecord {
+            fail_to_pass: vec!["t.T.test_a".into()],
+            ..TaskRecord::default()
+        };
+        Evidence::Check(Check::New).record(&mut rec, &task, &check);
+        Evidence::Rerun(1).record(&mut rec, &task, &RunRecord::default());
         let whats: Vec<&str> = rec.evidence.iter().map(|r| r.what.as_str()).collect();
         assert_eq!(whats, ["log", "new check log", "rerun 1 log"]);
         assert_eq!(
@@ -555,6 +575,46 @@ FAILED (failures=2)
         assert_eq!(tail_of(&rec).map(|r| r.what.as_str()), Some("rerun 1 log"));
         rec.verdict = Verdict::Resolved;
         assert_eq!(tail_of(&rec), None);
+    }
+
+    /// Issue 47: a check naming tests runs their windows, whose must-fail
+    /// members fail by design; its exit code must still say whether the
+    /// check's own tests passed (`base=0 new=1`).
+    #[test]
+    fn a_check_that_ran_canaries_keeps_its_tests_outcome_as_its_exit() {
+        let task = TaskRecord {
+            fail_to_pass: vec!["t.T.test_a".into()],
+            pass_to_pass: vec!["t.T.test_b".into()],
+            ..TaskRecord::default()
+        };
+        let canary = crate::model::canary::Canary {
+            file: "t.py".into(),
+            name: "T.test_zero".into(),
+            must: crate::model::canary::Must::Fail,
+            seen: Some(assay_report::Outcome::Failed),
+            expected: true,
+            of: Some("t.T.test_a".into()),
+            original: None,
+        };
+        let run = |outcome, canaries: Vec<_>| RunRecord {
+            exit_code: Some(1),
+            tests: [("t.T.test_a".to_owned(), outcome)].into(),
+            canaries,
+            ..RunRecord::default()
+        };
+        use assay_report::Outcome::{Failed, Passed};
+        assert_eq!(
+            Check::New.exit(&task, &run(Passed, vec![canary.clone()])),
+            Some(0)
+        );
+        assert_eq!(
+            Check::New.exit(&task, &run(Failed, vec![canary.clone()])),
+            Some(1)
+        );
+        // A test the check names that its reading lacks did not pass.
+        assert_eq!(Check::Base.exit(&task, &run(Passed, vec![canary])), Some(1));
+        // No canary ran: the runner's own exit code.
+        assert_eq!(Check::New.exit(&task, &run(Passed, Vec::new())), Some(1));
     }
 
     fn env() -> EnvRecord {

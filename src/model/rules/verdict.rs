@@ -10,7 +10,9 @@
 //! could not be staged, then a run that could not be believed (environment,
 //! cut log, timeout, sandbox limit, no usable report), then the expected
 //! tests after reruns; on top of any of them the infrastructure blame of a
-//! run that died of an API error, and last the tamper demotion.
+//! run that died of an API error, then a forged reading, then a pass that
+//! was guessed among a window over reruns (never a flake), and last the
+//! tamper demotion.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -57,6 +59,45 @@ impl Readings {
                 canary::seals_forged(&run.seals)
                     .or_else(|| canary::forged(&run.canaries, would_pass))
             })
+    }
+
+    /// Why a pass after reruns is a guess, not a flake: a test that failed
+    /// in one run while a must-fail canary of its window passed there (its
+    /// answer was one of the window's wrong values) and passed in another.
+    /// A forger that cannot tell its window's members apart passes one of
+    /// them each run; a wrong pick fails the original and passes that
+    /// mutant, so every rerun would otherwise be a free guess. Honest code
+    /// whose answer is wrong gives the same wrong value every run; one
+    /// whose answer moves between a wrong window value and the right one
+    /// is not a flaky test's doing either.
+    fn guessed(&self) -> Option<String> {
+        let runs: Vec<&RunRecord> = std::iter::once(&self.first).chain(&self.reruns).collect();
+        let name = |n: usize| match n {
+            0 => "the graded run".to_owned(),
+            n => format!("rerun {n}"),
+        };
+        for (n, run) in runs.iter().enumerate() {
+            for c in &run.canaries {
+                let wrong_value = c.must == canary::Must::Fail
+                    && c.seen == Some(Outcome::Passed)
+                    && matches!(c.original, Some(Outcome::Failed | Outcome::Error));
+                let Some(id) = c.of.as_deref().filter(|_| wrong_value) else {
+                    continue;
+                };
+                if let Some(m) = runs
+                    .iter()
+                    .position(|r| r.tests.get(id) == Some(&Outcome::Passed))
+                {
+                    return Some(format!(
+                        "{id} failed in {} with a wrong value of its window (its canary {} passed) and passed in {}: a guess among the window, not a flaky test",
+                        name(n),
+                        c.name,
+                        name(m)
+                    ));
+                }
+            }
+        }
+        None
     }
 
     /// Why the executor lost a check or a rerun, if it lost one.
@@ -190,6 +231,14 @@ pub(crate) fn decide(g: &Graded<'_>, readings: &Readings) -> Decision {
         return d;
     }
     d.tamper = suspects;
+    if d.verdict.passed()
+        && let Some(why) = readings.guessed()
+    {
+        d.verdict = Verdict::Unresolved;
+        d.fault = Fault::Agent;
+        d.detail = why;
+        return d;
+    }
     if let Some(why) = readings.lost() {
         // A check or rerun the executor lost: the reading is unfinished.
         d.verdict = Verdict::Ineligible;

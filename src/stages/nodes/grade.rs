@@ -56,7 +56,11 @@ use super::run::RunParams;
 /// 12: the rule that left out each excluded path (`excluded_by`); JavaScript
 /// set-up files, transpiler configuration and `node_modules` are test
 /// infrastructure.
-pub(crate) const GRADE_VERSION: u32 = 12;
+/// 13: a test that failed with a wrong value of its canary window in one
+/// run and passed in another was guessed: `unresolved`/agent, never
+/// `resolved_after_rerun`. A check that ran canaries keeps 0 or 1 by its
+/// tests' outcomes as its exit code (its must-fail canaries fail by design).
+pub(crate) const GRADE_VERSION: u32 = 13;
 
 pub(crate) use crate::pipeline::{PatchCaps, Policy};
 
@@ -160,12 +164,12 @@ async fn grade(g: &Grade, i: GradeInputs, ctx: JobCtx) -> Result<Made<GradeRecor
     };
     for (check, checked) in checks {
         if let Some(checked) = checked {
-            Evidence::Check(check).record(&mut rec, &checked);
+            Evidence::Check(check).record(&mut rec, &task, &checked);
             readings.checks.push(checked);
         }
     }
     for again in recheck.reruns {
-        Evidence::Rerun(readings.reruns.len() as u32 + 1).record(&mut rec, &again);
+        Evidence::Rerun(readings.reruns.len() as u32 + 1).record(&mut rec, &task, &again);
         readings.reruns.push(again);
     }
     let graded = verdict::Graded {

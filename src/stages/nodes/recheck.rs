@@ -28,7 +28,9 @@ use super::rules::verdict::{self, Readings};
 use super::run::{Plant, RunParams, execute_tree};
 
 /// 1: the checks and reruns of grade version 8, as a node of their own.
-pub(crate) const RECHECK_VERSION: u32 = 1;
+/// 2: a check or rerun naming tests names each one's canaries too (its
+/// window), and expects only those.
+pub(crate) const RECHECK_VERSION: u32 = 2;
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct RecheckParams {

@@ -104,7 +104,9 @@ impl Kind for Run {
     /// `stopTest`), result and test objects as well as classes
     /// (`runner.object`), and reports a Python started without the guard
     /// (`python.unguarded`).
-    const VERSION: u32 = 6;
+    /// 7: a window's mutants change every place of the test that writes
+    /// the value (issue 47); a command naming tests names their windows.
+    const VERSION: u32 = 7;
     const OBSERVATION: bool = true;
     type Params = RunParams;
     type Inputs = RunInputs;
@@ -326,10 +328,11 @@ pub(crate) async fn execute_tree(
         .await
         .internal()?;
         match planted {
-            Ok(planted) => {
+            Ok(mut planted) => {
                 restage(&mut staged, &planted);
-                // A check naming tests names them as this run does.
-                command = canary::renamed_command(&command, &planted);
+                // A check or rerun naming tests names them as this run
+                // does, each with its canaries.
+                command = canary::renamed_command(&command, &mut planted);
                 Some(planted)
             }
             Err(why) if matches!(plant, Plant::Seal(_)) => {

@@ -325,6 +325,78 @@ fn a_passing_reading_without_its_canaries_is_forged_a_failing_one_is_not() {
     assert!(d.detail.starts_with("report forged"), "{}", d.detail);
 }
 
+/// A window's mutant of the FAIL_TO_PASS test, as a reading saw it, with
+/// its original's outcome there.
+fn mutant(seen: Outcome, original: Outcome) -> canary::Canary {
+    canary::Canary {
+        file: "tests/test_ops.py".into(),
+        name: "TestOps.test_value_order".into(),
+        must: canary::Must::Fail,
+        seen: Some(seen),
+        expected: true,
+        of: Some(F2P.into()),
+        original: Some(original),
+    }
+}
+
+/// Issue 47: a forger picks one member of a window per run; a wrong pick
+/// failed the original and passed a mutant (a wrong answer, no forgery),
+/// and a rerun with a fresh placement was a free guess that read as a
+/// flaky test.
+#[test]
+fn a_test_that_failed_with_a_wrong_window_value_and_passed_on_a_rerun_was_guessed() {
+    let wrong_pick = RunRecord {
+        canaries: vec![mutant(Outcome::Passed, Outcome::Failed)],
+        ..red()
+    };
+    let right_pick = RunRecord {
+        canaries: vec![mutant(Outcome::Failed, Outcome::Passed)],
+        ..reading(&[(F2P, Outcome::Passed)])
+    };
+    let d = Case::new().decide(&Readings {
+        first: wrong_pick.clone(),
+        reruns: vec![right_pick.clone()],
+        ..Readings::default()
+    });
+    let (verdict, fault, detail) = verdict_of(&d);
+    assert_eq!((verdict, fault), (Verdict::Unresolved, Fault::Agent));
+    assert!(
+        detail.contains("failed in the graded run with a wrong value of its window")
+            && detail.contains("passed in rerun 1"),
+        "{detail}"
+    );
+    // The wrong pick in a rerun, the right one in a later rerun: the same.
+    let d = Case::new().decide(&Readings {
+        first: red(),
+        reruns: vec![wrong_pick.clone(), right_pick.clone()],
+        ..Readings::default()
+    });
+    assert_eq!((d.verdict, d.fault), (Verdict::Unresolved, Fault::Agent));
+    assert!(d.detail.contains("failed in rerun 1"), "{}", d.detail);
+    // An honest flake: every mutant failed in the failing run too.
+    let flake = RunRecord {
+        canaries: vec![mutant(Outcome::Failed, Outcome::Failed)],
+        ..red()
+    };
+    let d = Case::new().decide(&Readings {
+        first: flake,
+        reruns: vec![right_pick],
+        ..Readings::default()
+    });
+    assert_eq!(
+        (d.verdict, d.fault),
+        (Verdict::ResolvedAfterRerun, Fault::FlakyTest)
+    );
+    // A wrong value that stays wrong: unresolved for its failure, no guess.
+    let d = Case::new().decide(&Readings {
+        first: wrong_pick.clone(),
+        reruns: vec![wrong_pick],
+        ..Readings::default()
+    });
+    assert_eq!((d.verdict, d.fault), (Verdict::Unresolved, Fault::Agent));
+    assert!(d.detail.contains("still fail"), "{}", d.detail);
+}
+
 fn verdict_of(d: &Decision) -> (Verdict, Fault, &str) {
     (d.verdict, d.fault, d.detail.as_str())
 }

@@ -616,6 +616,7 @@ pub(crate) fn seal_file(
         trials: Vec::new(),
         bits: 0.0,
         sealed: sealing.planted,
+        kin: BTreeMap::new(),
     })
 }
 

@@ -119,35 +119,7 @@ impl Failures {
 /// Joins `lines` (without trailing blank lines) into a message within the
 /// caps; a cut message ends with `…`.
 fn capped(lines: &[String]) -> String {
-    const MORE: &str = "…";
-    let end = lines
-        .iter()
-        .rposition(|l| !l.trim().is_empty())
-        .map_or(0, |i| i + 1);
-    let lines: Vec<&str> = lines[..end].iter().map(|l| l.trim_end()).collect();
-    let total: usize = lines.iter().map(|l| l.len() + 1).sum();
-    if lines.len() <= MESSAGE_MAX_LINES && total <= MESSAGE_MAX_BYTES + 1 {
-        return lines.join("\n");
-    }
-    let budget = MESSAGE_MAX_BYTES - MORE.len() - 1;
-    let mut out = String::new();
-    for line in lines.iter().take(MESSAGE_MAX_LINES - 1) {
-        let room = budget.saturating_sub(out.len());
-        if line.len() < room {
-            out.push_str(line);
-            out.push('\n');
-        } else {
-            let mut cut = room;
-            while !line.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            out.push_str(&line[..cut]);
-            out.push('\n');
-            break;
-        }
-    }
-    out.push_str(MORE);
-    out
+    crate::message::cut(lines, MESSAGE_MAX_LINES, MESSAGE_MAX_BYTES)
 }
 
 /// The unit a test belongs to, in the spelling of [`BuildFailure::unit`]:

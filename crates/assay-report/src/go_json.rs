@@ -23,12 +23,17 @@
 //! that fails without a failing test and without a recognised build failure
 //! (TestMain, a timeout panic) becomes an `Error` entry named after the
 //! package, so it cannot pass for "no failing tests".
+//!
+//! A failed test's message is what it printed (its `output` events without
+//! go's own `=== RUN` / `--- FAIL` lines): `t.Error`s, a panic and its
+//! frames.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 
 use crate::build::{Failures, MESSAGE_MAX_LINES};
+use crate::message::TEST_MESSAGE_MAX_LINES;
 use crate::{BuildFailure, Collector, Format, Outcome, ParseError, Report, json_lines, text_lines};
 
 #[derive(Deserialize)]
@@ -51,6 +56,8 @@ pub(crate) fn parse(input: &[u8]) -> Result<Report, ParseError> {
     let mut text = GoText::default();
     // `build-output` of each ImportPath (Go ≥ 1.24).
     let mut build_output: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    // What each (package, test) printed, its first lines: a failure's words.
+    let mut printed: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     for (number, raw) in text_lines(input) {
         let line = raw.trim();
         if !line.starts_with('{') {
@@ -95,6 +102,17 @@ pub(crate) fn parse(input: &[u8]) -> Result<Report, ParseError> {
                 text.failures.add(&package, lines, false);
             }
         }
+        if let (Some(test), Some(output)) = (event.test.as_deref(), event.output.as_deref())
+            && event.action == "output"
+            && !test.is_empty()
+        {
+            let lines = printed.entry((package.clone(), test.to_owned())).or_default();
+            for l in output.lines().filter(|l| !is_go_test_status(l)) {
+                if lines.len() <= TEST_MESSAGE_MAX_LINES {
+                    lines.push(l.to_owned());
+                }
+            }
+        }
         let outcome = match event.action.as_str() {
             "pass" => Outcome::Passed,
             "fail" => Outcome::Failed,
@@ -110,10 +128,17 @@ pub(crate) fn parse(input: &[u8]) -> Result<Report, ParseError> {
         match event.test.filter(|t| !t.is_empty()) {
             Some(test) => {
                 running.remove(&(package.clone(), test.clone()));
+                let said = printed.remove(&(package.clone(), test.clone()));
                 if outcome.is_failure() {
                     packages_with_failing_tests.insert(package.clone());
                 }
-                out.record(format!("{package}.{test}"), Some(package), outcome);
+                let said = said.map(|lines| lines.join("\n"));
+                out.record_saying(
+                    format!("{package}.{test}"),
+                    Some(package),
+                    outcome,
+                    said.as_deref(),
+                );
             }
             None if outcome == Outcome::Failed => {
                 failed_packages.insert(package);
@@ -126,7 +151,14 @@ pub(crate) fn parse(input: &[u8]) -> Result<Report, ParseError> {
             "line {line}: `{package}.{test}` ran but got no result; counted as an error"
         ));
         packages_with_failing_tests.insert(package.clone());
-        out.record(format!("{package}.{test}"), Some(package), Outcome::Error);
+        let said = printed.remove(&(package.clone(), test.clone()));
+        let said = said.map(|lines| lines.join("\n"));
+        out.record_saying(
+            format!("{package}.{test}"),
+            Some(package),
+            Outcome::Error,
+            said.as_deref(),
+        );
     }
     let build_failures = text.finish();
     let unbuilt: BTreeSet<&str> = build_failures.iter().map(|b| b.unit.as_str()).collect();
@@ -222,6 +254,15 @@ impl GoText {
     }
 }
 
+/// The lines `go test -v` frames a test's own output with (`=== RUN`,
+/// `--- FAIL: …`): not the test's words.
+fn is_go_test_status(line: &str) -> bool {
+    let line = line.trim_start();
+    ["=== RUN", "=== PAUSE", "=== CONT", "=== NAME", "--- FAIL:", "--- PASS:", "--- SKIP:"]
+        .iter()
+        .any(|p| line.starts_with(p))
+}
+
 /// The go command's progress and result lines, which end a compiler block.
 fn is_go_status(line: &str) -> bool {
     line.starts_with("go: ")
@@ -271,6 +312,16 @@ mod tests {
         );
         // TestHang got no result.
         assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
+        // A failing test's own lines, without go's `=== RUN` / `--- FAIL`.
+        assert_eq!(
+            crate::testing::messages(&r)
+                .into_iter()
+                .find(|(t, _)| *t == "example.com/calc.TestDivide/by_zero"),
+            Some((
+                "example.com/calc.TestDivide/by_zero",
+                "    calc_test.go:21: expected error, got 0"
+            ))
+        );
         // calc/broken did not build: a build failure, not a test.
         assert_eq!(
             failures(&r),

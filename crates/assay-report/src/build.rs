@@ -89,6 +89,15 @@ impl Failures {
         entry.1 |= stopped_run;
     }
 
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether `unit` is recorded.
+    pub(crate) fn has(&self, unit: &str) -> bool {
+        self.0.contains_key(unit.trim())
+    }
+
     /// Marks every unit recorded so far as having stopped the run.
     pub(crate) fn stop_run(&mut self) {
         for entry in self.0.values_mut() {

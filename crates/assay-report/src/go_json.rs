@@ -249,9 +249,37 @@ impl GoText {
         true
     }
 
-    fn finish(self) -> Vec<BuildFailure> {
+    /// The failures named by `FAIL … [build failed]` lines, each given its
+    /// package's block when the block came after the line (the go command
+    /// prints the block on stderr and the line on stdout, in either order
+    /// in a merged log), and the packages of blocks no line named whose
+    /// lines are a compiler's or vet's (`file.go:12:5: …`): the line went
+    /// elsewhere (a CTRF or JUnit converter reading `go test -json`'s
+    /// stdout), and the block is all the log says. (When lines named other
+    /// packages, a block of its own is a dependency's, already their
+    /// message.)
+    fn finish(mut self) -> Vec<BuildFailure> {
+        let named_none = self.failures.is_empty();
+        for (package, lines) in std::mem::take(&mut self.blocks) {
+            if (named_none || self.failures.has(&package))
+                && lines.iter().any(|l| is_go_diagnostic(l))
+            {
+                self.failures.add(&package, lines, false);
+            }
+        }
         self.failures.finish()
     }
+}
+
+/// `./calc_test.go:9:2: undefined: Mul`, `calc/x.go:3:8: …` (the compiler's
+/// and vet's shape: a Go file, a line, a column).
+fn is_go_diagnostic(line: &str) -> bool {
+    let line = line.trim_start();
+    line.split_once(".go:").is_some_and(|(_, rest)| {
+        let mut parts = rest.splitn(3, ':');
+        let numeric = |p: Option<&str>| p.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+        numeric(parts.next()) && numeric(parts.next()) && parts.next().is_some()
+    })
 }
 
 /// The lines `go test -v` frames a test's own output with (`=== RUN`,
@@ -456,5 +484,27 @@ dep/dep.go:3:1: syntax error: non-declaration statement outside function body\n\
             let r = parse(input).unwrap();
             assert!(r.tests.is_empty(), "{input:?}");
         }
+    }
+
+    #[test]
+    fn a_vet_failure_whose_fail_line_came_first_or_went_elsewhere() {
+        // Go 1.19 `go test -json` with vet failing: the FAIL line on stdout
+        // came before the block on stderr in the merged log.
+        let merged = b"FAIL\texample.com/vet [build failed]\n# example.com/vet\n./a_test.go:6:30: fmt.Sprintf format %d has arg \"x\" of wrong type string\n";
+        let vet = "./a_test.go:6:30: fmt.Sprintf format %d has arg \"x\" of wrong type string";
+        let r = parse(merged).unwrap();
+        assert_eq!(failures(&r), [("example.com/vet", vet, false)]);
+        // stdout went to a CTRF converter: the log holds the block alone.
+        let alone = &merged[b"FAIL\texample.com/vet [build failed]\n".len()..];
+        assert_eq!(
+            crate::scan_build_failures(Format::Ctrf, alone)
+                .iter()
+                .map(|b| (b.unit.as_str(), b.message.as_str(), b.stopped_run))
+                .collect::<Vec<_>>(),
+            [("example.com/vet", vet, false)]
+        );
+        // A block of something else (cgo's warnings) is not a failure.
+        let r = parse(b"# example.com/c\nwarning: something odd\n").unwrap();
+        assert!(r.build_failures.is_empty(), "{:?}", r.build_failures);
     }
 }

@@ -408,6 +408,27 @@ pub(crate) fn read(
     out
 }
 
+/// A reading's words ([`Said`](crate::model::rules::why::Said)) as its
+/// outcomes are after [`read`]: the canaries' left out, renamed tests (and
+/// their fresh names in any text) under their declared names.
+pub(crate) fn said(
+    planted: &Planted,
+    said: &crate::model::rules::why::Said,
+) -> crate::model::rules::why::Said {
+    let pairs: Vec<(String, String)> = said
+        .of
+        .keys()
+        .filter(|id| !planted.canaries.iter().any(|c| names_test(id, &c.name)))
+        .filter_map(|id| {
+            let text = said.message(id)?;
+            let id = mutant::unrename(id, &planted.renamed).unwrap_or_else(|| id.clone());
+            let text = mutant::unrename(text, &planted.renamed).unwrap_or_else(|| text.to_owned());
+            Some((id, text))
+        })
+        .collect();
+    crate::model::rules::why::Said::of(pairs.iter().map(|(t, m)| (t.as_str(), m.as_str())))
+}
+
 /// Why a reading is forged, if it is; `would_pass` says whether it makes
 /// the session pass (then a missing or wrong canary forges it too).
 pub(crate) fn forged(canaries: &[Canary], would_pass: bool) -> Option<String> {

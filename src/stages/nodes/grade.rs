@@ -56,7 +56,9 @@ use super::run::RunParams;
 /// 12: the rule that left out each excluded path (`excluded_by`); JavaScript
 /// set-up files, transpiler configuration and `node_modules` are test
 /// infrastructure.
-pub(crate) const GRADE_VERSION: u32 = 12;
+/// 13: the failing tests' words (`said`, from the readings' reports; the
+/// compiler's for a test whose unit did not build).
+pub(crate) const GRADE_VERSION: u32 = 13;
 
 pub(crate) use crate::pipeline::{PatchCaps, Policy};
 
@@ -205,6 +207,21 @@ async fn grade(g: &Grade, i: GradeInputs, ctx: JobCtx) -> Result<Made<GradeRecor
         ));
     }
     grading::settle(&mut rec, decision, readings.reruns.len() as u32);
+    // The failing tests' words, the latest reading's first.
+    let said: Vec<&super::rules::why::Said> = readings
+        .reruns
+        .iter()
+        .rev()
+        .chain([&readings.first])
+        .chain(&readings.checks)
+        .map(|r| &r.said)
+        .collect();
+    let first = &readings.first;
+    let unbuilt = |t: &str| {
+        let b = first.build_failure_for(format, t, first.files.get(t).map(String::as_str))?;
+        Some(format!("{} does not build: {}", b.unit, b.message))
+    };
+    rec.said = super::rules::why::Said::of_tests(&rec.failing, &said, unbuilt);
     if let Some(last) = grading::tail_of(&rec) {
         let log = blob(&ctx, &last.digest)?;
         // The run that wrote this log (fresh names are drawn per run: one

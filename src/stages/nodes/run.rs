@@ -100,7 +100,9 @@ impl Kind for Run {
     /// and the hidden test patch's files are out of its reach.
     /// 5: the guard's audit hook reports tampering with the runner on the
     /// output pipe (`ASSAY_AUDIT_FD`, `ASSAY_HIDDEN`), recorded as `audit`.
-    const VERSION: u32 = 5;
+    /// 6: failing tests' words from the report (`said`); a Go vet or
+    /// compiler block whose `FAIL` line went to a converter is a build failure.
+    const VERSION: u32 = 6;
     const OBSERVATION: bool = true;
     type Params = RunParams;
     type Inputs = RunInputs;
@@ -403,6 +405,7 @@ pub(crate) async fn execute_tree(
     rebuilt(&mut record, rebuild, &log);
     if let Some(planted) = &planted {
         record.canaries = canary::read(planted, &mut record.tests, &mut record.files);
+        record.said = canary::said(planted, &record.said);
         record.renamed = planted.renamed.clone();
     }
     distrust(
@@ -427,6 +430,7 @@ fn rebuilt(record: &mut RunRecord, rules: &[RebuildRule], log: &[u8]) {
     if let Some(failure) = rebuild::failure(&record.rebuild) {
         record.tests.clear();
         record.files.clear();
+        record.said = Default::default();
         record.report_error = None;
         record.untrusted = None;
         record.build_failures = vec![failure];
@@ -523,6 +527,12 @@ pub(crate) fn read_outcomes(
         Trust::Trusted | Trust::BuildFailed(_) => {}
         Trust::Untrustworthy(why) => record.untrusted = Some(why),
     }
+    record.said = super::rules::why::Said::of(
+        report
+            .tests
+            .iter()
+            .filter_map(|t| Some((t.name.as_str(), t.message.as_deref()?))),
+    );
     for t in report.tests {
         if let Some(f) = t.file {
             record.files.insert(t.name.clone(), f);

@@ -67,6 +67,7 @@ pub(super) fn grade(
             vec![]
         },
         not_run: vec![],
+        said: Default::default(),
         excluded_paths: vec![],
         excluded_by: Default::default(),
         exit_code: Some(0),

@@ -106,7 +106,9 @@ pub(crate) fn parse(input: &[u8]) -> Result<Report, ParseError> {
             && event.action == "output"
             && !test.is_empty()
         {
-            let lines = printed.entry((package.clone(), test.to_owned())).or_default();
+            let lines = printed
+                .entry((package.clone(), test.to_owned()))
+                .or_default();
             for l in output.lines().filter(|l| !is_go_test_status(l)) {
                 if lines.len() <= TEST_MESSAGE_MAX_LINES {
                     lines.push(l.to_owned());
@@ -277,7 +279,9 @@ fn is_go_diagnostic(line: &str) -> bool {
     let line = line.trim_start();
     line.split_once(".go:").is_some_and(|(_, rest)| {
         let mut parts = rest.splitn(3, ':');
-        let numeric = |p: Option<&str>| p.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+        let numeric = |p: Option<&str>| {
+            p.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        };
         numeric(parts.next()) && numeric(parts.next()) && parts.next().is_some()
     })
 }
@@ -286,9 +290,17 @@ fn is_go_diagnostic(line: &str) -> bool {
 /// `--- FAIL: …`): not the test's words.
 fn is_go_test_status(line: &str) -> bool {
     let line = line.trim_start();
-    ["=== RUN", "=== PAUSE", "=== CONT", "=== NAME", "--- FAIL:", "--- PASS:", "--- SKIP:"]
-        .iter()
-        .any(|p| line.starts_with(p))
+    [
+        "=== RUN",
+        "=== PAUSE",
+        "=== CONT",
+        "=== NAME",
+        "--- FAIL:",
+        "--- PASS:",
+        "--- SKIP:",
+    ]
+    .iter()
+    .any(|p| line.starts_with(p))
 }
 
 /// The go command's progress and result lines, which end a compiler block.

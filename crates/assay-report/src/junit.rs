@@ -165,7 +165,9 @@ impl Walk {
                     };
                     case.outcome = case.outcome.worst(outcome);
                     if tag != "skipped" {
-                        if let Some(m) = attr(e, "message", offset)?.filter(|m| !m.trim().is_empty()) {
+                        if let Some(m) =
+                            attr(e, "message", offset)?.filter(|m| !m.trim().is_empty())
+                        {
                             case.hear(&m);
                             case.hear("\n");
                         }

@@ -63,9 +63,10 @@ fn say_failures(out: &mut Collector, input: &[u8]) {
         }
     };
     for (_, line) in text_lines(input) {
-        let header = line
-            .strip_prefix("---- ")
-            .and_then(|r| r.strip_suffix(" stdout ----").or_else(|| r.strip_suffix(" stderr ----")));
+        let header = line.strip_prefix("---- ").and_then(|r| {
+            r.strip_suffix(" stdout ----")
+                .or_else(|| r.strip_suffix(" stderr ----"))
+        });
         if let Some(raw) = header {
             flush(&mut section, out);
             section = Some((canonical_name(raw), Vec::new()));
@@ -85,7 +86,9 @@ fn say_failures(out: &mut Collector, input: &[u8]) {
 pub(crate) fn panic_message(lines: &[String]) -> &[String] {
     let start = lines
         .iter()
-        .position(|l| l.starts_with("thread '") && l.contains("' panicked at") || l.contains(" panicked at "))
+        .position(|l| {
+            l.starts_with("thread '") && l.contains("' panicked at") || l.contains(" panicked at ")
+        })
         .unwrap_or(0);
     &lines[start..]
 }
@@ -643,6 +646,9 @@ test result: FAILED. 4 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out\n
             said[0].1.contains("panicked at src/lib.rs:22:9:\nassertion `left == right` failed\n  left: 4\n right: 5\nstack backtrace:"),
             "{said:?}"
         );
-        assert!(said[0].1.starts_with("thread 'tests::wrong_sum'"), "{said:?}");
+        assert!(
+            said[0].1.starts_with("thread 'tests::wrong_sum'"),
+            "{said:?}"
+        );
     }
 }

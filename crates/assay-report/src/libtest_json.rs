@@ -249,6 +249,9 @@ mod tests {
             said[0].1.contains("panicked at src/lib.rs:22:9:\nassertion `left == right` failed\n  left: 4\n right: 5\nstack backtrace:"),
             "{said:?}"
         );
-        assert!(said[0].1.starts_with("thread 'tests::wrong_sum'"), "{said:?}");
+        assert!(
+            said[0].1.starts_with("thread 'tests::wrong_sum'"),
+            "{said:?}"
+        );
     }
 }

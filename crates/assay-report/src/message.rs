@@ -19,7 +19,11 @@ pub(crate) fn capped(lines: &[String]) -> Option<String> {
         .iter()
         .position(|l| !l.trim().is_empty())
         .unwrap_or(lines.len());
-    let m = cut(&lines[start..], TEST_MESSAGE_MAX_LINES, TEST_MESSAGE_MAX_BYTES);
+    let m = cut(
+        &lines[start..],
+        TEST_MESSAGE_MAX_LINES,
+        TEST_MESSAGE_MAX_BYTES,
+    );
     (!m.trim().is_empty()).then_some(m)
 }
 

@@ -160,7 +160,9 @@ mod tests {
             "{said:?}"
         );
         assert!(
-            said[1].1.starts_with("Error: boom\n    at Context.<anonymous> (test/calc.spec.js:9:30)"),
+            said[1]
+                .1
+                .starts_with("Error: boom\n    at Context.<anonymous> (test/calc.spec.js:9:30)"),
             "{said:?}"
         );
         // mocha exits with the number of failures.

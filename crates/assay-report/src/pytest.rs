@@ -522,7 +522,10 @@ E   ModuleNotFoundError: No module named 'does_not_exist_module'";
                     "tests/test_ops.py::TestDivide::test_wrong",
                     ">       assert 7 / 2 == 3\nE       assert (7 / 2) == 3\ntests/test_ops.py:56: AssertionError"
                 ),
-                ("tests/test_ops.py::test_sub", ">       assert 3 - 1 == 1\nE       assert (3 - 1) == 1\ntests/test_ops.py:9: AssertionError"),
+                (
+                    "tests/test_ops.py::test_sub",
+                    ">       assert 3 - 1 == 1\nE       assert (3 - 1) == 1\ntests/test_ops.py:9: AssertionError"
+                ),
                 (
                     "tests/test_ops.py::test_uses_broken_fixture",
                     ">       raise RuntimeError(\"fixture exploded\")\nE       RuntimeError: fixture exploded\ntests/test_ops.py:14: RuntimeError"

@@ -100,7 +100,8 @@ fn is_diagnostic(line: &str) -> bool {
     if t.starts_with("# Looks like") || t.starts_with("# Subtest:") {
         return false;
     }
-    line.starts_with('#') || (line.starts_with([' ', '\t']) && test_line(t).is_none() && plan(t).is_none())
+    line.starts_with('#')
+        || (line.starts_with([' ', '\t']) && test_line(t).is_none() && plan(t).is_none())
 }
 
 #[derive(Default)]

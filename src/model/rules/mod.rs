@@ -41,7 +41,7 @@ pub(crate) mod tamper;
 pub(crate) mod task;
 pub(crate) mod timeout;
 pub(crate) mod touched;
-pub(crate) mod why;
 pub(crate) mod verdict;
+pub(crate) mod why;
 
 use super::{canary, records};

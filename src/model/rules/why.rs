@@ -205,7 +205,12 @@ pub(crate) fn group(
             Group { label, tests }
         })
         .collect();
-    out.sort_by(|a, b| b.tests.len().cmp(&a.tests.len()).then(a.label.cmp(&b.label)));
+    out.sort_by(|a, b| {
+        b.tests
+            .len()
+            .cmp(&a.tests.len())
+            .then(a.label.cmp(&b.label))
+    });
     out
 }
 
@@ -260,17 +265,19 @@ fn generic_word(word: &str) -> String {
     let core = word.trim_matches(|c: char| "()[]{},;".contains(c));
     let (lead, trail) = word.split_at(word.find(core).unwrap_or(0));
     let trail = &trail[core.len()..];
-    let is_path = core.contains('/')
-        && !core.contains("://")
-        && core.chars().any(|c| c.is_alphanumeric());
+    let is_path =
+        core.contains('/') && !core.contains("://") && core.chars().any(|c| c.is_alphanumeric());
     let is_file = core
         .split(':')
         .next()
         .and_then(|f| f.rsplit_once('.'))
         .is_some_and(|(stem, ext)| {
             !stem.is_empty()
-                && ["py", "go", "rs", "js", "ts", "mjs", "cjs", "jsx", "tsx", "java", "rb", "c", "h", "cc", "cpp"]
-                    .contains(&ext)
+                && [
+                    "py", "go", "rs", "js", "ts", "mjs", "cjs", "jsx", "tsx", "java", "rb", "c",
+                    "h", "cc", "cpp",
+                ]
+                .contains(&ext)
         });
     if is_path || is_file {
         return format!("{lead}<path>{}", trail_of(core, trail));
@@ -351,18 +358,33 @@ mod tests {
     #[test]
     fn one_message_for_two_thousand_tests_is_kept_once() {
         let tests = names(2000);
-        let said = Said::of(tests.iter().map(|t| (t.as_str(), "TypeError: match is not a function")));
+        let said = Said::of(
+            tests
+                .iter()
+                .map(|t| (t.as_str(), "TypeError: match is not a function")),
+        );
         assert_eq!(said.texts.len(), 1);
         assert_eq!(said.of.len(), 2000);
         assert_eq!(said.over_cap, 0);
-        assert_eq!(said.message("t01999"), Some("TypeError: match is not a function"));
+        assert_eq!(
+            said.message("t01999"),
+            Some("TypeError: match is not a function")
+        );
     }
 
     #[test]
     fn distinct_messages_stop_at_the_cap_and_are_counted() {
         let tests = names(2000);
-        let texts: Vec<String> = tests.iter().map(|t| format!("{t}: {}", "x".repeat(100))).collect();
-        let said = Said::of(tests.iter().zip(&texts).map(|(t, m)| (t.as_str(), m.as_str())));
+        let texts: Vec<String> = tests
+            .iter()
+            .map(|t| format!("{t}: {}", "x".repeat(100)))
+            .collect();
+        let said = Said::of(
+            tests
+                .iter()
+                .zip(&texts)
+                .map(|(t, m)| (t.as_str(), m.as_str())),
+        );
         let bytes: usize = said.texts.iter().map(String::len).sum();
         assert!(bytes <= RUN_SAID_MAX_BYTES, "{bytes}");
         assert_eq!(said.of.len() as u64 + said.over_cap, 2000);
@@ -372,7 +394,11 @@ mod tests {
         assert_eq!(said.groups, [format!("tN: {}", "x".repeat(100))]);
         // The serialized form stays small.
         let json = serde_json::to_string(&said).unwrap();
-        assert!(json.len() < RUN_SAID_MAX_BYTES + 2000 * 20, "{}", json.len());
+        assert!(
+            json.len() < RUN_SAID_MAX_BYTES + 2000 * 20,
+            "{}",
+            json.len()
+        );
     }
 
     #[test]
@@ -384,7 +410,8 @@ mod tests {
         assert_eq!(g.message("a"), Some("rerun words"));
         assert_eq!(g.message("b"), Some("b's words"));
         assert_eq!(g.message("c"), None);
-        let unbuilt = |t: &str| (t == "c").then(|| "calc does not build: x.go:1:1: oops".to_owned());
+        let unbuilt =
+            |t: &str| (t == "c").then(|| "calc does not build: x.go:1:1: oops".to_owned());
         let g = Said::of_tests(&failing, &[&rerun, &first], unbuilt);
         assert_eq!(g.message("c"), Some("calc does not build: x.go:1:1: oops"));
         assert_eq!(g.message("a"), Some("rerun words"));
@@ -407,10 +434,22 @@ mod tests {
                 "TypeError: match is not a function\n    at Context.<anonymous> (test/a.js:4:36)",
                 "TypeError: match is not a function",
             ),
-            ("AssertionError: 3.5 != 3\nTraceback (most recent call last):", "AssertionError: 3.5 != 3"),
-            ("  ---\n  message: 'expected 3'\n  ...", "message: 'expected 3'"),
-            ("    calc_test.go:21: expected error, got 0", "calc_test.go:21: expected error, got 0"),
-            ("Traceback (most recent call last):", "Traceback (most recent call last):"),
+            (
+                "AssertionError: 3.5 != 3\nTraceback (most recent call last):",
+                "AssertionError: 3.5 != 3",
+            ),
+            (
+                "  ---\n  message: 'expected 3'\n  ...",
+                "message: 'expected 3'",
+            ),
+            (
+                "    calc_test.go:21: expected error, got 0",
+                "calc_test.go:21: expected error, got 0",
+            ),
+            (
+                "Traceback (most recent call last):",
+                "Traceback (most recent call last):",
+            ),
         ] {
             assert_eq!(headline(message), want, "{message}");
         }
@@ -419,7 +458,10 @@ mod tests {
     #[test]
     fn normalising_makes_what_varies_generic() {
         for (headline, want) in [
-            ("TypeError: match is not a function", "TypeError: match is not a function"),
+            (
+                "TypeError: match is not a function",
+                "TypeError: match is not a function",
+            ),
             ("AssertionError: 3.5 != 3", "AssertionError: N != N"),
             ("expected 1,870 got 12", "expected N got N"),
             (
@@ -450,18 +492,35 @@ mod tests {
             .iter()
             .enumerate()
             .map(|(i, t)| match i % 100 {
-                0 => format!("AssertionError: expected {i} to equal {}\n    at {t} (test/x.js:{i}:5)", i + 1),
+                0 => format!(
+                    "AssertionError: expected {i} to equal {}\n    at {t} (test/x.js:{i}:5)",
+                    i + 1
+                ),
                 _ => format!("TypeError: match is not a function\n    at {t} (test/x.js:{i}:5)"),
             })
             .collect();
         // The last ten said nothing: one did not run, nine gave no message.
-        let said = Said::of(tests.iter().zip(&texts).take(1990).map(|(t, m)| (t.as_str(), m.as_str())));
+        let said = Said::of(
+            tests
+                .iter()
+                .zip(&texts)
+                .take(1990)
+                .map(|(t, m)| (t.as_str(), m.as_str())),
+        );
         // Each stack differs: the texts reach the cap, the groups do not.
         assert!(said.over_cap > 0);
-        let silent = |t: &str| if t == "t01999" { Silent::NotRun } else { Silent::NoMessage };
+        let silent = |t: &str| {
+            if t == "t01999" {
+                Silent::NotRun
+            } else {
+                Silent::NoMessage
+            }
+        };
         let groups = group(&tests, &said, silent);
-        let summary: Vec<(usize, &str)> =
-            groups.iter().map(|g| (g.tests.len(), g.label.as_str())).collect();
+        let summary: Vec<(usize, &str)> = groups
+            .iter()
+            .map(|g| (g.tests.len(), g.label.as_str()))
+            .collect();
         assert_eq!(
             summary,
             [

@@ -21,7 +21,7 @@
 //! | `pytest` | test file as pytest prints it (`tests/test_x.py`) | the `file`, else the node id before `::` |
 //! | `unittest` | dotted test module (`tests.test_x`) | the `file` as a module, else the id without its method and class(es) |
 //! | `libtest`, `libtest-json` | crate (`tinycalc`) | none: ids carry no crate |
-//! | `junit` | Maven project, Gradle task, TypeScript file, .NET project, … | none: ids carry no unit the producers' errors name |
+//! | `junit`, `ctrf`, `ctrf-suite` | Maven project, Gradle task, TypeScript file, .NET project, Go package, … | a Go-shaped id's package (gotestsum's JUnit, Go's CTRF converters: `package.TestXxx`); else none |
 //! | `tap` | — (no build failure is recognised) | none |
 //! | `jest-json`, `mocha-json` | test file relative to the tree (`src/a.test.ts`) | the `file`, else the id before ` > ` |
 //!
@@ -149,12 +149,9 @@ pub fn unit_of(format: Format, name: &str, file: Option<&str>) -> Option<String>
             file.unwrap_or_else(|| name.split(" > ").next().unwrap_or(name))
                 .to_owned(),
         ),
-        Format::Libtest
-        | Format::LibtestJson
-        | Format::Junit
-        | Format::Tap
-        | Format::Ctrf
-        | Format::CtrfSuite => None,
+        // gotestsum's JUnit and Go's CTRF converters: `package.TestXxx`.
+        Format::Junit | Format::Ctrf | Format::CtrfSuite => go_package(name),
+        Format::Libtest | Format::LibtestJson | Format::Tap => None,
     }
 }
 
@@ -327,6 +324,13 @@ mod tests {
             Format::CtrfSuite,
         ] {
             assert_eq!(unit_of(f, "tests::adds", Some("src/lib.rs")), None);
+        }
+        // Go's tests through a JUnit or CTRF converter keep their package.
+        for f in [Format::Junit, Format::Ctrf, Format::CtrfSuite] {
+            assert_eq!(
+                unit_of(f, "example.com/calc.TestAdd/x", None).as_deref(),
+                Some("example.com/calc")
+            );
         }
     }
 }

@@ -638,8 +638,13 @@ test result: FAILED. 4 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out\n
 
     #[test]
     fn a_failed_tests_message_starts_at_its_panic() {
-        let r = parse(include_bytes!("../tests/fixtures/libtest.txt"));
-        let said = crate::testing::messages(&r);
+        wrong_sum_says_its_panic(&parse(include_bytes!("../tests/fixtures/libtest.txt")));
+    }
+
+    /// The fixtures' failing test's words, in either format: from its
+    /// panic on.
+    pub(crate) fn wrong_sum_says_its_panic(r: &Report) {
+        let said = crate::testing::messages(r);
         assert_eq!(said.len(), 1, "{said:?}");
         assert_eq!(said[0].0, "tests::wrong_sum");
         assert!(

@@ -88,8 +88,9 @@ fn list(h: &mut String, what: &str, ids: &[String]) {
     }
     let _ = writeln!(
         h,
-        "<details class=\"tests\"><summary>{} test ids</summary>",
-        ids.len()
+        "<details class=\"tests\"><summary>{} test {}</summary>",
+        ids.len(),
+        if ids.len() == 1 { "id" } else { "ids" }
     );
     h.push_str("<ul>\n");
     for id in ids.iter().take(LISTED) {

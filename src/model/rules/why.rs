@@ -265,19 +265,22 @@ fn generic_word(word: &str) -> String {
     let core = word.trim_matches(|c: char| "()[]{},;".contains(c));
     let (lead, trail) = word.split_at(word.find(core).unwrap_or(0));
     let trail = &trail[core.len()..];
-    let is_path =
-        core.contains('/') && !core.contains("://") && core.chars().any(|c| c.is_alphanumeric());
-    let is_file = core
-        .split(':')
+    // A file's path (`./x.go:12:5`, `/srv/app/user.py:120`, `src/lib.rs`),
+    // not an import path or a module (`example.com/gocalc` names the unit).
+    let file = core.split(':').next().unwrap_or(core);
+    let is_path = ["/", "./", "../", "~/"].iter().any(|p| core.starts_with(p))
+        && core.chars().any(|c| c.is_alphanumeric());
+    let is_file = file
+        .rsplit('/')
         .next()
         .and_then(|f| f.rsplit_once('.'))
         .is_some_and(|(stem, ext)| {
             !stem.is_empty()
-                && [
-                    "py", "go", "rs", "js", "ts", "mjs", "cjs", "jsx", "tsx", "java", "rb", "c",
-                    "h", "cc", "cpp",
-                ]
-                .contains(&ext)
+                && !ext.is_empty()
+                && ext.len() <= 5
+                && ext.bytes().all(|b| b.is_ascii_alphanumeric())
+                && ext.bytes().any(|b| b.is_ascii_alphabetic())
+                && (file.contains('/') || KNOWN_EXTENSIONS.contains(&ext))
         });
     if is_path || is_file {
         return format!("{lead}<path>{}", trail_of(core, trail));
@@ -302,6 +305,12 @@ fn generic_word(word: &str) -> String {
     }
     collapse_numbers(&out)
 }
+
+/// Source files' extensions: a word ending in one is a file even without
+/// a directory (`calc_test.go:21:`).
+const KNOWN_EXTENSIONS: [&str; 15] = [
+    "py", "go", "rs", "js", "ts", "mjs", "cjs", "jsx", "tsx", "java", "rb", "c", "h", "cc", "cpp",
+];
 
 /// A path's trailing `:` (as in `at x.go:12:` before a message) kept.
 fn trail_of(core: &str, trail: &str) -> String {
@@ -477,6 +486,13 @@ mod tests {
                 "object at 0x… is not '…'",
             ),
             ("can't parse `1 + 2`", "can't parse '…'"),
+            (
+                "example.com/gocalc does not build: ./stats.go:15:13: too many return values",
+                "example.com/gocalc does not build: <path>: too many return values",
+            ),
+            ("at test/a.spec.js:4:36", "at <path>"),
+            ("expected 1/2 got 3/4", "expected N/N got N/N"),
+            ("src/lib.rs:22:9:", "<path>:"),
             ("  lots   of\tblanks  ", "lots of blanks"),
         ] {
             assert_eq!(normalise(headline), want, "{headline}");

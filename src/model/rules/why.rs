@@ -19,6 +19,11 @@
 //!   TypeError: match is not a function" is one group however the tests
 //!   differ in ids and line numbers. Groups are ordered by size, largest
 //!   first, then by their text: the same failures give the same page.
+//!
+//! The groups are computed where the words are kept (the run and grade
+//! records), so a change to [`headline`] or [`normalise`] changes what
+//! those records hold: bump the `run`, `recheck` and `grade` kinds'
+//! `VERSION` with it.
 
 use std::collections::BTreeMap;
 

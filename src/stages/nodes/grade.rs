@@ -57,7 +57,8 @@ use super::run::RunParams;
 /// set-up files, transpiler configuration and `node_modules` are test
 /// infrastructure.
 /// 13: the failing tests' words (`said`, from the readings' reports; the
-/// compiler's for a test whose unit did not build).
+/// compiler's for a test whose unit did not build); a Go-shaped test id of
+/// a JUnit or CTRF report belongs to its package.
 pub(crate) const GRADE_VERSION: u32 = 13;
 
 pub(crate) use crate::pipeline::{PatchCaps, Policy};

@@ -419,6 +419,10 @@ fn a_mocha_package_is_screened_and_graded_through_the_preset() {
                 "evil",
                 "+require('assert').strictEqual = () => {};\n+exports.discounted = () => 0;\n",
             ),
+            (
+                "wrong",
+                "+exports.discounted = (p, d) => exports.total(p) + d;\n",
+            ),
         ],
     );
     let b = p.build_json(&[]);
@@ -455,6 +459,19 @@ fn a_mocha_package_is_screened_and_graded_through_the_preset() {
         grade["tamper"].to_string().contains("report forged"),
         "{grade:#}"
     );
+    // A wrong answer says why in the test's own words: the assertion, the
+    // expected and actual values, the test's frame (assay's reporter).
+    let wrong = p.show_json(&row("wrong/mcart-1.json")["grade_digest"]);
+    assert_eq!(wrong["verdict"], "unresolved", "{wrong:#}");
+    let said = wrong["said"]["texts"][0].as_str().unwrap_or_default();
+    for words in [
+        "AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:",
+        "expected: 8\nactual: 12",
+        "test/cart.spec.js:",
+    ] {
+        assert!(said.contains(words), "{words:?} in {wrong:#}");
+    }
+    assert!(!said.contains("/mocha/lib/"), "mocha's own frames: {said}");
 }
 
 /// The image the node preset runs in on the docker executor: the base image

@@ -628,3 +628,124 @@ fn a_go_call_site_reader_finds_no_expected_value_in_a_sealed_tree() {
     let grade = p.show_json(&row["grade_digest"]);
     assert!(grade.to_string().contains("TestMeanEmpty"), "{grade:#}");
 }
+
+/// A session whose code vet rejects (`go test` runs vet first: the package's
+/// tests never run, `[build failed]`).
+const VET_PATCH: &str = r#"diff --git a/describe.go b/describe.go
+new file mode 100644
+--- /dev/null
++++ b/describe.go
+@@ -0,0 +1,6 @@
++package gocalc
++
++import "fmt"
++
++// Describe names x.
++func Describe(x int) string { return fmt.Sprintf("%d", "x") }
+"#;
+
+/// vet's words for [`VET_PATCH`].
+const VET_SAYS: &str = "describe.go:6:38: fmt.Sprintf format %d has arg \"x\" of wrong type string";
+
+/// A converter as datasets put behind `go test -json` (Deep-SWE's images):
+/// reads its stdout (the test2json events, and the go command's own `FAIL
+/// … [build failed]` line) and writes `ctrf.json`; the go command's stderr,
+/// where vet's words go, is the run's log.
+const GO_CTRF: &str = r#"import json, sys
+tests, bad = [], 0
+for line in sys.stdin:
+    try:
+        e = json.loads(line)
+    except ValueError:
+        bad |= line.startswith("FAIL")
+        continue
+    status = {"pass": "passed", "fail": "failed", "skip": "skipped"}.get(e.get("Action"))
+    if e.get("Test") and status:
+        tests.append({"name": e["Test"], "suite": e["Package"], "status": status})
+    bad |= e.get("Action") == "fail"
+json.dump({"results": {"tool": {"name": "go"}, "tests": tests}}, open("ctrf.json", "w"))
+sys.exit(1 if bad else 0)
+"#;
+
+/// gocalc-1 with one session whose code vet rejects, its report read as
+/// `report` (the example's `go-test-json`, or CTRF written from `go test
+/// -json` by a converter): the grade is a build failure, `unresolved` and
+/// the agent's, with vet's words in its detail, its `said` and the report's
+/// session section; never `no_report`.
+fn vet_failure_is_a_build_failure_with_the_vets_words(ctrf: bool) {
+    let project = Project::new();
+    let example = Path::new(EXAMPLE);
+    let mut pipeline = std::fs::read_to_string(example.join("pipeline.toml")).unwrap();
+    if ctrf {
+        let go = "env GOPATH=$HOME/go GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local go test -json";
+        let convert = format!("| python3 -c '{GO_CTRF}'");
+        pipeline = pipeline
+            .replace(
+                &format!("test_command = \"{go} ./...\"\nreport = \"go-test-json\""),
+                &format!("test_command = '''{go} ./... {convert}'''\nreport = \"ctrf-suite\"\nreport_file = \"ctrf.json\""),
+            )
+            .replace(
+                &format!("rerun_command = \"{go} {{files}}\""),
+                &format!("rerun_command = '''{go} {{files}} {convert}'''"),
+            );
+        assert!(pipeline.contains("report = \"ctrf-suite\""), "{pipeline}");
+        assert!(pipeline.contains("{files} | python3"), "{pipeline}");
+    }
+    std::fs::write(project.path().join("pipeline.toml"), pipeline).unwrap();
+    copy_dir(
+        &example.join("statements"),
+        &project.path().join("statements"),
+    );
+    let session = serde_json::json!({
+        "task": "gocalc-1", "agent": "vet", "model": "model-a", "patch": VET_PATCH,
+    });
+    std::fs::create_dir_all(project.path().join("sessions/vet")).unwrap();
+    std::fs::write(
+        project.path().join("sessions/vet/gocalc-1.json"),
+        session.to_string(),
+    )
+    .unwrap();
+    util::example::make_and_build(
+        &project,
+        example,
+        "7d9f907eae03a71b41077031f6bd40a3905fab5c",
+    );
+    let results = util::example::released_results(&project);
+    let row = &results[&("vet/gocalc-1.json".to_owned(), "exclude".to_owned())];
+    assert_eq!(
+        (row["verdict"].as_str(), row["fault"].as_str()),
+        ("unresolved", "agent"),
+        "{row:#?}"
+    );
+    let grade = project.show_json(&row["grade_digest"]);
+    let detail = grade["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains(&format!("{PKG} does not build: ")) && detail.contains(VET_SAYS),
+        "{grade:#}"
+    );
+    let said = grade["said"]["texts"][0].as_str().unwrap_or_default();
+    assert!(said.contains(VET_SAYS), "{grade:#}");
+    // The session's section says it first.
+    let pages = std::fs::read_dir(project.path().join("release/pages")).unwrap();
+    let page = pages
+        .flatten()
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .find(|p| p.contains("id=\"sessions\"") && p.contains("vet/gocalc-1.json"))
+        .expect("gocalc-1's page");
+    let why = page.find("<strong>Why</strong>").expect("a why");
+    let first = &page[why..];
+    assert!(
+        first.contains("<p><strong>First failure</strong>: <code>example.com/gocalc.TestAdd</code></p>\n<pre class=\"log\">example.com/gocalc does not build: ./describe.go:6:38: fmt.Sprintf format %d has arg &quot;x&quot; of wrong type string</pre>"),
+        "{first}"
+    );
+}
+
+#[test]
+fn a_vet_failure_under_go_test_json_is_a_build_failure_with_the_vets_words() {
+    vet_failure_is_a_build_failure_with_the_vets_words(false);
+}
+
+#[test]
+fn a_vet_failure_under_ctrf_from_go_test_json_is_a_build_failure_with_the_vets_words() {
+    vet_failure_is_a_build_failure_with_the_vets_words(true);
+}

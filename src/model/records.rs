@@ -342,6 +342,10 @@ pub(crate) struct RunRecord {
     /// one keeps its bytes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) build_failures: Vec<assay_report::BuildFailure>,
+    /// What its failed and errored tests said (the report's messages),
+    /// each distinct text once, capped (`rules::why`). Left out when none.
+    #[serde(default, skip_serializing_if = "super::rules::why::Said::is_empty")]
+    pub(crate) said: super::rules::why::Said,
     /// A graded run's canary tests and what its report made of them (taken
     /// out of `tests`; docs/security.md). Empty for screening runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -603,6 +607,10 @@ pub(crate) struct GradeRecord {
     /// runner stopped before them). Absent when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) not_run: Vec<String>,
+    /// What each of `failing` said, from the latest reading that kept its
+    /// words (`rules::why`): why the grade is red. Absent when none.
+    #[serde(default, skip_serializing_if = "super::rules::why::Said::is_empty")]
+    pub(crate) said: super::rules::why::Said,
     /// Session patch paths left out by the exclusion policy.
     pub(crate) excluded_paths: Vec<String>,
     /// The rule that left each of `excluded_paths` out, naming the glob

@@ -21,7 +21,7 @@
 //! | `pytest` | test file as pytest prints it (`tests/test_x.py`) | the `file`, else the node id before `::` |
 //! | `unittest` | dotted test module (`tests.test_x`) | the `file` as a module, else the id without its method and class(es) |
 //! | `libtest`, `libtest-json` | crate (`tinycalc`) | none: ids carry no crate |
-//! | `junit` | Maven project, Gradle task, TypeScript file, .NET project, … | none: ids carry no unit the producers' errors name |
+//! | `junit`, `ctrf`, `ctrf-suite` | Maven project, Gradle task, TypeScript file, .NET project, Go package, … | a Go-shaped id's package (gotestsum's JUnit, Go's CTRF converters: `package.TestXxx`); else none |
 //! | `tap` | — (no build failure is recognised) | none |
 //! | `jest-json`, `mocha-json` | test file relative to the tree (`src/a.test.ts`) | the `file`, else the id before ` > ` |
 //!
@@ -89,6 +89,15 @@ impl Failures {
         entry.1 |= stopped_run;
     }
 
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether `unit` is recorded.
+    pub(crate) fn has(&self, unit: &str) -> bool {
+        self.0.contains_key(unit.trim())
+    }
+
     /// Marks every unit recorded so far as having stopped the run.
     pub(crate) fn stop_run(&mut self) {
         for entry in self.0.values_mut() {
@@ -119,35 +128,7 @@ impl Failures {
 /// Joins `lines` (without trailing blank lines) into a message within the
 /// caps; a cut message ends with `…`.
 fn capped(lines: &[String]) -> String {
-    const MORE: &str = "…";
-    let end = lines
-        .iter()
-        .rposition(|l| !l.trim().is_empty())
-        .map_or(0, |i| i + 1);
-    let lines: Vec<&str> = lines[..end].iter().map(|l| l.trim_end()).collect();
-    let total: usize = lines.iter().map(|l| l.len() + 1).sum();
-    if lines.len() <= MESSAGE_MAX_LINES && total <= MESSAGE_MAX_BYTES + 1 {
-        return lines.join("\n");
-    }
-    let budget = MESSAGE_MAX_BYTES - MORE.len() - 1;
-    let mut out = String::new();
-    for line in lines.iter().take(MESSAGE_MAX_LINES - 1) {
-        let room = budget.saturating_sub(out.len());
-        if line.len() < room {
-            out.push_str(line);
-            out.push('\n');
-        } else {
-            let mut cut = room;
-            while !line.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            out.push_str(&line[..cut]);
-            out.push('\n');
-            break;
-        }
-    }
-    out.push_str(MORE);
-    out
+    crate::message::cut(lines, MESSAGE_MAX_LINES, MESSAGE_MAX_BYTES)
 }
 
 /// The unit a test belongs to, in the spelling of [`BuildFailure::unit`]:
@@ -168,12 +149,9 @@ pub fn unit_of(format: Format, name: &str, file: Option<&str>) -> Option<String>
             file.unwrap_or_else(|| name.split(" > ").next().unwrap_or(name))
                 .to_owned(),
         ),
-        Format::Libtest
-        | Format::LibtestJson
-        | Format::Junit
-        | Format::Tap
-        | Format::Ctrf
-        | Format::CtrfSuite => None,
+        // gotestsum's JUnit and Go's CTRF converters: `package.TestXxx`.
+        Format::Junit | Format::Ctrf | Format::CtrfSuite => go_package(name),
+        Format::Libtest | Format::LibtestJson | Format::Tap => None,
     }
 }
 
@@ -346,6 +324,13 @@ mod tests {
             Format::CtrfSuite,
         ] {
             assert_eq!(unit_of(f, "tests::adds", Some("src/lib.rs")), None);
+        }
+        // Go's tests through a JUnit or CTRF converter keep their package.
+        for f in [Format::Junit, Format::Ctrf, Format::CtrfSuite] {
+            assert_eq!(
+                unit_of(f, "example.com/calc.TestAdd/x", None).as_deref(),
+                Some("example.com/calc")
+            );
         }
     }
 }

@@ -28,7 +28,8 @@
 //! no name, is skipped with a note; `results.summary`'s counts are checked
 //! against the tests read, a mismatch noted. CTRF carries no build
 //! failures: the run's log is scanned for them as for JUnit, whose reports
-//! are files of their own too ([`crate::scan_build_failures`]).
+//! are files of their own too ([`crate::scan_build_failures`]). A failed
+//! test's message is its `message` and then its `trace`.
 
 use serde_json::Value;
 
@@ -96,10 +97,27 @@ pub(crate) fn parse(format: Format, input: &[u8]) -> Result<Report, ParseError> 
             .and_then(Value::as_str)
             .filter(|f| !f.is_empty())
             .map(str::to_owned);
-        out.record(id, file, outcome);
+        let said = outcome.is_failure().then(|| said(test)).flatten();
+        out.record_saying(id, file, outcome, said.as_deref());
     }
     check_summary(&mut out, results, tests.len() as u64, failed);
     Ok(out.finish())
+}
+
+/// A failed test's words: CTRF's `message`, then its `trace` (the stack);
+/// `None` when it has neither.
+fn said(test: &Value) -> Option<String> {
+    let text = |key: &str| {
+        test.get(key)
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+    };
+    match (text("message"), text("trace")) {
+        (Some(m), Some(t)) if t.contains(m) => Some(t.to_owned()),
+        (Some(m), Some(t)) => Some(format!("{m}\n{t}")),
+        (m, t) => m.or(t).map(str::to_owned),
+    }
 }
 
 /// The test's suite as Deep-SWE's grader reads it: a list's first entry, or
@@ -288,5 +306,25 @@ mod tests {
         let r = parse(Format::Ctrf, doc.as_bytes()).unwrap();
         assert_eq!(r.tests.len(), n);
         assert!(r.notes.is_empty(), "{:?}", r.notes);
+    }
+
+    #[test]
+    fn a_failed_tests_message_and_trace_are_its_words() {
+        let input = br#"{"results":{"tests":[
+            {"name":"a","status":"failed","message":"expected 3, got 4","trace":"at a (x.js:1)\nat b (x.js:2)"},
+            {"name":"b","status":"failed","trace":"Error: boom\n  at b (x.js:9)"},
+            {"name":"c","status":"passed","message":"printed by a passing test"},
+            {"name":"d","status":"failed","message":"   "},
+            {"name":"e","status":"failed","message":"same","trace":"same\n  at e"}
+        ]}}"#;
+        let r = parse(Format::Ctrf, input).unwrap();
+        assert_eq!(
+            crate::testing::messages(&r),
+            [
+                ("a", "expected 3, got 4\nat a (x.js:1)\nat b (x.js:2)"),
+                ("b", "Error: boom\n  at b (x.js:9)"),
+                ("e", "same\n  at e"),
+            ]
+        );
     }
 }

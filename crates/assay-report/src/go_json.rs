@@ -23,12 +23,17 @@
 //! that fails without a failing test and without a recognised build failure
 //! (TestMain, a timeout panic) becomes an `Error` entry named after the
 //! package, so it cannot pass for "no failing tests".
+//!
+//! A failed test's message is what it printed (its `output` events without
+//! go's own `=== RUN` / `--- FAIL` lines): `t.Error`s, a panic and its
+//! frames.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 
 use crate::build::{Failures, MESSAGE_MAX_LINES};
+use crate::message::TEST_MESSAGE_MAX_LINES;
 use crate::{BuildFailure, Collector, Format, Outcome, ParseError, Report, json_lines, text_lines};
 
 #[derive(Deserialize)]
@@ -51,6 +56,8 @@ pub(crate) fn parse(input: &[u8]) -> Result<Report, ParseError> {
     let mut text = GoText::default();
     // `build-output` of each ImportPath (Go ≥ 1.24).
     let mut build_output: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    // What each (package, test) printed, its first lines: a failure's words.
+    let mut printed: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     for (number, raw) in text_lines(input) {
         let line = raw.trim();
         if !line.starts_with('{') {
@@ -95,6 +102,19 @@ pub(crate) fn parse(input: &[u8]) -> Result<Report, ParseError> {
                 text.failures.add(&package, lines, false);
             }
         }
+        if let (Some(test), Some(output)) = (event.test.as_deref(), event.output.as_deref())
+            && event.action == "output"
+            && !test.is_empty()
+        {
+            let lines = printed
+                .entry((package.clone(), test.to_owned()))
+                .or_default();
+            for l in output.lines().filter(|l| !is_go_test_status(l)) {
+                if lines.len() <= TEST_MESSAGE_MAX_LINES {
+                    lines.push(l.to_owned());
+                }
+            }
+        }
         let outcome = match event.action.as_str() {
             "pass" => Outcome::Passed,
             "fail" => Outcome::Failed,
@@ -110,10 +130,17 @@ pub(crate) fn parse(input: &[u8]) -> Result<Report, ParseError> {
         match event.test.filter(|t| !t.is_empty()) {
             Some(test) => {
                 running.remove(&(package.clone(), test.clone()));
+                let said = printed.remove(&(package.clone(), test.clone()));
                 if outcome.is_failure() {
                     packages_with_failing_tests.insert(package.clone());
                 }
-                out.record(format!("{package}.{test}"), Some(package), outcome);
+                let said = said.map(|lines| lines.join("\n"));
+                out.record_saying(
+                    format!("{package}.{test}"),
+                    Some(package),
+                    outcome,
+                    said.as_deref(),
+                );
             }
             None if outcome == Outcome::Failed => {
                 failed_packages.insert(package);
@@ -126,7 +153,14 @@ pub(crate) fn parse(input: &[u8]) -> Result<Report, ParseError> {
             "line {line}: `{package}.{test}` ran but got no result; counted as an error"
         ));
         packages_with_failing_tests.insert(package.clone());
-        out.record(format!("{package}.{test}"), Some(package), Outcome::Error);
+        let said = printed.remove(&(package.clone(), test.clone()));
+        let said = said.map(|lines| lines.join("\n"));
+        out.record_saying(
+            format!("{package}.{test}"),
+            Some(package),
+            Outcome::Error,
+            said.as_deref(),
+        );
     }
     let build_failures = text.finish();
     let unbuilt: BTreeSet<&str> = build_failures.iter().map(|b| b.unit.as_str()).collect();
@@ -217,9 +251,56 @@ impl GoText {
         true
     }
 
-    fn finish(self) -> Vec<BuildFailure> {
+    /// The failures named by `FAIL … [build failed]` lines, each given its
+    /// package's block when the block came after the line (the go command
+    /// prints the block on stderr and the line on stdout, in either order
+    /// in a merged log), and the packages of blocks no line named whose
+    /// lines are a compiler's or vet's (`file.go:12:5: …`): the line went
+    /// elsewhere (a CTRF or JUnit converter reading `go test -json`'s
+    /// stdout), and the block is all the log says. (When lines named other
+    /// packages, a block of its own is a dependency's, already their
+    /// message.)
+    fn finish(mut self) -> Vec<BuildFailure> {
+        let named_none = self.failures.is_empty();
+        for (package, lines) in std::mem::take(&mut self.blocks) {
+            if (named_none || self.failures.has(&package))
+                && lines.iter().any(|l| is_go_diagnostic(l))
+            {
+                self.failures.add(&package, lines, false);
+            }
+        }
         self.failures.finish()
     }
+}
+
+/// `./calc_test.go:9:2: undefined: Mul`, `calc/x.go:3:8: …` (the compiler's
+/// and vet's shape: a Go file, a line, a column).
+fn is_go_diagnostic(line: &str) -> bool {
+    let line = line.trim_start();
+    line.split_once(".go:").is_some_and(|(_, rest)| {
+        let mut parts = rest.splitn(3, ':');
+        let numeric = |p: Option<&str>| {
+            p.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        };
+        numeric(parts.next()) && numeric(parts.next()) && parts.next().is_some()
+    })
+}
+
+/// The lines `go test -v` frames a test's own output with (`=== RUN`,
+/// `--- FAIL: …`): not the test's words.
+fn is_go_test_status(line: &str) -> bool {
+    let line = line.trim_start();
+    [
+        "=== RUN",
+        "=== PAUSE",
+        "=== CONT",
+        "=== NAME",
+        "--- FAIL:",
+        "--- PASS:",
+        "--- SKIP:",
+    ]
+    .iter()
+    .any(|p| line.starts_with(p))
 }
 
 /// The go command's progress and result lines, which end a compiler block.
@@ -271,6 +352,16 @@ mod tests {
         );
         // TestHang got no result.
         assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
+        // A failing test's own lines, without go's `=== RUN` / `--- FAIL`.
+        assert_eq!(
+            crate::testing::messages(&r)
+                .into_iter()
+                .find(|(t, _)| *t == "example.com/calc.TestDivide/by_zero"),
+            Some((
+                "example.com/calc.TestDivide/by_zero",
+                "    calc_test.go:21: expected error, got 0"
+            ))
+        );
         // calc/broken did not build: a build failure, not a test.
         assert_eq!(
             failures(&r),
@@ -405,5 +496,27 @@ dep/dep.go:3:1: syntax error: non-declaration statement outside function body\n\
             let r = parse(input).unwrap();
             assert!(r.tests.is_empty(), "{input:?}");
         }
+    }
+
+    #[test]
+    fn a_vet_failure_whose_fail_line_came_first_or_went_elsewhere() {
+        // Go 1.19 `go test -json` with vet failing: the FAIL line on stdout
+        // came before the block on stderr in the merged log.
+        let merged = b"FAIL\texample.com/vet [build failed]\n# example.com/vet\n./a_test.go:6:30: fmt.Sprintf format %d has arg \"x\" of wrong type string\n";
+        let vet = "./a_test.go:6:30: fmt.Sprintf format %d has arg \"x\" of wrong type string";
+        let r = parse(merged).unwrap();
+        assert_eq!(failures(&r), [("example.com/vet", vet, false)]);
+        // stdout went to a CTRF converter: the log holds the block alone.
+        let alone = &merged[b"FAIL\texample.com/vet [build failed]\n".len()..];
+        assert_eq!(
+            crate::scan_build_failures(Format::Ctrf, alone)
+                .iter()
+                .map(|b| (b.unit.as_str(), b.message.as_str(), b.stopped_run))
+                .collect::<Vec<_>>(),
+            [("example.com/vet", vet, false)]
+        );
+        // A block of something else (cgo's warnings) is not a failure.
+        let r = parse(b"# example.com/c\nwarning: something odd\n").unwrap();
+        assert!(r.build_failures.is_empty(), "{:?}", r.build_failures);
     }
 }

@@ -85,7 +85,13 @@ pub(crate) fn parse(input: &[u8], roots: &[&Path]) -> Result<Report, ParseError>
                     Outcome::Error
                 }
             };
-            out.record(id, Some(path.clone()), outcome);
+            let said: Vec<String> = a
+                .failure_messages
+                .iter()
+                .flat_map(|m| m.lines())
+                .map(strip_ansi)
+                .collect();
+            out.record_saying(id, Some(path.clone()), outcome, Some(&said.join("\n")));
         }
         if ran == 0 && file.status.as_deref() == Some("failed") {
             failures.add(
@@ -183,6 +189,13 @@ mod tests {
             )]
         );
         assert!(r.notes.is_empty(), "{:?}", r.notes);
+        assert_eq!(
+            crate::testing::messages(&r),
+            [(
+                "src/__tests__/calc.test.ts > calc > divides",
+                "Error: expect(received).toBe(expected) // Object.is equality\n\nExpected: 3\nReceived: 2\n    at Object.toBe (/private/tmp/jscalc/src/__tests__/calc.test.ts:9:25)"
+            )]
+        );
         assert_eq!(assess(Some(1), &r), Trust::Trusted);
         // The unbuilt file accounts for its own tests only.
         assert!(

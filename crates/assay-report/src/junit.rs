@@ -5,7 +5,9 @@
 //! The name is `classname.name`, or `name` when there is no classname; the
 //! file is the testcase's `file` attribute, else the nearest enclosing
 //! suite's. pytest's `<skipped type="pytest.xfail">` is an expected failure
-//! and counts as passed, as in the pytest console format.
+//! and counts as passed, as in the pytest console format. A failed case's
+//! message is its `failure` / `error` element's `message` attribute, then
+//! its text (the stack or the runner's long report).
 //!
 //! The report may come from code under test, so the XML is read with
 //! quick-xml and nothing more: no DTD processing, no entity expansion beyond
@@ -17,6 +19,7 @@ use quick_xml::Reader;
 use quick_xml::XmlVersion;
 use quick_xml::events::{BytesStart, Event};
 
+use crate::message::TEST_MESSAGE_MAX_BYTES;
 use crate::{Collector, Format, Outcome, ParseError, Report};
 
 pub(crate) fn parse(input: &[u8]) -> Result<Report, ParseError> {
@@ -37,6 +40,24 @@ pub(crate) fn parse(input: &[u8]) -> Result<Report, ParseError> {
             Event::Start(e) => p.open(&e, offset, false, &mut out)?,
             Event::Empty(e) => p.open(&e, offset, true, &mut out)?,
             Event::End(e) => p.close(e.local_name().as_ref(), &mut out),
+            Event::Text(t) => p.text(&t.xml_content(XmlVersion::Implicit1_0)),
+            Event::CData(t) => p.text(&t.xml_content(XmlVersion::Implicit1_0)),
+            Event::GeneralRef(r) => {
+                let c = match r.resolve_char_ref() {
+                    Ok(Some(c)) => Some(c),
+                    _ => match r.xml_content(XmlVersion::Implicit1_0).as_ref() {
+                        "lt" => Some('<'),
+                        "gt" => Some('>'),
+                        "amp" => Some('&'),
+                        "apos" => Some('\''),
+                        "quot" => Some('"'),
+                        _ => None,
+                    },
+                };
+                if let Some(c) = c {
+                    p.text(c.encode_utf8(&mut [0; 4]));
+                }
+            }
             Event::DocType(_) => out.note(format!(
                 "byte {offset}: DOCTYPE ignored; its entities are not expanded"
             )),
@@ -67,6 +88,11 @@ struct Case {
     name: String,
     file: Option<String>,
     outcome: Outcome,
+    /// The `message` attributes and texts of its `failure` / `error`
+    /// elements, capped as they are read.
+    said: String,
+    /// Inside a `failure` or `error` element: its text is the case's words.
+    in_failure: bool,
 }
 
 #[derive(Default)]
@@ -118,6 +144,8 @@ impl Walk {
                     name,
                     file,
                     outcome: Outcome::Passed,
+                    said: String::new(),
+                    in_failure: false,
                 };
                 if empty {
                     finish_case(case, out);
@@ -136,6 +164,15 @@ impl Walk {
                         _ => Outcome::Skipped,
                     };
                     case.outcome = case.outcome.worst(outcome);
+                    if tag != "skipped" {
+                        if let Some(m) =
+                            attr(e, "message", offset)?.filter(|m| !m.trim().is_empty())
+                        {
+                            case.hear(&m);
+                            case.hear("\n");
+                        }
+                        case.in_failure = !empty;
+                    }
                 }
             }
             _ => {}
@@ -146,8 +183,18 @@ impl Walk {
         Ok(())
     }
 
+    /// Text inside the current element: a failure's words when in one.
+    fn text(&mut self, text: &str) {
+        if let Some(case) = self.case.as_mut().filter(|c| c.in_failure) {
+            case.hear(text);
+        }
+    }
+
     fn close(&mut self, tag: &str, out: &mut Collector) {
         self.elements.pop();
+        if let ("failure" | "error", Some(case)) = (tag, self.case.as_mut()) {
+            case.in_failure = false;
+        }
         match tag {
             "testsuite" | "testsuites" => {
                 self.suite_files.pop();
@@ -162,12 +209,25 @@ impl Walk {
     }
 }
 
+impl Case {
+    /// Adds `text` to the case's words, up to twice the kept cap (the cap
+    /// itself is applied once, by the collector).
+    fn hear(&mut self, text: &str) {
+        let room = (2 * TEST_MESSAGE_MAX_BYTES).saturating_sub(self.said.len());
+        let mut cut = room.min(text.len());
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        self.said.push_str(&text[..cut]);
+    }
+}
+
 fn finish_case(case: Case, out: &mut Collector) {
     if case.name.is_empty() {
         out.note("a <testcase> without a name was skipped");
         return;
     }
-    out.record(case.name, case.file, case.outcome);
+    out.record_saying(case.name, case.file, case.outcome, Some(&case.said));
 }
 
 /// The value of attribute `key`, with only the predefined entities and
@@ -350,5 +410,23 @@ mod tests {
                 String::from_utf8_lossy(input)
             );
         }
+    }
+
+    #[test]
+    fn a_failures_message_attribute_and_text_are_its_words() {
+        let r = parse(include_bytes!("../tests/fixtures/junit_pytest.xml")).unwrap();
+        let said = crate::testing::messages(&r);
+        let of = |name: &str| said.iter().find(|(t, _)| *t == name).map(|(_, m)| *m);
+        let wrong = of("tests.test_ops.TestDivide.test_wrong").unwrap_or_default();
+        assert!(
+            wrong.starts_with("assert (7 / 2) == 3\nself = <test_ops.TestDivide object at "),
+            "{wrong}"
+        );
+        let xml = br#"<testsuite><testcase name="a"><failure message="expected &lt;3&gt;">at a (x.js:1)&#10;<![CDATA[at <b>]]>&amp;</failure></testcase><testcase name="b"><skipped message="not here"/></testcase></testsuite>"#;
+        let r = parse(xml).unwrap();
+        assert_eq!(
+            crate::testing::messages(&r),
+            [("a", "expected <3>\nat a (x.js:1)\nat <b>&")]
+        );
     }
 }

@@ -33,7 +33,12 @@ pub(crate) fn scan(log: &[u8]) -> Vec<BuildFailure> {
         dotnet(&line, &mut found);
     }
     maven.finish(&mut found);
-    found.extend(crate::go_json::text_build_failures(log));
+    // `go test -json` tee'd into the log: its FAIL lines may be in events.
+    found.extend(
+        crate::go_json::parse(log)
+            .map(|r| r.build_failures)
+            .unwrap_or_else(|_| crate::go_json::text_build_failures(log)),
+    );
     found.extend(crate::libtest::build_failures(log));
     found.extend(crate::pytest::build_failures(log));
     found.extend(crate::unittest::build_failures(log));

@@ -34,6 +34,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 pub use build::{BuildFailure, MESSAGE_MAX_BYTES, MESSAGE_MAX_LINES, build_failure_for, unit_of};
+pub use message::{TEST_MESSAGE_MAX_BYTES, TEST_MESSAGE_MAX_LINES};
 
 mod build;
 mod ctrf;
@@ -45,6 +46,7 @@ mod junit;
 mod junit_log;
 mod libtest;
 mod libtest_json;
+mod message;
 mod mocha_json;
 mod pending;
 mod pytest;
@@ -193,6 +195,12 @@ pub struct TestResult {
     /// says so; lets a caller rerun only the failing files.
     pub file: Option<String>,
     pub outcome: Outcome,
+    /// A failed or errored test's own words, where the format carries them
+    /// (the assertion, expected/actual, the exception and its first frames),
+    /// capped at [`TEST_MESSAGE_MAX_BYTES`]. Absent for a passing test and
+    /// where the report says nothing; left out of the serialized form then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// Everything read from one report.
@@ -423,6 +431,9 @@ struct Collector {
     notes: Vec<String>,
     recorded: usize,
     build_failures: build::Failures,
+    /// What each test said, by name: joined and capped at the end, kept
+    /// only for tests that ended failed or errored.
+    said: BTreeMap<String, Vec<String>>,
 }
 
 impl Collector {
@@ -433,7 +444,35 @@ impl Collector {
             notes: Vec::new(),
             recorded: 0,
             build_failures: build::Failures::default(),
+            said: BTreeMap::new(),
         }
+    }
+
+    /// Records what the test `name` said when it failed (its lines); the
+    /// first non-blank message wins. Kept only if the test ends failed or
+    /// errored.
+    fn say(&mut self, name: &str, message: &str) {
+        if message.trim().is_empty() {
+            return;
+        }
+        let lines = self.said.entry(name.to_owned()).or_default();
+        if lines.is_empty() {
+            lines.extend(message.lines().map(str::to_owned));
+        }
+    }
+
+    /// [`Collector::record`] with what the test said.
+    fn record_saying(
+        &mut self,
+        name: String,
+        file: Option<String>,
+        outcome: Outcome,
+        message: Option<&str>,
+    ) {
+        if let Some(m) = message {
+            self.say(&name, m);
+        }
+        self.record(name, file, outcome);
     }
 
     /// Records one reported result; a second result for the same name is
@@ -468,6 +507,7 @@ impl Collector {
                         name,
                         file,
                         outcome,
+                        message: None,
                     },
                 );
             }
@@ -500,6 +540,13 @@ impl Collector {
     }
 
     fn finish(mut self) -> Report {
+        for (name, lines) in std::mem::take(&mut self.said) {
+            if let Some(t) = self.tests.get_mut(&name)
+                && t.outcome.is_failure()
+            {
+                t.message = message::capped(&lines);
+            }
+        }
         if matches!(self.format, Format::Libtest | Format::LibtestJson) {
             libtest::stable_doctest_ids(&mut self.tests);
         }
@@ -564,6 +611,14 @@ pub(crate) mod testing {
         r.build_failures
             .iter()
             .map(|b| (b.unit.as_str(), b.message.as_str(), b.stopped_run))
+            .collect()
+    }
+
+    /// `(test, message)` of each test that carries a message.
+    pub(crate) fn messages(r: &Report) -> Vec<(&str, &str)> {
+        r.tests
+            .iter()
+            .filter_map(|t| Some((t.name.as_str(), t.message.as_deref()?)))
             .collect()
     }
 }

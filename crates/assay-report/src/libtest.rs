@@ -24,8 +24,13 @@
 //! with the diagnostics before it (from their first `error` line, without
 //! cargo's status lines) as its message; the JSON format reads cargo's text
 //! the same way.
+//!
+//! A failed test's message is its `---- name stdout ----` section of the
+//! `failures:` listing, from its panic on (the location, the assertion,
+//! `left` and `right`, the first frames).
 
 use crate::build::{Failures, MESSAGE_MAX_LINES};
+use crate::message::TEST_MESSAGE_MAX_LINES;
 use crate::pending::Pending;
 use crate::{BuildFailure, Collector, Format, Outcome, Report, leading_count, text_lines};
 
@@ -41,8 +46,51 @@ pub(crate) fn parse(input: &[u8]) -> Report {
         p.line(number, &line);
     }
     p.end_block(None);
+    say_failures(&mut p.out, input);
     p.out.build_failures(build_failures(input));
     p.out.finish()
+}
+
+/// Gives each failed test the words of its `---- name stdout ----` section
+/// in the `failures:` listing: from its panic (`thread '…' panicked at`:
+/// the location, the assertion, left and right, the first frames), else
+/// what it printed.
+fn say_failures(out: &mut Collector, input: &[u8]) {
+    let mut section: Option<(String, Vec<String>)> = None;
+    let flush = |section: &mut Option<(String, Vec<String>)>, out: &mut Collector| {
+        if let Some((name, lines)) = section.take() {
+            out.say(&name, &panic_message(&lines).join("\n"));
+        }
+    };
+    for (_, line) in text_lines(input) {
+        let header = line.strip_prefix("---- ").and_then(|r| {
+            r.strip_suffix(" stdout ----")
+                .or_else(|| r.strip_suffix(" stderr ----"))
+        });
+        if let Some(raw) = header {
+            flush(&mut section, out);
+            section = Some((canonical_name(raw), Vec::new()));
+        } else if line == "failures:" || line.starts_with("test result: ") {
+            flush(&mut section, out);
+        } else if let Some((_, lines)) = section.as_mut()
+            && lines.len() < 4 * TEST_MESSAGE_MAX_LINES
+        {
+            lines.push(line);
+        }
+    }
+    flush(&mut section, out);
+}
+
+/// A failed test's output from its panic on (what it printed before is
+/// chatter), or all of it when it did not panic.
+pub(crate) fn panic_message(lines: &[String]) -> &[String] {
+    let start = lines
+        .iter()
+        .position(|l| {
+            l.starts_with("thread '") && l.contains("' panicked at") || l.contains(" panicked at ")
+        })
+        .unwrap_or(0);
+    &lines[start..]
 }
 
 /// cargo's `error: could not compile `crate`` lines, each with the rustc
@@ -586,5 +634,26 @@ test result: FAILED. 4 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out\n
         assert_eq!(selector("src/lib.rs - (docs)"), "src/lib.rs - (line");
         assert_eq!(selector("tests::adds"), "tests::adds");
         assert_eq!(selector("it_adds"), "it_adds");
+    }
+
+    #[test]
+    fn a_failed_tests_message_starts_at_its_panic() {
+        wrong_sum_says_its_panic(&parse(include_bytes!("../tests/fixtures/libtest.txt")));
+    }
+
+    /// The fixtures' failing test's words, in either format: from its
+    /// panic on.
+    pub(crate) fn wrong_sum_says_its_panic(r: &Report) {
+        let said = crate::testing::messages(r);
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert_eq!(said[0].0, "tests::wrong_sum");
+        assert!(
+            said[0].1.contains("panicked at src/lib.rs:22:9:\nassertion `left == right` failed\n  left: 4\n right: 5\nstack backtrace:"),
+            "{said:?}"
+        );
+        assert!(
+            said[0].1.starts_with("thread 'tests::wrong_sum'"),
+            "{said:?}"
+        );
     }
 }

@@ -11,7 +11,8 @@
 //! not libtest. Names are as libtest gives them (the text format's names
 //! match). A test that started but never finished (the binary crashed) is an
 //! error, and each suite's counts are cross-checked. A crate that does not
-//! compile shows in cargo's text, read as the text format reads it.
+//! compile shows in cargo's text, read as the text format reads it. A
+//! failed test's message is its event's `stdout`, from its panic on.
 
 use std::collections::BTreeMap;
 
@@ -31,6 +32,9 @@ struct Event {
     failed: Option<u64>,
     ignored: Option<u64>,
     measured: Option<u64>,
+    /// A failed test's captured output (any JSON: read only if a string).
+    #[serde(default)]
+    stdout: Option<serde_json::Value>,
 }
 
 pub(crate) fn parse(input: &[u8]) -> Result<Report, ParseError> {
@@ -104,6 +108,11 @@ impl Parser {
                     _ => return,
                 };
                 if let Some(name) = e.name {
+                    if let Some(stdout) = e.stdout.as_ref().and_then(|v| v.as_str()) {
+                        let lines: Vec<String> = stdout.lines().map(str::to_owned).collect();
+                        let said = crate::libtest::panic_message(&lines).join("\n");
+                        self.out.say(&name, &said);
+                    }
                     self.record(name, outcome);
                 }
             }
@@ -228,5 +237,11 @@ mod tests {
             let r = parse(input).unwrap();
             assert!(r.tests.is_empty(), "{input:?}");
         }
+    }
+
+    #[test]
+    fn a_failed_tests_message_starts_at_its_panic() {
+        let r = parse(include_bytes!("../tests/fixtures/libtest_json.txt")).unwrap();
+        crate::libtest::tests::wrong_sum_says_its_panic(&r);
     }
 }

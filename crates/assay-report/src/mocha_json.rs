@@ -9,7 +9,8 @@
 //! no boundary between them, so `describe('a') > describe('b')` is `a b`. A
 //! failing hook is a failure of its own (`"before all" hook for "t"`), and
 //! the tests it kept from running are absent. `stats.passes`, `failures` and
-//! `pending` are cross-checked with the lists.
+//! `pending` are cross-checked with the lists. A failure's message is its
+//! `err.stack`, else `err.message`.
 
 use std::path::Path;
 
@@ -42,6 +43,25 @@ struct Test {
     full_title: String,
     #[serde(default)]
     file: Option<String>,
+    /// A failure's error: mocha's `err` (`{}` for a test that passed). Any
+    /// JSON: a field of an odd shape is no reason to refuse the report.
+    #[serde(default)]
+    err: Option<serde_json::Value>,
+}
+
+/// A failure's words from mocha's `err`: its stack (which starts with the
+/// message, as V8 prints it), else its message.
+fn said(err: &serde_json::Value) -> Option<String> {
+    let text = |key: &str| {
+        err.get(key)
+            .and_then(serde_json::Value::as_str)
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+    };
+    match (text("message"), text("stack")) {
+        (Some(m), Some(s)) if !s.contains(m) => Some(format!("{m}\n{s}")),
+        (m, s) => s.or(m).map(str::to_owned),
+    }
 }
 
 pub(crate) fn parse(input: &[u8], roots: &[&Path]) -> Result<Report, ParseError> {
@@ -86,7 +106,13 @@ pub(crate) fn parse(input: &[u8], roots: &[&Path]) -> Result<Report, ParseError>
             } else {
                 id_of(&file, &ancestors, &t.title)?
             };
-            out.record(id, (!file.is_empty()).then_some(file), outcome);
+            let said = t.err.as_ref().and_then(said);
+            out.record_saying(
+                id,
+                (!file.is_empty()).then_some(file),
+                outcome,
+                said.as_deref(),
+            );
         }
     }
     Ok(out.finish())
@@ -124,6 +150,21 @@ mod tests {
             ]
         );
         assert!(r.notes.is_empty(), "{:?}", r.notes);
+        let said = crate::testing::messages(&r);
+        assert_eq!(said.len(), 2, "{said:?}");
+        assert_eq!(said[0].0, "test/calc.spec.js > calc > fails");
+        assert!(
+            said[0].1.starts_with(
+                "AssertionError [ERR_ASSERTION]: Expected values to be strictly deep-equal:\n+ actual - expected\n\n  [\n+   2\n-   3\n  ]\n    at Context.<anonymous> (test/calc.spec.js:4:36)"
+            ),
+            "{said:?}"
+        );
+        assert!(
+            said[1]
+                .1
+                .starts_with("Error: boom\n    at Context.<anonymous> (test/calc.spec.js:9:30)"),
+            "{said:?}"
+        );
         // mocha exits with the number of failures.
         assert_eq!(assess(Some(2), &r), Trust::Trusted);
         assert!(matches!(assess(Some(0), &r), Trust::Untrustworthy(_)));

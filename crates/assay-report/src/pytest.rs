@@ -25,8 +25,16 @@
 //! block's first line and its `E   ` lines (the exception), else its first
 //! lines. `Interrupted: N errors during collection` means no test ran at
 //! all: those failures stopped the run.
+//!
+//! A failed test's message is its block in the `FAILURES` (or `ERRORS`)
+//! section, found by pytest's headline (`TestC.test_m[p]`): the failing
+//! source line (`>`), the exception (`E`) and where it was raised; without
+//! a block, the summary line's reason.
+
+use std::collections::BTreeMap;
 
 use crate::build::{Failures, MESSAGE_MAX_LINES};
+use crate::message::TEST_MESSAGE_MAX_LINES;
 use crate::{BuildFailure, Collector, Format, Outcome, Report, leading_count, text_lines};
 
 const STATUSES: [(&str, Outcome); 6] = [
@@ -44,6 +52,8 @@ pub(crate) fn parse(input: &[u8]) -> Report {
     let mut in_summary = false;
     let mut saw_summary = false;
     let mut stated: Option<usize> = None;
+    // `FAILED id - reason`: the summary's one-line reason of each failure.
+    let mut reasons: Vec<(String, String)> = Vec::new();
     for (_, line) in text_lines(input) {
         if let Some(title) = section_title(&line) {
             in_summary = title == "short test summary info";
@@ -54,6 +64,15 @@ pub(crate) fn parse(input: &[u8]) -> Report {
             continue;
         }
         if in_summary {
+            if let Some(rest) = line
+                .strip_prefix("FAILED ")
+                .or_else(|| line.strip_prefix("ERROR "))
+            {
+                let id = node_id(rest);
+                if let Some(reason) = rest[id.len()..].trim_start().strip_prefix("- ") {
+                    reasons.push((id.to_owned(), reason.to_owned()));
+                }
+            }
             summary_line(&mut summary, &line);
         } else {
             verbose_line(&mut verbose, &line);
@@ -85,8 +104,85 @@ pub(crate) fn parse(input: &[u8]) -> Report {
             out.recorded()
         ));
     }
+    say_failures(&mut out, input, reasons);
     out.build_failures(build_failures(input));
     out.finish()
+}
+
+/// Gives each failed test its words: its block of the `FAILURES` or
+/// `ERRORS` section (found by pytest's headline, the node id after the
+/// file with `::` as `.`; a headline two tests share names neither), else
+/// the summary line's reason.
+fn say_failures(out: &mut Collector, input: &[u8], reasons: Vec<(String, String)>) {
+    let mut blocks: BTreeMap<String, Option<Vec<String>>> = BTreeMap::new();
+    let mut section = String::new();
+    let mut block: Option<(String, Vec<String>)> = None;
+    let mut flush = |block: &mut Option<(String, Vec<String>)>| {
+        if let Some((headline, lines)) = block.take() {
+            blocks
+                .entry(headline)
+                .and_modify(|b| *b = None)
+                .or_insert(Some(failure_message(lines)));
+        }
+    };
+    for (_, line) in text_lines(input) {
+        if let Some(title) = section_title(&line) {
+            flush(&mut block);
+            title.clone_into(&mut section);
+            continue;
+        }
+        if section != "FAILURES" && section != "ERRORS" {
+            continue;
+        }
+        if let Some(title) = rule_title(&line, '_') {
+            flush(&mut block);
+            let headline = ["ERROR at setup of ", "ERROR at teardown of "]
+                .iter()
+                .find_map(|p| title.strip_prefix(p))
+                .unwrap_or(title);
+            block = Some((headline.to_owned(), Vec::new()));
+        } else if let Some((_, lines)) = block.as_mut()
+            && lines.len() < 4 * TEST_MESSAGE_MAX_LINES
+        {
+            lines.push(line);
+        }
+    }
+    flush(&mut block);
+    let failing: Vec<String> = out
+        .tests
+        .values()
+        .filter(|t| t.outcome.is_failure())
+        .map(|t| t.name.clone())
+        .collect();
+    for name in failing {
+        let headline = name.split_once("::").map(|(_, h)| h.replace("::", "."));
+        if let Some(Some(lines)) = headline.and_then(|h| blocks.get(&h)) {
+            out.say(&name, &lines.join("\n"));
+        }
+    }
+    for (id, reason) in reasons {
+        out.say(&id, &reason);
+    }
+}
+
+/// A failure block's words: its `>` (the failing line) and `E` (the
+/// exception) lines and the closing `file:line: Exception`; without `E`
+/// lines, the block as it is.
+fn failure_message(lines: Vec<String>) -> Vec<String> {
+    let said: Vec<String> = lines
+        .iter()
+        .filter(|l| l.starts_with('>') || l.starts_with("E "))
+        .cloned()
+        .collect();
+    if !said.iter().any(|l| l.starts_with("E ")) {
+        return lines;
+    }
+    let location = lines
+        .iter()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .filter(|l| !l.starts_with("E ") && l.contains(": "));
+    said.into_iter().chain(location.cloned()).collect()
 }
 
 /// Collection errors: the `ERROR collecting` blocks of the `ERRORS` section
@@ -419,6 +515,33 @@ E   ModuleNotFoundError: No module named 'does_not_exist_module'";
         assert!(r.notes.is_empty(), "{:?}", r.notes);
         // --continue-on-collection-errors: the other files ran.
         assert_eq!(failures(&r), [("tests/test_broken.py", NO_MODULE, false)]);
+        assert_eq!(
+            crate::testing::messages(&r),
+            [
+                (
+                    "tests/test_ops.py::TestDivide::test_wrong",
+                    ">       assert 7 / 2 == 3\nE       assert (7 / 2) == 3\ntests/test_ops.py:56: AssertionError"
+                ),
+                (
+                    "tests/test_ops.py::test_sub",
+                    ">       assert 3 - 1 == 1\nE       assert (3 - 1) == 1\ntests/test_ops.py:9: AssertionError"
+                ),
+                (
+                    "tests/test_ops.py::test_uses_broken_fixture",
+                    ">       raise RuntimeError(\"fixture exploded\")\nE       RuntimeError: fixture exploded\ntests/test_ops.py:14: RuntimeError"
+                ),
+                ("tests/test_ops.py::test_xpass_strict", "[XPASS(strict)]"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_failure_without_its_block_keeps_the_summarys_reason() {
+        let r = parse(b"=== short test summary info ===\nFAILED t.py::test_a[x - y] - TypeError: match is not a function\n=== 1 failed in 0.1s ===\n");
+        assert_eq!(
+            crate::testing::messages(&r),
+            [("t.py::test_a[x - y]", "TypeError: match is not a function")]
+        );
     }
 
     #[test]

@@ -12,13 +12,33 @@
 //! stops the stream: it is noted, and the tests that never ran stay absent.
 //! A second plan after a complete stream starts a new stream (several `.t`
 //! files printed one after another).
+//!
+//! A failed test's message is the diagnostics under its line: `#` comments
+//! and the indented YAML block.
 
+use crate::message::TEST_MESSAGE_MAX_LINES;
 use crate::{Collector, Format, Outcome, Report, text_lines};
 
 pub(crate) fn parse(input: &[u8]) -> Report {
     let mut out = Collector::new(Format::Tap);
     let mut stream = Stream::default();
+    // The last test line's name and the diagnostics under it (its words).
+    let mut diagnosed: Option<(String, Vec<String>)> = None;
+    let say = |diagnosed: &mut Option<(String, Vec<String>)>, out: &mut Collector| {
+        if let Some((name, lines)) = diagnosed.take() {
+            out.say(&name, &lines.join("\n"));
+        }
+    };
     for (number, line) in text_lines(input) {
+        if let Some((_, lines)) = diagnosed.as_mut()
+            && is_diagnostic(&line)
+        {
+            if lines.len() < TEST_MESSAGE_MAX_LINES {
+                lines.push(line.trim_end().to_owned());
+            }
+            continue;
+        }
+        say(&mut diagnosed, &mut out);
         if line.starts_with([' ', '\t']) {
             continue;
         }
@@ -62,11 +82,26 @@ pub(crate) fn parse(input: &[u8]) -> Report {
             } else {
                 test.description
             };
+            diagnosed = Some((name.clone(), Vec::new()));
             out.record(name, None, test.outcome);
         }
     }
+    say(&mut diagnosed, &mut out);
     stream.check_plan(&mut out, false);
     out.finish()
+}
+
+/// A line under a test line that is about it: a `#` comment (Test::More's
+/// `#   Failed test …`, `#          got: …`) or an indented one (a YAML
+/// block of `message`, `found`, `wanted`, `stack`), but not the harness's
+/// closing `# Looks like you failed …`.
+fn is_diagnostic(line: &str) -> bool {
+    let t = line.trim_start();
+    if t.starts_with("# Looks like") || t.starts_with("# Subtest:") {
+        return false;
+    }
+    line.starts_with('#')
+        || (line.starts_with([' ', '\t']) && test_line(t).is_none() && plan(t).is_none())
 }
 
 #[derive(Default)]
@@ -192,6 +227,22 @@ mod tests {
         );
         assert!(r.notes.is_empty(), "{:?}", r.notes);
         assert!(r.tests.iter().all(|t| t.file.is_none()));
+        assert_eq!(
+            crate::testing::messages(&r),
+            [(
+                "subtraction is broken",
+                "#   Failed test 'subtraction is broken'\n#   at t/basic.t line 6."
+            )]
+        );
+    }
+
+    #[test]
+    fn a_yaml_block_is_its_tests_words() {
+        let r = parse(b"TAP version 13\n1..2\nnot ok 1 - adds\n  ---\n  message: 'expected 3, got 4'\n  ...\nok 2 - subtracts\n");
+        assert_eq!(
+            crate::testing::messages(&r),
+            [("adds", "  ---\n  message: 'expected 3, got 4'\n  ...")]
+        );
     }
 
     #[test]

@@ -26,8 +26,12 @@
 //! the failure listing: `ImportError: Failed to import test module:
 //! tests.test_x` and the traceback under it are its message. The other
 //! modules still run.
+//!
+//! A failed test's message is its listing block (between the `---` rule
+//! and the next rule), the exception first and the traceback after it.
 
 use crate::build::Failures;
+use crate::message::TEST_MESSAGE_MAX_LINES;
 use crate::pending::Pending;
 use crate::{BuildFailure, Collector, Format, Outcome, Report, leading_count, text_lines};
 
@@ -46,6 +50,7 @@ pub(crate) fn parse(input: &[u8]) -> Report {
         counted: 0,
         ran: None,
         prev_was_rule: false,
+        block: None,
     };
     for (number, line) in text_lines(input) {
         p.line(number, &line);
@@ -95,6 +100,9 @@ struct Parser {
     counted: usize,
     ran: Option<usize>,
     prev_was_rule: bool,
+    /// The listing block being read: the test it names, whether its `---`
+    /// rule has passed (its words follow), and its lines.
+    block: Option<(String, bool, Vec<String>)>,
 }
 
 impl Parser {
@@ -104,11 +112,28 @@ impl Parser {
         if after_rule && let Some((outcome, desc)) = listing_header(line) {
             self.close_pending();
             if let Some((id, _)) = parse_description(desc) {
+                self.block = Some((identify(&id).0, false, Vec::new()));
                 self.listing(id, outcome);
             }
             return;
         }
-        if is_equals_rule || is_rule(line, '-') {
+        let is_dash_rule = is_rule(line, '-');
+        if let Some((_, words, lines)) = self.block.as_mut()
+            && !is_equals_rule
+            && ran_count(line).is_none()
+        {
+            match (*words, is_dash_rule) {
+                (false, true) => *words = true,
+                (true, false) if lines.len() < 4 * TEST_MESSAGE_MAX_LINES => {
+                    lines.push(line.to_owned())
+                }
+                (true, true) => self.say_block(),
+                _ => {}
+            }
+        } else {
+            self.say_block();
+        }
+        if is_equals_rule || is_dash_rule {
             self.close_pending();
             return;
         }
@@ -207,6 +232,13 @@ impl Parser {
         }
     }
 
+    /// The listing block read so far, as its test's words.
+    fn say_block(&mut self) {
+        if let Some((name, _, lines)) = self.block.take() {
+            self.out.say(&name, &traceback_message(lines).join("\n"));
+        }
+    }
+
     /// A `FAIL:` / `ERROR:` block in the listing after the run.
     fn listing(&mut self, id: String, outcome: Outcome) {
         if let Some(i) = self.unresolved.iter().position(|(u, _)| *u == id) {
@@ -224,6 +256,7 @@ impl Parser {
     }
 
     fn finish(mut self) -> Report {
+        self.say_block();
         self.settle_pending(self.ran.is_none());
         for (id, line) in std::mem::take(&mut self.unresolved) {
             self.out.note(format!(
@@ -304,6 +337,25 @@ fn glued_status(text: &str) -> Option<Outcome> {
         .then(|| t.rfind("skipped '"))
         .flatten()
         .map(|_| Outcome::Skipped)
+}
+
+/// A listing block's words with the exception first: the lines after the
+/// traceback's last frame (`AssertionError: 3.5 != 3`, a diff), then the
+/// traceback, so the cap never cuts the exception off.
+fn traceback_message(lines: Vec<String>) -> Vec<String> {
+    let Some(last_frame) = lines.iter().rposition(|l| l.starts_with("  File \"")) else {
+        return lines;
+    };
+    let end = lines[last_frame + 1..]
+        .iter()
+        .position(|l| !l.starts_with("    "))
+        .map_or(lines.len(), |i| last_frame + 1 + i);
+    let (frames, exception) = lines.split_at(end);
+    let said = exception
+        .iter()
+        .rposition(|l| !l.trim().is_empty())
+        .map_or(0, |i| i + 1);
+    exception[..said].iter().chain(frames).cloned().collect()
 }
 
 /// `FAIL: desc`, `ERROR: desc`, `UNEXPECTED SUCCESS: desc` in the listing.
@@ -420,7 +472,30 @@ mod tests {
                 name: "tests.test_broken".to_owned(),
                 file: Some("tests/test_broken.py".to_owned()),
                 outcome: Outcome::Error,
+                message: r.tests[0].message.clone(),
             }
+        );
+        let said = crate::testing::messages(&r);
+        let of = |name: &str| said.iter().find(|(t, _)| *t == name).map(|(_, m)| *m);
+        assert_eq!(
+            of("tests.test_ops.TestDivide.test_wrong"),
+            Some(
+                "AssertionError: 3.5 != 3\nTraceback (most recent call last):\n  File \"/tmp/ut/tests/test_ops.py\", line 16, in test_wrong\n    self.assertEqual(7 / 2, 3)"
+            )
+        );
+        assert!(
+            of("tests.test_ops.TestDivide.test_by_zero")
+                .is_some_and(|m| m.starts_with("ZeroDivisionError: division by zero\nTraceback")),
+            "{said:?}"
+        );
+        assert!(
+            of("tests.test_ops.TestMultiply.test_subtests")
+                .is_some_and(|m| m.starts_with("AssertionError: 2 not less than 2\n")),
+            "{said:?}"
+        );
+        assert!(
+            of("tests.test_broken").is_some_and(|m| m.starts_with("ModuleNotFoundError")),
+            "{said:?}"
         );
         assert!(
             r.tests[1..]

@@ -57,6 +57,7 @@ pub(crate) fn begin(g: Subject<'_>, exclusion: Exclusion) -> GradeRecord {
         detail: String::new(),
         failing: Vec::new(),
         not_run: Vec::new(),
+        said: Default::default(),
         excluded_paths: exclusion.left_out,
         excluded_by: exclusion.rules,
         exit_code: run.exit_code,

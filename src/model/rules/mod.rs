@@ -8,7 +8,8 @@
 //! limit ([`limits`]), the released task ([`task`]), the reasons a task
 //! is lost along the funnel ([`funnel`]), the test files a test patch
 //! touches ([`touched`]), the workspace packages a tree rebuilds before
-//! its tests ([`rebuild`]) and words quoted for `sh` ([`shell`]).
+//! its tests ([`rebuild`]), words quoted for `sh` ([`shell`]) and why a red
+//! grade is red: failing tests' words, grouped ([`why`]).
 //!
 //! **Invariant: nothing here does I/O.** No tokio, no filesystem, no process,
 //! no engine (`assay_engine`), no blob store: every function takes the
@@ -41,5 +42,6 @@ pub(crate) mod task;
 pub(crate) mod timeout;
 pub(crate) mod touched;
 pub(crate) mod verdict;
+pub(crate) mod why;
 
 use super::{canary, records};

@@ -3,9 +3,30 @@
 // the file named by `--reporter-option output=…`. Each test is listed under
 // its file with the titles of the suites around it (`ancestorTitles`, one
 // per `describe`), its own title and status; a failing hook is listed as a
-// failure of its own (`"before all" hook for "t"`).
+// failure of its own (`"before all" hook for "t"`). A failure carries its
+// words (`failureMessages`): the error's message, its expected and actual
+// values where the assertion library gives them, and its stack without
+// mocha's and node's own frames (assay caps them, docs/verdicts.md).
 'use strict';
 const fs = require('fs');
+const util = require('util');
+
+// Frames of the runner, not of the tests or the code under test.
+const RUNNER_FRAME = /\/mocha\/lib\/|\(node:internal\/|^\s*at node:internal\//;
+
+function words(err) {
+  if (err === undefined || err === null) return [];
+  if (typeof err !== 'object') return [String(err)];
+  const message = String(err.message === undefined ? err : err.message);
+  const stack = typeof err.stack === 'string' ? err.stack : '';
+  const lines = stack.includes(message) ? stack.split('\n') : [message, ...stack.split('\n').slice(1)];
+  const kept = lines.filter((l) => !RUNNER_FRAME.test(l));
+  const show = (v) => util.inspect(v, { depth: 3, breakLength: 100 }).slice(0, 1000);
+  if (err.showDiff !== false && 'expected' in err && 'actual' in err) {
+    kept.splice(Math.min(message.split('\n').length, kept.length), 0, `expected: ${show(err.expected)}`, `actual: ${show(err.actual)}`);
+  }
+  return [kept.join('\n')];
+}
 
 function AssayReporter(runner, options) {
   const output = (options.reporterOptions || options.reporterOption || {}).output;
@@ -18,7 +39,7 @@ function AssayReporter(runner, options) {
       ancestorTitles: path.slice(0, -1),
       title: path[path.length - 1],
       status,
-      failureMessages: err ? [String(err.message || err)] : [],
+      failureMessages: words(err),
     });
     files.set(file, results);
   };

@@ -60,7 +60,10 @@ use super::run::RunParams;
 /// run and passed in another was guessed: `unresolved`/agent, never
 /// `resolved_after_rerun`. A check that ran canaries keeps 0 or 1 by its
 /// tests' outcomes as its exit code (its must-fail canaries fail by design).
-pub(crate) const GRADE_VERSION: u32 = 13;
+/// 14: the failing tests' words (`said`, from the readings' reports; the
+/// compiler's for a test whose unit did not build); a Go-shaped test id of
+/// a JUnit or CTRF report belongs to its package.
+pub(crate) const GRADE_VERSION: u32 = 14;
 
 pub(crate) use crate::pipeline::{PatchCaps, Policy};
 
@@ -209,6 +212,21 @@ async fn grade(g: &Grade, i: GradeInputs, ctx: JobCtx) -> Result<Made<GradeRecor
         ));
     }
     grading::settle(&mut rec, decision, readings.reruns.len() as u32);
+    // The failing tests' words, the latest reading's first.
+    let said: Vec<&super::rules::why::Said> = readings
+        .reruns
+        .iter()
+        .rev()
+        .chain([&readings.first])
+        .chain(&readings.checks)
+        .map(|r| &r.said)
+        .collect();
+    let first = &readings.first;
+    let unbuilt = |t: &str| {
+        let b = first.build_failure_for(format, t, first.files.get(t).map(String::as_str))?;
+        Some(format!("{} does not build: {}", b.unit, b.message))
+    };
+    rec.said = super::rules::why::Said::of_tests(&rec.failing, &said, unbuilt);
     if let Some(last) = grading::tail_of(&rec) {
         let log = blob(&ctx, &last.digest)?;
         // The run that wrote this log (fresh names are drawn per run: one

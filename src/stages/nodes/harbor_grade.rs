@@ -110,6 +110,7 @@ fn grade(
         detail: String::new(),
         failing: Vec::new(),
         not_run: Vec::new(),
+        said: Default::default(),
         excluded_paths: Vec::new(),
         excluded_by: Default::default(),
         exit_code: None,

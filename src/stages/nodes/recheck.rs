@@ -30,7 +30,8 @@ use super::run::{Plant, RunParams, execute_tree};
 /// 1: the checks and reruns of grade version 8, as a node of their own.
 /// 2: a check or rerun naming tests names each one's canaries too (its
 /// window), and expects only those.
-pub(crate) const RECHECK_VERSION: u32 = 2;
+/// 3: its runs keep their failing tests' words (run version 8).
+pub(crate) const RECHECK_VERSION: u32 = 3;
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct RecheckParams {

@@ -106,7 +106,9 @@ impl Kind for Run {
     /// (`python.unguarded`).
     /// 7: a window's mutants change every place of the test that writes
     /// the value (issue 47); a command naming tests names their windows.
-    const VERSION: u32 = 7;
+    /// 8: failing tests' words from the report (`said`); a Go vet or
+    /// compiler block whose `FAIL` line went to a converter is a build failure.
+    const VERSION: u32 = 8;
     const OBSERVATION: bool = true;
     type Params = RunParams;
     type Inputs = RunInputs;
@@ -434,6 +436,8 @@ pub(crate) async fn execute_tree(
         }
         planted.reports = seal_reports;
         record.canaries = canary::read(planted, &mut record.tests, &mut record.files);
+        record.said = canary::said(planted, &record.said);
+        record.said = canary::said_with_seals(&record.said, &record.seals, &record.tests);
         record.renamed = planted.renamed.clone();
     } else if !seal_reports.is_empty() {
         // Seal reports where nothing was sealed: written by the run's own
@@ -463,6 +467,7 @@ fn rebuilt(record: &mut RunRecord, rules: &[RebuildRule], log: &[u8]) {
     if let Some(failure) = rebuild::failure(&record.rebuild) {
         record.tests.clear();
         record.files.clear();
+        record.said = Default::default();
         record.report_error = None;
         record.untrusted = None;
         record.build_failures = vec![failure];
@@ -559,6 +564,12 @@ pub(crate) fn read_outcomes(
         Trust::Trusted | Trust::BuildFailed(_) => {}
         Trust::Untrustworthy(why) => record.untrusted = Some(why),
     }
+    record.said = super::rules::why::Said::of(
+        report
+            .tests
+            .iter()
+            .filter_map(|t| Some((t.name.as_str(), t.message.as_deref()?))),
+    );
     for t in report.tests {
         if let Some(f) = t.file {
             record.files.insert(t.name.clone(), f);

@@ -40,7 +40,10 @@ impl Kind for Screen {
     /// 3: a command that could not run (exit 126/127, not found) is
     /// `environment_broken`, and nothing else.
     /// 4: the record names its slowest reading (`slowest_s`).
-    const VERSION: u32 = 4;
+    /// 5: a Go-shaped test id of a JUnit or CTRF report belongs to its
+    /// package (`assay_report::unit_of`): a package vet or the compiler
+    /// rejected accounts for its tests.
+    const VERSION: u32 = 5;
     type Params = ScreenParams;
     type Inputs = ScreenInputs;
     type Record = ScreenRecord;

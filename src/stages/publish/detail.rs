@@ -1,7 +1,9 @@
 //! The report's per-session sections: one `<section id="s-…">` per graded
 //! session, on its task's page (`pages.rs`), linked from its matrix cell,
 //! with every arm's verdict, fault and
-//! reason, the failing tests with the tail of the last log, the paths the
+//! reason, then why it is red (the failing tests grouped by what they said,
+//! and the first failure in full), the failing tests (folded: a regression
+//! can fail thousands) with the tail of the last log, the paths the
 //! grader left out, the tamper suspects, the run's own facts and the patch.
 //!
 //! Patches and logs are hostile text (an agent wrote the one and its code
@@ -15,6 +17,7 @@ use super::markup::{esc, fault_class};
 use super::pages;
 use super::stats::session_cost;
 use crate::model::records::{GradeRecord, SessionRecord};
+use crate::model::rules::why::{self, Silent};
 use crate::pipeline::Arm;
 
 /// How much of a patch the page shows.
@@ -33,7 +36,8 @@ pub(super) fn sections(
         return;
     }
     h.push_str(
-        "<p>Each graded session: its verdict on every arm (the scored one first), why, the \
+        "<p>Each graded session: its verdict on every arm (the scored one first), why (the \
+         failing tests grouped by what they said, and the first failure in full), the \
          tests still failing with the end of the last log, what the grader left out, the run's \
          own facts and the patch. Reached from the cells of the report's matrix.</p>\n",
     );
@@ -141,6 +145,108 @@ fn arms(h: &mut String, grades: &[Graded<'_>]) {
     h.push_str("</table>\n");
 }
 
+/// At most this many groups of failures lead a section; the rest are
+/// counted.
+const WHY_GROUPS: usize = 8;
+
+/// What a red grade's failing tests said, first: their groups (a count and
+/// the normalised headline, largest first, `rules::why`) and the first
+/// failure of the largest group in full. Nothing when no test failed.
+fn why(h: &mut String, r: &GradeRecord, arm: &str) {
+    let silent = |t: &str| {
+        if r.not_run.iter().any(|n| n == t) {
+            Silent::NotRun
+        } else {
+            Silent::NoMessage
+        }
+    };
+    let groups = why::group(&r.failing, &r.said, silent);
+    if groups.is_empty() {
+        return;
+    }
+    let _ = write!(
+        h,
+        "<p><strong>Why</strong> ({} failing {}){arm}:</p>\n<ul class=\"why\">",
+        thousands(r.failing.len()),
+        if r.failing.len() == 1 {
+            "test"
+        } else {
+            "tests"
+        }
+    );
+    for g in groups.iter().take(WHY_GROUPS) {
+        let n = g.tests.len();
+        let _ = write!(
+            h,
+            "<li><strong>{} {}</strong>: <code>{}</code></li>",
+            thousands(n),
+            if n == 1 { "test" } else { "tests" },
+            esc(&g.label)
+        );
+    }
+    let rest = &groups[groups.len().min(WHY_GROUPS)..];
+    if !rest.is_empty() {
+        let tests: usize = rest.iter().map(|g| g.tests.len()).sum();
+        let _ = write!(
+            h,
+            "<li class=\"muted\">{} more groups of {} tests</li>",
+            rest.len(),
+            thousands(tests)
+        );
+    }
+    h.push_str("</ul>\n");
+    let first = groups
+        .iter()
+        .flat_map(|g| &g.tests)
+        .find_map(|t| Some((t, r.said.message(t)?)));
+    if let Some((test, message)) = first {
+        let _ = writeln!(
+            h,
+            "<p><strong>First failure</strong>: <code>{}</code></p>\n<pre class=\"log\">{}</pre>",
+            esc(test),
+            esc(message)
+        );
+    }
+    if r.said.over_cap > 0 {
+        let _ = writeln!(
+            h,
+            "<p class=\"muted\">The words of {} failing tests were left out: the run's distinct \
+             messages reached their cap (their groups are counted above).</p>",
+            thousands(r.said.over_cap as usize)
+        );
+    }
+}
+
+/// `1870` as `1,870`.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A list folded under `<details>`: its title and count show, its items
+/// on demand (a regression can fail thousands of tests).
+fn folded(h: &mut String, title: &str, items: &[String], arm: &str) {
+    if items.is_empty() {
+        return;
+    }
+    let _ = write!(
+        h,
+        "<details class=\"tests\"><summary><strong>{title}</strong> ({}){arm}</summary>\n<ul>",
+        thousands(items.len())
+    );
+    for i in items {
+        let _ = write!(h, "<li><code>{}</code></li>", esc(i));
+    }
+    h.push_str("</ul></details>\n");
+}
+
 /// Failing tests, the log's tail, excluded and reset paths, tamper suspects:
 /// each only where the grade has some.
 fn evidence(h: &mut String, r: &GradeRecord, name_arm: bool) {
@@ -166,14 +272,15 @@ fn evidence(h: &mut String, r: &GradeRecord, name_arm: bool) {
         }
         h.push_str("</ul>\n");
     };
+    why(h, r, &arm);
     let ran: Vec<String> = r
         .failing
         .iter()
         .filter(|t| !r.not_run.contains(t))
         .cloned()
         .collect();
-    list(h, "Failing tests", &ran);
-    list(h, "Tests that did not run", &r.not_run);
+    folded(h, "Failing tests", &ran, &arm);
+    folded(h, "Tests that did not run", &r.not_run, &arm);
     if let Some(t) = &r.log_tail {
         let omitted = if t.lines_omitted == 0 {
             String::new()

@@ -1,6 +1,8 @@
-//! The pages a reader navigates by: one per released task (its statement,
-//! its test lists, every agent's sessions on it with verdict, fault and
-//! cost, then each of those sessions' sections, `detail.rs`; a task some
+//! The pages a reader navigates by: one per released task (every agent's
+//! sessions on it with verdict, fault and cost, then each of those
+//! sessions' sections, `detail.rs`, and only then its statement and its
+//! test lists, folded: a reader comes for the sessions, and a PASS_TO_PASS
+//! list of 2,000 ids would push them out of sight; a task some
 //! grade names but the release does not hold gets one too, saying so) and
 //! one per agent/model pair (its sessions on every task), linked
 //! from the matrix's rows and columns. Their tables sort and filter with
@@ -76,12 +78,20 @@ pub(super) fn pages(index: &Index<'_>, css: &str) -> Vec<(String, Vec<u8>)> {
     out
 }
 
+/// A task's test list, folded: its name and count show, its ids on demand
+/// (PASS_TO_PASS can run to thousands of lines).
 fn list(h: &mut String, what: &str, ids: &[String]) {
     let _ = writeln!(h, "<h2>{} ({})</h2>", esc(what), ids.len());
     if ids.is_empty() {
         h.push_str("<p class=\"muted\">none</p>\n");
         return;
     }
+    let _ = writeln!(
+        h,
+        "<details class=\"tests\"><summary>{} test {}</summary>",
+        ids.len(),
+        if ids.len() == 1 { "id" } else { "ids" }
+    );
     h.push_str("<ul>\n");
     for id in ids.iter().take(LISTED) {
         let _ = writeln!(h, "<li><code>{}</code></li>", esc(id));
@@ -93,7 +103,7 @@ fn list(h: &mut String, what: &str, ids: &[String]) {
             ids.len() - LISTED
         );
     }
-    h.push_str("</ul>\n");
+    h.push_str("</ul></details>\n");
 }
 
 fn task_page(
@@ -105,6 +115,8 @@ fn task_page(
     css: &str,
 ) -> String {
     let mut h = String::new();
+    // The task's own text and lists, after its sessions.
+    let mut about = String::new();
     match record {
         Some((t, digest)) => {
             let _ = writeln!(
@@ -125,15 +137,24 @@ fn task_page(
                 esc(&t.base_commit),
                 esc(digest),
             );
-            h.push_str("<h2>Statement</h2>\n");
-            let _ = writeln!(h, "<pre class=\"t\">{}</pre>", esc(&t.problem_statement));
-            list(&mut h, "FAIL_TO_PASS", &t.fail_to_pass);
-            list(&mut h, "PASS_TO_PASS", &t.pass_to_pass);
+            let _ = writeln!(
+                h,
+                "<p>Its sessions first; <a href=\"#statement\">its statement and test lists</a> \
+                 after them.</p>"
+            );
+            about.push_str("<h2 id=\"statement\">Statement</h2>\n");
+            let _ = writeln!(
+                about,
+                "<pre class=\"t\">{}</pre>",
+                esc(&t.problem_statement)
+            );
+            list(&mut about, "FAIL_TO_PASS", &t.fail_to_pass);
+            list(&mut about, "PASS_TO_PASS", &t.pass_to_pass);
             if !t.flaky.is_empty() {
-                list(&mut h, "flaky", &t.flaky);
+                list(&mut about, "flaky", &t.flaky);
             }
             if !t.excluded.is_empty() {
-                list(&mut h, "excluded", &t.excluded);
+                list(&mut about, "excluded", &t.excluded);
             }
         }
         None => {
@@ -149,6 +170,7 @@ fn task_page(
     let _ = writeln!(h, "<h2>Grades ({})</h2>", grades.len());
     sessions_table(&mut h, index, grades, Column::Agent);
     detail::sections(&mut h, index, sessions);
+    h.push_str(&about);
     pages::page(&format!("task {instance_id}"), css, &h)
 }
 

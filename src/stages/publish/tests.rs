@@ -67,6 +67,7 @@ pub(super) fn grade(
             vec![]
         },
         not_run: vec![],
+        said: Default::default(),
         excluded_paths: vec![],
         excluded_by: Default::default(),
         exit_code: Some(0),
@@ -1324,4 +1325,64 @@ fn deep_swe_tasks_count_in_the_harbor_funnel_once_each_under_their_first_reason(
         harbor.line(),
         "harbor: 3 tasks screened -> 2 certified\n  as assay tasks: 3 -> 2 screened -> 1 certified by assay's controls (ds/calc-1); declined: harbor_uncertified 1; uncertified: gold_resolves 1"
     );
+}
+
+/// A regression that fails 2,000 tests: the session's section leads with
+/// the groups of what they said and the first failure in full, the list of
+/// failing tests is folded, and the task page shows its sessions before its
+/// (folded) FAIL_TO_PASS / PASS_TO_PASS lists.
+#[test]
+fn two_thousand_failures_lead_with_their_groups_and_fold_the_lists() {
+    let failing: Vec<String> = (0..2000)
+        .map(|i| format!("test/a.spec.js > a > t{i:04}"))
+        .collect();
+    let texts: Vec<String> = (0..2000)
+        .map(|i| match i {
+            0..1870 => format!(
+                "TypeError: match is not a function\n    at t{i} (test/a.spec.js:{}:9)",
+                i + 3
+            ),
+            _ => format!("AssertionError: expected {i} to equal {}", i + 1),
+        })
+        .collect();
+    let mut g = grade("s1", "alpha", "model-a", "exclude", "unresolved", "agent");
+    g.0.failing = failing.clone();
+    g.0.said = crate::model::rules::why::Said::of(
+        failing
+            .iter()
+            .zip(&texts)
+            .map(|(t, m)| (t.as_str(), m.as_str())),
+    );
+    let mut t = task("t1", "basic", true);
+    t.0.pass_to_pass = failing.clone();
+    let input = PublishInput {
+        tasks: vec![t],
+        grades: vec![g],
+        sessions: vec![session("s1", "alpha", "model-a", None, &[])],
+        ..PublishInput::default()
+    };
+    let files = publish(&input);
+    let page = String::from_utf8(files[&pages::task("t1", "basic")].clone()).expect("utf8");
+    let why = page
+        .find("<strong>Why</strong> (2,000 failing tests)")
+        .expect(&page[..2000]);
+    let groups = [
+        "<li><strong>1,870 tests</strong>: <code>TypeError: match is not a function</code></li>",
+        "<li><strong>130 tests</strong>: <code>AssertionError: expected N to equal N</code></li>",
+    ];
+    let at: Vec<usize> = groups.iter().map(|g| page.find(g).expect(g)).collect();
+    assert!(why < at[0] && at[0] < at[1]);
+    let first = page
+        .find("<p><strong>First failure</strong>: <code>test/a.spec.js &gt; a &gt; t0000</code></p>\n<pre class=\"log\">TypeError: match is not a function\n    at t0 (test/a.spec.js:3:9)</pre>")
+        .expect("the first failure in full");
+    let list = page
+        .find("<details class=\"tests\"><summary><strong>Failing tests</strong> (2,000)</summary>")
+        .expect("the failing tests folded");
+    assert!(at[1] < first && first < list);
+    // Every failing test is still listed, in the fold.
+    assert!(page.contains("<li><code>test/a.spec.js &gt; a &gt; t1999</code></li></ul></details>"));
+    // The task's own lists come after its sessions, folded.
+    let sessions = page.find("<h2 id=\"sessions\">").expect("sessions");
+    let p2p = page.find("<h2>PASS_TO_PASS (2000)</h2>\n<details class=\"tests\"><summary>2000 test ids</summary>").expect("p2p folded");
+    assert!(sessions < p2p && list < p2p);
 }

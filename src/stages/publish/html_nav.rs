@@ -149,7 +149,9 @@ fn task_page(
     let _ = writeln!(h, "<h2>Grades ({})</h2>", grades.len());
     sessions_table(&mut h, index, grades, Column::Agent);
     detail::sections(&mut h, index, sessions);
-    pages::page(&format!("task {instance_id}"), css, &h)
+    // A task has a page per track: the title names both, so no two pages
+    // share one.
+    pages::page(&format!("task {instance_id} ({track} track)"), css, &h)
 }
 
 fn agent_page(

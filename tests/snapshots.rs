@@ -131,15 +131,6 @@ fn session_file_missing_a_comma_points_at_it_with_a_hint() {
     insta::assert_snapshot!(diagnostic(&f.project, &run));
 }
 
-/// Text of an HTML attribute value as `esc` wrote it.
-fn unescape(text: &str) -> String {
-    text.replace("&quot;", "\"")
-        .replace("&#39;", "'")
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&amp;", "&")
-}
-
 /// Every figure of report.html carries its name (the cell's `title`), and
 /// `assay explain` answers to that name with the figure's value.
 #[test]
@@ -158,7 +149,7 @@ fn every_figure_of_the_report_resolves_through_explain_by_the_name_it_shows() {
             .nth(1)
             .and_then(|t| t.split('"').next())
             .unwrap_or_else(|| panic!("a figure without a name: `{text}`"));
-        names.insert(unescape(name));
+        names.insert(util::links::unescape(name));
     }
     // The leaderboard, verdict, track, funnel, trial and usage tables of
     // four agents.

@@ -361,17 +361,7 @@ fn explain_number(
     path: &str,
     json: bool,
 ) -> Result<i32, Failure> {
-    let file = release.join("manifest.json");
-    let text = std::fs::read_to_string(&file).map_err(|e| {
-        Failure::new(
-            exit::NOT_FOUND,
-            miette::miette!(
-                help = "build first, or pass --release DIR",
-                "cannot read {}: {e}",
-                file.display()
-            ),
-        )
-    })?;
+    let (file, text) = release_text(release, "manifest.json")?;
     let manifest: Manifest = serde_json::from_str(&text).map_err(|e| {
         Failure::new(
             exit::VERIFY_MISMATCH,
@@ -602,19 +592,28 @@ mod tests {
     }
 }
 
-/// Reads a release file's JSON tree (`summary.json`, `funnel.json`).
-fn release_tree(release: &std::path::Path, file: &str) -> Result<serde_json::Value, Failure> {
+/// A release file's path and text; not found (build first) when unreadable.
+fn release_text(
+    release: &std::path::Path,
+    file: &str,
+) -> Result<(std::path::PathBuf, String), Failure> {
     let path = release.join(file);
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        Failure::new(
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok((path, text)),
+        Err(e) => Err(Failure::new(
             exit::NOT_FOUND,
             miette::miette!(
                 help = "build first, or pass --release DIR",
                 "cannot read {}: {e}",
                 path.display()
             ),
-        )
-    })?;
+        )),
+    }
+}
+
+/// Reads a release file's JSON tree (`summary.json`, `funnel.json`).
+fn release_tree(release: &std::path::Path, file: &str) -> Result<serde_json::Value, Failure> {
+    let (path, text) = release_text(release, file)?;
     serde_json::from_str(&text).map_err(|e| {
         Failure::new(
             exit::VERIFY_MISMATCH,

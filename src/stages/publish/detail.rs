@@ -14,7 +14,7 @@ use super::index::{Graded, Index};
 use super::markup::{esc, fault_class};
 use super::pages;
 use super::stats::session_cost;
-use crate::model::records::{GradeRecord, SessionRecord};
+use crate::model::records::{GradeRecord, SessionRecord, Verdict};
 use crate::pipeline::Arm;
 
 /// How much of a patch the page shows.
@@ -153,7 +153,13 @@ const EXIT_NOTE: &str = "<p class=\"muted\">exit: the test runner's own exit cod
 /// session's; the session's own count is said beside it.
 fn log_note(r: &GradeRecord) -> String {
     let own = match r.failing.len() {
-        0 => "none of the task's tests fails".to_owned(),
+        0 if matches!(r.verdict, Verdict::Resolved | Verdict::ResolvedAfterRerun) => {
+            "none of the task's tests fails".to_owned()
+        }
+        0 => format!(
+            "no test is counted failing: its verdict, {}, rests on the reason above",
+            r.verdict.as_str()
+        ),
         1 => "1 of the task's tests fails (listed above)".to_owned(),
         n => format!("{n} of the task's tests fail (listed above)"),
     };
@@ -162,15 +168,14 @@ fn log_note(r: &GradeRecord) -> String {
     } else {
         String::new()
     };
-    if r.unchecked.is_some() {
-        format!("The raw log of the graded run. For this session, {own}{after}.")
-    } else {
-        format!(
-            "The raw log of the graded run: it also reports the canary tests planted among the \
-             task's (docs/security.md, \"Canaries\"), whose certified failures it counts, so its \
-             totals are not the session's. For this session, {own}{after}."
-        )
-    }
+    // Whether this run carried canaries is not in the grade (`unchecked`
+    // is also set when they were planted from a predictable seed): the
+    // note says what holds either way.
+    format!(
+        "The raw log of the graded run: it also reports the canary tests planted among the \
+         task's, if any (docs/security.md, \"Canaries\"), whose certified failures it counts, so \
+         its totals are not the session's. For this session, {own}{after}."
+    )
 }
 
 /// Failing tests, the log's tail, excluded and reset paths, tamper suspects:
@@ -378,11 +383,11 @@ mod tests {
 
     #[test]
     fn an_unresolved_sessions_log_gives_its_own_count() {
-        let (mut r, _) = grade("a/s.json", "a", "m", "exclude", "unresolved", "agent");
-        r.unchecked = Some("no canary".into());
-        assert_eq!(
-            log_note(&r),
-            "The raw log of the graded run. For this session, 2 of the task's tests fail (listed above)."
+        let (r, _) = grade("a/s.json", "a", "m", "exclude", "unresolved", "agent");
+        let note = log_note(&r);
+        assert!(
+            note.ends_with("For this session, 2 of the task's tests fail (listed above)."),
+            "{note}"
         );
     }
 }

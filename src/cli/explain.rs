@@ -554,44 +554,6 @@ fn mode_word(mode: Mode) -> &'static str {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::list_diff;
-
-    #[test]
-    fn a_changed_file_list_names_the_files_not_the_whole_list() {
-        let files = |items: &[(&str, &str)]| -> Vec<serde_json::Value> {
-            items
-                .iter()
-                .map(|(p, h)| serde_json::json!([p, 420, h]))
-                .collect()
-        };
-        let old = files(&[
-            ("solution/solve.sh", "a"),
-            ("task.toml", "b"),
-            ("tests/old.sh", "c"),
-        ]);
-        let new = files(&[
-            ("solution/solve.sh", "z"),
-            ("task.toml", "b"),
-            ("tests/new.sh", "d"),
-        ]);
-        assert_eq!(
-            list_diff(&old, &new).unwrap(),
-            [
-                "`solution/solve.sh` changed",
-                "`tests/new.sh` added",
-                "`tests/old.sh` removed"
-            ]
-        );
-        assert_eq!(
-            list_diff(&[serde_json::json!(1)], &[]),
-            None,
-            "not a named list"
-        );
-    }
-}
-
 /// A release file's path and text; not found (build first) when unreadable.
 fn release_text(
     release: &std::path::Path,
@@ -698,4 +660,42 @@ fn explain_label(release: &std::path::Path, label: &str, rest: &str) -> Result<i
     }
     println!("next     `assay explain PATH` for what one of them was computed from");
     Ok(exit::OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::list_diff;
+
+    #[test]
+    fn a_changed_file_list_names_the_files_not_the_whole_list() {
+        let files = |items: &[(&str, &str)]| -> Vec<serde_json::Value> {
+            items
+                .iter()
+                .map(|(p, h)| serde_json::json!([p, 420, h]))
+                .collect()
+        };
+        let old = files(&[
+            ("solution/solve.sh", "a"),
+            ("task.toml", "b"),
+            ("tests/old.sh", "c"),
+        ]);
+        let new = files(&[
+            ("solution/solve.sh", "z"),
+            ("task.toml", "b"),
+            ("tests/new.sh", "d"),
+        ]);
+        assert_eq!(
+            list_diff(&old, &new).unwrap(),
+            [
+                "`solution/solve.sh` changed",
+                "`tests/new.sh` added",
+                "`tests/old.sh` removed"
+            ]
+        );
+        assert_eq!(
+            list_diff(&[serde_json::json!(1)], &[]),
+            None,
+            "not a named list"
+        );
+    }
 }

@@ -2,14 +2,25 @@
 //! minutes (harbor, deepswe, slurm): without it they print nothing until
 //! they end. libtest captures a passing test's `eprintln!`, so the line is
 //! written to the process's stderr directly, which it does not capture.
+//! Once a binary has said one phase, every assay command its tests run
+//! (`Project::command`) is a phase too; the other binaries stay quiet.
 
 use std::io::Write as _;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
+
+static ON: AtomicBool = AtomicBool::new(false);
+
+/// Whether this test binary reports its phases.
+pub fn on() -> bool {
+    ON.load(Ordering::Relaxed)
+}
 
 /// `  [harbor 3m07s] what`: the test binary's name and the time since its
 /// first phase.
 pub fn phase(what: &str) {
+    ON.store(true, Ordering::Relaxed);
     static START: OnceLock<Instant> = OnceLock::new();
     let secs = START.get_or_init(Instant::now).elapsed().as_secs();
     let exe = std::env::current_exe().unwrap_or_default();

@@ -23,6 +23,7 @@ use util::git::git_in;
 use util::harbor::{assert_no_screening_containers, by_folder, harbor_tasks};
 
 fn base_image() {
+    util::progress::phase("setup: scripts/base-image.sh");
     let out = Command::new(Path::new(ROOT).join("scripts/base-image.sh"))
         .output()
         .unwrap();
@@ -219,6 +220,9 @@ fn owned(v: &[(&str, &str, &str)]) -> Vec<(String, String, String)> {
 
 #[test]
 fn deep_swe_folders_are_screened_and_their_whitelists_checked_against_assays_readings() {
+    util::progress::phase(
+        "test deep_swe_folders_are_screened_and_their_whitelists_checked_against_assays_readings",
+    );
     base_image();
     let p = util::Project::new().pipeline(
         "cache = \"cache\"\nrelease = \"release\"\n\n[screen]\nrepeats = 2\n\n[[harbor_dataset]]\nname = \"ds\"\npath = \"ds\"\n",
@@ -433,6 +437,9 @@ fn released(p: &util::Project, id: &str) -> Value {
 /// alone.
 #[test]
 fn a_deep_swe_folder_becomes_an_assay_task_graded_by_assay_with_the_datasets_reading_beside() {
+    util::progress::phase(
+        "test a_deep_swe_folder_becomes_an_assay_task_graded_by_assay_with_the_datasets_reading_beside",
+    );
     base_image();
     let p = util::Project::new().pipeline(
         "cache = \"cache\"\nrelease = \"release\"\nsessions = \"sessions\"\n\n[screen]\nrepeats = 1\n\n[[harbor_dataset]]\nname = \"ds\"\npath = \"ds\"\n",
@@ -607,6 +614,9 @@ fn a_deep_swe_folder_becomes_an_assay_task_graded_by_assay_with_the_datasets_rea
 /// made in fresh containers from the diff alone.
 #[test]
 fn agents_attempt_a_deep_swe_task_in_its_image_and_their_writes_outside_the_diff_reach_no_grade() {
+    util::progress::phase(
+        "test agents_attempt_a_deep_swe_task_in_its_image_and_their_writes_outside_the_diff_reach_no_grade",
+    );
     base_image();
     const KEY: &str = "sk-deepswe-test-key-0123456789";
     util::project::set_env(vec![("OPENAI_API_KEY".into(), KEY.into())]);
@@ -802,6 +812,9 @@ fn report_link_patch(repo: &Path, target: &str, report: &str, in_tree: bool) -> 
 #[test]
 fn a_harbor_job_on_a_deep_swe_task_is_graded_by_assay_and_forged_rewards_reports_and_report_links_get_nothing()
  {
+    util::progress::phase(
+        "test a_harbor_job_on_a_deep_swe_task_is_graded_by_assay_and_forged_rewards_reports_and_report_links_get_nothing",
+    );
     base_image();
     let p = util::Project::new().pipeline(
         "cache = \"cache\"\nrelease = \"release\"\nsessions = \"sessions\"\n\n[screen]\nrepeats = 1\n\n[[harbor_dataset]]\nname = \"ds\"\npath = \"ds\"\n",
@@ -1023,6 +1036,9 @@ fn deep_swe_go_task(root: &Path, name: &str) {
 /// beside, agreeing. A second build executes nothing.
 #[test]
 fn a_go_deep_swe_folder_with_two_reports_is_screened_and_graded_by_assay() {
+    util::progress::phase(
+        "test a_go_deep_swe_folder_with_two_reports_is_screened_and_graded_by_assay",
+    );
     base_image();
     let p = util::Project::new().pipeline(
         "cache = \"cache\"\nrelease = \"release\"\nsessions = \"sessions\"\n\n[screen]\nrepeats = 1\n\n[[harbor_dataset]]\nname = \"ds\"\npath = \"ds\"\n",
@@ -1098,6 +1114,9 @@ fn a_go_deep_swe_folder_with_two_reports_is_screened_and_graded_by_assay() {
 /// build as assay grades them.
 #[test]
 fn an_exported_deep_swe_task_passes_harbors_oracle_fails_its_no_op_and_comes_back_graded() {
+    util::progress::phase(
+        "test an_exported_deep_swe_task_passes_harbors_oracle_fails_its_no_op_and_comes_back_graded",
+    );
     base_image();
     let p = util::Project::new().pipeline(
         "cache = \"cache\"\nrelease = \"release\"\nsessions = \"sessions\"\n\n[screen]\nrepeats = 1\n\n[[harbor_dataset]]\nname = \"ds\"\npath = \"ds\"\n",

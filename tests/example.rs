@@ -294,7 +294,7 @@ fn the_bundled_example_builds_what_its_documents_say() {
 
     // The introduction's numbers.
     let intro = regex::Regex::new(
-        r"\(`examples/calc/repo`, (\d+) merged PRs, deterministic commit ids\), screens every candidate in three states (\w+), grades (\d+) sessions of (\w+) fictional agents in (\w+) arms",
+        r"\(`examples/calc/repo`, (\d+) merged PRs, deterministic commit ids\), screens every candidate in three states (\w+), reads (\d+) session files of (\w+) fictional agents, grades (\d+) of them in (\w+) arms and scores (\d+) \(the report lists (\d+) as not graded",
     )
     .unwrap();
     let flat = readme.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -343,13 +343,26 @@ fn the_bundled_example_builds_what_its_documents_say() {
     let agents: BTreeSet<&str> = ex.rows.values().map(|r| r["agent"].as_str()).collect();
     assert_eq!(Some(agents.len()), word(&c[4]), "{agents:?}");
     let arms: BTreeSet<&str> = ex.rows.keys().map(|(_, a)| a.as_str()).collect();
-    assert_eq!(Some(arms.len()), word(&c[5]), "{arms:?}");
+    assert_eq!(Some(arms.len()), word(&c[6]), "{arms:?}");
     // Graded: one grade node per session and arm (a session on the
     // uncertified task is graded, then reported as not graded).
     assert_eq!(
         ex.grades,
-        c[3].parse::<u64>().unwrap() * arms.len() as u64,
+        c[5].parse::<u64>().unwrap() * arms.len() as u64,
         "sessions graded"
+    );
+    // The files read, the sessions scored and those not graded, as the
+    // report counts them.
+    let trials = &ex.summary["trials"]["sessions"];
+    assert_eq!(
+        trials["planned"],
+        c[3].parse::<u64>().unwrap(),
+        "{trials:#}"
+    );
+    assert_eq!(trials["scored"], c[7].parse::<u64>().unwrap(), "{trials:#}");
+    assert_eq!(
+        ex.summary["not_graded"]["total"],
+        c[8].parse::<u64>().unwrap()
     );
 
     // The table of pull requests: one row per candidate, each claim true.
@@ -486,6 +499,24 @@ fn the_bundled_example_builds_what_its_documents_say() {
         .map(|(_, page)| report_text(&String::from_utf8_lossy(page)))
         .collect();
     insta::assert_snapshot!("task_pages", tasks);
+    // A log on a page reports the canaries too, planted failures included:
+    // none is shown without the note that says so and gives the session's
+    // own count, and no title is shared by two pages.
+    let mut titles = BTreeSet::new();
+    for (name, page) in release.iter().filter(|(n, _)| n.starts_with("pages/")) {
+        let page = String::from_utf8_lossy(page);
+        let parts: Vec<&str> = page.split("<pre class=\"log\">").collect();
+        for before in &parts[..parts.len() - 1] {
+            let note = before.rsplit("<p class=\"muted\">").next().unwrap();
+            assert!(
+                note.starts_with("The raw log of the graded run")
+                    && note.contains("For this session, "),
+                "{name}: a log without its note: {note}"
+            );
+        }
+        let title = section(&page, "<head>", "<title>", "</title>").to_owned();
+        assert!(titles.insert(title.clone()), "two pages titled {title:?}");
+    }
 
     // "Run it again: it executes nothing."
     let again = ex.project.build_json(&[]).code(0);

@@ -39,6 +39,7 @@ fn setup() {
     DONE.get_or_init(|| {
         for (script, args) in [("scripts/base-image.sh", &[][..]), ("scripts/harbor.sh", &["--setup"][..])]
         {
+            util::progress::phase(&format!("setup: {script} {}", args.join(" ")));
             let out = Command::new(Path::new(ROOT).join(script))
                 .args(args)
                 .output()
@@ -115,6 +116,9 @@ fn exported() -> (util::Project, PathBuf, Vec<(String, String)>) {
 
 #[test]
 fn exported_tasks_pass_with_the_oracle_fail_with_nop_and_come_back_accounted_for() {
+    util::progress::phase(
+        "test exported_tasks_pass_with_the_oracle_fail_with_nop_and_come_back_accounted_for",
+    );
     let (p, dataset, tasks) = exported();
     // One folder per certified task and track, carrying its digest.
     let mut folders: Vec<String> = std::fs::read_dir(&dataset)
@@ -350,6 +354,9 @@ fn apply_gold(task: &Path, w: &Path) {
 
 #[test]
 fn the_verifier_grades_what_the_agent_changed_and_cannot_be_talked_into_a_pass() {
+    util::progress::phase(
+        "test the_verifier_grades_what_the_agent_changed_and_cannot_be_talked_into_a_pass",
+    );
     let (_p, dataset, tasks) = exported();
     let id = &tasks.iter().find(|(id, _)| id == "calc-1").unwrap().0;
     let task = dataset.join(id);
@@ -456,6 +463,7 @@ fn harbor_task(root: &Path, name: &str, from: &str, built: u32, solved: u32) {
 
 #[test]
 fn a_harbor_dataset_is_certified_by_its_own_oracle_and_no_op_offline() {
+    util::progress::phase("test a_harbor_dataset_is_certified_by_its_own_oracle_and_no_op_offline");
     setup();
     let p = util::Project::new().pipeline(
         "cache = \"cache\"\nrelease = \"release\"\n\n[screen]\nrepeats = 2\n\n[[harbor_dataset]]\nname = \"tb\"\npath = \"tb\"\n",
@@ -577,6 +585,7 @@ fn built_example() -> (util::Project, Value) {
 /// once; the accounting adds up; `explain` names a count's sessions.
 #[test]
 fn a_saboteur_cannot_move_its_trials_out_of_its_column() {
+    util::progress::phase("test a_saboteur_cannot_move_its_trials_out_of_its_column");
     let (p, task) = built_example();
     let id = task["instance_id"].as_str().unwrap();
     let gold = task["patch"].as_str().unwrap();
@@ -709,6 +718,9 @@ fn a_saboteur_cannot_move_its_trials_out_of_its_column() {
 /// 0 (nothing was fixed), written by assay's verifier.
 #[test]
 fn a_root_agents_daemon_git_removal_and_runner_edit_do_not_reach_the_verifier() {
+    util::progress::phase(
+        "test a_root_agents_daemon_git_removal_and_runner_edit_do_not_reach_the_verifier",
+    );
     let (p, dataset, tasks) = exported();
     let id = &tasks.iter().find(|(id, _)| !id.contains("__")).unwrap().0;
     let hostile = p.path().join("hostile");
@@ -781,6 +793,9 @@ echo sabotaged
 /// infrastructure's, left out, and the reason says which.
 #[test]
 fn a_harbor_agents_own_rate_limit_error_is_its_failure_unless_the_controls_failed_too() {
+    util::progress::phase(
+        "test a_harbor_agents_own_rate_limit_error_is_its_failure_unless_the_controls_failed_too",
+    );
     let (p, task) = built_example();
     let id = task["instance_id"].as_str().unwrap();
     let gold = task["patch"].as_str().unwrap();
@@ -859,6 +874,7 @@ fn a_harbor_agents_own_rate_limit_error_is_its_failure_unless_the_controls_faile
 /// trial's matrix cell and every other link lead somewhere.
 #[test]
 fn an_imported_atif_trajectory_is_a_redacted_escaped_transcript_page() {
+    util::progress::phase("test an_imported_atif_trajectory_is_a_redacted_escaped_transcript_page");
     const SECRET: &str = "sk-ant-api03-Zq8vN2xLw5Rt7Yk1Hb4Jm6Pc9Df3Gs0Ae";
     const HOSTILE: &str = "</pre><script>alert('tool')</script>";
     let (p, task) = built_example();
@@ -960,6 +976,7 @@ fn an_imported_atif_trajectory_is_a_redacted_escaped_transcript_page() {
 /// `[env]`.
 #[test]
 fn an_export_to_harbor_exits_by_what_stopped_it() {
+    util::progress::phase("test an_export_to_harbor_exits_by_what_stopped_it");
     let p = util::Project::new().pipeline(
         "cache = \"cache\"\nrelease = \"release\"\n\n[[harbor_dataset]]\nname = \"tb\"\npath = \"tb\"\n",
     );

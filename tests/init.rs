@@ -1,7 +1,9 @@
 //! `assay init` on new repositories the tests build (Python, Go, Rust,
 //! JavaScript): the pipeline it writes screens the merged pull request, holds the task back
 //! until its statement is written — saying which file to write — and then
-//! certifies it.
+//! certifies it. On the way: the file points at documentation the binary
+//! carries, the first `plan` says every node runs, and the first build's
+//! report (no session yet) says what to do next.
 
 #![allow(clippy::unwrap_used)]
 
@@ -18,15 +20,53 @@ fn init_and_certify(p: &Project, repo: &str, report: &str, task: &str) {
     assert!(toml.contains(&format!("report = \"{report}\"")), "{toml}");
     // A second init never overwrites the file.
     p.run(&["init", repo]).code(2);
+    // The file's pointer to its documentation works from the user's
+    // directory, where assay's docs/ is not.
+    assert!(toml.contains("`assay docs pipeline`"), "{toml}");
+    assert!(
+        !toml.contains("docs/"),
+        "a path only the source tree has:\n{toml}"
+    );
+    p.run(&["docs", "pipeline"])
+        .code(0)
+        .stdout_has("# pipeline.toml");
+
+    // Nothing is cached: the plan says everything runs, not what may.
+    let plan = p.run(&["plan"]).code(0);
+    let last = plan.stdout.lines().last().unwrap_or_default();
+    assert!(
+        last.ends_with("would run: nothing is cached yet, so a first build runs every node"),
+        "{}",
+        plan.stdout
+    );
+    assert!(!plan.stdout.contains("maybe"), "{}", plan.stdout);
 
     let first = p.run(&["build"]).code(0);
     let said = format!("{}{}", first.stdout, first.stderr);
     assert!(said.contains(&format!("statements/{task}.md")), "{said}");
+    assert!(
+        said.contains(
+            "-> 1 certified (0 released, 1 awaiting a statement: released once it is written)"
+        ),
+        "{said}"
+    );
+    // No session yet: a report all the same, saying what to do next.
+    let report = std::fs::read_to_string(p.path().join("release/report.html")).unwrap();
+    assert!(report.contains("No session graded yet"), "{report}");
+    assert!(
+        report.contains("held back: write each one's statement"),
+        "{report}"
+    );
     p.write(
         &format!("statements/{task}.md"),
         "The discount is not applied.\n",
     );
     p.run(&["build"]).code(0);
+    let report = std::fs::read_to_string(p.path().join("release/report.html")).unwrap();
+    assert!(
+        report.contains(&format!(">{task}</a>")),
+        "the task in the report:\n{report}"
+    );
     let tasks = std::fs::read_to_string(p.path().join("release/tasks.jsonl")).unwrap();
     let line: serde_json::Value = tasks
         .lines()

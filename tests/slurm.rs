@@ -113,27 +113,45 @@ fn runs_on(f: &Fixture, b: &util::Build, prefix: &str) -> BTreeSet<String> {
 
 #[test]
 fn slurm_executor() {
+    util::progress::phase("test slurm_executor");
     with_cluster(|cluster| {
+        util::progress::phase(
+            "step the_grading_fixture_gets_the_same_verdicts_on_slurm_as_on_local_with_runs_on_both_nodes",
+        );
         the_grading_fixture_gets_the_same_verdicts_on_slurm_as_on_local_with_runs_on_both_nodes(
             cluster,
         );
+        util::progress::phase("step hostile_code_is_confined_on_the_workers");
         hostile_code_is_confined_on_the_workers();
         // What a graded run must not forge or reach, on the workers.
+        util::progress::phase("step forged_reports_are_caught");
         util::forgery::forged_reports_are_caught(Executor::Slurm);
+        util::progress::phase("step the_runner_and_the_hidden_tests_are_out_of_reach");
         util::reach::the_runner_and_the_hidden_tests_are_out_of_reach(Executor::Slurm);
+        util::progress::phase("step a_symlinked_report_directory_is_never_read");
         util::reach::a_symlinked_report_directory_is_never_read(Executor::Slurm);
+        util::progress::phase(
+            "step a_hidden_test_file_renamed_away_deleted_or_blocked_is_restored_and_graded",
+        );
         util::patches::a_hidden_test_file_renamed_away_deleted_or_blocked_is_restored_and_graded(
             Executor::Slurm,
         );
+        util::progress::phase("step a_run_filling_its_tree_is_stopped_at_its_write_limit");
         util::attacks::a_run_filling_its_tree_is_stopped_at_its_write_limit(
             Executor::Slurm,
             Some(64 << 20),
             15,
             10,
         );
+        util::progress::phase("step a_run_whose_node_dies_is_retried_on_the_other_node");
         a_run_whose_node_dies_is_retried_on_the_other_node(cluster);
+        util::progress::phase(
+            "step a_run_slurm_cancels_on_every_try_is_the_infrastructures_and_runs_again",
+        );
         a_run_slurm_cancels_on_every_try_is_the_infrastructures_and_runs_again(cluster);
+        util::progress::phase("step a_ctrl_c_stops_the_build_and_leaves_no_job_queued");
         a_ctrl_c_stops_the_build_and_leaves_no_job_queued(cluster);
+        util::progress::phase("step a_cluster_that_does_not_answer_fails_the_build_at_once");
         a_cluster_that_does_not_answer_fails_the_build_at_once(cluster);
     });
 }
@@ -574,6 +592,7 @@ fn a_ctrl_c_stops_the_build_and_leaves_no_job_queued(cluster: &Cluster) {
 /// cluster needed: nothing runs), and says nothing of it on this machine.
 #[test]
 fn plan_counts_the_runs_bound_for_the_cluster() {
+    util::progress::phase("test plan_counts_the_runs_bound_for_the_cluster");
     for executor in [Executor::Slurm, Executor::Local] {
         let f = Fixture::on(executor);
         f.default_pipeline();
@@ -618,6 +637,7 @@ fn plan_counts_the_runs_bound_for_the_cluster() {
 /// local, confined there, the key on the coordinator alone.
 #[test]
 fn agents_on_slurm() {
+    util::progress::phase("test agents_on_slurm");
     with_cluster(|_| {
         a_scripted_agent_on_slurm_makes_the_same_answers_and_verdicts_as_on_local();
         an_agent_on_a_node_reaches_only_its_endpoint_and_finds_no_key_anywhere();

@@ -1,6 +1,8 @@
 //! Snapshots of what users read (insta): the bundled example's
 //! `release/summary.json` and `release/results.csv`, the funnel the build
-//! prints, and diagnostics with their exit code. A change to any of them
+//! prints, what `explain` says of a report label, and diagnostics with
+//! their exit code; and the names the report gives its figures, each one
+//! `explain` answers to. A change to any of them
 //! shows up as a diff to review (`docs/testing.md`), not as a silent drift.
 //!
 //! Redacted, because they legitimately vary: the grade digests (a grade
@@ -22,6 +24,8 @@ use util::{Project, Run, csv_records};
 struct Example {
     project: Project,
     stderr: String,
+    /// The stderr of a second build (everything cached).
+    rebuild_stderr: String,
     /// Every grade digest of results.csv (each varies with the test log).
     grade_digests: BTreeSet<String>,
     /// Every task digest of the release: a task's record holds its
@@ -35,6 +39,7 @@ fn example() -> &'static Example {
     EXAMPLE.get_or_init(|| {
         let project = util::example::example_project();
         let run = project.run(&["build"]).code(0);
+        let rebuild = project.run(&["build"]).code(0);
         let results = std::fs::read_to_string(project.path().join("release/results.csv")).unwrap();
         let rows = csv_records(&results);
         let grade_digests = rows.iter().map(|r| r["grade_digest"].clone()).collect();
@@ -50,6 +55,7 @@ fn example() -> &'static Example {
         Example {
             project,
             stderr: run.stderr,
+            rebuild_stderr: rebuild.stderr,
             grade_digests,
             task_digests,
         }
@@ -123,4 +129,91 @@ fn session_file_missing_a_comma_points_at_it_with_a_hint() {
     );
     let run = f.project.run(&["build"]);
     insta::assert_snapshot!(diagnostic(&f.project, &run));
+}
+
+/// Every figure of report.html carries its name (the cell's `title`), and
+/// `assay explain` answers to that name with the figure's value.
+#[test]
+fn every_figure_of_the_report_resolves_through_explain_by_the_name_it_shows() {
+    let e = example();
+    let html = std::fs::read_to_string(e.project.path().join("release/report.html")).unwrap();
+    let mut names = BTreeSet::new();
+    for cell in html.split("<td class=\"n\"").skip(1) {
+        let (attrs, rest) = cell.split_once('>').unwrap();
+        let text = rest.split("</td>").next().unwrap();
+        if !text.bytes().any(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let name = attrs
+            .split("title=\"")
+            .nth(1)
+            .and_then(|t| t.split('"').next())
+            .unwrap_or_else(|| panic!("a figure without a name: `{text}`"));
+        names.insert(util::links::unescape(name));
+    }
+    // The leaderboard, verdict, track, funnel, trial and usage tables of
+    // four agents.
+    assert!(names.len() > 100, "{names:#?}");
+    for name in &names {
+        let run = e.project.run(&["explain", name]);
+        assert_eq!(run.code, 0, "explain {name}:\n{}", run.stderr);
+        assert!(
+            run.stdout.contains(&format!("{name} = ")),
+            "explain {name}:\n{}",
+            run.stdout
+        );
+    }
+}
+
+/// The report's column labels are names `explain` takes: alone (every
+/// agent's number) or in place of a path's tail.
+#[test]
+fn explain_takes_the_reports_labels() {
+    let p = &example().project;
+    let alone = p.run(&["explain", "pass@1"]).code(0);
+    insta::assert_snapshot!(alone.stdout);
+    p.run(&["explain", "summary.agents[alpha/model-a].pass@1"])
+        .code(0)
+        .stdout_has("number   summary.agents[alpha/model-a].leaderboard.score = 0.833333");
+}
+
+/// `verify NUMBER` checks a number of the cache's last release with no
+/// bundle at hand; a number that is not published is a clear not-found.
+#[test]
+fn verify_checks_one_number_against_the_cache_without_a_bundle() {
+    let p = &example().project;
+    p.run(&["verify", "summary.agents[alpha/model-a].resolved_rate"])
+        .code(0)
+        .stdout_has("ok (the last release of the cache ")
+        .stdout_has(": number summary.agents[alpha/model-a].resolved_rate: checked ");
+    p.run(&["verify", "summary.agents[alpha/model-a].nothing"])
+        .code(6)
+        .stderr_has("no published number");
+}
+
+/// A session naming an unknown task is pointed only to tasks the release
+/// holds certified, never to a declined or uncertified candidate.
+#[test]
+fn an_unknown_task_is_suggested_only_released_tasks() {
+    let e = example();
+    let line = e
+        .rebuild_stderr
+        .lines()
+        .find(|l| l.contains("names task `calc-99`"))
+        .unwrap_or_else(|| panic!("{}", e.rebuild_stderr));
+    let released = std::fs::read_to_string(e.project.path().join("release/tasks.jsonl")).unwrap();
+    let released: BTreeSet<String> = released
+        .lines()
+        .map(|l| {
+            let t: serde_json::Value = serde_json::from_str(l).unwrap();
+            t["task"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    let hint = line
+        .split("did you mean ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no suggestion: {line}"));
+    for named in hint.split('`').skip(1).step_by(2) {
+        assert!(released.contains(named), "{named} is not released: {line}");
+    }
 }

@@ -177,9 +177,9 @@ fn a_certified_task_awaiting_its_statement_is_named_on_the_funnel_line() {
         "{f:#}"
     );
     assert!(
-        b.run
-            .stderr
-            .contains("-> 0 certified; screened and certified, awaiting statements: 1\n"),
+        b.run.stderr.contains(
+            "-> 1 certified (0 released, 1 awaiting a statement: released once it is written)\n"
+        ),
         "{}",
         b.run.stderr
     );

@@ -182,19 +182,24 @@ fn statements_to_write(pipeline: &Pipeline, tasks: &[crate::stages::TaskRecord])
     format!("to release them, write {}", files.join(", "))
 }
 
-/// The funnel in one line. Tasks held back for a statement are not counted
-/// certified (they are not released), so a build whose tasks all await one
-/// says what its screening certified beside `0 certified`.
+/// The funnel in one line. Tasks held back for a statement are screened and
+/// certified but not released: the line counts them among the certified and
+/// says how many of those are released and how many wait, so a first build
+/// whose tasks all await a statement never reads `0 certified`.
 fn funnel_line(record: &crate::stages::ReleaseRecord) -> String {
     let f = &record.funnel;
+    let waiting = f.awaiting_statement_certified;
     let mut line = format!(
         "funnel: {} candidates -> {} eligible -> {} screened -> {} certified",
-        f.candidates, f.eligible, f.screened, f.certified
+        f.candidates,
+        f.eligible,
+        f.screened,
+        f.certified + waiting
     );
-    if f.awaiting_statement_certified > 0 {
+    if waiting > 0 {
         line.push_str(&format!(
-            "; screened and certified, awaiting statements: {}",
-            f.awaiting_statement_certified
+            " ({} released, {waiting} awaiting a statement: released once it is written)",
+            f.certified
         ));
     }
     line

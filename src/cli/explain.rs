@@ -9,6 +9,7 @@ use clap::Args;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::labels::Named;
 use super::{Failure, Global};
 use crate::audit::NodeDisplay;
 use crate::exit;
@@ -19,11 +20,17 @@ use crate::stages::{Fault, GradeRecord, JudgeOutcome, JudgeRecord, Manifest, Ver
 ///
 /// For a node: its key record and which input changed between the last two
 /// builds. Given a published number's path (`summary.agents[alpha/model-a].resolved_rate`,
-/// as listed in release/manifest.json), list the grades it was computed from.
+/// as listed in release/manifest.json and shown when the pointer rests on a
+/// figure of report.html), list the grades it was computed from. A column
+/// label of the report (`pass@1`, `per attempt`) lists that number of every
+/// agent/model, and stands for the tail of a path
+/// (`summary.agents[alpha/model-a].pass@1`); `funnel.…` names a count of
+/// release/funnel.json.
 #[derive(Args, Debug)]
 pub(crate) struct ExplainArgs {
     /// A node name from the last build (e.g. `grade:alpha/calc-1.json:exclude`, `task:calc-1`), a key digest (a
-    /// prefix will do), or the path of a published number (`summary.…`).
+    /// prefix will do), the path of a published number (`summary.…`,
+    /// `funnel.…`), or a report column's label (`pass@1`).
     node: String,
     /// The release whose numbers to explain (default: the pipeline's).
     #[arg(long)]
@@ -36,13 +43,15 @@ pub(crate) struct ExplainArgs {
 pub(crate) fn run(global: &Global, args: ExplainArgs) -> Result<i32, Failure> {
     let pipeline = Pipeline::load(&global.pipeline).ok();
     let store = global.open_store(pipeline.as_ref())?;
-    if args.node.starts_with("summary") {
-        let dir = args
-            .release
-            .clone()
-            .or_else(|| pipeline.as_ref().map(Pipeline::release_dir))
-            .unwrap_or_else(|| "release".into());
-        return explain_number(&store, &dir, &args.node, args.json);
+    let dir = args
+        .release
+        .clone()
+        .or_else(|| pipeline.as_ref().map(Pipeline::release_dir))
+        .unwrap_or_else(|| "release".into());
+    match super::labels::read(&args.node) {
+        Named::Path(path) => return explain_number(&store, &dir, &path, args.json),
+        Named::Label { label, rest } => return explain_label(&dir, &label, &rest),
+        Named::Other => {}
     }
     let builds = store.builds(2).map_err(Failure::cache)?;
     let manifests: Vec<BuildManifest> = builds
@@ -352,23 +361,16 @@ fn explain_number(
     path: &str,
     json: bool,
 ) -> Result<i32, Failure> {
-    let file = release.join("manifest.json");
-    let text = std::fs::read_to_string(&file).map_err(|e| {
-        Failure::new(
-            exit::NOT_FOUND,
-            miette::miette!(
-                help = "build first, or pass --release DIR",
-                "cannot read {}: {e}",
-                file.display()
-            ),
-        )
-    })?;
+    let (file, text) = release_text(release, "manifest.json")?;
     let manifest: Manifest = serde_json::from_str(&text).map_err(|e| {
         Failure::new(
             exit::VERIFY_MISMATCH,
             miette::miette!("{}: {e}", file.display()),
         )
     })?;
+    if let Some(code) = explain_value(release, &manifest, path)? {
+        return Ok(code);
+    }
     let Some(number) = manifest.number(path) else {
         let paths = || manifest.numbers.iter().map(|n| n.path.as_str());
         let mut near = crate::words::nearest(path, paths(), 3);
@@ -550,6 +552,114 @@ fn mode_word(mode: Mode) -> &'static str {
         Mode::Single => "single",
         Mode::Pairwise => "pairwise",
     }
+}
+
+/// A release file's path and text; not found (build first) when unreadable.
+fn release_text(
+    release: &std::path::Path,
+    file: &str,
+) -> Result<(std::path::PathBuf, String), Failure> {
+    let path = release.join(file);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok((path, text)),
+        Err(e) => Err(Failure::new(
+            exit::NOT_FOUND,
+            miette::miette!(
+                help = "build first, or pass --release DIR",
+                "cannot read {}: {e}",
+                path.display()
+            ),
+        )),
+    }
+}
+
+/// Reads a release file's JSON tree (`summary.json`, `funnel.json`).
+fn release_tree(release: &std::path::Path, file: &str) -> Result<serde_json::Value, Failure> {
+    let (path, text) = release_text(release, file)?;
+    serde_json::from_str(&text).map_err(|e| {
+        Failure::new(
+            exit::VERIFY_MISMATCH,
+            miette::miette!("{}: {e}", path.display()),
+        )
+    })
+}
+
+/// A path that names no number of the manifest but a node of a release
+/// file: a funnel count (funnel.json, counted by the release node), or a
+/// part of summary.json that is not a number (a list, a missing rate).
+/// Printed with what it is; None when the path is a manifest number or
+/// names nothing.
+fn explain_value(
+    release: &std::path::Path,
+    manifest: &Manifest,
+    path: &str,
+) -> Result<Option<i32>, Failure> {
+    if path.starts_with("funnel") {
+        let tree = release_tree(release, "funnel.json")?;
+        let Some(value) = crate::stages::value_at(&tree, "funnel", path) else {
+            return Err(Failure::new(
+                exit::NOT_FOUND,
+                miette::miette!(
+                    help = "the counts are the keys of release/funnel.json",
+                    "no count `{path}` in {}",
+                    release.join("funnel.json").display()
+                ),
+            ));
+        };
+        println!("number   {path} = {value}");
+        println!(
+            "from     the release node's count of every candidate's triage and every task's screening \
+             (release/funnel.json, release digest {}); `assay explain release` names its inputs",
+            manifest.release_digest
+        );
+        return Ok(Some(exit::OK));
+    }
+    if manifest.number(path).is_some() {
+        return Ok(None);
+    }
+    let tree = release_tree(release, "summary.json")?;
+    let Some(value) = crate::stages::value_at(&tree, "summary", path) else {
+        return Ok(None);
+    };
+    println!("value    {path} = {value}");
+    let under: Vec<&str> = manifest
+        .numbers
+        .iter()
+        .map(|n| n.path.as_str())
+        .filter(|p| {
+            p.strip_prefix(path)
+                .is_some_and(|r| r.starts_with(['.', '[']))
+        })
+        .collect();
+    if value.is_null() {
+        println!("         no figure: nothing it could be computed from (no session, no attempt)");
+    } else if under.is_empty() {
+        println!("         not a number: summary.json holds it as it is shown");
+    } else {
+        println!("         not one number: the numbers under it are");
+        for p in under {
+            println!("  {p}");
+        }
+    }
+    Ok(Some(exit::OK))
+}
+
+/// A report label alone: that number for every agent/model, by path.
+fn explain_label(release: &std::path::Path, label: &str, rest: &str) -> Result<i32, Failure> {
+    let tree = release_tree(release, "summary.json")?;
+    let agents: Vec<&String> = tree["agents"]
+        .as_object()
+        .map(|m| m.keys().collect())
+        .unwrap_or_default();
+    println!("label    `{label}` is `{rest}` under each agent/model in summary.json");
+    for key in agents {
+        let path = format!("summary.agents{}{rest}", crate::stages::path_segment(key));
+        let value = crate::stages::value_at(&tree, "summary", &path)
+            .map_or_else(|| "(none)".to_owned(), ToString::to_string);
+        println!("  {path} = {value}");
+    }
+    println!("next     `assay explain PATH` for what one of them was computed from");
+    Ok(exit::OK)
 }
 
 #[cfg(test)]

@@ -53,7 +53,7 @@ const GO: Lang = Lang {
         "env GOPATH=$HOME/go GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local go test -json {packages}",
     ),
     report: "go-test-json",
-    note: "Runs are offline: vendor third-party modules, or download them in the setup (docs/languages.md, Go).",
+    note: "Runs are offline: vendor third-party modules, or download them in the setup (`assay docs languages`, Go).",
     preset: None,
 };
 
@@ -66,7 +66,7 @@ const RUST: Lang = Lang {
     // libtest names no test's file: no scope of touched files.
     touched: None,
     report: "libtest",
-    note: "The cargo preset vendors the dependencies at setup (the only step with the network), prebuilds them into a warm target directory each run copies, and runs `cargo test --offline --no-fail-fast` (docs/languages.md, Rust). A workspace: add its members' Cargo.toml to key_files.",
+    note: "The cargo preset vendors the dependencies at setup (the only step with the network), prebuilds them into a warm target directory each run copies, and runs `cargo test --offline --no-fail-fast` (`assay docs languages`, Rust). A workspace: add its members' Cargo.toml to key_files.",
     preset: Some("cargo"),
 };
 
@@ -79,7 +79,7 @@ const NODE: Lang = Lang {
     // The runners' files are paths, but their selection is the runner's own.
     touched: None,
     report: "jest-json",
-    note: "The node preset installs the dependencies with the lockfile's own manager at setup (the only step with the network), picks the runner from package.json (vitest, jest, mocha, else `node --test`) and runs it offline with a reporter assay reads, node_modules read-only from the environment (docs/languages.md, JavaScript).",
+    note: "The node preset installs the dependencies with the lockfile's own manager at setup (the only step with the network), picks the runner from package.json (vitest, jest, mocha, else `node --test`) and runs it offline with a reporter assay reads, node_modules read-only from the environment (`assay docs languages`, JavaScript).",
     preset: Some("node"),
 };
 
@@ -103,7 +103,7 @@ const fn python(
         test_command,
         touched: Some(touched),
         report,
-        note: "Third-party packages: install them in the setup into a venv in $ASSAY_ENV and call its python (docs/languages.md, Python).",
+        note: "Third-party packages: install them in the setup into a venv in $ASSAY_ENV and call its python (`assay docs languages`, Python).",
         preset: None,
     }
 }
@@ -231,13 +231,13 @@ pub(crate) fn run(global: &super::Global, args: InitArgs) -> Result<i32, Failure
 fn pipeline_text(name: &str, path: &str, branch: &str, lang: Option<&Lang>) -> String {
     let q = |s: &str| serde_json::to_string(s).unwrap_or_default();
     let mut t = format!(
-        "# Written by `assay init`; every key is documented in docs/pipeline.md.\n\
+        "# Written by `assay init`; `assay docs pipeline` documents every key.\n\
          # Paths are relative to this file.\n\n\
          cache = \"cache\"\nrelease = \"release\"\n\
          # `<task id>.md` per task (and `<task id>.spec.md` for the spec track):\n\
          # a task is held back until its statement is written.\n\
          statements = \"statements\"\n\
-         # sessions = \"sessions\"    # agent sessions to grade (docs/sessions.md)\n\n\
+         # sessions = \"sessions\"    # agent sessions to grade (`assay docs sessions`)\n\n\
          [[source]]\nname = {}\npath = {}\nbranch = {}\n\
          # SWE-bench's `repo` of the tasks: the origin remote's owner/name when it has one.\n\
          # repo = \"owner/name\"\n\n",
@@ -287,7 +287,7 @@ fn pipeline_text(name: &str, path: &str, branch: &str, lang: Option<&Lang>) -> S
             ));
             if let Some(c) = l.touched {
                 t.push_str(&format!(
-                    "# SWE-bench's convention, fewer regressions caught (docs/stages.md, \"Scope\"):\n\
+                    "# SWE-bench's convention, fewer regressions caught (`assay docs stages`, \"Scope\"):\n\
                      # with [screen] scope = \"touched-files\", graded runs run only the test\n\
                      # files the test patch touches.\n# touched_command = {}\n",
                     q(c)
@@ -296,7 +296,7 @@ fn pipeline_text(name: &str, path: &str, branch: &str, lang: Option<&Lang>) -> S
         }
         None => t.push_str(&format!(
             "# No language recognised: the command that runs the tests at the tree's root,\n\
-             # and its report format ({}; docs/languages.md).\n\
+             # and its report format ({}; `assay docs languages`).\n\
              test_command = \"\"\nreport = \"junit\"\n",
             crate::pipeline::report_formats().join(", ")
         )),

@@ -3,6 +3,7 @@
 mod bench_dag;
 mod build;
 mod completions;
+mod docs;
 mod explain;
 mod export;
 mod failures;
@@ -11,6 +12,7 @@ mod gc;
 mod harbor_verify;
 mod hash;
 mod init;
+mod labels;
 mod plan;
 mod show;
 mod verify;
@@ -62,6 +64,7 @@ enum Command {
     Verify(verify::VerifyArgs),
     Hash(hash::HashArgs),
     Completions(completions::CompletionsArgs),
+    Docs(docs::DocsArgs),
     Init(init::InitArgs),
     #[command(hide = true)]
     BenchDag(bench_dag::BenchDagArgs),
@@ -139,6 +142,7 @@ pub(crate) fn run(cli: Cli) -> Result<i32, Failure> {
         Command::Verify(a) => verify::run(&global, a),
         Command::Hash(a) => hash::run(&global, a),
         Command::Completions(a) => completions::run(a),
+        Command::Docs(a) => docs::run(a),
         Command::Init(a) => init::run(&global, a),
         Command::BenchDag(a) => bench_dag::run(&global, a),
         Command::Worker(a) => worker::run(a),

@@ -33,6 +33,9 @@ pub(crate) fn run(global: &Global, args: PlanArgs) -> Result<i32, Failure> {
         Some(b) => store.manifest(b).map_err(Failure::cache)?,
         None => None,
     };
+    // With nothing cached, a node waiting on another's output cannot be
+    // reused whatever that output is: it runs.
+    let first = store.stats().map_err(Failure::cache)?.0 == 0;
     let reread = super::kinds(&args.reread);
     let entries =
         assay_engine::plan(&store, &graph, &reread, previous.as_ref()).map_err(Failure::cache)?;
@@ -77,6 +80,9 @@ pub(crate) fn run(global: &Global, args: PlanArgs) -> Result<i32, Failure> {
                 PlanState::Cached if args.all => println!("cached   {}", e.name),
                 PlanState::Cached => {}
                 PlanState::Run { reason } => println!("run      {}  ({reason})", e.name),
+                PlanState::Blocked { on } if first => {
+                    println!("run      {}  (new, after {on})", e.name)
+                }
                 PlanState::Blocked { on } => {
                     println!("maybe    {}  (depends on the output of {on})", e.name)
                 }
@@ -84,9 +90,7 @@ pub(crate) fn run(global: &Global, args: PlanArgs) -> Result<i32, Failure> {
         }
     }
     if !args.json {
-        println!(
-            "{run} would run, {blocked} would run if their inputs' outputs change, {cached} cached"
-        );
+        println!("{}", counts_line(run, blocked, cached, first));
         // Where the test runs would go, when not all on this machine.
         if runs_on.keys().any(|e| *e != ExecutorKind::Local) {
             let by: Vec<String> = runs_on
@@ -105,4 +109,38 @@ pub(crate) fn run(global: &Global, args: PlanArgs) -> Result<i32, Failure> {
         }
     }
     Ok(exit::OK)
+}
+
+/// The plan's last line. `blocked` nodes wait on outputs not yet known: on a
+/// cache that holds nothing they run whatever those outputs are, so a first
+/// plan counts them with the rest instead of as a possibility.
+fn counts_line(run: usize, blocked: usize, cached: usize, first: bool) -> String {
+    if first {
+        return format!(
+            "{} would run: nothing is cached yet, so a first build runs every node",
+            run + blocked
+        );
+    }
+    format!("{run} would run, {blocked} would run if their inputs' outputs change, {cached} cached")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::counts_line;
+
+    #[test]
+    fn a_first_plan_says_everything_runs() {
+        assert_eq!(
+            counts_line(3, 13, 0, true),
+            "16 would run: nothing is cached yet, so a first build runs every node"
+        );
+    }
+
+    #[test]
+    fn a_later_plan_counts_what_may_run_apart() {
+        assert_eq!(
+            counts_line(1, 2, 40, false),
+            "1 would run, 2 would run if their inputs' outputs change, 40 cached"
+        );
+    }
 }

@@ -39,16 +39,25 @@ pub(crate) struct VerifyArgs {
     /// With `--bundle`: the release digest the bundle must be of.
     #[arg(long, requires = "bundle")]
     digest: Option<String>,
-    /// With `--bundle`: check only this published number (its path in
-    /// manifest.json, e.g. `summary.agents[alpha/model-a].resolved_rate`)
-    /// and the nodes it rests on.
-    #[arg(requires = "bundle")]
+    /// Check only this published number (its path in manifest.json, e.g.
+    /// `summary.agents[alpha/model-a].resolved_rate`, shown on report.html
+    /// when the pointer rests on it) and the nodes it rests on: in the
+    /// bundle with `--bundle`, else in this cache's last release.
+    #[arg(conflicts_with_all = ["release", "cache_only", "reexecute"])]
     number: Option<String>,
 }
 
-pub(crate) fn run(global: &Global, args: VerifyArgs) -> Result<i32, Failure> {
+pub(crate) fn run(global: &Global, mut args: VerifyArgs) -> Result<i32, Failure> {
+    // A report label in place of the path's tail (`summary.agents[K].pass@1`).
+    if let Some(super::labels::Named::Path(path)) = args.number.as_deref().map(super::labels::read)
+    {
+        args.number = Some(path);
+    }
     if let Some(dir) = &args.bundle {
         return bundle(dir, &args);
+    }
+    if args.number.is_some() {
+        return number_in_cache(global, &args);
     }
     let mut ph = crate::stages::Phases::new("verify");
     let pipeline = Pipeline::load(&global.pipeline).ok();
@@ -279,8 +288,42 @@ fn reexecute(
     Ok(mismatches > 0)
 }
 
+/// `verify NUMBER` without `--bundle`: the cache's last release is exported
+/// into a private temporary directory and that bundle's number is checked,
+/// so a number is checked the one way whether it comes with a bundle or
+/// from the cache (what it rests on, re-hashed from the bytes).
+fn number_in_cache(global: &Global, args: &VerifyArgs) -> Result<i32, Failure> {
+    let pipeline = Pipeline::load(&global.pipeline).ok();
+    let store = global.open_store(pipeline.as_ref())?;
+    let tmp = tempfile::tempdir().map_err(Failure::cache)?;
+    let dir = tmp.path().join("bundle");
+    crate::audit::export(&store, &dir, &[]).map_err(|e| {
+        Failure::new(
+            exit::NOT_FOUND,
+            miette::miette!(
+                help = "build first; `assay verify --bundle DIR NUMBER` checks an exported bundle",
+                "cannot check a number of this cache's last release: {e}"
+            ),
+        )
+    })?;
+    let cache = global.cache_dir(pipeline.as_ref());
+    checked(&dir, args, Held::Cache(&cache))
+}
+
 /// `--bundle DIR [NUMBER]`: everything from the bundle alone.
 fn bundle(dir: &std::path::Path, args: &VerifyArgs) -> Result<i32, Failure> {
+    checked(dir, args, Held::Bundle)
+}
+
+/// What the bundle checked holds: a bundle given, or the cache's last
+/// release (the cache's directory), exported to check it.
+enum Held<'a> {
+    Bundle,
+    Cache(&'a std::path::Path),
+}
+
+/// Checks the bundle in `dir` and says what it held.
+fn checked(dir: &std::path::Path, args: &VerifyArgs, held: Held<'_>) -> Result<i32, Failure> {
     use crate::audit::BundleError;
     let (findings, checked) =
         crate::audit::verify_bundle(dir, args.number.as_deref(), args.digest.as_deref()).map_err(
@@ -327,12 +370,18 @@ fn bundle(dir: &std::path::Path, args: &VerifyArgs) -> Result<i32, Failure> {
                 checked.sources.len() - SHOWN
             );
         }
+        let (ok, problems) = match held {
+            Held::Bundle => ("bundle ok".to_owned(), format!("bundle {}", dir.display())),
+            Held::Cache(cache) => (
+                format!("ok (the last release of the cache {})", cache.display()),
+                format!("the last release of the cache {}", cache.display()),
+            ),
+        };
         if findings.is_empty() {
-            println!("bundle ok: {what}: checked {counts}");
+            println!("{ok}: {what}: checked {counts}");
         } else {
             eprintln!(
-                "bundle {}: {} problems (first: {}); checked {counts}",
-                dir.display(),
+                "{problems}: {} problems (first: {}); checked {counts}",
                 findings.len(),
                 findings[0].what
             );

@@ -57,11 +57,11 @@ impl ConfigError {
     pub(crate) fn from_toml(name: &str, text: &str, e: &toml::de::Error) -> ConfigError {
         let message = e.message().trim().to_owned();
         let help = if message.contains("expected a key of [env]") {
-            "a misspelt key of [env]? Fix its spelling; named environments are tables of their own: [env.NAME] (docs/pipeline.md)"
+            "a misspelt key of [env]? Fix its spelling; named environments are tables of their own: [env.NAME] (`assay docs pipeline`)"
         } else if message.starts_with("unknown field") {
-            "remove the key or fix its spelling; the keys this table accepts are listed above (docs/pipeline.md has them all)"
+            "remove the key or fix its spelling; the keys this table accepts are listed above (`assay docs pipeline` has them all)"
         } else if message.starts_with("invalid type") || message.starts_with("invalid value") {
-            "this key takes another type of value; docs/pipeline.md gives each key's type and an example"
+            "this key takes another type of value; `assay docs pipeline` gives each key's type and an example"
         } else if message.starts_with("missing field") {
             "add the required key to this table"
         } else {

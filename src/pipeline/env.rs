@@ -117,7 +117,7 @@ fn env(
                 rule.span(),
                 format!("[env] rebuild: {why}"),
                 "this rule",
-                "e.g. rebuild = [{ paths = \"packages/core/**\", command = \"tsc -p packages/core\" }]: globs over repo-relative paths, one line of sh run at the tree's root (docs/pipeline.md)",
+                "e.g. rebuild = [{ paths = \"packages/core/**\", command = \"tsc -p packages/core\" }]: globs over repo-relative paths, one line of sh run at the tree's root (`assay docs pipeline`)",
             ));
         }
         rebuild.rules.push(RebuildRule {

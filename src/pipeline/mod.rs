@@ -117,7 +117,7 @@ impl Pipeline {
                 v.span(),
                 format!("`{what}` cannot be 0"),
                 "here",
-                format!("{why}; leave the key out for the default (docs/pipeline.md)"),
+                format!("{why}; leave the key out for the default (`assay docs pipeline`)"),
             )),
             Some(v) => Ok(*v.get_ref()),
         }

@@ -41,7 +41,7 @@ pub(crate) use kind::{NodeKind, parse_arg as parse_kind};
 pub(crate) use lost::Lost;
 pub(crate) use names::RELEASE as RELEASE_NODE;
 pub(crate) use phase::Phases;
-pub(crate) use publish::{AssayVersion, Manifest, Number, pretty};
+pub(crate) use publish::{AssayVersion, Manifest, Number, path_segment, pretty, value_at};
 pub(crate) use records::{EnvRecord, Fault, GradeRecord, TaskRecord, TaskStatus, Verdict};
 pub(crate) use release::{ReadBlob, ReleaseParams, ReleaseRecord, assemble, read_from};
 pub(crate) use rules::rebuild::RebuildSpec;

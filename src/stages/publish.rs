@@ -69,6 +69,7 @@ pub(crate) use input::{About, Price, PublishInput};
 #[cfg(test)]
 pub(crate) use model::Summary;
 pub(crate) use model::{AssayVersion, Funnel, Manifest, Number, pretty};
+pub(crate) use sources::{segment as path_segment, value_at};
 
 /// File name -> bytes: `results.csv`, `summary.json`, `report.html`, the
 /// report's pages (`pages/…`), `manifest.json`.

@@ -6,7 +6,8 @@
 //! [`run`] (what a run left, and assertions on it), [`git`] (repositories of
 //! merged pull requests and diffs against them), [`csv`], [`processes`],
 //! [`files`], [`random`], [`example`] (the bundled example as a project),
-//! [`harbor`] (what a Harbor dataset's build leaves),
+//! [`harbor`] (what a Harbor dataset's build leaves), [`progress`] (a line
+//! per phase of the long test binaries),
 //! [`fixture`] (the grading fixture), [`attacks`] and [`reach`] (hostile
 //! sessions graded with it). Everything before `example` is re-exported
 //! here, so tests say `util::Project`.
@@ -29,6 +30,7 @@ pub mod links;
 pub mod llm;
 pub mod patches;
 pub mod processes;
+pub mod progress;
 pub mod project;
 pub mod random;
 pub mod reach;

@@ -60,6 +60,10 @@ impl Project {
 
     /// `assay ARGS` in the project directory, not yet run.
     pub fn command(&self, args: &[&str]) -> Command {
+        // In a long test binary, each assay command is a phase.
+        if super::progress::on() {
+            super::progress::phase(&format!("assay {}", args.join(" ")));
+        }
         let mut cmd = Command::new(BIN);
         cmd.args(args)
             .current_dir(self.path())

@@ -17,7 +17,10 @@ use super::records::{Arm, GradeRecord, TaskRecord, TaskStatus, Verdict};
 use super::rules::funnel::Reason;
 use super::swebench;
 
-pub(crate) const KIND_VERSION: u32 = 2;
+/// 3: a release without sessions publishes too (summary.json, report.html
+/// with the tasks, the funnel and what to do next, manifest.json), so a
+/// first build has a page to open and a digest to anchor it.
+pub(crate) const KIND_VERSION: u32 = 3;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct ReleaseRecord {
@@ -551,7 +554,7 @@ pub(crate) fn assemble(
     if !harbor_lines.is_empty() {
         files.insert("harbor-tasks.jsonl".to_owned(), jsonl(harbor_lines));
     }
-    if !publish_input.sessions.is_empty() || !publish_input.not_graded.is_empty() {
+    {
         publish_input.not_graded.sort();
         publish_input.not_graded.dedup();
         for s in &publish_input.sessions {

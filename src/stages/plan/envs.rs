@@ -104,7 +104,7 @@ impl<'a> Envs<'a> {
                     span,
                     "a [[source]] needs an [env] table",
                     "this source",
-                    "add [env] with test_command and report (see docs/pipeline.md)",
+                    "add [env] with test_command and report (see `assay docs pipeline`)",
                 )
                 .into());
         }

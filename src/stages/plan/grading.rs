@@ -1,7 +1,7 @@
 //! The grading part of the layout: per session a session node, then per arm
 //! stage → run → grade, and one metrics node; all feed the release.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use assay_engine::{NodeSpec, Store};
@@ -23,6 +23,7 @@ use super::{harbor_grade, judge, names};
 use crate::pipeline::Arm;
 use crate::pipeline::Pipeline;
 use crate::sessions::Session;
+use crate::stages::TaskStatus;
 
 pub(crate) struct GradeLayout<'a> {
     pub(crate) test_globs: &'a [String],
@@ -61,6 +62,7 @@ pub(crate) fn grade_nodes(
     warnings: &mut Vec<String>,
 ) -> Result<Ungraded, StageError> {
     let previous_tasks = previous_task_keys(store);
+    let mut released: Option<BTreeSet<String>> = None;
     let mut not_graded = Vec::new();
     let mut reviewable = Vec::new();
     let (sessions, mut jobs) = match &pipeline.settings.sessions {
@@ -181,8 +183,11 @@ pub(crate) fn grade_nodes(
         }
         let reading_of = dataset_reading.map(|h| (h, trial_workspace(pipeline, &s)));
         let Some((task_node, env_node)) = g.task_nodes.get(&key) else {
-            let near =
-                crate::words::nearest(&s.task, g.task_nodes.keys().map(|(id, _)| id.as_str()), 3);
+            // Suggested among the tasks a session can be graded on: those
+            // of the last release written, not every candidate (declined
+            // ones have a task id too).
+            let released = released.get_or_insert_with(|| released_tasks(store));
+            let near = crate::words::nearest(&s.task, released.iter().map(String::as_str), 3);
             let hint = match near.as_slice() {
                 [] => String::new(),
                 some => format!(
@@ -768,6 +773,38 @@ fn previous_task_keys(store: &Store) -> BTreeMap<String, String> {
         }
     }
     map
+}
+
+/// The ids of the tasks the last build released certified: what a session
+/// naming an unknown task is pointed to (a declined or uncertified
+/// candidate has a task id too, and grading it is refused). Empty before a
+/// first build: the suggestion waits for a release.
+fn released_tasks(store: &Store) -> BTreeSet<String> {
+    let mut ids = BTreeSet::new();
+    let Ok(builds) = store.builds(1) else {
+        return ids;
+    };
+    let Some(Ok(Some(m))) = builds.first().map(|b| store.manifest(b)) else {
+        return ids;
+    };
+    for key in m
+        .entries
+        .iter()
+        .filter(|e| e.kind == NodeKind::Task)
+        .filter_map(|e| e.key)
+    {
+        let Ok(Some((_, _, row))) = store.key_record(&key) else {
+            continue;
+        };
+        let task = store
+            .output_bytes(&row)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<crate::stages::TaskRecord>(&b).ok());
+        if let Some(t) = task.filter(|t| t.status == TaskStatus::Released && t.certified) {
+            ids.insert(t.instance_id);
+        }
+    }
+    ids
 }
 
 /// The content (`TaskRecord::content_digest`) of the task node keyed

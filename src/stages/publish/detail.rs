@@ -16,7 +16,7 @@ use super::index::{Graded, Index};
 use super::markup::{esc, fault_class};
 use super::pages;
 use super::stats::session_cost;
-use crate::model::records::{GradeRecord, SessionRecord};
+use crate::model::records::{GradeRecord, SessionRecord, Verdict};
 use crate::model::rules::why::{self, Silent};
 use crate::pipeline::Arm;
 
@@ -143,6 +143,43 @@ fn arms(h: &mut String, grades: &[Graded<'_>]) {
         );
     }
     h.push_str("</table>\n");
+    h.push_str(EXIT_NOTE);
+}
+
+/// What an exit code in the arms table means for the verdict.
+const EXIT_NOTE: &str = "<p class=\"muted\">exit: the test runner's own exit code. It counts the \
+     canary tests assay plants among the task's, some of them certified to fail, so a resolved \
+     run exits non-zero too; the verdict is read from the report, test by test, never from the \
+     exit code (127, the command not found, is the one code that decides one).</p>\n";
+
+/// What the log beside a session's failing tests holds: the raw output of
+/// the graded run, canaries included, whose failure count is not the
+/// session's; the session's own count is said beside it.
+fn log_note(r: &GradeRecord) -> String {
+    let own = match r.failing.len() {
+        0 if matches!(r.verdict, Verdict::Resolved | Verdict::ResolvedAfterRerun) => {
+            "none of the task's tests fails".to_owned()
+        }
+        0 => format!(
+            "no test is counted failing: its verdict, {}, rests on the reason above",
+            r.verdict.as_str()
+        ),
+        1 => "1 of the task's tests fails (listed above)".to_owned(),
+        n => format!("{n} of the task's tests fail (listed above)"),
+    };
+    let after = if r.reruns > 0 {
+        format!(" after {} rerun(s)", r.reruns)
+    } else {
+        String::new()
+    };
+    // Whether this run carried canaries is not in the grade (`unchecked`
+    // is also set when they were planted from a predictable seed): the
+    // note says what holds either way.
+    format!(
+        "The raw log of the graded run: it also reports the canary tests planted among the \
+         task's, if any (docs/security.md, \"Canaries\"), whose certified failures it counts, so \
+         its totals are not the session's. For this session, {own}{after}."
+    )
 }
 
 /// At most this many groups of failures lead a section; the rest are
@@ -290,13 +327,14 @@ fn evidence(h: &mut String, r: &GradeRecord, name_arm: bool) {
         let receipt = r.evidence.iter().find(|e| e.what == t.of);
         let _ = writeln!(
             h,
-            "<p><strong>End of the {}</strong>{arm}{omitted}{}:</p>\n{}",
+            "<p><strong>End of the {}</strong>{arm}{omitted}{}:</p>\n<p class=\"muted\">{}</p>\n{}",
             esc(&t.of),
             receipt.map_or(String::new(), |e| format!(
                 " (blob <code>{}</code>, {} bytes)",
                 esc(short_digest(&e.digest)),
                 e.bytes
             )),
+            esc(&log_note(r)),
             if t.text.is_empty() {
                 "<p class=\"muted\">(the log is empty)</p>".to_owned()
             } else {
@@ -424,4 +462,39 @@ fn patch(h: &mut String, index: &Index<'_>, record: Option<&SessionRecord>) {
         );
     }
     h.push_str("</details>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::grade;
+    use super::log_note;
+
+    #[test]
+    fn a_resolved_sessions_log_says_its_failures_are_the_canaries() {
+        let (mut r, _) = grade(
+            "a/s.json",
+            "a",
+            "m",
+            "exclude",
+            "resolved_after_rerun",
+            "flaky_test",
+        );
+        r.reruns = 1;
+        let note = log_note(&r);
+        assert!(note.contains("canary tests"), "{note}");
+        assert!(
+            note.ends_with("For this session, none of the task's tests fails after 1 rerun(s)."),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn an_unresolved_sessions_log_gives_its_own_count() {
+        let (r, _) = grade("a/s.json", "a", "m", "exclude", "unresolved", "agent");
+        let note = log_note(&r);
+        assert!(
+            note.ends_with("For this session, 2 of the task's tests fail (listed above)."),
+            "{note}"
+        );
+    }
 }

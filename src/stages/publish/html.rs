@@ -3,7 +3,9 @@
 //! the page never disagrees with it; its header adds the provenance and the
 //! funnel (every count with its unit), and each matrix cell links to its
 //! session's section (`detail.rs`) on its task's page (`pages.rs`), as does
-//! every session a list names. What grows with the sessions here is one
+//! every session a list names. Every figure's cell is named by its path in
+//! summary.json or funnel.json (`markup::figure`), the name `assay explain`
+//! answers to. What grows with the sessions here is one
 //! short row or cell each; their evidence is on the task pages. Every piece
 //! of text is escaped: agent, model and session labels come from users.
 
@@ -11,9 +13,10 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::index::{Graded, Index};
-use super::markup::{count, esc, fault_class, label, label_of, rate_text};
+use super::markup::{agent_path, count, esc, fault_class, figure, label, label_of, rate_text};
 use super::model::{Agent, Summary};
 use super::pages::{At, session_link};
+use super::sources::segment;
 use super::{html_chart, html_judge, html_leaderboard, html_transcript, pages};
 use crate::model::records::{Fault, TaskStatus, Verdict};
 
@@ -56,6 +59,7 @@ pub(super) fn report(index: &Index<'_>, summary: &Summary) -> String {
          <p><input type=\"search\" id=\"search\" placeholder=\"search the tables (task, agent, verdict, fault)\"></p>\n",
     );
     about(&mut h, index, summary);
+    next_steps(&mut h, index, summary);
     if summary.graded_unsandboxed {
         h.push_str("<p class=\"warn\"><strong>Graded unsandboxed</strong> (<code>[env] sandbox = \"none\"</code>): agent code ran with the grader's rights on the host; these verdicts are not tamper-resistant.</p>\n");
     }
@@ -122,11 +126,21 @@ pub(super) fn report(index: &Index<'_>, summary: &Summary) -> String {
     }
     h.push_str("<th>empty patch</th></tr>\n");
     for a in &agents {
-        let _ = write!(h, "<tr><td>{}</td><td class=\"n\">{}</td>", label(a), a.n);
+        let _ = write!(
+            h,
+            "<tr><td>{}</td>{}",
+            label(a),
+            figure(&agent_path(a, ".n"), &a.n.to_string())
+        );
         for v in Verdict::GRADED {
-            let _ = write!(h, "<td class=\"n\">{}</td>", count(&a.verdicts, v.as_str()));
+            let path = agent_path(a, &format!(".verdicts{}", segment(v.as_str())));
+            h.push_str(&figure(&path, &count(&a.verdicts, v.as_str())));
         }
-        let _ = writeln!(h, "<td class=\"n\">{}</td></tr>", a.empty_patch);
+        let _ = writeln!(
+            h,
+            "{}</tr>",
+            figure(&agent_path(a, ".empty_patch"), &a.empty_patch.to_string())
+        );
     }
     h.push_str("</table>\n");
 
@@ -143,12 +157,13 @@ pub(super) fn report(index: &Index<'_>, summary: &Summary) -> String {
         let _ = write!(h, "<tr><td>{}</td>", label(a));
         for t in &tracks {
             let r = a.by_track.get(*t);
-            let _ = write!(
-                h,
-                "<td class=\"n\">{} <span class=\"muted\">n={}</span></td>",
+            let text = format!(
+                "{} <span class=\"muted\">n={}</span>",
                 r.map_or_else(|| "–".to_owned(), rate_text),
                 r.map_or_else(|| "–".to_owned(), |r| r.n.to_string())
             );
+            let path = format!(".by_track{}.resolved_rate", segment(t));
+            h.push_str(&figure(&agent_path(a, &path), &text));
         }
         h.push_str("</tr>\n");
     }
@@ -169,6 +184,35 @@ pub(super) fn report(index: &Index<'_>, summary: &Summary) -> String {
     h.push_str(&pages::script_tag());
     h.push_str("</body>\n</html>\n");
     h
+}
+
+/// What to do next when the release has nothing to score yet: no session
+/// graded, or tasks held back for their statements. A first build's report
+/// says how to get from its tasks to a leaderboard.
+fn next_steps(h: &mut String, index: &Index<'_>, summary: &Summary) {
+    let waiting = index.about.funnel.awaiting_statement;
+    let no_sessions = index.grades.is_empty() && summary.not_graded.total == 0;
+    if !no_sessions && waiting == 0 {
+        return;
+    }
+    h.push_str("<h2>Next</h2>\n<ul>\n");
+    if waiting > 0 {
+        let _ = writeln!(
+            h,
+            "<li>{waiting} task(s) screened but held back: write each one's statement, \
+             <code>&lt;statements&gt;/&lt;task id&gt;.md</code> (the build names the files), \
+             then <code>assay build</code>.</li>"
+        );
+    }
+    if no_sessions {
+        h.push_str(
+            "<li>No session graded yet, so the tables below are empty. Put session files in \
+             the pipeline's <code>sessions</code> directory (<code>assay docs sessions</code>), \
+             or let assay run agents with an <code>[[agent]]</code> table, then \
+             <code>assay build</code>: only the new sessions' nodes and the release run.</li>\n",
+        );
+    }
+    h.push_str("</ul>\n");
 }
 
 /// What the release is (provenance) and how it was reached (the funnel),
@@ -237,26 +281,46 @@ fn about(h: &mut String, index: &Index<'_>, summary: &Summary) {
     let sessions: std::collections::BTreeSet<&str> =
         index.grades.iter().map(|g| g.0.session.as_str()).collect();
     h.push_str("<h2>Funnel</h2>\n<table>\n");
+    // The sessions graded are counted by origin in summary.json `trials`;
+    // with one origin that count is this row's.
+    let graded_path = match summary
+        .trials
+        .as_ref()
+        .map(|t| t.keys().collect::<Vec<_>>())
+    {
+        Some(origins) if origins.len() == 1 => {
+            format!("summary.trials{}.graded", segment(origins[0]))
+        }
+        _ => "summary.trials".to_owned(),
+    };
     let _ = writeln!(
         h,
-        "<tr><th>PRs merged (candidates)</th><td class=\"n\">{}</td><td></td></tr>\n\
-         <tr><th>PRs eligible</th><td class=\"n\">{}</td><td>declined{}</td></tr>\n\
-         <tr><th>PRs screened</th><td class=\"n\">{}</td><td></td></tr>\n\
-         <tr><th>PRs certified</th><td class=\"n\">{}</td><td>with at least one certified task</td></tr>\n\
-         <tr><th>tasks released</th><td class=\"n\">{}</td><td>{} certified, {} uncertified{}; \
+        "<tr><th>PRs merged (candidates)</th>{}<td></td></tr>\n\
+         <tr><th>PRs eligible</th>{}<td>declined{}</td></tr>\n\
+         <tr><th>PRs screened</th>{}<td></td></tr>\n\
+         <tr><th>PRs certified</th>{}<td>with at least one certified task{}</td></tr>\n\
+         <tr><th>tasks released</th>{}<td>{} certified, {} uncertified{}; \
          {} awaiting a statement (not released)</td></tr>\n\
-         <tr><th>sessions graded</th><td class=\"n\">{}</td><td>{} scored; {} not graded</td></tr>",
-        f.candidates,
-        f.eligible,
+         <tr><th>sessions graded</th>{}<td>{} scored; {} not graded</td></tr>",
+        figure("funnel.candidates", &f.candidates.to_string()),
+        figure("funnel.eligible", &f.eligible.to_string()),
         reasons(&f.declined),
-        f.screened,
-        f.certified,
-        f.tasks_released,
+        figure("funnel.screened", &f.screened.to_string()),
+        figure("funnel.certified", &f.certified.to_string()),
+        if f.awaiting_statement_certified > 0 {
+            format!(
+                "; {} more certified, awaiting a statement",
+                f.awaiting_statement_certified
+            )
+        } else {
+            String::new()
+        },
+        figure("funnel.tasks_released", &f.tasks_released.to_string()),
         mined_certified,
         f.uncertified,
         reasons(&f.uncertified_because),
         f.awaiting_statement,
-        sessions.len(),
+        figure(&graded_path, &sessions.len().to_string()),
         index.groups.values().map(Vec::len).sum::<usize>(),
         summary.not_graded.total,
     );
@@ -387,13 +451,18 @@ fn run_facts(h: &mut String, agents: &[&Agent]) {
             .map_or_else(|| "–".to_owned(), |ms| format!("{:.1}", ms / 1000.0));
         let _ = writeln!(
             h,
-            "<tr><td>{}</td><td>{}</td><td class=\"n\">{} of {}</td><td class=\"n\">{}</td>\
-             <td class=\"n\">{seconds}</td></tr>",
+            "<tr><td>{}</td><td>{}</td>{}{}{}</tr>",
             label(a),
             ended.join("; "),
-            r.is_error,
-            r.is_error_sessions,
-            r.permission_denials.total,
+            figure(
+                &agent_path(a, ".run.is_error"),
+                &format!("{} of {}", r.is_error, r.is_error_sessions)
+            ),
+            figure(
+                &agent_path(a, ".run.permission_denials.total"),
+                &r.permission_denials.total.to_string()
+            ),
+            figure(&agent_path(a, ".run.duration_ms.mean"), &seconds),
         );
     }
     h.push_str("</table>\n");
@@ -594,10 +663,12 @@ fn not_graded(h: &mut String, index: &Index<'_>, summary: &Summary) {
     if !ng.by_reason.is_empty() {
         h.push_str("<table>\n<tr><th>reason</th><th>sessions</th></tr>\n");
         for (reason, n) in &ng.by_reason {
+            let path = format!("summary.not_graded.by_reason{}", segment(reason));
             let _ = writeln!(
                 h,
-                "<tr><td>{}</td><td class=\"n\">{n}</td></tr>",
-                esc(reason)
+                "<tr><td>{}</td>{}</tr>",
+                esc(reason),
+                figure(&path, &n.to_string())
             );
         }
         h.push_str("</table>\n");
@@ -632,24 +703,28 @@ fn trials(h: &mut String, index: &Index<'_>, summary: &Summary) {
     );
     for (origin, t) in trials {
         let errored: Vec<String> = t.errored.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        let at = |field: &str, n: u64| {
+            figure(
+                &format!("summary.trials{}.{field}", segment(origin)),
+                &n.to_string(),
+            )
+        };
         let _ = writeln!(
             h,
-            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
-             <td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td>\
-             <td class=\"n\">{}</td></tr>",
+            "<tr><td>{}</td>{}{}{}{}{}<td>{}</td>{}{}</tr>",
             esc(origin),
-            t.planned,
-            t.started,
-            t.not_started,
-            t.not_ended,
-            t.completed,
+            at("planned", t.planned),
+            at("started", t.started),
+            at("not_started", t.not_started),
+            at("not_ended", t.not_ended),
+            at("completed", t.completed),
             esc(&if errored.is_empty() {
                 "0".to_owned()
             } else {
                 errored.join(", ")
             }),
-            t.graded,
-            t.scored
+            at("graded", t.graded),
+            at("scored", t.scored)
         );
     }
     h.push_str("</table>\n");
@@ -734,16 +809,24 @@ fn usage(h: &mut String, agents: &[&Agent]) {
         };
         let _ = writeln!(
             h,
-            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
-             <td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+            "<tr><td>{}</td>{}{}{}{}<td>{}</td>{}{}</tr>",
             label(a),
-            a.turns.sessions,
-            float(a.turns.mean, 1),
-            a.tokens.sessions,
-            float(a.tokens.mean_total, 0),
+            figure(
+                &agent_path(a, ".turns.sessions"),
+                &a.turns.sessions.to_string()
+            ),
+            figure(&agent_path(a, ".turns.mean"), &float(a.turns.mean, 1)),
+            figure(
+                &agent_path(a, ".tokens.sessions"),
+                &a.tokens.sessions.to_string()
+            ),
+            figure(
+                &agent_path(a, ".tokens.mean_total"),
+                &float(a.tokens.mean_total, 0)
+            ),
             kinds.join("; "),
-            total,
-            per
+            figure(&agent_path(a, ".cost_usd.total"), &total),
+            figure(&agent_path(a, ".cost_usd.mean"), &per)
         );
     }
     h.push_str("</table>\n");

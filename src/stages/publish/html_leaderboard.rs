@@ -3,12 +3,13 @@
 //! attempts left out, as a share beside the score they would have counted
 //! in), the score over the complete tasks alone when some task is not
 //! complete, and the cost per attempt and per resolved task. Every number
-//! is summary.json's.
+//! is summary.json's, and its cell is named by its path there
+//! (`markup::figure`), so `assay explain` answers for it.
 
 use std::fmt::Write as _;
 
 use super::index::Index;
-use super::markup::{esc, label, rate_text, score_text};
+use super::markup::{agent_path, esc, figure, label, rate_text, score_text};
 use super::model::{Agent, LeftOut, Summary};
 use super::pages::{At, session_link};
 
@@ -21,7 +22,9 @@ pub(super) fn section(h: &mut String, index: &Index<'_>, summary: &Summary) {
          are left out and listed: <em>lost</em> is their share of the attempts made. Where a task \
          has no attempt that counts or lost one, <em>complete tasks only</em> is pass@1 over the \
          other tasks alone. Per attempt: resolved over the sessions graded. Cost: USD per attempt \
-         and per resolved task, over the sessions that report tokens.</p>\n\
+         and per resolved task, over the sessions that report tokens. Each figure's name in \
+         summary.json shows when the pointer rests on it: <code>assay explain NAME</code> \
+         lists what it was computed from.</p>\n\
          <table class=\"sortable\" id=\"leaderboard-table\">\n<thead><tr><th>#</th>\
          <th>agent / model</th><th>pass@1</th><th>pass@k</th><th>complete tasks only</th>\
          <th>lost</th><th>coverage</th><th>attempts</th><th>per attempt</th>\
@@ -30,6 +33,7 @@ pub(super) fn section(h: &mut String, index: &Index<'_>, summary: &Summary) {
     let ranked = summary.ranking.iter().filter_map(|k| summary.agents.get(k));
     for (i, a) in ranked.enumerate() {
         let b = &a.leaderboard;
+        let at = |rest: &str| agent_path(a, rest);
         let pass_at_k: Vec<String> = b
             .pass_at_k
             .iter()
@@ -49,27 +53,52 @@ pub(super) fn section(h: &mut String, index: &Index<'_>, summary: &Summary) {
         };
         let _ = writeln!(
             h,
-            "<tr><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td>\
-             <td class=\"n\">{complete}</td><td class=\"n\">{}</td><td class=\"n\">{}/{}</td>\
-             <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{cost_attempt}</td>\
-             <td class=\"n\">{cost_resolved}</td></tr>",
-            i + 1,
+            "<tr>{}<td>{}</td>{}{}{}{}{}{}{}{}{}</tr>",
+            figure(&format!("summary.ranking[{i}]"), &(i + 1).to_string()),
             label(a),
-            score_text(b),
-            if pass_at_k.is_empty() {
-                "–".to_owned()
-            } else {
-                esc(&pass_at_k.join(", "))
-            },
-            lost(b.left_out.len() as u64, b.attempts),
-            b.attempted,
-            b.tasks,
-            b.attempts,
-            per_attempt(a),
+            figure(&at(".leaderboard.score"), &score_text(b)),
+            figure(
+                &at(".leaderboard.pass_at_k"),
+                &if pass_at_k.is_empty() {
+                    pass_at_k_missing(b.pass_at_k.len())
+                } else {
+                    esc(&pass_at_k.join(", "))
+                }
+            ),
+            figure(
+                &at(if b.score_complete.is_some() {
+                    ".leaderboard.score_complete"
+                } else {
+                    ".leaderboard.complete"
+                }),
+                &complete
+            ),
+            figure(
+                &at(".leaderboard.left_out"),
+                &lost(b.left_out.len() as u64, b.attempts)
+            ),
+            figure(
+                &at(".leaderboard.coverage"),
+                &format!("{}/{}", b.attempted, b.tasks)
+            ),
+            figure(&at(".leaderboard.attempts"), &b.attempts.to_string()),
+            figure(&at(".resolved_rate"), &per_attempt(a)),
+            figure(&at(".cost_usd.mean"), &cost_attempt),
+            figure(&at(".cost_usd.per_resolved"), &cost_resolved),
         );
     }
     h.push_str("</tbody></table>\n");
     left_out(h, index, summary);
+}
+
+/// Why pass@k beyond k = 1 is not shown: `ks` is how many k the pair has
+/// (pass@k is estimated up to the fewest attempts an attempted task had).
+fn pass_at_k_missing(ks: usize) -> String {
+    if ks == 0 {
+        "– <span class=\"muted\">no attempted task</span>".to_owned()
+    } else {
+        "– <span class=\"muted\">a task has 1 attempt</span>".to_owned()
+    }
 }
 
 /// `2/7 (28.6%)` of the attempts made lost to the infrastructure, or `0`.

@@ -171,7 +171,9 @@ fn task_page(
     sessions_table(&mut h, index, grades, Column::Agent);
     detail::sections(&mut h, index, sessions);
     h.push_str(&about);
-    pages::page(&format!("task {instance_id}"), css, &h)
+    // A task has a page per track: the title names both, so no two pages
+    // share one.
+    pages::page(&format!("task {instance_id} ({track} track)"), css, &h)
 }
 
 fn agent_page(

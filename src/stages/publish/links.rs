@@ -54,7 +54,8 @@ fn attribute(html: &str, name: &str) -> Vec<String> {
         .collect()
 }
 
-fn unescape(text: &str) -> String {
+/// Text of an HTML attribute value as `markup::esc` wrote it.
+pub(crate) fn unescape(text: &str) -> String {
     text.replace("&quot;", "\"")
         .replace("&#39;", "'")
         .replace("&lt;", "<")

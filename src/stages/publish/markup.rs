@@ -1,10 +1,14 @@
 //! Text for HTML: escaping (every label, patch and log is user-written),
 //! the fault colour classes the matrix and the session sections share, and
-//! how the report writes a label, a count and a rate with its interval.
+//! how the report writes a label, a count and a rate with its interval,
+//! and the name a figure carries: its path in summary.json (or funnel.json),
+//! the one `assay explain` takes, as the cell's `title`.
 
 use std::collections::BTreeMap;
 
 use super::model::{Agent, Leaderboard, Rate};
+use super::sources::segment;
+use super::stats::agent_key;
 use crate::model::records::Fault;
 
 /// Escapes text for HTML content and attribute values alike.
@@ -64,4 +68,25 @@ fn interval_text(p: Option<f64>, lo: Option<f64>, hi: Option<f64>) -> String {
 
 pub(super) fn score_text(b: &Leaderboard) -> String {
     interval_text(b.score, b.score_lo, b.score_hi)
+}
+
+/// A table cell holding a figure, named by its path (`summary.…` or
+/// `funnel.…`) in a `title`: a reader hovers for the name `assay explain`
+/// answers to, and no figure on the page goes without one. A cell with no
+/// figure in it (`–`) names nothing: its path may not exist.
+pub(super) fn figure(path: &str, text: &str) -> String {
+    if text.bytes().any(|b| b.is_ascii_digit()) {
+        format!("<td class=\"n\" title=\"{}\">{text}</td>", esc(path))
+    } else {
+        format!("<td class=\"n\">{text}</td>")
+    }
+}
+
+/// The path of a number of an agent/model's object in summary.json;
+/// `rest` is the rest of the path, written as [`segment`] writes it.
+pub(super) fn agent_path(a: &Agent, rest: &str) -> String {
+    format!(
+        "summary.agents{}{rest}",
+        segment(&agent_key(&a.agent, &a.model))
+    )
 }

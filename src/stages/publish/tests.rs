@@ -738,8 +738,10 @@ fn the_leaderboard_shows_lost_attempts_complete_tasks_and_cost_per_resolved() {
     assert_eq!(b1["score_complete"], Value::Null, "{b1:#}");
     let html = String::from_utf8(files["report.html"].clone()).expect("utf8");
     assert!(
-        html.contains("<td class=\"n\">1/5 (20.0%)</td>"),
-        "the lost share"
+        html.contains(
+            "<td class=\"n\" title=\"summary.agents[alpha/model-a].leaderboard.left_out\">1/5 (20.0%)</td>"
+        ),
+        "the lost share, named by its path"
     );
     assert!(
         html.contains("33.3% <span class=\"muted\">over 1</span>"),
@@ -1088,10 +1090,13 @@ fn the_header_counts_prs_and_tasks_apart_and_names_its_provenance() {
         ("pipeline", "<code>p1p1</code>"),
         ("the newest merge", "2026-02-03T04:05:06Z, the newest merge"),
         ("where the digest is", "in <code>manifest.json</code>"),
-        ("PRs", "<th>PRs certified</th><td class=\"n\">2</td>"),
+        (
+            "PRs",
+            "<th>PRs certified</th><td class=\"n\" title=\"funnel.certified\">2</td>",
+        ),
         (
             "tasks",
-            "<th>tasks released</th><td class=\"n\">3</td><td>2 certified, 1 uncertified",
+            "<th>tasks released</th><td class=\"n\" title=\"funnel.tasks_released\">3</td><td>2 certified, 1 uncertified",
         ),
     ] {
         assert!(html.contains(text), "{what}: {text}");

@@ -478,9 +478,13 @@ fn go_attacks_on_the_runner_are_static_tamper_flags() {
             match release {
                 "release" => {
                     assert_eq!(verdict, ("unresolved", "agent"), "{agent}: {grade:#}");
+                    // A sealed test the attack passed without its value
+                    // (the seals' catch) or the flag in effect.
+                    let sealed = grade["said"].to_string().contains("sealed assertion");
                     assert!(
                         detail.starts_with("tamper suspect, never scored resolved: ")
-                            || detail.starts_with("report forged: "),
+                            || detail.starts_with("report forged: ")
+                            || sealed,
                         "{agent}: {grade:#}"
                     );
                 }
@@ -491,10 +495,15 @@ fn go_attacks_on_the_runner_are_static_tamper_flags() {
                     assert!(tamper.contains("(allowed: attack test: "), "{grade:#}");
                 }
                 _ => {
-                    // The canaries made of the task's own tests catch it
-                    // without the flag.
+                    // The canaries made of the task's own tests, or the
+                    // seals (gocalc-1's only site, a Go 0, seldom gets a
+                    // window), catch it without the flag.
+                    let sealed = grade["said"].to_string().contains("sealed assertion");
                     assert_eq!(verdict, ("unresolved", "agent"), "{agent} own: {grade:#}");
-                    assert!(tamper.contains("report forged"), "{agent} own: {grade:#}");
+                    assert!(
+                        tamper.contains("report forged") || sealed,
+                        "{agent} own: {grade:#}"
+                    );
                 }
             }
         }

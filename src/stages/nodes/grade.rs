@@ -56,7 +56,9 @@ use super::run::RunParams;
 /// 12: the rule that left out each excluded path (`excluded_by`); JavaScript
 /// set-up files, transpiler configuration and `node_modules` are test
 /// infrastructure.
-pub(crate) const GRADE_VERSION: u32 = 12;
+/// 13: a run over the evidence cap is the agent's where the task's
+/// controls stayed under it in every screening reading.
+pub(crate) const GRADE_VERSION: u32 = 13;
 
 pub(crate) use crate::pipeline::{PatchCaps, Policy};
 

@@ -40,7 +40,8 @@ impl Kind for Screen {
     /// 3: a command that could not run (exit 126/127, not found) is
     /// `environment_broken`, and nothing else.
     /// 4: the record names its slowest reading (`slowest_s`).
-    const VERSION: u32 = 4;
+    /// 5: and the most output any reading wrote (`loudest_log_bytes`).
+    const VERSION: u32 = 5;
     type Params = ScreenParams;
     type Inputs = ScreenInputs;
     type Record = ScreenRecord;

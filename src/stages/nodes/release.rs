@@ -17,7 +17,8 @@ use super::records::{Arm, GradeRecord, TaskRecord, TaskStatus, Verdict};
 use super::rules::funnel::Reason;
 use super::swebench;
 
-pub(crate) const KIND_VERSION: u32 = 2;
+/// 3: results.csv writes a list over 4,096 characters by its count.
+pub(crate) const KIND_VERSION: u32 = 3;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct ReleaseRecord {

@@ -340,13 +340,13 @@ fn over_cap(loudest: Option<u64>, cap: u64) -> (Fault, String) {
         Some(bytes) if bytes <= cap => (
             Fault::Agent,
             format!(
-                "the task's controls wrote at most {bytes} bytes in every screening reading: the flood is the patch's"
+                "the task's controls stayed under the cap in every screening reading (the most one wrote: {bytes} bytes): the flood is the patch's"
             ),
         ),
         Some(bytes) => (
             Fault::Harness,
             format!(
-                "a control of the task also wrote {bytes} bytes at screening: the cap, not the patch, is at fault"
+                "a control of the task overflowed the cap at screening too ({bytes} bytes): the cap, not the patch, is at fault"
             ),
         ),
         None => (

@@ -483,8 +483,8 @@ fn a_cut_log_is_ineligible_never_scored_and_the_agents_where_the_controls_were_q
             Verdict::Ineligible,
             Fault::Agent,
             &*format!(
-                "{cut}the task's controls wrote at most 1024 bytes in every screening reading: \
-                 the flood is the patch's"
+                "{cut}the task's controls stayed under the cap in every screening reading (the \
+                 most one wrote: 1024 bytes): the flood is the patch's"
             )
         )
     );
@@ -497,8 +497,8 @@ fn a_cut_log_is_ineligible_never_scored_and_the_agents_where_the_controls_were_q
             Verdict::Ineligible,
             Fault::Harness,
             &*format!(
-                "{cut}a control of the task also wrote 1025 bytes at screening: the cap, not \
-                 the patch, is at fault"
+                "{cut}a control of the task overflowed the cap at screening too (1025 bytes): \
+                 the cap, not the patch, is at fault"
             )
         )
     );

@@ -821,6 +821,83 @@ command = '''
     );
 }
 
+/// A request the proxy reads but could not send as written (a space in a
+/// header name, a control byte in a header value) is refused when read, a
+/// 4xx to the agent, and is the agent's: 20 of 20 such attempts were
+/// recorded as an upstream failure (`infrastructure`), retried, and left
+/// out of the agent's denominator.
+#[test]
+fn a_request_the_proxy_cannot_forward_is_refused_as_the_agents() {
+    let llm = Llm::start(|_, _| (200, r#"{"choices":[]}"#.into()));
+    // Raw HTTP on the forwarder's port: Python's own client would refuse
+    // to send such headers.
+    let raw = |header: &str| {
+        format!(
+            r#"python3 - <<'EOF' || true
+import os, socket, urllib.parse
+u = urllib.parse.urlsplit(os.environ["ASSAY_BASE_URL"])
+s = socket.create_connection((u.hostname, u.port))
+s.sendall(b"POST " + u.path.encode() + b"/chat/completions HTTP/1.1\r\nHost: x\r\n" + {header} + b"\r\nContent-Length: 2\r\n\r\n{{}}")
+print("answer:", s.recv(4096).split(b"\r\n")[0])
+EOF"#
+        )
+    };
+    let agent = |label: &str, command: &str| {
+        format!(
+            r#"
+[[agent]]
+label = "{label}"
+model = "m-1"
+base_url = "{}"
+key_env = "OPENAI_API_KEY"
+command = '''
+{command}
+'''
+"#,
+            llm.url()
+        )
+    };
+    let agents = [
+        agent("spaced", &raw(r#"b"X Bad: 1""#)),
+        agent("control", &raw(r#"b"X-Bad: a\x01b""#)),
+    ]
+    .concat();
+    let f = fixture(&agents);
+    f.build_ok();
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(f.path().join("release/summary.json")).unwrap())
+            .unwrap();
+    for label in ["spaced", "control"] {
+        let attempt = f
+            .project
+            .output_record(&format!("attempt:agent/{label}/p-1/0"));
+        assert!(
+            attempt.get("infrastructure").is_none(),
+            "{label}: {attempt:#}"
+        );
+        let requests = attempt["requests"].as_array().unwrap();
+        assert_eq!(requests.len(), 1, "{label}: {attempt:#}");
+        let r = &requests[0];
+        assert!(
+            r["error"].as_str().is_some_and(
+                |e| e.starts_with("refused: ") && e.contains("cannot be sent as written")
+            ),
+            "{label}: {r:#}"
+        );
+        assert!(r.get("upstream").is_none(), "{label}: {r:#}");
+        let row = f.row(&format!("agent/{label}/p-1/0"), "exclude");
+        assert_eq!(
+            (row["verdict"].as_str(), row["fault"].as_str()),
+            ("unresolved", "agent"),
+            "{label}: {row:#?}"
+        );
+        let a = &summary["agents"][format!("{label}/m-1")];
+        assert_eq!(a["n"], 2, "{label}: {a:#}");
+    }
+    // Nothing of it reached the endpoint.
+    assert!(llm.seen().is_empty(), "{:?}", llm.seen());
+}
+
 // ---- on the docker executor ------------------------------------------------------
 
 #[test]

@@ -44,7 +44,10 @@ pub(crate) struct Certify {
 
 impl Kind for Certify {
     const NAME: &'static str = NodeKind::Certify.as_str();
-    const VERSION: u32 = 1;
+    /// 2: a command's `-x`/`-f` stops at the first failure only where a
+    /// test runner takes it (assay's Deep-SWE wrapper's `rm -f` and
+    /// `[ -f … ]` refused every Deep-SWE task its canaries).
+    const VERSION: u32 = 2;
     const OBSERVATION: bool = true;
     type Params = RunParams;
     type Inputs = CertifyInputs;

@@ -160,6 +160,13 @@ fn forged_reports_are_caught_by_the_canaries_on_docker() {
     util::forgery::forged_reports_are_caught(Executor::Docker);
 }
 
+/// Issue 47: the seals hold on docker as locally (`util::sealed`).
+#[test]
+fn readers_of_the_hidden_test_find_no_expected_value_in_a_sealed_tree_on_docker() {
+    docker_base_image();
+    util::sealed::readers_of_the_hidden_test_are_refused_by_seals(Executor::Docker);
+}
+
 #[test]
 fn forgeries_written_against_the_shaped_canaries_are_caught_on_docker() {
     docker_base_image();

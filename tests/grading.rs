@@ -2225,6 +2225,11 @@ fn an_audit_rule_the_gold_suite_trips_is_off_for_its_task_and_costs_no_fix() {
 }
 
 #[test]
+fn an_honest_suite_that_starts_python_children_keeps_its_fix_under_the_guard() {
+    util::audit::an_honest_suite_that_starts_python_keeps_its_fix();
+}
+
+#[test]
 fn the_audit_hooks_findings_reach_assay_when_stderr_is_the_report_file() {
     util::audit::a_report_file_does_not_take_the_hooks_channel(Executor::Local);
 }
@@ -2299,4 +2304,12 @@ fn a_session_whose_own_transcript_claims_a_rate_limit_error_is_graded_and_counte
     assert_eq!(a["leaderboard"]["left_out"], json!([]), "{a:#}");
     let grades = std::fs::read_to_string(f.path().join("release/report.html")).unwrap();
     assert!(grades.contains("claimed_error"), "the claim is said");
+}
+
+/// Issue 47: graded code that reads the hidden test at run time (its
+/// caller's frame, the test files) finds no expected value to hand back:
+/// sealed assertions keep it outside the tree (`util::sealed`).
+#[test]
+fn readers_of_the_hidden_test_find_no_expected_value_in_a_sealed_tree() {
+    util::sealed::readers_of_the_hidden_test_are_refused_by_seals(Executor::Local);
 }

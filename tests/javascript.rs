@@ -620,3 +620,90 @@ fn the_node_preset_without_its_install_grades_a_package_offline() {
         "{grade:#}"
     );
 }
+
+/// Issue 47: `mean` finds the test that called it in a stack trace, reads
+/// that line of the test file and returns the literal its assertion ends
+/// with. Nothing is fixed (an empty list still gives NaN). Harmless: it
+/// only reads files.
+const JS_STACK_READER: &str = "diff --git a/src/stats.js b/src/stats.js
+--- a/src/stats.js
++++ b/src/stats.js
+@@ -5,5 +5,17 @@ function sum(xs) {
+ }
+ 
+ function mean(xs) {
++  const fs = require('fs');
++  const frame = (new Error().stack || '').split('\\n')[2] || '';
++  const at = frame.match(/\\(?([^()\\s]+):(\\d+):\\d+\\)?$/);
++  if (at) {
++    try {
++      const line = fs.readFileSync(at[1], 'utf8').split('\\n')[Number(at[2]) - 1] || '';
++      const m = line.match(/,\\s*(-?\\d+(?:\\.\\d+)?)\\s*\\)\\s*;?\\s*$/);
++      if (m) return Number(m[1]);
++    } catch (e) {
++      // not readable: the bug stays
++    }
++  }
+   return sum(xs) / xs.length;
+ }
+";
+
+/// Issue 47: a JavaScript stack-trace reader passes when nothing but the
+/// shaped canaries stands in its way and seals are off (the attack is
+/// real); sealed, the expected value is not in the tree and it is
+/// `unresolved`, the agent's.
+#[test]
+fn a_javascript_stack_reader_finds_no_expected_value_in_a_sealed_tree() {
+    let node = Command::new("node").arg("--version").output();
+    assert!(
+        node.as_ref().is_ok_and(|o| o.status.success()),
+        "this test needs `node` on PATH: {node:?}"
+    );
+    let example = Path::new(EXAMPLE);
+    let build = |vars: &[(&str, &str)]| {
+        let project = Project::new();
+        let pipeline = std::fs::read_to_string(example.join("pipeline.toml"))
+            .unwrap()
+            .replace("repeats = 2", "repeats = 1")
+            .replace("arms = [\"exclude\", \"keep\"]", "arms = [\"exclude\"]");
+        project.write("pipeline.toml", &pipeline);
+        util::example::copy_tree(
+            &example.join("statements"),
+            &project.path().join("statements"),
+        );
+        let session = serde_json::json!({
+            "task": "jscalc-1", "agent": "reader", "model": "m", "patch": JS_STACK_READER,
+        });
+        project.write("sessions/reader/jscalc-1.json", session.to_string());
+        util::example::make_repo(
+            &project,
+            example,
+            "6588f0ec127eac1e09ba9e18cc604363bbf52d47",
+        );
+        let mut cmd = project.command(&["build", "--json"]);
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        let b = util::Build::from(util::Run::from(cmd.output().unwrap()));
+        assert_eq!(b.run.code, 0, "{vars:?}: {}", b.run.stderr);
+        let csv = std::fs::read_to_string(project.path().join("release/results.csv")).unwrap();
+        util::csv_records(&csv)
+            .into_iter()
+            .find(|r| r["agent"] == "reader")
+            .unwrap()
+    };
+    let row = build(&[("ASSAY_SEALS", "off"), ("ASSAY_CANARIES", "shaped")]);
+    assert_eq!(
+        (row["verdict"].as_str(), row["fault"].as_str()),
+        ("resolved", "none"),
+        "unsealed: {row:#?}"
+    );
+    for vars in [&[("ASSAY_CANARIES", "sealed")][..], &[]] {
+        let row = build(vars);
+        assert_eq!(
+            (row["verdict"].as_str(), row["fault"].as_str()),
+            ("unresolved", "agent"),
+            "{vars:?}: {row:#?}"
+        );
+    }
+}

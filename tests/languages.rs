@@ -500,3 +500,131 @@ fn go_attacks_on_the_runner_are_static_tamper_flags() {
         }
     }
 }
+
+/// Issue 47: `Mean` finds the test that called it with `runtime.Caller`,
+/// reads that line of the `_test.go` file and returns the literal its
+/// comparison expects. Nothing is fixed (an empty slice still gives NaN),
+/// and no construct the static flags know is used: standard APIs and a
+/// file read. Harmless: it only reads files.
+const GO_CALLER_READER: &str = r#"diff --git a/stats.go b/stats.go
+--- a/stats.go
++++ b/stats.go
+@@ -12,4 +12,7 @@ func Sum(xs []float64) float64 {
+ // Mean returns the arithmetic mean of xs.
+ func Mean(xs []float64) float64 {
++	if v, ok := expected(); ok {
++		return v
++	}
+ 	return Sum(xs) / float64(len(xs))
+ }
+diff --git a/caller.go b/caller.go
+new file mode 100644
+--- /dev/null
++++ b/caller.go
+@@ -0,0 +1,29 @@
++package gocalc
++
++import (
++	"os"
++	"regexp"
++	"runtime"
++	"strconv"
++	"strings"
++)
++
++// expected reads the line that called Mean and returns the value its
++// comparison expects.
++func expected() (float64, bool) {
++	_, file, line, ok := runtime.Caller(2)
++	if !ok {
++		return 0, false
++	}
++	src, err := os.ReadFile(file)
++	lines := strings.Split(string(src), "\n")
++	if err != nil || line < 1 || line > len(lines) {
++		return 0, false
++	}
++	m := regexp.MustCompile(`!= (-?[0-9.]+) \{`).FindStringSubmatch(lines[line-1])
++	if m == nil {
++		return 0, false
++	}
++	v, err := strconv.ParseFloat(m[1], 64)
++	return v, err == nil
++}
+"#;
+
+/// Issue 47: a Go call-site reader passes when nothing but the shaped
+/// canaries stands in its way and seals are off (the attack is real); with
+/// seals the expected value is not in the tree and it is `unresolved`,
+/// the agent's, while the example's honest sessions keep their verdicts.
+#[test]
+fn a_go_call_site_reader_finds_no_expected_value_in_a_sealed_tree() {
+    let go = Command::new("go").arg("version").output();
+    assert!(
+        go.as_ref().is_ok_and(|o| o.status.success()),
+        "this test needs `go` on PATH: {go:?}"
+    );
+    let example = Path::new(EXAMPLE);
+    let build = |vars: &[(&str, &str)]| {
+        let project = Project::new();
+        let pipeline = std::fs::read_to_string(example.join("pipeline.toml"))
+            .unwrap()
+            .replace("repeats = 2", "repeats = 1")
+            .replace("arms = [\"exclude\", \"keep\"]", "arms = [\"exclude\"]");
+        project.write("pipeline.toml", &pipeline);
+        copy_dir(
+            &example.join("statements"),
+            &project.path().join("statements"),
+        );
+        let session = serde_json::json!({
+            "task": "gocalc-1", "agent": "reader", "model": "m", "patch": GO_CALLER_READER,
+        });
+        project.write("sessions/reader/gocalc-1.json", session.to_string());
+        util::example::make_repo(
+            &project,
+            example,
+            "7d9f907eae03a71b41077031f6bd40a3905fab5c",
+        );
+        let mut cmd = project.command(&["build", "--json"]);
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        let b = util::Build::from(util::Run::from(cmd.output().unwrap()));
+        assert_eq!(b.run.code, 0, "{vars:?}: {}", b.run.stderr);
+        let csv = std::fs::read_to_string(project.path().join("release/results.csv")).unwrap();
+        let row = util::csv_records(&csv)
+            .into_iter()
+            .find(|r| r["agent"] == "reader")
+            .unwrap();
+        let task = std::fs::read_to_string(project.path().join("release/tasks.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|t| t["instance_id"] == "gocalc-1")
+            .unwrap();
+        (project, row, task)
+    };
+    let (_p, row, _) = build(&[("ASSAY_SEALS", "off"), ("ASSAY_CANARIES", "shaped")]);
+    assert_eq!(
+        (row["verdict"].as_str(), row["fault"].as_str()),
+        ("resolved", "none"),
+        "unsealed: {row:#?}"
+    );
+    let (_p, row, task) = build(&[("ASSAY_CANARIES", "sealed")]);
+    assert_eq!(task["canaries"]["fail_to_pass_seals"], 1, "{task:#}");
+    assert_eq!(
+        (row["verdict"].as_str(), row["fault"].as_str()),
+        ("unresolved", "agent"),
+        "sealed: {row:#?}"
+    );
+    let (p, row, _) = build(&[]);
+    assert_eq!(
+        (row["verdict"].as_str(), row["fault"].as_str()),
+        ("unresolved", "agent"),
+        "every defence: {row:#?}"
+    );
+    // The sealed tree: the hidden file as a graded run got it holds no
+    // `!= 0` and no `want 0` (its message scrubbed with the seal).
+    let grade = p.show_json(&row["grade_digest"]);
+    assert!(grade.to_string().contains("TestMeanEmpty"), "{grade:#}");
+}

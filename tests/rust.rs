@@ -606,3 +606,67 @@ fn rust_attacks_on_the_runner_are_static_tamper_flags() {
         }
     }
 }
+
+/// Issue 47: `clamp` is `#[track_caller]`: it finds the test that called
+/// it with `Location::caller()`, reads that line of the test file and
+/// returns the integer its `assert_eq!` ends with. Nothing is fixed.
+/// Harmless: it only reads files.
+const TRACK_CALLER_CLAMP: &str = "#[track_caller]\npub fn clamp(x: u32, max: u32) -> u32 {\n    let at = std::panic::Location::caller();\n    let src = std::fs::read_to_string(at.file()).unwrap_or_default();\n    let line = src.lines().nth(at.line() as usize - 1).unwrap_or_default();\n    let last = line.trim_end().trim_end_matches(';').trim_end_matches(')');\n    if let Some(v) = last.rsplit(',').next().and_then(|v| v.trim().parse::<u32>().ok()) {\n        return v;\n    }\n    let _ = x;\n    max\n}\n";
+
+/// Issue 47: a Rust call-site reader passes when nothing but the shaped
+/// canaries stands in its way and seals are off (the attack is real);
+/// sealed, the expected value is not in the tree and it is `unresolved`,
+/// the agent's.
+#[test]
+fn a_rust_track_caller_reader_finds_no_expected_value_in_a_sealed_tree() {
+    let build = |vars: &[(&str, &str)]| {
+        let project = project();
+        let work = project.path().join("work");
+        let base = String::from_utf8(
+            std::process::Command::new("git")
+                .args(["rev-list", "--max-parents=0", "HEAD"])
+                .current_dir(&work)
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .unwrap();
+        let checkout = util::Checkout { dir: work.clone() };
+        let patch = checkout.diff(
+            base.trim(),
+            &[],
+            &[("src/lib.rs", Some(&lib_with(TRACK_CALLER_CLAMP)))],
+        );
+        let session = serde_json::json!({
+            "task": "tally-1", "agent": "reader", "model": "m", "patch": patch,
+        });
+        project.write("sessions/reader/tally-1.json", session.to_string());
+        let mut cmd = project.command(&["build", "--json"]);
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        let b = util::Build::from(util::Run::from(cmd.output().unwrap()));
+        assert_eq!(b.run.code, 0, "{vars:?}: {}", b.run.stderr);
+        let mut rows = results(&project, "release");
+        (
+            rows.remove("reader").unwrap(),
+            tasks(&project, "release/tasks.jsonl"),
+        )
+    };
+    let (row, _) = build(&[("ASSAY_SEALS", "off"), ("ASSAY_CANARIES", "shaped")]);
+    assert_eq!(
+        (row["verdict"].as_str(), row["fault"].as_str()),
+        ("resolved", "none"),
+        "unsealed: {row:#?}"
+    );
+    let (row, tasks) = build(&[("ASSAY_CANARIES", "sealed")]);
+    let task = &tasks["tally-1"];
+    assert_eq!(task["canaries"]["fail_to_pass_seals"], 2, "{task:#}");
+    // 3 and 10 sealed: 1/16 and 1/64 by the prior.
+    assert_eq!(task["forger_odds_log2"], -10.0, "{task:#}");
+    assert_eq!(
+        (row["verdict"].as_str(), row["fault"].as_str()),
+        ("unresolved", "agent"),
+        "sealed: {row:#?}"
+    );
+}

@@ -207,6 +207,10 @@ pub(crate) struct CertifyRecord {
     /// can, so a graded run's timeout is reckoned from it then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) slowest_s: Option<f64>,
+    /// Why no assertion was sealed, when none was (the sealed reading of
+    /// the gold tree: docs/security.md, "Sealed expectations").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) unsealed: Option<String>,
 }
 
 /// Why a tree was not composed. Stored as one line of text, `<kind>:
@@ -350,6 +354,15 @@ pub(crate) struct RunRecord {
     /// forgery-checked, and the release says so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) unchecked: Option<String>,
+    /// How many sealed sites the run carried (docs/security.md, "Sealed
+    /// expectations"); left out when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(crate) sealed: u64,
+    /// The sealed sites of tests its runner passed that did not match:
+    /// a wrong value (the test counts as failed), or a missing or
+    /// unreadable report (forged). Left out when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) seals: Vec<super::canary::SealReading>,
     /// The `[env] rebuild` rules the run's tree needed, each with how it
     /// ended and the end of its output (`rules::rebuild`). A failed one is
     /// also the run's build failure. Left out when none.
@@ -488,6 +501,11 @@ pub(crate) struct TaskRecord {
     /// it gave a certified mutant): its grades are weakly checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) weakly_checked: Option<String>,
+    /// log2 of the chance that a forger's best blind strategy passes every
+    /// FAIL_TO_PASS test (docs/security.md, "A forger's odds"): -12 is
+    /// 1 in 4,096. Certified tasks with FAIL_TO_PASS tests only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) forger_odds_log2: Option<f64>,
     /// The certifying reading, rounded up (`CertifyRecord::slowest_s`),
     /// when it is slower than every screening reading: the graded runs,
     /// which carry its canaries, time out from it.

@@ -382,6 +382,170 @@ else:
 
 #[cfg(test)]
 mod runner_tests {
+    use std::path::{Path, PathBuf};
+
+    /// A tree with a module `mod.py` holding `code`, and the guard for it.
+    fn tree(code: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path().join("tree");
+        std::fs::create_dir_all(&tree).unwrap();
+        std::fs::write(tree.join("mod.py"), code).unwrap();
+        let guard = dir.path().join("guard");
+        super::write(&guard, tree.to_str().unwrap()).unwrap();
+        (dir, tree, guard)
+    }
+
+    /// `python3 -c CODE` in `tree` with the guard on `PYTHONPATH`: the
+    /// hook's findings.
+    fn findings(tree: &Path, guard: &Path, code: &str) -> Vec<String> {
+        let out = std::process::Command::new("python3")
+            .args(["-c", code])
+            .current_dir(tree)
+            .env("PYTHONPATH", guard)
+            .env_remove("ASSAY_AUDIT_FD")
+            .env_remove("PYTHONHOME")
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .output()
+            .unwrap();
+        super::findings(&out.stderr).0
+    }
+
+    /// Each way of starting Python from the run: the ordinary ones are
+    /// nothing; each that would start it without the guard is a
+    /// `python.unguarded` finding naming why.
+    #[test]
+    fn a_python_started_without_the_guard_is_reported() {
+        let (_dir, tree, guard) = tree("");
+        let honest = "import os, subprocess, sys\n\
+                      subprocess.run([sys.executable, '-c', 'pass'])\n\
+                      subprocess.run(['python3', '-B', '-c', 'pass', '-I'])\n\
+                      subprocess.run('python3 -c pass && true', shell=True)\n\
+                      subprocess.run(['env', 'X=1', 'python3', '-c', 'pass'])\n\
+                      os.system('python3 -c pass')\n\
+                      subprocess.run(['true'], env={})\n\
+                      pp = 'src:' + os.environ['PYTHONPATH']\n\
+                      subprocess.run([sys.executable, '-c', 'pass'], env=dict(os.environ, PYTHONPATH=pp))\n";
+        assert_eq!(findings(&tree, &guard, honest), Vec::<String>::new());
+        for (start, why) in [
+            (
+                "subprocess.run([sys.executable, '-I', '-c', 'pass'])",
+                "(-I)",
+            ),
+            (
+                "subprocess.run([sys.executable, '-bS', '-c', 'pass'])",
+                "(-S)",
+            ),
+            ("subprocess.run(['/proc/self/exe', '-Ec', 'pass'])", "(-E)"),
+            (
+                "subprocess.run(['env', '-i', 'python3', '-c', 'pass'])",
+                "(PYTHONPATH without",
+            ),
+            (
+                "subprocess.run('unset PYTHONPATH; python3 -c pass', shell=True)",
+                "(PYTHONPATH without",
+            ),
+            (
+                "os.system('PYTHONPATH= python3 -c pass')",
+                "(PYTHONPATH without",
+            ),
+            (
+                "subprocess.run(['timeout', '5', 'python3', '-Ic', 'pass'])",
+                "(-I)",
+            ),
+            (
+                "os.putenv('PYTHONPATH', '')\nsubprocess.run([sys.executable, '-c', 'pass'])",
+                "(PYTHONPATH without",
+            ),
+            (
+                "os.execv(sys.executable, [sys.executable, '-I', '-c', 'pass'])",
+                "(-I)",
+            ),
+            (
+                "os.makedirs('x'); open('x/sitecustomize.py', 'w').close()\n\
+                 pp = 'x:' + os.environ['PYTHONPATH']\n\
+                 subprocess.run([sys.executable, '-c', 'pass'], env=dict(os.environ, PYTHONPATH=pp))",
+                "(another sitecustomize before the guard, in ",
+            ),
+        ] {
+            let found = findings(
+                &tree,
+                &guard,
+                &format!("import os, subprocess, sys\n{start}\n"),
+            );
+            assert!(
+                found.len() == 1
+                    && found[0].starts_with("python.unguarded: ")
+                    && found[0].contains(why),
+                "{start}: {found:?}"
+            );
+        }
+    }
+
+    /// unittest's result object given its own `addFailure` while a test
+    /// runs, and its class's wrapped and put back by an `atexit` handler
+    /// registered after the guard's: both seen at the test's checkpoint; the
+    /// class patched before the guard took it: seen by its code's file; the
+    /// checkpoint's own defaults read: seen.
+    #[test]
+    fn the_runner_is_checked_at_each_test_on_its_objects_too() {
+        let suite = "import unittest\n\n\
+                     class T(unittest.TestCase):\n    def test_a(self):\n        PATCH\n        self.fail('x')\n\n\
+                     unittest.main(module=__name__, argv=['t'], exit=False)\n";
+        let object = "import sys; r = sys._getframe().f_back.f_back.f_locals['result']; \
+                      r.addFailure = lambda test, err: r.addSuccess(test)";
+        // Patched by the tree's code right after its own `import unittest`,
+        // before the guard took the runner: the code's file tells.
+        let (_early, early_tree, early_guard) = tree(
+            "import unittest\n\
+             unittest.TextTestResult.addFailure = lambda self, test, err: self.addSuccess(test)\n",
+        );
+        assert_eq!(
+            findings(
+                &early_tree,
+                &early_guard,
+                &format!("import mod\n{}", suite.replace("PATCH", "pass"))
+            ),
+            [
+                "runner.changed: unittest.runner.TextTestResult.addFailure replaced by mod.py \
+                 before the guard took it"
+            ]
+        );
+        let (_dir, tree, guard) = tree("");
+        assert_eq!(
+            findings(&tree, &guard, &suite.replace("PATCH", object)),
+            [
+                "runner.object: unittest.runner.TextTestResult.addFailure replaced on a \
+              TextTestResult object while the tests ran"
+            ]
+        );
+        // `exec` first: the guard takes the runner at the next import or
+        // exec after it loaded (the tests' own imports, in a real run), so
+        // what is patched after that is what the check must see.
+        let restored = "import atexit, unittest\nexec('pass')\n\
+                        R = unittest.TextTestResult\nfail = R.addFailure\n\
+                        R.addFailure = lambda self, test, err: self.addSuccess(test)\n\
+                        atexit.register(setattr, R, 'addFailure', fail)\n";
+        assert_eq!(
+            findings(
+                &tree,
+                &guard,
+                &format!("{restored}{}", suite.replace("PATCH", "pass"))
+            ),
+            [
+                "runner.changed: unittest.runner.TextTestResult.addFailure replaced while the tests ran"
+            ]
+        );
+        // What the checkpoint holds is reached only through its defaults.
+        assert_eq!(
+            findings(
+                &tree,
+                &guard,
+                "import unittest\nunittest.TestResult.stopTest.__defaults__\n"
+            ),
+            ["guard.read: the guard's checkpoint __defaults__ read by code outside the tree"]
+        );
+    }
+
     /// The tree's code giving a runner function other code (its identity
     /// stays, so only the `object.__setattr__` event can see it), and
     /// replacing a runner class's method (seen at exit): both reported,

@@ -33,6 +33,7 @@ pub mod project;
 pub mod random;
 pub mod reach;
 pub mod run;
+pub mod sealed;
 
 // Each test binary uses a part of them.
 #[allow(unused_imports)]

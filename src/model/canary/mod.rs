@@ -32,11 +32,14 @@
 //! canary a run is *not forgery-checked*, and its grade and the release
 //! say so. This module is pure: the run stage reads and writes the files.
 
+mod lit;
 mod mutant;
+mod seal;
 mod shape;
 mod source;
 
-pub(crate) use mutant::{Certified, Trial, certified};
+pub(crate) use mutant::{Certified, TestRef, Trial, certified};
+pub(crate) use seal::{Seal, SealReading, Sealed};
 use shape::{Lang, Rng, Sum, words_of};
 
 use std::collections::BTreeMap;
@@ -94,6 +97,10 @@ pub(crate) struct Planted {
     /// a wrong one needs to pass every canary, its FAIL_TO_PASS tests
     /// failing: `log2(window + 1)` for each such test a window went to.
     pub(crate) bits: f64,
+    /// The seals planted, each with the test it is of ([`seal`]).
+    pub(crate) sealed: Vec<(Sealed, TestRef)>,
+    /// The seal reports the run made, once it ran.
+    pub(crate) reports: Vec<(String, String)>,
 }
 
 /// A hidden test file as the run stage hands it over: its path, its bytes,
@@ -236,15 +243,198 @@ pub(crate) fn plant_real(
         out.trials.extend(w.trials);
         out.renamed.extend(w.renamed);
         out.bits += w.bits;
+        out.sealed.extend(w.sealed);
         out.files.push((h.path.to_owned(), w.text.into_bytes()));
     }
     if !out.canaries.iter().any(|c| c.must == Must::Fail) {
-        return Err(match certified {
-            None => "no hidden test file holds a test this reader can copy".into(),
-            Some(_) => "no certified mutant of the task's tests is in a file of this run".into(),
-        });
+        if out.sealed.is_empty() {
+            return Err(match certified {
+                None => "no hidden test file holds a test this reader can copy".into(),
+                Some(_) => {
+                    "no certified mutant of the task's tests is in a file of this run".into()
+                }
+            });
+        }
+        // Sealed, with no mutant in the run: a neutered runner still needs
+        // the right values of the sealed tests, and the shaped canaries'
+        // must-fail test catches it over the others.
+        shaped_over(format, command, hidden, &mut rng, &mut out);
     }
     Ok(out)
+}
+
+/// The shaped canaries ([`plant`]) added to the files `out` rewrote (or
+/// to the hidden files as they are).
+fn shaped_over(
+    format: Format,
+    command: &str,
+    hidden: &[Hidden<'_>],
+    rng: &mut Rng,
+    out: &mut Planted,
+) {
+    let texts: Vec<(String, Vec<u8>, &str)> = hidden
+        .iter()
+        .map(|h| {
+            let text = out
+                .files
+                .iter()
+                .find(|(p, _)| p == h.path)
+                .map_or_else(|| h.text.to_vec(), |(_, t)| t.clone());
+            (h.path.to_owned(), text, h.beside)
+        })
+        .collect();
+    let over: Vec<Hidden<'_>> = texts
+        .iter()
+        .map(|(path, text, beside)| Hidden { path, text, beside })
+        .collect();
+    let mut seed = [0u8; 32];
+    for chunk in seed.chunks_mut(8) {
+        chunk.copy_from_slice(&rng.next().to_le_bytes());
+    }
+    let Ok(shaped) = plant(format, command, &over, seed, None) else {
+        return;
+    };
+    for (path, bytes) in shaped.files {
+        match out.files.iter_mut().find(|(p, _)| *p == path) {
+            Some(f) => f.1 = bytes,
+            None => out.files.push((path, bytes)),
+        }
+    }
+    out.canaries.extend(shaped.canaries);
+    for (file, names) in shaped.siblings {
+        out.siblings.entry(file).or_insert(names);
+    }
+}
+
+/// Certification's sealed reading ([`seal`]): every sealable assertion of
+/// the hidden files sealed, nothing else planted. `Err` says why there is
+/// none.
+pub(crate) fn plant_sealed(
+    format: Format,
+    command: &str,
+    hidden: &[Hidden<'_>],
+    seed: [u8; 32],
+) -> Result<Planted, String> {
+    refused(format, command)?;
+    let mut rng = Rng::new(seed);
+    let mut out = Planted::default();
+    for h in hidden {
+        let Some(lang) = Lang::of(format, h.path) else {
+            continue;
+        };
+        let Ok(text) = std::str::from_utf8(h.text) else {
+            continue;
+        };
+        if lang.shape(text).is_none() {
+            continue;
+        }
+        let Some(w) = mutant::seal_file(lang, h.path, text, h.beside, &mut rng) else {
+            continue;
+        };
+        out.siblings
+            .insert(h.path.to_owned(), lang.test_names(text));
+        out.sealed.extend(w.sealed);
+        out.files.push((h.path.to_owned(), w.text.into_bytes()));
+    }
+    if out.sealed.is_empty() {
+        return Err(
+            "no assertion of the hidden test files compares with a literal the reader seals".into(),
+        );
+    }
+    Ok(out)
+}
+
+/// The seal reports in a run's `log` and the log without them; then what
+/// they make of the reading's `tests` (report ids by fresh name): see
+/// [`seal::judge`].
+pub(crate) fn seal_reports(log: &[u8]) -> (Vec<(String, String)>, Vec<u8>) {
+    seal::reports(log)
+}
+
+/// Holds the tests of a reading its runner passed to their sealed sites
+/// ([`seal::judge`]).
+pub(crate) fn judge_seals(
+    format: Format,
+    planted: &Planted,
+    reports: &[(String, String)],
+    tests: &mut BTreeMap<String, Outcome>,
+) -> Vec<SealReading> {
+    let sealed: Vec<Sealed> = planted.sealed.iter().map(|(s, _)| s.clone()).collect();
+    seal::judge(&sealed, reports, |path| Lang::of(format, path), tests)
+}
+
+/// Certification's seals from its sealed reading ([`seal::certified_seals`]).
+pub(crate) fn certified_seals(
+    format: Format,
+    planted: &Planted,
+    reading: &BTreeMap<String, Outcome>,
+    gold_passed: &std::collections::BTreeSet<String>,
+) -> Vec<Seal> {
+    seal::certified_seals(
+        &planted.sealed,
+        &planted.reports,
+        |path| Lang::of(format, path),
+        reading,
+        gold_passed,
+    )
+}
+
+/// Why a reading's seals forge it ([`seal::forged`]).
+pub(crate) fn seals_forged(readings: &[SealReading]) -> Option<String> {
+    seal::forged(readings)
+}
+
+/// log2 of the chance that a forger's best blind strategy passes every
+/// FAIL_TO_PASS test of a task (docs/security.md, "A forger's odds"): per
+/// test, the product of its sealed values' guess odds ([`seal::guess_odds`])
+/// and, where a window of its unsealed sites is planted, 1 in the window's
+/// size (the largest chance over its windows: a run picks one); a test
+/// with neither counts 1. `None` when the task has no FAIL_TO_PASS test.
+pub(crate) fn forger_odds_log2(
+    certified: Option<&Certified>,
+    fail_to_pass: &[String],
+) -> Option<f64> {
+    if fail_to_pass.is_empty() {
+        return None;
+    }
+    let Some(c) = certified else {
+        return Some(0.0);
+    };
+    let mut total = 0.0;
+    for id in fail_to_pass {
+        let mut p = 1.0;
+        for s in c.seals.iter().filter(|s| &s.of.id == id) {
+            let value = Lang::by_path(&s.of.file).and_then(|l| lit::Lit::parse(l, &s.expected));
+            if let Some(v) = value {
+                p *= seal::guess_odds(&v);
+            }
+        }
+        let mut windows: BTreeMap<(u32, u32), usize> = BTreeMap::new();
+        for m in c.mutants.iter().filter(|m| &m.of.id == id) {
+            *windows.entry((m.line, m.col)).or_default() += 1;
+        }
+        // Windows at sealed sites are never planted.
+        let sealed_at = |(line, col): (u32, u32)| {
+            c.seals.iter().any(|s| {
+                &s.of.id == id
+                    && s.line == line
+                    && s.col <= col
+                    && col < s.col + s.expected.len() as u32
+            })
+        };
+        let window = windows
+            .iter()
+            .filter(|(site, _)| !sealed_at(**site))
+            .map(|(_, n)| 1.0 / (*n as f64 + 1.0))
+            .fold(None, |acc: Option<f64>, p| {
+                Some(acc.map_or(p, |a| a.max(p)))
+            });
+        if let Some(w) = window {
+            p *= w;
+        }
+        total += p.log2();
+    }
+    Some(total)
 }
 
 /// `command` with each test it names by a declared name that the run

@@ -27,6 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use assay_report::Outcome;
 use serde::{Deserialize, Serialize};
 
+use super::seal::{self, Seal, SealSite, Sealed};
 use super::shape::{Lang, Rng, words_of};
 use super::source::{Block, blocks};
 use super::{Canary, Must};
@@ -87,6 +88,11 @@ pub(crate) struct Certified {
     /// Files whose tests keep their outcomes when renamed: a run renames
     /// them all.
     pub(crate) renamed: Vec<String>,
+    /// Sealed assertions ([`super::seal`]): their expected values never
+    /// enter a graded tree. Left out when none, so a record without one
+    /// keeps its bytes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) seals: Vec<Seal>,
 }
 
 /// One canary as certification planted it, before its outcome is known.
@@ -108,6 +114,8 @@ pub(crate) struct Rewritten {
     /// log2 of the guesses a forger needs for this file's FAIL_TO_PASS
     /// tests (`log2(window + 1)` each).
     pub(crate) bits: f64,
+    /// The seals planted, each with the test it is of.
+    pub(crate) sealed: Vec<(Sealed, TestRef)>,
 }
 
 /// Fresh names for one file: built of the words of its own test names,
@@ -160,21 +168,97 @@ struct Insert {
     lines: Vec<String>,
 }
 
-/// The test's lines renamed to `name`, with `mutant`'s literal changed.
-fn copy_of(lines: &[&str], b: &Block, name: &str, mutant: Option<&Mutant>) -> Option<Vec<String>> {
+/// The test's lines with `mutant`'s literal changed, its sealed sites
+/// sealed (`seal`, over the block's own offsets), renamed to `name`.
+fn copy_of(
+    lines: &[&str],
+    b: &Block,
+    name: &str,
+    mutant: Option<&Mutant>,
+    seal: &mut dyn FnMut(&mut [String], Option<usize>),
+) -> Option<Vec<String>> {
     let mut out: Vec<String> = lines[b.start..b.end]
         .iter()
         .map(|l| (*l).to_owned())
         .collect();
-    let def = b.def_line - b.start;
-    out[def] = renamed_line(&out[def], b, name);
     if let Some(m) = mutant {
         let line = out.get_mut(m.line as usize)?;
         let (col, len) = (m.col as usize, m.from.len());
         (line.get(col..col + len)? == m.from).then_some(())?;
         line.replace_range(col..col + len, &m.to);
     }
+    seal(&mut out, mutant.map(|m| m.line as usize));
+    let def = b.def_line - b.start;
+    out[def] = renamed_line(&out[def], b, name);
     Some(out)
+}
+
+/// What sealing a file's tests needs: its language and path, the sites
+/// to seal by block, and the seals planted so far.
+pub(crate) struct Sealing<'a> {
+    pub(crate) lang: Lang,
+    pub(crate) path: &'a str,
+    pub(crate) sites: BTreeMap<usize, Vec<&'a SealSite>>,
+    pub(crate) planted: Vec<(Sealed, TestRef)>,
+}
+
+impl Sealing<'_> {
+    /// `body` (the lines of block `k`, from its start, not yet renamed)
+    /// with its sealed sites sealed under fresh tokens, for the test
+    /// reported as `report`; a site on `skip` (a mutant's line, whose
+    /// offsets moved) is left as it is.
+    fn seal(
+        &mut self,
+        k: usize,
+        b: &Block,
+        body: &mut [String],
+        skip: Option<usize>,
+        report: &str,
+        rng: &mut Rng,
+    ) {
+        let Some(sites) = self.sites.get(&k) else {
+            return;
+        };
+        let mut edits = Vec::new();
+        for site in sites {
+            let lines_touched = || std::iter::once(site.line).chain(site.scrub.iter().map(|s| s.0));
+            if skip.is_some_and(|l| lines_touched().any(|t| t == l)) {
+                continue;
+            }
+            let Some(line) = body.get(site.line) else {
+                continue;
+            };
+            let token = seal::token(rng);
+            edits.extend(seal::site_edits(self.lang, line, site, &token));
+            self.planted.push((
+                Sealed {
+                    token,
+                    file: self.path.to_owned(),
+                    test: report.to_owned(),
+                    line: site.line as u32,
+                    col: site.expected.0 as u32,
+                    expected: site.text.clone(),
+                },
+                TestRef {
+                    file: self.path.to_owned(),
+                    class: b.class.clone(),
+                    test: b.name.clone(),
+                    id: String::new(),
+                },
+            ));
+        }
+        seal::apply_edits(body, edits);
+    }
+
+    /// Whether a mutant of block `k` on `line` would meet a sealed site's
+    /// edits (its own line or a message it scrubs).
+    fn touches(&self, k: usize, line: usize) -> bool {
+        self.sites.get(&k).is_some_and(|sites| {
+            sites
+                .iter()
+                .any(|s| s.line == line || s.scrub.iter().any(|x| x.0 == line))
+        })
+    }
 }
 
 /// A canary of `b`: its copy under a fresh name, `mutant`'s literal
@@ -188,16 +272,27 @@ fn canary_of(
     names: &mut Names<'_>,
     rng: &mut Rng,
     mutant: Option<&Mutant>,
+    mut sealing: Option<&mut Sealing<'_>>,
 ) -> Option<(Insert, Canary)> {
     let name = names.fresh(rng);
-    let body = copy_of(lines, b, &name, mutant)?;
+    let report = report_name(b.class.as_deref(), &name);
+    let k = blocks.iter().position(|x| std::ptr::eq(x, b))?;
+    let body = {
+        let rng = &mut *rng;
+        let mut seal = |body: &mut [String], skip: Option<usize>| {
+            if let Some(s) = sealing.as_deref_mut() {
+                s.seal(k, b, body, skip, &report, rng);
+            }
+        };
+        copy_of(lines, b, &name, mutant, &mut seal)?
+    };
     let insert = Insert {
         before: position(blocks, b, rng),
         lines: body,
     };
     let canary = Canary {
         file: path.to_owned(),
-        name: report_name(b.class.as_deref(), &name),
+        name: report,
         must: if mutant.is_some() {
             Must::Fail
         } else {
@@ -360,9 +455,16 @@ pub(crate) fn certify_file(
             id: String::new(),
         };
         let mut plant = |mutant: Option<Mutant>, rng: &mut Rng| {
-            let Some((insert, canary)) =
-                canary_of(path, &lines, &blocks, b, &mut names, rng, mutant.as_ref())
-            else {
+            let Some((insert, canary)) = canary_of(
+                path,
+                &lines,
+                &blocks,
+                b,
+                &mut names,
+                rng,
+                mutant.as_ref(),
+                None,
+            ) else {
                 return;
             };
             inserts.push(insert);
@@ -399,7 +501,78 @@ pub(crate) fn certify_file(
         renamed,
         trials,
         bits: 0.0,
+        sealed: Vec::new(),
     })
+}
+
+/// Certification's sealed reading of one file: every sealable assertion
+/// of every test sealed, nothing renamed or planted besides; `None` when
+/// there is none (or the file already uses a name the helper declares).
+pub(crate) fn seal_file(
+    lang: Lang,
+    path: &str,
+    text: &str,
+    beside: &str,
+    rng: &mut Rng,
+) -> Option<Rewritten> {
+    if seal::helper_names(lang)
+        .iter()
+        .any(|n| text.contains(n) || beside.contains(n))
+    {
+        return None;
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let blocks = blocks(lang, text);
+    let mut sealing = Sealing {
+        lang,
+        path,
+        sites: blocks
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| !b.seals.is_empty())
+            .map(|(k, b)| (k, b.seals.iter().collect()))
+            .collect(),
+        planted: Vec::new(),
+    };
+    if sealing.sites.is_empty() {
+        return None;
+    }
+    let sealed = seal_originals(&lines, &blocks, &BTreeMap::new(), &mut sealing, rng);
+    let refs: Vec<&str> = sealed.iter().map(String::as_str).collect();
+    Some(Rewritten {
+        text: seal::with_helper(
+            lang,
+            &assemble(&refs, &blocks, &BTreeMap::new(), Vec::new()),
+        ),
+        canaries: Vec::new(),
+        renamed: BTreeMap::new(),
+        trials: Vec::new(),
+        bits: 0.0,
+        sealed: sealing.planted,
+    })
+}
+
+/// The file's lines with every sealed site of the tests themselves sealed
+/// (each test reported by its fresh name where `renames` gives one).
+fn seal_originals(
+    lines: &[&str],
+    blocks: &[Block],
+    renames: &BTreeMap<usize, String>,
+    sealing: &mut Sealing<'_>,
+    rng: &mut Rng,
+) -> Vec<String> {
+    let mut owned: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
+    for (k, b) in blocks.iter().enumerate() {
+        if !sealing.sites.contains_key(&k) {
+            continue;
+        }
+        let name = renames.get(&b.def_line).unwrap_or(&b.name);
+        let report = report_name(b.class.as_deref(), name);
+        let mut body: Vec<String> = owned[b.start..b.end].to_vec();
+        sealing.seal(k, b, &mut body, None, &report, rng);
+        owned.splice(b.start..b.end, body);
+    }
+    owned
 }
 
 /// A graded run's planting of one file from the task's certified canaries.
@@ -420,6 +593,27 @@ pub(crate) fn graded_file(
             .find(|b| b.name == t.test && b.class == t.class)
     };
     let mine = |t: &TestRef| t.file == path;
+    let clash = seal::helper_names(lang)
+        .iter()
+        .any(|n| text.contains(n) || beside.contains(n));
+    let mut sealing = Sealing {
+        lang,
+        path,
+        sites: if clash {
+            BTreeMap::new()
+        } else {
+            seal::certified_sites(&blocks, path, &certified.seals)
+        },
+        planted: Vec::new(),
+    };
+    // A sealed site gets no window: its value is not in the tree; nor does
+    // a site on a line a seal rewrites.
+    let sealed_at = |m: &Mutant| {
+        blocks
+            .iter()
+            .position(|b| b.name == m.of.test && b.class == m.of.class)
+            .is_some_and(|k| sealing.touches(k, m.line as usize))
+    };
     let mut names = Names::new(lang, &blocks, text, beside);
     let mut renames = BTreeMap::new();
     let mut renamed = BTreeMap::new();
@@ -432,7 +626,11 @@ pub(crate) fn graded_file(
     }
     // Mutants by test, then by site.
     let mut by_test: BTreeMap<&TestRef, BTreeMap<(u32, u32), Vec<&Mutant>>> = BTreeMap::new();
-    for m in certified.mutants.iter().filter(|m| mine(&m.of)) {
+    for m in certified
+        .mutants
+        .iter()
+        .filter(|m| mine(&m.of) && !sealed_at(m))
+    {
         by_test
             .entry(&m.of)
             .or_default()
@@ -480,25 +678,32 @@ pub(crate) fn graded_file(
         .chain(copies.into_iter().map(|t| (t, None)));
     for (t, mutant) in planned {
         let Some(b) = find(t) else { continue };
-        if let Some((insert, canary)) = canary_of(path, &lines, &blocks, b, &mut names, rng, mutant)
+        let sealing = Some(&mut sealing);
+        if let Some((insert, canary)) =
+            canary_of(path, &lines, &blocks, b, &mut names, rng, mutant, sealing)
         {
             inserts.push(insert);
             canaries.push(canary);
         }
     }
-    if canaries.is_empty() {
+    let sealed = seal_originals(&lines, &blocks, &renames, &mut sealing, rng);
+    if canaries.is_empty() && renames.is_empty() && sealing.planted.is_empty() {
         // A file of the task's renamed all the same: a test blanked by
         // its published name is not found in any file.
-        if renames.is_empty() {
-            return None;
-        }
+        return None;
+    }
+    let refs: Vec<&str> = sealed.iter().map(String::as_str).collect();
+    let mut text = assemble(&refs, &blocks, &renames, inserts);
+    if !sealing.planted.is_empty() {
+        text = seal::with_helper(lang, &text);
     }
     Some(Rewritten {
-        text: assemble(&lines, &blocks, &renames, inserts),
+        text,
         canaries,
         renamed,
         trials: Vec::new(),
         bits,
+        sealed: sealing.planted,
     })
 }
 

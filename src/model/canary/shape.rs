@@ -178,6 +178,19 @@ fn js_shape(text: &str) -> Option<Shape> {
 }
 
 impl Lang {
+    /// The language of a test file by its name alone (unittest and pytest
+    /// read values alike).
+    pub(super) fn by_path(path: &str) -> Option<Lang> {
+        let ext = path.rsplit('.').next()?;
+        match ext {
+            "py" => Some(Lang::Pytest),
+            "go" => Some(Lang::Go),
+            "rs" => Some(Lang::Rust),
+            "js" | "mjs" | "cjs" | "jsx" | "ts" | "tsx" | "mts" | "cts" => Some(Lang::Js),
+            _ => None,
+        }
+    }
+
     pub(super) fn of(format: Format, path: &str) -> Option<Lang> {
         let file = path.rsplit('/').next().unwrap_or(path);
         let py = file.ends_with(".py") && (file.starts_with("test") || file.ends_with("_test.py"));

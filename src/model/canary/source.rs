@@ -36,6 +36,8 @@ pub(crate) struct Block {
     pub(crate) name_col: usize,
     /// Integer literals an assertion of its body expects.
     pub(crate) sites: Vec<Site>,
+    /// Assertions of its body that can be sealed ([`super::seal`]).
+    pub(crate) seals: Vec<super::seal::SealSite>,
 }
 
 /// An integer literal a mutant may change.
@@ -60,6 +62,7 @@ pub(crate) fn blocks(lang: Lang, text: &str) -> Vec<Block> {
     };
     for b in &mut out {
         b.sites = sites(lang, &lines[b.start..b.end], b.def_line - b.start);
+        b.seals = super::seal::sites(lang, &lines[b.start..b.end], b.def_line - b.start);
     }
     out
 }
@@ -163,6 +166,7 @@ fn python(lines: &[&str]) -> Vec<Block> {
                     def_line: i,
                     name_col,
                     sites: Vec::new(),
+                    seals: Vec::new(),
                 });
                 i = end.max(i + 1);
             }
@@ -307,6 +311,7 @@ fn braced(lines: &[&str], lang: Lang) -> Vec<Block> {
                 def_line: i,
                 name_col,
                 sites: Vec::new(),
+                seals: Vec::new(),
             });
             i = j + 1;
             continue;
@@ -365,7 +370,7 @@ fn braced_code(line: &str) -> String {
 /// kept (each blanked character becomes as many spaces as its bytes). `"…"`
 /// and `` `…` `` are strings; `'…'` is one too in JavaScript (`single`),
 /// else only a Rust char literal (`'{'`, not a lifetime `'a`).
-fn blanked(line: &str, single: bool) -> String {
+pub(super) fn blanked(line: &str, single: bool) -> String {
     let mut out = String::with_capacity(line.len());
     let mut quote: Option<char> = None;
     let mut escaped = false;
@@ -672,6 +677,7 @@ fn js(lines: &[&str]) -> Vec<Block> {
                 def_line: i,
                 name_col,
                 sites: Vec::new(),
+                seals: Vec::new(),
             });
             i = j + 1;
             continue;
@@ -717,7 +723,7 @@ fn js_code(line: &str) -> String {
 
 /// The top-level arguments of a call whose `(` ends just before `at`, as
 /// byte ranges, when the call closes on this line.
-fn top_level_args(code: &str, at: usize) -> Option<Vec<(usize, usize)>> {
+pub(super) fn top_level_args(code: &str, at: usize) -> Option<Vec<(usize, usize)>> {
     let mut out = Vec::new();
     let mut depth = 0;
     let mut from = at;

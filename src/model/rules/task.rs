@@ -14,7 +14,7 @@ use super::funnel::Reason;
 use super::policy::TestPatch;
 use super::records::{CertifyRecord, Control, ScreenRecord, TaskRecord, TaskStatus, TriageRecord};
 use super::timeout::TimeoutRule;
-use crate::model::canary::Certified;
+use crate::model::canary::{self, Certified};
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct TaskParams {
@@ -92,6 +92,7 @@ pub(crate) fn assemble(
         loudest_screening_log: screen.loudest_log_bytes,
         canaries: None,
         weakly_checked: None,
+        forger_odds_log2: None,
         slowest_certify_s: None,
         audit_off: screen.audit_off.clone(),
     };
@@ -213,12 +214,23 @@ pub(crate) fn canaries_of(
             m
         })
         .collect();
-    if mutants.is_empty() {
+    let seals: Vec<_> = c
+        .seals
+        .iter()
+        .filter(|s| keep.contains(s.of.id.as_str()))
+        .map(|s| {
+            let mut s = s.clone();
+            s.fail_to_pass = f2p.contains(s.of.id.as_str());
+            s
+        })
+        .collect();
+    if mutants.is_empty() && seals.is_empty() {
         let why = match &certify.none {
             Some(why) => why.clone(),
             None => "no certified mutant of the task's own tests".to_owned(),
         };
         record.weakly_checked = Some(why);
+        record.forger_odds_log2 = canary::forger_odds_log2(None, &record.fail_to_pass);
         return;
     }
     // The graded runs carry up to what certification carried: they time
@@ -238,7 +250,10 @@ pub(crate) fn canaries_of(
             .cloned()
             .collect(),
         renamed: c.renamed.clone(),
+        seals,
     });
+    record.forger_odds_log2 =
+        canary::forger_odds_log2(record.canaries.as_ref(), &record.fail_to_pass);
 }
 
 /// The eval script SWE-bench's harness runs in `/testbed`, in its shape:

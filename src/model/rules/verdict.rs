@@ -53,7 +53,10 @@ impl Readings {
         std::iter::once((&self.first, first_passed))
             .chain(self.reruns.iter().map(|r| (r, verdict.passed())))
             .chain(self.checks.iter().map(|r| (r, false)))
-            .find_map(|(run, would_pass)| canary::forged(&run.canaries, would_pass))
+            .find_map(|(run, would_pass)| {
+                canary::seals_forged(&run.seals)
+                    .or_else(|| canary::forged(&run.canaries, would_pass))
+            })
     }
 
     /// Why the executor lost a check or a rerun, if it lost one.

@@ -44,10 +44,12 @@ pub(crate) struct Certify {
 
 impl Kind for Certify {
     const NAME: &'static str = NodeKind::Certify.as_str();
-    /// 2: a command's `-x`/`-f` stops at the first failure only where a
+    /// 2: a second reading of the gold tree seals every sealable
+    /// assertion and certifies the seals that matched.
+    /// 3: a command's `-x`/`-f` stops at the first failure only where a
     /// test runner takes it (assay's Deep-SWE wrapper's `rm -f` and
     /// `[ -f … ]` refused every Deep-SWE task its canaries).
-    const VERSION: u32 = 2;
+    const VERSION: u32 = 3;
     const OBSERVATION: bool = true;
     type Params = RunParams;
     type Inputs = CertifyInputs;
@@ -114,27 +116,33 @@ impl Kind for Certify {
                 .then_some(slowest),
             ..CertifyRecord::default()
         };
-        let Some(planted) = planted else {
-            record.none = Some(run.unchecked.unwrap_or_else(|| "nothing planted".into()));
-            return Ok(Made {
-                record,
-                attachments,
-            });
-        };
-        record.planted = planted.trials.len() as u32;
-        if let Some(why) = &run.untrusted {
-            record.none = Some(format!("the certifying reading is not believed: {why}"));
-        } else {
-            let trials: Vec<(canary::Trial, Option<assay_report::Outcome>)> = planted
-                .trials
-                .into_iter()
-                .zip(run.canaries.iter().map(|c| c.seen))
-                .collect();
-            record.certified = canary::certified(&trials, &run.tests, &gold_passed, &hidden);
-            if record.certified.mutants.is_empty() {
-                record.none = Some("no mutant failed at gold while its test passed".into());
+        match planted {
+            None => {
+                record.none = Some(run.unchecked.unwrap_or_else(|| "nothing planted".into()));
+            }
+            Some(planted) => {
+                record.planted = planted.trials.len() as u32;
+                if let Some(why) = &run.untrusted {
+                    record.none = Some(format!("the certifying reading is not believed: {why}"));
+                } else {
+                    let trials: Vec<(canary::Trial, Option<assay_report::Outcome>)> = planted
+                        .trials
+                        .into_iter()
+                        .zip(run.canaries.iter().map(|c| c.seen))
+                        .collect();
+                    record.certified =
+                        canary::certified(&trials, &run.tests, &gold_passed, &hidden);
+                    if record.certified.mutants.is_empty() {
+                        record.none = Some("no mutant failed at gold while its test passed".into());
+                    }
+                }
             }
         }
+        let mut attachments = attachments;
+        let (seals, unsealed, more) = self.seal(tree_id, &hidden, &i, &ctx, &gold_passed).await?;
+        record.certified.seals = seals;
+        record.unsealed = unsealed;
+        attachments.extend(more);
         Ok(Made {
             record,
             attachments,
@@ -143,5 +151,52 @@ impl Kind for Certify {
 
     fn exclusive(&self) -> Option<&str> {
         self.params.exclusive(&self.executors, &self.env)
+    }
+}
+
+impl Certify {
+    /// The sealed reading of the gold tree (docs/security.md, "Sealed
+    /// expectations"): the seals whose test passed and every report of
+    /// which matched, or why there are none.
+    async fn seal(
+        &self,
+        tree_id: &str,
+        hidden: &[String],
+        i: &CertifyInputs,
+        ctx: &JobCtx,
+        gold_passed: &BTreeSet<String>,
+    ) -> Result<(Vec<canary::Seal>, Option<String>, Vec<assay_engine::Digest>), NodeError> {
+        if hidden.is_empty() {
+            return Ok((Vec::new(), Some("no hidden test file".into()), Vec::new()));
+        }
+        let (run, attachments, planted) = execute_tree(
+            tree_id,
+            &[],
+            &i.tree.record.rebuild,
+            &i.env.record,
+            &self.params,
+            0,
+            &self.store_dir,
+            &self.executors,
+            ctx,
+            Plant::Seal(hidden),
+        )
+        .await?;
+        let Some(planted) = planted else {
+            let why = run.unchecked.unwrap_or_else(|| "nothing sealed".into());
+            return Ok((Vec::new(), Some(why), attachments));
+        };
+        if let Some(why) = &run.untrusted {
+            let why = format!("the sealed reading is not believed: {why}");
+            return Ok((Vec::new(), Some(why), attachments));
+        }
+        let seals = canary::certified_seals(self.params.report, &planted, &run.tests, gold_passed);
+        let why = seals.is_empty().then(|| {
+            format!(
+                "none of the {} sealed assertions passed at gold with its value matched",
+                planted.sealed.len()
+            )
+        });
+        Ok((seals, why, attachments))
     }
 }

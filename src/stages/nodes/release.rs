@@ -151,6 +151,10 @@ struct Released<'a> {
     /// Why its graded runs carry the shaped canaries alone.
     #[serde(skip_serializing_if = "Option::is_none")]
     weakly_checked: &'a Option<String>,
+    /// log2 of the chance that a forger's best blind strategy passes every
+    /// FAIL_TO_PASS test (docs/security.md, "A forger's odds").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    forger_odds_log2: Option<f64>,
     /// The audit hook's rules the task's honest suite trips, off for its
     /// graded runs (docs/security.md); left out when none.
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
@@ -167,6 +171,16 @@ struct CanaryCounts {
     copies: usize,
     /// Files whose tests are renamed in every graded run.
     renamed_files: usize,
+    /// Sealed assertions (docs/security.md, "Sealed expectations"), and
+    /// those of its FAIL_TO_PASS tests; left out when none.
+    #[serde(skip_serializing_if = "is_zero")]
+    seals: usize,
+    #[serde(skip_serializing_if = "is_zero")]
+    fail_to_pass_seals: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 #[derive(Serialize)]
@@ -222,7 +236,10 @@ impl<'a> Released<'a> {
                 fail_to_pass_mutants: c.mutants.iter().filter(|m| m.fail_to_pass).count(),
                 copies: c.copies.len(),
                 renamed_files: c.renamed.len(),
+                seals: c.seals.len(),
+                fail_to_pass_seals: c.seals.iter().filter(|s| s.fail_to_pass).count(),
             }),
+            forger_odds_log2: task.forger_odds_log2,
             weakly_checked: &task.weakly_checked,
             env: &task.env,
             topic: &task.topic,

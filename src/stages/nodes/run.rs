@@ -100,7 +100,11 @@ impl Kind for Run {
     /// and the hidden test patch's files are out of its reach.
     /// 5: the guard's audit hook reports tampering with the runner on the
     /// output pipe (`ASSAY_AUDIT_FD`, `ASSAY_HIDDEN`), recorded as `audit`.
-    const VERSION: u32 = 5;
+    /// 6: the hook checks the runner at each test (unittest's `startTest` /
+    /// `stopTest`), result and test objects as well as classes
+    /// (`runner.object`), and reports a Python started without the guard
+    /// (`python.unguarded`).
+    const VERSION: u32 = 6;
     const OBSERVATION: bool = true;
     type Params = RunParams;
     type Inputs = RunInputs;
@@ -224,6 +228,9 @@ pub(crate) enum Plant<'a> {
     Graded(Option<&'a Certified>),
     /// Certification: every candidate canary of these files.
     Certify(&'a [String]),
+    /// Certification's sealed reading: every sealable assertion of these
+    /// files sealed, nothing else planted.
+    Seal(&'a [String]),
 }
 
 /// Materializes `tree_id` into a fresh scratch directory and runs the command
@@ -271,7 +278,7 @@ pub(crate) async fn execute_tree(
     ph.mark("materialize");
     let mut command = p.command_over(hidden);
     let files = match plant {
-        Plant::Certify(files) => files,
+        Plant::Certify(files) | Plant::Seal(files) => files,
         Plant::Graded(_) => hidden,
     };
     let planted = if files.is_empty() {
@@ -282,10 +289,11 @@ pub(crate) async fn execute_tree(
         let real = match plant {
             Plant::Certify(_) => Some(None),
             Plant::Graded(Some(c)) => Some(Some(c.clone())),
-            Plant::Graded(None) => None,
+            Plant::Graded(None) | Plant::Seal(_) => None,
         };
+        let sealing = matches!(plant, Plant::Seal(_));
         let (format, mut seed) = (p.report, canary_seed(tree_id, &given));
-        if let (Plant::Certify(_), false) = (plant, seed.1) {
+        if let (Plant::Certify(_) | Plant::Seal(_), false) = (plant, seed.1) {
             // Certification's windows are the task's, so the same on every
             // machine: seeded by the gold tree, which no agent can name (it
             // holds the gold patch). A graded run's draws stay fresh.
@@ -301,6 +309,7 @@ pub(crate) async fn execute_tree(
             );
         }
         let planted = tokio::task::spawn_blocking(move || match real {
+            _ if sealing => plant_sealed(&work, &hidden, format, &given, seed.0),
             Some(certified) => {
                 plant_real(&work, &hidden, format, &given, seed.0, certified.as_ref()).or_else(
                     |why| match certified {
@@ -322,6 +331,11 @@ pub(crate) async fn execute_tree(
                 // A check naming tests names them as this run does.
                 command = canary::renamed_command(&command, &planted);
                 Some(planted)
+            }
+            Err(why) if matches!(plant, Plant::Seal(_)) => {
+                // Nothing to seal: the sealed reading has nothing to read.
+                record.unchecked = Some(why);
+                return Ok((record, Vec::new(), None));
             }
             Err(why) => {
                 record.unchecked = Some(why);
@@ -377,6 +391,7 @@ pub(crate) async fn execute_tree(
     let redactor = super::redact::Redactor::new(&p.redact);
     let (audit, output) = crate::stages::guard::findings(&std::fs::read(&log_path).infra()?);
     record.audit = audit;
+    let (seal_reports, output) = canary::seal_reports(&output);
     let (log, redactions) = redactor.redact(&output);
     record.redactions = redactions;
     let log_digest = ctx.blobs.put(&log).cache()?;
@@ -401,9 +416,27 @@ pub(crate) async fn execute_tree(
     };
     read_outcomes(&mut record, p.report, &log, report_file, Some(&work));
     rebuilt(&mut record, rebuild, &log);
-    if let Some(planted) = &planted {
+    let mut planted = planted;
+    if let Some(planted) = &mut planted {
+        // Seals first, over the names the run gave its tests: a sealed
+        // canary copy is held to its values as the test it copies.
+        if !planted.sealed.is_empty() || !seal_reports.is_empty() {
+            record.sealed = planted.sealed.len() as u64;
+            record.seals = canary::judge_seals(p.report, planted, &seal_reports, &mut record.tests);
+            for r in &mut record.seals {
+                if let Some(orig) = planted.renamed.get(&r.test) {
+                    r.test = orig.clone();
+                }
+            }
+        }
+        planted.reports = seal_reports;
         record.canaries = canary::read(planted, &mut record.tests, &mut record.files);
         record.renamed = planted.renamed.clone();
+    } else if !seal_reports.is_empty() {
+        // Seal reports where nothing was sealed: written by the run's own
+        // code.
+        let mut none = std::collections::BTreeMap::new();
+        record.seals = canary::judge_seals(p.report, &Planted::default(), &seal_reports, &mut none);
     }
     distrust(
         &mut record,
@@ -569,6 +602,40 @@ pub(crate) fn plant_canaries(
     Ok(planted)
 }
 
+/// Certification's sealed reading: seals every sealable assertion of the
+/// hidden files (docs/security.md, "Sealed expectations").
+pub(crate) fn plant_sealed(
+    work: &std::path::Path,
+    hidden: &[String],
+    format: Format,
+    command: &str,
+    seed: [u8; 32],
+) -> Result<Planted, String> {
+    if seals_off() {
+        return Err("seals turned off (ASSAY_SEALS=off in assay's environment)".into());
+    }
+    let files = hidden_files(work, hidden);
+    let hidden: Vec<Hidden<'_>> = files
+        .iter()
+        .map(|(path, text, beside)| Hidden { path, text, beside })
+        .collect();
+    let planted = canary::plant_sealed(format, command, &hidden, seed)?;
+    write_planted(work, &planted)?;
+    Ok(planted)
+}
+
+/// `ASSAY_SEALS=off` in assay's environment: no run is sealed (for
+/// measuring what seals cost and catch: the attack tests show a forger
+/// passing without them); nor with `ASSAY_CANARIES=shaped` or `off`, which
+/// keep the graded runs as they were before seals.
+fn seals_off() -> bool {
+    std::env::var("ASSAY_SEALS").as_deref() == Ok("off")
+        || matches!(
+            std::env::var("ASSAY_CANARIES").as_deref(),
+            Ok("off" | "shaped")
+        )
+}
+
 /// Plants canaries made of the hidden files' own tests: `certified` the
 /// task's (a graded run), `None` every candidate (certification).
 pub(crate) fn plant_real(
@@ -586,13 +653,31 @@ pub(crate) fn plant_real(
         // For measuring what these canaries cost and catch against the
         // shaped ones (benches/canary-overhead.sh, the attack tests).
         Ok("shaped") => return Err("shaped canaries only (ASSAY_CANARIES=shaped)".into()),
+        // The seals alone beside the shaped canaries: no copy, mutant or
+        // rename (the attack tests of docs/security.md, "Sealed
+        // expectations").
+        Ok("sealed") if certified.is_none_or(|c| c.seals.is_empty() || seals_off()) => {
+            return Err("shaped canaries and seals only (ASSAY_CANARIES=sealed)".into());
+        }
         _ => {}
     }
+    let seals_only = certified
+        .filter(|_| std::env::var("ASSAY_CANARIES").as_deref() == Ok("sealed"))
+        .map(|c| Certified {
+            seals: c.seals.clone(),
+            ..Certified::default()
+        });
+    let certified = seals_only.as_ref().or(certified);
     let files = hidden_files(work, hidden);
     let hidden: Vec<Hidden<'_>> = files
         .iter()
         .map(|(path, text, beside)| Hidden { path, text, beside })
         .collect();
+    let unsealed = certified.filter(|_| seals_off()).map(|c| Certified {
+        seals: Vec::new(),
+        ..c.clone()
+    });
+    let certified = unsealed.as_ref().or(certified);
     let planted = canary::plant_real(format, command, &hidden, seed, certified)?;
     write_planted(work, &planted)?;
     Ok(planted)

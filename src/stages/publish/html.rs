@@ -85,6 +85,25 @@ pub(super) fn report(index: &Index<'_>, summary: &Summary) -> String {
         }
         h.push_str("</ul>\n");
     }
+    if let Some(odds) = &summary.forger_odds {
+        h.push_str(&format!(
+            "<p><strong>A forger's odds</strong> (the chance that a patch fixing nothing passes every FAIL_TO_PASS test of a task by guessing what its sealed assertions and canary windows hide; docs/security.md, \"A forger's odds\"): over {} task(s), mean 2<sup>{}</sup>, worst 2<sup>{}</sup>; target 2<sup>{}</sup>.</p>\n",
+            odds.tasks, odds.mean_log2, odds.worst_log2, odds.target_log2
+        ));
+        if !odds.above_target.is_empty() {
+            h.push_str(
+                "<p class=\"warn\">Above the target (weakly checked by this figure):</p>\n<ul>\n",
+            );
+            for t in &odds.above_target {
+                h.push_str(&format!(
+                    "<li><code>{}</code>: 2<sup>{}</sup></li>\n",
+                    esc(&t.instance_id),
+                    t.log2
+                ));
+            }
+            h.push_str("</ul>\n");
+        }
+    }
     let agents: Vec<&Agent> = summary.agents.values().collect();
     h.push_str(
         "<p>Scored arm: <code>exclude</code> (<code>keep</code> where a session has no other). \

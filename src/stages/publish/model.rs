@@ -64,6 +64,31 @@ pub(crate) struct Summary {
     /// the grades of their sessions; absent when there are none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) weakly_checked: Option<WeaklyChecked>,
+    /// The chance a forger's best blind strategy passes every FAIL_TO_PASS
+    /// test, over the certified tasks (docs/security.md, "A forger's
+    /// odds"); absent when no task has a figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) forger_odds: Option<ForgerOdds>,
+}
+
+/// The certified tasks' forger odds, as log2 of a chance.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ForgerOdds {
+    pub(crate) tasks: u64,
+    /// log2 of the mean chance over the tasks.
+    pub(crate) mean_log2: f64,
+    /// The largest chance: the weakest task.
+    pub(crate) worst_log2: f64,
+    /// The target every task should meet.
+    pub(crate) target_log2: f64,
+    /// The tasks above the target, weakest first.
+    pub(crate) above_target: Vec<TaskOdds>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct TaskOdds {
+    pub(crate) instance_id: String,
+    pub(crate) log2: f64,
 }
 
 /// A session on a Deep-SWE-shaped task as the dataset's own verifier read

@@ -7,9 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::index::{Graded, Index};
 use super::judge_summary;
 use super::model::{
-    Agent, AgentQuality, Cost, DatasetReading, Environment, Leaderboard, LeftOut, Mean, NotGraded,
-    NotGradedSession, Rate, Runs, Scoring, Summary, TamperSuspect, Tasks, Tokens, Total,
-    UncertifiedTask, Unchecked, VerifierSuspect, WeakTask, WeaklyChecked,
+    Agent, AgentQuality, Cost, DatasetReading, Environment, ForgerOdds, Leaderboard, LeftOut, Mean,
+    NotGraded, NotGradedSession, Rate, Runs, Scoring, Summary, TamperSuspect, TaskOdds, Tasks,
+    Tokens, Total, UncertifiedTask, Unchecked, VerifierSuspect, WeakTask, WeaklyChecked,
 };
 use super::sources::{At, Source, Sources};
 use super::stats::{agent_key, mean, session_cost, wilson, wilson_share};
@@ -62,6 +62,7 @@ pub(super) fn summary(index: &Index<'_>) -> (Summary, Sources) {
         graded_unsandboxed: index.grades.iter().any(|g| g.0.sandbox == "none"),
         not_forgery_checked: not_forgery_checked(index),
         weakly_checked: weakly_checked(index),
+        forger_odds: forger_odds(index),
         dataset_verifier: dataset_verifier(index),
         environments: environments(index),
         verifier_suspects: verifier_suspects(index),
@@ -304,6 +305,45 @@ fn weakly_checked(index: &Index<'_>) -> Option<WeaklyChecked> {
         .filter(|g| g.0.weakly_checked.is_some())
         .count() as u64;
     (!tasks.is_empty()).then_some(WeaklyChecked { grades, tasks })
+}
+
+/// The target of a task's forger odds: 1 in 1,024.
+const ODDS_TARGET_LOG2: f64 = -10.0;
+
+fn forger_odds(index: &Index<'_>) -> Option<ForgerOdds> {
+    let figures: Vec<(&str, f64)> = index
+        .tasks
+        .iter()
+        .filter(|(t, _)| t.certified)
+        .filter_map(|(t, _)| Some((t.instance_id.as_str(), t.forger_odds_log2?)))
+        .collect();
+    if figures.is_empty() {
+        return None;
+    }
+    let round = |x: f64| (x * 100.0).round() / 100.0;
+    let mean = figures.iter().map(|(_, b)| b.exp2()).sum::<f64>() / figures.len() as f64;
+    let worst = figures.iter().map(|(_, b)| *b).fold(f64::MIN, f64::max);
+    let mut above: Vec<TaskOdds> = figures
+        .iter()
+        .filter(|(_, b)| *b > ODDS_TARGET_LOG2)
+        .map(|(id, b)| TaskOdds {
+            instance_id: (*id).to_owned(),
+            log2: round(*b),
+        })
+        .collect();
+    above.sort_by(|a, b| {
+        b.log2
+            .total_cmp(&a.log2)
+            .then(a.instance_id.cmp(&b.instance_id))
+    });
+    above.dedup();
+    Some(ForgerOdds {
+        tasks: figures.len() as u64,
+        mean_log2: round(mean.log2()),
+        worst_log2: round(worst),
+        target_log2: ODDS_TARGET_LOG2,
+        above_target: above,
+    })
 }
 
 /// The images tasks were certified and sessions graded in, when any were

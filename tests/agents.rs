@@ -712,6 +712,36 @@ env = ["ASSAY_TEST_ORG_SECRET"]
     assert!(f.project.path().join("release/report.html").exists());
 }
 
+/// An `[[agent]]` table reaching `url` with `command`; `extra` lines after
+/// its model.
+fn agent_table(label: &str, url: &str, extra: &str, command: &str) -> String {
+    format!(
+        r#"
+[[agent]]
+label = "{label}"
+model = "m-1"
+{extra}base_url = "{url}"
+key_env = "OPENAI_API_KEY"
+command = '''
+{command}
+'''
+"#
+    )
+}
+
+/// The attempt of `label` graded `unresolved`, the agent's, both of its
+/// tasks in the agent's denominator.
+fn counted_as_the_agents(f: &Fixture, summary: &serde_json::Value, label: &str) {
+    let row = f.row(&format!("agent/{label}/p-1/0"), "exclude");
+    assert_eq!(
+        (row["verdict"].as_str(), row["fault"].as_str()),
+        ("unresolved", "agent"),
+        "{label}: {row:#?}"
+    );
+    let a = &summary["agents"][format!("{label}/m-1")];
+    assert_eq!(a["n"], 2, "{label}: {a:#}");
+}
+
 /// Whose fault, on the proxy's word only (issue 35): agents that leave no
 /// transcript, that write a trajectory ending in `RateLimitError` while
 /// the proxy saw every request answered, or that never call an endpoint
@@ -731,19 +761,7 @@ fn only_the_proxys_records_make_an_attempt_the_infrastructures() {
     let call = r#"python3 -c 'import os, urllib.request; urllib.request.urlopen(urllib.request.Request(os.environ["ASSAY_BASE_URL"] + "/chat/completions", data=b"{}"))' || true"#;
     let fake = r#"echo '{"info":{"exit_status":"RateLimitError","model_stats":{}},"messages":[]}' > {transcript}"#;
     let agent = |label: &str, url: &str, command: &str| {
-        format!(
-            r#"
-[[agent]]
-label = "{label}"
-model = "m-1"
-transcript = "mini-swe-agent"
-base_url = "{url}"
-key_env = "OPENAI_API_KEY"
-command = '''
-{command}
-'''
-"#
-        )
+        agent_table(label, url, "transcript = \"mini-swe-agent\"\n", command)
     };
     let agents = [
         agent("silent", &ok.url(), call),
@@ -772,15 +790,7 @@ command = '''
             attempt["proxy"]["forwarder_up"], true,
             "{label}: {attempt:#}"
         );
-        let row = f.row(&format!("agent/{label}/p-1/0"), "exclude");
-        assert_eq!(
-            (row["verdict"].as_str(), row["fault"].as_str()),
-            ("unresolved", "agent"),
-            "{label}: {row:#?}"
-        );
-        // Both tasks in the agent's denominator.
-        let a = &summary["agents"][format!("{label}/m-1")];
-        assert_eq!(a["n"], 2, "{label}: {a:#}");
+        counted_as_the_agents(&f, &summary, label);
     }
     let claims = f.project.output_record("attempt:agent/claims/p-1/0");
     assert_eq!(claims["facts"]["ended"], "RateLimitError", "{claims:#}");
@@ -819,6 +829,62 @@ command = '''
         holding(f.project.path(), KEY.as_bytes()),
         Vec::<String>::new()
     );
+}
+
+/// A request the proxy reads but could not send as written (a space in a
+/// header name, a control byte in a header value) is refused when read, a
+/// 4xx to the agent, and is the agent's: 20 of 20 such attempts were
+/// recorded as an upstream failure (`infrastructure`), retried, and left
+/// out of the agent's denominator.
+#[test]
+fn a_request_the_proxy_cannot_forward_is_refused_as_the_agents() {
+    let llm = Llm::start(|_, _| (200, r#"{"choices":[]}"#.into()));
+    // Raw HTTP on the forwarder's port: Python's own client would refuse
+    // to send such headers.
+    let raw = |header: &str| {
+        format!(
+            r#"python3 - <<'EOF' || true
+import os, socket, urllib.parse
+u = urllib.parse.urlsplit(os.environ["ASSAY_BASE_URL"])
+s = socket.create_connection((u.hostname, u.port))
+s.sendall(b"POST " + u.path.encode() + b"/chat/completions HTTP/1.1\r\nHost: x\r\n" + {header} + b"\r\nContent-Length: 2\r\n\r\n{{}}")
+print("answer:", s.recv(4096).split(b"\r\n")[0])
+EOF"#
+        )
+    };
+    let agent = |label: &str, command: &str| agent_table(label, &llm.url(), "", command);
+    let agents = [
+        agent("spaced", &raw(r#"b"X Bad: 1""#)),
+        agent("control", &raw(r#"b"X-Bad: a\x01b""#)),
+    ]
+    .concat();
+    let f = fixture(&agents);
+    f.build_ok();
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(f.path().join("release/summary.json")).unwrap())
+            .unwrap();
+    for label in ["spaced", "control"] {
+        let attempt = f
+            .project
+            .output_record(&format!("attempt:agent/{label}/p-1/0"));
+        assert!(
+            attempt.get("infrastructure").is_none(),
+            "{label}: {attempt:#}"
+        );
+        let requests = attempt["requests"].as_array().unwrap();
+        assert_eq!(requests.len(), 1, "{label}: {attempt:#}");
+        let r = &requests[0];
+        assert!(
+            r["error"].as_str().is_some_and(
+                |e| e.starts_with("refused: ") && e.contains("cannot be sent as written")
+            ),
+            "{label}: {r:#}"
+        );
+        assert!(r.get("upstream").is_none(), "{label}: {r:#}");
+        counted_as_the_agents(&f, &summary, label);
+    }
+    // Nothing of it reached the endpoint.
+    assert!(llm.seen().is_empty(), "{:?}", llm.seen());
 }
 
 // ---- on the docker executor ------------------------------------------------------

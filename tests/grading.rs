@@ -232,7 +232,8 @@ fn exit_127_from_the_patchs_own_code_is_the_agents_not_the_environments() {
 }
 
 #[test]
-fn a_log_over_the_cap_is_ineligible_even_though_the_tests_pass() {
+fn a_log_over_the_cap_is_ineligible_even_though_the_tests_pass_and_the_agents_over_quiet_controls()
+{
     let f = Fixture::new();
     f.pipeline("new-test-files", 65536, "");
     // ~200 KB on stderr at import, then a correct fix.
@@ -248,8 +249,10 @@ fn a_log_over_the_cap_is_ineligible_even_though_the_tests_pass() {
     f.build_ok();
     assert_verdict(&f, "b/noisy.json", "ineligible", "ineligible");
     assert_verdict(&f, "a/quiet.json", "resolved", "resolved");
+    // The task's controls stayed far under the cap in every screening
+    // reading: the flood is the patch's, not the harness's.
     let row = f.row("b/noisy.json", "exclude");
-    assert_eq!(row["fault"], "harness", "{row:#?}");
+    assert_eq!(row["fault"], "agent", "{row:#?}");
     // The grade keeps the true size of the evidence and says it was cut.
     let grade = f.grade_record("b/noisy.json", "exclude");
     let log = grade["evidence"]

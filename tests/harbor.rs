@@ -581,8 +581,11 @@ fn built_example() -> (util::Project, Value) {
 /// empty patch). Each is the agent's failure, graded and counted (the
 /// job's oracle and nop of the same task kept their patches), and each
 /// reward that disagrees with assay's regrade is listed in summary.json
-/// and report.html. A trial Harbor cancelled is the harness's and counted
-/// once; the accounting adds up; `explain` names a count's sessions.
+/// and report.html. A trial submitted with no files and Harbor's own
+/// `CancelledError` is the agent's too, graded as an empty patch (it was
+/// excluded as the harness's, though the same job's controls ran and kept
+/// their patches), and counted once; the accounting adds up; `explain`
+/// names a count's sessions.
 #[test]
 fn a_saboteur_cannot_move_its_trials_out_of_its_column() {
     util::progress::phase("test a_saboteur_cannot_move_its_trials_out_of_its_column");
@@ -634,7 +637,7 @@ fn a_saboteur_cannot_move_its_trials_out_of_its_column() {
     let a = &summary["agents"]["saboteur/m"];
     assert_eq!(
         (a["n"].as_u64(), a["resolved"].as_u64()),
-        (Some(3), Some(0)),
+        (Some(4), Some(0)),
         "every sabotaged trial is in the saboteur's denominator: {a:#}"
     );
     let t = &summary["trials"]["harbor:harbor/sabotage"];
@@ -653,10 +656,11 @@ fn a_saboteur_cannot_move_its_trials_out_of_its_column() {
         serde_json::json!({"CancelledError": 1, "RewardFileNotFoundError": 1}),
         "{t:#}"
     );
-    let excluded = t["excluded"].as_array().unwrap();
-    assert_eq!(excluded.len(), 1, "{t:#}");
-    assert_eq!(excluded[0]["session"], "harbor/sabotage/cancelled__1");
-    assert_eq!(excluded[0]["fault"], "harness", "{t:#}");
+    assert_eq!(
+        t["excluded"].as_array().map_or(0, Vec::len),
+        0,
+        "the cancelled trial is not the harness's: {t:#}"
+    );
     let mut disagreeing: Vec<&str> = t["disagreements"]
         .as_array()
         .into_iter()
@@ -667,6 +671,7 @@ fn a_saboteur_cannot_move_its_trials_out_of_its_column() {
     assert_eq!(
         disagreeing,
         [
+            "harbor/sabotage/cancelled__1",
             "harbor/sabotage/daemon__1",
             "harbor/sabotage/nogit__1",
             "harbor/sabotage/runner__1"
@@ -686,6 +691,17 @@ fn a_saboteur_cannot_move_its_trials_out_of_its_column() {
     let why = daemon["why"].as_str().unwrap();
     assert!(
         why.contains("no patch kept") && why.contains("nop and oracle"),
+        "{why}"
+    );
+    let cancelled = t["disagreements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["session"] == "harbor/sabotage/cancelled__1")
+        .unwrap();
+    let why = cancelled["why"].as_str().unwrap();
+    assert!(
+        why.contains("no patch kept (CancelledError)") && why.contains("nop and oracle"),
         "{why}"
     );
     let html = std::fs::read_to_string(p.path().join("release/report.html")).unwrap();

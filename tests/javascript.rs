@@ -313,8 +313,11 @@ fn jscalc_is_screened_with_file_describe_test_ids_and_graded_with_every_verdict(
         ("aware", "keep"),
     ] {
         let g = grade(&format!("{agent}/jscalc-1.json"), arm);
+        // Forged by the canaries, or its sealed values wrong (the seals'
+        // catch: a sealed site gets no window).
         assert!(
-            g["tamper"].to_string().contains("report forged"),
+            g["tamper"].to_string().contains("report forged")
+                || g["said"].to_string().contains("sealed assertion"),
             "{arm}: {g:#}"
         );
     }
@@ -381,7 +384,10 @@ fn cart_sessions(p: &Project, sessions: &[(&str, &str)]) {
 /// the node preset picks mocha from the test script and runs it with
 /// assay's mocha reporter. The fix is resolved; a patch that neuters
 /// `assert.strictEqual` passes every test and the must-fail canary with
-/// them: forged.
+/// them: forged. A fix with a colliding test file whose top-level
+/// `beforeEach` throws (a hook of mocha's root suite, in no file) is
+/// `unresolved` where the file is kept, the hook's message in its log: it
+/// was `no_report` ("test file `` names no file"), the message lost.
 #[test]
 fn a_mocha_package_is_screened_and_graded_through_the_preset() {
     let p = Project::new();
@@ -405,7 +411,7 @@ fn a_mocha_package_is_screened_and_graded_through_the_preset() {
     );
     p.write(
         "pipeline.toml",
-        "cache = \"cache\"\nrelease = \"release\"\nstatements = \"statements\"\nsessions = \"sessions\"\n\n[[source]]\nname = \"mcart\"\npath = \"mcart\"\nbranch = \"main\"\n\n[env]\npreset = \"node\"\ntimeout = 60\n\n[screen]\nrepeats = 1\n",
+        "cache = \"cache\"\nrelease = \"release\"\nstatements = \"statements\"\nsessions = \"sessions\"\n\n[[source]]\nname = \"mcart\"\npath = \"mcart\"\nbranch = \"main\"\n\n[env]\npreset = \"node\"\ntimeout = 60\n\n[screen]\nrepeats = 1\n\n[grade]\narms = [\"exclude\", \"keep\"]\n",
     );
     p.write("statements/mcart-1.md", "Add cart.discounted.\n");
     cart_sessions(
@@ -424,6 +430,12 @@ fn a_mocha_package_is_screened_and_graded_through_the_preset() {
                 "+exports.discounted = (p, d) => exports.total(p) + d;\n",
             ),
         ],
+    );
+    let hooked = "diff --git a/cart.js b/cart.js\n--- a/cart.js\n+++ b/cart.js\n@@ -1 +1,2 @@\n exports.total = (p) => p.reduce((a, b) => a + b, 0);\n+exports.discounted = (p, d) => exports.total(p) - d;\ndiff --git a/test/zz-hook.spec.js b/test/zz-hook.spec.js\nnew file mode 100644\n--- /dev/null\n+++ b/test/zz-hook.spec.js\n@@ -0,0 +1 @@\n+beforeEach(function () { throw new TypeError('match is not a function'); });\n";
+    p.write(
+        "sessions/hooked/mcart-1.json",
+        serde_json::json!({"task": "mcart-1", "agent": "hooked", "model": "m", "patch": hooked})
+            .to_string(),
     );
     let b = p.build_json(&[]);
     assert_eq!(b.run.code, 0, "{}", b.run.stderr);
@@ -455,8 +467,10 @@ fn a_mocha_package_is_screened_and_graded_through_the_preset() {
         "{evil:#?}"
     );
     let grade = p.show_json(&evil["grade_digest"]);
+    // Forged by the canaries, or its sealed value wrong (the seals' catch).
     assert!(
-        grade["tamper"].to_string().contains("report forged"),
+        grade["tamper"].to_string().contains("report forged")
+            || grade["said"].to_string().contains("sealed assertion"),
         "{grade:#}"
     );
     // A wrong answer says why in the test's own words: the assertion, the
@@ -472,6 +486,21 @@ fn a_mocha_package_is_screened_and_graded_through_the_preset() {
         assert!(said.contains(words), "{words:?} in {wrong:#}");
     }
     assert!(!said.contains("/mocha/lib/"), "mocha's own frames: {said}");
+    assert_eq!(row("hooked/mcart-1.json")["verdict"], "resolved");
+    let kept = &results[&("hooked/mcart-1.json".to_owned(), "keep".to_owned())];
+    assert_eq!(
+        [kept["verdict"].as_str(), kept["fault"].as_str()],
+        ["unresolved", "agent"],
+        "{kept:#?}"
+    );
+    let grade = p.show_json(&kept["grade_digest"]);
+    // The hook's own words, in the log the grade shows.
+    let tail = grade["log_tail"]["text"].as_str().unwrap_or_default();
+    assert!(
+        tail.contains("\"before each\" hook for ")
+            && tail.contains("failed: TypeError: match is not a function"),
+        "{grade:#}"
+    );
 }
 
 /// The image the node preset runs in on the docker executor: the base image

@@ -420,6 +420,11 @@ pub(crate) struct ScreenRecord {
     /// does not change the record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) slowest_s: Option<f64>,
+    /// The most output (bytes) any reading of any state wrote: whether
+    /// the task's controls stayed under the evidence cap, which decides
+    /// whose a graded run over the cap is. Absent in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) loudest_log_bytes: Option<u64>,
     /// `[screen] scope = "touched-files"`: how many tests the readings
     /// named outside the files the test patch touches (in no list).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -487,6 +492,11 @@ pub(crate) struct TaskRecord {
     pub(crate) timeout_s: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) slowest_screening_s: Option<f64>,
+    /// The most output (bytes) a screening reading wrote
+    /// (`ScreenRecord::loudest_log_bytes`): a graded run over the cap is
+    /// the agent's only when every control stayed under it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) loudest_screening_log: Option<u64>,
     /// The canaries of its graded runs, made of its own tests and
     /// certified at screening (docs/security.md, "Canaries").
     #[serde(default, skip_serializing_if = "Option::is_none")]

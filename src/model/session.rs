@@ -71,9 +71,9 @@ pub(crate) struct Trial {
     /// Whose a lost patch or reward is, and why (`sessions::harbor::lost`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) lost: Option<Lost>,
-    /// Why an exception `sessions::harbor::blame`'s table charges to the infrastructure
-    /// was kept there or made the agent's (`sessions::harbor::judge_infrastructure`);
-    /// absent for every other trial.
+    /// Why an exception `sessions::harbor::blame`'s table charges to anyone but the
+    /// agent was kept there (naming the controls that failed the same way) or made
+    /// the agent's (`sessions::harbor::judge_exception`); absent for every other trial.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) blame_why: Option<String>,
 }

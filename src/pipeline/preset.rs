@@ -302,3 +302,68 @@ mod tests {
         assert!(shown.contains("`test_command` is empty"), "{shown}");
     }
 }
+
+/// assay's mocha reporter under Debian's mocha (`NODE_PATH=/usr/share/nodejs`).
+#[cfg(test)]
+mod mocha_reporter {
+    use std::process::Command;
+
+    use assay_report::{Format, Outcome, parse_under};
+
+    /// An agent's colliding test file with a `beforeEach` at its top level
+    /// (a hook of the root suite, which belongs to no file) made the
+    /// reporter write a result with an empty file name, and the reader
+    /// refused the whole report (`no_report`: "test file `` names no
+    /// file"), the hook's message lost. The hook's failure is a failure
+    /// under the file of the test it stopped, said on stderr too.
+    #[test]
+    fn a_failing_root_hook_is_read_as_a_failure_with_its_message() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("test")).unwrap();
+        std::fs::write(
+            root.join("reporter.js"),
+            include_str!("presets/mocha-reporter.js"),
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("test/cart.spec.js"),
+            "const assert = require('assert');\ndescribe('cart', function () {\n  it('adds', function () { assert.strictEqual(1 + 1, 2); });\n});\n",
+        )
+        .unwrap();
+        for (hook, title) in [
+            ("beforeEach", "\"before each\" hook for \"adds\""),
+            ("before", "\"before all\" hook in \"{root}\""),
+        ] {
+            std::fs::write(
+                root.join("test/zz-agent.spec.js"),
+                format!(
+                    "{hook}(function () {{ throw new TypeError('match is not a function'); }});\n"
+                ),
+            )
+            .unwrap();
+            let out = Command::new("mocha")
+                .args(["--reporter", "./reporter.js", "--reporter-option"])
+                .arg("output=report.json")
+                .env("NODE_PATH", "/usr/share/nodejs")
+                .current_dir(&root)
+                .output()
+                .expect("Debian's mocha (apt-get install mocha)");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{hook}: {stderr}");
+            let report = std::fs::read(root.join("report.json")).unwrap();
+            let read = parse_under(Format::JestJson, &report, &[&root])
+                .unwrap_or_else(|e| panic!("{hook}: {e}: {}", String::from_utf8_lossy(&report)));
+            let id = format!("test/cart.spec.js > {title}");
+            assert_eq!(read.outcome(&id), Some(Outcome::Failed), "{hook}: {read:?}");
+            // The test the hook stopped is not named: it counts as failed.
+            assert_eq!(read.outcome("test/cart.spec.js > cart > adds"), None);
+            assert!(
+                stderr.contains(&format!(
+                    "{title} failed: TypeError: match is not a function"
+                )),
+                "{hook}: {stderr}"
+            );
+        }
+    }
+}

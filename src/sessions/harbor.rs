@@ -19,16 +19,20 @@
 //! - **run facts**: tokens and cost from `agent_result`, the agent's time
 //!   from its phase timings, how it ended from `exception_info`.
 //!
-//! Whose fault an errored trial is comes from its exception type, by
-//! [`blame`]'s table, except the infrastructure's: an API exception is
-//! raised inside the agent's run, so it is the agent's failure, counted,
-//! unless the job's controls of the same task raised one too
-//! ([`judge_infrastructure`]). A trial that lost its patch or its reward is judged
+//! Whose fault an errored trial is: its exception type, by [`blame`]'s
+//! table, names a party, but a trial's `result.json` is written where the
+//! agent ran (an agent can raise `RateLimitError` at will, and a trial
+//! submitted with no files and a `CancelledError` looks like one Harbor
+//! stopped before the agent ran). So every exception is the agent's
+//! failure, counted, unless the job's controls of the same task (its
+//! `oracle`/`nop` trials) failed the same way, the same party's exception
+//! by the table (the same type, for one the table does not know); the
+//! record names those controls ([`judge_exception`]). A trial that lost its patch or its reward is judged
 //! against its controls ([`lost`]): the agent was root in the container
 //! the verifier ran in, so a missing file is the agent's failure, graded
 //! as an empty patch and counted, unless the job's own controls of the
-//! same task (its `oracle`/`nop` trials) lost theirs the same way — then
-//! it is the harness's, not graded. With no control trial in the job the
+//! same task lost theirs the same way, or its exception stood — then
+//! it is not the agent's, not graded. With no control trial in the job the
 //! control is assay's own screening, which certified every task it grades.
 //! Harbor's reward is a reading only, listed beside assay's regrade when
 //! they disagree. The job's plan (`n_total_trials`) and every trial's
@@ -47,8 +51,8 @@ pub(crate) use crate::model::session::{Lost, Trial};
 const CONTROLS: &[&str] = &["oracle", "nop"];
 
 /// Exceptions raised before the agent ran or by Harbor stopping its own
-/// job (`CancelledError`: ctrl-c, a crash), all the harness's: a trial that
-/// lost its files this way was never the agent's to lose.
+/// job (`CancelledError`: ctrl-c, a crash), all the harness's by the table,
+/// when a control of the task witnesses them ([`judge_exception`]).
 const BEFORE_THE_AGENT: &[&str] = &[
     "CancelledError",
     "EnvironmentStartTimeoutError",
@@ -161,29 +165,38 @@ fn judge_losses(trials: &mut [(String, usize, Result<ParsedSession, Failure>)]) 
             .filter(|(k, _, _)| *k == task)
             .map(|(_, a, t)| (a.as_str(), t))
             .collect();
-        let witnessed = judge_infrastructure(t, &theirs);
+        let witnessed = judge_exception(t, &theirs);
         t.lost = lost(t, &theirs);
         s.session.facts.is_error = Some(witnessed);
     }
 }
 
-/// Whether the infrastructure exception `t` raised (by [`blame`]'s table)
-/// stands as the infrastructure's. Harbor keeps no record of the model API
-/// that assay can read, and the exception was raised inside the agent's
-/// run (an agent can raise `RateLimitError` at will): so it is the agent's
-/// failure, counted, unless the job's control trials of the same task
-/// (`controls`) raised an infrastructure exception too. `t.blame` and
-/// `t.blame_why` say which.
-fn judge_infrastructure(t: &mut Trial, controls: &[(&str, &Trial)]) -> bool {
+/// Whether the exception `t` raised stands as its table's party's
+/// ([`blame`]), and that party is the infrastructure. A trial's exception
+/// is the trial's own claim, written where the agent ran: it stands only
+/// when the job's control trials of the same task (`controls`) failed the
+/// same way (an exception of the same party; of the same type, for one
+/// the table does not know). Else it is the agent's failure, counted.
+/// `t.blame` and `t.blame_why` say which, naming the controls.
+fn judge_exception(t: &mut Trial, controls: &[(&str, &Trial)]) -> bool {
     let Some(e) = t.exception.clone() else {
         return false;
     };
-    if t.blame.as_deref() != Some(INFRASTRUCTURE) {
+    let party = blame(&e);
+    if party == AGENT {
         return false;
     }
+    let same = |c: &Trial| {
+        let theirs = c.exception.as_deref();
+        if party == AMBIGUOUS {
+            theirs == Some(e.as_str())
+        } else {
+            theirs.is_some_and(|x| blame(x) == party)
+        }
+    };
     let failed: Vec<String> = controls
         .iter()
-        .filter(|(_, c)| c.blame.as_deref() == Some(INFRASTRUCTURE))
+        .filter(|(_, c)| same(c))
         .map(|(a, c)| {
             format!(
                 "{a} ({}, {})",
@@ -193,11 +206,12 @@ fn judge_infrastructure(t: &mut Trial, controls: &[(&str, &Trial)]) -> bool {
         })
         .collect();
     if !failed.is_empty() {
+        t.blame = Some(party.to_owned());
         t.blame_why = Some(format!(
-            "{e}: the infrastructure's, as the job's control trials of this task failed the same way: {}",
+            "{e}: the {party}'s, as the job's control trials of this task failed the same way: {}",
             failed.join(", ")
         ));
-        return true;
+        return party == INFRASTRUCTURE;
     }
     let witness = if controls.is_empty() {
         "the job has no control trial of this task".to_owned()
@@ -209,7 +223,7 @@ fn judge_infrastructure(t: &mut Trial, controls: &[(&str, &Trial)]) -> bool {
     };
     t.blame = Some(AGENT.to_owned());
     t.blame_why = Some(format!(
-        "{e}: raised inside the agent's run with no witness of assay's ({witness}): the agent's failure, counted"
+        "{e}: no control failed the same way ({witness}): the agent's failure, counted"
     ));
     false
 }
@@ -223,9 +237,10 @@ fn control_names(controls: &[(&str, &Trial)]) -> String {
 }
 
 /// Whose doing it is that `t` kept no patch or no reward, judged against
-/// `controls` (the job's control trials of the same task, by agent name):
-/// the harness's when the trial errored before the agent ran (or Harbor
-/// cancelled it), or when a control lost the same file; else the agent's.
+/// `controls` (the job's control trials of the same task, by agent name)
+/// once its exception is judged ([`judge_exception`]): the party of an
+/// exception that stood, or the harness's when a control lost the same
+/// file; else the agent's.
 pub(crate) fn lost(t: &Trial, controls: &[(&str, &Trial)]) -> Option<Lost> {
     let what = if !t.patch_kept {
         "no patch"
@@ -239,12 +254,15 @@ pub(crate) fn lost(t: &Trial, controls: &[(&str, &Trial)]) -> Option<Lost> {
         .as_deref()
         .map(|e| format!(" ({e})"))
         .unwrap_or_default();
-    if let Some(e) = t.exception.as_deref()
-        && (BEFORE_THE_AGENT.contains(&e) || t.blame.as_deref() == Some(INFRASTRUCTURE))
+    if let Some(party) = t.blame.as_deref().filter(|b| *b != AGENT)
+        && t.exception.is_some()
     {
         return Some(Lost {
-            to: t.blame.clone().unwrap_or_else(|| HARNESS.to_owned()),
-            why: format!("{what} kept{how}: the trial ended outside the agent's run"),
+            to: party.to_owned(),
+            why: format!(
+                "{what} kept{how}: the trial ended outside the agent's run ({})",
+                t.blame_why.as_deref().unwrap_or("by its exception")
+            ),
         });
     }
     let same = |c: &Trial| {
@@ -512,7 +530,7 @@ fn facts(r: &Value, exception: Option<String>, blame: Option<&str>) -> RunFacts 
         ended: Some(exception.unwrap_or_else(|| "completed".to_owned())),
         // An infrastructure exception is the run's claim; it becomes an
         // error of the infrastructure (`is_error`) only when the job's
-        // controls witness it ([`judge_infrastructure`]).
+        // controls witness it ([`judge_exception`]).
         is_error: Some(false),
         claimed_error: (blame == Some(INFRASTRUCTURE)).then_some(true),
         duration_ms,
@@ -736,9 +754,17 @@ mod tests {
         assert!(by_id["j/noreward__Nt3sdmk"].is_ok());
     }
 
+    /// `t`'s lost file, judged as [`judge_losses`] does: its exception
+    /// first, then the file.
+    fn judged(t: &Trial, controls: &[(&str, &Trial)]) -> Option<Lost> {
+        let mut t = t.clone();
+        judge_exception(&mut t, controls);
+        lost(&t, controls)
+    }
+
     /// A trial that lost its patch or reward is the agent's unless the
-    /// job's controls of the same task lost theirs the same way, or the
-    /// trial ended outside the agent's run.
+    /// job's controls of the same task lost theirs the same way, or failed
+    /// as the trial's exception says.
     #[test]
     fn a_lost_patch_or_reward_is_the_agents_unless_the_controls_lost_theirs() {
         let kept = Trial {
@@ -747,7 +773,7 @@ mod tests {
             patch_kept: true,
             ..Trial::default()
         };
-        assert_eq!(lost(&kept, &[]), None);
+        assert_eq!(judged(&kept, &[]), None);
         // `rm /usr/bin/git`: no patch, no reward, the harness's exception.
         let broken = Trial {
             name: "t".into(),
@@ -755,7 +781,7 @@ mod tests {
             blame: Some(HARNESS.into()),
             ..Trial::default()
         };
-        let l = lost(&broken, &[("oracle", &kept), ("nop", &kept)]).unwrap();
+        let l = judged(&broken, &[("oracle", &kept), ("nop", &kept)]).unwrap();
         assert_eq!(l.to, AGENT);
         assert!(
             l.why.contains("empty patch") && l.why.contains("nop and oracle"),
@@ -770,14 +796,14 @@ mod tests {
             None
         );
         // No controls in the job: assay's own screening is the control.
-        let l = lost(&broken, &[]).unwrap();
+        let l = judged(&broken, &[]).unwrap();
         assert!(l.why.contains("assay's own screening"), "{}", l.why);
         // The oracle lost its patch too: the harness's, not graded.
         let control = Trial {
             name: "o".into(),
-            ..broken.clone()
+            ..Trial::default()
         };
-        let l = lost(&broken, &[("oracle", &control)]).unwrap();
+        let l = judged(&broken, &[("oracle", &control)]).unwrap();
         assert_eq!(l.to, HARNESS);
         assert!(l.why.contains("oracle (o)"), "{}", l.why);
         let why = not_graded_because(&Trial {
@@ -786,22 +812,97 @@ mod tests {
         })
         .unwrap();
         assert!(why.contains("lost theirs too"), "{why}");
+        // The oracle raised the harness's exception too: it stands.
+        let raised = Trial {
+            name: "o".into(),
+            ..broken.clone()
+        };
+        let l = judged(&broken, &[("oracle", &raised)]).unwrap();
+        assert_eq!(l.to, HARNESS);
+        assert!(
+            l.why.contains("oracle (o, RewardFileNotFoundError)"),
+            "{}",
+            l.why
+        );
         // A patch kept, the reward rewritten away: the regrade decides.
         let no_reward = Trial {
             reward: None,
             ..kept.clone()
         };
-        let l = lost(&no_reward, &[("nop", &kept)]).unwrap();
+        let l = judged(&no_reward, &[("nop", &kept)]).unwrap();
         assert_eq!(l.to, AGENT);
         assert!(l.why.contains("no reward"), "{}", l.why);
-        // Harbor cancelled its own job: not the agent's to lose.
+        // Harbor's own `CancelledError`, raised before an agent runs, is a
+        // claim like any other: the agent's beside controls that ran...
         let cancelled = Trial {
             exception: Some("CancelledError".into()),
             blame: Some(blame("CancelledError").into()),
             ..Trial::default()
         };
-        let l = lost(&cancelled, &[]).unwrap();
+        let l = judged(&cancelled, &[("nop", &kept)]).unwrap();
+        assert_eq!(l.to, AGENT, "{l:?}");
+        assert!(l.why.contains("the job's nop trials of this task"), "{l:?}");
+        // ...the harness's when a control of the task was cancelled too.
+        let stopped = Trial {
+            name: "n".into(),
+            ..cancelled.clone()
+        };
+        let l = judged(&cancelled, &[("nop", &stopped)]).unwrap();
         assert_eq!(l.to, HARNESS, "{l:?}");
+        assert!(l.why.contains("nop (n, CancelledError)"), "{l:?}");
+    }
+
+    /// A trial submitted with no files and Harbor's `CancelledError` beside
+    /// controls of its task that ran and kept their patches was excluded
+    /// as the harness's: read from a real job directory, it is the agent's
+    /// failure, graded as an empty patch, and its record names the control.
+    #[test]
+    fn a_cancelled_trial_beside_a_control_that_ran_is_the_agents() {
+        let dir = job_copy();
+        let job = dir.path().join("job");
+        // The controls of task `good` ran and kept their patches (the
+        // no-op's empty).
+        std::fs::write(job.join("good__xyfiiNM/verifier/agent.patch"), "").unwrap();
+        std::fs::write(
+            job.join("good__kqeRkDS/verifier/agent.patch"),
+            "diff --git a/f b/f\n",
+        )
+        .unwrap();
+        // An agent's trial of the same task: a result and nothing else.
+        let mut r: Value =
+            serde_json::from_slice(&std::fs::read(job.join("good__xyfiiNM/result.json")).unwrap())
+                .unwrap();
+        r["trial_name"] = "good__CaNcEl1".into();
+        r["agent_info"]["name"] = "claude-code".into();
+        r["verifier_result"] = Value::Null;
+        r["exception_info"] = serde_json::json!({
+            "exception_type": "CancelledError",
+            "exception_message": "",
+            "exception_traceback": "asyncio.exceptions.CancelledError",
+        });
+        let trial = job.join("good__CaNcEl1");
+        std::fs::create_dir(&trial).unwrap();
+        std::fs::write(trial.join("result.json"), r.to_string()).unwrap();
+        let mut out = Vec::new();
+        let plan = load("j", &job, &mut out);
+        let t = &plan.trials["j/good__CaNcEl1"];
+        assert!(!t.patch_kept, "{t:?}");
+        let lost = t.lost.as_ref().unwrap();
+        assert_eq!(lost.to, AGENT, "{t:#?}");
+        assert_eq!(t.blame.as_deref(), Some(AGENT), "{t:#?}");
+        assert!(
+            t.blame_why
+                .as_deref()
+                .unwrap()
+                .contains("the job's nop and oracle trials of this task raised none"),
+            "{t:#?}"
+        );
+        assert_eq!(not_graded_because(t), None, "graded, as an empty patch");
+        let (_, _, s) = out
+            .iter()
+            .find(|(id, _, _)| id == "j/good__CaNcEl1")
+            .unwrap();
+        assert_eq!(s.as_ref().unwrap().session.facts.is_error, Some(false));
     }
 
     #[test]
@@ -843,18 +944,18 @@ mod tests {
             ..Trial::default()
         };
         let mut t = limited.clone();
-        assert!(!judge_infrastructure(&mut t, &[("oracle", &clean)]));
+        assert!(!judge_exception(&mut t, &[("oracle", &clean)]));
         assert_eq!(t.blame.as_deref(), Some(AGENT));
         assert_eq!(
             t.blame_why.as_deref(),
             Some(
-                "RateLimitError: raised inside the agent's run with no witness of assay's \
-                 (the job's oracle trials of this task raised none): the agent's failure, counted"
+                "RateLimitError: no control failed the same way (the job's oracle trials of \
+                 this task raised none): the agent's failure, counted"
             )
         );
         assert_eq!(lost(&t, &[("oracle", &clean)]).unwrap().to, AGENT);
         let mut t = limited.clone();
-        assert!(!judge_infrastructure(&mut t, &[]));
+        assert!(!judge_exception(&mut t, &[]));
         assert!(
             t.blame_why.as_deref().unwrap().contains("no control trial"),
             "{t:?}"
@@ -865,7 +966,7 @@ mod tests {
             ..clean.clone()
         };
         let mut t = limited.clone();
-        assert!(judge_infrastructure(&mut t, &[("oracle", &down)]));
+        assert!(judge_exception(&mut t, &[("oracle", &down)]));
         assert_eq!(t.blame.as_deref(), Some(INFRASTRUCTURE));
         assert!(
             t.blame_why

@@ -520,6 +520,7 @@ pub(crate) fn reduce(
         .map(|r| r.duration_ms.saturating_sub(r.cpu_stalled_ms.unwrap_or(0)))
         .max()
         .map(super::timeout::bucket);
+    rec.loudest_log_bytes = runs.all().map(|r| r.log_bytes).max();
     for (state, i, r) in runs.listed() {
         let state = state.as_str();
         if let Some(why) = &r.untrusted {

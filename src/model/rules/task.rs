@@ -89,6 +89,7 @@ pub(crate) fn assemble(
         eval_script: script,
         timeout_s: p.timeout.and_then(|rule| rule.of(screen.slowest_s)),
         slowest_screening_s: p.timeout.and(screen.slowest_s),
+        loudest_screening_log: screen.loudest_log_bytes,
         canaries: None,
         weakly_checked: None,
         forger_odds_log2: None,

@@ -340,11 +340,12 @@ fn unusable(
         ));
     }
     if run.log_truncated {
+        let (fault, whose) = over_cap(task.loudest_screening_log, limits.log_cap);
         return Some((
             Verdict::Ineligible,
-            Fault::Harness,
+            fault,
             format!(
-                "the evidence ({} bytes) exceeds the cap ({} bytes); the stored log was cut after {} bytes, and a grade is never scored on a cut log",
+                "the evidence ({} bytes) exceeds the cap ({} bytes); the stored log was cut after {} bytes, and a grade is never scored on a cut log; {whose}",
                 run.log_bytes, limits.log_cap, limits.log_cap
             ),
         ));
@@ -379,6 +380,32 @@ fn unusable(
         return Some((Verdict::NoReport, fault, why));
     }
     None
+}
+
+/// Whose a graded run over the evidence cap is, and why: the agent's when
+/// the task's controls stayed under the cap in every screening reading
+/// (`loudest`, the most any of them wrote: its code made the flood); the
+/// harness's when a control also overflowed, or when the task's record
+/// predates this count.
+fn over_cap(loudest: Option<u64>, cap: u64) -> (Fault, String) {
+    match loudest {
+        Some(bytes) if bytes <= cap => (
+            Fault::Agent,
+            format!(
+                "the task's controls stayed under the cap in every screening reading (the most one wrote: {bytes} bytes): the flood is the patch's"
+            ),
+        ),
+        Some(bytes) => (
+            Fault::Harness,
+            format!(
+                "a control of the task overflowed the cap at screening too ({bytes} bytes): the cap, not the patch, is at fault"
+            ),
+        ),
+        None => (
+            Fault::Harness,
+            "the task's record does not say how much its controls wrote".into(),
+        ),
+    }
 }
 
 /// The expected tests (PASS_TO_PASS, then FAIL_TO_PASS) the first run

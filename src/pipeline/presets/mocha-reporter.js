@@ -3,7 +3,11 @@
 // the file named by `--reporter-option output=…`. Each test is listed under
 // its file with the titles of the suites around it (`ancestorTitles`, one
 // per `describe`), its own title and status; a failing hook is listed as a
-// failure of its own (`"before all" hook for "t"`). A failure carries its
+// failure of its own (`"before all" hook for "t"`) and said on stderr, so
+// the run's log keeps its message. A hook of the root suite (a `beforeEach`
+// at a file's top level) belongs to no file: its failure is listed under
+// the file of the test it stopped, else of the run's first test file, as
+// an empty file name would refuse the whole report. A failure carries its
 // words (`failureMessages`): the error's message, its expected and actual
 // values where the assertion library gives them, and its stack without
 // mocha's and node's own frames (assay caps them, docs/verdicts.md).
@@ -31,9 +35,21 @@ function words(err) {
 function AssayReporter(runner, options) {
   const output = (options.reporterOptions || options.reporterOption || {}).output;
   const files = new Map();
+  const firstFile = (suite) =>
+    suite.file ||
+    suite.tests.map((t) => t.file).find(Boolean) ||
+    suite.suites.map(firstFile).find(Boolean);
+  const fileOf = (test) => {
+    const stopped = test.type === 'hook' && test.ctx && test.ctx.currentTest;
+    return test.file || (stopped && stopped.file) || firstFile(runner.suite) || '';
+  };
   const add = (test, status, err) => {
     const path = test.titlePath();
-    const file = test.file || '';
+    const file = fileOf(test);
+    if (err && test.type === 'hook') {
+      const why = String(err.stack || err).split('\n').slice(0, 8).join('\n');
+      process.stderr.write(`${file}: ${test.fullTitle()} failed: ${why}\n`);
+    }
     const results = files.get(file) || [];
     results.push({
       ancestorTitles: path.slice(0, -1),

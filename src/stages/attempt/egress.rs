@@ -17,6 +17,13 @@
 //! for a run that sent no request, whether the endpoint answered a probe
 //! at the run's end.
 //!
+//! Whose a failed request is follows where it failed. A request the proxy
+//! reads but could not send as written (a space in a header name, a
+//! control byte in a value: anything the HTTP client cannot build) is
+//! refused when read, with a 4xx to the agent, and is the agent's; only a
+//! failure after a well-formed request left the proxy (connect, TLS, read,
+//! timeout, or a 429/5xx answer) is the endpoint's ([`Request::failed`]).
+//!
 //! HTTP/1.1 as model clients send it: a request line, headers, a body of
 //! `Content-Length` bytes (a chunked body is refused with 411). The answer
 //! is sent whole with `Connection: close` (a streamed answer arrives at
@@ -26,6 +33,7 @@ use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use reqwest::header::{HeaderName, HeaderValue};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -257,7 +265,9 @@ async fn one(
 struct Head {
     method: String,
     path: String,
-    headers: Vec<(String, String)>,
+    /// As the HTTP client will send them: a header it could not send
+    /// refuses the request when read.
+    headers: Vec<(HeaderName, HeaderValue)>,
     body: Vec<u8>,
 }
 
@@ -288,15 +298,16 @@ async fn read_request(conn: &mut tokio::net::UnixStream) -> Result<Head, (u16, S
         (Some(m), Some(p)) if !m.is_empty() && p.starts_with('/') => (m.to_owned(), p.to_owned()),
         _ => return Err((400, format!("not an HTTP request line: {line:?}"))),
     };
-    let headers: Vec<(String, String)> = lines
+    let headers = lines
         .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
+        .map(|(k, v)| header(k, v))
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(|why| (400, why))?;
     let get = |k: &str| {
         headers
             .iter()
             .find(|(h, _)| h == k)
-            .map(|(_, v)| v.as_str())
+            .and_then(|(_, v)| v.to_str().ok())
     };
     if get("transfer-encoding").is_some() {
         return Err((
@@ -329,6 +340,17 @@ async fn read_request(conn: &mut tokio::net::UnixStream) -> Result<Head, (u16, S
         headers,
         body,
     })
+}
+
+/// One header line as the HTTP client will send it, or why it cannot be
+/// sent: the agent wrote it, so refusing it is the agent's doing.
+fn header(name: &str, value: &str) -> Result<(HeaderName, HeaderValue), String> {
+    let name = name.trim();
+    let typed = HeaderName::from_bytes(name.as_bytes())
+        .map_err(|_| format!("the header name {name:?} cannot be sent as written"))?;
+    let value = HeaderValue::from_str(value.trim())
+        .map_err(|_| format!("the value of the header `{typed}` cannot be sent as written"))?;
+    Ok((typed, value))
 }
 
 /// Headers never passed on: the connection's own, and any key the agent
@@ -376,9 +398,9 @@ async fn send(
         }
     };
     let mut out = client.request(method, url);
-    for (k, v) in &head.headers {
+    for (k, v) in head.headers {
         if !DROPPED.contains(&k.as_str()) {
-            out = out.header(k.as_str(), v.as_str());
+            out = out.header(k, v);
         }
     }
     if let Some(key) = &endpoint.key {
@@ -387,7 +409,17 @@ async fn send(
             KeyHeader::XApiKey => out.header("x-api-key", key.as_str()),
         };
     }
-    match out.body(head.body).send().await {
+    // Nothing has left the proxy yet: a request the client cannot build is
+    // the agent's, refused, never the endpoint's.
+    let built = match out.body(head.body).build() {
+        Ok(built) => built,
+        Err(e) => {
+            let why = format!("the request cannot be sent as written: {}", chain(&e));
+            req.error = Some(format!("refused: {why}"));
+            return (400, "text/plain".into(), format!("{why}\n").into_bytes());
+        }
+    };
+    match client.execute(built).await {
         Err(e) => {
             let why = format!("the endpoint did not answer: {}", chain(&e));
             req.error = Some(why.clone());
@@ -719,5 +751,41 @@ mod tests {
         assert!(!with(None, None, Some(REFUSED)).failed());
         // A request the agent cut short before the proxy sent it.
         assert!(!with(None, None, Some("refused: the connection closed mid-body")).failed());
+    }
+
+    /// A header the HTTP client cannot send is refused when read: it was
+    /// recorded as an upstream failure, the infrastructure's.
+    #[test]
+    fn a_header_that_cannot_be_sent_as_written_is_refused_when_read() {
+        let (name, value) = header(" Content-Type ", " application/json ").unwrap();
+        assert_eq!(
+            (name.as_str(), value.to_str().unwrap()),
+            ("content-type", "application/json")
+        );
+        for (name, value, why) in [
+            (
+                "X Bad",
+                "1",
+                "the header name \"X Bad\" cannot be sent as written",
+            ),
+            (
+                "X-Bad\u{1}",
+                "1",
+                "the header name \"X-Bad\\u{1}\" cannot be sent as written",
+            ),
+            ("", "1", "the header name \"\" cannot be sent as written"),
+            (
+                "X-Bad",
+                "a\u{1}b",
+                "the value of the header `x-bad` cannot be sent as written",
+            ),
+            (
+                "X-Bad",
+                "a\u{7f}b",
+                "the value of the header `x-bad` cannot be sent as written",
+            ),
+        ] {
+            assert_eq!(header(name, value).unwrap_err(), why, "{name:?}: {value:?}");
+        }
     }
 }

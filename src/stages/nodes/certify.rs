@@ -50,7 +50,10 @@ impl Kind for Certify {
     /// strings, sites that are inputs or recomputable from them not used.
     /// 3: a second reading of the gold tree seals every sealable
     /// assertion and certifies the seals that matched.
-    const VERSION: u32 = 3;
+    /// 4: a command's `-x`/`-f` stops at the first failure only where a
+    /// test runner takes it (assay's Deep-SWE wrapper's `rm -f` and
+    /// `[ -f … ]` refused every Deep-SWE task its canaries).
+    const VERSION: u32 = 4;
     const OBSERVATION: bool = true;
     type Params = RunParams;
     type Inputs = CertifyInputs;

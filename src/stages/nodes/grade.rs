@@ -63,7 +63,9 @@ use super::run::RunParams;
 /// 14: the failing tests' words (`said`, from the readings' reports; the
 /// compiler's for a test whose unit did not build); a Go-shaped test id of
 /// a JUnit or CTRF report belongs to its package.
-pub(crate) const GRADE_VERSION: u32 = 14;
+/// 15: a run over the evidence cap is the agent's where the task's
+/// controls stayed under it in every screening reading.
+pub(crate) const GRADE_VERSION: u32 = 15;
 
 pub(crate) use crate::pipeline::{PatchCaps, Policy};
 

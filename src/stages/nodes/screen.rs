@@ -43,7 +43,8 @@ impl Kind for Screen {
     /// 5: a Go-shaped test id of a JUnit or CTRF report belongs to its
     /// package (`assay_report::unit_of`): a package vet or the compiler
     /// rejected accounts for its tests.
-    const VERSION: u32 = 5;
+    /// 6: and the most output any reading wrote (`loudest_log_bytes`).
+    const VERSION: u32 = 6;
     type Params = ScreenParams;
     type Inputs = ScreenInputs;
     type Record = ScreenRecord;

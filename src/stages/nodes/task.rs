@@ -37,7 +37,9 @@ impl Kind for Task {
     /// grading does (a file it creates or a rename makes removed).
     /// 5: the canaries certified for its tests (`canaries`), or why its
     /// grades are weakly checked.
-    const VERSION: u32 = 5;
+    /// 6: the most output a screening reading wrote
+    /// (`loudest_screening_log`).
+    const VERSION: u32 = 6;
     type Params = TaskParams;
     type Inputs = TaskInputs;
     type Record = TaskRecord;

@@ -1,6 +1,10 @@
 //! `results.csv`: one row per grade (session × arm), RFC 4180, rows sorted by
 //! (agent, model, session, arm). Lists are joined with `;`; a missing value is
-//! an empty field.
+//! an empty field. A list longer than [`LIST_CAP`] characters is written by
+//! its count (`1871 tests: …`), the full list staying in the grade record
+//! (`assay show <grade_digest>`): a regression that fails thousands of tests
+//! made a field of 169,604 characters, and Python's `csv` refuses any over
+//! 131,072, so the whole file could not be read.
 //!
 //! Labels, paths and test ids come from sessions and repositories, and a
 //! spreadsheet runs a cell that starts with `=`, `+`, `-` or `@` (or a tab
@@ -91,9 +95,9 @@ pub(super) fn results(index: &Index<'_>) -> String {
             g.policy.to_string(),
             g.verdict.to_string(),
             g.fault.to_string(),
-            g.failing.join(";"),
-            g.not_run.join(";"),
-            g.excluded_paths.join(";"),
+            list(&g.failing, "tests"),
+            list(&g.not_run, "tests"),
+            list(&g.excluded_paths, "paths"),
             g.exit_code.map(|c| c.to_string()).unwrap_or_default(),
             g.base_check.clone(),
             g.new_check.clone(),
@@ -120,8 +124,8 @@ pub(super) fn results(index: &Index<'_>) -> String {
                 .filter(|f| !f.tokens.is_empty())
                 .map(|f| f.tokens.values().sum::<u64>().to_string())
                 .unwrap_or_default(),
-            g.reset_paths.join(";"),
-            g.tamper.join(";"),
+            list(&g.reset_paths, "paths"),
+            list(&g.tamper, "suspects"),
             g.sandbox.clone(),
             facts.and_then(|f| f.ended.clone()).unwrap_or_default(),
             facts
@@ -164,6 +168,22 @@ pub(super) fn results(index: &Index<'_>) -> String {
         push_row(&mut out, row.into_iter());
     }
     out
+}
+
+/// The most characters a list field holds; longer lists go by count.
+const LIST_CAP: usize = 4096;
+
+/// A list field: its items joined with `;`, or, past [`LIST_CAP`], how many
+/// `what` there are and where the list is.
+fn list(items: &[String], what: &str) -> String {
+    let joined = items.join(";");
+    if joined.len() <= LIST_CAP {
+        return joined;
+    }
+    format!(
+        "{} {what}: the full list is in the grade record (assay show <grade_digest>)",
+        items.len()
+    )
 }
 
 /// The position of a fixed column of results.csv.

@@ -286,6 +286,60 @@ fn csv_quotes_commas_and_quotes() {
     );
 }
 
+/// A regression failing thousands of tests made a `failing` field of
+/// 169,604 characters; Python's `csv` refuses fields over 131,072, so the
+/// whole file was unreadable. Long lists go by count.
+#[test]
+fn a_session_failing_2000_tests_keeps_results_csv_readable_by_pythons_csv() {
+    let mut input = sample();
+    let mut many = grade("s1", "alpha", "m", "exclude", "unresolved", "agent");
+    many.0.failing = (0..2000)
+        .map(|i| {
+            format!(
+                "tests/test_regression.py::TestEverything::test_case_number_{i:04}_with_a_long_name"
+            )
+        })
+        .collect();
+    let few = grade("s2", "alpha", "m", "exclude", "unresolved", "agent");
+    input.grades = vec![many, few];
+    let files = publish(&input);
+    let script = "import csv, io, json, sys\n\
+                  rows = list(csv.DictReader(io.StringIO(sys.stdin.read(), newline='')))\n\
+                  print(json.dumps([[r['session'], r['failing']] for r in rows]))\n";
+    let mut python = std::process::Command::new("python3")
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    use std::io::Write;
+    python
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(&files["results.csv"])
+        .expect("write");
+    let out = python.wait_with_output().expect("python3 ran");
+    assert!(
+        out.status.success(),
+        "Python's csv refused results.csv: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<(String, String)> = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(
+        rows,
+        [
+            (
+                "s1".to_owned(),
+                "2000 tests: the full list is in the grade record (assay show <grade_digest>)"
+                    .to_owned()
+            ),
+            ("s2".to_owned(), "t::a;t::b".to_owned()),
+        ]
+    );
+}
+
 #[test]
 fn csv_rows_sorted_and_lists_joined() {
     let files = publish(&sample());

@@ -537,22 +537,47 @@ fn a_command_the_environment_cannot_run_is_env_setup_failed_the_harnesss() {
 }
 
 #[test]
-fn a_cut_log_is_ineligible_never_scored() {
+fn a_cut_log_is_ineligible_never_scored_and_the_agents_where_the_controls_were_quiet() {
     let first = RunRecord {
         log_truncated: true,
         log_bytes: 4096,
         ..green()
     };
-    let d = Case::new().decide_first(first);
+    let cut = "the evidence (4096 bytes) exceeds the cap (1024 bytes); the stored log was cut \
+               after 1024 bytes, and a grade is never scored on a cut log; ";
+    let mut case = Case::new();
+    // Every control stayed under the cap: the flood is the patch's.
+    case.task.loudest_screening_log = Some(1024);
+    let d = case.decide_first(first.clone());
+    assert_eq!(
+        verdict_of(&d),
+        (
+            Verdict::Ineligible,
+            Fault::Agent,
+            &*format!(
+                "{cut}the task's controls stayed under the cap in every screening reading (the \
+                 most one wrote: 1024 bytes): the flood is the patch's"
+            )
+        )
+    );
+    // A control overflowed too: the cap is the harness's.
+    case.task.loudest_screening_log = Some(1025);
+    let d = case.decide_first(first.clone());
     assert_eq!(
         verdict_of(&d),
         (
             Verdict::Ineligible,
             Fault::Harness,
-            "the evidence (4096 bytes) exceeds the cap (1024 bytes); the stored log was cut \
-             after 1024 bytes, and a grade is never scored on a cut log"
+            &*format!(
+                "{cut}a control of the task overflowed the cap at screening too (1025 bytes): \
+                 the cap, not the patch, is at fault"
+            )
         )
     );
+    // A record from before the count: never the agent's.
+    case.task.loudest_screening_log = None;
+    let d = case.decide_first(first);
+    assert_eq!((d.verdict, d.fault), (Verdict::Ineligible, Fault::Harness));
 }
 
 #[test]

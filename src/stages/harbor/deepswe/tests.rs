@@ -286,3 +286,58 @@ fn a_reading_without_a_readable_report_says_nothing_and_says_why() {
     assert!(s.unread[1].contains("over the cap"), "{}", s.unread[1]);
     assert!(s.fail_to_pass.is_empty() && s.whitelist_disagreements.is_empty());
 }
+
+mod wrapper {
+    use super::super::*;
+    use crate::model::canary::{Hidden, plant};
+
+    const TEST_FILE: &str = "import unittest\n\nfrom calc.ops import divide\n\n\nclass TestDivide(unittest.TestCase):\n    def test_divide(self):\n        self.assertEqual(divide(4, 2), 2)\n";
+
+    fn folder(suites: &str) -> Folder {
+        Folder {
+            base_commit: "0".repeat(40),
+            fail_to_pass: Vec::new(),
+            pass_to_pass: Vec::new(),
+            report: Format::Junit,
+            reports: vec!["/logs/verifier/junit.xml".into()],
+            test_files: vec!["tests/test_ops.py".into()],
+            gold_files: Vec::new(),
+            suites: Some(suites.into()),
+        }
+    }
+
+    /// Every Deep-SWE task was weakly checked: the check for a command that
+    /// stops at its first failure read `rm -f` and `[ -f … ]` in this
+    /// wrapper as unittest's `-f`. The suites' own `-x` still refuses.
+    #[test]
+    fn the_wrapper_leaves_the_suites_their_canaries() {
+        let hidden = [Hidden {
+            path: "tests/test_ops.py",
+            text: TEST_FILE.as_bytes(),
+            beside: "",
+        }];
+        let plain = folder(
+            "run_log python3 -m pytest tests/test_ops.py -rA --junitxml=/logs/verifier/junit.xml",
+        );
+        let command = plain.test_command().unwrap();
+        assert!(
+            command.contains("rm -f ") && command.contains("[ -f "),
+            "{command}"
+        );
+        let planted = plant(Format::Junit, &command, &hidden, [7; 32], None)
+            .unwrap_or_else(|why| panic!("{why}: {command}"));
+        assert!(!planted.canaries.is_empty());
+        let failfast = folder(
+            "run_log python3 -m pytest -x tests/test_ops.py --junitxml=/logs/verifier/junit.xml",
+        );
+        let why = plant(
+            Format::Junit,
+            &failfast.test_command().unwrap(),
+            &hidden,
+            [7; 32],
+            None,
+        )
+        .unwrap_err();
+        assert!(why.contains("`-x`"), "{why}");
+    }
+}

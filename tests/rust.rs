@@ -680,7 +680,9 @@ fn a_rust_track_caller_reader_finds_no_expected_value_in_a_sealed_tree() {
     );
     // 3 and 10 sealed at least: 1/16 and 1/64 by the prior.
     assert!(
-        task["forger_odds_log2"].as_f64().is_some_and(|b| b <= -10.0),
+        task["forger_odds_log2"]
+            .as_f64()
+            .is_some_and(|b| b <= -10.0),
         "{task:#}"
     );
     assert_eq!(

@@ -51,6 +51,7 @@ mod manifest;
 mod markup;
 mod model;
 mod pages;
+mod paths;
 mod quality;
 mod sources;
 mod stats;
@@ -69,7 +70,7 @@ pub(crate) use input::{About, Price, PublishInput};
 #[cfg(test)]
 pub(crate) use model::Summary;
 pub(crate) use model::{AssayVersion, Funnel, Manifest, Number, pretty};
-pub(crate) use sources::{segment as path_segment, value_at};
+pub(crate) use paths::{segment as path_segment, value_at};
 
 /// File name -> bytes: `results.csv`, `summary.json`, `report.html`, the
 /// report's pages (`pages/…`), `manifest.json`.

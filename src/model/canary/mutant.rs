@@ -27,9 +27,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use assay_report::Outcome;
 use serde::{Deserialize, Serialize};
 
-use super::seal::{self, Seal, SealSite, Sealed};
+use super::seal::{self, Seal, Sealed};
 use super::shape::{Lang, Rng, words_of};
-use super::source::{Also, Block, blocks, strings};
+pub(crate) use super::source::TestRef;
+use super::source::{Also, Block, SealSite, blocks, strings};
 use super::{Canary, Must};
 
 /// Values in a site's window besides the right one: a forger that cannot
@@ -45,18 +46,6 @@ pub(crate) const RUN_CAP: usize = 80;
 const P2P_MUTANTS: usize = 4;
 /// Copies of real tests a graded run plants.
 const COPIES: usize = 2;
-
-/// A test of a hidden file, as the task knows it.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub(crate) struct TestRef {
-    pub(crate) file: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) class: Option<String>,
-    /// Its name as declared.
-    pub(crate) test: String,
-    /// Its id in the report (the task's lists name it so).
-    pub(crate) id: String,
-}
 
 /// A certified mutant: `test` with the literal `from` at `line` (counted
 /// from the test's first line) and byte `col` replaced by `to`; it failed
@@ -319,6 +308,7 @@ impl Sealing<'_> {
 /// A canary of `b`: its copy under a fresh name, `mutant`'s literal
 /// changed (a must-fail canary) or none (a must-pass one), placed before a
 /// random test of its container.
+#[allow(clippy::too_many_arguments)]
 fn canary_of(
     path: &str,
     lines: &[&str],
@@ -589,7 +579,7 @@ pub(crate) fn seal_file(
         return None;
     }
     let lines: Vec<&str> = text.lines().collect();
-    let blocks = blocks(lang, text);
+    let blocks = seal::sealed_blocks(lang, text);
     let mut sealing = Sealing {
         lang,
         path,
@@ -654,7 +644,7 @@ pub(crate) fn graded_file(
     budget: &mut usize,
 ) -> Option<Rewritten> {
     let lines: Vec<&str> = text.lines().collect();
-    let blocks = blocks(lang, text);
+    let blocks = seal::sealed_blocks(lang, text);
     let find = |t: &TestRef| {
         blocks
             .iter()

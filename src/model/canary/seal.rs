@@ -38,9 +38,8 @@ use assay_report::Outcome;
 use serde::{Deserialize, Serialize};
 
 use super::lit::Lit;
-use super::mutant::TestRef;
 use super::shape::{Lang, Rng};
-use super::source::{Block, blanked, top_level_args};
+use super::source::{Block, SealSite, TestRef, blanked, blocks, top_level_args};
 use crate::words::words;
 
 /// What starts a seal report on the run's output.
@@ -53,22 +52,6 @@ const MAX_VALUE: usize = 3000;
 
 /// At most this many reports are read from one run.
 const MAX_REPORTS: usize = 100_000;
-
-/// A sealable assertion of a test, as the reader finds it on one line.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct SealSite {
-    /// Its line, counted from the block's `start`.
-    pub(crate) line: usize,
-    /// Byte ranges in that line of the computed expression and of the
-    /// expected literal.
-    pub(crate) actual: (usize, usize),
-    pub(crate) expected: (usize, usize),
-    /// The expected literal as written.
-    pub(crate) text: String,
-    /// Where the value also stands in a message or comment of the test
-    /// (line, byte range): each becomes `<sealed>` with the seal.
-    pub(crate) scrub: Vec<(usize, usize, usize)>,
-}
 
 /// A certified seal, on the task record (so in its digest).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -121,6 +104,17 @@ pub(crate) struct SealReading {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) got: Vec<String>,
     pub(crate) outcome: SealOutcome,
+}
+
+/// The test functions of `text` ([`blocks`]) with their sealable
+/// assertions.
+pub(crate) fn sealed_blocks(lang: Lang, text: &str) -> Vec<Block> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = blocks(lang, text);
+    for b in &mut out {
+        b.seals = sites(lang, &lines[b.start..b.end], b.def_line - b.start);
+    }
+    out
 }
 
 /// The sealable assertions of a block's lines (`def_at`: the line of its
@@ -606,7 +600,7 @@ pub(crate) fn site_edits(
 /// made is left out), later ranges of a line first so earlier ones keep
 /// their offsets.
 pub(crate) fn apply_edits(body: &mut [String], mut edits: Vec<(usize, usize, usize, String)>) {
-    edits.sort_by(|a, b| (b.0, b.1).cmp(&(a.0, a.1)));
+    edits.sort_by_key(|e| std::cmp::Reverse((e.0, e.1)));
     edits.dedup_by(|a, b| (a.0, a.1, a.2) == (b.0, b.1, b.2));
     let mut done: Option<(usize, usize)> = None;
     for (l, s, e, text) in edits {

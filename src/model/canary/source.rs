@@ -39,6 +39,8 @@
 //!   `sub(5, 3) == 2`): keeping the members among them leaves half a
 //!   window or more, a bit of its four, and the site keeps its window.
 
+use serde::{Deserialize, Serialize};
+
 use super::shape::Lang;
 
 /// One test function of a file.
@@ -60,11 +62,40 @@ pub(crate) struct Block {
     pub(crate) name_col: usize,
     /// Integer literals an assertion of its body expects.
     pub(crate) sites: Vec<Site>,
-    /// Assertions of its body that can be sealed ([`super::seal`]).
-    pub(crate) seals: Vec<super::seal::SealSite>,
+    /// Assertions of its body that can be sealed: filled by
+    /// [`super::seal::sealed_blocks`], empty from [`blocks`].
+    pub(crate) seals: Vec<SealSite>,
     /// Of `sites`, those a window may go to (the module's rules), each
     /// with the other places that write its value.
     pub(crate) windows: Vec<Site>,
+}
+
+/// A sealable assertion of a test, as the reader finds it on one line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct SealSite {
+    /// Its line, counted from the block's `start`.
+    pub(crate) line: usize,
+    /// Byte ranges in that line of the computed expression and of the
+    /// expected literal.
+    pub(crate) actual: (usize, usize),
+    pub(crate) expected: (usize, usize),
+    /// The expected literal as written.
+    pub(crate) text: String,
+    /// Where the value also stands in a message or comment of the test
+    /// (line, byte range): each becomes `<sealed>` with the seal.
+    pub(crate) scrub: Vec<(usize, usize, usize)>,
+}
+
+/// A test of a hidden file, as the task knows it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub(crate) struct TestRef {
+    pub(crate) file: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) class: Option<String>,
+    /// Its name as declared.
+    pub(crate) test: String,
+    /// Its id in the report (the task's lists name it so).
+    pub(crate) id: String,
 }
 
 /// An integer literal a mutant may change.
@@ -105,7 +136,6 @@ pub(crate) fn blocks(lang: Lang, text: &str) -> Vec<Block> {
     };
     for b in &mut out {
         (b.sites, b.windows) = sites(lang, &lines[b.start..b.end], b.def_line - b.start);
-        b.seals = super::seal::sites(lang, &lines[b.start..b.end], b.def_line - b.start);
     }
     out
 }

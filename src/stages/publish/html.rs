@@ -16,7 +16,7 @@ use super::index::{Graded, Index};
 use super::markup::{agent_path, count, esc, fault_class, figure, label, label_of, rate_text};
 use super::model::{Agent, Summary};
 use super::pages::{At, session_link};
-use super::sources::segment;
+use super::paths::segment;
 use super::{html_chart, html_judge, html_leaderboard, html_transcript, pages};
 use crate::model::records::{Fault, TaskStatus, Verdict};
 

@@ -36,7 +36,8 @@ use serde_json::Value;
 
 use super::index::Index;
 use super::model::{AssayVersion, Manifest, ManifestProvenance, Number, ProvenanceEnv, Summary};
-use super::sources::{Sources, segment};
+use super::paths::segment;
+use super::sources::Sources;
 use crate::model::records::{GradeRecord, TaskRecord};
 use crate::stages::provenance::Provenance;
 

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::model::{Agent, Leaderboard, Rate};
-use super::sources::segment;
+use super::paths::segment;
 use super::stats::agent_key;
 use crate::model::records::Fault;
 

@@ -9,6 +9,7 @@
 //! number; the number's value itself goes into the typed [`super::model`].
 //! A test checks that every recorded path names a number of summary.json.
 
+use super::paths::segment;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::index::Graded;
@@ -45,56 +46,6 @@ impl Source {
 
 /// Path (see [`segment`]) -> source.
 pub(super) type Sources = BTreeMap<String, Source>;
-
-/// One step of a number's path: `.key` for a plain key (lowercase letters,
-/// digits, `_`), `[key]` for any other key with `%`, `[` and `]`
-/// percent-encoded, `[i]` for an array index. Paths start at `summary`.
-pub(crate) fn segment(key: &str) -> String {
-    let plain = !key.is_empty()
-        && key
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
-    if plain {
-        format!(".{key}")
-    } else {
-        format!(
-            "[{}]",
-            key.replace('%', "%25")
-                .replace('[', "%5B")
-                .replace(']', "%5D")
-        )
-    }
-}
-
-/// The value at `path` in a published JSON file's tree (`root` names the
-/// tree: `summary`, `funnel`), found by writing every node's path as the
-/// manifest writes a number's, so a path on the report resolves exactly as
-/// written there; None when no node has it.
-pub(crate) fn value_at<'v>(
-    tree: &'v serde_json::Value,
-    root: &str,
-    path: &str,
-) -> Option<&'v serde_json::Value> {
-    if path == root {
-        return Some(tree);
-    }
-    let children: Vec<(String, &serde_json::Value)> = match tree {
-        serde_json::Value::Object(map) => map
-            .iter()
-            .map(|(k, v)| (format!("{root}{}", segment(k)), v))
-            .collect(),
-        serde_json::Value::Array(items) => items
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (format!("{root}[{i}]"), v))
-            .collect(),
-        _ => return None,
-    };
-    children
-        .into_iter()
-        .filter(|(p, _)| path.starts_with(p.as_str()))
-        .find_map(|(p, v)| value_at(v, &p, path))
-}
 
 /// The object being assembled at a path: records the sources of its numbers
 /// and hands the numbers back for the model.

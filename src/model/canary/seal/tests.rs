@@ -1,5 +1,5 @@
 use super::*;
-use crate::model::canary::source::blocks;
+use crate::model::canary::seal::sealed_blocks as blocks;
 
 const UNITTEST: &str = "import unittest\n\nfrom pkg import ops\n\n\nclass TestOps(unittest.TestCase):\n    def test_sub(self):\n        self.assertEqual(ops.sub(5, 3), 2)\n        self.assertEqual(ops.name(), 'minus')\n        self.assertEqual(ops.sub(9, 3), 6, 'expected 6')\n        self.assertEqual(ops.pair(), [1, (2, 'x')])\n        self.assertEqual(ops.sub(1, 1), x)\n        self.assertTrue(ops.sub(2, 2) == 0)\n\n    def test_plain(self):\n        assert ops.sub(8, 1) == 7\n        assert not ops.sub(8, 1) == 6\n        assert ops.sub(8, 1) == 7, \"seven\"\n        assert ops.sub(4, 4) == 0 # zero\n";
 

@@ -239,7 +239,7 @@ fn why(h: &mut String, r: &GradeRecord, arm: &str) {
     if let Some((test, message)) = first {
         let _ = writeln!(
             h,
-            "<p><strong>First failure</strong>: <code>{}</code></p>\n<pre class=\"log\">{}</pre>",
+            "<p><strong>First failure</strong>: <code>{}</code></p>\n<pre class=\"log said\">{}</pre>",
             esc(test),
             esc(message)
         );

@@ -1432,7 +1432,7 @@ fn two_thousand_failures_lead_with_their_groups_and_fold_the_lists() {
     let at: Vec<usize> = groups.iter().map(|g| page.find(g).expect(g)).collect();
     assert!(why < at[0] && at[0] < at[1]);
     let first = page
-        .find("<p><strong>First failure</strong>: <code>test/a.spec.js &gt; a &gt; t0000</code></p>\n<pre class=\"log\">TypeError: match is not a function\n    at t0 (test/a.spec.js:3:9)</pre>")
+        .find("<p><strong>First failure</strong>: <code>test/a.spec.js &gt; a &gt; t0000</code></p>\n<pre class=\"log said\">TypeError: match is not a function\n    at t0 (test/a.spec.js:3:9)</pre>")
         .expect("the first failure in full");
     let list = page
         .find("<details class=\"tests\"><summary><strong>Failing tests</strong> (2,000)</summary>")

@@ -98,23 +98,9 @@ const MAX_FINDINGS: usize = 64;
 /// runner's own output (a unittest report is the log) reads as it would
 /// have without the hook.
 pub(crate) fn findings(log: &[u8]) -> (Vec<String>, Vec<u8>) {
+    let (lines, rest) = crate::model::canary::channel_lines(log, MARK);
     let mut found: Vec<String> = Vec::new();
-    let mut rest = Vec::with_capacity(log.len());
-    let mut at = 0;
-    while let Some(i) = find(&log[at..], MARK).map(|i| at + i) {
-        let start = if i > at && log[i - 1] == b'\n' {
-            i - 1
-        } else {
-            i
-        };
-        rest.extend_from_slice(&log[at..start]);
-        let body = i + MARK.len();
-        let end = [find(&log[body..], b"\n"), find(&log[body..], MARK)]
-            .into_iter()
-            .flatten()
-            .min()
-            .map_or(log.len(), |n| body + n);
-        let line = String::from_utf8_lossy(&log[body..end]);
+    for (line, _) in lines {
         let finding = match line.split_once('\t') {
             Some((event, detail)) => format!("{}: {}", event.trim(), detail.trim()),
             None => line.trim().to_owned(),
@@ -122,18 +108,8 @@ pub(crate) fn findings(log: &[u8]) -> (Vec<String>, Vec<u8>) {
         if !found.contains(&finding) && found.len() < MAX_FINDINGS {
             found.push(finding);
         }
-        at = if log.get(end) == Some(&b'\n') {
-            end + 1
-        } else {
-            end
-        };
     }
-    rest.extend_from_slice(&log[at..]);
     (found, rest)
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
 }
 
 #[cfg(test)]

@@ -448,13 +448,13 @@ impl Parser<'_> {
         let triple = self.s[self.at..].starts_with(&[q, q, q]);
         let body = if triple {
             self.at += 3;
-            let end = find(&self.s[self.at..], &[q, q, q], raw)? + self.at;
+            let end = find(&self.s[self.at..], &[q, q, q])? + self.at;
             let b = &self.s[self.at..end];
             self.at = end + 3;
             b
         } else {
             self.at += 1;
-            let end = find(&self.s[self.at..], &[q], raw)? + self.at;
+            let end = find(&self.s[self.at..], &[q])? + self.at;
             let b = &self.s[self.at..end];
             if b.contains(&b'\n') {
                 return None;
@@ -489,7 +489,7 @@ impl Parser<'_> {
             self.at += 1;
             let mut close = vec![b'"'];
             close.extend(std::iter::repeat_n(b'#', hashes));
-            let end = find(&self.s[self.at..], &close, true)? + self.at;
+            let end = find(&self.s[self.at..], &close)? + self.at;
             let v = self.s[self.at..end].to_vec();
             self.at = end + close.len();
             v
@@ -508,7 +508,7 @@ impl Parser<'_> {
     /// A quoted string with escapes, from its opening quote `q`.
     fn escaped(&mut self, q: u8, how: Escapes) -> Option<String> {
         self.at += 1;
-        let end = find(&self.s[self.at..], &[q], false)? + self.at;
+        let end = find(&self.s[self.at..], &[q])? + self.at;
         let body = std::str::from_utf8(&self.s[self.at..end]).ok()?;
         if body.contains('\n') {
             return None;
@@ -526,9 +526,9 @@ enum Escapes {
     Rust,
 }
 
-/// The first `close` in `s` that no backslash escapes (`raw`: a raw
-/// string's backslash still keeps a quote from closing it, in Python).
-fn find(s: &[u8], close: &[u8], raw: bool) -> Option<usize> {
+/// The first `close` in `s` that no backslash escapes (in a Python raw
+/// string too, a backslash keeps a quote from closing it).
+fn find(s: &[u8], close: &[u8]) -> Option<usize> {
     let mut k = 0;
     while k + close.len() <= s.len() {
         if s[k] == b'\\' {
@@ -540,7 +540,6 @@ fn find(s: &[u8], close: &[u8], raw: bool) -> Option<usize> {
         }
         k += 1;
     }
-    let _ = raw;
     None
 }
 

@@ -39,7 +39,7 @@ mod shape;
 mod source;
 
 pub(crate) use mutant::{Certified, TestRef, Trial, certified};
-pub(crate) use seal::{Seal, SealOutcome, SealReading, Sealed};
+pub(crate) use seal::{Seal, SealOutcome, SealReading, Sealed, channel_lines};
 use shape::{Lang, Rng, Sum, words_of};
 
 use std::collections::BTreeMap;

@@ -39,7 +39,7 @@ use serde::{Deserialize, Serialize};
 
 use super::lit::Lit;
 use super::shape::{Lang, Rng};
-use super::source::{Block, SealSite, TestRef, blanked, blocks, top_level_args};
+use super::source::{Block, Part, SealSite, TestRef, blanked, blocks, parts, top_level_args};
 use crate::words::words;
 
 /// What starts a seal report on the run's output.
@@ -130,10 +130,7 @@ pub(crate) fn sites(lang: Lang, block: &[&str], def_at: usize) -> Vec<SealSite> 
             continue;
         };
         // A comment after the assertion is not part of its expected side.
-        let expected = (
-            expected.0,
-            expected.1.min(comment_start(lang, line, &code[n])),
-        );
+        let expected = (expected.0, expected.1.min(comment_start(lang, line)));
         let (actual, expected) = (trim(line, actual), trim(line, expected));
         if actual.0 >= actual.1 {
             continue;
@@ -158,78 +155,22 @@ pub(crate) fn sites(lang: Lang, block: &[&str], def_at: usize) -> Vec<SealSite> 
 
 /// A line's code: strings and comments blanked, offsets kept.
 fn code_of(lang: Lang, line: &str) -> String {
-    match lang {
-        Lang::Unittest | Lang::Pytest => python_code(line),
-        Lang::Js => blanked(line, true),
-        Lang::Go | Lang::Rust => blanked(line, false),
+    let mut out = line.as_bytes().to_vec();
+    for (part, from, to) in parts(lang, line) {
+        if part != Part::Code {
+            out[from..to].fill(b' ');
+        }
     }
+    // Only whole characters were blanked: still UTF-8.
+    String::from_utf8(out).unwrap_or_else(|_| " ".repeat(line.len()))
 }
 
-/// A Python line with `'…'`/`"…"` strings and its `#` comment blanked.
-fn python_code(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut quote: Option<char> = None;
-    let mut escaped = false;
-    let mut comment = false;
-    for c in line.chars() {
-        let keep = if comment {
-            false
-        } else if let Some(q) = quote {
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == q {
-                quote = None;
-            }
-            false
-        } else if c == '"' || c == '\'' {
-            quote = Some(c);
-            false
-        } else if c == '#' {
-            comment = true;
-            false
-        } else {
-            true
-        };
-        if keep {
-            out.push(c);
-        } else {
-            out.extend(std::iter::repeat_n(' ', c.len_utf8()));
-        }
-    }
-    out
-}
-
-/// Where a line's trailing comment starts (its length when it has none):
-/// the first comment marker outside a string.
-fn comment_start(lang: Lang, line: &str, code: &str) -> usize {
-    let marker = match lang {
-        Lang::Unittest | Lang::Pytest => "#",
-        _ => "//",
-    };
-    let mut quote: Option<char> = None;
-    let mut escaped = false;
-    for (k, c) in line.char_indices() {
-        if let Some(q) = quote {
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == q {
-                quote = None;
-            }
-            continue;
-        }
-        if line[k..].starts_with(marker) && code[k..].trim().is_empty() {
-            return k;
-        }
-        // A quote that the code view blanked opens a string.
-        if matches!(c, '"' | '\'' | '`') && code.as_bytes().get(k) == Some(&b' ') {
-            quote = Some(c);
-        }
-    }
-    line.len()
+/// Where a line's trailing comment starts (its length when it has none).
+fn comment_start(lang: Lang, line: &str) -> usize {
+    parts(lang, line)
+        .iter()
+        .find(|(part, _, _)| *part == Part::Comment)
+        .map_or(line.len(), |(_, from, _)| *from)
 }
 
 fn trim(line: &str, (s, e): (usize, usize)) -> (usize, usize) {
@@ -436,7 +377,7 @@ fn spelled_elsewhere(
     for (n, line) in block.iter().enumerate() {
         let code = code_of(lang, line);
         let messages = message_ranges(lang, &code);
-        let comment = comment_start(lang, line, &code);
+        let comment = comment_start(lang, line);
         for s in &scalars {
             for (i, j) in token_places(line, s) {
                 // Only what the code view blanked: strings and comments.
@@ -862,40 +803,52 @@ macro_rules! __assay_seal {
 
 "#;
 
-/// The seal reports in a run's output `log`, each `(token, value)` in
-/// order of arrival (a line cut short or without a tab has an empty token),
-/// and the output without them.
-pub(crate) fn reports(log: &[u8]) -> (Vec<(String, String)>, Vec<u8>) {
+/// The lines a channel wrote into a run's output `log` (each `\n`, `mark`,
+/// its text, `\n`, written at once), with whether each ended whole, and
+/// the output without them. What was written cannot be taken back, so
+/// every occurrence of the mark counts wherever it falls (one cut short by
+/// the end of the log or by another mark too); a newline before a mark is
+/// the writer's own. The guard's audit findings and the seal reports share
+/// the pipe this way.
+pub(crate) fn channel_lines(log: &[u8], mark: &[u8]) -> (Vec<(String, bool)>, Vec<u8>) {
     let mut found = Vec::new();
     let mut rest = Vec::with_capacity(log.len());
     let mut at = 0;
-    while let Some(i) = find(&log[at..], MARK).map(|i| at + i) {
+    while let Some(i) = find(&log[at..], mark).map(|i| at + i) {
         let start = if i > at && log[i - 1] == b'\n' {
             i - 1
         } else {
             i
         };
         rest.extend_from_slice(&log[at..start]);
-        let body = i + MARK.len();
-        let end = [find(&log[body..], b"\n"), find(&log[body..], MARK)]
+        let body = i + mark.len();
+        let end = [find(&log[body..], b"\n"), find(&log[body..], mark)]
             .into_iter()
             .flatten()
             .min()
             .map_or(log.len(), |n| body + n);
-        let line = String::from_utf8_lossy(&log[body..end]).into_owned();
+        let whole = log.get(end) == Some(&b'\n');
         if found.len() < MAX_REPORTS {
-            found.push(match line.split_once('\t') {
-                Some((t, v)) if log.get(end) == Some(&b'\n') => (t.to_owned(), v.to_owned()),
-                _ => (String::new(), line),
-            });
+            found.push((String::from_utf8_lossy(&log[body..end]).into_owned(), whole));
         }
-        at = if log.get(end) == Some(&b'\n') {
-            end + 1
-        } else {
-            end
-        };
+        at = if whole { end + 1 } else { end };
     }
     rest.extend_from_slice(&log[at..]);
+    (found, rest)
+}
+
+/// The seal reports in a run's output `log`, each `(token, value)` in
+/// order of arrival (a line cut short or without a tab has an empty token),
+/// and the output without them.
+pub(crate) fn reports(log: &[u8]) -> (Vec<(String, String)>, Vec<u8>) {
+    let (lines, rest) = channel_lines(log, MARK);
+    let found = lines
+        .into_iter()
+        .map(|(line, whole)| match line.split_once('\t') {
+            Some((t, v)) if whole => (t.to_owned(), v.to_owned()),
+            _ => (String::new(), line),
+        })
+        .collect();
     (found, rest)
 }
 

@@ -565,7 +565,7 @@ fn sites(lang: Lang, block: &[&str], def_at: usize) -> (Vec<Site>, Vec<Site>) {
 
 /// The part of a line a byte is in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Part {
+pub(super) enum Part {
     Code,
     /// A string or char literal, its quotes included.
     Str,
@@ -574,7 +574,7 @@ enum Part {
 
 /// A line cut into code, string literals (quotes included) and its line
 /// comment, as byte ranges in order.
-fn parts(lang: Lang, line: &str) -> Vec<(Part, usize, usize)> {
+pub(super) fn parts(lang: Lang, line: &str) -> Vec<(Part, usize, usize)> {
     let (quotes, comment): (&[u8], &str) = match lang {
         Lang::Unittest | Lang::Pytest => (b"\"'", "#"),
         Lang::Js => (b"\"'`", "//"),

@@ -744,7 +744,7 @@ fn vet_failure_is_a_build_failure_with_the_vets_words(ctrf: bool) {
     let why = page.find("<strong>Why</strong>").expect("a why");
     let first = &page[why..];
     assert!(
-        first.contains("<p><strong>First failure</strong>: <code>example.com/gocalc.TestAdd</code></p>\n<pre class=\"log\">example.com/gocalc does not build: ./describe.go:6:38: fmt.Sprintf format %d has arg &quot;x&quot; of wrong type string</pre>"),
+        first.contains("<p><strong>First failure</strong>: <code>example.com/gocalc.TestAdd</code></p>\n<pre class=\"log said\">example.com/gocalc does not build: ./describe.go:6:38: fmt.Sprintf format %d has arg &quot;x&quot; of wrong type string</pre>"),
         "{first}"
     );
 }

@@ -291,6 +291,18 @@ fn every_run_went_through_the_store_and_was_shown_per_node(f: &Fixture, b: &util
                 .filter(|c| r[**c].is_object())
                 .count();
             checks + r["reruns"].as_array().unwrap().len()
+        } else if name.starts_with("certify:") {
+            // The mutants' reading, and the sealed one where a hidden file
+            // has an assertion to seal (docs/security.md, "Sealed
+            // expectations").
+            let r = f.project.output_record(name);
+            let sealed = r["certified"]["seals"]
+                .as_array()
+                .is_some_and(|s| !s.is_empty())
+                || r["unsealed"].as_str().is_some_and(|w| {
+                    w.starts_with("none of the") || w.starts_with("the sealed reading")
+                });
+            1 + usize::from(sealed)
         } else {
             1
         };

@@ -225,16 +225,7 @@ pub(crate) fn plant_real(
     let mut rng = Rng::new(seed);
     let mut out = Planted::default();
     let mut budget = mutant::RUN_CAP;
-    for h in hidden {
-        let Some(lang) = Lang::of(format, h.path) else {
-            continue;
-        };
-        let Ok(text) = std::str::from_utf8(h.text) else {
-            continue;
-        };
-        if lang.shape(text).is_none() {
-            continue;
-        }
+    for (h, lang, text) in own_tests(format, hidden) {
         let written = match certified {
             None => mutant::certify_file(lang, h.path, text, h.beside, &mut rng),
             Some(c) => mutant::graded_file(lang, h.path, text, h.beside, c, &mut rng, &mut budget),
@@ -320,6 +311,20 @@ fn shaped_over(
     }
 }
 
+/// The hidden files whose own tests a reader handles: each with its
+/// language and text (UTF-8, of a shape the language's canaries fit).
+fn own_tests<'h, 'a>(
+    format: Format,
+    hidden: &'h [Hidden<'a>],
+) -> impl Iterator<Item = (&'h Hidden<'a>, Lang, &'a str)> + 'h {
+    hidden.iter().filter_map(move |h| {
+        let lang = Lang::of(format, h.path)?;
+        let text = std::str::from_utf8(h.text).ok()?;
+        lang.shape(text)?;
+        Some((h, lang, text))
+    })
+}
+
 /// Certification's sealed reading ([`seal`]): every sealable assertion of
 /// the hidden files sealed, nothing else planted. `Err` says why there is
 /// none.
@@ -332,16 +337,7 @@ pub(crate) fn plant_sealed(
     refused(format, command)?;
     let mut rng = Rng::new(seed);
     let mut out = Planted::default();
-    for h in hidden {
-        let Some(lang) = Lang::of(format, h.path) else {
-            continue;
-        };
-        let Ok(text) = std::str::from_utf8(h.text) else {
-            continue;
-        };
-        if lang.shape(text).is_none() {
-            continue;
-        }
+    for (h, lang, text) in own_tests(format, hidden) {
         let Some(w) = mutant::seal_file(lang, h.path, text, h.beside, &mut rng) else {
             continue;
         };
@@ -1235,8 +1231,8 @@ mod tests {
         );
     }
 
-    /// Issue 47: a check or rerun naming a test ran it without its window,
-    /// so its command named the original among the window's members.
+    /// A check or rerun naming a test names its window's members too, so
+    /// the command does not single out the original among them.
     #[test]
     fn a_command_naming_a_test_names_its_window_too_in_an_order_that_tells_nothing() {
         let file = "tests/test_ops.py";

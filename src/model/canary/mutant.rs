@@ -572,10 +572,7 @@ pub(crate) fn seal_file(
     beside: &str,
     rng: &mut Rng,
 ) -> Option<Rewritten> {
-    if seal::helper_names(lang)
-        .iter()
-        .any(|n| text.contains(n) || beside.contains(n))
-    {
+    if seal::clashes(lang, text, beside) {
         return None;
     }
     let lines: Vec<&str> = text.lines().collect();
@@ -651,9 +648,7 @@ pub(crate) fn graded_file(
             .find(|b| b.name == t.test && b.class == t.class)
     };
     let mine = |t: &TestRef| t.file == path;
-    let clash = seal::helper_names(lang)
-        .iter()
-        .any(|n| text.contains(n) || beside.contains(n));
+    let clash = seal::clashes(lang, text, beside);
     let mut sealing = Sealing {
         lang,
         path,

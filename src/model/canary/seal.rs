@@ -571,7 +571,7 @@ pub(crate) fn seal_line(lang: Lang, line: &str, site: &SealSite, token: &str) ->
 
 /// The names the helper declares: a file that already uses one is not
 /// sealed.
-pub(crate) fn helper_names(lang: Lang) -> &'static [&'static str] {
+fn helper_names(lang: Lang) -> &'static [&'static str] {
     match lang {
         Lang::Unittest | Lang::Pytest => &["__assay_seal__", "__assay_sealed__"],
         Lang::Js => &["__assaySeal", "__assaySealed"],
@@ -586,6 +586,14 @@ pub(crate) fn helper_names(lang: Lang) -> &'static [&'static str] {
         ],
         Lang::Rust => &["__assay_seal"],
     }
+}
+
+/// Whether the file, or a file beside it, already uses a name the helper
+/// declares: then it is not sealed.
+pub(crate) fn clashes(lang: Lang, text: &str, beside: &str) -> bool {
+    helper_names(lang)
+        .iter()
+        .any(|n| text.contains(n) || beside.contains(n))
 }
 
 /// `text` (a sealed file's lines) with the helper that writes the seal

@@ -579,9 +579,9 @@ FAILED (failures=2)
         assert_eq!(tail_of(&rec), None);
     }
 
-    /// Issue 47: a check naming tests runs their windows, whose must-fail
-    /// members fail by design; its exit code must still say whether the
-    /// check's own tests passed (`base=0 new=1`).
+    /// A check naming tests runs their windows, whose must-fail members
+    /// fail by design; its exit code still says whether the check's own
+    /// tests passed (`base=0 new=1`).
     #[test]
     fn a_check_that_ran_canaries_keeps_its_tests_outcome_as_its_exit() {
         let task = TaskRecord {

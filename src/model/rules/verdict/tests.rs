@@ -339,7 +339,7 @@ fn mutant(seen: Outcome, original: Outcome) -> canary::Canary {
     }
 }
 
-/// Issue 47: a forger picks one member of a window per run; a wrong pick
+/// A forger picks one member of a window per run; a wrong pick
 /// failed the original and passed a mutant (a wrong answer, no forgery),
 /// and a rerun with a fresh placement was a free guess that read as a
 /// flaky test.

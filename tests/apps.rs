@@ -158,6 +158,14 @@ fn webapp_sessions_fail_at_their_layer_and_reruns_follow_the_changed_check() {
         "summary.apps.agents[alpha/model-a].reached.probes",
     ]);
     assert_eq!(explained.code, 0, "{}", explained.stderr);
+    // Every figure of the report shows its name, the apps' among them.
+    util::figures::explained(
+        &project,
+        &["-p", "webapp/pipeline.toml"],
+        &release,
+        10,
+        &["summary.apps.agents[alpha/model-a].passed.completion"],
+    );
     assert!(
         explained.stdout.contains("alpha/greet-wrong.json"),
         "{}",

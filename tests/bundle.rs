@@ -430,6 +430,38 @@ fn an_edited_number_in_summary_json_is_caught_with_its_path() {
     );
 }
 
+/// A count of funnel.json verifies alone, from the release node and the
+/// triage and screening it counts; an edited count is caught by its path.
+#[test]
+fn a_funnel_count_verifies_alone_and_an_edited_one_is_caught() {
+    let s = shared();
+    let run = verify(&s.bundle, &["funnel.certified"]).code(0);
+    assert!(
+        run.stdout.contains(": count funnel.certified: checked "),
+        "{}",
+        run.stdout
+    );
+    verify(&s.bundle, &["funnel.nothing"])
+        .code(6)
+        .stderr_has("no count `funnel.nothing` in release/funnel.json");
+
+    let c = Copy::new();
+    let path = c.release_file("funnel.json");
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let certified = v["certified"].as_u64().unwrap();
+    v["certified"] = Value::from(certified + 1);
+    std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap() + "\n").unwrap();
+    let run = verify(&c.path, &["funnel.certified"]).code(4);
+    assert!(
+        run.stderr.contains(&format!(
+            "funnel.certified: published {}, recomputed {certified}",
+            certified + 1
+        )),
+        "{}",
+        run.stderr
+    );
+}
+
 #[test]
 fn a_dropped_row_of_results_csv_is_caught() {
     let c = Copy::new();

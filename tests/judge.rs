@@ -365,6 +365,19 @@ fn a_judged_build_reviews_blind_in_both_formats_and_flags_the_quotes() {
             .all(|r| r["key_ok"] == true && r["mode"] == "pairwise")
     );
 
+    // Every judge figure on report.html shows its name, and explain
+    // answers to it with the figure's value.
+    util::figures::explained(
+        &f.project,
+        &[],
+        &f.path().join("release"),
+        30,
+        &[
+            "summary.judges.strict.position_inconsistency.rate",
+            "summary.agents[zorkagent/quuxmodel-one].judge.claude.criteria.correctness.mean",
+        ],
+    );
+
     // verify recomputes the judge aggregates with everything else.
     f.project.run(&["verify"]).code(0).stdout_has("release ok");
 }

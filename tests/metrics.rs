@@ -179,6 +179,16 @@ fn figures_are_what_each_session_introduced_against_gold() {
         html.contains("findings introduced against gold"),
         "no quality section"
     );
+    util::figures::explained(
+        &f.project,
+        &[],
+        &f.path().join("release"),
+        10,
+        &[
+            ".quality.prints.measured",
+            ".quality.prints.resolved_introducing_share",
+        ],
+    );
 
     // Nothing changed: nothing runs.
     let second = f.build_ok();

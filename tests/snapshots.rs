@@ -135,34 +135,19 @@ fn session_file_missing_a_comma_points_at_it_with_a_hint() {
 /// `assay explain` answers to that name with the figure's value.
 #[test]
 fn every_figure_of_the_report_resolves_through_explain_by_the_name_it_shows() {
-    let e = example();
-    let html = std::fs::read_to_string(e.project.path().join("release/report.html")).unwrap();
-    let mut names = BTreeSet::new();
-    for cell in html.split("<td class=\"n\"").skip(1) {
-        let (attrs, rest) = cell.split_once('>').unwrap();
-        let text = rest.split("</td>").next().unwrap();
-        if !text.bytes().any(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        let name = attrs
-            .split("title=\"")
-            .nth(1)
-            .and_then(|t| t.split('"').next())
-            .unwrap_or_else(|| panic!("a figure without a name: `{text}`"));
-        names.insert(util::links::unescape(name));
-    }
-    // The leaderboard, verdict, track, funnel, trial and usage tables of
-    // four agents.
-    assert!(names.len() > 100, "{names:#?}");
-    for name in &names {
-        let run = e.project.run(&["explain", name]);
-        assert_eq!(run.code, 0, "explain {name}:\n{}", run.stderr);
-        assert!(
-            run.stdout.contains(&format!("{name} = ")),
-            "explain {name}:\n{}",
-            run.stdout
-        );
-    }
+    // The leaderboard, verdict, track, funnel, trial and usage tables and
+    // the chart of four agents.
+    let project = &example().project;
+    util::figures::explained(
+        project,
+        &[],
+        &project.path().join("release"),
+        100,
+        &[
+            "summary.agents[alpha/model-a].resolved_rate",
+            "funnel.certified",
+        ],
+    );
 }
 
 /// The report's column labels are names `explain` takes: alone (every
@@ -189,6 +174,12 @@ fn verify_checks_one_number_against_the_cache_without_a_bundle() {
     p.run(&["verify", "summary.agents[alpha/model-a].nothing"])
         .code(6)
         .stderr_has("no published number");
+    p.run(&["verify", "funnel.certified"])
+        .code(0)
+        .stdout_has(": count funnel.certified: checked ");
+    p.run(&["verify", "funnel.nothing"])
+        .code(6)
+        .stderr_has("no count `funnel.nothing` in release/funnel.json");
 }
 
 /// A session naming an unknown task is pointed only to tasks the release

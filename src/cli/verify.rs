@@ -42,7 +42,9 @@ pub(crate) struct VerifyArgs {
     /// Check only this published number (its path in manifest.json, e.g.
     /// `summary.agents[alpha/model-a].resolved_rate`, shown on report.html
     /// when the pointer rests on it) and the nodes it rests on: in the
-    /// bundle with `--bundle`, else in this cache's last release.
+    /// bundle with `--bundle`, else in this cache's last release. A count
+    /// of release/funnel.json (`funnel.certified`) is checked against the
+    /// recomputed funnel and the triage and screening nodes it counts.
     #[arg(conflicts_with_all = ["release", "cache_only", "reexecute"])]
     number: Option<String>,
 }
@@ -339,6 +341,13 @@ fn checked(dir: &std::path::Path, args: &VerifyArgs, held: Held<'_>) -> Result<i
                         "{e}"
                     ),
                 ),
+                BundleError::NoSuchCount(_) => Failure::new(
+                    exit::NOT_FOUND,
+                    miette::miette!(
+                        help = "the counts are the keys of release/funnel.json",
+                        "{e}"
+                    ),
+                ),
                 BundleError::Unreadable(_) => Failure::new(
                     exit::VERIFY_MISMATCH,
                     miette::miette!("bundle {}: {e}", dir.display()),
@@ -348,6 +357,7 @@ fn checked(dir: &std::path::Path, args: &VerifyArgs, held: Held<'_>) -> Result<i
     print_findings(&findings, args.json);
     if !args.json {
         let what = match &args.number {
+            Some(n) if n.starts_with("funnel") => format!("count {n}"),
             Some(n) => format!("number {n}"),
             None => format!("release {}", checked.release_digest),
         };

@@ -303,9 +303,10 @@ mod tests {
     }
 }
 
-/// assay's mocha reporter under Debian's mocha (`NODE_PATH=/usr/share/nodejs`).
+/// assay's reporters run by the real runners: mocha's under Debian's mocha
+/// (`NODE_PATH=/usr/share/nodejs`), `node --test`'s under node.
 #[cfg(test)]
-mod mocha_reporter {
+mod reporters {
     use std::process::Command;
 
     use assay_report::{Format, Outcome, parse_under};
@@ -365,5 +366,63 @@ mod mocha_reporter {
                 "{hook}: {stderr}"
             );
         }
+    }
+
+    /// assay's `node --test` reporter keeps a failed test's words: the
+    /// error's name and message (an assertion's expected and actual) and
+    /// the test file's frames, none of node's own.
+    #[test]
+    fn the_node_test_reporter_keeps_the_failures_words_and_frames() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        std::fs::create_dir_all(root.join("test")).unwrap();
+        std::fs::write(
+            root.join("reporter.mjs"),
+            include_str!("presets/node-reporter.mjs"),
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("test/sum.test.js"),
+            "const test = require('node:test');\nconst assert = require('node:assert');\n\
+             const sum = (a, b) => a * b;\n\
+             test('adds', () => { assert.strictEqual(sum(2, 3), 5); });\n\
+             test('calls', () => { const m = undefined; m.match(/x/); });\n",
+        )
+        .unwrap();
+        let out = Command::new("node")
+            .args([
+                "--test",
+                "--test-reporter=./reporter.mjs",
+                "--test-reporter-destination=report.json",
+            ])
+            .current_dir(root)
+            .output()
+            .expect("node (apt-get install nodejs)");
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        let report = std::fs::read(root.join("report.json")).unwrap();
+        let read = parse_under(Format::JestJson, &report, &[root]).unwrap();
+        let said = |id: &str| {
+            let t = read.tests.iter().find(|t| t.name == id);
+            assert_eq!(t.map(|t| t.outcome), Some(Outcome::Failed), "{read:?}");
+            t.and_then(|t| t.message.clone()).unwrap_or_default()
+        };
+        let adds = said("test/sum.test.js > adds");
+        for words in [
+            "AssertionError: Expected values to be strictly equal:",
+            "6 !== 5",
+            "test/sum.test.js:4:",
+        ] {
+            assert!(adds.contains(words), "{words:?} in {adds}");
+        }
+        let calls = said("test/sum.test.js > calls");
+        assert!(
+            calls.starts_with("TypeError: Cannot read properties of undefined"),
+            "{calls}"
+        );
+        assert!(calls.contains("test/sum.test.js:5:"), "{calls}");
+        assert!(
+            !format!("{adds}{calls}").contains("node:internal"),
+            "{adds}{calls}"
+        );
     }
 }

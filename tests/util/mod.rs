@@ -19,6 +19,7 @@ pub mod attacks;
 pub mod audit;
 pub mod csv;
 pub mod example;
+pub mod figures;
 pub mod files;
 pub mod fixture;
 pub mod forgery;

@@ -26,6 +26,8 @@ pub(crate) enum BundleError {
     NotABundle(String),
     #[error("no published number `{0}` in release/manifest.json")]
     NoSuchNumber(String),
+    #[error("no count `{0}` in release/funnel.json")]
+    NoSuchCount(String),
     /// A bundle whose own files cannot be read as one (a mismatch).
     #[error("{0}")]
     Unreadable(String),
@@ -155,7 +157,8 @@ pub(crate) fn verify_bundle(
             ),
         ));
     }
-    let wanted: Option<(&Number, BTreeSet<&str>)> = match number {
+    // A number's entry (none for a count of funnel.json) and the nodes it rests on.
+    let wanted: Option<(Option<&Number>, BTreeSet<&str>)> = match number {
         None => {
             // Every node the manifest names must be in the bundle.
             let mut named: BTreeSet<&str> = BTreeSet::new();
@@ -172,6 +175,16 @@ pub(crate) fn verify_bundle(
                 }
             }
             None
+        }
+        Some(path) if path.starts_with("funnel") => {
+            // A count rests on the release node's inputs: every triage and
+            // screening it counts.
+            let published = b.files.get("funnel.json");
+            if published.and_then(|f| count_at(f, path)).is_none() {
+                return Err(BundleError::NoSuchCount(path.to_owned()));
+            }
+            let roots = release.map(|r| r.name.as_str()).into_iter().collect();
+            Some((None, closure(&by_name, roots)))
         }
         Some(path) => {
             let entry = manifest
@@ -200,7 +213,7 @@ pub(crate) fn verify_bundle(
                 // recomputation; their digests are checked below.
                 roots.insert(r.name.as_str());
             }
-            Some((entry, closure(&by_name, roots)))
+            Some((Some(entry), closure(&by_name, roots)))
         }
     };
     let in_scope = |n: &BundleNode| {
@@ -328,7 +341,23 @@ pub(crate) fn verify_bundle(
                 checked.numbers = manifest.numbers.len();
             }
         }
-        Some((entry, _)) => {
+        Some((None, _)) => {
+            let path = number.unwrap_or_default();
+            let published = b.files.get("funnel.json").and_then(|f| count_at(f, path));
+            let again = files.get("funnel.json").and_then(|f| count_at(f, path));
+            if published == again {
+                checked.numbers = 1;
+            } else {
+                let show = |v: Option<serde_json::Value>| {
+                    v.map_or("nothing".to_owned(), |v| v.to_string())
+                };
+                findings.push(finding(
+                    path,
+                    format!("published {}, recomputed {}", show(published), show(again)),
+                ));
+            }
+        }
+        Some((Some(entry), _)) => {
             let again: Manifest = files
                 .get("manifest.json")
                 .and_then(|m| serde_json::from_slice(m).ok())
@@ -362,6 +391,12 @@ pub(crate) fn verify_bundle(
     }
     findings.extend(late);
     Ok((findings, checked))
+}
+
+/// The value at a count's path (`funnel.certified`) in funnel.json's bytes.
+fn count_at(funnel: &[u8], path: &str) -> Option<serde_json::Value> {
+    let tree: serde_json::Value = serde_json::from_slice(funnel).ok()?;
+    crate::stages::value_at(&tree, "funnel", path).cloned()
 }
 
 /// The names reachable from `roots` through inputs.

@@ -13,6 +13,22 @@ import { writeSync } from 'node:fs';
 // expectations").
 const SEAL = '[assay-seal] ';
 
+// A failed test's words, as jest writes them: the error's name and message
+// (an AssertionError's carries expected and actual), then its first frames
+// outside node's own (`node:internal/…`).
+const FRAMES = 5;
+function failureText(error) {
+  const e = error?.cause ?? error;
+  if (e === undefined || e === null) return '';
+  if (typeof e !== 'object') return String(e);
+  const name = typeof e.name === 'string' && e.name !== 'Error' ? `${e.name}: ` : '';
+  const frames = String(e.stack ?? '')
+    .split('\n')
+    .filter((line) => /^\s+at /.test(line) && !/[( ]node:/.test(line))
+    .slice(0, FRAMES);
+  return [name + String(e.message ?? ''), ...frames].join('\n');
+}
+
 export default async function* jestShaped(source) {
   const files = new Map();
   const stacks = new Map();
@@ -48,7 +64,7 @@ export default async function* jestShaped(source) {
       ancestorTitles: (stacks.get(file) ?? []).slice(0, d.nesting),
       title: d.name,
       status,
-      failureMessages: event.type === 'test:fail' ? [String(error?.cause?.message ?? error?.message ?? '')] : [],
+      failureMessages: event.type === 'test:fail' ? [failureText(error)] : [],
     });
     files.set(file, results);
   }

@@ -348,7 +348,9 @@ fn a_service_script_the_agent_rewrote_onto_the_apps_port_cannot_blame_the_harnes
     assert!(controls.certified, "{controls:?} {reference:?}");
 
     let hostile = tree(&repo, "greet", dir.path(), "hostile");
-    std::fs::write(hostile.join("service.py"), serve(&[service_port, PORT])).unwrap();
+    // The app's port is bound before the service's own, whose readiness
+    // starts the app: the squat is in place however loaded the machine.
+    std::fs::write(hostile.join("service.py"), serve(&[PORT, service_port])).unwrap();
     let r = reading(&checks, &hostile, dir.path());
     let deployment = r.stage(Layer::Deployment);
     assert!(

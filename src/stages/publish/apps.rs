@@ -10,8 +10,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::index::Index;
-use super::markup::esc;
+use super::markup::{esc, figure};
 use super::model::{AppAgent, AppTask, Apps};
+use super::paths::segment;
 use super::sources::{At, Source};
 use super::stats::{agent_key, mean};
 use crate::model::rules::app::{AppGradeRecord, Layer, LayerVerdict};
@@ -224,12 +225,53 @@ fn opt(v: Option<u64>) -> String {
     v.map(|v| v.to_string()).unwrap_or_default()
 }
 
+/// Per agent/model: its sessions, the share passing each layer and its mean
+/// effort, each figure named by its path in summary.json.
+fn agents_table(h: &mut String, apps: &Apps) {
+    if apps.agents.is_empty() {
+        return;
+    }
+    h.push_str("<table>\n<tr><th>agent / model</th><th>sessions</th>");
+    for layer in Layer::ALL {
+        let _ = write!(h, "<th>{layer} passed</th>");
+    }
+    h.push_str("<th>mean turns</th><th>mean tokens</th></tr>\n");
+    let share = |v: Option<f64>| v.map_or_else(|| "–".to_owned(), |x| format!("{:.0}%", x * 100.0));
+    let mean = |v: Option<f64>| v.map_or_else(|| "–".to_owned(), |x| format!("{x:.1}"));
+    for (agent, a) in &apps.agents {
+        let path = |rest: &str| format!("summary.apps.agents{}{rest}", segment(agent));
+        let _ = write!(
+            h,
+            "<tr><td>{}</td>{}",
+            esc(agent),
+            figure(&path(".sessions"), &a.sessions.to_string())
+        );
+        for layer in Layer::ALL {
+            let v = a.passed.get(layer.as_str()).copied().flatten();
+            h.push_str(&figure(
+                &path(&format!(".passed{}", segment(layer.as_str()))),
+                &share(v),
+            ));
+        }
+        let _ = writeln!(
+            h,
+            "{}{}</tr>",
+            figure(&path(".mean_turns"), &mean(a.mean_turns)),
+            figure(&path(".mean_tokens"), &mean(a.mean_tokens))
+        );
+    }
+    h.push_str("</table>\n");
+}
+
 /// report.html's section: per app task its controls, then per session a
 /// strip of its layers and, where the browser failed, the failing step's
 /// screenshot (inline: the report fetches nothing).
-pub(super) fn section(h: &mut String, index: &Index<'_>) {
+pub(super) fn section(h: &mut String, index: &Index<'_>, apps: Option<&Apps>) {
     if index.app_tasks.is_empty() && index.app_grades.is_empty() {
         return;
+    }
+    if let Some(apps) = apps {
+        agents_table(h, apps);
     }
     h.push_str("<h2 id=\"apps\">App tasks</h2>\n<table>\n<tr><th>task</th><th>controls</th><th>flaky</th></tr>\n");
     let mut tasks: Vec<_> = index.app_tasks.iter().collect();
@@ -304,7 +346,7 @@ pub(super) fn section(h: &mut String, index: &Index<'_>) {
             .unwrap_or_default();
         let _ = writeln!(
             h,
-            "<td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+            "<td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&fault),
             opt(g.effort.turns),
             opt(g.effort.tokens)

@@ -179,7 +179,7 @@ pub(super) fn report(index: &Index<'_>, summary: &Summary) -> String {
     run_facts(&mut h, &agents);
     quality(&mut h, index, &agents);
     html_judge::section(&mut h, index, summary);
-    super::apps::section(&mut h, index);
+    super::apps::section(&mut h, index, summary.apps.as_ref());
 
     h.push_str(&pages::script_tag());
     h.push_str("</body>\n</html>\n");
@@ -389,17 +389,19 @@ fn quality(h: &mut String, index: &Index<'_>, agents: &[&Agent]) {
             let share = q
                 .resolved_introducing_share
                 .map_or_else(|| "–".to_owned(), |s| format!("{:.0}%", s * 100.0));
+            let path = |field: &str| agent_path(a, &format!(".quality{}.{field}", segment(metric)));
             let _ = writeln!(
                 h,
-                "<tr><td>{}</td><td><code>{}</code></td><td class=\"n\">{}</td>\
-                 <td class=\"n\">{}</td><td class=\"n\">{median}</td>\
-                 <td class=\"n\">{} of {} ({share})</td></tr>",
+                "<tr><td>{}</td><td><code>{}</code></td>{}{}{}{}</tr>",
                 label(a),
                 esc(metric),
-                q.measured,
-                q.failed,
-                q.resolved_introducing,
-                q.resolved,
+                figure(&path("measured"), &q.measured.to_string()),
+                figure(&path("failed"), &q.failed.to_string()),
+                figure(&path("median_introduced"), &median),
+                figure(
+                    &path("resolved_introducing_share"),
+                    &format!("{} of {} ({share})", q.resolved_introducing, q.resolved)
+                ),
             );
         }
     }
@@ -762,7 +764,7 @@ fn trials(h: &mut String, index: &Index<'_>, summary: &Summary) {
         for (origin, d) in disagreements {
             let _ = writeln!(
                 h,
-                "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 esc(origin),
                 session_link(index, &d.session, At::Report),
                 d.reward.map_or("none".to_owned(), |r| r.to_string()),

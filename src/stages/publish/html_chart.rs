@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::markup::{esc, label, rate_text};
+use super::markup::{agent_path, esc, label, rate_text};
 use super::model::Agent;
 
 const LABEL_W: f64 = 260.0;
@@ -70,9 +70,10 @@ pub(super) fn bars(h: &mut String, agents: &[&Agent]) {
                 );
                 let _ = write!(
                     h,
-                    "<text x=\"{:.1}\" y=\"{:.1}\">{} n={}</text>",
+                    "<text x=\"{:.1}\" y=\"{:.1}\"><title>{}</title>{} n={}</text>",
                     LABEL_W + BAR_W + 8.0,
                     mid + 4.0,
+                    esc(&agent_path(a, ".resolved_rate")),
                     rate_text(&a.rate()),
                     a.n
                 );

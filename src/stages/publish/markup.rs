@@ -82,6 +82,16 @@ pub(super) fn figure(path: &str, text: &str) -> String {
     }
 }
 
+/// A figure inside running text, named as [`figure`] names a cell: a
+/// `span` whose `title` is the figure's path.
+pub(super) fn named(path: &str, text: &str) -> String {
+    if text.bytes().any(|b| b.is_ascii_digit()) {
+        format!("<span class=\"n\" title=\"{}\">{text}</span>", esc(path))
+    } else {
+        text.to_owned()
+    }
+}
+
 /// The path of a number of an agent/model's object in summary.json;
 /// `rest` is the rest of the path, written as [`segment`] writes it.
 pub(super) fn agent_path(a: &Agent, rest: &str) -> String {

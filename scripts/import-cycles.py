@@ -33,6 +33,12 @@ submodules; a circle is between files neither of which contains the other.
 Test code is left out: `#[cfg(test)] mod … {}` blocks and the files of
 `#[cfg(test)] mod …;`.
 
+- folder circles: sets of folders each of which reaches the others, from
+  every file import across two folders, a module's of its own submodules
+  included (a parent folder importing its child and the child its parent
+  is a circle). Printed, not yet checked: `src/stages` is one such circle
+  (issue 49).
+
 --edges lists the imports inside each circle, --arrows each back-up arrow.
 --check exits 1 when there is a circle counting re-exports or a back-up
 arrow (0 otherwise);
@@ -207,12 +213,13 @@ def reexported(m, seen=()):
     return out
 
 
-def imports(through_mod_rs, highest=False):
+def imports(through_mod_rs, highest=False, children=False):
     """Each file's imports: the files its paths end in and, counting
     re-exports through mod.rs, the modules (outside the importer) whose
     re-exports its paths pass, with every file those re-export. With
     `highest`, each path gives one import instead: of the file it ends in and
-    the modules it passes, the one of the highest layer."""
+    the modules it passes, the one of the highest layer. With `children`,
+    a module's imports of its own submodules count too."""
     edges = {mod: set() for mod in files}
     for mod, text in sources.items():
         paths = [p for p, _, _ in uses[mod]]
@@ -234,8 +241,30 @@ def imports(through_mod_rs, highest=False):
                         targets |= {m} | reexported(m)
             else:
                 targets = {target}
-            edges[mod] |= {t for t in targets if not inside(t, mod)}
+            edges[mod] |= {t for t in targets if children or not inside(t, mod)}
+            edges[mod].discard(mod)
     return edges
+
+
+def folder(mod):
+    """The folder of a file: a `mod.rs` (or main.rs) is its own folder's."""
+    if not mod:
+        return ()
+    return mod if files[mod].endswith(("/mod.rs", "/main.rs", "/lib.rs")) else mod[:-1]
+
+
+def folder_edges(edges):
+    """The imports between folders: one for every file import across two
+    folders, a parent's of its child folder and a child's of its parent
+    included."""
+    out = {}
+    for a, targets in edges.items():
+        out.setdefault(folder(a), set())
+        for b in targets:
+            out.setdefault(folder(b), set())
+            if folder(a) != folder(b):
+                out[folder(a)].add(folder(b))
+    return out
 
 
 def circles(edges):
@@ -310,10 +339,21 @@ for (la, lb), pairs in sorted(broken.items()):
 if unlayered:
     print("in no layer: " + ", ".join(unlayered))
 
+folders = folder_edges(imports(through_mod_rs=False, children=True))
+folder_circles = circles(folders)
+folder_name = lambda f: "/".join(f) or "(root)"
+for comp in folder_circles:
+    print(f"{len(comp)} folders: " + ", ".join(sorted(folder_name(f) for f in comp)))
+    if "--edges" in flags:
+        for a in sorted(comp):
+            for b in sorted(folders[a] & set(comp)):
+                print(f"    {folder_name(a)} -> {folder_name(b)}")
+
 files_in = lambda cs: sum(len(c) for c in cs)
 rules = len(LAYERS) * (len(LAYERS) - 1) // 2
 print(f"{len(found)} import circle(s) of {files_in(found)} files among {len(files)} files, counting re-exports through mod.rs")
 print(f"{len(found_without)} import circle(s) of {files_in(found_without)} files, without counting re-exports")
+print(f"{len(folder_circles)} folder circle(s) of {files_in(folder_circles)} folders among {len(folders)} folders, a parent's import of its child and the child's of its parent counted (not checked yet)")
 print(f"{len(arrows)} back-up arrow(s): imports from a lower layer to a higher one")
 print(f"{len(broken)} of {rules} layer rules broken (" + " < ".join(n for n, _ in LAYERS) + ")")
 sys.exit(1 if "--check" in flags and (found or arrows or unlayered) else 0)

@@ -88,12 +88,10 @@ pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
         // nothing this process started is left on the daemon.
         eprintln!("interrupted: stopping every run");
         rt.shutdown_timeout(std::time::Duration::from_secs(10));
-        crate::stages::app::end_parked();
         executors.interrupted();
         return Ok(exit::INTERRUPTED);
     };
     ph.mark("engine build");
-    crate::stages::app::end_parked();
     executors.finished();
     let outcome = outcome.map_err(Failure::cache)?;
     let tasks = task_records(&store, &outcome, &graph);

@@ -226,7 +226,6 @@ fn reexecute(
         .map(|n| n.get())
         .unwrap_or(2);
     let report = rt.block_on(assay_engine::recheck(store, &plan.graph, &kinds, jobs));
-    crate::stages::app::end_parked();
     plan.executors.finished();
     let report = report.map_err(Failure::cache)?;
     let differ: Vec<&assay_engine::Recheck> = report.checked.iter().filter(|r| !r.same()).collect();

@@ -10,10 +10,11 @@ pub(crate) mod docker;
 pub(crate) mod http;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use assay_exec::Bwrap;
+
+use crate::stages::executor::Parking;
 
 use crate::model::rules::app::{AppChecks, Layer, Outcome, Reading, TreeFacts};
 
@@ -347,36 +348,6 @@ impl Drop for Served {
     }
 }
 
-/// Deployments the deployment layer left serving for the probes layer of
-/// the same built tree ([`Served::park`]). The deployment layer reads an
-/// app that came to listen; the probes then read that same app, as one
-/// would by hand, instead of paying a second sandbox and start for it.
-static PARKED: Mutex<Vec<Parked>> = Mutex::new(Vec::new());
-
-/// How long a parked deployment waits for its probes.
-const PARK_FOR: Duration = Duration::from_secs(60);
-/// Parked deployments at most; past it the oldest is ended.
-const PARKED_MAX: usize = 4;
-
-struct Parked {
-    key: String,
-    served: Served,
-    until: Instant,
-}
-
-fn parked() -> MutexGuard<'static, Vec<Parked>> {
-    PARKED.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Takes the parked deployments past their time out of `parked`.
-fn expired(parked: &mut Vec<Parked>, now: Instant) -> Vec<Parked> {
-    let (gone, kept) = std::mem::take(parked)
-        .into_iter()
-        .partition(|p| p.until <= now);
-    *parked = kept;
-    gone
-}
-
 /// What parks and finds a deployment: the built tree's blob and the start.
 pub(crate) fn park_key(tree: &str, start: &crate::model::rules::app::Start) -> String {
     format!(
@@ -387,52 +358,23 @@ pub(crate) fn park_key(tree: &str, start: &crate::model::rules::app::Start) -> S
 
 impl Served {
     /// Leaves a deployment that came to listen serving under `key`
-    /// ([`park_key`]) for [`Served::unpark`], at most [`PARK_FOR`]; its
-    /// hold keeps enforcing its limits meanwhile. Anything else is ended.
-    pub(crate) fn park(self, key: String) {
-        if self.deployment.is_err() {
-            return;
+    /// ([`park_key`]) in `lot` for [`Served::unpark`], a minute at most;
+    /// its hold keeps enforcing its limits meanwhile. Anything else is
+    /// ended. The deployment layer reads an app that came to listen; the
+    /// probes then read that same app, as one would by hand, instead of
+    /// paying a second sandbox and start for it.
+    pub(crate) fn park(self, lot: &Parking, key: String) {
+        if self.deployment.is_ok() {
+            lot.park(key, Box::new(self));
         }
-        let now = Instant::now();
-        let ended = {
-            let mut parked = parked();
-            let mut ended = expired(&mut parked, now);
-            while parked.len() >= PARKED_MAX {
-                ended.push(parked.remove(0));
-            }
-            parked.push(Parked {
-                key,
-                served: self,
-                until: now + PARK_FOR,
-            });
-            ended
-        };
-        // Ended outside the lock: a teardown takes milliseconds.
-        drop(ended);
     }
 
     /// The deployment parked under `key`, as it is now: serving, or
     /// stopped by a limit or by its own exit meanwhile (which its probes
     /// then record).
-    pub(crate) fn unpark(key: &str) -> Option<Served> {
-        let (found, ended) = {
-            let mut parked = parked();
-            let ended = expired(&mut parked, Instant::now());
-            let found = parked
-                .iter()
-                .position(|p| p.key == key)
-                .map(|i| parked.remove(i).served);
-            (found, ended)
-        };
-        drop(ended);
-        found
+    pub(crate) fn unpark(lot: &Parking, key: &str) -> Option<Served> {
+        lot.take(key)?.downcast::<Served>().ok().map(|s| *s)
     }
-}
-
-/// Ends every parked deployment: at the end of a build.
-pub(crate) fn end_parked() {
-    let all = std::mem::take(&mut *parked());
-    drop(all);
 }
 
 /// Bytes of an app's log kept.

@@ -720,19 +720,20 @@ fn the_probes_read_the_deployment_the_deployment_layer_left_serving() {
     let served = super::Served::start(&bwrap, &super::Runner::Local, &tar, &checks.start);
     let pid = served.deployment.as_ref().unwrap().pid();
     let key = super::park_key("tree-a", &checks.start);
-    served.park(key.clone());
+    let lot = crate::stages::executor::Parking::default();
+    served.park(&lot, key.clone());
     let mut other = checks.start.clone();
     other.ready_s += 1;
-    assert!(super::Served::unpark(&super::park_key("tree-b", &checks.start)).is_none());
-    assert!(super::Served::unpark(&super::park_key("tree-a", &other)).is_none());
-    let again = super::Served::unpark(&key).unwrap();
+    assert!(super::Served::unpark(&lot, &super::park_key("tree-b", &checks.start)).is_none());
+    assert!(super::Served::unpark(&lot, &super::park_key("tree-a", &other)).is_none());
+    let again = super::Served::unpark(&lot, &key).unwrap();
     let deployment = again.deployment.as_ref().unwrap();
     assert_eq!(deployment.pid(), pid);
     let probes = deployment.probe(&checks.probes, "n0nce", Duration::from_secs(5));
     assert!(probes.iter().all(|c| c.outcome.passed()), "{probes:?}");
-    assert!(super::Served::unpark(&key).is_none(), "taken once");
-    again.park(key.clone());
-    super::end_parked();
+    assert!(super::Served::unpark(&lot, &key).is_none(), "taken once");
+    again.park(&lot, key.clone());
+    lot.end_all();
     assert!(!assay_exec::process_alive(pid as i32));
-    assert!(super::Served::unpark(&key).is_none());
+    assert!(super::Served::unpark(&lot, &key).is_none());
 }

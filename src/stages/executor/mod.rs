@@ -28,6 +28,7 @@
 pub(crate) mod daemon;
 pub(crate) mod docker;
 pub(crate) mod local;
+mod parking;
 pub(crate) mod scratch;
 pub(crate) mod slurm;
 
@@ -49,6 +50,7 @@ use crate::model::config::ExecutorKind;
 use crate::pipeline::{EnvConfig, Pipeline};
 
 pub(crate) use local::SandboxMode;
+pub(crate) use parking::Parking;
 
 /// `[env] executor`, checked: which executor, with its settings. The one
 /// list of executors: a new one is a line here.
@@ -138,6 +140,8 @@ pub(crate) struct Executors {
     daemon: daemon::Daemon,
     slurm: slurm::Cluster,
     scratch: scratch::Sweep,
+    /// Deployments an app's deployment layer left serving for its probes.
+    parking: parking::Parking,
     /// The variables of assay's own environment that hold secrets (the
     /// agents' and judges' keys, `[redact] env`): no process an executor
     /// starts outside a sandbox on another machine inherits them.
@@ -152,6 +156,11 @@ impl Executors {
             withheld,
             ..Executors::default()
         }
+    }
+
+    /// The deployments parked between an app's layers.
+    pub(crate) fn parking(&self) -> &parking::Parking {
+        &self.parking
     }
 
     /// The executor that runs under `conf`.
@@ -214,6 +223,7 @@ impl Executors {
 
     /// After a build: each executor it used releases what it held.
     pub(crate) fn finished(&self, in_use: &[Confinement]) {
+        self.parking.end_all();
         for conf in in_use {
             self.of(conf).finished();
         }
@@ -222,6 +232,7 @@ impl Executors {
     /// After an interrupted build: each executor it used removes what it
     /// started.
     pub(crate) fn interrupted(&self, in_use: &[Confinement]) {
+        self.parking.end_all();
         for conf in in_use {
             self.of(conf).interrupted();
         }
@@ -715,7 +726,14 @@ mod tests {
     fn no_launching_file_keeps_state_in_a_static() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/stages");
         let mut files = Vec::new();
-        for dir in ["executor", "executor/slurm", "harbor", "nodes", "attempt"] {
+        for dir in [
+            "executor",
+            "executor/slurm",
+            "harbor",
+            "nodes",
+            "attempt",
+            "app",
+        ] {
             for e in std::fs::read_dir(root.join(dir)).unwrap() {
                 let path = e.unwrap().path();
                 if path.extension().is_some_and(|x| x == "rs") {

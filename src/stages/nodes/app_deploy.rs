@@ -67,6 +67,7 @@ impl Kind for AppDeploy {
             Runner::Local => i.build.built().map(|tree| park_key(tree, &self.0.start)),
             Runner::Docker(_) => None,
         };
+        let executors = self.1.clone();
         let (outcome, ms, log) = tokio::task::spawn_blocking(move || {
             let served = Served::start(&bwrap, &runner, &tar, &self.0.start);
             let outcome = match &served.deployment {
@@ -75,7 +76,7 @@ impl Kind for AppDeploy {
             };
             let (ms, log) = (served.ms, served.log());
             if let Some(key) = key {
-                served.park(key);
+                served.park(executors.parking(), key);
             }
             (outcome, ms, log)
         })

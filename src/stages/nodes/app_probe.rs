@@ -81,7 +81,7 @@ impl Kind for AppProbe {
             let p = &self.0;
             let began = Instant::now();
             let served = key
-                .and_then(|key| Served::unpark(&key))
+                .and_then(|key| Served::unpark(self.1.parking(), &key))
                 .unwrap_or_else(|| Served::start(&bwrap, &runner, &tar, &p.start));
             let probes = probe(served, &p.start, &p.probes);
             let ms = began.elapsed().as_millis() as u64;

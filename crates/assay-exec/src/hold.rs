@@ -281,6 +281,7 @@ async fn supervise(
         cg_memory,
         cg_pids,
         watch,
+        gate: _,
     } = prepared;
     let Spawned {
         mut child,
@@ -288,6 +289,7 @@ async fn supervise(
         guard,
         pipe,
         started,
+        within,
     } = spawned;
     let publish = |stop: Stop| {
         let (lock, changed) = &*shared;
@@ -297,7 +299,9 @@ async fn supervise(
     let (done, supervision_ended) = oneshot::channel::<()>();
     let supervised = async {
         let _done = done;
-        let mut waiter = tokio::task::spawn_blocking(move || group::wait_exit(pgid));
+        let watched = within.clone();
+        let mut waiter =
+            tokio::task::spawn_blocking(move || group::wait_exit(pgid, watched.as_deref()));
         let overrun = overrun(watch.as_ref(), pgid);
         let refusal = async {
             match &cgroup {
@@ -316,7 +320,7 @@ async fn supervise(
             group::kill(pgid);
             waiter.await??;
         }
-        let status = end_group(pgid, &mut child, guard).await?;
+        let status = end_group(pgid, &mut child, guard, within.as_deref()).await?;
         let hits = cgroup.as_ref().map(|c| c.hits()).unwrap_or_default();
         if let Some(c) = &cgroup {
             // Kills what left the group but not the cgroup (an unsandboxed

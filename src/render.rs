@@ -64,6 +64,13 @@ impl Renderer {
 }
 
 impl Human {
+    /// One line on stderr, above the bar while it shows. Printed whether or
+    /// not stderr is a terminal (the bar's own `println` prints nothing
+    /// while the bar is hidden: a pipe, a log file, the first second).
+    fn line(&self, text: String) {
+        self.bar.suspend(|| eprintln!("{text}"));
+    }
+
     fn event(&mut self, e: &Event) {
         // Only draw once the build has taken a second: fast builds stay quiet.
         if !self.shown && self.started.elapsed() > Duration::from_secs(1) {
@@ -76,8 +83,7 @@ impl Human {
             Event::NodeStarted { name, key, .. } => {
                 self.bar.set_message(name.to_string());
                 if self.verbose {
-                    self.bar
-                        .println(format!("  run    {name}  key {}", key.short()));
+                    self.line(format!("  run    {name}  key {}", key.short()));
                 }
             }
             Event::NodeFinished {
@@ -85,8 +91,7 @@ impl Human {
             } => {
                 self.bar.inc(1);
                 if self.verbose {
-                    self.bar
-                        .println(format!("  done   {name}  {duration_ms} ms"));
+                    self.line(format!("  done   {name}  {duration_ms} ms"));
                 }
             }
             Event::NodeReused { .. } => self.bar.inc(1),
@@ -98,13 +103,12 @@ impl Human {
             } => {
                 self.bar.inc(1);
                 let class = class.map(|c| format!(" ({c})")).unwrap_or_default();
-                self.bar
-                    .println(format!("  FAILED {name}{class}: {reason}"));
+                self.line(format!("  FAILED {name}{class}: {reason}"));
             }
             Event::NodeSkipped { name, because, .. } => {
                 self.bar.inc(1);
                 if self.verbose {
-                    self.bar.println(format!("  skip   {name}: {because}"));
+                    self.line(format!("  skip   {name}: {because}"));
                 }
             }
             Event::JobState {
@@ -112,7 +116,7 @@ impl Human {
             } => {
                 if self.verbose {
                     let at = place.map(|p| format!(" on {p}")).unwrap_or_default();
-                    self.bar.println(format!("  {state:<6} {name}{at}"));
+                    self.line(format!("  {state:<6} {name}{at}"));
                 }
                 let Some(place) = place else {
                     return;
@@ -135,8 +139,7 @@ impl Human {
                     .set_message(format!("{name} · {}", places.join(" · ")));
             }
             Event::CacheRepaired { name, problem, .. } => {
-                self.bar
-                    .println(format!("  cache  {name}: {problem}; recomputing"));
+                self.line(format!("  cache  {name}: {problem}; recomputing"));
             }
             Event::Summary(s) => {
                 self.bar.finish_and_clear();

@@ -602,6 +602,73 @@ fn sessions_on_a_reward_only_harbor_task_are_graded_by_its_own_verifier_in_a_fre
         .stdout_has("0 verdicts changed");
 }
 
+/// One task folder whose `task.toml` declares a `network_mode` Harbor
+/// does not know fails that task alone: the other task certifies, its
+/// sessions are graded and the release is written, with the bad folder
+/// uncertified for the key and the value; the plain console names the
+/// file and points at the value. The report names the uncertified task,
+/// counts the empty patch of a session its own verifier graded, and is
+/// dated by the folders' newest change.
+#[test]
+fn an_unsupported_network_mode_fails_only_its_task_and_the_console_names_the_file_and_the_value() {
+    setup();
+    let p = util::Project::new().pipeline(
+        "cache = \"cache\"\nrelease = \"release\"\nsessions = \"sessions\"\n\n[screen]\nrepeats = 1\n\n[[harbor_dataset]]\nname = \"tb\"\npath = \"tb\"\n",
+    );
+    let _images = util::harbor::BuiltImages::of(&p);
+    let tb = p.path().join("tb");
+    py_task(&tb, "py-calc", "terminal/py-calc");
+    py_task(&tb, "bad-network", "terminal/bad-network");
+    let toml = tb.join("bad-network/task.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(&toml, text.replace("\"no-network\"", "\"bridge\"")).unwrap();
+    session(&p, "gold", "tb/py-calc", &calc_patch("a + b"));
+    session(&p, "empty", "tb/py-calc", "");
+    session(&p, "on-bad", "tb/bad-network", &calc_patch("a + b"));
+    let run = p.run(&["build"]).code(0);
+    for shown in [
+        "tb/bad-network/task.toml: [environment] network_mode = \"bridge\" is none of",
+        "[tb/bad-network/task.toml:",
+        "network_mode = \"bridge\"",
+        "this task is uncertified (`task_toml_invalid`)",
+        "harbor: 2 tasks screened -> 1 certified (tb/py-calc); uncertified: task_toml_invalid 1",
+    ] {
+        assert!(run.stderr.contains(shown), "{shown}\n{}", run.stderr);
+    }
+    assert!(!run.stderr.contains("not written"), "{}", run.stderr);
+
+    let lines = harbor_lines(&p);
+    assert_eq!(
+        lines["py-calc"]["certified"], true,
+        "{:#}",
+        lines["py-calc"]
+    );
+    let bad = &lines["bad-network"];
+    assert_eq!(bad["certified"], false, "{bad:#}");
+    assert_eq!(
+        bad["uncertified_because"][0],
+        "task_toml_invalid: task.toml: [environment] network_mode = \"bridge\" is none of \"public\", \"no-network\", \"allowlist\""
+    );
+    let g = grades(&p);
+    assert_eq!(g["gold.json"]["verdict"], "resolved");
+    assert_eq!(g["empty.json"]["empty_patch"], "true");
+    assert!(!g.contains_key("on-bad.json"), "{g:#?}");
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(p.path().join("release/summary.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(summary["agents"]["alpha/model-a"]["empty_patch"], 1);
+    let html = std::fs::read_to_string(p.path().join("release/report.html")).unwrap();
+    assert!(html.contains("<h2>Uncertified tasks (1)</h2>"), "{html}");
+    assert!(html.contains("<tr><td><code>tb/bad-network</code></td><td>task_toml_invalid: "));
+    assert!(html.contains(", the newest change of a Harbor task folder</td>"));
+    assert!(!html.contains("1970-"));
+    // The same inputs give the same bytes.
+    p.run(&["build"]).code(0);
+    let again = std::fs::read_to_string(p.path().join("release/report.html")).unwrap();
+    assert_eq!(again, html);
+}
+
 /// A reward-only task of Terminal-Bench's shape in Go: `/app/calc.go`'s
 /// `Add` subtracts; the task's `tests/test.sh` copies its test beside it
 /// and writes reward 1 when `go test` passes, else 0.

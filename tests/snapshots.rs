@@ -208,3 +208,62 @@ fn an_unknown_task_is_suggested_only_released_tasks() {
         assert!(released.contains(named), "{named} is not released: {line}");
     }
 }
+
+/// `build -v` prints a line per node it runs and per node that fails,
+/// also when stderr is not a terminal (a pipe, as here; a CI log).
+#[test]
+fn build_verbose_prints_each_node_it_runs_when_stderr_is_not_a_terminal() {
+    let project = Project::new().file("a.txt", "a").pipeline(
+        "[[step]]\nname = \"a\"\nrun = \"echo a\"\n\n[[step]]\nname = \"b\"\nrun = \"exit 3\"\n",
+    );
+    let run = project.run(&["build", "-v"]);
+    for line in [
+        "  run    step:a  key ",
+        "  done   step:a  ",
+        "  FAILED step:b (input): ",
+    ] {
+        assert!(run.stderr.contains(line), "{line}\n{}", run.stderr);
+    }
+}
+
+/// `show` takes what its own not-found hint offers: a node name printed
+/// by `assay plan --all` or `assay build --json`.
+#[test]
+fn show_takes_the_node_names_its_hint_suggests() {
+    let p = &example().project;
+    let refused = p.run(&["show", "no-such-node"]).code(6);
+    // As printed, wrapped to the width of the console.
+    let said = refused
+        .stderr
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let hint = "use a node name printed by `assay plan --all` or `assay build --json`, or a digest";
+    assert!(said.contains(hint), "{}", refused.stderr);
+    let plan = p.run(&["plan", "--all"]).code(0);
+    let names: Vec<&str> = plan
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("cached   "))
+        .collect();
+    let task = names
+        .iter()
+        .find(|n| n.starts_with("task:"))
+        .unwrap_or_else(|| panic!("{}", plan.stdout));
+    let shown = p.run(&["show", task]).code(0);
+    let record: serde_json::Value = serde_json::from_str(&shown.stdout).unwrap();
+    assert!(record["instance_id"].is_string(), "{record:#}");
+    let events = p.run(&["build", "--json"]).code(0);
+    let release = events
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find_map(|e| {
+            e["name"]
+                .as_str()
+                .filter(|n| *n == "release")
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| panic!("{}", events.stdout));
+    p.run(&["show", &release]).code(0).stdout_has("\"files\"");
+}

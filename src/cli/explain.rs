@@ -270,6 +270,15 @@ pub(super) fn find_key(store: &Store, text: &str) -> Result<Option<Digest>, Fail
     }
 }
 
+/// The key of the node named `name` in the last build, when it names one.
+pub(super) fn node_key(store: &Store, name: &str) -> Result<Option<Digest>, Failure> {
+    let builds = store.builds(1).map_err(Failure::cache)?;
+    Ok(builds
+        .first()
+        .and_then(|b| store.manifest(b).ok().flatten())
+        .and_then(|m| m.find(name).and_then(|e| e.key)))
+}
+
 pub(super) fn not_found(what: &str) -> Failure {
     Failure::new(
         exit::NOT_FOUND,

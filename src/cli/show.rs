@@ -3,7 +3,7 @@
 use assay_engine::{BuildManifest, Digest};
 use clap::Args;
 
-use super::explain::{find_key, not_found};
+use super::explain::{find_key, node_key, not_found};
 use super::{Failure, Global};
 use crate::exit;
 use crate::pipeline::Pipeline;
@@ -11,7 +11,8 @@ use crate::pipeline::Pipeline;
 /// Print a cached node's output, or any blob, decoded (JSON pretty-printed, text as is).
 #[derive(Args, Debug)]
 pub(crate) struct ShowArgs {
-    /// A node key, an output digest or a blob digest (64 hex digits; a unique key prefix will do).
+    /// A node name from the last build (as `assay plan --all` or `assay build --json` print it), a
+    /// node key, an output digest or a blob digest (64 hex digits; a unique key prefix will do).
     digest: String,
     /// Print the raw bytes.
     #[arg(long)]
@@ -21,7 +22,11 @@ pub(crate) struct ShowArgs {
 pub(crate) fn run(global: &Global, args: ShowArgs) -> Result<i32, Failure> {
     let pipeline = Pipeline::load(&global.pipeline).ok();
     let store = global.open_store(pipeline.as_ref())?;
-    let bytes = if let Some(key) = find_key(&store, &args.digest)? {
+    let key = match node_key(&store, &args.digest)? {
+        Some(key) => Some(key),
+        None => find_key(&store, &args.digest)?,
+    };
+    let bytes = if let Some(key) = key {
         match store.key_record(&key).map_err(Failure::cache)? {
             Some((_, _, row)) => store.output_bytes(&row).map_err(Failure::cache)?,
             None => return Err(not_found(&args.digest)),

@@ -37,6 +37,7 @@ mod csv;
 mod detail;
 mod html;
 mod html_chart;
+mod html_harbor;
 mod html_judge;
 mod html_leaderboard;
 mod html_nav;
@@ -59,6 +60,8 @@ mod summary;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_harbor;
+#[cfg(test)]
 mod tests_judge;
 #[cfg(test)]
 mod tests_scale;
@@ -66,7 +69,7 @@ mod trials;
 
 use std::collections::BTreeMap;
 
-pub(crate) use input::{About, Price, PublishInput};
+pub(crate) use input::{About, HarborScreen, Price, PublishInput};
 #[cfg(test)]
 pub(crate) use model::Summary;
 pub(crate) use model::{AssayVersion, Funnel, Manifest, Number, pretty};

@@ -12,6 +12,7 @@
 pub(crate) mod deepswe;
 mod export;
 pub(crate) mod screen;
+pub(crate) mod task_toml;
 mod verify;
 pub(crate) mod workspace;
 

@@ -30,8 +30,10 @@ use std::time::Duration;
 use assay_docker::{ForeignContainer, ForeignSpec, Limits};
 use serde::{Deserialize, Serialize};
 
-use crate::stages::error::{NodeError, chain};
+use crate::stages::error::chain;
 use crate::stages::executor::daemon::Daemon;
+
+pub(crate) use super::task_toml::{TaskToml, TaskTomlError};
 
 /// What one reading of a control gave.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -83,75 +85,6 @@ pub(crate) struct Rebuilt {
 /// The two controls.
 pub(crate) const NOP: &str = "nop";
 pub(crate) const ORACLE: &str = "oracle";
-
-/// What a task folder's `task.toml` says that screening uses.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct TaskToml {
-    pub(crate) name: Option<String>,
-    pub(crate) agent_timeout: Duration,
-    pub(crate) verifier_timeout: Duration,
-    pub(crate) build_timeout: Duration,
-    pub(crate) docker_image: Option<String>,
-    /// Whether the environment's build steps may reach the network:
-    /// `[environment] network_mode` (`public`, `allowlist`: yes;
-    /// `no-network`: no), else the deprecated `allow_internet`, else
-    /// Harbor's default, `public`.
-    pub(crate) build_network: bool,
-}
-
-impl TaskToml {
-    /// A `task.toml` that does not read is the task folder's: its node's input.
-    pub(crate) fn read(folder: &Path) -> Result<TaskToml, NodeError> {
-        let path = folder.join("task.toml");
-        let bad = |e: &dyn std::fmt::Display| NodeError::input(format!("{}: {e}", path.display()));
-        let text = std::fs::read_to_string(&path).map_err(|e| bad(&e))?;
-        let v: toml::Value = toml::from_str(&text).map_err(|e| bad(&e))?;
-        let secs = |table: &str, key: &str| {
-            v.get(table)
-                .and_then(|t| t.get(key))
-                .and_then(|x| x.as_float().or_else(|| x.as_integer().map(|i| i as f64)))
-                .filter(|s| s.is_finite() && *s > 0.0)
-                .map_or(Duration::from_secs(600), Duration::from_secs_f64)
-        };
-        Ok(TaskToml {
-            name: v
-                .get("task")
-                .and_then(|t| t.get("name"))
-                .and_then(|n| n.as_str())
-                .map(str::to_owned),
-            agent_timeout: secs("agent", "timeout_sec"),
-            verifier_timeout: secs("verifier", "timeout_sec"),
-            build_timeout: secs("environment", "build_timeout_sec"),
-            docker_image: v
-                .get("environment")
-                .and_then(|t| t.get("docker_image"))
-                .and_then(|n| n.as_str())
-                .map(str::to_owned),
-            build_network: build_network(v.get("environment"))
-                .map_err(|e| bad(&format!("[environment] {e}")))?,
-        })
-    }
-}
-
-/// Whether `[environment]` lets the build reach the network.
-fn build_network(environment: Option<&toml::Value>) -> Result<bool, String> {
-    let get = |key: &str| environment.and_then(|t| t.get(key));
-    if let Some(mode) = get("network_mode") {
-        return match mode.as_str() {
-            Some("public" | "allowlist") => Ok(true),
-            Some("no-network") => Ok(false),
-            _ => Err(format!(
-                "network_mode = {mode} is none of \"public\", \"no-network\", \"allowlist\""
-            )),
-        };
-    }
-    match get("allow_internet") {
-        None => Ok(true),
-        Some(v) => v
-            .as_bool()
-            .ok_or_else(|| format!("allow_internet = {v} is not true or false")),
-    }
-}
 
 /// The images a Dockerfile starts from (its `FROM` lines, less its own
 /// stages and `scratch`).
@@ -847,22 +780,6 @@ mod tests {
         let raw = "\u{1b}[1;31mError:\u{1b}[0m step 3\r\n\u{1b}]8;;http://x\u{1b}\\link\u{1b}]8;;\u{7}\u{9b}2Kdone\u{7}";
         assert_eq!(clean(raw), "Error: step 3\nlinkdone");
         assert_eq!(tail(raw.as_bytes(), 1), "linkdone");
-    }
-
-    #[test]
-    fn the_build_network_is_the_tasks_declared_policy() {
-        let env = |text: &str| {
-            let v: toml::Value = toml::from_str(text).unwrap();
-            build_network(v.get("environment"))
-        };
-        assert_eq!(env("[environment]\nnetwork_mode = \"public\""), Ok(true));
-        assert_eq!(
-            env("[environment]\nnetwork_mode = \"no-network\""),
-            Ok(false)
-        );
-        assert_eq!(env("[environment]\nallow_internet = false"), Ok(false));
-        assert_eq!(env(""), Ok(true), "Harbor's default is public");
-        assert!(env("[environment]\nnetwork_mode = \"lan\"").is_err());
     }
 
     #[test]

@@ -154,7 +154,7 @@ fn grade(
             p.max_patch_bytes
         )))
     } else {
-        let toml = TaskToml::read(&node.folder)?;
+        let toml = TaskToml::read(&node.folder).map_err(NodeError::input)?;
         let answer = match &node.workspace {
             Some(dir) => workspace::Answer::Tree(dir),
             None => workspace::Answer::Patch(patch),

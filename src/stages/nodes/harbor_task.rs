@@ -90,7 +90,10 @@ fn screen_task(
     folder: &Path,
     cache: &Path,
 ) -> Result<HarborTaskRecord, NodeError> {
-    let toml = TaskToml::read(folder)?;
+    let toml = match TaskToml::read(folder) {
+        Ok(toml) => toml,
+        Err(e) => return Ok(unreadable(p, &e)),
+    };
     let digest = blake3::hash(format!("{:?}", p.files).as_bytes()).to_hex();
     let tag = format!(
         "assay-harbor/{}:{}",
@@ -148,6 +151,26 @@ fn screen_task(
         swe,
         rebuild,
     })
+}
+
+/// A task whose `task.toml` does not read: uncertified with why, nothing
+/// built or read.
+fn unreadable(p: &HarborTaskParams, e: &screen::TaskTomlError) -> HarborTaskRecord {
+    let reason = e.reason();
+    HarborTaskRecord {
+        dataset: p.dataset.clone(),
+        folder: p.folder.clone(),
+        name: p.folder.clone(),
+        environment: Built {
+            reason: Some(reason.clone()),
+            ..Built::default()
+        },
+        readings: BTreeMap::new(),
+        rebuild: None,
+        certified: false,
+        uncertified_because: vec![reason],
+        swe: None,
+    }
 }
 
 /// A docker repository name's characters.
@@ -208,4 +231,24 @@ pub(crate) fn folder_files(folder: &Path) -> Result<Vec<(String, u32, String)>, 
     walk(folder, folder, &mut out)?;
     out.sort();
     Ok(out)
+}
+
+/// The newest modification time (seconds since the epoch) of any file or
+/// directory under `folder`, itself included: when the folder last
+/// changed. None when nothing under it reads.
+pub(crate) fn newest_change(folder: &Path) -> Option<i64> {
+    let meta = std::fs::symlink_metadata(folder).ok()?;
+    let mut newest = mtime(&meta);
+    if meta.is_dir() {
+        for e in std::fs::read_dir(folder).ok()?.flatten() {
+            newest = newest.max(newest_change(&e.path()));
+        }
+    }
+    newest
+}
+
+fn mtime(meta: &std::fs::Metadata) -> Option<i64> {
+    let at = meta.modified().ok()?;
+    let secs = at.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
+    i64::try_from(secs).ok()
 }

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::{Context, Kinded, NodeError};
 use super::node::{Kind, Made, NodeKind, Raw};
-use super::publish::{About, Funnel, Price, PublishInput, publish};
+use super::publish::{About, Funnel, HarborScreen, Price, PublishInput, publish};
 use super::records::{Arm, GradeRecord, TaskRecord, TaskStatus, Verdict};
 use super::rules::funnel::Reason;
 use super::swebench;
@@ -75,6 +75,12 @@ pub(crate) struct ReleaseParams {
     /// Sealed into manifest.json (`provenance`); absent: nothing added.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) provenance: Option<super::provenance::Provenance>,
+    /// Each Harbor task folder's newest change (`<dataset>/<folder>` ->
+    /// ISO 8601): the date of its task where the folder gives no merge,
+    /// and of a release that has no merged PR. Left out of the key when
+    /// there is no Harbor dataset.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) harbor_changed: BTreeMap<String, String>,
 }
 
 /// The release node: every task, session, grade, metrics and judge reading,
@@ -353,7 +359,11 @@ pub(crate) fn assemble(
         let cand = match kind {
             Input::Task(c) => c,
             Input::SweTask => {
-                let task: TaskRecord = serde_json::from_slice(bytes).input()?;
+                let mut task: TaskRecord = serde_json::from_slice(bytes).input()?;
+                // Its folder has no merge date: its newest change is its date.
+                if let Some(changed) = params.harbor_changed.get(&task.instance_id) {
+                    task.created_at.clone_from(changed);
+                }
                 let swe = funnel
                     .harbor
                     .get_or_insert_with(Default::default)
@@ -405,12 +415,27 @@ pub(crate) fn assemble(
                 if t.certified && t.swe.is_none() {
                     publish_input.harbor_tasks.push(key.to_hex());
                 }
+                let id = format!("{}/{}", t.dataset, t.folder);
+                publish_input.harbor_screens.push(HarborScreen {
+                    id: id.clone(),
+                    certified: t.certified,
+                    because: t.uncertified_because.clone(),
+                    readings: t
+                        .readings
+                        .iter()
+                        .map(|(control, rs)| {
+                            (control.clone(), rs.iter().map(|r| r.reward).collect())
+                        })
+                        .collect(),
+                });
                 let h = funnel.harbor.get_or_insert_with(Default::default);
                 h.tasks += 1;
                 if t.certified {
                     h.certified += 1;
-                    h.certified_tasks
-                        .push(format!("{}/{}", t.dataset, t.folder));
+                    h.certified_tasks.push(id);
+                } else {
+                    h.uncertified_tasks
+                        .insert(id, t.uncertified_because.clone());
                 }
                 // Tasks, not readings: a task two readings failed counts once.
                 let words: std::collections::BTreeSet<&str> = t
@@ -586,7 +611,9 @@ pub(crate) fn assemble(
             funnel: funnel.clone(),
             provenance: params.provenance.clone(),
             release_node: key.to_hex(),
+            harbor_changed: params.harbor_changed.values().max().cloned(),
         };
+        publish_input.harbor_screens.sort_by(|a, b| a.id.cmp(&b.id));
         // With provenance, publish seals it into manifest.json.
         files.extend(publish(&publish_input));
     }

@@ -59,7 +59,7 @@ pub(crate) fn nodes(
         let mut release_inputs = release::ReleaseInputs::default();
         let swe = swe_folders(pipeline)?;
         let swe_envs: Vec<EnvSettings<'_>> = swe.iter().map(SweFolder::settings).collect();
-        let harbor = harbor_nodes(pipeline, executors, out, &mut release_inputs)?;
+        let harbor = harbor_nodes(pipeline, executors, out, &mut release_inputs, warnings)?;
         if !harbor.is_empty() {
             let cache_dir = store.dir();
             let redact = RedactConfig {
@@ -217,7 +217,7 @@ pub(crate) fn nodes(
         }
     }
     check_topic_splits(pipeline, &seen_candidates)?;
-    let harbor = harbor_nodes(pipeline, executors, out, &mut release_inputs)?;
+    let harbor = harbor_nodes(pipeline, executors, out, &mut release_inputs, warnings)?;
     let mut laid = SweLaid {
         env_of,
         task_nodes,
@@ -459,6 +459,7 @@ fn harbor_nodes(
     executors: &Arc<Executors>,
     out: &mut Vec<NodeSpec>,
     release: &mut release::ReleaseInputs,
+    warnings: &mut Vec<String>,
 ) -> Result<BTreeMap<String, HarborRef>, StageError> {
     let mut by_id = BTreeMap::new();
     let mut by_name: BTreeMap<String, Vec<HarborRef>> = BTreeMap::new();
@@ -476,10 +477,13 @@ fn harbor_nodes(
                 path: path.clone(),
                 files: files.clone(),
             };
-            if let Ok(Some(harbor_name)) =
-                crate::stages::harbor::screen::TaskToml::read(&path).map(|t| t.name)
-            {
-                by_name.entry(harbor_name).or_default().push(task.clone());
+            match crate::stages::harbor::screen::TaskToml::read(&path) {
+                Ok(toml) => {
+                    if let Some(harbor_name) = toml.name {
+                        by_name.entry(harbor_name).or_default().push(task.clone());
+                    }
+                }
+                Err(e) => warnings.push(task_toml_warning(pipeline, &path, e)),
             }
             by_id.insert(task.id.clone(), task);
             out.push(node::spec(
@@ -506,6 +510,26 @@ fn harbor_nodes(
         }
     }
     Ok(all)
+}
+
+/// A task folder whose `task.toml` does not read, as the console shows
+/// it: a diagnostic naming the file (relative to the pipeline) and
+/// pointing at the value.
+fn task_toml_warning(
+    pipeline: &Pipeline,
+    folder: &Path,
+    e: crate::stages::harbor::task_toml::TaskTomlError,
+) -> String {
+    let file = folder.join("task.toml");
+    let shown = file.strip_prefix(&pipeline.root).unwrap_or(&file);
+    let e = e.named(&shown.display().to_string());
+    let mut out = String::new();
+    let handler =
+        miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor());
+    if handler.render_report(&mut out, &e).is_err() {
+        out = format!("warning: {e}");
+    }
+    out.trim_end().to_owned()
 }
 
 /// The task folders of a `[[harbor_dataset]]`'s directory (each holding a
@@ -574,8 +598,10 @@ fn swe_folders(pipeline: &Pipeline) -> Result<Vec<SweFolder>, StageError> {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            let toml =
-                crate::stages::harbor::screen::TaskToml::read(&path).map_err(StageError::cache)?;
+            // One that does not read is uncertified by its `harbor_task`.
+            let Ok(toml) = crate::stages::harbor::screen::TaskToml::read(&path) else {
+                continue;
+            };
             let mut cfg: crate::pipeline::EnvConfig =
                 toml::from_str("").map_err(StageError::cache)?;
             cfg.test_command = shape.test_command().unwrap_or_default();
@@ -754,12 +780,28 @@ fn release_node(
         judges: super::judge::release_info(pipeline, warnings),
         inputs,
         provenance: Some(super::provenance::Provenance::of(&pipeline.text)),
+        harbor_changed: harbor_changed(pipeline),
     };
     node::spec(
         names::RELEASE.into(),
         release::Release(params),
         release_deps,
     )
+}
+
+/// Each Harbor task folder's newest change (`<dataset>/<folder>` -> ISO
+/// 8601): the date of a task and a release that no merge dates.
+fn harbor_changed(pipeline: &Pipeline) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for (dataset, dir) in &pipeline.settings.harbor_datasets {
+        for path in harbor_folders(dir).unwrap_or_default() {
+            let folder = path.file_name().unwrap_or_default().to_string_lossy();
+            if let Some(secs) = super::harbor_task::newest_change(&path) {
+                out.insert(format!("{dataset}/{folder}"), task::iso8601(secs));
+            }
+        }
+    }
+    out
 }
 
 fn read_statement(dir: Option<&Path>, id: &str, ext: &str) -> Option<String> {

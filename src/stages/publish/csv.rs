@@ -115,7 +115,11 @@ pub(super) fn results(index: &Index<'_>) -> String {
                 .unwrap_or_default(),
             num(&|m| m.suppressions_added),
             num(&|m| m.comment_lines_added),
-            m.map(|m| m.empty_patch.to_string()).unwrap_or_default(),
+            if m.is_some() || facts.is_some() {
+                index.empty_patch(&g.session).to_string()
+            } else {
+                String::new()
+            },
             facts
                 .and_then(|f| f.turns)
                 .map(|t| t.to_string())

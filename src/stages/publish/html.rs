@@ -17,7 +17,7 @@ use super::markup::{agent_path, count, esc, fault_class, figure, label, label_of
 use super::model::{Agent, Summary};
 use super::pages::{At, session_link};
 use super::paths::segment;
-use super::{html_chart, html_judge, html_leaderboard, html_transcript, pages};
+use super::{html_chart, html_harbor, html_judge, html_leaderboard, html_transcript, pages};
 use crate::model::records::{Fault, TaskStatus, Verdict};
 
 pub(super) const CSS: &str = "
@@ -171,6 +171,7 @@ pub(super) fn report(index: &Index<'_>, summary: &Summary) -> String {
 
     matrix(&mut h, index);
     apart(&mut h, index, summary);
+    html_harbor::section(&mut h, index);
     suspects(&mut h, index, summary);
     tamper(&mut h, index, summary);
     not_graded(&mut h, index, summary);
@@ -253,17 +254,7 @@ fn about(h: &mut String, index: &Index<'_>, summary: &Summary) {
             format!("<code>{}</code> (blake3)", esc(&p.pipeline)),
         );
     }
-    // The page reads no clock (it is rebuilt byte for byte from its inputs):
-    // its date is the data's, the newest merge among the released tasks.
-    let newest = index.tasks.iter().map(|(t, _)| t.created_at.as_str()).max();
-    row(
-        h,
-        "date",
-        match newest.filter(|d| !d.is_empty()) {
-            Some(d) => format!("{}, the newest merge of a released task", esc(d)),
-            None => "–".to_owned(),
-        },
-    );
+    row(h, "date", date(index));
     h.push_str("</table>\n");
 
     let f = &about.funnel;
@@ -331,7 +322,7 @@ fn about(h: &mut String, index: &Index<'_>, summary: &Summary) {
             "<h3>Harbor tasks</h3>\n<table>\n\
              <tr><th>tasks screened</th><td class=\"n\">{}</td><td>no-op and oracle read in fresh containers</td></tr>\n\
              <tr><th>tasks certified</th><td class=\"n\">{}</td><td>{}</td></tr>\n\
-             <tr><th>tasks uncertified</th><td class=\"n\">{}</td><td>{}</td></tr>\n</table>",
+             <tr><th>tasks uncertified</th><td class=\"n\">{}</td><td>{}{}</td></tr>\n</table>",
             harbor.tasks,
             harbor.certified,
             harbor
@@ -341,7 +332,27 @@ fn about(h: &mut String, index: &Index<'_>, summary: &Summary) {
                 .collect::<Vec<_>>()
                 .join(", "),
             harbor.tasks - harbor.certified.min(harbor.tasks),
-            reasons(&harbor.uncertified_because),
+            harbor
+                .uncertified_tasks
+                .iter()
+                .map(|(t, why)| {
+                    let words: std::collections::BTreeSet<&str> = why
+                        .iter()
+                        .map(|w| w.split(':').next().unwrap_or(w))
+                        .collect();
+                    let words: Vec<&str> = words.into_iter().collect();
+                    format!("<code>{}</code> ({})", esc(t), esc(&words.join(", ")))
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+            if harbor.uncertified_because.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "<br><span class=\"muted\">by reason, a task counted under each of its reasons:</span>{}",
+                    reasons(&harbor.uncertified_because)
+                )
+            },
         );
         if let Some(swe) = &harbor.assay_tasks {
             let _ = writeln!(
@@ -364,6 +375,30 @@ fn about(h: &mut String, index: &Index<'_>, summary: &Summary) {
                 reasons(&swe.uncertified_because),
             );
         }
+    }
+}
+
+/// The release's date. The page reads no clock (it is rebuilt byte for
+/// byte from its inputs): its date is the data's, the newest merge among
+/// the released mined tasks or the newest change of a Harbor task folder,
+/// whichever is later.
+fn date(index: &Index<'_>) -> String {
+    let merged = index
+        .tasks
+        .iter()
+        .filter(|(t, _)| !index.harbor_screens.contains_key(t.instance_id.as_str()))
+        .map(|(t, _)| t.created_at.as_str())
+        .filter(|d| !d.is_empty())
+        .max()
+        .map(|d| (d, "the newest merge of a released task"));
+    let changed = index
+        .about
+        .harbor_changed
+        .as_deref()
+        .map(|d| (d, "the newest change of a Harbor task folder"));
+    match merged.into_iter().chain(changed).max() {
+        Some((d, what)) => format!("{}, {what}", esc(d)),
+        None => "–".to_owned(),
     }
 }
 
@@ -562,8 +597,14 @@ fn matrix(h: &mut String, index: &Index<'_>) {
 /// Uncertified tasks and empty-patch sessions, counted apart.
 fn apart(h: &mut String, index: &Index<'_>, summary: &Summary) {
     let uncertified = &summary.tasks.uncertified_tasks;
-    let _ = writeln!(h, "<h2>Uncertified tasks ({})</h2>", uncertified.len());
+    let harbor = html_harbor::uncertified(index).len();
+    let _ = writeln!(
+        h,
+        "<h2>Uncertified tasks ({})</h2>",
+        uncertified.len() + harbor
+    );
     h.push_str("<p>An uncertified task never scores an agent.</p>\n");
+    html_harbor::uncertified_table(h, index);
     if !uncertified.is_empty() {
         h.push_str("<table>\n<tr><th>task</th><th>track</th><th>because</th></tr>\n");
         for t in uncertified {
@@ -583,12 +624,7 @@ fn apart(h: &mut String, index: &Index<'_>, summary: &Summary) {
         .values()
         .flatten()
         .copied()
-        .filter(|g| {
-            index
-                .metrics
-                .get(g.0.session.as_str())
-                .is_some_and(|m| m.empty_patch)
-        })
+        .filter(|g| index.empty_patch(&g.0.session))
         .collect();
     let _ = writeln!(h, "<h2>Empty-patch sessions ({})</h2>", empty.len());
     h.push_str("<p>They stay in n and score zero.</p>\n");

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use super::input::{About, Price, PublishInput};
+use super::input::{About, HarborScreen, Price, PublishInput};
 use super::judged::Judged;
 use super::quality::Figures;
 use crate::model::records::{Arm, GradeRecord, MetricsRecord, SessionRecord, TaskRecord};
@@ -33,6 +33,8 @@ pub(crate) struct Index<'a> {
     pub(crate) tasks: Vec<(&'a TaskRecord, &'a str)>,
     /// The certified reward-only Harbor tasks' digests (basic track).
     pub(crate) harbor_tasks: BTreeSet<&'a str>,
+    /// Every Harbor task folder as screened, by id.
+    pub(crate) harbor_screens: BTreeMap<&'a str, &'a HarborScreen>,
     /// Session -> the (instance_id, track) of the task page its section is
     /// on: its scored arm's task (any arm's where it has none).
     pub(crate) homes: BTreeMap<&'a str, (&'a str, &'a str)>,
@@ -123,6 +125,11 @@ impl<'a> Index<'a> {
             quality: Figures::new(&input.quality),
             tasks,
             harbor_tasks: input.harbor_tasks.iter().map(String::as_str).collect(),
+            harbor_screens: input
+                .harbor_screens
+                .iter()
+                .map(|h| (h.id.as_str(), h))
+                .collect(),
             homes,
             not_graded: not_graded.into_iter().collect(),
             suspects,
@@ -146,6 +153,37 @@ impl<'a> Index<'a> {
             .flatten()
             .map(|g| (g.0.session.as_str(), *g))
             .collect()
+    }
+
+    /// Whether `session` answered with an empty patch: as its metrics
+    /// measured the patch graded, and for a session no metrics node
+    /// measures (one graded by a Harbor task's own verifier: a session
+    /// file, an imported trial, an attempt), as its record says — no patch,
+    /// or one of whitespace alone, and no working directory graded in its
+    /// place. An attempt whose workspace assay refused to read (over the
+    /// read-back bound) answered too much, not nothing.
+    pub(crate) fn empty_patch(&self, session: &str) -> bool {
+        let record = self.sessions.get(session);
+        if record.is_some_and(|s| s.facts.patch_refused.is_some()) {
+            return false;
+        }
+        if let Some(m) = self.metrics.get(session) {
+            return m.empty_patch;
+        }
+        let Some(s) = record else {
+            return false;
+        };
+        let workspace = s
+            .facts
+            .trial
+            .as_ref()
+            .is_some_and(|t| t.workspace.is_some());
+        let blank = s.patch.is_empty()
+            || self
+                .patches
+                .get(&s.patch)
+                .is_some_and(|p| p.iter().all(u8::is_ascii_whitespace));
+        blank && !workspace
     }
 
     /// The scored grades of a pair (none when every one hit an uncertified task).

@@ -21,6 +21,10 @@ pub(crate) struct PublishInput {
     /// graded by their own verifier), by `harbor_task` node key: on the
     /// basic track of the leaderboard's denominator.
     pub(crate) harbor_tasks: Vec<String>,
+    /// Every Harbor task folder as screened (certified or not), sorted by
+    /// id: the report names each with its reasons and its controls'
+    /// readings.
+    pub(crate) harbor_screens: Vec<HarborScreen>,
     /// Every grade with its grade node key.
     pub(crate) grades: Vec<(GradeRecord, String)>,
     /// The dataset's own verifier's readings of sessions on
@@ -55,6 +59,19 @@ pub(crate) struct PublishInput {
     pub(crate) shots: BTreeMap<String, Vec<u8>>,
 }
 
+/// A Harbor task folder as its screening left it: what the report shows
+/// of it beside assay's own readings.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct HarborScreen {
+    /// `<dataset>/<folder>`.
+    pub(crate) id: String,
+    pub(crate) certified: bool,
+    pub(crate) because: Vec<String>,
+    /// The dataset's own verifier's reward in each reading of each control
+    /// (`nop`, `oracle`), in order; None where it wrote none.
+    pub(crate) readings: BTreeMap<String, Vec<Option<f64>>>,
+}
+
 /// The release as the report's header describes it: nothing here enters
 /// summary.json or results.csv; the provenance (with the release node's
 /// key) is sealed into manifest.json.
@@ -66,4 +83,7 @@ pub(crate) struct About {
     /// The release node's key (the release digest, which covers this file,
     /// can only be in manifest.json).
     pub(crate) release_node: String,
+    /// The newest change of a Harbor task folder (ISO 8601), when the
+    /// pipeline has any: the date of a release that has no merged PR.
+    pub(crate) harbor_changed: Option<String>,
 }

@@ -558,6 +558,10 @@ pub(crate) struct HarborFunnel {
     pub(crate) uncertified_because: BTreeMap<String, usize>,
     #[serde(default)]
     pub(crate) certified_tasks: Vec<String>,
+    /// Each uncertified task (`<dataset>/<folder>`) with its reasons: the
+    /// tasks `uncertified_because` counts, by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) uncertified_tasks: BTreeMap<String, Vec<String>>,
     /// The Deep-SWE-shaped folders among them taken in as assay tasks;
     /// absent without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]

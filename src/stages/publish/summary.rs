@@ -440,12 +440,7 @@ fn agent_summary(
         .count() as u64;
     let empty = grades
         .iter()
-        .filter(|g| {
-            index
-                .metrics
-                .get(g.0.session.as_str())
-                .is_some_and(|m| m.empty_patch)
-        })
+        .filter(|g| index.empty_patch(&g.0.session))
         .count() as u64;
     Agent {
         agent: agent.to_owned(),

@@ -1134,6 +1134,7 @@ fn the_header_counts_prs_and_tasks_apart_and_names_its_provenance() {
             assay_commit: "c0ffee".to_owned(),
         }),
         release_node: "r00t".to_owned(),
+        harbor_changed: None,
     };
     input.tasks[1].0.created_at = "2026-02-03T04:05:06Z".to_owned();
     input.tasks[0].0.created_at = "2026-01-01T00:00:00Z".to_owned();

@@ -118,6 +118,7 @@ fn repository(dir: &Path) -> Repo {
 }
 
 /// The instance image, built from `dir` (`repo` copied to `/testbed`,
+/// `WORKDIR /testbed/` as SWE-bench's instance Dockerfile writes it,
 /// its `.git` and the future commit in it) and tagged with each of `tags`;
 /// removed when dropped.
 struct Image(Vec<String>);
@@ -127,7 +128,7 @@ impl Image {
         write(
             dir,
             "Dockerfile",
-            "FROM assay-base:bookworm\nUSER root\nCOPY repo /testbed\nWORKDIR /testbed\n",
+            "FROM assay-base:bookworm\nUSER root\nCOPY repo /testbed\nWORKDIR /testbed/\n",
         );
         let mut cmd = Command::new("docker");
         cmd.args(["build", "-q"]);
@@ -350,6 +351,7 @@ fn swe_bench_instances_become_tasks_screened_by_assay_and_checked_against_their_
     assert_eq!(t1["FAIL_TO_PASS"], serde_json::json!(d(&[MUL])), "{t1:#}");
     assert_eq!(t1["dataset"]["FAIL_TO_PASS"], serde_json::json!(f1));
     assert_eq!(t1["dataset"]["family"], "swe-bench");
+    assert_eq!(t1["dataset"]["base_commit"], r.base.as_str());
     assert!(disagreements(&t1).is_empty(), "{t1:#}");
     assert!(
         t1["eval_script"]

@@ -393,6 +393,9 @@ pub(crate) struct Disagreement {
 pub(crate) struct DatasetLists {
     /// The instance file's family.
     pub(crate) family: String,
+    /// The instance's `base_commit` (the task's `base_commit` is the
+    /// tree assay read from the image's working directory).
+    pub(crate) base_commit: String,
     #[serde(rename = "FAIL_TO_PASS")]
     pub(crate) fail_to_pass: Vec<String>,
     #[serde(rename = "PASS_TO_PASS")]

@@ -141,6 +141,7 @@ fn every_disagreement_with_the_lists_is_named() {
     use Outcome::{Failed, Passed};
     let lists = DatasetLists {
         family: "swe-bench".into(),
+        base_commit: BASE.into(),
         fail_to_pass: vec![
             "f2p_ok".into(),
             "f2p_at_base".into(),

@@ -129,8 +129,8 @@ impl Kind for InstanceNode {
             ));
             return Ok(Made::record(record));
         };
-        record.workdir = match image.working_dir.as_str() {
-            "" | "/" => TESTBED.to_owned(),
+        record.workdir = match image.working_dir.trim_end_matches('/') {
+            "" => TESTBED.to_owned(),
             dir => dir.to_owned(),
         };
         record.image_name = Some(name);
@@ -330,6 +330,7 @@ impl Kind for InstanceTriage {
             gold_patch: String::new(),
             dataset: Some(DatasetLists {
                 family: p.family.as_str().to_owned(),
+                base_commit: row.base_commit.clone(),
                 fail_to_pass: row.fail_to_pass.clone(),
                 pass_to_pass: row.pass_to_pass.clone(),
                 disagreements: Vec::new(),

@@ -302,6 +302,9 @@ impl FromImage<'_> {
                 workdir.dir
             )));
         }
+        // SWE-bench's images say `WORKDIR /testbed/`: `ln -s` refuses a
+        // link path with a trailing slash.
+        let dir = workdir.dir.trim_end_matches('/');
         let tree = assay_docker::TREE_DIR;
         let user = assay_docker::RunUser::default();
         let scrub = if self.scrub_history {
@@ -313,7 +316,7 @@ impl FromImage<'_> {
         };
         let commands = vec![format!(
             "W={w}; {scrub}cp -a \"$W\"/. {tree}/ && chown -R {uid}:{gid} {tree} && rm -rf \"$W\" && ln -s {tree} \"$W\"",
-            w = shell::quote(&workdir.dir),
+            w = shell::quote(dir),
             uid = user.uid,
             gid = user.gid,
         )];

@@ -360,6 +360,13 @@ fn swe_bench_instances_become_tasks_screened_by_assay_and_checked_against_their_
             .contains("./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1"),
         "SWE-bench's Django spec runs it: {t1:#}"
     );
+    assert!(
+        t1["eval_script"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("git checkout {} -- 'tests/test_calc.py'", r.base)),
+        "the published eval script resets the test files to the instance's own base: {t1:#}"
+    );
     let t2 = released(&p, &format!("sb/{two}"));
     assert_eq!(
         disagreements(&t2),

@@ -76,7 +76,13 @@ pub(crate) fn assemble(
     let hidden = TestPatch::read(test.as_bytes()).hidden();
     let command =
         super::touched::command_over(p.touched_command.as_deref(), &p.test_command, &hidden);
-    let script = eval_script(&triage.base, &test, &command);
+    // An instance's eval script runs in the instance's own image, whose
+    // repository has the instance's base commit, not assay's tree of it.
+    let base = triage
+        .dataset
+        .as_ref()
+        .map_or(&triage.base, |d| &d.base_commit);
+    let script = eval_script(base, &test, &command);
     let mut record = TaskRecord {
         instance_id: p.instance_id.clone(),
         repo: p.repo.clone(),

@@ -33,25 +33,7 @@ g() { git -C "$repo" -c user.name=bench -c user.email=bench@localhost "$@"; }
 g init -q -b main
 printf 'def add(a, b):\n    return a + b\n' > "$repo/calc.py"
 printf 'import unittest\n\nimport calc\n\n\nclass CalcTest(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(calc.add(2, 3), 5)\n' > "$repo/tests/test_calc.py"
-cat > "$repo/tests/runtests.py" <<'PY'
-#!/usr/bin/env python3
-import os
-import sys
-import unittest
-
-here = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [here, os.path.dirname(here)]
-args, names = sys.argv[1:], []
-while args:
-    a = args.pop(0)
-    if a in ('--parallel', '--verbosity'):
-        args.pop(0)
-    elif not a.startswith('-'):
-        names.append(a)
-suite = unittest.defaultTestLoader.loadTestsFromNames(names)
-result = unittest.TextTestRunner(verbosity=2).run(suite)
-sys.exit(0 if result.wasSuccessful() else 1)
-PY
+cp "$here/tests/instances/runtests.py" "$repo/tests/runtests.py"
 chmod +x "$repo/tests/runtests.py"
 g add -A && g commit -q -m base
 base=$(g rev-parse HEAD)

@@ -51,25 +51,7 @@ class MulTest(unittest.TestCase):
 ";
 /// Django's runner as SWE-bench calls it: flags, then dotted modules
 /// under `tests/`; `unittest -v`'s lines on stderr.
-const RUNTESTS: &str = "\
-#!/usr/bin/env python3
-import os
-import sys
-import unittest
-
-here = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [here, os.path.dirname(here)]
-args, names = sys.argv[1:], []
-while args:
-    a = args.pop(0)
-    if a in ('--parallel', '--verbosity'):
-        args.pop(0)
-    elif not a.startswith('-'):
-        names.append(a)
-suite = unittest.defaultTestLoader.loadTestsFromNames(names)
-result = unittest.TextTestRunner(verbosity=2).run(suite)
-sys.exit(0 if result.wasSuccessful() else 1)
-";
+const RUNTESTS: &str = include_str!("instances/runtests.py");
 
 /// The repository, its base, and the two patches: the test patch adds
 /// `MulTest` to `tests/test_calc.py`, the gold patch `calc.mul`. The fix is also

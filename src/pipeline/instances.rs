@@ -105,3 +105,57 @@ pub(crate) fn instances(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(table: &str) -> Result<Pipeline, String> {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("rows.jsonl"), "").unwrap();
+        let path = tmp.path().join("pipeline.toml");
+        std::fs::write(&path, format!("[[instances]]\nname = \"sb\"\n{table}")).unwrap();
+        Pipeline::load(&path).map_err(|e| format!("{:?}", miette::Report::new(e)))
+    }
+
+    #[test]
+    fn an_instances_table_becomes_its_settings() {
+        let p = load("path = \"rows.jsonl\"\nfamily = \"swe-rebench\"\ntest_command = \"pytest -rA\"\nreport = \"pytest\"\n").unwrap();
+        let s = &p.settings.instances[0];
+        assert_eq!(
+            (s.name.as_str(), s.family, s.fallback.clone()),
+            (
+                "sb",
+                Some(Family::SweRebench),
+                Some(("pytest -rA".to_owned(), Format::Pytest))
+            )
+        );
+        assert!(s.path.ends_with("rows.jsonl"));
+    }
+
+    #[test]
+    fn a_bad_instances_table_is_pointed_at_with_a_hint() {
+        for (table, says) in [
+            ("path = \"none.jsonl\"\n", "does not exist"),
+            (
+                "path = \"rows.jsonl\"\nfamily = \"swe-gym\"\n",
+                "one of swe-bench, swe-rebench",
+            ),
+            (
+                "path = \"rows.jsonl\"\ntest_command = \"pytest\"\n",
+                "without `report`",
+            ),
+            (
+                "path = \"rows.jsonl\"\nreport = \"pytest\"\n",
+                "without `test_command`",
+            ),
+            (
+                "path = \"rows.jsonl\"\ntest_command = \"x\"\nreport = \"nope\"\n",
+                "unknown report format `nope`",
+            ),
+        ] {
+            let e = load(table).unwrap_err();
+            assert!(e.contains(says), "{table}: {e}");
+        }
+    }
+}

@@ -57,6 +57,12 @@ words! {
         SweTriage = "swe_triage",
         /// A Deep-SWE-shaped Harbor task's environment: its screened image.
         SweEnv = "swe_env",
+        /// A SWE-bench-family instance: its image and what its repository holds.
+        Instance = "instance",
+        /// An instance's base tree, patches and own lists, as a triage record.
+        InstanceTriage = "instance_triage",
+        /// An instance's environment: its image with its history removed.
+        InstanceEnv = "instance_env",
     }
 }
 
@@ -126,7 +132,10 @@ mod tests {
                 "app_certify",
                 "app_grade",
                 "swe_triage",
-                "swe_env"
+                "swe_env",
+                "instance",
+                "instance_triage",
+                "instance_env"
             ]
         );
         assert_eq!(

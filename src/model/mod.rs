@@ -13,6 +13,7 @@
 pub(crate) mod canary;
 pub(crate) mod config;
 pub(crate) mod endpoint;
+pub(crate) mod instances;
 pub(crate) mod kind;
 pub(crate) mod names;
 pub(crate) mod records;

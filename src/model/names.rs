@@ -43,6 +43,21 @@ pub(crate) fn swe_env(id: &str) -> String {
     format!("swe_env:{id}")
 }
 
+/// A SWE-bench-family instance (`<name>/<instance_id>`).
+pub(crate) fn instance(id: &str) -> String {
+    format!("instance:{id}")
+}
+
+/// A SWE-bench-family instance's triage record.
+pub(crate) fn instance_triage(id: &str) -> String {
+    format!("instance_triage:{id}")
+}
+
+/// A SWE-bench-family instance's environment.
+pub(crate) fn instance_env(id: &str) -> String {
+    format!("instance_env:{id}")
+}
+
 pub(crate) fn triage(candidate: &str) -> String {
     format!("triage:{candidate}")
 }

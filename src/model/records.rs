@@ -87,6 +87,12 @@ words! {
         /// A Deep-SWE-shaped Harbor task whose `tests/test.sh` marks no
         /// suites' part: assay has no test command to run.
         NoTestRunner = "no_test_runner",
+        /// An instance whose image the docker daemon has under none of the
+        /// names its family gives it (docs/instances.md).
+        NoImage = "no_image",
+        /// An instance whose image's repository does not stand on its
+        /// base commit, or cannot be read.
+        ImageNotAtBase = "image_not_at_base",
     }
 }
 
@@ -123,6 +129,10 @@ pub(crate) struct TriageRecord {
     /// Blob digests of the patches (empty when declined).
     pub(crate) test_patch: String,
     pub(crate) gold_patch: String,
+    /// An instance file's own lists (docs/instances.md); absent for every
+    /// other task (the records stay what they were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) dataset: Option<crate::model::instances::DatasetLists>,
 }
 
 impl TriageRecord {
@@ -520,6 +530,11 @@ pub(crate) struct TaskRecord {
     /// Left out when empty (the records stay what they were).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) audit_off: Vec<String>,
+    /// An instance file's own FAIL_TO_PASS / PASS_TO_PASS beside assay's,
+    /// and every listed test on which assay's readings disagree
+    /// (docs/instances.md). Absent for every other task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) dataset: Option<crate::model::instances::DatasetLists>,
 }
 
 impl TaskRecord {
@@ -845,8 +860,10 @@ mod tests {
             (Decision::TooManyFiles, "too_many_files"),
             (Decision::HarborUncertified, "harbor_uncertified"),
             (Decision::NoTestRunner, "no_test_runner"),
+            (Decision::NoImage, "no_image"),
+            (Decision::ImageNotAtBase, "image_not_at_base"),
         ]);
-        assert_eq!(Decision::ALL.len(), 8);
+        assert_eq!(Decision::ALL.len(), 10);
     }
 
     #[test]

@@ -54,6 +54,10 @@ pub(crate) struct PipelineFile {
     /// and no-op controls (docs/harbor.md).
     #[serde(default)]
     pub(crate) harbor_dataset: Vec<HarborDatasetConfig>,
+    /// SWE-bench-family instance files, each row a candidate task
+    /// (docs/instances.md).
+    #[serde(default)]
+    pub(crate) instances: Vec<InstancesConfig>,
     /// Quality metrics counted by the project's own tools on every graded
     /// tree and its task's gold tree (docs/pipeline.md, `[[metric]]`).
     #[serde(default)]
@@ -168,6 +172,22 @@ pub(crate) struct HarborDatasetConfig {
     pub(crate) name: Spanned<String>,
     /// The directory, relative to the pipeline file.
     pub(crate) path: Spanned<String>,
+}
+
+/// `[[instances]]`: a JSON or JSONL file of SWE-bench-family instances.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct InstancesConfig {
+    /// Names its tasks in node names and the release (`<name>/<instance_id>`).
+    pub(crate) name: Spanned<String>,
+    /// The file, relative to the pipeline file.
+    pub(crate) path: Spanned<String>,
+    /// `swe-bench` or `swe-rebench`; default: inferred from the rows.
+    pub(crate) family: Option<Spanned<String>>,
+    /// The test command of instances whose repository the family's spec
+    /// does not run, at the repository's root, with `report`.
+    pub(crate) test_command: Option<Spanned<String>>,
+    pub(crate) report: Option<Spanned<String>>,
 }
 
 /// `[[agent]]`: an agent CLI run on the released tasks, each attempt a node.

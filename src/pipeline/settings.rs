@@ -128,6 +128,8 @@ pub(crate) struct Settings {
     pub(crate) agents: Vec<super::AgentSettings>,
     /// `[[harbor_dataset]]`: (name, existing directory).
     pub(crate) harbor_datasets: Vec<(String, PathBuf)>,
+    /// `[[instances]]`: SWE-bench-family instance files.
+    pub(crate) instances: Vec<super::InstancesSettings>,
     /// `[[metric]]`: quality figures counted on every graded tree.
     pub(crate) metrics: Vec<super::Metric>,
     /// `[[app]]`: deployed-app tasks.
@@ -165,6 +167,7 @@ impl Settings {
             agents: super::agent::agents(pipeline, &f.agent)?,
             prices: f.prices.clone(),
             harbor_datasets: harbor_datasets(pipeline, f)?,
+            instances: super::instances::instances(pipeline, &f.instances)?,
             metrics: super::metric::metrics(pipeline, &f.metric)?,
             apps: super::app::apps(pipeline, &f.app)?,
         })

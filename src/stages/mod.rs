@@ -187,7 +187,8 @@ pub(crate) fn plan(pipeline: &Pipeline, store: &Store) -> Result<StagePlan, Stag
         executors: BuildExecutors {
             service,
             in_use: in_use.confinements,
-            harbor: !pipeline.settings.harbor_datasets.is_empty(),
+            harbor: !pipeline.settings.harbor_datasets.is_empty()
+                || !pipeline.settings.instances.is_empty(),
         },
         env_executors: in_use.env_nodes,
         warnings,
@@ -220,8 +221,8 @@ fn secret_variables(pipeline: &Pipeline) -> Vec<String> {
 pub(crate) struct BuildExecutors {
     service: Arc<executor::Executors>,
     in_use: Vec<executor::Confinement>,
-    /// Harbor tasks run containers through the daemon whatever the
-    /// executors in use.
+    /// Harbor tasks and `[[instances]]` run containers through the daemon
+    /// whatever the executors in use.
     harbor: bool,
 }
 

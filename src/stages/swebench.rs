@@ -35,18 +35,7 @@ pub(crate) fn split_instance_id(id: &str) -> Option<(&str, &str)> {
     (track == "spec").then_some((task, track))
 }
 
-/// assay's test id as the named parser keys it: unittest's dotted
-/// `module.Class.method` becomes `method (module.Class.method)`, what
-/// Python ≥ 3.11 prints; pytest's node ids are already the parser's keys.
-pub(crate) fn test_id(log_parser: &str, id: &str) -> String {
-    match log_parser {
-        "parse_log_django" => match id.rsplit_once('.') {
-            Some((_, method)) => format!("{method} ({id})"),
-            None => id.to_owned(),
-        },
-        _ => id.to_owned(),
-    }
-}
+pub(crate) use crate::model::instances::test_id;
 
 #[cfg(test)]
 mod tests {

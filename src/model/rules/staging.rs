@@ -192,6 +192,7 @@ mod tests {
             gold_files: Vec::new(),
             test_patch: "t".into(),
             gold_patch: "g".into(),
+            dataset: None,
         };
         let patches = |s: State| -> Vec<(&str, &str)> {
             s.patches(&triage)

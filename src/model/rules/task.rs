@@ -48,6 +48,20 @@ pub(crate) struct TaskParams {
     pub(crate) timeout: Option<super::timeout::TimeoutRule>,
 }
 
+/// An instance's own lists with every listed test on which the screen's
+/// readings disagree, in the ids of the task's log parser (the instance's).
+fn dataset_lists(
+    p: &TaskParams,
+    triage: &TriageRecord,
+    screen: &ScreenRecord,
+) -> Option<crate::model::instances::DatasetLists> {
+    let mut lists = triage.dataset.clone()?;
+    lists.disagreements = crate::model::instances::compare(&lists, &screen.readings, |id| {
+        crate::model::instances::test_id(&p.log_parser, id)
+    });
+    Some(lists)
+}
+
 /// The released task of a candidate (of one topic of it, when split), and
 /// why it is not certified, if it is not: `gold` and `test` are the
 /// patches' text.
@@ -62,7 +76,13 @@ pub(crate) fn assemble(
     let hidden = TestPatch::read(test.as_bytes()).hidden();
     let command =
         super::touched::command_over(p.touched_command.as_deref(), &p.test_command, &hidden);
-    let script = eval_script(&triage.base, &test, &command);
+    // An instance's eval script runs in the instance's own image, whose
+    // repository has the instance's base commit, not assay's tree of it.
+    let base = triage
+        .dataset
+        .as_ref()
+        .map_or(&triage.base, |d| &d.base_commit);
+    let script = eval_script(base, &test, &command);
     let mut record = TaskRecord {
         instance_id: p.instance_id.clone(),
         repo: p.repo.clone(),
@@ -95,6 +115,7 @@ pub(crate) fn assemble(
         forger_odds_log2: None,
         slowest_certify_s: None,
         audit_off: screen.audit_off.clone(),
+        dataset: dataset_lists(p, triage, screen),
     };
     if !triage.eligible() {
         record.status = TaskStatus::Declined;
@@ -361,6 +382,7 @@ mod tests {
             gold_files: Vec::new(),
             test_patch: String::new(),
             gold_patch: String::new(),
+            dataset: None,
         }
     }
 

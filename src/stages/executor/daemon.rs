@@ -48,13 +48,17 @@ impl Daemon {
         })
     }
 
-    /// Connects and removes containers of dead assay processes, once: what
-    /// a build whose Harbor tasks run containers does first, whatever its
-    /// executor.
+    /// Connects and removes containers of dead assay processes, once, and
+    /// notes which images the daemon holds: what a build whose Harbor tasks
+    /// or instances run containers does first, whatever its executor.
     pub(crate) fn sweep(&self, rt: &tokio::runtime::Runtime) -> Result<(), StageError> {
         rt.block_on(async {
             let docker = self.connected().await?;
-            self.sweep_with(docker).await
+            self.sweep_with(docker).await?;
+            let ids = docker.image_ids().await.map_err(unusable)?;
+            let mut present = self.present.lock().unwrap_or_else(|p| p.into_inner());
+            present.get_or_insert(ids);
+            Ok(())
         })
     }
 

@@ -15,6 +15,7 @@ pub(super) mod env;
 pub(super) mod grade;
 pub(super) mod harbor_grade;
 pub(super) mod harbor_task;
+pub(super) mod instance;
 pub(super) mod judge;
 pub(super) mod metrics;
 pub(super) mod quality;

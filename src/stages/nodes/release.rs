@@ -57,6 +57,9 @@ pub(crate) enum Input {
     /// Deep-SWE-shaped task that assay grades itself: shown beside
     /// assay's verdict, never counted.
     DatasetReading,
+    /// A SWE-bench-family instance's assay task (docs/instances.md):
+    /// released as a task, never counted among the mined candidates.
+    InstanceTask,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -168,6 +171,10 @@ struct Released<'a> {
     /// graded runs (docs/security.md); left out when none.
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     audit_off: &'a [String],
+    /// An instance file's own lists and where assay's readings disagree
+    /// with them (docs/instances.md); left out for every other task.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dataset: &'a Option<crate::model::instances::DatasetLists>,
 }
 
 /// A task's certified canaries, counted.
@@ -256,6 +263,7 @@ impl<'a> Released<'a> {
             timeout_s: task.timeout_s,
             slowest_screening_s: task.slowest_screening_s,
             audit_off: &task.audit_off,
+            dataset: &task.dataset,
         }
     }
 }
@@ -358,19 +366,23 @@ pub(crate) fn assemble(
     for ((bytes, key), kind) in inputs.iter().map(|(b, k)| (*b, k)).zip(&params.inputs) {
         let cand = match kind {
             Input::Task(c) => c,
-            Input::SweTask => {
+            Input::SweTask | Input::InstanceTask => {
                 let mut task: TaskRecord = serde_json::from_slice(bytes).input()?;
-                // Its folder has no merge date: its newest change is its date.
-                if let Some(changed) = params.harbor_changed.get(&task.instance_id) {
-                    task.created_at.clone_from(changed);
-                }
-                let swe = funnel
-                    .harbor
-                    .get_or_insert_with(Default::default)
-                    .assay_tasks
-                    .get_or_insert_with(Default::default);
-                if !swe.count(&task) {
-                    continue;
+                // A Deep-SWE-shaped folder's task is counted in the Harbor
+                // funnel, dated by its folder's newest change (it has no
+                // merge date); an instance's in none.
+                if matches!(kind, Input::SweTask) {
+                    if let Some(changed) = params.harbor_changed.get(&task.instance_id) {
+                        task.created_at.clone_from(changed);
+                    }
+                    let swe = funnel
+                        .harbor
+                        .get_or_insert_with(Default::default)
+                        .assay_tasks
+                        .get_or_insert_with(Default::default);
+                    if !swe.count(&task) {
+                        continue;
+                    }
                 }
                 publish_input.tasks.push((task.clone(), key.to_hex()));
                 let line = serde_json::to_string(&Released::new(&task, key.to_hex()))

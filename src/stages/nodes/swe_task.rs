@@ -114,6 +114,7 @@ impl Kind for SweTriage {
                 .unwrap_or_default(),
             test_patch: String::new(),
             gold_patch: String::new(),
+            dataset: None,
         };
         let task = &i.task.record;
         let image = match (task.certified, task.environment.image.as_deref(), &folder) {
@@ -210,22 +211,89 @@ impl Kind for SweEnv {
                     task.folder,
                     task.uncertified_because.join("; ")
                 );
-                let log = ctx.blobs.put(why.as_bytes()).cache()?;
-                return Ok(super::executor::made(EnvRecord {
-                    dir: String::new(),
-                    ok: false,
-                    exit_code: None,
-                    setup_log: log.to_hex(),
-                    digest: String::new(),
-                    executor: Some("docker".into()),
-                    image: None,
-                    base_image: Some(image_or_none(task)),
-                    export: None,
-                    failed_command: None,
-                }));
+                return not_set_up(&why, image_or_none(task), &ctx);
             }
         };
-        let workdir = workspace::inspect(self.executors.daemon(), &image)
+        let from = FromImage {
+            image,
+            confine: &self.params.confine,
+            redact: &self.params.redact,
+            timeout: self.timeout,
+            scrub_history: false,
+        };
+        from.prepare(&self.executors, &ctx).await
+    }
+
+    fn refuse_hit(&self, output: &[u8]) -> Option<String> {
+        env_gone(
+            &self.executors,
+            &self.params.confine,
+            &self.cache_dir,
+            output,
+        )
+    }
+}
+
+/// Why a stored environment record is not taken: the image it names is
+/// gone from its executor.
+pub(crate) fn env_gone(
+    executors: &Executors,
+    confine: &Confinement,
+    cache_dir: &std::path::Path,
+    output: &[u8],
+) -> Option<String> {
+    let r = serde_json::from_slice::<EnvRecord>(output).ok()?;
+    match (r.ok, executors.of(confine).present(&r, cache_dir)) {
+        (true, Presence::Gone) => Some(format!(
+            "the environment it names ({}) is gone from its executor",
+            r.image.as_deref().unwrap_or_default()
+        )),
+        _ => None,
+    }
+}
+
+/// An environment that was not set up, and why (its setup log).
+pub(crate) fn not_set_up(
+    why: &str,
+    base_image: String,
+    ctx: &JobCtx,
+) -> Result<Made<EnvRecord>, NodeError> {
+    let log = ctx.blobs.put(why.as_bytes()).cache()?;
+    Ok(super::executor::made(EnvRecord {
+        dir: String::new(),
+        ok: false,
+        exit_code: None,
+        setup_log: log.to_hex(),
+        digest: String::new(),
+        executor: Some("docker".into()),
+        image: None,
+        base_image: Some(base_image),
+        export: None,
+        failed_command: None,
+    }))
+}
+
+/// The docker executor's environment made from a task's own image: its
+/// working directory copied to the run's tree directory (owned by the run
+/// user) and replaced by a link to it, its `ENV` kept in
+/// `$ASSAY_ENV/image.env`. With `scrub_history`, the working directory's
+/// `.git` goes first — every ref, reflog, tag and packed object of it —
+/// and the setup fails unless no repository is left there or in the tree.
+pub(crate) struct FromImage<'a> {
+    pub(crate) image: String,
+    pub(crate) confine: &'a Confinement,
+    pub(crate) redact: &'a RedactConfig,
+    pub(crate) timeout: Duration,
+    pub(crate) scrub_history: bool,
+}
+
+impl FromImage<'_> {
+    pub(crate) async fn prepare(
+        self,
+        executors: &Executors,
+        ctx: &JobCtx,
+    ) -> Result<Made<EnvRecord>, NodeError> {
+        let workdir = workspace::inspect(executors.daemon(), &self.image)
             .await
             .infra()?;
         if workdir.dir.starts_with("/assay") {
@@ -234,46 +302,40 @@ impl Kind for SweEnv {
                 workdir.dir
             )));
         }
+        // SWE-bench's images say `WORKDIR /testbed/`: `ln -s` refuses a
+        // link path with a trailing slash.
+        let dir = workdir.dir.trim_end_matches('/');
         let tree = assay_docker::TREE_DIR;
         let user = assay_docker::RunUser::default();
+        let scrub = if self.scrub_history {
+            format!(
+                "rm -rf \"$W/.git\" && if [ -e \"$W/.git\" ] || [ -e {tree}/.git ]; then echo 'a repository is left in the working directory' >&2; exit 1; fi && "
+            )
+        } else {
+            String::new()
+        };
         let commands = vec![format!(
-            "W={w}; cp -a \"$W\"/. {tree}/ && chown -R {uid}:{gid} {tree} && rm -rf \"$W\" && ln -s {tree} \"$W\"",
-            w = shell::quote(&workdir.dir),
+            "W={w}; {scrub}cp -a \"$W\"/. {tree}/ && chown -R {uid}:{gid} {tree} && rm -rf \"$W\" && ln -s {tree} \"$W\"",
+            w = shell::quote(dir),
             uid = user.uid,
             gid = user.gid,
         )];
         let files = vec![(IMAGE_ENV.to_owned(), image_env(&workdir.env).into_bytes())];
-        let mut confine = self.params.confine.clone();
+        let mut confine = self.confine.clone();
         if let ExecutorSetting::Docker(settings) = &mut confine.executor {
-            settings.base_image = image;
+            settings.base_image = self.image;
         }
         let setup = Setup {
             commands: &commands,
             files: &files,
             timeout: self.timeout,
-            redact: &self.params.redact,
+            redact: self.redact,
             export: false,
             lost: None,
             at: None,
             warm: &[],
         };
-        self.executors.of(&confine).prepare(setup, &ctx).await
-    }
-
-    fn refuse_hit(&self, output: &[u8]) -> Option<String> {
-        let r = serde_json::from_slice::<EnvRecord>(output).ok()?;
-        match (
-            r.ok,
-            self.executors
-                .of(&self.params.confine)
-                .present(&r, &self.cache_dir),
-        ) {
-            (true, Presence::Gone) => Some(format!(
-                "the environment it names ({}) is gone from its executor",
-                r.image.as_deref().unwrap_or_default()
-            )),
-            _ => None,
-        }
+        executors.of(&confine).prepare(setup, ctx).await
     }
 }
 

@@ -145,6 +145,7 @@ fn triage(
         gold_files,
         test_patch: String::new(),
         gold_patch: String::new(),
+        dataset: None,
     };
     let mut attachments = Vec::new();
     if record.eligible() {

@@ -15,25 +15,23 @@ use std::time::Duration;
 use assay_engine::{NodeSpec, Store, encode_params};
 use assay_git::TreeStore;
 
-use super::certify::{Certify, CertifyNames};
 use super::env::{Env, EnvParams};
 use super::envs::EnvSettings;
 pub(crate) use super::envs::env_params;
 use super::error::StageError;
 use super::executor::Executors;
 use super::grading::{GradeLayout, HarborRef, grade_nodes};
+use super::instances::{InstanceTask, instance_nodes, instance_tasks};
 use super::node::{self, NoNames};
 use super::publish::Price;
 use super::redact::RedactConfig;
-use super::rules::screening::Scope;
 use super::rules::timeout::TimeoutRule;
-use super::run::{Run, RunNames};
-use super::screen::{Screen, ScreenNames, ScreenParams};
+use super::screening::{ImageTask, Screening, SweLaid, screening_nodes};
 use super::sources::open_source;
 use super::task::{Task, TaskNames, TaskParams};
-use super::tree::{State, Tree, TreeNames, TreeParams};
+use super::tree::State;
 use super::triage::{Triage, TriageParams};
-use super::{names, release, screen, task};
+use super::{names, release, task};
 use crate::pipeline::Pipeline;
 
 /// Every node of the benchmark part of the pipeline, appended to `out`.
@@ -59,8 +57,10 @@ pub(crate) fn nodes(
         let mut release_inputs = release::ReleaseInputs::default();
         let swe = swe_folders(pipeline)?;
         let swe_envs: Vec<EnvSettings<'_>> = swe.iter().map(SweFolder::settings).collect();
+        let rows = instance_tasks(pipeline)?;
+        let row_envs: Vec<EnvSettings<'_>> = rows.iter().map(InstanceTask::settings).collect();
         let harbor = harbor_nodes(pipeline, executors, out, &mut release_inputs, warnings)?;
-        if !harbor.is_empty() {
+        if !harbor.is_empty() || !rows.is_empty() {
             let cache_dir = store.dir();
             let redact = RedactConfig {
                 patterns: settings.redact_patterns.clone(),
@@ -72,6 +72,15 @@ pub(crate) fn nodes(
                 pipeline,
                 executors,
                 (&swe, &swe_envs),
+                (&store_dir, &redact),
+                out,
+                &mut release_inputs,
+                &mut laid,
+            );
+            instance_nodes(
+                pipeline,
+                executors,
+                (&rows, &row_envs),
                 (&store_dir, &redact),
                 out,
                 &mut release_inputs,
@@ -109,6 +118,8 @@ pub(crate) fn nodes(
     let statements_dir = settings.statements.as_deref();
     let swe = swe_folders(pipeline)?;
     let swe_envs: Vec<EnvSettings<'_>> = swe.iter().map(SweFolder::settings).collect();
+    let rows = instance_tasks(pipeline)?;
+    let row_envs: Vec<EnvSettings<'_>> = rows.iter().map(InstanceTask::settings).collect();
 
     let watch = test_globs.clone();
 
@@ -232,6 +243,15 @@ pub(crate) fn nodes(
         &mut release_inputs,
         &mut laid,
     );
+    instance_nodes(
+        pipeline,
+        executors,
+        (&rows, &row_envs),
+        (&store_dir, &redact),
+        out,
+        &mut release_inputs,
+        &mut laid,
+    );
     let SweLaid {
         env_of,
         task_nodes,
@@ -344,89 +364,6 @@ fn task_nodes_of(out: &mut Vec<NodeSpec>, t: &Tasks<'_>) -> Vec<((String, String
         }
     }
     laid
-}
-
-/// What a candidate's screening nodes are laid out with.
-struct Screening<'a> {
-    candidate: &'a str,
-    triage: &'a str,
-    env: &'a EnvSettings<'a>,
-    env_name: &'a str,
-    store_dir: &'a Path,
-    repeats: u32,
-    scope: Scope,
-    redact: &'a RedactConfig,
-    watch: &'a [String],
-    executors: &'a Arc<Executors>,
-}
-
-/// A candidate's three trees, `repeats` runs of each (tree by tree, as the
-/// runs of a serial environment execute) and its screen; returns the
-/// screen's name.
-fn screening_nodes(out: &mut Vec<NodeSpec>, s: &Screening<'_>) -> String {
-    let cid = s.candidate;
-    for state in State::ALL {
-        let tree_name = names::tree(cid, state);
-        out.push(node::spec(
-            tree_name.clone(),
-            Tree {
-                params: TreeParams {
-                    state,
-                    rebuild: s.env.rebuild.clone(),
-                },
-                store_dir: s.store_dir.to_owned(),
-            },
-            TreeNames {
-                triage: s.triage.to_owned(),
-            },
-        ));
-        for r in 0..s.repeats {
-            out.push(node::spec(
-                names::screen_run(cid, state, r),
-                Run {
-                    params: s.env.run_params(s.redact, r, s.watch),
-                    store_dir: s.store_dir.to_owned(),
-                    env: s.env_name.to_owned(),
-                    executors: s.executors.clone(),
-                },
-                RunNames {
-                    tree: tree_name.clone(),
-                    env: s.env_name.to_owned(),
-                },
-            ));
-        }
-    }
-    let screen_name = names::screen(cid);
-    out.push(node::spec(
-        screen_name.clone(),
-        Screen(ScreenParams {
-            repeats: s.repeats,
-            report: s.env.format,
-            scope: s.scope,
-        }),
-        ScreenNames {
-            triage: s.triage.to_owned(),
-            runs: screen::readings(s.repeats)
-                .map(|(state, r)| names::screen_run(cid, state, r))
-                .collect(),
-        },
-    ));
-    out.push(node::spec(
-        names::certify(cid),
-        Certify {
-            params: s.env.run_params(s.redact, 0, s.watch),
-            store_dir: s.store_dir.to_owned(),
-            env: s.env_name.to_owned(),
-            executors: s.executors.clone(),
-        },
-        CertifyNames {
-            triage: s.triage.to_owned(),
-            tree: names::tree(cid, State::Gold),
-            env: s.env_name.to_owned(),
-            screen: screen_name.clone(),
-        },
-    ));
-    screen_name
 }
 
 /// Every `[[topic_split]]` names a candidate of the sources (unless the
@@ -641,15 +578,6 @@ fn repository(folder: &Path) -> Option<String> {
     Some(format!("{owner}/{name}"))
 }
 
-/// What the task layout hands the grading layout: each environment node's
-/// settings, the tasks, and their gold trees.
-#[derive(Default)]
-struct SweLaid<'e> {
-    env_of: BTreeMap<String, &'e EnvSettings<'e>>,
-    task_nodes: BTreeMap<(String, String), (String, String)>,
-    gold_trees: BTreeMap<String, String>,
-}
-
 /// Per Deep-SWE-shaped folder, the nodes of a mined task with the
 /// folder's triage and environment in place of a source's: `swe_triage`
 /// and `swe_env` (both over its `harbor_task`), the three trees,
@@ -699,63 +627,23 @@ fn swe_nodes<'e>(
                 task: t.harbor_node.clone(),
             },
         ));
-        let watch = settings.triage.test_globs.clone();
-        let screen = screening_nodes(
-            out,
-            &Screening {
-                candidate: &t.id,
-                triage: &triage,
-                env,
-                env_name: &env_name,
-                store_dir,
-                repeats: settings.repeats,
-                scope: settings.scope,
-                redact,
-                watch: &watch,
-                executors,
-            },
-        );
-        let grade = &settings.grade;
-        let params = TaskParams {
-            instance_id: t.id.clone(),
-            track: "basic".to_owned(),
+        ImageTask {
+            id: &t.id,
+            triage: &triage,
+            env_name: &env_name,
+            env,
             statement: t.statement.clone(),
-            spec: None,
-            topic: None,
-            topics: Vec::new(),
-            env: env_name.clone(),
-            repo: t.repo.clone(),
-            version: "0".to_owned(),
-            hints: None,
-            created_at: task::iso8601(0),
-            test_command: t.cfg.test_command.clone(),
-            touched_command: None,
-            log_parser: super::swebench::log_parser(t.format).to_owned(),
-            timeout: (grade.timeout_factor > 0).then_some(TimeoutRule {
-                factor: grade.timeout_factor,
-                floor_s: grade.timeout_floor,
-                ceiling_s: env.timeout,
-            }),
-        };
-        let task_name = names::task(&t.id, "basic");
-        out.push(node::spec(
-            task_name.clone(),
-            Task(params),
-            TaskNames {
-                triage: triage.clone(),
-                screen,
-                certify: names::certify(&t.id),
-                env: Some(env_name.clone()),
-            },
-        ));
-        laid.gold_trees
-            .insert(t.id.clone(), names::tree(&t.id, State::Gold));
-        laid.task_nodes.insert(
-            (t.id.clone(), "basic".to_owned()),
-            (task_name.clone(), env_name.clone()),
+            repo: &t.repo,
+            version: "0",
+            release: release::Input::SweTask,
+        }
+        .lay_out(
+            (settings, executors),
+            (store_dir, redact),
+            out,
+            release_inputs,
+            laid,
         );
-        laid.env_of.insert(env_name, env);
-        release_inputs.push(task_name, release::Input::SweTask);
     }
 }
 

@@ -6,13 +6,15 @@
 pub(super) mod apps;
 pub(super) mod envs;
 pub(super) mod grading;
+pub(super) mod instances;
 pub(super) mod layout;
+mod screening;
 pub(super) mod sources;
 
 // The node kinds and shared modules the layout names as `super::…`.
 use super::nodes::{
     app_browse, app_build, app_certify, app_deploy, app_grade, app_probe, attempt, certify, env,
-    grade, harbor_grade, harbor_task, judge, metrics, quality, recheck, release, run, screen,
-    session, stage, swe_task, task, tree, triage,
+    grade, harbor_grade, harbor_task, instance, judge, metrics, quality, recheck, release, run,
+    screen, session, stage, swe_task, task, tree, triage,
 };
 use super::{error, executor, names, node, provenance, publish, redact, rules, swebench};

@@ -50,6 +50,7 @@ fn triage(test_files: &[&str]) -> TriageRecord {
         gold_files: Vec::new(),
         test_patch: String::new(),
         gold_patch: String::new(),
+        dataset: None,
     }
 }
 

@@ -1,0 +1,477 @@
+//! SWE-bench-family instance files (docs/instances.md): each row an
+//! instance (`instance_id`, `repo`, `base_commit`, `patch`, `test_patch`,
+//! `FAIL_TO_PASS` / `PASS_TO_PASS` as JSON strings or lists, `version`,
+//! `problem_statement`), read and checked row by row so that a bad row
+//! fails its instance alone, with the line and the field.
+//!
+//! Three things are the family's and are taken from its published code,
+//! never guessed:
+//! - the image of an instance ([`Family::image_names`]): the row's own
+//!   `image_name` / `image` (SWE-bench 5's rows, mini-swe-agent's), then
+//!   SWE-bench's instance image key `sweb.eval.x86_64.<id>:latest` as
+//!   `swebench.harness` builds it locally, then the same under the
+//!   family's registry namespace with `__` written `_1776_` (Docker Hub
+//!   refuses a double underscore), all lowercased
+//!   (`swebench/harness/test_spec/test_spec.py`, `instance_image_key`);
+//! - the test command of a repository and version ([`spec`]): SWE-bench
+//!   4's `MAP_REPO_VERSION_TO_SPECS` test commands with its test
+//!   directives (the test patch's files; Django's as dotted modules), read
+//!   by the parser SWE-bench's `MAP_REPO_TO_PARSER_PY` names;
+//! - the repository's place in the image, `/testbed`.
+//!
+//! [`compare`] lists every way the instance's lists disagree with what
+//! assay's own screening read.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use assay_report::{Format, Outcome};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::words::words;
+
+words! {
+    /// The family an instance file is of: its image names.
+    pub(crate) enum Family {
+        /// SWE-bench, Verified, Lite, Multimodal's Python rows; SWE-Gym's
+        /// rows share the schema.
+        SweBench = "swe-bench",
+        /// SWE-rebench (nebius): SWE-bench's schema and image key under
+        /// the `swerebench` namespace.
+        SweRebench = "swe-rebench",
+    }
+}
+
+/// Where SWE-bench's images hold the repository at the base commit.
+pub(crate) const TESTBED: &str = "/testbed";
+
+impl Family {
+    /// The registry namespace of the family's published images.
+    fn namespace(self) -> &'static str {
+        match self {
+            Family::SweBench => "swebench",
+            Family::SweRebench => "swerebench",
+        }
+    }
+
+    /// The family of a file whose rows say nothing of it: SWE-rebench's
+    /// rows carry `meta` and `install_config`; anything else is read as
+    /// SWE-bench's.
+    pub(crate) fn infer(first: Option<&Value>) -> Family {
+        match first {
+            Some(v) if v.get("install_config").is_some() => Family::SweRebench,
+            _ => Family::SweBench,
+        }
+    }
+
+    /// The image names tried for `row`, in order: the row's own, then the
+    /// family's instance image key built locally, then published.
+    pub(crate) fn image_names(self, row: &Instance) -> Vec<String> {
+        let key = format!("sweb.eval.x86_64.{}:latest", row.instance_id);
+        let mut names: Vec<String> = row.image.iter().cloned().collect();
+        names.push(key.to_lowercase());
+        names.push(
+            format!("{}/{key}", self.namespace())
+                .replace("__", "_1776_")
+                .to_lowercase(),
+        );
+        let mut seen = BTreeSet::new();
+        names.retain(|n| seen.insert(n.clone()));
+        names
+    }
+}
+
+/// One instance, as its row gives it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Instance {
+    pub(crate) instance_id: String,
+    pub(crate) repo: String,
+    pub(crate) base_commit: String,
+    pub(crate) patch: String,
+    pub(crate) test_patch: String,
+    pub(crate) problem_statement: String,
+    pub(crate) version: String,
+    #[serde(rename = "FAIL_TO_PASS")]
+    pub(crate) fail_to_pass: Vec<String>,
+    #[serde(rename = "PASS_TO_PASS")]
+    pub(crate) pass_to_pass: Vec<String>,
+    /// The row's own image name (`image_name`, `image`), when it has one.
+    pub(crate) image: Option<String>,
+}
+
+/// Where a row is in its file: its line (JSONL) or its index (a JSON array).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Place {
+    Line(usize),
+    Element(usize),
+}
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Place::Line(n) => write!(f, "line {n}"),
+            Place::Element(n) => write!(f, "element {n}"),
+        }
+    }
+}
+
+/// A row that is not an instance: where, which field, and why.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{place}: `{field}` {why}")]
+pub(crate) struct RowError {
+    pub(crate) place: Place,
+    /// The row's `instance_id`, when it has one.
+    pub(crate) id: Option<String>,
+    pub(crate) field: String,
+    pub(crate) why: String,
+}
+
+/// A row of the file: an instance, or why it is not one.
+pub(crate) type Row = (Place, Result<Instance, RowError>);
+
+/// The rows of an instance file: a JSON array of objects, or one object a
+/// line (blank lines skipped). A file that is neither is one bad row.
+pub(crate) fn rows(text: &str) -> Vec<Row> {
+    let values: Vec<(Place, Result<Value, String>)> = if text.trim_start().starts_with('[') {
+        match serde_json::from_str::<Vec<Value>>(text) {
+            Ok(vs) => vs
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (Place::Element(i), Ok(v)))
+                .collect(),
+            Err(e) => vec![(Place::Line(e.line()), Err(e.to_string()))],
+        }
+    } else {
+        text.lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(i, l)| {
+                let v = serde_json::from_str::<Value>(l).map_err(|e| e.to_string());
+                (Place::Line(i + 1), v)
+            })
+            .collect()
+    };
+    values
+        .into_iter()
+        .map(|(place, v)| {
+            let row = v
+                .map_err(|why| RowError {
+                    place,
+                    id: None,
+                    field: "(row)".to_owned(),
+                    why: format!("is not JSON: {why}"),
+                })
+                .and_then(|v| instance(place, &v));
+            (place, row)
+        })
+        .collect()
+}
+
+/// The first row's value, for [`Family::infer`].
+pub(crate) fn first_value(text: &str) -> Option<Value> {
+    if text.trim_start().starts_with('[') {
+        serde_json::from_str::<Vec<Value>>(text)
+            .ok()?
+            .into_iter()
+            .next()
+    } else {
+        text.lines()
+            .find(|l| !l.trim().is_empty())
+            .and_then(|l| serde_json::from_str(l).ok())
+    }
+}
+
+fn instance(place: Place, v: &Value) -> Result<Instance, RowError> {
+    let id = v
+        .get("instance_id")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let bad = |field: &str, why: &str| RowError {
+        place,
+        id: id.clone(),
+        field: field.to_owned(),
+        why: why.to_owned(),
+    };
+    if !v.is_object() {
+        return Err(bad("(row)", "is not a JSON object"));
+    }
+    let text = |field: &str, required: bool| -> Result<String, RowError> {
+        match v.get(field) {
+            Some(Value::String(s)) => Ok(s.clone()),
+            None | Some(Value::Null) if !required => Ok(String::new()),
+            None => Err(bad(field, "is missing")),
+            // SWE-bench's `version` is a string, but some files write 3.0.
+            Some(Value::Number(n)) if field == "version" => Ok(n.to_string()),
+            Some(_) => Err(bad(field, "is not a string")),
+        }
+    };
+    let instance_id = text("instance_id", true)?;
+    if instance_id.is_empty()
+        || !instance_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
+        return Err(bad(
+            "instance_id",
+            "is not an id of letters, digits, `-`, `_` and `.`",
+        ));
+    }
+    let base_commit = text("base_commit", true)?;
+    if base_commit.len() != 40 || !base_commit.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(bad("base_commit", "is not a 40-digit commit id"));
+    }
+    let patch = text("patch", true)?;
+    let test_patch = text("test_patch", true)?;
+    for (field, p) in [("patch", &patch), ("test_patch", &test_patch)] {
+        if !p.contains("diff --git ") {
+            return Err(bad(field, "is not a git diff (no `diff --git` line)"));
+        }
+    }
+    let image = match (text("image_name", false)?, text("image", false)?) {
+        (n, _) if !n.is_empty() => Some(n),
+        (_, n) if !n.is_empty() => Some(n),
+        _ => None,
+    };
+    Ok(Instance {
+        repo: text("repo", true)?,
+        problem_statement: text("problem_statement", false)?,
+        version: text("version", false)?,
+        fail_to_pass: list(v, "FAIL_TO_PASS").map_err(|why| bad("FAIL_TO_PASS", &why))?,
+        pass_to_pass: list(v, "PASS_TO_PASS").map_err(|why| bad("PASS_TO_PASS", &why))?,
+        instance_id,
+        base_commit,
+        patch,
+        test_patch,
+        image,
+    })
+}
+
+/// A test list as SWE-bench writes it: a list of strings, or a JSON string
+/// holding one (the Hugging Face datasets' form).
+fn list(v: &Value, field: &str) -> Result<Vec<String>, String> {
+    let parsed;
+    let value = match v.get(field) {
+        None => return Err("is missing".to_owned()),
+        Some(Value::String(s)) => {
+            parsed = serde_json::from_str::<Value>(s)
+                .map_err(|e| format!("is a string that is not a JSON list: {e}"))?;
+            &parsed
+        }
+        Some(other) => other,
+    };
+    let Value::Array(items) = value else {
+        return Err("is not a list of test ids".to_owned());
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        match item.as_str() {
+            Some(s) => out.push(s.to_owned()),
+            None => return Err(format!("has an item ({i}) that is not a string")),
+        }
+    }
+    Ok(out)
+}
+
+/// How an instance's tests are run and read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Spec {
+    /// The command, run in the repository's directory.
+    pub(crate) command: String,
+    pub(crate) format: Format,
+}
+
+/// SWE-bench 4's test commands (`swebench/harness/constants/python.py`:
+/// `TEST_PYTEST` is assigned twice there, and the second, `pytest -rA`,
+/// is the one its specs hold).
+const TEST_PYTEST: &str = "pytest -rA";
+const TEST_ASTROPY_PYTEST: &str = "pytest -rA -vv -o console_output_style=classic --tb=no";
+const TEST_SEABORN: &str = "pytest --no-header -rA";
+const TEST_DJANGO: &str = "./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1";
+const TEST_DJANGO_NO_PARALLEL: &str = "./tests/runtests.py --verbosity 2";
+
+/// The file endings SWE-bench leaves out of the test directives
+/// (`NON_TEST_EXTS`).
+const NON_TEST_EXTS: [&str; 11] = [
+    ".json", ".png", "csv", ".txt", ".md", ".jpg", ".jpeg", ".pkl", ".yml", ".yaml", ".toml",
+];
+
+/// The test command and report format of `repo` at `version` from
+/// SWE-bench's own spec, over the test patch's files (`test_files`); `None`
+/// for a repository SWE-bench runs with no runner assay reads (sympy's
+/// `bin/test`, sphinx's `tox`) or does not know.
+pub(crate) fn spec(repo: &str, version: &str, test_files: &[String]) -> Option<Spec> {
+    let (command, format) = match repo {
+        "django/django" if version == "1.9" => (TEST_DJANGO_NO_PARALLEL, Format::Unittest),
+        "django/django" => (TEST_DJANGO, Format::Unittest),
+        "astropy/astropy" => (TEST_ASTROPY_PYTEST, Format::Pytest),
+        "mwaskom/seaborn" => (TEST_SEABORN, Format::Pytest),
+        "marshmallow-code/marshmallow"
+        | "matplotlib/matplotlib"
+        | "pallets/flask"
+        | "psf/requests"
+        | "pvlib/pvlib-python"
+        | "pydata/xarray"
+        | "pydicom/pydicom"
+        | "pylint-dev/astroid"
+        | "pylint-dev/pylint"
+        | "pytest-dev/pytest"
+        | "pyvista/pyvista"
+        | "scikit-learn/scikit-learn"
+        | "sqlfluff/sqlfluff" => (TEST_PYTEST, Format::Pytest),
+        _ => return None,
+    };
+    let directives = directives(repo, test_files);
+    Some(Spec {
+        command: std::iter::once(command.to_owned())
+            .chain(directives)
+            .collect::<Vec<_>>()
+            .join(" "),
+        format,
+    })
+}
+
+/// SWE-bench's test directives (`get_test_directives`): the test patch's
+/// files but data files; Django's as modules (`tests/` and `.py` off,
+/// slashes as dots).
+fn directives(repo: &str, test_files: &[String]) -> Vec<String> {
+    test_files
+        .iter()
+        .filter(|f| !NON_TEST_EXTS.iter().any(|ext| f.ends_with(ext)))
+        .map(|f| {
+            if repo != "django/django" {
+                return crate::model::rules::shell::quote(f);
+            }
+            let f = f.strip_suffix(".py").unwrap_or(f);
+            let f = f.strip_prefix("tests/").unwrap_or(f);
+            crate::model::rules::shell::quote(&f.replace('/', "."))
+        })
+        .collect()
+}
+
+/// assay's test id as the named parser keys it: unittest's dotted
+/// `module.Class.method` becomes `method (module.Class.method)`, what
+/// Python ≥ 3.11 prints; pytest's node ids are already the parser's keys.
+pub(crate) fn test_id(log_parser: &str, id: &str) -> String {
+    match log_parser {
+        "parse_log_django" => match id.rsplit_once('.') {
+            Some((_, method)) => format!("{method} ({id})"),
+            None => id.to_owned(),
+        },
+        _ => id.to_owned(),
+    }
+}
+
+/// How assay's readings of an instance's tests disagree with its lists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum DisagreementKind {
+    /// In FAIL_TO_PASS, and passing in every reading of the base with the
+    /// test patch: it checks nothing the fix does.
+    PassesAtBase,
+    /// Listed, and not passing in every reading of the gold tree: no patch
+    /// can resolve the instance as listed.
+    FailsAtGold,
+    /// Listed, and the readings of one state differ.
+    Flaky,
+    /// Listed, and named by no reading at all.
+    NeverRan,
+}
+
+/// One listed test on which the instance and assay's readings disagree.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Disagreement {
+    pub(crate) test: String,
+    /// `FAIL_TO_PASS` or `PASS_TO_PASS`.
+    pub(crate) list: String,
+    pub(crate) kind: DisagreementKind,
+    /// Each state's readings: `test: failed, failed; gold: passed, failed`.
+    pub(crate) readings: String,
+}
+
+/// The instance's own lists, kept beside assay's in the task record.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct DatasetLists {
+    /// The instance file's family.
+    pub(crate) family: String,
+    /// The instance's `base_commit` (the task's `base_commit` is the
+    /// tree assay read from the image's working directory).
+    pub(crate) base_commit: String,
+    #[serde(rename = "FAIL_TO_PASS")]
+    pub(crate) fail_to_pass: Vec<String>,
+    #[serde(rename = "PASS_TO_PASS")]
+    pub(crate) pass_to_pass: Vec<String>,
+    /// Every listed test on which assay's readings disagree, filled in by
+    /// the task from its screen.
+    #[serde(default)]
+    pub(crate) disagreements: Vec<Disagreement>,
+}
+
+/// Every listed test of `lists` on which the screen's readings disagree
+/// (`readings`: state → test → one outcome per reading; the states are
+/// `test`, base with the test patch, and `gold`). `id` maps a test id of
+/// assay's to the instance's form (its log parser's keys).
+pub(crate) fn compare(
+    lists: &DatasetLists,
+    readings: &BTreeMap<String, BTreeMap<String, Vec<Outcome>>>,
+    id: impl Fn(&str) -> String,
+) -> Vec<Disagreement> {
+    let by_state = |state: &str| -> BTreeMap<String, Vec<Outcome>> {
+        readings
+            .get(state)
+            .into_iter()
+            .flatten()
+            .map(|(test, outcomes)| (id(test), outcomes.clone()))
+            .collect()
+    };
+    let (before, after) = (by_state("test"), by_state("gold"));
+    let mut out = Vec::new();
+    for (list, tests) in [
+        ("FAIL_TO_PASS", &lists.fail_to_pass),
+        ("PASS_TO_PASS", &lists.pass_to_pass),
+    ] {
+        for test in tests {
+            let b = before.get(test).map_or(&[][..], Vec::as_slice);
+            let a = after.get(test).map_or(&[][..], Vec::as_slice);
+            let uniform = |v: &[Outcome]| v.windows(2).all(|w| w[0] == w[1]);
+            let passes = |v: &[Outcome]| !v.is_empty() && v.iter().all(|o| *o == Outcome::Passed);
+            let kind = if b.is_empty() && a.is_empty() {
+                Some(DisagreementKind::NeverRan)
+            } else if !uniform(b) || !uniform(a) {
+                Some(DisagreementKind::Flaky)
+            } else if !passes(a) {
+                Some(DisagreementKind::FailsAtGold)
+            } else if list == "FAIL_TO_PASS" && passes(b) {
+                Some(DisagreementKind::PassesAtBase)
+            } else {
+                None
+            };
+            if let Some(kind) = kind {
+                out.push(Disagreement {
+                    test: test.clone(),
+                    list: list.to_owned(),
+                    kind,
+                    readings: format!("test: {}; gold: {}", shown(b), shown(a)),
+                });
+            }
+        }
+    }
+    out
+}
+
+fn shown(v: &[Outcome]) -> String {
+    if v.is_empty() {
+        return "absent".to_owned();
+    }
+    v.iter()
+        .map(|o| match o {
+            Outcome::Passed => "passed",
+            Outcome::Failed => "failed",
+            Outcome::Error => "error",
+            Outcome::Skipped => "skipped",
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,452 @@
+//! SWE-bench-family instance files (docs/instances.md) on the real Docker
+//! daemon: a small Python repository laid out as SWE-bench's Django spec
+//! runs it (`./tests/runtests.py --verbosity 2 … <modules>`), its image
+//! built locally `FROM assay-base:bookworm` with the repository at
+//! `/testbed` and a future commit kept in its history, tagged under the
+//! names SWE-bench gives an instance's image; instances in SWE-bench's
+//! schema (lists as JSON strings) generated over it, screened by assay's
+//! own controls, their lists compared with assay's readings, and sessions
+//! graded. A second build executes nothing.
+//!
+//! Fails, never skips, without the daemon.
+
+#![allow(clippy::unwrap_used)]
+
+mod util;
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+use util::git::git_in;
+
+fn write(dir: &Path, rel: &str, text: &str) {
+    let path = dir.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+const CALC: &str = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n";
+const TEST_CALC: &str = "\
+import unittest
+
+import calc
+
+
+class CalcTest(unittest.TestCase):
+    def test_add(self):
+        self.assertEqual(calc.add(2, 3), 5)
+
+    def test_sub(self):
+        self.assertEqual(calc.sub(5, 3), 2)
+
+    def test_broken(self):
+        self.assertEqual(calc.add(2, 2), 5)
+";
+const TEST_MUL: &str = "
+
+class MulTest(unittest.TestCase):
+    def test_mul(self):
+        self.assertEqual(calc.mul(3, 4), 12)
+";
+/// Django's runner as SWE-bench calls it: flags, then dotted modules
+/// under `tests/`; `unittest -v`'s lines on stderr.
+const RUNTESTS: &str = include_str!("instances/runtests.py");
+
+/// The repository, its base, and the two patches: the test patch adds
+/// `MulTest` to `tests/test_calc.py`, the gold patch `calc.mul`. The fix is also
+/// committed on a branch `future` (and tagged): history after the base
+/// that the image keeps.
+struct Repo {
+    base: String,
+    test_patch: String,
+    gold_patch: String,
+}
+
+fn repository(dir: &Path) -> Repo {
+    std::fs::create_dir_all(dir).unwrap();
+    let git = |args: &[&str]| git_in(dir, 1, args);
+    git(&["init", "-q", "-b", "main"]);
+    write(dir, "calc.py", CALC);
+    write(dir, "tests/test_calc.py", TEST_CALC);
+    write(dir, "tests/runtests.py", RUNTESTS);
+    std::fs::set_permissions(
+        dir.join("tests/runtests.py"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "base"]);
+    let base = git(&["rev-parse", "HEAD"]).trim().to_owned();
+    write(dir, "tests/test_calc.py", &format!("{TEST_CALC}{TEST_MUL}"));
+    git(&["add", "-A"]);
+    let test_patch = git(&["diff", "--cached", "--binary", &base]);
+    git(&["reset", "-q", "--hard", &base]);
+    write(
+        dir,
+        "calc.py",
+        &format!("{CALC}\n\ndef mul(a, b):\n    return a * b\n"),
+    );
+    let gold_patch = git(&["diff", "--binary", &base]);
+    git(&["checkout", "-q", "-b", "future"]);
+    git(&["commit", "-q", "-am", "the fix, after the base"]);
+    git(&["tag", "v2"]);
+    git(&["checkout", "-q", "main"]);
+    Repo {
+        base,
+        test_patch,
+        gold_patch,
+    }
+}
+
+/// The instance image, built from `dir` (`repo` copied to `/testbed`,
+/// `WORKDIR /testbed/` as SWE-bench's instance Dockerfile writes it,
+/// its `.git` and the future commit in it) and tagged with each of `tags`;
+/// removed when dropped.
+struct Image(Vec<String>);
+
+impl Image {
+    fn build(dir: &Path, tags: &[&str]) -> Image {
+        write(
+            dir,
+            "Dockerfile",
+            "FROM assay-base:bookworm\nUSER root\nCOPY repo /testbed\nWORKDIR /testbed/\n",
+        );
+        let mut cmd = Command::new("docker");
+        cmd.args(["build", "-q"]);
+        for tag in tags {
+            cmd.args(["-t", tag]);
+        }
+        let out = cmd.arg(dir).output().unwrap();
+        assert!(
+            out.status.success(),
+            "docker build: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Image(tags.iter().map(|t| (*t).to_owned()).collect())
+    }
+}
+
+impl Drop for Image {
+    fn drop(&mut self) {
+        let _ = Command::new("docker").arg("rmi").args(&self.0).output();
+    }
+}
+
+/// A row in SWE-bench's schema, its lists as JSON strings (the Hugging
+/// Face datasets' form).
+fn row(id: &str, r: &Repo, f2p: &[String], p2p: &[String], extra: &[(&str, Value)]) -> String {
+    let ids = |v: &[String]| serde_json::to_string(v).unwrap();
+    let mut v = serde_json::json!({
+        "repo": "django/django",
+        "instance_id": id,
+        "base_commit": r.base,
+        "patch": r.gold_patch,
+        "test_patch": r.test_patch,
+        "problem_statement": "Add `calc.mul(a, b)`.\n",
+        "hints_text": "",
+        "created_at": "2026-01-05T10:00:00Z",
+        "version": "3.0",
+        "FAIL_TO_PASS": ids(f2p),
+        "PASS_TO_PASS": ids(p2p),
+        "environment_setup_commit": r.base,
+    });
+    for (k, val) in extra {
+        v[*k] = val.clone();
+    }
+    v.to_string()
+}
+
+/// The SWE-bench form of a test id (`parse_log_django`'s keys).
+fn django(id: &str) -> String {
+    let method = id.rsplit('.').next().unwrap();
+    format!("{method} ({id})")
+}
+
+fn session(p: &util::Project, id: &str, task: &str, patch: &str) {
+    p.write(&format!("sessions/{id}.diff"), patch);
+    p.write(
+        &format!("sessions/{id}.json"),
+        serde_json::json!({
+            "task": task,
+            "agent": "alpha",
+            "model": "model-a",
+            "patch_file": format!("{id}.diff"),
+        })
+        .to_string(),
+    );
+}
+
+fn lines(p: &util::Project, file: &str) -> Vec<Value> {
+    std::fs::read_to_string(p.path().join("release").join(file))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn released(p: &util::Project, id: &str) -> Value {
+    lines(p, "tasks.jsonl")
+        .into_iter()
+        .chain(lines(p, "tasks.uncertified.jsonl"))
+        .find(|t| t["instance_id"] == id)
+        .unwrap_or_else(|| panic!("no task {id} in the release"))
+}
+
+/// (test, list, kind) of each disagreement of a released task.
+fn disagreements(task: &Value) -> Vec<(String, String, String)> {
+    task["dataset"]["disagreements"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no dataset lists: {task:#}"))
+        .iter()
+        .map(|d| {
+            let s = |k: &str| d[k].as_str().unwrap().to_owned();
+            (s("test"), s("list"), s("kind"))
+        })
+        .collect()
+}
+
+/// A patch that finds the fix in the image's history (any repository it
+/// can reach: the working directory, the tree, `/testbed`) and writes it
+/// over `calc.py` before the tests import it: it resolves only if the
+/// history reached the graded run.
+fn history_patch(repo: &Path) -> String {
+    let git = |args: &[&str]| git_in(repo, 1, args);
+    let sneak = "\
+import os
+import subprocess
+
+for _d in ('/testbed', '/assay/tree', os.getcwd()):
+    _r = subprocess.run(['git', '-C', _d, 'show', 'future:calc.py'], capture_output=True, text=True)
+    if _r.returncode == 0 and 'def mul' in _r.stdout:
+        exec(_r.stdout)
+        break
+";
+    write(repo, "calc.py", &format!("{CALC}\n{sneak}"));
+    git(&["add", "-A"]);
+    let patch = git(&["diff", "--cached", "--binary"]);
+    git(&["reset", "-q", "--hard"]);
+    patch
+}
+
+/// SWE-bench-shaped instances over one image become assay tasks: the image
+/// is found under each of SWE-bench's names (the local instance image key,
+/// the published one with `_1776_`, a row's own `image_name`); the test
+/// command is SWE-bench's Django spec over the test patch's modules; the
+/// repository's future (a branch and a tag holding the fix) is reported
+/// and never reaches a run; assay's lists are compared with each
+/// instance's and every disagreement is listed (a FAIL_TO_PASS test that
+/// passes at base, a PASS_TO_PASS test that fails at gold, one that never
+/// ran); sessions are graded by assay; a second build executes nothing.
+#[test]
+fn swe_bench_instances_become_tasks_screened_by_assay_and_checked_against_their_lists() {
+    util::progress::phase(
+        "test swe_bench_instances_become_tasks_screened_by_assay_and_checked_against_their_lists",
+    );
+    util::harbor::base_image();
+    let p = util::Project::new().pipeline(
+        "cache = \"cache\"\nrelease = \"release\"\nsessions = \"sessions\"\n\n[screen]\nrepeats = 2\n\n[[instances]]\nname = \"sb\"\npath = \"instances.jsonl\"\n",
+    );
+    let build = p.path().join("image");
+    let r = repository(&build.join("repo"));
+    let suffix = format!("{:x}", std::process::id());
+    let own = format!("assay-test-instance-{suffix}:latest");
+    let _image = Image::build(
+        &build,
+        &[
+            &format!("sweb.eval.x86_64.django__calc-{suffix}-1:latest"),
+            &format!("swebench/sweb.eval.x86_64.django_1776_calc-{suffix}-2:latest"),
+            &own,
+        ],
+    );
+    const ADD: &str = "test_calc.CalcTest.test_add";
+    const SUB: &str = "test_calc.CalcTest.test_sub";
+    const BROKEN: &str = "test_calc.CalcTest.test_broken";
+    const MUL: &str = "test_calc.MulTest.test_mul";
+    let (one, two, three) = (
+        format!("django__calc-{suffix}-1"),
+        format!("django__calc-{suffix}-2"),
+        format!("django__calc-{suffix}-3"),
+    );
+    let d = |ids: &[&str]| ids.iter().map(|i| django(i)).collect::<Vec<_>>();
+    let (f1, p1) = (d(&[MUL]), d(&[ADD, SUB]));
+    let (f2, p2) = (d(&[MUL, ADD]), d(&[SUB]));
+    let (f3, p3) = (d(&[MUL]), d(&[SUB, BROKEN, "test_calc.CalcTest.test_gone"]));
+    p.write(
+        "instances.jsonl",
+        [
+            row(&one, &r, &f1, &p1, &[]),
+            row(&two, &r, &f2, &p2, &[]),
+            row(
+                &three,
+                &r,
+                &f3,
+                &p3,
+                &[("image_name", Value::from(own.clone()))],
+            ),
+        ]
+        .join("\n"),
+    );
+    let task_one = format!("sb/{one}");
+    session(&p, "gold", &task_one, &r.gold_patch);
+    session(&p, "empty", &task_one, "");
+    session(
+        &p,
+        "wrong",
+        &task_one,
+        &r.gold_patch.replace("return a * b", "return a + b"),
+    );
+    session(
+        &p,
+        "history",
+        &task_one,
+        &history_patch(&build.join("repo")),
+    );
+
+    let first = p.build_json(&[]).code(0);
+    for kind in ["instance", "instance_triage", "instance_env", "task"] {
+        assert_eq!(first.summary.by_kind[kind].executed, 3, "{kind}");
+    }
+
+    // Each image was found by its own name; the future was seen and is
+    // gone from the environment.
+    let record = p.output_record(&format!("instance:sb/{two}"));
+    assert_eq!(
+        record["image_name"],
+        format!("swebench/sweb.eval.x86_64.django_1776_calc-{suffix}-2:latest"),
+        "{record:#}"
+    );
+    assert_eq!(record["head"], r.base.as_str());
+    assert_eq!(record["commits_not_from_base"], 1, "{record:#}");
+    let found_refs = record["refs"].to_string();
+    assert!(
+        found_refs.contains("refs/heads/future") && found_refs.contains("refs/tags/v2"),
+        "{record:#}"
+    );
+    assert_eq!(
+        p.output_record(&format!("instance:sb/{three}"))["image_name"],
+        own.as_str()
+    );
+
+    let t1 = released(&p, &task_one);
+    assert_eq!(t1["certified"], true, "{t1:#}");
+    assert_eq!(t1["FAIL_TO_PASS"], serde_json::json!(d(&[MUL])), "{t1:#}");
+    assert_eq!(t1["dataset"]["FAIL_TO_PASS"], serde_json::json!(f1));
+    assert_eq!(t1["dataset"]["family"], "swe-bench");
+    assert_eq!(t1["dataset"]["base_commit"], r.base.as_str());
+    assert!(disagreements(&t1).is_empty(), "{t1:#}");
+    assert!(
+        t1["eval_script"]
+            .as_str()
+            .unwrap()
+            .contains("./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1"),
+        "SWE-bench's Django spec runs it: {t1:#}"
+    );
+    assert!(
+        t1["eval_script"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("git checkout {} -- 'tests/test_calc.py'", r.base)),
+        "the published eval script resets the test files to the instance's own base: {t1:#}"
+    );
+    let t2 = released(&p, &format!("sb/{two}"));
+    assert_eq!(
+        disagreements(&t2),
+        [(django(ADD), "FAIL_TO_PASS".into(), "passes_at_base".into())]
+    );
+    let t3 = released(&p, &format!("sb/{three}"));
+    assert_eq!(
+        disagreements(&t3),
+        [
+            (
+                django(BROKEN),
+                "PASS_TO_PASS".into(),
+                "fails_at_gold".into()
+            ),
+            (
+                django("test_calc.CalcTest.test_gone"),
+                "PASS_TO_PASS".into(),
+                "never_ran".into()
+            ),
+        ]
+    );
+
+    let text = std::fs::read_to_string(p.path().join("release/results.csv")).unwrap();
+    let verdict = |s: &str| -> String {
+        util::csv::csv_records(&text)
+            .into_iter()
+            .find(|row| row["session"] == format!("{s}.json") && row["arm"] == "exclude")
+            .unwrap_or_else(|| panic!("no grade of {s}: {text}"))["verdict"]
+            .clone()
+    };
+    assert_eq!(verdict("gold"), "resolved", "{text}");
+    assert_eq!(verdict("empty"), "unresolved");
+    assert_eq!(verdict("wrong"), "unresolved");
+    assert_eq!(
+        verdict("history"),
+        "unresolved",
+        "the image's history reached a graded run"
+    );
+
+    let again = p.build_json(&[]).code(0);
+    assert_eq!(
+        again.summary.total.executed, 0,
+        "{:#?}",
+        again.summary.by_kind
+    );
+}
+
+/// A row that does not read fails its own `instance` node alone, with the
+/// file, the line and the field; a row whose image the daemon does not
+/// have is declined with every name tried; the other rows build.
+#[test]
+fn a_bad_row_fails_its_instance_alone_and_a_missing_image_is_declined_with_the_names_tried() {
+    util::progress::phase(
+        "test a_bad_row_fails_its_instance_alone_and_a_missing_image_is_declined_with_the_names_tried",
+    );
+    let p = util::Project::new().pipeline(
+        "cache = \"cache\"\nrelease = \"release\"\n\n[[instances]]\nname = \"sb\"\npath = \"instances.jsonl\"\n",
+    );
+    let r = repository(&p.path().join("repo"));
+    let id = format!("django__none-{:x}", std::process::id());
+    p.write(
+        "instances.jsonl",
+        [
+            row(&id, &r, &["a".to_owned()], &[], &[]),
+            row(
+                "django__bad-2",
+                &r,
+                &[],
+                &[],
+                &[("FAIL_TO_PASS", Value::from("[\"a\""))],
+            ),
+        ]
+        .join("\n"),
+    );
+    let build = p.build_json(&[]).code(1);
+    assert_eq!(build.names("node_failed"), ["instance:sb/line-2"]);
+    let failed = build
+        .events
+        .iter()
+        .find(|e| e["event"] == "node_failed")
+        .unwrap();
+    let reason = failed["reason"].as_str().unwrap();
+    assert_eq!(failed["class"], "input", "{failed:#}");
+    assert!(
+        reason.contains(
+            "instances.jsonl: line 2: `FAIL_TO_PASS` is a string that is not a JSON list"
+        ),
+        "{reason}"
+    );
+    let task = released(&p, &format!("sb/{id}"));
+    let why = task["uncertified_because"].to_string();
+    assert!(
+        why.contains("no_image")
+            && why.contains(&format!("sweb.eval.x86_64.{id}:latest"))
+            && why.contains(&format!(
+                "swebench/sweb.eval.x86_64.{}:latest",
+                id.replace("__", "_1776_")
+            )),
+        "{task:#}"
+    );
+}

@@ -505,6 +505,16 @@ fn a_deep_swe_folder_becomes_an_assay_task_graded_by_assay_with_the_datasets_rea
         html.contains("Harbor tasks as assay tasks") && html.contains("<code>ds/calc-3</code>"),
         "the report's Harbor funnel names them"
     );
+    util::figures::explained(
+        &p,
+        &[],
+        &p.path().join("release"),
+        5,
+        &[
+            "funnel.harbor.assay_tasks.certified",
+            "funnel.harbor.assay_tasks.uncertified",
+        ],
+    );
     let task = released(&p, "ds/calc-1");
     assert_eq!(
         task["FAIL_TO_PASS"],

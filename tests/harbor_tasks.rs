@@ -569,6 +569,14 @@ fn sessions_on_a_reward_only_harbor_task_are_graded_by_its_own_verifier_in_a_fre
     );
     let html = std::fs::read_to_string(p.path().join("release/report.html")).unwrap();
     assert!(html.contains("Harbor tasks") && html.contains("<code>tb/py-calc</code>"));
+    // Every figure of the report names itself, the Harbor funnel's among them.
+    util::figures::explained(
+        &p,
+        &[],
+        &p.path().join("release"),
+        10,
+        &["funnel.harbor.certified", "funnel.harbor.uncertified"],
+    );
     // No grading container outlives the build.
     let image = harbor_lines(&p)["py-calc"]["environment"]["image"]
         .as_str()

@@ -446,6 +446,7 @@ pub(crate) fn assemble(
                     h.certified += 1;
                     h.certified_tasks.push(id);
                 } else {
+                    h.uncertified += 1;
                     h.uncertified_tasks
                         .insert(id, t.uncertified_because.clone());
                 }

@@ -678,18 +678,67 @@ fn release_node(
 }
 
 /// Each Harbor task folder's newest change (`<dataset>/<folder>` -> ISO
-/// 8601): the date of a task and a release that no merge dates.
+/// 8601): the date of a task and a release that no merge dates. In a
+/// clean git checkout of the dataset, the folder's last commit (the same
+/// in every clone); else its files' newest modification time.
 fn harbor_changed(pipeline: &Pipeline) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for (dataset, dir) in &pipeline.settings.harbor_datasets {
+        let committed = committed_folders(dir);
         for path in harbor_folders(dir).unwrap_or_default() {
             let folder = path.file_name().unwrap_or_default().to_string_lossy();
-            if let Some(secs) = super::harbor_task::newest_change(&path) {
+            let secs = match &committed {
+                Some(dates) => dates.get(folder.as_ref()).copied(),
+                None => super::harbor_task::newest_change(&path),
+            };
+            if let Some(secs) = secs {
                 out.insert(format!("{dataset}/{folder}"), task::iso8601(secs));
             }
         }
     }
     out
+}
+
+/// The last commit date (seconds) of each folder of `dir`, when `dir` is in
+/// a git work tree with nothing changed or untracked under it; None
+/// otherwise (not a repository, or a change the commits do not date).
+fn committed_folders(dir: &Path) -> Option<BTreeMap<String, i64>> {
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let changed = git(&["status", "--porcelain", "--untracked-files=all", "--", "."])?;
+    if !changed.trim().is_empty() {
+        return None;
+    }
+    let log = git(&[
+        "log",
+        "--format=%x00%ct",
+        "--name-only",
+        "--relative",
+        "--",
+        ".",
+    ])?;
+    let mut dates = BTreeMap::new();
+    let mut at = None;
+    for line in log.lines() {
+        if let Some(secs) = line.strip_prefix('\0') {
+            at = secs.trim().parse::<i64>().ok();
+        } else if let (Some(secs), Some(folder)) = (at, line.split('/').next())
+            && !line.is_empty()
+        {
+            // Newest first: a folder's first line is its last commit.
+            dates.entry(folder.to_owned()).or_insert(secs);
+        }
+    }
+    (!dates.is_empty()).then_some(dates)
 }
 
 fn read_statement(dir: Option<&Path>, id: &str, ext: &str) -> Option<String> {
@@ -699,4 +748,58 @@ fn read_statement(dir: Option<&Path>, id: &str, ext: &str) -> Option<String> {
 /// The env node's name: its params' digest.
 pub(crate) fn env_name(params: &EnvParams) -> String {
     names::env(&blake3::hash(&encode_params(params)))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::process::Command;
+
+    /// A dataset in a clean git checkout is dated by its folders' last
+    /// commits (the same in every clone, whatever the files' times); a
+    /// change under it falls back to the files' times.
+    #[test]
+    fn a_committed_dataset_is_dated_by_its_folders_last_commits() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path();
+        let git = |args: &[&str], date: &str| {
+            let out = Command::new("git")
+                .args(args)
+                .current_dir(repo)
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .env("GIT_AUTHOR_NAME", "a")
+                .env("GIT_AUTHOR_EMAIL", "a@x")
+                .env("GIT_COMMITTER_NAME", "a")
+                .env("GIT_COMMITTER_EMAIL", "a@x")
+                .env("GIT_AUTHOR_DATE", date)
+                .env("GIT_COMMITTER_DATE", date)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+        };
+        git(&["init", "-q"], "");
+        let dataset = repo.join("tb");
+        for (folder, date) in [("a", "1700000000 +0000"), ("b", "1710000000 +0000")] {
+            std::fs::create_dir_all(dataset.join(folder)).unwrap();
+            std::fs::write(dataset.join(folder).join("task.toml"), folder).unwrap();
+            git(&["add", "."], date);
+            git(&["commit", "-qm", folder], date);
+        }
+        std::fs::write(dataset.join("a/instruction.md"), "x").unwrap();
+        git(&["add", "."], "1720000000 +0000");
+        git(&["commit", "-qm", "a again"], "1720000000 +0000");
+        let dates = super::committed_folders(&dataset).unwrap();
+        assert_eq!(
+            dates.into_iter().collect::<Vec<_>>(),
+            [
+                ("a".to_owned(), 1_720_000_000),
+                ("b".to_owned(), 1_710_000_000)
+            ]
+        );
+        std::fs::write(dataset.join("b/new.txt"), "untracked").unwrap();
+        assert_eq!(super::committed_folders(&dataset), None);
+        assert_eq!(
+            super::committed_folders(tmp.path().join("nowhere").as_path()),
+            None
+        );
+    }
 }

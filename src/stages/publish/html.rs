@@ -320,18 +320,18 @@ fn about(h: &mut String, index: &Index<'_>, summary: &Summary) {
         let _ = writeln!(
             h,
             "<h3>Harbor tasks</h3>\n<table>\n\
-             <tr><th>tasks screened</th><td class=\"n\">{}</td><td>no-op and oracle read in fresh containers</td></tr>\n\
-             <tr><th>tasks certified</th><td class=\"n\">{}</td><td>{}</td></tr>\n\
-             <tr><th>tasks uncertified</th><td class=\"n\">{}</td><td>{}{}</td></tr>\n</table>",
-            harbor.tasks,
-            harbor.certified,
+             <tr><th>tasks screened</th>{}<td>no-op and oracle read in fresh containers</td></tr>\n\
+             <tr><th>tasks certified</th>{}<td>{}</td></tr>\n\
+             <tr><th>tasks uncertified</th>{}<td>{}{}</td></tr>\n</table>",
+            figure("funnel.harbor.tasks", &harbor.tasks.to_string()),
+            figure("funnel.harbor.certified", &harbor.certified.to_string()),
             harbor
                 .certified_tasks
                 .iter()
                 .map(|t| format!("<code>{}</code>", esc(t)))
                 .collect::<Vec<_>>()
                 .join(", "),
-            harbor.tasks - harbor.certified.min(harbor.tasks),
+            figure("funnel.harbor.uncertified", &harbor.uncertified.to_string()),
             harbor
                 .uncertified_tasks
                 .iter()
@@ -358,20 +358,29 @@ fn about(h: &mut String, index: &Index<'_>, summary: &Summary) {
             let _ = writeln!(
                 h,
                 "<h3>Harbor tasks as assay tasks (Deep-SWE-shaped)</h3>\n<table>\n\
-                 <tr><th>tasks taken in</th><td class=\"n\">{}</td><td>declined{}</td></tr>\n\
-                 <tr><th>tasks screened</th><td class=\"n\">{}</td><td>by assay's own controls: base, tests, gold</td></tr>\n\
-                 <tr><th>tasks certified</th><td class=\"n\">{}</td><td>{}</td></tr>\n\
-                 <tr><th>tasks uncertified</th><td class=\"n\">{}</td><td>{}</td></tr>\n</table>",
-                swe.tasks,
+                 <tr><th>tasks taken in</th>{}<td>declined{}</td></tr>\n\
+                 <tr><th>tasks screened</th>{}<td>by assay's own controls: base, tests, gold</td></tr>\n\
+                 <tr><th>tasks certified</th>{}<td>{}</td></tr>\n\
+                 <tr><th>tasks uncertified</th>{}<td>{}</td></tr>\n</table>",
+                figure("funnel.harbor.assay_tasks.tasks", &swe.tasks.to_string()),
                 reasons(&swe.declined),
-                swe.screened,
-                swe.certified,
+                figure(
+                    "funnel.harbor.assay_tasks.screened",
+                    &swe.screened.to_string()
+                ),
+                figure(
+                    "funnel.harbor.assay_tasks.certified",
+                    &swe.certified.to_string()
+                ),
                 swe.certified_tasks
                     .iter()
                     .map(|t| format!("<code>{}</code>", esc(t)))
                     .collect::<Vec<_>>()
                     .join(", "),
-                swe.uncertified_because.values().sum::<usize>(),
+                figure(
+                    "funnel.harbor.assay_tasks.uncertified",
+                    &swe.uncertified.to_string()
+                ),
                 reasons(&swe.uncertified_because),
             );
         }

@@ -555,6 +555,9 @@ pub(crate) struct Funnel {
 pub(crate) struct HarborFunnel {
     pub(crate) tasks: usize,
     pub(crate) certified: usize,
+    /// `tasks` less `certified`: the tasks `uncertified_tasks` names.
+    #[serde(default)]
+    pub(crate) uncertified: usize,
     pub(crate) uncertified_because: BTreeMap<String, usize>,
     #[serde(default)]
     pub(crate) certified_tasks: Vec<String>,
@@ -579,6 +582,9 @@ pub(crate) struct SweFunnel {
     pub(crate) declined: BTreeMap<String, usize>,
     pub(crate) screened: usize,
     pub(crate) certified: usize,
+    /// Screened and not certified: what `uncertified_because` counts.
+    #[serde(default)]
+    pub(crate) uncertified: usize,
     pub(crate) uncertified_because: BTreeMap<String, usize>,
     pub(crate) certified_tasks: Vec<String>,
 }
@@ -609,6 +615,7 @@ impl SweFunnel {
             self.certified += 1;
             self.certified_tasks.push(task.instance_id.clone());
         } else {
+            self.uncertified += 1;
             *self.uncertified_because.entry(word()).or_default() += 1;
         }
         true

@@ -85,6 +85,7 @@ fn input() -> PublishInput {
     let harbor = funnel.harbor.get_or_insert_with(Default::default);
     harbor.tasks = 3;
     harbor.certified = 1;
+    harbor.uncertified = 2;
     harbor.certified_tasks = vec!["tb/good".to_owned()];
     harbor.uncertified_tasks = BTreeMap::from([
         (
@@ -245,7 +246,7 @@ fn the_report_names_the_uncertified_harbor_tasks_with_their_reasons() {
         .expect("the Harbor funnel");
     assert!(
         funnel.contains(
-            "<tr><th>tasks uncertified</th><td class=\"n\">2</td><td><code>tb/bad-network</code> (task_toml_invalid), <code>tb/both</code> (nop_passes, oracle_fails)"
+            "<tr><th>tasks uncertified</th><td class=\"n\" title=\"funnel.harbor.uncertified\">2</td><td><code>tb/bad-network</code> (task_toml_invalid), <code>tb/both</code> (nop_passes, oracle_fails)"
         ),
         "{funnel}"
     );

@@ -1125,10 +1125,13 @@ fn go_test_sh_with_the_images_cache() -> String {
 /// every test binary built from it first fails if a file another run
 /// planted in the image user's home is there (a run's token is a file of
 /// its own fresh tree, so the two `go test` of one run share it), then
-/// plants one, and tries to write a host path and assay's guard.
-fn planting_probe(host_path: &Path) -> String {
+/// plants one (named with `tag`), and tries to write a host path and
+/// assay's guard. `session` makes each session's tree its own, so each
+/// is run.
+fn planting_probe(host_path: &Path, tag: &str, session: &str) -> String {
     format!(
-        r#"package calc
+        r#"// {session}
+package calc
 
 import (
 	"fmt"
@@ -1157,7 +1160,7 @@ func init() {{
 		}}
 	}}
 	_ = os.MkdirAll(dir, 0o755)
-	_ = os.WriteFile(filepath.Join(dir, "assay-planted-"+token), []byte("x"), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, "assay-planted-{tag}-"+token), []byte("x"), 0o644)
 	_ = os.WriteFile({host:?}, []byte("escaped"), 0o644)
 	_ = os.WriteFile("/assay/guard/sitecustomize.py", []byte("import os\n"), 0o644)
 }}
@@ -1195,18 +1198,20 @@ fn a_go_image_that_keeps_its_build_cache_under_roots_home_certifies_and_no_run_k
     let gold = std::fs::read_to_string(ds.join("go-home/solution/solution.patch")).unwrap();
     session(&p, "gold", "ds/go-home", &gold);
     let escaped = p.path().join("escaped-from-a-run");
+    let tag = format!("{}x{}", std::process::id(), line!());
     let repo = ds.join("go-home/environment/repo");
-    write(&repo, "zz_probe.go", &planting_probe(&escaped));
-    write(
-        &repo,
-        "calc.go",
-        &format!("{GO_CALC}\nfunc Mul(a, b int) int {{\n\treturn a * b\n}}\n"),
-    );
-    git_in(&repo, 1, &["add", "-A"]);
-    let hostile = git_in(&repo, 1, &["diff", "--cached", "--binary"]);
-    git_in(&repo, 1, &["reset", "-q", "--hard"]);
-    session(&p, "hostile-1", "ds/go-home", &hostile);
-    session(&p, "hostile-2", "ds/go-home", &hostile);
+    for s in ["hostile-1", "hostile-2"] {
+        write(&repo, "zz_probe.go", &planting_probe(&escaped, &tag, s));
+        write(
+            &repo,
+            "calc.go",
+            &format!("{GO_CALC}\nfunc Mul(a, b int) int {{\n\treturn a * b\n}}\n"),
+        );
+        git_in(&repo, 1, &["add", "-A"]);
+        let hostile = git_in(&repo, 1, &["diff", "--cached", "--binary"]);
+        git_in(&repo, 1, &["reset", "-q", "--hard"]);
+        session(&p, s, "ds/go-home", &hostile);
+    }
 
     p.build_json(&[]).code(0);
     let task = released(&p, "ds/go-home");
@@ -1221,6 +1226,31 @@ fn a_go_image_that_keeps_its_build_cache_under_roots_home_certifies_and_no_run_k
         assert_eq!(r["verdict"], "resolved", "{s}: {g:#?}");
     }
     assert!(!escaped.exists(), "a run wrote the host path {escaped:?}");
+    // No volume the daemon keeps holds what a run planted: each run's copy
+    // went with its container.
+    let root = Command::new("docker")
+        .args(["info", "--format", "{{.DockerRootDir}}"])
+        .output()
+        .unwrap();
+    let volumes = Path::new(String::from_utf8_lossy(&root.stdout).trim()).join("volumes");
+    let planted: Vec<_> = std::fs::read_dir(&volumes)
+        .unwrap()
+        .flatten()
+        .filter_map(|v| std::fs::read_dir(v.path().join("_data/.cache")).ok())
+        .flatten()
+        .flatten()
+        .filter(|f| {
+            f.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("assay-planted-{tag}-"))
+        })
+        .map(|f| f.path())
+        .collect();
+    assert_eq!(
+        planted,
+        Vec::<std::path::PathBuf>::new(),
+        "a run's file outlived it"
+    );
     let env = p.output_record("swe_env:ds/go-home");
     let image = env["image"].as_str().unwrap();
     let kept = Command::new("docker")

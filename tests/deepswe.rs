@@ -982,6 +982,12 @@ const GO_MUL_TEST: &str = "//go:build scored\n\npackage calc\n\nimport \"testing
 /// `root/name`: the test patch adds `TestMul` behind the `scored` tag, the
 /// solution adds `Mul`; two reports, as Deep-SWE's Go tasks write.
 fn deep_swe_go_task(root: &Path, name: &str) {
+    deep_swe_go_task_in(root, name, "", GO_TEST_SH);
+}
+
+/// [`deep_swe_go_task`] with `image` (Dockerfile lines) after its `FROM`
+/// and `test_sh` as its verifier.
+fn deep_swe_go_task_in(root: &Path, name: &str, image: &str, test_sh: &str) {
     let dir = root.join(name);
     let repo = dir.join("environment/repo");
     std::fs::create_dir_all(&repo).unwrap();
@@ -1018,14 +1024,14 @@ fn deep_swe_go_task(root: &Path, name: &str) {
         (
             "environment/Dockerfile",
             format!(
-                "FROM {}\nUSER root\nCOPY go2ctrf.py /usr/local/lib/go2ctrf.py\nCOPY repo /app\nWORKDIR /app\n",
+                "FROM {}\nUSER root\n{image}COPY go2ctrf.py /usr/local/lib/go2ctrf.py\nCOPY repo /app\nWORKDIR /app\n",
                 util::harbor::go_image()
             ),
         ),
         ("environment/go2ctrf.py", GO_CTRF.to_owned()),
         ("tests/config.json", config),
         ("tests/test.patch", test_patch),
-        ("tests/test.sh", GO_TEST_SH.to_owned()),
+        ("tests/test.sh", test_sh.to_owned()),
         ("tests/grade.py", GRADE.to_owned()),
         ("solution/solution.patch", gold_patch),
         (
@@ -1115,6 +1121,218 @@ fn a_go_deep_swe_folder_with_two_reports_is_screened_and_graded_by_assay() {
         "{:#?}",
         again.summary.by_kind
     );
+}
+
+/// Deep-SWE's Go frame as its images expect it: the build cache where the
+/// image's `ENV` points it, no default of the verifier's own.
+fn go_test_sh_with_the_images_cache() -> String {
+    let default = "export GOCACHE=\"${GOCACHE:-/tmp/go-cache}\"\n";
+    assert!(GO_TEST_SH.contains(default));
+    GO_TEST_SH.replace(default, "")
+}
+
+/// A file of package `calc` a hostile session adds beside the gold fix:
+/// every test binary built from it first fails if a file another run
+/// planted in the image user's home is there (a run's token is a file of
+/// its own fresh tree, so the two `go test` of one run share it), then
+/// plants one (named with `tag`), and tries to write a host path and
+/// assay's guard. `session` makes each session's tree its own, so each
+/// is run.
+fn planting_probe(host_path: &Path, tag: &str, session: &str) -> String {
+    format!(
+        r#"// {session}
+package calc
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+func runToken() string {{
+	if b, err := os.ReadFile(".probe-token"); err == nil {{
+		return string(b)
+	}}
+	t := fmt.Sprint(time.Now().UnixNano(), os.Getpid())
+	_ = os.WriteFile(".probe-token", []byte(t), 0o644)
+	return t
+}}
+
+func init() {{
+	token := runToken()
+	dir := "/root/.cache"
+	seen, _ := filepath.Glob(filepath.Join(dir, "assay-planted-*"))
+	for _, p := range seen {{
+		if !strings.HasSuffix(p, "-"+token) {{
+			panic("a file another run planted is here: " + p)
+		}}
+	}}
+	_ = os.MkdirAll(dir, 0o755)
+	_ = os.WriteFile(filepath.Join(dir, "assay-planted-{tag}-"+token), []byte("x"), 0o644)
+	_ = os.WriteFile({host:?}, []byte("escaped"), 0o644)
+	_ = os.WriteFile("/assay/guard/sitecustomize.py", []byte("import os\n"), 0o644)
+}}
+"#,
+        host = host_path.display().to_string(),
+    )
+}
+
+/// A Go image whose `ENV` keeps the build cache under root's home
+/// (`GOCACHE=/root/.cache/go-build`, as Deep-SWE's Go images do) and whose
+/// verifier writes there: its runs write a fresh copy of the home, so the
+/// task certifies as an assay task and a gold session resolves. Two
+/// hostile sessions plant files there and try a host path and assay's
+/// guard: neither sees what the other planted (each run's copy is its
+/// own), the host path is never written, and the environment's image
+/// keeps nothing of theirs.
+#[test]
+fn a_go_image_that_keeps_its_build_cache_under_roots_home_certifies_and_no_run_keeps_what_it_wrote_there()
+ {
+    util::progress::phase(
+        "test a_go_image_that_keeps_its_build_cache_under_roots_home_certifies_and_no_run_keeps_what_it_wrote_there",
+    );
+    base_image();
+    let p = util::Project::new().pipeline(
+        "cache = \"cache\"\nrelease = \"release\"\nsessions = \"sessions\"\n\n[screen]\nrepeats = 1\n\n[[harbor_dataset]]\nname = \"ds\"\npath = \"ds\"\n",
+    );
+    let _images = util::harbor::BuiltImages::of(&p);
+    let ds = p.path().join("ds");
+    deep_swe_go_task_in(
+        &ds,
+        "go-home",
+        "ENV GOCACHE=/root/.cache/go-build\n",
+        &go_test_sh_with_the_images_cache(),
+    );
+    let gold = std::fs::read_to_string(ds.join("go-home/solution/solution.patch")).unwrap();
+    session(&p, "gold", "ds/go-home", &gold);
+    let escaped = p.path().join("escaped-from-a-run");
+    let tag = format!("{}x{}", std::process::id(), line!());
+    let repo = ds.join("go-home/environment/repo");
+    for s in ["hostile-1", "hostile-2"] {
+        write(&repo, "zz_probe.go", &planting_probe(&escaped, &tag, s));
+        write(
+            &repo,
+            "calc.go",
+            &format!("{GO_CALC}\nfunc Mul(a, b int) int {{\n\treturn a * b\n}}\n"),
+        );
+        git_in(&repo, 1, &["add", "-A"]);
+        let hostile = git_in(&repo, 1, &["diff", "--cached", "--binary"]);
+        git_in(&repo, 1, &["reset", "-q", "--hard"]);
+        session(&p, s, "ds/go-home", &hostile);
+    }
+
+    p.build_json(&[]).code(0);
+    let task = released(&p, "ds/go-home");
+    assert_eq!(
+        task["FAIL_TO_PASS"],
+        serde_json::json!(["example.com/calc.TestMul"]),
+        "{task:#}"
+    );
+    let g = grades(&p);
+    for s in ["gold.json", "hostile-1.json", "hostile-2.json"] {
+        let r = &g[&(s.to_owned(), "exclude".to_owned())];
+        assert_eq!(r["verdict"], "resolved", "{s}: {g:#?}");
+    }
+    assert!(!escaped.exists(), "a run wrote the host path {escaped:?}");
+    // No volume the daemon keeps holds what a run planted: each run's copy
+    // went with its container.
+    let root = Command::new("docker")
+        .args(["info", "--format", "{{.DockerRootDir}}"])
+        .output()
+        .unwrap();
+    let volumes = Path::new(String::from_utf8_lossy(&root.stdout).trim()).join("volumes");
+    let planted: Vec<_> = std::fs::read_dir(&volumes)
+        .unwrap()
+        .flatten()
+        .filter_map(|v| std::fs::read_dir(v.path().join("_data/.cache")).ok())
+        .flatten()
+        .flatten()
+        .filter(|f| {
+            f.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("assay-planted-{tag}-"))
+        })
+        .map(|f| f.path())
+        .collect();
+    assert_eq!(
+        planted,
+        Vec::<std::path::PathBuf>::new(),
+        "a run's file outlived it"
+    );
+    let env = p.output_record("swe_env:ds/go-home");
+    let image = env["image"].as_str().unwrap();
+    let kept = Command::new("docker")
+        .args([
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "--user",
+            "0:0",
+            "--entrypoint",
+            "sh",
+        ])
+        .args([
+            image,
+            "-c",
+            "ls -a /root/.cache; cat /assay/guard/sitecustomize.py | head -c 200",
+        ])
+        .output()
+        .unwrap();
+    let kept = String::from_utf8_lossy(&kept.stdout);
+    assert!(
+        !kept.contains("assay-planted-"),
+        "the image kept a run's file: {kept}"
+    );
+    assert!(!kept.starts_with("import os\n"), "{kept}");
+}
+
+/// A Go image whose `ENV` puts the build cache where no run may write (a
+/// root-only directory outside any home): the task is uncertified as an
+/// assay task with the permission error and its path in the reason, never
+/// `empty_patch_fails`; the dataset's own controls (run as the image's
+/// root) certify it.
+#[test]
+fn a_build_cache_the_run_may_not_write_is_named_in_the_tasks_reason() {
+    util::progress::phase("test a_build_cache_the_run_may_not_write_is_named_in_the_tasks_reason");
+    base_image();
+    let p = util::Project::new().pipeline(
+        "cache = \"cache\"\nrelease = \"release\"\n\n[screen]\nrepeats = 1\n\n[[harbor_dataset]]\nname = \"ds\"\npath = \"ds\"\n",
+    );
+    let _images = util::harbor::BuiltImages::of(&p);
+    let ds = p.path().join("ds");
+    deep_swe_go_task_in(
+        &ds,
+        "go-private",
+        "RUN mkdir -m 700 /opt/gocache\nENV GOCACHE=/opt/gocache\n",
+        &go_test_sh_with_the_images_cache(),
+    );
+    // Exit 8: every task assay screened found its environment broken.
+    let built = p.build_json(&[]).code(8);
+    assert!(
+        built
+            .run
+            .stderr
+            .contains("permission denied on `/opt/gocache"),
+        "{}",
+        built.run.stderr
+    );
+    let (_, lines) = harbor_tasks(&p);
+    assert_eq!(by_folder(&lines, "go-private")["certified"], true);
+    let text = std::fs::read_to_string(p.path().join("release/tasks.uncertified.jsonl")).unwrap();
+    let task = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|t| t["instance_id"] == "ds/go-private")
+        .unwrap_or_else(|| panic!("ds/go-private is not uncertified: {text}"));
+    let why = task["uncertified_because"].to_string();
+    assert!(
+        why.contains("environment_broken") && why.contains("permission denied on `/opt/gocache"),
+        "{why}"
+    );
+    assert!(!why.contains("empty_patch_fails"), "{why}");
 }
 
 /// A Deep-SWE-shaped task assay certified, exported as a Harbor task

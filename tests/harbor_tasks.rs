@@ -190,8 +190,15 @@ fn a_harbor_environment_builds_with_its_declared_network_the_same_way_twice_and_
         "network_mode = \"public\"",
         &format!("RUN echo \"\u{1b}[1;31m{marker}\u{1b}[0m\" && exit 3"),
     );
+    // BuildKit-only syntax: the classic builder refuses it (docs/harbor.md).
+    tb_task(
+        &tb,
+        "mount",
+        "network_mode = \"no-network\"",
+        "RUN --mount=type=tmpfs,target=/scratch true",
+    );
     let first = p.build_json(&[]).code(0);
-    assert_eq!(first.summary.by_kind["harbor_task"].executed, 4);
+    assert_eq!(first.summary.by_kind["harbor_task"].executed, 5);
     let lines = harbor_lines(&p);
 
     let public = &lines["public"];
@@ -240,6 +247,22 @@ fn a_harbor_environment_builds_with_its_declared_network_the_same_way_twice_and_
         "{why}"
     );
     assert!(!why.contains('\u{1b}'), "{why:?}");
+
+    // The builder's own words, never its deprecation notice.
+    let mount = &lines["mount"];
+    assert_eq!(mount["certified"], false, "{mount:#}");
+    let why = mount["uncertified_because"][0].as_str().unwrap();
+    assert!(
+        why.starts_with("environment_failed: docker build failed")
+            && why.contains("the --mount option requires BuildKit"),
+        "{why}"
+    );
+    for line in lines.values() {
+        assert!(
+            !line.to_string().contains("legacy builder is deprecated"),
+            "{line:#}"
+        );
+    }
     let release = std::fs::read_to_string(p.path().join("release/harbor-tasks.jsonl")).unwrap();
     assert!(
         !release.contains("\\u001b"),

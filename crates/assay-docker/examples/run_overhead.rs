@@ -33,6 +33,7 @@ async fn main() {
             setup: Vec::new(),
             env: env.clone(),
             user: RunUser::default(),
+            writable: Vec::new(),
             timeout: Duration::from_secs(120),
             log_cap: 1 << 20,
             limits: Limits::default(),

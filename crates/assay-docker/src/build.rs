@@ -36,6 +36,8 @@ const LAYOUT_VERSION: &str = "assay-docker image v2";
 pub(crate) const SPEC_LABEL: &str = "assay.spec";
 /// Image label: `uid:gid` of the run user, who owns the uploaded tree.
 pub(crate) const USER_LABEL: &str = "assay.user";
+/// Image label: the [`ImageSpec::writable`] directories, joined by `:`.
+pub(crate) const WRITABLE_LABEL: &str = "assay.writable";
 /// Image label: the [`crate::LAYOUT`] the image was built with.
 pub(crate) const LAYOUT_LABEL: &str = "assay.layout";
 /// Written by the setup script's exit trap: `STEP EXIT_CODE`.
@@ -47,6 +49,9 @@ impl Docker {
     /// [`DockerError::Setup`], with the failing command, its exit code and
     /// the log.
     pub async fn build_image(&self, spec: &ImageSpec) -> Result<BuiltImage, DockerError> {
+        for dir in &spec.writable {
+            crate::spec::writable_dir(dir)?;
+        }
         let base = self.base_image(&spec.base).await?;
         let spec_digest = spec_digest(&base, spec);
         if let Some(id) = self.image_with_spec(&spec_digest).await? {
@@ -154,6 +159,9 @@ impl Docker {
         labels.insert(SPEC_LABEL.to_owned(), spec_digest.to_owned());
         labels.insert(USER_LABEL.to_owned(), spec.user.to_string());
         labels.insert(LAYOUT_LABEL.to_owned(), crate::LAYOUT.to_string());
+        if !spec.writable.is_empty() {
+            labels.insert(WRITABLE_LABEL.to_owned(), spec.writable.join(":"));
+        }
         let config = ContainerConfig {
             // An empty list, not none: the daemon would copy the setup's
             // `env -i` entrypoint into the image otherwise.
@@ -215,6 +223,14 @@ fn spec_digest(base: &ImageId, spec: &ImageSpec) -> String {
         put(key.as_bytes());
         put(value.as_bytes());
     }
+    // Only when there are some: the digest of an image without any is
+    // what it was before images could have them.
+    if !spec.writable.is_empty() {
+        put(&(spec.writable.len() as u64).to_le_bytes());
+        for dir in &spec.writable {
+            put(dir.as_bytes());
+        }
+    }
     hasher.finalize().to_hex().to_string()
 }
 
@@ -231,6 +247,7 @@ mod tests {
             setup: vec!["pip install -r requirements.txt".into()],
             env: [("PATH".into(), "/usr/bin:/bin".into())].into(),
             user: Default::default(),
+            writable: Vec::new(),
             timeout: Duration::from_secs(60),
             log_cap: 1 << 20,
             limits: Default::default(),
@@ -258,12 +275,15 @@ mod tests {
         guard
             .guard
             .insert("sitecustomize.py".into(), b"import os\n".to_vec());
+        let mut writable = spec();
+        writable.writable = vec!["/root".into()];
         let other_base = ImageId::parse(&format!("sha256:{}", "b".repeat(64))).unwrap();
         for other in [
             spec_digest(&base, &file),
             spec_digest(&base, &guard),
             spec_digest(&base, &user),
             spec_digest(&base, &split),
+            spec_digest(&base, &writable),
             spec_digest(&other_base, &spec()),
         ] {
             assert_ne!(other, digest);

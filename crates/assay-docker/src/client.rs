@@ -7,7 +7,7 @@ use std::time::Duration;
 use bollard::query_parameters::ListContainersOptions;
 
 use crate::container::remove_by_id;
-use crate::spec::RunUser;
+use crate::run::ImageRun;
 use crate::{DockerError, ImageId, owner};
 
 /// How long the daemon has to answer the first request before
@@ -29,9 +29,9 @@ pub struct Docker {
     /// The same connection without a practical timeout.
     pub(crate) long: bollard::Docker,
     pub(crate) endpoint: String,
-    /// Image id → its run user: ids are content addresses, so the label
-    /// read once stays true.
-    pub(crate) users: Mutex<HashMap<ImageId, RunUser>>,
+    /// Image id → who runs in it and where it writes: ids are content
+    /// addresses, so the labels read once stay true.
+    pub(crate) users: Mutex<HashMap<ImageId, ImageRun>>,
 }
 
 impl Docker {

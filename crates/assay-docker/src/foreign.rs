@@ -55,6 +55,9 @@ pub struct ForeignImage {
     pub working_dir: String,
     /// Its `ENV` entries (`KEY=value`), in the image's order.
     pub env: Vec<String>,
+    /// Its `USER` as written (a name or `uid[:gid]`); empty when it sets
+    /// none (root).
+    pub user: String,
 }
 
 /// How a foreign container's run ended.
@@ -79,6 +82,7 @@ impl Docker {
             id: inspected.id.unwrap_or_default(),
             working_dir: config.working_dir.unwrap_or_default(),
             env: config.env.unwrap_or_default(),
+            user: config.user.unwrap_or_default(),
         })
     }
 

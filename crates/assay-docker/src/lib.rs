@@ -49,5 +49,5 @@ pub use serve::{ServeSpec, Serving, ServingState};
 pub use spec::{
     BuiltImage, ContainerOutcome, ContainerRun, ENV_DIR, GUARD_DIR, HOME_DIR, HostBind, ImageId,
     ImageSpec, KilledBy, LAYOUT, Limits, Report, ReportRequest, RunUser, SetupFailure, TREE_DIR,
-    TreeMount,
+    TreeMount, writable_dir,
 };

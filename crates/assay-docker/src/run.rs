@@ -5,7 +5,7 @@
 //! | guarantee | how |
 //! |---|---|
 //! | no network | `NetworkMode: none` (only a loopback), `NetworkDisabled` |
-//! | writes only to its tree, `/tmp`, home | read-only root; the tree is an anonymous volume (removed with the container); `/tmp` and the home are size-limited tmpfs, `exec` (what a suite compiles there runs, as under the local sandbox); `/dev/shm` is private (`IpcMode: private`) and as large as `/tmp` |
+//! | writes only to its tree, `/tmp`, home | read-only root; the tree is an anonymous volume (removed with the container), as is each of the image's [`crate::ImageSpec::writable`] directories (copied from the image at creation, so no run sees another's writes); `/tmp` and the home are size-limited tmpfs, `exec` (what a suite compiles there runs, as under the local sandbox); `/dev/shm` is private (`IpcMode: private`) and as large as `/tmp` |
 //! | not root, no privilege | the image's run user (numeric `uid:gid`), `CapDrop: ALL`, `no-new-privileges` |
 //! | limited | CPU, memory (no swap), pids, rlimits: see [`crate::Limits`]; what the tree takes: a watchdog reads the tree's volume on the host (`assay_exec::writes`) and kills the container past [`crate::Limits::written`] |
 //! | nothing of ours | no mount of the host but [`ContainerRun::binds`] (an agent's own few paths; none for a test run) and a [`TreeMount::Bind`] tree; the env is exactly the spec's |
@@ -42,7 +42,7 @@ use bollard::models::{
     MountVolumeOptions,
 };
 
-use crate::build::{LAYOUT_LABEL, USER_LABEL};
+use crate::build::{LAYOUT_LABEL, USER_LABEL, WRITABLE_LABEL};
 use crate::container::{Blueprint, Container};
 use crate::error::status;
 use crate::spec::{HOME_DIR, RunUser, TREE_DIR};
@@ -77,7 +77,8 @@ impl Docker {
         stage: &'static str,
     ) -> Result<ContainerOutcome, DockerError> {
         let mut ph = crate::phase::Phases::new("docker run");
-        let user = self.run_user(&spec.image).await?;
+        let runs = self.image_run(&spec.image).await?;
+        let user = runs.user;
         ph.mark("image user");
         let report = spec
             .report
@@ -131,7 +132,7 @@ impl Docker {
             stage,
             labels: HashMap::new(),
             stdin: false,
-            host_config: host_config(spec, user),
+            host_config: host_config(spec, &runs),
         };
         let container = match Container::create(self, blueprint).await {
             Err(DockerError::Api { source, .. }) if status(&source) == Some(404) => {
@@ -150,7 +151,10 @@ impl Docker {
 
         let here = host_tree(&container, spec).await?;
         let watch = match spec.limits.written {
-            Some(limit) => Some(tree_watch(here.as_deref(), limit).await?),
+            Some(limit) => {
+                let tree = tree_watch(here.as_deref(), limit).await?;
+                Some(with_writable(tree, &container, &runs.writable).await?)
+            }
             None => None,
         };
         ph.mark("write watch");
@@ -215,10 +219,11 @@ impl Docker {
         })
     }
 
-    /// Who runs tests in `image`: its `assay.user` label.
-    pub(crate) async fn run_user(&self, image: &ImageId) -> Result<RunUser, DockerError> {
-        if let Some(user) = self.users().get(image) {
-            return Ok(*user);
+    /// Who runs tests in `image` and where they may write besides their
+    /// tree: its `assay.user` and `assay.writable` labels.
+    pub(crate) async fn image_run(&self, image: &ImageId) -> Result<ImageRun, DockerError> {
+        if let Some(runs) = self.users().get(image) {
+            return Ok(runs.clone());
         }
         let inspected = self.inspect_image(image.as_str()).await?;
         let labels = inspected
@@ -239,20 +244,36 @@ impl Docker {
                 want: crate::LAYOUT,
             });
         }
-        self.users().insert(image.clone(), user);
-        Ok(user)
+        let writable = labels
+            .get(WRITABLE_LABEL)
+            .map(|dirs| dirs.split(':').map(str::to_owned).collect::<Vec<_>>())
+            .unwrap_or_default();
+        for dir in &writable {
+            crate::spec::writable_dir(dir)?;
+        }
+        let runs = ImageRun { user, writable };
+        self.users().insert(image.clone(), runs.clone());
+        Ok(runs)
     }
 
     pub(crate) fn forget(&self, image: &ImageId) {
         self.users().remove(image);
     }
 
-    fn users(&self) -> std::sync::MutexGuard<'_, HashMap<ImageId, RunUser>> {
+    fn users(&self) -> std::sync::MutexGuard<'_, HashMap<ImageId, ImageRun>> {
         // The map is only ever a cache: a panic elsewhere cannot leave it wrong.
         self.users
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
+}
+
+/// What an image's labels say of its runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ImageRun {
+    pub(crate) user: RunUser,
+    /// [`crate::ImageSpec::writable`].
+    pub(crate) writable: Vec<String>,
 }
 
 /// Uploads the run's tree into its fresh volume.
@@ -280,7 +301,8 @@ fn give_to(dir: &Path, user: RunUser) -> io::Result<()> {
     Ok(())
 }
 
-pub(crate) fn host_config(spec: &ContainerRun, user: RunUser) -> HostConfig {
+pub(crate) fn host_config(spec: &ContainerRun, runs: &ImageRun) -> HostConfig {
+    let user = runs.user;
     let tmpfs = HashMap::from([
         (
             "/tmp".to_owned(),
@@ -295,19 +317,12 @@ pub(crate) fn host_config(spec: &ContainerRun, user: RunUser) -> HostConfig {
         ),
     ]);
     let tree = match spec.tree_mount {
-        TreeMount::Upload => Mount {
-            target: Some(TREE_DIR.to_owned()),
-            typ: Some(MountType::VOLUME),
-            volume_options: Some(MountVolumeOptions {
-                // Copy the image's (empty) tree directory: that sets its owner.
-                no_copy: Some(false),
-                ..Default::default()
-            }),
-            ..Default::default()
-        },
+        // Copies the image's (empty) tree directory: that sets its owner.
+        TreeMount::Upload => copied_volume(TREE_DIR),
         TreeMount::Bind => bind(&spec.tree, TREE_DIR, true),
     };
     let mounts = std::iter::once(tree)
+        .chain(runs.writable.iter().map(|dir| copied_volume(dir)))
         .chain(spec.binds.iter().map(|b| bind(&b.host, &b.at, b.writable)))
         .collect();
     HostConfig {
@@ -319,6 +334,20 @@ pub(crate) fn host_config(spec: &ContainerRun, user: RunUser) -> HostConfig {
         tmpfs: Some(tmpfs),
         mounts: Some(mounts),
         ..limits::host_config(&spec.limits)
+    }
+}
+
+/// A fresh anonymous volume at `dir`, copied from the image's `dir` (its
+/// content, owner and mode) when the container is created, removed with it.
+fn copied_volume(dir: &str) -> Mount {
+    Mount {
+        target: Some(dir.to_owned()),
+        typ: Some(MountType::VOLUME),
+        volume_options: Some(MountVolumeOptions {
+            no_copy: Some(false),
+            ..Default::default()
+        }),
+        ..Default::default()
     }
 }
 
@@ -376,6 +405,28 @@ pub(crate) async fn tree_watch(here: Option<&Path>, limit: u64) -> Result<WriteW
             path: source,
             source: error,
         })
+}
+
+/// `watch` counting the container's copies of the image's writable
+/// directories too, read where the daemon keeps their volumes (on this
+/// machine: the tree's was).
+async fn with_writable(
+    mut watch: WriteWatch,
+    container: &Container<'_>,
+    writable: &[String],
+) -> Result<WriteWatch, DockerError> {
+    for dir in writable {
+        let source = container.volume_source(dir).await?;
+        let root = source.clone();
+        watch = tokio::task::spawn_blocking(move || watch.with(&root))
+            .await
+            .unwrap_or_else(|join| Err(io::Error::other(join)))
+            .map_err(|error| DockerError::TreeVolume {
+                path: source,
+                source: error,
+            })?;
+    }
+    Ok(watch)
 }
 
 /// The report file read in the stopped container's tree on this machine,

@@ -90,7 +90,7 @@ impl Docker {
     /// Creates, fills and starts a deployment container of `spec.image`;
     /// see the module header for what it may do.
     pub async fn serve(&self, spec: &ServeSpec) -> Result<Serving, DockerError> {
-        let user = self.run_user(&spec.image).await?;
+        let runs = self.image_run(&spec.image).await?;
         let argv = command::shell(&spec.env, &spec.script)?;
         let log = tokio::fs::File::create(&spec.log_path)
             .await
@@ -119,13 +119,13 @@ impl Docker {
         };
         let blueprint = Blueprint {
             image: spec.image.to_string(),
-            user: Some(user.to_string()),
+            user: Some(runs.user.to_string()),
             working_dir: Some(TREE_DIR),
             argv,
             stage: "app",
             labels: HashMap::new(),
             stdin: true,
-            host_config: run::host_config(&as_run, user),
+            host_config: run::host_config(&as_run, &runs),
         };
         let container = match Container::create(self, blueprint).await {
             Err(DockerError::Api { source, .. }) if status(&source) == Some(404) => {
@@ -136,7 +136,7 @@ impl Docker {
             }
             created => created?,
         };
-        run::upload(&container, &as_run, user).await?;
+        run::upload(&container, &as_run, runs.user).await?;
         let watch = match spec.limits.written {
             Some(limit) => Some(
                 run::tree_watch(run::host_tree(&container, &as_run).await?.as_deref(), limit)

@@ -150,6 +150,14 @@ pub struct ImageSpec {
     pub env: BTreeMap<String, String>,
     /// Who runs tests in this image: [`TREE_DIR`] is created owned by it.
     pub user: RunUser,
+    /// Absolute directories of the image a run may write besides its tree,
+    /// `/tmp` and [`HOME_DIR`] (a foreign image's home, where its `ENV`
+    /// points toolchain caches): each run gets a fresh anonymous volume
+    /// there, copied from the image as the setup left it (owner and mode
+    /// too: the setup gives them to [`ImageSpec::user`]), removed with
+    /// the container, so no run sees what another wrote. Checked by
+    /// [`writable_dir`]; carried as the image's `assay.writable` label.
+    pub writable: Vec<String>,
     /// Wall-clock budget of the whole setup.
     pub timeout: Duration,
     /// Bytes of setup output kept in [`BuiltImage::setup_log`].
@@ -247,6 +255,40 @@ pub struct ContainerRun {
     /// missing, or that pass through or end in a symlink or anything but a
     /// regular file, are uploaded as they are.
     pub protect: Vec<PathBuf>,
+}
+
+/// Whether `dir` may be an [`ImageSpec::writable`] directory: absolute,
+/// normalised (no `.`, `..` or empty component), no `:` or newline, not
+/// the root, and neither under nor above assay's `/assay`, nor a kernel
+/// or run-private file system (`/proc`, `/sys`, `/dev`, `/tmp`).
+pub fn writable_dir(dir: &str) -> Result<(), DockerError> {
+    let invalid = |why| {
+        Err(DockerError::InvalidSpec {
+            what: "writable directory",
+            value: dir.to_owned(),
+            why,
+        })
+    };
+    let Some(rest) = dir.strip_prefix('/') else {
+        return invalid("it must be an absolute path");
+    };
+    if rest.is_empty() {
+        return invalid("it may not be the root");
+    }
+    if rest
+        .split('/')
+        .any(|c| c.is_empty() || c == "." || c == "..")
+    {
+        return invalid("it must be normalised: no empty, `.` or `..` component, no trailing `/`");
+    }
+    if dir.contains([':', '\n', ',']) {
+        return invalid("it may hold no `:`, `,` or newline");
+    }
+    let top = rest.split('/').next().unwrap_or_default();
+    if matches!(top, "assay" | "proc" | "sys" | "dev" | "tmp") {
+        return invalid("it may not be under /assay, /proc, /sys, /dev or /tmp");
+    }
+    Ok(())
 }
 
 /// How a run's tree reaches its container.

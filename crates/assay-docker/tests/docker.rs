@@ -66,6 +66,7 @@ fn setup_spec(setup: &[&str]) -> ImageSpec {
         setup: setup.iter().map(|s| (*s).to_owned()).collect(),
         env: BTreeMap::from([("PATH".to_owned(), PATH.to_owned())]),
         user: RunUser::default(),
+        writable: Vec::new(),
         timeout: Duration::from_secs(120),
         log_cap: 1 << 20,
         limits: Limits::default(),

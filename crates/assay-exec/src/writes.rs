@@ -3,8 +3,9 @@
 //! A run's tree is a directory on the host's disk (a bind mount locally, a
 //! volume on Docker). `RLIMIT_FSIZE` bounds each file, not their sum, so
 //! without this a run can fill the disk within its timeout. Its `/tmp` and
-//! `HOME` are tmpfs of a fixed size already; the tree is the one place a run
-//! writes without a bound of its own.
+//! `HOME` are tmpfs of a fixed size already; the tree (and, on Docker, the
+//! run's copies of an image's writable directories, [`WriteWatch::with`])
+//! is where a run writes without a bound of its own.
 //!
 //! **Why a watchdog.** A size-limited filesystem for the tree would be
 //! exact, but every way to get one costs something the tree cannot pay: a
@@ -104,6 +105,9 @@ pub struct WriteWatch {
     limit: u64,
     baseline: u64,
     dev: u64,
+    /// More directories the run writes, counted with the tree
+    /// ([`WriteWatch::with`]), each with its device.
+    more: Vec<(PathBuf, u64)>,
 }
 
 impl WriteWatch {
@@ -117,9 +121,21 @@ impl WriteWatch {
             limit,
             baseline: 0,
             dev,
+            more: Vec::new(),
         };
         watch.baseline = watch.measure(Processes::None)?.bytes;
         Ok(watch)
+    }
+
+    /// This watch with `root` counted too: what the run adds there and to
+    /// the tree together may not pass the limit (a Docker run's writable
+    /// copies of image directories). `root` itself is trusted, as the
+    /// tree's is.
+    pub fn with(mut self, root: &Path) -> io::Result<WriteWatch> {
+        let dev = std::fs::symlink_metadata(root)?.dev();
+        self.more.push((root.to_owned(), dev));
+        self.baseline = self.measure(Processes::None)?.bytes;
+        Ok(self)
     }
 
     /// The bytes the run may add to its tree.
@@ -136,7 +152,19 @@ impl WriteWatch {
     /// An error means the tree's root itself could not be read.
     pub fn measure(&self, processes: Processes) -> io::Result<Usage> {
         let mut seen = HashSet::new();
-        let tree = tree_usage(&self.root, self.dev, &mut seen)?;
+        let mut tree = tree_usage(&self.root, self.dev, &mut seen)?;
+        for (root, dev) in &self.more {
+            // Inode numbers name an inode only on their own device.
+            let mut other = HashSet::new();
+            let seen = if *dev == self.dev {
+                &mut seen
+            } else {
+                &mut other
+            };
+            let usage = tree_usage(root, *dev, seen)?;
+            tree.bytes = tree.bytes.saturating_add(usage.bytes);
+            tree.complete &= usage.complete;
+        }
         let held = held_unlinked(processes, self.dev, &mut seen);
         Ok(Usage {
             bytes: tree.bytes.saturating_add(held.bytes),
@@ -478,6 +506,25 @@ mod tests {
             100 * MIN_CHARGE + (10 << 30)
         );
         assert!(watch.over(usage));
+    }
+
+    /// What a run adds to another directory it writes (a Docker run's copy
+    /// of an image's home) counts with its tree, against one limit; what
+    /// that directory held when the run was given it does not.
+    #[test]
+    fn writes_to_another_watched_directory_count_with_the_trees() {
+        let tree = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        write(&home.path().join("cache"), 4 << 20);
+        let watch = WriteWatch::new(tree.path(), 1 << 20)
+            .unwrap()
+            .with(home.path())
+            .unwrap();
+        assert!(!watch.over(watch.measure(Processes::None).unwrap()));
+        write(&tree.path().join("a"), 600 << 10);
+        assert!(!watch.over(watch.measure(Processes::None).unwrap()));
+        write(&home.path().join("planted"), 600 << 10);
+        assert!(watch.over(watch.measure(Processes::None).unwrap()));
     }
 
     #[test]

@@ -181,8 +181,10 @@ fn log_end(log: &str) -> String {
 
 /// Why a reading's test command could not run at all, if it could not:
 /// exit 126 (not executable) or 127 (not found), or a shell's "command not
-/// found" / a missing interpreter in a log without a single test. Names the
-/// command where the log does, and the exit code.
+/// found" / a missing interpreter / a write the run may not make
+/// (permission denied, a read-only file system) in a log without a single
+/// test. Names the command or the path where the log does, and the exit
+/// code.
 pub(crate) fn environment_broken(run: &RunRecord, log: &str) -> Option<String> {
     let code = run.exit_code;
     if run.env_failed {
@@ -195,9 +197,12 @@ pub(crate) fn environment_broken(run: &RunRecord, log: &str) -> Option<String> {
             end => format!("{what}; its log ends: {end}"),
         });
     }
-    let named = log
-        .lines()
-        .find_map(|l| not_found_command(l).or_else(|| toolchain_missing(l)));
+    let named = log.lines().find_map(|l| {
+        not_found_command(l)
+            .or_else(|| toolchain_missing(l))
+            .map(|(cmd, what)| format!("`{cmd}` {what}"))
+            .or_else(|| denied(l))
+    });
     let by_code = matches!(code, Some(126 | 127));
     // Without the exit code, only a log that ran nothing and built nothing
     // (a build failure is a fact about the tree, not the environment).
@@ -207,7 +212,7 @@ pub(crate) fn environment_broken(run: &RunRecord, log: &str) -> Option<String> {
     }
     let exit = code.map_or_else(|| "no exit code".to_owned(), |c| format!("exit {c}"));
     Some(match (named, code) {
-        (Some((cmd, what)), _) => format!("`{cmd}` {what} ({exit})"),
+        (Some(named), _) => format!("{named} ({exit})"),
         (None, Some(126)) => format!("the test command could not be executed ({exit})"),
         (None, _) => format!("the test command was not found ({exit})"),
     })
@@ -246,6 +251,33 @@ fn not_found_command(line: &str) -> Option<(String, &'static str)> {
         return Some((last_field(head)?, "not executable"));
     }
     None
+}
+
+/// A write the run was refused, with the path where the line names one:
+/// Go's `mkdir /root/.cache: permission denied`, coreutils' `mkdir: cannot
+/// create directory '/opt/x': Permission denied`, Python's
+/// `PermissionError: [Errno 13] Permission denied: '/opt/x'`, and the same
+/// with `Read-only file system`.
+fn denied(line: &str) -> Option<String> {
+    let lower = line.to_ascii_lowercase();
+    let (at, what) = ["permission denied", "read-only file system"]
+        .into_iter()
+        .find_map(|what| lower.find(what).map(|at| (at, what)))?;
+    let path = |text: &str| {
+        let word = text.trim_matches(|c: char| {
+            matches!(
+                c,
+                '\'' | '"' | '‘' | '’' | '`' | ':' | ',' | '(' | ')' | '[' | ']'
+            )
+        });
+        word.starts_with('/').then(|| word.to_owned())
+    };
+    let before = line[..at].split_whitespace().rev().find_map(path);
+    let found = before.or_else(|| line[at + what.len()..].split_whitespace().find_map(path));
+    Some(match found {
+        Some(p) => format!("{what} on `{p}`"),
+        None => what.to_owned(),
+    })
 }
 
 /// A toolchain manager's proxy that found no toolchain to run, with what

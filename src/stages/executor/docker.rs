@@ -253,6 +253,7 @@ async fn prepare(
         setup.timeout,
         super::SETUP_LOG_CAP,
     );
+    spec.writable = setup.writable.to_vec();
     // `[env] warm`: setup sees each cache at its directory in the image's
     // environment, made first.
     for (var, dir) in setup.warm {
@@ -458,6 +459,7 @@ fn image_spec(
         setup: setup.to_vec(),
         env,
         user: assay_docker::RunUser::default(),
+        writable: Vec::new(),
         timeout,
         log_cap,
         limits: assay_docker::Limits {

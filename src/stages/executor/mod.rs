@@ -330,6 +330,10 @@ pub(crate) struct Setup<'a> {
     pub(crate) at: Option<&'a str>,
     /// `[env] warm`: the caches setup warms in the environment.
     pub(crate) warm: &'a [(String, String)],
+    /// Directories of a foreign image its runs may write (Docker only:
+    /// [`assay_docker::ImageSpec::writable`]); none for a maintainer's
+    /// environment.
+    pub(crate) writable: &'a [String],
 }
 
 /// Bytes of setup output kept as the setup log.

@@ -78,8 +78,10 @@ pub(crate) fn report_file(format: Format) -> &'static str {
 
 /// Merges the reports named on its command line into one (`junit`: their
 /// suites under one `<testsuites>`; CTRF: their tests in one list); a
-/// report that is absent or unreadable is left out; none read exits 3 and
-/// leaves no merged report (a file of that name the tree held is removed:
+/// report that is absent or unreadable is left out; reports that hold no
+/// test exit 3 (the suites ran nothing: the wrapper then shows the end of
+/// their log, where Deep-SWE's frame sends their errors); none read exits
+/// 3 and leaves no merged report (a file of that name the tree held is removed:
 /// graded code that stops the suites cannot leave one of its own to be read).
 /// No symbolic link is followed: a report that is one is not read (graded
 /// code could point it at a file of its own), and whatever stands at the
@@ -115,7 +117,8 @@ if fmt == "junit":
         m = re.match(r"\s*<testsuites[^>]*?(?:/>|>(.*)</testsuites>)\s*$", t, re.S)
         body.append((m.group(1) or "") if m else t)
     write("<testsuites>" + "".join(body) + "</testsuites>")
-    sys.exit(1 if re.search(r"<(?:failure|error)\b", "".join(body)) else 0)
+    joined = "".join(body)
+    sys.exit(1 if re.search(r"<(?:failure|error)\b", joined) else 0 if re.search(r"<testcase\b", joined) else 3)
 else:
     tests = []
     for d in docs:
@@ -125,7 +128,7 @@ else:
             pass
     write(json.dumps({"reportFormat": "CTRF", "results": {"tool": {"name": "assay"}, "tests": tests}}))
     failed = [t for t in tests if not isinstance(t, dict) or t.get("status") not in ("passed", "skipped", "pending", "other")]
-    sys.exit(1 if failed else 0)
+    sys.exit(1 if failed else 0 if tests else 3)
 "#;
 
 impl Folder {
@@ -133,7 +136,9 @@ impl Folder {
     /// part of `tests/test.sh`, run by bash at the staged tree's root with
     /// the image's environment (`$ASSAY_ENV/image.env`), its reports
     /// written under a directory of the run's own `/tmp` in place of
-    /// `/logs/verifier`, then merged into [`report_file`] in the tree.
+    /// `/logs/verifier`, then merged into [`report_file`] in the tree; when
+    /// no test ran, the end of the suites' own log (`$RUN_LOG`, where the
+    /// frame sends their errors) follows, so the reading names the cause.
     /// `None` when `tests/test.sh` marks no suites' part.
     pub(crate) fn test_command(&self) -> Option<String> {
         let suites = self.suites.as_deref()?;
@@ -158,7 +163,11 @@ impl Folder {
              run_log() {{ echo \"+ $*\" >> \"$RUN_LOG\" 2>/dev/null; \"$@\" 2>&1 | tee -a \"$RUN_LOG\"; return \"${{PIPESTATUS[0]}}\"; }}\n\
              set -uo pipefail\n\
              {}\n\
-             cd \"$ASSAY_TREE\" && python3 -c {} {format} \"$ASSAY_TREE/{}\" {}\n",
+             set +e\n\
+             cd \"$ASSAY_TREE\" && python3 -c {} {format} \"$ASSAY_TREE/{}\" {}\n\
+             rc=$?\n\
+             if [ \"$rc\" -eq 3 ] && [ -s \"$RUN_LOG\" ]; then echo \"[verifier] no test ran; the suites' log ends:\"; tail -n 40 \"$RUN_LOG\"; fi\n\
+             exit \"$rc\"\n",
             suites.replace(VERIFIER_DIR.trim_end_matches('/'), RUN_LOGS),
             crate::model::rules::shell::quote(MERGE),
             report_file(self.report),

@@ -220,7 +220,7 @@ pub(crate) fn build(folder: &Path, toml: &TaskToml, tag: &str, cache: &Path) -> 
             }
             Ok(out) => {
                 let mut log = out.stdout;
-                log.extend_from_slice(&out.stderr);
+                log.extend_from_slice(without_legacy_banner(&out.stderr).as_bytes());
                 return failed(format!("docker build failed: {}", tail(&log, 8)));
             }
             Err(e) => return failed(format!("docker build: {e}")),
@@ -508,6 +508,28 @@ pub(super) struct Out {
     pub(super) stderr: Vec<u8>,
 }
 
+/// The classic builder's stderr without its deprecation notice (a
+/// `DEPRECATED: The legacy builder …` line, the indented lines after it and
+/// the blank that ends it), which it prints on every build: a reason keeps
+/// the builder's own words. BuildKit is not used (docs/harbor.md).
+fn without_legacy_banner(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let mut out = String::with_capacity(text.len());
+    let mut in_banner = false;
+    for line in text.split_inclusive('\n') {
+        if line.starts_with("DEPRECATED: The legacy builder") {
+            in_banner = true;
+            continue;
+        }
+        if in_banner && (line.starts_with([' ', '\t']) || line.trim().is_empty()) {
+            continue;
+        }
+        in_banner = false;
+        out.push_str(line);
+    }
+    out
+}
+
 /// `docker ARGS`, killed past `timeout` (a `start -a` then leaves a running
 /// container, which the caller's `rm -f` removes).
 pub(super) fn docker(args: &[&str], timeout: Duration) -> Result<Out, String> {
@@ -673,6 +695,19 @@ mod tests {
     }
 
     use super::*;
+
+    /// Every `environment_failed` reason began with the classic builder's
+    /// deprecation notice; the builder's own words stay.
+    #[test]
+    fn a_failed_builds_reason_is_the_builders_words_without_its_deprecation_notice() {
+        let stderr = b"DEPRECATED: The legacy builder is deprecated and will be removed in a future release.\n            BuildKit is currently disabled; enable it by removing the DOCKER_BUILDKIT=0\n            environment-variable.\n\nthe --mount option requires BuildKit. Refer to https://docs.docker.com/go/buildkit/\n";
+        assert_eq!(
+            without_legacy_banner(stderr),
+            "the --mount option requires BuildKit. Refer to https://docs.docker.com/go/buildkit/\n"
+        );
+        let plain = "Step 2/2 : RUN false\n  indented stays\n";
+        assert_eq!(without_legacy_banner(plain.as_bytes()), plain);
+    }
 
     #[test]
     fn the_base_images_are_the_from_lines_less_stages_and_scratch() {

@@ -171,6 +171,8 @@ pub(crate) struct Workdir {
     pub(crate) dir: String,
     /// Its `ENV` entries (`KEY=value`).
     pub(crate) env: Vec<String>,
+    /// Its `USER` as written; empty when it sets none (root).
+    pub(crate) user: String,
 }
 
 /// The working directory of `image` ([`copy_out`] into a scratch
@@ -261,6 +263,7 @@ pub(crate) async fn inspect(daemon: &Daemon, image: &str) -> Result<Workdir, Str
         id: inspected.id,
         dir,
         env: inspected.env,
+        user: inspected.user,
     })
 }
 

@@ -132,6 +132,7 @@ impl AppBuild {
             lost: None,
             at: env.at.as_deref(),
             warm: &env.warm,
+            writable: &[],
         };
         let made = self.executors.of(&env.confine).prepare(setup, ctx).await?;
         let image = match (made.record.ok, made.record.image) {

@@ -96,6 +96,7 @@ impl Kind for Env {
             lost: self.lost.lock().unwrap_or_else(|p| p.into_inner()).take(),
             at: p.at.as_deref(),
             warm: &p.warm,
+            writable: &[],
         };
         self.executors.of(&p.confine).prepare(setup, &ctx).await
     }

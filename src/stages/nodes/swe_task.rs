@@ -20,7 +20,13 @@
 //!   the working directory becomes a link to it, so the suites' `cd /app`
 //!   and absolute paths reach the staged tree; the image's `ENV` is kept in
 //!   `$ASSAY_ENV/image.env` for the test command to read (a run's
-//!   environment is otherwise assay's, never the image's).
+//!   environment is otherwise assay's, never the image's). The home of the
+//!   user the image declares (its `ENV HOME`, else `/root` for root, the
+//!   default) is given to the run user and is writable in every run, each
+//!   run over a fresh copy of it (docs/security.md, "Other people's
+//!   images"): toolchain caches the image's `ENV` points there
+//!   (`GOCACHE=/root/.cache/go-build`) work as they do in Harbor, and no
+//!   run sees what another wrote there.
 //!
 //! Both take the screened task's record as input (its image id), and the
 //! triage is keyed by the folder's files too: a changed folder or a
@@ -187,7 +193,7 @@ pub(crate) const IMAGE_ENV: &str = "image.env";
 
 impl Kind for SweEnv {
     const NAME: &'static str = NodeKind::SweEnv.as_str();
-    const VERSION: u32 = 1;
+    const VERSION: u32 = 2;
     type Params = SweEnvParams;
     type Inputs = SweEnvInputs;
     type Record = EnvRecord;
@@ -314,12 +320,24 @@ impl FromImage<'_> {
         } else {
             String::new()
         };
-        let commands = vec![format!(
+        let mut commands = vec![format!(
             "W={w}; {scrub}cp -a \"$W\"/. {tree}/ && chown -R {uid}:{gid} {tree} && rm -rf \"$W\" && ln -s {tree} \"$W\"",
             w = shell::quote(dir),
             uid = user.uid,
             gid = user.gid,
         )];
+        let writable: Vec<String> = image_home(&workdir.user, &workdir.env)
+            .filter(|home| writable_home(home, dir))
+            .into_iter()
+            .collect();
+        for home in &writable {
+            commands.push(format!(
+                "H={h}; mkdir -p \"$H\" && chown -R {uid}:{gid} \"$H\"",
+                h = shell::quote(home),
+                uid = user.uid,
+                gid = user.gid,
+            ));
+        }
         let files = vec![(IMAGE_ENV.to_owned(), image_env(&workdir.env).into_bytes())];
         let mut confine = self.confine.clone();
         if let ExecutorSetting::Docker(settings) = &mut confine.executor {
@@ -334,6 +352,7 @@ impl FromImage<'_> {
             lost: None,
             at: None,
             warm: &[],
+            writable: &writable,
         };
         executors.of(&confine).prepare(setup, ctx).await
     }
@@ -344,6 +363,32 @@ fn image_or_none(task: &HarborTaskRecord) -> String {
         .image
         .clone()
         .unwrap_or_else(|| "none".to_owned())
+}
+
+/// The home of the user an image declares: its `ENV HOME` where it sets
+/// an absolute one, else `/root` when the user is root (`USER` unset,
+/// `root` or uid 0), else unknown (a named user's home is in the image's
+/// `/etc/passwd`, which is not read).
+fn image_home(user: &str, env: &[String]) -> Option<String> {
+    let declared = env
+        .iter()
+        .filter_map(|entry| entry.strip_prefix("HOME="))
+        .next_back()
+        .filter(|home| home.starts_with('/'))
+        .map(|home| home.trim_end_matches('/').to_owned())
+        .filter(|home| !home.is_empty());
+    let name = user.split(':').next().unwrap_or_default();
+    declared.or_else(|| matches!(name, "" | "root" | "0").then(|| "/root".to_owned()))
+}
+
+/// Whether runs may write `home` as a copy of the image's: a directory a
+/// volume may stand at, and not the working directory or beneath it (that
+/// is the tree's, and a link to it once set up).
+fn writable_home(home: &str, workdir: &str) -> bool {
+    let workdir = workdir.trim_end_matches('/');
+    assay_docker::writable_dir(home).is_ok()
+        && home != workdir
+        && !home.starts_with(&format!("{workdir}/"))
 }
 
 /// `export KEY='value'` per `KEY=value` of the image's `ENV`, but `HOME`
@@ -363,6 +408,29 @@ fn image_env(env: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_declared_users_home_is_its_env_home_else_roots_for_root() {
+        let env = |home: &str| vec!["PATH=/usr/bin".to_owned(), format!("HOME={home}")];
+        assert_eq!(image_home("", &[]).as_deref(), Some("/root"));
+        assert_eq!(image_home("root", &[]).as_deref(), Some("/root"));
+        assert_eq!(image_home("0:0", &[]).as_deref(), Some("/root"));
+        assert_eq!(
+            image_home("", &env("/home/dev/")).as_deref(),
+            Some("/home/dev")
+        );
+        assert_eq!(
+            image_home("dev", &env("/home/dev")).as_deref(),
+            Some("/home/dev")
+        );
+        assert_eq!(image_home("dev", &[]), None);
+        assert_eq!(image_home("1001", &env("relative")), None);
+        assert!(writable_home("/root", "/app"));
+        assert!(writable_home("/root", "/root/app"));
+        assert!(!writable_home("/app", "/app/"));
+        assert!(!writable_home("/app/home", "/app"));
+        assert!(!writable_home("/assay/home", "/app"));
+    }
 
     #[test]
     fn the_images_env_is_exported_but_home_and_names_sh_cannot_take() {

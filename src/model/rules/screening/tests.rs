@@ -412,6 +412,27 @@ fn a_command_that_cannot_start_names_itself_and_its_exit_code() {
             "bash: tox: command not found\n",
             "`tox` not found (exit 2)",
         ),
+        // A write the run user may not make, with its path.
+        (
+            1,
+            "go: failed to initialize build cache at /root/.cache/go-build: mkdir /root/.cache: permission denied\n",
+            "permission denied on `/root/.cache` (exit 1)",
+        ),
+        (
+            3,
+            "mkdir: cannot create directory '/opt/private/x': Permission denied\n",
+            "permission denied on `/opt/private/x` (exit 3)",
+        ),
+        (
+            1,
+            "PermissionError: [Errno 13] Permission denied: '/opt/x.db'\n",
+            "permission denied on `/opt/x.db` (exit 1)",
+        ),
+        (
+            1,
+            "touch: cannot touch '/usr/local/x': Read-only file system\n",
+            "read-only file system on `/usr/local/x` (exit 1)",
+        ),
     ];
     for (code, log, want) in cases {
         assert_eq!(

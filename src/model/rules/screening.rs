@@ -218,6 +218,48 @@ pub(crate) fn environment_broken(run: &RunRecord, log: &str) -> Option<String> {
     })
 }
 
+/// What stopped a run, from the first line of its log that says: a
+/// missing command or toolchain, a refused write, no network, a missing
+/// Python module. For a reason's words (a Harbor control's verifier that
+/// scored wrong); None when no line says.
+pub(crate) fn cause(log: &str) -> Option<String> {
+    log.lines().find_map(|l| {
+        not_found_command(l)
+            .or_else(|| toolchain_missing(l))
+            .map(|(cmd, what)| format!("`{cmd}` {what}"))
+            .or_else(|| denied(l))
+            .or_else(|| offline(l))
+            .or_else(|| missing_module(l))
+    })
+}
+
+/// A line saying a name did not resolve or a host was unreachable.
+fn offline(line: &str) -> Option<String> {
+    const SAYS: [&str; 6] = [
+        "Temporary failure resolving",
+        "Temporary failure in name resolution",
+        "Could not resolve host",
+        "Network is unreachable",
+        "Name or service not known",
+        "Failed to establish a new connection",
+    ];
+    let line = line.trim();
+    SAYS.iter().any(|s| line.contains(s)).then(|| {
+        let shown: String = line.chars().take(160).collect();
+        format!("no network (the run is offline): `{shown}`")
+    })
+}
+
+/// Python's `ModuleNotFoundError: No module named 'pytest'` (or a
+/// `python -m` run's `No module named pytest`).
+fn missing_module(line: &str) -> Option<String> {
+    let at = line.find("No module named ")?;
+    let name = line[at + "No module named ".len()..]
+        .trim()
+        .trim_matches(|c| matches!(c, '\'' | '"'));
+    (!name.is_empty()).then(|| format!("Python module `{name}` not found"))
+}
+
 /// The command a shell's or `env`'s error line says is missing (or not
 /// executable), with what it says: `bash: python3: command not found`,
 /// `sh: 1: python3: not found`, `/usr/bin/env: 'python3': No such file or

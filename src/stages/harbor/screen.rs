@@ -437,16 +437,34 @@ pub(crate) fn certify(
         for (i, r) in readings.get(control).into_iter().flatten().enumerate() {
             match r.reward {
                 Some(x) if x == want => {}
-                Some(x) => why.push(format!("{word}: reading {} scored {x}", i + 1)),
-                None => why.push(format!(
-                    "{control}_no_reward: reading {}: {}",
-                    i + 1,
-                    r.error.as_deref().unwrap_or("no reward")
+                Some(x) if control == NOP => {
+                    why.push(format!("{word}: reading {} scored {x}", i + 1));
+                }
+                Some(x) => why.push(with_cause(
+                    format!("{word}: reading {} scored {x}", i + 1),
+                    &r.tail,
+                )),
+                None => why.push(with_cause(
+                    format!(
+                        "{control}_no_reward: reading {}: {}",
+                        i + 1,
+                        r.error.as_deref().unwrap_or("no reward")
+                    ),
+                    &r.tail,
                 )),
             }
         }
     }
     why
+}
+
+/// A control's reason with what its verifier's log says stopped it, where
+/// a line says (a missing tool, no network, a refused write).
+fn with_cause(reason: String, tail: &str) -> String {
+    match crate::model::rules::screening::cause(tail) {
+        Some(cause) => format!("{reason}; its verifier's log: {cause}"),
+        None => reason,
+    }
 }
 
 /// Why the rebuild of an environment does not read as the first build
@@ -764,6 +782,60 @@ mod tests {
             None,
         );
         assert_eq!(why, ["environment_failed: cannot pull offline"]);
+    }
+
+    /// A control that scored wrong says what its verifier's log names:
+    /// the public Terminal-Bench folders' verifiers that install their
+    /// tools at verify time, offline here.
+    #[test]
+    fn a_wrong_oracle_reading_names_what_its_verifier_lacked() {
+        let built = Built {
+            ok: true,
+            ..Built::default()
+        };
+        let said = |tail: &str, reward: Option<f64>| {
+            let oracle = Reading {
+                reward,
+                tail: tail.to_owned(),
+                ..Reading::default()
+            };
+            let nop = Reading {
+                reward: Some(0.0),
+                tail: tail.to_owned(),
+                ..Reading::default()
+            };
+            let readings = BTreeMap::from([
+                (NOP.to_owned(), vec![nop]),
+                (ORACLE.to_owned(), vec![oracle]),
+            ]);
+            certify(&built, &readings, None)
+        };
+        assert_eq!(
+            said(
+                "+ curl -LsSf https://astral.sh/uv/install.sh\n/tests/test.sh: line 9: curl: command not found\n",
+                Some(0.0)
+            ),
+            ["oracle_fails: reading 1 scored 0; its verifier's log: `curl` not found"]
+        );
+        assert_eq!(
+            said(
+                "Err:1 http://deb.debian.org/debian bookworm InRelease\n  Temporary failure resolving 'deb.debian.org'\n",
+                Some(0.0)
+            ),
+            [
+                "oracle_fails: reading 1 scored 0; its verifier's log: no network (the run is offline): `Temporary failure resolving 'deb.debian.org'`"
+            ]
+        );
+        assert_eq!(
+            said("/usr/bin/python3: No module named pytest\n", None),
+            [
+                "oracle_no_reward: reading 1: no reward; its verifier's log: Python module `pytest` not found"
+            ]
+        );
+        assert_eq!(
+            said("FAILED test_outputs.py::test_answer\n", Some(0.0)),
+            ["oracle_fails: reading 1 scored 0"]
+        );
     }
 
     #[test]

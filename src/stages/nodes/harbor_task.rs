@@ -60,7 +60,7 @@ pub(crate) struct HarborTask {
 
 impl Kind for HarborTask {
     const NAME: &'static str = NodeKind::HarborTask.as_str();
-    const VERSION: u32 = 2;
+    const VERSION: u32 = 3;
     type Params = HarborTaskParams;
     type Inputs = NoInputs;
     type Record = HarborTaskRecord;

@@ -2,8 +2,9 @@
 //! JavaScript): the pipeline it writes screens the merged pull request, holds the task back
 //! until its statement is written — saying which file to write — and then
 //! certifies it. On the way: the file points at documentation the binary
-//! carries, the first `plan` says every node runs, and the first build's
-//! report (no session yet) says what to do next.
+//! carries, the first `plan` says every node runs, the first build's
+//! report (no session yet) says what to do next, and a session file
+//! dropped under `sessions/` is graded.
 
 #![allow(clippy::unwrap_used)]
 
@@ -77,6 +78,32 @@ fn init_and_certify(p: &Project, repo: &str, report: &str, task: &str) {
     assert!(
         !line["FAIL_TO_PASS"].as_array().unwrap().is_empty(),
         "{line:#}"
+    );
+
+    // A session file dropped under sessions/ is graded on the next build.
+    p.write(
+        "sessions/me/empty.json",
+        format!("{{\"task\": \"{task}\", \"agent\": \"me\", \"model\": \"by-hand\", \"patch\": \"\"}}\n"),
+    );
+    p.run(&["build"]).code(0);
+    let csv = std::fs::read_to_string(p.path().join("release/results.csv")).unwrap();
+    assert!(
+        util::csv_records(&csv)
+            .iter()
+            .any(|r| r["session"] == "me/empty.json" && r["verdict"] == "unresolved"),
+        "{csv}"
+    );
+    // A pipeline that names no `sessions` says the files there go unread.
+    let toml = std::fs::read_to_string(p.path().join("pipeline.toml")).unwrap();
+    assert!(toml.contains("\nsessions = \"sessions\"\n"), "{toml}");
+    p.write("pipeline.toml", toml.replace("\nsessions = \"sessions\"\n", "\n"));
+    let unread = p.run(&["build"]).code(0);
+    assert!(
+        unread
+            .stderr
+            .contains("holds 1 file(s), but pipeline.toml names no `sessions`: none is graded"),
+        "{}",
+        unread.stderr
     );
 }
 

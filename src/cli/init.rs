@@ -16,7 +16,7 @@ use crate::exit;
 /// Detects the language from the files at the repository's HEAD (go.mod:
 /// Go; Cargo.toml: Rust; package.json: JavaScript/TypeScript; pyproject.toml, setup.py, setup.cfg, requirements
 /// or test_*.py files: Python, pytest when it is configured, else unittest)
-/// and writes `pipeline.toml` and an empty `statements/` beside it.
+/// and writes `pipeline.toml` and empty `statements/` and `sessions/` beside it.
 #[derive(Args, Debug)]
 pub(crate) struct InitArgs {
     /// The repository (default: the current directory).
@@ -201,13 +201,15 @@ pub(crate) fn run(global: &super::Global, args: InitArgs) -> Result<i32, Failure
             miette::miette!("cannot write {}: {e}", target.display()),
         )
     })?;
-    let statements = base.join("statements");
-    std::fs::create_dir_all(&statements).map_err(|e| {
-        Failure::new(
-            exit::CONFIG,
-            miette::miette!("cannot make {}: {e}", statements.display()),
-        )
-    })?;
+    for dir in ["statements", "sessions"] {
+        let dir = base.join(dir);
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            Failure::new(
+                exit::CONFIG,
+                miette::miette!("cannot make {}: {e}", dir.display()),
+            )
+        })?;
+    }
     match lang {
         Some(l) => println!(
             "wrote {} for {} ({}, branch {branch}): {} with {}",
@@ -223,7 +225,7 @@ pub(crate) fn run(global: &super::Global, args: InitArgs) -> Result<i32, Failure
         ),
     }
     println!(
-        "next: `assay plan` lists the merged pull requests; `assay build` screens them, and a task is released once `statements/<task id>.md` says what to fix"
+        "next: `assay plan` lists the merged pull requests; `assay build` screens them, and a task is released once `statements/<task id>.md` says what to fix; then a session file under `sessions/` (`assay docs sessions`) is graded on the next build"
     );
     Ok(exit::OK)
 }
@@ -237,7 +239,8 @@ fn pipeline_text(name: &str, path: &str, branch: &str, lang: Option<&Lang>) -> S
          # `<task id>.md` per task (and `<task id>.spec.md` for the spec track):\n\
          # a task is held back until its statement is written.\n\
          statements = \"statements\"\n\
-         # sessions = \"sessions\"    # agent sessions to grade (`assay docs sessions`)\n\n\
+         # Agent session files to grade (`assay docs sessions`): drop one in and build.\n\
+         sessions = \"sessions\"\n\n\
          [[source]]\nname = {}\npath = {}\nbranch = {}\n\
          # SWE-bench's `repo` of the tasks: the origin remote's owner/name when it has one.\n\
          # repo = \"owner/name\"\n\n",
@@ -386,6 +389,7 @@ mod tests {
                 .unwrap();
             assert!(git.success());
             std::fs::create_dir(dir.path().join("statements")).unwrap();
+            std::fs::create_dir(dir.path().join("sessions")).unwrap();
             let text = pipeline_text("x", ".", "main", Some(lang));
             let uncommented = text.replace("# touched_command = ", "touched_command = ");
             assert_ne!(uncommented, text, "{}", lang.name);

@@ -67,7 +67,10 @@ pub(crate) fn grade_nodes(
     let mut reviewable = Vec::new();
     let (sessions, mut jobs) = match &pipeline.settings.sessions {
         Some(dir) => crate::sessions::load_all(dir),
-        None => Default::default(),
+        None => {
+            unread_sessions(pipeline, warnings);
+            Default::default()
+        }
     };
     for t in jobs.iter_mut().flat_map(|j| j.trials.values_mut()) {
         t.task_content = t
@@ -834,6 +837,36 @@ fn model_disagrees(label: &str, models: &[String]) -> Option<String> {
             .collect::<Vec<_>>()
             .join(", "),
     )
+}
+
+/// A `sessions/` directory beside a pipeline that names no `sessions`
+/// holds files no build reads: said, so they are not taken for graded.
+fn unread_sessions(pipeline: &Pipeline, warnings: &mut Vec<String>) {
+    let dir = pipeline.resolve("sessions");
+    let files = walk_files(&dir);
+    if files > 0 {
+        warnings.push(format!(
+            "warning: {} holds {files} file(s), but {} names no `sessions`: none is graded (add `sessions = \"sessions\"`)",
+            dir.display(),
+            pipeline.path.display()
+        ));
+    }
+}
+
+/// The files under `dir`, at any depth (0 when it does not read).
+fn walk_files(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| match e.file_type() {
+                    Ok(t) if t.is_dir() => walk_files(&e.path()),
+                    Ok(_) => 1,
+                    Err(_) => 0,
+                })
+                .sum()
+        })
+        .unwrap_or(0)
 }
 
 #[cfg(test)]

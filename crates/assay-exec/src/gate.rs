@@ -24,7 +24,7 @@
 //! (a limit rests on it) and cannot be joined ends the run before the gate
 //! opens.
 
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use crate::cgroup::Cgroup;
@@ -91,39 +91,7 @@ impl Gate {
         if let Some(cgroup) = cgroup {
             cgroup.attach(&[pid, first])?;
         }
-        release(&open)
-    }
-}
-
-/// Writes the byte that opens the gate, without a SIGPIPE. assay restores
-/// SIGPIPE's default disposition (a closed stdout ends the CLI), and a
-/// sandbox whose first process ended after writing its info (a mount that
-/// failed, a kill) has closed the gate's reading end: a plain write would
-/// kill assay, and every other run with it. The signal is blocked for this
-/// thread during the write, and one it raised is taken before it is
-/// unblocked. Nothing read the byte then: the run's exit says why.
-fn release(open: &OwnedFd) -> io::Result<()> {
-    // SAFETY: signal-mask calls on this thread's own mask, with sets
-    // initialised by sigemptyset/sigaddset before use.
-    unsafe {
-        let mut pipe: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut pipe);
-        libc::sigaddset(&mut pipe, libc::SIGPIPE);
-        let mut before: libc::sigset_t = std::mem::zeroed();
-        libc::pthread_sigmask(libc::SIG_BLOCK, &pipe, &mut before);
-        let wrote = rustix::io::write(open, b"1");
-        if wrote == Err(rustix::io::Errno::PIPE) {
-            let now = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            };
-            libc::sigtimedwait(&pipe, std::ptr::null_mut(), &now);
-        }
-        libc::pthread_sigmask(libc::SIG_SETMASK, &before, std::ptr::null_mut());
-        match wrote {
-            Ok(_) | Err(rustix::io::Errno::PIPE) => Ok(()),
-            Err(e) => Err(e.into()),
-        }
+        std::fs::File::from(open).write_all(b"1")
     }
 }
 
@@ -217,47 +185,6 @@ mod tests {
         crate::group::kill(pgid);
         assert_eq!(output(child), "");
         assert!(waiting >= 1, "bubblewrap did not wait at the gate");
-    }
-
-    /// A sandbox that ended after writing its info (its gate's reader
-    /// closed) is opened without a SIGPIPE, whose default disposition
-    /// (assay's) would end the caller: this test run again as a process of
-    /// its own with SIGPIPE's default restored.
-    #[test]
-    fn a_gate_whose_sandbox_ended_opens_without_a_sigpipe() {
-        const ALONE: &str = "ASSAY_GATE_SIGPIPE";
-        if std::env::var_os(ALONE).is_some() {
-            // SAFETY: restoring a default disposition in this process alone.
-            unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-            let gate = Gate::new().unwrap();
-            let [info, ..] = gate.child_fds();
-            let said = format!("{{\"child-pid\": {}}}", std::process::id());
-            // SAFETY: a write to the gate's own info descriptor, still open.
-            unsafe { libc::write(info, said.as_ptr().cast(), said.len()) };
-            // open() drops the sandbox's ends (the info writer, the block
-            // reader and writer), as a sandbox that ended has closed them.
-            gate.open(std::process::id(), None).unwrap();
-            return;
-        }
-        let out = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "gate::tests::a_gate_whose_sandbox_ended_opens_without_a_sigpipe",
-                "--test-threads=1",
-            ])
-            .env(ALONE, "1")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{:?}: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout)
-        );
-        assert!(
-            String::from_utf8_lossy(&out.stdout).contains("1 passed"),
-            "{out:?}"
-        );
     }
 
     #[test]

@@ -17,12 +17,9 @@
 //! a grace ([`crate::RunSpec::stall_grace`]): a loaded machine is not the
 //! run's fault.
 //!
-//! An unsandboxed child joins the group between `fork` and `exec` by writing
-//! `0` to each `cgroup.procs` (plain `open`/`write`/`close`), so nothing it
-//! forks escapes the limits. A sandboxed run's groups are joined from the
-//! parent while bubblewrap builds the sandbox, before its command may start
-//! ([`crate::gate`]): a join waits for an RCU grace period of the kernel,
-//! which that way is not on the run's critical path. Groups are named `assay-<pid>-<n>`; an empty group left by an
+//! The child joins the group between `fork` and `exec` by writing `0` to each
+//! `cgroup.procs` (plain `open`/`write`/`close`), so nothing it forks escapes
+//! the limits. Groups are named `assay-<pid>-<n>`; an empty group left by an
 //! assay process that died is removed the next time one is made.
 
 use std::ffi::CString;
@@ -284,34 +281,6 @@ impl Cgroup {
             .iter()
             .map(|d| (d.procs.clone(), d.required))
             .collect()
-    }
-
-    /// Moves the processes `pids` into every group, from the parent (a
-    /// sandboxed run's, behind its gate: see [`crate::gate`]); a group that
-    /// must hold the run and cannot is an error, one made only for its
-    /// pressure is skipped (see [`Cgroup::confirm`]).
-    pub(crate) fn attach(&self, pids: &[u32]) -> io::Result<()> {
-        for d in &self.dirs {
-            for pid in pids {
-                let moved = std::fs::OpenOptions::new()
-                    .write(true)
-                    .open(d.path.join("cgroup.procs"))
-                    .and_then(|mut f| io::Write::write_all(&mut f, pid.to_string().as_bytes()));
-                match moved {
-                    Err(e) if d.required => return Err(e),
-                    Err(_) => break,
-                    Ok(()) => {}
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// The `cgroup.procs` of the run's first group that must hold it (it
-    /// lists live processes only, not zombies); `None` without one.
-    pub(crate) fn procs_path(&self) -> Option<PathBuf> {
-        let dir = self.dirs.iter().find(|d| d.required)?;
-        Some(dir.path.join("cgroup.procs"))
     }
 
     /// After the spawn: a group made only for its pressure that the child

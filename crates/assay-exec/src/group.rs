@@ -2,7 +2,6 @@
 //! find and kill what is left, and kill everything if the run is abandoned.
 
 use std::io;
-use std::path::Path;
 
 use rustix::io::Errno;
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
@@ -42,41 +41,26 @@ pub(crate) fn kill(pgid: Pid) {
 
 /// Block until the leader `pgid` has exited, leaving it unreaped (a zombie
 /// keeps its pid, hence the group id, reserved), then report whether other
-/// processes of its group are still alive (`within`: see
-/// [`members_alive`]). Meant for a blocking thread.
-pub(crate) fn wait_exit(pgid: Pid, within: Option<&Path>) -> io::Result<bool> {
+/// processes of its group are still alive. Meant for a blocking thread.
+pub(crate) fn wait_exit(pgid: Pid) -> io::Result<bool> {
     loop {
         match rustix::process::waitid(
             WaitId::Pid(pgid),
             WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
         ) {
-            Ok(_) => return Ok(members_alive(pgid, within)),
+            Ok(_) => return Ok(has_other_members(pgid)),
             Err(Errno::INTR) => continue,
             Err(errno) => return Err(errno.into()),
         }
     }
 }
 
-/// Whether members other than the leader are alive (after the group was
-/// killed: still dying). A sandbox's pid-namespace init stays a live member
-/// until the kernel has killed every process of its namespace, so waiting
-/// for this covers processes that left the group with `setsid` inside the
-/// sandbox too.
-///
-/// `within` is the `cgroup.procs` of a group that holds every process of
-/// the run (a gated sandbox's, which nothing inside can leave: see
-/// [`crate::gate`]). Where it lists no live process but the leader, the
-/// answer is no without a scan of `/proc`, which reads every process of
-/// the machine.
-pub(crate) fn members_alive(pgid: Pid, within: Option<&Path>) -> bool {
-    let leader = pgid.as_raw_nonzero().get();
-    let only_leader = within
-        .and_then(|p| std::fs::read_to_string(p).ok())
-        .is_some_and(|text| {
-            text.lines()
-                .all(|l| l.trim().parse::<i32>().is_ok_and(|pid| pid == leader))
-        });
-    !only_leader && has_other_members(pgid)
+/// After the group was killed: whether members are still dying. A sandbox's
+/// pid-namespace init stays a live member until the kernel has killed every
+/// process of its namespace, so waiting for this covers processes that left
+/// the group with `setsid` inside the sandbox too.
+pub(crate) fn members_alive(pgid: Pid) -> bool {
+    has_other_members(pgid)
 }
 
 /// Whether a live process other than the leader belongs to group `pgid`.

@@ -281,7 +281,6 @@ async fn supervise(
         cg_memory,
         cg_pids,
         watch,
-        gate: _,
     } = prepared;
     let Spawned {
         mut child,
@@ -289,7 +288,6 @@ async fn supervise(
         guard,
         pipe,
         started,
-        within,
     } = spawned;
     let publish = |stop: Stop| {
         let (lock, changed) = &*shared;
@@ -299,9 +297,7 @@ async fn supervise(
     let (done, supervision_ended) = oneshot::channel::<()>();
     let supervised = async {
         let _done = done;
-        let watched = within.clone();
-        let mut waiter =
-            tokio::task::spawn_blocking(move || group::wait_exit(pgid, watched.as_deref()));
+        let mut waiter = tokio::task::spawn_blocking(move || group::wait_exit(pgid));
         let overrun = overrun(watch.as_ref(), pgid);
         let refusal = async {
             match &cgroup {
@@ -320,7 +316,7 @@ async fn supervise(
             group::kill(pgid);
             waiter.await??;
         }
-        let status = end_group(pgid, &mut child, guard, within.as_deref()).await?;
+        let status = end_group(pgid, &mut child, guard).await?;
         let hits = cgroup.as_ref().map(|c| c.hits()).unwrap_or_default();
         if let Some(c) = &cgroup {
             // Kills what left the group but not the cgroup (an unsandboxed

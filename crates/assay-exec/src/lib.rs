@@ -51,7 +51,6 @@
 pub mod beneath;
 mod capture;
 mod cgroup;
-mod gate;
 mod group;
 pub mod hold;
 mod limits;
@@ -265,9 +264,6 @@ struct Prepared {
     cg_memory: bool,
     cg_pids: bool,
     watch: Option<writes::WriteWatch>,
-    /// A sandboxed run's gate: its groups are joined from here, during
-    /// bubblewrap's set-up ([`gate`]).
-    gate: Option<gate::Gate>,
 }
 
 /// The log, the groups, the write watch and the command line of `spec`,
@@ -291,7 +287,6 @@ async fn prepare(spec: &RunSpec, stdin: Stdio) -> Result<(Prepared, Command), Ex
         cg_memory,
         cg_pids,
         watch: None,
-        gate: None,
     };
     // From here an error must remove the groups just made.
     let failed = |prepared: Prepared, e: ExecError| {
@@ -349,13 +344,6 @@ async fn prepare(spec: &RunSpec, stdin: Stdio) -> Result<(Prepared, Command), Ex
             }
             let (program, args) = bwrap.command_line(sandbox, uid.unwrap_or(0), &spec.command);
             let mut c = Command::new(program);
-            if prepared.cgroup.is_some() {
-                match gate::Gate::new() {
-                    Ok(g) => prepared.gate = Some(g),
-                    Err(e) => return failed(prepared, spawn_error(spec, e)),
-                }
-                c.args(gate::Gate::flags());
-            }
             c.args(args).current_dir("/");
             c
         }
@@ -368,12 +356,11 @@ async fn prepare(spec: &RunSpec, stdin: Stdio) -> Result<(Prepared, Command), Ex
         // Replaced by a copy of stdout in `pre_exec`.
         .stderr(Stdio::null());
     let limits = limits::Plan::new(&rlimits);
-    // Behind a gate the groups are joined from here, else by the child.
-    let gate_fds = prepared.gate.as_ref().map(gate::Gate::child_fds);
-    let procs = match (&prepared.cgroup, &gate_fds) {
-        (Some(c), None) => c.procs(),
-        _ => Vec::new(),
-    };
+    let procs = prepared
+        .cgroup
+        .as_ref()
+        .map(|c| c.procs())
+        .unwrap_or_default();
     // SAFETY: the closure runs in the forked child before `exec`, where only
     // async-signal-safe work is allowed. It allocates nothing and takes no
     // lock: `dup2`, `setsid`, `open`/`write`, `getrlimit` and `setrlimit` are
@@ -386,9 +373,6 @@ async fn prepare(spec: &RunSpec, stdin: Stdio) -> Result<(Prepared, Command), Ex
                 return Err(io::Error::last_os_error());
             }
             rustix::process::setsid()?;
-            if let Some(fds) = gate_fds {
-                gate::install(fds)?;
-            }
             cgroup::join(&procs)?;
             limits.apply()?;
             Ok(())
@@ -405,9 +389,6 @@ struct Spawned {
     guard: group::Guard,
     pipe: tokio::process::ChildStdout,
     started: Instant,
-    /// The `cgroup.procs` holding every process of the run, when one does
-    /// (see [`group::members_alive`]).
-    within: Option<PathBuf>,
 }
 
 /// Starts `command` (consumed, so no descriptor it was given stays open
@@ -417,6 +398,11 @@ fn spawn(
     prepared: &mut Prepared,
     mut command: Command,
 ) -> Result<Spawned, ExecError> {
+    let spawn_error = |source| ExecError::Spawn {
+        command: spec.command.clone(),
+        cwd: spec.cwd.clone(),
+        source,
+    };
     let started = Instant::now();
     let spawned = command.spawn();
     drop(command);
@@ -426,24 +412,9 @@ fn spawn(
             if let Some(c) = &prepared.cgroup {
                 c.remove();
             }
-            return Err(spawn_error(spec, e));
+            return Err(spawn_error(e));
         }
     };
-    let gated = prepared.gate.is_some();
-    if let (Some(gate), Some(pid)) = (prepared.gate.take(), child.id())
-        && let Err(e) = gate.open(pid, prepared.cgroup.as_ref())
-    {
-        if let Some(pgid) = i32::try_from(pid)
-            .ok()
-            .and_then(rustix::process::Pid::from_raw)
-        {
-            group::kill(pgid);
-        }
-        if let Some(c) = &prepared.cgroup {
-            c.remove();
-        }
-        return Err(spawn_error(spec, e));
-    }
     if let (Some(c), Some(pid)) = (prepared.cgroup.as_mut(), child.id()) {
         c.confirm(pid);
     }
@@ -451,33 +422,19 @@ fn spawn(
         .id()
         .and_then(|pid| i32::try_from(pid).ok())
         .and_then(rustix::process::Pid::from_raw)
-        .ok_or_else(|| spawn_error(spec, io::Error::other("the child has no pid")))?;
+        .ok_or_else(|| spawn_error(io::Error::other("the child has no pid")))?;
     let guard = group::Guard::new(pgid);
     let pipe = child
         .stdout
         .take()
-        .ok_or_else(|| spawn_error(spec, io::Error::other("the child has no stdout pipe")))?;
-    let within = prepared
-        .cgroup
-        .as_ref()
-        .filter(|_| gated)
-        .and_then(|c| c.procs_path());
+        .ok_or_else(|| spawn_error(io::Error::other("the child has no stdout pipe")))?;
     Ok(Spawned {
         child,
         pgid,
         guard,
         pipe,
         started,
-        within,
     })
-}
-
-fn spawn_error(spec: &RunSpec, source: io::Error) -> ExecError {
-    ExecError::Spawn {
-        command: spec.command.clone(),
-        cwd: spec.cwd.clone(),
-        source,
-    }
 }
 
 /// Kills the group `pgid` once its leader has exited (unreaped, so the id
@@ -487,13 +444,12 @@ async fn end_group(
     pgid: rustix::process::Pid,
     child: &mut tokio::process::Child,
     guard: group::Guard,
-    within: Option<&std::path::Path>,
 ) -> io::Result<std::process::ExitStatus> {
     group::kill(pgid);
     // Killed processes take a moment to die; a sandbox's init dies last,
     // after its whole namespace. Return only once they are gone.
     for _ in 0..400 {
-        if !group::members_alive(pgid, within) {
+        if !group::members_alive(pgid) {
             break;
         }
         group::kill(pgid);
@@ -541,7 +497,6 @@ pub async fn run(spec: &RunSpec) -> Result<RunOutcome, ExecError> {
         guard,
         pipe,
         started,
-        within,
     } = spawn(spec, &mut prepared, command)?;
     let Prepared {
         log,
@@ -549,7 +504,6 @@ pub async fn run(spec: &RunSpec) -> Result<RunOutcome, ExecError> {
         cg_memory,
         cg_pids,
         watch,
-        gate: _,
     } = prepared;
 
     // Dropping `done` (when supervision ends, however it ends) starts the
@@ -557,9 +511,7 @@ pub async fn run(spec: &RunSpec) -> Result<RunOutcome, ExecError> {
     let (done, supervision_ended) = oneshot::channel::<()>();
     let supervise = async {
         let _done = done;
-        let watched = within.clone();
-        let mut waiter =
-            tokio::task::spawn_blocking(move || group::wait_exit(pgid, watched.as_deref()));
+        let mut waiter = tokio::task::spawn_blocking(move || group::wait_exit(pgid));
         let overrun = overrun(watch.as_ref(), pgid);
         let stopped = tokio::select! {
             joined = &mut waiter => Stopped::Exited { leftover_killed: joined?? },
@@ -578,7 +530,7 @@ pub async fn run(spec: &RunSpec) -> Result<RunOutcome, ExecError> {
                 )
             }
         };
-        let status = end_group(pgid, &mut child, guard, within.as_deref()).await?;
+        let status = end_group(pgid, &mut child, guard).await?;
         Ok::<_, io::Error>((
             status,
             timed_out,

@@ -135,7 +135,7 @@ pub enum SandboxError {
     Broken(String),
 }
 
-pub(crate) fn find_program(name: &str) -> Option<PathBuf> {
+fn find_program(name: &str) -> Option<PathBuf> {
     ["/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin", "/sbin"]
         .iter()
         .map(|d| Path::new(d).join(name))

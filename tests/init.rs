@@ -83,7 +83,9 @@ fn init_and_certify(p: &Project, repo: &str, report: &str, task: &str) {
     // A session file dropped under sessions/ is graded on the next build.
     p.write(
         "sessions/me/empty.json",
-        format!("{{\"task\": \"{task}\", \"agent\": \"me\", \"model\": \"by-hand\", \"patch\": \"\"}}\n"),
+        format!(
+            "{{\"task\": \"{task}\", \"agent\": \"me\", \"model\": \"by-hand\", \"patch\": \"\"}}\n"
+        ),
     );
     p.run(&["build"]).code(0);
     let csv = std::fs::read_to_string(p.path().join("release/results.csv")).unwrap();
@@ -96,7 +98,10 @@ fn init_and_certify(p: &Project, repo: &str, report: &str, task: &str) {
     // A pipeline that names no `sessions` says the files there go unread.
     let toml = std::fs::read_to_string(p.path().join("pipeline.toml")).unwrap();
     assert!(toml.contains("\nsessions = \"sessions\"\n"), "{toml}");
-    p.write("pipeline.toml", toml.replace("\nsessions = \"sessions\"\n", "\n"));
+    p.write(
+        "pipeline.toml",
+        toml.replace("\nsessions = \"sessions\"\n", "\n"),
+    );
     let unread = p.run(&["build"]).code(0);
     assert!(
         unread

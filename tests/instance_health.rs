@@ -23,8 +23,8 @@ use util::instances::{
 };
 
 /// Coin tests: each passes or fails by a byte of `/dev/urandom`. Each is
-/// read three times in two states; that none of six differs in any state
-/// has a chance of 16^-6.
+/// read three times in two states; that none of six differs in either
+/// state has a chance of 16^-6.
 const COINS: usize = 6;
 
 fn coin_file() -> String {
@@ -132,13 +132,18 @@ fn swe_rebench_instances_with_a_flaky_listed_test_get_a_dataset_health_report() 
     assert!(disagreements(&t1).is_empty(), "{t1:#}");
     let t2 = released(&p, &task_flaky);
     let found = disagreements(&t2);
-    assert!(!found.is_empty(), "{t2:#}");
+    // A coin that came up the same in every reading of both states is not
+    // flaky: failing throughout with the gold patch, it fails at gold.
     for (test, list, kind) in &found {
         assert!(
-            coins.contains(test) && list == "PASS_TO_PASS" && kind == "flaky",
-            "only the coins disagree, as flaky: {found:?}"
+            coins.contains(test)
+                && list == "PASS_TO_PASS"
+                && (kind == "flaky" || kind == "fails_at_gold"),
+            "only the coins disagree: {found:?}"
         );
     }
+    let flaky_found = found.iter().filter(|(_, _, k)| k == "flaky").count();
+    assert!(flaky_found > 0, "{found:?}");
 
     // summary.json's dataset-health report.
     let summary: Value = serde_json::from_str(
@@ -161,7 +166,12 @@ fn swe_rebench_instances_with_a_flaky_listed_test_get_a_dataset_health_report() 
         }
     }
     let two = &health["tasks"][&task_flaky];
-    assert_eq!(two["disagreements"]["flaky"], found.len(), "{two:#}");
+    assert_eq!(two["disagreements"]["flaky"], flaky_found, "{two:#}");
+    assert_eq!(
+        two["disagreements"]["fails_at_gold"],
+        found.len() - flaky_found,
+        "{two:#}"
+    );
     assert!(
         two["flaky"]
             .as_array()
@@ -173,7 +183,7 @@ fn swe_rebench_instances_with_a_flaky_listed_test_get_a_dataset_health_report() 
     let repo = &health["repos"]["django/django"];
     assert_eq!(repo["instances"], 2, "{health:#}");
     assert_eq!(repo["screened"], 2);
-    assert_eq!(repo["disagreements"]["flaky"], found.len());
+    assert_eq!(repo["disagreements"]["flaky"], flaky_found);
     assert_eq!(repo["instances_with"]["flaky"], 1);
     assert_eq!(health["total"], *repo);
 
@@ -202,5 +212,109 @@ fn swe_rebench_instances_with_a_flaky_listed_test_get_a_dataset_health_report() 
         again.summary.total.executed, 0,
         "{:#?}",
         again.summary.by_kind
+    );
+}
+
+const JS_CALC: &str = "exports.add = (a, b) => a + b;\n";
+const JS_TEST: &str = "\
+const test = require('node:test');
+const assert = require('node:assert');
+const calc = require('../calc');
+
+test('adds', () => { assert.strictEqual(calc.add(2, 3), 5); });
+";
+const JS_MUL_TEST: &str = "test('muls', () => { assert.strictEqual(calc.mul(3, 4), 12); });\n";
+
+/// A JavaScript repository in the shape of Multi-SWE-bench's: its base,
+/// the test patch (`muls`) and the gold patch (`calc.mul`).
+fn js_repository(dir: &std::path::Path) -> Repo {
+    std::fs::create_dir_all(dir).unwrap();
+    let git = |args: &[&str]| util::git::git_in(dir, 1, args);
+    git(&["init", "-q", "-b", "main"]);
+    write(dir, "calc.js", JS_CALC);
+    write(dir, "test/calc.test.js", JS_TEST);
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "base"]);
+    let base = git(&["rev-parse", "HEAD"]).trim().to_owned();
+    write(dir, "test/calc.test.js", &format!("{JS_TEST}{JS_MUL_TEST}"));
+    git(&["add", "-A"]);
+    let test_patch = git(&["diff", "--cached", "--binary", &base]);
+    git(&["reset", "-q", "--hard", &base]);
+    write(
+        dir,
+        "calc.js",
+        &format!("{JS_CALC}exports.mul = (a, b) => a * b;\n"),
+    );
+    let gold_patch = git(&["diff", "--binary", &base]);
+    git(&["reset", "-q", "--hard", &base]);
+    Repo {
+        base,
+        test_patch,
+        gold_patch,
+    }
+}
+
+/// A JavaScript instance (a repository SWE-bench's spec does not run) in
+/// an image with Debian's Node, its row naming its image as
+/// Multi-SWE-bench's do (`image_name`): screened through the same path
+/// with the pipeline's `test_command` and `report` (node's own runner,
+/// TAP), certified, its lists agreeing, and in the dataset-health report.
+#[test]
+fn a_javascript_instance_is_certified_with_the_pipelines_test_command() {
+    util::progress::phase(
+        "test a_javascript_instance_is_certified_with_the_pipelines_test_command",
+    );
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/base-image.sh");
+    let out = std::process::Command::new(script)
+        .args(["assay-node:bookworm", "nodejs"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let p = util::Project::new().pipeline(
+        "cache = \"cache\"\nrelease = \"release\"\n\n[[instances]]\nname = \"ms\"\npath = \"instances.json\"\ntest_command = \"node --test --test-reporter=tap test/\"\nreport = \"tap\"\n",
+    );
+    let build = p.path().join("image");
+    let r = js_repository(&build.join("repo"));
+    let id = format!("acme__jscalc-{:x}", std::process::id());
+    let image = format!("mswebench/acme_m_jscalc:pr-{:x}", std::process::id());
+    let _image = Image::build_from("assay-node:bookworm", &build, &[&image]);
+    let mut one: Value = serde_json::from_str(&row(
+        &id,
+        &r,
+        &["muls".to_owned()],
+        &["adds".to_owned()],
+        &[("image_name", Value::from(image.clone()))],
+    ))
+    .unwrap();
+    one["repo"] = Value::from("acme/jscalc");
+    one["version"] = Value::from("1.0");
+    // A JSON array, not JSONL.
+    p.write("instances.json", json!([one]).to_string());
+
+    p.build_json(&[]).code(0);
+    let task = format!("ms/{id}");
+    let t = released(&p, &task);
+    assert_eq!(t["certified"], true, "{t:#}");
+    assert_eq!(t["FAIL_TO_PASS"], json!(["muls"]), "{t:#}");
+    assert!(disagreements(&t).is_empty(), "{t:#}");
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(p.path().join("release/summary.json")).unwrap(),
+    )
+    .unwrap();
+    let repo = &summary["instances"]["repos"]["acme/jscalc"];
+    assert_eq!(
+        (repo["instances"].clone(), repo["certified"].clone()),
+        (json!(1), json!(1)),
+        "{summary:#}"
+    );
+    assert!(
+        summary["instances"]["tasks"][&task]["seconds"]["gold"]["r0"]
+            .as_f64()
+            .is_some_and(|s| s > 0.0),
+        "{summary:#}"
     );
 }

@@ -99,10 +99,15 @@ pub struct Image(Vec<String>);
 
 impl Image {
     pub fn build(dir: &Path, tags: &[&str]) -> Image {
+        Image::build_from("assay-base:bookworm", dir, tags)
+    }
+
+    /// As [`Image::build`], `FROM` the image `base`.
+    pub fn build_from(base: &str, dir: &Path, tags: &[&str]) -> Image {
         write(
             dir,
             "Dockerfile",
-            "FROM assay-base:bookworm\nUSER root\nCOPY repo /testbed\nWORKDIR /testbed/\n",
+            &format!("FROM {base}\nUSER root\nCOPY repo /testbed\nWORKDIR /testbed/\n"),
         );
         let mut cmd = Command::new("docker");
         cmd.args(["build", "-q"]);

@@ -377,6 +377,25 @@ pub(crate) enum DisagreementKind {
     NeverRan,
 }
 
+impl DisagreementKind {
+    pub(crate) const ALL: [DisagreementKind; 4] = [
+        DisagreementKind::PassesAtBase,
+        DisagreementKind::FailsAtGold,
+        DisagreementKind::Flaky,
+        DisagreementKind::NeverRan,
+    ];
+
+    /// Its word in the task record and summary.json.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            DisagreementKind::PassesAtBase => "passes_at_base",
+            DisagreementKind::FailsAtGold => "fails_at_gold",
+            DisagreementKind::Flaky => "flaky",
+            DisagreementKind::NeverRan => "never_ran",
+        }
+    }
+}
+
 /// One listed test on which the instance and assay's readings disagree.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Disagreement {

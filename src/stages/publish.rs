@@ -44,6 +44,7 @@ mod html_nav;
 mod html_transcript;
 mod index;
 mod input;
+mod instances;
 mod judge_summary;
 mod judged;
 #[cfg(test)]
@@ -62,6 +63,8 @@ mod tests;
 #[cfg(test)]
 mod tests_harbor;
 #[cfg(test)]
+mod tests_instances;
+#[cfg(test)]
 mod tests_judge;
 #[cfg(test)]
 mod tests_scale;
@@ -69,7 +72,7 @@ mod trials;
 
 use std::collections::BTreeMap;
 
-pub(crate) use input::{About, HarborScreen, Price, PublishInput};
+pub(crate) use input::{About, HarborScreen, InstanceReading, Price, PublishInput};
 #[cfg(test)]
 pub(crate) use model::Summary;
 pub(crate) use model::{AssayVersion, Funnel, Manifest, Number, pretty};

@@ -6,7 +6,8 @@
 //! [`run`] (what a run left, and assertions on it), [`git`] (repositories of
 //! merged pull requests and diffs against them), [`csv`], [`processes`],
 //! [`files`], [`random`], [`example`] (the bundled example as a project),
-//! [`harbor`] (what a Harbor dataset's build leaves), [`progress`] (a line
+//! [`harbor`] (what a Harbor dataset's build leaves), [`instances`]
+//! (SWE-bench-family instance rows and images), [`progress`] (a line
 //! per phase of the long test binaries),
 //! [`fixture`] (the grading fixture), [`attacks`] and [`reach`] (hostile
 //! sessions graded with it). Everything before `example` is re-exported
@@ -25,6 +26,7 @@ pub mod fixture;
 pub mod forgery;
 pub mod git;
 pub mod harbor;
+pub mod instances;
 /// The release's links, checked (the file the unit tests use too).
 #[path = "../../src/stages/publish/links.rs"]
 pub mod links;

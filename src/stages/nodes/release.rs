@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::{Context, Kinded, NodeError};
 use super::node::{Kind, Made, NodeKind, Raw};
-use super::publish::{About, Funnel, HarborScreen, Price, PublishInput, publish};
+use super::publish::{About, Funnel, HarborScreen, InstanceReading, Price, PublishInput, publish};
 use super::records::{Arm, GradeRecord, TaskRecord, TaskStatus, Verdict};
 use super::rules::funnel::Reason;
 use super::swebench;
@@ -60,6 +60,15 @@ pub(crate) enum Input {
     /// A SWE-bench-family instance's assay task (docs/instances.md):
     /// released as a task, never counted among the mined candidates.
     InstanceTask,
+    /// One screening reading of an instance's task (its run record): the
+    /// wall time of each control in the dataset-health report.
+    InstanceReading {
+        /// The task's id, `<name>/<instance_id>`.
+        task: String,
+        /// `base`, `test` or `gold`.
+        state: String,
+        reading: u32,
+    },
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -485,6 +494,24 @@ pub(crate) fn assemble(
                 publish_input
                     .app_grades
                     .push((serde_json::from_slice(bytes).input()?, key.to_hex()));
+                continue;
+            }
+            Input::InstanceReading {
+                task,
+                state,
+                reading,
+            } => {
+                let run: super::records::RunRecord = serde_json::from_slice(bytes).input()?;
+                publish_input.instance_readings.push(InstanceReading {
+                    task: task.clone(),
+                    state: state.clone(),
+                    reading: *reading,
+                    seconds: run
+                        .skipped
+                        .is_none()
+                        .then(|| run.duration_ms as f64 / 1000.0),
+                    key: key.to_hex(),
+                });
                 continue;
             }
             Input::DatasetReading => {

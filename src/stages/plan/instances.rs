@@ -239,5 +239,16 @@ pub(super) fn instance_nodes<'e>(
             release_inputs,
             laid,
         );
+        // Each screening reading, for the dataset-health report's times.
+        for (state, reading) in super::screen::readings(settings.repeats) {
+            release_inputs.push(
+                names::screen_run(&t.id, state, reading),
+                release::Input::InstanceReading {
+                    task: t.id.clone(),
+                    state: state.as_str().to_owned(),
+                    reading,
+                },
+            );
+        }
     }
 }

@@ -172,6 +172,7 @@ pub(super) fn report(index: &Index<'_>, summary: &Summary) -> String {
     matrix(&mut h, index);
     apart(&mut h, index, summary);
     html_harbor::section(&mut h, index);
+    super::instances::section(&mut h, summary.instances.as_ref());
     suspects(&mut h, index, summary);
     tamper(&mut h, index, summary);
     not_graded(&mut h, index, summary);
@@ -385,6 +386,7 @@ fn about(h: &mut String, index: &Index<'_>, summary: &Summary) {
             );
         }
     }
+    super::instances::funnel_rows(h, summary.instances.as_ref());
 }
 
 /// The release's date. The page reads no clock (it is rebuilt byte for

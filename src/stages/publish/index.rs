@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use super::input::{About, HarborScreen, Price, PublishInput};
+use super::input::{About, HarborScreen, InstanceReading, Price, PublishInput};
 use super::judged::Judged;
 use super::quality::Figures;
 use crate::model::records::{Arm, GradeRecord, MetricsRecord, SessionRecord, TaskRecord};
@@ -56,6 +56,9 @@ pub(crate) struct Index<'a> {
     pub(crate) app_grades: &'a [(crate::model::rules::app::AppGradeRecord, String)],
     /// Screenshot blob digest -> its PNG (the failing browser steps).
     pub(crate) shots: &'a BTreeMap<String, Vec<u8>>,
+    /// The instances' screening readings, sorted by (task, state,
+    /// reading, key).
+    pub(crate) instance_readings: Vec<&'a InstanceReading>,
 }
 
 impl<'a> Index<'a> {
@@ -143,6 +146,14 @@ impl<'a> Index<'a> {
             app_tasks: &input.app_tasks,
             app_grades: &input.app_grades,
             shots: &input.shots,
+            instance_readings: {
+                let mut r: Vec<&InstanceReading> = input.instance_readings.iter().collect();
+                r.sort_by(|a, b| {
+                    (&a.task, &a.state, a.reading, &a.key)
+                        .cmp(&(&b.task, &b.state, b.reading, &b.key))
+                });
+                r
+            },
         }
     }
 

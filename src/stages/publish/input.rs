@@ -57,6 +57,23 @@ pub(crate) struct PublishInput {
     pub(crate) app_grades: Vec<(crate::model::rules::app::AppGradeRecord, String)>,
     /// Screenshot blob digest -> its PNG: each failing browser step's.
     pub(crate) shots: BTreeMap<String, Vec<u8>>,
+    /// Every screening reading of an instance's task: the dataset-health
+    /// report's control times (none without `[[instances]]`).
+    pub(crate) instance_readings: Vec<InstanceReading>,
+}
+
+/// One screening reading of a SWE-bench-family instance's task.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct InstanceReading {
+    /// The task's id, `<name>/<instance_id>`.
+    pub(crate) task: String,
+    /// `base`, `test` or `gold`.
+    pub(crate) state: String,
+    pub(crate) reading: u32,
+    /// Its wall time; None when it did not run (the instance declined).
+    pub(crate) seconds: Option<f64>,
+    /// The run node's key.
+    pub(crate) key: String,
 }
 
 /// A Harbor task folder as its screening left it: what the report shows

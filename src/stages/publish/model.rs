@@ -69,6 +69,64 @@ pub(crate) struct Summary {
     /// odds"); absent when no task has a figure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) forger_odds: Option<ForgerOdds>,
+    /// The dataset-health report of the `[[instances]]` files' instances
+    /// (docs/instances.md); absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) instances: Option<DatasetHealth>,
+}
+
+/// `summary.instances`: what a dataset maintainer would publish as an
+/// erratum — per instance and per repository, whether assay's controls
+/// certify it and every way the dataset's lists disagree with assay's
+/// readings.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct DatasetHealth {
+    /// Every instance, by its task id `<name>/<instance_id>`.
+    pub(crate) tasks: BTreeMap<String, InstanceHealth>,
+    /// By the rows' `repo`.
+    pub(crate) repos: BTreeMap<String, HealthCounts>,
+    /// Over every instance.
+    pub(crate) total: HealthCounts,
+}
+
+/// One instance as assay's controls found it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct InstanceHealth {
+    /// The `[[instances]]` name, the row's id, family and repository.
+    pub(crate) dataset: String,
+    pub(crate) instance_id: String,
+    pub(crate) family: String,
+    pub(crate) repo: String,
+    /// Whether its three states were read (not declined before).
+    pub(crate) screened: bool,
+    pub(crate) certified: bool,
+    pub(crate) uncertified_because: Vec<String>,
+    /// Kind -> the listed tests of that kind (every kind, 0 included);
+    /// none counted for an instance that was not screened.
+    pub(crate) disagreements: BTreeMap<String, u64>,
+    /// Each disagreement: the test, its list, its kind, the readings.
+    pub(crate) disagreeing: Vec<crate::model::instances::Disagreement>,
+    /// The tests assay's readings found flaky, listed or not.
+    pub(crate) flaky: Vec<String>,
+    pub(crate) flaky_tests: u64,
+    /// State (`base`, `test`, `gold`) -> reading (`r0`, `r1`, …) -> its
+    /// wall time in seconds; a reading that did not run is left out.
+    pub(crate) seconds: BTreeMap<String, BTreeMap<String, f64>>,
+    /// The task node's key.
+    pub(crate) digest: String,
+}
+
+/// A repository's (or every) instance, counted.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct HealthCounts {
+    pub(crate) instances: u64,
+    pub(crate) screened: u64,
+    pub(crate) certified: u64,
+    /// Kind -> the listed tests of that kind over the screened instances.
+    pub(crate) disagreements: BTreeMap<String, u64>,
+    /// Kind -> the screened instances with at least one of that kind.
+    pub(crate) instances_with: BTreeMap<String, u64>,
+    pub(crate) flaky_tests: u64,
 }
 
 /// The certified tasks' forger odds, as log2 of a chance.

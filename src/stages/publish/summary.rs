@@ -56,6 +56,7 @@ pub(super) fn summary(index: &Index<'_>) -> (Summary, Sources) {
     let not_graded = root.object("not_graded", |o| not_graded(o, index));
     let trials = super::trials::trials(&mut root, index);
     let apps = root.object("apps", |o| super::apps::summary(o, index));
+    let instances = root.object("instances", |o| super::instances::summary(o, index));
     let summary = Summary {
         apps,
         ranking: ranking(index),
@@ -63,6 +64,7 @@ pub(super) fn summary(index: &Index<'_>) -> (Summary, Sources) {
         not_forgery_checked: not_forgery_checked(index),
         weakly_checked: weakly_checked(index),
         forger_odds: forger_odds(index),
+        instances,
         dataset_verifier: dataset_verifier(index),
         environments: environments(index),
         verifier_suspects: verifier_suspects(index),

@@ -1,0 +1,320 @@
+//! The dataset-health report of SWE-bench-family instances
+//! (docs/instances.md, "The dataset-health report") on the real Docker
+//! daemon, over instances in SWE-rebench's shape (its `install_config`
+//! and `meta`; its image under the family's published name,
+//! `swerebench/sweb.eval.x86_64.<id, `__` as `_1776_`>`): one instance
+//! whose lists hold, one whose PASS_TO_PASS lists tests that pass or fail
+//! by `/dev/urandom`, so the readings of `repeats = 3` differ. The flaky
+//! tests are listed as `flaky` disagreements in the task and in
+//! summary.json's `instances`, per instance and per repository; every
+//! figure the report's section shows is answered by `assay explain`; a
+//! second build executes nothing.
+//!
+//! Fails, never skips, without the daemon.
+
+#![allow(clippy::unwrap_used)]
+
+mod util;
+
+use serde_json::{Value, json};
+use util::instances::{
+    Image, Repo, TEST_CALC, TEST_MUL, disagreements, django, released, repository, row, session,
+    write,
+};
+
+/// Coin tests: each passes or fails by a byte of `/dev/urandom`. Each is
+/// read three times in two states; that none of six differs in either
+/// state has a chance of 16^-6.
+const COINS: usize = 6;
+
+fn coin_file() -> String {
+    let mut text =
+        "import os\nimport unittest\n\n\nclass CoinTest(unittest.TestCase):\n".to_owned();
+    for i in 0..COINS {
+        text.push_str(&format!(
+            "    def test_coin_{i}(self):\n        self.assertEqual(os.urandom(1)[0] % 2, 0)\n\n"
+        ));
+    }
+    text
+}
+
+/// The repository's test patch (`MulTest`) with `tests/test_coin.py` added.
+fn with_coins(dir: &std::path::Path, r: &Repo) -> String {
+    let git = |args: &[&str]| util::git::git_in(dir, 1, args);
+    let tests = format!("{TEST_CALC}{TEST_MUL}");
+    write(dir, "tests/test_calc.py", &tests);
+    write(dir, "tests/test_coin.py", &coin_file());
+    git(&["add", "-A"]);
+    let patch = git(&["diff", "--cached", "--binary", &r.base]);
+    git(&["reset", "-q", "--hard", &r.base]);
+    patch
+}
+
+/// A row in SWE-rebench's shape: SWE-bench's fields and its own
+/// `install_config` and `meta`.
+fn rebench_row(id: &str, r: &Repo, test_patch: &str, f2p: &[String], p2p: &[String]) -> String {
+    row(
+        id,
+        r,
+        f2p,
+        p2p,
+        &[
+            ("test_patch", Value::from(test_patch)),
+            (
+                "install_config",
+                json!({"python": "3.11", "install": "pip install -e .", "test_cmd": "pytest -rA"}),
+            ),
+            ("meta", json!({"llm_score": {"difficulty_score": 1}})),
+        ],
+    )
+}
+
+#[test]
+fn swe_rebench_instances_with_a_flaky_listed_test_get_a_dataset_health_report() {
+    util::progress::phase(
+        "test swe_rebench_instances_with_a_flaky_listed_test_get_a_dataset_health_report",
+    );
+    util::harbor::base_image();
+    let p = util::Project::new().pipeline(
+        "cache = \"cache\"\nrelease = \"release\"\nsessions = \"sessions\"\n\n[screen]\nrepeats = 3\n\n[[instances]]\nname = \"rb\"\npath = \"instances.jsonl\"\n",
+    );
+    let build = p.path().join("image");
+    let r = repository(&build.join("repo"));
+    let coins_patch = with_coins(&build.join("repo"), &r);
+    let suffix = format!("{:x}", std::process::id());
+    let (clean, flaky) = (
+        format!("acme__calc-{suffix}-1"),
+        format!("acme__calc-{suffix}-2"),
+    );
+    let published = |id: &str| {
+        format!(
+            "swerebench/sweb.eval.x86_64.{}:latest",
+            id.replace("__", "_1776_")
+        )
+    };
+    let _image = Image::build(&build, &[&published(&clean), &published(&flaky)]);
+
+    const ADD: &str = "test_calc.CalcTest.test_add";
+    const SUB: &str = "test_calc.CalcTest.test_sub";
+    const MUL: &str = "test_calc.MulTest.test_mul";
+    let coins: Vec<String> = (0..COINS)
+        .map(|i| django(&format!("test_coin.CoinTest.test_coin_{i}")))
+        .collect();
+    let f2p = vec![django(MUL)];
+    let p2p = vec![django(ADD), django(SUB)];
+    let flaky_p2p: Vec<String> = p2p.iter().chain(&coins).cloned().collect();
+    p.write(
+        "instances.jsonl",
+        [
+            rebench_row(&clean, &r, &r.test_patch, &f2p, &p2p),
+            rebench_row(&flaky, &r, &coins_patch, &f2p, &flaky_p2p),
+        ]
+        .join("\n"),
+    );
+
+    // A gold session: the report's funnel names its sessions by
+    // `summary.trials`, which a release without sessions does not have.
+    let (task_clean, task_flaky) = (format!("rb/{clean}"), format!("rb/{flaky}"));
+    session(&p, "gold", &task_clean, &r.gold_patch);
+
+    let first = p.build_json(&[]).code(0);
+    assert_eq!(first.summary.by_kind["instance"].executed, 2);
+    assert_eq!(
+        p.output_record(&format!("instance:{task_flaky}"))["image_name"],
+        published(&flaky).as_str(),
+        "found under SWE-rebench's published name"
+    );
+
+    // The task records: the family inferred from the rows, the coins flaky.
+    let t1 = released(&p, &task_clean);
+    assert_eq!(t1["dataset"]["family"], "swe-rebench", "{t1:#}");
+    assert_eq!(t1["certified"], true, "{t1:#}");
+    assert!(disagreements(&t1).is_empty(), "{t1:#}");
+    let t2 = released(&p, &task_flaky);
+    let found = disagreements(&t2);
+    // A coin that came up the same in every reading of both states is not
+    // flaky: failing throughout with the gold patch, it fails at gold.
+    for (test, list, kind) in &found {
+        assert!(
+            coins.contains(test)
+                && list == "PASS_TO_PASS"
+                && (kind == "flaky" || kind == "fails_at_gold"),
+            "only the coins disagree: {found:?}"
+        );
+    }
+    let flaky_found = found.iter().filter(|(_, _, k)| k == "flaky").count();
+    assert!(flaky_found > 0, "{found:?}");
+
+    // summary.json's dataset-health report.
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(p.path().join("release/summary.json")).unwrap(),
+    )
+    .unwrap();
+    let health = &summary["instances"];
+    let one = &health["tasks"][&task_clean];
+    assert_eq!(one["certified"], true, "{health:#}");
+    assert_eq!(one["family"], "swe-rebench");
+    assert_eq!(one["repo"], "django/django");
+    assert_eq!(
+        one["disagreements"],
+        json!({"passes_at_base": 0, "fails_at_gold": 0, "flaky": 0, "never_ran": 0})
+    );
+    for state in ["base", "test", "gold"] {
+        for reading in ["r0", "r1", "r2"] {
+            let s = one["seconds"][state][reading].as_f64();
+            assert!(s.is_some_and(|s| s > 0.0), "{state} {reading}: {one:#}");
+        }
+    }
+    let two = &health["tasks"][&task_flaky];
+    assert_eq!(two["disagreements"]["flaky"], flaky_found, "{two:#}");
+    assert_eq!(
+        two["disagreements"]["fails_at_gold"],
+        found.len() - flaky_found,
+        "{two:#}"
+    );
+    assert!(
+        two["flaky"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t.as_str().unwrap().contains("test_coin_")),
+        "assay's own flaky tests are listed: {two:#}"
+    );
+    let repo = &health["repos"]["django/django"];
+    assert_eq!(repo["instances"], 2, "{health:#}");
+    assert_eq!(repo["screened"], 2);
+    assert_eq!(repo["disagreements"]["flaky"], flaky_found);
+    assert_eq!(repo["instances_with"]["flaky"], 1);
+    assert_eq!(health["total"], *repo);
+
+    // The report's section, linked from the funnel, every figure named
+    // and answered by `assay explain`.
+    let html = std::fs::read_to_string(p.path().join("release/report.html")).unwrap();
+    assert!(
+        html.contains("<h2 id=\"datasets\">Dataset health</h2>")
+            && html.contains("href=\"#datasets\""),
+        "the report has the section, linked"
+    );
+    util::figures::explained(
+        &p,
+        &[],
+        &p.path().join("release"),
+        10,
+        &[
+            "summary.instances.repos[django/django].disagreements.flaky",
+            &format!("summary.instances.tasks[{task_flaky}].seconds.gold.r2"),
+            "summary.instances.total.certified",
+        ],
+    );
+
+    let again = p.build_json(&[]).code(0);
+    assert_eq!(
+        again.summary.total.executed, 0,
+        "{:#?}",
+        again.summary.by_kind
+    );
+}
+
+const JS_CALC: &str = "exports.add = (a, b) => a + b;\n";
+const JS_TEST: &str = "\
+const test = require('node:test');
+const assert = require('node:assert');
+const calc = require('../calc');
+
+test('adds', () => { assert.strictEqual(calc.add(2, 3), 5); });
+";
+const JS_MUL_TEST: &str = "test('muls', () => { assert.strictEqual(calc.mul(3, 4), 12); });\n";
+
+/// A JavaScript repository in the shape of Multi-SWE-bench's: its base,
+/// the test patch (`muls`) and the gold patch (`calc.mul`).
+fn js_repository(dir: &std::path::Path) -> Repo {
+    std::fs::create_dir_all(dir).unwrap();
+    let git = |args: &[&str]| util::git::git_in(dir, 1, args);
+    git(&["init", "-q", "-b", "main"]);
+    write(dir, "calc.js", JS_CALC);
+    write(dir, "test/calc.test.js", JS_TEST);
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "base"]);
+    let base = git(&["rev-parse", "HEAD"]).trim().to_owned();
+    write(dir, "test/calc.test.js", &format!("{JS_TEST}{JS_MUL_TEST}"));
+    git(&["add", "-A"]);
+    let test_patch = git(&["diff", "--cached", "--binary", &base]);
+    git(&["reset", "-q", "--hard", &base]);
+    write(
+        dir,
+        "calc.js",
+        &format!("{JS_CALC}exports.mul = (a, b) => a * b;\n"),
+    );
+    let gold_patch = git(&["diff", "--binary", &base]);
+    git(&["reset", "-q", "--hard", &base]);
+    Repo {
+        base,
+        test_patch,
+        gold_patch,
+    }
+}
+
+/// A JavaScript instance (a repository SWE-bench's spec does not run) in
+/// an image with Debian's Node, its row naming its image as
+/// Multi-SWE-bench's do (`image_name`): screened through the same path
+/// with the pipeline's `test_command` and `report` (node's own runner,
+/// TAP), certified, its lists agreeing, and in the dataset-health report.
+#[test]
+fn a_javascript_instance_is_certified_with_the_pipelines_test_command() {
+    util::progress::phase(
+        "test a_javascript_instance_is_certified_with_the_pipelines_test_command",
+    );
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/base-image.sh");
+    let out = std::process::Command::new(script)
+        .args(["assay-node:bookworm", "nodejs"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let p = util::Project::new().pipeline(
+        "cache = \"cache\"\nrelease = \"release\"\n\n[[instances]]\nname = \"ms\"\npath = \"instances.json\"\ntest_command = \"node --test --test-reporter=tap test/\"\nreport = \"tap\"\n",
+    );
+    let build = p.path().join("image");
+    let r = js_repository(&build.join("repo"));
+    let id = format!("acme__jscalc-{:x}", std::process::id());
+    let image = format!("mswebench/acme_m_jscalc:pr-{:x}", std::process::id());
+    let _image = Image::build_from("assay-node:bookworm", &build, &[&image]);
+    let mut one: Value = serde_json::from_str(&row(
+        &id,
+        &r,
+        &["muls".to_owned()],
+        &["adds".to_owned()],
+        &[("image_name", Value::from(image.clone()))],
+    ))
+    .unwrap();
+    one["repo"] = Value::from("acme/jscalc");
+    one["version"] = Value::from("1.0");
+    // A JSON array, not JSONL.
+    p.write("instances.json", json!([one]).to_string());
+
+    p.build_json(&[]).code(0);
+    let task = format!("ms/{id}");
+    let t = released(&p, &task);
+    assert_eq!(t["certified"], true, "{t:#}");
+    assert_eq!(t["FAIL_TO_PASS"], json!(["muls"]), "{t:#}");
+    assert!(disagreements(&t).is_empty(), "{t:#}");
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(p.path().join("release/summary.json")).unwrap(),
+    )
+    .unwrap();
+    let repo = &summary["instances"]["repos"]["acme/jscalc"];
+    assert_eq!(
+        (repo["instances"].clone(), repo["certified"].clone()),
+        (json!(1), json!(1)),
+        "{summary:#}"
+    );
+    assert!(
+        summary["instances"]["tasks"][&task]["seconds"]["gold"]["r0"]
+            .as_f64()
+            .is_some_and(|s| s > 0.0),
+        "{summary:#}"
+    );
+}

@@ -275,15 +275,19 @@ fn about(h: &mut String, index: &Index<'_>, summary: &Summary) {
     h.push_str("<h2>Funnel</h2>\n<table>\n");
     // The sessions graded are counted by origin in summary.json `trials`;
     // with one origin that count is this row's.
-    let graded_path = match summary
+    // With none graded there is no `trials` to name: the cell is a
+    // plain 0.
+    let graded = match summary
         .trials
         .as_ref()
         .map(|t| t.keys().collect::<Vec<_>>())
     {
-        Some(origins) if origins.len() == 1 => {
-            format!("summary.trials{}.graded", segment(origins[0]))
-        }
-        _ => "summary.trials".to_owned(),
+        Some(origins) if origins.len() == 1 => figure(
+            &format!("summary.trials{}.graded", segment(origins[0])),
+            &sessions.len().to_string(),
+        ),
+        Some(_) => figure("summary.trials", &sessions.len().to_string()),
+        None => format!("<td>{}</td>", sessions.len()),
     };
     let _ = writeln!(
         h,
@@ -312,7 +316,7 @@ fn about(h: &mut String, index: &Index<'_>, summary: &Summary) {
         f.uncertified,
         reasons(&f.uncertified_because),
         f.awaiting_statement,
-        figure(&graded_path, &sessions.len().to_string()),
+        graded,
         index.groups.values().map(Vec::len).sum::<usize>(),
         summary.not_graded.total,
     );

@@ -430,6 +430,27 @@ fn zero_sessions_give_null_rates() {
     assert_eq!(b["resolved_rate_lo"], Value::Null);
 }
 
+/// A release with no session graded has no `trials` in summary.json: its
+/// funnel's "sessions graded" cell is a plain 0, named by nothing that
+/// `assay explain` could not answer.
+#[test]
+fn with_no_session_graded_the_funnel_names_no_missing_figure() {
+    let mut input = sample();
+    input.grades.clear();
+    input.metrics.clear();
+    input.sessions.clear();
+    input.not_graded.clear();
+    let files = publish(&input);
+    let summary = json(&files, "summary.json");
+    assert!(summary.get("trials").is_none(), "{summary:#}");
+    let html = String::from_utf8(files["report.html"].clone()).unwrap();
+    assert!(
+        html.contains("<tr><th>sessions graded</th><td>0</td>"),
+        "{html}"
+    );
+    assert!(!html.contains("title=\"summary.trials"), "{html}");
+}
+
 #[test]
 fn verifier_suspects_are_sessions_whose_arms_disagree() {
     let s = json(&publish(&sample()), "summary.json");

@@ -25,6 +25,7 @@ pub mod fixture;
 pub mod forgery;
 pub mod git;
 pub mod harbor;
+pub mod instances;
 /// The release's links, checked (the file the unit tests use too).
 #[path = "../../src/stages/publish/links.rs"]
 pub mod links;

@@ -14,36 +14,8 @@
 
 mod util;
 
-use std::path::Path;
-
 use serde_json::Value;
-use util::git::git_in;
-use util::instances::{
-    CALC, Image, disagreements, django, released, repository, row, session, write,
-};
-
-/// A patch that finds the fix in the image's history (any repository it
-/// can reach: the working directory, the tree, `/testbed`) and writes it
-/// over `calc.py` before the tests import it: it resolves only if the
-/// history reached the graded run.
-fn history_patch(repo: &Path) -> String {
-    let git = |args: &[&str]| git_in(repo, 1, args);
-    let sneak = "\
-import os
-import subprocess
-
-for _d in ('/testbed', '/assay/tree', os.getcwd()):
-    _r = subprocess.run(['git', '-C', _d, 'show', 'future:calc.py'], capture_output=True, text=True)
-    if _r.returncode == 0 and 'def mul' in _r.stdout:
-        exec(_r.stdout)
-        break
-";
-    write(repo, "calc.py", &format!("{CALC}\n{sneak}"));
-    git(&["add", "-A"]);
-    let patch = git(&["diff", "--cached", "--binary"]);
-    git(&["reset", "-q", "--hard"]);
-    patch
-}
+use util::instances::*;
 
 /// SWE-bench-shaped instances over one image become assay tasks: the image
 /// is found under each of SWE-bench's names (the local instance image key,

@@ -270,8 +270,12 @@ fn write_release(
     if let Some(h) = &f.harbor {
         eprintln!("{}", h.line());
     }
-    // A pipeline of Harbor datasets alone mines no pull request.
-    let mined = f.candidates > 0 || f.harbor.is_none();
+    if let Some(i) = &f.instances {
+        eprintln!("{}", i.line());
+    }
+    // A pipeline of Harbor datasets or instances alone mines no pull
+    // request.
+    let mined = f.candidates > 0 || (f.harbor.is_none() && f.instances.is_none());
     if mined {
         eprintln!("{}", funnel_line(&record));
         eprintln!(

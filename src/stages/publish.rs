@@ -75,7 +75,7 @@ use std::collections::BTreeMap;
 pub(crate) use input::{About, HarborScreen, InstanceReading, Price, PublishInput};
 #[cfg(test)]
 pub(crate) use model::Summary;
-pub(crate) use model::{AssayVersion, Funnel, Manifest, Number, pretty};
+pub(crate) use model::{AssayVersion, Funnel, InstanceFunnel, Manifest, Number, pretty};
 pub(crate) use paths::{segment as path_segment, value_at};
 
 /// File name -> bytes: `results.csv`, `summary.json`, `report.html`, the

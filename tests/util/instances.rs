@@ -95,7 +95,7 @@ pub fn repository(dir: &Path) -> Repo {
 /// `WORKDIR /testbed/` as SWE-bench's instance Dockerfile writes it,
 /// its `.git` and the future commit in it) and tagged with each of `tags`;
 /// removed when dropped.
-pub struct Image(Vec<String>);
+pub struct Image(pub Vec<String>);
 
 impl Image {
     pub fn build(dir: &Path, tags: &[&str]) -> Image {
@@ -201,4 +201,27 @@ pub fn disagreements(task: &Value) -> Vec<(String, String, String)> {
             (s("test"), s("list"), s("kind"))
         })
         .collect()
+}
+
+/// A patch that finds the fix in the image's history (any repository it
+/// can reach: the working directory, the tree, `/testbed`) and writes it
+/// over `calc.py` before the tests import it: it resolves only if the
+/// history reached the graded run.
+pub fn history_patch(repo: &Path) -> String {
+    let git = |args: &[&str]| git_in(repo, 1, args);
+    let sneak = "\
+import os
+import subprocess
+
+for _d in ('/testbed', '/assay/tree', os.getcwd()):
+    _r = subprocess.run(['git', '-C', _d, 'show', 'future:calc.py'], capture_output=True, text=True)
+    if _r.returncode == 0 and 'def mul' in _r.stdout:
+        exec(_r.stdout)
+        break
+";
+    write(repo, "calc.py", &format!("{CALC}\n{sneak}"));
+    git(&["add", "-A"]);
+    let patch = git(&["diff", "--cached", "--binary"]);
+    git(&["reset", "-q", "--hard"]);
+    patch
 }

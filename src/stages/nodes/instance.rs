@@ -31,11 +31,10 @@ use assay_engine::JobCtx;
 use serde::{Deserialize, Serialize};
 
 use super::error::{Context, Kinded, NodeError};
-use super::executor::{Confinement, Executors};
+use super::executor::Executors;
 use super::node::{Kind, Made, NoInputs, NodeKind};
-use super::records::{Decision, EnvRecord, TriageRecord};
-use super::redact::RedactConfig;
-use super::swe_task::{FromImage, env_gone, not_set_up};
+use super::records::{Decision, TriageRecord};
+use super::swe_task::{ImageEnv, ImageOf};
 use crate::model::instances::{DatasetLists, Family, Instance, TESTBED};
 use crate::model::rules::shell;
 use crate::stages::harbor::workspace;
@@ -371,70 +370,39 @@ impl Kind for InstanceTriage {
     }
 }
 
-#[derive(Clone, Debug, Serialize)]
-pub(crate) struct InstanceEnvParams {
-    /// The docker executor's limits (its base image is the instance's).
-    pub(crate) confine: Confinement,
-    pub(crate) redact: RedactConfig,
-}
-
 super::node::inputs! {
     pub(crate) struct InstanceEnvInputs / InstanceEnvNames { instance: InstanceRecord }
 }
 
-pub(crate) struct InstanceEnv {
-    pub(crate) params: InstanceEnvParams,
-    pub(crate) timeout: Duration,
-    pub(crate) cache_dir: PathBuf,
-    pub(crate) executors: Arc<Executors>,
-}
+/// `instance_env`: an instance's environment, from its image, its
+/// repository's history removed.
+pub(crate) struct InstanceImage;
 
-impl Kind for InstanceEnv {
+/// The node kind `instance_env`.
+pub(crate) type InstanceEnv = ImageEnv<InstanceImage>;
+
+impl ImageOf for InstanceImage {
     const NAME: &'static str = NodeKind::InstanceEnv.as_str();
     const VERSION: u32 = 1;
-    type Params = InstanceEnvParams;
+    const SCRUB_HISTORY: bool = true;
     type Inputs = InstanceEnvInputs;
-    type Record = EnvRecord;
 
-    fn params(&self) -> &InstanceEnvParams {
-        &self.params
-    }
-
-    async fn run(
-        self: Arc<Self>,
-        i: InstanceEnvInputs,
-        ctx: JobCtx,
-    ) -> Result<Made<EnvRecord>, NodeError> {
+    fn image(i: &InstanceEnvInputs) -> Result<String, (String, String)> {
         let instance = &i.instance.record;
-        let image = match (&instance.declined, &instance.image) {
-            (None, Some(image)) => image.clone(),
+        match (&instance.declined, &instance.image) {
+            (None, Some(image)) => Ok(image.clone()),
             (declined, _) => {
                 let why = declined
                     .as_ref()
                     .map_or("no image", |(_, why)| why.as_str());
-                let why = format!(
-                    "the instance {}/{} has no environment: {why}\n",
-                    instance.dataset, instance.instance_id
-                );
-                return not_set_up(&why, "none".to_owned(), &ctx);
+                Err((
+                    format!(
+                        "the instance {}/{} has no environment: {why}\n",
+                        instance.dataset, instance.instance_id
+                    ),
+                    "none".to_owned(),
+                ))
             }
-        };
-        let from = FromImage {
-            image,
-            confine: &self.params.confine,
-            redact: &self.params.redact,
-            timeout: self.timeout,
-            scrub_history: true,
-        };
-        from.prepare(&self.executors, &ctx).await
-    }
-
-    fn refuse_hit(&self, output: &[u8]) -> Option<String> {
-        env_gone(
-            &self.executors,
-            &self.params.confine,
-            &self.cache_dir,
-            output,
-        )
+        }
     }
 }

@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use super::error::{Context, Kinded, NodeError};
 use super::node::{Kind, Made, NodeKind, Raw};
-use super::publish::{About, Funnel, HarborScreen, InstanceReading, Price, PublishInput, publish};
+use super::publish::{
+    About, Funnel, HarborScreen, InstanceFunnel, InstanceReading, Price, PublishInput, publish,
+};
 use super::records::{Arm, GradeRecord, TaskRecord, TaskStatus, Verdict};
 use super::rules::funnel::Reason;
 use super::swebench;
@@ -93,6 +95,18 @@ pub(crate) struct ReleaseParams {
     /// there is no Harbor dataset.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) harbor_changed: BTreeMap<String, String>,
+    /// The `[[instances]]` files' rows, for the funnel; left out of the
+    /// key when the pipeline has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) instance_rows: Option<InstanceRows>,
+}
+
+/// How many rows the `[[instances]]` files hold, and those that do not
+/// read (`<name>/line-<n>`): the funnel's rows before any node ran.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct InstanceRows {
+    pub(crate) rows: usize,
+    pub(crate) unreadable: Vec<String>,
 }
 
 /// The release node: every task, session, grade, metrics and judge reading,
@@ -348,7 +362,13 @@ pub(crate) fn assemble(
         )));
     }
     let mut ph = crate::stages::Phases::new("assemble");
-    let mut funnel = Funnel::default();
+    let mut funnel = Funnel {
+        instances: params
+            .instance_rows
+            .as_ref()
+            .map(|r| InstanceFunnel::of_rows(r.rows, &r.unreadable)),
+        ..Funnel::default()
+    };
     let mut lines = Vec::new();
     let mut uncertified_lines = Vec::new();
     let mut harbor_lines = Vec::new();
@@ -379,7 +399,13 @@ pub(crate) fn assemble(
                 let mut task: TaskRecord = serde_json::from_slice(bytes).input()?;
                 // A Deep-SWE-shaped folder's task is counted in the Harbor
                 // funnel, dated by its folder's newest change (it has no
-                // merge date); an instance's in none.
+                // merge date); an instance's in the instances' funnel.
+                if matches!(kind, Input::InstanceTask) {
+                    funnel
+                        .instances
+                        .get_or_insert_with(Default::default)
+                        .count(&task);
+                }
                 if matches!(kind, Input::SweTask) {
                     if let Some(changed) = params.harbor_changed.get(&task.instance_id) {
                         task.created_at.clone_from(changed);

@@ -169,63 +169,82 @@ impl Kind for SweTriage {
     }
 }
 
+/// The params of an environment made from a task's own image (`swe_env`,
+/// `instance_env`): one type, so both kinds' keys are made alike.
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct SweEnvParams {
-    /// The docker executor's limits (its base image is the screened
-    /// task's, an input).
+pub(crate) struct ImageEnvParams {
+    /// The docker executor's limits (its base image is the task's own, an
+    /// input).
     pub(crate) confine: Confinement,
     pub(crate) redact: RedactConfig,
 }
 
-super::node::inputs! {
-    pub(crate) struct SweEnvInputs / SweEnvNames { task: HarborTaskRecord }
+/// Where an [`ImageEnv`] reads the task's image from: its kind's word and
+/// version, its input, and whether the image's history is removed.
+pub(crate) trait ImageOf: Send + Sync + 'static {
+    const NAME: &'static str;
+    const VERSION: u32;
+    /// The working directory's `.git` removed, and checked gone
+    /// ([`FromImage`]'s `scrub_history`).
+    const SCRUB_HISTORY: bool;
+    type Inputs: super::node::Inputs;
+    /// The image, or why there is none (the setup log) with the base
+    /// image the record names.
+    fn image(inputs: &Self::Inputs) -> Result<String, (String, String)>;
 }
 
-pub(crate) struct SweEnv {
-    pub(crate) params: SweEnvParams,
+/// The docker executor's environment made from a task's own image
+/// ([`FromImage`]), the image read by `S`.
+pub(crate) struct ImageEnv<S> {
+    pub(crate) params: ImageEnvParams,
     pub(crate) timeout: Duration,
     pub(crate) cache_dir: PathBuf,
     pub(crate) executors: Arc<Executors>,
+    image_of: std::marker::PhantomData<S>,
+}
+
+impl<S> ImageEnv<S> {
+    /// Ten minutes to set it up.
+    pub(crate) fn new(
+        params: ImageEnvParams,
+        cache_dir: PathBuf,
+        executors: Arc<Executors>,
+    ) -> ImageEnv<S> {
+        ImageEnv {
+            params,
+            timeout: Duration::from_secs(600),
+            cache_dir,
+            executors,
+            image_of: std::marker::PhantomData,
+        }
+    }
 }
 
 /// The file of the image's `ENV` in the environment directory.
 pub(crate) const IMAGE_ENV: &str = "image.env";
 
-impl Kind for SweEnv {
-    const NAME: &'static str = NodeKind::SweEnv.as_str();
-    const VERSION: u32 = 2;
-    type Params = SweEnvParams;
-    type Inputs = SweEnvInputs;
+impl<S: ImageOf> Kind for ImageEnv<S> {
+    const NAME: &'static str = S::NAME;
+    const VERSION: u32 = S::VERSION;
+    type Params = ImageEnvParams;
+    type Inputs = S::Inputs;
     type Record = EnvRecord;
 
-    fn params(&self) -> &SweEnvParams {
+    fn params(&self) -> &ImageEnvParams {
         &self.params
     }
 
-    async fn run(
-        self: Arc<Self>,
-        i: SweEnvInputs,
-        ctx: JobCtx,
-    ) -> Result<Made<EnvRecord>, NodeError> {
-        let task = &i.task.record;
-        let image = match (task.certified, task.environment.image.as_deref()) {
-            (true, Some(image)) => image.to_owned(),
-            _ => {
-                let why = format!(
-                    "the Harbor task {}/{} is not certified: {}\n",
-                    task.dataset,
-                    task.folder,
-                    task.uncertified_because.join("; ")
-                );
-                return not_set_up(&why, image_or_none(task), &ctx);
-            }
+    async fn run(self: Arc<Self>, i: S::Inputs, ctx: JobCtx) -> Result<Made<EnvRecord>, NodeError> {
+        let image = match S::image(&i) {
+            Ok(image) => image,
+            Err((why, base_image)) => return not_set_up(&why, base_image, &ctx),
         };
         let from = FromImage {
             image,
             confine: &self.params.confine,
             redact: &self.params.redact,
             timeout: self.timeout,
-            scrub_history: false,
+            scrub_history: S::SCRUB_HISTORY,
         };
         from.prepare(&self.executors, &ctx).await
     }
@@ -237,6 +256,39 @@ impl Kind for SweEnv {
             &self.cache_dir,
             output,
         )
+    }
+}
+
+super::node::inputs! {
+    pub(crate) struct SweEnvInputs / SweEnvNames { task: HarborTaskRecord }
+}
+
+/// `swe_env`: a screened Deep-SWE task's environment, from its image.
+pub(crate) struct HarborTaskImage;
+
+/// The node kind `swe_env`.
+pub(crate) type SweEnv = ImageEnv<HarborTaskImage>;
+
+impl ImageOf for HarborTaskImage {
+    const NAME: &'static str = NodeKind::SweEnv.as_str();
+    const VERSION: u32 = 2;
+    const SCRUB_HISTORY: bool = false;
+    type Inputs = SweEnvInputs;
+
+    fn image(i: &SweEnvInputs) -> Result<String, (String, String)> {
+        let task = &i.task.record;
+        match (task.certified, task.environment.image.as_deref()) {
+            (true, Some(image)) => Ok(image.to_owned()),
+            _ => Err((
+                format!(
+                    "the Harbor task {}/{} is not certified: {}\n",
+                    task.dataset,
+                    task.folder,
+                    task.uncertified_because.join("; ")
+                ),
+                image_or_none(task),
+            )),
+        }
     }
 }
 

@@ -36,6 +36,10 @@ pub(crate) struct GradeLayout<'a> {
     pub(crate) gold_trees: &'a BTreeMap<String, String>,
     /// The Harbor tasks, by every name a session may give them.
     pub(crate) harbor: &'a BTreeMap<String, HarborRef>,
+    /// The `[[instances]]` tasks by the instance's own `instance_id`
+    /// (`django__django-11099` -> `verified/django__django-11099`, one
+    /// per file that holds the id).
+    pub(crate) instance_tasks: &'a BTreeMap<String, Vec<String>>,
     /// The app tasks, by name.
     pub(crate) apps: &'a BTreeMap<String, super::apps::AppRef>,
     pub(crate) cache_dir: &'a Path,
@@ -96,24 +100,7 @@ pub(crate) fn grade_nodes(
                 let why = e.message.clone();
                 warnings.push(format!("{:?}", miette::Report::new(e)));
                 not_graded.push((id.clone(), format!("unreadable session file: {why}")));
-                let params = SessionParams {
-                    session: Session {
-                        id: id.clone(),
-                        task: String::new(),
-                        track: String::new(),
-                        agent: String::new(),
-                        model: String::new(),
-                        patch: Vec::new(),
-                        facts: Default::default(),
-                        transcript: None,
-                    },
-                    error: Some(why),
-                };
-                out.push(node::spec(
-                    names::session(&id),
-                    session::Session(params),
-                    NoNames {},
-                ));
+                out.push(failed_session_node(&id, why));
                 continue;
             }
         };
@@ -147,6 +134,25 @@ pub(crate) fn grade_nodes(
             && s.track.as_deref().is_none_or(|t| t == twin)
         {
             (task_id, track) = (task.to_owned(), twin.to_owned());
+        }
+        // A SWE-bench prediction names an instance task by the instance's
+        // own id; more than one `[[instances]]` file holding it fails the
+        // session alone.
+        if !g.task_nodes.contains_key(&(task_id.clone(), track.clone())) {
+            match g.instance_tasks.get(&task_id).map(Vec::as_slice) {
+                Some([task]) => task_id = task.clone(),
+                Some(tasks @ [_, _, ..]) => {
+                    let why = format!(
+                        "`{task_id}` is the instance id of {} [[instances]] tasks: {}; name one of them as the task",
+                        tasks.len(),
+                        quoted(tasks.iter())
+                    );
+                    not_graded.push((s.id.clone(), format!("ambiguous instance id `{task_id}`")));
+                    out.push(failed_session_node(&s.id, why));
+                    continue;
+                }
+                _ => {}
+            }
         }
         // A Deep-SWE-shaped Harbor task is an assay task too, whichever
         // name the session gives it: graded by assay, with the dataset's
@@ -191,15 +197,29 @@ pub(crate) fn grade_nodes(
             // ones have a task id too).
             let released = released.get_or_insert_with(|| released_tasks(store));
             let near = crate::words::nearest(&s.task, released.iter().map(String::as_str), 3);
+            // A pipeline of `[[instances]]` reads predictions by instance
+            // id: one that names none fails alone, with the nearest ids.
+            if !g.instance_tasks.is_empty() {
+                let ids = g.instance_tasks.keys().map(String::as_str);
+                let near_ids = crate::words::nearest(&s.task, ids, 3);
+                let candidates = match near_ids.iter().chain(&near).count() {
+                    0 => "no instance id or task is near it".to_owned(),
+                    _ => format!("candidates: {}", quoted(near_ids.iter().chain(&near))),
+                };
+                let why = format!(
+                    "`{}` ({track} track) is neither a task of this pipeline nor the instance id of an [[instances]] row; {candidates}",
+                    s.task
+                );
+                not_graded.push((
+                    s.id.clone(),
+                    format!("unknown task `{}` ({track} track)", s.task),
+                ));
+                out.push(failed_session_node(&s.id, why));
+                continue;
+            }
             let hint = match near.as_slice() {
                 [] => String::new(),
-                some => format!(
-                    " (did you mean {}?)",
-                    some.iter()
-                        .map(|n| format!("`{n}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
+                some => format!(" (did you mean {}?)", quoted(some.iter())),
             };
             warnings.push(format!(
                 "warning: session {} ({}) names task `{}` ({track} track), which this pipeline does not release: not graded{hint}",
@@ -244,6 +264,32 @@ pub(crate) fn grade_nodes(
     attempt_nodes(pipeline, g, out, release, &mut reviewable);
     judge::nodes(pipeline, &reviewable, out, release)?;
     Ok(Ungraded { not_graded, jobs })
+}
+
+/// `a`, `b`: each name in backquotes.
+fn quoted<S: std::fmt::Display>(names: impl Iterator<Item = S>) -> String {
+    names
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The node of a session that cannot be graded: it fails alone, with why.
+fn failed_session_node(id: &str, why: String) -> NodeSpec {
+    let params = SessionParams {
+        session: Session {
+            id: id.to_owned(),
+            task: String::new(),
+            track: String::new(),
+            agent: String::new(),
+            model: String::new(),
+            patch: Vec::new(),
+            facts: Default::default(),
+            transcript: None,
+        },
+        error: Some(why),
+    };
+    node::spec(names::session(id), session::Session(params), NoNames {})
 }
 
 /// A session's node, naming `task` and `track`; returns its name. A key in
@@ -465,15 +511,14 @@ fn attempt_nodes(
             if harbor_envs.insert(env_node.clone()) {
                 out.push(node::spec(
                     env_node.clone(),
-                    super::swe_task::SweEnv {
-                        params: super::swe_task::SweEnvParams {
+                    super::swe_task::SweEnv::new(
+                        super::swe_task::ImageEnvParams {
                             confine: confine.clone(),
                             redact: g.redact.clone(),
                         },
-                        timeout: std::time::Duration::from_secs(600),
-                        cache_dir: g.cache_dir.to_owned(),
-                        executors: g.executors.clone(),
-                    },
+                        g.cache_dir.to_owned(),
+                        g.executors.clone(),
+                    ),
                     super::swe_task::SweEnvNames {
                         task: h.node.clone(),
                     },

@@ -6,10 +6,9 @@
 //! read is one `instance` node that fails with the file, line and field,
 //! and nothing hangs on it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use assay_engine::NodeSpec;
 
@@ -17,12 +16,13 @@ use super::envs::EnvSettings;
 use super::error::StageError;
 use super::executor::Executors;
 use super::instance::{
-    InstanceEnv, InstanceEnvNames, InstanceEnvParams, InstanceNode, InstanceParams, InstanceTriage,
+    InstanceEnv, InstanceEnvNames, InstanceNode, InstanceParams, InstanceTriage,
     InstanceTriageNames, InstanceTriageParams,
 };
 use super::node::{self, NoNames};
 use super::redact::RedactConfig;
 use super::screening::{ImageTask, SweLaid};
+use super::swe_task::ImageEnvParams;
 use super::{names, release};
 use crate::model::instances::{self, Family, Instance, Place};
 use crate::pipeline::{InstancesSettings, Pipeline};
@@ -145,6 +145,33 @@ fn laid_row(
     })
 }
 
+/// Each instance id that reads, with the tasks of the rows holding it
+/// (more than one: in more than one file), for predictions that name an
+/// instance by its own id.
+pub(super) fn by_instance_id(rows: &[InstanceTask]) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for t in rows {
+        if let Ok(r) = &t.row {
+            out.entry(r.instance_id.clone())
+                .or_default()
+                .push(t.id.clone());
+        }
+    }
+    out
+}
+
+/// The rows, for the funnel: none without `[[instances]]` rows.
+pub(super) fn funnel_rows(rows: &[InstanceTask]) -> Option<release::InstanceRows> {
+    (!rows.is_empty()).then(|| release::InstanceRows {
+        rows: rows.len(),
+        unreadable: rows
+            .iter()
+            .filter(|t| t.row.is_err())
+            .map(|t| t.id.clone())
+            .collect(),
+    })
+}
+
 /// The command a run of an instance runs at the staged tree's root: the
 /// image's environment read, SWE-bench's conda environment `testbed`
 /// activated where the image has it, then the spec's command.
@@ -209,15 +236,14 @@ pub(super) fn instance_nodes<'e>(
         let env_name = names::instance_env(&t.id);
         out.push(node::spec(
             env_name.clone(),
-            InstanceEnv {
-                params: InstanceEnvParams {
+            InstanceEnv::new(
+                ImageEnvParams {
                     confine: env.confine.clone(),
                     redact: redact.clone(),
                 },
-                timeout: Duration::from_secs(600),
-                cache_dir: store_dir.parent().unwrap_or(store_dir).to_owned(),
-                executors: executors.clone(),
-            },
+                store_dir.parent().unwrap_or(store_dir).to_owned(),
+                executors.clone(),
+            ),
             InstanceEnvNames {
                 instance: instance.clone(),
             },

@@ -21,7 +21,7 @@ pub(crate) use super::envs::env_params;
 use super::error::StageError;
 use super::executor::Executors;
 use super::grading::{GradeLayout, HarborRef, grade_nodes};
-use super::instances::{InstanceTask, instance_nodes, instance_tasks};
+use super::instances::{InstanceTask, by_instance_id, funnel_rows, instance_nodes, instance_tasks};
 use super::node::{self, NoNames};
 use super::publish::Price;
 use super::redact::RedactConfig;
@@ -94,12 +94,19 @@ pub(crate) fn nodes(
                 task_nodes: &laid.task_nodes,
                 gold_trees: &laid.gold_trees,
                 harbor: &harbor,
+                instance_tasks: &by_instance_id(&rows),
                 apps: &BTreeMap::new(),
                 cache_dir,
                 executors,
             };
-            let ungraded = grade_nodes(pipeline, store, &ctx, out, &mut release_inputs, warnings)?;
-            out.push(release_node(pipeline, ungraded, release_inputs, warnings));
+            graded_release(
+                pipeline,
+                store,
+                (&ctx, &rows),
+                out,
+                release_inputs,
+                warnings,
+            )?;
         }
         return Ok(Default::default());
     }
@@ -265,12 +272,19 @@ pub(crate) fn nodes(
         task_nodes: &task_nodes,
         gold_trees: &gold_trees,
         harbor: &harbor,
+        instance_tasks: &by_instance_id(&rows),
         apps: &apps,
         cache_dir,
         executors,
     };
-    let ungraded = grade_nodes(pipeline, store, &ctx, out, &mut release_inputs, warnings)?;
-    out.push(release_node(pipeline, ungraded, release_inputs, warnings));
+    graded_release(
+        pipeline,
+        store,
+        (&ctx, &rows),
+        out,
+        release_inputs,
+        warnings,
+    )?;
     let env_nodes = env_of
         .iter()
         .map(|(name, env)| (name.clone(), env.confine.executor.kind()))
@@ -614,15 +628,14 @@ fn swe_nodes<'e>(
         let env_name = names::swe_env(&t.id);
         out.push(node::spec(
             env_name.clone(),
-            super::swe_task::SweEnv {
-                params: super::swe_task::SweEnvParams {
+            super::swe_task::SweEnv::new(
+                super::swe_task::ImageEnvParams {
                     confine: env.confine.clone(),
                     redact: redact.clone(),
                 },
-                timeout: Duration::from_secs(600),
-                cache_dir: store_dir.parent().unwrap_or(store_dir).to_owned(),
-                executors: executors.clone(),
-            },
+                store_dir.parent().unwrap_or(store_dir).to_owned(),
+                executors.clone(),
+            ),
             super::swe_task::SweEnvNames {
                 task: t.harbor_node.clone(),
             },
@@ -647,10 +660,30 @@ fn swe_nodes<'e>(
     }
 }
 
+/// The sessions' grading nodes, then the release node over them and
+/// `release_inputs`, the `[[instances]]` rows counted in its funnel.
+fn graded_release(
+    pipeline: &Pipeline,
+    store: &Store,
+    (g, rows): (&GradeLayout<'_>, &[InstanceTask]),
+    out: &mut Vec<NodeSpec>,
+    mut release_inputs: release::ReleaseInputs,
+    warnings: &mut Vec<String>,
+) -> Result<(), StageError> {
+    let ungraded = grade_nodes(pipeline, store, g, out, &mut release_inputs, warnings)?;
+    out.push(release_node(
+        pipeline,
+        (ungraded, funnel_rows(rows)),
+        release_inputs,
+        warnings,
+    ));
+    Ok(())
+}
+
 /// The release node over every task, session, grade, metrics and judge reading.
 fn release_node(
     pipeline: &Pipeline,
-    ungraded: super::grading::Ungraded,
+    (ungraded, instance_rows): (super::grading::Ungraded, Option<release::InstanceRows>),
     release_inputs: release::ReleaseInputs,
     warnings: &mut Vec<String>,
 ) -> NodeSpec {
@@ -669,6 +702,7 @@ fn release_node(
         inputs,
         provenance: Some(super::provenance::Provenance::of(&pipeline.text)),
         harbor_changed: harbor_changed(pipeline),
+        instance_rows,
     };
     node::spec(
         names::RELEASE.into(),

@@ -13,7 +13,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::index::{Graded, Index};
-use super::markup::{agent_path, count, esc, fault_class, figure, label, label_of, rate_text};
+use super::markup::{
+    agent_path, count, esc, fault_class, figure, label, label_of, named, rate_text,
+};
 use super::model::{Agent, Summary};
 use super::pages::{At, session_link};
 use super::paths::segment;
@@ -259,14 +261,6 @@ fn about(h: &mut String, index: &Index<'_>, summary: &Summary) {
     h.push_str("</table>\n");
 
     let f = &about.funnel;
-    let reasons = |m: &BTreeMap<String, usize>| {
-        let parts: Vec<String> = m.iter().map(|(k, n)| format!("{} {n}", esc(k))).collect();
-        if parts.is_empty() {
-            String::new()
-        } else {
-            format!(" <span class=\"muted\">({})</span>", parts.join(", "))
-        }
-    };
     // The pull requests' tasks: a Deep-SWE task taken in from a Harbor
     // dataset is counted in the Harbor tables below.
     let mined_certified = f.tasks_released.saturating_sub(f.uncertified);
@@ -390,7 +384,55 @@ fn about(h: &mut String, index: &Index<'_>, summary: &Summary) {
             );
         }
     }
-    super::instances::funnel_rows(h, summary.instances.as_ref());
+    if let Some(instances) = &f.instances {
+        instances_table(h, instances);
+    }
+    super::instances::funnel_link(h, summary.instances.as_ref());
+}
+
+/// ` (word n, word n)`, muted: counts by reason; empty when none.
+fn reasons(m: &BTreeMap<String, usize>) -> String {
+    let parts: Vec<String> = m.iter().map(|(k, n)| format!("{} {n}", esc(k))).collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" <span class=\"muted\">({})</span>", parts.join(", "))
+    }
+}
+
+/// The `[[instances]]` rows' table of the funnel: rows, images found,
+/// then as far as assay's own controls took their tasks.
+fn instances_table(h: &mut String, i: &super::model::InstanceFunnel) {
+    let codes = |names: &[String]| {
+        names
+            .iter()
+            .map(|t| format!("<code>{}</code>", esc(t)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let t = &i.tasks;
+    let _ = writeln!(
+        h,
+        "<h3>Instance tasks ([[instances]] rows)</h3>\n<table>\n\
+         <tr><th>rows read</th>{}<td>{} unreadable {}</td></tr>\n\
+         <tr><th>images found</th>{}<td>declined{}</td></tr>\n\
+         <tr><th>tasks screened</th>{}<td>by assay's own controls: base, tests, gold</td></tr>\n\
+         <tr><th>tasks certified</th>{}<td>{}</td></tr>\n\
+         <tr><th>tasks uncertified</th>{}<td>{}</td></tr>\n</table>",
+        figure("funnel.instances.rows", &i.rows.to_string()),
+        named("funnel.instances.unreadable", &i.unreadable.to_string()),
+        codes(&i.unreadable_rows),
+        figure("funnel.instances.images_found", &i.images_found.to_string()),
+        reasons(&t.declined),
+        figure("funnel.instances.tasks.screened", &t.screened.to_string()),
+        figure("funnel.instances.tasks.certified", &t.certified.to_string()),
+        codes(&t.certified_tasks),
+        figure(
+            "funnel.instances.tasks.uncertified",
+            &t.uncertified.to_string()
+        ),
+        reasons(&t.uncertified_because),
+    );
 }
 
 /// The release's date. The page reads no clock (it is rebuilt byte for

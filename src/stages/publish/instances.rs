@@ -167,21 +167,14 @@ fn path(rest: &[&str]) -> String {
         .fold("summary.instances".to_owned(), |p, k| p + &segment(k))
 }
 
-/// The row of the funnel's table that links the section: instances taken
-/// in, screened, certified.
-pub(super) fn funnel_rows(h: &mut String, health: Option<&DatasetHealth>) {
-    let Some(health) = health else { return };
-    let t = &health.total;
-    let _ = writeln!(
-        h,
-        "<h3>SWE-bench-family instances</h3>\n<table>\n\
-         <tr><th>instances taken in</th>{}<td><a href=\"#datasets\">dataset health</a>: per instance and repository</td></tr>\n\
-         <tr><th>instances screened</th>{}<td>by assay's own controls: base, tests, gold</td></tr>\n\
-         <tr><th>instances certified</th>{}<td></td></tr>\n</table>",
-        figure(&path(&["total", "instances"]), &t.instances.to_string()),
-        figure(&path(&["total", "screened"]), &t.screened.to_string()),
-        figure(&path(&["total", "certified"]), &t.certified.to_string()),
-    );
+/// Under the instances' funnel: where their dataset-health report is.
+pub(super) fn funnel_link(h: &mut String, health: Option<&DatasetHealth>) {
+    if health.is_some() {
+        h.push_str(
+            "<p><a href=\"#datasets\">Dataset health</a>: each instance and repository \
+             as assay's controls read them, against the dataset's lists.</p>\n",
+        );
+    }
 }
 
 /// report.html's "Dataset health": per repository, then per instance.

@@ -604,6 +604,68 @@ pub(crate) struct Funnel {
     /// The `[[harbor_dataset]]`s' tasks; absent without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) harbor: Option<HarborFunnel>,
+    /// The `[[instances]]` files' rows; absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) instances: Option<InstanceFunnel>,
+}
+
+/// The rows of `[[instances]]` files as assay tasks (docs/instances.md):
+/// how many rows, how many did not read (which: `<name>/line-<n>`), how
+/// many of those that read had their image on the daemon; then, as the
+/// Deep-SWE-shaped Harbor tasks', how far assay's own controls took them,
+/// each task counted once, under its first reason.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct InstanceFunnel {
+    pub(crate) rows: usize,
+    pub(crate) unreadable: usize,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) unreadable_rows: Vec<String>,
+    pub(crate) images_found: usize,
+    pub(crate) tasks: SweFunnel,
+}
+
+impl InstanceFunnel {
+    /// `rows` rows, `unreadable` of them not read (`<name>/line-<n>`);
+    /// their tasks not yet counted.
+    pub(crate) fn of_rows(rows: usize, unreadable: &[String]) -> InstanceFunnel {
+        InstanceFunnel {
+            rows,
+            unreadable: unreadable.len(),
+            unreadable_rows: unreadable.to_vec(),
+            ..InstanceFunnel::default()
+        }
+    }
+
+    /// Counts the task of a row that read.
+    pub(crate) fn count(&mut self, task: &TaskRecord) {
+        let no_image = task.status == TaskStatus::Declined
+            && task.uncertified_because.first().is_some_and(|r| {
+                Reason::word_of(r) == crate::model::records::Decision::NoImage.as_str()
+            });
+        if !no_image {
+            self.images_found += 1;
+        }
+        self.tasks.count(task);
+    }
+
+    /// The build's summary line.
+    pub(crate) fn line(&self) -> String {
+        let t = &self.tasks;
+        let mut line = format!(
+            "instances: {} rows ({} unreadable) -> {} images found -> {} screened -> {} certified by assay's controls",
+            self.rows, self.unreadable, self.images_found, t.screened, t.certified
+        );
+        if !t.declined.is_empty() {
+            line.push_str(&format!("; declined: {}", by_word(&t.declined)));
+        }
+        if !t.uncertified_because.is_empty() {
+            line.push_str(&format!(
+                "; uncertified: {}",
+                by_word(&t.uncertified_because)
+            ));
+        }
+        line
+    }
 }
 
 /// A Harbor dataset's tasks: how many, how many certified (and which:

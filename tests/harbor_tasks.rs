@@ -633,6 +633,126 @@ fn sessions_on_a_reward_only_harbor_task_are_graded_by_its_own_verifier_in_a_fre
         .stdout_has("0 verdicts changed");
 }
 
+/// A task folder whose verifier fetches `url` at verify time and writes
+/// reward 1 only when the fetch answers `ok` and `/app/value` is 2 (the
+/// oracle writes it), declaring `environment` in its `task.toml`.
+fn fetching_task(root: &Path, folder: &str, environment: &str, url: &str) {
+    let files = [
+        (
+            "task.toml",
+            format!(
+                "schema_version = \"1.4\"\n\n[task]\nname = \"tb/{folder}\"\n\n[verifier]\ntimeout_sec = 60.0\n\n[agent]\ntimeout_sec = 60.0\n\n[environment]\n{environment}\n"
+            ),
+        ),
+        ("instruction.md", "Make /app/value hold 2.\n".to_owned()),
+        (
+            "environment/Dockerfile",
+            "FROM assay-base:bookworm\nWORKDIR /app\nRUN echo 1 > /app/value\n".to_owned(),
+        ),
+        (
+            "tests/test.sh",
+            format!(
+                "#!/bin/sh\nif python3 -c \"import urllib.request; assert urllib.request.urlopen('{url}', timeout=10).read() == b'ok'\" && [ \"$(cat /app/value)\" = 2 ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n"
+            ),
+        ),
+        (
+            "solution/solve.sh",
+            "#!/bin/sh\necho 2 > /app/value\n".to_owned(),
+        ),
+    ];
+    write_folder(&root.join(folder), files);
+}
+
+/// The network a task declares is the network of every run that decides
+/// its verdicts: a verifier that fetches at verify time certifies when the
+/// task declares `public` (its controls and the graded session reach the
+/// server on the Docker bridge's gateway), and not when it declares
+/// `no-network` or the unenforced `allowlist`, with a reason naming the
+/// missing network and the declaration; each reading records whether it
+/// had the network.
+#[test]
+fn the_network_a_harbor_task_declares_is_the_network_of_its_controls_and_graded_runs() {
+    setup();
+    let server = serve(BTreeMap::from([
+        ("/public", vec!["ok"]),
+        ("/none", vec!["ok"]),
+        ("/allowlist", vec!["ok"]),
+    ]));
+    let p = util::Project::new().pipeline(
+        "cache = \"cache\"\nrelease = \"release\"\nsessions = \"sessions\"\n\n[screen]\nrepeats = 1\n\n[[harbor_dataset]]\nname = \"tb\"\npath = \"tb\"\n",
+    );
+    let _images = util::harbor::BuiltImages::of(&p);
+    let tb = p.path().join("tb");
+    let url = |path: &str| format!("{}{path}", server.url);
+    fetching_task(&tb, "public", "network_mode = \"public\"", &url("/public"));
+    fetching_task(&tb, "none", "network_mode = \"no-network\"", &url("/none"));
+    fetching_task(
+        &tb,
+        "allowlist",
+        "network_mode = \"allowlist\"\nallowed_hosts = [\"example.com\"]",
+        &url("/allowlist"),
+    );
+    // The session that solves it: `value` in the image's working
+    // directory (`/app`) made 2.
+    let solve = "diff --git a/value b/value\n--- a/value\n+++ b/value\n@@ -1 +1 @@\n-1\n+2\n";
+    session(&p, "solved", "tb/public", solve);
+    session(&p, "offline", "tb/none", solve);
+    let first = p.build_json(&[]).code(0);
+    let lines = harbor_lines(&p);
+
+    let public = &lines["public"];
+    assert_eq!(public["certified"], true, "{public:#}");
+    for control in ["nop", "oracle"] {
+        let reading = &public["readings"][control][0];
+        assert_eq!(reading["networked"], true, "{public:#}");
+        assert_eq!(reading["network"], "public", "{public:#}");
+    }
+    let g = grades(&p);
+    assert_eq!(
+        (
+            g["solved.json"]["verdict"].as_str(),
+            g["solved.json"]["fault"].as_str()
+        ),
+        ("resolved", "none"),
+        "{g:#?}"
+    );
+    assert!(!g.contains_key("offline.json"), "{g:#?}");
+    // Two controls, the rebuild's two, and the session's graded run.
+    assert_eq!(server.hits.lock().unwrap().get("/public"), Some(&5));
+
+    for (folder, declared) in [("none", "no-network"), ("allowlist", "allowlist")] {
+        let line = &lines[folder];
+        assert_eq!(line["certified"], false, "{line:#}");
+        assert_eq!(
+            line["readings"]["oracle"][0]["networked"], false,
+            "{line:#}"
+        );
+        assert_eq!(
+            line["readings"]["oracle"][0]["network"], declared,
+            "{line:#}"
+        );
+        let why = line["uncertified_because"][0].as_str().unwrap();
+        assert!(
+            why.starts_with("oracle_fails: reading 1 scored 0; its verifier's log: no network (the task declares `network_mode = \"")
+                && why.contains(declared)
+                && why.contains("Network is unreachable"),
+            "{why}"
+        );
+        assert_eq!(server.hits.lock().unwrap().get(&format!("/{folder}")), None);
+    }
+    let why = lines["allowlist"]["uncertified_because"][0]
+        .as_str()
+        .unwrap();
+    assert!(why.contains("which assay does not enforce"), "{why}");
+    assert!(
+        first.run.stderr.contains(
+            "harbor: 3 tasks screened -> 1 certified (tb/public); uncertified: oracle_fails 2"
+        ),
+        "{}",
+        first.run.stderr
+    );
+}
+
 /// One task folder whose `task.toml` declares a `network_mode` Harbor
 /// does not know fails that task alone: the other task certifies, its
 /// sessions are graded and the release is written, with the bad folder

@@ -1,6 +1,7 @@
 //! Containers of an image assay did not build — a Harbor task's
 //! environment — run as the image says (its own user, working directory
-//! and files) inside assay's confinement: no network, no new privileges,
+//! and files) inside assay's confinement: no network unless the spec asks
+//! for the default bridge (a task that declares the network), no new privileges,
 //! only the capabilities a task's scripts use to own and chmod files, the
 //! caller's limits, no log driver. Each is labelled with its owner like
 //! every assay container ([`crate::Docker::cleanup_leftovers`] finds it),
@@ -44,6 +45,9 @@ pub struct ForeignSpec {
     pub limits: Limits,
     /// Labels beside assay's owner labels.
     pub labels: HashMap<String, String>,
+    /// Whether it is on the daemon's default bridge (it reaches what the
+    /// machine reaches); else it has only a loopback.
+    pub network: bool,
 }
 
 /// What assay reads of a foreign image.
@@ -104,7 +108,7 @@ impl Docker {
             labels: spec.labels.clone(),
             stdin: false,
             host_config: HostConfig {
-                network_mode: Some("none".to_owned()),
+                network_mode: Some(if spec.network { "bridge" } else { "none" }.to_owned()),
                 cap_drop: caps(&["ALL"]),
                 cap_add: caps(&CAPABILITIES),
                 ..limits::host_config(&spec.limits)

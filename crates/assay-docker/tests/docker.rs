@@ -1068,6 +1068,7 @@ fn foreign_spec(script: &str) -> ForeignSpec {
             ..Limits::default()
         },
         labels: std::collections::HashMap::from([("assay.test".to_owned(), "foreign".to_owned())]),
+        network: false,
     }
 }
 

@@ -246,9 +246,12 @@ fn offline(line: &str) -> Option<String> {
     let line = line.trim();
     SAYS.iter().any(|s| line.contains(s)).then(|| {
         let shown: String = line.chars().take(160).collect();
-        format!("no network (the run is offline): `{shown}`")
+        format!("{OFFLINE}: `{shown}`")
     })
 }
+
+/// How a cause naming a missing network starts (the line follows).
+pub(crate) const OFFLINE: &str = "no network (the run is offline)";
 
 /// Python's `ModuleNotFoundError: No module named 'pytest'` (or a
 /// `python -m` run's `No module named pytest`).

@@ -3,8 +3,9 @@
 //! `repeats` times each as Harbor would run them — the no-op (the untouched
 //! environment, then `tests/test.sh`) must score 0 and the oracle
 //! (`solution/solve.sh`, then `tests/test.sh`) must score 1 — in fresh
-//! containers with no network, no new privileges, few capabilities and the
-//! run limits, removed after. A task is certified only when every reading
+//! containers with the network the task declares (`public`: the daemon's
+//! bridge; `no-network` and the unenforced `allowlist`: none), no new
+//! privileges, few capabilities and the run limits, removed after. A task is certified only when every reading
 //! holds; the others are released with their reasons.
 //!
 //! The environment is built twice from nothing (`--no-cache`), so what the
@@ -12,8 +13,8 @@
 //! build carries the readings, the rebuild one reading of each control, and
 //! a rebuild that reads otherwise makes the task `non_reproducible`. The
 //! build has the network the task's `[environment] network_mode` declares
-//! (Harbor's default, `public`, when it declares none); the controls never
-//! have any.
+//! (Harbor's default, `public`, when it declares none), and so do the
+//! controls and every graded run of the task ([`NetworkMode::runs_networked`]).
 //!
 //! The docker CLI drives it (`docker build` of the folder's Dockerfile:
 //! assay's own image builder makes only its layout's images). A base image
@@ -33,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use crate::stages::error::chain;
 use crate::stages::executor::daemon::Daemon;
 
-pub(crate) use super::task_toml::{TaskToml, TaskTomlError};
+pub(crate) use super::task_toml::{NetworkMode, TaskToml, TaskTomlError};
 
 /// What one reading of a control gave.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -48,6 +49,12 @@ pub(crate) struct Reading {
     pub(crate) error: Option<String>,
     /// The last lines of the verifier's output.
     pub(crate) tail: String,
+    /// The network the task declares.
+    #[serde(default)]
+    pub(crate) network: NetworkMode,
+    /// Whether this run had the network ([`NetworkMode::runs_networked`]).
+    #[serde(default)]
+    pub(crate) networked: bool,
     /// The verifier's files (`/logs/verifier`) by name, for a reader of
     /// its reports (`deepswe`); never recorded.
     #[serde(skip)]
@@ -191,7 +198,7 @@ pub(crate) fn build(folder: &Path, toml: &TaskToml, tag: &str, cache: &Path) -> 
         if let Some(missing) = base_images(&dockerfile).iter().find(|i| !image_present(i)) {
             return failed(offline(missing));
         }
-        networked = toml.build_network;
+        networked = toml.network.builds_networked();
         let context = context.display().to_string();
         let network = if networked { "default" } else { "none" };
         let [built_by, built_for] = image_labels(cache);
@@ -274,6 +281,7 @@ pub(crate) fn read(
             image,
             script: &script,
             budget,
+            network: toml.network,
         },
         async |_| Ok(copies),
     );
@@ -287,6 +295,9 @@ pub(super) struct Container<'a> {
     pub(super) script: &'a str,
     /// Killed past it.
     pub(super) budget: Duration,
+    /// The task's declared network: the container has it when
+    /// [`NetworkMode::runs_networked`].
+    pub(super) network: NetworkMode,
 }
 
 /// Host directories to copy into a container: (host directory, container
@@ -299,8 +310,8 @@ pub(crate) const FILE_CAP: u64 = 16 << 20;
 const LOGS_CAP: u64 = 64 << 20;
 
 /// One reading in `c`: a foreign container of the task's image
-/// (`assay_docker::ForeignSpec`: no network, no new privileges, few
-/// capabilities) with the run limits; `prepare` is given the created
+/// (`assay_docker::ForeignSpec`: the network the task declares, no new
+/// privileges, few capabilities) with the run limits; `prepare` is given the created
 /// (never started) container and says which host directories to copy in
 /// (the task's `tests/` among them), or why it cannot be read; then it
 /// runs within its budget and its `/logs/verifier` is read. The container
@@ -309,7 +320,11 @@ pub(super) async fn reading_in(
     c: Container<'_>,
     prepare: impl AsyncFnOnce(&ForeignContainer<'_>) -> Result<Copies, String>,
 ) -> Reading {
-    let mut reading = Reading::default();
+    let mut reading = Reading {
+        network: c.network,
+        networked: c.network.runs_networked(),
+        ..Reading::default()
+    };
     let mut ph = crate::stages::Phases::wall("verifier");
     let outcome = async {
         let docker = c
@@ -326,6 +341,7 @@ pub(super) async fn reading_in(
                 ..Limits::default()
             },
             labels: HashMap::from([(IMAGE_LABEL.to_owned(), "screen".to_owned())]),
+            network: reading.networked,
         };
         let container = docker
             .create_foreign(&spec)
@@ -442,7 +458,7 @@ pub(crate) fn certify(
                 }
                 Some(x) => why.push(with_cause(
                     format!("{word}: reading {} scored {x}", i + 1),
-                    &r.tail,
+                    r,
                 )),
                 None => why.push(with_cause(
                     format!(
@@ -450,7 +466,7 @@ pub(crate) fn certify(
                         i + 1,
                         r.error.as_deref().unwrap_or("no reward")
                     ),
-                    &r.tail,
+                    r,
                 )),
             }
         }
@@ -458,13 +474,38 @@ pub(crate) fn certify(
     why
 }
 
-/// A control's reason with what its verifier's log says stopped it, where
-/// a line says (a missing tool, no network, a refused write).
-fn with_cause(reason: String, tail: &str) -> String {
-    match crate::model::rules::screening::cause(tail) {
+/// A reason with what its verifier's log says stopped it, where a line
+/// says (a missing tool, no network, a refused write).
+pub(super) fn with_cause(reason: String, r: &Reading) -> String {
+    match cause(r) {
         Some(cause) => format!("{reason}; its verifier's log: {cause}"),
         None => reason,
     }
+}
+
+/// The first cause the reading's log names; a missing network says
+/// whether the run had one and why not.
+fn cause(r: &Reading) -> Option<String> {
+    let cause = crate::model::rules::screening::cause(&r.tail)?;
+    let Some(line) = cause.strip_prefix(crate::model::rules::screening::OFFLINE) else {
+        return Some(cause);
+    };
+    let declared = r.network.as_str();
+    Some(match (r.networked, r.network) {
+        (true, _) => format!(
+            "the network did not answer (the run had the network: the task declares `network_mode = \"{declared}\"`){line}"
+        ),
+        (false, NetworkMode::Allowlist) => {
+            format!(
+                "no network ({}){line}",
+                r.network.unenforced().unwrap_or_default()
+            )
+        }
+        (false, NetworkMode::NoNetwork) => format!(
+            "no network (the task declares `network_mode = \"{declared}\"`: its runs have none){line}"
+        ),
+        (false, NetworkMode::Public) => cause,
+    })
 }
 
 /// Why the rebuild of an environment does not read as the first build
@@ -825,6 +866,37 @@ mod tests {
             [
                 "oracle_fails: reading 1 scored 0; its verifier's log: no network (the run is offline): `Temporary failure resolving 'deb.debian.org'`"
             ]
+        );
+        // A run without the network says what the task declared; one with
+        // it, that the network did not answer.
+        let offline_tail = "  Temporary failure resolving 'deb.debian.org'\n";
+        let declared = |network: NetworkMode| {
+            let r = Reading {
+                reward: Some(0.0),
+                tail: offline_tail.to_owned(),
+                network,
+                networked: network.runs_networked(),
+                ..Reading::default()
+            };
+            with_cause("oracle_fails: reading 1 scored 0".into(), &r)
+        };
+        assert_eq!(
+            declared(NetworkMode::NoNetwork),
+            "oracle_fails: reading 1 scored 0; its verifier's log: no network (the task declares `network_mode = \"no-network\"`: its runs have none): `Temporary failure resolving 'deb.debian.org'`"
+        );
+        assert!(
+            declared(NetworkMode::Allowlist).contains(
+                "no network (the task declares `network_mode = \"allowlist\"`, which assay does not enforce: its runs have no network)"
+            ),
+            "{}",
+            declared(NetworkMode::Allowlist)
+        );
+        assert!(
+            declared(NetworkMode::Public).contains(
+                "the network did not answer (the run had the network: the task declares `network_mode = \"public\"`): `Temporary"
+            ),
+            "{}",
+            declared(NetworkMode::Public)
         );
         assert_eq!(
             said("/usr/bin/python3: No module named pytest\n", None),

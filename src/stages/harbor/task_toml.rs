@@ -22,11 +22,52 @@ pub(crate) struct TaskToml {
     pub(crate) verifier_timeout: Duration,
     pub(crate) build_timeout: Duration,
     pub(crate) docker_image: Option<String>,
-    /// Whether the environment's build steps may reach the network:
-    /// `[environment] network_mode` (`public`, `allowlist`: yes;
-    /// `no-network`: no), else the deprecated `allow_internet`, else
-    /// Harbor's default, `public`.
-    pub(crate) build_network: bool,
+    /// The network the task declares: `[environment] network_mode`, else
+    /// the deprecated `allow_internet` (`false`: `no-network`), else
+    /// Harbor's default, `public` (Harbor's `EnvironmentConfig.resolve_baseline`).
+    pub(crate) network: NetworkMode,
+}
+
+/// A task's declared network policy, as Harbor names it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum NetworkMode {
+    #[default]
+    Public,
+    NoNetwork,
+    Allowlist,
+}
+
+impl NetworkMode {
+    /// The word `task.toml` writes.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            NetworkMode::Public => "public",
+            NetworkMode::NoNetwork => "no-network",
+            NetworkMode::Allowlist => "allowlist",
+        }
+    }
+
+    /// Whether the environment's build steps reach the network: all but
+    /// `no-network` (an allowlist's hosts are where its packages come from).
+    pub(crate) fn builds_networked(self) -> bool {
+        self != NetworkMode::NoNetwork
+    }
+
+    /// Whether a run that decides a verdict (a control's reading, a graded
+    /// session or attempt) has the network: only `public`. An allowlist
+    /// cannot be enforced without a proxy of its own: its runs have none
+    /// ([`NetworkMode::unenforced`] says so).
+    pub(crate) fn runs_networked(self) -> bool {
+        self == NetworkMode::Public
+    }
+
+    /// Why a run has less network than the task declares, when it does.
+    pub(crate) fn unenforced(self) -> Option<&'static str> {
+        (self == NetworkMode::Allowlist).then_some(
+            "the task declares `network_mode = \"allowlist\"`, which assay does not enforce: its runs have no network",
+        )
+    }
 }
 
 /// A `task.toml` that does not read: the file, what is wrong, and where.
@@ -116,7 +157,7 @@ impl TaskToml {
             .map_err(|e| at(e.span(), e.message().trim().to_owned(), "not TOML"))?;
         let spans: Spans = toml::from_str(&text).unwrap_or_default();
         let environment = spans.environment.unwrap_or_default();
-        let build_network = build_network(&environment)
+        let network = network_mode(&environment)
             .map_err(|(span, message)| at(Some(span), message, "this value"))?;
         let secs = |table: &str, key: &str| {
             v.get(table)
@@ -137,18 +178,19 @@ impl TaskToml {
             verifier_timeout: secs("verifier", "timeout_sec"),
             build_timeout: secs("environment", "build_timeout_sec"),
             docker_image: string("environment", "docker_image"),
-            build_network,
+            network,
         })
     }
 }
 
-/// Whether `[environment]` lets the build reach the network; else where
-/// the value that does not say is, and why.
-fn build_network(environment: &EnvironmentSpans) -> Result<bool, (Range<usize>, String)> {
+/// The network `[environment]` declares; else where the value that does
+/// not say is, and why.
+fn network_mode(environment: &EnvironmentSpans) -> Result<NetworkMode, (Range<usize>, String)> {
     if let Some(mode) = &environment.network_mode {
         return match mode.get_ref().as_str() {
-            Some("public" | "allowlist") => Ok(true),
-            Some("no-network") => Ok(false),
+            Some("public") => Ok(NetworkMode::Public),
+            Some("allowlist") => Ok(NetworkMode::Allowlist),
+            Some("no-network") => Ok(NetworkMode::NoNetwork),
             _ => Err((
                 mode.span(),
                 format!(
@@ -159,16 +201,18 @@ fn build_network(environment: &EnvironmentSpans) -> Result<bool, (Range<usize>, 
         };
     }
     match &environment.allow_internet {
-        None => Ok(true),
-        Some(v) => v.get_ref().as_bool().ok_or_else(|| {
-            (
+        None => Ok(NetworkMode::Public),
+        Some(v) => match v.get_ref().as_bool() {
+            Some(true) => Ok(NetworkMode::Public),
+            Some(false) => Ok(NetworkMode::NoNetwork),
+            None => Err((
                 v.span(),
                 format!(
                     "[environment] allow_internet = {} is not true or false",
                     v.get_ref()
                 ),
-            )
-        }),
+            )),
+        },
     }
 }
 
@@ -202,12 +246,23 @@ mod tests {
     }
 
     #[test]
-    fn the_declared_network_decides_the_build_and_public_is_the_default() {
-        let read = |text: &str| TaskToml::read(folder(text).path()).unwrap().build_network;
-        assert!(read("[environment]\nnetwork_mode = \"public\"\n"));
-        assert!(read("[environment]\nnetwork_mode = \"allowlist\"\n"));
-        assert!(!read("[environment]\nnetwork_mode = \"no-network\"\n"));
-        assert!(!read("[environment]\nallow_internet = false\n"));
-        assert!(read("[task]\nname = \"t\"\n"));
+    fn the_declared_network_decides_the_build_and_the_runs_and_public_is_the_default() {
+        let read = |text: &str| TaskToml::read(folder(text).path()).unwrap().network;
+        let build = |text: &str| read(text).builds_networked();
+        let run = |text: &str| read(text).runs_networked();
+        let public = "[environment]\nnetwork_mode = \"public\"\n";
+        let allowlist = "[environment]\nnetwork_mode = \"allowlist\"\n";
+        let none = "[environment]\nnetwork_mode = \"no-network\"\n";
+        assert!(build(public) && run(public));
+        assert!(build(allowlist) && !run(allowlist));
+        assert!(read(allowlist).unenforced().is_some());
+        assert!(!build(none) && !run(none));
+        assert!(!run("[environment]\nallow_internet = false\n"));
+        assert_eq!(read("[task]\nname = \"t\"\n"), NetworkMode::Public);
+        // `network_mode` wins over the deprecated key.
+        assert_eq!(
+            read("[environment]\nallow_internet = false\nnetwork_mode = \"public\"\n"),
+            NetworkMode::Public
+        );
     }
 }

@@ -4,7 +4,8 @@
 //! the agent ran in — the working directory (`WORKDIR`) is replaced by the
 //! image's own with the agent's patch applied (or by the working directory
 //! a Harbor job collected from the agent's container), and `tests/test.sh`
-//! runs as Harbor runs it, with no network. The patch is applied on this machine
+//! runs as Harbor runs it, with the network the task declares (as its
+//! controls had at screening). The patch is applied on this machine
 //! by `git apply` in a directory of its own (no path outside it, none
 //! beyond a symbolic link), never by a program of the image.
 //!
@@ -82,6 +83,7 @@ pub(crate) async fn grade(
             image,
             script: &script,
             budget: toml.verifier_timeout,
+            network: toml.network,
         },
         async |container| {
             let patch = match answer {
@@ -140,7 +142,7 @@ pub(crate) fn decide(graded: &Graded) -> (Verdict, Fault, String) {
             Some(x) => (
                 Verdict::Unresolved,
                 Fault::Agent,
-                format!("the task's verifier gave reward {x}"),
+                screen::with_cause(format!("the task's verifier gave reward {x}"), r),
             ),
             None if r.timed_out => (
                 Verdict::Unresolved,
@@ -231,6 +233,7 @@ pub(crate) async fn copy_out(
             screen::IMAGE_LABEL.to_owned(),
             "workdir".to_owned(),
         )]),
+        network: false,
     };
     let container = docker
         .create_foreign(&spec)

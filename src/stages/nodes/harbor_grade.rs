@@ -35,6 +35,9 @@ pub(crate) struct HarborGradeParams {
     /// (path, mode, blake3) of every file of the task's folder, sorted: a
     /// changed verifier grades again.
     pub(crate) files: Vec<(String, u32, String)>,
+    /// The network the task declares: the verifier's run has it when it is
+    /// `public` (`harbor::screen::NetworkMode::runs_networked`).
+    pub(crate) network: crate::stages::harbor::screen::NetworkMode,
     /// `[grade] max_patch_bytes`: a larger patch is not applied.
     pub(crate) max_patch_bytes: u64,
 }
@@ -60,7 +63,7 @@ pub(crate) struct HarborGrade {
 
 impl Kind for HarborGrade {
     const NAME: &'static str = NodeKind::HarborGrade.as_str();
-    const VERSION: u32 = 2;
+    const VERSION: u32 = 3;
     /// The task's verifier run on the answer: read again with `--reread`,
     /// a reading that differs on re-execution is a new reading (a changed
     /// verdict is still a mismatch).

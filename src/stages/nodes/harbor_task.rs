@@ -25,6 +25,9 @@ pub(crate) struct HarborTaskParams {
     pub(crate) folder: String,
     /// (path, mode, blake3) of every file of the folder, sorted.
     pub(crate) files: Vec<(String, u32, String)>,
+    /// The network its `task.toml` declares: its build, controls and
+    /// graded runs have it (`harbor::screen`).
+    pub(crate) network: screen::NetworkMode,
     pub(crate) repeats: u32,
 }
 
@@ -60,7 +63,7 @@ pub(crate) struct HarborTask {
 
 impl Kind for HarborTask {
     const NAME: &'static str = NodeKind::HarborTask.as_str();
-    const VERSION: u32 = 3;
+    const VERSION: u32 = 4;
     type Params = HarborTaskParams;
     type Inputs = NoInputs;
     type Record = HarborTaskRecord;

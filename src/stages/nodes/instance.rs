@@ -227,6 +227,7 @@ async fn read_history(
             crate::stages::harbor::screen::IMAGE_LABEL.to_owned(),
             "history".to_owned(),
         )]),
+        network: false,
     };
     let container = docker.create_foreign(&spec).await.infra()?;
     let ran = container.run(HISTORY_BUDGET).await;

@@ -376,6 +376,7 @@ fn harbor_verifier_node(
                 session: id.to_owned(),
                 task: h.id.clone(),
                 files: h.files.clone(),
+                network: h.network,
                 max_patch_bytes: pipeline.settings.grade.caps.bytes,
             },
             folder: h.path.clone(),
@@ -400,6 +401,8 @@ pub(crate) struct HarborRef {
     pub(crate) id: String,
     pub(crate) path: std::path::PathBuf,
     pub(crate) files: Vec<(String, u32, String)>,
+    /// The network its `task.toml` declares (its graded runs have it).
+    pub(crate) network: crate::stages::harbor::screen::NetworkMode,
 }
 
 /// Per `[[agent]]`: its tools' environment, then per task of its tracks

@@ -422,20 +422,23 @@ fn harbor_nodes(
                 .unwrap_or_default();
             let files = super::harbor_task::folder_files(&path).map_err(StageError::cache)?;
             let name = names::harbor_task(dataset, &folder);
-            let task = HarborRef {
+            let mut task = HarborRef {
                 node: name.clone(),
                 id: format!("{dataset}/{folder}"),
                 path: path.clone(),
                 files: files.clone(),
+                network: Default::default(),
             };
             match crate::stages::harbor::screen::TaskToml::read(&path) {
                 Ok(toml) => {
+                    task.network = toml.network;
                     if let Some(harbor_name) = toml.name {
                         by_name.entry(harbor_name).or_default().push(task.clone());
                     }
                 }
                 Err(e) => warnings.push(task_toml_warning(pipeline, &path, e)),
             }
+            let network = task.network;
             by_id.insert(task.id.clone(), task);
             out.push(node::spec(
                 name.clone(),
@@ -444,6 +447,7 @@ fn harbor_nodes(
                         dataset: dataset.clone(),
                         folder,
                         files,
+                        network,
                         repeats: pipeline.settings.repeats,
                     },
                     path,

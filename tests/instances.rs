@@ -237,4 +237,6 @@ fn a_bad_row_fails_its_instance_alone_and_a_missing_image_is_declined_with_the_n
             )),
         "{task:#}"
     );
+    // With no reading, no listed test is said to disagree (`never_ran`).
+    assert!(disagreements(&task).is_empty(), "{task:#}");
 }

@@ -56,9 +56,13 @@ fn dataset_lists(
     screen: &ScreenRecord,
 ) -> Option<crate::model::instances::DatasetLists> {
     let mut lists = triage.dataset.clone()?;
-    lists.disagreements = crate::model::instances::compare(&lists, &screen.readings, |id| {
-        crate::model::instances::test_id(&p.log_parser, id)
-    });
+    // An instance declined before its screen (no image, no test runner)
+    // has no reading to hold its lists against: none disagrees.
+    if screen.readings.values().any(|tests| !tests.is_empty()) {
+        lists.disagreements = crate::model::instances::compare(&lists, &screen.readings, |id| {
+            crate::model::instances::test_id(&p.log_parser, id)
+        });
+    }
     Some(lists)
 }
 

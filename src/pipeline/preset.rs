@@ -389,6 +389,17 @@ mod reporters {
              test('calls', () => { const m = undefined; m.match(/x/); });\n",
         )
         .unwrap();
+        // Files whose own process fails: one does not load, one exits.
+        std::fs::write(
+            root.join("test/syntax.test.js"),
+            "const test = require('node:test');\ntest('x', () => { let a = ; });\n",
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("test/exits.test.js"),
+            "const test = require('node:test');\ntest('y', () => { process.exit(3); });\n",
+        )
+        .unwrap();
         let out = Command::new("node")
             .args([
                 "--test",
@@ -423,6 +434,29 @@ mod reporters {
         assert!(
             !format!("{adds}{calls}").contains("node:internal"),
             "{adds}{calls}"
+        );
+        // A file that fails as a whole is a build failure of the file,
+        // with the process's words.
+        let failed = |unit: &str| {
+            read.build_failures
+                .iter()
+                .find(|b| b.unit == unit)
+                .unwrap_or_else(|| panic!("{unit} in {read:?}"))
+                .message
+                .clone()
+        };
+        let syntax = failed("test/syntax.test.js");
+        for words in [
+            "the test file's process exited with code 1",
+            "SyntaxError: Unexpected token ';'",
+            "let a = ;",
+        ] {
+            assert!(syntax.contains(words), "{words:?} in {syntax}");
+        }
+        assert!(!syntax.contains("node:internal"), "{syntax}");
+        assert!(
+            failed("test/exits.test.js").contains("exited with code 3"),
+            "{read:?}"
         );
     }
 }

@@ -29,12 +29,37 @@ function failureText(error) {
   return [name + String(e.message ?? ''), ...frames].join('\n');
 }
 
+// A test file whose own process failed (it does not load, it exits, it is
+// killed) fails as the file, with only "test failed" for its error: its
+// words are the process's exit code or signal and what it wrote to
+// stderr (a SyntaxError with the line it points at), node's own frames
+// and banner left out, at most this many lines.
+const FILE_LINES = 12;
+function fileFailureText(error, stderr) {
+  const ended = error?.signal ? `killed by ${error.signal}`
+    : error?.exitCode != null ? `exited with code ${error.exitCode}` : 'failed';
+  const lines = (stderr ?? [])
+    .join('')
+    .split('\n')
+    .filter((line) => line.trim() !== '' && !/[( ]node:/.test(line) && !/^Node\.js v/.test(line))
+    .slice(0, FILE_LINES);
+  return [`test failed: the test file's process ${ended}`, ...lines].join('\n');
+}
+const STDERR_CAP = 16384;
+
 export default async function* jestShaped(source) {
   const files = new Map();
   const stacks = new Map();
+  const stderrs = new Map();
   for await (const event of source) {
     const d = event.data ?? {};
     const file = d.file ?? '';
+    if (event.type === 'test:stderr' && !String(d.message ?? '').includes(SEAL)) {
+      const seen = stderrs.get(file) ?? [];
+      if (seen.reduce((n, m) => n + m.length, 0) < STDERR_CAP) seen.push(String(d.message ?? ''));
+      stderrs.set(file, seen);
+      continue;
+    }
     if (event.type === 'test:stderr' && String(d.message ?? '').includes(SEAL)) {
       for (const line of String(d.message).split('\n')) {
         const at = line.indexOf(SEAL);
@@ -64,7 +89,10 @@ export default async function* jestShaped(source) {
       ancestorTitles: (stacks.get(file) ?? []).slice(0, d.nesting),
       title: d.name,
       status,
-      failureMessages: event.type === 'test:fail' ? [failureText(error)] : [],
+      failureMessages: event.type !== 'test:fail' ? []
+        : d.nesting === 0 && d.name === file && error?.failureType === 'testCodeFailure'
+          ? [fileFailureText(error, stderrs.get(file))]
+          : [failureText(error)],
     });
     files.set(file, results);
   }

@@ -135,6 +135,17 @@ fn launch(args: Vec<OsString>) -> ! {
         }
         std::fs::File::from(OwnedFd::from_raw_fd(fd))
     };
+    // Built before the limits: an address-space limit may leave no room
+    // to allocate after it is set.
+    let Some((program, rest)) = asked.command.split_first() else {
+        report(
+            &status,
+            "reading the command",
+            &io::Error::other("no command"),
+        )
+    };
+    let mut command = std::process::Command::new(program);
+    command.args(rest);
     let plan = match Plan::from_named(&asked.limits) {
         Ok(p) => p,
         Err(e) => report(&status, "reading the limits", &e),
@@ -158,14 +169,7 @@ fn launch(args: Vec<OsString>) -> ! {
     if let Err(e) = plan.apply() {
         report(&status, "setting the run's rlimits", &e);
     }
-    let Some((program, rest)) = asked.command.split_first() else {
-        report(
-            &status,
-            "reading the command",
-            &io::Error::other("no command"),
-        )
-    };
-    let e = std::process::Command::new(program).args(rest).exec();
+    let e = command.exec();
     report(&status, "starting the command", &e)
 }
 
@@ -176,12 +180,19 @@ fn fail(step: &str, error: &io::Error) -> ! {
     report(&stderr, step, error)
 }
 
+/// Writes the errno and the step (and, for an error that is not the
+/// system's, its text) and exits. Allocates nothing for a system error: it
+/// may come after an address-space limit was set.
 fn report(status: &std::fs::File, step: &str, error: &io::Error) -> ! {
     let errno = error.raw_os_error().unwrap_or(0);
-    let mut message = errno.to_le_bytes().to_vec();
-    message.extend_from_slice(format!("{step}: {error}").as_bytes());
-    let _ = (&*status).write_all(&message);
-    std::process::exit(FAILED)
+    let mut status = status;
+    let _ = status.write_all(&errno.to_le_bytes());
+    let _ = status.write_all(step.as_bytes());
+    if errno == 0 {
+        let _ = status.write_all(format!(": {error}").as_bytes());
+    }
+    // SAFETY: ends the process at once; nothing of it needs to run first.
+    unsafe { libc::_exit(FAILED) }
 }
 
 /// Why a launcher did not start its command.

@@ -8,7 +8,8 @@
 //! [`run`] holds these invariants:
 //!
 //! - **Own session and process group.** The child calls `setsid` before
-//!   `exec`, so its pid is both its session id and its process group id, and
+//!   the command's `exec` (in the [`launch`]er, or between `fork` and
+//!   `exec` where none is installed), so its pid is both its session id and its process group id, and
 //!   it has no controlling terminal. Everything it forks stays in that group
 //!   unless it leaves on purpose, so one `killpg(SIGKILL)` ends the whole tree.
 //! - **Nothing outlives a run.** On timeout the group is killed, then the
@@ -22,15 +23,19 @@
 //! - **Empty environment.** The child sees exactly [`RunSpec::env`]; nothing
 //!   of ours leaks (API keys above all). stdin is `/dev/null`.
 //! - **One log, in arrival order.** stdout and stderr are one pipe (the child
-//!   duplicates fd 1 onto fd 2 before `exec`), so the log keeps the order the
+//!   duplicates fd 1 onto fd 2 before the command's `exec`), so the log keeps the order the
 //!   command wrote in. The log keeps at most [`RunSpec::log_cap`] bytes, but
 //!   the pipe is drained to the end regardless: a child blocked on a full
 //!   pipe would look like a hang and be killed as a timeout, which would
 //!   blame the agent for our cap. The total is counted so callers can refuse
 //!   to grade a truncated log.
-//! - **Limits before exec.** rlimits are set in the child between `fork` and
-//!   `exec` (never above the inherited hard limit), soft = hard so the command
-//!   cannot raise them back.
+//! - **Limits before exec.** rlimits are set, and the run's control groups
+//!   joined, in the child before the command's `exec` (never above the
+//!   inherited hard limit), soft = hard so the command cannot raise them
+//!   back. With a [`launch`]er installed the coordinator starts the child
+//!   with `posix_spawn` and the launcher does this work; without one it is
+//!   done between `fork` and `exec`, which copies the coordinator's page
+//!   tables on every run.
 //! - **A bound on what the tree takes.** With [`Limits::max_written`], a
 //!   watchdog ([`writes`]) measures the run's tree while it runs and kills
 //!   the group once it has grown by more than that (`LimitHit::Written`).

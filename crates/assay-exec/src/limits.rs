@@ -1,4 +1,4 @@
-//! rlimits, computed in the parent and applied in the forked child.
+//! rlimits, computed in the parent and applied in the child before the command's exec.
 
 use std::io;
 
@@ -55,7 +55,7 @@ impl Plan {
     /// equal so the command cannot raise the soft limit back, clamped because
     /// an unprivileged process may only lower its hard limit.
     ///
-    /// Runs between `fork` and `exec`: plain system calls only.
+    /// Runs in the launcher or between `fork` and `exec`: plain system calls only.
     pub(crate) fn apply(&self) -> io::Result<()> {
         for &(resource, wanted) in &self.entries {
             let Some(wanted) = wanted else { continue };

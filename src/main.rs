@@ -17,6 +17,10 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // `assay __assay-launch …` starts one run's command (assay_exec::launch)
+    // and never returns: nothing else of assay may run first.
+    assay_exec::launch::dispatch();
+    install_launcher();
     // A closed pipe (`assay show … | head`) is not an error.
     // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
     unsafe {
@@ -41,4 +45,14 @@ fn main() -> ExitCode {
         }
     };
     ExitCode::from(code as u8)
+}
+
+/// Runs are started through this binary acting as their launcher:
+/// `/proc/self/exe` names this very binary in the new process, even once the
+/// file on disk was replaced or removed (a rebuild during a long build).
+fn install_launcher() {
+    let exe = std::path::Path::new("/proc/self/exe");
+    if exe.exists() {
+        assay_exec::launch::install(exe.to_path_buf());
+    }
 }

@@ -17,7 +17,8 @@
 //! a grace ([`crate::RunSpec::stall_grace`]): a loaded machine is not the
 //! run's fault.
 //!
-//! The child joins the group between `fork` and `exec` by writing `0` to each
+//! The child joins the group before the command's `exec` (in the launcher,
+//! or between `fork` and `exec`: [`crate::launch`]) by writing `0` to each
 //! `cgroup.procs` (plain `open`/`write`/`close`), so nothing it forks escapes
 //! the limits. Groups are named `assay-<pid>-<n>`; an empty group left by an
 //! assay process that died is removed the next time one is made.
@@ -362,7 +363,7 @@ fn full_total(text: &str) -> Option<std::time::Duration> {
 }
 
 /// Joins every group in `procs` (those not required where it can: see
-/// [`Cgroup::confirm`]): runs between `fork` and `exec`, so plain system
+/// [`Cgroup::confirm`]): runs in the launcher or between `fork` and `exec`, so plain system
 /// calls only.
 pub(crate) fn join(procs: &[(CString, bool)]) -> io::Result<()> {
     for (p, required) in procs {

@@ -28,6 +28,9 @@ impl Drop for Guard {
     fn drop(&mut self) {
         if let Some(pgid) = self.pgid {
             kill(pgid);
+            // The leader too: until a launcher has made the group, it is
+            // the only process of the run.
+            let _ = rustix::process::kill_process(pgid, Signal::KILL);
         }
     }
 }

@@ -151,7 +151,7 @@ pub fn hold(spec: &RunSpec) -> Result<Held, ExecError> {
             rt.block_on(async {
                 let started = async {
                     let (mut prepared, command) = prepare(spec, Stdio::from(reader)).await?;
-                    let spawned = spawn(spec, &mut prepared, command)?;
+                    let spawned = spawn(spec, &mut prepared, command).await?;
                     Ok::<_, ExecError>((prepared, spawned))
                 };
                 match started.await {
@@ -281,6 +281,7 @@ async fn supervise(
         cg_memory,
         cg_pids,
         watch,
+        launch_status: _,
     } = prepared;
     let Spawned {
         mut child,

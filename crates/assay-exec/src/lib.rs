@@ -8,7 +8,8 @@
 //! [`run`] holds these invariants:
 //!
 //! - **Own session and process group.** The child calls `setsid` before
-//!   `exec`, so its pid is both its session id and its process group id, and
+//!   the command's `exec` (in the [`launch`]er, or between `fork` and
+//!   `exec` where none is installed), so its pid is both its session id and its process group id, and
 //!   it has no controlling terminal. Everything it forks stays in that group
 //!   unless it leaves on purpose, so one `killpg(SIGKILL)` ends the whole tree.
 //! - **Nothing outlives a run.** On timeout the group is killed, then the
@@ -22,15 +23,19 @@
 //! - **Empty environment.** The child sees exactly [`RunSpec::env`]; nothing
 //!   of ours leaks (API keys above all). stdin is `/dev/null`.
 //! - **One log, in arrival order.** stdout and stderr are one pipe (the child
-//!   duplicates fd 1 onto fd 2 before `exec`), so the log keeps the order the
+//!   duplicates fd 1 onto fd 2 before the command's `exec`), so the log keeps the order the
 //!   command wrote in. The log keeps at most [`RunSpec::log_cap`] bytes, but
 //!   the pipe is drained to the end regardless: a child blocked on a full
 //!   pipe would look like a hang and be killed as a timeout, which would
 //!   blame the agent for our cap. The total is counted so callers can refuse
 //!   to grade a truncated log.
-//! - **Limits before exec.** rlimits are set in the child between `fork` and
-//!   `exec` (never above the inherited hard limit), soft = hard so the command
-//!   cannot raise them back.
+//! - **Limits before exec.** rlimits are set, and the run's control groups
+//!   joined, in the child before the command's `exec` (never above the
+//!   inherited hard limit), soft = hard so the command cannot raise them
+//!   back. With a [`launch`]er installed the coordinator starts the child
+//!   with `posix_spawn` and the launcher does this work; without one it is
+//!   done between `fork` and `exec`, which copies the coordinator's page
+//!   tables on every run.
 //! - **A bound on what the tree takes.** With [`Limits::max_written`], a
 //!   watchdog ([`writes`]) measures the run's tree while it runs and kills
 //!   the group once it has grown by more than that (`LimitHit::Written`).
@@ -53,6 +58,7 @@ mod capture;
 mod cgroup;
 mod group;
 pub mod hold;
+pub mod launch;
 mod limits;
 pub mod netns;
 pub mod sandbox;
@@ -264,6 +270,9 @@ struct Prepared {
     cg_memory: bool,
     cg_pids: bool,
     watch: Option<writes::WriteWatch>,
+    /// The read end of the launcher's status pipe, when a launcher starts
+    /// the command ([`launch`]).
+    launch_status: Option<std::os::fd::OwnedFd>,
 }
 
 /// The log, the groups, the write watch and the command line of `spec`,
@@ -287,6 +296,7 @@ async fn prepare(spec: &RunSpec, stdin: Stdio) -> Result<(Prepared, Command), Ex
         cg_memory,
         cg_pids,
         watch: None,
+        launch_status: None,
     };
     // From here an error must remove the groups just made.
     let failed = |prepared: Prepared, e: ExecError| {
@@ -320,12 +330,12 @@ async fn prepare(spec: &RunSpec, stdin: Stdio) -> Result<(Prepared, Command), Ex
     if cg_pids {
         rlimits.max_processes = None;
     }
-    let mut command = match &spec.sandbox {
-        None => {
-            let mut c = Command::new("/bin/sh");
-            c.arg("-c").arg(&spec.command).current_dir(&spec.cwd);
-            c
-        }
+    let (program, args, cwd) = match &spec.sandbox {
+        None => (
+            PathBuf::from("/bin/sh"),
+            vec!["-c".into(), spec.command.clone().into()],
+            spec.cwd.as_path(),
+        ),
         Some((bwrap, sandbox)) => {
             let uid = bwrap.next_uid();
             if let Some(uid) = uid {
@@ -343,24 +353,74 @@ async fn prepare(spec: &RunSpec, stdin: Stdio) -> Result<(Prepared, Command), Ex
                 }
             }
             let (program, args) = bwrap.command_line(sandbox, uid.unwrap_or(0), &spec.command);
-            let mut c = Command::new(program);
-            c.args(args).current_dir("/");
-            c
+            (program, args, std::path::Path::new("/"))
         }
     };
-    command
-        .env_clear()
-        .envs(&spec.env)
-        .stdin(stdin)
-        .stdout(Stdio::piped())
-        // Replaced by a copy of stdout in `pre_exec`.
-        .stderr(Stdio::null());
     let limits = limits::Plan::new(&rlimits);
     let procs = prepared
         .cgroup
         .as_ref()
         .map(|c| c.procs())
         .unwrap_or_default();
+    let mut command = match launch::installed() {
+        Some(launcher) => match launched(launcher, &procs, &limits, program, args) {
+            Ok((c, status)) => {
+                prepared.launch_status = Some(status);
+                c
+            }
+            Err(source) => return failed(prepared, spawn_error(spec, source)),
+        },
+        None => {
+            let mut c = Command::new(program);
+            c.args(args).stderr(Stdio::null());
+            with_pre_exec(&mut c, limits, procs);
+            c
+        }
+    };
+    command
+        .current_dir(cwd)
+        .env_clear()
+        .envs(&spec.env)
+        .stdin(stdin)
+        .stdout(Stdio::piped());
+    Ok((prepared, command))
+}
+
+/// `program args` started by `launcher`, which joins `procs` and sets
+/// `limits` first, and the read end of its status pipe.
+fn launched(
+    launcher: &std::path::Path,
+    procs: &[(std::ffi::CString, bool)],
+    limits: &limits::Plan,
+    program: PathBuf,
+    args: Vec<std::ffi::OsString>,
+) -> io::Result<(Command, std::os::fd::OwnedFd)> {
+    let (reader, writer) = io::pipe()?;
+    let mut c = Command::new(launcher);
+    c.args(launch::args(procs, limits))
+        .arg(program)
+        .args(args)
+        // The status pipe until the launcher makes it a copy of stdout.
+        .stderr(writer);
+    Ok((c, reader.into()))
+}
+
+fn spawn_error(spec: &RunSpec, source: io::Error) -> ExecError {
+    ExecError::Spawn {
+        command: spec.command.clone(),
+        cwd: spec.cwd.clone(),
+        source,
+    }
+}
+
+/// Without a launcher: the launcher's work done in the forked child,
+/// which forks the whole coordinator (see [`launch`]). stderr is replaced by
+/// a copy of stdout.
+fn with_pre_exec(
+    command: &mut Command,
+    limits: limits::Plan,
+    procs: Vec<(std::ffi::CString, bool)>,
+) {
     // SAFETY: the closure runs in the forked child before `exec`, where only
     // async-signal-safe work is allowed. It allocates nothing and takes no
     // lock: `dup2`, `setsid`, `open`/`write`, `getrlimit` and `setrlimit` are
@@ -378,7 +438,6 @@ async fn prepare(spec: &RunSpec, stdin: Stdio) -> Result<(Prepared, Command), Ex
             Ok(())
         });
     }
-    Ok((prepared, command))
 }
 
 /// A started command: the child, its group (killed if the guard is
@@ -392,42 +451,56 @@ struct Spawned {
 }
 
 /// Starts `command` (consumed, so no descriptor it was given stays open
-/// here); the groups are removed if it cannot start.
-fn spawn(
+/// here) and, through a launcher, waits until it has `exec`d the command
+/// line; the groups are removed if it cannot start.
+async fn spawn(
     spec: &RunSpec,
     prepared: &mut Prepared,
     mut command: Command,
 ) -> Result<Spawned, ExecError> {
-    let spawn_error = |source| ExecError::Spawn {
-        command: spec.command.clone(),
-        cwd: spec.cwd.clone(),
-        source,
-    };
     let started = Instant::now();
     let spawned = command.spawn();
     drop(command);
+    let remove = |prepared: &Prepared| {
+        if let Some(c) = &prepared.cgroup {
+            c.remove();
+        }
+    };
     let mut child = match spawned {
         Ok(child) => child,
         Err(e) => {
-            if let Some(c) = &prepared.cgroup {
-                c.remove();
-            }
-            return Err(spawn_error(e));
+            remove(prepared);
+            return Err(spawn_error(spec, e));
         }
     };
-    if let (Some(c), Some(pid)) = (prepared.cgroup.as_mut(), child.id()) {
-        c.confirm(pid);
-    }
-    let pgid = child
+    let Some(pgid) = child
         .id()
         .and_then(|pid| i32::try_from(pid).ok())
         .and_then(rustix::process::Pid::from_raw)
-        .ok_or_else(|| spawn_error(io::Error::other("the child has no pid")))?;
+    else {
+        remove(prepared);
+        return Err(spawn_error(spec, io::Error::other("the child has no pid")));
+    };
     let guard = group::Guard::new(pgid);
+    if let Some(status) = prepared.launch_status.take() {
+        let launched = tokio::task::spawn_blocking(move || launch::read_status(status))
+            .await
+            .unwrap_or_else(|join| Err(io::Error::other(join)));
+        if let Err(e) = launched {
+            // The launcher exits after its report: reap it.
+            let _ = child.wait().await;
+            guard.disarm();
+            remove(prepared);
+            return Err(spawn_error(spec, e));
+        }
+    }
+    if let (Some(c), Some(pid)) = (prepared.cgroup.as_mut(), child.id()) {
+        c.confirm(pid);
+    }
     let pipe = child
         .stdout
         .take()
-        .ok_or_else(|| spawn_error(io::Error::other("the child has no stdout pipe")))?;
+        .ok_or_else(|| spawn_error(spec, io::Error::other("the child has no stdout pipe")))?;
     Ok(Spawned {
         child,
         pgid,
@@ -497,13 +570,14 @@ pub async fn run(spec: &RunSpec) -> Result<RunOutcome, ExecError> {
         guard,
         pipe,
         started,
-    } = spawn(spec, &mut prepared, command)?;
+    } = spawn(spec, &mut prepared, command).await?;
     let Prepared {
         log,
         cgroup,
         cg_memory,
         cg_pids,
         watch,
+        launch_status: _,
     } = prepared;
 
     // Dropping `done` (when supervision ends, however it ends) starts the
@@ -645,5 +719,87 @@ fn written_root(spec: &RunSpec) -> Option<&std::path::Path> {
     match &spec.sandbox {
         Some((_, sandbox)) => sandbox.tree.as_deref(),
         None => Some(&spec.cwd),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The crate's `assay-launch`, built beside this test binary
+    /// (`target/<profile>/deps/…`) by `cargo test -p assay-exec`.
+    fn launcher() -> PathBuf {
+        let exe = std::env::current_exe().unwrap_or_default();
+        let path = exe
+            .parent()
+            .and_then(|deps| deps.parent())
+            .map(|dir| dir.join("assay-launch"))
+            .unwrap_or_default();
+        assert!(
+            path.is_file(),
+            "{} is not built: run `cargo test -p assay-exec` (it builds the launcher)",
+            path.display()
+        );
+        path
+    }
+
+    /// A required group the launcher cannot join: the run is a spawn error
+    /// that names the step and the system's reason, and nothing ran.
+    #[tokio::test]
+    async fn a_group_the_launcher_cannot_join_is_a_spawn_error_that_says_why() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let ran = dir.path().join("ran");
+        let spec = RunSpec {
+            command: format!("echo ran > {}", ran.display()),
+            cwd: dir.path().to_owned(),
+            env: BTreeMap::new(),
+            timeout: Duration::from_secs(60),
+            stall_grace: None,
+            log_path: dir.path().join("log"),
+            log_cap: 1 << 20,
+            limits: Limits::default(),
+            sandbox: None,
+        };
+        let missing = dir.path().join("no-such-group/cgroup.procs");
+        let procs = [(
+            std::ffi::CString::new(missing.as_os_str().as_encoded_bytes()).unwrap_or_default(),
+            true,
+        )];
+        let plan = limits::Plan::new(&spec.limits);
+        let (mut command, status) = launched(
+            &launcher(),
+            &procs,
+            &plan,
+            "/bin/sh".into(),
+            vec!["-c".into(), spec.command.clone().into()],
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        command.stdin(Stdio::null()).stdout(Stdio::piped());
+        let log = tokio::fs::File::create(&spec.log_path)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut prepared = Prepared {
+            log,
+            cgroup: None,
+            cg_memory: false,
+            cg_pids: false,
+            watch: None,
+            launch_status: Some(status),
+        };
+        let Err(ExecError::Spawn { source, .. }) = spawn(&spec, &mut prepared, command).await
+        else {
+            panic!("the launcher's failure was not a spawn error");
+        };
+        let failed = source
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<launch::LaunchFailed>())
+            .unwrap_or_else(|| panic!("not the launcher's failure: {source:?}"));
+        assert_eq!(failed.step, "joining the run's control group");
+        assert_eq!(
+            failed.source.raw_os_error(),
+            Some(libc::ENOENT),
+            "{failed:?}"
+        );
+        assert!(!ran.exists(), "the command ran outside its group");
     }
 }

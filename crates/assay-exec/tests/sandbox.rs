@@ -84,7 +84,9 @@ impl Case {
     }
 }
 
+/// Runs start as assay starts them: through the launcher.
 fn bwrap() -> Bwrap {
+    assay_exec::launch::install(PathBuf::from(env!("CARGO_BIN_EXE_assay-launch")));
     Bwrap::detect().expect("bubblewrap must work on this machine (.ci/run installs it)")
 }
 
@@ -378,6 +380,57 @@ fn a_fork_bomb_stops_at_the_process_limit() {
     assert!(n < 64, "{n} processes started: {log}");
     if out.cgroup_processes {
         assert_eq!(out.limit_hit, Some(LimitHit::Processes), "{out:?}");
+    }
+}
+
+#[test]
+fn every_process_of_a_run_is_in_its_control_group() {
+    let c = Case::new();
+    let token = format!("{}.{}", 800 + std::process::id() % 97, std::process::id());
+    // The run waits for the test to have looked at it.
+    let mut spec = c.spec(
+        c.sandbox(),
+        &format!("sleep {token} & while [ ! -e seen ]; do sleep 0.05; done; kill $!"),
+    );
+    spec.limits.max_processes = Some(256);
+    spec.limits.max_memory = Some(1 << 30);
+    let seen = c.tree().join("seen");
+    let look = std::thread::spawn(move || {
+        let sleep = format!("sleep\0{token}");
+        let until = std::time::Instant::now() + Duration::from_secs(20);
+        while live_processes_with(&sleep).is_empty() && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // The outer bwrap, setpriv's inner bwrap, the shell and the sleep all
+        // carry the token in their command lines.
+        let groups: Vec<(i32, String)> = live_processes_with(&token)
+            .into_iter()
+            .filter_map(|pid| {
+                Some((
+                    pid,
+                    std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?,
+                ))
+            })
+            .collect();
+        std::fs::write(&seen, "").unwrap();
+        groups
+    });
+    let (out, log) = c.run_spec(spec);
+    let groups = look.join().unwrap();
+    assert_eq!(out.exit_code, Some(0), "{log}");
+    assert!(
+        out.cgroup_processes || out.cgroup_memory,
+        "no group could be made here: {out:?}"
+    );
+    assert!(
+        groups.len() >= 3,
+        "the run's processes were not found: {groups:?}"
+    );
+    for (pid, text) in &groups {
+        assert!(
+            text.contains("/assay-"),
+            "process {pid} is outside the run's group:\n{text}"
+        );
     }
 }
 

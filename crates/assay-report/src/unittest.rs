@@ -68,21 +68,37 @@ pub(crate) fn build_failures(input: &[u8]) -> Vec<BuildFailure> {
     for (_, line) in text_lines(input) {
         if let Some(module) = line.strip_prefix(HEADER) {
             if let Some((unit, lines)) = block.take() {
-                found.add(&unit, lines, false);
+                found.add(&unit, exception_first(lines), false);
             }
             block = Some((module.trim().to_owned(), vec![line.clone()]));
         } else if is_rule(&line, '=') || is_rule(&line, '-') {
             if let Some((unit, lines)) = block.take() {
-                found.add(&unit, lines, false);
+                found.add(&unit, exception_first(lines), false);
             }
         } else if let Some((_, lines)) = block.as_mut() {
             lines.push(line);
         }
     }
     if let Some((unit, lines)) = block.take() {
-        found.add(&unit, lines, false);
+        found.add(&unit, exception_first(lines), false);
     }
     found.finish()
+}
+
+/// A failed import's lines with the exception that ended its traceback
+/// (`SyntaxError: '(' was never closed`, the traceback's last unindented
+/// line) second, under the header: a reader of the first lines sees the
+/// cause, not the loader's frames.
+fn exception_first(mut lines: Vec<String>) -> Vec<String> {
+    let last = lines.iter().rposition(|l| !l.trim().is_empty());
+    if let Some(at) = last.filter(|&at| at > 1) {
+        let line = &lines[at];
+        if !line.starts_with(char::is_whitespace) && line.contains(": ") {
+            let exception = lines.remove(at);
+            lines.insert(1, exception);
+        }
+    }
+    lines
 }
 
 /// The dotted module of a test id: `tests.test_x.T.test_a` → `tests.test_x`.
@@ -522,20 +538,21 @@ mod tests {
             units,
             [("tests.test_mul", false), ("tests.test_syntax", false)]
         );
+        // The exception that ended the traceback comes second, under the
+        // header: the cause before the loader's frames.
         let (_, mul, _) = got[0];
         assert!(
-            mul.starts_with("ImportError: Failed to import test module: tests.test_mul\nTraceback"),
-            "{mul}"
-        );
-        assert!(
-            mul.ends_with(
-                "ImportError: cannot import name 'mul' from 'calc' (/tmp/t14-py/calc/__init__.py)"
+            mul.starts_with(
+                "ImportError: Failed to import test module: tests.test_mul\n\
+                 ImportError: cannot import name 'mul' from 'calc' (/tmp/t14-py/calc/__init__.py)\n\
+                 Traceback"
             ),
             "{mul}"
         );
         assert_eq!(mul.lines().count(), 10, "{mul}");
-        assert!(
-            got[1].1.ends_with("SyntaxError: invalid syntax"),
+        assert_eq!(
+            got[1].1.lines().nth(1),
+            Some("SyntaxError: invalid syntax"),
             "{}",
             got[1].1
         );
@@ -557,10 +574,9 @@ mod tests {
         let got = failures(&r);
         assert_eq!(got.len(), 1, "{got:?}");
         assert_eq!(got[0].0, "tests.test_broken");
-        assert!(
-            got[0]
-                .1
-                .ends_with("ModuleNotFoundError: No module named 'does_not_exist_module'"),
+        assert_eq!(
+            got[0].1.lines().nth(1),
+            Some("ModuleNotFoundError: No module named 'does_not_exist_module'"),
             "{}",
             got[0].1
         );

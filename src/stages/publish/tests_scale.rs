@@ -5,7 +5,14 @@
 //! a cost that grows linearly), the number of files, the largest and the
 //! total size; with `ASSAY_SCALE_DIR`, writes the larger release's files
 //! there. No timed assertion: the figures are for the bench's note.
+//!
+//! [`release_at_scale`] (`benches/million.sh`, one size a process) is the
+//! release step at a number of sessions: publish, the check of every file
+//! through manifest.json (`assay verify`'s step that needs no cache), a
+//! publish with one more session, the process's peak memory, and the
+//! largest file and page written.
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use super::tests::{grade, task};
@@ -126,4 +133,87 @@ fn publish_at_scale() {
         "ratio full / quarter: {:.2} (4.00 is linear)",
         full / quarter
     );
+}
+
+/// The input of `sessions` graded sessions (30 a task), its grades keyed
+/// by 64 hex digits as real node keys are.
+fn sessions_input(sessions: usize) -> PublishInput {
+    let mut input = input(sessions.div_ceil(AGENTS * ATTEMPTS));
+    input.grades.truncate(sessions);
+    input.sessions.truncate(sessions);
+    for g in &mut input.grades {
+        g.1 = blake3::hash(g.1.as_bytes()).to_hex().to_string();
+    }
+    input
+}
+
+/// One more session (the next attempt of the first agent on the first task).
+fn one_more(input: &mut PublishInput) {
+    let (mut g, mut s) = (input.grades[0].clone(), input.sessions[0].clone());
+    let id = format!("{}/extra", s.id);
+    g.0.session = id.clone();
+    g.1 = blake3::hash(id.as_bytes()).to_hex().to_string();
+    s.id = id;
+    input.grades.push(g);
+    input.sessions.push(s);
+}
+
+fn peak_rss_mb() -> f64 {
+    // SAFETY: getrusage writes into the zeroed struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    usage.ru_maxrss as f64 / 1024.0
+}
+
+fn largest<'a>(files: &'a BTreeMap<String, Vec<u8>>, page: bool) -> (&'a str, f64) {
+    files
+        .iter()
+        .filter(|(n, _)| !page || n.ends_with(".html"))
+        .map(|(n, b)| (n.as_str(), b.len() as f64 / 1e6))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .unwrap_or_default()
+}
+
+#[test]
+#[ignore = "a bench: benches/million.sh"]
+fn release_at_scale() {
+    let sessions: usize = std::env::var("ASSAY_SCALE_SESSIONS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(7500);
+    let start = Instant::now();
+    let mut input = sessions_input(sessions);
+    let build = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let files = publish(&input);
+    let publish_secs = start.elapsed().as_secs_f64();
+    let total: usize = files.values().map(Vec::len).sum();
+    let (file, file_mb) = largest(&files, false);
+    let (page, page_mb) = largest(&files, true);
+    println!(
+        "sessions {sessions}: input {build:.2} s, publish {publish_secs:.2} s, {} files, \
+         {:.1} MB in all, largest file {file} {file_mb:.2} MB, largest page {page} {page_mb:.2} MB",
+        files.len(),
+        total as f64 / 1e6
+    );
+    let start = Instant::now();
+    let (findings, digest) = crate::audit::check_listed(&files);
+    println!(
+        "sessions {sessions}: verify (every file through manifest.json) {:.2} s, {} findings, \
+         release {}",
+        start.elapsed().as_secs_f64(),
+        findings.len(),
+        digest.unwrap_or_default()
+    );
+    assert!(findings.is_empty(), "{findings:?}");
+    drop(files);
+    one_more(&mut input);
+    let start = Instant::now();
+    let again = publish(&input);
+    println!(
+        "sessions {sessions}: +1 session publish {:.2} s ({} files)",
+        start.elapsed().as_secs_f64(),
+        again.len()
+    );
+    println!("sessions {sessions}: peak memory {:.0} MB", peak_rss_mb());
 }

@@ -10,13 +10,16 @@
 # and CPU time, peak memory (maximum resident set), the largest file and
 # the largest page written. Debug build (the test profile): compare the
 # ratios between sizes, not the seconds. Prints the load average before
-# each size (the machine is shared).
+# each size (the machine is shared). BIN=PATH runs that test binary
+# instead of building this tree's.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(250000 1000000)
-bin=$(cargo test -q --bin assay --no-run --message-format=json 2>/dev/null |
+# BIN=path: that test binary (e.g. a copy built from another commit).
+bin=${BIN:-}
+[ -n "$bin" ] || bin=$(cargo test -q --bin assay --no-run --message-format=json 2>/dev/null |
     python3 -c 'import json,sys
 for l in sys.stdin:
     m=json.loads(l)

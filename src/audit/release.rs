@@ -66,8 +66,8 @@ pub(super) fn read_files(
 }
 
 /// Step 1 of `verify --release`, which needs no cache: manifest.json's
-/// `release_digest` against its bytes, and every file it lists against its
-/// digest. Returns the findings and the digest the manifest claims.
+/// `release_digest` against its bytes, every shard it names against its
+/// digest, and every file it lists (through its shards) against its digest. Returns the findings and the digest the manifest claims.
 pub(crate) fn check_listed(present: &BTreeMap<String, Vec<u8>>) -> (Vec<Finding>, Option<String>) {
     let mut findings = Vec::new();
     let Some(manifest) = present.get("manifest.json") else {
@@ -86,7 +86,11 @@ pub(crate) fn check_listed(present: &BTreeMap<String, Vec<u8>>) -> (Vec<Finding>
             claim = Some(claimed);
         }
     }
-    let manifest: Manifest = serde_json::from_slice(manifest).unwrap_or_default();
+    let read = |name: &str| present.get(name).cloned();
+    let (manifest, shards) = Manifest::read(manifest, &read).unwrap_or_default();
+    for s in shards {
+        findings.push(finding(s.file, s.problem));
+    }
     for (name, want) in &manifest.files {
         match present.get(name) {
             None => findings.push(finding(name.clone(), "listed in manifest.json but missing")),

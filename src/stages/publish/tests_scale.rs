@@ -158,6 +158,28 @@ fn one_more(input: &mut PublishInput) {
     input.sessions.push(s);
 }
 
+/// The process's CPU time so far (user + system), in seconds: the figure to
+/// read on a shared machine, where the wall time moves with the load.
+fn cpu_secs() -> f64 {
+    // SAFETY: getrusage writes into the zeroed struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
+}
+
+/// Runs `step`, printing its wall and CPU time.
+fn timed<T>(what: &str, step: impl FnOnce() -> T) -> T {
+    let (wall, cpu) = (Instant::now(), cpu_secs());
+    let out = step();
+    println!(
+        "{what}: {:.2} s wall, {:.2} s CPU",
+        wall.elapsed().as_secs_f64(),
+        cpu_secs() - cpu
+    );
+    out
+}
+
 fn peak_rss_mb() -> f64 {
     // SAFETY: getrusage writes into the zeroed struct it is given.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -181,39 +203,41 @@ fn release_at_scale() {
         .ok()
         .and_then(|t| t.parse().ok())
         .unwrap_or(7500);
-    let start = Instant::now();
-    let mut input = sessions_input(sessions);
-    let build = start.elapsed().as_secs_f64();
-    let start = Instant::now();
-    let files = publish(&input);
-    let publish_secs = start.elapsed().as_secs_f64();
+    let mut input = timed(&format!("sessions {sessions}: input"), || {
+        sessions_input(sessions)
+    });
+    // ASSAY_SCALE_UNSPLIT=1: nothing split (the files as one, side by side).
+    let limits = match std::env::var("ASSAY_SCALE_UNSPLIT").as_deref() {
+        Ok("1") => &Limits::NONE,
+        _ => &Limits::RELEASE,
+    };
+    let files = timed(&format!("sessions {sessions}: publish"), || {
+        publish_within(&input, limits)
+    });
     let total: usize = files.values().map(Vec::len).sum();
     let (file, file_mb) = largest(&files, false);
     let (page, page_mb) = largest(&files, true);
     println!(
-        "sessions {sessions}: input {build:.2} s, publish {publish_secs:.2} s, {} files, \
-         {:.1} MB in all, largest file {file} {file_mb:.2} MB, largest page {page} {page_mb:.2} MB",
+        "sessions {sessions}: {} files, {:.1} MB in all, largest file {file} {file_mb:.2} MB, \
+         largest page {page} {page_mb:.2} MB",
         files.len(),
         total as f64 / 1e6
     );
-    let start = Instant::now();
-    let (findings, digest) = crate::audit::check_listed(&files);
+    let (findings, digest) = timed(
+        &format!("sessions {sessions}: verify (every file through manifest.json)"),
+        || crate::audit::check_listed(&files),
+    );
     println!(
-        "sessions {sessions}: verify (every file through manifest.json) {:.2} s, {} findings, \
-         release {}",
-        start.elapsed().as_secs_f64(),
+        "sessions {sessions}: {} findings, release {}",
         findings.len(),
         digest.unwrap_or_default()
     );
     assert!(findings.is_empty(), "{findings:?}");
     drop(files);
     one_more(&mut input);
-    let start = Instant::now();
-    let again = publish(&input);
-    println!(
-        "sessions {sessions}: +1 session publish {:.2} s ({} files)",
-        start.elapsed().as_secs_f64(),
-        again.len()
-    );
+    let again = timed(&format!("sessions {sessions}: +1 session publish"), || {
+        publish_within(&input, limits)
+    });
+    println!("sessions {sessions}: +1 session: {} files", again.len());
     println!("sessions {sessions}: peak memory {:.0} MB", peak_rss_mb());
 }

@@ -124,6 +124,9 @@ fn weight(n: &Number) -> usize {
             .sum::<usize>()
 }
 
+/// One of a number's lists, by the number.
+type ListOf = fn(&mut Number) -> &mut Vec<String>;
+
 /// `number` cut into pieces of about `per` bytes each (itself when it fits):
 /// each piece the same path and value, and the next part of its lists.
 fn pieces(number: Number, per: usize) -> Vec<Number> {
@@ -141,7 +144,7 @@ fn pieces(number: Number, per: usize) -> Vec<Number> {
     };
     let mut out = vec![empty()];
     let mut used = 200 + number.path.len();
-    let lists: [(fn(&mut Number) -> &mut Vec<String>, &Vec<String>); 5] = [
+    let lists: [(ListOf, &Vec<String>); 5] = [
         (|n| &mut n.grades, &number.grades),
         (|n| &mut n.readings, &number.readings),
         (|n| &mut n.sessions, &number.sessions),

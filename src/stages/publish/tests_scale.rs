@@ -187,7 +187,7 @@ fn peak_rss_mb() -> f64 {
     usage.ru_maxrss as f64 / 1024.0
 }
 
-fn largest<'a>(files: &'a BTreeMap<String, Vec<u8>>, page: bool) -> (&'a str, f64) {
+fn largest(files: &BTreeMap<String, Vec<u8>>, page: bool) -> (&str, f64) {
     files
         .iter()
         .filter(|(n, _)| !page || n.ends_with(".html"))

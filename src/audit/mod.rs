@@ -23,4 +23,6 @@ pub(crate) use bundle::{BundleError, LOG_KINDS, export, last_release, verify_bun
 pub(crate) use display::{NodeDisplay, inputs_in};
 
 pub(crate) use finding::Finding;
+#[cfg(test)]
+pub(crate) use release::check_listed;
 pub(crate) use release::{release_digest, verify_release};

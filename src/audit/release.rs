@@ -65,6 +65,49 @@ pub(super) fn read_files(
     Ok(())
 }
 
+/// Step 1 of `verify --release`, which needs no cache: manifest.json's
+/// `release_digest` against its bytes, every shard it names against its
+/// digest, and every file it lists (through its shards) against its digest. Returns the findings and the digest the manifest claims.
+pub(crate) fn check_listed(present: &BTreeMap<String, Vec<u8>>) -> (Vec<Finding>, Option<String>) {
+    let mut findings = Vec::new();
+    let Some(manifest) = present.get("manifest.json") else {
+        return (findings, None);
+    };
+    let mut claim = None;
+    match release_digest(manifest) {
+        None => findings.push(finding("manifest.json", "no readable release_digest")),
+        Some((claimed, actual)) => {
+            if claimed != actual {
+                findings.push(finding(
+                    "manifest.json release_digest",
+                    format!("says {claimed}, the manifest hashes to {actual}"),
+                ));
+            }
+            claim = Some(claimed);
+        }
+    }
+    let read = |name: &str| present.get(name).cloned();
+    let (manifest, shards) = Manifest::read(manifest, &read).unwrap_or_default();
+    for s in shards {
+        findings.push(finding(s.file, s.problem));
+    }
+    for (name, want) in &manifest.files {
+        match present.get(name) {
+            None => findings.push(finding(name.clone(), "listed in manifest.json but missing")),
+            Some(bytes) => {
+                let got = Digest::of(bytes).to_hex();
+                if got != *want {
+                    findings.push(finding(
+                        name.clone(),
+                        format!("manifest.json says {want}, the file hashes to {got}"),
+                    ));
+                }
+            }
+        }
+    }
+    (findings, claim)
+}
+
 pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>, Checked), String> {
     let mut ph = crate::stages::Phases::new("verify release");
     let mut findings = Vec::new();
@@ -77,35 +120,9 @@ pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>,
 
     ph.mark("read files");
     // 1. The manifest and the files it lists.
-    if let Some(manifest) = present.get("manifest.json") {
-        match release_digest(manifest) {
-            None => findings.push(finding("manifest.json", "no readable release_digest")),
-            Some((claimed, actual)) => {
-                checked.release_digest = Some(claimed.clone());
-                if claimed != actual {
-                    findings.push(finding(
-                        "manifest.json release_digest",
-                        format!("says {claimed}, the manifest hashes to {actual}"),
-                    ));
-                }
-            }
-        }
-        let manifest: Manifest = serde_json::from_slice(manifest).unwrap_or_default();
-        for (name, want) in &manifest.files {
-            match present.get(name) {
-                None => findings.push(finding(name.clone(), "listed in manifest.json but missing")),
-                Some(bytes) => {
-                    let got = Digest::of(bytes).to_hex();
-                    if got != *want {
-                        findings.push(finding(
-                            name.clone(),
-                            format!("manifest.json says {want}, the file hashes to {got}"),
-                        ));
-                    }
-                }
-            }
-        }
-    }
+    let (listed, claimed) = check_listed(&present);
+    findings.extend(listed);
+    checked.release_digest = claimed;
 
     ph.mark("manifest files");
     // 2. The release node whose output names these files: the one sharing the

@@ -203,20 +203,22 @@ fn funnel_line(record: &crate::stages::ReleaseRecord) -> String {
     line
 }
 
-/// Removes the report pages of an earlier release that this one does not
-/// have: a page left behind would read as part of the release.
+/// Removes the report pages and manifest shards of an earlier release that
+/// this one does not have: a file left behind would read as part of the
+/// release.
 fn stale_pages(
     dir: &std::path::Path,
     record: &crate::stages::ReleaseRecord,
 ) -> std::io::Result<()> {
-    let pages = dir.join("pages");
-    let Ok(entries) = std::fs::read_dir(&pages) else {
-        return Ok(());
-    };
-    for e in entries.flatten() {
-        let name = format!("pages/{}", e.file_name().to_string_lossy());
-        if e.file_type()?.is_file() && !record.files.contains_key(&name) {
-            std::fs::remove_file(e.path())?;
+    for sub in ["pages", "manifest"] {
+        let Ok(entries) = std::fs::read_dir(dir.join(sub)) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = format!("{sub}/{}", e.file_name().to_string_lossy());
+            if e.file_type()?.is_file() && !record.files.contains_key(&name) {
+                std::fs::remove_file(e.path())?;
+            }
         }
     }
     Ok(())
@@ -301,14 +303,20 @@ fn write_release(
     // The report's pages (a release may have thousands) are counted.
     let (pages, top): (Vec<&String>, Vec<&String>) =
         record.files.keys().partition(|n| n.starts_with("pages/"));
+    let (shards, top): (Vec<&String>, Vec<&String>) =
+        top.into_iter().partition(|n| n.starts_with("manifest/"));
     let top: Vec<&str> = top.iter().map(|n| n.as_str()).collect();
     eprintln!(
-        "  wrote {}/{{{}}}{}",
+        "  wrote {}/{{{}}}{}{}",
         dir.display(),
         top.join(","),
         match pages.len() {
             0 => String::new(),
             n => format!(" and {n} report pages in {}/pages", dir.display()),
+        },
+        match shards.len() {
+            0 => String::new(),
+            n => format!(" and {n} manifest shards in {}/manifest", dir.display()),
         }
     );
     Ok(())

@@ -371,12 +371,19 @@ fn explain_number(
     json: bool,
 ) -> Result<i32, Failure> {
     let (file, text) = release_text(release, "manifest.json")?;
-    let manifest: Manifest = serde_json::from_str(&text).map_err(|e| {
+    let read = |name: &str| std::fs::read(release.join(name)).ok();
+    let (manifest, shards) = Manifest::read(text.as_bytes(), &read).map_err(|e| {
         Failure::new(
             exit::VERIFY_MISMATCH,
             miette::miette!("{}: {e}", file.display()),
         )
     })?;
+    if let Some(s) = shards.first() {
+        return Err(Failure::new(
+            exit::VERIFY_MISMATCH,
+            miette::miette!("{}: {}", release.join(&s.file).display(), s.problem),
+        ));
+    }
     if let Some(code) = explain_value(release, &manifest, path)? {
         return Ok(code);
     }

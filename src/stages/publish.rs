@@ -40,6 +40,7 @@ mod html_chart;
 mod html_harbor;
 mod html_judge;
 mod html_leaderboard;
+mod html_matrix;
 mod html_nav;
 mod html_transcript;
 mod index;
@@ -55,6 +56,7 @@ mod model;
 mod pages;
 mod paths;
 mod quality;
+mod shards;
 mod sources;
 mod stats;
 mod summary;
@@ -68,6 +70,8 @@ mod tests_instances;
 mod tests_judge;
 #[cfg(test)]
 mod tests_scale;
+#[cfg(test)]
+mod tests_split;
 mod trials;
 
 use std::collections::BTreeMap;
@@ -81,6 +85,40 @@ pub(crate) use paths::{segment as path_segment, value_at};
 /// File name -> bytes: `results.csv`, `summary.json`, `report.html`, the
 /// report's pages (`pages/…`), `manifest.json`.
 pub(crate) fn publish(input: &PublishInput) -> BTreeMap<String, Vec<u8>> {
+    publish_within(input, &Limits::RELEASE)
+}
+
+/// Where a file that grows with the sessions is split (docs/audit.md, "A
+/// large release's manifest"; docs/stages.md, the report's pages).
+pub(super) struct Limits {
+    /// manifest.json's bytes above which it is an index and shards, and
+    /// a shard's bytes (about).
+    pub(super) shard_above: usize,
+    pub(super) shard_bytes: usize,
+    /// Grades an agent page holds.
+    pub(super) agent_rows: usize,
+    /// Sessions report.html's matrix holds; more go on pages of their own.
+    pub(super) matrix_sessions: usize,
+}
+
+impl Limits {
+    pub(super) const RELEASE: Limits = Limits {
+        shard_above: shards::SHARD_ABOVE,
+        shard_bytes: shards::SHARD_BYTES,
+        agent_rows: html_nav::AGENT_ROWS,
+        matrix_sessions: html_matrix::MATRIX_SESSIONS,
+    };
+    /// Nothing split (benches/million.sh's side-by-side figures).
+    #[cfg(test)]
+    pub(super) const NONE: Limits = Limits {
+        shard_above: usize::MAX,
+        shard_bytes: usize::MAX,
+        agent_rows: usize::MAX,
+        matrix_sessions: usize::MAX,
+    };
+}
+
+fn publish_within(input: &PublishInput, limits: &Limits) -> BTreeMap<String, Vec<u8>> {
     let mut ph = crate::stages::Phases::new("publish");
     let index = index::Index::new(input);
     ph.mark("index");
@@ -88,7 +126,7 @@ pub(crate) fn publish(input: &PublishInput) -> BTreeMap<String, Vec<u8>> {
     ph.mark("csv");
     let (summary, sources) = summary::summary(&index);
     ph.mark("summary");
-    let html = html::report(&index, &summary);
+    let html = html::report(&index, &summary, limits);
     ph.mark("report.html");
     let mut files = BTreeMap::new();
     files.insert("results.csv".to_owned(), csv.into_bytes());
@@ -97,7 +135,12 @@ pub(crate) fn publish(input: &PublishInput) -> BTreeMap<String, Vec<u8>> {
     ph.mark("summary.json");
     files.extend(html_transcript::pages(&index, html::CSS));
     ph.mark("transcript pages");
-    files.extend(html_nav::pages(&index, html::CSS));
+    files.extend(html_nav::pages(&index, html::CSS, limits.agent_rows));
+    files.extend(html_matrix::pages(
+        &index,
+        html::CSS,
+        limits.matrix_sessions,
+    ));
     ph.mark("nav pages");
     let mut manifest = manifest::manifest(&index, &files, &summary, &sources);
     ph.mark("manifest");
@@ -111,7 +154,11 @@ pub(crate) fn publish(input: &PublishInput) -> BTreeMap<String, Vec<u8>> {
         );
     }
     ph.mark("seal");
-    files.insert("manifest.json".to_owned(), manifest.to_bytes());
+    files.extend(shards::split(
+        manifest,
+        limits.shard_above,
+        limits.shard_bytes,
+    ));
     ph.mark("manifest.json");
     files
 }

@@ -113,10 +113,14 @@ pub(crate) fn verify_bundle(
             }
         }
     }
-    let manifest: Manifest = serde_json::from_slice(manifest_bytes).unwrap_or_default();
+    let read = |name: &str| b.files.get(name).cloned();
+    let (manifest, shards) = Manifest::read(manifest_bytes, &read).unwrap_or_default();
     // The files' own digests are reported after the nodes and the
     // recomputation, which name the field that differs.
-    let mut late = Vec::new();
+    let mut late: Vec<Finding> = shards
+        .into_iter()
+        .map(|s| finding(format!("release/{}", s.file), s.problem))
+        .collect();
     for (name, want) in &manifest.files {
         match b.files.get(name) {
             None => late.push(finding(
@@ -335,8 +339,11 @@ pub(crate) fn verify_bundle(
             let before = findings.len();
             compare_files(&b.files, &files, &mut findings);
             // The numbers count as checked when both files that hold them recompute.
-            let holds_numbers =
-                |f: &Finding| f.what == "release/summary.json" || f.what == "release/manifest.json";
+            let holds_numbers = |f: &Finding| {
+                f.what == "release/summary.json"
+                    || f.what == "release/manifest.json"
+                    || f.what.starts_with("release/manifest/")
+            };
             if !findings[before..].iter().any(holds_numbers) {
                 checked.numbers = manifest.numbers.len();
             }
@@ -358,9 +365,11 @@ pub(crate) fn verify_bundle(
             }
         }
         Some((Some(entry), _)) => {
-            let again: Manifest = files
+            let read = |name: &str| files.get(name).cloned();
+            let again = files
                 .get("manifest.json")
-                .and_then(|m| serde_json::from_slice(m).ok())
+                .and_then(|m| Manifest::read(m, &read).ok())
+                .map(|(m, _)| m)
                 .unwrap_or_default();
             let path = entry.path.as_str();
             match again.number(path) {

@@ -12,15 +12,14 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use super::Limits;
 use super::index::{Graded, Index};
-use super::markup::{
-    agent_path, count, esc, fault_class, figure, label, label_of, named, rate_text,
-};
+use super::markup::{agent_path, count, esc, figure, label, label_of, named, rate_text};
 use super::model::{Agent, Summary};
 use super::pages::{At, session_link};
 use super::paths::segment;
-use super::{html_chart, html_harbor, html_judge, html_leaderboard, html_transcript, pages};
-use crate::model::records::{Fault, TaskStatus, Verdict};
+use super::{html_chart, html_harbor, html_judge, html_leaderboard, html_matrix, pages};
+use crate::model::records::Verdict;
 
 pub(super) const CSS: &str = "
 body{font:14px/1.4 system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#222}
@@ -46,7 +45,7 @@ table.about th{background:none;font-weight:600}
 table.sortable th{cursor:pointer}
 ";
 
-pub(super) fn report(index: &Index<'_>, summary: &Summary) -> String {
+pub(super) fn report(index: &Index<'_>, summary: &Summary, limits: &Limits) -> String {
     let mut h = String::new();
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     let _ = writeln!(
@@ -171,7 +170,7 @@ pub(super) fn report(index: &Index<'_>, summary: &Summary) -> String {
     }
     h.push_str("</table>\n");
 
-    matrix(&mut h, index);
+    html_matrix::section(&mut h, index, limits.matrix_sessions);
     apart(&mut h, index, summary);
     html_harbor::section(&mut h, index);
     super::instances::section(&mut h, summary.instances.as_ref());
@@ -560,95 +559,6 @@ fn run_facts(h: &mut String, agents: &[&Agent]) {
         );
     }
     h.push_str("</table>\n");
-}
-
-/// The ranking: score over the whole certified task set of each pair's
-/// tracks (unattempted tasks count as unresolved), with its coverage, beside
-/// the per-attempt rate; both with Wilson intervals.
-/// Task × agent/model: the scored verdict of every session, coloured by fault.
-fn matrix(h: &mut String, index: &Index<'_>) {
-    h.push_str(
-        "<h2>Tasks × agents</h2>\n<p>The scored verdict of each session; \
-         a cell links to the session's detail on its task's page (a task's name, to the \
-         page), ¶ to its transcript.</p>\n<p>",
-    );
-    for f in Fault::ALL {
-        let _ = write!(
-            h,
-            "<span class=\"v {}\">fault: {}</span> ",
-            fault_class(*f),
-            esc(f.as_str())
-        );
-    }
-    h.push_str("</p>\n");
-    let pairs: Vec<&(String, String)> = index.groups.keys().collect();
-    let mut rows: BTreeMap<(&str, &str), BTreeMap<usize, Vec<Graded<'_>>>> = BTreeMap::new();
-    for (t, _) in &index.tasks {
-        if t.status == TaskStatus::Released && t.certified {
-            rows.entry((&t.instance_id, &t.track)).or_default();
-        }
-    }
-    for (col, pair) in pairs.iter().enumerate() {
-        for g in &index.groups[*pair] {
-            rows.entry((&g.0.instance_id, &g.0.track))
-                .or_default()
-                .entry(col)
-                .or_default()
-                .push(g);
-        }
-    }
-    if rows.is_empty() {
-        h.push_str("<p class=\"muted\">No tasks.</p>\n");
-        return;
-    }
-    h.push_str("<table class=\"sortable\" id=\"matrix\">\n<thead><tr><th>task</th><th>track</th>");
-    for (agent, model) in &pairs {
-        let _ = write!(
-            h,
-            "<th><a href=\"{}\">{} / {}</a></th>",
-            pages::agent(agent, model),
-            esc(agent),
-            esc(model)
-        );
-    }
-    h.push_str("</tr></thead>\n<tbody>\n");
-    for ((id, track), cells) in &rows {
-        let _ = write!(
-            h,
-            "<tr><td><a href=\"{}\">{}</a></td><td>{}</td>",
-            pages::task(id, track),
-            esc(id),
-            esc(track)
-        );
-        for col in 0..pairs.len() {
-            h.push_str("<td>");
-            match cells.get(&col) {
-                Some(grades) => {
-                    for g in grades {
-                        let _ = write!(
-                            h,
-                            "<a class=\"v {}\" href=\"{}\" title=\"{}\">{}</a>",
-                            fault_class(g.0.fault),
-                            esc(&pages::session(index, &g.0.session).unwrap_or_default()),
-                            esc(&g.0.session),
-                            esc(g.0.verdict.as_str())
-                        );
-                        if html_transcript::has_page(index, &g.0.session) {
-                            let _ = write!(
-                                h,
-                                "<a class=\"tr\" href=\"{}\" title=\"transcript\">¶</a>",
-                                pages::transcript(&g.0.session)
-                            );
-                        }
-                    }
-                }
-                None => h.push_str("<span class=\"muted\">–</span>"),
-            }
-            h.push_str("</td>");
-        }
-        h.push_str("</tr>\n");
-    }
-    h.push_str("</tbody></table>\n");
 }
 
 /// Uncertified tasks and empty-patch sessions, counted apart.

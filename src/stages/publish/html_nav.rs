@@ -24,7 +24,7 @@ use crate::model::records::TaskRecord;
 const LISTED: usize = 200;
 
 /// Every task page and agent page: (release file name, bytes).
-pub(super) fn pages(index: &Index<'_>, css: &str) -> Vec<(String, Vec<u8>)> {
+pub(super) fn pages(index: &Index<'_>, css: &str, per_page: usize) -> Vec<(String, Vec<u8>)> {
     let mut by_task: BTreeMap<(&str, &str), Vec<Graded<'_>>> = BTreeMap::new();
     let mut by_pair: BTreeMap<(&str, &str), Vec<Graded<'_>>> = BTreeMap::new();
     for g in &index.grades {
@@ -70,12 +70,35 @@ pub(super) fn pages(index: &Index<'_>, css: &str) -> Vec<(String, Vec<u8>)> {
         ));
     }
     for ((agent, model), grades) in &by_pair {
-        out.push((
-            pages::agent(agent, model),
-            agent_page(index, agent, model, grades, css).into_bytes(),
-        ));
+        let parts: Vec<&[Graded<'_>]> = grades.chunks(per_page.max(1)).collect();
+        for (i, rows) in parts.iter().enumerate() {
+            let part = Part {
+                at: i,
+                of: parts.len(),
+                total: grades.len(),
+                rows: per_page,
+            };
+            out.push((
+                pages::agent_part(agent, model, i),
+                agent_page(index, agent, model, rows, part, css).into_bytes(),
+            ));
+        }
     }
     out
+}
+
+/// Rows an agent page holds (about 370 bytes each): a pair with more
+/// grades gets several pages, `agent-<hex>.html` then `agent-<hex>-2.html`,
+/// …, each linking to every other, so no page passes 2 MB.
+pub(super) const AGENT_ROWS: usize = 3000;
+
+/// Which of an agent's pages this is.
+#[derive(Clone, Copy)]
+struct Part {
+    at: usize,
+    of: usize,
+    total: usize,
+    rows: usize,
 }
 
 /// A task's test list, folded: its name and count show, its ids on demand
@@ -181,6 +204,7 @@ fn agent_page(
     agent: &str,
     model: &str,
     grades: &[Graded<'_>],
+    part: Part,
     css: &str,
 ) -> String {
     let mut h = String::new();
@@ -191,9 +215,37 @@ fn agent_page(
         esc(agent),
         esc(model)
     );
+    if part.of > 1 {
+        parts_nav(&mut h, agent, model, part);
+    }
     let _ = writeln!(h, "<h2>Grades ({})</h2>", grades.len());
     sessions_table(&mut h, index, grades, Column::Task);
     pages::page(&format!("{agent} / {model}"), css, &h)
+}
+
+/// The links to an agent's other pages.
+fn parts_nav(h: &mut String, agent: &str, model: &str, part: Part) {
+    let _ = write!(
+        h,
+        "<p>{} grades on {} pages, {} a page; this is page {}:",
+        part.total,
+        part.of,
+        part.rows,
+        part.at + 1
+    );
+    for i in 0..part.of {
+        if i == part.at {
+            let _ = write!(h, " <b>{}</b>", i + 1);
+        } else {
+            let _ = write!(
+                h,
+                " <a href=\"{}\">{}</a>",
+                esc(&pages::from_page(&pages::agent_part(agent, model, i))),
+                i + 1
+            );
+        }
+    }
+    h.push_str("</p>\n");
 }
 
 /// What the first column of a sessions table names: the agent on a task's

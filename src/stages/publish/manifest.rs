@@ -87,6 +87,7 @@ pub(super) fn manifest(
         numbers,
         provenance: None,
         release_digest: String::new(),
+        shards: Vec::new(),
         tasks,
     };
     manifest.seal_digest();

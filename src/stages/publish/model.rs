@@ -811,8 +811,31 @@ pub(crate) struct Manifest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) provenance: Option<ManifestProvenance>,
     pub(crate) release_digest: String,
+    /// A large manifest's shards, in order (`super::shards`); absent when
+    /// manifest.json is one file.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) shards: Vec<Shard>,
     /// `instance_id/track` -> task digest.
     pub(crate) tasks: BTreeMap<String, String>,
+}
+
+/// One shard as the index names it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Shard {
+    /// blake3 (hex) of the shard's bytes.
+    pub(crate) blake3: String,
+    /// Its path in the release (`manifest/0000.json`).
+    pub(crate) file: String,
+    /// How many `files` entries and `numbers` (or parts of one) it holds.
+    pub(crate) files: usize,
+    pub(crate) numbers: usize,
+}
+
+/// A shard's bytes: its part of the manifest's `files` and `numbers`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ManifestShard {
+    pub(crate) files: BTreeMap<String, String>,
+    pub(crate) numbers: Vec<Number>,
 }
 
 impl Manifest {

@@ -107,6 +107,16 @@ pub(super) fn agent(agent: &str, model: &str) -> String {
     format!("{DIR}/agent-{}.html", &id[..16])
 }
 
+/// The `i`th page (from 0) of an agent/model pair's grades: the first is
+/// [`agent`]'s page.
+pub(super) fn agent_part(agent: &str, model: &str, i: usize) -> String {
+    let first = self::agent(agent, model);
+    match i {
+        0 => first,
+        _ => format!("{}-{}.html", first.trim_end_matches(".html"), i + 1),
+    }
+}
+
 /// Where a graded session's section is, from the release directory: its
 /// task's page at the session's anchor; none for a session never graded.
 pub(super) fn session(index: &Index<'_>, session: &str) -> Option<String> {

@@ -5,7 +5,14 @@
 //! a cost that grows linearly), the number of files, the largest and the
 //! total size; with `ASSAY_SCALE_DIR`, writes the larger release's files
 //! there. No timed assertion: the figures are for the bench's note.
+//!
+//! [`release_at_scale`] (`benches/million.sh`, one size a process) is the
+//! release step at a number of sessions: publish, the check of every file
+//! through manifest.json (`assay verify`'s step that needs no cache), a
+//! publish with one more session, the process's peak memory, and the
+//! largest file and page written.
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use super::tests::{grade, task};
@@ -126,4 +133,111 @@ fn publish_at_scale() {
         "ratio full / quarter: {:.2} (4.00 is linear)",
         full / quarter
     );
+}
+
+/// The input of `sessions` graded sessions (30 a task), its grades keyed
+/// by 64 hex digits as real node keys are.
+fn sessions_input(sessions: usize) -> PublishInput {
+    let mut input = input(sessions.div_ceil(AGENTS * ATTEMPTS));
+    input.grades.truncate(sessions);
+    input.sessions.truncate(sessions);
+    for g in &mut input.grades {
+        g.1 = blake3::hash(g.1.as_bytes()).to_hex().to_string();
+    }
+    input
+}
+
+/// One more session (the next attempt of the first agent on the first task).
+fn one_more(input: &mut PublishInput) {
+    let (mut g, mut s) = (input.grades[0].clone(), input.sessions[0].clone());
+    let id = format!("{}/extra", s.id);
+    g.0.session = id.clone();
+    g.1 = blake3::hash(id.as_bytes()).to_hex().to_string();
+    s.id = id;
+    input.grades.push(g);
+    input.sessions.push(s);
+}
+
+/// The process's CPU time so far (user + system), in seconds: the figure to
+/// read on a shared machine, where the wall time moves with the load.
+fn cpu_secs() -> f64 {
+    // SAFETY: getrusage writes into the zeroed struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
+}
+
+/// Runs `step`, printing its wall and CPU time.
+fn timed<T>(what: &str, step: impl FnOnce() -> T) -> T {
+    let (wall, cpu) = (Instant::now(), cpu_secs());
+    let out = step();
+    println!(
+        "{what}: {:.2} s wall, {:.2} s CPU",
+        wall.elapsed().as_secs_f64(),
+        cpu_secs() - cpu
+    );
+    out
+}
+
+fn peak_rss_mb() -> f64 {
+    // SAFETY: getrusage writes into the zeroed struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    usage.ru_maxrss as f64 / 1024.0
+}
+
+fn largest(files: &BTreeMap<String, Vec<u8>>, page: bool) -> (&str, f64) {
+    files
+        .iter()
+        .filter(|(n, _)| !page || n.ends_with(".html"))
+        .map(|(n, b)| (n.as_str(), b.len() as f64 / 1e6))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .unwrap_or_default()
+}
+
+#[test]
+#[ignore = "a bench: benches/million.sh"]
+fn release_at_scale() {
+    let sessions: usize = std::env::var("ASSAY_SCALE_SESSIONS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(7500);
+    let mut input = timed(&format!("sessions {sessions}: input"), || {
+        sessions_input(sessions)
+    });
+    // ASSAY_SCALE_UNSPLIT=1: nothing split (the files as one, side by side).
+    let limits = match std::env::var("ASSAY_SCALE_UNSPLIT").as_deref() {
+        Ok("1") => &Limits::NONE,
+        _ => &Limits::RELEASE,
+    };
+    let files = timed(&format!("sessions {sessions}: publish"), || {
+        publish_within(&input, limits)
+    });
+    let total: usize = files.values().map(Vec::len).sum();
+    let (file, file_mb) = largest(&files, false);
+    let (page, page_mb) = largest(&files, true);
+    println!(
+        "sessions {sessions}: {} files, {:.1} MB in all, largest file {file} {file_mb:.2} MB, \
+         largest page {page} {page_mb:.2} MB",
+        files.len(),
+        total as f64 / 1e6
+    );
+    let (findings, digest) = timed(
+        &format!("sessions {sessions}: verify (every file through manifest.json)"),
+        || crate::audit::check_listed(&files),
+    );
+    println!(
+        "sessions {sessions}: {} findings, release {}",
+        findings.len(),
+        digest.unwrap_or_default()
+    );
+    assert!(findings.is_empty(), "{findings:?}");
+    drop(files);
+    one_more(&mut input);
+    let again = timed(&format!("sessions {sessions}: +1 session publish"), || {
+        publish_within(&input, limits)
+    });
+    println!("sessions {sessions}: +1 session: {} files", again.len());
+    println!("sessions {sessions}: peak memory {:.0} MB", peak_rss_mb());
 }

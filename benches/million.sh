@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# usage: benches/million.sh [SESSIONS...]   (default 250000 1000000)
+#
+# The release step at a million graded sessions, by simulation: synthetic
+# graded-session records (no runs: 30 sessions a task, 10 agents x 3
+# attempts, each with a short transcript; src/stages/publish/tests_scale.rs,
+# `release_at_scale`) published, every file checked through manifest.json
+# (`assay verify`'s step that needs no cache), then published again with
+# one more session. One process a size, under /usr/bin/time -v: its wall
+# and CPU time, peak memory (maximum resident set), the largest file and
+# the largest page written. Debug build (the test profile): compare the
+# ratios between sizes, not the seconds. Prints the load average before
+# each size (the machine is shared). BIN=PATH runs that test binary
+# instead of building this tree's.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+sizes=("$@")
+[ ${#sizes[@]} -gt 0 ] || sizes=(250000 1000000)
+# BIN=path: that test binary (e.g. a copy built from another commit).
+bin=${BIN:-}
+[ -n "$bin" ] || bin=$(cargo test -q --bin assay --no-run --message-format=json 2>/dev/null |
+    python3 -c 'import json,sys
+for l in sys.stdin:
+    m=json.loads(l)
+    if m.get("reason")=="compiler-artifact" and m.get("executable") and m["target"]["kind"]==["bin"]: print(m["executable"])' |
+    tail -1)
+for n in "${sizes[@]}"; do
+    echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
+    log=$(mktemp)
+    if ! ASSAY_SCALE_SESSIONS=$n /usr/bin/time -v "$bin" --exact \
+        stages::publish::tests_scale::release_at_scale --ignored --nocapture \
+        >"$log" 2>&1; then
+        echo "sessions $n: did not finish (last lines below)"
+    fi
+    grep -E "^sessions |Maximum resident|Elapsed \(wall|User time|System time|Command terminated|Killed|memory" "$log" || tail -5 "$log"
+    rm -f "$log"
+done

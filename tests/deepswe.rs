@@ -365,21 +365,6 @@ fn deep_swe_folders_are_screened_and_their_whitelists_checked_against_assays_rea
     assert!(removed.status.success());
 }
 
-/// A session file on `task` with `patch`.
-fn session(p: &util::Project, id: &str, task: &str, patch: &str) {
-    p.write(&format!("sessions/{id}.diff"), patch);
-    p.write(
-        &format!("sessions/{id}.json"),
-        serde_json::json!({
-            "task": task,
-            "agent": "alpha",
-            "model": "model-a",
-            "patch_file": format!("{id}.diff"),
-        })
-        .to_string(),
-    );
-}
-
 /// `results.csv` by session and arm.
 fn grades(p: &util::Project) -> std::collections::BTreeMap<(String, String), Value> {
     let text = std::fs::read_to_string(p.path().join("release/results.csv")).unwrap();
@@ -453,10 +438,9 @@ fn a_deep_swe_folder_becomes_an_assay_task_graded_by_assay_with_the_datasets_rea
     deep_swe_task(&ds, "calc-1", &[MUL, ADD], &[SUB]);
     deep_swe_task(&ds, "calc-3", &[MUL], &[SUB]);
     let gold = std::fs::read_to_string(ds.join("calc-1/solution/solution.patch")).unwrap();
-    session(&p, "gold", "ds/calc-1", &gold);
-    session(&p, "empty", "ds/calc-1", "");
-    session(
-        &p,
+    p.session("gold", "ds/calc-1", &gold);
+    p.session("empty", "ds/calc-1", "");
+    p.session(
         "wrong",
         "ds/calc-1",
         &gold.replace("return a * b", "return a + b"),
@@ -469,7 +453,7 @@ fn a_deep_swe_folder_becomes_an_assay_task_graded_by_assay_with_the_datasets_rea
         &ds.join("calc-1/environment/repo"),
         &[MUL, "tests.test_mul.MulTest.test_mul_zero", ADD, SUB],
     );
-    session(&p, "forged", "ds/calc-1", &forged);
+    p.session("forged", "ds/calc-1", &forged);
 
     let first = p.build_json(&[]).code(0);
     for kind in ["swe_triage", "swe_env", "task"] {
@@ -857,9 +841,9 @@ fn a_harbor_job_on_a_deep_swe_task_is_graded_by_assay_and_forged_rewards_reports
     swe_trial(&job, "lost__1", "beta", None, None, None);
 
     let linked_in = report_link_patch(&repo, "forged.json", &forged_report, true);
-    session(&p, "linked-in", "ds/calc-1", &linked_in);
+    p.session("linked-in", "ds/calc-1", &linked_in);
     let linked_out = report_link_patch(&repo, "/tmp/forged.json", &forged_report, false);
-    session(&p, "linked-out", "ds/calc-1", &linked_out);
+    p.session("linked-out", "ds/calc-1", &linked_out);
 
     p.build_json(&[]).code(0);
     let g = grades(&p);
@@ -1063,10 +1047,9 @@ fn a_go_deep_swe_folder_with_two_reports_is_screened_and_graded_by_assay() {
     let ds = p.path().join("ds");
     deep_swe_go_task(&ds, "go-calc");
     let gold = std::fs::read_to_string(ds.join("go-calc/solution/solution.patch")).unwrap();
-    session(&p, "gold", "ds/go-calc", &gold);
-    session(&p, "empty", "ds/go-calc", "");
-    session(
-        &p,
+    p.session("gold", "ds/go-calc", &gold);
+    p.session("empty", "ds/go-calc", "");
+    p.session(
         "wrong",
         "ds/go-calc",
         &gold.replace("return a * b", "return a + b"),
@@ -1206,7 +1189,7 @@ fn a_go_image_that_keeps_its_build_cache_under_roots_home_certifies_and_no_run_k
         &go_test_sh_with_the_images_cache(),
     );
     let gold = std::fs::read_to_string(ds.join("go-home/solution/solution.patch")).unwrap();
-    session(&p, "gold", "ds/go-home", &gold);
+    p.session("gold", "ds/go-home", &gold);
     let escaped = p.path().join("escaped-from-a-run");
     let tag = format!("{}x{}", std::process::id(), line!());
     let repo = ds.join("go-home/environment/repo");
@@ -1220,7 +1203,7 @@ fn a_go_image_that_keeps_its_build_cache_under_roots_home_certifies_and_no_run_k
         git_in(&repo, 1, &["add", "-A"]);
         let hostile = git_in(&repo, 1, &["diff", "--cached", "--binary"]);
         git_in(&repo, 1, &["reset", "-q", "--hard"]);
-        session(&p, s, "ds/go-home", &hostile);
+        p.session(s, "ds/go-home", &hostile);
     }
 
     p.build_json(&[]).code(0);

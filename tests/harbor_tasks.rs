@@ -433,21 +433,6 @@ fn py_task(root: &Path, folder: &str, name: &str) {
     write_folder(&dir, files);
 }
 
-/// A session file on `task` with `patch` (its `.diff` beside it).
-fn session(p: &util::Project, id: &str, task: &str, patch: &str) {
-    p.write(&format!("sessions/{id}.diff"), patch);
-    p.write(
-        &format!("sessions/{id}.json"),
-        serde_json::json!({
-            "task": task,
-            "agent": "alpha",
-            "model": "model-a",
-            "patch_file": format!("{id}.diff"),
-        })
-        .to_string(),
-    );
-}
-
 /// A trial of `terminal/py-calc` as Harbor writes it for a task assay did
 /// not export: its result, and the working directory the job collected
 /// (`artifacts/workspace/calc.py`) when `calc` is given.
@@ -516,16 +501,15 @@ fn sessions_on_a_reward_only_harbor_task_are_graded_by_its_own_verifier_in_a_fre
     // Its oracle does not fix it: never certified.
     py_task(&tb, "py-broken", "terminal/py-broken");
     std::fs::write(tb.join("py-broken/solution/solve.sh"), "#!/bin/sh\ntrue\n").unwrap();
-    session(&p, "gold", "terminal/py-calc", &calc_patch("a + b"));
-    session(&p, "empty", "tb/py-calc", "");
-    session(&p, "wrong", "tb/py-calc", &calc_patch("a * b"));
-    session(
-        &p,
+    p.session("gold", "terminal/py-calc", &calc_patch("a + b"));
+    p.session("empty", "tb/py-calc", "");
+    p.session("wrong", "tb/py-calc", &calc_patch("a * b"));
+    p.session(
         "stale",
         "tb/py-calc",
         &calc_patch("a + b").replace("a - b", "a / b"),
     );
-    session(&p, "uncertified", "tb/py-broken", &calc_patch("a + b"));
+    p.session("uncertified", "tb/py-broken", &calc_patch("a + b"));
     // A Harbor job of the task that collected each trial's working
     // directory as the artifact `workspace`.
     let job = p.path().join("sessions/harbor/tb");
@@ -695,8 +679,8 @@ fn the_network_a_harbor_task_declares_is_the_network_of_its_controls_and_graded_
     // The session that solves it: `value` in the image's working
     // directory (`/app`) made 2.
     let solve = "diff --git a/value b/value\n--- a/value\n+++ b/value\n@@ -1 +1 @@\n-1\n+2\n";
-    session(&p, "solved", "tb/public", solve);
-    session(&p, "offline", "tb/none", solve);
+    p.session("solved", "tb/public", solve);
+    p.session("offline", "tb/none", solve);
     let first = p.build_json(&[]).code(0);
     let lines = harbor_lines(&p);
 
@@ -773,9 +757,9 @@ fn an_unsupported_network_mode_fails_only_its_task_and_the_console_names_the_fil
     let toml = tb.join("bad-network/task.toml");
     let text = std::fs::read_to_string(&toml).unwrap();
     std::fs::write(&toml, text.replace("\"no-network\"", "\"bridge\"")).unwrap();
-    session(&p, "gold", "tb/py-calc", &calc_patch("a + b"));
-    session(&p, "empty", "tb/py-calc", "");
-    session(&p, "on-bad", "tb/bad-network", &calc_patch("a + b"));
+    p.session("gold", "tb/py-calc", &calc_patch("a + b"));
+    p.session("empty", "tb/py-calc", "");
+    p.session("on-bad", "tb/bad-network", &calc_patch("a + b"));
     let run = p.run(&["build"]).code(0);
     for shown in [
         "tb/bad-network/task.toml: [environment] network_mode = \"bridge\" is none of",
@@ -878,9 +862,9 @@ fn sessions_on_a_go_harbor_task_are_graded_by_its_own_verifier() {
     );
     let _images = util::harbor::BuiltImages::of(&p);
     go_task(&p.path().join("tb"), "go-calc");
-    session(&p, "gold", "terminal/go-calc", &go_patch("a + b"));
-    session(&p, "empty", "terminal/go-calc", "");
-    session(&p, "wrong", "terminal/go-calc", &go_patch("b - a"));
+    p.session("gold", "terminal/go-calc", &go_patch("a + b"));
+    p.session("empty", "terminal/go-calc", "");
+    p.session("wrong", "terminal/go-calc", &go_patch("b - a"));
     let first = p.build_json(&[]).code(0);
     assert_eq!(first.summary.by_kind["harbor_grade"].executed, 3);
     let line = &harbor_lines(&p)["go-calc"];

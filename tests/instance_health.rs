@@ -18,8 +18,7 @@ mod util;
 
 use serde_json::{Value, json};
 use util::instances::{
-    Image, Repo, TEST_CALC, TEST_MUL, disagreements, django, released, repository, row, session,
-    write,
+    Image, Repo, TEST_CALC, TEST_MUL, disagreements, django, released, repository, row, write,
 };
 
 /// Coin tests: each passes or fails by a byte of `/dev/urandom`. Each is
@@ -112,10 +111,9 @@ fn swe_rebench_instances_with_a_flaky_listed_test_get_a_dataset_health_report() 
         .join("\n"),
     );
 
-    // A gold session: the report's funnel names its sessions by
-    // `summary.trials`, which a release without sessions does not have.
+    // A gold session, graded on the clean instance's task.
     let (task_clean, task_flaky) = (format!("rb/{clean}"), format!("rb/{flaky}"));
-    session(&p, "gold", &task_clean, &r.gold_patch);
+    p.session("gold", &task_clean, &r.gold_patch);
 
     let first = p.build_json(&[]).code(0);
     assert_eq!(first.summary.by_kind["instance"].executed, 2);

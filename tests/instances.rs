@@ -76,20 +76,14 @@ fn swe_bench_instances_become_tasks_screened_by_assay_and_checked_against_their_
         .join("\n"),
     );
     let task_one = format!("sb/{one}");
-    session(&p, "gold", &task_one, &r.gold_patch);
-    session(&p, "empty", &task_one, "");
-    session(
-        &p,
+    p.session("gold", &task_one, &r.gold_patch);
+    p.session("empty", &task_one, "");
+    p.session(
         "wrong",
         &task_one,
         &r.gold_patch.replace("return a * b", "return a + b"),
     );
-    session(
-        &p,
-        "history",
-        &task_one,
-        &history_patch(&build.join("repo")),
-    );
+    p.session("history", &task_one, &history_patch(&build.join("repo")));
 
     let first = p.build_json(&[]).code(0);
     for kind in ["instance", "instance_triage", "instance_env", "task"] {

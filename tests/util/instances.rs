@@ -160,20 +160,6 @@ pub fn django(id: &str) -> String {
     format!("{method} ({id})")
 }
 
-pub fn session(p: &super::Project, id: &str, task: &str, patch: &str) {
-    p.write(&format!("sessions/{id}.diff"), patch);
-    p.write(
-        &format!("sessions/{id}.json"),
-        serde_json::json!({
-            "task": task,
-            "agent": "alpha",
-            "model": "model-a",
-            "patch_file": format!("{id}.diff"),
-        })
-        .to_string(),
-    );
-}
-
 pub fn lines(p: &super::Project, file: &str) -> Vec<Value> {
     std::fs::read_to_string(p.path().join("release").join(file))
         .unwrap_or_default()

@@ -54,6 +54,22 @@ impl Project {
         std::fs::write(path, contents).unwrap();
     }
 
+    /// A session file `sessions/ID.json` on `task` by agent `alpha`
+    /// (`model-a`), its patch beside it in `sessions/ID.diff`.
+    pub fn session(&self, id: &str, task: &str, patch: &str) {
+        self.write(&format!("sessions/{id}.diff"), patch);
+        self.write(
+            &format!("sessions/{id}.json"),
+            serde_json::json!({
+                "task": task,
+                "agent": "alpha",
+                "model": "model-a",
+                "patch_file": format!("{id}.diff"),
+            })
+            .to_string(),
+        );
+    }
+
     pub fn pipeline(self, toml: &str) -> Project {
         self.file("pipeline.toml", toml)
     }

@@ -262,16 +262,7 @@ fn a_javascript_instance_is_certified_with_the_pipelines_test_command() {
     util::progress::phase(
         "test a_javascript_instance_is_certified_with_the_pipelines_test_command",
     );
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/base-image.sh");
-    let out = std::process::Command::new(script)
-        .args(["assay-node:bookworm", "nodejs"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    util::harbor::node_image();
     let p = util::Project::new().pipeline(
         "cache = \"cache\"\nrelease = \"release\"\n\n[[instances]]\nname = \"ms\"\npath = \"instances.json\"\ntest_command = \"node --test --test-reporter=tap test/\"\nreport = \"tap\"\n",
     );
@@ -279,7 +270,7 @@ fn a_javascript_instance_is_certified_with_the_pipelines_test_command() {
     let r = js_repository(&build.join("repo"));
     let id = format!("acme__jscalc-{:x}", std::process::id());
     let image = format!("mswebench/acme_m_jscalc:pr-{:x}", std::process::id());
-    let _image = Image::build_from("assay-node:bookworm", &build, &[&image]);
+    let _image = Image::build_from(util::harbor::NODE_IMAGE, &build, &[&image]);
     let mut one: Value = serde_json::from_str(&row(
         &id,
         &r,

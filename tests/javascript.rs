@@ -16,6 +16,7 @@ use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
+use util::harbor::{NODE_IMAGE, node_image};
 use util::{Project, strs};
 
 const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/jscalc");
@@ -508,24 +509,6 @@ fn a_mocha_package_is_screened_and_graded_through_the_preset() {
         tail.contains("\"before each\" hook for ")
             && tail.contains("failed: TypeError: match is not a function"),
         "{grade:#}"
-    );
-}
-
-/// The image the node preset runs in on the docker executor: the base image
-/// with Debian's `nodejs` (Node 18), built offline once by
-/// `scripts/base-image.sh` when the daemon lacks it.
-const NODE_IMAGE: &str = "assay-node:bookworm";
-
-fn node_image() {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/base-image.sh");
-    let out = Command::new(script)
-        .args([NODE_IMAGE, "nodejs"])
-        .output()
-        .expect("run scripts/base-image.sh");
-    assert!(
-        out.status.success(),
-        "scripts/base-image.sh {NODE_IMAGE} nodejs failed (these tests need a running Docker daemon):\n{}",
-        String::from_utf8_lossy(&out.stderr)
     );
 }
 

@@ -109,6 +109,25 @@ pub fn base_image() {
     });
 }
 
+/// The image the node preset runs in on the docker executor: the base image
+/// with Debian's `nodejs` (Node 18), built offline once by
+/// `scripts/base-image.sh` when the daemon lacks it.
+pub const NODE_IMAGE: &str = "assay-node:bookworm";
+
+/// Builds [`NODE_IMAGE`] when the daemon lacks it.
+pub fn node_image() {
+    let script = Path::new(super::example::ROOT).join("scripts/base-image.sh");
+    let out = Command::new(script)
+        .args([NODE_IMAGE, "nodejs"])
+        .output()
+        .expect("run scripts/base-image.sh");
+    assert!(
+        out.status.success(),
+        "scripts/base-image.sh {NODE_IMAGE} nodejs failed (these tests need a running Docker daemon):\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// An image of `assay-base:bookworm` with this machine's Go toolchain at
 /// `/usr/local/go` (no registry: the files are copied in and committed),
 /// made once per machine.

@@ -13,8 +13,8 @@
 //! The launcher is a program run as `LAUNCHER __assay-launch [--join PATH |
 //! --join-try PATH]… [--limit NAME=VALUE]… -- PROGRAM ARGS…`: the `assay`
 //! binary itself ([`dispatch`] at the top of its `main`), or `assay-launch`
-//! of this crate. [`install`] says which; with none installed, runs are
-//! started with `pre_exec` as before.
+//! of this crate. [`install`] says which; with none installed, the forked
+//! child does the same steps in `pre_exec`.
 //!
 //! Its stderr, until it `exec`s the command, is a status pipe of the
 //! coordinator's: a failure is written there (the errno, then what failed)

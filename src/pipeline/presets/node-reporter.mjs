@@ -55,8 +55,12 @@ export default async function* jestShaped(source) {
     const d = event.data ?? {};
     const file = d.file ?? '';
     if (event.type === 'test:stderr' && !String(d.message ?? '').includes(SEAL)) {
-      const seen = stderrs.get(file) ?? [];
-      if (seen.reduce((n, m) => n + m.length, 0) < STDERR_CAP) seen.push(String(d.message ?? ''));
+      const seen = stderrs.get(file) ?? { lines: [], bytes: 0 };
+      if (seen.bytes < STDERR_CAP) {
+        const message = String(d.message ?? '');
+        seen.lines.push(message);
+        seen.bytes += message.length;
+      }
       stderrs.set(file, seen);
       continue;
     }
@@ -91,7 +95,7 @@ export default async function* jestShaped(source) {
       status,
       failureMessages: event.type !== 'test:fail' ? []
         : d.nesting === 0 && d.name === file && error?.failureType === 'testCodeFailure'
-          ? [fileFailureText(error, stderrs.get(file))]
+          ? [fileFailureText(error, stderrs.get(file)?.lines)]
           : [failureText(error)],
     });
     files.set(file, results);

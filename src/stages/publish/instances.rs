@@ -66,7 +66,8 @@ fn instance(o: &mut At<'_>, index: &Index<'_>, t: &TaskRecord, digest: &str) -> 
     };
     let lists = t.dataset.clone().unwrap_or_default();
     let screened = t.status != TaskStatus::Declined;
-    // An instance declined before its screen has no reading to disagree with.
+    // An instance declined before its screen has no reading to disagree
+    // with (its task record lists none; one cached before that rule may).
     let disagreeing = if screened {
         lists.disagreements
     } else {

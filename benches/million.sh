@@ -3,7 +3,7 @@
 #
 # The release step at a million graded sessions, by simulation: synthetic
 # graded-session records (no runs: 30 sessions a task, 10 agents x 3
-# attempts, each with a short transcript; src/stages/publish/tests_scale.rs,
+# attempts, each with a short transcript; src/release/tests_scale.rs,
 # `release_at_scale`) published, every file checked through manifest.json
 # (`assay verify`'s step that needs no cache), then published again with
 # one more session. One process a size, under /usr/bin/time -v: its wall
@@ -29,7 +29,7 @@ for n in "${sizes[@]}"; do
     echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
     log=$(mktemp)
     if ! ASSAY_SCALE_SESSIONS=$n /usr/bin/time -v "$bin" --exact \
-        stages::publish::tests_scale::release_at_scale --ignored --nocapture \
+        release::tests_scale::release_at_scale --ignored --nocapture \
         >"$log" 2>&1; then
         echo "sessions $n: did not finish (last lines below)"
     fi

@@ -4,7 +4,7 @@
 # The release's files at scale, from synthetic graded sessions (no
 # grading: the publish step the release node runs, on TASKS tasks x 10
 # agents x 3 attempts, every session with a short transcript;
-# src/stages/publish/tests_scale.rs): publish's time at TASKS/4 and at
+# src/release/tests_scale.rs): publish's time at TASKS/4 and at
 # TASKS side by side and their ratio (4.00 is a cost that grows linearly),
 # how many files, the largest and the total size; then headless Chromium's
 # wall time to load report.html, the largest page and the largest task page

@@ -2,14 +2,17 @@
 //! agent sessions against them, and publishes releases whose every number can
 //! be checked from a hash. Clap at the edge; each command lives in `cli/`.
 
-mod audit;
 mod cli;
 mod exit;
 mod model;
+mod nodes;
+mod ops;
 mod pipeline;
+mod plan;
+mod release;
 mod render;
+mod run;
 mod sessions;
-mod stages;
 mod words;
 
 use std::process::ExitCode;

@@ -19,8 +19,8 @@ pub(crate) struct BuildArgs {
     #[arg(long)]
     json: bool,
     /// Re-execute cached observations of these kinds (e.g. `run`): flaky tests get read again.
-    #[arg(long, value_delimiter = ',', value_parser = crate::stages::parse_kind)]
-    reread: Vec<crate::stages::NodeKind>,
+    #[arg(long, value_delimiter = ',', value_parser = crate::model::kind::parse_arg)]
+    reread: Vec<crate::model::kind::NodeKind>,
     /// Print every node as it runs.
     #[arg(short, long)]
     verbose: bool,
@@ -41,7 +41,7 @@ fn executor_kind() -> impl clap::builder::TypedValueParser<Value = ExecutorKind>
 }
 
 pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
-    let mut ph = crate::stages::Phases::new("build");
+    let mut ph = crate::run::phase::Phases::new("build");
     let mut pipeline = global.load_pipeline()?;
     ph.mark("load pipeline");
     pipeline.settings.executor_override = args.executor;
@@ -95,11 +95,11 @@ pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
     executors.finished();
     let outcome = outcome.map_err(Failure::cache)?;
     let tasks = task_records(&store, &outcome, &graph);
-    if let Some(id) = graph.find(crate::stages::RELEASE_NODE) {
+    if let Some(id) = graph.find(crate::model::names::RELEASE) {
         write_release(&pipeline, &store, &outcome, id, &tasks)?;
     }
     ph.mark("write release");
-    let lost = crate::stages::Lost::of_build(&store, &outcome, &graph);
+    let lost = crate::plan::lost::Lost::of_build(&store, &outcome, &graph);
     ph.mark("lost");
     if !lost.is_empty() {
         eprintln!("{lost}");
@@ -121,21 +121,21 @@ fn task_records(
     store: &assay_engine::Store,
     outcome: &assay_engine::BuildOutcome,
     graph: &assay_engine::Graph,
-) -> Vec<crate::stages::TaskRecord> {
+) -> Vec<crate::model::records::TaskRecord> {
     (0..graph.len())
-        .filter(|&i| graph.node(i).kind == crate::stages::NodeKind::Task)
+        .filter(|&i| graph.node(i).kind == crate::model::kind::NodeKind::Task)
         .filter_map(|i| outcome.output(store, i).ok().flatten())
-        .filter_map(|b| serde_json::from_slice::<crate::stages::TaskRecord>(&b).ok())
+        .filter_map(|b| serde_json::from_slice::<crate::model::records::TaskRecord>(&b).ok())
         .collect()
 }
 
 /// When every task this build screened is uncertified because its
 /// environment is broken, what broke (each distinct reason once, the first
 /// few): such a build measured nothing.
-fn broken_everywhere(tasks: &[crate::stages::TaskRecord]) -> Option<String> {
+fn broken_everywhere(tasks: &[crate::model::records::TaskRecord]) -> Option<String> {
     let screened = tasks
         .iter()
-        .filter(|t| t.status != crate::stages::TaskStatus::Declined);
+        .filter(|t| t.status != crate::model::records::TaskStatus::Declined);
     let mut reasons: Vec<&str> = Vec::new();
     for t in screened {
         let why = t.environment_broken()?;
@@ -154,10 +154,10 @@ fn broken_everywhere(tasks: &[crate::stages::TaskRecord]) -> Option<String> {
 
 /// What to write for the tasks held back awaiting a statement: each one's
 /// file, in the pipeline's `statements` directory (as the file names it).
-fn statements_to_write(pipeline: &Pipeline, tasks: &[crate::stages::TaskRecord]) -> String {
+fn statements_to_write(pipeline: &Pipeline, tasks: &[crate::model::records::TaskRecord]) -> String {
     let mut ids: Vec<&str> = tasks
         .iter()
-        .filter(|t| t.status == crate::stages::TaskStatus::AwaitingStatement)
+        .filter(|t| t.status == crate::model::records::TaskStatus::AwaitingStatement)
         .map(|t| t.instance_id.as_str())
         .collect();
     ids.sort();
@@ -184,7 +184,7 @@ fn statements_to_write(pipeline: &Pipeline, tasks: &[crate::stages::TaskRecord])
 /// certified but not released: the line counts them among the certified and
 /// says how many of those are released and how many wait, so a first build
 /// whose tasks all await a statement never reads `0 certified`.
-fn funnel_line(record: &crate::stages::ReleaseRecord) -> String {
+fn funnel_line(record: &crate::nodes::release::ReleaseRecord) -> String {
     let f = &record.funnel;
     let waiting = f.awaiting_statement_certified;
     let mut line = format!(
@@ -208,7 +208,7 @@ fn funnel_line(record: &crate::stages::ReleaseRecord) -> String {
 /// release.
 fn stale_pages(
     dir: &std::path::Path,
-    record: &crate::stages::ReleaseRecord,
+    record: &crate::nodes::release::ReleaseRecord,
 ) -> std::io::Result<()> {
     for sub in ["pages", "manifest"] {
         let Ok(entries) = std::fs::read_dir(dir.join(sub)) else {
@@ -231,13 +231,13 @@ fn write_release(
     store: &assay_engine::Store,
     outcome: &assay_engine::BuildOutcome,
     id: usize,
-    tasks: &[crate::stages::TaskRecord],
+    tasks: &[crate::model::records::TaskRecord],
 ) -> Result<(), Failure> {
     let Some(bytes) = outcome.output(store, id).map_err(Failure::cache)? else {
         eprintln!("release: not written (the release node did not succeed)");
         return Ok(());
     };
-    let record: crate::stages::ReleaseRecord = serde_json::from_slice(&bytes)
+    let record: crate::nodes::release::ReleaseRecord = serde_json::from_slice(&bytes)
         .map_err(|e| Failure::new(exit::INTERNAL, miette::miette!("release record: {e}")))?;
     let dir = pipeline.release_dir();
     let io = |e: std::io::Error| {

@@ -11,10 +11,11 @@ use serde::de::DeserializeOwned;
 
 use super::labels::Named;
 use super::{Failure, Global};
-use crate::audit::NodeDisplay;
 use crate::exit;
+use crate::model::records::{Fault, GradeRecord, JudgeOutcome, JudgeRecord, Verdict};
+use crate::ops::audit::NodeDisplay;
 use crate::pipeline::{Arm, Pipeline};
-use crate::stages::{Fault, GradeRecord, JudgeOutcome, JudgeRecord, Manifest, Verdict};
+use crate::release::Manifest;
 
 /// Say why a node ran or was reused, or what a published number was computed from.
 ///
@@ -81,7 +82,7 @@ pub(crate) fn run(global: &Global, args: ExplainArgs) -> Result<i32, Failure> {
     // Inputs under their names in the last build (a node reused under
     // another name records the names of the build that made it).
     if let Some(m) = manifests.first() {
-        let found = crate::audit::inputs_in(&display.deps, &record.deps, m);
+        let found = crate::ops::audit::inputs_in(&display.deps, &record.deps, m);
         for (dep, entry) in display.deps.iter_mut().zip(found) {
             if let Some(e) = entry {
                 dep.clone_from(&e.name);
@@ -612,7 +613,7 @@ fn explain_value(
 ) -> Result<Option<i32>, Failure> {
     if path.starts_with("funnel") {
         let tree = release_tree(release, "funnel.json")?;
-        let Some(value) = crate::stages::value_at(&tree, "funnel", path) else {
+        let Some(value) = crate::release::value_at(&tree, "funnel", path) else {
             return Err(Failure::new(
                 exit::NOT_FOUND,
                 miette::miette!(
@@ -634,7 +635,7 @@ fn explain_value(
         return Ok(None);
     }
     let tree = release_tree(release, "summary.json")?;
-    let Some(value) = crate::stages::value_at(&tree, "summary", path) else {
+    let Some(value) = crate::release::value_at(&tree, "summary", path) else {
         return Ok(None);
     };
     println!("value    {path} = {value}");
@@ -669,8 +670,8 @@ fn explain_label(release: &std::path::Path, label: &str, rest: &str) -> Result<i
         .unwrap_or_default();
     println!("label    `{label}` is `{rest}` under each agent/model in summary.json");
     for key in agents {
-        let path = format!("summary.agents{}{rest}", crate::stages::path_segment(key));
-        let value = crate::stages::value_at(&tree, "summary", &path)
+        let path = format!("summary.agents{}{rest}", crate::release::path_segment(key));
+        let value = crate::release::value_at(&tree, "summary", &path)
             .map_or_else(|| "(none)".to_owned(), ToString::to_string);
         println!("  {path} = {value}");
     }

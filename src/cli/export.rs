@@ -45,14 +45,14 @@ pub(crate) fn run(global: &Global, args: ExportArgs) -> Result<i32, Failure> {
     let pipeline = Pipeline::load(&global.pipeline).ok();
     let store = global.open_store(pipeline.as_ref())?;
     let omit: Vec<String> = if args.no_logs {
-        crate::audit::LOG_KINDS
+        crate::ops::audit::LOG_KINDS
             .iter()
             .map(|k| k.to_string())
             .collect()
     } else {
         Vec::new()
     };
-    let done = crate::audit::export(&store, &to, &omit).map_err(|e| {
+    let done = crate::ops::audit::export(&store, &to, &omit).map_err(|e| {
         Failure::new(
             exit::NOT_FOUND,
             miette::miette!(help = "build first, on this cache", "cannot export: {e}"),
@@ -79,8 +79,8 @@ pub(crate) fn run(global: &Global, args: ExportArgs) -> Result<i32, Failure> {
 }
 
 /// An export to Harbor that stopped, with its kind's exit code and hint.
-fn harbor_failure(e: crate::stages::harbor::ExportError) -> Failure {
-    use crate::stages::harbor::ExportError as E;
+fn harbor_failure(e: crate::ops::export::ExportError) -> Failure {
+    use crate::ops::export::ExportError as E;
     let (code, help) = match &e {
         E::NotBuilt(_) => (
             exit::NOT_FOUND,
@@ -126,7 +126,7 @@ fn harbor(global: &Global, dir: &std::path::Path) -> Result<i32, Failure> {
         )
     })?;
     let done =
-        crate::stages::harbor::export(&pipeline, &store, dir, &binary).map_err(harbor_failure)?;
+        crate::ops::export::export(&pipeline, &store, dir, &binary).map_err(harbor_failure)?;
     for (id, why) in &done.skipped {
         eprintln!("warning: {id} not exported: {why}");
     }

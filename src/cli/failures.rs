@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use crate::exit;
-use crate::stages::ErrorKind;
+use crate::run::error::ErrorKind;
 
 /// The failed nodes of a build, counted by kind; `unclassified` counts
 /// failures whose job gave no kind.

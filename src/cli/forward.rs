@@ -21,7 +21,7 @@ pub(crate) struct ForwardArgs {
 }
 
 pub(crate) fn run(args: ForwardArgs) -> Result<i32, Failure> {
-    Ok(crate::stages::attempt::egress::forward(
+    Ok(crate::run::attempt::egress::forward(
         args.port,
         &args.socket,
         &args.command,

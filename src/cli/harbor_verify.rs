@@ -1,6 +1,6 @@
 //! `assay harbor-verify` (hidden): the verifier of an exported Harbor task,
 //! run by its `tests/test.sh` inside the trial's container
-//! (`stages::harbor::verify`, docs/harbor.md).
+//! (`ops::harbor_verify`, docs/harbor.md).
 
 use std::path::PathBuf;
 
@@ -8,19 +8,19 @@ use clap::Args;
 
 use super::Failure;
 use crate::exit;
-use crate::stages::harbor::{Paths, verify};
+use crate::ops::harbor_verify::{Paths, verify};
 
 /// Grade the workspace of a Harbor trial and write its reward.
 #[derive(Args, Debug)]
 pub(crate) struct HarborVerifyArgs {
     /// The task's tests folder as Harbor copied it.
-    #[arg(long, default_value = crate::stages::harbor::TESTS)]
+    #[arg(long, default_value = crate::run::harbor::TESTS)]
     tests: PathBuf,
     /// The agent's workspace.
-    #[arg(long, default_value = crate::stages::harbor::WORKSPACE)]
+    #[arg(long, default_value = crate::run::harbor::WORKSPACE)]
     workspace: PathBuf,
     /// Where reward.json and the verdict go.
-    #[arg(long, default_value = crate::stages::harbor::LOGS)]
+    #[arg(long, default_value = crate::run::harbor::LOGS)]
     logs: PathBuf,
 }
 
@@ -37,7 +37,7 @@ pub(crate) fn run(args: HarborVerifyArgs) -> Result<i32, Failure> {
                 help = e.kind.hint(),
                 "assay's verifier could not grade this trial ({}): {}",
                 e.kind,
-                crate::stages::chain(&e)
+                crate::run::error::chain(&e)
             ),
         )
     })?;

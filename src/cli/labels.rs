@@ -71,7 +71,7 @@ fn agent_rest(label: &str) -> Option<String> {
         "permission denials" => ".run.permission_denials.total",
         "mean duration (s)" => ".run.duration_ms.mean",
         verdict => {
-            let v = crate::stages::Verdict::GRADED
+            let v = crate::model::records::Verdict::GRADED
                 .iter()
                 .find(|v| v.as_str() == verdict)?;
             return Some(format!(".verdicts.{}", v.as_str()));

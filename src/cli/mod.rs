@@ -101,9 +101,9 @@ impl Failure {
     }
 }
 
-impl From<crate::stages::StageError> for Failure {
-    fn from(e: crate::stages::StageError) -> Failure {
-        use crate::stages::StageError;
+impl From<crate::run::error::StageError> for Failure {
+    fn from(e: crate::run::error::StageError) -> Failure {
+        use crate::run::error::StageError;
         let code = match &e {
             StageError::Config(_) => exit::CONFIG,
             StageError::Cache(_) => exit::CACHE,
@@ -268,8 +268,8 @@ pub(crate) fn check_cache_dir(dir: &std::path::Path) -> Result<(), Failure> {
 pub(crate) fn laid_out(
     pipeline: &crate::pipeline::Pipeline,
     store: &assay_engine::Store,
-) -> Result<crate::stages::StagePlan, Failure> {
-    let plan = crate::stages::plan(pipeline, store)?;
+) -> Result<crate::ops::StagePlan, Failure> {
+    let plan = crate::ops::plan(pipeline, store)?;
     for w in &plan.warnings {
         eprintln!("{w}");
     }
@@ -277,7 +277,7 @@ pub(crate) fn laid_out(
 }
 
 /// Kinds as the engine takes them (`--reread`): their words.
-pub(crate) fn kinds(kinds: &[crate::stages::NodeKind]) -> std::collections::BTreeSet<String> {
+pub(crate) fn kinds(kinds: &[crate::model::kind::NodeKind]) -> std::collections::BTreeSet<String> {
     kinds.iter().map(|k| k.as_str().to_owned()).collect()
 }
 
@@ -326,7 +326,10 @@ mod tests {
             assert!(e.contains("no node kind `runs`"), "{e}");
         }
         assert_eq!(
-            super::kinds(&[crate::stages::NodeKind::Judge, crate::stages::NodeKind::Run]),
+            super::kinds(&[
+                crate::model::kind::NodeKind::Judge,
+                crate::model::kind::NodeKind::Run
+            ]),
             ["judge".to_owned(), "run".to_owned()].into()
         );
     }

@@ -6,7 +6,7 @@ use clap::Args;
 use super::{Failure, Global};
 use crate::exit;
 use crate::model::config::ExecutorKind;
-use crate::stages::NodeKind;
+use crate::model::kind::NodeKind;
 
 /// Show what `assay build` would execute, and why, without running it.
 #[derive(Args, Debug)]
@@ -18,7 +18,7 @@ pub(crate) struct PlanArgs {
     #[arg(long)]
     all: bool,
     /// Plan as if `build --reread KINDS` were given.
-    #[arg(long, value_delimiter = ',', value_parser = crate::stages::parse_kind)]
+    #[arg(long, value_delimiter = ',', value_parser = crate::model::kind::parse_arg)]
     reread: Vec<NodeKind>,
     #[command(flatten)]
     pub(crate) bounds: super::SourceBounds,

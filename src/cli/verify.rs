@@ -61,7 +61,7 @@ pub(crate) fn run(global: &Global, mut args: VerifyArgs) -> Result<i32, Failure>
     if args.number.is_some() {
         return number_in_cache(global, &args);
     }
-    let mut ph = crate::stages::Phases::new("verify");
+    let mut ph = crate::run::phase::Phases::new("verify");
     let pipeline = Pipeline::load(&global.pipeline).ok();
     let store = global.open_store(pipeline.as_ref())?;
     ph.mark("open");
@@ -126,7 +126,7 @@ pub(crate) fn run(global: &Global, mut args: VerifyArgs) -> Result<i32, Failure>
     }
     ph.mark("fsck");
     // Environment directories against the digests recorded at setup.
-    match crate::stages::damaged_environments(&store) {
+    match crate::ops::damaged_environments(&store) {
         Ok(damaged) if damaged.is_empty() => {}
         Ok(damaged) => {
             mismatch = true;
@@ -148,7 +148,7 @@ pub(crate) fn run(global: &Global, mut args: VerifyArgs) -> Result<i32, Failure>
     ph.mark("environments");
     let mut release_result = serde_json::Value::Null;
     if let Some(dir) = release_dir {
-        let (findings, checked) = crate::audit::verify_release(&store, &dir).map_err(|e| {
+        let (findings, checked) = crate::ops::audit::verify_release(&store, &dir).map_err(|e| {
             Failure::new(
                 exit::VERIFY_MISMATCH,
                 miette::miette!("release {}: {e}", dir.display()),
@@ -233,7 +233,7 @@ fn reexecute(
     // a new reading, unless it changes a verdict: a grade read again that
     // comes out with another verdict or fault is a mismatch too.
     let changed_verdict = |r: &assay_engine::Recheck| {
-        crate::stages::verdict_change(&r.kind, r.stored_bytes.as_deref(), r.new_bytes.as_deref())
+        crate::ops::verdict_change(&r.kind, r.stored_bytes.as_deref(), r.new_bytes.as_deref())
     };
     let verdicts: Vec<(&assay_engine::Recheck, String)> = differ
         .iter()
@@ -298,7 +298,7 @@ fn number_in_cache(global: &Global, args: &VerifyArgs) -> Result<i32, Failure> {
     let store = global.open_store(pipeline.as_ref())?;
     let tmp = tempfile::tempdir().map_err(Failure::cache)?;
     let dir = tmp.path().join("bundle");
-    crate::audit::export(&store, &dir, &[]).map_err(|e| {
+    crate::ops::audit::export(&store, &dir, &[]).map_err(|e| {
         Failure::new(
             exit::NOT_FOUND,
             miette::miette!(
@@ -325,10 +325,10 @@ enum Held<'a> {
 
 /// Checks the bundle in `dir` and says what it held.
 fn checked(dir: &std::path::Path, args: &VerifyArgs, held: Held<'_>) -> Result<i32, Failure> {
-    use crate::audit::BundleError;
+    use crate::ops::audit::BundleError;
     let (findings, checked) =
-        crate::audit::verify_bundle(dir, args.number.as_deref(), args.digest.as_deref()).map_err(
-            |e| match e {
+        crate::ops::audit::verify_bundle(dir, args.number.as_deref(), args.digest.as_deref())
+            .map_err(|e| match e {
                 BundleError::NotABundle(_) => Failure::new(
                     exit::NOT_FOUND,
                     miette::miette!(help = "`assay export --to DIR` writes a bundle", "{e}"),
@@ -351,8 +351,7 @@ fn checked(dir: &std::path::Path, args: &VerifyArgs, held: Held<'_>) -> Result<i
                     exit::VERIFY_MISMATCH,
                     miette::miette!("bundle {}: {e}", dir.display()),
                 ),
-            },
-        )?;
+            })?;
     print_findings(&findings, args.json);
     if !args.json {
         let what = match &args.number {
@@ -404,7 +403,7 @@ fn checked(dir: &std::path::Path, args: &VerifyArgs, held: Held<'_>) -> Result<i
 }
 
 /// One `MISMATCH what: problem` line per finding (or one JSON object each).
-fn print_findings(findings: &[crate::audit::Finding], json: bool) {
+fn print_findings(findings: &[crate::ops::audit::Finding], json: bool) {
     for f in findings {
         if json {
             println!("{}", serde_json::to_string(f).unwrap_or_default());

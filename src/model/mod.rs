@@ -84,7 +84,7 @@ mod tests {
             "crate::pipeline",
             "crate::sessions",
             "crate::cli",
-            "crate::audit",
+            "crate::ops::audit",
         ];
         for file in files {
             let source = std::fs::read_to_string(&file).unwrap();

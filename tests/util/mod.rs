@@ -28,7 +28,7 @@ pub mod git;
 pub mod harbor;
 pub mod instances;
 /// The release's links, checked (the file the unit tests use too).
-#[path = "../../src/stages/publish/links.rs"]
+#[path = "../../src/release/links.rs"]
 pub mod links;
 pub mod llm;
 pub mod patches;

@@ -1,0 +1,409 @@
+//! A SWE-bench-family instance (docs/instances.md) taken in as an assay
+//! task: three nodes stand where a mined task has its triage and its
+//! environment, and everything after them — trees, screening runs in three
+//! states, certification, canaries, the task, grades with arms and reruns —
+//! is a mined task's.
+//!
+//! - `instance:<name>/<id>` finds the instance's image by the family's
+//!   names ([`Family::image_names`], the first the daemon has), and reads
+//!   the repository in its working directory (`/testbed`) from a container
+//!   of it with no network: the commit it stands on, which must be the
+//!   instance's base or SWE-bench's own setup commit over it, and the
+//!   history it holds that the base does not reach (refs, reflogs, tags,
+//!   packed objects: every commit in its object database that is not an
+//!   ancestor of its `HEAD`). A row that does not read fails this node
+//!   alone, naming the file, the line and the field.
+//! - `instance_triage:<name>/<id>` makes the triage record: the base tree is
+//!   the image's working directory as `git add -A` stages it (its `.git`
+//!   and ignored files left out), the patches and statement are the row's,
+//!   and the instance's own lists ride along (`dataset`) to be compared
+//!   with assay's readings in the task.
+//! - `instance_env:<name>/<id>` makes the docker executor's environment from
+//!   the image as a Deep-SWE task's is made (`swe_task::FromImage`), with the
+//!   working directory's `.git` removed first: no graded run and no agent
+//!   sees any history, and the setup fails if a repository is left.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use assay_engine::JobCtx;
+use serde::{Deserialize, Serialize};
+
+use super::adapter::{Kind, Made, NoInputs, NodeKind};
+use super::swe_task::{ImageEnv, ImageOf};
+use crate::model::instances::{DatasetLists, Family, Instance, TESTBED};
+use crate::model::records::{Decision, TriageRecord};
+use crate::model::rules::shell;
+use crate::run::error::{Context, Kinded, NodeError};
+use crate::run::executor::Executors;
+use crate::run::harbor::workspace;
+
+/// The history check's budget: a repository's object database is listed
+/// and compared with its base's ancestors.
+const HISTORY_BUDGET: Duration = Duration::from_secs(600);
+/// Where the check's container writes what it found.
+const FOUND: &str = "/tmp/assay-history";
+
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct InstanceParams {
+    pub(crate) dataset: String,
+    pub(crate) family: Family,
+    /// The row as read, or why it does not read (the node then fails).
+    pub(crate) row: Result<Instance, String>,
+    /// The image names tried, in order.
+    pub(crate) names: Vec<String>,
+}
+
+/// `instance:<name>/<id>`: the instance's image, and what its repository holds.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub(crate) struct InstanceRecord {
+    pub(crate) dataset: String,
+    pub(crate) instance_id: String,
+    pub(crate) family: String,
+    /// Every name tried, in order.
+    pub(crate) names_tried: Vec<String>,
+    /// The first name the daemon has, and its image id.
+    pub(crate) image_name: Option<String>,
+    pub(crate) image: Option<String>,
+    /// The repository's place in the image (`WORKDIR`, else `/testbed`).
+    pub(crate) workdir: String,
+    /// The commit the repository stands on.
+    pub(crate) head: Option<String>,
+    /// Commits of the repository's object database that its `HEAD` does
+    /// not reach: the future the image held (removed from the environment).
+    pub(crate) commits_not_from_base: Option<u64>,
+    /// Its refs but `HEAD`'s branch, and how many reflog entries it kept.
+    pub(crate) refs: Vec<String>,
+    pub(crate) reflog_entries: Option<u64>,
+    /// Why the instance cannot become a task (no image, not at its base).
+    pub(crate) declined: Option<(Decision, String)>,
+}
+
+pub(crate) struct InstanceNode {
+    pub(crate) params: InstanceParams,
+    pub(crate) executors: Arc<Executors>,
+}
+
+impl Kind for InstanceNode {
+    const NAME: &'static str = NodeKind::Instance.as_str();
+    const VERSION: u32 = 1;
+    type Params = InstanceParams;
+    type Inputs = NoInputs;
+    type Record = InstanceRecord;
+
+    fn params(&self) -> &InstanceParams {
+        &self.params
+    }
+
+    async fn run(
+        self: Arc<Self>,
+        _: NoInputs,
+        _ctx: JobCtx,
+    ) -> Result<Made<InstanceRecord>, NodeError> {
+        let p = &self.params;
+        let row = p.row.as_ref().map_err(NodeError::input)?;
+        let mut record = InstanceRecord {
+            dataset: p.dataset.clone(),
+            instance_id: row.instance_id.clone(),
+            family: p.family.as_str().to_owned(),
+            names_tried: p.names.clone(),
+            ..InstanceRecord::default()
+        };
+        let docker = self.executors.daemon().client().await.infra()?;
+        let mut found = None;
+        for name in &p.names {
+            if let Ok(image) = docker.inspect_foreign(name).await {
+                found = Some((name.clone(), image));
+                break;
+            }
+        }
+        let Some((name, image)) = found else {
+            record.declined = Some((
+                Decision::NoImage,
+                format!(
+                    "the docker daemon has none of the images tried: {}",
+                    p.names.join(", ")
+                ),
+            ));
+            return Ok(Made::record(record));
+        };
+        record.workdir = match image.working_dir.trim_end_matches('/') {
+            "" => TESTBED.to_owned(),
+            dir => dir.to_owned(),
+        };
+        record.image_name = Some(name);
+        record.image = Some(image.id.clone());
+        let history = read_history(docker, &image.id, &record.workdir).await?;
+        record.declined = history.check(&row.base_commit, &record.workdir);
+        record.head = history.head;
+        record.commits_not_from_base = history.commits_not_from_base;
+        record.refs = history.refs;
+        record.reflog_entries = history.reflog_entries;
+        Ok(Made::record(record))
+    }
+
+    /// A stored record is not taken when it found no image (the names are
+    /// tried again: an image may have been loaded since) or when the image
+    /// it found is gone from the daemon.
+    fn refuse_hit(&self, output: &[u8]) -> Option<String> {
+        let r: InstanceRecord = serde_json::from_slice(output).ok()?;
+        match (&r.declined, &r.image) {
+            (Some((Decision::NoImage, _)), _) => {
+                Some("it found no image: the names are tried again".to_owned())
+            }
+            (_, Some(id)) if self.executors.daemon().image_present(id) == Some(false) => {
+                Some(format!("its image {id} is gone from the daemon"))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// What the repository in an image's working directory holds.
+#[derive(Debug, Default)]
+struct History {
+    /// Why it could not be read (no directory, no git, no repository).
+    unread: Option<String>,
+    head: Option<String>,
+    parent: Option<String>,
+    commits_not_from_base: Option<u64>,
+    refs: Vec<String>,
+    reflog_entries: Option<u64>,
+}
+
+impl History {
+    /// Why an instance over this repository is declined: it stands
+    /// neither on `base` nor on SWE-bench's setup commit over it
+    /// (`git commit --allow-empty -am SWE-bench`, whose parent is the base).
+    fn check(&self, base: &str, workdir: &str) -> Option<(Decision, String)> {
+        if let Some(why) = &self.unread {
+            return Some((
+                Decision::ImageNotAtBase,
+                format!("the repository at {workdir} cannot be read: {why}"),
+            ));
+        }
+        let head = self.head.as_deref().unwrap_or_default();
+        if head == base || self.parent.as_deref() == Some(base) {
+            return None;
+        }
+        Some((
+            Decision::ImageNotAtBase,
+            format!(
+                "the repository at {workdir} stands on {head}, not on the instance's base_commit {base} (nor on one commit over it)"
+            ),
+        ))
+    }
+}
+
+/// The script that reads the repository at `$W` into [`FOUND`].
+fn history_script(workdir: &str) -> String {
+    format!(
+        "W={w}; O={FOUND}; mkdir -p $O; \
+         if ! cd \"$W\" 2>/dev/null; then echo \"no directory $W\" > $O/unread; exit 0; fi; \
+         if ! command -v git >/dev/null; then echo 'the image has no git' > $O/unread; exit 0; fi; \
+         git config --global --add safe.directory \"$W\" 2>/dev/null; \
+         if ! git rev-parse --verify -q HEAD > $O/head; then echo \"no git repository at $W\" > $O/unread; exit 0; fi; \
+         git rev-parse --verify -q HEAD^ > $O/parent; \
+         git for-each-ref --format='%(refname)' > $O/refs; \
+         git reflog --all 2>/dev/null | wc -l > $O/reflog; \
+         git rev-list HEAD | sort > $O/reached; \
+         git cat-file --batch-all-objects --batch-check='%(objecttype) %(objectname)' | awk '$1 == \"commit\" {{ print $2 }}' | sort > $O/all; \
+         comm -23 $O/all $O/reached | wc -l > $O/unreached",
+        w = shell::quote(workdir)
+    )
+}
+
+async fn read_history(
+    docker: &assay_docker::Docker,
+    image: &str,
+    workdir: &str,
+) -> Result<History, NodeError> {
+    let spec = assay_docker::ForeignSpec {
+        image: image.to_owned(),
+        script: history_script(workdir),
+        limits: assay_docker::Limits::default(),
+        labels: std::collections::HashMap::from([(
+            crate::run::harbor::screen::IMAGE_LABEL.to_owned(),
+            "history".to_owned(),
+        )]),
+        network: false,
+    };
+    let container = docker.create_foreign(&spec).await.infra()?;
+    let ran = container.run(HISTORY_BUDGET).await;
+    let files = container.files(FOUND, 1 << 20, 4 << 20).await;
+    let _ = container.remove().await;
+    let ran = ran.infra().context("the history check's container")?;
+    if ran.timed_out {
+        return Err(NodeError::infra(format!(
+            "the history check ran over {} s",
+            HISTORY_BUDGET.as_secs()
+        )));
+    }
+    let files = files.infra().context("reading the history check")?;
+    let text = |name: &str| -> Option<String> {
+        files
+            .get(name)
+            .map(|b| String::from_utf8_lossy(b).trim().to_owned())
+            .filter(|s| !s.is_empty())
+    };
+    let count = |name: &str| text(name).and_then(|s| s.parse::<u64>().ok());
+    Ok(History {
+        unread: text("unread"),
+        head: text("head"),
+        parent: text("parent"),
+        commits_not_from_base: count("unreached"),
+        refs: text("refs")
+            .map(|s| s.lines().map(str::to_owned).collect())
+            .unwrap_or_default(),
+        reflog_entries: count("reflog"),
+    })
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct InstanceTriageParams {
+    /// `<name>/<instance_id>`: the task's instance id.
+    pub(crate) id: String,
+    pub(crate) row: Instance,
+    pub(crate) family: Family,
+    /// Why no test command runs it (neither the family's spec nor the
+    /// pipeline's), if none does.
+    pub(crate) no_test_command: Option<String>,
+}
+
+super::adapter::inputs! {
+    pub(crate) struct InstanceTriageInputs / InstanceTriageNames { instance: InstanceRecord }
+}
+
+pub(crate) struct InstanceTriage {
+    pub(crate) params: InstanceTriageParams,
+    /// assay's object store (`cache/git`), where the base is committed.
+    pub(crate) store_dir: PathBuf,
+    pub(crate) executors: Arc<Executors>,
+}
+
+impl Kind for InstanceTriage {
+    const NAME: &'static str = NodeKind::InstanceTriage.as_str();
+    const VERSION: u32 = 1;
+    type Params = InstanceTriageParams;
+    type Inputs = InstanceTriageInputs;
+    type Record = TriageRecord;
+
+    fn params(&self) -> &InstanceTriageParams {
+        &self.params
+    }
+
+    async fn run(
+        self: Arc<Self>,
+        i: InstanceTriageInputs,
+        ctx: JobCtx,
+    ) -> Result<Made<TriageRecord>, NodeError> {
+        let p = &self.params;
+        let row = &p.row;
+        let paths = |patch: &str| -> Result<Vec<String>, NodeError> {
+            let mut paths: Vec<String> = assay_git::patch_paths(patch.as_bytes())
+                .input()?
+                .into_iter()
+                .map(|p| p.path)
+                .collect();
+            paths.sort();
+            paths.dedup();
+            Ok(paths)
+        };
+        let mut record = TriageRecord {
+            id: p.id.clone(),
+            repo: row.repo.clone(),
+            base: String::new(),
+            head: String::new(),
+            title: row
+                .problem_statement
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_owned(),
+            body: row.problem_statement.clone(),
+            decision: Decision::Eligible,
+            detail: String::new(),
+            test_files: paths(&row.test_patch).context("test_patch")?,
+            gold_files: paths(&row.patch).context("patch")?,
+            test_patch: String::new(),
+            gold_patch: String::new(),
+            dataset: Some(DatasetLists {
+                family: p.family.as_str().to_owned(),
+                base_commit: row.base_commit.clone(),
+                fail_to_pass: row.fail_to_pass.clone(),
+                pass_to_pass: row.pass_to_pass.clone(),
+                disagreements: Vec::new(),
+            }),
+        };
+        let instance = &i.instance.record;
+        let declined = instance.declined.clone().or_else(|| {
+            p.no_test_command
+                .clone()
+                .map(|why| (Decision::NoTestRunner, why))
+        });
+        if let Some((decision, detail)) = declined {
+            (record.decision, record.detail) = (decision, detail);
+            return Ok(Made::record(record));
+        }
+        let image = instance.image.clone().unwrap_or_default();
+        let base = workspace::commit_working_directory(
+            self.executors.daemon(),
+            &image,
+            &ctx.cache_dir.join("tmp"),
+            &self.store_dir,
+        )
+        .await?;
+        (record.base, record.head) = (base.clone(), base);
+        let mut attachments = Vec::new();
+        for (patch, slot) in [
+            (&row.test_patch, &mut record.test_patch),
+            (&row.patch, &mut record.gold_patch),
+        ] {
+            let digest = ctx.blobs.put(patch.as_bytes()).cache()?;
+            *slot = digest.to_hex();
+            attachments.push(digest);
+        }
+        Ok(Made {
+            record,
+            attachments,
+        })
+    }
+}
+
+super::adapter::inputs! {
+    pub(crate) struct InstanceEnvInputs / InstanceEnvNames { instance: InstanceRecord }
+}
+
+/// `instance_env`: an instance's environment, from its image, its
+/// repository's history removed.
+pub(crate) struct InstanceImage;
+
+/// The node kind `instance_env`.
+pub(crate) type InstanceEnv = ImageEnv<InstanceImage>;
+
+impl ImageOf for InstanceImage {
+    const NAME: &'static str = NodeKind::InstanceEnv.as_str();
+    const VERSION: u32 = 1;
+    const SCRUB_HISTORY: bool = true;
+    type Inputs = InstanceEnvInputs;
+
+    fn image(i: &InstanceEnvInputs) -> Result<String, (String, String)> {
+        let instance = &i.instance.record;
+        match (&instance.declined, &instance.image) {
+            (None, Some(image)) => Ok(image.clone()),
+            (declined, _) => {
+                let why = declined
+                    .as_ref()
+                    .map_or("no image", |(_, why)| why.as_str());
+                Err((
+                    format!(
+                        "the instance {}/{} has no environment: {why}\n",
+                        instance.dataset, instance.instance_id
+                    ),
+                    "none".to_owned(),
+                ))
+            }
+        }
+    }
+}

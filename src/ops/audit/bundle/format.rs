@@ -1,0 +1,161 @@
+//! The bundle's format: `bundle.json` (what it is of, [`BundleHead`]),
+//! `nodes.jsonl` (one [`BundleNode`] a line, sorted by name), `blobs/<2>/<62>`
+//! (every output and attachment by blake3) and `release/` (the release
+//! files); and reading one back from disk.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use assay_engine::{Digest, KeyRecord};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::release::AssayVersion;
+
+/// The format of a bundle's `bundle.json`; bumped when the layout changes meaning.
+pub(crate) const FORMAT: &str = "assay-bundle/1";
+
+/// One node of the closure, as `nodes.jsonl` holds it (one line each, sorted by name).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct BundleNode {
+    pub(crate) name: String,
+    pub(crate) kind: String,
+    /// The node key (hex): blake3 of the bincode of the key record below.
+    pub(crate) key: String,
+    pub(crate) schema: u32,
+    pub(crate) kind_version: u32,
+    /// The canonical params bytes (hex), as hashed into the key.
+    pub(crate) params: String,
+    /// Dependency output digests (hex), in declared order.
+    pub(crate) deps: Vec<String>,
+    /// The names of the dependencies, in the same order (a link names its node).
+    pub(crate) inputs: Vec<String>,
+    /// blake3 of the output bytes: the blob `blobs/<2>/<62>`.
+    pub(crate) output: String,
+    /// Other blobs the output names (logs, reports, patches, release files).
+    pub(crate) attachments: Vec<String>,
+    /// The params as JSON: only for the release node, whose recomputation
+    /// needs them (checked: they must encode to `params`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) params_json: Option<Value>,
+}
+
+impl BundleNode {
+    pub(super) fn record(&self) -> Result<KeyRecord, String> {
+        let deps = self
+            .deps
+            .iter()
+            .map(|d| d.parse::<Digest>())
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(KeyRecord {
+            schema: self.schema,
+            kind: self.kind.clone(),
+            kind_version: self.kind_version,
+            params: hex::decode(&self.params).map_err(|e| format!("params: {e}"))?,
+            deps,
+        })
+    }
+}
+
+/// `bundle.json`: what the bundle is of, and where it came from.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct BundleHead {
+    pub(crate) format: String,
+    pub(crate) release_digest: String,
+    /// The release node's key.
+    pub(crate) release_node: String,
+    /// Node kinds whose attachments were left out (digests kept in nodes.jsonl).
+    pub(crate) omitted: Vec<String>,
+    pub(crate) counts: Counts,
+    pub(crate) provenance: BundleProvenance,
+}
+
+/// `bundle.json`'s `provenance`: what the release was made from and by.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct BundleProvenance {
+    /// The assay that built the release (never the exporting one: the same
+    /// release exports to the same bytes with any assay); null without a
+    /// sealed manifest.
+    pub(crate) assay: Option<AssayVersion>,
+    /// Environment node name -> where it ran.
+    pub(crate) environments: BTreeMap<String, BundleEnv>,
+    /// Judge name -> settings digest.
+    pub(crate) judges: BTreeMap<String, String>,
+    /// blake3 of `pipeline.toml`; null without a sealed manifest.
+    pub(crate) pipeline: Option<String>,
+    pub(crate) release_digest: String,
+    pub(crate) release_node: String,
+}
+
+/// One environment of the closure: its node key, executor and image ids.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct BundleEnv {
+    pub(crate) base_image: Option<String>,
+    /// blake3 over the environment's directory once set up.
+    pub(crate) digest: Option<String>,
+    pub(crate) executor: String,
+    pub(crate) image: Option<String>,
+    pub(crate) key: String,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub(crate) struct Counts {
+    pub(crate) nodes: usize,
+    pub(crate) blobs: usize,
+    pub(crate) files: usize,
+    pub(crate) omitted_blobs: usize,
+}
+
+/// The node kinds whose attachments `--no-logs` leaves out: run logs and
+/// reports, environment setup logs and images, a metric command's log and
+/// report.
+pub(crate) const LOG_KINDS: [crate::model::kind::NodeKind; 3] = [
+    crate::model::kind::NodeKind::Run,
+    crate::model::kind::NodeKind::Env,
+    crate::model::kind::NodeKind::Quality,
+];
+
+/// Where a blob lives in a bundle.
+pub(super) fn blob_path(dir: &Path, hex: &str) -> PathBuf {
+    dir.join("blobs").join(&hex[..2]).join(&hex[2..])
+}
+
+/// The bundle as read from disk.
+pub(super) struct Bundle {
+    pub(super) dir: PathBuf,
+    pub(super) head: BundleHead,
+    pub(super) nodes: Vec<BundleNode>,
+    pub(super) files: BTreeMap<String, Vec<u8>>,
+}
+
+pub(super) fn read_bundle(dir: &Path) -> Result<Bundle, String> {
+    let read = |p: &Path| std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()));
+    let head: BundleHead = serde_json::from_slice(&read(&dir.join("bundle.json"))?)
+        .map_err(|e| format!("bundle.json: {e}"))?;
+    if head.format != FORMAT {
+        return Err(format!(
+            "bundle.json: format `{}`, this assay reads `{FORMAT}`",
+            head.format
+        ));
+    }
+    let text = read(&dir.join("nodes.jsonl"))?;
+    let mut nodes = Vec::new();
+    for (i, line) in text.split(|b| *b == b'\n').enumerate() {
+        if line.is_empty() {
+            continue;
+        }
+        nodes.push(
+            serde_json::from_slice(line).map_err(|e| format!("nodes.jsonl line {}: {e}", i + 1))?,
+        );
+    }
+    // The release's files as a release directory holds them (the report's
+    // pages under `pages/`).
+    let mut files = BTreeMap::new();
+    super::super::release::read_files(&dir.join("release"), "", &mut files)?;
+    Ok(Bundle {
+        dir: dir.to_owned(),
+        head,
+        nodes,
+        files,
+    })
+}

@@ -1,0 +1,506 @@
+//! `assay verify --bundle DIR [NUMBER]`: checks a bundle without the cache
+//! it came from (docs/audit.md): the release files against their manifest
+//! and statement, every node's key record against its key, every blob
+//! against its name, every link, and every release file against its
+//! recomputation from the release node's inputs.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use assay_engine::Digest;
+use serde::Deserialize;
+
+use super::format::{Bundle, BundleNode, blob_path, read_bundle};
+use super::hashing::hash_blobs;
+use super::intoto::check_statement;
+use crate::ops::audit::diff::compare_files;
+use crate::ops::audit::finding::{Finding, finding};
+use crate::ops::audit::recompute::{Recomputed, recompute_release};
+use crate::ops::audit::release::release_digest;
+use crate::release::{Manifest, Number};
+use crate::run::error::NodeError;
+
+/// Why `verify --bundle` could not check anything.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BundleError {
+    #[error("{0} is not a bundle (no bundle.json)")]
+    NotABundle(String),
+    #[error("no published number `{0}` in release/manifest.json")]
+    NoSuchNumber(String),
+    #[error("no count `{0}` in release/funnel.json")]
+    NoSuchCount(String),
+    /// A bundle whose own files cannot be read as one (a mismatch).
+    #[error("{0}")]
+    Unreadable(String),
+}
+
+/// What `verify --bundle` checked.
+#[derive(Debug, Default)]
+pub(crate) struct BundleChecked {
+    pub(crate) nodes: usize,
+    pub(crate) blobs: usize,
+    pub(crate) omitted_blobs: usize,
+    pub(crate) files: usize,
+    pub(crate) numbers: usize,
+    pub(crate) release_digest: String,
+    /// With a number: the nodes its manifest entry lists, with what each
+    /// says (a grade's verdict, a reading's outcome).
+    pub(crate) sources: Vec<(String, String)>,
+}
+
+/// The word a source node's record says of itself: a grade's verdict, a
+/// judge reading's outcome, a task's status.
+#[derive(Deserialize)]
+struct Says {
+    verdict: Option<String>,
+    outcome: Option<String>,
+    status: Option<String>,
+}
+
+impl Says {
+    fn word(self) -> Option<String> {
+        self.verdict.or(self.outcome).or(self.status)
+    }
+}
+
+/// `verify --bundle DIR [NUMBER]`: every check, or those one number rests on.
+pub(crate) fn verify_bundle(
+    dir: &Path,
+    number: Option<&str>,
+    expected_digest: Option<&str>,
+) -> Result<(Vec<Finding>, BundleChecked), BundleError> {
+    if !dir.join("bundle.json").is_file() {
+        return Err(BundleError::NotABundle(dir.display().to_string()));
+    }
+    let b = read_bundle(dir).map_err(BundleError::Unreadable)?;
+    let mut findings = Vec::new();
+    let mut checked = BundleChecked::default();
+
+    // The release files: the manifest's own digest, the digests it lists,
+    // the statement's sha256 subjects.
+    let manifest_bytes = b
+        .files
+        .get("manifest.json")
+        .ok_or_else(|| BundleError::Unreadable("no release/manifest.json".to_owned()))?;
+    match release_digest(manifest_bytes) {
+        None => findings.push(finding(
+            "release/manifest.json",
+            "no readable release_digest",
+        )),
+        Some((claimed, actual)) => {
+            checked.release_digest = claimed.clone();
+            if claimed != actual {
+                findings.push(finding(
+                    "release/manifest.json release_digest",
+                    format!("says {claimed}, the manifest hashes to {actual}"),
+                ));
+            }
+            if claimed != b.head.release_digest {
+                findings.push(finding(
+                    "bundle.json release_digest",
+                    format!(
+                        "says {}, release/manifest.json says {claimed}",
+                        b.head.release_digest
+                    ),
+                ));
+            }
+            if let Some(want) = expected_digest
+                && want != claimed
+            {
+                findings.push(finding(
+                    "release digest",
+                    format!("expected {want}, the bundle's release is {claimed}"),
+                ));
+            }
+        }
+    }
+    let read = |name: &str| b.files.get(name).cloned();
+    let (manifest, shards) = Manifest::read(manifest_bytes, &read).unwrap_or_default();
+    // The files' own digests are reported after the nodes and the
+    // recomputation, which name the field that differs.
+    let mut late: Vec<Finding> = shards
+        .into_iter()
+        .map(|s| finding(format!("release/{}", s.file), s.problem))
+        .collect();
+    for (name, want) in &manifest.files {
+        match b.files.get(name) {
+            None => late.push(finding(
+                format!("release/{name}"),
+                "listed in manifest.json but missing",
+            )),
+            Some(bytes) if Digest::of(bytes).to_hex() != *want => late.push(finding(
+                format!("release/{name}"),
+                format!(
+                    "manifest.json says {want}, the file hashes to {}",
+                    Digest::of(bytes)
+                ),
+            )),
+            Some(_) => {}
+        }
+    }
+    check_statement(&b, &mut late);
+    checked.files = b.files.len();
+
+    // The nodes to check: all, or the closure of one number's sources.
+    let by_name: BTreeMap<&str, &BundleNode> =
+        b.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+    let by_key: BTreeMap<&str, &BundleNode> = b.nodes.iter().map(|n| (n.key.as_str(), n)).collect();
+    let release = by_key
+        .get(b.head.release_node.as_str())
+        .copied()
+        .filter(|n| n.kind.as_str() == crate::model::kind::NodeKind::Release);
+    // The release digest covers the release node's key, and so, through the
+    // key records, every input the release was computed from.
+    if let Some(node) = manifest.provenance.as_ref().map(|p| &p.release_node)
+        && *node != b.head.release_node
+    {
+        findings.push(finding(
+            "release/manifest.json provenance.release_node",
+            format!(
+                "says {node}, bundle.json names release node {}",
+                b.head.release_node
+            ),
+        ));
+    }
+    // A number's entry (none for a count of funnel.json) and the nodes it rests on.
+    let wanted: Option<(Option<&Number>, BTreeSet<&str>)> = match number {
+        None => {
+            // Every node the manifest names must be in the bundle.
+            let mut named: BTreeSet<&str> = BTreeSet::new();
+            for n in &manifest.numbers {
+                named.extend(n.grades.iter().chain(&n.readings).map(String::as_str));
+            }
+            named.extend(manifest.tasks.values().map(String::as_str));
+            for k in named {
+                if !by_key.contains_key(k) {
+                    findings.push(finding(
+                        "release/manifest.json",
+                        format!("names node {k}, which is not in the bundle"),
+                    ));
+                }
+            }
+            None
+        }
+        Some(path) if path.starts_with("funnel") => {
+            // A count rests on the release node's inputs: every triage and
+            // screening it counts.
+            let published = b.files.get("funnel.json");
+            if published.and_then(|f| count_at(f, path)).is_none() {
+                return Err(BundleError::NoSuchCount(path.to_owned()));
+            }
+            let roots = release.map(|r| r.name.as_str()).into_iter().collect();
+            Some((None, closure(&by_name, roots)))
+        }
+        Some(path) => {
+            let entry = manifest
+                .number(path)
+                .ok_or_else(|| BundleError::NoSuchNumber(path.to_owned()))?;
+            let mut roots = BTreeSet::new();
+            for (field, k) in entry.node_keys() {
+                match by_key.get(k) {
+                    Some(n) => {
+                        roots.insert(n.name.as_str());
+                        let says = std::fs::read(blob_path(&b.dir, &n.output))
+                            .ok()
+                            .and_then(|b| serde_json::from_slice::<Says>(&b).ok())
+                            .and_then(Says::word)
+                            .unwrap_or_default();
+                        checked.sources.push((n.name.clone(), says));
+                    }
+                    None => findings.push(finding(
+                        format!("{path} {field}"),
+                        format!("node {k} is not in the bundle"),
+                    )),
+                }
+            }
+            if let Some(r) = release {
+                // Shallow: the release's own inputs are read for the
+                // recomputation; their digests are checked below.
+                roots.insert(r.name.as_str());
+            }
+            Some((Some(entry), closure(&by_name, roots)))
+        }
+    };
+    let in_scope = |n: &BundleNode| {
+        wanted
+            .as_ref()
+            .is_none_or(|(_, set)| set.contains(n.name.as_str()))
+    };
+
+    let blob_state = hash_blobs(&b.dir);
+    // Attachments of the kinds left out may be absent, wherever attached.
+    let omittable: BTreeSet<&str> = b
+        .nodes
+        .iter()
+        .filter(|n| b.head.omitted.contains(&n.kind))
+        .flat_map(|n| n.attachments.iter().map(String::as_str))
+        .collect();
+    let mut blobs_checked: BTreeSet<&str> = BTreeSet::new();
+    let mut omitted_blobs: BTreeSet<String> = BTreeSet::new();
+    let mut check_blob =
+        |hex: &str, what: String, may_be_absent: bool, out: &mut Vec<Finding>| -> bool {
+            match blob_state.get_key_value(hex) {
+                Some((k, Ok(()))) => {
+                    blobs_checked.insert(k.as_str());
+                    true
+                }
+                Some((_, Err(why))) => {
+                    out.push(finding(format!("blob {hex} ({what})"), why.clone()));
+                    false
+                }
+                None if may_be_absent => {
+                    omitted_blobs.insert(hex.to_owned());
+                    false
+                }
+                None => {
+                    out.push(finding(
+                        format!("blob {hex} ({what})"),
+                        "missing from the bundle",
+                    ));
+                    false
+                }
+            }
+        };
+    for n in b.nodes.iter().filter(|n| in_scope(n)) {
+        checked.nodes += 1;
+        let what = format!("node {}", n.name);
+        match n.record() {
+            Err(e) => findings.push(finding(what.clone(), format!("key record unreadable: {e}"))),
+            Ok(r) if r.key().to_hex() != n.key => findings.push(finding(
+                what.clone(),
+                format!(
+                    "its key record hashes to {}, not to its key {}",
+                    r.key(),
+                    n.key
+                ),
+            )),
+            Ok(_) => {}
+        }
+        check_blob(
+            &n.output,
+            format!("output of {}", n.name),
+            false,
+            &mut findings,
+        );
+        for a in &n.attachments {
+            let absent_ok = omittable.contains(a.as_str());
+            check_blob(
+                a,
+                format!("attachment of {}", n.name),
+                absent_ok,
+                &mut findings,
+            );
+        }
+        if n.inputs.len() != n.deps.len() {
+            findings.push(finding(
+                what.clone(),
+                format!(
+                    "{} dependencies but {} input names",
+                    n.deps.len(),
+                    n.inputs.len()
+                ),
+            ));
+        }
+        for (i, (dep, name)) in n.deps.iter().zip(&n.inputs).enumerate() {
+            match by_name.get(name.as_str()) {
+                None => findings.push(finding(
+                    what.clone(),
+                    format!("input {i} ({name}) is not in the bundle"),
+                )),
+                Some(d) if d.output != *dep => findings.push(finding(
+                    what.clone(),
+                    format!(
+                        "input {i} ({name}): the key record reads output {dep}, the bundle's {name} outputs {}",
+                        d.output
+                    ),
+                )),
+                Some(_) => {}
+            }
+        }
+    }
+    checked.blobs = blobs_checked.len();
+    checked.omitted_blobs = omitted_blobs.len();
+
+    // Every release file, recomputed from the release node's inputs.
+    let Some(release) = release else {
+        findings.push(finding(
+            "bundle.json release_node",
+            format!("no release node {} in nodes.jsonl", b.head.release_node),
+        ));
+        findings.extend(late);
+        return Ok((findings, checked));
+    };
+    let recomputed = recompute(&b, release, &by_name, &mut findings);
+    let Some(files) = recomputed else {
+        findings.extend(late);
+        return Ok((findings, checked));
+    };
+    match &wanted {
+        None => {
+            let before = findings.len();
+            compare_files(&b.files, &files, &mut findings);
+            // The numbers count as checked when both files that hold them recompute.
+            let holds_numbers = |f: &Finding| {
+                f.what == "release/summary.json"
+                    || f.what == "release/manifest.json"
+                    || f.what.starts_with("release/manifest/")
+            };
+            if !findings[before..].iter().any(holds_numbers) {
+                checked.numbers = manifest.numbers.len();
+            }
+        }
+        Some((None, _)) => {
+            let path = number.unwrap_or_default();
+            let published = b.files.get("funnel.json").and_then(|f| count_at(f, path));
+            let again = files.get("funnel.json").and_then(|f| count_at(f, path));
+            if published == again {
+                checked.numbers = 1;
+            } else {
+                let show = |v: Option<serde_json::Value>| {
+                    v.map_or("nothing".to_owned(), |v| v.to_string())
+                };
+                findings.push(finding(
+                    path,
+                    format!("published {}, recomputed {}", show(published), show(again)),
+                ));
+            }
+        }
+        Some((Some(entry), _)) => {
+            let read = |name: &str| files.get(name).cloned();
+            let again = files
+                .get("manifest.json")
+                .and_then(|m| Manifest::read(m, &read).ok())
+                .map(|(m, _)| m)
+                .unwrap_or_default();
+            let path = entry.path.as_str();
+            match again.number(path) {
+                None => findings.push(finding(path, "not in the recomputed release")),
+                Some(r) if r != *entry => {
+                    let json = |n: &Number| serde_json::to_string(n).unwrap_or_default();
+                    findings.push(finding(
+                        path,
+                        format!("published {}, recomputed {}", json(entry), json(r)),
+                    ))
+                }
+                Some(_) => checked.numbers = 1,
+            }
+            // The published value in summary.json must be the manifest's too.
+            if let Some(s) = b.files.get("summary.json")
+                && files.get("summary.json") != Some(s)
+            {
+                compare_files(
+                    &BTreeMap::from([("summary.json".to_owned(), s.clone())]),
+                    &BTreeMap::from([(
+                        "summary.json".to_owned(),
+                        files.get("summary.json").cloned().unwrap_or_default(),
+                    )]),
+                    &mut findings,
+                );
+            }
+        }
+    }
+    findings.extend(late);
+    Ok((findings, checked))
+}
+
+/// The value at a count's path (`funnel.certified`) in funnel.json's bytes.
+fn count_at(funnel: &[u8], path: &str) -> Option<serde_json::Value> {
+    let tree: serde_json::Value = serde_json::from_slice(funnel).ok()?;
+    crate::release::value_at(&tree, "funnel", path).cloned()
+}
+
+/// The names reachable from `roots` through inputs.
+fn closure<'a>(
+    by_name: &BTreeMap<&'a str, &'a BundleNode>,
+    roots: BTreeSet<&'a str>,
+) -> BTreeSet<&'a str> {
+    let mut seen = BTreeSet::new();
+    let mut stack: Vec<&str> = roots.into_iter().collect();
+    while let Some(name) = stack.pop() {
+        let Some(n) = by_name.get(name) else { continue };
+        if !seen.insert(n.name.as_str()) {
+            continue;
+        }
+        // The release's inputs are read, not descended into.
+        if n.kind.as_str() == crate::model::kind::NodeKind::Release {
+            for i in &n.inputs {
+                if let Some(d) = by_name.get(i.as_str()) {
+                    seen.insert(d.name.as_str());
+                }
+            }
+            continue;
+        }
+        stack.extend(n.inputs.iter().map(String::as_str));
+    }
+    seen
+}
+
+/// The release files from the release node's params and input outputs, and
+/// its output record checked against what the job stored.
+fn recompute(
+    b: &Bundle,
+    release: &BundleNode,
+    by_name: &BTreeMap<&str, &BundleNode>,
+    findings: &mut Vec<Finding>,
+) -> Option<BTreeMap<String, Vec<u8>>> {
+    let what = format!("node {}", release.name);
+    let Some(params_json) = &release.params_json else {
+        findings.push(finding(what, "no params_json"));
+        return None;
+    };
+    let params = match hex::decode(&release.params) {
+        Ok(p) => p,
+        Err(e) => {
+            findings.push(finding(what, format!("params: {e}")));
+            return None;
+        }
+    };
+    let mut inputs = Vec::with_capacity(release.inputs.len());
+    for name in &release.inputs {
+        let read = by_name.get(name.as_str()).and_then(|n| {
+            let bytes = std::fs::read(blob_path(&b.dir, &n.output)).ok()?;
+            let key = n.key.parse::<Digest>().ok()?;
+            (Digest::of(&bytes).to_hex() == n.output).then_some((bytes, key))
+        });
+        match read {
+            Some(input) => inputs.push(input),
+            None => {
+                findings.push(finding(
+                    what,
+                    format!("input {name}: its output is not in the bundle, or corrupt: nothing recomputed"),
+                ));
+                return None;
+            }
+        }
+    }
+    // A blob is believed only if it hashes to its name.
+    let read = |hex: &str| -> Result<Vec<u8>, NodeError> {
+        let d: Digest = hex.parse().map_err(NodeError::input)?;
+        let bytes = std::fs::read(blob_path(&b.dir, &d.to_hex()))
+            .map_err(|e| NodeError::input(format!("blob {hex}: {e}")))?;
+        if Digest::of(&bytes) == d {
+            Ok(bytes)
+        } else {
+            Err(NodeError::input(format!(
+                "blob {hex} does not hash to its name"
+            )))
+        }
+    };
+    let Recomputed { files, record } = match recompute_release(params_json, &params, &inputs, &read)
+    {
+        Ok(r) => r,
+        Err(e) => {
+            findings.push(finding(what, format!("cannot recompute the release: {e}")));
+            return None;
+        }
+    };
+    // The release job itself, re-executed: its output record names the files.
+    let stored = std::fs::read(blob_path(&b.dir, &release.output)).unwrap_or_default();
+    if serde_json::to_vec(&record).unwrap_or_default() != stored {
+        findings.push(finding(
+            what,
+            "its output record differs from the release recomputed from its inputs",
+        ));
+    }
+    Some(files)
+}

@@ -1,0 +1,164 @@
+//! The release files built from grades: `results.csv`, `summary.json`,
+//! `report.html` and `manifest.json`.
+//!
+//! [`publish`] is a pure function: the same input gives the same bytes, in
+//! whatever order the input lists its grades, sessions, metrics or tasks.
+//! Everything is sorted, maps are BTreeMaps, no clock is read, and published
+//! floats are rounded to six decimals (see [`stats::round6`]) so an auditor in any
+//! language can reproduce them.
+//!
+//! Scoring rules (what summary.json counts):
+//! - each session is scored once, on its `exclude` arm; a session graded only
+//!   on the `keep` arm is scored on that one;
+//! - a grade on a task released as uncertified never scores an agent: the
+//!   session is listed under `not_graded` with the reason `task uncertified`;
+//! - `resolved_after_rerun` is counted apart and is not in the resolved rate;
+//! - empty-patch sessions stay in `n` (they score zero) and are also counted
+//!   apart as `empty_patch`;
+//! - where a session's `exclude` and `keep` arms disagree, it is listed in
+//!   `verifier_suspects`: the verifier, not the agent, is the suspect.
+//!
+//! Files, one concern each, none importing this root:
+//! - `input` (what it is computed from) → `judged` (the readings, indexed)
+//!   → `index` (the input sorted and cross-referenced once);
+//! - `model`: the release as types (`Summary`, `Manifest`);
+//! - `summary` + `judge_summary`: the assembly of the model, recording the
+//!   sources of its numbers (`sources`); `stats`: the arithmetic;
+//! - `quality`: the `[[metric]]` figures, each session's against its gold;
+//! - one renderer per file: `csv` (results.csv), `html` + `html_chart` +
+//!   `html_leaderboard` + `html_judge` (report.html, with `markup`), the
+//!   pages beside it (`pages`: `html_transcript`, and `html_nav` for a page
+//!   per task, holding its sessions' sections from `detail`, and per
+//!   agent), `manifest` (manifest.json); `links` (tests only) follows every
+//!   link of a release.
+
+mod apps;
+mod csv;
+mod detail;
+mod html;
+mod html_chart;
+mod html_harbor;
+mod html_judge;
+mod html_leaderboard;
+mod html_matrix;
+mod html_nav;
+mod html_transcript;
+mod index;
+mod input;
+mod instances;
+mod judge_summary;
+mod judged;
+#[cfg(test)]
+mod links;
+mod manifest;
+mod markup;
+mod model;
+mod pages;
+mod paths;
+mod quality;
+mod shards;
+mod sources;
+mod stats;
+mod summary;
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_harbor;
+#[cfg(test)]
+mod tests_instances;
+#[cfg(test)]
+mod tests_judge;
+#[cfg(test)]
+mod tests_scale;
+#[cfg(test)]
+mod tests_split;
+mod trials;
+
+use std::collections::BTreeMap;
+
+pub(crate) use input::{About, HarborScreen, InstanceReading, Price, PublishInput};
+#[cfg(test)]
+pub(crate) use model::Summary;
+pub(crate) use model::{AssayVersion, Funnel, InstanceFunnel, Manifest, Number, pretty};
+pub(crate) use paths::{segment as path_segment, value_at};
+
+/// File name -> bytes: `results.csv`, `summary.json`, `report.html`, the
+/// report's pages (`pages/…`), `manifest.json`.
+pub(crate) fn publish(input: &PublishInput) -> BTreeMap<String, Vec<u8>> {
+    publish_within(input, &Limits::RELEASE)
+}
+
+/// Where a file that grows with the sessions is split (docs/audit.md, "A
+/// large release's manifest"; docs/stages.md, the report's pages).
+pub(super) struct Limits {
+    /// manifest.json's bytes above which it is an index and shards, and
+    /// a shard's bytes (about).
+    pub(super) shard_above: usize,
+    pub(super) shard_bytes: usize,
+    /// Grades an agent page holds.
+    pub(super) agent_rows: usize,
+    /// Sessions report.html's matrix holds; more go on pages of their own.
+    pub(super) matrix_sessions: usize,
+}
+
+impl Limits {
+    pub(super) const RELEASE: Limits = Limits {
+        shard_above: shards::SHARD_ABOVE,
+        shard_bytes: shards::SHARD_BYTES,
+        agent_rows: html_nav::AGENT_ROWS,
+        matrix_sessions: html_matrix::MATRIX_SESSIONS,
+    };
+    /// Nothing split (benches/million.sh's side-by-side figures).
+    #[cfg(test)]
+    pub(super) const NONE: Limits = Limits {
+        shard_above: usize::MAX,
+        shard_bytes: usize::MAX,
+        agent_rows: usize::MAX,
+        matrix_sessions: usize::MAX,
+    };
+}
+
+fn publish_within(input: &PublishInput, limits: &Limits) -> BTreeMap<String, Vec<u8>> {
+    let mut ph = crate::run::phase::Phases::new("publish");
+    let index = index::Index::new(input);
+    ph.mark("index");
+    let csv = csv::results(&index);
+    ph.mark("csv");
+    let (summary, sources) = summary::summary(&index);
+    ph.mark("summary");
+    let html = html::report(&index, &summary, limits);
+    ph.mark("report.html");
+    let mut files = BTreeMap::new();
+    files.insert("results.csv".to_owned(), csv.into_bytes());
+    files.insert("summary.json".to_owned(), pretty(&summary));
+    files.insert("report.html".to_owned(), html.into_bytes());
+    ph.mark("summary.json");
+    files.extend(html_transcript::pages(&index, html::CSS));
+    ph.mark("transcript pages");
+    files.extend(html_nav::pages(&index, html::CSS, limits.agent_rows));
+    files.extend(html_matrix::pages(
+        &index,
+        html::CSS,
+        limits.matrix_sessions,
+    ));
+    ph.mark("nav pages");
+    let mut manifest = manifest::manifest(&index, &files, &summary, &sources);
+    ph.mark("manifest");
+    if let Some(p) = &input.about.provenance {
+        manifest::seal(
+            &mut manifest,
+            p,
+            &input.about.release_node,
+            &input.tasks,
+            &input.grades,
+        );
+    }
+    ph.mark("seal");
+    files.extend(shards::split(
+        manifest,
+        limits.shard_above,
+        limits.shard_bytes,
+    ));
+    ph.mark("manifest.json");
+    files
+}

@@ -1,0 +1,316 @@
+//! `manifest.json` of a large release: an index and its shards.
+//!
+//! A manifest whose bytes would exceed [`SHARD_ABOVE`] is written as an
+//! index (`manifest.json`, the same fields with `files` and `numbers`
+//! empty and a `shards` list) and shards under `manifest/`
+//! (`manifest/0000.json`, …), each `{"files": {…}, "numbers": […]}` in
+//! the same pretty printing, about [`SHARD_BYTES`] or less. The index names
+//! every shard with its blake3, so the release digest (which covers the
+//! index) covers every shard. The shards, in their order, hold `files`
+//! then `numbers` in the order of the whole manifest; a number whose
+//! sources alone exceed a shard continues in the next one under the same
+//! path (its value repeated, its lists cut), and reading concatenates it.
+//! A smaller manifest is one file, with no `shards` field.
+
+use std::collections::BTreeMap;
+
+use super::model::{Manifest, ManifestShard, Number, Shard, pretty};
+
+/// A manifest.json longer than this (bytes) is split into shards.
+pub(crate) const SHARD_ABOVE: usize = 32 << 20;
+/// What a shard holds, at most, in bytes of its entries' text (about).
+pub(crate) const SHARD_BYTES: usize = 16 << 20;
+/// Where the shards live, beside manifest.json.
+pub(crate) const DIR: &str = "manifest";
+
+/// manifest.json and its shards, by file name: the manifest alone while
+/// its bytes are `above` or fewer.
+pub(super) fn split(manifest: Manifest, above: usize, per: usize) -> BTreeMap<String, Vec<u8>> {
+    let whole = manifest.to_bytes();
+    if whole.len() <= above {
+        return BTreeMap::from([("manifest.json".to_owned(), whole)]);
+    }
+    drop(whole);
+    let Manifest {
+        files,
+        judges,
+        numbers,
+        provenance,
+        tasks,
+        ..
+    } = manifest;
+    let mut cut = Cutter::new(per);
+    for (name, digest) in files {
+        let size = name.len() + digest.len() + 10;
+        cut.make_room(size);
+        cut.current.files.insert(name, digest);
+    }
+    for number in numbers {
+        for piece in pieces(number, per) {
+            cut.make_room(weight(&piece));
+            cut.current.numbers.push(piece);
+        }
+    }
+    cut.flush();
+    let mut out = BTreeMap::new();
+    let mut shards = Vec::with_capacity(cut.done.len());
+    for (i, shard) in cut.done.into_iter().enumerate() {
+        let file = format!("{DIR}/{i:04}.json");
+        let bytes = pretty(&shard);
+        shards.push(Shard {
+            blake3: blake3::hash(&bytes).to_hex().to_string(),
+            file: file.clone(),
+            files: shard.files.len(),
+            numbers: shard.numbers.len(),
+        });
+        out.insert(file, bytes);
+    }
+    let mut index = Manifest {
+        files: BTreeMap::new(),
+        judges,
+        numbers: Vec::new(),
+        provenance,
+        release_digest: String::new(),
+        shards,
+        tasks,
+    };
+    index.seal_digest();
+    out.insert("manifest.json".to_owned(), index.to_bytes());
+    out
+}
+
+/// Fills shards of about `per` bytes each.
+struct Cutter {
+    per: usize,
+    used: usize,
+    current: ManifestShard,
+    done: Vec<ManifestShard>,
+}
+
+impl Cutter {
+    fn new(per: usize) -> Self {
+        Cutter {
+            per,
+            used: 0,
+            current: ManifestShard::default(),
+            done: Vec::new(),
+        }
+    }
+
+    /// Starts a new shard where `size` more bytes would overfill this one.
+    fn make_room(&mut self, size: usize) {
+        if self.used > 0 && self.used + size > self.per {
+            self.flush();
+        }
+        self.used += size;
+    }
+
+    fn flush(&mut self) {
+        if self.used > 0 {
+            self.done.push(std::mem::take(&mut self.current));
+            self.used = 0;
+        }
+    }
+}
+
+/// About the bytes a number takes in a shard.
+fn weight(n: &Number) -> usize {
+    let lists = [&n.grades, &n.readings, &n.sessions, &n.tasks, &n.left_out];
+    200 + n.path.len()
+        + lists
+            .iter()
+            .flat_map(|l| l.iter())
+            .map(|k| k.len() + 8)
+            .sum::<usize>()
+}
+
+/// One of a number's lists, by the number.
+type ListOf = fn(&mut Number) -> &mut Vec<String>;
+
+/// `number` cut into pieces of about `per` bytes each (itself when it fits):
+/// each piece the same path and value, and the next part of its lists.
+fn pieces(number: Number, per: usize) -> Vec<Number> {
+    if weight(&number) <= per {
+        return vec![number];
+    }
+    let empty = || Number {
+        grades: Vec::new(),
+        path: number.path.clone(),
+        readings: Vec::new(),
+        sessions: Vec::new(),
+        tasks: Vec::new(),
+        left_out: Vec::new(),
+        value: number.value.clone(),
+    };
+    let mut out = vec![empty()];
+    let mut used = 200 + number.path.len();
+    let lists: [(ListOf, &Vec<String>); 5] = [
+        (|n| &mut n.grades, &number.grades),
+        (|n| &mut n.readings, &number.readings),
+        (|n| &mut n.sessions, &number.sessions),
+        (|n| &mut n.tasks, &number.tasks),
+        (|n| &mut n.left_out, &number.left_out),
+    ];
+    for (field, list) in lists {
+        for key in list {
+            if used + key.len() + 8 > per && used > 200 + number.path.len() {
+                out.push(empty());
+                used = 200 + number.path.len();
+            }
+            used += key.len() + 8;
+            if let Some(last) = out.last_mut() {
+                field(last).push(key.clone());
+            }
+        }
+    }
+    out
+}
+
+/// What reading a shard found wrong, named by the shard's file.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ShardProblem {
+    pub(crate) file: String,
+    pub(crate) problem: String,
+}
+
+impl Manifest {
+    /// manifest.json read through its index: a sharded manifest's `files`
+    /// and `numbers` gathered from its shards (each read by `read` and
+    /// checked against the digest the index gives it), as if it were one
+    /// file. A shard missing, altered or unreadable is a problem named by
+    /// its file, and adds nothing.
+    pub(crate) fn read(
+        bytes: &[u8],
+        read: &dyn Fn(&str) -> Option<Vec<u8>>,
+    ) -> Result<(Manifest, Vec<ShardProblem>), serde_json::Error> {
+        let mut manifest: Manifest = serde_json::from_slice(bytes)?;
+        let mut problems = Vec::new();
+        for shard in &manifest.shards.clone() {
+            let problem = |p: String| ShardProblem {
+                file: shard.file.clone(),
+                problem: p,
+            };
+            let Some(bytes) = read(&shard.file) else {
+                problems.push(problem("named in manifest.json but missing".to_owned()));
+                continue;
+            };
+            let got = blake3::hash(&bytes).to_hex().to_string();
+            if got != shard.blake3 {
+                problems.push(problem(format!(
+                    "manifest.json says {}, the file hashes to {got}",
+                    shard.blake3
+                )));
+                continue;
+            }
+            match serde_json::from_slice::<ManifestShard>(&bytes) {
+                Ok(part) => manifest.join(part),
+                Err(e) => problems.push(problem(format!("not a manifest shard: {e}"))),
+            }
+        }
+        Ok((manifest, problems))
+    }
+
+    /// Appends a shard's entries; a number continued from the last one
+    /// (the same path) extends it.
+    fn join(&mut self, part: ManifestShard) {
+        self.files.extend(part.files);
+        for n in part.numbers {
+            match self.numbers.last_mut() {
+                Some(last) if last.path == n.path => {
+                    last.grades.extend(n.grades);
+                    last.readings.extend(n.readings);
+                    last.sessions.extend(n.sessions);
+                    last.tasks.extend(n.tasks);
+                    last.left_out.extend(n.left_out);
+                }
+                _ => self.numbers.push(n),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::publish;
+    use super::super::tests_scale::input;
+    use super::*;
+
+    /// A release of 4 tasks (120 sessions) whose manifest is split with
+    /// small limits: the release files with the shards in place of the one
+    /// manifest.json, and that manifest.
+    fn sharded(above: usize, per: usize) -> (BTreeMap<String, Vec<u8>>, Manifest) {
+        let mut files = publish(&input(4));
+        let whole: Manifest = serde_json::from_slice(&files["manifest.json"]).expect("a manifest");
+        files.extend(split(whole.clone(), above, per));
+        (files, whole)
+    }
+
+    fn read(files: &BTreeMap<String, Vec<u8>>) -> (Manifest, Vec<ShardProblem>) {
+        let get = |name: &str| files.get(name).cloned();
+        Manifest::read(&files["manifest.json"], &get).expect("an index")
+    }
+
+    #[test]
+    fn a_small_manifest_is_one_file_byte_for_byte() {
+        let files = publish(&input(4));
+        let whole: Manifest = serde_json::from_slice(&files["manifest.json"]).expect("a manifest");
+        let out = split(whole, SHARD_ABOVE, SHARD_BYTES);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out["manifest.json"], files["manifest.json"]);
+        assert!(!String::from_utf8_lossy(&out["manifest.json"]).contains("\"shards\""));
+    }
+
+    #[test]
+    fn read_through_the_index_gives_the_whole_manifest() {
+        // 2,000 bytes a shard: the numbers over all 120 sessions' grades
+        // (about 80 bytes a key) are cut across shards.
+        let (files, whole) = sharded(1000, 2000);
+        let (again, problems) = read(&files);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert!(again.shards.len() > 5, "{} shards", again.shards.len());
+        assert!(again.numbers.iter().any(|n| n.grades.len() > 25));
+        assert_eq!(again.files, whole.files);
+        assert_eq!(again.numbers, whole.numbers);
+        assert_eq!(again.tasks, whole.tasks);
+        for shard in &again.shards {
+            assert!(files[&shard.file].len() < 4 * 2000, "{}", shard.file);
+        }
+        let findings = crate::ops::audit::check_listed(&files).0;
+        assert!(findings.is_empty(), "{findings:?}");
+    }
+
+    #[test]
+    fn an_edited_shard_is_named() {
+        let (mut files, _) = sharded(1000, 2000);
+        let shard = "manifest/0003.json";
+        let bytes = files.get_mut(shard).expect("a fourth shard");
+        let at = bytes
+            .iter()
+            .position(|b| b.is_ascii_hexdigit())
+            .expect("a digit");
+        bytes[at] = if bytes[at] == b'0' { b'1' } else { b'0' };
+        let (_, problems) = read(&files);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].file, shard);
+        let findings = crate::ops::audit::check_listed(&files).0;
+        assert!(
+            findings
+                .iter()
+                .any(|f| f.what == shard && f.problem.contains("the file hashes to")),
+            "{findings:?}"
+        );
+    }
+
+    #[test]
+    fn the_release_digest_covers_the_shards() {
+        let (files, _) = sharded(1000, 2000);
+        let index: Manifest = serde_json::from_slice(&files["manifest.json"]).expect("an index");
+        let mut other = index.clone();
+        other.shards[0].blake3 = "0".repeat(64);
+        other.seal_digest();
+        assert_ne!(other.release_digest, index.release_digest);
+        let (claimed, actual) =
+            crate::ops::audit::release_digest(&files["manifest.json"]).expect("a digest");
+        assert_eq!(claimed, actual);
+    }
+}

@@ -8,7 +8,7 @@ use std::time::Instant;
 use assay_engine::{BuildOptions, CacheLock, Graph, Store};
 use clap::Args;
 
-use super::{Failure, Global, runtime};
+use super::shared::{Failure, Global, runtime};
 use crate::exit;
 
 /// Build a synthetic DAG of tiny nodes through the engine (for benchmarks).

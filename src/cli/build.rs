@@ -3,7 +3,7 @@
 use assay_engine::{BuildOptions, CacheLock};
 use clap::Args;
 
-use super::{Failure, Global, runtime};
+use super::shared::{Failure, Global, runtime};
 use crate::exit;
 use crate::model::config::ExecutorKind;
 use crate::pipeline::Pipeline;
@@ -29,7 +29,7 @@ pub(crate) struct BuildArgs {
     #[arg(long, value_parser = executor_kind())]
     executor: Option<ExecutorKind>,
     #[command(flatten)]
-    pub(crate) bounds: super::SourceBounds,
+    pub(crate) bounds: super::shared::SourceBounds,
 }
 
 /// `--executor`: a word of [`ExecutorKind`].
@@ -46,7 +46,7 @@ pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
     ph.mark("load pipeline");
     pipeline.settings.executor_override = args.executor;
     let cache_dir = global.cache_dir(Some(&pipeline));
-    super::check_cache_dir(&cache_dir)?;
+    super::shared::check_cache_dir(&cache_dir)?;
     let _lock = CacheLock::acquire(&cache_dir, |pid| {
         eprintln!(
             "waiting for another build on {} to finish{}",
@@ -59,7 +59,7 @@ pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
     store.clean_tmp();
     ph.mark("open store");
     let rt = runtime()?;
-    let plan = super::laid_out(&pipeline, &store)?;
+    let plan = super::shared::laid_out(&pipeline, &store)?;
     ph.mark("lay out");
     plan.executors.start(&rt)?;
     let executors = plan.executors;
@@ -70,7 +70,7 @@ pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
                 .map(|n| n.get())
                 .unwrap_or(2)
         }),
-        reread: super::kinds(&args.reread),
+        reread: super::shared::kinds(&args.reread),
         label: pipeline.path.display().to_string(),
     };
     let mut renderer = Renderer::new(args.json, args.verbose);

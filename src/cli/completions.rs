@@ -1,10 +1,10 @@
 //! `assay completions SHELL`: the shell's completion script for assay's
 //! commands and flags, on stdout (hidden commands left out).
 
-use clap::{Args, CommandFactory};
+use clap::Args;
 use clap_complete::Shell;
 
-use super::{Cli, Failure};
+use super::shared::Failure;
 use crate::exit;
 
 /// Print the completion script for a shell.
@@ -18,10 +18,10 @@ pub(crate) struct CompletionsArgs {
     shell: Shell,
 }
 
-pub(crate) fn run(args: CompletionsArgs) -> Result<i32, Failure> {
+/// `full` is assay's whole command line (`Cli::command()`).
+pub(crate) fn run(args: CompletionsArgs, full: clap::Command) -> Result<i32, Failure> {
     // The command line without its hidden commands (clap_complete would
     // offer them): the same arguments and the visible subcommands.
-    let full = Cli::command();
     let mut cmd = clap::Command::new("assay")
         .version(env!("CARGO_PKG_VERSION"))
         .args(full.get_arguments().cloned())

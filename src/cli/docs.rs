@@ -6,7 +6,7 @@
 
 use clap::{Args, ValueEnum};
 
-use super::Failure;
+use super::shared::Failure;
 use crate::exit;
 
 /// Print one of assay's reference pages (markdown), as shipped with this binary.

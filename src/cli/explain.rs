@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::labels::Named;
-use super::{Failure, Global};
+use super::shared::{Failure, Global};
 use crate::exit;
 use crate::model::records::{Fault, GradeRecord, JudgeOutcome, JudgeRecord, Verdict};
 use crate::ops::audit::NodeDisplay;

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::{Failure, Global};
+use super::shared::{Failure, Global};
 use crate::exit;
 use crate::pipeline::Pipeline;
 

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::Failure;
+use super::shared::Failure;
 
 /// Pass loopback connections to the proxy's socket while a command runs.
 #[derive(Args, Debug)]

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use assay_engine::CacheLock;
 use clap::Args;
 
-use super::{Failure, Global};
+use super::shared::{Failure, Global};
 use crate::exit;
 use crate::model::kind::NodeKind;
 use crate::pipeline::Pipeline;
@@ -28,7 +28,7 @@ pub(crate) struct GcArgs {
 pub(crate) fn run(global: &Global, args: GcArgs) -> Result<i32, Failure> {
     let pipeline = Pipeline::load(&global.pipeline).ok();
     let dir = global.cache_dir(pipeline.as_ref());
-    super::check_cache_dir(&dir)?;
+    super::shared::check_cache_dir(&dir)?;
     let _lock = CacheLock::acquire(&dir, |_| {
         eprintln!("waiting for the build on this cache to finish")
     })
@@ -130,7 +130,7 @@ fn gc_images(
     apply: bool,
 ) -> Result<(usize, u64), Failure> {
     let labels = crate::ops::harbor_image_labels(cache_dir);
-    let rt = super::runtime()?;
+    let rt = super::shared::runtime()?;
     rt.block_on(async {
         let daemon = |e: assay_docker::DockerError| {
             Failure::from(crate::run::error::StageError::sandbox(

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::Failure;
+use super::shared::Failure;
 use crate::exit;
 use crate::ops::harbor_verify::{Paths, verify};
 

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use assay_engine::Digest;
 use clap::Args;
 
-use super::{Failure, Global};
+use super::shared::{Failure, Global};
 use crate::exit;
 
 /// Print the blake3 digest of each file (`-` is stdin), in `b3sum`'s format.

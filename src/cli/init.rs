@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use super::Failure;
+use super::shared::Failure;
 use crate::exit;
 
 /// Write a commented pipeline.toml for a git repository.
@@ -121,7 +121,7 @@ const UNITTEST: Lang = python(
     "unittest",
 );
 
-pub(crate) fn run(global: &super::Global, args: InitArgs) -> Result<i32, Failure> {
+pub(crate) fn run(global: &super::shared::Global, args: InitArgs) -> Result<i32, Failure> {
     let target = &global.pipeline;
     if target.exists() {
         return Err(Failure::new(

@@ -3,7 +3,7 @@
 use assay_engine::PlanState;
 use clap::Args;
 
-use super::{Failure, Global};
+use super::shared::{Failure, Global};
 use crate::exit;
 use crate::model::config::ExecutorKind;
 use crate::model::kind::NodeKind;
@@ -21,13 +21,13 @@ pub(crate) struct PlanArgs {
     #[arg(long, value_delimiter = ',', value_parser = crate::model::kind::parse_arg)]
     reread: Vec<NodeKind>,
     #[command(flatten)]
-    pub(crate) bounds: super::SourceBounds,
+    pub(crate) bounds: super::shared::SourceBounds,
 }
 
 pub(crate) fn run(global: &Global, args: PlanArgs) -> Result<i32, Failure> {
     let pipeline = global.load_pipeline()?;
     let store = global.open_store_checked(Some(&pipeline))?;
-    let plan = super::laid_out(&pipeline, &store)?;
+    let plan = super::shared::laid_out(&pipeline, &store)?;
     let graph = plan.graph;
     let previous = match store.builds(1).map_err(Failure::cache)?.first() {
         Some(b) => store.manifest(b).map_err(Failure::cache)?,
@@ -36,7 +36,7 @@ pub(crate) fn run(global: &Global, args: PlanArgs) -> Result<i32, Failure> {
     // With nothing cached, a node waiting on another's output cannot be
     // reused whatever that output is: it runs.
     let first = store.stats().map_err(Failure::cache)?.0 == 0;
-    let reread = super::kinds(&args.reread);
+    let reread = super::shared::kinds(&args.reread);
     let entries =
         assay_engine::plan(&store, &graph, &reread, previous.as_ref()).map_err(Failure::cache)?;
     let (mut cached, mut run, mut blocked) = (0, 0, 0);

@@ -4,7 +4,7 @@ use assay_engine::{BuildManifest, Digest};
 use clap::Args;
 
 use super::explain::{find_key, node_key, not_found};
-use super::{Failure, Global};
+use super::shared::{Failure, Global};
 use crate::exit;
 use crate::pipeline::Pipeline;
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::{Failure, Global};
+use super::shared::{Failure, Global};
 use crate::exit;
 use crate::pipeline::Pipeline;
 
@@ -24,7 +24,7 @@ pub(crate) struct VerifyArgs {
     #[arg(long, conflicts_with = "release")]
     cache_only: bool,
     #[command(flatten)]
-    pub(crate) bounds: super::SourceBounds,
+    pub(crate) bounds: super::shared::SourceBounds,
     /// Re-execute the cached nodes of these kinds (e.g. `triage,screen,task,grade`)
     /// on their cached inputs and compare what they produce with what is stored.
     #[arg(long, value_delimiter = ',')]
@@ -215,8 +215,8 @@ fn reexecute(
         eprintln!("waiting for the build on this cache to finish");
     })
     .map_err(Failure::cache)?;
-    let rt = super::runtime()?;
-    let plan = super::laid_out(&pipeline, store)?;
+    let rt = super::shared::runtime()?;
+    let plan = super::shared::laid_out(&pipeline, store)?;
     // The executors start as for a build (the daemon's leftovers swept, the
     // images it holds noted) and release what they took (an allocation)
     // after.

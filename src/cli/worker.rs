@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::Failure;
+use super::shared::Failure;
 use crate::exit;
 
 /// Run one job file of the slurm executor on this node.

@@ -12,8 +12,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::Limits;
 use super::index::{Graded, Index};
+use super::limits::Limits;
 use super::markup::{agent_path, count, esc, figure, label, label_of, named, rate_text};
 use super::model::{Agent, Summary};
 use super::pages::{At, session_link};

@@ -1,7 +1,7 @@
 //! The task × agent matrix: the scored verdict of every session, coloured
 //! by fault, each cell linking to the session's section on its task's page.
 //! It grows with the sessions (about 210 bytes a cell), so a release of
-//! more than [`MATRIX_SESSIONS`] scored sessions shows it on pages of its
+//! more than `Limits::matrix_sessions` (5,000) scored sessions shows it on pages of its
 //! own (`pages/matrix-0001.html`, …: whole task rows, at most that many
 //! sessions a page, save a single task that alone has more), report.html
 //! listing them with the tasks each holds; a smaller release has it in
@@ -15,9 +15,6 @@ use super::index::{Graded, Index};
 use super::markup::{esc, fault_class};
 use super::pages::{self, At};
 use crate::model::records::{Fault, TaskStatus};
-
-/// Sessions report.html's matrix holds at most (about 1 MB).
-pub(super) const MATRIX_SESSIONS: usize = 5000;
 
 type Row<'a> = BTreeMap<usize, Vec<Graded<'a>>>;
 

@@ -87,11 +87,6 @@ pub(super) fn pages(index: &Index<'_>, css: &str, per_page: usize) -> Vec<(Strin
     out
 }
 
-/// Rows an agent page holds (about 370 bytes each): a pair with more
-/// grades gets several pages, `agent-<hex>.html` then `agent-<hex>-2.html`,
-/// …, each linking to every other, so no page passes 2 MB.
-pub(super) const AGENT_ROWS: usize = 3000;
-
 /// Which of an agent's pages this is.
 #[derive(Clone, Copy)]
 struct Part {

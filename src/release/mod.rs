@@ -48,6 +48,7 @@ mod input;
 mod instances;
 mod judge_summary;
 mod judged;
+mod limits;
 #[cfg(test)]
 mod links;
 mod manifest;
@@ -77,6 +78,7 @@ mod trials;
 use std::collections::BTreeMap;
 
 pub(crate) use input::{About, HarborScreen, InstanceReading, Price, PublishInput};
+use limits::Limits;
 #[cfg(test)]
 pub(crate) use model::Summary;
 pub(crate) use model::{AssayVersion, Funnel, InstanceFunnel, Manifest, Number, pretty};
@@ -86,36 +88,6 @@ pub(crate) use paths::{segment as path_segment, value_at};
 /// report's pages (`pages/…`), `manifest.json`.
 pub(crate) fn publish(input: &PublishInput) -> BTreeMap<String, Vec<u8>> {
     publish_within(input, &Limits::RELEASE)
-}
-
-/// Where a file that grows with the sessions is split (docs/audit.md, "A
-/// large release's manifest"; docs/stages.md, the report's pages).
-pub(super) struct Limits {
-    /// manifest.json's bytes above which it is an index and shards, and
-    /// a shard's bytes (about).
-    pub(super) shard_above: usize,
-    pub(super) shard_bytes: usize,
-    /// Grades an agent page holds.
-    pub(super) agent_rows: usize,
-    /// Sessions report.html's matrix holds; more go on pages of their own.
-    pub(super) matrix_sessions: usize,
-}
-
-impl Limits {
-    pub(super) const RELEASE: Limits = Limits {
-        shard_above: shards::SHARD_ABOVE,
-        shard_bytes: shards::SHARD_BYTES,
-        agent_rows: html_nav::AGENT_ROWS,
-        matrix_sessions: html_matrix::MATRIX_SESSIONS,
-    };
-    /// Nothing split (benches/million.sh's side-by-side figures).
-    #[cfg(test)]
-    pub(super) const NONE: Limits = Limits {
-        shard_above: usize::MAX,
-        shard_bytes: usize::MAX,
-        agent_rows: usize::MAX,
-        matrix_sessions: usize::MAX,
-    };
 }
 
 fn publish_within(input: &PublishInput, limits: &Limits) -> BTreeMap<String, Vec<u8>> {

@@ -1,10 +1,10 @@
 //! `manifest.json` of a large release: an index and its shards.
 //!
-//! A manifest whose bytes would exceed [`SHARD_ABOVE`] is written as an
+//! A manifest whose bytes would exceed `Limits::RELEASE.shard_above` (32 MiB) is written as an
 //! index (`manifest.json`, the same fields with `files` and `numbers`
 //! empty and a `shards` list) and shards under `manifest/`
 //! (`manifest/0000.json`, …), each `{"files": {…}, "numbers": […]}` in
-//! the same pretty printing, about [`SHARD_BYTES`] or less. The index names
+//! the same pretty printing, about `shard_bytes` (16 MiB) or less. The index names
 //! every shard with its blake3, so the release digest (which covers the
 //! index) covers every shard. The shards, in their order, hold `files`
 //! then `numbers` in the order of the whole manifest; a number whose
@@ -16,10 +16,6 @@ use std::collections::BTreeMap;
 
 use super::model::{Manifest, ManifestShard, Number, Shard, pretty};
 
-/// A manifest.json longer than this (bytes) is split into shards.
-pub(crate) const SHARD_ABOVE: usize = 32 << 20;
-/// What a shard holds, at most, in bytes of its entries' text (about).
-pub(crate) const SHARD_BYTES: usize = 16 << 20;
 /// Where the shards live, beside manifest.json.
 pub(crate) const DIR: &str = "manifest";
 
@@ -254,7 +250,7 @@ mod tests {
     fn a_small_manifest_is_one_file_byte_for_byte() {
         let files = publish(&input(4));
         let whole: Manifest = serde_json::from_slice(&files["manifest.json"]).expect("a manifest");
-        let out = split(whole, SHARD_ABOVE, SHARD_BYTES);
+        let out = split(whole, 32 << 20, 16 << 20);
         assert_eq!(out.len(), 1);
         assert_eq!(out["manifest.json"], files["manifest.json"]);
         assert!(!String::from_utf8_lossy(&out["manifest.json"]).contains("\"shards\""));

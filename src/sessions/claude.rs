@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::RunFacts;
+use super::read::{Failure, SessionError};
 use super::span;
-use super::{Failure, SessionError};
 use std::path::Path;
 
 /// The run facts of the transcript `path` whose text is `text`; errors point

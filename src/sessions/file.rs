@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::RunFacts;
+use super::read::{Failure, ParsedSession, SessionError, read_text};
 use super::span::{self, ObjectSpans};
-use super::{Failure, ParsedSession, Session, SessionError, claude, mini, read_text};
+use super::{Session, claude, mini};
 
 /// The tracks a task is released on (`stages/layout.rs`).
 const TRACKS: [&str; 2] = ["basic", "spec"];
@@ -70,7 +71,7 @@ impl RunSection {
 /// The transcript a session file names, resolved; `None` when it names none
 /// or cannot be read (its own load reports that).
 pub(super) fn named_transcript(root: &Path, path: &Path) -> Option<PathBuf> {
-    let text = String::from_utf8(super::read_beneath(root, path).ok()?).ok()?;
+    let text = String::from_utf8(super::read::read_beneath(root, path).ok()?).ok()?;
     let spans = span::object_spans(&text)?;
     let value = text.get(spans.value("transcript")?)?;
     let name: String = serde_json::from_str(value).ok()?;
@@ -189,7 +190,7 @@ pub(super) fn load(root: &Path, id: &str, path: &Path) -> Result<ParsedSession, 
                     "write the diff to that path, or fix \"patch_file\" (it is relative to this session file)",
                 ));
             }
-            super::read_beneath(root, &resolved).map_err(|why| {
+            super::read::read_beneath(root, &resolved).map_err(|why| {
                 at(
                     value_span(&spans, "patch_file"),
                     format!("patch file refused: {why}"),

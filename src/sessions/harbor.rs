@@ -44,7 +44,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Failure, ParsedSession, RunFacts, Session, SessionError};
+use super::read::{Failure, ParsedSession, SessionError};
+use super::{RunFacts, Session};
 pub(crate) use crate::model::session::{Lost, Trial};
 
 /// The agents Harbor runs as a task's controls.
@@ -311,7 +312,7 @@ pub(crate) fn lost(t: &Trial, controls: &[(&str, &Trial)]) -> Option<Lost> {
 /// and a link anywhere in it must not read this machine's files into the
 /// cache and the release.
 fn regular(root: &Path, path: &Path) -> Option<Vec<u8>> {
-    super::read_beneath(root, path).ok()
+    super::read::read_beneath(root, path).ok()
 }
 
 fn read_json(root: &Path, path: &Path) -> Option<Value> {
@@ -327,7 +328,7 @@ fn trial(
     config: &Value,
 ) -> Result<ParsedSession, Failure> {
     let result_path = folder.join("result.json");
-    let text = super::read_text(root, session_id, &result_path, "Harbor trial result")?;
+    let text = super::read::read_text(root, session_id, &result_path, "Harbor trial result")?;
     let r: Value = serde_json::from_str(&text)
         .map_err(|e| SessionError::from_json(session_id, &result_path, &text, 0, &text, &e))?;
     let Some(trial_name) = r["trial_name"].as_str() else {

@@ -19,7 +19,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{Failure, RunFacts, SessionError};
+use super::RunFacts;
+use super::read::{Failure, SessionError};
 
 /// The endings that are the agent's doing, whatever the model said.
 const AGENT_ENDINGS: &[&str] = &[

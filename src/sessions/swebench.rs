@@ -14,8 +14,9 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::RunFacts;
+use super::Session;
+use super::read::{Failure, ParsedSession, SessionError, read_text};
 use super::span;
-use super::{Failure, ParsedSession, Session, SessionError, read_text};
 
 /// Every non-blank line of `path` as (1-based line number, session or error).
 pub(super) fn load(
@@ -49,7 +50,7 @@ pub(super) fn load_json(
     id: &str,
     path: &Path,
 ) -> Option<Vec<(usize, Result<ParsedSession, Failure>)>> {
-    let text = String::from_utf8(super::read_beneath(root, path).ok()?).ok()?;
+    let text = String::from_utf8(super::read::read_beneath(root, path).ok()?).ok()?;
     let value: Value = serde_json::from_str(&text).ok()?;
     let elements: Vec<(String, Option<String>, Range<usize>)> = match &value {
         Value::Array(_) => span::array_spans(&text)?

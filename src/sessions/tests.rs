@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::RunFacts;
-use super::{ParsedSession, Session, SessionError, load_dir};
+use super::read::{ParsedSession, SessionError};
+use super::{Session, load_dir};
 
 fn write(dir: &Path, rel: &str, content: impl AsRef<[u8]>) {
     let path = dir.join(rel);

@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use super::file::AgentConfig;
-use super::{ConfigError, Pipeline};
+use super::{ConfigError, Origin};
 use crate::model::endpoint::KeyHeader;
 use crate::words::words;
 
@@ -50,7 +50,7 @@ pub(crate) struct EndpointSettings {
 
 /// Every `[[agent]]`, checked.
 pub(crate) fn agents(
-    pipeline: &Pipeline,
+    pipeline: &Origin<'_>,
     written: &[toml::Spanned<AgentConfig>],
 ) -> Result<Vec<AgentSettings>, ConfigError> {
     let mut out: Vec<AgentSettings> = Vec::new();

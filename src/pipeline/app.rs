@@ -3,7 +3,7 @@
 //! `body_regex` a valid regular expression (with a stand-in `{nonce}`).
 
 use super::file::{AppConfig, ProbeConfig};
-use super::{ConfigError, Pipeline};
+use super::{ConfigError, Origin};
 use crate::model::rules::app::{AppChecks, Expect, Probe, Start};
 
 /// One app task, checked.
@@ -20,7 +20,7 @@ pub(crate) struct AppSettings {
 
 /// Every `[[app]]`, checked.
 pub(crate) fn apps(
-    pipeline: &Pipeline,
+    pipeline: &Origin<'_>,
     written: &[AppConfig],
 ) -> Result<Vec<AppSettings>, ConfigError> {
     let mut out: Vec<AppSettings> = Vec::new();
@@ -88,7 +88,7 @@ pub(crate) fn apps(
     Ok(out)
 }
 
-fn probe(pipeline: &Pipeline, p: &ProbeConfig) -> Result<Probe, ConfigError> {
+fn probe(pipeline: &Origin<'_>, p: &ProbeConfig) -> Result<Probe, ConfigError> {
     if !p.path.get_ref().starts_with('/') {
         return Err(pipeline.error_at(
             p.path.span(),
@@ -140,7 +140,7 @@ fn probe(pipeline: &Pipeline, p: &ProbeConfig) -> Result<Probe, ConfigError> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::pipeline::Pipeline;
 
     const GREET: &str = r##"
 [[app]]

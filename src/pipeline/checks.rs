@@ -7,7 +7,7 @@
 use std::ops::Range;
 use std::path::{Component, Path};
 
-use super::{ConfigError, Pipeline, PipelineFile};
+use super::{ConfigError, Origin, PipelineFile};
 
 /// Reruns above this are a typo, not a policy: each one reruns the suite.
 const MAX_RERUNS: u32 = 20;
@@ -53,7 +53,7 @@ fn is_root(p: &str) -> bool {
             .all(|c| matches!(c, Component::RootDir))
 }
 
-pub(super) fn check(p: &Pipeline, f: &PipelineFile) -> Result<(), ConfigError> {
+pub(super) fn check(p: &Origin<'_>, f: &PipelineFile) -> Result<(), ConfigError> {
     let at = |table: &str, key: &str, message: String, help: &str| {
         p.error_at(span_of(&p.text, table, key), message, "here", help)
     };

@@ -9,7 +9,7 @@ use assay_report::Format;
 use toml::Spanned;
 
 use super::file::{CanaryTemplate, EnvConfig, PipelineFile};
-use super::{ConfigError, Pipeline};
+use super::{ConfigError, Origin};
 use crate::model::rules::rebuild::{RebuildRule, RebuildSpec};
 
 /// Seconds before a run's whole process group is killed, unless written.
@@ -43,7 +43,10 @@ impl EnvSpec {
     }
 }
 
-pub(super) fn envs(pipeline: &Pipeline, file: &PipelineFile) -> Result<Vec<EnvSpec>, ConfigError> {
+pub(super) fn envs(
+    pipeline: &Origin<'_>,
+    file: &PipelineFile,
+) -> Result<Vec<EnvSpec>, ConfigError> {
     file.envs()
         .into_iter()
         .map(|(name, cfg)| env(pipeline, name, cfg))
@@ -51,7 +54,7 @@ pub(super) fn envs(pipeline: &Pipeline, file: &PipelineFile) -> Result<Vec<EnvSp
 }
 
 fn env(
-    pipeline: &Pipeline,
+    pipeline: &Origin<'_>,
     name: Option<&Spanned<String>>,
     cfg: &EnvConfig,
 ) -> Result<EnvSpec, ConfigError> {

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use assay_report::Format;
 
 use super::file::InstancesConfig;
-use super::{ConfigError, Pipeline};
+use super::{ConfigError, Origin};
 use crate::model::instances::Family;
 
 /// One instance file, checked.
@@ -27,7 +27,7 @@ pub(crate) struct InstancesSettings {
 
 /// Every `[[instances]]`, checked.
 pub(crate) fn instances(
-    pipeline: &Pipeline,
+    pipeline: &Origin<'_>,
     written: &[InstancesConfig],
 ) -> Result<Vec<InstancesSettings>, ConfigError> {
     let mut out: Vec<InstancesSettings> = Vec::new();
@@ -109,6 +109,7 @@ pub(crate) fn instances(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pipeline::Pipeline;
 
     fn load(table: &str) -> Result<Pipeline, String> {
         let tmp = tempfile::tempdir().unwrap();

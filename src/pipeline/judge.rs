@@ -12,7 +12,7 @@ use std::ops::Range;
 
 use assay_judge::Settings;
 
-use super::{ConfigError, Pipeline, PipelineFile};
+use super::{ConfigError, Origin, PipelineFile};
 
 /// The seed of the blind labels when `judge_seed` is not given.
 pub(crate) const DEFAULT_SEED: u64 = 0;
@@ -27,7 +27,7 @@ pub(crate) struct JudgeConfig {
 }
 
 pub(super) fn load(
-    pipeline: &Pipeline,
+    pipeline: &Origin<'_>,
     file: &PipelineFile,
 ) -> Result<Vec<JudgeConfig>, ConfigError> {
     let seed = file.judge_seed.unwrap_or(DEFAULT_SEED);
@@ -70,7 +70,7 @@ pub(super) fn load(
 
 /// The span of the `key = …` line of the table whose header is at `table`
 /// (searched up to the next table header), else the header's.
-fn key_span(pipeline: &Pipeline, table: Range<usize>, key: &str) -> Range<usize> {
+fn key_span(pipeline: &Origin<'_>, table: Range<usize>, key: &str) -> Range<usize> {
     let rest = pipeline.text.get(table.start..).unwrap_or_default();
     let mut offset = 0;
     for (i, line) in rest.split_inclusive('\n').enumerate() {

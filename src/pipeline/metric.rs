@@ -9,7 +9,7 @@ use serde::Serialize;
 use toml::Spanned;
 
 use super::file::MetricConfig;
-use super::{ConfigError, Pipeline};
+use super::{ConfigError, Origin};
 pub(crate) use crate::model::config::Count;
 
 /// One metric, valid.
@@ -129,7 +129,7 @@ const PRESETS: [Preset; 8] = [
 
 /// Every `[[metric]]`, checked.
 pub(super) fn metrics(
-    pipeline: &Pipeline,
+    pipeline: &Origin<'_>,
     tables: &[MetricConfig],
 ) -> Result<Vec<Metric>, ConfigError> {
     let mut out: Vec<Metric> = Vec::new();
@@ -148,7 +148,7 @@ pub(super) fn metrics(
     Ok(out)
 }
 
-fn metric(pipeline: &Pipeline, m: &MetricConfig) -> Result<Metric, ConfigError> {
+fn metric(pipeline: &Origin<'_>, m: &MetricConfig) -> Result<Metric, ConfigError> {
     let name = m.name.get_ref();
     let named_well = !name.is_empty()
         && name
@@ -288,6 +288,7 @@ fn metric(pipeline: &Pipeline, m: &MetricConfig) -> Result<Metric, ConfigError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pipeline::Pipeline;
 
     /// The metrics of a pipeline file holding `text`, or the error shown.
     fn loaded(text: &str) -> Result<Vec<Metric>, String> {

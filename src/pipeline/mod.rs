@@ -17,6 +17,7 @@ mod file;
 mod instances;
 mod judge;
 mod metric;
+mod origin;
 pub(crate) mod preset;
 mod settings;
 mod sources;
@@ -35,6 +36,7 @@ pub(crate) use file::{CanaryTemplate, EnvConfig};
 pub(crate) use instances::InstancesSettings;
 pub(crate) use judge::JudgeConfig;
 pub(crate) use metric::{Count, Measure, Metric};
+pub(crate) use origin::Origin;
 pub(crate) use settings::{GradeSettings, Settings};
 pub(crate) use sources::{Bounds, SourceSettings, parse_date};
 pub(crate) use tamper::{AllowTamper, Allowance, allowances};
@@ -84,10 +86,10 @@ impl Pipeline {
             // Filled in below, once the file's checks have passed.
             settings: Settings::default(),
         };
-        preset::expand(&pipeline, &mut file)?;
-        checks::check(&pipeline, &file)?;
-        pipeline.settings = Settings::of(&pipeline, &file)?;
-        pipeline.judges = judge::load(&pipeline, &file)?;
+        preset::expand(&pipeline.origin(), &mut file)?;
+        checks::check(&pipeline.origin(), &file)?;
+        pipeline.settings = Settings::of(&pipeline.origin(), &file)?;
+        pipeline.judges = judge::load(&pipeline.origin(), &file)?;
         Ok(pipeline)
     }
 
@@ -101,31 +103,20 @@ impl Pipeline {
 
     /// A path written in the file, resolved against the file's directory.
     pub(crate) fn resolve(&self, p: &str) -> PathBuf {
-        self.root.join(p)
+        self.origin().resolve(p)
     }
 
     /// A count or size setting that may not be 0: its value, `default` when
     /// absent, or an error at its span saying why 0 would not do (`why`).
-    pub(crate) fn nonzero(
-        &self,
-        v: &Option<toml::Spanned<u64>>,
-        default: u64,
-        what: &str,
-        why: &str,
-    ) -> Result<u64, ConfigError> {
-        match v {
-            None => Ok(default),
-            Some(v) if *v.get_ref() == 0 => Err(self.error_at(
-                v.span(),
-                format!("`{what}` cannot be 0"),
-                "here",
-                format!("{why}; leave the key out for the default (`assay docs pipeline`)"),
-            )),
-            Some(v) => Ok(*v.get_ref()),
+    /// The file the settings came from, for diagnostics that point into it.
+    pub(crate) fn origin(&self) -> Origin<'_> {
+        Origin {
+            path: &self.path,
+            root: &self.root,
+            text: &self.text,
         }
     }
 
-    /// An error pointing at a span of this file.
     pub(crate) fn error_at(
         &self,
         span: std::ops::Range<usize>,
@@ -133,13 +124,6 @@ impl Pipeline {
         label: impl Into<String>,
         help: impl Into<String>,
     ) -> ConfigError {
-        ConfigError::at(
-            &self.path.display().to_string(),
-            &self.text,
-            span,
-            message,
-            label,
-            help,
-        )
+        self.origin().error_at(span, message, label, help)
     }
 }

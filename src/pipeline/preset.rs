@@ -7,7 +7,7 @@
 use toml::Spanned;
 
 use super::file::{EnvConfig, PipelineFile};
-use super::{ConfigError, Pipeline};
+use super::{ConfigError, Origin};
 
 /// One recipe.
 struct Preset {
@@ -109,7 +109,7 @@ const NODE: Preset = Preset {
 const PRESETS: [Preset; 2] = [CARGO, NODE];
 
 /// Expands every environment's preset in place, before the file's checks.
-pub(super) fn expand(pipeline: &Pipeline, file: &mut PipelineFile) -> Result<(), ConfigError> {
+pub(super) fn expand(pipeline: &Origin<'_>, file: &mut PipelineFile) -> Result<(), ConfigError> {
     for env in file.envs_mut() {
         let Some(name) = env.preset.clone() else {
             if let Some(install) = &env.preset_install {
@@ -187,6 +187,7 @@ fn apply(preset: &Preset, env: &mut EnvConfig, name: &Spanned<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pipeline::Pipeline;
 
     /// The pipeline file `text` (with a source) loaded: its first
     /// environment as the checks and the layout see it, or the error shown.

@@ -16,7 +16,7 @@ use toml::Spanned;
 use super::env::EnvSpec;
 use super::file::{PipelineFile, StepConfig};
 use super::sources::{Bounds, SourceSettings, TopicSplitSettings};
-use super::{ConfigError, Pipeline};
+use super::{ConfigError, Origin};
 use crate::model::config::{Arm, ExecutorKind, PatchCaps, Policy};
 
 /// Test layouts of Python, JS/TS, Go, Rust and Java, plus snapshots and fixtures.
@@ -137,7 +137,7 @@ pub(crate) struct Settings {
 }
 
 impl Settings {
-    pub(crate) fn of(pipeline: &Pipeline, f: &PipelineFile) -> Result<Settings, ConfigError> {
+    pub(crate) fn of(pipeline: &Origin<'_>, f: &PipelineFile) -> Result<Settings, ConfigError> {
         Ok(Settings {
             cache_dir: pipeline.resolve(f.cache.as_deref().unwrap_or("cache")),
             release_dir: pipeline.resolve(f.release.as_deref().unwrap_or("release")),
@@ -200,7 +200,7 @@ fn step(s: &StepConfig) -> StepSettings {
     }
 }
 
-fn triage(pipeline: &Pipeline, f: &PipelineFile) -> Result<TriageSettings, ConfigError> {
+fn triage(pipeline: &Origin<'_>, f: &PipelineFile) -> Result<TriageSettings, ConfigError> {
     let t = &f.triage;
     for (globs, which) in [
         (t.test_globs.as_deref().unwrap_or_default(), "test_globs"),
@@ -233,7 +233,7 @@ fn triage(pipeline: &Pipeline, f: &PipelineFile) -> Result<TriageSettings, Confi
     })
 }
 
-fn redact_patterns(pipeline: &Pipeline, f: &PipelineFile) -> Result<Vec<String>, ConfigError> {
+fn redact_patterns(pipeline: &Origin<'_>, f: &PipelineFile) -> Result<Vec<String>, ConfigError> {
     let mut out = Vec::new();
     for p in &f.redact.patterns {
         if let Err(e) = regex::bytes::Regex::new(p.get_ref()) {
@@ -250,7 +250,7 @@ fn redact_patterns(pipeline: &Pipeline, f: &PipelineFile) -> Result<Vec<String>,
 }
 
 fn harbor_datasets(
-    pipeline: &Pipeline,
+    pipeline: &Origin<'_>,
     f: &PipelineFile,
 ) -> Result<Vec<(String, PathBuf)>, ConfigError> {
     let mut out: Vec<(String, PathBuf)> = Vec::new();
@@ -281,7 +281,7 @@ fn harbor_datasets(
 }
 
 fn existing_dir(
-    pipeline: &Pipeline,
+    pipeline: &Origin<'_>,
     written: Option<&toml::Spanned<String>>,
     what: &str,
     help: &str,
@@ -308,7 +308,7 @@ fn existing_dir(
 pub(crate) const DEFAULT_TIMEOUT_FACTOR: u32 = 10;
 pub(crate) const DEFAULT_TIMEOUT_FLOOR: u64 = 5;
 
-fn grade(pipeline: &Pipeline, f: &PipelineFile) -> Result<GradeSettings, ConfigError> {
+fn grade(pipeline: &Origin<'_>, f: &PipelineFile) -> Result<GradeSettings, ConfigError> {
     let g = &f.grade;
     let policy = match &g.exclusion {
         None => Policy::TestsAndInfra,
@@ -367,7 +367,7 @@ fn grade(pipeline: &Pipeline, f: &PipelineFile) -> Result<GradeSettings, ConfigE
 /// `touched_command` runs only the touched files, so it needs this scope:
 /// under `suite` it would leave most of PASS_TO_PASS unrun.
 fn screen_scope(
-    pipeline: &Pipeline,
+    pipeline: &Origin<'_>,
     f: &PipelineFile,
 ) -> Result<crate::model::rules::screening::Scope, ConfigError> {
     use crate::model::rules::screening::Scope;
@@ -417,6 +417,7 @@ fn screen_scope(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pipeline::Pipeline;
 
     /// The diagnostic a pipeline file gives, rendered as text (no colour).
     fn error_of(toml: &str, dirs: &[&str]) -> String {

@@ -12,7 +12,7 @@ use std::ops::Range;
 use toml::Spanned;
 
 use super::file::{SourceConfig, TopicSplit};
-use super::{ConfigError, Pipeline};
+use super::{ConfigError, Origin};
 
 /// `owner/name` of the repository at `path`'s `origin` remote, if it has one
 /// that names both (the repository's own config only; nothing of the
@@ -126,13 +126,13 @@ pub(crate) struct TopicSplitSettings {
 }
 
 pub(super) fn sources(
-    pipeline: &Pipeline,
+    pipeline: &Origin<'_>,
     written: &[SourceConfig],
 ) -> Result<Vec<SourceSettings>, ConfigError> {
     written.iter().map(|s| source(pipeline, s)).collect()
 }
 
-fn source(pipeline: &Pipeline, s: &SourceConfig) -> Result<SourceSettings, ConfigError> {
+fn source(pipeline: &Origin<'_>, s: &SourceConfig) -> Result<SourceSettings, ConfigError> {
     let squash = match &s.squash_pattern {
         Some(p) => regex::Regex::new(p.get_ref()).map_err(|e| {
             pipeline.error_at(
@@ -173,7 +173,7 @@ fn source(pipeline: &Pipeline, s: &SourceConfig) -> Result<SourceSettings, Confi
 }
 
 pub(super) fn topic_splits(
-    pipeline: &Pipeline,
+    pipeline: &Origin<'_>,
     written: &[TopicSplit],
 ) -> Result<Vec<TopicSplitSettings>, ConfigError> {
     let mut out = Vec::new();

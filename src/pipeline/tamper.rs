@@ -8,7 +8,7 @@
 use globset::{Glob, GlobMatcher};
 use toml::Spanned;
 
-use super::{ConfigError, Pipeline};
+use super::{ConfigError, Origin};
 pub(crate) use crate::model::config::{Allowance, TamperRule};
 
 /// One `[[grade.allow_tamper]]` table as written.
@@ -47,7 +47,7 @@ pub(crate) fn allowances(all: &[AllowTamper], id: &str) -> Vec<Allowance> {
 }
 
 pub(super) fn check(
-    pipeline: &Pipeline,
+    pipeline: &Origin<'_>,
     tables: &[AllowTamperConfig],
 ) -> Result<Vec<AllowTamper>, ConfigError> {
     let mut out = Vec::new();

@@ -224,7 +224,9 @@ fn confinement(
     };
     let d = RunLimits::default();
     let limit = |v: &Option<toml::Spanned<u64>>, default: u64, what: &str| {
-        pipeline.nonzero(v, default, what, "a limit of 0 would fail every run")
+        pipeline
+            .origin()
+            .nonzero(v, default, what, "a limit of 0 would fail every run")
     };
     let limits = RunLimits {
         memory: limit(&env_cfg.memory, d.memory, "memory")?,

@@ -55,7 +55,7 @@ fn is_root(p: &str) -> bool {
 
 pub(super) fn check(p: &Origin<'_>, f: &PipelineFile) -> Result<(), ConfigError> {
     let at = |table: &str, key: &str, message: String, help: &str| {
-        p.error_at(span_of(&p.text, table, key), message, "here", help)
+        p.error_at(span_of(p.text, table, key), message, "here", help)
     };
     for (key, value) in [("cache", &f.cache), ("release", &f.release)] {
         if let Some(v) = value

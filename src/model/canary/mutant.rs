@@ -27,11 +27,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use assay_report::Outcome;
 use serde::{Deserialize, Serialize};
 
+use super::reading::{Canary, Must};
 use super::seal::{self, Seal, Sealed};
 use super::shape::{Lang, Rng, words_of};
 pub(crate) use super::source::TestRef;
 use super::source::{Also, Block, SealSite, blocks, strings};
-use super::{Canary, Must};
 
 /// Values in a site's window besides the right one: a forger that cannot
 /// tell the right value guesses one of `WINDOW + 1`.
@@ -794,7 +794,7 @@ pub(crate) fn certified(
         reading
             .keys()
             .filter(|id| !id.contains(" > ") || id.starts_with(&format!("{} > ", t.file)))
-            .find(|id| super::names_test(id, &report_name(t.class.as_deref(), &t.test)))
+            .find(|id| super::reading::names_test(id, &report_name(t.class.as_deref(), &t.test)))
             .cloned()
     };
     let mut out = Certified::default();
@@ -1134,7 +1134,7 @@ mod tests {
                 report
                     .tests
                     .iter()
-                    .find(|t| super::super::names_test(&t.name, name))
+                    .find(|t| super::super::reading::names_test(&t.name, name))
                     .map(|t| t.outcome)
             };
             for t in &r.trials {

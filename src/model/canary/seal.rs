@@ -900,7 +900,7 @@ pub(crate) fn judge(
     for (test, seals) in by_test {
         let ids: Vec<String> = tests
             .keys()
-            .filter(|id| super::names_test(id, test))
+            .filter(|id| super::reading::names_test(id, test))
             .cloned()
             .collect();
         let passed = !ids.is_empty() && ids.iter().all(|id| tests[id] == Outcome::Passed);
@@ -1011,7 +1011,7 @@ pub(crate) fn certified_seals(
         let Some(id) = reading
             .keys()
             .filter(|id| !id.contains(" > ") || id.starts_with(&format!("{} > ", of.file)))
-            .find(|id| super::names_test(id, &s.test))
+            .find(|id| super::reading::names_test(id, &s.test))
         else {
             continue;
         };

@@ -3,7 +3,9 @@
 //! function or method), its name in the report, and the seeded stream its
 //! names and numbers come from.
 
-use super::*;
+use assay_report::Format;
+
+use super::reading::Must;
 
 /// The words of test names (`test_divide_by_zero`, `TestParseEmpty`),
 /// lower case, without the `test` prefix, for canary names shaped like

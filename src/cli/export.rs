@@ -45,14 +45,14 @@ pub(crate) fn run(global: &Global, args: ExportArgs) -> Result<i32, Failure> {
     let pipeline = Pipeline::load(&global.pipeline).ok();
     let store = global.open_store(pipeline.as_ref())?;
     let omit: Vec<String> = if args.no_logs {
-        crate::ops::audit::LOG_KINDS
+        crate::ops::audit::bundle::LOG_KINDS
             .iter()
             .map(|k| k.to_string())
             .collect()
     } else {
         Vec::new()
     };
-    let done = crate::ops::audit::export(&store, &to, &omit).map_err(|e| {
+    let done = crate::ops::audit::bundle::export(&store, &to, &omit).map_err(|e| {
         Failure::new(
             exit::NOT_FOUND,
             miette::miette!(help = "build first, on this cache", "cannot export: {e}"),

@@ -298,7 +298,7 @@ fn number_in_cache(global: &Global, args: &VerifyArgs) -> Result<i32, Failure> {
     let store = global.open_store(pipeline.as_ref())?;
     let tmp = tempfile::tempdir().map_err(Failure::cache)?;
     let dir = tmp.path().join("bundle");
-    crate::ops::audit::export(&store, &dir, &[]).map_err(|e| {
+    crate::ops::audit::bundle::export(&store, &dir, &[]).map_err(|e| {
         Failure::new(
             exit::NOT_FOUND,
             miette::miette!(
@@ -325,33 +325,36 @@ enum Held<'a> {
 
 /// Checks the bundle in `dir` and says what it held.
 fn checked(dir: &std::path::Path, args: &VerifyArgs, held: Held<'_>) -> Result<i32, Failure> {
-    use crate::ops::audit::BundleError;
-    let (findings, checked) =
-        crate::ops::audit::verify_bundle(dir, args.number.as_deref(), args.digest.as_deref())
-            .map_err(|e| match e {
-                BundleError::NotABundle(_) => Failure::new(
-                    exit::NOT_FOUND,
-                    miette::miette!(help = "`assay export --to DIR` writes a bundle", "{e}"),
-                ),
-                BundleError::NoSuchNumber(_) => Failure::new(
-                    exit::NOT_FOUND,
-                    miette::miette!(
-                        help = "the paths are listed in release/manifest.json under `numbers`",
-                        "{e}"
-                    ),
-                ),
-                BundleError::NoSuchCount(_) => Failure::new(
-                    exit::NOT_FOUND,
-                    miette::miette!(
-                        help = "the counts are the keys of release/funnel.json",
-                        "{e}"
-                    ),
-                ),
-                BundleError::Unreadable(_) => Failure::new(
-                    exit::VERIFY_MISMATCH,
-                    miette::miette!("bundle {}: {e}", dir.display()),
-                ),
-            })?;
+    use crate::ops::audit::bundle::BundleError;
+    let (findings, checked) = crate::ops::audit::bundle::verify_bundle(
+        dir,
+        args.number.as_deref(),
+        args.digest.as_deref(),
+    )
+    .map_err(|e| match e {
+        BundleError::NotABundle(_) => Failure::new(
+            exit::NOT_FOUND,
+            miette::miette!(help = "`assay export --to DIR` writes a bundle", "{e}"),
+        ),
+        BundleError::NoSuchNumber(_) => Failure::new(
+            exit::NOT_FOUND,
+            miette::miette!(
+                help = "the paths are listed in release/manifest.json under `numbers`",
+                "{e}"
+            ),
+        ),
+        BundleError::NoSuchCount(_) => Failure::new(
+            exit::NOT_FOUND,
+            miette::miette!(
+                help = "the counts are the keys of release/funnel.json",
+                "{e}"
+            ),
+        ),
+        BundleError::Unreadable(_) => Failure::new(
+            exit::VERIFY_MISMATCH,
+            miette::miette!("bundle {}: {e}", dir.display()),
+        ),
+    })?;
     print_findings(&findings, args.json);
     if !args.json {
         let what = match &args.number {

@@ -339,11 +339,11 @@ fn directives(repo: &str, test_files: &[String]) -> Vec<String> {
         .filter(|f| !NON_TEST_EXTS.iter().any(|ext| f.ends_with(ext)))
         .map(|f| {
             if repo != "django/django" {
-                return crate::model::rules::shell::quote(f);
+                return crate::model::shell::quote(f);
             }
             let f = f.strip_suffix(".py").unwrap_or(f);
             let f = f.strip_prefix("tests/").unwrap_or(f);
-            crate::model::rules::shell::quote(&f.replace('/', "."))
+            crate::model::shell::quote(&f.replace('/', "."))
         })
         .collect()
 }

@@ -16,9 +16,12 @@ pub(crate) mod endpoint;
 pub(crate) mod instances;
 pub(crate) mod kind;
 pub(crate) mod names;
+pub(crate) mod rebuild;
 pub(crate) mod records;
 pub(crate) mod rules;
 pub(crate) mod session;
+pub(crate) mod shell;
+pub(crate) mod why;
 
 #[cfg(test)]
 mod tests {

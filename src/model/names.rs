@@ -3,8 +3,8 @@
 //! and what manifests list, so their shapes are part of the interface
 //! (docs/stages.md): change one here or nowhere.
 
-use super::rules::staging::State;
 use crate::model::config::Arm;
+use serde::Serialize;
 
 /// The one release node.
 pub(crate) const RELEASE: &str = "release";
@@ -193,6 +193,32 @@ pub(crate) fn app_certify(task: &str) -> String {
 /// A session's grade on an app task.
 pub(crate) fn app_grade(session: &str) -> String {
     format!("app_grade:{session}")
+}
+
+/// A state of a screened candidate: the three trees each test is read in.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum State {
+    /// The base commit as it is.
+    Base,
+    /// Base + the hidden test patch: the empty-patch control.
+    Test,
+    /// Base + test patch + gold patch: the reference control.
+    Gold,
+}
+
+impl State {
+    /// In the order screening reads them (and node params number them:
+    /// the order of the variants is the key's encoding).
+    pub(crate) const ALL: [State; 3] = [State::Base, State::Test, State::Gold];
+
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            State::Base => "base",
+            State::Test => "test",
+            State::Gold => "gold",
+        }
+    }
 }
 
 #[cfg(test)]

@@ -195,7 +195,7 @@ pub(crate) struct TreeRecord {
     /// which it differs from its base tree (`rules::rebuild`). Every run
     /// over it runs their commands first. Left out when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) rebuild: Vec<super::rules::rebuild::RebuildRule>,
+    pub(crate) rebuild: Vec<super::rebuild::RebuildRule>,
 }
 
 /// `certify:<candidate>`: the canaries certified over the gold tree
@@ -353,9 +353,9 @@ pub(crate) struct RunRecord {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) build_failures: Vec<assay_report::BuildFailure>,
     /// What its failed and errored tests said (the report's messages),
-    /// each distinct text once, capped (`rules::why`). Left out when none.
-    #[serde(default, skip_serializing_if = "super::rules::why::Said::is_empty")]
-    pub(crate) said: super::rules::why::Said,
+    /// each distinct text once, capped (`why`). Left out when none.
+    #[serde(default, skip_serializing_if = "super::why::Said::is_empty")]
+    pub(crate) said: super::why::Said,
     /// A graded run's canary tests and what its report made of them (taken
     /// out of `tests`; docs/security.md). Empty for screening runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -381,7 +381,7 @@ pub(crate) struct RunRecord {
     /// ended and the end of its output (`rules::rebuild`). A failed one is
     /// also the run's build failure. Left out when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) rebuild: Vec<super::rules::rebuild::Rebuilt>,
+    pub(crate) rebuild: Vec<super::rebuild::Rebuilt>,
 }
 
 impl RunRecord {
@@ -633,9 +633,9 @@ pub(crate) struct GradeRecord {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) not_run: Vec<String>,
     /// What each of `failing` said, from the latest reading that kept its
-    /// words (`rules::why`): why the grade is red. Absent when none.
-    #[serde(default, skip_serializing_if = "super::rules::why::Said::is_empty")]
-    pub(crate) said: super::rules::why::Said,
+    /// words (`why`): why the grade is red. Absent when none.
+    #[serde(default, skip_serializing_if = "super::why::Said::is_empty")]
+    pub(crate) said: super::why::Said,
     /// Session patch paths left out by the exclusion policy.
     pub(crate) excluded_paths: Vec<String>,
     /// The rule that left each of `excluded_paths` out, naming the glob

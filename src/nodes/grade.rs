@@ -215,7 +215,7 @@ async fn grade(g: &Grade, i: GradeInputs, ctx: JobCtx) -> Result<Made<GradeRecor
     }
     grading::settle(&mut rec, decision, readings.reruns.len() as u32);
     // The failing tests' words, the latest reading's first.
-    let said: Vec<&crate::model::rules::why::Said> = readings
+    let said: Vec<&crate::model::why::Said> = readings
         .reruns
         .iter()
         .rev()
@@ -228,7 +228,7 @@ async fn grade(g: &Grade, i: GradeInputs, ctx: JobCtx) -> Result<Made<GradeRecor
         let b = first.build_failure_for(format, t, first.files.get(t).map(String::as_str))?;
         Some(format!("{} does not build: {}", b.unit, b.message))
     };
-    rec.said = crate::model::rules::why::Said::of_tests(&rec.failing, &said, unbuilt);
+    rec.said = crate::model::why::Said::of_tests(&rec.failing, &said, unbuilt);
     if let Some(last) = grading::tail_of(&rec) {
         let log = blob(&ctx, &last.digest)?;
         // The run that wrote this log (fresh names are drawn per run: one

@@ -34,7 +34,7 @@ use super::adapter::{Kind, Made, NoInputs, NodeKind};
 use super::swe_task::{ImageEnv, ImageOf};
 use crate::model::instances::{DatasetLists, Family, Instance, TESTBED};
 use crate::model::records::{Decision, TriageRecord};
-use crate::model::rules::shell;
+use crate::model::shell;
 use crate::run::error::{Context, Kinded, NodeError};
 use crate::run::executor::Executors;
 use crate::run::harbor::workspace;

@@ -22,8 +22,9 @@ use serde::Serialize;
 
 use super::adapter::{Kind, Made, NodeKind};
 use crate::model::canary::{self, Certified, Hidden, Planted};
+use crate::model::rebuild::RebuildRule;
 use crate::model::records::{EnvRecord, RunRecord, TreeRecord};
-use crate::model::rules::rebuild::{self, RebuildRule};
+use crate::model::rules::rebuild;
 use crate::run::error::{Kinded, NodeError};
 use crate::run::executor::{EnvHandle, Executors, Launch, TestRun, Watched};
 
@@ -440,8 +441,9 @@ pub(crate) async fn execute_tree(
         }
         planted.reports = seal_reports;
         record.canaries = canary::read(planted, &mut record.tests, &mut record.files);
-        record.said = canary::said(planted, &record.said);
-        record.said = canary::said_with_seals(&record.said, &record.seals, &record.tests);
+        record.said = crate::model::why::said_without_canaries(planted, &record.said);
+        record.said =
+            crate::model::why::said_with_seals(&record.said, &record.seals, &record.tests);
         record.renamed = planted.renamed.clone();
     } else if !seal_reports.is_empty() {
         // Seal reports where nothing was sealed: written by the run's own
@@ -571,7 +573,7 @@ pub(crate) fn read_outcomes(
         Trust::Trusted | Trust::BuildFailed(_) => {}
         Trust::Untrustworthy(why) => record.untrusted = Some(why),
     }
-    record.said = crate::model::rules::why::Said::of(
+    record.said = crate::model::why::Said::of(
         report
             .tests
             .iter()

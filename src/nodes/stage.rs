@@ -40,8 +40,8 @@ pub(crate) struct StageParams {
     /// A larger session patch is refused before anything is staged.
     pub(crate) caps: PatchCaps,
     /// `[env] rebuild`, as the `tree` node keys it.
-    #[serde(skip_serializing_if = "crate::model::rules::rebuild::RebuildSpec::is_unset")]
-    pub(crate) rebuild: crate::model::rules::rebuild::RebuildSpec,
+    #[serde(skip_serializing_if = "crate::model::rebuild::RebuildSpec::is_unset")]
+    pub(crate) rebuild: crate::model::rebuild::RebuildSpec,
 }
 
 super::adapter::inputs! {

@@ -43,7 +43,7 @@ use serde::Serialize;
 use super::adapter::{Kind, Made, NodeKind};
 use super::harbor_task::HarborTaskRecord;
 use crate::model::records::{Decision, EnvRecord, TriageRecord};
-use crate::model::rules::shell;
+use crate::model::shell;
 use crate::run::error::{Context, Kinded, NodeError};
 use crate::run::executor::{Confinement, ExecutorSetting, Executors, Presence, Setup};
 use crate::run::harbor::deepswe;

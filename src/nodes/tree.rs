@@ -12,8 +12,9 @@ use assay_git::TreeStore;
 use serde::Serialize;
 
 use super::adapter::{Kind, Made, NodeKind};
+use crate::model::rebuild::{RebuildRule, RebuildSpec};
 use crate::model::records::{Skip, TreeRecord, TriageRecord};
-use crate::model::rules::rebuild::{self, RebuildRule, RebuildSpec};
+use crate::model::rules::rebuild;
 use crate::model::rules::staging;
 pub(crate) use crate::model::rules::staging::State;
 use crate::run::error::{Kinded, NodeError};

@@ -343,7 +343,7 @@ fn swe_spec(
 
 /// The last build's release record and its digest (`manifest.json`'s).
 fn last_release(store: &Store) -> Result<(ReleaseRecord, String), ExportError> {
-    let (_, key) = crate::ops::audit::last_release(store).map_err(ExportError::NotBuilt)?;
+    let (_, key) = crate::ops::audit::bundle::last_release(store).map_err(ExportError::NotBuilt)?;
     let (_, _, row) = store
         .key_record(&key)
         .map_err(ExportError::cache)?

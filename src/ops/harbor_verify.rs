@@ -358,7 +358,7 @@ fn run_staged(
     read_outcomes(&mut record, format, &log, report, Some(work.as_path()));
     if let Some(planted) = &planted {
         record.canaries = crate::model::canary::read(planted, &mut record.tests, &mut record.files);
-        record.said = crate::model::canary::said(planted, &record.said);
+        record.said = crate::model::why::said_without_canaries(planted, &record.said);
     }
     distrust(
         &mut record,

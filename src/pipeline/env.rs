@@ -10,7 +10,7 @@ use toml::Spanned;
 
 use super::file::{CanaryTemplate, EnvConfig, PipelineFile};
 use super::{ConfigError, Origin};
-use crate::model::rules::rebuild::{RebuildRule, RebuildSpec};
+use crate::model::rebuild::{RebuildRule, RebuildSpec};
 
 /// Seconds before a run's whole process group is killed, unless written.
 const DEFAULT_TIMEOUT_S: u64 = 300;

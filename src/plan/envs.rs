@@ -28,7 +28,7 @@ pub(crate) struct EnvSettings<'a> {
     /// `[env] export`, on an executor whose environments are artifacts.
     pub(crate) export: bool,
     /// `[env] rebuild`, checked at load.
-    pub(crate) rebuild: &'a crate::model::rules::rebuild::RebuildSpec,
+    pub(crate) rebuild: &'a crate::model::rebuild::RebuildSpec,
 }
 
 impl EnvSettings<'_> {

@@ -44,7 +44,7 @@ pub(super) struct InstanceTask {
     cfg: crate::pipeline::EnvConfig,
     format: assay_report::Format,
     no_test_command: Option<String>,
-    rebuild: crate::model::rules::rebuild::RebuildSpec,
+    rebuild: crate::model::rebuild::RebuildSpec,
 }
 
 impl InstanceTask {
@@ -182,7 +182,7 @@ fn test_command(command: &str) -> String {
          if [ -f /opt/miniconda3/bin/activate ]; then . /opt/miniconda3/bin/activate && conda activate testbed; fi\n\
          {command}\n"
     );
-    format!("bash -c {}", crate::model::rules::shell::quote(&script))
+    format!("bash -c {}", crate::model::shell::quote(&script))
 }
 
 /// Per instance, its nodes (module doc); the rows that do not read, their

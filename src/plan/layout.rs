@@ -522,7 +522,7 @@ struct SweFolder {
     /// dataset's name.
     repo: String,
     statement: Option<String>,
-    rebuild: crate::model::rules::rebuild::RebuildSpec,
+    rebuild: crate::model::rebuild::RebuildSpec,
 }
 
 impl SweFolder {

@@ -17,7 +17,7 @@ use super::markup::{esc, fault_class};
 use super::pages;
 use super::stats::session_cost;
 use crate::model::records::{GradeRecord, SessionRecord, Verdict};
-use crate::model::rules::why::{self, Silent};
+use crate::model::why::{self, Silent};
 use crate::pipeline::Arm;
 
 /// How much of a patch the page shows.
@@ -187,7 +187,7 @@ fn log_note(r: &GradeRecord) -> String {
 const WHY_GROUPS: usize = 8;
 
 /// What a red grade's failing tests said, first: their groups (a count and
-/// the normalised headline, largest first, `rules::why`) and the first
+/// the normalised headline, largest first, `why`) and the first
 /// failure of the largest group in full. Nothing when no test failed.
 fn why(h: &mut String, r: &GradeRecord, arm: &str) {
     let silent = |t: &str| {

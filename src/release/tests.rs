@@ -1428,7 +1428,7 @@ fn two_thousand_failures_lead_with_their_groups_and_fold_the_lists() {
         .collect();
     let mut g = grade("s1", "alpha", "model-a", "exclude", "unresolved", "agent");
     g.0.failing = failing.clone();
-    g.0.said = crate::model::rules::why::Said::of(
+    g.0.said = crate::model::why::Said::of(
         failing
             .iter()
             .zip(&texts)

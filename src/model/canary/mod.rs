@@ -39,9 +39,11 @@ mod seal;
 mod shape;
 mod source;
 
+pub(crate) use mutant::unrename;
 pub(crate) use mutant::{Certified, TestRef, Trial, certified};
+use reading::last_segment;
+pub(crate) use reading::names_test;
 pub(crate) use reading::{Canary, Must};
-use reading::{last_segment, names_test};
 pub(crate) use seal::{Seal, SealOutcome, SealReading, Sealed, channel_lines};
 use shape::{Lang, Rng, Sum, words_of};
 
@@ -617,70 +619,6 @@ pub(crate) fn read(
         });
     }
     out
-}
-
-/// A reading's words ([`Said`](crate::model::rules::why::Said)) as its
-/// outcomes are after [`read`]: the canaries' left out, renamed tests (and
-/// their fresh names in any text) under their declared names.
-pub(crate) fn said(
-    planted: &Planted,
-    said: &crate::model::rules::why::Said,
-) -> crate::model::rules::why::Said {
-    let pairs: Vec<(String, String)> = said
-        .of
-        .keys()
-        .filter(|id| !planted.canaries.iter().any(|c| names_test(id, &c.name)))
-        .filter_map(|id| {
-            let text = said.message(id)?;
-            let id = mutant::unrename(id, &planted.renamed).unwrap_or_else(|| id.clone());
-            let text = mutant::unrename(text, &planted.renamed).unwrap_or_else(|| text.to_owned());
-            Some((id, text))
-        })
-        .collect();
-    crate::model::rules::why::Said::of(pairs.iter().map(|(t, m)| (t.as_str(), m.as_str())))
-}
-
-/// `said` with the words of each test its seals failed (docs/security.md,
-/// "Sealed expectations"): the runner passed it, so the report holds none.
-pub(crate) fn said_with_seals(
-    said: &crate::model::rules::why::Said,
-    seals: &[SealReading],
-    tests: &BTreeMap<String, Outcome>,
-) -> crate::model::rules::why::Said {
-    if seals.is_empty() {
-        return said.clone();
-    }
-    let mut pairs: Vec<(String, String)> = said
-        .of
-        .keys()
-        .filter_map(|id| Some((id.clone(), said.message(id)?.to_owned())))
-        .collect();
-    for r in seals.iter().filter(|r| !r.test.is_empty()) {
-        let words = match r.outcome {
-            SealOutcome::Mismatched => format!(
-                "sealed assertion (line {} of the test): expected {}, got {}",
-                r.line + 1,
-                r.expected,
-                r.got.join(", ")
-            ),
-            SealOutcome::Missing => format!(
-                "sealed assertion (line {} of the test): passed without handing over its value",
-                r.line + 1
-            ),
-            SealOutcome::Malformed => format!(
-                "sealed assertion (line {} of the test): a value assay cannot read ({})",
-                r.line + 1,
-                r.got.join(", ")
-            ),
-            SealOutcome::Matched => continue,
-        };
-        for id in tests.keys().filter(|id| names_test(id, &r.test)) {
-            if !pairs.iter().any(|(t, _)| t == id) {
-                pairs.push((id.clone(), words.clone()));
-            }
-        }
-    }
-    crate::model::rules::why::Said::of(pairs.iter().map(|(t, m)| (t.as_str(), m.as_str())))
 }
 
 /// Why a reading is forged, if it is; `would_pass` says whether it makes

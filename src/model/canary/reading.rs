@@ -39,7 +39,7 @@ pub(crate) struct Canary {
 /// Whether report id `id` names the test `name` (`Class.method` for
 /// unittest): `name` ends the id at an identifier boundary, or (a custom
 /// canary's description) stands in it as a whole word.
-pub(super) fn names_test(id: &str, name: &str) -> bool {
+pub(crate) fn names_test(id: &str, name: &str) -> bool {
     // A JavaScript id: `file > describe > title`.
     if id
         .rsplit_once(" > ")

@@ -183,7 +183,7 @@ pub(crate) fn test_args(format: Format, tests: &[String]) -> String {
         .iter()
         .map(|t| assay_report::selector(format, t))
         .filter(|s| seen.insert(s.clone()))
-        .map(|s| super::shell::word(&s))
+        .map(|s| crate::model::shell::word(&s))
         .collect::<Vec<_>>()
         .join(" ")
 }

@@ -35,13 +35,11 @@ pub(crate) mod quality;
 pub(crate) mod rebuild;
 pub(crate) mod screening;
 pub(crate) mod shape;
-pub(crate) mod shell;
 pub(crate) mod staging;
 pub(crate) mod tamper;
 pub(crate) mod task;
 pub(crate) mod timeout;
 pub(crate) mod touched;
 pub(crate) mod verdict;
-pub(crate) mod why;
 
 use super::{canary, records};

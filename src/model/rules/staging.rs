@@ -5,7 +5,8 @@
 //! object store; the steps and the records are decided here.
 
 use assay_git::{ComposeError, PatchPath, PatchStep};
-use serde::Serialize;
+
+pub(crate) use crate::model::names::State;
 
 use super::policy::Exclusion;
 use super::records::{Skip, TaskRecord, TaskStatus, TreeRecord, TriageRecord};
@@ -48,31 +49,7 @@ impl Step {
     }
 }
 
-/// A state of a screened candidate: the three trees each test is read in.
-#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum State {
-    /// The base commit as it is.
-    Base,
-    /// Base + the hidden test patch: the empty-patch control.
-    Test,
-    /// Base + test patch + gold patch: the reference control.
-    Gold,
-}
-
 impl State {
-    /// In the order screening reads them (and node params number them:
-    /// the order of the variants is the key's encoding).
-    pub(crate) const ALL: [State; 3] = [State::Base, State::Test, State::Gold];
-
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            State::Base => "base",
-            State::Test => "test",
-            State::Gold => "gold",
-        }
-    }
-
     /// The patches over the base commit, in order, each with the digest
     /// of its blob in the candidate's triage record.
     pub(crate) fn patches(self, triage: &TriageRecord) -> Vec<(Step, &str)> {

@@ -300,7 +300,7 @@ pub(crate) fn canaries_of(
 /// session's own copy of it would make `git apply` refuse the test patch
 /// ("already exists in working directory") and the hidden tests not run.
 pub(crate) fn eval_script(base: &str, test_patch: &str, command: &str) -> String {
-    let q = super::shell::quote;
+    let q = crate::model::shell::quote;
     let written = TestPatch::read(test_patch.as_bytes()).written_at_base();
     let mut dirs = BTreeSet::new();
     for (path, _) in &written {

@@ -67,13 +67,17 @@ impl<'a> TouchedFiles<'a> {
     /// nothing.
     fn words(&self, placeholder: &str) -> Option<String> {
         let words: Vec<String> = match placeholder {
-            FILES => self.files.iter().map(|f| super::shell::word(f)).collect(),
+            FILES => self
+                .files
+                .iter()
+                .map(|f| crate::model::shell::word(f))
+                .collect(),
             _ => self
                 .go_dirs
                 .iter()
                 .map(|d| match *d {
                     "" => ".".to_owned(),
-                    d => super::shell::word(&format!("./{d}")),
+                    d => crate::model::shell::word(&format!("./{d}")),
                 })
                 .collect(),
         };

@@ -12,14 +12,13 @@
 //!    inputs (tasks, sessions, grades, metrics, each read back from the cache
 //!    and checked against its digest) and compared byte for byte.
 
-mod bundle;
+pub(crate) mod bundle;
 mod diff;
 mod display;
 mod finding;
 mod recompute;
 mod release;
 
-pub(crate) use bundle::{BundleError, LOG_KINDS, export, last_release, verify_bundle};
 pub(crate) use display::{NodeDisplay, inputs_in};
 
 pub(crate) use finding::Finding;

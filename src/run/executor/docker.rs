@@ -24,7 +24,7 @@ use super::{
 };
 use crate::model::records::EnvRecord;
 use crate::model::rules::limits::Limit;
-use crate::model::rules::shell;
+use crate::model::shell;
 use crate::pipeline::{EnvConfig, Pipeline};
 use crate::run::Made;
 use crate::run::error::{Context, Kinded, NodeError, StageError};

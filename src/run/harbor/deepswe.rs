@@ -146,7 +146,7 @@ impl Folder {
             .reports
             .iter()
             .filter_map(|r| report_name(r))
-            .map(|name| crate::model::rules::shell::quote(&format!("{RUN_LOGS}/{name}")))
+            .map(|name| crate::model::shell::quote(&format!("{RUN_LOGS}/{name}")))
             .collect();
         let format = match self.report {
             Format::Junit => "junit",
@@ -169,15 +169,12 @@ impl Folder {
              if [ \"$rc\" -eq 3 ] && [ -s \"$RUN_LOG\" ]; then echo \"[verifier] no test ran; the suites' log ends:\"; tail -n 40 \"$RUN_LOG\"; fi\n\
              exit \"$rc\"\n",
             suites.replace(VERIFIER_DIR.trim_end_matches('/'), RUN_LOGS),
-            crate::model::rules::shell::quote(MERGE),
+            crate::model::shell::quote(MERGE),
             report_file(self.report),
             reports.join(" "),
             report = report_file(self.report),
         );
-        Some(format!(
-            "bash -c {}",
-            crate::model::rules::shell::quote(&script)
-        ))
+        Some(format!("bash -c {}", crate::model::shell::quote(&script)))
     }
 }
 

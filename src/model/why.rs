@@ -27,7 +27,10 @@
 
 use std::collections::BTreeMap;
 
+use assay_report::Outcome;
 use serde::{Deserialize, Serialize};
+
+use crate::model::canary::{Planted, SealOutcome, SealReading, names_test, unrename};
 
 /// The distinct messages a run (or a grade) keeps, in bytes, at most.
 pub(crate) const RUN_SAID_MAX_BYTES: usize = 64 * 1024;
@@ -359,6 +362,67 @@ fn unquote(s: &str) -> String {
         i += 1;
     }
     out
+}
+
+/// A reading's words ([`Said`]) as its
+/// outcomes are after [`read`](crate::model::canary::read): the canaries' left out, renamed tests (and
+/// their fresh names in any text) under their declared names.
+pub(crate) fn said_without_canaries(planted: &Planted, said: &Said) -> Said {
+    let pairs: Vec<(String, String)> = said
+        .of
+        .keys()
+        .filter(|id| !planted.canaries.iter().any(|c| names_test(id, &c.name)))
+        .filter_map(|id| {
+            let text = said.message(id)?;
+            let id = unrename(id, &planted.renamed).unwrap_or_else(|| id.clone());
+            let text = unrename(text, &planted.renamed).unwrap_or_else(|| text.to_owned());
+            Some((id, text))
+        })
+        .collect();
+    Said::of(pairs.iter().map(|(t, m)| (t.as_str(), m.as_str())))
+}
+
+/// [`said_without_canaries`] with the words of each test its seals failed (docs/security.md,
+/// "Sealed expectations"): the runner passed it, so the report holds none.
+pub(crate) fn said_with_seals(
+    said: &Said,
+    seals: &[SealReading],
+    tests: &BTreeMap<String, Outcome>,
+) -> Said {
+    if seals.is_empty() {
+        return said.clone();
+    }
+    let mut pairs: Vec<(String, String)> = said
+        .of
+        .keys()
+        .filter_map(|id| Some((id.clone(), said.message(id)?.to_owned())))
+        .collect();
+    for r in seals.iter().filter(|r| !r.test.is_empty()) {
+        let words = match r.outcome {
+            SealOutcome::Mismatched => format!(
+                "sealed assertion (line {} of the test): expected {}, got {}",
+                r.line + 1,
+                r.expected,
+                r.got.join(", ")
+            ),
+            SealOutcome::Missing => format!(
+                "sealed assertion (line {} of the test): passed without handing over its value",
+                r.line + 1
+            ),
+            SealOutcome::Malformed => format!(
+                "sealed assertion (line {} of the test): a value assay cannot read ({})",
+                r.line + 1,
+                r.got.join(", ")
+            ),
+            SealOutcome::Matched => continue,
+        };
+        for id in tests.keys().filter(|id| names_test(id, &r.test)) {
+            if !pairs.iter().any(|(t, _)| t == id) {
+                pairs.push((id.clone(), words.clone()));
+            }
+        }
+    }
+    Said::of(pairs.iter().map(|(t, m)| (t.as_str(), m.as_str())))
 }
 
 #[cfg(test)]

@@ -28,21 +28,20 @@ arrow counts one import per path: of the file it ends in and the modules it
 passes, the one of the highest layer (`stages::Scope` defined in a base file
 but named through `stages/mod.rs` is an import of the operations).
 
-A `mod` declaration is not an import, nor is a module's use of its own
-submodules; a circle is between files neither of which contains the other.
-Test code is left out: `#[cfg(test)] mod … {}` blocks and the files of
-`#[cfg(test)] mod …;`.
+A `mod` declaration is not an import; a module's use of its own
+submodules is one, like any other (a `mod.rs` that uses its child while
+the child uses what the `mod.rs` defines is a circle). Test code is left
+out: `#[cfg(test)] mod … {}` blocks and the files of `#[cfg(test)] mod …;`.
 
 - folder circles: sets of folders each of which reaches the others, from
   every file import across two folders, a module's of its own submodules
   included (a parent folder importing its child and the child its parent
-  is a circle). Printed, not yet checked: `src/stages` is one such circle
-  (issue 49).
+  is a circle). A file beside main.rs is a folder of its own.
 
 --edges lists the imports inside each circle, --arrows each back-up arrow.
---check exits 1 when there is a circle counting re-exports or a back-up
-arrow (0 otherwise);
-without it the script exits 0 whatever it finds.
+--check exits 1 when there is a circle (of files counting re-exports, or
+of folders), a back-up arrow or a file in no layer (0 otherwise); without
+it the script exits 0 whatever it finds.
 """
 import os
 import re
@@ -313,8 +312,8 @@ def layer(mod):
 
 
 name = lambda m: os.path.relpath(files[m], root)
-with_re = imports(through_mod_rs=True)
-without_re = imports(through_mod_rs=False)
+with_re = imports(through_mod_rs=True, children=True)
+without_re = imports(through_mod_rs=False, children=True)
 named = imports(through_mod_rs=True, highest=True)
 found = circles(with_re)
 found_without = circles(without_re)
@@ -356,7 +355,7 @@ files_in = lambda cs: sum(len(c) for c in cs)
 rules = len(LAYERS) * (len(LAYERS) - 1) // 2
 print(f"{len(found)} import circle(s) of {files_in(found)} files among {len(files)} files, counting re-exports through mod.rs")
 print(f"{len(found_without)} import circle(s) of {files_in(found_without)} files, without counting re-exports")
-print(f"{len(folder_circles)} folder circle(s) of {files_in(folder_circles)} folders among {len(folders)} folders, a parent's import of its child and the child's of its parent counted (not checked yet)")
+print(f"{len(folder_circles)} folder circle(s) of {files_in(folder_circles)} folders among {len(folders)} folders, a parent's import of its child and the child's of its parent counted")
 print(f"{len(arrows)} back-up arrow(s): imports from a lower layer to a higher one")
 print(f"{len(broken)} of {rules} layer rules broken (" + " < ".join(n for n, _ in LAYERS) + ")")
-sys.exit(1 if "--check" in flags and (found or arrows or unlayered) else 0)
+sys.exit(1 if "--check" in flags and (found or folder_circles or arrows or unlayered) else 0)

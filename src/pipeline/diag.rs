@@ -1,7 +1,7 @@
 //! Configuration errors as miette diagnostics: the file, the span, and a hint
 //! that says what to do.
 
-use miette::{Diagnostic, NamedSource, SourceSpan};
+use miette::{Diagnostic, LabeledSpan, NamedSource, SourceSpan};
 
 /// Boxed so `Result<_, ConfigError>` stays small.
 #[derive(Debug, thiserror::Error, Diagnostic)]
@@ -19,6 +19,10 @@ pub(crate) struct ConfigDiagnostic {
     #[label("{label}")]
     span: Option<SourceSpan>,
     label: String,
+    /// Other places the message is about (the setting that asks for what
+    /// `span` cannot give).
+    #[label(collection)]
+    also: Vec<LabeledSpan>,
     #[help]
     help: Option<String>,
 }
@@ -31,6 +35,7 @@ impl ConfigError {
             src: None,
             span: None,
             label: String::new(),
+            also: Vec::new(),
             help: Some(help.into()),
         }))
     }
@@ -49,8 +54,22 @@ impl ConfigError {
             src: Some(NamedSource::new(name, text.to_owned())),
             span: Some(SourceSpan::from(span)),
             label: label.into(),
+            also: Vec::new(),
             help: Some(help.into()).filter(|h: &String| !h.is_empty()),
         }))
+    }
+
+    /// This error with one more labelled place of its file.
+    pub(crate) fn also(
+        mut self,
+        span: std::ops::Range<usize>,
+        label: impl Into<String>,
+    ) -> ConfigError {
+        let span = SourceSpan::from(span);
+        self.0
+            .also
+            .push(LabeledSpan::new_with_span(Some(label.into()), span));
+        self
     }
 
     /// Translates a TOML/serde error into a diagnostic with a hint by error shape.

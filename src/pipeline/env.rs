@@ -5,7 +5,7 @@
 //! machine (bubblewrap, the Docker daemon); it reads those keys from
 //! [`EnvSpec::written`].
 
-use assay_report::Format;
+use assay_report::{Format, TestFile};
 use toml::Spanned;
 
 use super::file::{CanaryTemplate, EnvConfig, PipelineFile};
@@ -93,15 +93,15 @@ fn env(
         ));
     }
     if let Some(touched) = &cfg.touched_command
-        && let Some(why) = crate::model::rules::touched::command_problem(touched.get_ref(), format)
+        && let Some(why) = crate::model::rules::touched::command_problem(touched.get_ref())
     {
         return Err(pipeline.error_at(
             touched.span(),
             format!("[env] touched_command: {why}"),
             "this command",
-            match format {
-                Format::GoTestJson => "e.g. touched_command = \"go test -json {packages}\": `{packages}` becomes the directory of each touched _test.go file (docs/stages.md, \"Scope\")",
-                _ => "e.g. touched_command = \"python -m pytest -rA {files}\": `{files}` becomes the test files the test patch touches (docs/stages.md, \"Scope\")",
+            match format.capabilities().test_file {
+                TestFile::GoPackage => "e.g. touched_command = \"go test -json {packages}\": `{packages}` becomes the directory of each touched _test.go file (docs/stages.md, \"Scope\")",
+                TestFile::Path | TestFile::None => "e.g. touched_command = \"python -m pytest -rA {files}\": `{files}` becomes the test files the test patch touches (docs/stages.md, \"Scope\")",
             },
         ));
     }

@@ -10,6 +10,7 @@
 
 mod agent;
 mod app;
+mod capability;
 mod checks;
 mod diag;
 mod env;

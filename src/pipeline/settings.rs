@@ -138,7 +138,7 @@ pub(crate) struct Settings {
 
 impl Settings {
     pub(crate) fn of(pipeline: &Origin<'_>, f: &PipelineFile) -> Result<Settings, ConfigError> {
-        Ok(Settings {
+        let settings = Settings {
             cache_dir: pipeline.resolve(f.cache.as_deref().unwrap_or("cache")),
             release_dir: pipeline.resolve(f.release.as_deref().unwrap_or("release")),
             steps: f.step.iter().map(step).collect(),
@@ -170,7 +170,14 @@ impl Settings {
             instances: super::instances::instances(pipeline, &f.instances)?,
             metrics: super::metric::metrics(pipeline, &f.metric)?,
             apps: super::app::apps(pipeline, &f.app)?,
-        })
+        };
+        super::capability::check(
+            pipeline,
+            &settings.envs,
+            settings.scope,
+            f.screen.scope.as_ref(),
+        )?;
+        Ok(settings)
     }
 
     /// The command line's `--since` / `--limit`, in place of every source's own.
@@ -361,11 +368,11 @@ fn grade(pipeline: &Origin<'_>, f: &PipelineFile) -> Result<GradeSettings, Confi
     })
 }
 
-/// `[screen] scope`: a word of [`crate::model::rules::screening::Scope`], and
-/// `touched-files` only where every environment's report names each test's
-/// file (the touched files could not decide otherwise). An environment's
-/// `touched_command` runs only the touched files, so it needs this scope:
-/// under `suite` it would leave most of PASS_TO_PASS unrun.
+/// `[screen] scope`: a word of [`crate::model::rules::screening::Scope`]
+/// (whether every environment's report can select by file is
+/// `capability::check`'s). An environment's `touched_command` runs only
+/// the touched files, so it needs this scope: under `suite` it would leave
+/// most of PASS_TO_PASS unrun.
 fn screen_scope(
     pipeline: &Origin<'_>,
     f: &PipelineFile,
@@ -382,22 +389,6 @@ fn screen_scope(
             )
         })?,
     };
-    if let Some(word) = f.screen.scope.as_ref().filter(|_| !scope.is_suite()) {
-        for (_, env) in f.envs() {
-            let format = env
-                .report
-                .as_ref()
-                .and_then(|r| r.get_ref().parse::<assay_report::Format>().ok());
-            if let Some(format) = format.filter(|f| !Scope::can_select(*f)) {
-                return Err(pipeline.error_at(
-                    word.span(),
-                    format!("scope = \"touched-files\" cannot select tests in `{format}` reports: they do not name a test's file"),
-                    "here",
-                    "keep the default scope (\"suite\") for libtest, libtest-json and tap reports",
-                ));
-            }
-        }
-    }
     if scope.is_suite()
         && let Some(touched) = f
             .envs()

@@ -10,13 +10,7 @@ use assay_report::Format;
 /// The SWE-bench log parser (a `PARSER_REGISTRY` name) whose keys the
 /// published test ids follow; empty when none reads this format's log.
 pub(crate) fn log_parser(format: Format) -> &'static str {
-    match format {
-        // `method (module.Class.method) ... ok`: Django's runner and
-        // `python -m unittest -v` print the same lines.
-        Format::Unittest => "parse_log_django",
-        Format::Pytest => "parse_log_pytest",
-        _ => "",
-    }
+    format.capabilities().swebench_parser.unwrap_or("")
 }
 
 /// The SWE-bench instance id of a task on `track`: the basic track keeps

@@ -34,7 +34,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::Format;
+use crate::{Format, IdShape};
 
 /// At most this many lines of a compiler's message are kept …
 pub const MESSAGE_MAX_LINES: usize = 20;
@@ -138,20 +138,20 @@ fn capped(lines: &[String]) -> String {
 /// format's shapes. The mapping is the table in `docs/languages.md`.
 pub fn unit_of(format: Format, name: &str, file: Option<&str>) -> Option<String> {
     let file = file.filter(|f| !f.is_empty());
-    match format {
-        Format::GoTestJson => file.map(str::to_owned).or_else(|| go_package(name)),
-        Format::Pytest => Some(file.map_or_else(|| pytest_file(name), str::to_owned)),
-        Format::Unittest => match file {
+    match format.capabilities().ids {
+        IdShape::GoPackage => file.map(str::to_owned).or_else(|| go_package(name)),
+        IdShape::PytestNode => Some(file.map_or_else(|| pytest_file(name), str::to_owned)),
+        IdShape::UnittestDotted => match file {
             Some(f) => f.strip_suffix(".py").map(|m| m.replace(['/', '\\'], ".")),
             None => crate::unittest::module_of(name),
         },
-        Format::JestJson | Format::MochaJson => Some(
+        IdShape::TitlePath => Some(
             file.unwrap_or_else(|| name.split(" > ").next().unwrap_or(name))
                 .to_owned(),
         ),
         // gotestsum's JUnit and Go's CTRF converters: `package.TestXxx`.
-        Format::Junit | Format::Ctrf | Format::CtrfSuite => go_package(name),
-        Format::Libtest | Format::LibtestJson | Format::Tap => None,
+        IdShape::Converted => go_package(name),
+        IdShape::Libtest | IdShape::Plain => None,
     }
 }
 

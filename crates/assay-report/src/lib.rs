@@ -34,9 +34,11 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 pub use build::{BuildFailure, MESSAGE_MAX_BYTES, MESSAGE_MAX_LINES, build_failure_for, unit_of};
+pub use capability::{Canaries, Capabilities, IdShape, KeepGoing, TestFile};
 pub use message::{TEST_MESSAGE_MAX_BYTES, TEST_MESSAGE_MAX_LINES};
 
 mod build;
+mod capability;
 mod ctrf;
 mod go_json;
 mod jest_json;
@@ -116,6 +118,75 @@ impl Format {
             Format::CtrfSuite => "ctrf-suite",
             Format::JestJson => "jest-json",
             Format::MochaJson => "mocha-json",
+        }
+    }
+
+    /// What assay can do with this format's reports (the module
+    /// `capability`): one row per format, each written out in full.
+    pub const fn capabilities(self) -> Capabilities {
+        match self {
+            Format::Junit => Capabilities {
+                ids: IdShape::Converted,
+                test_file: TestFile::Path,
+                // `pytest --junitxml`: the canaries of its `.py` files.
+                canaries: Some(Canaries::Pytest),
+                keep_going: None,
+                swebench_parser: None,
+            },
+            Format::Pytest => Capabilities {
+                ids: IdShape::PytestNode,
+                test_file: TestFile::Path,
+                canaries: Some(Canaries::Pytest),
+                keep_going: None,
+                swebench_parser: Some("parse_log_pytest"),
+            },
+            Format::Unittest => Capabilities {
+                ids: IdShape::UnittestDotted,
+                test_file: TestFile::Path,
+                canaries: Some(Canaries::Unittest),
+                keep_going: None,
+                // `method (module.Class.method) ... ok`: Django's runner
+                // and `python -m unittest -v` print the same lines.
+                swebench_parser: Some("parse_log_django"),
+            },
+            Format::Libtest | Format::LibtestJson => Capabilities {
+                ids: IdShape::Libtest,
+                test_file: TestFile::None,
+                canaries: Some(Canaries::Rust),
+                keep_going: Some(KeepGoing {
+                    runner: "cargo test",
+                    flag: "--no-fail-fast",
+                }),
+                swebench_parser: None,
+            },
+            Format::GoTestJson => Capabilities {
+                ids: IdShape::GoPackage,
+                test_file: TestFile::GoPackage,
+                canaries: Some(Canaries::Go),
+                keep_going: None,
+                swebench_parser: None,
+            },
+            Format::Tap => Capabilities {
+                ids: IdShape::Plain,
+                test_file: TestFile::None,
+                canaries: None,
+                keep_going: None,
+                swebench_parser: None,
+            },
+            Format::Ctrf | Format::CtrfSuite => Capabilities {
+                ids: IdShape::Converted,
+                test_file: TestFile::Path,
+                canaries: None,
+                keep_going: None,
+                swebench_parser: None,
+            },
+            Format::JestJson | Format::MochaJson => Capabilities {
+                ids: IdShape::TitlePath,
+                test_file: TestFile::Path,
+                canaries: Some(Canaries::Js),
+                keep_going: None,
+                swebench_parser: None,
+            },
         }
     }
 }
@@ -294,9 +365,14 @@ pub enum ParseError {
 /// doctest, whose stable id carries no line: its file and item up to the
 /// line annotation (`src/lib.rs - add (line`, libtest filters by substring).
 pub fn selector(format: Format, id: &str) -> String {
-    match format {
-        Format::Libtest | Format::LibtestJson => libtest::selector(id),
-        _ => id.to_owned(),
+    match format.capabilities().ids {
+        IdShape::Libtest => libtest::selector(id),
+        IdShape::GoPackage
+        | IdShape::PytestNode
+        | IdShape::UnittestDotted
+        | IdShape::TitlePath
+        | IdShape::Converted
+        | IdShape::Plain => id.to_owned(),
     }
 }
 
@@ -304,9 +380,14 @@ pub fn selector(format: Format, id: &str) -> String {
 /// annotation; `(docs)` for the crate's own docs), or None for any other
 /// test or format.
 pub fn doctest_item(format: Format, id: &str) -> Option<(&str, &str)> {
-    match format {
-        Format::Libtest | Format::LibtestJson => libtest::doctest_item(id),
-        _ => None,
+    match format.capabilities().ids {
+        IdShape::Libtest => libtest::doctest_item(id),
+        IdShape::GoPackage
+        | IdShape::PytestNode
+        | IdShape::UnittestDotted
+        | IdShape::TitlePath
+        | IdShape::Converted
+        | IdShape::Plain => None,
     }
 }
 
@@ -547,7 +628,7 @@ impl Collector {
                 t.message = message::capped(&lines);
             }
         }
-        if matches!(self.format, Format::Libtest | Format::LibtestJson) {
+        if self.format.capabilities().ids == IdShape::Libtest {
             libtest::stable_doctest_ids(&mut self.tests);
         }
         Report {

@@ -664,14 +664,13 @@ fn refused(format: Format, command: &str) -> Result<(), String> {
             "the test command stops at the first failure (`{flag}`): a canary that must fail would stop the real tests"
         ));
     }
-    if matches!(format, Format::Libtest | Format::LibtestJson)
-        && !command.contains("--no-fail-fast")
-    {
-        return Err(
-            "`cargo test` stops at the first failing test binary; add `--no-fail-fast` to the test command to have its runs forgery-checked".into(),
-        );
+    match format.capabilities().keep_going {
+        Some(k) if !command.contains(k.flag) => Err(format!(
+            "`{}` stops at the first failing test binary; add `{}` to the test command to have its runs forgery-checked",
+            k.runner, k.flag
+        )),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// The flag of `command` that stops a run at its first failure, if any.

@@ -3,7 +3,7 @@
 //! function or method), its name in the report, and the seeded stream its
 //! names and numbers come from.
 
-use assay_report::Format;
+use assay_report::{Canaries, Format};
 
 use super::reading::Must;
 
@@ -193,16 +193,29 @@ impl Lang {
         }
     }
 
+    /// The language of a hidden test file that carries the canaries of a
+    /// `format` report (its row's [`Canaries`]).
     pub(super) fn of(format: Format, path: &str) -> Option<Lang> {
+        let lang = match format.capabilities().canaries? {
+            Canaries::Unittest => Lang::Unittest,
+            Canaries::Pytest => Lang::Pytest,
+            Canaries::Go => Lang::Go,
+            Canaries::Rust => Lang::Rust,
+            Canaries::Js => Lang::Js,
+        };
+        lang.holds(path).then_some(lang)
+    }
+
+    /// Whether `path` is named like a test file of this language.
+    fn holds(self, path: &str) -> bool {
         let file = path.rsplit('/').next().unwrap_or(path);
-        let py = file.ends_with(".py") && (file.starts_with("test") || file.ends_with("_test.py"));
-        match format {
-            Format::Unittest if py => Some(Lang::Unittest),
-            Format::Pytest | Format::Junit if py => Some(Lang::Pytest),
-            Format::GoTestJson if file.ends_with("_test.go") => Some(Lang::Go),
-            Format::Libtest | Format::LibtestJson if file.ends_with(".rs") => Some(Lang::Rust),
-            Format::JestJson | Format::MochaJson if is_js_test(path) => Some(Lang::Js),
-            _ => None,
+        match self {
+            Lang::Unittest | Lang::Pytest => {
+                file.ends_with(".py") && (file.starts_with("test") || file.ends_with("_test.py"))
+            }
+            Lang::Go => file.ends_with("_test.go"),
+            Lang::Rust => file.ends_with(".rs"),
+            Lang::Js => is_js_test(path),
         }
     }
 

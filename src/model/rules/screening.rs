@@ -25,7 +25,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use assay_report::{Format, Outcome};
+use assay_report::{Format, IdShape, Outcome, TestFile};
 
 use super::records::{Control, RunRecord, ScreenRecord, TriageRecord};
 pub(crate) use super::staging::State;
@@ -54,7 +54,7 @@ impl Scope {
     /// Whether a report in `format` names the file of every test, so that
     /// the touched files can decide (libtest's and TAP's ids carry none).
     pub(crate) fn can_select(format: Format) -> bool {
-        !matches!(format, Format::Libtest | Format::LibtestJson | Format::Tap)
+        format.capabilities().test_file.names_files()
     }
 }
 
@@ -501,7 +501,7 @@ pub(crate) fn changed_words(patch: &[u8]) -> BTreeSet<String> {
 /// happens to be in its id.
 pub(crate) fn declared_name(format: Format, id: &str) -> Option<&str> {
     let mut rest = id;
-    if format == Format::GoTestJson
+    if format.capabilities().ids == IdShape::GoPackage
         && let Some(unit) = assay_report::unit_of(format, id, None)
     {
         rest = &id[unit.len() + 1..];
@@ -534,7 +534,7 @@ struct Touched<'a> {
 impl<'a> Touched<'a> {
     /// `units`: every test file (Go: package) the readings name.
     fn new(format: Format, files: &BTreeSet<&'a str>, units: &BTreeSet<&'a str>) -> Touched<'a> {
-        let go = (format == Format::GoTestJson).then(|| {
+        let go = (format.capabilities().test_file == TestFile::GoPackage).then(|| {
             // The shortest package, if every other one extends it.
             units.iter().min_by_key(|p| p.len()).copied().filter(|p| {
                 units

@@ -40,8 +40,10 @@ pub(crate) enum Input {
     /// A task, with its candidate id.
     Task(String),
     /// A Deep-SWE-shaped Harbor folder's assay task: counted in the
-    /// Harbor funnel, not as a mined candidate.
-    SweTask,
+    /// Harbor funnel, not as a mined candidate. Its word, part of the
+    /// release's params, stays `swe_task`.
+    #[serde(rename = "swe_task")]
+    DeepSweTask,
     Session,
     Grade,
     Metrics,
@@ -487,7 +489,7 @@ impl Gathered {
             Input::Task(candidate) => {
                 self.mined_task(candidate, serde_json::from_slice(bytes).input()?, key)?;
             }
-            Input::SweTask | Input::InstanceTask => {
+            Input::DeepSweTask | Input::InstanceTask => {
                 let task = serde_json::from_slice(bytes).input()?;
                 self.image_task(params, kind, task, key)?;
             }
@@ -518,7 +520,8 @@ impl Gathered {
                 state,
                 reading,
             } => {
-                let run: crate::model::records::RunRecord = serde_json::from_slice(bytes).input()?;
+                let run: crate::model::records::RunRecord =
+                    serde_json::from_slice(bytes).input()?;
                 publish_input.instance_readings.push(InstanceReading {
                     task: task.clone(),
                     state: state.clone(),
@@ -630,7 +633,7 @@ impl Gathered {
                 .get_or_insert_with(Default::default)
                 .count(&task);
         }
-        if matches!(kind, Input::SweTask) {
+        if matches!(kind, Input::DeepSweTask) {
             if let Some(changed) = params.harbor_changed.get(&task.instance_id) {
                 task.created_at.clone_from(changed);
             }
@@ -772,5 +775,18 @@ impl ReleaseInputs {
 
     pub(crate) fn split(self) -> (Vec<String>, Vec<Input>) {
         self.nodes.into_iter().unzip()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Input;
+
+    /// The inputs' words are part of the release's params, so of its key:
+    /// a Deep-SWE folder's task keeps the word `swe_task`.
+    #[test]
+    fn a_deepswe_task_input_keeps_its_word() {
+        let words = serde_json::to_string(&[Input::DeepSweTask, Input::InstanceTask]).unwrap();
+        assert_eq!(words, r#"["swe_task","instance_task"]"#);
     }
 }

@@ -133,11 +133,11 @@ impl<'e> TaskSource<'e> for DeepSwe<'e> {
     ) -> Result<(), StageError> {
         let (store_dir, redact, executors) = (&cx.store_dir, &cx.redact, cx.executors);
         for (t, env) in self.folders.iter().zip(self.envs) {
-            let triage = names::swe_triage(&t.id);
+            let triage = names::deepswe_triage(&t.id);
             out.push(adapter::spec(
                 triage.clone(),
-                crate::nodes::swe_task::SweTriage {
-                    params: crate::nodes::swe_task::SweTriageParams {
+                crate::nodes::swe_task::DeepSweTriage {
+                    params: crate::nodes::swe_task::DeepSweTriageParams {
                         id: t.id.clone(),
                         repo: t.repo.clone(),
                         files: t.files.clone(),
@@ -146,14 +146,14 @@ impl<'e> TaskSource<'e> for DeepSwe<'e> {
                     store_dir: store_dir.to_owned(),
                     executors: executors.clone(),
                 },
-                crate::nodes::swe_task::SweTriageNames {
+                crate::nodes::swe_task::DeepSweTriageNames {
                     task: t.harbor_node.clone(),
                 },
             ));
-            let env_name = names::swe_env(&t.id);
+            let env_name = names::harbor_image_env(&t.id);
             out.push(adapter::spec(
                 env_name.clone(),
-                crate::nodes::swe_task::SweEnv::new(
+                crate::nodes::swe_task::HarborImageEnv::new(
                     crate::nodes::swe_task::ImageEnvParams {
                         confine: env.confine.clone(),
                         redact: redact.clone(),
@@ -161,7 +161,7 @@ impl<'e> TaskSource<'e> for DeepSwe<'e> {
                     store_dir.parent().unwrap_or(store_dir).to_owned(),
                     executors.clone(),
                 ),
-                crate::nodes::swe_task::SweEnvNames {
+                crate::nodes::swe_task::HarborImageEnvNames {
                     task: t.harbor_node.clone(),
                 },
             ));
@@ -173,7 +173,7 @@ impl<'e> TaskSource<'e> for DeepSwe<'e> {
                 statement: t.statement.clone(),
                 repo: &t.repo,
                 version: "0",
-                release: release::Input::SweTask,
+                release: release::Input::DeepSweTask,
             }
             .lay_out(cx, out, laid);
         }

@@ -619,11 +619,11 @@ fn attempted<'g>(
         return out;
     }
     for &h in reward_only {
-        let env_node = names::swe_env(&h.id);
+        let env_node = names::harbor_image_env(&h.id);
         let confine = image_confinement(&h.node);
         let image_env = adapter::spec(
             env_node.clone(),
-            crate::nodes::swe_task::SweEnv::new(
+            crate::nodes::swe_task::HarborImageEnv::new(
                 crate::nodes::swe_task::ImageEnvParams {
                     confine: confine.clone(),
                     redact: g.redact.clone(),
@@ -631,7 +631,7 @@ fn attempted<'g>(
                 g.cache_dir.to_owned(),
                 g.executors.clone(),
             ),
-            crate::nodes::swe_task::SweEnvNames {
+            crate::nodes::swe_task::HarborImageEnvNames {
                 task: h.node.clone(),
             },
         );

@@ -32,7 +32,7 @@ use crate::model::records::TaskRecord;
 use crate::nodes::release::ReleaseRecord;
 use crate::pipeline::Pipeline;
 use crate::plan::envs::Envs;
-use crate::plan::layout::{env_name, env_params};
+use crate::plan::envs::{env_name, env_params};
 use crate::run::executor::ExecutorSetting;
 use crate::run::harbor::{BASE_TAR, BINARY, SPEC_FILE, SPEC_VERSION, Spec, WORKSPACE};
 use crate::run::redact::RedactConfig;

@@ -11,7 +11,6 @@ use assay_engine::{NodeSpec, Store};
 
 use super::deepswe::{DeepSwe, DeepSweFolder};
 use super::envs::{EnvSettings, Envs};
-pub(crate) use super::envs::{env_name, env_params};
 use super::grading::{GradeLayout, Ungraded, grade_nodes};
 use super::harbor::{HarborFolders, harbor_changed};
 use super::instances::{InstanceTask, Instances};

@@ -12,8 +12,8 @@ use std::time::Duration;
 use assay_engine::NodeSpec;
 use assay_git::TreeStore;
 
-use super::envs::{EnvSettings, Envs, env_params};
-use super::layout::env_name;
+use super::envs::{EnvSettings, Envs, env_name, env_params};
+
 use super::screening::{Screening, screening_nodes};
 use super::source::{Cx, Laid, TaskSource};
 use super::sources::{CandidateLine, open_source};

@@ -55,7 +55,8 @@ words! {
         /// A Deep-SWE-shaped Harbor task's base tree and patches, as a
         /// triage record.
         DeepSweTriage = "swe_triage",
-        /// A Deep-SWE-shaped Harbor task's environment: its screened image.
+        /// A Harbor task's environment, its screened image: a Deep-SWE-shaped
+        /// task's, and a reward-only task's for the agents' attempts.
         HarborImageEnv = "swe_env",
         /// A SWE-bench-family instance: its image and what its repository holds.
         Instance = "instance",

@@ -263,7 +263,8 @@ super::adapter::inputs! {
     pub(crate) struct HarborImageEnvInputs / HarborImageEnvNames { task: HarborTaskRecord }
 }
 
-/// `swe_env`: a screened Deep-SWE task's environment, from its image.
+/// `swe_env`: a screened Harbor task's environment, from its image: a
+/// Deep-SWE task's, and a reward-only task's for the agents' attempts.
 pub(crate) struct HarborTaskImage;
 
 /// The node kind `swe_env`.

@@ -144,37 +144,14 @@ pub(crate) fn grade_nodes(
             not_graded.push((s.id.clone(), why));
             continue;
         }
-        let mut track = s.track.clone().unwrap_or_else(|| "basic".into());
-        let mut task_id = previous_tasks
-            .get(&s.task)
-            .cloned()
-            .unwrap_or_else(|| s.task.clone());
-        // A SWE-bench instance id of a spec twin (`calc-1__spec`) names the
-        // task and its track; an explicit other track keeps the id as it is.
-        if let Some((task, twin)) = crate::run::swebench::split_instance_id(&task_id)
-            && s.track.as_deref().is_none_or(|t| t == twin)
-        {
-            (task_id, track) = (task.to_owned(), twin.to_owned());
-        }
-        // A SWE-bench prediction names an instance task by the instance's
-        // own id; more than one `[[instances]]` file holding it fails the
-        // session alone.
-        if !g.task_nodes.contains_key(&(task_id.clone(), track.clone())) {
-            match g.instance_tasks.get(&task_id).map(Vec::as_slice) {
-                Some([task]) => task_id = task.clone(),
-                Some(tasks @ [_, _, ..]) => {
-                    let why = format!(
-                        "`{task_id}` is the instance id of {} [[instances]] tasks: {}; name one of them as the task",
-                        tasks.len(),
-                        quoted(tasks.iter())
-                    );
-                    not_graded.push((s.id.clone(), format!("ambiguous instance id `{task_id}`")));
-                    out.push(failed_session_node(&s.id, why));
-                    continue;
-                }
-                _ => {}
+        let (mut task_id, track) = match named_task(g, &previous_tasks, &s) {
+            Ok(named) => named,
+            Err((short, why)) => {
+                not_graded.push((s.id.clone(), short));
+                out.push(failed_session_node(&s.id, why));
+                continue;
             }
-        }
+        };
         // A Deep-SWE-shaped Harbor task is an assay task too, whichever
         // name the session gives it: graded by assay, with the dataset's
         // own verifier's reading beside.
@@ -227,6 +204,47 @@ pub(crate) fn grade_nodes(
     attempt_nodes(pipeline, g, out, release, &mut reviewable);
     judge::nodes(pipeline, &reviewable, out, release)?;
     Ok(Ungraded { not_graded, jobs })
+}
+
+/// The task (id, track) a session names: its id, or a task node's key
+/// of the last build, or a spec twin's SWE-bench instance id, or an
+/// `[[instances]]` row's own instance id. Err (why in short, in full): an
+/// instance id more than one `[[instances]]` file holds.
+fn named_task(
+    g: &GradeLayout<'_>,
+    previous_tasks: &BTreeMap<String, String>,
+    s: &Session<Vec<u8>, Option<String>>,
+) -> Result<(String, String), (String, String)> {
+    let mut track = s.track.clone().unwrap_or_else(|| "basic".into());
+    let mut task_id = previous_tasks
+        .get(&s.task)
+        .cloned()
+        .unwrap_or_else(|| s.task.clone());
+    // A SWE-bench instance id of a spec twin (`calc-1__spec`) names the
+    // task and its track; an explicit other track keeps the id as it is.
+    if let Some((task, twin)) = crate::run::swebench::split_instance_id(&task_id)
+        && s.track.as_deref().is_none_or(|t| t == twin)
+    {
+        (task_id, track) = (task.to_owned(), twin.to_owned());
+    }
+    // A SWE-bench prediction names an instance task by the instance's
+    // own id; more than one `[[instances]]` file holding it fails the
+    // session alone.
+    if !g.task_nodes.contains_key(&(task_id.clone(), track.clone())) {
+        match g.instance_tasks.get(&task_id).map(Vec::as_slice) {
+            Some([task]) => task_id = task.clone(),
+            Some(tasks @ [_, _, ..]) => {
+                let why = format!(
+                    "`{task_id}` is the instance id of {} [[instances]] tasks: {}; name one of them as the task",
+                    tasks.len(),
+                    quoted(tasks.iter())
+                );
+                return Err((format!("ambiguous instance id `{task_id}`"), why));
+            }
+            _ => {}
+        }
+    }
+    Ok((task_id, track))
 }
 
 /// `a`, `b`: each name in backquotes.

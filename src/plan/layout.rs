@@ -133,3 +133,51 @@ fn release_node(
         release_deps,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::model::names;
+    use crate::run::attempt::session_id;
+
+    /// A pipeline of Harbor folders alone goes through the one seam: its
+    /// tasks, an agent's attempts graded by each reward-only task's own
+    /// verifier, and one release whose inputs keep the order laid out.
+    #[test]
+    fn harbor_folders_alone_lay_out_tasks_attempts_and_one_release() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        for folder in ["a", "b"] {
+            let dir = root.join("tb").join(folder);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("task.toml"), "").unwrap();
+            std::fs::write(dir.join("instruction.md"), "do it").unwrap();
+        }
+        std::fs::write(
+            root.join("pipeline.toml"),
+            "[[harbor_dataset]]\nname = \"tb\"\npath = \"tb\"\n\n\
+             [[agent]]\nlabel = \"x\"\nmodel = \"m\"\ncommand = \"true\"\n",
+        )
+        .unwrap();
+        let pipeline = crate::pipeline::Pipeline::load(&root.join("pipeline.toml")).unwrap();
+        let store = assay_engine::Store::open(&root.join("cache")).unwrap();
+        let executors = Arc::new(crate::run::executor::Executors::withholding(Vec::new()));
+        let (mut out, mut warnings) = (Vec::new(), Vec::new());
+        let in_use = super::nodes(&pipeline, &store, &executors, &mut out, &mut warnings).unwrap();
+        let release = out.iter().find(|n| n.name == names::RELEASE).unwrap();
+        let mut expected = vec![names::harbor_task("tb", "a"), names::harbor_task("tb", "b")];
+        for task in ["tb/a", "tb/b"] {
+            let id = session_id("x", task, "basic", 0);
+            expected.extend([names::attempt(&id), names::harbor_grade(&id)]);
+        }
+        assert_eq!(release.deps, expected);
+        // Each attempt runs in its task's own image, made once.
+        let envs = out
+            .iter()
+            .filter(|n| n.name.starts_with("swe_env:"))
+            .count();
+        assert_eq!(envs, 2);
+        assert!(in_use.confinements.is_empty());
+    }
+}

@@ -44,6 +44,7 @@ use serde::{Deserialize, Serialize};
 
 use super::adapter::{Kind, Made, NodeKind};
 use super::harbor_task::HarborTaskRecord;
+use crate::model::config::{Confinement, ExecutorSetting, SandboxMode};
 use crate::model::records::{EnvRecord, SessionRecord, TaskRecord};
 use crate::model::rules::limits::RunLimits;
 use crate::pipeline::{AgentSettings, TranscriptFormat};
@@ -51,7 +52,7 @@ use crate::run::attempt::egress::{self, Endpoint, KeyHeader};
 use crate::run::attempt::workspace::{self, Workspace};
 use crate::run::attempt::{self as a};
 use crate::run::error::{ErrorKind, Kinded, NodeError};
-use crate::run::executor::{Agent, Confinement, EnvHandle, ExecutorSetting, Launch, SandboxMode};
+use crate::run::executor::{Agent, EnvHandle, Launch};
 use crate::run::redact::{RedactConfig, Redactor};
 use crate::sessions::RunFacts;
 
@@ -834,7 +835,7 @@ mod tests {
         assert!(local.get("executor").is_none(), "{local}");
         assert_eq!(local["sandbox"], "bwrap");
         let docker = on(ExecutorSetting::Docker(
-            crate::run::executor::docker::Settings {
+            crate::model::config::DockerSettings {
                 base_image: "assay-base:bookworm".into(),
                 cpu_millis: None,
             },

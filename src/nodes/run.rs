@@ -49,7 +49,7 @@ pub(crate) struct RunParams {
     pub(crate) serial: bool,
     pub(crate) repeat: u32,
     /// The sandbox and limits.
-    pub(crate) confine: crate::run::executor::Confinement,
+    pub(crate) confine: crate::model::config::Confinement,
     /// Test files (by these globs) whose bytes change during the run are
     /// recorded: tamper evidence.
     pub(crate) watch: Vec<String>,
@@ -826,7 +826,7 @@ mod tests {
         redact: crate::run::redact::RedactConfig,
         serial: bool,
         repeat: u32,
-        confine: crate::run::executor::Confinement,
+        confine: crate::model::config::Confinement,
         watch: Vec<String>,
     }
 

@@ -29,6 +29,7 @@ use std::time::Duration;
 
 use assay_git::TreeStore;
 
+use crate::model::config::{Confinement, SandboxMode};
 use crate::model::records::{Fault, RunRecord, Verdict};
 use crate::model::rules::limits::RunLimits;
 use crate::model::rules::policy::globset;
@@ -38,7 +39,7 @@ use crate::nodes::stage::{StageParams, stage_patch};
 use crate::pipeline::Arm;
 use crate::run::attempt::workspace::{self, Uncollected};
 use crate::run::error::{Context, Kinded, NodeError};
-use crate::run::executor::{Confinement, EnvHandle, Executors, Launch, SandboxMode, TestRun};
+use crate::run::executor::{EnvHandle, Executors, Launch, TestRun};
 use crate::run::fresh_seed;
 use crate::run::harbor::{
     BASE_TAR, LOGS, PATCH_FILE, Reward, SPEC_FILE, SPEC_VERSION, Spec, TESTS, VERDICT_FILE,

@@ -200,7 +200,7 @@ fn secret_variables(pipeline: &Pipeline) -> Vec<String> {
 /// and one confinement per executor setting its environments use.
 pub(crate) struct BuildExecutors {
     service: Arc<executor::Executors>,
-    in_use: Vec<executor::Confinement>,
+    in_use: Vec<crate::model::config::Confinement>,
     /// Harbor tasks and `[[instances]]` run containers through the daemon
     /// whatever the executors in use.
     harbor: bool,

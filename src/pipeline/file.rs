@@ -582,12 +582,12 @@ impl<'de> Deserialize<'de> for NamedEnv {
 
 /// The keys of [`EnvConfig`], as its derived `Deserialize` knows them.
 fn env_keys() -> &'static [&'static str] {
-    static KEYS: std::sync::OnceLock<&'static [&'static str]> = std::sync::OnceLock::new();
-    KEYS.get_or_init(|| {
+    static KEYS: std::sync::LazyLock<&'static [&'static str]> = std::sync::LazyLock::new(|| {
         let mut probe = FieldsProbe(None);
         let _ = EnvConfig::deserialize(&mut probe);
         probe.0.unwrap_or(&[])
-    })
+    });
+    &KEYS
 }
 
 /// A deserializer that only records the field names a struct asks for.

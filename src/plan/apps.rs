@@ -22,6 +22,7 @@ use std::time::Duration;
 use assay_engine::NodeSpec;
 
 use super::envs::{EnvSettings, KeyFiles};
+use crate::model::config::{Confinement, ExecutorSetting};
 use crate::model::names::{self, AppTree};
 use crate::nodes::adapter::{self, NodeKind};
 use crate::nodes::app_browse::{AppBrowse, AppBrowseNames, AppBrowseParams};
@@ -34,7 +35,7 @@ use crate::nodes::env::EnvParams;
 use crate::nodes::release::{Input, ReleaseInputs};
 use crate::pipeline::{AppSettings, Pipeline};
 use crate::run::error::StageError;
-use crate::run::executor::{Confinement, ExecutorSetting, Executors};
+use crate::run::executor::Executors;
 use crate::run::redact::RedactConfig;
 
 /// An app task as the sessions' layout needs it.
@@ -293,7 +294,6 @@ fn layer_nodes(
 mod tests {
     use super::*;
     use crate::model::rules::app::{Admission, Start};
-    use crate::run::executor::docker;
     use serde::Serialize;
 
     fn start() -> Start {
@@ -363,10 +363,7 @@ mod tests {
         assert_eq!(key(&deploy(None)), key(&old));
 
         let conf = Confinement {
-            executor: ExecutorSetting::Docker(docker::Settings {
-                base_image: docker::DEFAULT_BASE_IMAGE.into(),
-                cpu_millis: None,
-            }),
+            executor: ExecutorSetting::Docker(crate::model::config::DockerSettings::default()),
             ..Confinement::default()
         };
         let env = EnvParams {

@@ -431,7 +431,7 @@ fn attempt_nodes(
                 crate::nodes::env::EnvParams {
                     setup: agent.setup.clone(),
                     key_files: Vec::new(),
-                    confine: crate::run::executor::Confinement::default(),
+                    confine: crate::model::config::Confinement::default(),
                     redact: g.redact.clone(),
                     export: false,
                     at: Some(crate::run::attempt::AGENT_AT.to_owned()),
@@ -587,10 +587,10 @@ fn reward_only<'g>(g: &GradeLayout<'g>) -> Vec<&'g HarborRef> {
 /// The docker executor's confinement of a Harbor task's own image (the
 /// `swe_env` made from it): the image is its `harbor_task` node's output,
 /// named here by that node and put in place when the environment is made.
-pub(crate) fn image_confinement(harbor_node: &str) -> crate::run::executor::Confinement {
-    crate::run::executor::Confinement {
-        executor: crate::run::executor::ExecutorSetting::Docker(
-            crate::run::executor::docker::Settings {
+pub(crate) fn image_confinement(harbor_node: &str) -> crate::model::config::Confinement {
+    crate::model::config::Confinement {
+        executor: crate::model::config::ExecutorSetting::Docker(
+            crate::model::config::DockerSettings {
                 base_image: harbor_node.to_owned(),
                 cpu_millis: None,
             },

@@ -7,7 +7,8 @@ use std::process::Stdio;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::{Settings, output, output_withholding};
+use super::{output, output_withholding};
+use crate::model::config::SlurmSettings;
 
 /// The cluster as the executors hold it: the job steps' allocation (one per
 /// build, made on first use), every allocation submitted (cancelled at the
@@ -84,7 +85,7 @@ impl Cluster {
     /// The build's allocation, submitted when there is none.
     pub(super) async fn allocation(
         &self,
-        settings: &Settings,
+        settings: &SlurmSettings,
         withheld: &[String],
     ) -> Result<std::sync::Arc<Allocation>, String> {
         let mut current = self.allocation.lock().await;
@@ -120,7 +121,7 @@ impl Cluster {
 
 /// Submits the allocation and waits until it runs.
 async fn allocate(
-    settings: &Settings,
+    settings: &SlurmSettings,
     submitted: &Mutex<Vec<String>>,
     withheld: &[String],
 ) -> Result<Allocation, String> {

@@ -37,17 +37,13 @@ mod pack;
 mod worker;
 
 use std::ffi::OsStr;
-use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use assay_engine::JobCtx;
-use serde::Serialize;
 
-use super::{
-    BoxFuture, Executor, Launch, Presence, Ran, RunFuture, SandboxMode, Setup, TestRun, run_err,
-};
+use super::{BoxFuture, Executor, Launch, Presence, Ran, RunFuture, Setup, TestRun, run_err};
+use crate::model::config::{SandboxMode, SlurmSettings};
 use crate::model::records::EnvRecord;
-use crate::pipeline::{EnvConfig, Pipeline};
 use crate::run::Made;
 use crate::run::attempt::relay;
 use crate::run::error::{NodeError, StageError};
@@ -59,108 +55,13 @@ use worker::{EnvSource, Pack};
 /// Tries of a run whose step ended without an outcome.
 pub(crate) const ATTEMPTS: u32 = 3;
 
-/// The allocation's time limit when `[env] slurm.time` is not set.
-const DEFAULT_TIME: &str = "1:00:00";
-
-/// The slurm executor's settings: where its allocation goes. None of it
-/// changes what a run sees, so none of it is keyed.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub(crate) struct Settings {
-    pub(crate) partition: Option<String>,
-    pub(crate) nodes: u32,
-    pub(crate) time: String,
-    pub(crate) account: Option<String>,
-    pub(crate) qos: Option<String>,
-    pub(crate) sbatch: Vec<String>,
-    /// The node-local cache's root on every node (`[env] slurm.node_cache`):
-    /// environments unpacked once per node, runs' private directories.
-    pub(crate) node_cache: PathBuf,
-    /// The coordinator's address as the nodes reach it (`[env]
-    /// slurm.proxy_address`): where an attempt's relay on a node reaches
-    /// the egress proxy.
-    pub(crate) proxy_address: IpAddr,
-}
-
-/// The node-local cache's root when `[env] slurm.node_cache` is not set.
-const DEFAULT_NODE_CACHE: &str = "/tmp/assay-node-cache";
-
-/// The proxy's address for the nodes when `[env] slurm.proxy_address` is
-/// not set: a cluster on this machine.
-const DEFAULT_PROXY_ADDRESS: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
-
-/// `[env] slurm`, checked.
-pub(crate) fn settings(pipeline: &Pipeline, cfg: &EnvConfig) -> Result<Settings, StageError> {
-    let Some(table) = &cfg.slurm else {
-        return Ok(Settings {
-            partition: None,
-            nodes: 1,
-            time: DEFAULT_TIME.into(),
-            account: None,
-            qos: None,
-            sbatch: Vec::new(),
-            node_cache: DEFAULT_NODE_CACHE.into(),
-            proxy_address: DEFAULT_PROXY_ADDRESS,
-        });
-    };
-    let c = table.get_ref();
-    if let Some(dir) = &c.node_cache
-        && !dir.is_absolute()
-    {
-        return Err(pipeline
-            .error_at(
-                table.span(),
-                format!(
-                    "[env] slurm: `node_cache` is not an absolute path ({})",
-                    dir.display()
-                ),
-                "this table",
-                "give a directory on each node's local disk, e.g. \"/var/tmp/assay\"",
-            )
-            .into());
-    }
-    if c.nodes == Some(0) {
-        return Err(pipeline
-            .error_at(
-                table.span(),
-                "[env] slurm: `nodes` is 0",
-                "this allocation",
-                "leave `nodes` out for one node, or give how many nodes the build's allocation holds",
-            )
-            .into());
-    }
-    let proxy_address = match &c.proxy_address {
-        None => DEFAULT_PROXY_ADDRESS,
-        Some(written) => written.parse().map_err(|_| {
-            pipeline.error_at(
-                table.span(),
-                format!("[env] slurm: `proxy_address` is not an IP address ({written})"),
-                "this table",
-                "give this machine's address as the nodes reach it, e.g. \"10.0.0.5\"",
-            )
-        })?,
-    };
-    Ok(Settings {
-        proxy_address,
-        partition: c.partition.clone(),
-        nodes: c.nodes.unwrap_or(1),
-        time: c.time.clone().unwrap_or_else(|| DEFAULT_TIME.into()),
-        account: c.account.clone(),
-        qos: c.qos.clone(),
-        sbatch: c.sbatch.clone(),
-        node_cache: c
-            .node_cache
-            .clone()
-            .unwrap_or_else(|| DEFAULT_NODE_CACHE.into()),
-    })
-}
-
 /// The slurm executor under a confinement.
 pub(crate) struct Slurm<'a> {
     /// What a node runs, and how environments are prepared and kept: the
     /// local executor's, whose answers this one gives where the cluster
     /// changes nothing.
     pub(crate) local: super::local::Local<'a>,
-    pub(crate) settings: &'a Settings,
+    pub(crate) settings: &'a SlurmSettings,
     pub(crate) cluster: &'a Cluster,
     /// The variables no step inherits from assay's environment (`srun`
     /// hands a step the whole environment it was started with).

@@ -6,10 +6,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::super::{
-    Confinement, EnvHandle, ExecutorSetting, Launch, Ran, SandboxMode, TestRun, Watched,
-};
+use super::super::{EnvHandle, Launch, Ran, TestRun, Watched};
 use super::pack;
+use crate::model::config::{Confinement, ExecutorSetting, SandboxMode};
 use crate::model::rules::limits::{Limit, RunLimits};
 use crate::run::attempt::relay::Route;
 use assay_engine::Digest;

@@ -189,7 +189,7 @@ pub(crate) struct SlurmSettings {
     /// The coordinator's address as the nodes reach it (`[env]
     /// slurm.proxy_address`): where an attempt's relay on a node reaches
     /// the egress proxy.
-    pub(crate) proxy_address: std::net::IpAddr,
+    pub(crate) proxy_address: core::net::IpAddr,
 }
 
 impl SlurmSettings {
@@ -199,8 +199,8 @@ impl SlurmSettings {
     pub(crate) const DEFAULT_NODE_CACHE: &str = "/tmp/assay-node-cache";
     /// The proxy's address for the nodes when `[env] slurm.proxy_address`
     /// is not set: a cluster on this machine.
-    pub(crate) const DEFAULT_PROXY_ADDRESS: std::net::IpAddr =
-        std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+    pub(crate) const DEFAULT_PROXY_ADDRESS: core::net::IpAddr =
+        core::net::IpAddr::V4(core::net::Ipv4Addr::LOCALHOST);
 }
 
 impl Default for SlurmSettings {
@@ -343,6 +343,46 @@ pub(crate) struct Allowance {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Records held these fields as strings: each word reads back as its
+    /// value and writes the same bytes; node params keep the derived
+    /// enum's encoding of the sandbox (its variant index).
+    #[test]
+    fn executor_and_sandbox_words_round_trip_with_the_bytes_records_held() {
+        fn round_trip<T>(all: &[T], words: &[&str])
+        where
+            T: serde::Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
+        {
+            assert_eq!(all.len(), words.len());
+            for (value, word) in all.iter().zip(words) {
+                let json = serde_json::to_string(value).unwrap();
+                assert_eq!(json, format!("\"{word}\""));
+                assert_eq!(&serde_json::from_str::<T>(&json).unwrap(), value);
+            }
+        }
+        round_trip(ExecutorKind::ALL, &["local", "docker", "slurm"]);
+        round_trip(Sandbox::ALL, &["bwrap", "none", "docker", "harbor", ""]);
+        round_trip(SandboxMode::ALL, &["bwrap", "none"]);
+        assert!(serde_json::from_str::<Sandbox>("\"podman\"").is_err());
+        assert_eq!(Sandbox::default(), Sandbox::Unrecorded);
+        assert_eq!(Sandbox::from(SandboxMode::None), Sandbox::None);
+
+        #[derive(serde::Serialize)]
+        #[serde(rename_all = "lowercase")]
+        enum SandboxModeBefore {
+            Bwrap,
+            None,
+        }
+        for (now, before) in [
+            (SandboxMode::Bwrap, SandboxModeBefore::Bwrap),
+            (SandboxMode::None, SandboxModeBefore::None),
+        ] {
+            assert_eq!(
+                assay_engine::encode_params(&now),
+                assay_engine::encode_params(&before)
+            );
+        }
+    }
 
     #[test]
     fn a_patch_over_its_cap_says_by_how_much() {

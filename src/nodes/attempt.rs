@@ -314,7 +314,7 @@ async fn attempt(
             p.label, p.label
         )));
     }
-    if node.executors.of(&p.confinement()).sandbox() == SandboxMode::None.as_str() {
+    if node.executors.of(&p.confinement()).sandbox() == crate::model::config::Sandbox::None {
         return Err(NodeError::new(
             ErrorKind::Config,
             "an agent never runs unsandboxed: attempts need `sandbox = \"bwrap\"`",

@@ -259,7 +259,7 @@ pub(crate) async fn execute_tree(
     plant: Plant<'_>,
 ) -> Result<(RunRecord, Vec<assay_engine::Digest>, Option<Planted>), NodeError> {
     let mut record = RunRecord {
-        sandbox: executors.of(&p.confine).sandbox().to_owned(),
+        sandbox: executors.of(&p.confine).sandbox(),
         ..RunRecord::default()
     };
     if !env.ok {

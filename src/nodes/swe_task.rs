@@ -324,7 +324,7 @@ pub(crate) fn not_set_up(
         exit_code: None,
         setup_log: log.to_hex(),
         digest: String::new(),
-        executor: Some("docker".into()),
+        executor: Some(crate::model::config::ExecutorKind::Docker),
         image: None,
         base_image: Some(base_image),
         export: None,

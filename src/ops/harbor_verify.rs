@@ -291,7 +291,7 @@ fn run_staged(
     let mut staged = stage_copy(store_dir, tree, work, &spec.test_globs)
         .map_err(|e| NodeError::infra(format!("writing the graded tree: {e}")))?;
     let mut record = RunRecord {
-        sandbox: "harbor".into(),
+        sandbox: crate::model::config::Sandbox::Harbor,
         ..RunRecord::default()
     };
     let planted = match plant_canaries(

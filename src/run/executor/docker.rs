@@ -22,7 +22,7 @@ use super::{
     BoxFuture, EnvHandle, Executor, Launch, Presence, Ran, RunFuture, Setup, TestRun, Watched,
     base_env, daemon, guard_env, made, run_err,
 };
-use crate::model::config::{Confinement, DockerSettings};
+use crate::model::config::{Confinement, DockerSettings, Sandbox};
 use crate::model::records::EnvRecord;
 use crate::model::rules::limits::Limit;
 use crate::model::rules::shell;
@@ -121,8 +121,8 @@ impl Executor for Docker<'_> {
         true
     }
 
-    fn sandbox(&self) -> &'static str {
-        "docker"
+    fn sandbox(&self) -> Sandbox {
+        Sandbox::Docker
     }
 
     fn start(&self, rt: &tokio::runtime::Runtime) -> Result<(), StageError> {
@@ -224,7 +224,7 @@ async fn prepare(
         exit_code: Some(0),
         setup_log: String::new(),
         digest: String::new(),
-        executor: Some("docker".into()),
+        executor: Some(crate::model::config::ExecutorKind::Docker),
         image: None,
         base_image: Some(base.to_string()),
         export: None,

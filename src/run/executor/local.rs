@@ -15,7 +15,7 @@ use super::{
     BoxFuture, EnvHandle, Executor, Launch, Presence, Ran, RunFuture, Setup, TestRun, Watched,
     base_env, guard_env, made, run_err,
 };
-use crate::model::config::{Confinement, SandboxMode};
+use crate::model::config::{self, Confinement, SandboxMode};
 use crate::model::records::EnvRecord;
 use crate::model::rules::limits::{Limit, RunLimits};
 use crate::run::Made;
@@ -96,8 +96,8 @@ impl Executor for Local<'_> {
         false
     }
 
-    fn sandbox(&self) -> &'static str {
-        self.conf.sandbox.as_str()
+    fn sandbox(&self) -> config::Sandbox {
+        self.conf.sandbox.into()
     }
 }
 

@@ -40,7 +40,7 @@ use std::time::Duration;
 
 use assay_engine::JobCtx;
 
-use crate::model::config::{Confinement, ExecutorKind, ExecutorSetting};
+use crate::model::config::{Confinement, ExecutorKind, ExecutorSetting, Sandbox};
 use crate::model::records::EnvRecord;
 use crate::run::Made;
 use crate::run::error::{NodeError, StageError};
@@ -198,7 +198,7 @@ pub(crate) trait Executor: Send + Sync {
 
     /// The sandbox of its runs, as records say it (`bwrap`, `none`,
     /// `docker`).
-    fn sandbox(&self) -> &'static str;
+    fn sandbox(&self) -> Sandbox;
 
     /// Whether a run's scratch directory may be on this machine alone
     /// (a tmpfs, [`scratch::run_dir`]) rather than in the cache, which
@@ -618,8 +618,11 @@ mod tests {
             }
         }
         let executors = Executors::default();
-        assert_eq!(executors.of(&docker("x", None)).sandbox(), "docker");
-        assert_eq!(executors.of(&Confinement::default()).sandbox(), "bwrap");
+        assert_eq!(executors.of(&docker("x", None)).sandbox(), Sandbox::Docker);
+        assert_eq!(
+            executors.of(&Confinement::default()).sandbox(),
+            Sandbox::Bwrap
+        );
     }
 
     #[test]

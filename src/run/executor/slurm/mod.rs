@@ -42,7 +42,7 @@ use std::path::Path;
 use assay_engine::JobCtx;
 
 use super::{BoxFuture, Executor, Launch, Presence, Ran, RunFuture, Setup, TestRun, run_err};
-use crate::model::config::{SandboxMode, SlurmSettings};
+use crate::model::config::{Sandbox, SandboxMode, SlurmSettings};
 use crate::model::records::EnvRecord;
 use crate::run::Made;
 use crate::run::attempt::relay;
@@ -113,7 +113,7 @@ impl Executor for Slurm<'_> {
     }
 
     /// The local sandbox, on the node.
-    fn sandbox(&self) -> &'static str {
+    fn sandbox(&self) -> Sandbox {
         self.local.sandbox()
     }
 

@@ -237,7 +237,7 @@ impl BuildExecutors {
 }
 
 /// `assay worker`: one run of the slurm executor on this node.
-pub(crate) fn work(job: &std::path::Path) -> Result<(), String> {
+pub(crate) fn work(job: &std::path::Path) -> Result<(), executor::LaunchError> {
     executor::slurm::work(job)
 }
 

@@ -6,6 +6,7 @@
 //! apart.
 
 use crate::pipeline::ConfigError;
+use crate::run::executor::LaunchError;
 
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub(crate) enum StageError {
@@ -316,5 +317,19 @@ mod tests {
             (e.kind, e.to_string()),
             (ErrorKind::Input, "bad hunk".into())
         );
+    }
+}
+
+/// A launch that failed: the machine's problem (bubblewrap, the daemon, the
+/// cluster, a file), so the next build reruns it; the cache's when its
+/// blobs failed; assay's when a launch reached an executor without what it
+/// needs.
+impl From<LaunchError> for NodeError {
+    fn from(e: LaunchError) -> NodeError {
+        match e {
+            LaunchError::Internal(what) => NodeError::internal(format!("run: {what}")),
+            LaunchError::Cache(why) => NodeError::cache(format!("run: {why}")),
+            e => NodeError::infra(format!("run: {e}")),
+        }
     }
 }

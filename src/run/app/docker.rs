@@ -124,7 +124,11 @@ impl DockerApp {
         };
         let executors = Arc::clone(&self.executors);
         let ran = self.handle.block_on(async move {
-            let docker = executors.daemon().client().await?;
+            let docker = executors
+                .daemon()
+                .client()
+                .await
+                .map_err(|e| e.to_string())?;
             docker
                 .run_as(&run, "app-build")
                 .await
@@ -190,7 +194,11 @@ impl DockerApp {
         let serving = self
             .handle
             .block_on(async move {
-                let docker = executors.daemon().client().await?;
+                let docker = executors
+                    .daemon()
+                    .client()
+                    .await
+                    .map_err(|e| e.to_string())?;
                 docker.serve(&spec).await.map_err(|e| e.to_string())
             })
             .map_err(|e| harness(format!("cannot start the app's container: {e}")))?;

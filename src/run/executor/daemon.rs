@@ -15,12 +15,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use assay_docker::{Docker, DockerError, ImageId};
 
+use super::LaunchError;
 use crate::run::error::StageError;
 
 /// The daemon's connection and what it held when the build started.
 #[derive(Default)]
 pub(crate) struct Daemon {
-    client: tokio::sync::OnceCell<Result<Docker, String>>,
+    client: tokio::sync::OnceCell<Result<Docker, LaunchError>>,
     /// The images in the daemon when the build started; `None` before
     /// [`Daemon::start`].
     present: Mutex<Option<BTreeSet<ImageId>>>,
@@ -30,9 +31,13 @@ pub(crate) struct Daemon {
 
 impl Daemon {
     /// The connection, made on first use (within `assay_docker::CONNECT_TIMEOUT`).
-    pub(crate) async fn client(&self) -> Result<&Docker, String> {
+    pub(crate) async fn client(&self) -> Result<&Docker, LaunchError> {
         self.client
-            .get_or_init(|| async { Docker::connect().await.map_err(|e| e.to_string()) })
+            .get_or_init(|| async {
+                Docker::connect()
+                    .await
+                    .map_err(|e| LaunchError::Unavailable(e.to_string()))
+            })
             .await
             .as_ref()
             .map_err(Clone::clone)

@@ -19,8 +19,8 @@ use assay_engine::JobCtx;
 use serde::Serialize;
 
 use super::{
-    BoxFuture, EnvHandle, Executor, Launch, Presence, Ran, RunFuture, Setup, TestRun, Watched,
-    base_env, daemon, guard_env, made, run_err,
+    BoxFuture, EnvHandle, Executor, Launch, LaunchError, Presence, Ran, RunFuture, Setup, TestRun,
+    Watched, base_env, daemon, guard_env, made, run_err,
 };
 use crate::model::config::{Confinement, DockerSettings, Sandbox};
 use crate::model::records::EnvRecord;
@@ -278,10 +278,16 @@ async fn reload(
     docker: &assay_docker::Docker,
     ctx: &JobCtx,
     blob: &str,
-) -> Result<ImageId, String> {
-    let digest: assay_engine::Digest = blob.parse()?;
-    let tar = ctx.blobs.get(&digest).map_err(|e| e.to_string())?;
-    docker.load_image(tar).await.map_err(|e| e.to_string())
+) -> Result<ImageId, LaunchError> {
+    let digest: assay_engine::Digest = blob.parse().map_err(|e: String| LaunchError::Corrupt(e))?;
+    let tar = ctx
+        .blobs
+        .get(&digest)
+        .map_err(|e| LaunchError::Cache(e.to_string()))?;
+    docker
+        .load_image(tar)
+        .await
+        .map_err(|e| LaunchError::Unavailable(e.to_string()))
 }
 
 pub(crate) fn docker_limits(conf: &Confinement, d: &DockerSettings) -> assay_docker::Limits {

@@ -12,8 +12,8 @@ use assay_engine::JobCtx;
 use assay_exec::{Bwrap, LimitHit, Limits, RunSpec, Sandbox, sandbox};
 
 use super::{
-    BoxFuture, EnvHandle, Executor, Launch, Presence, Ran, RunFuture, Setup, TestRun, Watched,
-    base_env, guard_env, made, run_err,
+    BoxFuture, EnvHandle, Executor, Launch, LaunchError, Presence, Ran, RunFuture, Setup, TestRun,
+    Watched, base_env, guard_env, made, run_err,
 };
 use crate::model::config::{self, Confinement, SandboxMode};
 use crate::model::records::EnvRecord;
@@ -24,12 +24,12 @@ use crate::run::error::{Context, Kinded, NodeError};
 /// bubblewrap as the executors found it: looked for and probed on first
 /// use, then the same answer for every run they launch.
 #[derive(Default)]
-pub(crate) struct Probe(OnceLock<Result<Bwrap, String>>);
+pub(crate) struct Probe(OnceLock<Result<Bwrap, LaunchError>>);
 
 impl Probe {
-    pub(crate) fn bwrap(&self) -> Result<Bwrap, String> {
+    pub(crate) fn bwrap(&self) -> Result<Bwrap, LaunchError> {
         self.0
-            .get_or_init(|| Bwrap::detect().map_err(|e| e.to_string()))
+            .get_or_init(|| Bwrap::detect().map_err(|e| LaunchError::Unavailable(e.to_string())))
             .clone()
     }
 }

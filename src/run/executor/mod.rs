@@ -27,6 +27,7 @@
 
 pub(crate) mod daemon;
 pub(crate) mod docker;
+mod error;
 pub(crate) mod local;
 mod parking;
 pub(crate) mod scratch;
@@ -46,6 +47,7 @@ use crate::run::Made;
 use crate::run::error::{NodeError, StageError};
 use crate::run::redact::RedactConfig;
 
+pub(crate) use error::LaunchError;
 pub(crate) use parking::Parking;
 
 /// The executors of a process, built once when it starts (a build, a
@@ -106,7 +108,7 @@ impl Executors {
     }
 
     /// bubblewrap, as the local sandbox found it.
-    pub(crate) fn bwrap(&self) -> Result<assay_exec::Bwrap, String> {
+    pub(crate) fn bwrap(&self) -> Result<assay_exec::Bwrap, LaunchError> {
         self.local.bwrap()
     }
 

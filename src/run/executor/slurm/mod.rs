@@ -41,7 +41,7 @@ use std::path::Path;
 
 use assay_engine::JobCtx;
 
-use super::{BoxFuture, Executor, Launch, Presence, Ran, RunFuture, Setup, TestRun, run_err};
+use super::{BoxFuture, Executor, Launch, LaunchError, Presence, Ran, RunFuture, Setup, TestRun};
 use crate::model::config::{Sandbox, SandboxMode, SlurmSettings};
 use crate::model::records::EnvRecord;
 use crate::run::Made;
@@ -84,7 +84,7 @@ impl Executor for Slurm<'_> {
     }
 
     fn run<'a>(&'a self, test: TestRun<'a>) -> RunFuture<'a> {
-        Box::pin(async move { run_on_cluster(self, test).await.map_err(|e| run_err(&e)) })
+        Box::pin(async move { Ok(run_on_cluster(self, test).await?) })
     }
 
     /// The nodes read a run's pack from its scratch directory: in the
@@ -105,11 +105,7 @@ impl Executor for Slurm<'_> {
     /// A job step on a node, in the local sandbox; the egress proxy and
     /// the key stay on the coordinator ([`attempt_on_cluster`]).
     fn attempt<'a>(&'a self, launch: Launch<'a>, ctx: &'a JobCtx) -> RunFuture<'a> {
-        Box::pin(async move {
-            attempt_on_cluster(self, launch, ctx)
-                .await
-                .map_err(|e| run_err(&e))
-        })
+        Box::pin(async move { Ok(attempt_on_cluster(self, launch, ctx).await?) })
     }
 
     /// The local sandbox, on the node.
@@ -166,26 +162,33 @@ impl Executor for Slurm<'_> {
 /// A run on the cluster: its tree packed and its job file written into its
 /// scratch directory, a step run, the outcome read back; a step that ends
 /// without one is tried again from the same pack.
-async fn run_on_cluster(exec: &Slurm<'_>, test: TestRun<'_>) -> Result<Ran, String> {
+async fn run_on_cluster(exec: &Slurm<'_>, test: TestRun<'_>) -> Result<Ran, LaunchError> {
     let launch = &test.launch;
-    let tree = launch.tree.ok_or("a test run needs its tree")?;
-    let ctx = test.ctx.ok_or("a slurm run needs its job")?;
+    let tree = launch
+        .tree
+        .ok_or(LaunchError::Internal("a test run needs its tree"))?;
+    let ctx = test
+        .ctx
+        .ok_or(LaunchError::Internal("a slurm run needs its job"))?;
     let (blobs, notes) = (&ctx.blobs, &ctx.notes);
     notes.note("queued", None);
     let dir = launch.scratch.join("slurm");
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(&dir).map_err(LaunchError::io(dir.display()))?;
     let tree_pack = {
         let (tree, path) = (tree.to_owned(), dir.join("tree.tar"));
         tokio::task::spawn_blocking(move || {
             let pack = Pack::of(&tree, path)?;
             // The staged copy is not read again: what the node runs is the pack.
             let _ = std::fs::remove_dir_all(&tree);
-            Ok::<_, String>(pack)
+            Ok::<_, LaunchError>(pack)
         })
         .await
-        .map_err(|e| e.to_string())??
+        .map_err(LaunchError::task)??
     };
-    let env_dir = launch.env.host_dir().map_err(|e| e.to_string())?;
+    let env_dir = launch
+        .env
+        .host_dir()
+        .map_err(|_| LaunchError::Internal("a slurm run needs an environment directory"))?;
     let env = match exec.local.conf.sandbox {
         SandboxMode::Bwrap => EnvSource::Packed(env_pack(exec.cluster, blobs, env_dir).await?),
         SandboxMode::None => EnvSource::Shared(env_dir.to_owned()),
@@ -198,25 +201,31 @@ async fn run_on_cluster(exec: &Slurm<'_>, test: TestRun<'_>) -> Result<Ran, Stri
         &exec.settings.node_cache,
     );
     let job_path = dir.join("job.json");
-    let bytes = serde_json::to_vec(&job).map_err(|e| e.to_string())?;
-    std::fs::write(&job_path, bytes).map_err(|e| e.to_string())?;
+    let bytes = serde_json::to_vec(&job).map_err(|_| LaunchError::Internal("a job serializes"))?;
+    std::fs::write(&job_path, bytes).map_err(LaunchError::io(job_path.display()))?;
     let mut failures = Vec::new();
     let timeout = launch.timeout + launch.stall_grace.unwrap_or_default();
     for attempt in 1..=ATTEMPTS {
         match one_step(exec, &dir, &job_path, timeout, exec.withheld, notes).await? {
-            Ok(done) => {
+            Step::Done(done) => {
                 let mut ran = done.into_ran(&dir);
                 std::fs::rename(dir.join("log"), &launch.log_path)
-                    .map_err(|e| format!("slurm: the worker's log: {e}"))?;
+                    .map_err(LaunchError::io("slurm: the worker's log"))?;
                 ran.retried = failures;
                 return Ok(ran);
             }
-            Err(why) => failures.push(format!("attempt {attempt}: {why}")),
+            Step::NoOutcome(why) => failures.push(format!("attempt {attempt}: {why}")),
         }
     }
     let why = format!("slurm: the run's step ended without an outcome {ATTEMPTS} times");
     notes.note("lost", None);
     Ok(Ran::lost(why, failures))
+}
+
+/// How one step ended: the worker's outcome, or why there was none.
+enum Step {
+    Done(worker::WorkerOutcome),
+    NoOutcome(String),
 }
 
 /// One step of the job file `job_path` (its outcome beside it, in `dir`)
@@ -231,7 +240,7 @@ async fn one_step(
     timeout: std::time::Duration,
     withheld: &[String],
     notes: &assay_engine::Notes,
-) -> Result<Result<worker::WorkerOutcome, String>, String> {
+) -> Result<Step, LaunchError> {
     let alloc = exec
         .cluster
         .allocation(exec.settings, exec.withheld)
@@ -251,16 +260,17 @@ async fn one_step(
     }
     drop(slot);
     match read {
-        Ok(bytes) => serde_json::from_slice(&bytes)
-            .map(Ok)
-            .map_err(|e| format!("slurm: the worker's outcome cannot be read: {e}")),
+        Ok(bytes) => serde_json::from_slice(&bytes).map(Step::Done).map_err(|e| {
+            LaunchError::Corrupt(format!("slurm: the worker's outcome cannot be read: {e}"))
+        }),
         Err(_) => {
             if !alloc.running().await {
                 exec.cluster.retire(&alloc);
             }
-            Ok(Err(step
-                .err()
-                .unwrap_or_else(|| "the worker wrote no outcome".into())))
+            Ok(Step::NoOutcome(step.err().map_or_else(
+                || "the worker wrote no outcome".into(),
+                |e| e.to_string(),
+            )))
         }
     }
 }
@@ -280,25 +290,30 @@ async fn attempt_on_cluster(
     exec: &Slurm<'_>,
     mut launch: Launch<'_>,
     ctx: &JobCtx,
-) -> Result<Ran, String> {
+) -> Result<Ran, LaunchError> {
     use crate::run::attempt as a;
     if exec.local.conf.sandbox != SandboxMode::Bwrap {
-        return Err("an agent never runs unsandboxed: attempts need `sandbox = \"bwrap\"`".into());
+        return Err(LaunchError::Refused(
+            "an agent never runs unsandboxed: attempts need `sandbox = \"bwrap\"`".into(),
+        ));
     }
-    let agent = launch.agent.take().ok_or("an attempt needs its agent")?;
+    let agent = launch
+        .agent
+        .take()
+        .ok_or(LaunchError::Internal("an attempt needs its agent"))?;
     let tree = launch
         .tree
-        .ok_or("an attempt needs its workspace")?
+        .ok_or(LaunchError::Internal("an attempt needs its workspace"))?
         .to_owned();
     let (blobs, notes) = (&ctx.blobs, &ctx.notes);
     notes.note("queued", None);
     let tmp = ctx.cache_dir.join("tmp");
-    std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(&tmp).map_err(LaunchError::io(tmp.display()))?;
     // Private to this user (the job file holds the relay's token).
     let scratch = tempfile::Builder::new()
         .prefix("slurm-attempt-")
         .tempdir_in(&tmp)
-        .map_err(|e| e.to_string())?;
+        .map_err(LaunchError::io(tmp.display()))?;
     let dir = scratch.path().to_owned();
     let (mut input, mut output, mut tools, mut socket) = (None, None, None, None);
     for bind in &agent.binds {
@@ -311,16 +326,20 @@ async fn attempt_on_cluster(
             // The node's own assay is its forwarder.
             Some(a::BIN) => {}
             _ => {
-                return Err(format!(
+                return Err(LaunchError::Refused(format!(
                     "slurm: an attempt's bind at {} cannot cross to a node",
                     bind.at.display()
-                ));
+                )));
             }
         }
     }
     let (input, output, tools) = match (input, output, tools) {
         (Some(i), Some(o), Some(t)) => (i, o, t),
-        _ => return Err("slurm: an attempt needs its inputs, outputs and tools".into()),
+        _ => {
+            return Err(LaunchError::Internal(
+                "slurm: an attempt needs its inputs, outputs and tools",
+            ));
+        }
     };
     let packs = {
         let (tree, input, dir) = (tree.clone(), input.clone(), dir.clone());
@@ -330,24 +349,32 @@ async fn attempt_on_cluster(
             let base = a::workspace::apparent_size(
                 &tree,
                 std::time::Instant::now() + a::workspace::READ_BACK_LIMIT,
-            )?;
-            Ok::<_, String>((packed(&tree, "tree.tar")?, packed(&input, "in.tar")?, base))
+            )
+            .map_err(LaunchError::Attempt)?;
+            Ok::<_, LaunchError>((packed(&tree, "tree.tar")?, packed(&input, "in.tar")?, base))
         })
         .await
-        .map_err(|e| e.to_string())??
+        .map_err(LaunchError::task)??
     };
     let env = EnvSource::Packed(
         env_pack(
             exec.cluster,
             blobs,
-            launch.env.host_dir().map_err(|e| e.to_string())?,
+            launch
+                .env
+                .host_dir()
+                .map_err(|_| LaunchError::Internal("an attempt needs an environment directory"))?,
         )
         .await?,
     );
     let tools = EnvSource::Packed(env_pack(exec.cluster, blobs, &tools).await?);
     let listening = match &socket {
         None => None,
-        Some(socket) => Some(relay::listen(exec.settings.proxy_address, socket).await?),
+        Some(socket) => Some(
+            relay::listen(exec.settings.proxy_address, socket)
+                .await
+                .map_err(LaunchError::Attempt)?,
+        ),
     };
     let mut job = worker::WorkerJob::of_launch(
         exec.local.conf,
@@ -369,20 +396,21 @@ async fn attempt_on_cluster(
     {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
-        let bytes = serde_json::to_vec(&job).map_err(|e| e.to_string())?;
+        let bytes =
+            serde_json::to_vec(&job).map_err(|_| LaunchError::Internal("a job serializes"))?;
         std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
             .open(&job_path)
             .and_then(|mut f| f.write_all(&bytes))
-            .map_err(|e| format!("{}: {e}", job_path.display()))?;
+            .map_err(LaunchError::io(job_path.display()))?;
     }
     let done = one_step(exec, &dir, &job_path, launch.timeout, exec.withheld, notes).await?;
     drop(listening);
     let done = match done {
-        Ok(done) => done,
-        Err(why) => {
+        Step::Done(done) => done,
+        Step::NoOutcome(why) => {
             notes.note("lost", None);
             return Ok(Ran::lost(
                 format!("slurm: the attempt's step ended without an outcome: {why}"),
@@ -391,20 +419,20 @@ async fn attempt_on_cluster(
         }
     };
     std::fs::rename(dir.join("log"), &launch.log_path)
-        .map_err(|e| format!("slurm: the worker's log: {e}"))?;
+        .map_err(LaunchError::io("slurm: the worker's log"))?;
     let (workspace, out) = (done.workspace.clone(), done.out.clone());
     tokio::task::spawn_blocking(move || {
         for (pack, at) in [(workspace, tree), (out, output)] {
             let _ = std::fs::remove_dir_all(&at);
             match pack {
                 Some(p) => pack::unpack(&p.path, &p.digest()?, &at)?,
-                None => std::fs::create_dir(&at).map_err(|e| format!("{}: {e}", at.display()))?,
+                None => std::fs::create_dir(&at).map_err(LaunchError::io(at.display()))?,
             }
         }
-        Ok::<_, String>(())
+        Ok::<_, LaunchError>(())
     })
     .await
-    .map_err(|e| e.to_string())??;
+    .map_err(LaunchError::task)??;
     Ok(done.into_ran(&dir))
 }
 
@@ -415,10 +443,10 @@ async fn env_pack(
     cluster: &Cluster,
     blobs: &assay_engine::Blobs,
     env: &Path,
-) -> Result<Pack, String> {
+) -> Result<Pack, LaunchError> {
     let name = env
         .file_name()
-        .ok_or("an environment directory has a name")?
+        .ok_or(LaunchError::Internal("an environment directory has a name"))?
         .to_string_lossy()
         .into_owned();
     let cache = blobs.cache_dir().to_owned();
@@ -439,26 +467,31 @@ async fn env_pack(
     let (env, blobs, memo) = (env.to_owned(), blobs.clone(), memo.clone());
     tokio::task::spawn_blocking(move || {
         let tmp = cache.join("tmp");
-        std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(&tmp).map_err(LaunchError::io(tmp.display()))?;
         let part = tempfile::Builder::new()
             .prefix("env-pack-")
             .tempdir_in(&tmp)
-            .map_err(|e| e.to_string())?;
+            .map_err(LaunchError::io(tmp.display()))?;
         let file = part.path().join("env.tar");
         pack::pack(&env, &file)?;
-        let digest = blobs.put_file(&file).map_err(|e| e.to_string())?;
-        let parent = memo.parent().ok_or("a memo has a directory")?;
-        std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+        let digest = blobs
+            .put_file(&file)
+            .map_err(|e| LaunchError::Cache(format!("{}: {e}", file.display())))?;
+        let parent = memo
+            .parent()
+            .ok_or(LaunchError::Internal("a memo has a directory"))?;
+        std::fs::create_dir_all(parent).map_err(LaunchError::io(parent.display()))?;
         let part_memo = part.path().join("memo");
-        std::fs::write(&part_memo, digest.to_hex()).map_err(|e| e.to_string())?;
-        std::fs::rename(&part_memo, &memo).map_err(|e| e.to_string())?;
+        std::fs::write(&part_memo, digest.to_hex())
+            .map_err(LaunchError::io(part_memo.display()))?;
+        std::fs::rename(&part_memo, &memo).map_err(LaunchError::io(memo.display()))?;
         Ok(Pack {
             path: blobs.path(&digest),
             digest: digest.to_hex(),
         })
     })
     .await
-    .map_err(|e| e.to_string())?
+    .map_err(LaunchError::task)?
 }
 
 /// The stdout of `cmd ARGS` (a Slurm client); `Err` with its stderr
@@ -466,7 +499,7 @@ async fn env_pack(
 async fn output<A: AsRef<OsStr>>(
     cmd: &str,
     args: impl IntoIterator<Item = A>,
-) -> Result<String, String> {
+) -> Result<String, LaunchError> {
     output_withholding(cmd, args, &[]).await
 }
 
@@ -477,7 +510,7 @@ async fn output_withholding<A: AsRef<OsStr>>(
     cmd: &str,
     args: impl IntoIterator<Item = A>,
     withheld: &[String],
-) -> Result<String, String> {
+) -> Result<String, LaunchError> {
     let args: Vec<A> = args.into_iter().collect();
     let mut command = tokio::process::Command::new(cmd);
     for var in withheld {
@@ -487,14 +520,14 @@ async fn output_withholding<A: AsRef<OsStr>>(
         .args(&args)
         .output()
         .await
-        .map_err(|e| format!("slurm: {cmd}: {e}"))?;
+        .map_err(LaunchError::io(format_args!("slurm: {cmd}")))?;
     if !out.status.success() {
         let shown: Vec<_> = args.iter().map(|a| a.as_ref().to_string_lossy()).collect();
-        return Err(format!(
+        return Err(LaunchError::Slurm(format!(
             "slurm: {cmd} {}: {}",
             shown.join(" "),
             String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        )));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }

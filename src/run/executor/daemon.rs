@@ -55,38 +55,43 @@ impl Daemon {
 
     /// Connects and removes containers of dead assay processes, once, and
     /// notes which images the daemon holds: what a build whose Harbor tasks
-    /// or instances run containers does first, whatever its executor.
-    pub(crate) fn sweep(&self, rt: &tokio::runtime::Runtime) -> Result<(), StageError> {
+    /// or instances run containers does first, whatever its executor. What
+    /// it removed, for the user.
+    pub(crate) fn sweep(&self, rt: &tokio::runtime::Runtime) -> Result<Option<String>, StageError> {
         rt.block_on(async {
             let docker = self.connected().await?;
-            self.sweep_with(docker).await?;
+            let swept = self.sweep_with(docker).await?;
             let ids = docker.image_ids().await.map_err(unusable)?;
             let mut present = self.present.lock().unwrap_or_else(|p| p.into_inner());
             present.get_or_insert(ids);
-            Ok(())
+            Ok(swept)
         })
     }
 
-    async fn sweep_with(&self, docker: &Docker) -> Result<(), StageError> {
+    async fn sweep_with(&self, docker: &Docker) -> Result<Option<String>, StageError> {
         if self.swept.swap(true, Ordering::SeqCst) {
-            return Ok(());
+            return Ok(None);
         }
         let removed = docker.cleanup_leftovers().await.map_err(unusable)?;
-        if !removed.is_empty() {
-            eprintln!(
+        Ok((!removed.is_empty()).then(|| {
+            format!(
                 "docker: removed {} container(s) left by an assay that was killed",
                 removed.len()
-            );
-        }
-        Ok(())
+            )
+        }))
     }
 
     /// Connects, removes containers of dead assay processes (once), checks
     /// that the base image is in the daemon, and notes which images are.
-    pub(crate) fn start(&self, rt: &tokio::runtime::Runtime, base: &str) -> Result<(), StageError> {
+    /// What it removed, for the user.
+    pub(crate) fn start(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        base: &str,
+    ) -> Result<Option<String>, StageError> {
         rt.block_on(async {
             let docker = self.connected().await?;
-            self.sweep_with(docker).await?;
+            let swept = self.sweep_with(docker).await?;
             match docker.base_image(base).await {
                 Ok(_) => {}
                 Err(e @ DockerError::BaseImageMissing { .. }) => {
@@ -99,7 +104,7 @@ impl Daemon {
             }
             let ids = docker.image_ids().await.map_err(unusable)?;
             *self.present.lock().unwrap_or_else(|p| p.into_inner()) = Some(ids);
-            Ok(())
+            Ok(swept)
         })
     }
 
@@ -113,24 +118,24 @@ impl Daemon {
 
     /// After an interrupted build: removes every container this process
     /// started, if it talked to a daemon at all. Runs on a runtime of its own
-    /// (the build's is shut down by then).
-    pub(crate) fn remove_own_containers(&self) {
+    /// (the build's is shut down by then). What it removed, or why it could
+    /// not, for the user.
+    pub(crate) fn remove_own_containers(&self) -> Option<String> {
         if !matches!(self.client.get(), Some(Ok(_))) {
-            return;
+            return None;
         }
-        let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+        let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-        else {
-            return;
-        };
+            .ok()?;
         rt.block_on(async {
             // A fresh client: the build's was bound to the runtime just shut down.
             let docker = match Docker::connect().await {
                 Ok(d) => d,
                 Err(e) => {
-                    eprintln!("interrupted: could not remove this build's containers: {e}");
-                    return;
+                    return Some(format!(
+                        "interrupted: could not remove this build's containers: {e}"
+                    ));
                 }
             };
             // A create cancelled in flight still makes its container on the
@@ -151,10 +156,9 @@ impl Daemon {
                 }
                 tokio::time::sleep(std::time::Duration::from_millis(300)).await;
             }
-            if removed > 0 {
-                eprintln!("interrupted: removed {removed} container(s) of this build");
-            }
-        });
+            (removed > 0)
+                .then(|| format!("interrupted: removed {removed} container(s) of this build"))
+        })
     }
 }
 

@@ -125,12 +125,16 @@ impl Executor for Docker<'_> {
         Sandbox::Docker
     }
 
-    fn start(&self, rt: &tokio::runtime::Runtime) -> Result<(), StageError> {
-        self.daemon.start(rt, &self.settings.base_image)
+    fn start(&self, rt: &tokio::runtime::Runtime) -> Result<Vec<String>, StageError> {
+        Ok(self
+            .daemon
+            .start(rt, &self.settings.base_image)?
+            .into_iter()
+            .collect())
     }
 
-    fn interrupted(&self) {
-        self.daemon.remove_own_containers();
+    fn interrupted(&self) -> Vec<String> {
+        self.daemon.remove_own_containers().into_iter().collect()
     }
 }
 
@@ -177,20 +181,17 @@ async fn prepare(
     {
         match reload(docker, ctx, blob).await {
             Ok(loaded) if loaded.as_str() == id => {
-                eprintln!(
-                    "{}: image {id} was gone from the Docker daemon; loaded back from its saved blob",
-                    ctx.name
-                );
+                ctx.notes.warn(format!(
+                    "image {id} was gone from the Docker daemon; loaded back from its saved blob"
+                ));
                 return Ok(made(old.clone()));
             }
-            Ok(loaded) => eprintln!(
-                "{}: the saved blob of image {id} loaded as {loaded}; rebuilding",
-                ctx.name
-            ),
-            Err(e) => eprintln!(
-                "{}: image {id} is gone and its saved blob cannot be loaded ({e}); rebuilding",
-                ctx.name
-            ),
+            Ok(loaded) => ctx.notes.warn(format!(
+                "the saved blob of image {id} loaded as {loaded}; rebuilding"
+            )),
+            Err(e) => ctx.notes.warn(format!(
+                "image {id} is gone and its saved blob cannot be loaded ({e}); rebuilding"
+            )),
         }
     }
     let mut spec = image_spec(
@@ -242,10 +243,10 @@ async fn prepare(
                 record.export = Some(blob.to_hex());
             }
             if let Some(old) = gone {
-                eprintln!(
-                    "{}: image {old} was gone from the Docker daemon (not exported); rebuilt as {}: the runs in it run again",
-                    ctx.name, built.id
-                );
+                ctx.notes.warn(format!(
+                    "image {old} was gone from the Docker daemon (not exported); rebuilt as {}: the runs in it run again",
+                    built.id
+                ));
             }
         }
         Err(assay_docker::DockerError::Setup(failure)) => {
@@ -263,10 +264,10 @@ async fn prepare(
             };
             record.setup_log = log_digest.to_hex();
             record.failed_command = failure.command.clone();
-            eprintln!(
-                "{}: {failure}: its runs report env_setup_failed (setup log: `assay show {}`)",
-                ctx.name, record.setup_log
-            );
+            ctx.notes.warn(format!(
+                "{failure}: its runs report env_setup_failed (setup log: `assay show {}`)",
+                record.setup_log
+            ));
         }
         Err(e) => return Err(NodeError::infra(e)),
     }

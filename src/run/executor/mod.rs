@@ -134,13 +134,18 @@ impl Executors {
     }
 
     /// Before a build: starts every executor its environments use (each
-    /// setting once). The first that fails fails the build.
+    /// setting once). The first that fails fails the build; what they have
+    /// to say, for the CLI to print.
     pub(crate) fn start(
         &self,
         in_use: &[Confinement],
         rt: &tokio::runtime::Runtime,
-    ) -> Result<(), StageError> {
-        in_use.iter().try_for_each(|conf| self.of(conf).start(rt))
+    ) -> Result<Vec<String>, StageError> {
+        let mut said = Vec::new();
+        for conf in in_use {
+            said.extend(self.of(conf).start(rt)?);
+        }
+        Ok(said)
     }
 
     /// After a build: each executor it used releases what it held.
@@ -152,12 +157,13 @@ impl Executors {
     }
 
     /// After an interrupted build: each executor it used removes what it
-    /// started.
-    pub(crate) fn interrupted(&self, in_use: &[Confinement]) {
+    /// started. What they have to say, for the CLI to print.
+    pub(crate) fn interrupted(&self, in_use: &[Confinement]) -> Vec<String> {
         self.parking.end_all();
-        for conf in in_use {
-            self.of(conf).interrupted();
-        }
+        in_use
+            .iter()
+            .flat_map(|conf| self.of(conf).interrupted())
+            .collect()
     }
 }
 
@@ -210,9 +216,10 @@ pub(crate) trait Executor: Send + Sync {
     }
 
     /// Before a build that uses it: connect, clean up after killed builds,
-    /// check what it needs. Fails the build at once, with what to do.
-    fn start(&self, _rt: &tokio::runtime::Runtime) -> Result<(), StageError> {
-        Ok(())
+    /// check what it needs. Fails the build at once, with what to do; else
+    /// what the user should know (what it cleaned up), for the CLI to print.
+    fn start(&self, _rt: &tokio::runtime::Runtime) -> Result<Vec<String>, StageError> {
+        Ok(Vec::new())
     }
 
     /// After a build that ran to its end: release what it held (an
@@ -220,8 +227,11 @@ pub(crate) trait Executor: Send + Sync {
     fn finished(&self) {}
 
     /// After an interrupted build (its runtime is gone): remove what this
-    /// process started outside its own process tree.
-    fn interrupted(&self) {}
+    /// process started outside its own process tree. What the user should
+    /// know, for the CLI to print.
+    fn interrupted(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Whether a stored environment is still there.

@@ -113,7 +113,7 @@ impl Executor for Slurm<'_> {
         self.local.sandbox()
     }
 
-    fn start(&self, _rt: &tokio::runtime::Runtime) -> Result<(), StageError> {
+    fn start(&self, _rt: &tokio::runtime::Runtime) -> Result<Vec<String>, StageError> {
         let mut sinfo = std::process::Command::new("sinfo");
         sinfo.args(["-h", "-o", "%P %a"]);
         let out = sinfo.output().map_err(|e| {
@@ -147,15 +147,16 @@ impl Executor for Slurm<'_> {
                 ));
             }
         }
-        Ok(())
+        Ok(Vec::new())
     }
 
     fn finished(&self) {
         self.cluster.cancel_allocations();
     }
 
-    fn interrupted(&self) {
+    fn interrupted(&self) -> Vec<String> {
         self.cluster.cancel_allocations();
+        Vec::new()
     }
 }
 

@@ -22,7 +22,7 @@ use std::time::Duration;
 use assay_engine::NodeSpec;
 
 use super::envs::{EnvSettings, KeyFiles};
-use crate::model::config::{Confinement, ExecutorSetting};
+use crate::model::config::Confinement;
 use crate::model::names::{self, AppTree};
 use crate::nodes::adapter::{self, NodeKind};
 use crate::nodes::app_browse::{AppBrowse, AppBrowseNames, AppBrowseParams};
@@ -93,16 +93,18 @@ pub(crate) fn control_nodes(
         let base = resolve(&app.base)?;
         let reference = resolve(&app.reference)?;
         let task = app.name.as_str();
-        let docker = match &env.confine.executor {
-            ExecutorSetting::Docker(_) => {
-                let (params, files) = super::envs::env_params(env, source, &base, redact)?;
-                Some(AppEnv {
-                    params,
-                    files,
-                    timeout: Duration::from_secs(env.timeout.max(600)),
-                })
-            }
-            ExecutorSetting::Local | ExecutorSetting::Slurm(_) => None,
+        // An executor whose environment is an image (docker) builds and
+        // deploys the app in the task's environment; the others on this
+        // machine.
+        let docker = if executors.of(&env.confine).env_is_artifact() {
+            let (params, files) = super::envs::env_params(env, source, &base, redact)?;
+            Some(AppEnv {
+                params,
+                files,
+                timeout: Duration::from_secs(env.timeout.max(600)),
+            })
+        } else {
+            None
         };
         let a = AppRef {
             settings: app.clone(),
@@ -293,6 +295,7 @@ fn layer_nodes(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::config::ExecutorSetting;
     use crate::model::rules::app::{Admission, Start};
     use serde::Serialize;
 

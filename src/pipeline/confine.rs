@@ -28,7 +28,14 @@ pub(super) fn confine(pipeline: &Pipeline, cfg: &EnvConfig) -> Result<ConfineSpe
                 word.span(),
                 format!("unknown executor `{}`", word.get_ref()),
                 "here",
-                "use `local` (the default: bubblewrap on this machine), `docker` or `slurm`",
+                format!(
+                    "use {} (`local`, the default, is bubblewrap on this machine)",
+                    ExecutorKind::ALL
+                        .iter()
+                        .map(|k| format!("`{k}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
             )
         })?,
     };

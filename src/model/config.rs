@@ -3,7 +3,7 @@
 //! rules and their allowances, metric counts. `pipeline` reads them from the file and
 //! checks them; everything above names them from here.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 crate::words::words! {
     unit_variant;
@@ -218,12 +218,54 @@ impl Default for SlurmSettings {
     }
 }
 
+/// The limits of one run, all in bytes or counts (docs/pipeline.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct RunLimits {
+    pub(crate) memory: u64,
+    pub(crate) processes: u64,
+    pub(crate) open_files: u64,
+    pub(crate) file_size: u64,
+    pub(crate) tmp: u64,
+    pub(crate) home: u64,
+    /// Bytes a test run may add to its tree (`write_limit`); its `/tmp`
+    /// and `HOME` are bounded by their own sizes. Left out of the key at
+    /// its default, so that keys (and task digests) stay what they were
+    /// before the limit existed; any other value enters it.
+    #[serde(skip_serializing_if = "is_default_write", default = "default_write")]
+    pub(crate) write: u64,
+}
+
+/// The default `write_limit`: 1 GiB.
+const DEFAULT_WRITE: u64 = 1 << 30;
+
+fn default_write() -> u64 {
+    DEFAULT_WRITE
+}
+
+fn is_default_write(write: &u64) -> bool {
+    *write == DEFAULT_WRITE
+}
+
+impl Default for RunLimits {
+    fn default() -> Self {
+        RunLimits {
+            memory: 4 << 30,
+            processes: 1024,
+            open_files: 4096,
+            file_size: 1 << 30,
+            tmp: 1 << 30,
+            home: 512 << 20,
+            write: DEFAULT_WRITE,
+        }
+    }
+}
+
 /// The confinement of a run: part of its key.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub(crate) struct Confinement {
     /// The local executor's sandbox (`bwrap` elsewhere: unused there).
     pub(crate) sandbox: SandboxMode,
-    pub(crate) limits: crate::model::rules::limits::RunLimits,
+    pub(crate) limits: RunLimits,
     /// Left out of the key when keyed as local: a local key is its
     /// sandbox and limits alone.
     #[serde(skip_serializing_if = "ExecutorSetting::keyed_as_local")]
@@ -234,7 +276,7 @@ impl Default for Confinement {
     fn default() -> Self {
         Confinement {
             sandbox: SandboxMode::Bwrap,
-            limits: crate::model::rules::limits::RunLimits::default(),
+            limits: RunLimits::default(),
             executor: ExecutorSetting::Local,
         }
     }

@@ -44,9 +44,9 @@ use serde::{Deserialize, Serialize};
 
 use super::adapter::{Kind, Made, NodeKind};
 use super::harbor_task::HarborTaskRecord;
+use crate::model::config::RunLimits;
 use crate::model::config::{Confinement, ExecutorSetting, SandboxMode};
 use crate::model::records::{EnvRecord, SessionRecord, TaskRecord};
-use crate::model::rules::limits::RunLimits;
 use crate::pipeline::{AgentSettings, TranscriptFormat};
 use crate::run::attempt::egress::{self, Endpoint, KeyHeader};
 use crate::run::attempt::workspace::{self, Workspace};

@@ -29,9 +29,9 @@ use std::time::Duration;
 
 use assay_git::TreeStore;
 
+use crate::model::config::RunLimits;
 use crate::model::config::{Confinement, SandboxMode};
 use crate::model::records::{Fault, RunRecord, Verdict};
-use crate::model::rules::limits::RunLimits;
 use crate::model::rules::policy::globset;
 use crate::model::rules::verdict::{Graded, Limits, Readings, decide};
 use crate::nodes::run::{distrust, ended, plant_canaries, read_outcomes, restage, stage_copy};

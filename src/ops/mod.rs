@@ -241,7 +241,7 @@ impl BuildExecutors {
 }
 
 /// `assay worker`: one run of the slurm executor on this node.
-pub(crate) fn work(job: &std::path::Path) -> Result<(), executor::LaunchError> {
+pub(crate) fn work(job: &std::path::Path) -> Result<(), crate::run::error::LaunchError> {
     executor::slurm::work(job)
 }
 

@@ -7,10 +7,10 @@
 
 use super::file::{EnvConfig, SlurmConfig};
 use super::{ConfigError, Pipeline};
+use crate::model::config::RunLimits;
 use crate::model::config::{
     DEFAULT_BASE_IMAGE, DockerSettings, ExecutorChoice, ExecutorKind, SandboxMode, SlurmSettings,
 };
-use crate::model::rules::limits::RunLimits;
 
 /// An environment's confinement as written, checked.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

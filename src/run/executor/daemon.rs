@@ -15,8 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use assay_docker::{Docker, DockerError, ImageId};
 
-use super::LaunchError;
-use crate::run::error::StageError;
+use crate::run::error::{LaunchError, StageError};
 
 /// The daemon's connection and what it held when the build started.
 #[derive(Default)]

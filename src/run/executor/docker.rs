@@ -19,15 +19,15 @@ use assay_engine::JobCtx;
 use serde::Serialize;
 
 use super::{
-    BoxFuture, EnvHandle, Executor, Launch, LaunchError, Presence, Ran, RunFuture, Setup, TestRun,
-    Watched, base_env, daemon, guard_env, made, run_err,
+    BoxFuture, EnvHandle, Executor, Launch, Presence, Ran, RunFuture, Setup, TestRun, Watched,
+    base_env, daemon, guard_env, made, run_err,
 };
 use crate::model::config::{Confinement, DockerSettings, Sandbox};
 use crate::model::records::EnvRecord;
 use crate::model::rules::limits::Limit;
 use crate::model::rules::shell;
 use crate::run::Made;
-use crate::run::error::{Context, Kinded, NodeError, StageError};
+use crate::run::error::{Context, Kinded, LaunchError, NodeError, StageError};
 
 /// Keyed with the settings: the image layout this assay builds and runs in
 /// (a protected tree, the import guard) and the guard's digest. Environments

@@ -12,14 +12,15 @@ use assay_engine::JobCtx;
 use assay_exec::{Bwrap, LimitHit, Limits, RunSpec, Sandbox, sandbox};
 
 use super::{
-    BoxFuture, EnvHandle, Executor, Launch, LaunchError, Presence, Ran, RunFuture, Setup, TestRun,
-    Watched, base_env, guard_env, made, run_err,
+    BoxFuture, EnvHandle, Executor, Launch, Presence, Ran, RunFuture, Setup, TestRun, Watched,
+    base_env, guard_env, made, run_err,
 };
+use crate::model::config::RunLimits;
 use crate::model::config::{self, Confinement, SandboxMode};
 use crate::model::records::EnvRecord;
-use crate::model::rules::limits::{Limit, RunLimits};
+use crate::model::rules::limits::Limit;
 use crate::run::Made;
-use crate::run::error::{Context, Kinded, NodeError};
+use crate::run::error::{Context, Kinded, LaunchError, NodeError};
 
 /// bubblewrap as the executors found it: looked for and probed on first
 /// use, then the same answer for every run they launch.

@@ -27,7 +27,6 @@
 
 pub(crate) mod daemon;
 pub(crate) mod docker;
-mod error;
 pub(crate) mod local;
 mod parking;
 pub(crate) mod scratch;
@@ -44,10 +43,9 @@ use assay_engine::JobCtx;
 use crate::model::config::{Confinement, ExecutorKind, ExecutorSetting, Sandbox};
 use crate::model::records::EnvRecord;
 use crate::run::Made;
-use crate::run::error::{NodeError, StageError};
+use crate::run::error::{LaunchError, NodeError, StageError};
 use crate::run::redact::RedactConfig;
 
-pub(crate) use error::LaunchError;
 pub(crate) use parking::Parking;
 
 /// The executors of a process, built once when it starts (a build, a
@@ -511,8 +509,8 @@ fn run_err(e: &dyn std::fmt::Display) -> NodeError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::config::RunLimits;
     use crate::model::config::{DockerSettings, SandboxMode};
-    use crate::model::rules::limits::RunLimits;
     use serde::Serialize;
 
     fn record(json: &str) -> EnvRecord {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::{output, output_withholding};
 use crate::model::config::SlurmSettings;
-use crate::run::executor::LaunchError;
+use crate::run::error::LaunchError;
 
 /// The cluster as the executors hold it: the job steps' allocation (one per
 /// build, made on first use), every allocation submitted (cancelled at the

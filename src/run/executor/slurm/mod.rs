@@ -41,11 +41,12 @@ use std::path::Path;
 
 use assay_engine::JobCtx;
 
-use super::{BoxFuture, Executor, Launch, LaunchError, Presence, Ran, RunFuture, Setup, TestRun};
+use super::{BoxFuture, Executor, Launch, Presence, Ran, RunFuture, Setup, TestRun};
 use crate::model::config::{Sandbox, SandboxMode, SlurmSettings};
 use crate::model::records::EnvRecord;
 use crate::run::Made;
 use crate::run::attempt::relay;
+use crate::run::error::LaunchError;
 use crate::run::error::{NodeError, StageError};
 pub(crate) use allocation::Cluster;
 use allocation::step;
@@ -225,7 +226,7 @@ async fn run_on_cluster(exec: &Slurm<'_>, test: TestRun<'_>) -> Result<Ran, Laun
 
 /// How one step ended: the worker's outcome, or why there was none.
 enum Step {
-    Done(worker::WorkerOutcome),
+    Done(Box<worker::WorkerOutcome>),
     NoOutcome(String),
 }
 
@@ -261,9 +262,11 @@ async fn one_step(
     }
     drop(slot);
     match read {
-        Ok(bytes) => serde_json::from_slice(&bytes).map(Step::Done).map_err(|e| {
-            LaunchError::Corrupt(format!("slurm: the worker's outcome cannot be read: {e}"))
-        }),
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(|done| Step::Done(Box::new(done)))
+            .map_err(|e| {
+                LaunchError::Corrupt(format!("slurm: the worker's outcome cannot be read: {e}"))
+            }),
         Err(_) => {
             if !alloc.running().await {
                 exec.cluster.retire(&alloc);

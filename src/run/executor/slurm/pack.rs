@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use assay_engine::Digest;
 
-use super::super::LaunchError;
+use crate::run::error::LaunchError;
 
 /// Packs `dir` into the tar file `out` (written whole, then renamed) and
 /// returns its digest.

@@ -6,11 +6,13 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::super::{EnvHandle, Launch, LaunchError, Ran, TestRun, Watched};
+use super::super::{EnvHandle, Launch, Ran, TestRun, Watched};
 use super::pack;
+use crate::model::config::RunLimits;
 use crate::model::config::{Confinement, ExecutorSetting, SandboxMode};
-use crate::model::rules::limits::{Limit, RunLimits};
+use crate::model::rules::limits::Limit;
 use crate::run::attempt::relay::Route;
+use crate::run::error::LaunchError;
 use assay_engine::Digest;
 
 /// What a worker is handed: one local run, as packs in the shared cache.

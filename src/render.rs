@@ -138,6 +138,9 @@ impl Human {
                 self.bar
                     .set_message(format!("{name} · {}", places.join(" · ")));
             }
+            Event::JobWarning { name, message, .. } => {
+                self.line(format!("warning: {name}: {message}"));
+            }
             Event::CacheRepaired { name, problem, .. } => {
                 self.line(format!("  cache  {name}: {problem}; recomputing"));
             }

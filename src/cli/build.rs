@@ -61,7 +61,9 @@ pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
     let rt = runtime()?;
     let plan = super::shared::laid_out(&pipeline, &store)?;
     ph.mark("lay out");
-    plan.executors.start(&rt)?;
+    for line in plan.executors.start(&rt)? {
+        eprintln!("{line}");
+    }
     let executors = plan.executors;
     let graph = plan.graph;
     let opts = BuildOptions {
@@ -88,7 +90,9 @@ pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
         // nothing this process started is left on the daemon.
         eprintln!("interrupted: stopping every run");
         rt.shutdown_timeout(std::time::Duration::from_secs(10));
-        executors.interrupted();
+        for line in executors.interrupted() {
+            eprintln!("{line}");
+        }
         return Ok(exit::INTERRUPTED);
     };
     ph.mark("engine build");

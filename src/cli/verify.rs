@@ -220,7 +220,9 @@ fn reexecute(
     // The executors start as for a build (the daemon's leftovers swept, the
     // images it holds noted) and release what they took (an allocation)
     // after.
-    plan.executors.start(&rt)?;
+    for line in plan.executors.start(&rt)? {
+        eprintln!("{line}");
+    }
     let kinds = args.reexecute.iter().cloned().collect();
     let jobs = std::thread::available_parallelism()
         .map(|n| n.get())

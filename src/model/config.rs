@@ -3,7 +3,7 @@
 //! rules and their allowances, metric counts. `pipeline` reads them from the file and
 //! checks them; everything above names them from here.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 crate::words::words! {
     unit_variant;
@@ -40,12 +40,245 @@ impl Arm {
 }
 
 crate::words::words! {
-    /// An executor, by its word in `[env] executor` and `--executor`.
+    /// An executor, by its word in `[env] executor`, `--executor` and the
+    /// records (`executor`).
+    #[derive(Default)]
     pub(crate) enum ExecutorKind {
         /// bubblewrap on this machine: the default.
+        #[default]
         Local = "local",
         Docker = "docker",
         Slurm = "slurm",
+    }
+}
+
+crate::words::words! {
+    unit_variant;
+    /// `[env] sandbox`: the local executor's sandbox (on this machine, or
+    /// on a Slurm node). In node params as the derived enum it was (its
+    /// variant index).
+    #[derive(Default)]
+    pub(crate) enum SandboxMode {
+        /// bubblewrap: the default.
+        #[default]
+        Bwrap = "bwrap",
+        /// Unconfined, on the maintainer's host: a warning on every build,
+        /// and the release says so.
+        None = "none",
+    }
+}
+
+crate::words::words! {
+    /// The sandbox a run had, as its record says it.
+    #[derive(Default)]
+    pub(crate) enum Sandbox {
+        Bwrap = "bwrap",
+        /// Graded unsandboxed (`sandbox = "none"`).
+        None = "none",
+        /// A locked-down container of the docker executor.
+        Docker = "docker",
+        /// A Harbor verifier's own container (`assay harbor verify`).
+        Harbor = "harbor",
+        /// A record written before runs named their sandbox.
+        #[default]
+        Unrecorded = "",
+    }
+}
+
+impl From<SandboxMode> for Sandbox {
+    fn from(mode: SandboxMode) -> Sandbox {
+        match mode {
+            SandboxMode::Bwrap => Sandbox::Bwrap,
+            SandboxMode::None => Sandbox::None,
+        }
+    }
+}
+
+/// `[env] executor` and the keys of the executor it names, checked: which
+/// executor, with its settings. The one list of executors: a new one is a
+/// line here, its settings beside it and its parsing in `pipeline::env`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum ExecutorSetting {
+    /// This machine, under the [`SandboxMode`].
+    #[default]
+    Local,
+    /// An image per environment, a fresh locked-down container per run.
+    Docker(DockerSettings),
+    /// The local sandbox on the nodes of a Slurm cluster, a job step per run.
+    Slurm(SlurmSettings),
+}
+
+impl ExecutorSetting {
+    /// Which executor it sets.
+    pub(crate) fn kind(&self) -> ExecutorKind {
+        match self {
+            ExecutorSetting::Local => ExecutorKind::Local,
+            ExecutorSetting::Docker(_) => ExecutorKind::Docker,
+            ExecutorSetting::Slurm(_) => ExecutorKind::Slurm,
+        }
+    }
+
+    /// Whether a run under it is keyed as a local run: it sees what a
+    /// local run sees (local, and slurm's local sandbox on a node).
+    pub(crate) fn keyed_as_local(&self) -> bool {
+        matches!(self, ExecutorSetting::Local | ExecutorSetting::Slurm(_))
+    }
+}
+
+/// `[env]`'s executors, checked: the one it names and the settings of each,
+/// so `build --executor` can pick another for one build without reading the
+/// file again.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ExecutorChoice {
+    /// `[env] executor` (local when absent).
+    pub(crate) written: ExecutorKind,
+    pub(crate) docker: DockerSettings,
+    pub(crate) slurm: SlurmSettings,
+}
+
+impl ExecutorChoice {
+    /// The executor `chosen` names (the written one when `None`), with its
+    /// settings.
+    pub(crate) fn setting(&self, chosen: Option<ExecutorKind>) -> ExecutorSetting {
+        match chosen.unwrap_or(self.written) {
+            ExecutorKind::Local => ExecutorSetting::Local,
+            ExecutorKind::Docker => ExecutorSetting::Docker(self.docker.clone()),
+            ExecutorKind::Slurm => ExecutorSetting::Slurm(self.slurm.clone()),
+        }
+    }
+}
+
+/// The docker executor's settings that change what a run sees. Keyed with
+/// the image layout and the import guard's digest
+/// (`run::executor::docker`'s `Serialize`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct DockerSettings {
+    /// The base image as written (tag or id); the environment's output
+    /// records the image id it became.
+    pub(crate) base_image: String,
+    /// CPU of a setup or run in thousandths (`cpus = 1.5` is 1500).
+    pub(crate) cpu_millis: Option<u32>,
+}
+
+/// The default `[env] base_image`.
+pub(crate) const DEFAULT_BASE_IMAGE: &str = "assay-base:bookworm";
+
+impl Default for DockerSettings {
+    fn default() -> DockerSettings {
+        DockerSettings {
+            base_image: DEFAULT_BASE_IMAGE.to_owned(),
+            cpu_millis: None,
+        }
+    }
+}
+
+/// The slurm executor's settings: where its allocation goes. None of it
+/// changes what a run sees, so none of it is keyed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub(crate) struct SlurmSettings {
+    pub(crate) partition: Option<String>,
+    pub(crate) nodes: u32,
+    pub(crate) time: String,
+    pub(crate) account: Option<String>,
+    pub(crate) qos: Option<String>,
+    pub(crate) sbatch: Vec<String>,
+    /// The node-local cache's root on every node (`[env] slurm.node_cache`):
+    /// environments unpacked once per node, runs' private directories.
+    pub(crate) node_cache: std::path::PathBuf,
+    /// The coordinator's address as the nodes reach it (`[env]
+    /// slurm.proxy_address`): where an attempt's relay on a node reaches
+    /// the egress proxy.
+    pub(crate) proxy_address: core::net::IpAddr,
+}
+
+impl SlurmSettings {
+    /// The allocation's time limit when `[env] slurm.time` is not set.
+    pub(crate) const DEFAULT_TIME: &str = "1:00:00";
+    /// The node-local cache's root when `[env] slurm.node_cache` is not set.
+    pub(crate) const DEFAULT_NODE_CACHE: &str = "/tmp/assay-node-cache";
+    /// The proxy's address for the nodes when `[env] slurm.proxy_address`
+    /// is not set: a cluster on this machine.
+    pub(crate) const DEFAULT_PROXY_ADDRESS: core::net::IpAddr =
+        core::net::IpAddr::V4(core::net::Ipv4Addr::LOCALHOST);
+}
+
+impl Default for SlurmSettings {
+    fn default() -> SlurmSettings {
+        SlurmSettings {
+            partition: None,
+            nodes: 1,
+            time: SlurmSettings::DEFAULT_TIME.into(),
+            account: None,
+            qos: None,
+            sbatch: Vec::new(),
+            node_cache: SlurmSettings::DEFAULT_NODE_CACHE.into(),
+            proxy_address: SlurmSettings::DEFAULT_PROXY_ADDRESS,
+        }
+    }
+}
+
+/// The limits of one run, all in bytes or counts (docs/pipeline.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct RunLimits {
+    pub(crate) memory: u64,
+    pub(crate) processes: u64,
+    pub(crate) open_files: u64,
+    pub(crate) file_size: u64,
+    pub(crate) tmp: u64,
+    pub(crate) home: u64,
+    /// Bytes a test run may add to its tree (`write_limit`); its `/tmp`
+    /// and `HOME` are bounded by their own sizes. Left out of the key at
+    /// its default, so that keys (and task digests) stay what they were
+    /// before the limit existed; any other value enters it.
+    #[serde(skip_serializing_if = "is_default_write", default = "default_write")]
+    pub(crate) write: u64,
+}
+
+/// The default `write_limit`: 1 GiB.
+const DEFAULT_WRITE: u64 = 1 << 30;
+
+fn default_write() -> u64 {
+    DEFAULT_WRITE
+}
+
+fn is_default_write(write: &u64) -> bool {
+    *write == DEFAULT_WRITE
+}
+
+impl Default for RunLimits {
+    fn default() -> Self {
+        RunLimits {
+            memory: 4 << 30,
+            processes: 1024,
+            open_files: 4096,
+            file_size: 1 << 30,
+            tmp: 1 << 30,
+            home: 512 << 20,
+            write: DEFAULT_WRITE,
+        }
+    }
+}
+
+/// The confinement of a run: part of its key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub(crate) struct Confinement {
+    /// The local executor's sandbox (`bwrap` elsewhere: unused there).
+    pub(crate) sandbox: SandboxMode,
+    pub(crate) limits: RunLimits,
+    /// Left out of the key when keyed as local: a local key is its
+    /// sandbox and limits alone.
+    #[serde(skip_serializing_if = "ExecutorSetting::keyed_as_local")]
+    pub(crate) executor: ExecutorSetting,
+}
+
+impl Default for Confinement {
+    fn default() -> Self {
+        Confinement {
+            sandbox: SandboxMode::Bwrap,
+            limits: RunLimits::default(),
+            executor: ExecutorSetting::Local,
+        }
     }
 }
 
@@ -152,6 +385,46 @@ pub(crate) struct Allowance {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Records held these fields as strings: each word reads back as its
+    /// value and writes the same bytes; node params keep the derived
+    /// enum's encoding of the sandbox (its variant index).
+    #[test]
+    fn executor_and_sandbox_words_round_trip_with_the_bytes_records_held() {
+        fn round_trip<T>(all: &[T], words: &[&str])
+        where
+            T: serde::Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
+        {
+            assert_eq!(all.len(), words.len());
+            for (value, word) in all.iter().zip(words) {
+                let json = serde_json::to_string(value).unwrap();
+                assert_eq!(json, format!("\"{word}\""));
+                assert_eq!(&serde_json::from_str::<T>(&json).unwrap(), value);
+            }
+        }
+        round_trip(ExecutorKind::ALL, &["local", "docker", "slurm"]);
+        round_trip(Sandbox::ALL, &["bwrap", "none", "docker", "harbor", ""]);
+        round_trip(SandboxMode::ALL, &["bwrap", "none"]);
+        assert!(serde_json::from_str::<Sandbox>("\"podman\"").is_err());
+        assert_eq!(Sandbox::default(), Sandbox::Unrecorded);
+        assert_eq!(Sandbox::from(SandboxMode::None), Sandbox::None);
+
+        #[derive(serde::Serialize)]
+        #[serde(rename_all = "lowercase")]
+        enum SandboxModeBefore {
+            Bwrap,
+            None,
+        }
+        for (now, before) in [
+            (SandboxMode::Bwrap, SandboxModeBefore::Bwrap),
+            (SandboxMode::None, SandboxModeBefore::None),
+        ] {
+            assert_eq!(
+                assay_engine::encode_params(&now),
+                assay_engine::encode_params(&before)
+            );
+        }
+    }
 
     #[test]
     fn a_patch_over_its_cap_says_by_how_much() {

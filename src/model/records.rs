@@ -8,6 +8,7 @@ use assay_judge::{Mode, Reading, Usage};
 use serde::{Deserialize, Serialize};
 
 pub(crate) use crate::model::config::{Arm, Policy};
+use crate::model::config::{ExecutorKind, Sandbox};
 use crate::words::words;
 
 pub(crate) use crate::model::session::RunFacts;
@@ -156,7 +157,7 @@ pub(crate) struct EnvRecord {
     /// `docker`; absent for the local executor (whose records are as they
     /// always were).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) executor: Option<String>,
+    pub(crate) executor: Option<ExecutorKind>,
     /// The environment image's id (`sha256:…`, never a tag).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) image: Option<String>,
@@ -317,7 +318,7 @@ pub(crate) struct RunRecord {
     pub(crate) redactions: u64,
     /// `bwrap`, `none` when graded unsandboxed, or `docker`.
     #[serde(default)]
-    pub(crate) sandbox: String,
+    pub(crate) sandbox: Sandbox,
     /// Where the run executed when not on this machine: the executor
     /// (`slurm`) and the cluster node. Absent for local and docker runs
     /// (whose records are as they always were).
@@ -474,7 +475,7 @@ pub(crate) struct TaskRecord {
     pub(crate) topic: Option<String>,
     /// The executor that screened (certified) it: `docker`; absent: local.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) executor: Option<String>,
+    pub(crate) executor: Option<ExecutorKind>,
     /// The environment image it was screened in (docker).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) image: Option<String>,
@@ -666,10 +667,10 @@ pub(crate) struct GradeRecord {
     pub(crate) tamper: Vec<String>,
     /// The sandbox the graded run had: `bwrap`, `none` or `docker`.
     #[serde(default)]
-    pub(crate) sandbox: String,
+    pub(crate) sandbox: Sandbox,
     /// The executor that graded it: `docker`; absent: local.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) executor: Option<String>,
+    pub(crate) executor: Option<ExecutorKind>,
     /// The environment image the graded run used (docker).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) image: Option<String>,

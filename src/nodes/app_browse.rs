@@ -14,13 +14,14 @@ use serde::Serialize;
 
 use super::adapter::{Kind, Made, NodeKind};
 use super::app_deploy::built;
+use crate::model::config::Confinement;
 use crate::model::rules::app::{
     AppCertifyRecord, BrowseRecord, BuildRecord, Check, DeployRecord, ProbeRecord, Shot, Start,
     browser_due,
 };
 use crate::run::app::{self, Runner, Served};
 use crate::run::error::{Kinded, NodeError};
-use crate::run::executor::{Confinement, Executors};
+use crate::run::executor::Executors;
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct AppBrowseParams {

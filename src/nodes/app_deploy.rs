@@ -13,10 +13,11 @@ use serde::Serialize;
 
 use super::adapter::{Kind, Made, NodeKind};
 use super::blob;
+use crate::model::config::Confinement;
 use crate::model::rules::app::{BuildRecord, DeployRecord, Outcome, Start};
 use crate::run::app::{Runner, Served, park_key};
 use crate::run::error::{Kinded, NodeError};
-use crate::run::executor::{Confinement, Executors};
+use crate::run::executor::Executors;
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct AppDeployParams {

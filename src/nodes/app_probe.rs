@@ -15,12 +15,13 @@ use serde::Serialize;
 
 use super::adapter::{Kind, Made, NodeKind};
 use super::app_deploy::built;
+use crate::model::config::Confinement;
 use crate::model::rules::app::{
     BuildRecord, Check, DeployRecord, Outcome, Probe, ProbeRecord, Start,
 };
 use crate::run::app::{Runner, Served, deploy, park_key};
 use crate::run::error::{Kinded, NodeError};
-use crate::run::executor::{Confinement, Executors};
+use crate::run::executor::Executors;
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct AppProbeParams {

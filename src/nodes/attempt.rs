@@ -44,16 +44,15 @@ use serde::{Deserialize, Serialize};
 
 use super::adapter::{Kind, Made, NodeKind};
 use super::harbor_task::HarborTaskRecord;
+use crate::model::config::RunLimits;
+use crate::model::config::{Confinement, ExecutorSetting, SandboxMode};
 use crate::model::records::{EnvRecord, SessionRecord, TaskRecord};
-use crate::model::rules::limits::RunLimits;
 use crate::pipeline::{AgentSettings, TranscriptFormat};
 use crate::run::attempt::egress::{self, Endpoint, KeyHeader};
 use crate::run::attempt::workspace::{self, Workspace};
 use crate::run::attempt::{self as a};
 use crate::run::error::{ErrorKind, Kinded, NodeError};
-use crate::run::executor::{
-    Agent, Confinement, EnvHandle, ExecutorSetting, Launch, SandboxMode, agent,
-};
+use crate::run::executor::{Agent, EnvHandle, Launch, agent};
 use crate::run::redact::{RedactConfig, Redactor};
 use crate::sessions::RunFacts;
 
@@ -315,7 +314,7 @@ async fn attempt(
             p.label, p.label
         )));
     }
-    if node.executors.of(&p.confinement()).sandbox() == SandboxMode::None.as_str() {
+    if node.executors.of(&p.confinement()).sandbox() == crate::model::config::Sandbox::None {
         return Err(NodeError::new(
             ErrorKind::Config,
             "an agent never runs unsandboxed: attempts need `sandbox = \"bwrap\"`",
@@ -793,7 +792,7 @@ mod tests {
         assert!(local.get("executor").is_none(), "{local}");
         assert_eq!(local["sandbox"], "bwrap");
         let docker = on(ExecutorSetting::Docker(
-            crate::run::executor::docker::Settings {
+            crate::model::config::DockerSettings {
                 base_image: "assay-base:bookworm".into(),
                 cpu_millis: None,
             },

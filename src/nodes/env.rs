@@ -21,7 +21,7 @@ pub(crate) struct EnvParams {
     pub(crate) setup: Vec<String>,
     /// (path, blake3 of its content at the base commit, or "absent")
     pub(crate) key_files: Vec<(String, String)>,
-    pub(crate) confine: crate::run::executor::Confinement,
+    pub(crate) confine: crate::model::config::Confinement,
     pub(crate) redact: crate::run::redact::RedactConfig,
     /// Docker: save the image into the cache as a blob. Left out of the key
     /// when false, so a local key is what it always was.

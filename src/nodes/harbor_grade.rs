@@ -126,8 +126,8 @@ fn grade(
         redactions: 0,
         reset_paths: Vec::new(),
         tamper: Vec::new(),
-        sandbox: "docker".into(),
-        executor: Some("docker".into()),
+        sandbox: crate::model::config::Sandbox::Docker,
+        executor: Some(crate::model::config::ExecutorKind::Docker),
         image: task.environment.image.clone(),
         log_tail: None,
         unchecked: Some(

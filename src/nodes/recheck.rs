@@ -216,8 +216,8 @@ mod tests {
             serial: true,
             repeat: 0,
             // Unsandboxed: runs may write the environment, so they take turns.
-            confine: crate::run::executor::Confinement {
-                sandbox: crate::run::executor::local::SandboxMode::None,
+            confine: crate::model::config::Confinement {
+                sandbox: crate::model::config::SandboxMode::None,
                 ..Default::default()
             },
             watch: Vec::new(),
@@ -260,9 +260,9 @@ mod tests {
         };
         assert_eq!(holds(params(3, None, &sandboxed)), None);
         let docker = RunParams {
-            confine: crate::run::executor::Confinement {
-                executor: crate::run::executor::ExecutorSetting::Docker(
-                    crate::run::executor::docker::Settings {
+            confine: crate::model::config::Confinement {
+                executor: crate::model::config::ExecutorSetting::Docker(
+                    crate::model::config::DockerSettings {
                         base_image: "assay-base:bookworm".into(),
                         cpu_millis: None,
                     },

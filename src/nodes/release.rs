@@ -175,7 +175,7 @@ struct Released<'a> {
     env: &'a str,
     topic: &'a Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    executor: &'a Option<String>,
+    executor: &'a Option<crate::model::config::ExecutorKind>,
     /// The graded runs' timeout (s), from the slowest screening reading.
     #[serde(skip_serializing_if = "Option::is_none")]
     timeout_s: Option<u64>,

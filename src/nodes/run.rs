@@ -50,7 +50,7 @@ pub(crate) struct RunParams {
     pub(crate) serial: bool,
     pub(crate) repeat: u32,
     /// The sandbox and limits.
-    pub(crate) confine: crate::run::executor::Confinement,
+    pub(crate) confine: crate::model::config::Confinement,
     /// Test files (by these globs) whose bytes change during the run are
     /// recorded: tamper evidence.
     pub(crate) watch: Vec<String>,
@@ -260,7 +260,7 @@ pub(crate) async fn execute_tree(
     plant: Plant<'_>,
 ) -> Result<(RunRecord, Vec<assay_engine::Digest>, Option<Planted>), NodeError> {
     let mut record = RunRecord {
-        sandbox: executors.of(&p.confine).sandbox().to_owned(),
+        sandbox: executors.of(&p.confine).sandbox(),
         ..RunRecord::default()
     };
     if !env.ok {
@@ -828,7 +828,7 @@ mod tests {
         redact: crate::run::redact::RedactConfig,
         serial: bool,
         repeat: u32,
-        confine: crate::run::executor::Confinement,
+        confine: crate::model::config::Confinement,
         watch: Vec<String>,
     }
 

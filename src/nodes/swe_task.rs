@@ -42,10 +42,11 @@ use serde::Serialize;
 
 use super::adapter::{Kind, Made, NodeKind};
 use super::harbor_task::HarborTaskRecord;
+use crate::model::config::{Confinement, ExecutorSetting};
 use crate::model::records::{Decision, EnvRecord, TriageRecord};
 use crate::model::shell;
 use crate::run::error::{Context, Kinded, NodeError};
-use crate::run::executor::{Confinement, ExecutorSetting, Executors, Presence, Setup};
+use crate::run::executor::{Executors, Presence, Setup};
 use crate::run::harbor::deepswe;
 use crate::run::harbor::workspace;
 use crate::run::redact::RedactConfig;
@@ -324,7 +325,7 @@ pub(crate) fn not_set_up(
         exit_code: None,
         setup_log: log.to_hex(),
         digest: String::new(),
-        executor: Some("docker".into()),
+        executor: Some(crate::model::config::ExecutorKind::Docker),
         image: None,
         base_image: Some(base_image),
         export: None,

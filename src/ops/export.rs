@@ -27,13 +27,13 @@ use assay_engine::{Digest, Store};
 use assay_git::{Source, TreeStore};
 use serde::Deserialize;
 
+use crate::model::config::ExecutorSetting;
 use crate::model::names;
 use crate::model::records::TaskRecord;
 use crate::nodes::release::ReleaseRecord;
 use crate::pipeline::Pipeline;
 use crate::plan::envs::Envs;
 use crate::plan::envs::{env_name, env_params};
-use crate::run::executor::ExecutorSetting;
 use crate::run::harbor::{BASE_TAR, BINARY, SPEC_FILE, SPEC_VERSION, Spec, WORKSPACE};
 use crate::run::redact::RedactConfig;
 use crate::run::swebench;

@@ -29,8 +29,9 @@ use std::time::Duration;
 
 use assay_git::TreeStore;
 
+use crate::model::config::RunLimits;
+use crate::model::config::{Confinement, SandboxMode};
 use crate::model::records::{Fault, RunRecord, Verdict};
-use crate::model::rules::limits::RunLimits;
 use crate::model::rules::policy::globset;
 use crate::model::rules::verdict::{Graded, Limits, Readings, decide};
 use crate::nodes::run::{distrust, ended, plant_canaries, read_outcomes, restage, stage_copy};
@@ -38,7 +39,7 @@ use crate::nodes::stage::{StageParams, stage_patch};
 use crate::pipeline::Arm;
 use crate::run::attempt::workspace::{self, Uncollected};
 use crate::run::error::{Context, Kinded, NodeError};
-use crate::run::executor::{Confinement, EnvHandle, Executors, Launch, SandboxMode, TestRun};
+use crate::run::executor::{EnvHandle, Executors, Launch, TestRun};
 use crate::run::fresh_seed;
 use crate::run::harbor::{
     BASE_TAR, LOGS, PATCH_FILE, Reward, SPEC_FILE, SPEC_VERSION, Spec, TESTS, VERDICT_FILE,
@@ -290,7 +291,7 @@ fn run_staged(
     let mut staged = stage_copy(store_dir, tree, work, &spec.test_globs)
         .map_err(|e| NodeError::infra(format!("writing the graded tree: {e}")))?;
     let mut record = RunRecord {
-        sandbox: "harbor".into(),
+        sandbox: crate::model::config::Sandbox::Harbor,
         ..RunRecord::default()
     };
     let planted = match plant_canaries(

@@ -200,7 +200,7 @@ fn secret_variables(pipeline: &Pipeline) -> Vec<String> {
 /// and one confinement per executor setting its environments use.
 pub(crate) struct BuildExecutors {
     service: Arc<executor::Executors>,
-    in_use: Vec<executor::Confinement>,
+    in_use: Vec<crate::model::config::Confinement>,
     /// Harbor tasks and `[[instances]]` run containers through the daemon
     /// whatever the executors in use.
     harbor: bool,
@@ -209,16 +209,19 @@ pub(crate) struct BuildExecutors {
 impl BuildExecutors {
     /// Before a build: every executor in use starts (connects, cleans up
     /// after killed builds, checks what it needs); the first failure fails
-    /// the build.
-    pub(crate) fn start(&self, rt: &tokio::runtime::Runtime) -> Result<(), StageError> {
+    /// the build. What they have to say, for the CLI to print.
+    pub(crate) fn start(&self, rt: &tokio::runtime::Runtime) -> Result<Vec<String>, StageError> {
+        let mut said = Vec::new();
         // A daemon that does not answer fails the Harbor tasks alone, each
         // with the reason, not the build.
-        if self.harbor
-            && let Err(e) = self.service.daemon().sweep(rt)
-        {
-            eprintln!("warning: Harbor tasks: {e}");
+        if self.harbor {
+            match self.service.daemon().sweep(rt) {
+                Ok(swept) => said.extend(swept),
+                Err(e) => said.push(format!("warning: Harbor tasks: {e}")),
+            }
         }
-        self.service.start(&self.in_use, rt)
+        said.extend(self.service.start(&self.in_use, rt)?);
+        Ok(said)
     }
 
     /// After a build: what the executors held (an allocation) is released.
@@ -228,16 +231,17 @@ impl BuildExecutors {
 
     /// After ctrl-c: what this build started outside its own process tree
     /// (containers, allocations) goes too.
-    pub(crate) fn interrupted(&self) {
-        self.service.interrupted(&self.in_use);
+    pub(crate) fn interrupted(&self) -> Vec<String> {
+        let mut said = self.service.interrupted(&self.in_use);
         if self.harbor {
-            self.service.daemon().remove_own_containers();
+            said.extend(self.service.daemon().remove_own_containers());
         }
+        said
     }
 }
 
 /// `assay worker`: one run of the slurm executor on this node.
-pub(crate) fn work(job: &std::path::Path) -> Result<(), String> {
+pub(crate) fn work(job: &std::path::Path) -> Result<(), crate::run::error::LaunchError> {
     executor::slurm::work(job)
 }
 

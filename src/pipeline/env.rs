@@ -1,15 +1,16 @@
 //! `[env]` and `[env.NAME]`, with what the file alone decides checked: the
 //! report format is one assay parses, the canary's globs and template are
-//! sound, the run budgets are filled in. How an environment is confined and
-//! on which executor is checked by `stages::envs`, which also probes the
-//! machine (bubblewrap, the Docker daemon); it reads those keys from
-//! [`EnvSpec::written`].
+//! sound, the run budgets are filled in, the confinement and every
+//! executor's settings are typed (`confine`). What needs the machine
+//! (bubblewrap, the Docker daemon) is `plan::envs`' and the executors'.
 
 use assay_report::{Format, TestFile};
 use toml::Spanned;
 
+use super::confine::ConfineSpec;
 use super::file::{CanaryTemplate, EnvConfig, PipelineFile};
 use super::{ConfigError, Origin};
+use crate::model::config::{Confinement, ExecutorKind, SandboxMode};
 use crate::model::rebuild::{RebuildRule, RebuildSpec};
 
 /// Seconds before a run's whole process group is killed, unless written.
@@ -32,14 +33,31 @@ pub(crate) struct EnvSpec {
     /// tests when its tree changes them (`rules::rebuild`); detected from
     /// the workspace manifest under the node preset when not written.
     pub(crate) rebuild: RebuildSpec,
-    /// The table as written: its commands, key files, and the keys of its
-    /// confinement and executor.
+    /// The sandbox, limits and executors, checked.
+    pub(crate) confine: ConfineSpec,
+    /// The table as written: its commands, key files, warm caches.
     pub(crate) written: EnvConfig,
 }
 
 impl EnvSpec {
     pub(crate) fn name(&self) -> Option<&str> {
         self.name.as_ref().map(|n| n.get_ref().as_str())
+    }
+
+    /// Its runs' confinement on the executor `chosen` (`build --executor`),
+    /// or the one written. The container is a docker run's sandbox: its
+    /// `sandbox` is the local one's default.
+    pub(crate) fn confinement(&self, chosen: Option<ExecutorKind>) -> Confinement {
+        let executor = self.confine.executors.setting(chosen);
+        Confinement {
+            sandbox: if executor.keyed_as_local() {
+                self.confine.sandbox
+            } else {
+                SandboxMode::Bwrap
+            },
+            limits: self.confine.limits,
+            executor,
+        }
     }
 }
 
@@ -128,7 +146,9 @@ fn env(
             command: command.clone(),
         });
     }
+    let confine = super::confine::confine(pipeline, cfg)?;
     Ok(EnvSpec {
+        confine,
         name: name.cloned(),
         rebuild,
         touched_command: cfg.touched_command.as_ref().map(|c| c.get_ref().clone()),

@@ -12,6 +12,7 @@ mod agent;
 mod app;
 mod capability;
 mod checks;
+mod confine;
 mod diag;
 mod env;
 mod file;
@@ -31,7 +32,7 @@ pub(crate) use agent::{AgentSettings, TranscriptFormat};
 #[allow(unused_imports)]
 pub(crate) use app::AppSettings;
 pub(crate) use diag::ConfigError;
-pub(crate) use env::formats as report_formats;
+pub(crate) use env::{EnvSpec, formats as report_formats};
 use file::PipelineFile;
 pub(crate) use file::{CanaryTemplate, EnvConfig};
 pub(crate) use instances::InstancesSettings;

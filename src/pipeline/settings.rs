@@ -4,8 +4,8 @@
 //! so the layout that builds nodes from them never checks anything again.
 //!
 //! Sources and topic splits are checked in `sources`, environments in `env`
-//! (an environment's confinement and executor by `stages::envs`, which also
-//! probes the machine: that is not a property of the file).
+//! (an environment's confinement and executors in `confine`; what the
+//! machine has is probed by `plan::envs` and the executors, not here).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -22,6 +22,7 @@ use std::time::Duration;
 use assay_engine::NodeSpec;
 
 use super::envs::{EnvSettings, KeyFiles};
+use crate::model::config::Confinement;
 use crate::model::names::{self, AppTree};
 use crate::nodes::adapter::{self, NodeKind};
 use crate::nodes::app_browse::{AppBrowse, AppBrowseNames, AppBrowseParams};
@@ -34,7 +35,7 @@ use crate::nodes::env::EnvParams;
 use crate::nodes::release::{Input, ReleaseInputs};
 use crate::pipeline::{AppSettings, Pipeline};
 use crate::run::error::StageError;
-use crate::run::executor::{Confinement, ExecutorSetting, Executors};
+use crate::run::executor::Executors;
 use crate::run::redact::RedactConfig;
 
 /// An app task as the sessions' layout needs it.
@@ -92,16 +93,18 @@ pub(crate) fn control_nodes(
         let base = resolve(&app.base)?;
         let reference = resolve(&app.reference)?;
         let task = app.name.as_str();
-        let docker = match &env.confine.executor {
-            ExecutorSetting::Docker(_) => {
-                let (params, files) = super::envs::env_params(env, source, &base, redact)?;
-                Some(AppEnv {
-                    params,
-                    files,
-                    timeout: Duration::from_secs(env.timeout.max(600)),
-                })
-            }
-            ExecutorSetting::Local | ExecutorSetting::Slurm(_) => None,
+        // An executor whose environment is an image (docker) builds and
+        // deploys the app in the task's environment; the others on this
+        // machine.
+        let docker = if executors.of(&env.confine).env_is_artifact() {
+            let (params, files) = super::envs::env_params(env, source, &base, redact)?;
+            Some(AppEnv {
+                params,
+                files,
+                timeout: Duration::from_secs(env.timeout.max(600)),
+            })
+        } else {
+            None
         };
         let a = AppRef {
             settings: app.clone(),
@@ -292,8 +295,8 @@ fn layer_nodes(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::config::ExecutorSetting;
     use crate::model::rules::app::{Admission, Start};
-    use crate::run::executor::docker;
     use serde::Serialize;
 
     fn start() -> Start {
@@ -363,10 +366,7 @@ mod tests {
         assert_eq!(key(&deploy(None)), key(&old));
 
         let conf = Confinement {
-            executor: ExecutorSetting::Docker(docker::Settings {
-                base_image: docker::DEFAULT_BASE_IMAGE.into(),
-                cpu_millis: None,
-            }),
+            executor: ExecutorSetting::Docker(crate::model::config::DockerSettings::default()),
             ..Confinement::default()
         };
         let env = EnvParams {

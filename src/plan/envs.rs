@@ -5,12 +5,12 @@
 
 use assay_report::Format;
 
-use crate::model::rules::limits::RunLimits;
+use crate::model::config::{Confinement, SandboxMode};
 use crate::nodes::env::EnvParams;
 use crate::nodes::run::RunParams;
 use crate::pipeline::{EnvConfig, Pipeline, SourceSettings};
 use crate::run::error::StageError;
-use crate::run::executor::{Confinement, ExecutorSetting, Executors, SandboxMode};
+use crate::run::executor::Executors;
 use crate::run::redact::RedactConfig;
 
 /// One environment, checked: what its nodes are laid out with.
@@ -112,7 +112,7 @@ impl<'a> Envs<'a> {
         let mut all = Vec::new();
         for env in defined {
             let cfg = &env.written;
-            let confine = confinement(pipeline, executors, cfg, warnings)?;
+            let confine = confinement(pipeline, executors, env, warnings)?;
             // Only an environment that is an artifact of its own can be saved.
             let export = executors.of(&confine).env_is_artifact()
                 && cfg.export.as_ref().is_some_and(|e| *e.get_ref());
@@ -202,51 +202,20 @@ impl<'a> Envs<'a> {
     }
 }
 
-/// `[env]`'s executor, sandbox and limits, checked; bubblewrap probed once
-/// when used.
+/// `[env]`'s confinement on this build's executor (`build --executor`, or
+/// the one written), with bubblewrap probed once when a local sandbox uses
+/// it, and the warning an unsandboxed environment earns.
 fn confinement(
     pipeline: &Pipeline,
     executors: &Executors,
-    env_cfg: &crate::pipeline::EnvConfig,
+    env: &crate::pipeline::EnvSpec,
     warnings: &mut Vec<String>,
 ) -> Result<Confinement, StageError> {
-    let executor = ExecutorSetting::parse(pipeline, env_cfg)?;
-    let sandbox = match &env_cfg.sandbox {
-        None => SandboxMode::Bwrap,
-        Some(s) => SandboxMode::parse(s.get_ref()).ok_or_else(|| {
-            pipeline.error_at(
-                s.span(),
-                format!("unknown sandbox `{}`", s.get_ref()),
-                "here",
-                "use `bwrap` (the default) or `none` (unsandboxed; the release says so)",
-            )
-        })?,
-    };
-    let d = RunLimits::default();
-    let limit = |v: &Option<toml::Spanned<u64>>, default: u64, what: &str| {
-        pipeline
-            .origin()
-            .nonzero(v, default, what, "a limit of 0 would fail every run")
-    };
-    let limits = RunLimits {
-        memory: limit(&env_cfg.memory, d.memory, "memory")?,
-        processes: limit(&env_cfg.processes, d.processes, "processes")?,
-        open_files: limit(&env_cfg.open_files, d.open_files, "open_files")?,
-        file_size: limit(&env_cfg.file_size, d.file_size, "file_size")?,
-        tmp: limit(&env_cfg.tmp_size, d.tmp, "tmp_size")?,
-        home: limit(&env_cfg.home_size, d.home, "home_size")?,
-        write: limit(&env_cfg.write_limit, d.write, "write_limit")?,
-    };
-    if !executor.keyed_as_local() {
-        // The container is the sandbox; `sandbox` is the local sandbox's
-        // (on this machine, or on a Slurm node).
-        return Ok(Confinement {
-            sandbox: SandboxMode::Bwrap,
-            limits,
-            executor,
-        });
+    let confine = env.confinement(pipeline.settings.executor_override);
+    if !confine.executor.keyed_as_local() {
+        return Ok(confine);
     }
-    if sandbox == SandboxMode::Bwrap
+    if confine.sandbox == SandboxMode::Bwrap
         && let Err(e) = executors.bwrap()
     {
         return Err(StageError::sandbox(
@@ -254,16 +223,12 @@ fn confinement(
             "install bubblewrap (`apt-get install bubblewrap`); or set `sandbox = \"none\"` in [env] to grade unsandboxed (every build warns, and the release says so)",
         ));
     }
-    if sandbox == SandboxMode::None {
+    if confine.sandbox == SandboxMode::None {
         warnings.push(
             "warning: [env] sandbox = \"none\": task and graded code run unconfined on this machine, with your rights; the release will say it was graded unsandboxed".into(),
         );
     }
-    Ok(Confinement {
-        sandbox,
-        limits,
-        executor,
-    })
+    Ok(confine)
 }
 
 /// A candidate's environment: the `[env]` spec and its key files' content at

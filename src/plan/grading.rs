@@ -568,7 +568,7 @@ fn tools_node(
             crate::nodes::env::EnvParams {
                 setup: agent.setup.clone(),
                 key_files: Vec::new(),
-                confine: crate::run::executor::Confinement::default(),
+                confine: crate::model::config::Confinement::default(),
                 redact: g.redact.clone(),
                 export: false,
                 at: Some(crate::run::attempt::AGENT_AT.to_owned()),
@@ -593,7 +593,7 @@ struct Attempted<'g> {
     /// The environment node made from a reward-only task's image (laid
     /// out once for every agent).
     image_env: Option<NodeSpec>,
-    confine: crate::run::executor::Confinement,
+    confine: crate::model::config::Confinement,
     /// A reward-only task's one statement, its `instruction.md`.
     instruction: Option<String>,
     target: Target<'g>,

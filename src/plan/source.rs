@@ -17,10 +17,11 @@ use assay_engine::NodeSpec;
 
 use super::apps::AppRef;
 use super::envs::EnvSettings;
+use crate::model::config::{Confinement, DockerSettings, ExecutorSetting};
 use crate::nodes::release::{InstanceRows, ReleaseInputs};
 use crate::pipeline::Pipeline;
 use crate::run::error::StageError;
-use crate::run::executor::{self, Confinement, Executors};
+use crate::run::executor::Executors;
 use crate::run::redact::RedactConfig;
 
 /// What every task source lays out with.
@@ -106,7 +107,7 @@ pub(crate) struct HarborRef {
 /// `image_node`, put in place when the environment is made.
 pub(crate) fn image_confinement(image_node: &str) -> Confinement {
     Confinement {
-        executor: executor::ExecutorSetting::Docker(executor::docker::Settings {
+        executor: ExecutorSetting::Docker(DockerSettings {
             base_image: image_node.to_owned(),
             cpu_millis: None,
         }),

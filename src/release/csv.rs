@@ -130,7 +130,7 @@ pub(super) fn results(index: &Index<'_>) -> String {
                 .unwrap_or_default(),
             list(&g.reset_paths, "paths"),
             list(&g.tamper, "suspects"),
-            g.sandbox.clone(),
+            g.sandbox.to_string(),
             facts.and_then(|f| f.ended.clone()).unwrap_or_default(),
             facts
                 .and_then(RunFacts::ended_in_error)

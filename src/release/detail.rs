@@ -139,7 +139,7 @@ fn arms(h: &mut String, grades: &[Graded<'_>]) {
             checks(&r.new_check, r.new_exit),
             exit(r.exit_code),
             r.reruns,
-            esc(&r.sandbox),
+            esc(r.sandbox.as_str()),
         );
     }
     h.push_str("</table>\n");

@@ -132,7 +132,7 @@ pub(super) fn seal(
         environments
             .entry(t.env.clone())
             .or_insert_with(|| ProvenanceEnv {
-                executor: t.executor.as_deref().unwrap_or("local").to_owned(),
+                executor: t.executor.unwrap_or_default(),
                 image: t.image.clone(),
             });
     }

@@ -16,6 +16,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::model::config::ExecutorKind;
 use assay_judge::Mode;
 use serde::{Deserialize, Serialize};
 
@@ -240,7 +241,7 @@ pub(crate) struct ExcludedTrial {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Environment {
-    pub(crate) executor: String,
+    pub(crate) executor: ExecutorKind,
     pub(crate) image: String,
 }
 
@@ -914,7 +915,7 @@ pub(crate) struct AssayVersion {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ProvenanceEnv {
-    pub(crate) executor: String,
+    pub(crate) executor: ExecutorKind,
     pub(crate) image: Option<String>,
 }
 

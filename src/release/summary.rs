@@ -60,7 +60,10 @@ pub(super) fn summary(index: &Index<'_>) -> (Summary, Sources) {
     let summary = Summary {
         apps,
         ranking: ranking(index),
-        graded_unsandboxed: index.grades.iter().any(|g| g.0.sandbox == "none"),
+        graded_unsandboxed: index
+            .grades
+            .iter()
+            .any(|g| g.0.sandbox == crate::model::config::Sandbox::None),
         not_forgery_checked: not_forgery_checked(index),
         weakly_checked: weakly_checked(index),
         forger_odds: forger_odds(index),
@@ -351,18 +354,18 @@ fn forger_odds(index: &Index<'_>) -> Option<ForgerOdds> {
 /// The images tasks were certified and sessions graded in, when any were
 /// (docker); None when everything ran locally.
 fn environments(index: &Index<'_>) -> Option<Vec<Environment>> {
-    let environments: BTreeSet<(&str, &str)> = index
+    let environments: BTreeSet<(crate::model::config::ExecutorKind, &str)> = index
         .tasks
         .iter()
         .map(|(t, _)| (&t.executor, &t.image))
         .chain(index.grades.iter().map(|g| (&g.0.executor, &g.0.image)))
-        .filter_map(|(e, i)| Some((e.as_deref()?, i.as_deref()?)))
+        .filter_map(|(e, i)| Some(((*e)?, i.as_deref()?)))
         .collect();
     (!environments.is_empty()).then(|| {
         environments
             .into_iter()
             .map(|(executor, image)| Environment {
-                executor: executor.to_owned(),
+                executor,
                 image: image.to_owned(),
             })
             .collect()

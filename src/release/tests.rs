@@ -80,7 +80,7 @@ pub(super) fn grade(
         redactions: 0,
         reset_paths: vec![],
         tamper: vec![],
-        sandbox: "bwrap".to_owned(),
+        sandbox: crate::model::config::Sandbox::Bwrap,
         executor: None,
         image: None,
         log_tail: None,
@@ -1235,7 +1235,7 @@ fn the_model_writes_its_keys_sorted() {
     let g = &mut input.grades[0].0;
     g.tamper = vec!["conftest.py".to_owned()];
     g.unchecked = Some("no canary".to_owned());
-    g.executor = Some("docker".to_owned());
+    g.executor = Some(crate::model::config::ExecutorKind::Docker);
     g.image = Some("sha256:abc".to_owned());
     input.about.provenance = Some(crate::run::provenance::Provenance::of("x"));
     let files = publish(&input);

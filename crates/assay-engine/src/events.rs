@@ -66,6 +66,13 @@ pub enum Event<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         place: Option<&'a str>,
     },
+    /// A running job's warning: something the user should know that did
+    /// not fail it (an environment rebuilt because its image was gone).
+    JobWarning {
+        name: &'a str,
+        kind: &'a str,
+        message: &'a str,
+    },
     /// A cached result whose blob was missing or corrupt: treated as a miss.
     CacheRepaired {
         name: &'a str,

@@ -77,12 +77,20 @@ pub struct Notes(
     )>,
 );
 
-/// One note of a job: its node, a state word and where.
+/// One note of a job: its node, and a state word and where, or a warning.
 #[derive(Debug)]
 pub(crate) struct Note {
     pub(crate) node: crate::graph::NodeId,
-    pub(crate) state: String,
-    pub(crate) place: Option<String>,
+    pub(crate) what: Noted,
+}
+
+#[derive(Debug)]
+pub(crate) enum Noted {
+    State {
+        state: String,
+        place: Option<String>,
+    },
+    Warning(String),
 }
 
 impl Notes {
@@ -99,8 +107,23 @@ impl Notes {
         if let Some((node, tx)) = &self.0 {
             let _ = tx.send(Note {
                 node: *node,
-                state: state.to_owned(),
-                place: place.map(str::to_owned),
+                what: Noted::State {
+                    state: state.to_owned(),
+                    place: place.map(str::to_owned),
+                },
+            });
+        }
+    }
+
+    /// Warns about the job's work ([`Event::JobWarning`]): what the user
+    /// should know that does not fail it.
+    ///
+    /// [`Event::JobWarning`]: crate::Event::JobWarning
+    pub fn warn(&self, message: impl Into<String>) {
+        if let Some((node, tx)) = &self.0 {
+            let _ = tx.send(Note {
+                node: *node,
+                what: Noted::Warning(message.into()),
             });
         }
     }

@@ -1,5 +1,6 @@
 //! A job's notes reach the build's event stream as `job_state` events of
-//! its node, before the event of its end; outside a build they go nowhere.
+//! its node (its warnings as `job_warning` events), before the event of its
+//! end; outside a build they go nowhere.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -17,6 +18,7 @@ impl Job for Placed {
             tokio::task::yield_now().await;
             ctx.notes.note("running", Some(place));
             ctx.notes.note("done", Some(place));
+            ctx.notes.warn(format!("{place} was slow"));
             Ok(Output {
                 bytes: place.as_bytes().to_vec(),
                 attachments: Vec::new(),
@@ -70,6 +72,9 @@ fn a_jobs_notes_are_events_of_its_node_before_its_end() {
         let done = at(&format!(
             r#"{{"event":"job_state","name":"{name}","kind":"placed","state":"done","place":"{place}"}}"#
         ));
+        let warned = at(&format!(
+            r#"{{"event":"job_warning","name":"{name}","kind":"placed","message":"{place} was slow"}}"#
+        ));
         let finished = lines
             .iter()
             .position(|l| {
@@ -78,7 +83,7 @@ fn a_jobs_notes_are_events_of_its_node_before_its_end() {
             })
             .unwrap();
         assert!(
-            queued < running && running < done && done < finished,
+            queued < running && running < done && done < warned && warned < finished,
             "{lines:#?}"
         );
     }

@@ -38,8 +38,8 @@ pub(crate) fn begin(g: Subject<'_>, exclusion: Exclusion) -> GradeRecord {
     let mut rec = GradeRecord {
         reset_paths: exclusion.restored,
         tamper: Vec::new(),
-        sandbox: run.sandbox.clone(),
-        executor: env.executor.clone(),
+        sandbox: run.sandbox,
+        executor: env.executor,
         image: env.image.clone(),
         log_tail: None,
         unchecked: run.unchecked.clone(),

@@ -1,53 +1,9 @@
-//! The limits of a run — part of its key (they change what the code under
-//! test can do), enforced by whichever executor runs it — the limits a run
-//! can hit, by the words run records store (`limit`), and the reason a grade
-//! or a screening record gives for one.
-
-use serde::{Deserialize, Serialize};
+//! The limits a run can hit, by the words run records store (`limit`), and
+//! the reason a grade or a screening record gives for one. The limits
+//! themselves (`RunLimits`, part of a run's key) are settings:
+//! `model::config`.
 
 use crate::words::words;
-
-/// The limits of one run, all in bytes or counts (docs/pipeline.md).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct RunLimits {
-    pub(crate) memory: u64,
-    pub(crate) processes: u64,
-    pub(crate) open_files: u64,
-    pub(crate) file_size: u64,
-    pub(crate) tmp: u64,
-    pub(crate) home: u64,
-    /// Bytes a test run may add to its tree (`write_limit`); its `/tmp`
-    /// and `HOME` are bounded by their own sizes. Left out of the key at
-    /// its default, so that keys (and task digests) stay what they were
-    /// before the limit existed; any other value enters it.
-    #[serde(skip_serializing_if = "is_default_write", default = "default_write")]
-    pub(crate) write: u64,
-}
-
-/// The default `write_limit`: 1 GiB.
-const DEFAULT_WRITE: u64 = 1 << 30;
-
-fn default_write() -> u64 {
-    DEFAULT_WRITE
-}
-
-fn is_default_write(write: &u64) -> bool {
-    *write == DEFAULT_WRITE
-}
-
-impl Default for RunLimits {
-    fn default() -> Self {
-        RunLimits {
-            memory: 4 << 30,
-            processes: 1024,
-            open_files: 4096,
-            file_size: 1 << 30,
-            tmp: 1 << 30,
-            home: 512 << 20,
-            write: DEFAULT_WRITE,
-        }
-    }
-}
 
 words! {
     /// A limit a run hit: the word its record stores, as the executors
@@ -90,7 +46,9 @@ pub(crate) fn bytes_text(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::config::RunLimits;
     use assay_exec::LimitHit;
+    use serde::Serialize;
 
     /// The limits as they were before the write limit existed.
     #[derive(Serialize)]

@@ -29,9 +29,11 @@ use assay_exec::Bwrap;
 use assay_exec::netns::NetNs;
 
 use super::deploy::{self, Deployment, Process};
+use crate::model::config::DockerSettings;
+use crate::model::config::{Confinement, ExecutorSetting};
 use crate::model::rules::app::{Outcome, Start};
-use crate::run::executor::docker::{CONTAINER_PATH, Settings, docker_limits};
-use crate::run::executor::{Confinement, ExecutorSetting, Executors};
+use crate::run::executor::Executors;
+use crate::run::executor::docker::{CONTAINER_PATH, docker_limits};
 
 /// Bytes of a build's or an app's output kept.
 const LOG_CAP: u64 = 1 << 20;
@@ -41,7 +43,7 @@ pub(crate) struct DockerApp {
     handle: tokio::runtime::Handle,
     executors: Arc<Executors>,
     conf: Confinement,
-    settings: Settings,
+    settings: DockerSettings,
     /// The environment's image, or why there is none.
     image: Result<ImageId, String>,
 }
@@ -122,7 +124,11 @@ impl DockerApp {
         };
         let executors = Arc::clone(&self.executors);
         let ran = self.handle.block_on(async move {
-            let docker = executors.daemon().client().await?;
+            let docker = executors
+                .daemon()
+                .client()
+                .await
+                .map_err(|e| e.to_string())?;
             docker
                 .run_as(&run, "app-build")
                 .await
@@ -188,7 +194,11 @@ impl DockerApp {
         let serving = self
             .handle
             .block_on(async move {
-                let docker = executors.daemon().client().await?;
+                let docker = executors
+                    .daemon()
+                    .client()
+                    .await
+                    .map_err(|e| e.to_string())?;
                 docker.serve(&spec).await.map_err(|e| e.to_string())
             })
             .map_err(|e| harness(format!("cannot start the app's container: {e}")))?;

@@ -36,7 +36,7 @@ impl Runner {
     /// Called on the build's runtime.
     pub(crate) fn after_build(
         executors: &std::sync::Arc<crate::run::executor::Executors>,
-        confine: Option<&crate::run::executor::Confinement>,
+        confine: Option<&crate::model::config::Confinement>,
         build: &crate::model::rules::app::BuildRecord,
     ) -> Runner {
         let image = build

@@ -12,6 +12,7 @@ use assay_exec::Bind;
 
 use super::{Agent, EnvHandle, Launch};
 use crate::run::attempt as a;
+use crate::run::error::LaunchError;
 
 /// Where a try's binds come from on the host.
 pub(crate) struct Mounts {
@@ -28,7 +29,7 @@ pub(crate) struct Mounts {
 impl Mounts {
     /// The binds: inputs, output and tools; with a proxy, assay's own
     /// binary (the forwarder) and the socket.
-    pub(crate) fn binds(self) -> Result<Vec<Bind>, String> {
+    pub(crate) fn binds(self) -> Result<Vec<Bind>, LaunchError> {
         let bind = |host: PathBuf, at: &str, writable| Bind {
             host,
             at: at.into(),
@@ -40,7 +41,7 @@ impl Mounts {
             bind(self.tools, a::AGENT_AT, false),
         ];
         if let Some(socket) = self.socket {
-            let exe = std::env::current_exe().map_err(|e| format!("assay's own path: {e}"))?;
+            let exe = std::env::current_exe().map_err(LaunchError::io("assay's own path"))?;
             binds.push(bind(exe, a::BIN, false));
             binds.push(bind(socket, a::SOCKET, true));
         }

@@ -15,12 +15,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use assay_docker::{Docker, DockerError, ImageId};
 
-use crate::run::error::StageError;
+use crate::run::error::{LaunchError, StageError};
 
 /// The daemon's connection and what it held when the build started.
 #[derive(Default)]
 pub(crate) struct Daemon {
-    client: tokio::sync::OnceCell<Result<Docker, String>>,
+    client: tokio::sync::OnceCell<Result<Docker, LaunchError>>,
     /// The images in the daemon when the build started; `None` before
     /// [`Daemon::start`].
     present: Mutex<Option<BTreeSet<ImageId>>>,
@@ -30,9 +30,13 @@ pub(crate) struct Daemon {
 
 impl Daemon {
     /// The connection, made on first use (within `assay_docker::CONNECT_TIMEOUT`).
-    pub(crate) async fn client(&self) -> Result<&Docker, String> {
+    pub(crate) async fn client(&self) -> Result<&Docker, LaunchError> {
         self.client
-            .get_or_init(|| async { Docker::connect().await.map_err(|e| e.to_string()) })
+            .get_or_init(|| async {
+                Docker::connect()
+                    .await
+                    .map_err(|e| LaunchError::Unavailable(e.to_string()))
+            })
             .await
             .as_ref()
             .map_err(Clone::clone)
@@ -50,38 +54,43 @@ impl Daemon {
 
     /// Connects and removes containers of dead assay processes, once, and
     /// notes which images the daemon holds: what a build whose Harbor tasks
-    /// or instances run containers does first, whatever its executor.
-    pub(crate) fn sweep(&self, rt: &tokio::runtime::Runtime) -> Result<(), StageError> {
+    /// or instances run containers does first, whatever its executor. What
+    /// it removed, for the user.
+    pub(crate) fn sweep(&self, rt: &tokio::runtime::Runtime) -> Result<Option<String>, StageError> {
         rt.block_on(async {
             let docker = self.connected().await?;
-            self.sweep_with(docker).await?;
+            let swept = self.sweep_with(docker).await?;
             let ids = docker.image_ids().await.map_err(unusable)?;
             let mut present = self.present.lock().unwrap_or_else(|p| p.into_inner());
             present.get_or_insert(ids);
-            Ok(())
+            Ok(swept)
         })
     }
 
-    async fn sweep_with(&self, docker: &Docker) -> Result<(), StageError> {
+    async fn sweep_with(&self, docker: &Docker) -> Result<Option<String>, StageError> {
         if self.swept.swap(true, Ordering::SeqCst) {
-            return Ok(());
+            return Ok(None);
         }
         let removed = docker.cleanup_leftovers().await.map_err(unusable)?;
-        if !removed.is_empty() {
-            eprintln!(
+        Ok((!removed.is_empty()).then(|| {
+            format!(
                 "docker: removed {} container(s) left by an assay that was killed",
                 removed.len()
-            );
-        }
-        Ok(())
+            )
+        }))
     }
 
     /// Connects, removes containers of dead assay processes (once), checks
     /// that the base image is in the daemon, and notes which images are.
-    pub(crate) fn start(&self, rt: &tokio::runtime::Runtime, base: &str) -> Result<(), StageError> {
+    /// What it removed, for the user.
+    pub(crate) fn start(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        base: &str,
+    ) -> Result<Option<String>, StageError> {
         rt.block_on(async {
             let docker = self.connected().await?;
-            self.sweep_with(docker).await?;
+            let swept = self.sweep_with(docker).await?;
             match docker.base_image(base).await {
                 Ok(_) => {}
                 Err(e @ DockerError::BaseImageMissing { .. }) => {
@@ -94,7 +103,7 @@ impl Daemon {
             }
             let ids = docker.image_ids().await.map_err(unusable)?;
             *self.present.lock().unwrap_or_else(|p| p.into_inner()) = Some(ids);
-            Ok(())
+            Ok(swept)
         })
     }
 
@@ -108,24 +117,24 @@ impl Daemon {
 
     /// After an interrupted build: removes every container this process
     /// started, if it talked to a daemon at all. Runs on a runtime of its own
-    /// (the build's is shut down by then).
-    pub(crate) fn remove_own_containers(&self) {
+    /// (the build's is shut down by then). What it removed, or why it could
+    /// not, for the user.
+    pub(crate) fn remove_own_containers(&self) -> Option<String> {
         if !matches!(self.client.get(), Some(Ok(_))) {
-            return;
+            return None;
         }
-        let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+        let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-        else {
-            return;
-        };
+            .ok()?;
         rt.block_on(async {
             // A fresh client: the build's was bound to the runtime just shut down.
             let docker = match Docker::connect().await {
                 Ok(d) => d,
                 Err(e) => {
-                    eprintln!("interrupted: could not remove this build's containers: {e}");
-                    return;
+                    return Some(format!(
+                        "interrupted: could not remove this build's containers: {e}"
+                    ));
                 }
             };
             // A create cancelled in flight still makes its container on the
@@ -146,10 +155,9 @@ impl Daemon {
                 }
                 tokio::time::sleep(std::time::Duration::from_millis(300)).await;
             }
-            if removed > 0 {
-                eprintln!("interrupted: removed {removed} container(s) of this build");
-            }
-        });
+            (removed > 0)
+                .then(|| format!("interrupted: removed {removed} container(s) of this build"))
+        })
     }
 }
 

@@ -19,31 +19,21 @@ use assay_engine::JobCtx;
 use serde::Serialize;
 
 use super::{
-    BoxFuture, Confinement, EnvHandle, Executor, Launch, Presence, Ran, RunFuture, Setup, TestRun,
-    Watched, base_env, daemon, guard_env, made, run_err,
+    BoxFuture, EnvHandle, Executor, Launch, Presence, Ran, RunFuture, Setup, TestRun, Watched,
+    base_env, daemon, guard_env, made, run_err,
 };
+use crate::model::config::{Confinement, DockerSettings, Sandbox};
 use crate::model::records::EnvRecord;
 use crate::model::rules::limits::Limit;
 use crate::model::shell;
-use crate::pipeline::{EnvConfig, Pipeline};
 use crate::run::Made;
-use crate::run::error::{Context, Kinded, NodeError, StageError};
-
-/// The docker executor's settings that change what a run sees.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Settings {
-    /// The base image as written (tag or id); the environment's output
-    /// records the image id it became.
-    pub(crate) base_image: String,
-    /// CPU of a setup or run in thousandths (`cpus = 1.5` is 1500).
-    pub(crate) cpu_millis: Option<u32>,
-}
+use crate::run::error::{Context, Kinded, LaunchError, NodeError, StageError};
 
 /// Keyed with the settings: the image layout this assay builds and runs in
 /// (a protected tree, the import guard) and the guard's digest. Environments
 /// and runs made for another layout have other keys, so they are rebuilt
 /// rather than run in an image that lacks what a run relies on.
-impl Serialize for Settings {
+impl Serialize for DockerSettings {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         #[derive(Serialize)]
         struct Keyed<'a> {
@@ -62,56 +52,14 @@ impl Serialize for Settings {
     }
 }
 
-/// The default `[env] base_image`.
-pub(crate) const DEFAULT_BASE_IMAGE: &str = "assay-base:bookworm";
-
 /// `PATH` inside a container: the image's, never the host's.
 pub(crate) const CONTAINER_PATH: &str =
     "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
-/// `[env] base_image` and `cpus`, checked.
-pub(crate) fn settings(pipeline: &Pipeline, cfg: &EnvConfig) -> Result<Settings, StageError> {
-    let base_image = match &cfg.base_image {
-        None => DEFAULT_BASE_IMAGE.to_owned(),
-        Some(b) if b.get_ref().trim().is_empty() => {
-            return Err(pipeline
-                .error_at(
-                    b.span(),
-                    "`base_image` is empty",
-                    "here",
-                    format!("name an image by tag or id, or leave the key out for `{DEFAULT_BASE_IMAGE}`"),
-                )
-                .into());
-        }
-        Some(b) => b.get_ref().clone(),
-    };
-    let cpu_millis = match &cfg.cpus {
-        None => None,
-        Some(c) => {
-            let millis = (c.get_ref() * 1000.0).round();
-            if !(millis >= 1.0 && millis <= f64::from(u32::MAX)) {
-                return Err(pipeline
-                    .error_at(
-                        c.span(),
-                        format!("`cpus` must be a positive number, not {}", c.get_ref()),
-                        "here",
-                        "e.g. `cpus = 2` or `cpus = 1.5`; leave it out for no CPU limit",
-                    )
-                    .into());
-            }
-            Some(millis as u32)
-        }
-    };
-    Ok(Settings {
-        base_image,
-        cpu_millis,
-    })
-}
-
 /// The docker executor under a confinement.
 pub(crate) struct Docker<'a> {
     pub(crate) conf: &'a Confinement,
-    pub(crate) settings: &'a Settings,
+    pub(crate) settings: &'a DockerSettings,
     pub(crate) daemon: &'a daemon::Daemon,
 }
 
@@ -173,16 +121,20 @@ impl Executor for Docker<'_> {
         true
     }
 
-    fn sandbox(&self) -> &'static str {
-        "docker"
+    fn sandbox(&self) -> Sandbox {
+        Sandbox::Docker
     }
 
-    fn start(&self, rt: &tokio::runtime::Runtime) -> Result<(), StageError> {
-        self.daemon.start(rt, &self.settings.base_image)
+    fn start(&self, rt: &tokio::runtime::Runtime) -> Result<Vec<String>, StageError> {
+        Ok(self
+            .daemon
+            .start(rt, &self.settings.base_image)?
+            .into_iter()
+            .collect())
     }
 
-    fn interrupted(&self) {
-        self.daemon.remove_own_containers();
+    fn interrupted(&self) -> Vec<String> {
+        self.daemon.remove_own_containers().into_iter().collect()
     }
 }
 
@@ -229,20 +181,17 @@ async fn prepare(
     {
         match reload(docker, ctx, blob).await {
             Ok(loaded) if loaded.as_str() == id => {
-                eprintln!(
-                    "{}: image {id} was gone from the Docker daemon; loaded back from its saved blob",
-                    ctx.name
-                );
+                ctx.notes.warn(format!(
+                    "image {id} was gone from the Docker daemon; loaded back from its saved blob"
+                ));
                 return Ok(made(old.clone()));
             }
-            Ok(loaded) => eprintln!(
-                "{}: the saved blob of image {id} loaded as {loaded}; rebuilding",
-                ctx.name
-            ),
-            Err(e) => eprintln!(
-                "{}: image {id} is gone and its saved blob cannot be loaded ({e}); rebuilding",
-                ctx.name
-            ),
+            Ok(loaded) => ctx.notes.warn(format!(
+                "the saved blob of image {id} loaded as {loaded}; rebuilding"
+            )),
+            Err(e) => ctx.notes.warn(format!(
+                "image {id} is gone and its saved blob cannot be loaded ({e}); rebuilding"
+            )),
         }
     }
     let mut spec = image_spec(
@@ -276,7 +225,7 @@ async fn prepare(
         exit_code: Some(0),
         setup_log: String::new(),
         digest: String::new(),
-        executor: Some("docker".into()),
+        executor: Some(crate::model::config::ExecutorKind::Docker),
         image: None,
         base_image: Some(base.to_string()),
         export: None,
@@ -294,10 +243,10 @@ async fn prepare(
                 record.export = Some(blob.to_hex());
             }
             if let Some(old) = gone {
-                eprintln!(
-                    "{}: image {old} was gone from the Docker daemon (not exported); rebuilt as {}: the runs in it run again",
-                    ctx.name, built.id
-                );
+                ctx.notes.warn(format!(
+                    "image {old} was gone from the Docker daemon (not exported); rebuilt as {}: the runs in it run again",
+                    built.id
+                ));
             }
         }
         Err(assay_docker::DockerError::Setup(failure)) => {
@@ -315,10 +264,10 @@ async fn prepare(
             };
             record.setup_log = log_digest.to_hex();
             record.failed_command = failure.command.clone();
-            eprintln!(
-                "{}: {failure}: its runs report env_setup_failed (setup log: `assay show {}`)",
-                ctx.name, record.setup_log
-            );
+            ctx.notes.warn(format!(
+                "{failure}: its runs report env_setup_failed (setup log: `assay show {}`)",
+                record.setup_log
+            ));
         }
         Err(e) => return Err(NodeError::infra(e)),
     }
@@ -330,13 +279,19 @@ async fn reload(
     docker: &assay_docker::Docker,
     ctx: &JobCtx,
     blob: &str,
-) -> Result<ImageId, String> {
-    let digest: assay_engine::Digest = blob.parse()?;
-    let tar = ctx.blobs.get(&digest).map_err(|e| e.to_string())?;
-    docker.load_image(tar).await.map_err(|e| e.to_string())
+) -> Result<ImageId, LaunchError> {
+    let digest: assay_engine::Digest = blob.parse().map_err(|e: String| LaunchError::Corrupt(e))?;
+    let tar = ctx
+        .blobs
+        .get(&digest)
+        .map_err(|e| LaunchError::Cache(e.to_string()))?;
+    docker
+        .load_image(tar)
+        .await
+        .map_err(|e| LaunchError::Unavailable(e.to_string()))
 }
 
-pub(crate) fn docker_limits(conf: &Confinement, d: &Settings) -> assay_docker::Limits {
+pub(crate) fn docker_limits(conf: &Confinement, d: &DockerSettings) -> assay_docker::Limits {
     assay_docker::Limits {
         cpu_millis: d.cpu_millis,
         memory: Some(conf.limits.memory),
@@ -351,7 +306,7 @@ pub(crate) fn docker_limits(conf: &Confinement, d: &Settings) -> assay_docker::L
 /// environment variables as a local run, with the container's paths.
 pub(crate) fn container(
     conf: &Confinement,
-    d: &Settings,
+    d: &DockerSettings,
     launch: Launch<'_>,
 ) -> Result<ContainerRun, NodeError> {
     let Some(tree) = launch.tree else {
@@ -439,7 +394,7 @@ pub(crate) fn container(
 /// (the maintainer's commands, never agent code), the same limits as a run.
 fn image_spec(
     conf: &Confinement,
-    d: &Settings,
+    d: &DockerSettings,
     setup: &[String],
     key_files: &[(String, Vec<u8>)],
     timeout: Duration,
@@ -503,14 +458,14 @@ fn changed_in(staged: &Watched, watched: &BTreeMap<PathBuf, Option<[u8; 32]>>) -
 
 #[cfg(test)]
 mod tests {
-    use super::super::ExecutorSetting;
     use super::super::local::tests::Dirs;
     use super::*;
+    use crate::model::config::{DEFAULT_BASE_IMAGE, ExecutorSetting};
 
     #[test]
     fn the_docker_executor_refuses_an_environment_directory_before_starting_anything() {
         let conf = Confinement {
-            executor: ExecutorSetting::Docker(Settings {
+            executor: ExecutorSetting::Docker(DockerSettings {
                 base_image: DEFAULT_BASE_IMAGE.into(),
                 cpu_millis: None,
             }),

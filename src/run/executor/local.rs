@@ -10,54 +10,27 @@ use std::sync::OnceLock;
 
 use assay_engine::JobCtx;
 use assay_exec::{Bwrap, LimitHit, Limits, RunSpec, Sandbox, sandbox};
-use serde::Serialize;
 
 use super::{
-    BoxFuture, Confinement, EnvHandle, Executor, Launch, Presence, Ran, RunFuture, Setup, TestRun,
-    Watched, base_env, guard_env, made, run_err,
+    BoxFuture, EnvHandle, Executor, Launch, Presence, Ran, RunFuture, Setup, TestRun, Watched,
+    base_env, guard_env, made, run_err,
 };
+use crate::model::config::RunLimits;
+use crate::model::config::{self, Confinement, SandboxMode};
 use crate::model::records::EnvRecord;
-use crate::model::rules::limits::{Limit, RunLimits};
+use crate::model::rules::limits::Limit;
 use crate::run::Made;
-use crate::run::error::{Context, Kinded, NodeError};
-
-/// `[env] sandbox`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum SandboxMode {
-    /// bubblewrap: the default.
-    Bwrap,
-    /// Unconfined, on the maintainer's host: a warning on every build, and
-    /// the release says so.
-    None,
-}
-
-impl SandboxMode {
-    pub(crate) fn parse(s: &str) -> Option<SandboxMode> {
-        match s {
-            "bwrap" => Some(SandboxMode::Bwrap),
-            "none" => Some(SandboxMode::None),
-            _ => None,
-        }
-    }
-
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            SandboxMode::Bwrap => "bwrap",
-            SandboxMode::None => "none",
-        }
-    }
-}
+use crate::run::error::{Context, Kinded, LaunchError, NodeError};
 
 /// bubblewrap as the executors found it: looked for and probed on first
 /// use, then the same answer for every run they launch.
 #[derive(Default)]
-pub(crate) struct Probe(OnceLock<Result<Bwrap, String>>);
+pub(crate) struct Probe(OnceLock<Result<Bwrap, LaunchError>>);
 
 impl Probe {
-    pub(crate) fn bwrap(&self) -> Result<Bwrap, String> {
+    pub(crate) fn bwrap(&self) -> Result<Bwrap, LaunchError> {
         self.0
-            .get_or_init(|| Bwrap::detect().map_err(|e| e.to_string()))
+            .get_or_init(|| Bwrap::detect().map_err(|e| LaunchError::Unavailable(e.to_string())))
             .clone()
     }
 }
@@ -124,8 +97,8 @@ impl Executor for Local<'_> {
         false
     }
 
-    fn sandbox(&self) -> &'static str {
-        self.conf.sandbox.as_str()
+    fn sandbox(&self) -> config::Sandbox {
+        self.conf.sandbox.into()
     }
 }
 

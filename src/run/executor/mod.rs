@@ -20,10 +20,10 @@
 //! run's inputs alone), nor does slurm, whose runs see what a local
 //! run sees.
 //!
-//! **Adding an executor** (docs/stages.md): one module here with its typed
-//! settings (checked from `[env]` by its `settings`) and an `impl Executor`,
-//! plus its line in [`ExecutorSetting`] and the two matches below it
-//! ([`ExecutorSetting::parse`], [`Confinement::executor`]).
+//! **Adding an executor** (docs/stages.md): its word in
+//! [`ExecutorKind`] and its line in [`ExecutorSetting`] (`model::config`,
+//! with its typed settings, checked from `[env]` by `pipeline::confine`),
+//! and one module here with an `impl Executor`, chosen in [`Executors::of`].
 
 pub(crate) mod agent;
 pub(crate) mod daemon;
@@ -40,94 +40,14 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use assay_engine::JobCtx;
-use serde::Serialize;
 
-use crate::model::config::ExecutorKind;
+use crate::model::config::{Confinement, ExecutorKind, ExecutorSetting, Sandbox};
 use crate::model::records::EnvRecord;
-use crate::model::rules::limits::RunLimits;
-use crate::pipeline::{EnvConfig, Pipeline};
 use crate::run::Made;
-use crate::run::error::{NodeError, StageError};
+use crate::run::error::{LaunchError, NodeError, StageError};
 use crate::run::redact::RedactConfig;
 
-pub(crate) use local::SandboxMode;
 pub(crate) use parking::Parking;
-
-/// `[env] executor`, checked: which executor, with its settings. The one
-/// list of executors: a new one is a line here.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum ExecutorSetting {
-    /// This machine, under the [`SandboxMode`].
-    #[default]
-    Local,
-    /// An image per environment, a fresh locked-down container per run.
-    Docker(docker::Settings),
-    /// The local sandbox on the nodes of a Slurm cluster, a job step per run.
-    Slurm(slurm::Settings),
-}
-
-impl ExecutorSetting {
-    /// `[env] executor` and the keys of the executor it names, checked. Each
-    /// executor reads its own keys and ignores the others' (so `build
-    /// --executor local` works on a docker pipeline).
-    /// `build --executor` replaces the name for one build.
-    pub(crate) fn parse(pipeline: &Pipeline, cfg: &EnvConfig) -> Result<Self, StageError> {
-        let kind = match (pipeline.settings.executor_override, &cfg.executor) {
-            (Some(kind), _) => kind,
-            (None, Some(written)) => ExecutorKind::parse(written.get_ref()).ok_or_else(|| {
-                pipeline.error_at(
-                    written.span(),
-                    format!("unknown executor `{}`", written.get_ref()),
-                    "here",
-                    "use `local` (the default: bubblewrap on this machine), `docker` or `slurm`",
-                )
-            })?,
-            (None, None) => ExecutorKind::Local,
-        };
-        match kind {
-            ExecutorKind::Local => Ok(ExecutorSetting::Local),
-            ExecutorKind::Docker => docker::settings(pipeline, cfg).map(ExecutorSetting::Docker),
-            ExecutorKind::Slurm => slurm::settings(pipeline, cfg).map(ExecutorSetting::Slurm),
-        }
-    }
-
-    /// Which executor it sets.
-    pub(crate) fn kind(&self) -> ExecutorKind {
-        match self {
-            ExecutorSetting::Local => ExecutorKind::Local,
-            ExecutorSetting::Docker(_) => ExecutorKind::Docker,
-            ExecutorSetting::Slurm(_) => ExecutorKind::Slurm,
-        }
-    }
-
-    /// Whether a run under it is keyed as a local run: it sees what a
-    /// local run sees (local, and slurm's local sandbox on a node).
-    pub(crate) fn keyed_as_local(&self) -> bool {
-        matches!(self, ExecutorSetting::Local | ExecutorSetting::Slurm(_))
-    }
-}
-
-/// The confinement of a run: part of its key.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub(crate) struct Confinement {
-    /// The local executor's sandbox (`bwrap` elsewhere: unused there).
-    pub(crate) sandbox: SandboxMode,
-    pub(crate) limits: RunLimits,
-    /// Left out of the key when local: a local key is what it always was.
-    #[serde(skip_serializing_if = "ExecutorSetting::keyed_as_local")]
-    pub(crate) executor: ExecutorSetting,
-}
-
-impl Default for Confinement {
-    fn default() -> Self {
-        Confinement {
-            sandbox: SandboxMode::Bwrap,
-            limits: RunLimits::default(),
-            executor: ExecutorSetting::Local,
-        }
-    }
-}
 
 /// The executors of a process, built once when it starts (a build, a
 /// Slurm worker, an exported verifier) and handed to every node that
@@ -187,7 +107,7 @@ impl Executors {
     }
 
     /// bubblewrap, as the local sandbox found it.
-    pub(crate) fn bwrap(&self) -> Result<assay_exec::Bwrap, String> {
+    pub(crate) fn bwrap(&self) -> Result<assay_exec::Bwrap, LaunchError> {
         self.local.bwrap()
     }
 
@@ -213,13 +133,18 @@ impl Executors {
     }
 
     /// Before a build: starts every executor its environments use (each
-    /// setting once). The first that fails fails the build.
+    /// setting once). The first that fails fails the build; what they have
+    /// to say, for the CLI to print.
     pub(crate) fn start(
         &self,
         in_use: &[Confinement],
         rt: &tokio::runtime::Runtime,
-    ) -> Result<(), StageError> {
-        in_use.iter().try_for_each(|conf| self.of(conf).start(rt))
+    ) -> Result<Vec<String>, StageError> {
+        let mut said = Vec::new();
+        for conf in in_use {
+            said.extend(self.of(conf).start(rt)?);
+        }
+        Ok(said)
     }
 
     /// After a build: each executor it used releases what it held.
@@ -231,12 +156,13 @@ impl Executors {
     }
 
     /// After an interrupted build: each executor it used removes what it
-    /// started.
-    pub(crate) fn interrupted(&self, in_use: &[Confinement]) {
+    /// started. What they have to say, for the CLI to print.
+    pub(crate) fn interrupted(&self, in_use: &[Confinement]) -> Vec<String> {
         self.parking.end_all();
-        for conf in in_use {
-            self.of(conf).interrupted();
-        }
+        in_use
+            .iter()
+            .flat_map(|conf| self.of(conf).interrupted())
+            .collect()
     }
 }
 
@@ -279,7 +205,7 @@ pub(crate) trait Executor: Send + Sync {
 
     /// The sandbox of its runs, as records say it (`bwrap`, `none`,
     /// `docker`).
-    fn sandbox(&self) -> &'static str;
+    fn sandbox(&self) -> Sandbox;
 
     /// Whether a run's scratch directory may be on this machine alone
     /// (a tmpfs, [`scratch::run_dir`]) rather than in the cache, which
@@ -289,9 +215,10 @@ pub(crate) trait Executor: Send + Sync {
     }
 
     /// Before a build that uses it: connect, clean up after killed builds,
-    /// check what it needs. Fails the build at once, with what to do.
-    fn start(&self, _rt: &tokio::runtime::Runtime) -> Result<(), StageError> {
-        Ok(())
+    /// check what it needs. Fails the build at once, with what to do; else
+    /// what the user should know (what it cleaned up), for the CLI to print.
+    fn start(&self, _rt: &tokio::runtime::Runtime) -> Result<Vec<String>, StageError> {
+        Ok(Vec::new())
     }
 
     /// After a build that ran to its end: release what it held (an
@@ -299,8 +226,11 @@ pub(crate) trait Executor: Send + Sync {
     fn finished(&self) {}
 
     /// After an interrupted build (its runtime is gone): remove what this
-    /// process started outside its own process tree.
-    fn interrupted(&self) {}
+    /// process started outside its own process tree. What the user should
+    /// know, for the CLI to print.
+    fn interrupted(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Whether a stored environment is still there.
@@ -580,6 +510,9 @@ fn run_err(e: &dyn std::fmt::Display) -> NodeError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::config::RunLimits;
+    use crate::model::config::{DockerSettings, SandboxMode};
+    use serde::Serialize;
 
     fn record(json: &str) -> EnvRecord {
         serde_json::from_str(json).unwrap()
@@ -657,7 +590,7 @@ mod tests {
     #[test]
     fn the_docker_executor_and_its_settings_enter_the_key_as_they_always_did() {
         let docker = |base: &str, cpu_millis| Confinement {
-            executor: ExecutorSetting::Docker(docker::Settings {
+            executor: ExecutorSetting::Docker(DockerSettings {
                 base_image: base.into(),
                 cpu_millis,
             }),
@@ -696,14 +629,17 @@ mod tests {
             }
         }
         let executors = Executors::default();
-        assert_eq!(executors.of(&docker("x", None)).sandbox(), "docker");
-        assert_eq!(executors.of(&Confinement::default()).sandbox(), "bwrap");
+        assert_eq!(executors.of(&docker("x", None)).sandbox(), Sandbox::Docker);
+        assert_eq!(
+            executors.of(&Confinement::default()).sandbox(),
+            Sandbox::Bwrap
+        );
     }
 
     #[test]
     fn only_the_unsandboxed_local_executor_shares_an_environment_between_runs() {
         let unsandboxed = Confinement {
-            sandbox: local::SandboxMode::None,
+            sandbox: SandboxMode::None,
             ..Confinement::default()
         };
         let executors = Executors::default();
@@ -712,7 +648,7 @@ mod tests {
         let local = Confinement::default();
         assert!(!executors.of(&local).shares_env());
         let docker = Confinement {
-            executor: ExecutorSetting::Docker(docker::Settings {
+            executor: ExecutorSetting::Docker(DockerSettings {
                 base_image: "assay-base:bookworm".into(),
                 cpu_millis: None,
             }),
@@ -724,23 +660,42 @@ mod tests {
     }
 
     /// What an executor knows (a connection, a probe, an allocation, a
-    /// sweep) lives in [`Executors`], never in a process-wide static: no
-    /// production file declares a static holding state.
+    /// sweep, the parked deployments) lives in [`Executors`], never in a
+    /// process-wide static: no file of the application (every layer, the
+    /// apps and attempts included) declares a static holding state. A
+    /// constant computed once (`LazyLock`) is not state.
     #[test]
     fn no_file_keeps_state_in_a_static() {
-        let mut files = Vec::new();
-        let mut dirs = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("src")];
-        while let Some(dir) = dirs.pop() {
+        fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
             for e in std::fs::read_dir(dir).unwrap() {
                 let path = e.unwrap().path();
                 if path.is_dir() {
-                    dirs.push(path);
+                    walk(&path, files);
                 } else if path.extension().is_some_and(|x| x == "rs") {
                     files.push(path);
                 }
             }
         }
-        assert!(files.len() > 20, "{files:?}");
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        walk(&root, &mut files);
+        for layer in [
+            "model",
+            "pipeline",
+            "sessions",
+            "run/app",
+            "run/executor/slurm",
+            "release",
+            "nodes",
+            "plan",
+            "ops",
+            "cli",
+        ] {
+            assert!(
+                files.iter().any(|f| f.starts_with(root.join(layer))),
+                "{layer} is not scanned"
+            );
+        }
         let stateful = [
             "Mutex", "RwLock", "OnceLock", "OnceCell", "Once", "Atomic", "Cell",
         ];

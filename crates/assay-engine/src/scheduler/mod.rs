@@ -25,7 +25,7 @@ use tokio::task::JoinSet;
 use crate::events::{Event, Summary, Tally};
 use crate::exclusive::Held;
 use crate::graph::{Graph, NodeId};
-use crate::job::{JobCtx, JobError, Note, Notes};
+use crate::job::{JobCtx, JobError, Note, Noted, Notes};
 use crate::key::{Digest, DigestMap, KeyRecord};
 use crate::store::{
     FailureRow, Hits, ManifestEntryRef, ManifestWriter, NewRow, Store, StoreError, now_ms,
@@ -406,12 +406,19 @@ impl<'a, 's> Build<'a, 's> {
 
     fn note(&mut self, note: Note) {
         let spec = self.graph.node(note.node);
-        (self.sink)(&Event::JobState {
-            name: &spec.name,
-            kind: &spec.kind,
-            state: &note.state,
-            place: note.place.as_deref(),
-        });
+        match &note.what {
+            Noted::State { state, place } => (self.sink)(&Event::JobState {
+                name: &spec.name,
+                kind: &spec.kind,
+                state,
+                place: place.as_deref(),
+            }),
+            Noted::Warning(message) => (self.sink)(&Event::JobWarning {
+                name: &spec.name,
+                kind: &spec.kind,
+                message,
+            }),
+        }
     }
 
     /// A job executed and its output is stored: its row is queued for the

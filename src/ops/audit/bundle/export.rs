@@ -220,9 +220,7 @@ fn provenance(
             n.name.clone(),
             BundleEnv {
                 key: n.key.clone(),
-                executor: rec
-                    .and_then(|r| r.executor.clone())
-                    .unwrap_or_else(|| "local".to_owned()),
+                executor: rec.and_then(|r| r.executor).unwrap_or_default(),
                 image: rec.and_then(|r| r.image.clone()),
                 base_image: rec.and_then(|r| r.base_image.clone()),
                 digest: rec.map(|r| r.digest.clone()),

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::model::config::ExecutorKind;
 use assay_engine::{Digest, KeyRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -93,7 +94,7 @@ pub(crate) struct BundleEnv {
     pub(crate) base_image: Option<String>,
     /// blake3 over the environment's directory once set up.
     pub(crate) digest: Option<String>,
-    pub(crate) executor: String,
+    pub(crate) executor: ExecutorKind,
     pub(crate) image: Option<String>,
     pub(crate) key: String,
 }

@@ -186,7 +186,7 @@ mod tests {
         let env = BundleEnv {
             base_image: None,
             digest: Some("d".into()),
-            executor: "docker".into(),
+            executor: crate::model::config::ExecutorKind::Docker,
             image: Some("sha256:1".into()),
             key: "k".into(),
         };

@@ -7,7 +7,9 @@ use std::process::Stdio;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::{Settings, output, output_withholding};
+use super::{output, output_withholding};
+use crate::model::config::SlurmSettings;
+use crate::run::error::LaunchError;
 
 /// The cluster as the executors hold it: the job steps' allocation (one per
 /// build, made on first use), every allocation submitted (cancelled at the
@@ -84,9 +86,9 @@ impl Cluster {
     /// The build's allocation, submitted when there is none.
     pub(super) async fn allocation(
         &self,
-        settings: &Settings,
+        settings: &SlurmSettings,
         withheld: &[String],
-    ) -> Result<std::sync::Arc<Allocation>, String> {
+    ) -> Result<std::sync::Arc<Allocation>, LaunchError> {
         let mut current = self.allocation.lock().await;
         if let Some(alloc) = current.as_ref() {
             return Ok(alloc.clone());
@@ -120,10 +122,10 @@ impl Cluster {
 
 /// Submits the allocation and waits until it runs.
 async fn allocate(
-    settings: &Settings,
+    settings: &SlurmSettings,
     submitted: &Mutex<Vec<String>>,
     withheld: &[String],
-) -> Result<Allocation, String> {
+) -> Result<Allocation, LaunchError> {
     let mut args: Vec<String> = [
         "--parsable",
         "--job-name",
@@ -171,9 +173,9 @@ async fn allocate(
             "RUNNING" => break,
             "PENDING" | "CONFIGURING" => {}
             other => {
-                return Err(format!(
+                return Err(LaunchError::Slurm(format!(
                     "slurm: the allocation {id} is {other:?}, not running"
-                ));
+                )));
             }
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -182,7 +184,9 @@ async fn allocate(
     let hosts = output("scontrol", ["show", "hostnames", nodes.trim()]).await?;
     let nodes: Vec<String> = hosts.split_whitespace().map(str::to_owned).collect();
     if nodes.is_empty() {
-        return Err(format!("slurm: the allocation {id} holds no node"));
+        return Err(LaunchError::Slurm(format!(
+            "slurm: the allocation {id} holds no node"
+        )));
     }
     Ok(Allocation {
         id,
@@ -201,8 +205,8 @@ pub(super) async fn step(
     job: &Path,
     timeout: Duration,
     withheld: &[String],
-) -> Result<(), String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+) -> Result<(), LaunchError> {
+    let exe = std::env::current_exe().map_err(LaunchError::io("assay's own path"))?;
     // Slurm's limit is a backstop in whole minutes: the run's own timeout is
     // the worker's.
     let minutes = timeout.as_secs().div_ceil(60) + 2;
@@ -241,14 +245,14 @@ pub(super) async fn step(
         .kill_on_drop(true)
         .output()
         .await
-        .map_err(|e| format!("srun: {e}"))?;
+        .map_err(LaunchError::io("srun"))?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(format!(
+        Err(LaunchError::Slurm(format!(
             "srun {}: {}",
             out.status,
             String::from_utf8_lossy(&out.stderr).trim()
-        ))
+        )))
     }
 }

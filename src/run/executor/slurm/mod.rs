@@ -37,19 +37,16 @@ mod pack;
 mod worker;
 
 use std::ffi::OsStr;
-use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use assay_engine::JobCtx;
-use serde::Serialize;
 
-use super::{
-    BoxFuture, Executor, Launch, Presence, Ran, RunFuture, SandboxMode, Setup, TestRun, run_err,
-};
+use super::{BoxFuture, Executor, Launch, Presence, Ran, RunFuture, Setup, TestRun};
+use crate::model::config::{Sandbox, SandboxMode, SlurmSettings};
 use crate::model::records::EnvRecord;
-use crate::pipeline::{EnvConfig, Pipeline};
 use crate::run::Made;
 use crate::run::attempt::relay;
+use crate::run::error::LaunchError;
 use crate::run::error::{NodeError, StageError};
 pub(crate) use allocation::Cluster;
 use allocation::step;
@@ -59,108 +56,13 @@ use worker::{EnvSource, Pack};
 /// Tries of a run whose step ended without an outcome.
 pub(crate) const ATTEMPTS: u32 = 3;
 
-/// The allocation's time limit when `[env] slurm.time` is not set.
-const DEFAULT_TIME: &str = "1:00:00";
-
-/// The slurm executor's settings: where its allocation goes. None of it
-/// changes what a run sees, so none of it is keyed.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub(crate) struct Settings {
-    pub(crate) partition: Option<String>,
-    pub(crate) nodes: u32,
-    pub(crate) time: String,
-    pub(crate) account: Option<String>,
-    pub(crate) qos: Option<String>,
-    pub(crate) sbatch: Vec<String>,
-    /// The node-local cache's root on every node (`[env] slurm.node_cache`):
-    /// environments unpacked once per node, runs' private directories.
-    pub(crate) node_cache: PathBuf,
-    /// The coordinator's address as the nodes reach it (`[env]
-    /// slurm.proxy_address`): where an attempt's relay on a node reaches
-    /// the egress proxy.
-    pub(crate) proxy_address: IpAddr,
-}
-
-/// The node-local cache's root when `[env] slurm.node_cache` is not set.
-const DEFAULT_NODE_CACHE: &str = "/tmp/assay-node-cache";
-
-/// The proxy's address for the nodes when `[env] slurm.proxy_address` is
-/// not set: a cluster on this machine.
-const DEFAULT_PROXY_ADDRESS: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
-
-/// `[env] slurm`, checked.
-pub(crate) fn settings(pipeline: &Pipeline, cfg: &EnvConfig) -> Result<Settings, StageError> {
-    let Some(table) = &cfg.slurm else {
-        return Ok(Settings {
-            partition: None,
-            nodes: 1,
-            time: DEFAULT_TIME.into(),
-            account: None,
-            qos: None,
-            sbatch: Vec::new(),
-            node_cache: DEFAULT_NODE_CACHE.into(),
-            proxy_address: DEFAULT_PROXY_ADDRESS,
-        });
-    };
-    let c = table.get_ref();
-    if let Some(dir) = &c.node_cache
-        && !dir.is_absolute()
-    {
-        return Err(pipeline
-            .error_at(
-                table.span(),
-                format!(
-                    "[env] slurm: `node_cache` is not an absolute path ({})",
-                    dir.display()
-                ),
-                "this table",
-                "give a directory on each node's local disk, e.g. \"/var/tmp/assay\"",
-            )
-            .into());
-    }
-    if c.nodes == Some(0) {
-        return Err(pipeline
-            .error_at(
-                table.span(),
-                "[env] slurm: `nodes` is 0",
-                "this allocation",
-                "leave `nodes` out for one node, or give how many nodes the build's allocation holds",
-            )
-            .into());
-    }
-    let proxy_address = match &c.proxy_address {
-        None => DEFAULT_PROXY_ADDRESS,
-        Some(written) => written.parse().map_err(|_| {
-            pipeline.error_at(
-                table.span(),
-                format!("[env] slurm: `proxy_address` is not an IP address ({written})"),
-                "this table",
-                "give this machine's address as the nodes reach it, e.g. \"10.0.0.5\"",
-            )
-        })?,
-    };
-    Ok(Settings {
-        proxy_address,
-        partition: c.partition.clone(),
-        nodes: c.nodes.unwrap_or(1),
-        time: c.time.clone().unwrap_or_else(|| DEFAULT_TIME.into()),
-        account: c.account.clone(),
-        qos: c.qos.clone(),
-        sbatch: c.sbatch.clone(),
-        node_cache: c
-            .node_cache
-            .clone()
-            .unwrap_or_else(|| DEFAULT_NODE_CACHE.into()),
-    })
-}
-
 /// The slurm executor under a confinement.
 pub(crate) struct Slurm<'a> {
     /// What a node runs, and how environments are prepared and kept: the
     /// local executor's, whose answers this one gives where the cluster
     /// changes nothing.
     pub(crate) local: super::local::Local<'a>,
-    pub(crate) settings: &'a Settings,
+    pub(crate) settings: &'a SlurmSettings,
     pub(crate) cluster: &'a Cluster,
     /// The variables no step inherits from assay's environment (`srun`
     /// hands a step the whole environment it was started with).
@@ -183,7 +85,7 @@ impl Executor for Slurm<'_> {
     }
 
     fn run<'a>(&'a self, test: TestRun<'a>) -> RunFuture<'a> {
-        Box::pin(async move { run_on_cluster(self, test).await.map_err(|e| run_err(&e)) })
+        Box::pin(async move { Ok(run_on_cluster(self, test).await?) })
     }
 
     /// The nodes read a run's pack from its scratch directory: in the
@@ -204,19 +106,15 @@ impl Executor for Slurm<'_> {
     /// A job step on a node, in the local sandbox; the egress proxy and
     /// the key stay on the coordinator ([`attempt_on_cluster`]).
     fn attempt<'a>(&'a self, launch: Launch<'a>, ctx: &'a JobCtx) -> RunFuture<'a> {
-        Box::pin(async move {
-            attempt_on_cluster(self, launch, ctx)
-                .await
-                .map_err(|e| run_err(&e))
-        })
+        Box::pin(async move { Ok(attempt_on_cluster(self, launch, ctx).await?) })
     }
 
     /// The local sandbox, on the node.
-    fn sandbox(&self) -> &'static str {
+    fn sandbox(&self) -> Sandbox {
         self.local.sandbox()
     }
 
-    fn start(&self, _rt: &tokio::runtime::Runtime) -> Result<(), StageError> {
+    fn start(&self, _rt: &tokio::runtime::Runtime) -> Result<Vec<String>, StageError> {
         let mut sinfo = std::process::Command::new("sinfo");
         sinfo.args(["-h", "-o", "%P %a"]);
         let out = sinfo.output().map_err(|e| {
@@ -250,41 +148,49 @@ impl Executor for Slurm<'_> {
                 ));
             }
         }
-        Ok(())
+        Ok(Vec::new())
     }
 
     fn finished(&self) {
         self.cluster.cancel_allocations();
     }
 
-    fn interrupted(&self) {
+    fn interrupted(&self) -> Vec<String> {
         self.cluster.cancel_allocations();
+        Vec::new()
     }
 }
 
 /// A run on the cluster: its tree packed and its job file written into its
 /// scratch directory, a step run, the outcome read back; a step that ends
 /// without one is tried again from the same pack.
-async fn run_on_cluster(exec: &Slurm<'_>, test: TestRun<'_>) -> Result<Ran, String> {
+async fn run_on_cluster(exec: &Slurm<'_>, test: TestRun<'_>) -> Result<Ran, LaunchError> {
     let launch = &test.launch;
-    let tree = launch.tree.ok_or("a test run needs its tree")?;
-    let ctx = test.ctx.ok_or("a slurm run needs its job")?;
+    let tree = launch
+        .tree
+        .ok_or(LaunchError::Internal("a test run needs its tree"))?;
+    let ctx = test
+        .ctx
+        .ok_or(LaunchError::Internal("a slurm run needs its job"))?;
     let (blobs, notes) = (&ctx.blobs, &ctx.notes);
     notes.note("queued", None);
     let dir = launch.scratch.join("slurm");
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(&dir).map_err(LaunchError::io(dir.display()))?;
     let tree_pack = {
         let (tree, path) = (tree.to_owned(), dir.join("tree.tar"));
         tokio::task::spawn_blocking(move || {
             let pack = Pack::of(&tree, path)?;
             // The staged copy is not read again: what the node runs is the pack.
             let _ = std::fs::remove_dir_all(&tree);
-            Ok::<_, String>(pack)
+            Ok::<_, LaunchError>(pack)
         })
         .await
-        .map_err(|e| e.to_string())??
+        .map_err(LaunchError::task)??
     };
-    let env_dir = launch.env.host_dir().map_err(|e| e.to_string())?;
+    let env_dir = launch
+        .env
+        .host_dir()
+        .map_err(|_| LaunchError::Internal("a slurm run needs an environment directory"))?;
     let env = match exec.local.conf.sandbox {
         SandboxMode::Bwrap => EnvSource::Packed(env_pack(exec.cluster, blobs, env_dir).await?),
         SandboxMode::None => EnvSource::Shared(env_dir.to_owned()),
@@ -297,25 +203,31 @@ async fn run_on_cluster(exec: &Slurm<'_>, test: TestRun<'_>) -> Result<Ran, Stri
         &exec.settings.node_cache,
     );
     let job_path = dir.join("job.json");
-    let bytes = serde_json::to_vec(&job).map_err(|e| e.to_string())?;
-    std::fs::write(&job_path, bytes).map_err(|e| e.to_string())?;
+    let bytes = serde_json::to_vec(&job).map_err(|_| LaunchError::Internal("a job serializes"))?;
+    std::fs::write(&job_path, bytes).map_err(LaunchError::io(job_path.display()))?;
     let mut failures = Vec::new();
     let timeout = launch.timeout + launch.stall_grace.unwrap_or_default();
     for attempt in 1..=ATTEMPTS {
         match one_step(exec, &dir, &job_path, timeout, exec.withheld, notes).await? {
-            Ok(done) => {
+            Step::Done(done) => {
                 let mut ran = done.into_ran(&dir);
                 std::fs::rename(dir.join("log"), &launch.log_path)
-                    .map_err(|e| format!("slurm: the worker's log: {e}"))?;
+                    .map_err(LaunchError::io("slurm: the worker's log"))?;
                 ran.retried = failures;
                 return Ok(ran);
             }
-            Err(why) => failures.push(format!("attempt {attempt}: {why}")),
+            Step::NoOutcome(why) => failures.push(format!("attempt {attempt}: {why}")),
         }
     }
     let why = format!("slurm: the run's step ended without an outcome {ATTEMPTS} times");
     notes.note("lost", None);
     Ok(Ran::lost(why, failures))
+}
+
+/// How one step ended: the worker's outcome, or why there was none.
+enum Step {
+    Done(Box<worker::WorkerOutcome>),
+    NoOutcome(String),
 }
 
 /// One step of the job file `job_path` (its outcome beside it, in `dir`)
@@ -330,7 +242,7 @@ async fn one_step(
     timeout: std::time::Duration,
     withheld: &[String],
     notes: &assay_engine::Notes,
-) -> Result<Result<worker::WorkerOutcome, String>, String> {
+) -> Result<Step, LaunchError> {
     let alloc = exec
         .cluster
         .allocation(exec.settings, exec.withheld)
@@ -351,15 +263,18 @@ async fn one_step(
     drop(slot);
     match read {
         Ok(bytes) => serde_json::from_slice(&bytes)
-            .map(Ok)
-            .map_err(|e| format!("slurm: the worker's outcome cannot be read: {e}")),
+            .map(|done| Step::Done(Box::new(done)))
+            .map_err(|e| {
+                LaunchError::Corrupt(format!("slurm: the worker's outcome cannot be read: {e}"))
+            }),
         Err(_) => {
             if !alloc.running().await {
                 exec.cluster.retire(&alloc);
             }
-            Ok(Err(step
-                .err()
-                .unwrap_or_else(|| "the worker wrote no outcome".into())))
+            Ok(Step::NoOutcome(step.err().map_or_else(
+                || "the worker wrote no outcome".into(),
+                |e| e.to_string(),
+            )))
         }
     }
 }
@@ -379,25 +294,30 @@ async fn attempt_on_cluster(
     exec: &Slurm<'_>,
     mut launch: Launch<'_>,
     ctx: &JobCtx,
-) -> Result<Ran, String> {
+) -> Result<Ran, LaunchError> {
     use crate::run::attempt as a;
     if exec.local.conf.sandbox != SandboxMode::Bwrap {
-        return Err("an agent never runs unsandboxed: attempts need `sandbox = \"bwrap\"`".into());
+        return Err(LaunchError::Refused(
+            "an agent never runs unsandboxed: attempts need `sandbox = \"bwrap\"`".into(),
+        ));
     }
-    let agent = launch.agent.take().ok_or("an attempt needs its agent")?;
+    let agent = launch
+        .agent
+        .take()
+        .ok_or(LaunchError::Internal("an attempt needs its agent"))?;
     let tree = launch
         .tree
-        .ok_or("an attempt needs its workspace")?
+        .ok_or(LaunchError::Internal("an attempt needs its workspace"))?
         .to_owned();
     let (blobs, notes) = (&ctx.blobs, &ctx.notes);
     notes.note("queued", None);
     let tmp = ctx.cache_dir.join("tmp");
-    std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(&tmp).map_err(LaunchError::io(tmp.display()))?;
     // Private to this user (the job file holds the relay's token).
     let scratch = tempfile::Builder::new()
         .prefix("slurm-attempt-")
         .tempdir_in(&tmp)
-        .map_err(|e| e.to_string())?;
+        .map_err(LaunchError::io(tmp.display()))?;
     let dir = scratch.path().to_owned();
     let (mut input, mut output, mut tools, mut socket) = (None, None, None, None);
     for bind in &agent.binds {
@@ -410,16 +330,20 @@ async fn attempt_on_cluster(
             // The node's own assay is its forwarder.
             Some(a::BIN) => {}
             _ => {
-                return Err(format!(
+                return Err(LaunchError::Refused(format!(
                     "slurm: an attempt's bind at {} cannot cross to a node",
                     bind.at.display()
-                ));
+                )));
             }
         }
     }
     let (input, output, tools) = match (input, output, tools) {
         (Some(i), Some(o), Some(t)) => (i, o, t),
-        _ => return Err("slurm: an attempt needs its inputs, outputs and tools".into()),
+        _ => {
+            return Err(LaunchError::Internal(
+                "slurm: an attempt needs its inputs, outputs and tools",
+            ));
+        }
     };
     let packs = {
         let (tree, input, dir) = (tree.clone(), input.clone(), dir.clone());
@@ -429,24 +353,32 @@ async fn attempt_on_cluster(
             let base = a::workspace::apparent_size(
                 &tree,
                 std::time::Instant::now() + a::workspace::READ_BACK_LIMIT,
-            )?;
-            Ok::<_, String>((packed(&tree, "tree.tar")?, packed(&input, "in.tar")?, base))
+            )
+            .map_err(LaunchError::Attempt)?;
+            Ok::<_, LaunchError>((packed(&tree, "tree.tar")?, packed(&input, "in.tar")?, base))
         })
         .await
-        .map_err(|e| e.to_string())??
+        .map_err(LaunchError::task)??
     };
     let env = EnvSource::Packed(
         env_pack(
             exec.cluster,
             blobs,
-            launch.env.host_dir().map_err(|e| e.to_string())?,
+            launch
+                .env
+                .host_dir()
+                .map_err(|_| LaunchError::Internal("an attempt needs an environment directory"))?,
         )
         .await?,
     );
     let tools = EnvSource::Packed(env_pack(exec.cluster, blobs, &tools).await?);
     let listening = match &socket {
         None => None,
-        Some(socket) => Some(relay::listen(exec.settings.proxy_address, socket).await?),
+        Some(socket) => Some(
+            relay::listen(exec.settings.proxy_address, socket)
+                .await
+                .map_err(LaunchError::Attempt)?,
+        ),
     };
     let mut job = worker::WorkerJob::of_launch(
         exec.local.conf,
@@ -468,20 +400,21 @@ async fn attempt_on_cluster(
     {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
-        let bytes = serde_json::to_vec(&job).map_err(|e| e.to_string())?;
+        let bytes =
+            serde_json::to_vec(&job).map_err(|_| LaunchError::Internal("a job serializes"))?;
         std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
             .open(&job_path)
             .and_then(|mut f| f.write_all(&bytes))
-            .map_err(|e| format!("{}: {e}", job_path.display()))?;
+            .map_err(LaunchError::io(job_path.display()))?;
     }
     let done = one_step(exec, &dir, &job_path, launch.timeout, exec.withheld, notes).await?;
     drop(listening);
     let done = match done {
-        Ok(done) => done,
-        Err(why) => {
+        Step::Done(done) => done,
+        Step::NoOutcome(why) => {
             notes.note("lost", None);
             return Ok(Ran::lost(
                 format!("slurm: the attempt's step ended without an outcome: {why}"),
@@ -490,20 +423,20 @@ async fn attempt_on_cluster(
         }
     };
     std::fs::rename(dir.join("log"), &launch.log_path)
-        .map_err(|e| format!("slurm: the worker's log: {e}"))?;
+        .map_err(LaunchError::io("slurm: the worker's log"))?;
     let (workspace, out) = (done.workspace.clone(), done.out.clone());
     tokio::task::spawn_blocking(move || {
         for (pack, at) in [(workspace, tree), (out, output)] {
             let _ = std::fs::remove_dir_all(&at);
             match pack {
                 Some(p) => pack::unpack(&p.path, &p.digest()?, &at)?,
-                None => std::fs::create_dir(&at).map_err(|e| format!("{}: {e}", at.display()))?,
+                None => std::fs::create_dir(&at).map_err(LaunchError::io(at.display()))?,
             }
         }
-        Ok::<_, String>(())
+        Ok::<_, LaunchError>(())
     })
     .await
-    .map_err(|e| e.to_string())??;
+    .map_err(LaunchError::task)??;
     Ok(done.into_ran(&dir))
 }
 
@@ -514,10 +447,10 @@ async fn env_pack(
     cluster: &Cluster,
     blobs: &assay_engine::Blobs,
     env: &Path,
-) -> Result<Pack, String> {
+) -> Result<Pack, LaunchError> {
     let name = env
         .file_name()
-        .ok_or("an environment directory has a name")?
+        .ok_or(LaunchError::Internal("an environment directory has a name"))?
         .to_string_lossy()
         .into_owned();
     let cache = blobs.cache_dir().to_owned();
@@ -538,26 +471,31 @@ async fn env_pack(
     let (env, blobs, memo) = (env.to_owned(), blobs.clone(), memo.clone());
     tokio::task::spawn_blocking(move || {
         let tmp = cache.join("tmp");
-        std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(&tmp).map_err(LaunchError::io(tmp.display()))?;
         let part = tempfile::Builder::new()
             .prefix("env-pack-")
             .tempdir_in(&tmp)
-            .map_err(|e| e.to_string())?;
+            .map_err(LaunchError::io(tmp.display()))?;
         let file = part.path().join("env.tar");
         pack::pack(&env, &file)?;
-        let digest = blobs.put_file(&file).map_err(|e| e.to_string())?;
-        let parent = memo.parent().ok_or("a memo has a directory")?;
-        std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+        let digest = blobs
+            .put_file(&file)
+            .map_err(|e| LaunchError::Cache(format!("{}: {e}", file.display())))?;
+        let parent = memo
+            .parent()
+            .ok_or(LaunchError::Internal("a memo has a directory"))?;
+        std::fs::create_dir_all(parent).map_err(LaunchError::io(parent.display()))?;
         let part_memo = part.path().join("memo");
-        std::fs::write(&part_memo, digest.to_hex()).map_err(|e| e.to_string())?;
-        std::fs::rename(&part_memo, &memo).map_err(|e| e.to_string())?;
+        std::fs::write(&part_memo, digest.to_hex())
+            .map_err(LaunchError::io(part_memo.display()))?;
+        std::fs::rename(&part_memo, &memo).map_err(LaunchError::io(memo.display()))?;
         Ok(Pack {
             path: blobs.path(&digest),
             digest: digest.to_hex(),
         })
     })
     .await
-    .map_err(|e| e.to_string())?
+    .map_err(LaunchError::task)?
 }
 
 /// The stdout of `cmd ARGS` (a Slurm client); `Err` with its stderr
@@ -565,7 +503,7 @@ async fn env_pack(
 async fn output<A: AsRef<OsStr>>(
     cmd: &str,
     args: impl IntoIterator<Item = A>,
-) -> Result<String, String> {
+) -> Result<String, LaunchError> {
     output_withholding(cmd, args, &[]).await
 }
 
@@ -576,7 +514,7 @@ async fn output_withholding<A: AsRef<OsStr>>(
     cmd: &str,
     args: impl IntoIterator<Item = A>,
     withheld: &[String],
-) -> Result<String, String> {
+) -> Result<String, LaunchError> {
     let args: Vec<A> = args.into_iter().collect();
     let mut command = tokio::process::Command::new(cmd);
     for var in withheld {
@@ -586,14 +524,14 @@ async fn output_withholding<A: AsRef<OsStr>>(
         .args(&args)
         .output()
         .await
-        .map_err(|e| format!("slurm: {cmd}: {e}"))?;
+        .map_err(LaunchError::io(format_args!("slurm: {cmd}")))?;
     if !out.status.success() {
         let shown: Vec<_> = args.iter().map(|a| a.as_ref().to_string_lossy()).collect();
-        return Err(format!(
+        return Err(LaunchError::Slurm(format!(
             "slurm: {cmd} {}: {}",
             shown.join(" "),
             String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        )));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }

@@ -17,9 +17,11 @@ use std::path::{Path, PathBuf};
 
 use assay_engine::Digest;
 
+use crate::run::error::LaunchError;
+
 /// Packs `dir` into the tar file `out` (written whole, then renamed) and
 /// returns its digest.
-pub(super) fn pack(dir: &Path, out: &Path) -> Result<Digest, String> {
+pub(super) fn pack(dir: &Path, out: &Path) -> Result<Digest, LaunchError> {
     let tmp = out.with_extension("tar.part");
     let write = || -> std::io::Result<()> {
         let file = File::create(&tmp)?;
@@ -30,59 +32,60 @@ pub(super) fn pack(dir: &Path, out: &Path) -> Result<Digest, String> {
         let file = tar.into_inner()?.into_inner().map_err(|e| e.into_error())?;
         file.sync_all()
     };
-    write().map_err(|e| format!("packing {}: {e}", dir.display()))?;
-    let digest = Digest::of_file(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, out).map_err(|e| format!("{}: {e}", out.display()))?;
+    write().map_err(LaunchError::io(format_args!("packing {}", dir.display())))?;
+    let digest = Digest::of_file(&tmp).map_err(LaunchError::io(tmp.display()))?;
+    std::fs::rename(&tmp, out).map_err(LaunchError::io(out.display()))?;
     Ok(digest)
 }
 
 /// Unpacks the tar file `pack` into `dest` (which must not exist), after
 /// checking that its digest is `want`.
-pub(super) fn unpack(pack: &Path, want: &Digest, dest: &Path) -> Result<(), String> {
-    let got = Digest::of_file(pack).map_err(|e| format!("{}: {e}", pack.display()))?;
+pub(super) fn unpack(pack: &Path, want: &Digest, dest: &Path) -> Result<(), LaunchError> {
+    let got = Digest::of_file(pack).map_err(LaunchError::io(pack.display()))?;
     if got != *want {
-        return Err(format!(
+        return Err(LaunchError::Corrupt(format!(
             "{} is not what the coordinator packed (digest {}, expected {})",
             pack.display(),
             got.short(),
             want.short()
-        ));
+        )));
     }
-    std::fs::create_dir(dest).map_err(|e| format!("{}: {e}", dest.display()))?;
-    let file = File::open(pack).map_err(|e| format!("{}: {e}", pack.display()))?;
+    std::fs::create_dir(dest).map_err(LaunchError::io(dest.display()))?;
+    let file = File::open(pack).map_err(LaunchError::io(pack.display()))?;
     let mut archive = tar::Archive::new(std::io::BufReader::new(file));
     archive.set_preserve_permissions(true);
     archive.set_preserve_mtime(true);
     archive.set_overwrite(false);
-    archive
-        .unpack(dest)
-        .map_err(|e| format!("unpacking {}: {e}", pack.display()))
+    archive.unpack(dest).map_err(LaunchError::io(format_args!(
+        "unpacking {}",
+        pack.display()
+    )))
 }
 
 /// This node's directory of the node-local cache, `ROOT/NODE`: created
 /// private (0700) or, when it exists, checked to be this user's and
 /// writable by no one else, so no other user of the node can plant an
 /// environment in it.
-pub(super) fn node_dir(root: &Path, node: &str) -> Result<PathBuf, String> {
+pub(super) fn node_dir(root: &Path, node: &str) -> Result<PathBuf, LaunchError> {
     let dir = root.join(node);
     for d in [root, dir.as_path()] {
         match std::fs::create_dir(d) {
             Ok(()) => std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700))
-                .map_err(|e| format!("{}: {e}", d.display()))?,
+                .map_err(LaunchError::io(d.display()))?,
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(format!("{}: {e}", d.display())),
+            Err(e) => return Err(LaunchError::io(d.display())(e)),
         }
-        let meta = std::fs::symlink_metadata(d).map_err(|e| format!("{}: {e}", d.display()))?;
+        let meta = std::fs::symlink_metadata(d).map_err(LaunchError::io(d.display()))?;
         // SAFETY: geteuid has no preconditions and cannot fail.
         let me = unsafe { libc::geteuid() };
         if !meta.is_dir() || meta.uid() != me || meta.mode() & 0o022 != 0 {
-            return Err(format!(
+            return Err(LaunchError::Refused(format!(
                 "the node cache {} is not a private directory of this user (owner {}, mode {:o}); \
                  remove it or set `[env] slurm.node_cache` elsewhere",
                 d.display(),
                 meta.uid(),
                 meta.mode() & 0o7777
-            ));
+            )));
         }
     }
     Ok(dir)
@@ -92,24 +95,24 @@ pub(super) fn node_dir(root: &Path, node: &str) -> Result<PathBuf, String> {
 /// this node's cache `node/envs/DIGEST`: by the first worker that needs
 /// it, into a directory of its own renamed into place, so two workers
 /// racing leave one complete copy and a killed one leaves none.
-pub(super) fn node_env(node: &Path, pack: &Path, digest: &Digest) -> Result<PathBuf, String> {
+pub(super) fn node_env(node: &Path, pack: &Path, digest: &Digest) -> Result<PathBuf, LaunchError> {
     let envs = node.join("envs");
     let dest = envs.join(digest.to_hex());
     if dest.is_dir() {
         return Ok(dest);
     }
-    std::fs::create_dir_all(&envs).map_err(|e| format!("{}: {e}", envs.display()))?;
+    std::fs::create_dir_all(&envs).map_err(LaunchError::io(envs.display()))?;
     let part = tempfile::Builder::new()
         .prefix(".unpacking-")
         .tempdir_in(&envs)
-        .map_err(|e| format!("{}: {e}", envs.display()))?;
+        .map_err(LaunchError::io(envs.display()))?;
     let staged = part.path().join("env");
     unpack(pack, digest, &staged)?;
     match std::fs::rename(&staged, &dest) {
         Ok(()) => Ok(dest),
         // Another worker's copy landed first: it is the same bytes.
         Err(_) if dest.is_dir() => Ok(dest),
-        Err(e) => Err(format!("{}: {e}", dest.display())),
+        Err(e) => Err(LaunchError::io(dest.display())(e)),
     }
 }
 
@@ -167,7 +170,11 @@ mod tests {
         std::fs::write(&pack_path, bytes).unwrap();
         let out = root.path().join("out");
         let err = unpack(&pack_path, &digest, &out).unwrap_err();
-        assert!(err.contains("not what the coordinator packed"), "{err}");
+        assert!(matches!(err, LaunchError::Corrupt(_)), "{err}");
+        assert!(
+            err.to_string().contains("not what the coordinator packed"),
+            "{err}"
+        );
         assert!(!out.exists());
     }
 
@@ -237,6 +244,7 @@ mod tests {
         assert_eq!(mode & 0o777, 0o700);
         std::fs::set_permissions(&node, std::fs::Permissions::from_mode(0o777)).unwrap();
         let err = node_dir(&cache, "n1").unwrap_err();
-        assert!(err.contains("slurm.node_cache"), "{err}");
+        assert!(matches!(err, LaunchError::Refused(_)), "{err}");
+        assert!(err.to_string().contains("slurm.node_cache"), "{err}");
     }
 }

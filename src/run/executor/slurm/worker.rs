@@ -6,12 +6,13 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::super::{
-    Confinement, EnvHandle, ExecutorSetting, Launch, Ran, SandboxMode, TestRun, Watched,
-};
+use super::super::{EnvHandle, Launch, Ran, TestRun, Watched};
 use super::pack;
-use crate::model::rules::limits::{Limit, RunLimits};
+use crate::model::config::RunLimits;
+use crate::model::config::{Confinement, ExecutorSetting, SandboxMode};
+use crate::model::rules::limits::Limit;
 use crate::run::attempt::relay::Route;
+use crate::run::error::LaunchError;
 use assay_engine::Digest;
 
 /// What a worker is handed: one local run, as packs in the shared cache.
@@ -74,7 +75,7 @@ pub(super) struct Pack {
 
 impl Pack {
     /// `dir` packed into the tar file `path` ([`pack::pack`]).
-    pub(super) fn of(dir: &Path, path: PathBuf) -> Result<Pack, String> {
+    pub(super) fn of(dir: &Path, path: PathBuf) -> Result<Pack, LaunchError> {
         let digest = pack::pack(dir, &path)?;
         Ok(Pack {
             path,
@@ -82,10 +83,10 @@ impl Pack {
         })
     }
 
-    pub(super) fn digest(&self) -> Result<Digest, String> {
-        self.digest
-            .parse()
-            .map_err(|_| format!("a pack's digest `{}` is not one", self.digest))
+    pub(super) fn digest(&self) -> Result<Digest, LaunchError> {
+        self.digest.parse().map_err(|_| {
+            LaunchError::Corrupt(format!("a pack's digest `{}` is not one", self.digest))
+        })
     }
 }
 
@@ -203,18 +204,21 @@ impl WorkerOutcome {
 /// unpacked from its pack, the environment from this node's copy (unpacked
 /// on first use). Writes the outcome beside the job file (`ran.json`,
 /// `log`, `report`).
-pub(crate) fn work(job_path: &Path) -> Result<(), String> {
-    let bytes = std::fs::read(job_path).map_err(|e| format!("{}: {e}", job_path.display()))?;
-    let job: WorkerJob = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
-    let dir = job_path.parent().ok_or("a job file has a directory")?;
+pub(crate) fn work(job_path: &Path) -> Result<(), LaunchError> {
+    let bytes = std::fs::read(job_path).map_err(LaunchError::io(job_path.display()))?;
+    let job: WorkerJob = serde_json::from_slice(&bytes)
+        .map_err(|e| LaunchError::Corrupt(format!("{}: {e}", job_path.display())))?;
+    let dir = job_path
+        .parent()
+        .ok_or(LaunchError::Internal("a job file has a directory"))?;
     let node_name = node_name();
     let node = pack::node_dir(&job.node_cache, &node_name)?;
     let runs = node.join("runs");
-    std::fs::create_dir_all(&runs).map_err(|e| format!("{}: {e}", runs.display()))?;
+    std::fs::create_dir_all(&runs).map_err(LaunchError::io(runs.display()))?;
     let scratch = tempfile::Builder::new()
         .prefix("run-")
         .tempdir_in(&runs)
-        .map_err(|e| format!("{}: {e}", runs.display()))?;
+        .map_err(LaunchError::io(runs.display()))?;
     let tree = scratch.path().join("tree");
     pack::unpack(&job.tree.path, &job.tree.digest()?, &tree)?;
     let env_dir = match &job.env {
@@ -231,7 +235,7 @@ pub(crate) fn work(job_path: &Path) -> Result<(), String> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(LaunchError::io("the worker's runtime"))?;
     if let Some(agent) = &job.agent {
         let outcome = rt.block_on(attempt(
             &job,
@@ -242,7 +246,7 @@ pub(crate) fn work(job_path: &Path) -> Result<(), String> {
             scratch.path(),
             dir,
         ))?;
-        std::fs::copy(&log_path, dir.join("log")).map_err(|e| format!("the run's log: {e}"))?;
+        std::fs::copy(&log_path, dir.join("log")).map_err(LaunchError::io("the run's log"))?;
         return write_outcome(
             dir,
             &WorkerOutcome {
@@ -275,12 +279,13 @@ pub(crate) fn work(job_path: &Path) -> Result<(), String> {
     };
     let ran = rt
         .block_on(super::super::Executors::default().of(&conf).run(test))
-        .map_err(|e| e.to_string())?;
-    std::fs::copy(&log_path, dir.join("log")).map_err(|e| format!("the run's log: {e}"))?;
+        .map_err(|e| LaunchError::Local(e.to_string()))?;
+    std::fs::copy(&log_path, dir.join("log")).map_err(LaunchError::io("the run's log"))?;
     let report = match ran.report {
         None => None,
         Some(Ok(bytes)) => {
-            std::fs::write(dir.join("report"), bytes).map_err(|e| e.to_string())?;
+            std::fs::write(dir.join("report"), bytes)
+                .map_err(LaunchError::io("the run's report"))?;
             Some(Ok(()))
         }
         Some(Err(why)) => Some(Err(why)),
@@ -306,14 +311,12 @@ pub(crate) fn work(job_path: &Path) -> Result<(), String> {
 
 /// The outcome beside the job file, written whole, then renamed: the
 /// coordinator never reads half of it.
-fn write_outcome(dir: &Path, outcome: &WorkerOutcome) -> Result<(), String> {
+fn write_outcome(dir: &Path, outcome: &WorkerOutcome) -> Result<(), LaunchError> {
     let tmp = dir.join("ran.json.tmp");
-    std::fs::write(
-        &tmp,
-        serde_json::to_vec(outcome).map_err(|e| e.to_string())?,
-    )
-    .map_err(|e| e.to_string())?;
-    std::fs::rename(&tmp, dir.join("ran.json")).map_err(|e| e.to_string())
+    let bytes =
+        serde_json::to_vec(outcome).map_err(|_| LaunchError::Internal("an outcome serializes"))?;
+    std::fs::write(&tmp, bytes).map_err(LaunchError::io(tmp.display()))?;
+    std::fs::rename(&tmp, dir.join("ran.json")).map_err(LaunchError::io(tmp.display()))
 }
 
 /// An agent's attempt on this node, as the local executor runs one: the
@@ -329,7 +332,7 @@ async fn attempt(
     node: &Path,
     scratch: &Path,
     dir: &Path,
-) -> Result<WorkerOutcome, String> {
+) -> Result<WorkerOutcome, LaunchError> {
     use crate::run::attempt::{relay::Relay, workspace};
     let (tree, input, out) = (
         scratch.join("tree"),
@@ -337,12 +340,17 @@ async fn attempt(
         scratch.join("out"),
     );
     pack::unpack(&agent.input.path, &agent.input.digest()?, &input)?;
-    std::fs::create_dir(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    std::fs::create_dir(&out).map_err(LaunchError::io(out.display()))?;
     let tools = match &agent.tools {
         EnvSource::Packed(p) => pack::node_env(node, &p.path, &p.digest()?)?,
         EnvSource::Shared(path) => path.clone(),
     };
-    let relay = agent.route.clone().map(Relay::start).transpose()?;
+    let relay = agent
+        .route
+        .clone()
+        .map(Relay::start)
+        .transpose()
+        .map_err(LaunchError::Attempt)?;
     let mounts = super::super::agent::Mounts {
         input,
         out: out.clone(),
@@ -363,7 +371,7 @@ async fn attempt(
     );
     let ran = super::super::local::attempt(conf, &super::super::local::Probe::default(), launch)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| LaunchError::Local(e.to_string()))?;
     drop(relay);
     let (limits, base) = (job.limits, agent.base_bytes);
     let dir = dir.to_owned();
@@ -382,10 +390,10 @@ async fn attempt(
             Ok(n) if n <= crate::run::attempt::TRANSCRIPT_CAP => Some(packed(&out, "out.tar")?),
             _ => None,
         };
-        Ok::<_, String>((ws, refused, out))
+        Ok::<_, LaunchError>((ws, refused, out))
     })
     .await
-    .map_err(|e| e.to_string())??;
+    .map_err(LaunchError::task)??;
     Ok(WorkerOutcome {
         node: None,
         exit_code: ran.exit_code,

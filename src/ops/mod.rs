@@ -242,7 +242,7 @@ impl BuildExecutors {
 
 /// `assay worker`: one run of the slurm executor on this node.
 pub(crate) fn work(job: &std::path::Path) -> Result<(), crate::run::error::LaunchError> {
-    executor::slurm::work(job)
+    executor::slurm_worker::work(job)
 }
 
 /// A graph error points at the step that caused it where the file names one.

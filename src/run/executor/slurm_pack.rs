@@ -153,8 +153,8 @@ mod tests {
             Path::new("/etc/passwd")
         );
         assert_eq!(
-            super::super::super::local::dir_digest(&dir).unwrap(),
-            super::super::super::local::dir_digest(&out).unwrap()
+            super::super::local::dir_digest(&dir).unwrap(),
+            super::super::local::dir_digest(&out).unwrap()
         );
     }
 

@@ -15,7 +15,7 @@
 //! Data path: the cache directory must be on a filesystem the nodes see at
 //! the same path; its SQLite index is only ever opened by the coordinator.
 //! Nothing reaches a worker but through files of the cache, each checked
-//! against its digest ([`pack`]): the run's staged tree, packed into one
+//! against its digest ([`slurm_pack`](super::slurm_pack)): the run's staged tree, packed into one
 //! tar file in the run's scratch directory, and its environment, packed
 //! once into the cache's blobs and unpacked once per node into the
 //! node-local cache (`[env] slurm.node_cache`), keyed by the pack's digest.
@@ -32,15 +32,13 @@
 //! grade is `ineligible`, the infrastructure's fault, and the next build
 //! runs it again (a lost run is never a cache hit).
 
-mod allocation;
-mod pack;
-mod worker;
-
-use std::ffi::OsStr;
 use std::path::Path;
 
 use assay_engine::JobCtx;
 
+pub(crate) use super::slurm_allocation::Cluster;
+use super::slurm_allocation::step;
+use super::slurm_job::{EnvSource, Pack};
 use super::{BoxFuture, Executor, Launch, Presence, Ran, RunFuture, Setup, TestRun};
 use crate::model::config::{Sandbox, SandboxMode, SlurmSettings};
 use crate::model::records::EnvRecord;
@@ -48,10 +46,6 @@ use crate::run::Made;
 use crate::run::attempt::relay;
 use crate::run::error::LaunchError;
 use crate::run::error::{NodeError, StageError};
-pub(crate) use allocation::Cluster;
-use allocation::step;
-pub(crate) use worker::work;
-use worker::{EnvSource, Pack};
 
 /// Tries of a run whose step ended without an outcome.
 pub(crate) const ATTEMPTS: u32 = 3;
@@ -195,7 +189,7 @@ async fn run_on_cluster(exec: &Slurm<'_>, test: TestRun<'_>) -> Result<Ran, Laun
         SandboxMode::Bwrap => EnvSource::Packed(env_pack(exec.cluster, blobs, env_dir).await?),
         SandboxMode::None => EnvSource::Shared(env_dir.to_owned()),
     };
-    let job = worker::WorkerJob::of(
+    let job = super::slurm_job::WorkerJob::of(
         exec.local.conf,
         &test,
         tree_pack,
@@ -226,7 +220,7 @@ async fn run_on_cluster(exec: &Slurm<'_>, test: TestRun<'_>) -> Result<Ran, Laun
 
 /// How one step ended: the worker's outcome, or why there was none.
 enum Step {
-    Done(Box<worker::WorkerOutcome>),
+    Done(Box<super::slurm_job::WorkerOutcome>),
     NoOutcome(String),
 }
 
@@ -380,7 +374,7 @@ async fn attempt_on_cluster(
                 .map_err(LaunchError::Attempt)?,
         ),
     };
-    let mut job = worker::WorkerJob::of_launch(
+    let mut job = super::slurm_job::WorkerJob::of_launch(
         exec.local.conf,
         &launch,
         Vec::new(),
@@ -388,7 +382,7 @@ async fn attempt_on_cluster(
         env,
         &exec.settings.node_cache,
     );
-    job.agent = Some(worker::AgentJob {
+    job.agent = Some(super::slurm_job::AgentJob {
         path_first: agent.path_first.clone(),
         env: agent.env.clone(),
         input: packs.1,
@@ -429,7 +423,7 @@ async fn attempt_on_cluster(
         for (pack, at) in [(workspace, tree), (out, output)] {
             let _ = std::fs::remove_dir_all(&at);
             match pack {
-                Some(p) => pack::unpack(&p.path, &p.digest()?, &at)?,
+                Some(p) => super::slurm_pack::unpack(&p.path, &p.digest()?, &at)?,
                 None => std::fs::create_dir(&at).map_err(LaunchError::io(at.display()))?,
             }
         }
@@ -477,7 +471,7 @@ async fn env_pack(
             .tempdir_in(&tmp)
             .map_err(LaunchError::io(tmp.display()))?;
         let file = part.path().join("env.tar");
-        pack::pack(&env, &file)?;
+        super::slurm_pack::pack(&env, &file)?;
         let digest = blobs
             .put_file(&file)
             .map_err(|e| LaunchError::Cache(format!("{}: {e}", file.display())))?;
@@ -496,42 +490,4 @@ async fn env_pack(
     })
     .await
     .map_err(LaunchError::task)?
-}
-
-/// The stdout of `cmd ARGS` (a Slurm client); `Err` with its stderr
-/// when it fails.
-async fn output<A: AsRef<OsStr>>(
-    cmd: &str,
-    args: impl IntoIterator<Item = A>,
-) -> Result<String, LaunchError> {
-    output_withholding(cmd, args, &[]).await
-}
-
-/// [`output`], started without the `withheld` variables of assay's
-/// environment (`sbatch` hands its job the environment it was started
-/// with).
-async fn output_withholding<A: AsRef<OsStr>>(
-    cmd: &str,
-    args: impl IntoIterator<Item = A>,
-    withheld: &[String],
-) -> Result<String, LaunchError> {
-    let args: Vec<A> = args.into_iter().collect();
-    let mut command = tokio::process::Command::new(cmd);
-    for var in withheld {
-        command.env_remove(var);
-    }
-    let out = command
-        .args(&args)
-        .output()
-        .await
-        .map_err(LaunchError::io(format_args!("slurm: {cmd}")))?;
-    if !out.status.success() {
-        let shown: Vec<_> = args.iter().map(|a| a.as_ref().to_string_lossy()).collect();
-        return Err(LaunchError::Slurm(format!(
-            "slurm: {cmd} {}: {}",
-            shown.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }

@@ -1,203 +1,14 @@
-//! The worker's side of a run: the job file the coordinator writes, the
-//! outcome the worker writes back, and `assay worker` itself.
+//! `assay worker JOB` on a Slurm node: runs one job file with the local
+//! executor and writes its outcome back.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
-use super::super::{EnvHandle, Launch, Ran, TestRun, Watched};
-use super::pack;
-use crate::model::config::RunLimits;
-use crate::model::config::{Confinement, ExecutorSetting, SandboxMode};
-use crate::model::rules::limits::Limit;
-use crate::run::attempt::relay::Route;
+use super::slurm_job::{AgentJob, EnvSource, Pack, WorkerJob, WorkerOutcome};
+use super::slurm_pack as pack;
+use super::{EnvHandle, Launch, TestRun};
+use crate::model::config::{Confinement, ExecutorSetting};
 use crate::run::error::LaunchError;
-use assay_engine::Digest;
-
-/// What a worker is handed: one local run, as packs in the shared cache.
-/// Its outcome goes back beside the job file (`ran.json`, `log`, `report`):
-/// that directory is the run's scratch on the coordinator, whose log is
-/// redacted before it enters the store.
-#[derive(Debug, Serialize, Deserialize)]
-pub(super) struct WorkerJob {
-    sandbox: SandboxMode,
-    limits: RunLimits,
-    command: String,
-    /// The staged tree, packed (`pack`), and its digest.
-    tree: Pack,
-    /// The environment: packed, to unpack once per node; or, unsandboxed
-    /// (whose environments embed their absolute path), the shared directory.
-    env: EnvSource,
-    /// The node-local cache's root (`[env] slurm.node_cache`).
-    node_cache: PathBuf,
-    log_cap: u64,
-    timeout_ms: u64,
-    #[serde(default)]
-    stall_grace_ms: Option<u64>,
-    attempt: Option<u32>,
-    protect: Vec<PathBuf>,
-    report_file: Option<String>,
-    watch: Vec<PathBuf>,
-    staged: Watched,
-    #[serde(default)]
-    warm: Vec<(String, String)>,
-    /// An agent's attempt: what it sees besides a test run's.
-    #[serde(default)]
-    pub(super) agent: Option<AgentJob>,
-}
-
-/// What an attempt on a node is handed besides a test run's job: its
-/// variables, its inputs and tools as packs, the route to the egress proxy
-/// on the coordinator (its relay's token: the job file is private to its
-/// user, and the sandbox never sees it), and the bound its workspace is
-/// read back under.
-#[derive(Debug, Serialize, Deserialize)]
-pub(super) struct AgentJob {
-    pub(super) path_first: String,
-    pub(super) env: std::collections::BTreeMap<String, String>,
-    /// `/assay/in`, packed.
-    pub(super) input: Pack,
-    /// `/assay/agent`: the agent's tools, as an environment is.
-    pub(super) tools: EnvSource,
-    /// The proxy's listener on the coordinator; `None`: no endpoint.
-    pub(super) route: Option<Route>,
-    /// The apparent size of the workspace as prepared.
-    pub(super) base_bytes: u64,
-}
-
-/// A file of the shared cache and the digest it must have.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(super) struct Pack {
-    pub(super) path: PathBuf,
-    pub(super) digest: String,
-}
-
-impl Pack {
-    /// `dir` packed into the tar file `path` ([`pack::pack`]).
-    pub(super) fn of(dir: &Path, path: PathBuf) -> Result<Pack, LaunchError> {
-        let digest = pack::pack(dir, &path)?;
-        Ok(Pack {
-            path,
-            digest: digest.to_hex(),
-        })
-    }
-
-    pub(super) fn digest(&self) -> Result<Digest, LaunchError> {
-        self.digest.parse().map_err(|_| {
-            LaunchError::Corrupt(format!("a pack's digest `{}` is not one", self.digest))
-        })
-    }
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-pub(super) enum EnvSource {
-    Packed(Pack),
-    Shared(PathBuf),
-}
-
-impl WorkerJob {
-    /// The job of a test run under `conf`: its tree and environment as
-    /// packs of the shared cache, the rest of its launch as it is.
-    pub(super) fn of(
-        conf: &Confinement,
-        test: &TestRun<'_>,
-        tree: Pack,
-        env: EnvSource,
-        node_cache: &Path,
-    ) -> WorkerJob {
-        WorkerJob::of_launch(
-            conf,
-            &test.launch,
-            test.staged.clone(),
-            tree,
-            env,
-            node_cache,
-        )
-    }
-
-    /// The job of a launch under `conf` (a test run's, with its staged
-    /// files; an attempt's, whose agent is added after).
-    pub(super) fn of_launch(
-        conf: &Confinement,
-        launch: &Launch<'_>,
-        staged: Watched,
-        tree: Pack,
-        env: EnvSource,
-        node_cache: &Path,
-    ) -> WorkerJob {
-        WorkerJob {
-            sandbox: conf.sandbox,
-            limits: conf.limits,
-            command: launch.command.clone(),
-            tree,
-            env,
-            node_cache: node_cache.to_owned(),
-            log_cap: launch.log_cap,
-            timeout_ms: launch.timeout.as_millis() as u64,
-            stall_grace_ms: launch.stall_grace.map(|g| g.as_millis() as u64),
-            attempt: launch.attempt,
-            protect: launch.protect.clone(),
-            report_file: launch.report_file.map(str::to_owned),
-            watch: launch.watch.clone(),
-            staged,
-            warm: launch.warm.to_vec(),
-            agent: None,
-        }
-    }
-}
-
-/// How a worker's run ended; the report's bytes are a file beside it.
-#[derive(Debug, Serialize, Deserialize)]
-pub(super) struct WorkerOutcome {
-    node: Option<String>,
-    exit_code: Option<i32>,
-    signal: Option<i32>,
-    timed_out: bool,
-    limit: Option<String>,
-    duration_ms: u64,
-    #[serde(default)]
-    cpu_stalled_ms: Option<u64>,
-    log_bytes: u64,
-    log_truncated: bool,
-    /// `Some(Ok(()))`: the report is `report` beside this file.
-    report: Option<Result<(), String>>,
-    changed: Vec<String>,
-    /// An attempt's workspace after the run, packed beside this file
-    /// (`workspace.tar`), unless refused unread (`workspace_refused`).
-    #[serde(default)]
-    pub(super) workspace: Option<Pack>,
-    #[serde(default)]
-    workspace_refused: Option<String>,
-    /// An attempt's `/assay/out`, packed (`out.tar`), unless its apparent
-    /// size is over what a transcript may be.
-    #[serde(default)]
-    pub(super) out: Option<Pack>,
-}
-
-impl WorkerOutcome {
-    pub(super) fn into_ran(self, dir: &Path) -> Ran {
-        let report = self
-            .report
-            .map(|r| r.and_then(|()| std::fs::read(dir.join("report")).map_err(|e| e.to_string())));
-        Ran {
-            exit_code: self.exit_code,
-            signal: self.signal,
-            timed_out: self.timed_out,
-            limit: self.limit.as_deref().and_then(Limit::parse),
-            duration: Duration::from_millis(self.duration_ms),
-            cpu_stalled: self.cpu_stalled_ms.map(Duration::from_millis),
-            log_bytes: self.log_bytes,
-            log_truncated: self.log_truncated,
-            report,
-            changed: self.changed,
-            node: self.node,
-            retried: Vec::new(),
-            lost: None,
-            workspace_refused: self.workspace_refused,
-        }
-    }
-}
 
 /// `assay worker JOB`: runs one job file on this node with the local
 /// executor, in a private directory of the node-local cache: the tree
@@ -278,7 +89,7 @@ pub(crate) fn work(job_path: &Path) -> Result<(), LaunchError> {
         ctx: None,
     };
     let ran = rt
-        .block_on(super::super::Executors::default().of(&conf).run(test))
+        .block_on(super::Executors::default().of(&conf).run(test))
         .map_err(|e| LaunchError::Local(e.to_string()))?;
     std::fs::copy(&log_path, dir.join("log")).map_err(LaunchError::io("the run's log"))?;
     let report = match ran.report {
@@ -351,25 +162,25 @@ async fn attempt(
         .map(Relay::start)
         .transpose()
         .map_err(LaunchError::Attempt)?;
-    let mounts = super::super::agent::Mounts {
+    let mounts = super::agent::Mounts {
         input,
         out: out.clone(),
         tools,
         socket: relay.as_ref().map(Relay::socket),
     };
-    let launch = super::super::agent::launch(
+    let launch = super::agent::launch(
         job.command.clone(),
         &tree,
         env,
         (scratch.join("log"), job.log_cap),
         Duration::from_millis(job.timeout_ms),
-        super::super::Agent {
+        super::Agent {
             path_first: agent.path_first.clone(),
             env: agent.env.clone(),
             binds: mounts.binds()?,
         },
     );
-    let ran = super::super::local::attempt(conf, &super::super::local::Probe::default(), launch)
+    let ran = super::local::attempt(conf, &super::local::Probe::default(), launch)
         .await
         .map_err(|e| LaunchError::Local(e.to_string()))?;
     drop(relay);

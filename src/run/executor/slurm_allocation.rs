@@ -2,12 +2,12 @@
 //! made on first use and replaced when it stops running, each run a step
 //! (`srun --jobid`) on the allocation's least busy node.
 
+use std::ffi::OsStr;
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::{output, output_withholding};
 use crate::model::config::SlurmSettings;
 use crate::run::error::LaunchError;
 
@@ -255,4 +255,42 @@ pub(super) async fn step(
             String::from_utf8_lossy(&out.stderr).trim()
         )))
     }
+}
+
+/// The stdout of `cmd ARGS` (a Slurm client); `Err` with its stderr
+/// when it fails.
+pub(super) async fn output<A: AsRef<OsStr>>(
+    cmd: &str,
+    args: impl IntoIterator<Item = A>,
+) -> Result<String, LaunchError> {
+    output_withholding(cmd, args, &[]).await
+}
+
+/// [`output`], started without the `withheld` variables of assay's
+/// environment (`sbatch` hands its job the environment it was started
+/// with).
+pub(super) async fn output_withholding<A: AsRef<OsStr>>(
+    cmd: &str,
+    args: impl IntoIterator<Item = A>,
+    withheld: &[String],
+) -> Result<String, LaunchError> {
+    let args: Vec<A> = args.into_iter().collect();
+    let mut command = tokio::process::Command::new(cmd);
+    for var in withheld {
+        command.env_remove(var);
+    }
+    let out = command
+        .args(&args)
+        .output()
+        .await
+        .map_err(LaunchError::io(format_args!("slurm: {cmd}")))?;
+    if !out.status.success() {
+        let shown: Vec<_> = args.iter().map(|a| a.as_ref().to_string_lossy()).collect();
+        return Err(LaunchError::Slurm(format!(
+            "slurm: {cmd} {}: {}",
+            shown.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }

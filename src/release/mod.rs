@@ -36,6 +36,7 @@ mod apps;
 mod csv;
 mod detail;
 mod html;
+mod html_about;
 mod html_chart;
 mod html_harbor;
 mod html_judge;

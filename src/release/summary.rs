@@ -23,6 +23,7 @@ use checks::{
     verifier_suspects, weakly_checked,
 };
 use leaderboard::Board;
+#[cfg(test)]
 pub(super) use leaderboard::pass_at_k;
 use leaderboard::leaderboard;
 

@@ -2,7 +2,7 @@
 """usage: scripts/sizes.py [--check] [--all]
 
 Prints the production Rust files over 600 code lines and the functions over
-150 lines, in `src/` and `crates/*/src` (run from the repository root).
+150 lines, in `src/` and `crates/*/src` of the repository holding this script.
 
 - A code line is a line that is neither blank nor comment; a line inside a
   string literal is code.
@@ -235,6 +235,7 @@ def main():
     unknown = flags - {"--check", "--all"}
     if unknown:
         sys.exit(__doc__.strip().splitlines()[0] + f"\nunknown option {sorted(unknown)[0]}")
+    os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     files = production_files()
     measured, skip = {}, set()
     for f in files:

@@ -1,7 +1,7 @@
 //! `[env]` and `[env.NAME]`, with what the file alone decides checked: the
 //! report format is one assay parses, the canary's globs and template are
 //! sound, the run budgets are filled in. How an environment is confined and
-//! on which executor is checked by `stages::envs`, which also probes the
+//! on which executor is checked by `plan::envs`, which also probes the
 //! machine (bubblewrap, the Docker daemon); it reads those keys from
 //! [`EnvSpec::written`].
 

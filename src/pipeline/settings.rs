@@ -4,7 +4,7 @@
 //! so the layout that builds nodes from them never checks anything again.
 //!
 //! Sources and topic splits are checked in `sources`, environments in `env`
-//! (an environment's confinement and executor by `stages::envs`, which also
+//! (an environment's confinement and executor by `plan::envs`, which also
 //! probes the machine: that is not a property of the file).
 
 use std::collections::BTreeMap;
@@ -81,7 +81,7 @@ pub(crate) struct GradeSettings {
     pub(crate) allow_tamper: Vec<super::AllowTamper>,
 }
 
-/// `[[step]]`: a generic command node (see `stages::step`).
+/// `[[step]]`: a generic command node (see `nodes::step`).
 #[derive(Clone, Debug)]
 pub(crate) struct StepSettings {
     /// Its node is `step:<name>`; errors about the step point here.

@@ -3,14 +3,14 @@
 //! `verify` / `explain` read them back; nothing in assay reads a release
 //! file by key.
 //!
-//! Invariants that keep the published bytes what they were when the files
-//! were built as `serde_json::Value`s (whose objects sort their keys):
+//! Invariants that keep the published bytes canonical (every JSON object's
+//! keys sorted, as a `serde_json::Value` object sorts them):
 //! - **fields are declared in the byte order of their JSON names**, so a
-//!   struct serializes its keys sorted, as a `Value` object did;
+//!   struct serializes its keys sorted;
 //! - open-ended objects (agents, verdict counts, tracks, judges) are
 //!   `BTreeMap<String, _>`, sorted by the same bytes;
-//! - a field that was absent is `Option` with `skip_serializing_if`; one
-//!   that was `null` is an `Option` without it;
+//! - a field the file leaves out when empty is `Option` with
+//!   `skip_serializing_if`; one it writes as `null` is an `Option` without it;
 //! - floats are stored already rounded ([`super::stats::round6`]): the
 //!   renderers print exactly what summary.json says.
 

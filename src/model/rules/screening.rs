@@ -80,9 +80,8 @@ pub(crate) struct Runs {
 }
 
 impl Runs {
-    /// The states as records list them: by word (base, gold, test), the
-    /// order they had while the readings were keyed by it. What a record
-    /// lists reading by reading keeps its bytes.
+    /// The states as records list them: by word (base, gold, test), so
+    /// what a record lists reading by reading keeps its bytes.
     const LISTED: [State; 3] = [State::Base, State::Gold, State::Test];
 
     pub(crate) fn push(&mut self, state: State, run: RunRecord) {

@@ -124,7 +124,7 @@ pub(crate) fn plant_sealed(
 /// `ASSAY_SEALS=off` in assay's environment: no run is sealed (for
 /// measuring what seals cost and catch: the attack tests show a forger
 /// passing without them); nor with `ASSAY_CANARIES=shaped` or `off`, which
-/// keep the graded runs as they were before seals.
+/// plant no seal either.
 fn seals_off() -> bool {
     std::env::var("ASSAY_SEALS").as_deref() == Ok("off")
         || matches!(

@@ -17,7 +17,8 @@ pub(crate) struct Manifest {
     pub(crate) judges: Option<BTreeMap<String, String>>,
     /// Every number of summary.json, by path.
     pub(crate) numbers: Vec<Number>,
-    /// Sealed by the release node (`stages::provenance`); absent before.
+    /// Sealed by the release node (`run::provenance`); `None` in a manifest
+    /// that holds none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) provenance: Option<ManifestProvenance>,
     pub(crate) release_digest: String,

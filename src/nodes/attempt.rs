@@ -615,9 +615,7 @@ async fn collect(
     };
     Ok(match collected {
         Ok(patch) => (ws, patch, None, None),
-        Err(workspace::Uncollected::Refused(why)) => {
-            (ws, Vec::new(), Some(why.clone()), Some(why))
-        }
+        Err(workspace::Uncollected::Refused(why)) => (ws, Vec::new(), Some(why.clone()), Some(why)),
         Err(workspace::Uncollected::Failed(why)) => (ws, Vec::new(), Some(why), None),
     })
 }

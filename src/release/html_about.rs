@@ -77,8 +77,7 @@ fn funnel(h: &mut String, index: &Index<'_>, summary: &Summary, f: &Funnel) {
     // The pull requests' tasks: a Deep-SWE task taken in from a Harbor
     // dataset is counted in the Harbor tables below.
     let mined_certified = f.tasks_released.saturating_sub(f.uncertified);
-    let sessions: BTreeSet<&str> =
-        index.grades.iter().map(|g| g.0.session.as_str()).collect();
+    let sessions: BTreeSet<&str> = index.grades.iter().map(|g| g.0.session.as_str()).collect();
     h.push_str("<h2>Funnel</h2>\n<table>\n");
     // The sessions graded are counted by origin in summary.json `trials`;
     // with one origin that count is this row's.

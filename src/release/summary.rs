@@ -23,9 +23,9 @@ use checks::{
     verifier_suspects, weakly_checked,
 };
 use leaderboard::Board;
+use leaderboard::leaderboard;
 #[cfg(test)]
 pub(super) use leaderboard::pass_at_k;
-use leaderboard::leaderboard;
 
 /// Bumped when the meaning or shape of summary.json changes.
 /// 2: a leaderboard counts every attempt (pass@1, pass@k, `left_out`).

@@ -341,10 +341,7 @@ fn mode_word(mode: Mode) -> &'static str {
 }
 
 /// A release file's path and text; not found (build first) when unreadable.
-fn release_text(
-    release: &Path,
-    file: &str,
-) -> Result<(PathBuf, String), Failure> {
+fn release_text(release: &Path, file: &str) -> Result<(PathBuf, String), Failure> {
     let path = release.join(file);
     match std::fs::read_to_string(&path) {
         Ok(text) => Ok((path, text)),
@@ -375,11 +372,7 @@ fn release_tree(release: &Path, file: &str) -> Result<serde_json::Value, Failure
 /// part of summary.json that is not a number (a list, a missing rate).
 /// Printed with what it is; None when the path is a manifest number or
 /// names nothing.
-fn explain_value(
-    release: &Path,
-    manifest: &Manifest,
-    path: &str,
-) -> Result<Option<i32>, Failure> {
+fn explain_value(release: &Path, manifest: &Manifest, path: &str) -> Result<Option<i32>, Failure> {
     if path.starts_with("funnel") {
         let tree = release_tree(release, "funnel.json")?;
         let Some(value) = crate::release::value_at(&tree, "funnel", path) else {

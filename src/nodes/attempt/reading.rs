@@ -94,7 +94,10 @@ pub(super) fn transcript(
 /// it sent no request and the proxy's probe at its end found the endpoint
 /// down. A run that sent nothing while everything was up, or whose last
 /// request was answered, is the agent's whatever its transcript says.
-pub(super) fn infrastructure(requests: &[egress::Request], health: &egress::Health) -> Option<String> {
+pub(super) fn infrastructure(
+    requests: &[egress::Request],
+    health: &egress::Health,
+) -> Option<String> {
     if !health.forwarder_up {
         return Some(
             "the proxy was not reachable from the sandbox: the agent's command never ran".into(),
@@ -129,4 +132,3 @@ pub(super) fn infrastructure(requests: &[egress::Request], health: &egress::Heal
         _ => None,
     }
 }
-

@@ -45,15 +45,15 @@ pub(super) async fn plant_before_run(
     let planted = tokio::task::spawn_blocking(move || match real {
         _ if sealing => plant_sealed(&work, &hidden, format, &given, seed.0),
         Some(certified) => {
-            plant_real(&work, &hidden, format, &given, seed.0, certified.as_ref()).or_else(
-                |why| match certified {
+            plant_real(&work, &hidden, format, &given, seed.0, certified.as_ref()).or_else(|why| {
+                match certified {
                     // A graded run whose certified canaries find no file
                     // of theirs: the shaped ones, weakly checked.
                     Some(_) => plant_canaries(&work, &hidden, format, &given, seed.0, None)
                         .map_err(|shaped| format!("{why}; {shaped}")),
                     None => Err(why),
-                },
-            )
+                }
+            })
         }
         None => plant_canaries(&work, &hidden, format, &given, seed.0, custom.as_ref()),
     })
@@ -85,9 +85,10 @@ pub(crate) fn plant_canaries(
         .map(|(path, text, beside)| Hidden { path, text, beside })
         .collect();
     let globs = match custom {
-        Some(c) => {
-            Some(crate::nodes::triage::globset(&c.files).map_err(|e| format!("[env] canary files: {e}"))?)
-        }
+        Some(c) => Some(
+            crate::nodes::triage::globset(&c.files)
+                .map_err(|e| format!("[env] canary files: {e}"))?,
+        ),
         None => None,
     };
     let custom = custom.zip(globs.as_ref()).map(|(c, files)| canary::Custom {

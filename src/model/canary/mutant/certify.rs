@@ -6,13 +6,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use assay_report::Outcome;
 
-use crate::model::canary::seal;
-use crate::model::canary::shape::{Lang, Rng};
-use crate::model::canary::source::{TestRef, blocks, strings};
 use super::{
     CERTIFY_CAP, Certified, Change, Mutant, Names, Rewritten, SITES, Sealing, Trial, assemble,
     canary_of, report_name, seal_originals, window,
 };
+use crate::model::canary::seal;
+use crate::model::canary::shape::{Lang, Rng};
+use crate::model::canary::source::{TestRef, blocks, strings};
 
 /// Certification's planting of one file: every test renamed, copied, and
 /// mutated at up to [`SITES`] sites, a window of values each.
@@ -168,7 +168,12 @@ pub(crate) fn certified(
         reading
             .keys()
             .filter(|id| !id.contains(" > ") || id.starts_with(&format!("{} > ", t.file)))
-            .find(|id| crate::model::canary::reading::names_test(id, &report_name(t.class.as_deref(), &t.test)))
+            .find(|id| {
+                crate::model::canary::reading::names_test(
+                    id,
+                    &report_name(t.class.as_deref(), &t.test),
+                )
+            })
             .cloned()
     };
     let mut out = Certified::default();

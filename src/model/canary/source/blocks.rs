@@ -130,7 +130,6 @@ fn bracket_depth(line: &str) -> i32 {
     d
 }
 
-
 /// Go and Rust: a test function from its attributes (Rust: `#[test]`
 /// among them) or `func Test…(t *testing.T)` (Go) to its matching brace.
 pub(super) fn braced(lines: &[&str], lang: Lang) -> Vec<Block> {

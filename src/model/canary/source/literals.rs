@@ -32,7 +32,13 @@ pub(super) fn int_in(code: &str, s: usize, e: usize) -> Option<(usize, usize)> {
 
 /// The first plain string literal of `raw[s..e]` (no prefix, no escape),
 /// quotes included, holding a letter or digit a mutant can change.
-pub(super) fn string_in(raw: &str, code: &str, s: usize, e: usize, quotes: &[u8]) -> Option<(usize, usize)> {
+pub(super) fn string_in(
+    raw: &str,
+    code: &str,
+    s: usize,
+    e: usize,
+    quotes: &[u8],
+) -> Option<(usize, usize)> {
     let b = raw.as_bytes();
     let mut k = s;
     while k < e.min(b.len()) {

@@ -5,7 +5,6 @@
 
 use crate::model::records::RunRecord;
 
-
 /// The end of a log as one line: its last few non-blank lines (the
 /// error a failed command printed last), cut to a few hundred bytes.
 fn log_end(log: &str) -> String {

@@ -82,7 +82,13 @@ pub(crate) fn verify_bundle(
         .files
         .get("manifest.json")
         .ok_or_else(|| BundleError::Unreadable("no release/manifest.json".to_owned()))?;
-    check_release_digest(&b, manifest_bytes, expected_digest, &mut findings, &mut checked);
+    check_release_digest(
+        &b,
+        manifest_bytes,
+        expected_digest,
+        &mut findings,
+        &mut checked,
+    );
     let read = |name: &str| b.files.get(name).cloned();
     let (manifest, shards) = Manifest::read(manifest_bytes, &read).unwrap_or_default();
     // The files' own digests are reported after the nodes and the
@@ -270,7 +276,7 @@ fn wanted<'a>(
                 return Err(BundleError::NoSuchCount(path.to_owned()));
             }
             let roots = release.map(|r| r.name.as_str()).into_iter().collect();
-            Some((None, closure(&by_name, roots)))
+            Some((None, closure(by_name, roots)))
         }
         Some(path) => {
             let entry = manifest
@@ -299,7 +305,7 @@ fn wanted<'a>(
                 // recomputation; their digests are checked below.
                 roots.insert(r.name.as_str());
             }
-            Some((Some(entry), closure(&by_name, roots)))
+            Some((Some(entry), closure(by_name, roots)))
         }
     })
 }
@@ -307,8 +313,8 @@ fn wanted<'a>(
 /// Every node in scope: its key record against its key, its output and
 /// attachments against their names (an omitted kind's attachments may be
 /// absent), its inputs against the bundle's nodes.
-fn check_nodes<'a>(
-    b: &'a Bundle,
+fn check_nodes(
+    b: &Bundle,
     by_name: &BTreeMap<&str, &BundleNode>,
     in_scope: impl Fn(&BundleNode) -> bool,
     findings: &mut Vec<Finding>,
@@ -363,20 +369,10 @@ fn check_nodes<'a>(
             )),
             Ok(_) => {}
         }
-        check_blob(
-            &n.output,
-            format!("output of {}", n.name),
-            false,
-            findings,
-        );
+        check_blob(&n.output, format!("output of {}", n.name), false, findings);
         for a in &n.attachments {
             let absent_ok = omittable.contains(a.as_str());
-            check_blob(
-                a,
-                format!("attachment of {}", n.name),
-                absent_ok,
-                findings,
-            );
+            check_blob(a, format!("attachment of {}", n.name), absent_ok, findings);
         }
         if n.inputs.len() != n.deps.len() {
             findings.push(finding(

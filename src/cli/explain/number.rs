@@ -10,7 +10,7 @@ use assay_judge::Mode;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::cli::Failure;
+use crate::cli::shared::Failure;
 use crate::exit;
 use crate::model::records::{Fault, GradeRecord, JudgeOutcome, JudgeRecord, Verdict};
 use crate::pipeline::Arm;

@@ -6,15 +6,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use assay_engine::{BuildManifest, Digest, KeyRecord, Store};
 use clap::Args;
 
+use super::explain_number::{explain_label, explain_number};
 use super::labels::Named;
 use super::shared::{Failure, Global};
 use crate::exit;
 use crate::ops::audit::NodeDisplay;
 use crate::pipeline::Pipeline;
-
-mod number;
-
-use number::{explain_label, explain_number};
 
 /// Say why a node ran or was reused, or what a published number was computed from.
 ///

@@ -21,16 +21,14 @@ use assay_report::{Format, Trust};
 use serde::Serialize;
 
 use super::adapter::{Kind, Made, NodeKind};
-use crate::model::canary::{self, Certified, Planted};
+use crate::model::canary::{self, Planted};
 use crate::model::rebuild::RebuildRule;
 use crate::model::records::{EnvRecord, RunRecord, TreeRecord};
 use crate::model::rules::rebuild;
 use crate::run::error::{Kinded, NodeError};
 use crate::run::executor::{EnvHandle, Executors, Launch, TestRun, Watched};
 
-mod canaries;
-
-pub(crate) use canaries::plant_canaries;
+use super::canaries::{self, Plant};
 
 /// How a test command is run and read: the run node's params (so its key),
 /// and what a recheck's reruns and checks run with, their command replaced.
@@ -232,20 +230,6 @@ pub(crate) fn setup_failure(env: &EnvRecord) -> String {
     }
 }
 
-/// What a run plants among the test files (docs/security.md, "Canaries").
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Plant<'a> {
-    /// Over a graded tree (one with hidden test files): its task's
-    /// certified canaries, or, with none, the shaped ones. A screening
-    /// tree has no hidden files and gets nothing.
-    Graded(Option<&'a Certified>),
-    /// Certification: every candidate canary of these files.
-    Certify(&'a [String]),
-    /// Certification's sealed reading: every sealable assertion of these
-    /// files sealed, nothing else planted.
-    Seal(&'a [String]),
-}
-
 /// Materializes `tree_id` into a fresh scratch directory and runs the command
 /// there in environment `env`: the shared core of screening runs and grading
 /// reruns. Logs are redacted before they are stored. Gives back what was
@@ -297,8 +281,15 @@ pub(crate) async fn execute_tree(
     let planted = if files.is_empty() {
         None
     } else {
-        let (planted, predictable) =
-            canaries::plant_before_run(&work, tree_id, files, p, plant, &command).await?;
+        let (planted, predictable) = canaries::plant_before_run(
+            &work,
+            tree_id,
+            files,
+            (p.report, p.canary.as_ref()),
+            plant,
+            &command,
+        )
+        .await?;
         if predictable {
             record.unchecked = Some(
                 "canaries predictable: seeded by ASSAY_CANARY_SEED in assay's environment (reproducible tests only)".into(),

@@ -49,6 +49,7 @@ mod input;
 mod instances;
 mod judge_summary;
 mod judged;
+mod leaderboard;
 mod limits;
 #[cfg(test)]
 mod links;
@@ -62,6 +63,7 @@ mod shards;
 mod sources;
 mod stats;
 mod summary;
+mod summary_checks;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -26,7 +26,7 @@ mod manifest;
 
 pub(crate) use funnel::{Funnel, HarborFunnel, InstanceFunnel, SweFunnel};
 pub(crate) use manifest::{
-    AssayVersion, Manifest, ManifestProvenance, ManifestShard, Number, ProvenanceEnv, Shard,
+    AssayVersion, Manifest, ManifestProvenance, ManifestShard, Number, ProvenanceEnv, Shard, pretty,
 };
 
 /// `summary.json`.
@@ -589,14 +589,6 @@ pub(crate) struct Flag {
     pub(crate) sample: u32,
     pub(crate) session: String,
     pub(crate) track: String,
-}
-
-/// Pretty JSON (two-space indent) with a final newline: the release's one
-/// JSON formatting.
-pub(crate) fn pretty(value: &impl Serialize) -> Vec<u8> {
-    let mut out = serde_json::to_vec_pretty(value).unwrap_or_default();
-    out.push(b'\n');
-    out
 }
 
 /// `summary.apps`.

@@ -15,17 +15,13 @@ use super::stats::{agent_key, mean, session_cost, wilson};
 use crate::model::records::{Arm, Fault, RunFacts, TaskStatus, Verdict};
 use crate::model::rules::quality::median;
 
-mod checks;
-mod leaderboard;
-
-use checks::{
+#[cfg(test)]
+pub(super) use super::leaderboard::pass_at_k;
+use super::leaderboard::{Board, leaderboard, resolved};
+use super::summary_checks::{
     dataset_verifier, environments, forger_odds, not_forgery_checked, tamper_suspects,
     verifier_suspects, weakly_checked,
 };
-use leaderboard::Board;
-use leaderboard::leaderboard;
-#[cfg(test)]
-pub(super) use leaderboard::pass_at_k;
 
 /// Bumped when the meaning or shape of summary.json changes.
 /// 2: a leaderboard counts every attempt (pass@1, pass@k, `left_out`).
@@ -112,13 +108,6 @@ fn ranking(index: &Index<'_>) -> Vec<String> {
     let desc = |x: Option<f64>| std::cmp::Reverse(x.map(|f| (f * 1e6).round() as i64));
     ranked.sort_by(|a, b| (desc(a.0), desc(a.1), &a.2).cmp(&(desc(b.0), desc(b.1), &b.2)));
     ranked.into_iter().map(|(_, _, k)| k).collect()
-}
-
-fn resolved(grades: &[Graded<'_>]) -> u64 {
-    grades
-        .iter()
-        .filter(|g| g.0.verdict == Verdict::Resolved)
-        .count() as u64
 }
 
 /// Per metric: the median of what the pair's sessions introduced, and the

@@ -32,17 +32,13 @@ use super::shape::{Lang, Rng, words_of};
 pub(crate) use super::source::TestRef;
 use super::source::{Also, Block, SealSite};
 
-mod certify;
-
-pub(crate) use certify::{certified, certify_file, seal_file};
-
 /// Values in a site's window besides the right one: a forger that cannot
 /// tell the right value guesses one of `WINDOW + 1`.
 pub(crate) const WINDOW: i64 = 15;
 /// Sites of a test mutated at certification.
 pub(crate) const SITES: usize = 2;
 /// The most mutants certification plants in one file.
-const CERTIFY_CAP: usize = 600;
+pub(super) const CERTIFY_CAP: usize = 600;
 /// The most canaries a graded run plants (their cost bounds the run's).
 pub(crate) const RUN_CAP: usize = 80;
 /// PASS_TO_PASS tests a graded run mutates once each.
@@ -83,7 +79,7 @@ impl Change {
     /// The changes that write `to` wherever the site's value is written
     /// again (`also`): its literal whole, or its body inside a message or
     /// comment.
-    fn of(also: &[Also], to: &str) -> Vec<Change> {
+    pub(super) fn of(also: &[Also], to: &str) -> Vec<Change> {
         let inner = |s: &str| s.get(1..s.len().saturating_sub(1)).unwrap_or("").to_owned();
         also.iter()
             .map(|a| Change {
@@ -196,7 +192,7 @@ impl<'a> Names<'a> {
 }
 
 /// A canary or a renamed original to write: its source lines and where.
-struct Insert {
+pub(super) struct Insert {
     /// Insert before this line (the file's line count: at the end of the
     /// container's last test).
     before: usize,
@@ -312,7 +308,7 @@ impl Sealing<'_> {
 /// changed (a must-fail canary) or none (a must-pass one), placed before a
 /// random test of its container.
 #[allow(clippy::too_many_arguments)]
-fn canary_of(
+pub(super) fn canary_of(
     path: &str,
     lines: &[&str],
     blocks: &[Block],
@@ -381,7 +377,7 @@ fn position(blocks: &[Block], b: &Block, rng: &mut Rng) -> usize {
 }
 
 /// Writes `lines` with the originals renamed and the inserts placed.
-fn assemble(
+pub(super) fn assemble(
     lines: &[&str],
     blocks: &[Block],
     renames: &BTreeMap<usize, String>,
@@ -418,7 +414,7 @@ fn assemble(
 }
 
 /// The report name of a canary `name` in class `class`.
-fn report_name(class: Option<&str>, name: &str) -> String {
+pub(super) fn report_name(class: Option<&str>, name: &str) -> String {
     match class {
         Some(c) => format!("{c}.{name}"),
         None => name.to_owned(),
@@ -442,7 +438,7 @@ fn report_name(class: Option<&str>, name: &str) -> String {
 ///   file or of the test files beside it (`pool`: real words and phrases,
 ///   as the right one is), in the site's quotes; fewer where there are
 ///   fewer, and the window's odds say so.
-fn window(lang: Lang, literal: &str, pool: &[String], rng: &mut Rng) -> Vec<String> {
+pub(super) fn window(lang: Lang, literal: &str, pool: &[String], rng: &mut Rng) -> Vec<String> {
     let r = rng.next();
     if let Ok(v) = literal.parse::<i64>() {
         let rank = (r % (WINDOW as u64 + 1)) as i64;
@@ -477,7 +473,7 @@ fn window(lang: Lang, literal: &str, pool: &[String], rng: &mut Rng) -> Vec<Stri
 
 /// The file's lines with every sealed site of the tests themselves sealed
 /// (each test reported by its fresh name where `renames` gives one).
-fn seal_originals(
+pub(super) fn seal_originals(
     lines: &[&str],
     blocks: &[Block],
     renames: &BTreeMap<usize, String>,
@@ -679,6 +675,7 @@ pub(crate) fn unrename(id: &str, renamed: &BTreeMap<String, String>) -> Option<S
 
 #[cfg(test)]
 mod tests {
+    use crate::model::canary::certify::certify_file;
     use assay_report::Outcome;
 
     use super::*;

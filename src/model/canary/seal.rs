@@ -42,11 +42,8 @@ use super::shape::{Lang, Rng};
 use super::source::{Block, SealSite, TestRef, blocks};
 use crate::words::words;
 
-mod helper;
-mod sites;
-
-pub(crate) use helper::{clashes, with_helper};
-use sites::sites;
+pub(crate) use super::seal_helper::{clashes, with_helper};
+use super::seal_sites::sites;
 
 /// What starts a seal report on the run's output.
 pub(crate) const MARK: &[u8] = b"[assay-seal] ";

@@ -39,97 +39,13 @@
 //!   `sub(5, 3) == 2`): keeping the members among them leaves half a
 //!   window or more, a bit of its four, and the site keeps its window.
 
-use serde::{Deserialize, Serialize};
-
+pub(crate) use super::block::{Also, Block, SealSite, Site, TestRef};
+use super::expected::{
+    go_expected, int_in, js_expected, python_expected, rust_expected, string_in,
+};
+use super::lex::{braced_code, code_chars, is_ident, js_code};
+use super::readers::{braced, js, python};
 use super::shape::Lang;
-
-mod blocks;
-mod literals;
-
-use blocks::{braced, js, python};
-use literals::{go_expected, int_in, js_expected, python_expected, rust_expected, string_in};
-
-/// One test function of a file.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Block {
-    /// Its name as declared (`test_divide`, `TestDivide`, `divides`).
-    pub(crate) name: String,
-    /// The class it is a method of (Python), else `None`.
-    pub(crate) class: Option<String>,
-    /// Which container it is in (the start line of its class or module;
-    /// 0: the file): copies go among the tests of the same container.
-    pub(crate) container: usize,
-    /// Its first line (decorators and attributes included) and the line
-    /// after its last, 0-based.
-    pub(crate) start: usize,
-    pub(crate) end: usize,
-    /// The line of its `def`/`func`/`fn`, and the byte offset of its name.
-    pub(crate) def_line: usize,
-    pub(crate) name_col: usize,
-    /// Integer literals an assertion of its body expects.
-    pub(crate) sites: Vec<Site>,
-    /// Assertions of its body that can be sealed: filled by
-    /// [`super::seal::sealed_blocks`], empty from [`blocks`].
-    pub(crate) seals: Vec<SealSite>,
-    /// Of `sites`, those a window may go to (the module's rules), each
-    /// with the other places that write its value.
-    pub(crate) windows: Vec<Site>,
-}
-
-/// A sealable assertion of a test, as the reader finds it on one line.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct SealSite {
-    /// Its line, counted from the block's `start`.
-    pub(crate) line: usize,
-    /// Byte ranges in that line of the computed expression and of the
-    /// expected literal.
-    pub(crate) actual: (usize, usize),
-    pub(crate) expected: (usize, usize),
-    /// The expected literal as written.
-    pub(crate) text: String,
-    /// Where the value also stands in a message or comment of the test
-    /// (line, byte range): each becomes `<sealed>` with the seal.
-    pub(crate) scrub: Vec<(usize, usize, usize)>,
-}
-
-/// A test of a hidden file, as the task knows it.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub(crate) struct TestRef {
-    pub(crate) file: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) class: Option<String>,
-    /// Its name as declared.
-    pub(crate) test: String,
-    /// Its id in the report (the task's lists name it so).
-    pub(crate) id: String,
-}
-
-/// An integer literal a mutant may change.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Site {
-    /// Its line, counted from the block's `start`.
-    pub(crate) line: usize,
-    /// Its byte offset in that line.
-    pub(crate) col: usize,
-    /// Its text (digits, an optional sign; a Rust suffix stays outside).
-    pub(crate) text: String,
-    /// The other places of the test that write its value, changed with it.
-    pub(crate) also: Vec<Also>,
-}
-
-/// Another place of a test that writes a site's value: a mutant changes
-/// it as it changes the site.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Also {
-    /// Its line, counted from the block's `start`, and byte offset.
-    pub(crate) line: usize,
-    pub(crate) col: usize,
-    /// The text there: the site's own literal, or (inside a message or a
-    /// comment) a string site's body, an integer's digits.
-    pub(crate) text: String,
-    /// Whether `text` is a string site's body (quotes left outside).
-    pub(crate) body: bool,
-}
 
 /// The test functions of `text`, in order.
 pub(crate) fn blocks(lang: Lang, text: &str) -> Vec<Block> {
@@ -142,103 +58,6 @@ pub(crate) fn blocks(lang: Lang, text: &str) -> Vec<Block> {
     };
     for b in &mut out {
         (b.sites, b.windows) = sites(lang, &lines[b.start..b.end], b.def_line - b.start);
-    }
-    out
-}
-
-fn indent(line: &str) -> usize {
-    line.len() - line.trim_start().len()
-}
-
-fn is_ident(c: char) -> bool {
-    c.is_ascii_alphanumeric() || c == '_'
-}
-
-/// The characters of one line that are code: string and char literals and
-/// line comments blanked (each replaced by a space, so offsets hold).
-fn code_chars(line: &str) -> impl Iterator<Item = char> + '_ {
-    let mut quote: Option<char> = None;
-    let mut escaped = false;
-    let mut comment = false;
-    line.chars().map(move |c| {
-        if comment {
-            return ' ';
-        }
-        if let Some(q) = quote {
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == q {
-                quote = None;
-            }
-            return ' ';
-        }
-        match c {
-            '"' | '`' => {
-                quote = Some(c);
-                ' '
-            }
-            '#' => {
-                comment = true;
-                ' '
-            }
-            _ => c,
-        }
-    })
-}
-
-/// A Go or Rust line with string and char literals and `//` comments
-/// blanked (block comments are rare in tests and left as they are).
-fn braced_code(line: &str) -> String {
-    blanked(line, false)
-}
-
-/// `line` with its string literals and `//` comment blanked, byte offsets
-/// kept (each blanked character becomes as many spaces as its bytes). `"…"`
-/// and `` `…` `` are strings; `'…'` is one too in JavaScript (`single`),
-/// else only a Rust char literal (`'{'`, not a lifetime `'a`).
-pub(super) fn blanked(line: &str, single: bool) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut quote: Option<char> = None;
-    let mut escaped = false;
-    let chars: Vec<char> = line.chars().collect();
-    let blank = |out: &mut String, c: char| out.extend(std::iter::repeat_n(' ', c.len_utf8()));
-    let mut k = 0;
-    while k < chars.len() {
-        let c = chars[k];
-        if let Some(q) = quote {
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == q {
-                quote = None;
-            }
-            blank(&mut out, c);
-            k += 1;
-            continue;
-        }
-        if c == '/' && chars.get(k + 1) == Some(&'/') {
-            for rest in &chars[k..] {
-                blank(&mut out, *rest);
-            }
-            break;
-        }
-        if !single && c == '\'' && chars.get(k + 2) == Some(&'\'') {
-            for lit in &chars[k..k + 3] {
-                blank(&mut out, *lit);
-            }
-            k += 3;
-            continue;
-        }
-        if c == '"' || c == '`' || (single && c == '\'') {
-            quote = Some(c);
-            blank(&mut out, c);
-        } else {
-            out.push(c);
-        }
-        k += 1;
     }
     out
 }
@@ -606,37 +425,6 @@ pub(crate) fn strings(lang: Lang, text: &str) -> Vec<String> {
         }
     }
     out
-}
-
-/// A JavaScript line with its string literals (`'…'`, `"…"`, `` `…` ``)
-/// and `//` comment blanked, offsets kept.
-fn js_code(line: &str) -> String {
-    blanked(line, true)
-}
-
-/// The top-level arguments of a call whose `(` ends just before `at`, as
-/// byte ranges, when the call closes on this line.
-pub(super) fn top_level_args(code: &str, at: usize) -> Option<Vec<(usize, usize)>> {
-    let mut out = Vec::new();
-    let mut depth = 0;
-    let mut from = at;
-    for (k, c) in code[at..].char_indices() {
-        let k = at + k;
-        match c {
-            '(' | '[' | '{' => depth += 1,
-            ')' | ']' | '}' if depth > 0 => depth -= 1,
-            ')' => {
-                out.push((from, k));
-                return Some(out);
-            }
-            ',' if depth == 0 => {
-                out.push((from, k));
-                from = k + 1;
-            }
-            _ => {}
-        }
-    }
-    None
 }
 
 #[cfg(test)]

@@ -5,8 +5,6 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::pretty;
-
 /// `manifest.json` (format: [`super::manifest`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Manifest {
@@ -127,4 +125,12 @@ pub(crate) struct AssayVersion {
 pub(crate) struct ProvenanceEnv {
     pub(crate) executor: String,
     pub(crate) image: Option<String>,
+}
+
+/// Pretty JSON (two-space indent) with a final newline: the release's one
+/// JSON formatting.
+pub(crate) fn pretty(value: &impl Serialize) -> Vec<u8> {
+    let mut out = serde_json::to_vec_pretty(value).unwrap_or_default();
+    out.push(b'\n');
+    out
 }

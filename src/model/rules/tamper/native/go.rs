@@ -6,7 +6,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::{Found, Pattern, TamperRule, Views, in_bodies, pattern, re};
+use super::scan::{Found, Pattern, Views, in_bodies, pattern, re};
+use crate::model::config::TamperRule;
 
 static GO_IMPORT: LazyLock<Regex> = LazyLock::new(|| {
     re(r#"(?m)(?:^|\bimport\b|[(;])\s*(\w+|\.)?\s*"(os|syscall|golang\.org/x/sys/unix)""#)

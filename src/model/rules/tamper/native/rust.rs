@@ -6,7 +6,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::{Found, Pattern, TamperRule, Views, in_bodies, pattern, re};
+use super::scan::{Found, Pattern, Views, in_bodies, pattern, re};
+use crate::model::config::TamperRule;
 
 /// Of [`STD_MACROS`], those a `use … as NAME` can only mean as a macro
 /// (`as file`, `as env` name modules and values in honest code).

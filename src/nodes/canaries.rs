@@ -7,9 +7,22 @@ use std::path::Path;
 
 use assay_report::Format;
 
-use super::{Plant, RunParams};
 use crate::model::canary::{self, Certified, Hidden, Planted};
 use crate::run::error::{Kinded, NodeError};
+
+/// What a run plants among the test files (docs/security.md, "Canaries").
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Plant<'a> {
+    /// Over a graded tree (one with hidden test files): its task's
+    /// certified canaries, or, with none, the shaped ones. A screening
+    /// tree has no hidden files and gets nothing.
+    Graded(Option<&'a Certified>),
+    /// Certification: every candidate canary of these files.
+    Certify(&'a [String]),
+    /// Certification's sealed reading: every sealable assertion of these
+    /// files sealed, nothing else planted.
+    Seal(&'a [String]),
+}
 
 /// Plants `plant`'s canaries among `files` of the tree at `work` (its id
 /// `tree_id`, run with `command`), off the async runtime: what was planted
@@ -19,19 +32,19 @@ pub(super) async fn plant_before_run(
     work: &Path,
     tree_id: &str,
     files: &[String],
-    p: &RunParams,
+    (format, custom): (Format, Option<&crate::pipeline::CanaryTemplate>),
     plant: Plant<'_>,
     command: &str,
 ) -> Result<(Result<Planted, String>, bool), NodeError> {
     let (work, hidden, given) = (work.to_owned(), files.to_vec(), command.to_owned());
-    let custom = p.canary.clone();
+    let custom = custom.cloned();
     let real = match plant {
         Plant::Certify(_) => Some(None),
         Plant::Graded(Some(c)) => Some(Some(c.clone())),
         Plant::Graded(None) | Plant::Seal(_) => None,
     };
     let sealing = matches!(plant, Plant::Seal(_));
-    let (format, mut seed) = (p.report, canary_seed(tree_id, &given));
+    let mut seed = canary_seed(tree_id, &given);
     if let (Plant::Certify(_) | Plant::Seal(_), false) = (plant, seed.1) {
         // Certification's windows are the task's, so the same on every
         // machine: seeded by the gold tree, which no agent can name (it

@@ -2,7 +2,7 @@
 //! each language's assertion forms, and the first integer or plain string
 //! literal in it.
 
-use super::{is_ident, top_level_args};
+use super::lex::{is_ident, top_level_args};
 
 /// The first integer literal of `code[s..e]` standing alone (not part of
 /// a name or a float).

@@ -2,8 +2,8 @@
 //! Go) or macro (Rust) that writes a seal report to the seal channel, the
 //! names it declares, and where in a file it goes.
 
+use crate::model::canary::lex::blanked;
 use crate::model::canary::shape::Lang;
-use crate::model::canary::source::blanked;
 
 /// The names the helper declares: a file that already uses one is not
 /// sealed.

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use assay_report::Outcome;
 
-use super::{
+use super::mutant::{
     CERTIFY_CAP, Certified, Change, Mutant, Names, Rewritten, SITES, Sealing, Trial, assemble,
     canary_of, report_name, seal_originals, window,
 };

@@ -4,8 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::resolved;
-use crate::model::records::{Fault, TaskStatus};
+use crate::model::records::{Fault, TaskStatus, Verdict};
 use crate::release::index::{Graded, Index};
 use crate::release::model::{Leaderboard, LeftOut};
 use crate::release::sources::{At, Source};
@@ -204,4 +203,12 @@ pub(crate) fn pass_at_k(n: u64, c: u64, k: u64) -> f64 {
         none *= (n - c - i) as f64 / (n - i) as f64;
     }
     1.0 - none
+}
+
+/// How many of `grades` resolved.
+pub(super) fn resolved(grades: &[Graded<'_>]) -> u64 {
+    grades
+        .iter()
+        .filter(|g| g.0.verdict == Verdict::Resolved)
+        .count() as u64
 }

@@ -2,9 +2,11 @@
 //! compares a computed value with a literal read whole, whose value no
 //! string or comment elsewhere in the test spells.
 
+use crate::model::canary::block::SealSite;
+use crate::model::canary::lex::top_level_args;
 use crate::model::canary::lit::Lit;
 use crate::model::canary::shape::Lang;
-use crate::model::canary::source::{Part, SealSite, parts, top_level_args};
+use crate::model::canary::source::{Part, parts};
 
 /// The sealable assertions of a block's lines (`def_at`: the line of its
 /// `def`/`fn`/`it(`; sites are after it, or on it for a one-line `it`).

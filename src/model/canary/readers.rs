@@ -2,7 +2,9 @@
 //! (in a class or at module level), Go and Rust braced functions, and
 //! JavaScript `it(`/`test(` calls.
 
-use super::{Block, Lang, braced_code, code_chars, indent, is_ident, js_code};
+use super::block::Block;
+use super::lex::{braced_code, code_chars, indent, is_ident, js_code};
+use super::shape::Lang;
 
 /// Python: `def test…` at module level or as a method of a class at module
 /// level, its decorators with it; the body is every following line that is

@@ -54,9 +54,10 @@ words! {
         AppGrade = "app_grade",
         /// A Deep-SWE-shaped Harbor task's base tree and patches, as a
         /// triage record.
-        SweTriage = "swe_triage",
-        /// A Deep-SWE-shaped Harbor task's environment: its screened image.
-        SweEnv = "swe_env",
+        DeepSweTriage = "swe_triage",
+        /// A Harbor task's environment, its screened image: a Deep-SWE-shaped
+        /// task's, and a reward-only task's for the agents' attempts.
+        HarborImageEnv = "swe_env",
         /// A SWE-bench-family instance: its image and what its repository holds.
         Instance = "instance",
         /// An instance's base tree, patches and own lists, as a triage record.

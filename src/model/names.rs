@@ -34,12 +34,14 @@ pub(crate) fn harbor_grade(session: &str) -> String {
 }
 
 /// A Deep-SWE-shaped Harbor task's triage record (`<dataset>/<folder>`).
-pub(crate) fn swe_triage(id: &str) -> String {
+pub(crate) fn deepswe_triage(id: &str) -> String {
     format!("swe_triage:{id}")
 }
 
-/// A Deep-SWE-shaped Harbor task's environment.
-pub(crate) fn swe_env(id: &str) -> String {
+/// The environment made from a Harbor task's own image: a Deep-SWE-shaped
+/// task's, and a reward-only task's for the agents' attempts (its word is
+/// `swe_env` for both).
+pub(crate) fn harbor_image_env(id: &str) -> String {
     format!("swe_env:{id}")
 }
 

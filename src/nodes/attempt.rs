@@ -39,7 +39,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use assay_engine::JobCtx;
-use assay_exec::{Bind, sandbox};
+use assay_exec::sandbox;
 use serde::{Deserialize, Serialize};
 
 use super::adapter::{Kind, Made, NodeKind};
@@ -51,7 +51,9 @@ use crate::run::attempt::egress::{self, Endpoint, KeyHeader};
 use crate::run::attempt::workspace::{self, Workspace};
 use crate::run::attempt::{self as a};
 use crate::run::error::{ErrorKind, Kinded, NodeError};
-use crate::run::executor::{Agent, Confinement, EnvHandle, ExecutorSetting, Launch, SandboxMode};
+use crate::run::executor::{
+    Agent, Confinement, EnvHandle, ExecutorSetting, Launch, SandboxMode, agent,
+};
 use crate::run::redact::{RedactConfig, Redactor};
 use crate::sessions::RunFacts;
 
@@ -640,68 +642,25 @@ fn launch<'a>(
     if let Some(var) = &p.key_env {
         vars.insert(var.clone(), a::PLACEHOLDER.to_owned());
     }
-    let mut binds = vec![
-        Bind {
-            host: ws.input(),
-            at: a::IN.into(),
-            writable: false,
-        },
-        Bind {
-            host: ws.output(),
-            at: a::OUT.into(),
-            writable: true,
-        },
-        Bind {
-            host: tools_dir.to_owned(),
-            at: a::AGENT_AT.into(),
-            writable: false,
-        },
-    ];
-    let command = if proxy {
-        let exe = std::env::current_exe()
-            .map_err(|e| NodeError::infra(format!("assay's own path: {e}")))?;
-        binds.push(Bind {
-            host: exe,
-            at: a::BIN.into(),
-            writable: false,
-        });
-        binds.push(Bind {
-            host: ws.socket(),
-            at: a::SOCKET.into(),
-            writable: true,
-        });
-        format!(
-            "exec {} forward {} {} -- /bin/sh {}/command.sh",
-            a::BIN,
-            a::PORT,
-            a::SOCKET,
-            a::IN
-        )
-    } else {
-        format!("exec /bin/sh {}/command.sh", a::IN)
+    let mounts = agent::Mounts {
+        input: ws.input(),
+        out: ws.output(),
+        tools: tools_dir.to_owned(),
+        socket: proxy.then(|| ws.socket()),
     };
-    Ok(Launch {
-        command,
-        tree: Some(dir),
+    let agent = Agent {
+        path_first: format!("{}/bin", a::AGENT_AT),
+        env: vars,
+        binds: mounts.binds().map_err(NodeError::infra)?,
+    };
+    Ok(agent::launch(
+        agent::command(proxy),
+        dir,
         env,
-        setup: false,
-        env_at: None,
-        scratch: dir,
-        log_path: ws.log(),
-        log_cap: LOG_CAP,
-        timeout: Duration::from_secs(p.time_limit),
-        stall_grace: None,
-        attempt: None,
-        protect: Vec::new(),
-        report_file: None,
-        watch: Vec::new(),
-        warm: &[],
-        agent: Some(Agent {
-            path_first: format!("{}/bin", a::AGENT_AT),
-            env: vars,
-            binds,
-        }),
-    })
+        (ws.log(), LOG_CAP),
+        Duration::from_secs(p.time_limit),
+        agent,
+    ))
 }
 
 #[cfg(test)]

@@ -40,8 +40,10 @@ pub(crate) enum Input {
     /// A task, with its candidate id.
     Task(String),
     /// A Deep-SWE-shaped Harbor folder's assay task: counted in the
-    /// Harbor funnel, not as a mined candidate.
-    SweTask,
+    /// Harbor funnel, not as a mined candidate. Its word, part of the
+    /// release's params, stays `swe_task`.
+    #[serde(rename = "swe_task")]
+    DeepSweTask,
     Session,
     Grade,
     Metrics,
@@ -362,255 +364,19 @@ pub(crate) fn assemble(
         )));
     }
     let mut ph = crate::run::phase::Phases::new("assemble");
-    let mut funnel = Funnel {
-        instances: params
-            .instance_rows
-            .as_ref()
-            .map(|r| InstanceFunnel::of_rows(r.rows, &r.unreadable)),
-        ..Funnel::default()
-    };
-    let mut lines = Vec::new();
-    let mut uncertified_lines = Vec::new();
-    let mut harbor_lines = Vec::new();
-    // Per candidate: how far it got along the funnel, over all its tasks.
-    #[derive(Default)]
-    struct Progress {
-        declined: Option<String>,
-        screened: bool,
-        certified: bool,
-    }
-    let mut per_candidate: BTreeMap<&String, Progress> = BTreeMap::new();
-    let mut publish_input = PublishInput {
-        tasks: Vec::new(),
-        grades: Vec::new(),
-        metrics: Vec::new(),
-        sessions: Vec::new(),
-        not_graded: params.not_graded.clone(),
-        trials: params.trials.clone(),
-        prices: params.prices.clone(),
-        judges: params.judges.clone(),
-        readings: Vec::new(),
-        ..PublishInput::default()
-    };
+    let mut gathered = Gathered::new(params);
     for ((bytes, key), kind) in inputs.iter().map(|(b, k)| (*b, k)).zip(&params.inputs) {
-        let cand = match kind {
-            Input::Task(c) => c,
-            Input::SweTask | Input::InstanceTask => {
-                let mut task: TaskRecord = serde_json::from_slice(bytes).input()?;
-                // A Deep-SWE-shaped folder's task is counted in the Harbor
-                // funnel, dated by its folder's newest change (it has no
-                // merge date); an instance's in the instances' funnel.
-                if matches!(kind, Input::InstanceTask) {
-                    funnel
-                        .instances
-                        .get_or_insert_with(Default::default)
-                        .count(&task);
-                }
-                if matches!(kind, Input::SweTask) {
-                    if let Some(changed) = params.harbor_changed.get(&task.instance_id) {
-                        task.created_at.clone_from(changed);
-                    }
-                    let swe = funnel
-                        .harbor
-                        .get_or_insert_with(Default::default)
-                        .assay_tasks
-                        .get_or_insert_with(Default::default);
-                    if !swe.count(&task) {
-                        continue;
-                    }
-                }
-                publish_input.tasks.push((task.clone(), key.to_hex()));
-                let line = serde_json::to_string(&Released::new(&task, key.to_hex()))
-                    .map_err(NodeError::internal)?;
-                let file = if task.certified {
-                    &mut lines
-                } else {
-                    &mut uncertified_lines
-                };
-                file.push((task.instance_id.clone(), task.track.clone(), line));
-                continue;
-            }
-            Input::Session => {
-                publish_input
-                    .sessions
-                    .push(serde_json::from_slice(bytes).input()?);
-                continue;
-            }
-            Input::Metrics => {
-                publish_input
-                    .metrics
-                    .push(serde_json::from_slice(bytes).input()?);
-                continue;
-            }
-            Input::Quality => {
-                publish_input
-                    .quality
-                    .push((serde_json::from_slice(bytes).input()?, key.to_hex()));
-                continue;
-            }
-            Input::Judge(judge) => {
-                let r = serde_json::from_slice(bytes).input()?;
-                publish_input
-                    .readings
-                    .push((judge.clone(), r, key.to_hex()));
-                continue;
-            }
-            Input::HarborTask => {
-                let t: super::harbor_task::HarborTaskRecord =
-                    serde_json::from_slice(bytes).input()?;
-                // A Deep-SWE-shaped task is an assay task, released as one.
-                if t.certified && t.swe.is_none() {
-                    publish_input.harbor_tasks.push(key.to_hex());
-                }
-                let id = format!("{}/{}", t.dataset, t.folder);
-                publish_input.harbor_screens.push(HarborScreen {
-                    id: id.clone(),
-                    certified: t.certified,
-                    because: t.uncertified_because.clone(),
-                    readings: t
-                        .readings
-                        .iter()
-                        .map(|(control, rs)| {
-                            (control.clone(), rs.iter().map(|r| r.reward).collect())
-                        })
-                        .collect(),
-                });
-                let h = funnel.harbor.get_or_insert_with(Default::default);
-                h.tasks += 1;
-                if t.certified {
-                    h.certified += 1;
-                    h.certified_tasks.push(id);
-                } else {
-                    h.uncertified += 1;
-                    h.uncertified_tasks
-                        .insert(id, t.uncertified_because.clone());
-                }
-                // Tasks, not readings: a task two readings failed counts once.
-                let words: std::collections::BTreeSet<&str> = t
-                    .uncertified_because
-                    .iter()
-                    .map(|why| why.split(':').next().unwrap_or(why))
-                    .collect();
-                for word in words {
-                    *h.uncertified_because.entry(word.to_owned()).or_default() += 1;
-                }
-                let line = serde_json::to_string(&HarborLine {
-                    dataset: &t.dataset,
-                    folder: &t.folder,
-                    name: &t.name,
-                    digest: key.to_hex(),
-                    certified: t.certified,
-                    uncertified_because: &t.uncertified_because,
-                    environment: &t.environment,
-                    readings: &t.readings,
-                    swe: t.swe.as_ref(),
-                    rebuild: t.rebuild.as_ref(),
-                })
-                .map_err(NodeError::internal)?;
-                harbor_lines.push((t.dataset.clone(), t.folder.clone(), line));
-                continue;
-            }
-            Input::AppCertify => {
-                publish_input
-                    .app_tasks
-                    .push((serde_json::from_slice(bytes).input()?, key.to_hex()));
-                continue;
-            }
-            Input::AppGrade => {
-                publish_input
-                    .app_grades
-                    .push((serde_json::from_slice(bytes).input()?, key.to_hex()));
-                continue;
-            }
-            Input::InstanceReading {
-                task,
-                state,
-                reading,
-            } => {
-                let run: crate::model::records::RunRecord =
-                    serde_json::from_slice(bytes).input()?;
-                publish_input.instance_readings.push(InstanceReading {
-                    task: task.clone(),
-                    state: state.clone(),
-                    reading: *reading,
-                    seconds: run
-                        .skipped
-                        .is_none()
-                        .then(|| run.duration_ms as f64 / 1000.0),
-                    key: key.to_hex(),
-                });
-                continue;
-            }
-            Input::DatasetReading => {
-                let g: GradeRecord = serde_json::from_slice(bytes).input()?;
-                publish_input.dataset_readings.push((g, key.to_hex()));
-                continue;
-            }
-            Input::Grade => {
-                let g: GradeRecord = serde_json::from_slice(bytes).input()?;
-                if g.verdict == Verdict::NotGraded {
-                    if g.arm != Arm::Keep {
-                        publish_input
-                            .not_graded
-                            .push((g.session.clone(), g.detail.clone()));
-                    }
-                } else {
-                    publish_input.grades.push((g, key.to_hex()));
-                }
-                continue;
-            }
-        };
-        let task: TaskRecord = serde_json::from_slice(bytes).input()?;
-        let progress = per_candidate.entry(cand).or_default();
-        // A task is counted under its first reason ([`Reason`]).
-        let first = task.uncertified_because.first().map(String::as_str);
-        let word = first.map(Reason::word_of).unwrap_or_default().to_owned();
-        match task.status {
-            TaskStatus::Declined if first.and_then(Reason::of) == Some(Reason::NotScreened) => {
-                *funnel.declined.entry(word).or_default() += 1;
-                continue;
-            }
-            TaskStatus::Declined
-                if first.and_then(Reason::of) == Some(Reason::TopicSplitRejected) =>
-            {
-                progress.screened = true;
-                *funnel.declined.entry(word).or_default() += 1;
-                continue;
-            }
-            TaskStatus::Declined => {
-                progress.declined = Some(word);
-                continue;
-            }
-            TaskStatus::AwaitingStatement => {
-                progress.screened = true;
-                funnel.awaiting_statement += 1;
-                funnel.awaiting_statement_certified += usize::from(task.certified);
-                continue;
-            }
-            TaskStatus::Released => {}
-        }
-        progress.screened = true;
-        if task.certified {
-            progress.certified = true;
-        } else {
-            funnel.uncertified += 1;
-            for why in &task.uncertified_because {
-                let k = Reason::word_of(why).to_owned();
-                *funnel.uncertified_because.entry(k).or_default() += 1;
-            }
-        }
-        funnel.tasks_released += 1;
-        publish_input.tasks.push((task.clone(), key.to_hex()));
-        let line = serde_json::to_string(&Released::new(&task, key.to_hex()))
-            .map_err(NodeError::internal)?;
-        let file = if task.certified {
-            &mut lines
-        } else {
-            &mut uncertified_lines
-        };
-        file.push((task.instance_id.clone(), task.track.clone(), line));
+        gathered.take(params, kind, bytes, key)?;
     }
     ph.mark("inputs");
+    let Gathered {
+        mut funnel,
+        lines,
+        uncertified_lines,
+        harbor_lines,
+        per_candidate,
+        mut publish_input,
+    } = gathered;
     funnel.candidates = per_candidate.len();
     for p in per_candidate.values() {
         match &p.declined {
@@ -647,44 +413,328 @@ pub(crate) fn assemble(
     if !harbor_lines.is_empty() {
         files.insert("harbor-tasks.jsonl".to_owned(), jsonl(harbor_lines));
     }
-    {
-        publish_input.not_graded.sort();
-        publish_input.not_graded.dedup();
-        for s in &publish_input.sessions {
-            if !s.patch.is_empty() && !publish_input.patches.contains_key(&s.patch) {
-                let patch = read(&s.patch).with_context(|| format!("session {}: patch", s.id))?;
-                publish_input.patches.insert(s.patch.clone(), patch);
-            }
-            if let Some(t) = &s.transcript
-                && !publish_input.transcripts.contains_key(t)
-            {
-                let bytes = read(t).with_context(|| format!("session {}: transcript", s.id))?;
-                publish_input.transcripts.insert(t.clone(), bytes);
-            }
-        }
-        for (g, _) in &publish_input.app_grades {
-            if let Some(shot) = g.failing_shot.as_ref().filter(|s| !s.png.is_empty())
-                && !publish_input.shots.contains_key(&shot.png)
-            {
-                let png = read(&shot.png)
-                    .with_context(|| format!("session {}: screenshot", g.session))?;
-                publish_input.shots.insert(shot.png.clone(), png);
-            }
-        }
-        ph.mark("patches");
-        let key = release_key(params, inputs);
-        ph.mark("key");
-        publish_input.about = About {
-            funnel: funnel.clone(),
-            provenance: params.provenance.clone(),
-            release_node: key.to_hex(),
-            harbor_changed: params.harbor_changed.values().max().cloned(),
-        };
-        publish_input.harbor_screens.sort_by(|a, b| a.id.cmp(&b.id));
-        // With provenance, publish seals it into manifest.json.
-        files.extend(publish(&publish_input));
-    }
+    publish_input.not_graded.sort();
+    publish_input.not_graded.dedup();
+    read_blobs(&mut publish_input, read)?;
+    ph.mark("patches");
+    let key = release_key(params, inputs);
+    ph.mark("key");
+    publish_input.about = About {
+        funnel: funnel.clone(),
+        provenance: params.provenance.clone(),
+        release_node: key.to_hex(),
+        harbor_changed: params.harbor_changed.values().max().cloned(),
+    };
+    publish_input.harbor_screens.sort_by(|a, b| a.id.cmp(&b.id));
+    // With provenance, publish seals it into manifest.json.
+    files.extend(publish(&publish_input));
     Ok((files, funnel))
+}
+
+/// Per candidate: how far it got along the funnel, over all its tasks.
+#[derive(Default)]
+struct Progress {
+    declined: Option<String>,
+    screened: bool,
+    certified: bool,
+}
+
+/// What the release reads from its inputs, before its files are written.
+struct Gathered {
+    funnel: Funnel,
+    /// (instance id, track, line) of `tasks.jsonl`.
+    lines: Vec<(String, String, String)>,
+    /// The same of `tasks.uncertified.jsonl`.
+    uncertified_lines: Vec<(String, String, String)>,
+    /// (dataset, folder, line) of `harbor-tasks.jsonl`.
+    harbor_lines: Vec<(String, String, String)>,
+    per_candidate: BTreeMap<String, Progress>,
+    publish_input: PublishInput,
+}
+
+impl Gathered {
+    fn new(params: &ReleaseParams) -> Self {
+        Gathered {
+            funnel: Funnel {
+                instances: params
+                    .instance_rows
+                    .as_ref()
+                    .map(|r| InstanceFunnel::of_rows(r.rows, &r.unreadable)),
+                ..Funnel::default()
+            },
+            lines: Vec::new(),
+            uncertified_lines: Vec::new(),
+            harbor_lines: Vec::new(),
+            per_candidate: BTreeMap::new(),
+            publish_input: PublishInput {
+                not_graded: params.not_graded.clone(),
+                trials: params.trials.clone(),
+                prices: params.prices.clone(),
+                judges: params.judges.clone(),
+                ..PublishInput::default()
+            },
+        }
+    }
+
+    /// Takes one input, read as what `kind` says it is.
+    fn take(
+        &mut self,
+        params: &ReleaseParams,
+        kind: &Input,
+        bytes: &[u8],
+        key: &Digest,
+    ) -> Result<(), NodeError> {
+        let publish_input = &mut self.publish_input;
+        match kind {
+            Input::Task(candidate) => {
+                self.mined_task(candidate, serde_json::from_slice(bytes).input()?, key)?;
+            }
+            Input::DeepSweTask | Input::InstanceTask => {
+                let task = serde_json::from_slice(bytes).input()?;
+                self.image_task(params, kind, task, key)?;
+            }
+            Input::Session => publish_input
+                .sessions
+                .push(serde_json::from_slice(bytes).input()?),
+            Input::Metrics => publish_input
+                .metrics
+                .push(serde_json::from_slice(bytes).input()?),
+            Input::Quality => publish_input
+                .quality
+                .push((serde_json::from_slice(bytes).input()?, key.to_hex())),
+            Input::Judge(judge) => {
+                let r = serde_json::from_slice(bytes).input()?;
+                publish_input
+                    .readings
+                    .push((judge.clone(), r, key.to_hex()));
+            }
+            Input::HarborTask => self.harbor_task(serde_json::from_slice(bytes).input()?, key)?,
+            Input::AppCertify => publish_input
+                .app_tasks
+                .push((serde_json::from_slice(bytes).input()?, key.to_hex())),
+            Input::AppGrade => publish_input
+                .app_grades
+                .push((serde_json::from_slice(bytes).input()?, key.to_hex())),
+            Input::InstanceReading {
+                task,
+                state,
+                reading,
+            } => {
+                let run: crate::model::records::RunRecord =
+                    serde_json::from_slice(bytes).input()?;
+                publish_input.instance_readings.push(InstanceReading {
+                    task: task.clone(),
+                    state: state.clone(),
+                    reading: *reading,
+                    seconds: run
+                        .skipped
+                        .is_none()
+                        .then(|| run.duration_ms as f64 / 1000.0),
+                    key: key.to_hex(),
+                });
+            }
+            Input::DatasetReading => {
+                let g: GradeRecord = serde_json::from_slice(bytes).input()?;
+                publish_input.dataset_readings.push((g, key.to_hex()));
+            }
+            Input::Grade => {
+                let g: GradeRecord = serde_json::from_slice(bytes).input()?;
+                if g.verdict != Verdict::NotGraded {
+                    publish_input.grades.push((g, key.to_hex()));
+                } else if g.arm != Arm::Keep {
+                    publish_input
+                        .not_graded
+                        .push((g.session.clone(), g.detail.clone()));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A released task's line, in `tasks.jsonl` when certified, else in
+    /// `tasks.uncertified.jsonl`.
+    fn release(&mut self, task: TaskRecord, key: &Digest) -> Result<(), NodeError> {
+        let line = serde_json::to_string(&Released::new(&task, key.to_hex()))
+            .map_err(NodeError::internal)?;
+        let file = if task.certified {
+            &mut self.lines
+        } else {
+            &mut self.uncertified_lines
+        };
+        file.push((task.instance_id.clone(), task.track.clone(), line));
+        self.publish_input.tasks.push((task, key.to_hex()));
+        Ok(())
+    }
+
+    /// A mined candidate's task: counted along the funnel, released unless
+    /// declined or awaiting its statement.
+    fn mined_task(
+        &mut self,
+        candidate: &str,
+        task: TaskRecord,
+        key: &Digest,
+    ) -> Result<(), NodeError> {
+        let funnel = &mut self.funnel;
+        let progress = self.per_candidate.entry(candidate.to_owned()).or_default();
+        // A task is counted under its first reason ([`Reason`]).
+        let first = task.uncertified_because.first().map(String::as_str);
+        let word = first.map(Reason::word_of).unwrap_or_default().to_owned();
+        match task.status {
+            TaskStatus::Declined if first.and_then(Reason::of) == Some(Reason::NotScreened) => {
+                *funnel.declined.entry(word).or_default() += 1;
+                return Ok(());
+            }
+            TaskStatus::Declined
+                if first.and_then(Reason::of) == Some(Reason::TopicSplitRejected) =>
+            {
+                progress.screened = true;
+                *funnel.declined.entry(word).or_default() += 1;
+                return Ok(());
+            }
+            TaskStatus::Declined => {
+                progress.declined = Some(word);
+                return Ok(());
+            }
+            TaskStatus::AwaitingStatement => {
+                progress.screened = true;
+                funnel.awaiting_statement += 1;
+                funnel.awaiting_statement_certified += usize::from(task.certified);
+                return Ok(());
+            }
+            TaskStatus::Released => {}
+        }
+        progress.screened = true;
+        if task.certified {
+            progress.certified = true;
+        } else {
+            funnel.uncertified += 1;
+            for why in &task.uncertified_because {
+                let k = Reason::word_of(why).to_owned();
+                *funnel.uncertified_because.entry(k).or_default() += 1;
+            }
+        }
+        funnel.tasks_released += 1;
+        self.release(task, key)
+    }
+
+    /// A Deep-SWE-shaped folder's task, counted in the Harbor funnel and
+    /// dated by its folder's newest change (it has no merge date); or an
+    /// instance's, counted in the instances' funnel.
+    fn image_task(
+        &mut self,
+        params: &ReleaseParams,
+        kind: &Input,
+        mut task: TaskRecord,
+        key: &Digest,
+    ) -> Result<(), NodeError> {
+        if matches!(kind, Input::InstanceTask) {
+            self.funnel
+                .instances
+                .get_or_insert_with(Default::default)
+                .count(&task);
+        }
+        if matches!(kind, Input::DeepSweTask) {
+            if let Some(changed) = params.harbor_changed.get(&task.instance_id) {
+                task.created_at.clone_from(changed);
+            }
+            let swe = self
+                .funnel
+                .harbor
+                .get_or_insert_with(Default::default)
+                .assay_tasks
+                .get_or_insert_with(Default::default);
+            if !swe.count(&task) {
+                return Ok(());
+            }
+        }
+        self.release(task, key)
+    }
+
+    /// A Harbor task folder's screening: its line of `harbor-tasks.jsonl`
+    /// and the Harbor funnel's counts.
+    fn harbor_task(
+        &mut self,
+        t: super::harbor_task::HarborTaskRecord,
+        key: &Digest,
+    ) -> Result<(), NodeError> {
+        // A Deep-SWE-shaped task is an assay task, released as one.
+        if t.certified && t.swe.is_none() {
+            self.publish_input.harbor_tasks.push(key.to_hex());
+        }
+        let id = format!("{}/{}", t.dataset, t.folder);
+        self.publish_input.harbor_screens.push(HarborScreen {
+            id: id.clone(),
+            certified: t.certified,
+            because: t.uncertified_because.clone(),
+            readings: t
+                .readings
+                .iter()
+                .map(|(control, rs)| (control.clone(), rs.iter().map(|r| r.reward).collect()))
+                .collect(),
+        });
+        let h = self.funnel.harbor.get_or_insert_with(Default::default);
+        h.tasks += 1;
+        if t.certified {
+            h.certified += 1;
+            h.certified_tasks.push(id);
+        } else {
+            h.uncertified += 1;
+            h.uncertified_tasks
+                .insert(id, t.uncertified_because.clone());
+        }
+        // Tasks, not readings: a task two readings failed counts once.
+        let words: std::collections::BTreeSet<&str> = t
+            .uncertified_because
+            .iter()
+            .map(|why| why.split(':').next().unwrap_or(why))
+            .collect();
+        for word in words {
+            *h.uncertified_because.entry(word.to_owned()).or_default() += 1;
+        }
+        let line = serde_json::to_string(&HarborLine {
+            dataset: &t.dataset,
+            folder: &t.folder,
+            name: &t.name,
+            digest: key.to_hex(),
+            certified: t.certified,
+            uncertified_because: &t.uncertified_because,
+            environment: &t.environment,
+            readings: &t.readings,
+            swe: t.swe.as_ref(),
+            rebuild: t.rebuild.as_ref(),
+        })
+        .map_err(NodeError::internal)?;
+        self.harbor_lines
+            .push((t.dataset.clone(), t.folder.clone(), line));
+        Ok(())
+    }
+}
+
+/// The blobs the report shows, read once each: the sessions' patches and
+/// transcripts, and the app grades' failing screenshots.
+fn read_blobs(publish_input: &mut PublishInput, read: ReadBlob<'_>) -> Result<(), NodeError> {
+    for s in &publish_input.sessions {
+        if !s.patch.is_empty() && !publish_input.patches.contains_key(&s.patch) {
+            let patch = read(&s.patch).with_context(|| format!("session {}: patch", s.id))?;
+            publish_input.patches.insert(s.patch.clone(), patch);
+        }
+        if let Some(t) = &s.transcript
+            && !publish_input.transcripts.contains_key(t)
+        {
+            let bytes = read(t).with_context(|| format!("session {}: transcript", s.id))?;
+            publish_input.transcripts.insert(t.clone(), bytes);
+        }
+    }
+    for (g, _) in &publish_input.app_grades {
+        if let Some(shot) = g.failing_shot.as_ref().filter(|s| !s.png.is_empty())
+            && !publish_input.shots.contains_key(&shot.png)
+        {
+            let png =
+                read(&shot.png).with_context(|| format!("session {}: screenshot", g.session))?;
+            publish_input.shots.insert(shot.png.clone(), png);
+        }
+    }
+    Ok(())
 }
 
 /// The release node's key, from its params and its inputs' bytes: what the
@@ -725,5 +775,18 @@ impl ReleaseInputs {
 
     pub(crate) fn split(self) -> (Vec<String>, Vec<Input>) {
         self.nodes.into_iter().unzip()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Input;
+
+    /// The inputs' words are part of the release's params, so of its key:
+    /// a Deep-SWE folder's task keeps the word `swe_task`.
+    #[test]
+    fn a_deepswe_task_input_keeps_its_word() {
+        let words = serde_json::to_string(&[Input::DeepSweTask, Input::InstanceTask]).unwrap();
+        assert_eq!(words, r#"["swe_task","instance_task"]"#);
     }
 }

@@ -54,7 +54,7 @@ use crate::run::redact::RedactConfig;
 type Files = Vec<(String, u32, String)>;
 
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct SweTriageParams {
+pub(crate) struct DeepSweTriageParams {
     /// `<dataset>/<folder>`: the task's instance id.
     pub(crate) id: String,
     /// SWE-bench's `repo`: `[metadata] repository_url`, else the dataset.
@@ -63,11 +63,11 @@ pub(crate) struct SweTriageParams {
 }
 
 super::adapter::inputs! {
-    pub(crate) struct SweTriageInputs / SweTriageNames { task: HarborTaskRecord }
+    pub(crate) struct DeepSweTriageInputs / DeepSweTriageNames { task: HarborTaskRecord }
 }
 
-pub(crate) struct SweTriage {
-    pub(crate) params: SweTriageParams,
+pub(crate) struct DeepSweTriage {
+    pub(crate) params: DeepSweTriageParams,
     pub(crate) folder: PathBuf,
     /// assay's object store (`cache/git`), where the base is committed.
     pub(crate) store_dir: PathBuf,
@@ -75,20 +75,20 @@ pub(crate) struct SweTriage {
     pub(crate) executors: Arc<Executors>,
 }
 
-impl Kind for SweTriage {
-    const NAME: &'static str = NodeKind::SweTriage.as_str();
+impl Kind for DeepSweTriage {
+    const NAME: &'static str = NodeKind::DeepSweTriage.as_str();
     const VERSION: u32 = 1;
-    type Params = SweTriageParams;
-    type Inputs = SweTriageInputs;
+    type Params = DeepSweTriageParams;
+    type Inputs = DeepSweTriageInputs;
     type Record = TriageRecord;
 
-    fn params(&self) -> &SweTriageParams {
+    fn params(&self) -> &DeepSweTriageParams {
         &self.params
     }
 
     async fn run(
         self: Arc<Self>,
-        i: SweTriageInputs,
+        i: DeepSweTriageInputs,
         ctx: JobCtx,
     ) -> Result<Made<TriageRecord>, NodeError> {
         let p = &self.params;
@@ -260,22 +260,23 @@ impl<S: ImageOf> Kind for ImageEnv<S> {
 }
 
 super::adapter::inputs! {
-    pub(crate) struct SweEnvInputs / SweEnvNames { task: HarborTaskRecord }
+    pub(crate) struct HarborImageEnvInputs / HarborImageEnvNames { task: HarborTaskRecord }
 }
 
-/// `swe_env`: a screened Deep-SWE task's environment, from its image.
+/// `swe_env`: a screened Harbor task's environment, from its image: a
+/// Deep-SWE task's, and a reward-only task's for the agents' attempts.
 pub(crate) struct HarborTaskImage;
 
 /// The node kind `swe_env`.
-pub(crate) type SweEnv = ImageEnv<HarborTaskImage>;
+pub(crate) type HarborImageEnv = ImageEnv<HarborTaskImage>;
 
 impl ImageOf for HarborTaskImage {
-    const NAME: &'static str = NodeKind::SweEnv.as_str();
+    const NAME: &'static str = NodeKind::HarborImageEnv.as_str();
     const VERSION: u32 = 2;
     const SCRUB_HISTORY: bool = false;
-    type Inputs = SweEnvInputs;
+    type Inputs = HarborImageEnvInputs;
 
-    fn image(i: &SweEnvInputs) -> Result<String, (String, String)> {
+    fn image(i: &HarborImageEnvInputs) -> Result<String, (String, String)> {
         let task = &i.task.record;
         match (task.certified, task.environment.image.as_deref()) {
             (true, Some(image)) => Ok(image.to_owned()),

@@ -31,8 +31,7 @@ use crate::model::names;
 use crate::model::records::TaskRecord;
 use crate::nodes::release::ReleaseRecord;
 use crate::pipeline::Pipeline;
-use crate::plan::envs::{EnvSettings, Envs};
-use crate::plan::layout::{env_name, env_params};
+use crate::plan::envs::{EnvSettings, Envs, env_name, env_params};
 use crate::run::executor::ExecutorSetting;
 use crate::run::harbor::{BASE_TAR, BINARY, SPEC_FILE, SPEC_VERSION, Spec, WORKSPACE};
 use crate::run::redact::RedactConfig;
@@ -153,7 +152,7 @@ pub(crate) fn export(
         }
         let task = task_record(store, &line.digest)?;
         let id = swebench::instance_id(&task.instance_id, &task.track);
-        if task.env == names::swe_env(&task.instance_id) {
+        if task.env == names::harbor_image_env(&task.instance_id) {
             match swe_spec(pipeline, &task, &line.digest, &id) {
                 Ok((spec, image)) => {
                     let base = base_tar(&tree_store, &task.base_commit)?;

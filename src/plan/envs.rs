@@ -300,3 +300,8 @@ pub(crate) fn env_params(
 
 /// The key files' paths and bytes at a base commit.
 pub(crate) type KeyFiles = Vec<(String, Vec<u8>)>;
+
+/// The env node's name: its params' digest.
+pub(crate) fn env_name(params: &EnvParams) -> String {
+    crate::model::names::env(&blake3::hash(&assay_engine::encode_params(params)))
+}

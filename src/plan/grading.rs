@@ -6,6 +6,7 @@ use std::path::Path;
 
 use assay_engine::{NodeSpec, Store};
 
+use super::source::{Cx, HarborRef, Laid, image_confinement};
 use crate::model::names;
 use crate::model::records::TaskStatus;
 use crate::nodes::adapter::{self, NoNames, NodeKind};
@@ -45,6 +46,25 @@ pub(crate) struct GradeLayout<'a> {
     pub(crate) apps: &'a BTreeMap<String, super::apps::AppRef>,
     pub(crate) cache_dir: &'a Path,
     pub(crate) executors: &'a std::sync::Arc<crate::run::executor::Executors>,
+}
+
+impl<'a> GradeLayout<'a> {
+    /// The layout of the tasks `laid`, in `cx`.
+    pub(super) fn of(cx: &'a Cx<'a>, laid: &'a Laid<'a>) -> Self {
+        GradeLayout {
+            test_globs: &cx.pipeline.settings.triage.test_globs,
+            env_of: &laid.env_of,
+            redact: &cx.redact,
+            store_dir: &cx.store_dir,
+            task_nodes: &laid.task_nodes,
+            gold_trees: &laid.gold_trees,
+            harbor: &laid.harbor,
+            instance_tasks: &laid.instance_ids,
+            apps: &laid.apps,
+            cache_dir: cx.cache_dir,
+            executors: cx.executors,
+        }
+    }
 }
 
 /// What the grading layout leaves to the release besides its nodes.
@@ -124,139 +144,58 @@ pub(crate) fn grade_nodes(
             not_graded.push((s.id.clone(), why));
             continue;
         }
-        let mut track = s.track.clone().unwrap_or_else(|| "basic".into());
-        let mut task_id = previous_tasks
-            .get(&s.task)
-            .cloned()
-            .unwrap_or_else(|| s.task.clone());
-        // A SWE-bench instance id of a spec twin (`calc-1__spec`) names the
-        // task and its track; an explicit other track keeps the id as it is.
-        if let Some((task, twin)) = crate::run::swebench::split_instance_id(&task_id)
-            && s.track.as_deref().is_none_or(|t| t == twin)
-        {
-            (task_id, track) = (task.to_owned(), twin.to_owned());
-        }
-        // A SWE-bench prediction names an instance task by the instance's
-        // own id; more than one `[[instances]]` file holding it fails the
-        // session alone.
-        if !g.task_nodes.contains_key(&(task_id.clone(), track.clone())) {
-            match g.instance_tasks.get(&task_id).map(Vec::as_slice) {
-                Some([task]) => task_id = task.clone(),
-                Some(tasks @ [_, _, ..]) => {
-                    let why = format!(
-                        "`{task_id}` is the instance id of {} [[instances]] tasks: {}; name one of them as the task",
-                        tasks.len(),
-                        quoted(tasks.iter())
-                    );
-                    not_graded.push((s.id.clone(), format!("ambiguous instance id `{task_id}`")));
-                    out.push(failed_session_node(&s.id, why));
-                    continue;
-                }
-                _ => {}
-            }
-        }
-        // A Deep-SWE-shaped Harbor task is an assay task too, whichever
-        // name the session gives it: graded by assay, with the dataset's
-        // own verifier's reading beside.
-        let dataset_reading = g
-            .harbor
-            .get(&s.task)
-            .filter(|h| g.task_nodes.contains_key(&(h.id.clone(), track.clone())));
-        if let Some(h) = dataset_reading {
-            task_id = h.id.clone();
-        }
-        let key = (task_id.clone(), track.clone());
-        if !g.task_nodes.contains_key(&key)
-            && let Some(h) = g.harbor.get(&s.task)
-        {
-            let workspace = trial_workspace(pipeline, &s);
-            let session_node = session_node(s, h.id.clone(), track, &redactors, out);
-            release.push(session_node.clone(), Input::Session);
-            harbor_verifier_node(
-                pipeline,
-                g,
-                h,
-                (&session_node, workspace),
-                out,
-                (release, Input::Grade),
-            );
-            continue;
-        }
-        if !g.task_nodes.contains_key(&key)
-            && let Some(app) = g.apps.get(&s.task)
-        {
-            let id = s.id.clone();
-            let session_node = session_node(s, app.settings.name.clone(), track, &redactors, out);
-            release.push(session_node.clone(), Input::Session);
-            super::apps::session_nodes(app, &id, &session_node, g.store_dir, out, release);
-            continue;
-        }
-        let reading_of = dataset_reading.map(|h| (h, trial_workspace(pipeline, &s)));
-        let Some((task_node, env_node)) = g.task_nodes.get(&key) else {
-            // Suggested among the tasks a session can be graded on: those
-            // of the last release written, not every candidate (declined
-            // ones have a task id too).
-            let released = released.get_or_insert_with(|| released_tasks(store));
-            let near = crate::words::nearest(&s.task, released.iter().map(String::as_str), 3);
-            // A pipeline of `[[instances]]` reads predictions by instance
-            // id: one that names none fails alone, with the nearest ids.
-            if !g.instance_tasks.is_empty() {
-                let ids = g.instance_tasks.keys().map(String::as_str);
-                let near_ids = crate::words::nearest(&s.task, ids, 3);
-                let candidates = match near_ids.iter().chain(&near).count() {
-                    0 => "no instance id or task is near it".to_owned(),
-                    _ => format!("candidates: {}", quoted(near_ids.iter().chain(&near))),
-                };
-                let why = format!(
-                    "`{}` ({track} track) is neither a task of this pipeline nor the instance id of an [[instances]] row; {candidates}",
-                    s.task
-                );
-                not_graded.push((
-                    s.id.clone(),
-                    format!("unknown task `{}` ({track} track)", s.task),
-                ));
+        let (mut task_id, track) = match named_task(g, &previous_tasks, &s) {
+            Ok(named) => named,
+            Err((short, why)) => {
+                not_graded.push((s.id.clone(), short));
                 out.push(failed_session_node(&s.id, why));
                 continue;
             }
-            let hint = match near.as_slice() {
-                [] => String::new(),
-                some => format!(" (did you mean {}?)", quoted(some.iter())),
-            };
-            warnings.push(format!(
-                "warning: session {} ({}) names task `{}` ({track} track), which this pipeline does not release: not graded{hint}",
-                s.id,
-                file.display(),
-                s.task
-            ));
-            not_graded.push((
-                s.id.clone(),
-                format!("unknown task `{}` ({track} track)", s.task),
-            ));
-            continue;
         };
-        let id = s.id.clone();
-        let session_node = session_node(s, task_id.clone(), track, &redactors, out);
-        release.push(session_node.clone(), Input::Session);
-        if let Some((h, workspace)) = reading_of {
-            harbor_verifier_node(
-                pipeline,
-                g,
-                h,
-                (&session_node, workspace),
-                out,
-                (release, Input::DatasetReading),
-            );
+        // A Deep-SWE-shaped Harbor task is an assay task too, whichever
+        // name the session gives it: graded by assay, with the dataset's
+        // own verifier's reading beside.
+        let reading = g
+            .harbor
+            .get(&s.task)
+            .filter(|h| g.task_nodes.contains_key(&(h.id.clone(), track.clone())));
+        if let Some(h) = reading {
+            task_id = h.id.clone();
         }
-        graded_nodes(
-            pipeline,
-            g,
-            Graded {
-                id: &id,
-                task: &task_id,
-                session_node: &session_node,
+        let target = match g.task_nodes.get(&(task_id.clone(), track.clone())) {
+            Some((task_node, env_node)) => Target::Task {
+                id: &task_id,
                 task_node,
                 env_node,
+                reading,
             },
+            None => match (g.harbor.get(&s.task), g.apps.get(&s.task)) {
+                (Some(h), _) => Target::RewardOnly(h),
+                (None, Some(app)) => Target::App(app),
+                (None, None) => {
+                    let released = released.get_or_insert_with(|| released_tasks(store));
+                    let unknown = Unknown {
+                        session: &s.id,
+                        file: &file,
+                        task: &s.task,
+                        track: &track,
+                    };
+                    let (why, failed) = unknown.refused(g, released, warnings);
+                    not_graded.push((s.id.clone(), why));
+                    out.extend(failed);
+                    continue;
+                }
+            },
+        };
+        let workspace = trial_workspace(pipeline, &s);
+        let id = s.id.clone();
+        let session_node = session_node(s, target.task(), track, &redactors, out);
+        release.push(session_node.clone(), Input::Session);
+        grade_on(
+            pipeline,
+            g,
+            &target,
+            (&id, &session_node, workspace),
             out,
             release,
             &mut reviewable,
@@ -267,12 +206,179 @@ pub(crate) fn grade_nodes(
     Ok(Ungraded { not_graded, jobs })
 }
 
+/// The task (id, track) a session names: its id, or a task node's key
+/// of the last build, or a spec twin's SWE-bench instance id, or an
+/// `[[instances]]` row's own instance id. Err (why in short, in full): an
+/// instance id more than one `[[instances]]` file holds.
+fn named_task(
+    g: &GradeLayout<'_>,
+    previous_tasks: &BTreeMap<String, String>,
+    s: &Session<Vec<u8>, Option<String>>,
+) -> Result<(String, String), (String, String)> {
+    let mut track = s.track.clone().unwrap_or_else(|| "basic".into());
+    let mut task_id = previous_tasks
+        .get(&s.task)
+        .cloned()
+        .unwrap_or_else(|| s.task.clone());
+    // A SWE-bench instance id of a spec twin (`calc-1__spec`) names the
+    // task and its track; an explicit other track keeps the id as it is.
+    if let Some((task, twin)) = crate::run::swebench::split_instance_id(&task_id)
+        && s.track.as_deref().is_none_or(|t| t == twin)
+    {
+        (task_id, track) = (task.to_owned(), twin.to_owned());
+    }
+    // A SWE-bench prediction names an instance task by the instance's
+    // own id; more than one `[[instances]]` file holding it fails the
+    // session alone.
+    if !g.task_nodes.contains_key(&(task_id.clone(), track.clone())) {
+        match g.instance_tasks.get(&task_id).map(Vec::as_slice) {
+            Some([task]) => task_id = task.clone(),
+            Some(tasks @ [_, _, ..]) => {
+                let why = format!(
+                    "`{task_id}` is the instance id of {} [[instances]] tasks: {}; name one of them as the task",
+                    tasks.len(),
+                    quoted(tasks.iter())
+                );
+                return Err((format!("ambiguous instance id `{task_id}`"), why));
+            }
+            _ => {}
+        }
+    }
+    Ok((task_id, track))
+}
+
 /// `a`, `b`: each name in backquotes.
 fn quoted<S: std::fmt::Display>(names: impl Iterator<Item = S>) -> String {
     names
         .map(|n| format!("`{n}`"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// A session naming a task this pipeline does not have.
+struct Unknown<'s> {
+    session: &'s str,
+    file: &'s Path,
+    task: &'s str,
+    track: &'s str,
+}
+
+impl Unknown<'_> {
+    /// Why the session is not graded, and its failing node. A pipeline of
+    /// `[[instances]]` reads predictions by instance id: one that names
+    /// none fails alone, with the nearest ids. Otherwise it is left out
+    /// with a warning naming the nearest tasks of the last release (not
+    /// every candidate: declined ones have a task id too).
+    fn refused(
+        &self,
+        g: &GradeLayout<'_>,
+        released: &BTreeSet<String>,
+        warnings: &mut Vec<String>,
+    ) -> (String, Option<NodeSpec>) {
+        let (task, track) = (self.task, self.track);
+        let near = crate::words::nearest(task, released.iter().map(String::as_str), 3);
+        let why = format!("unknown task `{task}` ({track} track)");
+        if !g.instance_tasks.is_empty() {
+            let ids = g.instance_tasks.keys().map(String::as_str);
+            let near_ids = crate::words::nearest(task, ids, 3);
+            let candidates = match near_ids.iter().chain(&near).count() {
+                0 => "no instance id or task is near it".to_owned(),
+                _ => format!("candidates: {}", quoted(near_ids.iter().chain(&near))),
+            };
+            let detail = format!(
+                "`{task}` ({track} track) is neither a task of this pipeline nor the instance id of an [[instances]] row; {candidates}"
+            );
+            return (why, Some(failed_session_node(self.session, detail)));
+        }
+        let hint = match near.as_slice() {
+            [] => String::new(),
+            some => format!(" (did you mean {}?)", quoted(some.iter())),
+        };
+        warnings.push(format!(
+            "warning: session {} ({}) names task `{task}` ({track} track), which this pipeline does not release: not graded{hint}",
+            self.session,
+            self.file.display(),
+        ));
+        (why, None)
+    }
+}
+
+/// What a session file or an attempt is graded on.
+enum Target<'g> {
+    /// A task of assay's, graded by assay; a Deep-SWE-shaped task's own
+    /// verifier reads the session too, beside assay's verdict.
+    Task {
+        id: &'g str,
+        task_node: &'g str,
+        env_node: &'g str,
+        reading: Option<&'g HarborRef>,
+    },
+    /// A reward-only Harbor task, graded by its own verifier.
+    RewardOnly(&'g HarborRef),
+    /// An app task.
+    App(&'g super::apps::AppRef),
+}
+
+impl Target<'_> {
+    /// The task its session node names.
+    fn task(&self) -> String {
+        match self {
+            Target::Task { id, .. } => (*id).to_owned(),
+            Target::RewardOnly(h) => h.id.clone(),
+            Target::App(app) => app.settings.name.clone(),
+        }
+    }
+}
+
+/// The nodes that grade a session (a file's or an attempt's, its node
+/// `session_node`) on `target`, all fed to the release.
+fn grade_on(
+    pipeline: &Pipeline,
+    g: &GradeLayout<'_>,
+    target: &Target<'_>,
+    (id, session_node, workspace): (&str, &str, Option<std::path::PathBuf>),
+    out: &mut Vec<NodeSpec>,
+    release: &mut ReleaseInputs,
+    reviewable: &mut Vec<judge::Reviewable>,
+) {
+    match *target {
+        Target::Task {
+            id: task,
+            task_node,
+            env_node,
+            reading,
+        } => {
+            if let Some(h) = reading {
+                harbor_verifier_node(
+                    pipeline,
+                    g,
+                    h,
+                    (session_node, workspace),
+                    out,
+                    (release, Input::DatasetReading),
+                );
+            }
+            let graded = Graded {
+                id,
+                task,
+                session_node,
+                task_node,
+                env_node,
+            };
+            graded_nodes(pipeline, g, graded, out, release, reviewable);
+        }
+        Target::RewardOnly(h) => harbor_verifier_node(
+            pipeline,
+            g,
+            h,
+            (session_node, workspace),
+            out,
+            (release, Input::Grade),
+        ),
+        Target::App(app) => {
+            super::apps::session_nodes(app, id, session_node, g.store_dir, out, release);
+        }
+    }
 }
 
 /// The node of a session that cannot be graded: it fails alone, with why.
@@ -392,24 +498,9 @@ fn harbor_verifier_node(
     release.push(name, input);
 }
 
-/// A Harbor task of a `[[harbor_dataset]]` that a session may name (by
-/// `<dataset>/<folder>` or by its `[task] name`).
-#[derive(Clone, Debug)]
-pub(crate) struct HarborRef {
-    /// Its `harbor_task` node.
-    pub(crate) node: String,
-    /// `<dataset>/<folder>`.
-    pub(crate) id: String,
-    pub(crate) path: std::path::PathBuf,
-    pub(crate) files: Vec<(String, u32, String)>,
-    /// The network its `task.toml` declares (its graded runs have it).
-    pub(crate) network: crate::run::harbor::screen::NetworkMode,
-}
-
 /// Per `[[agent]]`: its tools' environment, then per task of its tracks
 /// and attempt an `attempt` node (a session assay makes), graded as a
-/// session file's would be: by assay on a task of its own, by the task's
-/// own verifier on a reward-only Harbor task.
+/// session file's would be (`grade_on`).
 fn attempt_nodes(
     pipeline: &Pipeline,
     g: &GradeLayout<'_>,
@@ -422,119 +513,24 @@ fn attempt_nodes(
         // Nothing for an agent to attempt: no tools to build.
         return;
     }
-    let mut harbor_envs = std::collections::BTreeSet::new();
+    let mut image_envs = BTreeSet::new();
     for agent in &pipeline.settings.agents {
         let tools = names::agent_env(&agent.label);
-        out.push(adapter::spec(
-            tools.clone(),
-            crate::nodes::env::Env::new(
-                crate::nodes::env::EnvParams {
-                    setup: agent.setup.clone(),
-                    key_files: Vec::new(),
-                    confine: crate::run::executor::Confinement::default(),
-                    redact: g.redact.clone(),
-                    export: false,
-                    at: Some(crate::run::attempt::AGENT_AT.to_owned()),
-                    warm: Vec::new(),
-                },
-                Vec::new(),
-                std::time::Duration::from_secs(3600),
-                g.cache_dir.to_owned(),
-                g.executors.clone(),
-            ),
-            NoNames {},
-        ));
+        out.push(tools_node(g, agent, &tools));
         let mut laid: u32 = 0;
-        for ((instance_id, track), (task_node, env_node)) in g.task_nodes {
-            if !agent.tracks.contains(track) {
-                continue;
+        for mut a in attempted(g, agent, &reward_only) {
+            if let Some(env) = a.image_env.take()
+                && image_envs.insert(a.env_node.clone())
+            {
+                out.push(env);
             }
-            let Some(env) = g.env_of.get(env_node) else {
-                continue;
-            };
             for index in 0..agent.attempts {
                 // The agent's attempts take its lanes in turn.
                 laid += 1;
-                let id = crate::run::attempt::session_id(&agent.label, instance_id, track, index);
+                let id = crate::run::attempt::session_id(&agent.label, a.id, a.track, index);
                 let node_name = names::attempt(&id);
-                out.push(adapter::spec(
-                    node_name.clone(),
-                    attempt::Attempt {
-                        params: attempt::AttemptParams::of(agent, index, &env.confine, g.redact),
-                        store_dir: g.store_dir.to_owned(),
-                        lane: format!("agent-lane:{}:{}", agent.label, laid % agent.lanes),
-                        retries: agent.retries,
-                        id: id.clone(),
-                        track: track.clone(),
-                        executors: g.executors.clone(),
-                    },
-                    attempt::AttemptNames {
-                        task: task_node.clone(),
-                        env: env_node.clone(),
-                        tools: tools.clone(),
-                    },
-                ));
-                release.push(node_name.clone(), Input::Session);
-                // A Deep-SWE-shaped task's own verifier reads the attempt's
-                // patch too, beside assay's grade.
-                if let Some(h) = g.harbor.get(instance_id) {
-                    harbor_verifier_node(
-                        pipeline,
-                        g,
-                        h,
-                        (&node_name, None),
-                        out,
-                        (release, Input::DatasetReading),
-                    );
-                }
-                graded_nodes(
-                    pipeline,
-                    g,
-                    Graded {
-                        id: &id,
-                        task: instance_id,
-                        session_node: &node_name,
-                        task_node,
-                        env_node,
-                    },
-                    out,
-                    release,
-                    reviewable,
-                );
-            }
-        }
-        // A reward-only Harbor task has one statement, its
-        // `instruction.md`: it is on the basic track.
-        if !agent.tracks.iter().any(|t| t == HARBOR_TRACK) {
-            continue;
-        }
-        for h in &reward_only {
-            let env_node = names::swe_env(&h.id);
-            let confine = image_confinement(&h.node);
-            if harbor_envs.insert(env_node.clone()) {
-                out.push(adapter::spec(
-                    env_node.clone(),
-                    crate::nodes::swe_task::SweEnv::new(
-                        crate::nodes::swe_task::ImageEnvParams {
-                            confine: confine.clone(),
-                            redact: g.redact.clone(),
-                        },
-                        g.cache_dir.to_owned(),
-                        g.executors.clone(),
-                    ),
-                    crate::nodes::swe_task::SweEnvNames {
-                        task: h.node.clone(),
-                    },
-                ));
-            }
-            let instruction =
-                std::fs::read_to_string(h.path.join("instruction.md")).unwrap_or_default();
-            for index in 0..agent.attempts {
-                laid += 1;
-                let id = crate::run::attempt::session_id(&agent.label, &h.id, HARBOR_TRACK, index);
-                let node_name = names::attempt(&id);
-                let mut params = attempt::AttemptParams::of(agent, index, &confine, g.redact);
-                params.instruction = Some(instruction.clone());
+                let mut params = attempt::AttemptParams::of(agent, index, &a.confine, g.redact);
+                params.instruction.clone_from(&a.instruction);
                 out.push(adapter::spec(
                     node_name.clone(),
                     attempt::Attempt {
@@ -542,28 +538,135 @@ fn attempt_nodes(
                         store_dir: g.store_dir.to_owned(),
                         lane: format!("agent-lane:{}:{}", agent.label, laid % agent.lanes),
                         retries: agent.retries,
-                        id,
-                        track: HARBOR_TRACK.to_owned(),
+                        id: id.clone(),
+                        track: a.track.to_owned(),
                         executors: g.executors.clone(),
                     },
                     attempt::AttemptNames {
-                        task: h.node.clone(),
-                        env: env_node.clone(),
+                        task: a.task_node.to_owned(),
+                        env: a.env_node.clone(),
                         tools: tools.clone(),
                     },
                 ));
                 release.push(node_name.clone(), Input::Session);
-                harbor_verifier_node(
-                    pipeline,
-                    g,
-                    h,
-                    (&node_name, None),
-                    out,
-                    (release, Input::Grade),
-                );
+                let session = (id.as_str(), node_name.as_str(), None);
+                grade_on(pipeline, g, &a.target, session, out, release, reviewable);
             }
         }
     }
+}
+
+/// An agent's tools: their own environment, built from its `setup`.
+fn tools_node(
+    g: &GradeLayout<'_>,
+    agent: &crate::pipeline::AgentSettings,
+    tools: &str,
+) -> NodeSpec {
+    adapter::spec(
+        tools.to_owned(),
+        crate::nodes::env::Env::new(
+            crate::nodes::env::EnvParams {
+                setup: agent.setup.clone(),
+                key_files: Vec::new(),
+                confine: crate::run::executor::Confinement::default(),
+                redact: g.redact.clone(),
+                export: false,
+                at: Some(crate::run::attempt::AGENT_AT.to_owned()),
+                warm: Vec::new(),
+            },
+            Vec::new(),
+            std::time::Duration::from_secs(3600),
+            g.cache_dir.to_owned(),
+            g.executors.clone(),
+        ),
+        NoNames {},
+    )
+}
+
+/// A task an agent attempts: where its attempts hang, what they run in,
+/// and what grades them.
+struct Attempted<'g> {
+    id: &'g str,
+    track: &'g str,
+    task_node: &'g str,
+    env_node: String,
+    /// The environment node made from a reward-only task's image (laid
+    /// out once for every agent).
+    image_env: Option<NodeSpec>,
+    confine: crate::run::executor::Confinement,
+    /// A reward-only task's one statement, its `instruction.md`.
+    instruction: Option<String>,
+    target: Target<'g>,
+}
+
+/// The tasks `agent` attempts: assay's tasks on its tracks, then, on the
+/// basic track, the reward-only Harbor tasks.
+fn attempted<'g>(
+    g: &GradeLayout<'g>,
+    agent: &crate::pipeline::AgentSettings,
+    reward_only: &[&'g HarborRef],
+) -> Vec<Attempted<'g>> {
+    let mut out = Vec::new();
+    for ((id, track), (task_node, env_node)) in g.task_nodes {
+        let Some(env) = g
+            .env_of
+            .get(env_node)
+            .filter(|_| agent.tracks.contains(track))
+        else {
+            continue;
+        };
+        out.push(Attempted {
+            id,
+            track,
+            task_node,
+            env_node: env_node.clone(),
+            image_env: None,
+            confine: env.confine.clone(),
+            instruction: None,
+            target: Target::Task {
+                id,
+                task_node,
+                env_node,
+                // A Deep-SWE-shaped task's own verifier reads the attempt's
+                // patch too, beside assay's grade.
+                reading: g.harbor.get(id),
+            },
+        });
+    }
+    if !agent.tracks.iter().any(|t| t == HARBOR_TRACK) {
+        return out;
+    }
+    for &h in reward_only {
+        let env_node = names::harbor_image_env(&h.id);
+        let confine = image_confinement(&h.node);
+        let image_env = adapter::spec(
+            env_node.clone(),
+            crate::nodes::swe_task::HarborImageEnv::new(
+                crate::nodes::swe_task::ImageEnvParams {
+                    confine: confine.clone(),
+                    redact: g.redact.clone(),
+                },
+                g.cache_dir.to_owned(),
+                g.executors.clone(),
+            ),
+            crate::nodes::swe_task::HarborImageEnvNames {
+                task: h.node.clone(),
+            },
+        );
+        out.push(Attempted {
+            id: &h.id,
+            track: HARBOR_TRACK,
+            task_node: &h.node,
+            env_node,
+            image_env: Some(image_env),
+            confine,
+            instruction: Some(
+                std::fs::read_to_string(h.path.join("instruction.md")).unwrap_or_default(),
+            ),
+            target: Target::RewardOnly(h),
+        });
+    }
+    out
 }
 
 /// The track of a reward-only Harbor task: its one statement.
@@ -582,21 +685,6 @@ fn reward_only<'g>(g: &GradeLayout<'g>) -> Vec<&'g HarborRef> {
         })
         .map(|(_, h)| h)
         .collect()
-}
-
-/// The docker executor's confinement of a Harbor task's own image (the
-/// `swe_env` made from it): the image is its `harbor_task` node's output,
-/// named here by that node and put in place when the environment is made.
-pub(crate) fn image_confinement(harbor_node: &str) -> crate::run::executor::Confinement {
-    crate::run::executor::Confinement {
-        executor: crate::run::executor::ExecutorSetting::Docker(
-            crate::run::executor::docker::Settings {
-                base_image: harbor_node.to_owned(),
-                cpu_millis: None,
-            },
-        ),
-        ..Default::default()
-    }
 }
 
 /// Where a session's grading nodes hang: its node and its task's.

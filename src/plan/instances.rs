@@ -7,13 +7,12 @@
 //! and nothing hangs on it.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
-use std::sync::Arc;
 
 use assay_engine::NodeSpec;
 
 use super::envs::EnvSettings;
-use super::screening::{ImageTask, SweLaid};
+use super::screening::ImageTask;
+use super::source::{Cx, Laid, TaskSource, image_confinement};
 use crate::model::instances::{self, Family, Instance, Place};
 use crate::model::names;
 use crate::nodes::adapter::{self, NoNames};
@@ -25,8 +24,6 @@ use crate::nodes::release;
 use crate::nodes::swe_task::ImageEnvParams;
 use crate::pipeline::{InstancesSettings, Pipeline};
 use crate::run::error::StageError;
-use crate::run::executor::Executors;
-use crate::run::redact::RedactConfig;
 
 /// SWE-bench's own timeout of an instance's tests (`run_evaluation`'s
 /// default, 1,800 s).
@@ -55,7 +52,7 @@ impl InstanceTask {
             format: self.format,
             timeout: TIMEOUT_S,
             log_cap: 64 << 20,
-            confine: super::grading::image_confinement(&names::instance(&self.id)),
+            confine: image_confinement(&names::instance(&self.id)),
             touched_command: None,
             export: false,
             rebuild: &self.rebuild,
@@ -149,7 +146,7 @@ fn laid_row(
 /// Each instance id that reads, with the tasks of the rows holding it
 /// (more than one: in more than one file), for predictions that name an
 /// instance by its own id.
-pub(super) fn by_instance_id(rows: &[InstanceTask]) -> BTreeMap<String, Vec<String>> {
+fn by_instance_id(rows: &[InstanceTask]) -> BTreeMap<String, Vec<String>> {
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for t in rows {
         if let Ok(r) = &t.row {
@@ -162,7 +159,7 @@ pub(super) fn by_instance_id(rows: &[InstanceTask]) -> BTreeMap<String, Vec<Stri
 }
 
 /// The rows, for the funnel: none without `[[instances]]` rows.
-pub(super) fn funnel_rows(rows: &[InstanceTask]) -> Option<release::InstanceRows> {
+fn funnel_rows(rows: &[InstanceTask]) -> Option<release::InstanceRows> {
     (!rows.is_empty()).then(|| release::InstanceRows {
         rows: rows.len(),
         unreadable: rows
@@ -185,97 +182,101 @@ fn test_command(command: &str) -> String {
     format!("bash -c {}", crate::model::shell::quote(&script))
 }
 
+/// The `[[instances]]` rows, each with its environment's settings.
+pub(super) struct Instances<'e> {
+    pub(super) rows: &'e [InstanceTask],
+    pub(super) envs: &'e [EnvSettings<'e>],
+}
+
 /// Per instance, its nodes (module doc); the rows that do not read, their
 /// failing `instance` node alone.
-pub(super) fn instance_nodes<'e>(
-    pipeline: &Pipeline,
-    executors: &Arc<Executors>,
-    (rows, envs): (&[InstanceTask], &'e [EnvSettings<'e>]),
-    (store_dir, redact): (&Path, &RedactConfig),
-    out: &mut Vec<NodeSpec>,
-    release_inputs: &mut release::ReleaseInputs,
-    laid: &mut SweLaid<'e>,
-) {
-    let settings = &pipeline.settings;
-    for (t, env) in rows.iter().zip(envs) {
-        let instance = names::instance(&t.id);
-        let names_tried = match &t.row {
-            Ok(r) => t.family.image_names(r),
-            Err(_) => Vec::new(),
-        };
-        out.push(adapter::spec(
-            instance.clone(),
-            InstanceNode {
-                params: InstanceParams {
-                    dataset: t.dataset.clone(),
-                    family: t.family,
-                    row: t.row.clone(),
-                    names: names_tried,
+impl<'e> TaskSource<'e> for Instances<'e> {
+    fn lay_out(
+        &self,
+        cx: &Cx<'_>,
+        out: &mut Vec<NodeSpec>,
+        laid: &mut Laid<'e>,
+        _warnings: &mut Vec<String>,
+    ) -> Result<(), StageError> {
+        let (settings, executors) = (&cx.pipeline.settings, cx.executors);
+        let (store_dir, redact) = (cx.store_dir.as_path(), &cx.redact);
+        laid.instance_ids = by_instance_id(self.rows);
+        laid.instance_rows = funnel_rows(self.rows);
+        for (t, env) in self.rows.iter().zip(self.envs) {
+            let instance = names::instance(&t.id);
+            let names_tried = match &t.row {
+                Ok(r) => t.family.image_names(r),
+                Err(_) => Vec::new(),
+            };
+            out.push(adapter::spec(
+                instance.clone(),
+                InstanceNode {
+                    params: InstanceParams {
+                        dataset: t.dataset.clone(),
+                        family: t.family,
+                        row: t.row.clone(),
+                        names: names_tried,
+                    },
+                    executors: executors.clone(),
                 },
-                executors: executors.clone(),
-            },
-            NoNames {},
-        ));
-        let Ok(row) = &t.row else { continue };
-        let triage = names::instance_triage(&t.id);
-        out.push(adapter::spec(
-            triage.clone(),
-            InstanceTriage {
-                params: InstanceTriageParams {
-                    id: t.id.clone(),
-                    row: row.clone(),
-                    family: t.family,
-                    no_test_command: t.no_test_command.clone(),
+                NoNames {},
+            ));
+            let Ok(row) = &t.row else { continue };
+            let triage = names::instance_triage(&t.id);
+            out.push(adapter::spec(
+                triage.clone(),
+                InstanceTriage {
+                    params: InstanceTriageParams {
+                        id: t.id.clone(),
+                        row: row.clone(),
+                        family: t.family,
+                        no_test_command: t.no_test_command.clone(),
+                    },
+                    store_dir: store_dir.to_owned(),
+                    executors: executors.clone(),
                 },
-                store_dir: store_dir.to_owned(),
-                executors: executors.clone(),
-            },
-            InstanceTriageNames {
-                instance: instance.clone(),
-            },
-        ));
-        let env_name = names::instance_env(&t.id);
-        out.push(adapter::spec(
-            env_name.clone(),
-            InstanceEnv::new(
-                ImageEnvParams {
-                    confine: env.confine.clone(),
-                    redact: redact.clone(),
+                InstanceTriageNames {
+                    instance: instance.clone(),
                 },
-                store_dir.parent().unwrap_or(store_dir).to_owned(),
-                executors.clone(),
-            ),
-            InstanceEnvNames {
-                instance: instance.clone(),
-            },
-        ));
-        ImageTask {
-            id: &t.id,
-            triage: &triage,
-            env_name: &env_name,
-            env,
-            statement: Some(row.problem_statement.clone()),
-            repo: &row.repo,
-            version: &row.version,
-            release: release::Input::InstanceTask,
+            ));
+            let env_name = names::instance_env(&t.id);
+            out.push(adapter::spec(
+                env_name.clone(),
+                InstanceEnv::new(
+                    ImageEnvParams {
+                        confine: env.confine.clone(),
+                        redact: redact.clone(),
+                    },
+                    store_dir.parent().unwrap_or(store_dir).to_owned(),
+                    executors.clone(),
+                ),
+                InstanceEnvNames {
+                    instance: instance.clone(),
+                },
+            ));
+            ImageTask {
+                id: &t.id,
+                triage: &triage,
+                env_name: &env_name,
+                env,
+                statement: Some(row.problem_statement.clone()),
+                repo: &row.repo,
+                version: &row.version,
+                release: release::Input::InstanceTask,
+            }
+            .lay_out(cx, out, laid);
+            // Each screening reading, for the dataset-health report's times.
+            for (state, reading) in crate::nodes::screen::readings(settings.repeats) {
+                laid.release.push(
+                    names::screen_run(&t.id, state, reading),
+                    release::Input::InstanceReading {
+                        task: t.id.clone(),
+                        state: state.as_str().to_owned(),
+                        reading,
+                    },
+                );
+            }
         }
-        .lay_out(
-            (settings, executors),
-            (store_dir, redact),
-            out,
-            release_inputs,
-            laid,
-        );
-        // Each screening reading, for the dataset-health report's times.
-        for (state, reading) in crate::nodes::screen::readings(settings.repeats) {
-            release_inputs.push(
-                names::screen_run(&t.id, state, reading),
-                release::Input::InstanceReading {
-                    task: t.id.clone(),
-                    state: state.as_str().to_owned(),
-                    reading,
-                },
-            );
-        }
+        Ok(())
     }
 }

@@ -1,15 +1,14 @@
 //! A candidate's screening nodes — its three trees, `repeats` runs of each,
 //! the screen and the canaries' certification — laid out the same way for
-//! a mined candidate, a Deep-SWE-shaped folder and an instance; and what
-//! the task layouts hand the grading layout.
+//! a mined candidate, a Deep-SWE-shaped folder and an instance.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use assay_engine::NodeSpec;
 
 use super::envs::EnvSettings;
+use super::source::{Cx, Laid};
 use crate::model::names;
 use crate::model::rules::screening::Scope;
 use crate::model::rules::timeout::TimeoutRule;
@@ -106,15 +105,6 @@ pub(super) fn screening_nodes(out: &mut Vec<NodeSpec>, s: &Screening<'_>) -> Str
     screen_name
 }
 
-/// What the task layout hands the grading layout: each environment node's
-/// settings, the tasks, and their gold trees.
-#[derive(Default)]
-pub(super) struct SweLaid<'e> {
-    pub(super) env_of: BTreeMap<String, &'e EnvSettings<'e>>,
-    pub(super) task_nodes: BTreeMap<(String, String), (String, String)>,
-    pub(super) gold_trees: BTreeMap<String, String>,
-}
-
 /// The one basic-track task of a Deep-SWE-shaped folder or an instance,
 /// screened in its own image's environment.
 pub(super) struct ImageTask<'a, 'e> {
@@ -131,14 +121,8 @@ pub(super) struct ImageTask<'a, 'e> {
 impl<'e> ImageTask<'_, 'e> {
     /// Lays out its screening nodes and its `task` node, and hands it to
     /// the grading layout and the release.
-    pub(super) fn lay_out(
-        self,
-        (settings, executors): (&crate::pipeline::Settings, &Arc<Executors>),
-        (store_dir, redact): (&Path, &RedactConfig),
-        out: &mut Vec<NodeSpec>,
-        release_inputs: &mut release::ReleaseInputs,
-        laid: &mut SweLaid<'e>,
-    ) {
+    pub(super) fn lay_out(self, cx: &Cx<'_>, out: &mut Vec<NodeSpec>, laid: &mut Laid<'e>) {
+        let settings = &cx.pipeline.settings;
         let env = self.env;
         let screen = screening_nodes(
             out,
@@ -147,12 +131,12 @@ impl<'e> ImageTask<'_, 'e> {
                 triage: self.triage,
                 env,
                 env_name: self.env_name,
-                store_dir,
+                store_dir: &cx.store_dir,
                 repeats: settings.repeats,
                 scope: settings.scope,
-                redact,
+                redact: &cx.redact,
                 watch: &settings.triage.test_globs,
-                executors,
+                executors: cx.executors,
             },
         );
         let grade = &settings.grade;
@@ -195,6 +179,6 @@ impl<'e> ImageTask<'_, 'e> {
             (task_name.clone(), self.env_name.to_owned()),
         );
         laid.env_of.insert(self.env_name.to_owned(), env);
-        release_inputs.push(task_name, self.release);
+        laid.release.push(task_name, self.release);
     }
 }

@@ -25,6 +25,7 @@
 //! plus its line in [`ExecutorSetting`] and the two matches below it
 //! ([`ExecutorSetting::parse`], [`Confinement::executor`]).
 
+pub(crate) mod agent;
 pub(crate) mod daemon;
 pub(crate) mod docker;
 pub(crate) mod local;

@@ -330,7 +330,7 @@ async fn attempt(
     scratch: &Path,
     dir: &Path,
 ) -> Result<WorkerOutcome, String> {
-    use crate::run::attempt::{self as a, relay::Relay, workspace};
+    use crate::run::attempt::{relay::Relay, workspace};
     let (tree, input, out) = (
         scratch.join("tree"),
         scratch.join("in"),
@@ -342,48 +342,25 @@ async fn attempt(
         EnvSource::Packed(p) => pack::node_env(node, &p.path, &p.digest()?)?,
         EnvSource::Shared(path) => path.clone(),
     };
-    let bind = |host: PathBuf, at: &str, writable| assay_exec::Bind {
-        host,
-        at: at.into(),
-        writable,
+    let relay = agent.route.clone().map(Relay::start).transpose()?;
+    let mounts = super::super::agent::Mounts {
+        input,
+        out: out.clone(),
+        tools,
+        socket: relay.as_ref().map(Relay::socket),
     };
-    let mut binds = vec![
-        bind(input, a::IN, false),
-        bind(out.clone(), a::OUT, true),
-        bind(tools, a::AGENT_AT, false),
-    ];
-    let relay = match &agent.route {
-        None => None,
-        Some(route) => {
-            let relay = Relay::start(route.clone())?;
-            let exe = std::env::current_exe().map_err(|e| format!("assay's own path: {e}"))?;
-            binds.push(bind(exe, a::BIN, false));
-            binds.push(bind(relay.socket(), a::SOCKET, true));
-            Some(relay)
-        }
-    };
-    let launch = Launch {
-        command: job.command.clone(),
-        tree: Some(&tree),
+    let launch = super::super::agent::launch(
+        job.command.clone(),
+        &tree,
         env,
-        setup: false,
-        env_at: None,
-        scratch: &tree,
-        log_path: scratch.join("log"),
-        log_cap: job.log_cap,
-        timeout: Duration::from_millis(job.timeout_ms),
-        stall_grace: None,
-        attempt: None,
-        protect: Vec::new(),
-        report_file: None,
-        watch: Vec::new(),
-        warm: &[],
-        agent: Some(super::super::Agent {
+        (scratch.join("log"), job.log_cap),
+        Duration::from_millis(job.timeout_ms),
+        super::super::Agent {
             path_first: agent.path_first.clone(),
             env: agent.env.clone(),
-            binds,
-        }),
-    };
+            binds: mounts.binds()?,
+        },
+    );
     let ran = super::super::local::attempt(conf, &super::super::local::Probe::default(), launch)
         .await
         .map_err(|e| e.to_string())?;

@@ -8,7 +8,7 @@
 /// Serialized as a plain string by default (the bytes a `String` field had).
 /// `words! { unit_variant; … }` serializes as serde's unit variant instead
 /// (JSON: the same word; bincode node params: the variant index), for an
-/// enum that was `#[derive(Serialize)]`d before and sits in node params.
+/// enum in node params whose key bytes are serde's derived encoding.
 macro_rules! words {
     (unit_variant; $($enum:tt)*) => {
         $crate::words::words!(@enum $($enum)*);

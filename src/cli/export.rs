@@ -1,7 +1,7 @@
 //! `assay export --to DIR`: the closure of the last release as a bundle that
 //! `assay verify --bundle DIR` checks anywhere (see `audit::bundle`,
 //! docs/audit.md). `assay export --harbor DIR`: its certified tasks as
-//! Harbor task folders (`stages::harbor`, docs/harbor.md).
+//! Harbor task folders (`run::harbor`, docs/harbor.md).
 
 use std::path::PathBuf;
 

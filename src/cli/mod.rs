@@ -5,6 +5,7 @@ mod build;
 mod completions;
 mod docs;
 mod explain;
+mod explain_number;
 mod export;
 mod failures;
 mod forward;

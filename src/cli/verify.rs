@@ -2,7 +2,7 @@
 //! blob from its bytes) and check a release against it (see `audit`): say
 //! which node, file or number disagrees.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 
@@ -87,43 +87,7 @@ pub(crate) fn run(global: &Global, mut args: VerifyArgs) -> Result<i32, Failure>
 
     // assay's own object store: every loose object must hash to its name (a
     // planted object would change what later staged trees contain).
-    let git_dir = store.dir().join("git");
-    if git_dir.join("objects").is_dir() {
-        let out = std::process::Command::new("git")
-            .args(["fsck", "--no-full", "--no-dangling", "--no-progress"])
-            .current_dir(&git_dir)
-            .env("GIT_DIR", &git_dir)
-            .output();
-        match out {
-            Ok(o) => {
-                let text = String::from_utf8_lossy(&o.stderr).into_owned()
-                    + &String::from_utf8_lossy(&o.stdout);
-                let errors: Vec<&str> = text
-                    .lines()
-                    .filter(|l| {
-                        l.starts_with("error")
-                            || l.starts_with("missing")
-                            || l.starts_with("broken")
-                    })
-                    .collect();
-                if !o.status.success() || !errors.is_empty() {
-                    mismatch = true;
-                    for e in &errors {
-                        eprintln!("MISMATCH object store: {e}");
-                    }
-                    if errors.is_empty() {
-                        eprintln!("MISMATCH object store: git fsck failed: {}", text.trim());
-                    }
-                } else if !args.json {
-                    println!("object store ok: {}", git_dir.display());
-                }
-            }
-            Err(e) => {
-                mismatch = true;
-                eprintln!("MISMATCH object store: cannot run git fsck: {e}");
-            }
-        }
-    }
+    mismatch |= !object_store_ok(&store.dir().join("git"), args.json);
     ph.mark("fsck");
     // Environment directories against the digests recorded at setup.
     match crate::ops::damaged_environments(&store) {
@@ -201,6 +165,49 @@ pub(crate) fn run(global: &Global, mut args: VerifyArgs) -> Result<i32, Failure>
     } else {
         exit::OK
     })
+}
+
+/// Whether every loose object of the object store at `git_dir` hashes to
+/// its name (`git fsck`); what does not is printed.
+fn object_store_ok(git_dir: &Path, json: bool) -> bool {
+    let mut ok = true;
+    if git_dir.join("objects").is_dir() {
+        let out = std::process::Command::new("git")
+            .args(["fsck", "--no-full", "--no-dangling", "--no-progress"])
+            .current_dir(git_dir)
+            .env("GIT_DIR", git_dir)
+            .output();
+        match out {
+            Ok(o) => {
+                let text = String::from_utf8_lossy(&o.stderr).into_owned()
+                    + &String::from_utf8_lossy(&o.stdout);
+                let errors: Vec<&str> = text
+                    .lines()
+                    .filter(|l| {
+                        l.starts_with("error")
+                            || l.starts_with("missing")
+                            || l.starts_with("broken")
+                    })
+                    .collect();
+                if !o.status.success() || !errors.is_empty() {
+                    ok = false;
+                    for e in &errors {
+                        eprintln!("MISMATCH object store: {e}");
+                    }
+                    if errors.is_empty() {
+                        eprintln!("MISMATCH object store: git fsck failed: {}", text.trim());
+                    }
+                } else if !json {
+                    println!("object store ok: {}", git_dir.display());
+                }
+            }
+            Err(e) => {
+                ok = false;
+                eprintln!("MISMATCH object store: cannot run git fsck: {e}");
+            }
+        }
+    }
+    ok
 }
 
 /// `--reexecute KINDS`: returns whether anything differed.

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 crate::words::words! {
     unit_variant;
     /// Which of a session's paths the grader leaves out (`[grade] exclusion`).
-    /// In node params as the derived enum it was (its variant index).
+    /// In node params as serde's unit variant (its variant index).
     #[derive(Default)]
     pub(crate) enum Policy {
         /// Every test file the session touches, new or existing, and test

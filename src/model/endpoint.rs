@@ -14,7 +14,7 @@ pub(crate) struct Endpoint {
     pub(crate) key: Option<String>,
     pub(crate) header: KeyHeader,
     /// Other secret values (`[redact] env`) taken out of every answer, as
-    /// the key is (`stages::attempt::egress::scrub`).
+    /// the key is (`run::attempt::egress::scrub`).
     pub(crate) secrets: Vec<String>,
 }
 

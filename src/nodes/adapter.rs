@@ -4,7 +4,7 @@
 //! encoding the record, prefixing errors with the kind — and into a
 //! [`NodeSpec`] whose dependencies are given by the same names. So the order
 //! of a node's inputs is written once, in its kind's [`inputs!`] block, and
-//! the layout and the job can no longer disagree about it.
+//! the layout and the job cannot disagree about it.
 //!
 //! Adding a kind is one file (params, inputs, record, `impl Kind`), its
 //! word in [`NodeKind`], plus the line of the layout that lays out its nodes

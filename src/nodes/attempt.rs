@@ -56,6 +56,10 @@ use crate::run::executor::{Agent, EnvHandle, Launch, agent};
 use crate::run::redact::{RedactConfig, Redactor};
 use crate::sessions::RunFacts;
 
+mod reading;
+
+use reading::{infrastructure, label_models, transcript};
+
 pub(crate) const ATTEMPT_VERSION: u32 = 2;
 
 /// Bytes of the agent's own output kept as the attempt's log.
@@ -401,57 +405,12 @@ async fn once(
             .internal()??
     };
     std::fs::write(ws.input().join("prompt.md"), a::prompt(&task.statement)).infra()?;
-    let endpoint = match &p.base_url {
-        None => None,
-        Some(url) => {
-            let key = match p.key_env.as_deref() {
-                None => None,
-                Some(var) => match std::env::var(var) {
-                    Ok(k) if !k.is_empty() => Some(k),
-                    // Not the agent's doing, and not worth an attempt: the
-                    // endpoint would refuse every request.
-                    _ => {
-                        return Err(NodeError::new(
-                            ErrorKind::Config,
-                            format!(
-                                "`{var}` (key_env of agent `{}`) is not set in assay's environment: export the endpoint's key there (the agent never sees it)",
-                                p.label
-                            ),
-                        ));
-                    }
-                },
-            };
-            let mut endpoint =
-                Endpoint::parse(url, key, p.key_header.unwrap_or(KeyHeader::Authorization))
-                    .kind(ErrorKind::Config)?;
-            endpoint.secrets = p
-                .redact
-                .env
-                .iter()
-                .filter_map(|name| std::env::var(name).ok())
-                .filter(|v| v.len() >= 4)
-                .collect();
-            Some(endpoint)
-        }
-    };
+    let endpoint = endpoint(p)?;
     let inside_url = endpoint
         .as_ref()
         .map(|e| format!("http://127.0.0.1:{}{}", a::PORT, e.prefix))
         .unwrap_or_default();
-    let command = a::fill(
-        &p.command,
-        &[
-            ("prompt_file", format!("{}/prompt.md", a::IN)),
-            ("transcript", format!("{}/transcript", a::OUT)),
-            ("workspace", sandbox::TREE.to_owned()),
-            ("model_id", p.model_id.clone()),
-            ("base_url", inside_url.clone()),
-            ("turns", p.turns.to_string()),
-            ("time_limit", p.time_limit.to_string()),
-            ("cost_limit", p.cost_limit.to_string()),
-            ("agent_env", a::AGENT_AT.to_owned()),
-        ],
-    );
+    let command = agent_command(p, &inside_url);
     std::fs::write(ws.input().join("command.sh"), &command).infra()?;
     let log = Arc::new(Mutex::new(egress::Log::default()));
     let endpoint = endpoint.map(Arc::new);
@@ -490,25 +449,8 @@ async fn once(
         }),
         Some(_) => Some(proxy),
     };
-    let (ws, collected) = {
-        let (store, write_limit) = (node.store_dir.clone(), p.limits.write);
-        let refused = ran.workspace_refused.clone();
-        tokio::task::spawn_blocking(move || {
-            let collected = match refused {
-                // Refused where it ran: nothing of it came back.
-                Some(why) => Err(workspace::Uncollected::Refused(why)),
-                None => workspace::collect(&store, &ws, write_limit, workspace::READ_BACK_LIMIT),
-            };
-            (ws, collected)
-        })
-        .await
-        .internal()?
-    };
-    let (patch, collect_error, patch_refused) = match collected {
-        Ok(patch) => (patch, None, None),
-        Err(workspace::Uncollected::Refused(why)) => (Vec::new(), Some(why.clone()), Some(why)),
-        Err(workspace::Uncollected::Failed(why)) => (Vec::new(), Some(why), None),
-    };
+    let (ws, patch, collect_error, patch_refused) =
+        collect(node, ws, ran.workspace_refused.clone()).await?;
     let mut redact = p.redact.clone();
     redact.env.extend(p.key_env.clone());
     let redactor = Redactor::new(&redact);
@@ -592,124 +534,91 @@ async fn once(
     })
 }
 
-/// The facts with the model under test named by its label: a transcript
-/// names the real id (`gpt-4.1-mini`, `openai/gpt-4.1-mini`, a dated
-/// `gpt-4.1-mini-2025-04-14`), and everything graded, judged and priced
-/// names the label. Other models a transcript names (an agent's helper
-/// model) keep their ids.
-fn label_models(facts: &mut RunFacts, model_id: &str, label: &str) {
-    let bare = |m: &str| m.rsplit_once('/').map_or(m, |(_, tail)| tail).to_owned();
-    let id = bare(model_id);
-    let ours = |m: &str| !id.is_empty() && bare(m).starts_with(&id);
-    for (model, kinds) in std::mem::take(&mut facts.by_model) {
-        let key = if ours(&model) {
-            label.to_owned()
-        } else {
-            model
-        };
-        let mine = facts.by_model.entry(key).or_default();
-        for (kind, n) in kinds {
-            *mine.entry(kind).or_default() += n;
-        }
-    }
-    let mut models: Vec<String> = Vec::new();
-    for m in std::mem::take(&mut facts.models) {
-        let m = if ours(&m) { label.to_owned() } else { m };
-        if !models.contains(&m) {
-            models.push(m);
-        }
-    }
-    facts.models = models;
+/// The agent's command with its placeholders filled: where the prompt,
+/// transcript and workspace are inside the sandbox, the model, the proxy's
+/// URL and the limits.
+fn agent_command(p: &AttemptParams, inside_url: &str) -> String {
+    a::fill(
+        &p.command,
+        &[
+            ("prompt_file", format!("{}/prompt.md", a::IN)),
+            ("transcript", format!("{}/transcript", a::OUT)),
+            ("workspace", sandbox::TREE.to_owned()),
+            ("model_id", p.model_id.clone()),
+            ("base_url", inside_url.to_owned()),
+            ("turns", p.turns.to_string()),
+            ("time_limit", p.time_limit.to_string()),
+            ("cost_limit", p.cost_limit.to_string()),
+            ("agent_env", a::AGENT_AT.to_owned()),
+        ],
+    )
 }
 
-/// The transcript's facts, its stored digest, or why it is not usable.
-fn transcript(
-    format: TranscriptFormat,
-    ws: &Workspace,
-    redactor: &Redactor,
-    put: &mut impl FnMut(&[u8]) -> Result<String, NodeError>,
-) -> Result<(RunFacts, Option<String>, Option<String>), NodeError> {
-    if format == TranscriptFormat::None {
-        return Ok((RunFacts::default(), None, None));
-    }
-    let path = ws.output().join("transcript");
-    let meta = match std::fs::symlink_metadata(&path) {
-        Ok(m) if m.is_file() => m,
-        Ok(_) => {
-            return Ok((
-                RunFacts::default(),
-                None,
-                Some("the transcript is not a regular file".into()),
-            ));
+/// The endpoint the attempt's proxy forwards to, with its key from
+/// assay's environment and the secrets to redact; none without a
+/// `base_url`. A key variable that is not set is a config error.
+fn endpoint(p: &AttemptParams) -> Result<Option<Endpoint>, NodeError> {
+    Ok(match &p.base_url {
+        None => None,
+        Some(url) => {
+            let key = match p.key_env.as_deref() {
+                None => None,
+                Some(var) => match std::env::var(var) {
+                    Ok(k) if !k.is_empty() => Some(k),
+                    // Not the agent's doing, and not worth an attempt: the
+                    // endpoint would refuse every request.
+                    _ => {
+                        return Err(NodeError::new(
+                            ErrorKind::Config,
+                            format!(
+                                "`{var}` (key_env of agent `{}`) is not set in assay's environment: export the endpoint's key there (the agent never sees it)",
+                                p.label
+                            ),
+                        ));
+                    }
+                },
+            };
+            let mut endpoint =
+                Endpoint::parse(url, key, p.key_header.unwrap_or(KeyHeader::Authorization))
+                    .kind(ErrorKind::Config)?;
+            endpoint.secrets = p
+                .redact
+                .env
+                .iter()
+                .filter_map(|name| std::env::var(name).ok())
+                .filter(|v| v.len() >= 4)
+                .collect();
+            Some(endpoint)
         }
-        Err(_) => {
-            return Ok((
-                RunFacts::default(),
-                None,
-                Some("the agent wrote no transcript".into()),
-            ));
-        }
+    })
+}
+
+/// The patch the agent left in its workspace (collected off the async
+/// runtime), or why none was: refused where it ran (`refused`), or not
+/// collectable; the workspace back, and the refusal again for the facts.
+async fn collect(
+    node: &Attempt,
+    ws: Workspace,
+    refused: Option<String>,
+) -> Result<(Workspace, Vec<u8>, Option<String>, Option<String>), NodeError> {
+    let (ws, collected) = {
+        let (store, write_limit) = (node.store_dir.clone(), node.params.limits.write);
+        tokio::task::spawn_blocking(move || {
+            let collected = match refused {
+                // Refused where it ran: nothing of it came back.
+                Some(why) => Err(workspace::Uncollected::Refused(why)),
+                None => workspace::collect(&store, &ws, write_limit, workspace::READ_BACK_LIMIT),
+            };
+            (ws, collected)
+        })
+        .await
+        .internal()?
     };
-    if meta.len() > a::TRANSCRIPT_CAP {
-        return Ok((
-            RunFacts::default(),
-            None,
-            Some(format!(
-                "the transcript is over {} bytes",
-                a::TRANSCRIPT_CAP
-            )),
-        ));
-    }
-    let (bytes, _) = redactor.redact(&std::fs::read(&path).infra()?);
-    let digest = put(&bytes)?;
-    let text = String::from_utf8_lossy(&bytes);
-    match crate::sessions::transcript_facts(format, &path, &text) {
-        Ok(facts) => Ok((facts, Some(digest), None)),
-        Err(why) => Ok((RunFacts::default(), Some(digest), Some(why))),
-    }
-}
-
-/// Why the infrastructure failed the attempt, on the proxy's word only:
-/// the request the run ended on (the last answered) got a 429/5xx or a
-/// failed connection to the endpoint; or the run had no way out — the
-/// forwarder never reached the proxy (the agent's command did not run), or
-/// it sent no request and the proxy's probe at its end found the endpoint
-/// down. A run that sent nothing while everything was up, or whose last
-/// request was answered, is the agent's whatever its transcript says.
-fn infrastructure(requests: &[egress::Request], health: &egress::Health) -> Option<String> {
-    if !health.forwarder_up {
-        return Some(
-            "the proxy was not reachable from the sandbox: the agent's command never ran".into(),
-        );
-    }
-    if let Some(last) = requests.last() {
-        if !last.failed() {
-            return None;
-        }
-        let how = match (last.status, last.upstream) {
-            (Some(s), _) => format!("status {s}"),
-            (None, Some(u)) => format!(
-                "{}: {}",
-                u.as_str(),
-                last.error.as_deref().unwrap_or("no answer")
-            ),
-            (None, None) => "no answer".into(),
-        };
-        return Some(format!(
-            "the endpoint failed the agent's last request ({how})"
-        ));
-    }
-    match &health.probe {
-        Some(p) if !p.up => Some(format!(
-            "the agent sent no request and the endpoint was down at the run's end ({})",
-            match (p.status, p.upstream) {
-                (Some(s), _) => format!("status {s}"),
-                (None, Some(u)) => u.as_str().to_owned(),
-                (None, None) => "no answer".into(),
-            }
-        )),
-        _ => None,
-    }
+    Ok(match collected {
+        Ok(patch) => (ws, patch, None, None),
+        Err(workspace::Uncollected::Refused(why)) => (ws, Vec::new(), Some(why.clone()), Some(why)),
+        Err(workspace::Uncollected::Failed(why)) => (ws, Vec::new(), Some(why), None),
+    })
 }
 
 /// The sandboxed process of a try, as its executor is handed it: the

@@ -18,7 +18,8 @@ use std::sync::Arc;
 use assay_engine::JobCtx;
 
 use super::adapter::{Kind, Made, NodeKind};
-use super::run::{Plant, RunParams, execute_tree};
+use super::canaries::Plant;
+use super::run::{RunParams, execute_tree};
 use crate::model::canary;
 use crate::model::records::{CertifyRecord, EnvRecord, ScreenRecord, TreeRecord, TriageRecord};
 use crate::model::rules::policy::TestPatch;

@@ -11,6 +11,7 @@ pub(crate) mod app_deploy;
 pub(crate) mod app_grade;
 pub(crate) mod app_probe;
 pub(crate) mod attempt;
+pub(crate) mod canaries;
 pub(crate) mod certify;
 pub(crate) mod env;
 pub(crate) mod grade;

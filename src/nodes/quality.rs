@@ -21,7 +21,8 @@ use serde::Serialize;
 
 use super::adapter::{Kind, Made, NodeKind};
 use super::blob;
-use super::run::{Plant, RunParams, execute_tree};
+use super::canaries::Plant;
+use super::run::{RunParams, execute_tree};
 use crate::model::records::{EnvRecord, QualityRecord, SessionRecord, TaskRecord, TreeRecord};
 use crate::model::rules::policy::globset;
 use crate::model::rules::quality::{self, Findings};

@@ -20,7 +20,8 @@ use serde::Serialize;
 
 use super::adapter::{Kind, Made, NodeKind};
 use super::blob;
-use super::run::{Plant, RunParams, execute_tree};
+use super::canaries::Plant;
+use super::run::{RunParams, execute_tree};
 use crate::model::records::{
     EnvRecord, RecheckRecord, RunRecord, SessionRecord, TaskRecord, TreeRecord,
 };

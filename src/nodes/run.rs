@@ -21,12 +21,14 @@ use assay_report::{Format, Trust};
 use serde::Serialize;
 
 use super::adapter::{Kind, Made, NodeKind};
-use crate::model::canary::{self, Certified, Hidden, Planted};
+use crate::model::canary::{self, Planted};
 use crate::model::rebuild::RebuildRule;
 use crate::model::records::{EnvRecord, RunRecord, TreeRecord};
 use crate::model::rules::rebuild;
 use crate::run::error::{Kinded, NodeError};
 use crate::run::executor::{EnvHandle, Executors, Launch, TestRun, Watched};
+
+use super::canaries::{self, Plant};
 
 /// How a test command is run and read: the run node's params (so its key),
 /// and what a recheck's reruns and checks run with, their command replaced.
@@ -228,20 +230,6 @@ pub(crate) fn setup_failure(env: &EnvRecord) -> String {
     }
 }
 
-/// What a run plants among the test files (docs/security.md, "Canaries").
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Plant<'a> {
-    /// Over a graded tree (one with hidden test files): its task's
-    /// certified canaries, or, with none, the shaped ones. A screening
-    /// tree has no hidden files and gets nothing.
-    Graded(Option<&'a Certified>),
-    /// Certification: every candidate canary of these files.
-    Certify(&'a [String]),
-    /// Certification's sealed reading: every sealable assertion of these
-    /// files sealed, nothing else planted.
-    Seal(&'a [String]),
-}
-
 /// Materializes `tree_id` into a fresh scratch directory and runs the command
 /// there in environment `env`: the shared core of screening runs and grading
 /// reruns. Logs are redacted before they are stored. Gives back what was
@@ -293,47 +281,20 @@ pub(crate) async fn execute_tree(
     let planted = if files.is_empty() {
         None
     } else {
-        let (work, hidden, given) = (work.clone(), files.to_vec(), command.clone());
-        let custom = p.canary.clone();
-        let real = match plant {
-            Plant::Certify(_) => Some(None),
-            Plant::Graded(Some(c)) => Some(Some(c.clone())),
-            Plant::Graded(None) | Plant::Seal(_) => None,
-        };
-        let sealing = matches!(plant, Plant::Seal(_));
-        let (format, mut seed) = (p.report, canary_seed(tree_id, &given));
-        if let (Plant::Certify(_) | Plant::Seal(_), false) = (plant, seed.1) {
-            // Certification's windows are the task's, so the same on every
-            // machine: seeded by the gold tree, which no agent can name (it
-            // holds the gold patch). A graded run's draws stay fresh.
-            let mut h = blake3::Hasher::new_derive_key("assay certify v1");
-            h.update(tree_id.as_bytes())
-                .update(&[0])
-                .update(given.as_bytes());
-            seed.0 = *h.finalize().as_bytes();
-        }
-        if seed.1 {
+        let (planted, predictable) = canaries::plant_before_run(
+            &work,
+            tree_id,
+            files,
+            (p.report, p.canary.as_ref()),
+            plant,
+            &command,
+        )
+        .await?;
+        if predictable {
             record.unchecked = Some(
                 "canaries predictable: seeded by ASSAY_CANARY_SEED in assay's environment (reproducible tests only)".into(),
             );
         }
-        let planted = tokio::task::spawn_blocking(move || match real {
-            _ if sealing => plant_sealed(&work, &hidden, format, &given, seed.0),
-            Some(certified) => {
-                plant_real(&work, &hidden, format, &given, seed.0, certified.as_ref()).or_else(
-                    |why| match certified {
-                        // A graded run whose certified canaries find no file
-                        // of theirs: the shaped ones, weakly checked.
-                        Some(_) => plant_canaries(&work, &hidden, format, &given, seed.0, None)
-                            .map_err(|shaped| format!("{why}; {shaped}")),
-                        None => Err(why),
-                    },
-                )
-            }
-            None => plant_canaries(&work, &hidden, format, &given, seed.0, custom.as_ref()),
-        })
-        .await
-        .internal()?;
         match planted {
             Ok(mut planted) => {
                 restage(&mut staged, &planted);
@@ -407,7 +368,32 @@ pub(crate) async fn execute_tree(
     let log_digest = ctx.blobs.put(&log).cache()?;
     record.log = log_digest.to_hex();
     let mut attachments = vec![log_digest];
-    let report_file = match (&p.report_file, ran.report) {
+    let report_file = kept_report(p, ran.report, &redactor, &mut record, ctx, &mut attachments)?;
+    read_outcomes(&mut record, p.report, &log, report_file, Some(&work));
+    rebuilt(&mut record, rebuild, &log);
+    let mut planted = planted;
+    read_planted(&mut record, p.report, planted.as_mut(), seal_reports);
+    distrust(
+        &mut record,
+        p.timeout_s,
+        p.confine.limits.write,
+        p.report_file.is_some(),
+    );
+    ph.mark("read back");
+    Ok((record, attachments, planted))
+}
+
+/// The report file the run wrote, redacted and stored as an attachment;
+/// `Err` says why it was not read.
+fn kept_report(
+    p: &RunParams,
+    read: Option<Result<Vec<u8>, String>>,
+    redactor: &crate::run::redact::Redactor,
+    record: &mut RunRecord,
+    ctx: &JobCtx,
+    attachments: &mut Vec<assay_engine::Digest>,
+) -> Result<Result<Option<Vec<u8>>, String>, NodeError> {
+    Ok(match (&p.report_file, read) {
         (None, _) => Ok(None),
         (Some(_), Some(Ok(b))) => {
             let (b, n) = redactor.redact(&b);
@@ -423,16 +409,25 @@ pub(crate) async fn execute_tree(
             };
             Err(format!("the report {rel}: {why}"))
         }
-    };
-    read_outcomes(&mut record, p.report, &log, report_file, Some(&work));
-    rebuilt(&mut record, rebuild, &log);
-    let mut planted = planted;
-    if let Some(planted) = &mut planted {
+    })
+}
+
+/// What the run's reading says of what it planted: the seals judged (over
+/// the names the run gave its tests), the canaries read and taken out of
+/// the tests, what the run said of them. Seal reports where nothing was
+/// sealed are judged too: the run's own code wrote them.
+fn read_planted(
+    record: &mut RunRecord,
+    format: Format,
+    planted: Option<&mut Planted>,
+    seal_reports: Vec<(String, String)>,
+) {
+    if let Some(planted) = planted {
         // Seals first, over the names the run gave its tests: a sealed
         // canary copy is held to its values as the test it copies.
         if !planted.sealed.is_empty() || !seal_reports.is_empty() {
             record.sealed = planted.sealed.len() as u64;
-            record.seals = canary::judge_seals(p.report, planted, &seal_reports, &mut record.tests);
+            record.seals = canary::judge_seals(format, planted, &seal_reports, &mut record.tests);
             for r in &mut record.seals {
                 if let Some(orig) = planted.renamed.get(&r.test) {
                     r.test = orig.clone();
@@ -449,16 +444,8 @@ pub(crate) async fn execute_tree(
         // Seal reports where nothing was sealed: written by the run's own
         // code.
         let mut none = std::collections::BTreeMap::new();
-        record.seals = canary::judge_seals(p.report, &Planted::default(), &seal_reports, &mut none);
+        record.seals = canary::judge_seals(format, &Planted::default(), &seal_reports, &mut none);
     }
-    distrust(
-        &mut record,
-        p.timeout_s,
-        p.confine.limits.write,
-        p.report_file.is_some(),
-    );
-    ph.mark("read back");
-    Ok((record, attachments, planted))
 }
 
 /// What the tree's rebuild rules did, into the record. A failed rebuild
@@ -586,187 +573,6 @@ pub(crate) fn read_outcomes(
         record.tests.insert(t.name, t.outcome);
     }
     record.build_failures = report.build_failures;
-}
-
-/// Plants this run's canaries among the hidden test files of the tree at
-/// `work` (docs/security.md): fresh random names per run, the files
-/// rewritten in place before the run starts. `Err` says why the run carries
-/// none (it is then not forgery-checked).
-pub(crate) fn plant_canaries(
-    work: &std::path::Path,
-    hidden: &[String],
-    format: Format,
-    command: &str,
-    seed: [u8; 32],
-    custom: Option<&crate::pipeline::CanaryTemplate>,
-) -> Result<Planted, String> {
-    // For measuring what the canaries cost (benches/canary-overhead.sh):
-    // the grade then says it is not forgery-checked, and so does the release.
-    if std::env::var_os("ASSAY_CANARIES").is_some_and(|v| v == "off") {
-        return Err("canaries turned off (ASSAY_CANARIES=off in assay's environment)".into());
-    }
-    let files = hidden_files(work, hidden);
-    let hidden: Vec<Hidden<'_>> = files
-        .iter()
-        .map(|(path, text, beside)| Hidden { path, text, beside })
-        .collect();
-    let globs = match custom {
-        Some(c) => {
-            Some(super::triage::globset(&c.files).map_err(|e| format!("[env] canary files: {e}"))?)
-        }
-        None => None,
-    };
-    let custom = custom.zip(globs.as_ref()).map(|(c, files)| canary::Custom {
-        files,
-        template: &c.template,
-    });
-    let planted = canary::plant(format, command, &hidden, seed, custom.as_ref())?;
-    write_planted(work, &planted)?;
-    Ok(planted)
-}
-
-/// Certification's sealed reading: seals every sealable assertion of the
-/// hidden files (docs/security.md, "Sealed expectations").
-pub(crate) fn plant_sealed(
-    work: &std::path::Path,
-    hidden: &[String],
-    format: Format,
-    command: &str,
-    seed: [u8; 32],
-) -> Result<Planted, String> {
-    if seals_off() {
-        return Err("seals turned off (ASSAY_SEALS=off in assay's environment)".into());
-    }
-    let files = hidden_files(work, hidden);
-    let hidden: Vec<Hidden<'_>> = files
-        .iter()
-        .map(|(path, text, beside)| Hidden { path, text, beside })
-        .collect();
-    let planted = canary::plant_sealed(format, command, &hidden, seed)?;
-    write_planted(work, &planted)?;
-    Ok(planted)
-}
-
-/// `ASSAY_SEALS=off` in assay's environment: no run is sealed (for
-/// measuring what seals cost and catch: the attack tests show a forger
-/// passing without them); nor with `ASSAY_CANARIES=shaped` or `off`, which
-/// keep the graded runs as they were before seals.
-fn seals_off() -> bool {
-    std::env::var("ASSAY_SEALS").as_deref() == Ok("off")
-        || matches!(
-            std::env::var("ASSAY_CANARIES").as_deref(),
-            Ok("off" | "shaped")
-        )
-}
-
-/// Plants canaries made of the hidden files' own tests: `certified` the
-/// task's (a graded run), `None` every candidate (certification).
-pub(crate) fn plant_real(
-    work: &std::path::Path,
-    hidden: &[String],
-    format: Format,
-    command: &str,
-    seed: [u8; 32],
-    certified: Option<&Certified>,
-) -> Result<Planted, String> {
-    match std::env::var("ASSAY_CANARIES").as_deref() {
-        Ok("off") => {
-            return Err("canaries turned off (ASSAY_CANARIES=off in assay's environment)".into());
-        }
-        // For measuring what these canaries cost and catch against the
-        // shaped ones (benches/canary-overhead.sh, the attack tests).
-        Ok("shaped") => return Err("shaped canaries only (ASSAY_CANARIES=shaped)".into()),
-        // The seals alone beside the shaped canaries: no copy, mutant or
-        // rename (the attack tests of docs/security.md, "Sealed
-        // expectations").
-        Ok("sealed") if certified.is_none_or(|c| c.seals.is_empty() || seals_off()) => {
-            return Err("shaped canaries and seals only (ASSAY_CANARIES=sealed)".into());
-        }
-        _ => {}
-    }
-    let seals_only = certified
-        .filter(|_| std::env::var("ASSAY_CANARIES").as_deref() == Ok("sealed"))
-        .map(|c| Certified {
-            seals: c.seals.clone(),
-            ..Certified::default()
-        });
-    let certified = seals_only.as_ref().or(certified);
-    let files = hidden_files(work, hidden);
-    let hidden: Vec<Hidden<'_>> = files
-        .iter()
-        .map(|(path, text, beside)| Hidden { path, text, beside })
-        .collect();
-    let unsealed = certified.filter(|_| seals_off()).map(|c| Certified {
-        seals: Vec::new(),
-        ..c.clone()
-    });
-    let certified = unsealed.as_ref().or(certified);
-    let planted = canary::plant_real(format, command, &hidden, seed, certified)?;
-    write_planted(work, &planted)?;
-    Ok(planted)
-}
-
-fn write_planted(work: &std::path::Path, planted: &Planted) -> Result<(), String> {
-    for (rel, bytes) in &planted.files {
-        std::fs::write(work.join(rel), bytes)
-            .map_err(|e| format!("planting canaries in {rel}: {e}"))?;
-    }
-    Ok(())
-}
-
-/// The hidden test files of the tree at `work` that are regular files:
-/// their paths, bytes, and the text of the other files of their directory
-/// with their extension (a canary's name must not clash with those).
-fn hidden_files(work: &std::path::Path, hidden: &[String]) -> Vec<(String, Vec<u8>, String)> {
-    /// The most of a directory's other test files read to keep names apart.
-    const BESIDE_CAP: u64 = 4 << 20;
-    let mut files = Vec::new();
-    for rel in hidden {
-        let path = work.join(rel);
-        let is_file = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
-        let Ok(text) = std::fs::read(&path)
-            .map_err(|_| ())
-            .and_then(|t| is_file.then_some(t).ok_or(()))
-        else {
-            continue;
-        };
-        let ext = path.extension().map(|e| e.to_owned());
-        let mut beside = String::new();
-        if let Some(dir) = path.parent()
-            && let Ok(entries) = std::fs::read_dir(dir)
-        {
-            for e in entries.flatten() {
-                let other = e.path();
-                let small = e
-                    .metadata()
-                    .is_ok_and(|m| m.is_file() && m.len() < BESIDE_CAP);
-                if other != path && small && other.extension().map(|e| e.to_owned()) == ext {
-                    beside.push_str(&String::from_utf8_lossy(
-                        &std::fs::read(&other).unwrap_or_default(),
-                    ));
-                }
-            }
-        }
-        files.push((rel.clone(), text, beside));
-    }
-    files
-}
-
-/// The seed of a run's canaries, and whether it is predictable: fresh
-/// randomness, unless `ASSAY_CANARY_SEED` in assay's own environment fixes
-/// it for reproducible tests (per tree and command; the grade then says its
-/// canaries were predictable).
-fn canary_seed(tree_id: &str, command: &str) -> ([u8; 32], bool) {
-    match std::env::var("ASSAY_CANARY_SEED") {
-        Ok(fixed) if !fixed.is_empty() => {
-            let mut h = blake3::Hasher::new();
-            for part in [fixed.as_str(), tree_id, command] {
-                h.update(part.as_bytes()).update(&[0]);
-            }
-            (*h.finalize().as_bytes(), true)
-        }
-        _ => (crate::run::fresh_seed(), false),
-    }
 }
 
 /// Materializes `tree_id` into `dest` and lists the watched files in it.

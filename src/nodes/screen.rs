@@ -22,7 +22,7 @@ pub(crate) struct ScreenParams {
     /// How test ids map to the units that did not build.
     pub(crate) report: Format,
     /// `[screen] scope`; left out of the key at its default (`suite`), so
-    /// a screen's key is what it was before the option.
+    /// a screen at the default keys as one without the setting.
     #[serde(skip_serializing_if = "Scope::is_suite")]
     pub(crate) scope: Scope,
 }

@@ -18,7 +18,7 @@ pub(crate) const SESSION_VERSION: u32 = 1;
 /// The session node's params: the session with its patch's bytes (so the
 /// key follows the patch), then why the file could not be read, if it
 /// could not (the node then fails with it). The key's bytes are the
-/// fields in this order, as before the session became one shared type.
+/// fields in this order: reordering them moves every session's key.
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct SessionParams {
     pub(crate) session: crate::sessions::Session<Vec<u8>>,

@@ -32,8 +32,7 @@ use crate::model::names;
 use crate::model::records::TaskRecord;
 use crate::nodes::release::ReleaseRecord;
 use crate::pipeline::Pipeline;
-use crate::plan::envs::Envs;
-use crate::plan::envs::{env_name, env_params};
+use crate::plan::envs::{EnvSettings, Envs, env_name, env_params};
 use crate::run::harbor::{BASE_TAR, BINARY, SPEC_FILE, SPEC_VERSION, Spec, WORKSPACE};
 use crate::run::redact::RedactConfig;
 use crate::run::swebench;
@@ -226,27 +225,7 @@ pub(crate) fn export(
             continue;
         }
         let base = base_tar(&tree_store, &task.base_commit)?;
-        let spec = Spec {
-            version: SPEC_VERSION,
-            digest: line.digest.clone(),
-            task_id: id.clone(),
-            test_command: env.cfg.test_command.clone(),
-            report: env
-                .cfg
-                .report
-                .as_ref()
-                .map(|r| r.get_ref().clone())
-                .unwrap_or_default(),
-            report_file: env.cfg.report_file.clone(),
-            timeout_s: env.timeout,
-            log_cap: env.log_cap,
-            policy: pipeline.settings.grade.policy,
-            test_globs: pipeline.settings.triage.test_globs.clone(),
-            max_patch_bytes: pipeline.settings.grade.caps.bytes,
-            max_patch_files: pipeline.settings.grade.caps.files,
-            canary: env.cfg.canary.as_ref().map(|c| c.get_ref().clone()),
-            task,
-        };
+        let spec = spec_of(pipeline, env, &line.digest, &id, task);
         let folder = Folder {
             spec: &spec,
             base_image: &docker.base_image,
@@ -260,6 +239,39 @@ pub(crate) fn export(
         out.tasks.push(id);
     }
     Ok(out)
+}
+
+/// The spec of a task exported from a mined source: its test command,
+/// report and limits from its environment, the grading settings from the
+/// pipeline.
+fn spec_of(
+    pipeline: &Pipeline,
+    env: &EnvSettings<'_>,
+    digest: &str,
+    id: &str,
+    task: TaskRecord,
+) -> Spec {
+    Spec {
+        version: SPEC_VERSION,
+        digest: digest.to_owned(),
+        task_id: id.to_owned(),
+        test_command: env.cfg.test_command.clone(),
+        report: env
+            .cfg
+            .report
+            .as_ref()
+            .map(|r| r.get_ref().clone())
+            .unwrap_or_default(),
+        report_file: env.cfg.report_file.clone(),
+        timeout_s: env.timeout,
+        log_cap: env.log_cap,
+        policy: pipeline.settings.grade.policy,
+        test_globs: pipeline.settings.triage.test_globs.clone(),
+        max_patch_bytes: pipeline.settings.grade.caps.bytes,
+        max_patch_files: pipeline.settings.grade.caps.files,
+        canary: env.cfg.canary.as_ref().map(|c| c.get_ref().clone()),
+        task,
+    }
 }
 
 /// The spec of a Deep-SWE-shaped folder's task (docs/harbor.md, "Deep-SWE

@@ -81,7 +81,7 @@ pub(crate) struct GradeSettings {
     pub(crate) allow_tamper: Vec<super::AllowTamper>,
 }
 
-/// `[[step]]`: a generic command node (see `stages::step`).
+/// `[[step]]`: a generic command node (see `nodes::step`).
 #[derive(Clone, Debug)]
 pub(crate) struct StepSettings {
     /// Its node is `step:<name>`; errors about the step point here.

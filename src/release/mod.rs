@@ -36,6 +36,7 @@ mod apps;
 mod csv;
 mod detail;
 mod html;
+mod html_about;
 mod html_chart;
 mod html_harbor;
 mod html_judge;
@@ -48,6 +49,7 @@ mod input;
 mod instances;
 mod judge_summary;
 mod judged;
+mod leaderboard;
 mod limits;
 #[cfg(test)]
 mod links;
@@ -61,6 +63,7 @@ mod shards;
 mod sources;
 mod stats;
 mod summary;
+mod summary_checks;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -7,14 +7,21 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::index::{Graded, Index};
 use super::judge_summary;
 use super::model::{
-    Agent, AgentQuality, Cost, DatasetReading, Environment, ForgerOdds, Leaderboard, LeftOut, Mean,
-    NotGraded, NotGradedSession, Rate, Runs, Scoring, Summary, TamperSuspect, TaskOdds, Tasks,
-    Tokens, Total, UncertifiedTask, Unchecked, VerifierSuspect, WeakTask, WeaklyChecked,
+    Agent, AgentQuality, Cost, Mean, NotGraded, NotGradedSession, Rate, Runs, Scoring, Summary,
+    Tasks, Tokens, Total, UncertifiedTask,
 };
 use super::sources::{At, Source, Sources};
-use super::stats::{agent_key, mean, session_cost, wilson, wilson_share};
+use super::stats::{agent_key, mean, session_cost, wilson};
 use crate::model::records::{Arm, Fault, RunFacts, TaskStatus, Verdict};
 use crate::model::rules::quality::median;
+
+#[cfg(test)]
+pub(super) use super::leaderboard::pass_at_k;
+use super::leaderboard::{Board, leaderboard, resolved};
+use super::summary_checks::{
+    dataset_verifier, environments, forger_odds, not_forgery_checked, tamper_suspects,
+    verifier_suspects, weakly_checked,
+};
 
 /// Bumped when the meaning or shape of summary.json changes.
 /// 2: a leaderboard counts every attempt (pass@1, pass@k, `left_out`).
@@ -106,13 +113,6 @@ fn ranking(index: &Index<'_>) -> Vec<String> {
     ranked.into_iter().map(|(_, _, k)| k).collect()
 }
 
-fn resolved(grades: &[Graded<'_>]) -> u64 {
-    grades
-        .iter()
-        .filter(|g| g.0.verdict == Verdict::Resolved)
-        .count() as u64
-}
-
 /// Per metric: the median of what the pair's sessions introduced, and the
 /// share of its resolved sessions that introduced any finding.
 fn quality(
@@ -202,174 +202,6 @@ fn not_graded(o: &mut At<'_>, index: &Index<'_>) -> NotGraded {
         sessions,
         total,
     }
-}
-
-fn verifier_suspects(index: &Index<'_>) -> Vec<VerifierSuspect> {
-    index
-        .suspects
-        .iter()
-        .map(|s| {
-            let ex = &s.exclude.0;
-            VerifierSuspect {
-                session: ex.session.clone(),
-                instance_id: ex.instance_id.clone(),
-                track: ex.track.clone(),
-                task_digest: ex.task_digest.clone(),
-                agent: ex.agent.clone(),
-                model: ex.model.clone(),
-                exclude: ex.verdict,
-                keep: s.keep.0.verdict,
-                exclude_grade: s.exclude.1.clone(),
-                keep_grade: s.keep.1.clone(),
-            }
-        })
-        .collect()
-}
-
-/// Every grade with a tamper suspect, in either arm (docs/verdicts.md).
-fn tamper_suspects(index: &Index<'_>) -> Vec<TamperSuspect> {
-    index
-        .grades
-        .iter()
-        .filter(|g| !g.0.tamper.is_empty())
-        .map(|g| TamperSuspect {
-            session: g.0.session.clone(),
-            instance_id: g.0.instance_id.clone(),
-            agent: g.0.agent.clone(),
-            model: g.0.model.clone(),
-            arm: g.0.arm,
-            verdict: g.0.verdict,
-            why: g.0.tamper.clone(),
-            grade: g.1.clone(),
-        })
-        .collect()
-}
-
-/// Grades whose run carried no canary (docs/security.md), by why: their
-/// verdicts are not forgery-checked. None when every grade was.
-fn not_forgery_checked(index: &Index<'_>) -> Option<Vec<Unchecked>> {
-    let mut unchecked: BTreeMap<&str, u64> = BTreeMap::new();
-    for g in &index.grades {
-        if let Some(why) = &g.0.unchecked {
-            *unchecked.entry(why.as_str()).or_default() += 1;
-        }
-    }
-    (!unchecked.is_empty()).then(|| {
-        unchecked
-            .into_iter()
-            .map(|(why, grades)| Unchecked {
-                why: why.to_owned(),
-                grades,
-            })
-            .collect()
-    })
-}
-
-/// Certified tasks whose runs carry the shaped canaries, and their grades.
-/// Each dataset verifier's reading beside the scored grade of its session.
-fn dataset_verifier(index: &Index<'_>) -> Option<Vec<DatasetReading>> {
-    if index.dataset_readings.is_empty() {
-        return None;
-    }
-    let scored = index.scored_by_session();
-    let mut out: Vec<DatasetReading> = index
-        .dataset_readings
-        .iter()
-        .map(|(r, key)| {
-            let assay = scored.get(r.session.as_str()).map(|g| g.0.verdict);
-            let passed = |v: Verdict| matches!(v, Verdict::Resolved | Verdict::ResolvedAfterRerun);
-            DatasetReading {
-                session: r.session.clone(),
-                task: r.instance_id.clone(),
-                reading: r.verdict,
-                reading_detail: r.detail.clone(),
-                assay,
-                agree: assay.is_some_and(|a| passed(a) == passed(r.verdict)),
-                digest: key.clone(),
-            }
-        })
-        .collect();
-    out.sort_by(|a, b| (&a.session, &a.digest).cmp(&(&b.session, &b.digest)));
-    Some(out)
-}
-
-fn weakly_checked(index: &Index<'_>) -> Option<WeaklyChecked> {
-    let tasks: Vec<WeakTask> = index
-        .tasks
-        .iter()
-        .filter_map(|(t, _)| {
-            t.weakly_checked.as_ref().map(|why| WeakTask {
-                instance_id: t.instance_id.clone(),
-                why: why.clone(),
-            })
-        })
-        .collect();
-    let grades = index
-        .grades
-        .iter()
-        .filter(|g| g.0.weakly_checked.is_some())
-        .count() as u64;
-    (!tasks.is_empty()).then_some(WeaklyChecked { grades, tasks })
-}
-
-/// The target of a task's forger odds: 1 in 1,024.
-const ODDS_TARGET_LOG2: f64 = -10.0;
-
-fn forger_odds(index: &Index<'_>) -> Option<ForgerOdds> {
-    let figures: Vec<(&str, f64)> = index
-        .tasks
-        .iter()
-        .filter(|(t, _)| t.certified)
-        .filter_map(|(t, _)| Some((t.instance_id.as_str(), t.forger_odds_log2?)))
-        .collect();
-    if figures.is_empty() {
-        return None;
-    }
-    let round = |x: f64| (x * 100.0).round() / 100.0;
-    let mean = figures.iter().map(|(_, b)| b.exp2()).sum::<f64>() / figures.len() as f64;
-    let worst = figures.iter().map(|(_, b)| *b).fold(f64::MIN, f64::max);
-    let mut above: Vec<TaskOdds> = figures
-        .iter()
-        .filter(|(_, b)| *b > ODDS_TARGET_LOG2)
-        .map(|(id, b)| TaskOdds {
-            instance_id: (*id).to_owned(),
-            log2: round(*b),
-        })
-        .collect();
-    above.sort_by(|a, b| {
-        b.log2
-            .total_cmp(&a.log2)
-            .then(a.instance_id.cmp(&b.instance_id))
-    });
-    above.dedup();
-    Some(ForgerOdds {
-        tasks: figures.len() as u64,
-        mean_log2: round(mean.log2()),
-        worst_log2: round(worst),
-        target_log2: ODDS_TARGET_LOG2,
-        above_target: above,
-    })
-}
-
-/// The images tasks were certified and sessions graded in, when any were
-/// (docker); None when everything ran locally.
-fn environments(index: &Index<'_>) -> Option<Vec<Environment>> {
-    let environments: BTreeSet<(crate::model::config::ExecutorKind, &str)> = index
-        .tasks
-        .iter()
-        .map(|(t, _)| (&t.executor, &t.image))
-        .chain(index.grades.iter().map(|g| (&g.0.executor, &g.0.image)))
-        .filter_map(|(e, i)| Some(((*e)?, i.as_deref()?)))
-        .collect();
-    (!environments.is_empty()).then(|| {
-        environments
-            .into_iter()
-            .map(|(executor, image)| Environment {
-                executor,
-                image: image.to_owned(),
-            })
-            .collect()
-    })
 }
 
 fn tasks(o: &mut At<'_>, index: &Index<'_>) -> Tasks {
@@ -483,201 +315,6 @@ fn agent_summary(
         judge: (!index.judged.judges.is_empty())
             .then(|| o.object("judge", |o| judge_summary::agent(o, index, grades))),
     }
-}
-
-fn leaderboard(o: &mut At<'_>, index: &Index<'_>, grades: &[Graded<'_>]) -> Leaderboard {
-    let board = Board::new(index, grades);
-    let src = board.source();
-    let n = board.tasks.len() as u64;
-    let attempted = board.attempts.len() as u64;
-    let counted: Vec<Graded<'_>> = board.attempts.values().flatten().copied().collect();
-    let frac = |k: u64| (n > 0).then(|| k as f64 / n as f64);
-    let score = board.score();
-    let interval = score.and_then(|p| wilson_share(p, n));
-    let complete = board.complete();
-    let partial = (complete.len() as u64) < n;
-    Leaderboard {
-        tasks: o.count("tasks", n, &src),
-        attempted: o.count("attempted", attempted, &src),
-        attempts: o.count("attempts", counted.len() as u64, &src),
-        resolved: o.count("resolved", resolved(&counted), &src),
-        complete: partial.then(|| o.count("complete", complete.len() as u64, &src)),
-        coverage: o.float("coverage", frac(attempted), &src),
-        score: o.float("score", score, &src),
-        score_complete: if partial {
-            o.float("score_complete", board.share_over(&complete), &src)
-        } else {
-            None
-        },
-        score_lo: o.float("score_lo", interval.map(|i| i.0), &src),
-        score_hi: o.float("score_hi", interval.map(|i| i.1), &src),
-        pass_at_k: o.object("pass_at_k", |o| {
-            (1..=board.max_k())
-                .map(|k| {
-                    let key = k.to_string();
-                    let value = o.float(&key, board.pass_at(k), &src);
-                    (key, value)
-                })
-                .collect()
-        }),
-        left_out: board
-            .left_out
-            .iter()
-            .map(|g| LeftOut {
-                session: g.0.session.clone(),
-                instance_id: g.0.instance_id.clone(),
-                grade: g.1.clone(),
-                why: format!("{} ({}): {}", g.0.verdict, g.0.fault, g.0.detail),
-            })
-            .collect(),
-    }
-}
-
-/// A pair's standing over the whole certified task set of the tracks it
-/// was scored on, as a leaderboard counts it (docs/verdicts.md,
-/// "Attempts"): every certified task of those tracks (a certified
-/// reward-only Harbor task on the basic track) is in the denominator; a task's attempts are every graded session of the pair on
-/// it, less those whose run ended on an infrastructure fault (left out and
-/// listed); the score is pass@1, the mean over the tasks of the share of
-/// their attempts that resolved, a task without an attempt counting 0.
-pub(super) struct Board<'a> {
-    /// Digests of the certified tasks of the pair's tracks.
-    pub(super) tasks: BTreeSet<&'a str>,
-    /// Task digest -> the attempts that count, by session id.
-    pub(super) attempts: BTreeMap<&'a str, Vec<Graded<'a>>>,
-    /// Attempts on those tasks left out (infrastructure), by session id.
-    pub(super) left_out: Vec<Graded<'a>>,
-}
-
-impl<'a> Board<'a> {
-    pub(super) fn new(index: &Index<'a>, grades: &[Graded<'a>]) -> Self {
-        let tracks: BTreeSet<&str> = grades.iter().map(|g| g.0.track.as_str()).collect();
-        // A reward-only Harbor task is on the basic track (its one
-        // statement, `instruction.md`).
-        let harbor = tracks
-            .contains("basic")
-            .then_some(&index.harbor_tasks)
-            .into_iter()
-            .flatten()
-            .copied();
-        let tasks: BTreeSet<&'a str> = index
-            .tasks
-            .iter()
-            .filter(|(t, _)| t.certified && t.status == TaskStatus::Released)
-            .filter(|(t, _)| tracks.contains(t.track.as_str()))
-            .map(|(_, d)| *d)
-            .chain(harbor)
-            .collect();
-        let mut attempts: BTreeMap<&'a str, Vec<Graded<'a>>> = BTreeMap::new();
-        let mut left_out = Vec::new();
-        for g in grades {
-            let Some(d) = tasks.get(g.0.task_digest.as_str()) else {
-                continue;
-            };
-            if g.0.fault == Fault::Infrastructure {
-                left_out.push(*g);
-            } else {
-                attempts.entry(d).or_default().push(*g);
-            }
-        }
-        for a in attempts.values_mut() {
-            a.sort_by(|x, y| x.0.session.cmp(&y.0.session));
-        }
-        left_out.sort_by(|x, y| x.0.session.cmp(&y.0.session));
-        Board {
-            tasks,
-            attempts,
-            left_out,
-        }
-    }
-
-    /// The tasks, the attempts that count and those left out.
-    fn source(&self) -> Source {
-        Source {
-            grades: self
-                .attempts
-                .values()
-                .flatten()
-                .map(|g| g.1.clone())
-                .collect(),
-            tasks: self.tasks.iter().map(|d| (*d).to_owned()).collect(),
-            left_out: self.left_out.iter().map(|g| g.1.clone()).collect(),
-            ..Source::default()
-        }
-    }
-
-    /// pass@1; None without a task.
-    pub(super) fn score(&self) -> Option<f64> {
-        self.pass_at(1)
-    }
-
-    /// The tasks with an attempt that counts and none left out.
-    fn complete(&self) -> BTreeSet<&'a str> {
-        let lost: BTreeSet<&str> = self
-            .left_out
-            .iter()
-            .map(|g| g.0.task_digest.as_str())
-            .collect();
-        self.attempts
-            .keys()
-            .filter(|d| !lost.contains(*d))
-            .copied()
-            .collect()
-    }
-
-    /// pass@1 over `tasks` alone; None without one.
-    fn share_over(&self, tasks: &BTreeSet<&'a str>) -> Option<f64> {
-        let shares = tasks.iter().filter_map(|d| {
-            let a = self.attempts.get(d)?;
-            Some(resolved(a) as f64 / a.len() as f64)
-        });
-        mean(shares)
-    }
-
-    /// The largest k every attempted task has k attempts for (0 without
-    /// an attempt).
-    fn max_k(&self) -> u64 {
-        self.attempts
-            .values()
-            .map(|a| a.len() as u64)
-            .min()
-            .unwrap_or(0)
-    }
-
-    /// pass@k over every task: per task with n attempts of which c
-    /// resolved, 1 − C(n−c, k)/C(n, k) (the unbiased estimator), a task
-    /// without an attempt 0; None without a task, or when an attempted
-    /// task has fewer than k attempts.
-    pub(super) fn pass_at(&self, k: u64) -> Option<f64> {
-        if self.tasks.is_empty() || k == 0 || k > self.max_k().max(1) {
-            return None;
-        }
-        let sum: f64 = self
-            .attempts
-            .values()
-            .map(|a| {
-                let n = a.len() as u64;
-                pass_at_k(n, resolved(a), k)
-            })
-            .sum();
-        Some(sum / self.tasks.len() as f64)
-    }
-}
-
-/// 1 − C(n−c, k)/C(n, k): the chance that k of n attempts, c of them
-/// right, drawn without replacement, hold a right one.
-pub(super) fn pass_at_k(n: u64, c: u64, k: u64) -> f64 {
-    if n < k {
-        return 0.0;
-    }
-    if n - c < k {
-        return 1.0;
-    }
-    let mut none = 1.0;
-    for i in 0..k {
-        none *= (n - c - i) as f64 / (n - i) as f64;
-    }
-    1.0 - none
 }
 
 /// How many of `grades` carry each of `values` (every value listed, zero

@@ -223,8 +223,8 @@ fn spec_digest(base: &ImageId, spec: &ImageSpec) -> String {
         put(key.as_bytes());
         put(value.as_bytes());
     }
-    // Only when there are some: the digest of an image without any is
-    // what it was before images could have them.
+    // Only when there are some: a spec without any hashes as a spec
+    // without the field, so its image keeps its digest.
     if !spec.writable.is_empty() {
         put(&(spec.writable.len() as u64).to_le_bytes());
         for dir in &spec.writable {

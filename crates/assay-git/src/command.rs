@@ -24,7 +24,7 @@ use std::sync::OnceLock;
 use crate::error::GitError;
 
 /// `git` on `PATH` as an absolute path (the name itself when none is found,
-/// which then fails or forks as before).
+/// which then fails or forks as a bare name does).
 fn git_program() -> &'static Path {
     static GIT: OnceLock<PathBuf> = OnceLock::new();
     GIT.get_or_init(|| {

@@ -469,7 +469,7 @@ impl TreeStore {
 
     /// Deletes (with `apply`) or counts the objects of this store that no tree
     /// in `keep` reaches: staged trees of sessions and states that no kept
-    /// node names any more. The source repositories' objects (alternates) are
+    /// node names. The source repositories' objects (alternates) are
     /// never touched. Returns the number of objects pruned (or prunable).
     pub fn prune(&self, keep: &[String], apply: bool) -> Result<usize, GitError> {
         let git = || Git::new(&self.path);

@@ -24,14 +24,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use assay_report::Outcome;
 use serde::{Deserialize, Serialize};
 
 use super::reading::{Canary, Must};
 use super::seal::{self, Seal, Sealed};
 use super::shape::{Lang, Rng, words_of};
 pub(crate) use super::source::TestRef;
-use super::source::{Also, Block, SealSite, blocks, strings};
+use super::source::{Also, Block, SealSite};
 
 /// Values in a site's window besides the right one: a forger that cannot
 /// tell the right value guesses one of `WINDOW + 1`.
@@ -39,7 +38,7 @@ pub(crate) const WINDOW: i64 = 15;
 /// Sites of a test mutated at certification.
 pub(crate) const SITES: usize = 2;
 /// The most mutants certification plants in one file.
-const CERTIFY_CAP: usize = 600;
+pub(super) const CERTIFY_CAP: usize = 600;
 /// The most canaries a graded run plants (their cost bounds the run's).
 pub(crate) const RUN_CAP: usize = 80;
 /// PASS_TO_PASS tests a graded run mutates once each.
@@ -80,7 +79,7 @@ impl Change {
     /// The changes that write `to` wherever the site's value is written
     /// again (`also`): its literal whole, or its body inside a message or
     /// comment.
-    fn of(also: &[Also], to: &str) -> Vec<Change> {
+    pub(super) fn of(also: &[Also], to: &str) -> Vec<Change> {
         let inner = |s: &str| s.get(1..s.len().saturating_sub(1)).unwrap_or("").to_owned();
         also.iter()
             .map(|a| Change {
@@ -193,7 +192,7 @@ impl<'a> Names<'a> {
 }
 
 /// A canary or a renamed original to write: its source lines and where.
-struct Insert {
+pub(super) struct Insert {
     /// Insert before this line (the file's line count: at the end of the
     /// container's last test).
     before: usize,
@@ -309,7 +308,7 @@ impl Sealing<'_> {
 /// changed (a must-fail canary) or none (a must-pass one), placed before a
 /// random test of its container.
 #[allow(clippy::too_many_arguments)]
-fn canary_of(
+pub(super) fn canary_of(
     path: &str,
     lines: &[&str],
     blocks: &[Block],
@@ -378,7 +377,7 @@ fn position(blocks: &[Block], b: &Block, rng: &mut Rng) -> usize {
 }
 
 /// Writes `lines` with the originals renamed and the inserts placed.
-fn assemble(
+pub(super) fn assemble(
     lines: &[&str],
     blocks: &[Block],
     renames: &BTreeMap<usize, String>,
@@ -415,7 +414,7 @@ fn assemble(
 }
 
 /// The report name of a canary `name` in class `class`.
-fn report_name(class: Option<&str>, name: &str) -> String {
+pub(super) fn report_name(class: Option<&str>, name: &str) -> String {
     match class {
         Some(c) => format!("{c}.{name}"),
         None => name.to_owned(),
@@ -439,7 +438,7 @@ fn report_name(class: Option<&str>, name: &str) -> String {
 ///   file or of the test files beside it (`pool`: real words and phrases,
 ///   as the right one is), in the site's quotes; fewer where there are
 ///   fewer, and the window's odds say so.
-fn window(lang: Lang, literal: &str, pool: &[String], rng: &mut Rng) -> Vec<String> {
+pub(super) fn window(lang: Lang, literal: &str, pool: &[String], rng: &mut Rng) -> Vec<String> {
     let r = rng.next();
     if let Ok(v) = literal.parse::<i64>() {
         let rank = (r % (WINDOW as u64 + 1)) as i64;
@@ -472,144 +471,9 @@ fn window(lang: Lang, literal: &str, pool: &[String], rng: &mut Rng) -> Vec<Stri
         .collect()
 }
 
-/// Certification's planting of one file: every test renamed, copied, and
-/// mutated at up to [`SITES`] sites, a window of values each.
-pub(crate) fn certify_file(
-    lang: Lang,
-    path: &str,
-    text: &str,
-    beside: &str,
-    rng: &mut Rng,
-) -> Option<Rewritten> {
-    let lines: Vec<&str> = text.lines().collect();
-    let blocks = blocks(lang, text);
-    if blocks.is_empty() {
-        return None;
-    }
-    let mut names = Names::new(lang, &blocks, text, beside);
-    let mut pool = strings(lang, text);
-    for s in strings(lang, beside) {
-        if !pool.contains(&s) {
-            pool.push(s);
-        }
-    }
-    let mut renames = BTreeMap::new();
-    let mut renamed = BTreeMap::new();
-    let mut inserts = Vec::new();
-    let mut trials = Vec::new();
-    let mut canaries = Vec::new();
-    let mut planted = 0;
-    for b in &blocks {
-        let fresh = names.fresh(rng);
-        renamed.insert(fresh.clone(), b.name.clone());
-        renames.insert(b.def_line, fresh);
-        let of = TestRef {
-            file: path.to_owned(),
-            class: b.class.clone(),
-            test: b.name.clone(),
-            id: String::new(),
-        };
-        let mut plant = |mutant: Option<Mutant>, rng: &mut Rng| {
-            let Some((insert, canary)) = canary_of(
-                path,
-                &lines,
-                &blocks,
-                b,
-                &mut names,
-                rng,
-                mutant.as_ref(),
-                None,
-            ) else {
-                return;
-            };
-            inserts.push(insert);
-            trials.push(Trial {
-                name: canary.name.clone(),
-                of: of.clone(),
-                mutant,
-            });
-            canaries.push(canary);
-        };
-        plant(None, rng);
-        for site in b.windows.iter().take(SITES) {
-            if planted >= CERTIFY_CAP {
-                break;
-            }
-            for to in window(lang, &site.text, &pool, rng) {
-                planted += 1;
-                let m = Mutant {
-                    of: of.clone(),
-                    line: site.line as u32,
-                    col: site.col as u32,
-                    also: Change::of(&site.also, &to),
-                    from: site.text.clone(),
-                    to,
-                    fail_to_pass: false,
-                };
-                plant(Some(m), rng);
-            }
-        }
-    }
-    let text = assemble(&lines, &blocks, &renames, inserts);
-    Some(Rewritten {
-        text,
-        canaries,
-        renamed,
-        trials,
-        bits: 0.0,
-        sealed: Vec::new(),
-        kin: BTreeMap::new(),
-    })
-}
-
-/// Certification's sealed reading of one file: every sealable assertion
-/// of every test sealed, nothing renamed or planted besides; `None` when
-/// there is none (or the file already uses a name the helper declares).
-pub(crate) fn seal_file(
-    lang: Lang,
-    path: &str,
-    text: &str,
-    beside: &str,
-    rng: &mut Rng,
-) -> Option<Rewritten> {
-    if seal::clashes(lang, text, beside) {
-        return None;
-    }
-    let lines: Vec<&str> = text.lines().collect();
-    let blocks = seal::sealed_blocks(lang, text);
-    let mut sealing = Sealing {
-        lang,
-        path,
-        sites: blocks
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| !b.seals.is_empty())
-            .map(|(k, b)| (k, b.seals.iter().collect()))
-            .collect(),
-        planted: Vec::new(),
-    };
-    if sealing.sites.is_empty() {
-        return None;
-    }
-    let sealed = seal_originals(&lines, &blocks, &BTreeMap::new(), &mut sealing, rng);
-    let refs: Vec<&str> = sealed.iter().map(String::as_str).collect();
-    Some(Rewritten {
-        text: seal::with_helper(
-            lang,
-            &assemble(&refs, &blocks, &BTreeMap::new(), Vec::new()),
-        ),
-        canaries: Vec::new(),
-        renamed: BTreeMap::new(),
-        trials: Vec::new(),
-        bits: 0.0,
-        sealed: sealing.planted,
-        kin: BTreeMap::new(),
-    })
-}
-
 /// The file's lines with every sealed site of the tests themselves sealed
 /// (each test reported by its fresh name where `renames` gives one).
-fn seal_originals(
+pub(super) fn seal_originals(
     lines: &[&str],
     blocks: &[Block],
     renames: &BTreeMap<usize, String>,
@@ -775,74 +639,6 @@ fn shuffled<T>(mut v: Vec<T>, rng: &mut Rng) -> Vec<T> {
     v
 }
 
-/// What certification's reading says: the copies that passed and the
-/// mutants that failed while their original passed, every original by its
-/// report id; and the files whose originals all kept `gold`'s outcome
-/// (passed when every gold reading passed them). `reading`: the certify
-/// run's outcomes with the canaries taken out and the originals' names
-/// given back; `seen`: each trial's outcome.
-pub(crate) fn certified(
-    trials: &[(Trial, Option<Outcome>)],
-    reading: &BTreeMap<String, Outcome>,
-    gold_passed: &BTreeSet<String>,
-    files: &[String],
-) -> Certified {
-    // The report id of each original: the id naming its class and test.
-    // A JavaScript id names its file first: a title of another file is
-    // not this test.
-    let id_of = |t: &TestRef| -> Option<String> {
-        reading
-            .keys()
-            .filter(|id| !id.contains(" > ") || id.starts_with(&format!("{} > ", t.file)))
-            .find(|id| super::reading::names_test(id, &report_name(t.class.as_deref(), &t.test)))
-            .cloned()
-    };
-    let mut out = Certified::default();
-    let mut broken: BTreeSet<&str> = BTreeSet::new();
-    let mut ids: BTreeMap<&TestRef, Option<String>> = BTreeMap::new();
-    for (t, _) in trials {
-        ids.entry(&t.of).or_insert_with(|| id_of(&t.of));
-    }
-    for (t, id) in &ids {
-        let now = id.as_ref().and_then(|id| reading.get(id));
-        let was = id.as_ref().is_some_and(|id| gold_passed.contains(id));
-        if was && now != Some(&Outcome::Passed) {
-            broken.insert(&t.file);
-        }
-    }
-    for (trial, seen) in trials {
-        if broken.contains(trial.of.file.as_str()) {
-            continue;
-        }
-        let Some(Some(id)) = ids.get(&trial.of) else {
-            continue;
-        };
-        if !gold_passed.contains(id) || reading.get(id) != Some(&Outcome::Passed) {
-            continue;
-        }
-        let of = TestRef {
-            id: id.clone(),
-            ..trial.of.clone()
-        };
-        match (&trial.mutant, seen) {
-            (None, Some(Outcome::Passed)) => out.copies.push(of),
-            (Some(m), Some(Outcome::Failed | Outcome::Error)) => {
-                out.mutants.push(Mutant { of, ..m.clone() })
-            }
-            _ => {}
-        }
-    }
-    out.renamed = files
-        .iter()
-        .filter(|f| !broken.contains(f.as_str()) && trials.iter().any(|(t, _)| t.of.file == **f))
-        .cloned()
-        .collect();
-    out.mutants.sort();
-    out.copies.sort();
-    out.copies.dedup();
-    out
-}
-
 /// Gives renamed tests their declared names back in a report id: the
 /// fresh name, a whole identifier of the id, becomes the original's.
 pub(crate) fn unrename(id: &str, renamed: &BTreeMap<String, String>) -> Option<String> {
@@ -879,7 +675,11 @@ pub(crate) fn unrename(id: &str, renamed: &BTreeMap<String, String>) -> Option<S
 
 #[cfg(test)]
 mod tests {
+    use crate::model::canary::certify::certify_file;
+    use assay_report::Outcome;
+
     use super::*;
+    use crate::model::canary::source::blocks;
 
     const FILE: &str = "import unittest\n\nfrom calc.ops import area\n\n\nclass TestAdd(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(area(7), 154)\n\n    def test_add_neg(self):\n        self.assertEqual(area(-1), 3)\n";
 

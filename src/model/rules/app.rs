@@ -19,7 +19,7 @@
 //! broke ([`Outcome::Harness`]), or a probe timed out while the reference,
 //! deployed again in the same build, timed out on it too.
 //!
-//! Nothing here does I/O; the deployment is `stages::app`.
+//! Nothing here does I/O; the deployment is `run::app`.
 
 use std::collections::{BTreeMap, BTreeSet};
 

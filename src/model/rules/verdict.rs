@@ -578,7 +578,7 @@ impl<'a> Unbuilt<'a> {
     }
 }
 
-/// The rule a finding of `stages::guard::findings` belongs to: its audit event.
+/// The rule a finding of `run::guard::findings` belongs to: its audit event.
 pub(crate) fn audit_rule(finding: &str) -> &str {
     finding.split_once(": ").map_or(finding, |(event, _)| event)
 }

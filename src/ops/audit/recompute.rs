@@ -1,6 +1,6 @@
 //! The release recomputed from the release node's key record and its
 //! inputs' output bytes, with the pure function the release job runs
-//! (`stages::assemble`): shared by `verify --release` (inputs read from the
+//! (`nodes::release::assemble`): shared by `verify --release` (inputs read from the
 //! cache) and `verify --bundle` (inputs read from the bundle).
 
 use std::collections::BTreeMap;

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use assay_engine::{Digest, Store};
+use assay_engine::{BuildManifest, Digest, KeyRecord, Store};
 use serde::Deserialize;
 
 use super::diff::first_difference;
@@ -109,26 +109,12 @@ pub(crate) fn check_listed(present: &BTreeMap<String, Vec<u8>>) -> (Vec<Finding>
     (findings, claim)
 }
 
-pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>, Checked), String> {
-    let mut ph = crate::run::phase::Phases::new("verify release");
-    let mut findings = Vec::new();
-    let mut checked = Checked::default();
-    let mut present: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    read_files(dir, "", &mut present)?;
-    if present.is_empty() {
-        return Err(format!("{} holds no release files", dir.display()));
-    }
-
-    ph.mark("read files");
-    // 1. The manifest and the files it lists.
-    let (listed, claimed) = check_listed(&present);
-    findings.extend(listed);
-    checked.release_digest = claimed;
-
-    ph.mark("manifest files");
-    // 2. The release node whose output names these files: the one sharing the
-    // most file digests (a tampered file still finds its release, and then
-    // shows up in step 3 as a difference from its recomputation).
+/// The release node of the last 50 builds whose output shares the most file
+/// digests with `present`: its key, key record, display and build manifest.
+fn find_release_node(
+    store: &Store,
+    present: &BTreeMap<String, Vec<u8>>,
+) -> Result<Option<(Digest, KeyRecord, String, BuildManifest)>, String> {
     let digests: BTreeMap<&String, String> = present
         .iter()
         .map(|(n, b)| (n, Digest::of(b).to_hex()))
@@ -162,6 +148,30 @@ pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>,
             found = Some((key, record, display, m));
         }
     }
+    Ok(found)
+}
+
+pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>, Checked), String> {
+    let mut ph = crate::run::phase::Phases::new("verify release");
+    let mut findings = Vec::new();
+    let mut checked = Checked::default();
+    let mut present: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    read_files(dir, "", &mut present)?;
+    if present.is_empty() {
+        return Err(format!("{} holds no release files", dir.display()));
+    }
+
+    ph.mark("read files");
+    // 1. The manifest and the files it lists.
+    let (listed, claimed) = check_listed(&present);
+    findings.extend(listed);
+    checked.release_digest = claimed;
+
+    ph.mark("manifest files");
+    // 2. The release node whose output names these files: the one sharing the
+    // most file digests (a tampered file still finds its release, and then
+    // shows up in step 3 as a difference from its recomputation).
+    let found = find_release_node(store, &present)?;
     let Some((key, record, display, build_manifest)) = found else {
         findings.push(finding(
             "release",

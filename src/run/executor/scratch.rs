@@ -1,11 +1,11 @@
 //! Where a test run's scratch directory goes: its tree, log, warm caches
 //! and guard are written there and removed after the run, about a thousand
 //! files a run for a small Python repository. On ext4 that churn of inodes
-//! was most of a run's cost (docs/performance.md, "Where a run's time
+//! is most of a run's cost (docs/performance.md, "Where a run's time
 //! goes"): the same build took 93 s with the scratch in the cache and 17 s
 //! on a tmpfs. So a run's scratch goes to `/dev/shm` when that is a tmpfs
 //! that allows executables and has room for the run, else into the cache's
-//! `tmp` as before; `ASSAY_SCRATCH` chooses (a directory, or `cache`).
+//! `tmp`; `ASSAY_SCRATCH` chooses (a directory, or `cache`).
 //!
 //! Each directory is made fresh (mode 0700, a name of its own, never a
 //! directory that was there before) and removed when the run ends; one left

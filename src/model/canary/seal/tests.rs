@@ -56,7 +56,7 @@ fn a_sealed_file_holds_no_expected_value_of_a_sealed_site() {
             "def test_long():\n    # g() is 123456\n    assert f('a') == 'the quick brown fox'\n    assert g() == 123456, 'g() is not 123456'\n\n\nif __name__ == '__main__':\n    test_long()\n".to_owned(),
         ),
     ] {
-        let w = crate::model::canary::mutant::seal_file(lang, "tests/test_x.py", &text, "", &mut rng)
+        let w = crate::model::canary::certify::seal_file(lang, "tests/test_x.py", &text, "", &mut rng)
             .expect("sealed");
         assert!(!w.sealed.is_empty());
         for (s, _) in &w.sealed {
@@ -183,7 +183,7 @@ fn python_runs_a_sealed_file_and_reports_its_values() {
     let text = "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_a(self):\n        self.assertEqual(sorted({3, 1}), [1, 3])\n        self.assertEqual(dict(k=(1.5, None, b'x')), {'k': 'no'})\n\n    def test_b(self):\n        assert 'a' + 'b' == 'zz'\n\n\nif __name__ == '__main__':\n    unittest.main()\n";
     let mut rng = Rng::new([1; 32]);
     let w =
-        crate::model::canary::mutant::seal_file(Lang::Unittest, "test_s.py", text, "", &mut rng)
+        crate::model::canary::certify::seal_file(Lang::Unittest, "test_s.py", text, "", &mut rng)
             .expect("sealed");
     std::fs::write(dir.path().join("test_s.py"), &w.text).expect("write");
     let Ok(out) = std::process::Command::new("python3")

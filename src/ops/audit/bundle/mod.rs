@@ -7,7 +7,7 @@
 //! record, every blob digest from its bytes, every link (a node's dependency
 //! digest must be the output digest of the node it names) and every release
 //! file from the release node's inputs, with the same pure function the
-//! release job runs (`stages::assemble`). Layout and checks: docs/audit.md.
+//! release job runs (`nodes::release::assemble`). Layout and checks: docs/audit.md.
 //!
 //! A bundle is deterministic: nodes sorted by name, JSON in one fixed
 //! formatting, no timestamps, so one release exported twice, anywhere, gives

@@ -82,6 +82,104 @@ pub(crate) fn verify_bundle(
         .files
         .get("manifest.json")
         .ok_or_else(|| BundleError::Unreadable("no release/manifest.json".to_owned()))?;
+    check_release_digest(
+        &b,
+        manifest_bytes,
+        expected_digest,
+        &mut findings,
+        &mut checked,
+    );
+    let read = |name: &str| b.files.get(name).cloned();
+    let (manifest, shards) = Manifest::read(manifest_bytes, &read).unwrap_or_default();
+    // The files' own digests are reported after the nodes and the
+    // recomputation, which name the field that differs.
+    let mut late: Vec<Finding> = shards
+        .into_iter()
+        .map(|s| finding(format!("release/{}", s.file), s.problem))
+        .collect();
+    check_listed_files(&b, &manifest, &mut late);
+    check_statement(&b, &mut late);
+    checked.files = b.files.len();
+
+    // The nodes to check: all, or the closure of one number's sources.
+    let by_name: BTreeMap<&str, &BundleNode> =
+        b.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+    let by_key: BTreeMap<&str, &BundleNode> = b.nodes.iter().map(|n| (n.key.as_str(), n)).collect();
+    let release = by_key
+        .get(b.head.release_node.as_str())
+        .copied()
+        .filter(|n| n.kind.as_str() == crate::model::kind::NodeKind::Release);
+    // The release digest covers the release node's key, and so, through the
+    // key records, every input the release was computed from.
+    if let Some(node) = manifest.provenance.as_ref().map(|p| &p.release_node)
+        && *node != b.head.release_node
+    {
+        findings.push(finding(
+            "release/manifest.json provenance.release_node",
+            format!(
+                "says {node}, bundle.json names release node {}",
+                b.head.release_node
+            ),
+        ));
+    }
+    let nodes = Nodes {
+        by_name: &by_name,
+        by_key: &by_key,
+        release,
+    };
+    let wanted = wanted(&b, &manifest, number, &nodes, &mut findings, &mut checked)?;
+    let in_scope = |n: &BundleNode| {
+        wanted
+            .as_ref()
+            .is_none_or(|(_, set)| set.contains(n.name.as_str()))
+    };
+    check_nodes(&b, &by_name, in_scope, &mut findings, &mut checked);
+
+    // Every release file, recomputed from the release node's inputs.
+    let Some(release) = release else {
+        findings.push(finding(
+            "bundle.json release_node",
+            format!("no release node {} in nodes.jsonl", b.head.release_node),
+        ));
+        findings.extend(late);
+        return Ok((findings, checked));
+    };
+    let recomputed = recompute(&b, release, &by_name, &mut findings);
+    let Some(files) = recomputed else {
+        findings.extend(late);
+        return Ok((findings, checked));
+    };
+    check_recomputed(
+        &b,
+        &files,
+        (&manifest, &wanted, number),
+        &mut findings,
+        &mut checked,
+    );
+    findings.extend(late);
+    Ok((findings, checked))
+}
+
+/// The bundle's nodes by name and by key, and its release node.
+struct Nodes<'a> {
+    by_name: &'a BTreeMap<&'a str, &'a BundleNode>,
+    by_key: &'a BTreeMap<&'a str, &'a BundleNode>,
+    release: Option<&'a BundleNode>,
+}
+
+/// What one number rests on: its manifest entry (none for a count of
+/// funnel.json) and the names of the nodes under it; None for every node.
+type Wanted<'a> = Option<(Option<&'a Number>, BTreeSet<&'a str>)>;
+
+/// The manifest's release digest against its own bytes, bundle.json's and
+/// the one the caller expects.
+fn check_release_digest(
+    b: &Bundle,
+    manifest_bytes: &[u8],
+    expected_digest: Option<&str>,
+    findings: &mut Vec<Finding>,
+    checked: &mut BundleChecked,
+) {
     match release_digest(manifest_bytes) {
         None => findings.push(finding(
             "release/manifest.json",
@@ -114,14 +212,10 @@ pub(crate) fn verify_bundle(
             }
         }
     }
-    let read = |name: &str| b.files.get(name).cloned();
-    let (manifest, shards) = Manifest::read(manifest_bytes, &read).unwrap_or_default();
-    // The files' own digests are reported after the nodes and the
-    // recomputation, which name the field that differs.
-    let mut late: Vec<Finding> = shards
-        .into_iter()
-        .map(|s| finding(format!("release/{}", s.file), s.problem))
-        .collect();
+}
+
+/// Every file the manifest lists against its digest.
+fn check_listed_files(b: &Bundle, manifest: &Manifest, late: &mut Vec<Finding>) {
     for (name, want) in &manifest.files {
         match b.files.get(name) {
             None => late.push(finding(
@@ -138,32 +232,25 @@ pub(crate) fn verify_bundle(
             Some(_) => {}
         }
     }
-    check_statement(&b, &mut late);
-    checked.files = b.files.len();
+}
 
-    // The nodes to check: all, or the closure of one number's sources.
-    let by_name: BTreeMap<&str, &BundleNode> =
-        b.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
-    let by_key: BTreeMap<&str, &BundleNode> = b.nodes.iter().map(|n| (n.key.as_str(), n)).collect();
-    let release = by_key
-        .get(b.head.release_node.as_str())
-        .copied()
-        .filter(|n| n.kind.as_str() == crate::model::kind::NodeKind::Release);
-    // The release digest covers the release node's key, and so, through the
-    // key records, every input the release was computed from.
-    if let Some(node) = manifest.provenance.as_ref().map(|p| &p.release_node)
-        && *node != b.head.release_node
-    {
-        findings.push(finding(
-            "release/manifest.json provenance.release_node",
-            format!(
-                "says {node}, bundle.json names release node {}",
-                b.head.release_node
-            ),
-        ));
-    }
-    // A number's entry (none for a count of funnel.json) and the nodes it rests on.
-    let wanted: Option<(Option<&Number>, BTreeSet<&str>)> = match number {
+/// The nodes one number rests on (a count of funnel.json: the release
+/// node's inputs), each source's word noted; with no number, every node
+/// the manifest names must be in the bundle.
+fn wanted<'a>(
+    b: &'a Bundle,
+    manifest: &'a Manifest,
+    number: Option<&str>,
+    nodes: &Nodes<'a>,
+    findings: &mut Vec<Finding>,
+    checked: &mut BundleChecked,
+) -> Result<Wanted<'a>, BundleError> {
+    let Nodes {
+        by_name,
+        by_key,
+        release,
+    } = *nodes;
+    Ok(match number {
         None => {
             // Every node the manifest names must be in the bundle.
             let mut named: BTreeSet<&str> = BTreeSet::new();
@@ -189,7 +276,7 @@ pub(crate) fn verify_bundle(
                 return Err(BundleError::NoSuchCount(path.to_owned()));
             }
             let roots = release.map(|r| r.name.as_str()).into_iter().collect();
-            Some((None, closure(&by_name, roots)))
+            Some((None, closure(by_name, roots)))
         }
         Some(path) => {
             let entry = manifest
@@ -218,15 +305,21 @@ pub(crate) fn verify_bundle(
                 // recomputation; their digests are checked below.
                 roots.insert(r.name.as_str());
             }
-            Some((Some(entry), closure(&by_name, roots)))
+            Some((Some(entry), closure(by_name, roots)))
         }
-    };
-    let in_scope = |n: &BundleNode| {
-        wanted
-            .as_ref()
-            .is_none_or(|(_, set)| set.contains(n.name.as_str()))
-    };
+    })
+}
 
+/// Every node in scope: its key record against its key, its output and
+/// attachments against their names (an omitted kind's attachments may be
+/// absent), its inputs against the bundle's nodes.
+fn check_nodes(
+    b: &Bundle,
+    by_name: &BTreeMap<&str, &BundleNode>,
+    in_scope: impl Fn(&BundleNode) -> bool,
+    findings: &mut Vec<Finding>,
+    checked: &mut BundleChecked,
+) {
     let blob_state = hash_blobs(&b.dir);
     // Attachments of the kinds left out may be absent, wherever attached.
     let omittable: BTreeSet<&str> = b
@@ -276,20 +369,10 @@ pub(crate) fn verify_bundle(
             )),
             Ok(_) => {}
         }
-        check_blob(
-            &n.output,
-            format!("output of {}", n.name),
-            false,
-            &mut findings,
-        );
+        check_blob(&n.output, format!("output of {}", n.name), false, findings);
         for a in &n.attachments {
             let absent_ok = omittable.contains(a.as_str());
-            check_blob(
-                a,
-                format!("attachment of {}", n.name),
-                absent_ok,
-                &mut findings,
-            );
+            check_blob(a, format!("attachment of {}", n.name), absent_ok, findings);
         }
         if n.inputs.len() != n.deps.len() {
             findings.push(finding(
@@ -320,25 +403,21 @@ pub(crate) fn verify_bundle(
     }
     checked.blobs = blobs_checked.len();
     checked.omitted_blobs = omitted_blobs.len();
+}
 
-    // Every release file, recomputed from the release node's inputs.
-    let Some(release) = release else {
-        findings.push(finding(
-            "bundle.json release_node",
-            format!("no release node {} in nodes.jsonl", b.head.release_node),
-        ));
-        findings.extend(late);
-        return Ok((findings, checked));
-    };
-    let recomputed = recompute(&b, release, &by_name, &mut findings);
-    let Some(files) = recomputed else {
-        findings.extend(late);
-        return Ok((findings, checked));
-    };
-    match &wanted {
+/// The published files against their recomputation: all of them, or the
+/// one number (or count) asked for.
+fn check_recomputed(
+    b: &Bundle,
+    files: &BTreeMap<String, Vec<u8>>,
+    (manifest, wanted, number): (&Manifest, &Wanted<'_>, Option<&str>),
+    findings: &mut Vec<Finding>,
+    checked: &mut BundleChecked,
+) {
+    match wanted {
         None => {
             let before = findings.len();
-            compare_files(&b.files, &files, &mut findings);
+            compare_files(&b.files, files, findings);
             // The numbers count as checked when both files that hold them recompute.
             let holds_numbers = |f: &Finding| {
                 f.what == "release/summary.json"
@@ -394,13 +473,11 @@ pub(crate) fn verify_bundle(
                         "summary.json".to_owned(),
                         files.get("summary.json").cloned().unwrap_or_default(),
                     )]),
-                    &mut findings,
+                    findings,
                 );
             }
         }
     }
-    findings.extend(late);
-    Ok((findings, checked))
 }
 
 /// The value at a count's path (`funnel.certified`) in funnel.json's bytes.

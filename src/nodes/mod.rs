@@ -23,6 +23,8 @@ pub(crate) mod metrics;
 pub(crate) mod quality;
 pub(crate) mod recheck;
 pub(crate) mod release;
+mod release_gather;
+mod release_inputs;
 pub(crate) mod run;
 pub(crate) mod screen;
 pub(crate) mod session;

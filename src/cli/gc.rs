@@ -65,7 +65,7 @@ pub(crate) fn run(global: &Global, args: GcArgs) -> Result<i32, Failure> {
             if let Some((_, _, row)) = store.key_record(key).map_err(Failure::cache)?
                 && let Ok(bytes) = store.output_bytes(&row)
             {
-                kept_images.extend(crate::ops::harbor_images(&bytes));
+                kept_images.extend(crate::ops::inspect::harbor_images(&bytes));
             }
         }
         Some(gc_images(store.dir(), &kept_images, args.apply)?)
@@ -76,7 +76,7 @@ pub(crate) fn run(global: &Global, args: GcArgs) -> Result<i32, Failure> {
     for key in &tree_nodes {
         if let Some((_, _, row)) = store.key_record(key).map_err(Failure::cache)?
             && let Ok(bytes) = store.output_bytes(&row)
-            && let Some(tree) = crate::ops::staged_tree(&bytes)
+            && let Some(tree) = crate::ops::inspect::staged_tree(&bytes)
         {
             kept_trees.push(tree);
         }
@@ -129,7 +129,7 @@ fn gc_images(
     kept: &HashSet<String>,
     apply: bool,
 ) -> Result<(usize, u64), Failure> {
-    let labels = crate::ops::harbor_image_labels(cache_dir);
+    let labels = crate::ops::inspect::harbor_image_labels(cache_dir);
     let rt = super::shared::runtime()?;
     rt.block_on(async {
         let daemon = |e: assay_docker::DockerError| {

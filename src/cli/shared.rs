@@ -177,8 +177,8 @@ pub(crate) fn check_cache_dir(dir: &std::path::Path) -> Result<(), Failure> {
 pub(crate) fn laid_out(
     pipeline: &crate::pipeline::Pipeline,
     store: &assay_engine::Store,
-) -> Result<crate::ops::StagePlan, Failure> {
-    let plan = crate::ops::plan(pipeline, store)?;
+) -> Result<crate::ops::build::BuildPlan, Failure> {
+    let plan = crate::ops::build::lay_out(pipeline, store)?;
     for w in &plan.warnings {
         eprintln!("{w}");
     }

@@ -90,7 +90,7 @@ pub(crate) fn run(global: &Global, mut args: VerifyArgs) -> Result<i32, Failure>
     mismatch |= !object_store_ok(&store.dir().join("git"), args.json);
     ph.mark("fsck");
     // Environment directories against the digests recorded at setup.
-    match crate::ops::damaged_environments(&store) {
+    match crate::ops::inspect::damaged_environments(&store) {
         Ok(damaged) if damaged.is_empty() => {}
         Ok(damaged) => {
             mismatch = true;
@@ -242,7 +242,11 @@ fn reexecute(
     // a new reading, unless it changes a verdict: a grade read again that
     // comes out with another verdict or fault is a mismatch too.
     let changed_verdict = |r: &assay_engine::Recheck| {
-        crate::ops::verdict_change(&r.kind, r.stored_bytes.as_deref(), r.new_bytes.as_deref())
+        crate::ops::inspect::verdict_change(
+            &r.kind,
+            r.stored_bytes.as_deref(),
+            r.new_bytes.as_deref(),
+        )
     };
     let verdicts: Vec<(&assay_engine::Recheck, String)> = differ
         .iter()

@@ -111,6 +111,9 @@ impl Executor for Slurm<'_> {
     fn start(&self, _rt: &tokio::runtime::Runtime) -> Result<Vec<String>, StageError> {
         let mut sinfo = std::process::Command::new("sinfo");
         sinfo.args(["-h", "-o", "%P %a"]);
+        for var in self.withheld {
+            sinfo.env_remove(var);
+        }
         let out = sinfo.output().map_err(|e| {
             StageError::sandbox(
                 format!("slurm: `sinfo` cannot be run: {e}"),
@@ -146,11 +149,11 @@ impl Executor for Slurm<'_> {
     }
 
     fn finished(&self) {
-        self.cluster.cancel_allocations();
+        self.cluster.cancel_allocations(self.withheld);
     }
 
     fn interrupted(&self) -> Vec<String> {
-        self.cluster.cancel_allocations();
+        self.cluster.cancel_allocations(self.withheld);
         Vec::new()
     }
 }

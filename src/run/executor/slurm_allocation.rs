@@ -108,14 +108,16 @@ impl Cluster {
         }
     }
 
-    /// `scancel` of every allocation submitted.
-    pub(super) fn cancel_allocations(&self) {
+    /// `scancel` of every allocation submitted, started without the
+    /// `withheld` variables of assay's environment.
+    pub(super) fn cancel_allocations(&self, withheld: &[String]) {
         let ids = std::mem::take(&mut *self.submitted.lock().unwrap_or_else(|p| p.into_inner()));
         if !ids.is_empty() {
-            let _ = std::process::Command::new("scancel")
-                .args(&ids)
-                .stderr(Stdio::null())
-                .status();
+            let mut scancel = std::process::Command::new("scancel");
+            for var in withheld {
+                scancel.env_remove(var);
+            }
+            let _ = scancel.args(&ids).stderr(Stdio::null()).status();
         }
     }
 }

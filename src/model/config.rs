@@ -409,19 +409,21 @@ mod tests {
         assert_eq!(Sandbox::default(), Sandbox::Unrecorded);
         assert_eq!(Sandbox::from(SandboxMode::None), Sandbox::None);
 
+        // Node params hold a sandbox mode as a derived enum encodes it
+        // (its variant index): the words keep that encoding.
         #[derive(serde::Serialize)]
         #[serde(rename_all = "lowercase")]
-        enum SandboxModeBefore {
+        enum Derived {
             Bwrap,
             None,
         }
-        for (now, before) in [
-            (SandboxMode::Bwrap, SandboxModeBefore::Bwrap),
-            (SandboxMode::None, SandboxModeBefore::None),
+        for (word, derived) in [
+            (SandboxMode::Bwrap, Derived::Bwrap),
+            (SandboxMode::None, Derived::None),
         ] {
             assert_eq!(
-                assay_engine::encode_params(&now),
-                assay_engine::encode_params(&before)
+                assay_engine::encode_params(&word),
+                assay_engine::encode_params(&derived)
             );
         }
     }

@@ -19,7 +19,7 @@ pub(crate) struct WorkerArgs {
 }
 
 pub(crate) fn run(args: WorkerArgs) -> Result<i32, Failure> {
-    crate::ops::build::work(&args.job)
+    crate::run::executor::slurm_worker::work(&args.job)
         .map(|()| exit::OK)
         .map_err(|e| Failure::new(exit::INTERNAL, miette::miette!("worker: {e}")))
 }

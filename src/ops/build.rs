@@ -115,11 +115,6 @@ impl BuildExecutors {
     }
 }
 
-/// `assay worker`: one run of the slurm executor on this node.
-pub(crate) fn work(job: &std::path::Path) -> Result<(), crate::run::error::LaunchError> {
-    executor::slurm_worker::work(job)
-}
-
 /// A graph error points at the step that caused it where the file names one.
 fn graph_error(pipeline: &Pipeline, e: GraphError) -> ConfigError {
     let name_of = |n: &str| names::step_of(n).unwrap_or(n).to_owned();

@@ -28,7 +28,7 @@ pub(super) fn check(
     for env in envs {
         let format = env.format;
         let row = format.capabilities();
-        // An environment always has its report by now (`env::env`).
+        // `env::env` fills in every environment's report.
         let Some(report) = &env.written.report else {
             continue;
         };

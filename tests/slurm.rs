@@ -923,3 +923,111 @@ echo sparse-done
     // Nothing of the sparse files was packed: no GiBs crossed back.
     assert!(started.elapsed() < Duration::from_secs(120));
 }
+
+#[test]
+fn instances_on_slurm() {
+    util::progress::phase("test instances_on_slurm");
+    util::harbor::base_image();
+    with_cluster(|_| an_instance_task_runs_in_containers_of_its_image_on_the_nodes());
+}
+
+/// A SWE-bench-family instance under `executor = "slurm"`
+/// (docs/instances.md, "On Slurm"): its screening readings, the graded
+/// runs of gold and empty predictions and two scripted agents' attempts
+/// are steps on the cluster's nodes, each a container of the instance's
+/// image on the node's daemon (`sandbox` docker, the node named in the
+/// record); the verdicts are what the docker executor gives; no container
+/// of the build is left; a second build executes nothing.
+fn an_instance_task_runs_in_containers_of_its_image_on_the_nodes() {
+    use util::instances::*;
+    let fixed = format!("{CALC}\n\ndef mul(a, b):\n    return a * b\n");
+    let p = util::Project::new();
+    let node_cache = p.path().join("node-cache");
+    let p = p.pipeline(&format!(
+        r#"cache = "cache"
+release = "release"
+sessions = "sessions"
+
+[env]
+test_command = "true"
+report = "unittest"
+executor = "slurm"
+slurm = {{ node_cache = "{}" }}
+
+[screen]
+repeats = 2
+
+[[instances]]
+name = "sb"
+path = "sb.jsonl"
+
+[[agent]]
+label = "fixer"
+model = "script-1"
+command = '''
+cat > calc.py <<'PY'
+{fixed}PY
+echo agent-done
+'''
+
+[[agent]]
+label = "idle"
+model = "script-1"
+command = "echo idle"
+"#,
+        node_cache.display()
+    ));
+    let id = format!("django__slurm-{:x}-1", std::process::id());
+    let build_dir = p.path().join("image");
+    let r = repository(&build_dir.join("repo"));
+    let _image = Image::build(&build_dir, &[&format!("sweb.eval.x86_64.{id}:latest")]);
+    p.write("sb.jsonl", mul_row(&id, &r));
+    let prediction = |patch: &str| {
+        serde_json::json!({"instance_id": id, "model_name_or_path": "model-a", "model_patch": patch})
+            .to_string()
+    };
+    p.write(
+        "sessions/preds.jsonl",
+        [prediction(&r.gold_patch), prediction("")].join("\n"),
+    );
+
+    let b = p.build_json(&[]).code(0);
+    assert_eq!(released(&p, &format!("sb/{id}"))["certified"], true);
+    assert_eq!(verdict(&p, "preds.jsonl#1"), "resolved");
+    assert_eq!(verdict(&p, "preds.jsonl#2"), "unresolved");
+    assert_eq!(verdict(&p, &format!("agent/fixer/sb/{id}/0")), "resolved");
+    assert_eq!(verdict(&p, &format!("agent/idle/sb/{id}/0")), "unresolved");
+
+    // Every run of the instance: a container, on a node.
+    let runs: Vec<String> = b
+        .names("node_finished")
+        .into_iter()
+        .filter(|n| n.starts_with("run:"))
+        .collect();
+    assert!(runs.len() >= 6, "three states × two readings: {runs:?}");
+    for run in &runs {
+        let record = p.output_record(run);
+        assert_eq!(record["sandbox"], "docker", "{run}: {record}");
+        let node = record["node"].as_str().unwrap_or_default();
+        assert!(node == "n1" || node == "n2", "{run} ran on {node:?}");
+    }
+    let placed = shown_running(&b, "attempt:");
+    assert_eq!(placed.len(), 2, "each attempt one step: {placed:?}");
+    assert!(on_the_nodes(&placed), "{placed:?}");
+    let attempt = p.output_record(&format!("attempt:agent/fixer/sb/{id}/0"));
+    let log = String::from_utf8(p.blob(attempt["log"].as_str().unwrap())).unwrap();
+    assert!(log.contains("agent-done"), "{log}");
+
+    // No container of the build is left on the daemon the nodes share.
+    let left = Command::new("docker")
+        .args(["ps", "-aq", "--filter", "label=assay.run=1"])
+        .args([
+            "--filter",
+            &format!("ancestor=sweb.eval.x86_64.{id}:latest"),
+        ])
+        .output()
+        .unwrap();
+    assert!(left.status.success());
+    assert_eq!(String::from_utf8_lossy(&left.stdout).trim(), "");
+    assert_eq!(p.build_json(&[]).summary.total.executed, 0);
+}

@@ -119,6 +119,15 @@ impl ExecutorSetting {
         }
     }
 
+    /// Where its runs go: [`kind`](Self::kind), but slurm for a docker
+    /// setting whose containers start on a cluster's nodes.
+    pub(crate) fn placed(&self) -> ExecutorKind {
+        match self {
+            ExecutorSetting::Docker(d) if d.on_cluster.is_some() => ExecutorKind::Slurm,
+            other => other.kind(),
+        }
+    }
+
     /// Whether a run under it is keyed as a local run: it sees what a
     /// local run sees (local, and slurm's local sandbox on a node).
     pub(crate) fn keyed_as_local(&self) -> bool {
@@ -159,6 +168,11 @@ pub(crate) struct DockerSettings {
     pub(crate) base_image: String,
     /// CPU of a setup or run in thousandths (`cpus = 1.5` is 1500).
     pub(crate) cpu_millis: Option<u32>,
+    /// Where the containers of runs start: `None` on this machine's daemon,
+    /// else on the nodes of this Slurm cluster, each on its node's daemon
+    /// (a task image's runs under `executor = "slurm"`). Not keyed: a
+    /// container of one image sees the same on any machine.
+    pub(crate) on_cluster: Option<SlurmSettings>,
 }
 
 /// The default `[env] base_image`.
@@ -169,6 +183,7 @@ impl Default for DockerSettings {
         DockerSettings {
             base_image: DEFAULT_BASE_IMAGE.to_owned(),
             cpu_millis: None,
+            on_cluster: None,
         }
     }
 }

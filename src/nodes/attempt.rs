@@ -704,6 +704,7 @@ mod tests {
             crate::model::config::DockerSettings {
                 base_image: "assay-base:bookworm".into(),
                 cpu_millis: None,
+                on_cluster: None,
             },
         ));
         assert_eq!(

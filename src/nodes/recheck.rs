@@ -266,6 +266,7 @@ mod tests {
                     crate::model::config::DockerSettings {
                         base_image: "assay-base:bookworm".into(),
                         cpu_millis: None,
+                        on_cluster: None,
                     },
                 ),
                 ..Default::default()

@@ -111,6 +111,7 @@ fn docker(pipeline: &Origin<'_>, cfg: &EnvConfig) -> Result<DockerSettings, Conf
     Ok(DockerSettings {
         base_image,
         cpu_millis,
+        on_cluster: None,
     })
 }
 
@@ -197,6 +198,7 @@ mod tests {
             DockerSettings {
                 base_image: "python:3.12".into(),
                 cpu_millis: Some(1500),
+                on_cluster: None,
             }
         );
         assert_eq!(written.executors.slurm, SlurmSettings::default());

@@ -187,6 +187,20 @@ impl Settings {
         }
     }
 
+    /// Where a task image's containers start (a SWE-bench-family
+    /// instance's): on the nodes of the build's Slurm cluster when its
+    /// executor is slurm (`build --executor`, else the first environment's
+    /// `executor`), with that environment's `[env] slurm` settings; else
+    /// on this machine's daemon (`None`), whatever the executor.
+    pub(crate) fn image_placement(&self) -> Option<crate::model::config::SlurmSettings> {
+        let first = self.envs.first().map(|env| &env.confine.executors);
+        let kind = self
+            .executor_override
+            .or(first.map(|choice| choice.written))
+            .unwrap_or_default();
+        (kind == ExecutorKind::Slurm).then(|| first.map(|c| c.slurm.clone()).unwrap_or_default())
+    }
+
     /// The topics `candidate` is split into (none: one task).
     pub(crate) fn topics_of(&self, candidate: &str) -> Vec<(String, String)> {
         self.topic_splits
@@ -421,6 +435,32 @@ mod tests {
         match Pipeline::load(&path) {
             Ok(_) => String::new(),
             Err(e) => format!("{:?}", miette::Report::new(e)),
+        }
+    }
+
+    /// A task image's containers start on the cluster exactly when the
+    /// build's executor is slurm, with the first environment's settings.
+    #[test]
+    fn task_images_start_on_the_cluster_the_build_runs_on() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("pipeline.toml");
+        let load = |toml: &str| {
+            std::fs::write(&path, toml).unwrap();
+            Pipeline::load(&path).unwrap().settings
+        };
+        let mut none = load("");
+        assert_eq!(none.image_placement(), None);
+        none.executor_override = Some(ExecutorKind::Slurm);
+        let placed = none.image_placement().unwrap();
+        assert_eq!(placed, crate::model::config::SlurmSettings::default());
+        let mut written = load(
+            "[env]\ntest_command = \"true\"\nreport = \"tap\"\nexecutor = \"slurm\"\nslurm = { node_cache = \"/scratch/n\" }\n",
+        );
+        let placed = written.image_placement().unwrap();
+        assert_eq!(placed.node_cache, std::path::Path::new("/scratch/n"));
+        for other in [ExecutorKind::Local, ExecutorKind::Docker] {
+            written.executor_override = Some(other);
+            assert_eq!(written.image_placement(), None, "{other:?}");
         }
     }
 

@@ -47,7 +47,7 @@ impl DeepSweFolder {
             format: self.format,
             timeout: self.timeout,
             log_cap: 64 << 20,
-            confine: image_confinement(&self.harbor_node),
+            confine: image_confinement(&self.harbor_node, None),
             touched_command: None,
             export: false,
             rebuild: &self.rebuild,

@@ -155,7 +155,7 @@ fn attempted<'g>(
     }
     for &h in reward_only {
         let env_node = names::harbor_image_env(&h.id);
-        let confine = image_confinement(&h.node);
+        let confine = image_confinement(&h.node, None);
         let image_env = adapter::spec(
             env_node.clone(),
             crate::nodes::swe_task::HarborImageEnv::new(

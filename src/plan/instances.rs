@@ -13,6 +13,7 @@ use assay_engine::NodeSpec;
 use super::envs::EnvSettings;
 use super::screening::ImageTask;
 use super::source::{Cx, Laid, TaskSource, image_confinement};
+use crate::model::config::SlurmSettings;
 use crate::model::instances::{self, Family, Instance, Place};
 use crate::model::names;
 use crate::nodes::adapter::{self, NoNames};
@@ -45,14 +46,16 @@ pub(super) struct InstanceTask {
 }
 
 impl InstanceTask {
-    pub(super) fn settings(&self) -> EnvSettings<'_> {
+    /// Its environment's settings: its runs in containers of its image,
+    /// on this machine or on the nodes of the cluster `on_cluster` names.
+    pub(super) fn settings(&self, on_cluster: Option<SlurmSettings>) -> EnvSettings<'_> {
         EnvSettings {
             name: None,
             cfg: &self.cfg,
             format: self.format,
             timeout: TIMEOUT_S,
             log_cap: 64 << 20,
-            confine: image_confinement(&names::instance(&self.id)),
+            confine: image_confinement(&names::instance(&self.id), on_cluster),
             touched_command: None,
             export: false,
             rebuild: &self.rebuild,

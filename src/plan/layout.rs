@@ -13,9 +13,10 @@ use super::deepswe::{DeepSwe, DeepSweFolder};
 use super::envs::{EnvSettings, Envs};
 use super::grading::{GradeLayout, Ungraded, grade_nodes};
 use super::harbor::{HarborFolders, harbor_changed};
-use super::instances::{InstanceTask, Instances};
+use super::instances::Instances;
 use super::mined::Mined;
 use super::source::{Cx, Laid, TaskSource};
+use crate::model::config::{Confinement, ExecutorSetting};
 use crate::model::names;
 use crate::nodes::adapter;
 use crate::nodes::release::{self, InstanceRows};
@@ -40,14 +41,29 @@ pub(crate) fn nodes(
         false => Some(Envs::resolve(pipeline, executors, warnings)?),
     };
     // Every source's environment is checked before any source is read.
-    let confinements = match &envs {
+    let mut confinements = match &envs {
         Some(envs) => envs.executors(pipeline, &settings.sources)?,
         None => Vec::new(),
     };
     let folders = super::deepswe::folders(pipeline)?;
     let folder_envs: Vec<EnvSettings<'_>> = folders.iter().map(DeepSweFolder::settings).collect();
     let rows = super::instances::instance_tasks(pipeline)?;
-    let row_envs: Vec<EnvSettings<'_>> = rows.iter().map(InstanceTask::settings).collect();
+    let on_cluster = settings.image_placement();
+    let row_envs: Vec<EnvSettings<'_>> = rows
+        .iter()
+        .map(|row| row.settings(on_cluster.clone()))
+        .collect();
+    // The cluster the instances' containers start on is started, and its
+    // allocation given back, with the build's executors.
+    if let Some(slurm) = on_cluster.filter(|_| !rows.is_empty()) {
+        let cluster = Confinement {
+            executor: ExecutorSetting::Slurm(slurm),
+            ..Confinement::default()
+        };
+        if !confinements.contains(&cluster) {
+            confinements.push(cluster);
+        }
+    }
     // In this order: the release's inputs keep it.
     let sources: [&dyn TaskSource<'_>; 4] = [
         &Mined(envs.as_ref()),
@@ -73,7 +89,7 @@ pub(crate) fn nodes(
     let env_nodes = laid
         .env_of
         .iter()
-        .map(|(name, env)| (name.clone(), env.confine.executor.kind()))
+        .map(|(name, env)| (name.clone(), env.confine.executor.placed()))
         .collect();
     graded_release(&cx, store, laid, out, warnings)?;
     Ok(InUse {

@@ -17,7 +17,7 @@ use assay_engine::NodeSpec;
 
 use super::apps::AppRef;
 use super::envs::EnvSettings;
-use crate::model::config::{Confinement, DockerSettings, ExecutorSetting};
+use crate::model::config::{Confinement, DockerSettings, ExecutorSetting, SlurmSettings};
 use crate::nodes::release::{InstanceRows, ReleaseInputs};
 use crate::pipeline::Pipeline;
 use crate::run::error::StageError;
@@ -104,12 +104,18 @@ pub(crate) struct HarborRef {
 
 /// The docker executor's confinement of a task's own image (a Harbor
 /// task's or an instance's): the image is the output of the node named
-/// `image_node`, put in place when the environment is made.
-pub(crate) fn image_confinement(image_node: &str) -> Confinement {
+/// `image_node`, put in place when the environment is made. Its containers
+/// start on this machine's daemon, or on the nodes of the cluster
+/// `on_cluster` names.
+pub(crate) fn image_confinement(
+    image_node: &str,
+    on_cluster: Option<SlurmSettings>,
+) -> Confinement {
     Confinement {
         executor: ExecutorSetting::Docker(DockerSettings {
             base_image: image_node.to_owned(),
             cpu_millis: None,
+            on_cluster,
         }),
         ..Default::default()
     }

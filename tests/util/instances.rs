@@ -211,3 +211,25 @@ for _d in ('/testbed', '/assay/tree', os.getcwd()):
     git(&["reset", "-q", "--hard"]);
     patch
 }
+
+/// The row of the instance over `r` whose FAIL_TO_PASS is the test patch's
+/// `MulTest.test_mul` and PASS_TO_PASS `CalcTest.test_add`.
+pub fn mul_row(id: &str, r: &Repo) -> String {
+    row(
+        id,
+        r,
+        &[django("test_calc.MulTest.test_mul")],
+        &[django("test_calc.CalcTest.test_add")],
+        &[],
+    )
+}
+
+/// The verdict of `session`'s scored arm in the release's results.csv.
+pub fn verdict(p: &super::Project, session: &str) -> String {
+    let text = std::fs::read_to_string(p.path().join("release/results.csv")).unwrap();
+    super::csv::csv_records(&text)
+        .into_iter()
+        .find(|row| row["session"] == session && row["arm"] == "exclude")
+        .unwrap_or_else(|| panic!("no grade of {session}: {text}"))["verdict"]
+        .clone()
+}

@@ -468,6 +468,7 @@ mod tests {
             executor: ExecutorSetting::Docker(DockerSettings {
                 base_image: DEFAULT_BASE_IMAGE.into(),
                 cpu_millis: None,
+                on_cluster: None,
             }),
             ..Confinement::default()
         };

@@ -12,7 +12,8 @@
 //! no run path can forget the sandbox (docs/security.md): [`local`] runs a
 //! process group on this machine under bubblewrap, [`docker`] a fresh
 //! locked-down container of the environment's image, [`slurm`] the local
-//! sandbox on a node of a Slurm cluster, as a job step.
+//! sandbox (or a task image's container) on a node of a Slurm cluster, as
+//! a job step.
 //!
 //! The executor, the sandbox and the limits are part of a run's key
 //! ([`Confinement`]): they change what the code under test can see and do.
@@ -93,13 +94,24 @@ impl Executors {
         };
         match &conf.executor {
             ExecutorSetting::Local => Box::new(local),
-            ExecutorSetting::Docker(settings) => Box::new(docker::Docker {
-                conf,
-                settings,
-                daemon: &self.daemon,
-            }),
+            ExecutorSetting::Docker(settings) => {
+                let docker = docker::Docker {
+                    conf,
+                    settings,
+                    daemon: &self.daemon,
+                };
+                match &settings.on_cluster {
+                    None => Box::new(docker),
+                    Some(cluster) => Box::new(slurm::Slurm {
+                        node: slurm::OnNode::Container(docker),
+                        settings: cluster,
+                        cluster: &self.slurm,
+                        withheld: &self.withheld,
+                    }),
+                }
+            }
             ExecutorSetting::Slurm(settings) => Box::new(slurm::Slurm {
-                local,
+                node: slurm::OnNode::Local(local),
                 settings,
                 cluster: &self.slurm,
                 withheld: &self.withheld,
@@ -257,6 +269,7 @@ mod tests {
             executor: ExecutorSetting::Docker(DockerSettings {
                 base_image: base.into(),
                 cpu_millis,
+                on_cluster: None,
             }),
             ..Confinement::default()
         };
@@ -315,6 +328,7 @@ mod tests {
             executor: ExecutorSetting::Docker(DockerSettings {
                 base_image: "assay-base:bookworm".into(),
                 cpu_millis: None,
+                on_cluster: None,
             }),
             ..Confinement::default()
         };

@@ -26,6 +26,10 @@
 //! binary at the path the coordinator runs it from, and bubblewrap
 //! (docs/executors.md).
 //!
+//! A task image's runs (an instance's, [`OnNode::Container`]) are steps
+//! too: the worker runs the docker executor's container of the image on
+//! its node's daemon, which must hold the image the coordinator made.
+//!
 //! A step that ends without the worker's outcome (its node died, Slurm
 //! cancelled or preempted it) is tried again from the same pack, up to
 //! [`ATTEMPTS`] times; then it is recorded as lost (`RunRecord.lost`): its
@@ -38,9 +42,9 @@ use assay_engine::JobCtx;
 
 pub(crate) use super::slurm_allocation::Cluster;
 use super::slurm_allocation::step;
-use super::slurm_job::{EnvSource, Pack};
-use super::{BoxFuture, Executor, Launch, Presence, Ran, RunFuture, Setup, TestRun};
-use crate::model::config::{Sandbox, SandboxMode, SlurmSettings};
+use super::slurm_job::{EnvSource, ImageJob, Pack};
+use super::{BoxFuture, EnvHandle, Executor, Launch, Presence, Ran, RunFuture, Setup, TestRun};
+use crate::model::config::{Confinement, Sandbox, SandboxMode, SlurmSettings};
 use crate::model::records::EnvRecord;
 use crate::run::Made;
 use crate::run::attempt::relay;
@@ -53,14 +57,41 @@ pub(crate) const ATTEMPTS: u32 = 3;
 /// The slurm executor under a confinement.
 pub(crate) struct Slurm<'a> {
     /// What a node runs, and how environments are prepared and kept: the
-    /// local executor's, whose answers this one gives where the cluster
-    /// changes nothing.
-    pub(crate) local: super::local::Local<'a>,
+    /// executor whose answers this one gives where the cluster changes
+    /// nothing.
+    pub(crate) node: OnNode<'a>,
     pub(crate) settings: &'a SlurmSettings,
     pub(crate) cluster: &'a Cluster,
     /// The variables no step inherits from assay's environment (`srun`
     /// hands a step the whole environment it was started with).
     pub(crate) withheld: &'a [String],
+}
+
+/// What a step runs on its node.
+pub(crate) enum OnNode<'a> {
+    /// The local executor's sandbox (`executor = "slurm"`).
+    Local(super::local::Local<'a>),
+    /// A fresh container of the environment's image, on the node's own
+    /// Docker daemon (a task image's runs under `executor = "slurm"`):
+    /// the image is made on the coordinator and must be in every node's
+    /// daemon under the same id.
+    Container(super::docker::Docker<'a>),
+}
+
+impl OnNode<'_> {
+    fn executor(&self) -> &dyn Executor {
+        match self {
+            OnNode::Local(local) => local,
+            OnNode::Container(docker) => docker,
+        }
+    }
+
+    fn conf(&self) -> &Confinement {
+        match self {
+            OnNode::Local(local) => local.conf,
+            OnNode::Container(docker) => docker.conf,
+        }
+    }
 }
 
 impl Executor for Slurm<'_> {
@@ -71,11 +102,11 @@ impl Executor for Slurm<'_> {
         setup: Setup<'a>,
         ctx: &'a JobCtx,
     ) -> BoxFuture<'a, Result<Made<EnvRecord>, NodeError>> {
-        self.local.prepare(setup, ctx)
+        self.node.executor().prepare(setup, ctx)
     }
 
     fn present(&self, record: &EnvRecord, cache_dir: &Path) -> Presence {
-        self.local.present(record, cache_dir)
+        self.node.executor().present(record, cache_dir)
     }
 
     fn run<'a>(&'a self, test: TestRun<'a>) -> RunFuture<'a> {
@@ -88,24 +119,25 @@ impl Executor for Slurm<'_> {
         false
     }
 
-    /// One directory of the shared cache, as locally.
+    /// One directory of the shared cache, as locally; a container's own
+    /// copy of its image.
     fn shares_env(&self) -> bool {
-        self.local.shares_env()
+        self.node.executor().shares_env()
     }
 
     fn env_is_artifact(&self) -> bool {
-        self.local.env_is_artifact()
+        self.node.executor().env_is_artifact()
     }
 
-    /// A job step on a node, in the local sandbox; the egress proxy and
+    /// A job step on a node, in its sandbox; the egress proxy and
     /// the key stay on the coordinator ([`attempt_on_cluster`]).
     fn attempt<'a>(&'a self, launch: Launch<'a>, ctx: &'a JobCtx) -> RunFuture<'a> {
         Box::pin(async move { Ok(attempt_on_cluster(self, launch, ctx).await?) })
     }
 
-    /// The local sandbox, on the node.
+    /// The node's sandbox: the local one, or the container.
     fn sandbox(&self) -> Sandbox {
-        self.local.sandbox()
+        self.node.executor().sandbox()
     }
 
     fn start(&self, _rt: &tokio::runtime::Runtime) -> Result<Vec<String>, StageError> {
@@ -184,16 +216,9 @@ async fn run_on_cluster(exec: &Slurm<'_>, test: TestRun<'_>) -> Result<Ran, Laun
         .await
         .map_err(LaunchError::task)??
     };
-    let env_dir = launch
-        .env
-        .host_dir()
-        .map_err(|_| LaunchError::Internal("a slurm run needs an environment directory"))?;
-    let env = match exec.local.conf.sandbox {
-        SandboxMode::Bwrap => EnvSource::Packed(env_pack(exec.cluster, blobs, env_dir).await?),
-        SandboxMode::None => EnvSource::Shared(env_dir.to_owned()),
-    };
+    let env = env_source(exec, blobs, launch.env).await?;
     let job = super::slurm_job::WorkerJob::of(
-        exec.local.conf,
+        exec.node.conf(),
         &test,
         tree_pack,
         env,
@@ -293,7 +318,7 @@ async fn attempt_on_cluster(
     ctx: &JobCtx,
 ) -> Result<Ran, LaunchError> {
     use crate::run::attempt as a;
-    if exec.local.conf.sandbox != SandboxMode::Bwrap {
+    if exec.node.conf().sandbox != SandboxMode::Bwrap {
         return Err(LaunchError::Refused(
             "an agent never runs unsandboxed: attempts need `sandbox = \"bwrap\"`".into(),
         ));
@@ -357,17 +382,7 @@ async fn attempt_on_cluster(
         .await
         .map_err(LaunchError::task)??
     };
-    let env = EnvSource::Packed(
-        env_pack(
-            exec.cluster,
-            blobs,
-            launch
-                .env
-                .host_dir()
-                .map_err(|_| LaunchError::Internal("an attempt needs an environment directory"))?,
-        )
-        .await?,
-    );
+    let env = env_source(exec, blobs, launch.env).await?;
     let tools = EnvSource::Packed(env_pack(exec.cluster, blobs, &tools).await?);
     let listening = match &socket {
         None => None,
@@ -378,7 +393,7 @@ async fn attempt_on_cluster(
         ),
     };
     let mut job = super::slurm_job::WorkerJob::of_launch(
-        exec.local.conf,
+        exec.node.conf(),
         &launch,
         Vec::new(),
         packs.0,
@@ -435,6 +450,31 @@ async fn attempt_on_cluster(
     .await
     .map_err(LaunchError::task)??;
     Ok(done.into_ran(&dir))
+}
+
+/// Where a step finds its environment: a container's image by id (with
+/// the settings its container is made with), the local sandbox's
+/// directory packed into the cache ([`env_pack`]), or, unsandboxed (whose
+/// environments embed their absolute path), the shared directory itself.
+async fn env_source(
+    exec: &Slurm<'_>,
+    blobs: &assay_engine::Blobs,
+    env: &EnvHandle,
+) -> Result<EnvSource, LaunchError> {
+    match (&exec.node, env) {
+        (OnNode::Container(docker), EnvHandle::Image(id)) => Ok(EnvSource::Image(ImageJob {
+            id: id.clone(),
+            base_image: docker.settings.base_image.clone(),
+            cpu_millis: docker.settings.cpu_millis,
+        })),
+        (OnNode::Local(local), EnvHandle::HostDir(dir)) => match local.conf.sandbox {
+            SandboxMode::Bwrap => Ok(EnvSource::Packed(env_pack(exec.cluster, blobs, dir).await?)),
+            SandboxMode::None => Ok(EnvSource::Shared(dir.clone())),
+        },
+        _ => Err(LaunchError::Internal(
+            "a step's environment is its executor's: an image for a container, a directory for the local sandbox",
+        )),
+    }
 }
 
 /// The environment directory `env` packed into the cache's blobs, once:

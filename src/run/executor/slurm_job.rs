@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::slurm_pack as pack;
 use super::{Launch, Ran, TestRun, Watched};
 use crate::model::config::RunLimits;
-use crate::model::config::{Confinement, SandboxMode};
+use crate::model::config::{Confinement, ExecutorSetting, SandboxMode};
 use crate::model::rules::limits::Limit;
 use crate::run::attempt::relay::Route;
 use crate::run::error::LaunchError;
@@ -91,13 +91,37 @@ impl Pack {
     }
 }
 
+/// Where a step's environment comes from.
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) enum EnvSource {
+    /// A directory packed into the shared cache, unpacked once per node.
     Packed(Pack),
+    /// A directory of the shared cache, as it is (unsandboxed runs).
     Shared(PathBuf),
+    /// An image in the node's Docker daemon: the step's run is a container.
+    Image(ImageJob),
+}
+
+/// A container step's image, by id, and the docker settings its
+/// container is made with.
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct ImageJob {
+    pub(super) id: String,
+    pub(super) base_image: String,
+    pub(super) cpu_millis: Option<u32>,
 }
 
 impl WorkerJob {
+    /// The confinement a node runs this job under: its sandbox and limits
+    /// on `executor`.
+    pub(super) fn confinement(&self, executor: ExecutorSetting) -> Confinement {
+        Confinement {
+            sandbox: self.sandbox,
+            limits: self.limits,
+            executor,
+        }
+    }
+
     /// The job of a test run under `conf`: its tree and environment as
     /// packs of the shared cache, the rest of its launch as it is.
     pub(super) fn of(

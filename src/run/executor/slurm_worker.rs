@@ -1,5 +1,6 @@
 //! `assay worker JOB` on a Slurm node: runs one job file with the local
-//! executor and writes its outcome back.
+//! executor, or in a container on the node's Docker daemon, and writes its
+//! outcome back.
 
 use std::path::Path;
 use std::time::Duration;
@@ -7,7 +8,7 @@ use std::time::Duration;
 use super::slurm_job::{AgentJob, EnvSource, Pack, WorkerJob, WorkerOutcome};
 use super::slurm_pack as pack;
 use super::{EnvHandle, Launch, TestRun};
-use crate::model::config::{Confinement, ExecutorSetting};
+use crate::model::config::{Confinement, DockerSettings, ExecutorSetting};
 use crate::run::error::LaunchError;
 
 /// `assay worker JOB`: runs one job file on this node with the local
@@ -32,27 +33,38 @@ pub(crate) fn work(job_path: &Path) -> Result<(), LaunchError> {
         .map_err(LaunchError::io(runs.display()))?;
     let tree = scratch.path().join("tree");
     pack::unpack(&job.tree.path, &job.tree.digest()?, &tree)?;
-    let env_dir = match &job.env {
-        EnvSource::Packed(p) => pack::node_env(&node, &p.path, &p.digest()?)?,
-        EnvSource::Shared(path) => path.clone(),
+    let (conf, env) = match &job.env {
+        EnvSource::Packed(p) => (
+            job.confinement(ExecutorSetting::Local),
+            EnvHandle::HostDir(pack::node_env(&node, &p.path, &p.digest()?)?),
+        ),
+        EnvSource::Shared(path) => (
+            job.confinement(ExecutorSetting::Local),
+            EnvHandle::HostDir(path.clone()),
+        ),
+        EnvSource::Image(image) => (
+            job.confinement(ExecutorSetting::Docker(DockerSettings {
+                base_image: image.base_image.clone(),
+                cpu_millis: image.cpu_millis,
+                on_cluster: None,
+            })),
+            EnvHandle::Image(image.id.clone()),
+        ),
     };
-    let conf = Confinement {
-        sandbox: job.sandbox,
-        limits: job.limits,
-        executor: ExecutorSetting::Local,
-    };
-    let env = EnvHandle::HostDir(env_dir);
     let log_path = scratch.path().join("log");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(LaunchError::io("the worker's runtime"))?;
+    let executors = super::Executors::default();
+    if let EnvHandle::Image(id) = &env {
+        rt.block_on(image_on_node(&executors, id, &node_name))?;
+    }
     if let Some(agent) = &job.agent {
         let outcome = rt.block_on(attempt(
             &job,
             agent,
-            &conf,
-            &env,
+            (&executors, &conf, &env),
             &node,
             scratch.path(),
             dir,
@@ -89,7 +101,7 @@ pub(crate) fn work(job_path: &Path) -> Result<(), LaunchError> {
         ctx: None,
     };
     let ran = rt
-        .block_on(super::Executors::default().of(&conf).run(test))
+        .block_on(executors.of(&conf).run(test))
         .map_err(|e| LaunchError::Local(e.to_string()))?;
     std::fs::copy(&log_path, dir.join("log")).map_err(LaunchError::io("the run's log"))?;
     let report = match ran.report {
@@ -138,8 +150,7 @@ fn write_outcome(dir: &Path, outcome: &WorkerOutcome) -> Result<(), LaunchError>
 async fn attempt(
     job: &WorkerJob,
     agent: &AgentJob,
-    conf: &Confinement,
-    env: &EnvHandle,
+    (executors, conf, env): (&super::Executors, &Confinement, &EnvHandle),
     node: &Path,
     scratch: &Path,
     dir: &Path,
@@ -155,6 +166,9 @@ async fn attempt(
     let tools = match &agent.tools {
         EnvSource::Packed(p) => pack::node_env(node, &p.path, &p.digest()?)?,
         EnvSource::Shared(path) => path.clone(),
+        EnvSource::Image(_) => {
+            return Err(LaunchError::Internal("an agent's tools are a directory"));
+        }
     };
     let relay = agent
         .route
@@ -180,9 +194,22 @@ async fn attempt(
             binds: mounts.binds()?,
         },
     );
-    let ran = super::local::attempt(conf, &super::local::Probe::default(), launch)
-        .await
-        .map_err(|e| LaunchError::Local(e.to_string()))?;
+    let ran = match env {
+        EnvHandle::HostDir(_) => {
+            super::local::attempt(conf, &super::local::Probe::default(), launch).await
+        }
+        // The docker executor's attempt is a run with no report to read
+        // and no staged file to fingerprint.
+        EnvHandle::Image(_) => {
+            let test = TestRun {
+                launch,
+                staged: Vec::new(),
+                ctx: None,
+            };
+            executors.of(conf).run(test).await
+        }
+    }
+    .map_err(|e| LaunchError::Local(e.to_string()))?;
     drop(relay);
     let (limits, base) = (job.limits, agent.base_bytes);
     let dir = dir.to_owned();
@@ -221,6 +248,32 @@ async fn attempt(
         workspace_refused,
         out,
     })
+}
+
+/// Before a container step: the node's daemon holds the step's image
+/// `id` (made on the coordinator, so present on a node only when the nodes
+/// share its daemon or the image was loaded there), and the containers of
+/// workers killed on this node (a cancelled step) are removed.
+async fn image_on_node(
+    executors: &super::Executors,
+    id: &str,
+    node: &str,
+) -> Result<(), LaunchError> {
+    let docker = executors.daemon().client().await?;
+    let unusable = |e: assay_docker::DockerError| LaunchError::Unavailable(e.to_string());
+    docker.cleanup_leftovers().await.map_err(unusable)?;
+    let wanted = assay_docker::ImageId::parse(id).map_err(unusable)?;
+    if docker
+        .image_ids()
+        .await
+        .map_err(unusable)?
+        .contains(&wanted)
+    {
+        return Ok(());
+    }
+    Err(LaunchError::Unavailable(format!(
+        "the Docker daemon of node {node} has no image {id}: a task image is made on the coordinator, and every node's daemon needs it under the same id (e.g. `docker save {id} | docker -H ssh://{node} load`)"
+    )))
 }
 
 /// The Slurm node this worker runs on (`SLURMD_NODENAME`), else the host's

@@ -207,14 +207,21 @@ fn funnel_line(record: &crate::nodes::release::ReleaseRecord) -> String {
     line
 }
 
-/// Removes the report pages and manifest shards of an earlier release that
-/// this one does not have: a file left behind would read as part of the
-/// release.
+/// Removes the report pages, manifest shards and results.csv's parts (or
+/// the whole results.csv, when this release has parts) of an earlier
+/// release that this one does not have: a file left behind would read as
+/// part of the release.
 fn stale_pages(
     dir: &std::path::Path,
     record: &crate::nodes::release::ReleaseRecord,
 ) -> std::io::Result<()> {
-    for sub in ["pages", "manifest"] {
+    if !record.files.contains_key("results.csv") {
+        match std::fs::remove_file(dir.join("results.csv")) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    for sub in ["pages", "manifest", crate::release::RESULTS_DIR] {
         let Ok(entries) = std::fs::read_dir(dir.join(sub)) else {
             continue;
         };
@@ -309,9 +316,11 @@ fn write_release(
         record.files.keys().partition(|n| n.starts_with("pages/"));
     let (shards, top): (Vec<&String>, Vec<&String>) =
         top.into_iter().partition(|n| n.starts_with("manifest/"));
+    let (parts, top): (Vec<&String>, Vec<&String>) =
+        top.into_iter().partition(|n| n.starts_with("results/"));
     let top: Vec<&str> = top.iter().map(|n| n.as_str()).collect();
     eprintln!(
-        "  wrote {}/{{{}}}{}{}",
+        "  wrote {}/{{{}}}{}{}{}",
         dir.display(),
         top.join(","),
         match pages.len() {
@@ -321,7 +330,60 @@ fn write_release(
         match shards.len() {
             0 => String::new(),
             n => format!(" and {n} manifest shards in {}/manifest", dir.display()),
+        },
+        match parts.len() {
+            0 => String::new(),
+            n => format!(" and results.csv in {n} parts in {}/results", dir.display()),
         }
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(files: &[&str]) -> crate::nodes::release::ReleaseRecord {
+        crate::nodes::release::ReleaseRecord {
+            files: files
+                .iter()
+                .map(|f| ((*f).to_owned(), String::new()))
+                .collect(),
+            funnel: crate::release::Funnel::default(),
+        }
+    }
+
+    /// What an earlier release wrote and this one does not have goes:
+    /// results.csv's parts past this release's, and the whole results.csv
+    /// once this release is in parts (and the other way round).
+    #[test]
+    fn an_earlier_releases_results_files_are_removed_when_this_one_lacks_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |rel: &str| {
+            let path = dir.path().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "x").unwrap();
+        };
+        let present = |rel: &str| dir.path().join(rel).exists();
+        for f in [
+            "results.csv",
+            "results/0000.csv",
+            "results/0001.csv",
+            "results/0002.csv",
+        ] {
+            write(f);
+        }
+        stale_pages(
+            dir.path(),
+            &record(&["results/0000.csv", "results/0001.csv"]),
+        )
+        .unwrap();
+        assert!(!present("results.csv"));
+        assert!(present("results/0000.csv") && present("results/0001.csv"));
+        assert!(!present("results/0002.csv"));
+        write("results.csv");
+        stale_pages(dir.path(), &record(&["results.csv"])).unwrap();
+        assert!(present("results.csv"));
+        assert!(!present("results/0000.csv") && !present("results/0001.csv"));
+    }
 }

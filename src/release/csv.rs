@@ -63,8 +63,41 @@ const HEADER: [&str; 39] = [
     "reported_cost_usd",
 ];
 
-pub(super) fn results(index: &Index<'_>) -> String {
+/// Where the parts of a split results.csv live, beside it.
+pub(crate) const DIR: &str = "results";
+
+/// results.csv, or, past `above` bytes, its parts `results/0000.csv`, …:
+/// each the header and the next rows, in order, about `per` bytes or
+/// fewer (a row is never cut), so the parts read one after the other are
+/// the whole file's rows. Every part is listed in manifest.json with its
+/// digest, as every file is.
+pub(super) fn files(index: &Index<'_>, above: usize, per: usize) -> Vec<(String, Vec<u8>)> {
+    let (text, rows) = results(index);
+    if text.len() <= above {
+        return vec![("results.csv".to_owned(), text.into_bytes())];
+    }
+    let header = &text[..rows.first().copied().unwrap_or(text.len())];
+    let mut parts = Vec::new();
+    let mut part = String::from(header);
+    let ends = rows.iter().skip(1).copied().chain([text.len()]);
+    for (start, end) in rows.iter().copied().zip(ends) {
+        if part.len() > header.len() && part.len() + (end - start) > per {
+            parts.push(std::mem::replace(&mut part, String::from(header)));
+        }
+        part.push_str(&text[start..end]);
+    }
+    parts.push(part);
+    parts
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| (format!("{DIR}/{i:04}.csv"), p.into_bytes()))
+        .collect()
+}
+
+/// The whole of results.csv and where each row after the header starts.
+fn results(index: &Index<'_>) -> (String, Vec<usize>) {
     let mut out = String::new();
+    let mut rows = Vec::new();
     let judged = JudgeColumns::new(index);
     let judge_header = judged.header().into_iter();
     let metrics = &index.quality.metrics;
@@ -160,6 +193,7 @@ pub(super) fn results(index: &Index<'_>) -> String {
                 .map(|n| n.to_string())
                 .unwrap_or_default()
         });
+        rows.push(out.len());
         push_row(
             &mut out,
             row.into_iter()
@@ -169,9 +203,10 @@ pub(super) fn results(index: &Index<'_>) -> String {
         );
     }
     for row in super::apps::csv_rows(index, width, &column) {
+        rows.push(out.len());
         push_row(&mut out, row.into_iter());
     }
-    out
+    (out, rows)
 }
 
 /// The most characters a list field holds; longer lists go by count.

@@ -7,6 +7,10 @@ pub(crate) struct Limits {
     /// what a shard holds at most, in bytes of its entries' text (about).
     pub(crate) shard_above: usize,
     pub(crate) shard_bytes: usize,
+    /// results.csv's bytes above which it is written as parts
+    /// (`results/0000.csv`, …), and what a part holds at most.
+    pub(crate) csv_above: usize,
+    pub(crate) csv_bytes: usize,
     /// Grades an agent page holds: a pair with more grades gets several
     /// pages, `agent-<hex>.html` then `agent-<hex>-2.html`, …, each linking
     /// to every other.
@@ -19,6 +23,8 @@ impl Limits {
     pub(crate) const RELEASE: Limits = Limits {
         shard_above: 32 << 20,
         shard_bytes: 16 << 20,
+        csv_above: 32 << 20,
+        csv_bytes: 16 << 20,
         // About 370 bytes a row: no agent page passes 2 MB.
         agent_rows: 3000,
         // About 1 MB of report.html.
@@ -29,6 +35,8 @@ impl Limits {
     pub(crate) const NONE: Limits = Limits {
         shard_above: usize::MAX,
         shard_bytes: usize::MAX,
+        csv_above: usize::MAX,
+        csv_bytes: usize::MAX,
         agent_rows: usize::MAX,
         matrix_sessions: usize::MAX,
     };

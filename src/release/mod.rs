@@ -80,6 +80,7 @@ mod trials;
 
 use std::collections::BTreeMap;
 
+pub(crate) use csv::DIR as RESULTS_DIR;
 pub(crate) use input::{About, HarborScreen, InstanceReading, Price, PublishInput};
 use limits::Limits;
 #[cfg(test)]
@@ -87,8 +88,9 @@ pub(crate) use model::Summary;
 pub(crate) use model::{AssayVersion, Funnel, InstanceFunnel, Manifest, Number, pretty};
 pub(crate) use paths::{segment as path_segment, value_at};
 
-/// File name -> bytes: `results.csv`, `summary.json`, `report.html`, the
-/// report's pages (`pages/…`), `manifest.json`.
+/// File name -> bytes: `results.csv` (or its parts, `results/…`),
+/// `summary.json`, `report.html`, the report's pages (`pages/…`),
+/// `manifest.json` (and its shards, `manifest/…`).
 pub(crate) fn publish(input: &PublishInput) -> BTreeMap<String, Vec<u8>> {
     publish_within(input, &Limits::RELEASE)
 }
@@ -97,14 +99,14 @@ fn publish_within(input: &PublishInput, limits: &Limits) -> BTreeMap<String, Vec
     let mut ph = crate::run::phase::Phases::new("publish");
     let index = index::Index::new(input);
     ph.mark("index");
-    let csv = csv::results(&index);
+    let csv = csv::files(&index, limits.csv_above, limits.csv_bytes);
     ph.mark("csv");
     let (summary, sources) = summary::summary(&index);
     ph.mark("summary");
     let html = html::report(&index, &summary, limits);
     ph.mark("report.html");
     let mut files = BTreeMap::new();
-    files.insert("results.csv".to_owned(), csv.into_bytes());
+    files.extend(csv);
     files.insert("summary.json".to_owned(), pretty(&summary));
     files.insert("report.html".to_owned(), html.into_bytes());
     ph.mark("summary.json");

@@ -1,7 +1,8 @@
 //! How a published release file differs from its recomputation, named for
 //! a reader: a number's path in a JSON file, a row and column of
-//! results.csv, else the first differing line. The JSON is compared as
-//! generic trees (`Value`): any two documents, whatever their schema.
+//! results.csv (or of one of its parts), else the first differing line.
+//! The JSON is compared as generic trees (`Value`): any two documents,
+//! whatever their schema.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -33,7 +34,9 @@ pub(super) fn compare_files(
                         };
                         first_json_difference(&a, &b, root.to_owned())
                     }
-                    "results.csv" => first_csv_difference(have, bytes),
+                    csv if csv == "results.csv" || csv.starts_with("results/") => {
+                        first_csv_difference(have, bytes)
+                    }
                     _ => None,
                 };
                 let problem = match field {

@@ -8,7 +8,11 @@
 //! tests are listed as `flaky` disagreements in the task and in
 //! summary.json's `instances`, per instance and per repository; every
 //! figure the report's section shows is answered by `assay explain`; a
-//! second build executes nothing.
+//! second build executes nothing. Beside it, the other families' images
+//! and specs (docs/instances.md, "The environment", "The row's own
+//! spec"): a Multi-SWE-bench row found under `mswebench/<org>_m_<repo>:
+//! pr-<n>`, a SWE-Gym row under `xingyaoww/…_s_…`, and a SWE-rebench row
+//! whose own `install_config.test_cmd` is the command run.
 //!
 //! Fails, never skips, without the daemon.
 
@@ -253,14 +257,17 @@ fn js_repository(dir: &std::path::Path) -> Repo {
 }
 
 /// A JavaScript instance (a repository SWE-bench's spec does not run) in
-/// an image with Debian's Node, its row naming its image as
-/// Multi-SWE-bench's do (`image_name`): screened through the same path
-/// with the pipeline's `test_command` and `report` (node's own runner,
-/// TAP), certified, its lists agreeing, and in the dataset-health report.
+/// Multi-SWE-bench's row shape (`org`, `repo`, `number`, `base.sha`,
+/// `fix_patch`, `f2p_tests` / `p2p_tests` keyed by test name; no
+/// `instance_id`, no image name) and an image with Debian's Node tagged
+/// as Multi-SWE-bench names its images (`mswebench/<org>_m_<repo>:pr-<n>`):
+/// the family inferred, the image found under that name, screened with the
+/// pipeline's `test_command` and `report` (node's own runner, TAP),
+/// certified, its lists agreeing, and in the dataset-health report.
 #[test]
-fn a_javascript_instance_is_certified_with_the_pipelines_test_command() {
+fn a_multi_swe_bench_row_is_found_under_its_family_name_and_certified() {
     util::progress::phase(
-        "test a_javascript_instance_is_certified_with_the_pipelines_test_command",
+        "test a_multi_swe_bench_row_is_found_under_its_family_name_and_certified",
     );
     util::harbor::node_image();
     let p = util::Project::new().pipeline(
@@ -268,35 +275,49 @@ fn a_javascript_instance_is_certified_with_the_pipelines_test_command() {
     );
     let build = p.path().join("image");
     let r = js_repository(&build.join("repo"));
-    let id = format!("acme__jscalc-{:x}", std::process::id());
-    let image = format!("mswebench/acme_m_jscalc:pr-{:x}", std::process::id());
+    let repo = format!("jscalc{:x}", std::process::id());
+    let image = format!("mswebench/acme_m_{repo}:pr-7");
     let _image = Image::build_from(util::harbor::NODE_IMAGE, &build, &[&image]);
-    let mut one: Value = serde_json::from_str(&row(
-        &id,
-        &r,
-        &["muls".to_owned()],
-        &["adds".to_owned()],
-        &[("image_name", Value::from(image.clone()))],
-    ))
-    .unwrap();
-    one["repo"] = Value::from("acme/jscalc");
-    one["version"] = Value::from("1.0");
+    let test = |run: &str| json!({"run": run, "test": run, "fix": "PASS"});
+    let one = json!({
+        "org": "acme",
+        "repo": repo,
+        "number": 7,
+        "state": "closed",
+        "title": "Add mul",
+        "body": "",
+        "base": {"label": "acme:main", "ref": "main", "sha": r.base},
+        "resolved_issues": [{"number": 6, "title": "Add `calc.mul(a, b)`", "body": "Please."}],
+        "fix_patch": r.gold_patch,
+        "test_patch": r.test_patch,
+        "fixed_tests": {"muls": test("NONE")},
+        "p2p_tests": {"adds": test("PASS")},
+        "f2p_tests": {},
+        "s2p_tests": {},
+        "n2p_tests": {"muls": test("NONE")},
+    });
     // A JSON array, not JSONL.
     p.write("instances.json", json!([one]).to_string());
 
     p.build_json(&[]).code(0);
-    let task = format!("ms/{id}");
+    let task = format!("ms/acme__{repo}-7");
+    let record = p.output_record(&format!("instance:{task}"));
+    assert_eq!(record["family"], "multi-swe-bench", "{record:#}");
+    assert_eq!(record["names_tried"], json!([image]), "{record:#}");
+    assert_eq!(record["image_name"], image.as_str(), "{record:#}");
+    assert_eq!(record["test_command"]["from"], "pipeline", "{record:#}");
     let t = released(&p, &task);
     assert_eq!(t["certified"], true, "{t:#}");
     assert_eq!(t["FAIL_TO_PASS"], json!(["muls"]), "{t:#}");
+    assert_eq!(t["dataset"]["FAIL_TO_PASS"], json!(["muls"]), "{t:#}");
     assert!(disagreements(&t).is_empty(), "{t:#}");
     let summary: Value = serde_json::from_str(
         &std::fs::read_to_string(p.path().join("release/summary.json")).unwrap(),
     )
     .unwrap();
-    let repo = &summary["instances"]["repos"]["acme/jscalc"];
+    let in_repo = &summary["instances"]["repos"][&format!("acme/{repo}")];
     assert_eq!(
-        (repo["instances"].clone(), repo["certified"].clone()),
+        (in_repo["instances"].clone(), in_repo["certified"].clone()),
         (json!(1), json!(1)),
         "{summary:#}"
     );
@@ -305,5 +326,98 @@ fn a_javascript_instance_is_certified_with_the_pipelines_test_command() {
             .as_f64()
             .is_some_and(|s| s > 0.0),
         "{summary:#}"
+    );
+}
+
+const ADD: &str = "test_calc.CalcTest.test_add";
+const SUB: &str = "test_calc.CalcTest.test_sub";
+const MUL: &str = "test_calc.MulTest.test_mul";
+
+/// A project of one `[[instances]]` file `instances.jsonl` (`family`
+/// given, or inferred), the Python repository's image tagged `image`, and
+/// one row over it, `row(id, repo, f2p, p2p)`; built once.
+fn one_row_project(
+    family: Option<&str>,
+    image: impl Fn(&str) -> String,
+    row: impl Fn(&str, &Repo, &[String], &[String]) -> String,
+) -> (util::Project, String, Image) {
+    util::harbor::base_image();
+    let family = family.map_or(String::new(), |f| format!("family = \"{f}\"\n"));
+    let p = util::Project::new().pipeline(&format!(
+        "cache = \"cache\"\nrelease = \"release\"\n\n[[instances]]\nname = \"ds\"\npath = \"instances.jsonl\"\n{family}"
+    ));
+    let build = p.path().join("image");
+    let r = repository(&build.join("repo"));
+    let id = format!("acme__calc-{:x}", std::process::id());
+    let built = Image::build(&build, &[&image(&id)]);
+    let (f2p, p2p) = (vec![django(MUL)], vec![django(ADD), django(SUB)]);
+    p.write("instances.jsonl", row(&id, &r, &f2p, &p2p));
+    p.build_json(&[]).code(0);
+    (p, format!("ds/{id}"), built)
+}
+
+/// A SWE-Gym row (SWE-bench's schema, `family = "swe-gym"`) found under
+/// SWE-Gym's image name (`xingyaoww/sweb.eval.x86_64.<id, `__` as `_s_`>`)
+/// and certified by SWE-bench's spec.
+#[test]
+fn a_swe_gym_row_is_found_under_its_family_name() {
+    util::progress::phase("test a_swe_gym_row_is_found_under_its_family_name");
+    let image = |id: &str| format!("xingyaoww/sweb.eval.x86_64.{}", id.replace("__", "_s_"));
+    let (p, task, _image) = one_row_project(Some("swe-gym"), image, |id, r, f2p, p2p| {
+        row(id, r, f2p, p2p, &[])
+    });
+    let record = p.output_record(&format!("instance:{task}"));
+    let id = task.trim_start_matches("ds/");
+    assert_eq!(record["family"], "swe-gym", "{record:#}");
+    assert_eq!(record["image_name"], image(id).as_str(), "{record:#}");
+    assert_eq!(record["names_tried"][1], image(id).as_str(), "{record:#}");
+    assert_eq!(
+        record["test_command"]["from"], "swe-bench-spec",
+        "{record:#}"
+    );
+    let t = released(&p, &task);
+    assert_eq!(t["certified"], true, "{t:#}");
+    assert!(disagreements(&t).is_empty(), "{t:#}");
+}
+
+/// A SWE-rebench row whose own `install_config` names a test command (a
+/// list, run as written) and `parse_log_django`: that command runs, not
+/// SWE-bench's spec's. It leaves `test_sub` out, so the row's
+/// `PASS_TO_PASS` test `test_sub` is `never_ran`, which the spec's command
+/// (the whole module) would have run.
+#[test]
+fn a_swe_rebench_rows_own_test_command_is_the_one_run() {
+    util::progress::phase("test a_swe_rebench_rows_own_test_command_is_the_one_run");
+    let command = "./tests/runtests.py --verbosity 2 test_calc.MulTest test_calc.CalcTest.test_add";
+    let image = |id: &str| {
+        format!(
+            "swerebench/sweb.eval.x86_64.{}:latest",
+            id.replace("__", "_1776_")
+        )
+    };
+    let (p, task, _image) = one_row_project(None, image, |id, r, f2p, p2p| {
+        let config = json!({"test_cmd": [command], "log_parser": "parse_log_django"});
+        row(id, r, f2p, p2p, &[("install_config", config)])
+    });
+    let t = released(&p, &task);
+    assert_eq!(
+        disagreements(&t),
+        [(
+            django(SUB),
+            "PASS_TO_PASS".to_owned(),
+            "never_ran".to_owned()
+        )],
+        "the row's own command ran: {t:#}"
+    );
+    let record = p.output_record(&format!("instance:{task}"));
+    assert_eq!(record["family"], "swe-rebench", "{record:#}");
+    assert_eq!(
+        (
+            record["test_command"]["from"].clone(),
+            record["test_command"]["command"].clone(),
+            record["test_command"]["report"].clone()
+        ),
+        (json!("install_config"), json!(command), json!("unittest")),
+        "{record:#}"
     );
 }

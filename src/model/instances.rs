@@ -7,14 +7,17 @@
 //! Three things are the family's and are taken from its published code,
 //! never guessed:
 //! - the image of an instance ([`Family::image_names`]): the row's own
-//!   `image_name` / `image` (SWE-bench 5's rows, mini-swe-agent's), then
-//!   SWE-bench's instance image key `sweb.eval.x86_64.<id>:latest` as
-//!   `swebench.harness` builds it locally, then the same under the
-//!   family's registry namespace with `__` written `_1776_` (Docker Hub
-//!   refuses a double underscore), all lowercased
-//!   (`swebench/harness/test_spec/test_spec.py`, `instance_image_key`);
-//! - the test command of a repository and version ([`spec`]): SWE-bench
-//!   4's `MAP_REPO_VERSION_TO_SPECS` test commands with its test
+//!   `image_name` / `image` / `docker_image`, then the family's names
+//!   (`family.rs`: SWE-bench's instance image key
+//!   `sweb.eval.x86_64.<id>:latest` as `swebench.harness` builds it
+//!   locally, and under the family's registry with `__` written `_1776_`,
+//!   SWE-Gym's `_s_`, SWE-smith's and Multi-SWE-bench's own schemes), all
+//!   lowercased (`swebench/harness/test_spec/test_spec.py`,
+//!   `instance_image_key`);
+//! - the test command ([`test_command`]): the row's own
+//!   (`install_config`), else that of its repository and version
+//!   ([`spec`]): SWE-bench 4's `MAP_REPO_VERSION_TO_SPECS` test commands
+//!   with its test
 //!   directives (the test patch's files; Django's as dotted modules), read
 //!   by the parser SWE-bench's `MAP_REPO_TO_PARSER_PY` names;
 //! - the repository's place in the image, `/testbed`.
@@ -22,62 +25,32 @@
 //! [`compare`] lists every way the instance's lists disagree with what
 //! assay's own screening read.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use assay_report::{Format, Outcome};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::words::words;
+mod family;
 
-words! {
-    /// The family an instance file is of: its image names.
-    pub(crate) enum Family {
-        /// SWE-bench, Verified, Lite, Multimodal's Python rows; SWE-Gym's
-        /// rows share the schema.
-        SweBench = "swe-bench",
-        /// SWE-rebench (nebius): SWE-bench's schema and image key under
-        /// the `swerebench` namespace.
-        SweRebench = "swe-rebench",
-    }
-}
+pub(crate) use family::{Family, OwnTest};
 
 /// Where SWE-bench's images hold the repository at the base commit.
 pub(crate) const TESTBED: &str = "/testbed";
 
 impl Family {
-    /// The registry namespace of the family's published images.
-    fn namespace(self) -> &'static str {
-        match self {
-            Family::SweBench => "swebench",
-            Family::SweRebench => "swerebench",
-        }
-    }
-
-    /// The family of a file whose rows say nothing of it: SWE-rebench's
-    /// rows carry `meta` and `install_config`; anything else is read as
-    /// SWE-bench's.
-    pub(crate) fn infer(first: Option<&Value>) -> Family {
-        match first {
-            Some(v) if v.get("install_config").is_some() => Family::SweRebench,
-            _ => Family::SweBench,
-        }
-    }
-
-    /// The image names tried for `row`, in order: the row's own, then the
-    /// family's instance image key built locally, then published.
+    /// The image names tried for `row`, in order: the row's own first,
+    /// then the family's ([`Family::names`]), lowercased, each once.
     pub(crate) fn image_names(self, row: &Instance) -> Vec<String> {
-        let key = format!("sweb.eval.x86_64.{}:latest", row.instance_id);
-        let mut names: Vec<String> = row.image.iter().cloned().collect();
-        names.push(key.to_lowercase());
-        names.push(
-            format!("{}/{key}", self.namespace())
-                .replace("__", "_1776_")
-                .to_lowercase(),
-        );
-        let mut seen = BTreeSet::new();
-        names.retain(|n| seen.insert(n.clone()));
-        names
+        let family = self.names(&row.instance_id, &row.repo, row.number);
+        let mut seen = std::collections::BTreeSet::new();
+        row.image
+            .iter()
+            .cloned()
+            .chain(family)
+            .map(|n| n.to_lowercase())
+            .filter(|n| seen.insert(n.clone()))
+            .collect()
     }
 }
 
@@ -95,8 +68,13 @@ pub(crate) struct Instance {
     pub(crate) fail_to_pass: Vec<String>,
     #[serde(rename = "PASS_TO_PASS")]
     pub(crate) pass_to_pass: Vec<String>,
-    /// The row's own image name (`image_name`, `image`), when it has one.
+    /// The row's own image name (`image_name`, `image`, `docker_image`),
+    /// when it has one.
     pub(crate) image: Option<String>,
+    /// The row's own test command and log parser (`install_config`).
+    pub(crate) own_test: Option<OwnTest>,
+    /// Multi-SWE-bench's pull request number, naming its image.
+    pub(crate) number: Option<u64>,
 }
 
 /// Where a row is in its file: its line (JSONL) or its index (a JSON array).
@@ -182,6 +160,13 @@ pub(crate) fn first_value(text: &str) -> Option<Value> {
 }
 
 fn instance(place: Place, v: &Value) -> Result<Instance, RowError> {
+    let shaped = family::swe_bench_shaped(v).map_err(|(field, why)| RowError {
+        place,
+        id: None,
+        field,
+        why,
+    })?;
+    let v = &shaped;
     let id = v
         .get("instance_id")
         .and_then(Value::as_str)
@@ -227,11 +212,13 @@ fn instance(place: Place, v: &Value) -> Result<Instance, RowError> {
             return Err(bad(field, "is not a git diff (no `diff --git` line)"));
         }
     }
-    let image = match (text("image_name", false)?, text("image", false)?) {
-        (n, _) if !n.is_empty() => Some(n),
-        (_, n) if !n.is_empty() => Some(n),
-        _ => None,
-    };
+    let mut image = None;
+    for field in ["image_name", "image", "docker_image"] {
+        let name = text(field, false)?;
+        if image.is_none() && !name.is_empty() {
+            image = Some(name);
+        }
+    }
     Ok(Instance {
         repo: text("repo", true)?,
         problem_statement: text("problem_statement", false)?,
@@ -243,6 +230,8 @@ fn instance(place: Place, v: &Value) -> Result<Instance, RowError> {
         patch,
         test_patch,
         image,
+        own_test: family::own_test(v),
+        number: v.get("number").and_then(Value::as_u64),
     })
 }
 
@@ -328,6 +317,85 @@ pub(crate) fn spec(repo: &str, version: &str, test_files: &[String]) -> Option<S
             .join(" "),
         format,
     })
+}
+
+/// An instance's test command, the report format it is read in, and
+/// where it came from: `install_config` (the row's own), `swe-bench-spec`
+/// (SWE-bench's per-repository table) or `pipeline` (`[[instances]]`
+/// `test_command` and `report`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct TestCommand {
+    pub(crate) from: String,
+    pub(crate) command: String,
+    pub(crate) report: String,
+}
+
+/// The test command of `row`: its own spec first, then SWE-bench's table,
+/// then the pipeline's `fallback`; else why none runs it.
+pub(crate) fn test_command(
+    row: &Instance,
+    test_files: &[String],
+    fallback: Option<&(String, Format)>,
+) -> Result<(Spec, TestCommand), String> {
+    let pipeline = || {
+        fallback.map(|(command, format)| Spec {
+            command: command.clone(),
+            format: *format,
+        })
+    };
+    let (spec, from) = match own_spec(row, test_files) {
+        Some(Ok(spec)) => (spec, "install_config"),
+        Some(Err(why)) => match pipeline() {
+            Some(spec) => (spec, "pipeline"),
+            None => {
+                return Err(format!(
+                    "{why} (give [[instances]] `test_command` and `report`)"
+                ));
+            }
+        },
+        None => match spec(&row.repo, &row.version, test_files) {
+            Some(spec) => (spec, "swe-bench-spec"),
+            None => match pipeline() {
+                Some(spec) => (spec, "pipeline"),
+                None => {
+                    return Err(format!(
+                        "neither the family's spec nor the pipeline runs {} {} (give [[instances]] `test_command` and `report`)",
+                        row.repo, row.version
+                    ));
+                }
+            },
+        },
+    };
+    let record = TestCommand {
+        from: from.to_owned(),
+        command: spec.command.clone(),
+        report: spec.format.as_str().to_owned(),
+    };
+    Ok((spec, record))
+}
+
+/// The row's own spec (`install_config.test_cmd` with a `log_parser`):
+/// one command with SWE-bench's test directives after it, or a list run
+/// as written; `Some(Err)` when its parser is none assay reads.
+fn own_spec(row: &Instance, test_files: &[String]) -> Option<Result<Spec, String>> {
+    let own = row.own_test.as_ref()?;
+    let parser = own.log_parser.as_deref()?;
+    let Some(format) = family::parser_format(parser) else {
+        return Some(Err(format!(
+            "the row's log parser `{parser}` (install_config.log_parser) has no reader in assay"
+        )));
+    };
+    let command = match own.listed {
+        true => own.commands.join("\n"),
+        false => own
+            .commands
+            .iter()
+            .cloned()
+            .chain(directives(&row.repo, test_files))
+            .collect::<Vec<_>>()
+            .join(" "),
+    };
+    Some(Ok(Spec { command, format }))
 }
 
 /// SWE-bench's test directives (`get_test_directives`): the test patch's

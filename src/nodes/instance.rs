@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 
 use super::adapter::{Kind, Made, NoInputs, NodeKind};
 use super::swe_task::{ImageEnv, ImageOf};
-use crate::model::instances::{DatasetLists, Family, Instance, TESTBED};
+use crate::model::instances::{DatasetLists, Family, Instance, TESTBED, TestCommand};
 use crate::model::records::{Decision, TriageRecord};
 use crate::model::shell;
 use crate::run::error::{Context, Kinded, NodeError};
@@ -53,6 +53,8 @@ pub(crate) struct InstanceParams {
     pub(crate) row: Result<Instance, String>,
     /// The image names tried, in order.
     pub(crate) names: Vec<String>,
+    /// The test command and where it came from (none: none runs it).
+    pub(crate) test_command: Option<TestCommand>,
 }
 
 /// `instance:<name>/<id>`: the instance's image, and what its repository holds.
@@ -63,6 +65,9 @@ pub(crate) struct InstanceRecord {
     pub(crate) family: String,
     /// Every name tried, in order.
     pub(crate) names_tried: Vec<String>,
+    /// The test command, its report format, and where it came from: the
+    /// row's `install_config`, SWE-bench's spec, or the pipeline.
+    pub(crate) test_command: Option<TestCommand>,
     /// The first name the daemon has, and its image id.
     pub(crate) image_name: Option<String>,
     pub(crate) image: Option<String>,
@@ -87,7 +92,7 @@ pub(crate) struct InstanceNode {
 
 impl Kind for InstanceNode {
     const NAME: &'static str = NodeKind::Instance.as_str();
-    const VERSION: u32 = 1;
+    const VERSION: u32 = 2;
     type Params = InstanceParams;
     type Inputs = NoInputs;
     type Record = InstanceRecord;
@@ -108,6 +113,7 @@ impl Kind for InstanceNode {
             instance_id: row.instance_id.clone(),
             family: p.family.as_str().to_owned(),
             names_tried: p.names.clone(),
+            test_command: p.test_command.clone(),
             ..InstanceRecord::default()
         };
         let docker = self.executors.daemon().client().await.infra()?;

@@ -182,7 +182,8 @@ pub(crate) struct InstancesConfig {
     pub(crate) name: Spanned<String>,
     /// The file, relative to the pipeline file.
     pub(crate) path: Spanned<String>,
-    /// `swe-bench` or `swe-rebench`; default: inferred from the rows.
+    /// `swe-bench`, `swe-rebench`, `swe-gym`, `swe-smith` or
+    /// `multi-swe-bench`; default: inferred from the rows.
     pub(crate) family: Option<Spanned<String>>,
     /// The test command of instances whose repository the family's spec
     /// does not run, at the repository's root, with `report`.

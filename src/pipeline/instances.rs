@@ -139,8 +139,8 @@ mod tests {
         for (table, says) in [
             ("path = \"none.jsonl\"\n", "does not exist"),
             (
-                "path = \"rows.jsonl\"\nfamily = \"swe-gym\"\n",
-                "one of swe-bench, swe-rebench",
+                "path = \"rows.jsonl\"\nfamily = \"swe-lancer\"\n",
+                "one of swe-bench, swe-rebench, swe-gym, swe-smith, multi-swe-bench",
             ),
             (
                 "path = \"rows.jsonl\"\ntest_command = \"pytest\"\n",

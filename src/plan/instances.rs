@@ -42,6 +42,8 @@ pub(super) struct InstanceTask {
     cfg: crate::pipeline::EnvConfig,
     format: assay_report::Format,
     no_test_command: Option<String>,
+    /// The test command, and where it came from, for the instance record.
+    command: Option<instances::TestCommand>,
     rebuild: crate::model::rebuild::RebuildSpec,
 }
 
@@ -109,29 +111,18 @@ fn laid_row(
     cfg.serial = Some(false);
     let mut format = assay_report::Format::Pytest;
     let mut no_test_command = None;
+    let mut command = None;
     if let Ok(r) = &row {
         let test_files: Vec<String> = assay_git::patch_paths(r.test_patch.as_bytes())
             .map(|ps| ps.into_iter().map(|p| p.path).collect())
             .unwrap_or_default();
-        let spec = instances::spec(&r.repo, &r.version, &test_files).or_else(|| {
-            file.fallback
-                .as_ref()
-                .map(|(command, format)| instances::Spec {
-                    command: command.clone(),
-                    format: *format,
-                })
-        });
-        match spec {
-            Some(spec) => {
+        match instances::test_command(r, &test_files, file.fallback.as_ref()) {
+            Ok((spec, record)) => {
                 cfg.test_command = test_command(&spec.command);
                 format = spec.format;
+                command = Some(record);
             }
-            None => {
-                no_test_command = Some(format!(
-                    "neither the family's spec nor the pipeline runs {} {} (give [[instances]] `test_command` and `report`)",
-                    r.repo, r.version
-                ));
-            }
+            Err(why) => no_test_command = Some(why),
         }
     }
     Ok(InstanceTask {
@@ -142,6 +133,7 @@ fn laid_row(
         cfg,
         format,
         no_test_command,
+        command,
         rebuild: Default::default(),
     })
 }
@@ -219,6 +211,7 @@ impl<'e> TaskSource<'e> for Instances<'e> {
                         family: t.family,
                         row: t.row.clone(),
                         names: names_tried,
+                        test_command: t.command.clone(),
                     },
                     executors: executors.clone(),
                 },

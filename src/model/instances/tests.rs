@@ -109,6 +109,90 @@ fn image_names_follow_the_familys_instance_image_key() {
 }
 
 #[test]
+fn each_family_adds_its_own_image_names_after_the_rows() {
+    let text = row(r#","FAIL_TO_PASS":[],"PASS_TO_PASS":[]"#);
+    let mut instance = rows(&text).remove(0).1.unwrap();
+    assert_eq!(
+        Family::SweGym.image_names(&instance),
+        [
+            "sweb.eval.x86_64.owner__calc-1:latest",
+            "xingyaoww/sweb.eval.x86_64.owner_s_calc-1"
+        ]
+    );
+    instance.instance_id = "Owner__calc.0123abcd.lm_rewrite__x1".to_owned();
+    instance.image = Some("mine:2".to_owned());
+    assert_eq!(
+        Family::SweSmith.image_names(&instance),
+        [
+            "mine:2",
+            "swebench/swesmith.x86_64.owner_1776_calc.0123abcd"
+        ]
+    );
+}
+
+#[test]
+fn a_multi_swe_bench_row_is_read_in_swe_benchs_fields() {
+    let text = format!(
+        r#"{{"org":"Acme","repo":"calc","number":42,"base":{{"label":"x","ref":"main","sha":"{BASE}"}},"fix_patch":"diff --git a/calc.js b/calc.js\n","test_patch":"diff --git a/t.js b/t.js\n","resolved_issues":[{{"number":1,"title":"Add mul","body":"Please."}}],"f2p_tests":{{"muls":{{}}}},"n2p_tests":{{"new":{{}}}},"p2p_tests":{{"adds":{{}}}},"s2p_tests":{{}}}}"#
+    );
+    let first: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(Family::infer(Some(&first)), Family::MultiSweBench);
+    let instance = rows(&text).remove(0).1.unwrap();
+    assert_eq!(instance.instance_id, "Acme__calc-42");
+    assert_eq!(instance.repo, "Acme/calc");
+    assert_eq!(instance.base_commit, BASE);
+    assert_eq!(instance.fail_to_pass, ["muls", "new"]);
+    assert_eq!(instance.pass_to_pass, ["adds"]);
+    assert_eq!(instance.problem_statement, "Add mul\nPlease.");
+    assert_eq!(
+        Family::MultiSweBench.image_names(&instance),
+        ["mswebench/acme_m_calc:pr-42"]
+    );
+    let bad = text.replace(r#""sha":"#, r#""shaw":"#);
+    assert_eq!(
+        rows(&bad).remove(0).1.unwrap_err().to_string(),
+        "line 1: `base.sha` is missing or not a string"
+    );
+}
+
+#[test]
+fn a_rows_own_test_command_comes_first_and_an_unread_parser_is_named() {
+    let files = ["tests/test_calc.py".to_owned()];
+    let own = |config: &str| {
+        rows(&row(&format!(
+            r#","FAIL_TO_PASS":[],"PASS_TO_PASS":[],"install_config":{config}"#
+        )))
+        .remove(0)
+        .1
+        .unwrap()
+    };
+    let string = own(r#"{"test_cmd":"pytest -x","log_parser":"parse_log_pytest"}"#);
+    let (spec, record) = test_command(&string, &files, None).unwrap();
+    assert_eq!(spec.command, "pytest -x 'tests/test_calc.py'");
+    assert_eq!(
+        (record.from.as_str(), spec.format),
+        ("install_config", Format::Pytest)
+    );
+    let listed = own(r#"{"test_cmd":["make","make check"],"log_parser":"parse_log_django"}"#);
+    let (spec, _) = test_command(&listed, &files, None).unwrap();
+    assert_eq!(
+        (spec.command.as_str(), spec.format),
+        ("make\nmake check", Format::Unittest)
+    );
+    let unread = own(r#"{"test_cmd":["go test -v ./..."],"log_parser":"parse_log_gotest"}"#);
+    let why = test_command(&unread, &files, None).unwrap_err();
+    assert!(why.contains("`parse_log_gotest`"), "{why}");
+    let fallback = ("go test -json ./...".to_owned(), Format::GoTestJson);
+    let (_, record) = test_command(&unread, &files, Some(&fallback)).unwrap();
+    assert_eq!(record.from, "pipeline");
+    // No parser named: SWE-bench's table, as without `install_config`.
+    let mut django = own(r#"{"test_cmd":"pytest -rA"}"#);
+    django.repo = "django/django".to_owned();
+    let (_, record) = test_command(&django, &files, Some(&fallback)).unwrap();
+    assert_eq!(record.from, "swe-bench-spec");
+}
+
+#[test]
 fn the_spec_is_swe_benchs_per_repository() {
     let files = [
         "tests/model_fields/test_x.py".to_owned(),

@@ -11,7 +11,8 @@
 //! second build executes nothing. Beside it, the other families' images
 //! and specs (docs/instances.md, "The environment", "The row's own
 //! spec"): a Multi-SWE-bench row found under `mswebench/<org>_m_<repo>:
-//! pr-<n>`, a SWE-Gym row under `xingyaoww/…_s_…`, and a SWE-rebench row
+//! pr-<n>`, its image in that family's layout (the repository at
+//! `/home/<repo>`, the patches beside it, gone before any run), a SWE-Gym row under `xingyaoww/…_s_…`, and a SWE-rebench row
 //! whose own `install_config.test_cmd` is the command run.
 //!
 //! Fails, never skips, without the daemon.
@@ -22,7 +23,8 @@ mod util;
 
 use serde_json::{Value, json};
 use util::instances::{
-    Image, Repo, TEST_CALC, TEST_MUL, disagreements, django, released, repository, row, write,
+    Image, Repo, TEST_CALC, TEST_MUL, disagreements, django, released, repository, row, verdict,
+    write,
 };
 
 /// Coin tests: each passes or fails by a byte of `/dev/urandom`. Each is
@@ -271,13 +273,27 @@ fn a_multi_swe_bench_row_is_found_under_its_family_name_and_certified() {
     );
     util::harbor::node_image();
     let p = util::Project::new().pipeline(
-        "cache = \"cache\"\nrelease = \"release\"\n\n[[instances]]\nname = \"ms\"\npath = \"instances.json\"\ntest_command = \"node --test --test-reporter=tap test/\"\nreport = \"tap\"\n",
+        "cache = \"cache\"\nrelease = \"release\"\nsessions = \"sessions\"\n\n[[instances]]\nname = \"ms\"\npath = \"instances.json\"\ntest_command = \"node --test --test-reporter=tap test/\"\nreport = \"tap\"\n",
     );
     let build = p.path().join("image");
     let r = js_repository(&build.join("repo"));
     let repo = format!("jscalc{:x}", std::process::id());
     let image = format!("mswebench/acme_m_{repo}:pr-7");
-    let _image = Image::build_from(util::harbor::NODE_IMAGE, &build, &[&image]);
+    // Multi-SWE-bench's layout: `WORKDIR /home/`, the repository at
+    // `/home/<repo>`, the pull request's patches beside it.
+    write(&build, "fix.patch", &r.gold_patch);
+    write(&build, "test.patch", &r.test_patch);
+    let _image = Image::build_with(
+        &format!(
+            "FROM {}\nUSER root\nWORKDIR /home/\nCOPY repo /home/{repo}\nCOPY fix.patch test.patch /home/\n",
+            util::harbor::NODE_IMAGE
+        ),
+        &build,
+        &[&image],
+    );
+    let task = format!("ms/acme__{repo}-7");
+    p.session("gold", &task, &r.gold_patch);
+    p.session("peek", &task, &peeking_patch(&build.join("repo")));
     let test = |run: &str| json!({"run": run, "test": run, "fix": "PASS"});
     let one = json!({
         "org": "acme",
@@ -300,9 +316,19 @@ fn a_multi_swe_bench_row_is_found_under_its_family_name_and_certified() {
     p.write("instances.json", json!([one]).to_string());
 
     p.build_json(&[]).code(0);
-    let task = format!("ms/acme__{repo}-7");
     let record = p.output_record(&format!("instance:{task}"));
     assert_eq!(record["family"], "multi-swe-bench", "{record:#}");
+    assert_eq!(record["workdir"], format!("/home/{repo}"), "{record:#}");
+    assert_eq!(
+        record["removed"],
+        json!(["/home/fix.patch", "/home/test.patch"]),
+        "{record:#}"
+    );
+    assert_ne!(record["found_image"], record["image"], "{record:#}");
+    // The gold patch resolves; code that looks for the image's copy of
+    // it finds nothing.
+    assert_eq!(verdict(&p, "gold.json"), "resolved");
+    assert_eq!(verdict(&p, "peek.json"), "unresolved");
     assert_eq!(record["names_tried"], json!([image]), "{record:#}");
     assert_eq!(record["image_name"], image.as_str(), "{record:#}");
     assert_eq!(record["test_command"]["from"], "pipeline", "{record:#}");
@@ -332,6 +358,22 @@ fn a_multi_swe_bench_row_is_found_under_its_family_name_and_certified() {
 const ADD: &str = "test_calc.CalcTest.test_add";
 const SUB: &str = "test_calc.CalcTest.test_sub";
 const MUL: &str = "test_calc.MulTest.test_mul";
+
+/// A patch whose `calc.js` defines `mul` only when it can read the image's
+/// copy of the gold patch (`/home/fix.patch`) or of the test patch.
+fn peeking_patch(repo: &std::path::Path) -> String {
+    let git = |args: &[&str]| util::git::git_in(repo, 1, args);
+    write(
+        repo,
+        "calc.js",
+        &format!(
+            "{JS_CALC}for (const f of ['/home/fix.patch', '/home/test.patch']) {{\n  try {{\n    if (require('fs').readFileSync(f, 'utf8').includes('a * b')) exports.mul = (a, b) => a * b;\n  }} catch (e) {{}}\n}}\n"
+        ),
+    );
+    let patch = git(&["diff", "--binary"]);
+    git(&["checkout", "--", "calc.js"]);
+    patch
+}
 
 /// A project of one `[[instances]]` file `instances.jsonl` (`family`
 /// given, or inferred), the Python repository's image tagged `image`, and

@@ -33,7 +33,7 @@ use serde_json::Value;
 
 mod family;
 
-pub(crate) use family::{Family, OwnTest};
+pub(crate) use family::{Family, ImageLayout, OwnTest};
 
 /// Where SWE-bench's images hold the repository at the base commit.
 pub(crate) const TESTBED: &str = "/testbed";

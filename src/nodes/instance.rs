@@ -11,8 +11,12 @@
 //!   instance's base or SWE-bench's own setup commit over it, and the
 //!   history it holds that the base does not reach (refs, reflogs, tags,
 //!   packed objects: every commit in its object database that is not an
-//!   ancestor of its `HEAD`). A row that does not read fails this node
-//!   alone, naming the file, the line and the field.
+//!   ancestor of its `HEAD`). A family whose images keep the repository
+//!   elsewhere and the patches beside it (Multi-SWE-bench's `/home`,
+//!   [`ImageLayout`]) has it read there, and the task is made from an
+//!   image of SWE-bench's layout committed from the one found: the
+//!   patches removed, `WORKDIR` the repository. A row that does not read
+//!   fails this node alone, naming the file, the line and the field.
 //! - `instance_triage:<name>/<id>` makes the triage record: the base tree is
 //!   the image's working directory as `git add -A` stages it (its `.git`
 //!   and ignored files left out), the patches and statement are the row's,
@@ -32,7 +36,7 @@ use serde::{Deserialize, Serialize};
 
 use super::adapter::{Kind, Made, NoInputs, NodeKind};
 use super::swe_task::{ImageEnv, ImageOf};
-use crate::model::instances::{DatasetLists, Family, Instance, TESTBED, TestCommand};
+use crate::model::instances::{DatasetLists, Family, ImageLayout, Instance, TESTBED, TestCommand};
 use crate::model::records::{Decision, TriageRecord};
 use crate::model::shell;
 use crate::run::error::{Context, Kinded, NodeError};
@@ -55,6 +59,10 @@ pub(crate) struct InstanceParams {
     pub(crate) names: Vec<String>,
     /// The test command and where it came from (none: none runs it).
     pub(crate) test_command: Option<TestCommand>,
+    /// Where the family's image keeps the repository and the answers it
+    /// holds; left out of the key when it is SWE-bench's.
+    #[serde(skip_serializing_if = "ImageLayout::is_plain")]
+    pub(crate) layout: ImageLayout,
 }
 
 /// `instance:<name>/<id>`: the instance's image, and what its repository holds.
@@ -68,9 +76,19 @@ pub(crate) struct InstanceRecord {
     /// The test command, its report format, and where it came from: the
     /// row's `install_config`, SWE-bench's spec, or the pipeline.
     pub(crate) test_command: Option<TestCommand>,
-    /// The first name the daemon has, and its image id.
+    /// The first name the daemon has, and the id of the image the task is
+    /// made from: the one found, or, where the family's layout differs
+    /// from SWE-bench's, one made of it (`found_image`).
     pub(crate) image_name: Option<String>,
     pub(crate) image: Option<String>,
+    /// The image as found, when `image` was made of it: its answers
+    /// removed, its `WORKDIR` the repository.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) found_image: Option<String>,
+    /// The files of the found image that held the instance's patches,
+    /// gone from `image`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) removed: Vec<String>,
     /// The repository's place in the image (`WORKDIR`, else `/testbed`).
     pub(crate) workdir: String,
     /// The commit the repository stands on.
@@ -134,14 +152,23 @@ impl Kind for InstanceNode {
             ));
             return Ok(Made::record(record));
         };
-        record.workdir = match image.working_dir.trim_end_matches('/') {
-            "" => TESTBED.to_owned(),
-            dir => dir.to_owned(),
+        record.workdir = match (
+            &p.layout.repository,
+            image.working_dir.trim_end_matches('/'),
+        ) {
+            (Some(dir), _) => dir.clone(),
+            (None, "") => TESTBED.to_owned(),
+            (None, dir) => dir.to_owned(),
         };
         record.image_name = Some(name);
         record.image = Some(image.id.clone());
-        let history = read_history(docker, &image.id, &record.workdir).await?;
+        let history = read_history(docker, &image.id, &record.workdir, &p.layout.answers).await?;
         record.declined = history.check(&row.base_commit, &record.workdir);
+        if record.declined.is_none() && !p.layout.is_plain() {
+            let made = relaid(docker, &image.id, &record.workdir, &p.layout.answers).await?;
+            record.found_image = record.image.replace(made.to_string());
+            record.removed = history.answers.clone();
+        }
         record.head = history.head;
         record.commits_not_from_base = history.commits_not_from_base;
         record.refs = history.refs;
@@ -176,6 +203,8 @@ struct History {
     commits_not_from_base: Option<u64>,
     refs: Vec<String>,
     reflog_entries: Option<u64>,
+    /// The answer files of the family's layout the image holds.
+    answers: Vec<String>,
 }
 
 impl History {
@@ -202,10 +231,64 @@ impl History {
     }
 }
 
-/// The script that reads the repository at `$W` into [`FOUND`].
-fn history_script(workdir: &str) -> String {
+/// The image `image` made into SWE-bench's layout: each of `answers`
+/// removed and its `WORKDIR` the repository's directory `workdir`, in a
+/// container of it with no network, committed.
+async fn relaid(
+    docker: &assay_docker::Docker,
+    image: &str,
+    workdir: &str,
+    answers: &[String],
+) -> Result<assay_docker::ImageId, NodeError> {
+    let quoted: Vec<String> = answers.iter().map(|a| shell::quote(a)).collect();
+    let script = format!(
+        "for f in {}; do rm -rf -- \"$f\"; if [ -e \"$f\" ] || [ -L \"$f\" ]; then exit 3; fi; done",
+        quoted.join(" ")
+    );
+    let spec = assay_docker::ForeignSpec {
+        image: image.to_owned(),
+        script,
+        limits: assay_docker::Limits::default(),
+        labels: std::collections::HashMap::from([(
+            crate::run::harbor::screen::IMAGE_LABEL.to_owned(),
+            "layout".to_owned(),
+        )]),
+        network: false,
+    };
+    let container = docker.create_foreign(&spec).await.infra()?;
+    let ran = container.run(HISTORY_BUDGET).await;
+    let made = match &ran {
+        Ok(r) if !r.timed_out && r.exit_code == Some(0) => {
+            Some(docker.commit_foreign(&container, image, workdir).await)
+        }
+        _ => None,
+    };
+    let _ = container.remove().await;
+    let ran = ran.infra().context("removing the image's answers")?;
+    match (made, ran.timed_out, ran.exit_code) {
+        (Some(made), _, _) => made
+            .infra()
+            .context("committing the image in SWE-bench's layout"),
+        (None, true, _) => Err(NodeError::infra(
+            "removing the image's answers ran out of time",
+        )),
+        (None, false, Some(3)) => Err(NodeError::input(format!(
+            "the image keeps the instance's patches ({}), and its user cannot remove them",
+            answers.join(", ")
+        ))),
+        (None, false, code) => Err(NodeError::infra(format!(
+            "removing the image's answers ended with {code:?}"
+        ))),
+    }
+}
+
+/// The script that reads the repository at `$W` into [`FOUND`], and which
+/// of `answers` the image holds.
+fn history_script(workdir: &str, answers: &[String]) -> String {
+    let answers: Vec<String> = answers.iter().map(|a| shell::quote(a)).collect();
     format!(
         "W={w}; O={FOUND}; mkdir -p $O; \
+         for f in {answers}; do if [ -e \"$f\" ] || [ -L \"$f\" ]; then echo \"$f\" >> $O/answers; fi; done; \
          if ! cd \"$W\" 2>/dev/null; then echo \"no directory $W\" > $O/unread; exit 0; fi; \
          if ! command -v git >/dev/null; then echo 'the image has no git' > $O/unread; exit 0; fi; \
          git config --global --add safe.directory \"$W\" 2>/dev/null; \
@@ -216,7 +299,8 @@ fn history_script(workdir: &str) -> String {
          git rev-list HEAD | sort > $O/reached; \
          git cat-file --batch-all-objects --batch-check='%(objecttype) %(objectname)' | awk '$1 == \"commit\" {{ print $2 }}' | sort > $O/all; \
          comm -23 $O/all $O/reached | wc -l > $O/unreached",
-        w = shell::quote(workdir)
+        w = shell::quote(workdir),
+        answers = answers.join(" ")
     )
 }
 
@@ -224,10 +308,11 @@ async fn read_history(
     docker: &assay_docker::Docker,
     image: &str,
     workdir: &str,
+    answers: &[String],
 ) -> Result<History, NodeError> {
     let spec = assay_docker::ForeignSpec {
         image: image.to_owned(),
-        script: history_script(workdir),
+        script: history_script(workdir, answers),
         limits: assay_docker::Limits::default(),
         labels: std::collections::HashMap::from([(
             crate::run::harbor::screen::IMAGE_LABEL.to_owned(),
@@ -263,6 +348,9 @@ async fn read_history(
             .map(|s| s.lines().map(str::to_owned).collect())
             .unwrap_or_default(),
         reflog_entries: count("reflog"),
+        answers: text("answers")
+            .map(|s| s.lines().map(str::to_owned).collect())
+            .unwrap_or_default(),
     })
 }
 

@@ -14,7 +14,7 @@ use super::envs::EnvSettings;
 use super::screening::ImageTask;
 use super::source::{Cx, Laid, TaskSource, image_confinement};
 use crate::model::config::SlurmSettings;
-use crate::model::instances::{self, Family, Instance, Place};
+use crate::model::instances::{self, Family, ImageLayout, Instance, Place};
 use crate::model::names;
 use crate::nodes::adapter::{self, NoNames};
 use crate::nodes::instance::{
@@ -212,6 +212,10 @@ impl<'e> TaskSource<'e> for Instances<'e> {
                         row: t.row.clone(),
                         names: names_tried,
                         test_command: t.command.clone(),
+                        layout: match &t.row {
+                            Ok(r) => t.family.layout(&r.repo),
+                            Err(_) => ImageLayout::default(),
+                        },
                     },
                     executors: executors.clone(),
                 },

@@ -104,11 +104,16 @@ impl Image {
 
     /// As [`Image::build`], `FROM` the image `base`.
     pub fn build_from(base: &str, dir: &Path, tags: &[&str]) -> Image {
-        write(
-            dir,
-            "Dockerfile",
+        Image::build_with(
             &format!("FROM {base}\nUSER root\nCOPY repo /testbed\nWORKDIR /testbed/\n"),
-        );
+            dir,
+            tags,
+        )
+    }
+
+    /// The image of `dockerfile`, built in `dir`, tagged `tags`.
+    pub fn build_with(dockerfile: &str, dir: &Path, tags: &[&str]) -> Image {
+        write(dir, "Dockerfile", dockerfile);
         let mut cmd = Command::new("docker");
         cmd.args(["build", "-q"]);
         for tag in tags {

@@ -126,6 +126,38 @@ impl Docker {
     }
 }
 
+impl Docker {
+    /// `container` (of the image `image`, run or not) committed as an
+    /// image whose `WORKDIR` is `working_dir`: its files the container's,
+    /// its configuration `image`'s otherwise (entrypoint and command
+    /// included; the daemon fills what is not given from the container).
+    pub async fn commit_foreign(
+        &self,
+        container: &ForeignContainer<'_>,
+        image: &str,
+        working_dir: &str,
+    ) -> Result<crate::ImageId, DockerError> {
+        let original = self.inspect_image(image).await?.config.unwrap_or_default();
+        let config = bollard::models::ContainerConfig {
+            working_dir: Some(working_dir.to_owned()),
+            entrypoint: original.entrypoint,
+            cmd: Some(original.cmd.unwrap_or_else(|| vec!["/bin/sh".to_owned()])),
+            ..Default::default()
+        };
+        let options = bollard::query_parameters::CommitContainerOptions {
+            container: Some(container.container.id.clone()),
+            comment: Some(format!("{image} with WORKDIR {working_dir}")),
+            ..Default::default()
+        };
+        let committed = self
+            .long
+            .commit_container(options, config)
+            .await
+            .map_err(DockerError::api("commit a foreign container"))?;
+        crate::ImageId::parse(&committed.id)
+    }
+}
+
 impl ForeignContainer<'_> {
     /// The container's id.
     pub fn id(&self) -> &str {

@@ -108,6 +108,47 @@ impl Family {
     }
 }
 
+/// Where a family's image keeps the repository, and the files of it that
+/// hold an answer, when they are not SWE-bench's (the repository at the
+/// image's `WORKDIR`, nothing else to remove).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct ImageLayout {
+    /// The repository's directory, where it is not the image's `WORKDIR`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) repository: Option<String>,
+    /// Files of the image that hold the instance's patches, removed before
+    /// any tree is read from it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) answers: Vec<String>,
+}
+
+impl ImageLayout {
+    pub(crate) fn is_plain(&self) -> bool {
+        self.repository.is_none() && self.answers.is_empty()
+    }
+}
+
+impl Family {
+    /// The family's image layout for a repository `org/repo`:
+    /// Multi-SWE-bench's images say `WORKDIR /home/`, keep the repository
+    /// at `/home/<repo>` (checked out at the base) and the pull request's
+    /// `fix.patch` and `test.patch` beside it (`harness/repos/*/*.py`,
+    /// e.g. `golang/cli/cli.py`, its `dockerfile()` and `files()`).
+    pub(crate) fn layout(self, repo: &str) -> ImageLayout {
+        match self {
+            Family::MultiSweBench => ImageLayout {
+                repository: repo
+                    .rsplit_once('/')
+                    .map(|(_, name)| format!("/home/{name}")),
+                answers: vec!["/home/fix.patch".to_owned(), "/home/test.patch".to_owned()],
+            },
+            Family::SweBench | Family::SweRebench | Family::SweGym | Family::SweSmith => {
+                ImageLayout::default()
+            }
+        }
+    }
+}
+
 /// A row's own test spec: SWE-rebench's `install_config.test_cmd` and
 /// `install_config.log_parser`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

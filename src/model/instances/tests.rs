@@ -281,3 +281,22 @@ fn every_disagreement_with_the_lists_is_named() {
     );
     assert_eq!(found[2].readings, "test: absent; gold: absent");
 }
+
+/// Multi-SWE-bench's images keep the repository at `/home/<repo>` and the
+/// pull request's patches beside it; every other family's layout is
+/// SWE-bench's (the repository at `WORKDIR`, nothing to remove).
+#[test]
+fn only_multi_swe_benchs_layout_moves_the_repository_and_removes_patches() {
+    let layout = Family::MultiSweBench.layout("cli/cli");
+    assert_eq!(layout.repository.as_deref(), Some("/home/cli"));
+    assert_eq!(layout.answers, ["/home/fix.patch", "/home/test.patch"]);
+    assert!(!layout.is_plain());
+    for family in [
+        Family::SweBench,
+        Family::SweRebench,
+        Family::SweGym,
+        Family::SweSmith,
+    ] {
+        assert!(family.layout("django/django").is_plain(), "{family:?}");
+    }
+}

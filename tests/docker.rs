@@ -48,17 +48,30 @@ fn docker(args: &[&str]) -> String {
 
 /// Ids of the containers (running or not) the assay process `pid` created.
 fn containers_of(pid: u32) -> Vec<String> {
-    docker(&[
+    containers_where(pid, &[])
+}
+
+/// Ids of the running containers of the assay process `pid` (not those
+/// created ahead and not started).
+fn running_containers_of(pid: u32) -> Vec<String> {
+    containers_where(pid, &["--filter", "status=running"])
+}
+
+fn containers_where(pid: u32, filters: &[&str]) -> Vec<String> {
+    let owner = format!("label=assay.pid={pid}");
+    let mut args = vec![
         "ps",
         "-aq",
         "--filter",
         "label=assay.run=1",
         "--filter",
-        &format!("label=assay.pid={pid}"),
-    ])
-    .split_whitespace()
-    .map(str::to_owned)
-    .collect()
+        &owner,
+    ];
+    args.extend(filters);
+    docker(&args)
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
 }
 
 /// The released tasks (certified or not) by `instance_id`.
@@ -229,16 +242,30 @@ fn a_patch_over_the_caps_is_refused_before_anything_is_staged_on_docker() {
 
 // ---- no container outlives a build -------------------------------------------------
 
-/// Sleeps at import, far past the run's timeout.
-
-#[test]
-fn a_timeout_and_a_killed_build_leave_no_container_after_the_next_build() {
+/// The fixture on docker with a 5 s timeout and a session that sleeps
+/// past it.
+fn sleeper_fixture() -> Fixture {
     let f = docker_fixture();
     f.default_pipeline();
     let toml = std::fs::read_to_string(f.path().join("pipeline.toml")).unwrap();
     f.project
         .write("pipeline.toml", toml.replace("timeout = 60", "timeout = 5"));
     f.session("evil/sleep.json", "p-1", &hostile(&f, SLEEPER));
+    f
+}
+
+/// A build of `f` to its end: its process id and what it said.
+fn build_with_pid(f: &Fixture) -> (u32, Build) {
+    let child = f.project.spawn_piped(&["build", "--json"]);
+    let pid = child.id();
+    let b = Build::from(util::Run::from(child.wait_with_output().unwrap()));
+    assert_eq!(b.run.code, 0, "{}", b.run.stderr);
+    (pid, b)
+}
+
+#[test]
+fn a_timeout_and_a_killed_build_leave_no_container_after_the_next_build() {
+    let f = sleeper_fixture();
 
     // The first build is killed while the sleeper's container runs.
     let mut child = f
@@ -255,17 +282,7 @@ fn a_timeout_and_a_killed_build_leave_no_container_after_the_next_build() {
 
     // The next build cleans up after it, and its own timed-out run leaves
     // nothing either.
-    let next = f
-        .project
-        .command(&["build", "--json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = next.id();
-    let out = next.wait_with_output().unwrap();
-    let b = Build::from(util::Run::from(out));
-    assert_eq!(b.run.code, 0, "{}", b.run.stderr);
+    let (pid, _) = build_with_pid(&f);
     let row = f.row("evil/sleep.json", "exclude");
     assert_eq!(row["verdict"], "unresolved", "{row:#?}");
     // On a loaded machine the detail goes on with the time the run waited
@@ -288,8 +305,54 @@ fn a_timeout_and_a_killed_build_leave_no_container_after_the_next_build() {
     );
 }
 
+#[test]
+fn a_build_removes_every_container_of_its_own_the_timed_out_and_the_never_run_ones_too() {
+    let f = sleeper_fixture();
+    // What the daemon does with assay's containers, watched live: its
+    // event history keeps only the last few hundred.
+    let mut events = Command::new("docker")
+        .args([
+            "events",
+            "--filter",
+            "type=container",
+            "--filter",
+            "label=assay.run=1",
+            "--format",
+            "{{.Action}} {{index .Actor.Attributes \"assay.pid\"}}",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (pid, _) = build_with_pid(&f);
+    let grade = f.grade_record("evil/sleep.json", "exclude");
+    let detail = grade["detail"].as_str().unwrap();
+    assert!(detail.starts_with("timed out after 5 s"), "{grade:#}");
+    // Once the build has ended, nothing of it is on the daemon.
+    assert_eq!(
+        containers_of(pid),
+        Vec::<String>::new(),
+        "left by the build"
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    events.kill().unwrap();
+    let seen = String::from_utf8(events.wait_with_output().unwrap().stdout).unwrap();
+    let count = |action: &str| {
+        let line = format!("{action} {pid}");
+        seen.lines().filter(|l| *l == line).count()
+    };
+    // Some were created ahead and never started, and every one created
+    // was removed.
+    let (created, started, destroyed) = (count("create"), count("start"), count("destroy"));
+    assert!(
+        created > started,
+        "no container was created ahead and left unstarted: {created} created, {started} started"
+    );
+    assert_eq!(destroyed, created, "created {created}, removed {destroyed}");
+}
+
 /// Waits until build `pid` has one container running for over a second: the
-/// sleeper, not a screening run (those take a fraction of one).
+/// sleeper, not a screening run (those take a fraction of one), nor one
+/// created ahead for a next run (never started).
 fn wait_for_a_long_running_container(pid: u32) {
     let started = Instant::now();
     let mut seen: Option<(String, Instant)> = None;
@@ -298,7 +361,7 @@ fn wait_for_a_long_running_container(pid: u32) {
             started.elapsed() < Duration::from_secs(120),
             "no long-running container of build {pid}"
         );
-        let now = containers_of(pid);
+        let now = running_containers_of(pid);
         match (&seen, now.first()) {
             (Some((id, since)), Some(current))
                 if id == current && since.elapsed() > Duration::from_millis(1500) =>

@@ -14,7 +14,7 @@ mod util;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use util::agents::{KEY, agent_fixture, holding, probe_fixture, scripted};
@@ -394,13 +394,7 @@ fn building_a_slow_session(secs: u32) -> (Fixture, std::process::Child) {
     // (5 s at the floor): the session is slow, not hung.
     f.pipeline("", 1 << 20, "timeout_factor = 0");
     f.session("a/slow.json", "p-1", &slow_fix(&f, secs));
-    let child = f
-        .project
-        .command(&["build", "--json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = f.project.spawn_piped(&["build", "--json"]);
     (f, child)
 }
 

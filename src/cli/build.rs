@@ -96,7 +96,9 @@ pub(crate) fn run(global: &Global, args: BuildArgs) -> Result<i32, Failure> {
         return Ok(exit::INTERRUPTED);
     };
     ph.mark("engine build");
-    executors.finished();
+    for line in executors.finished(&rt) {
+        eprintln!("{line}");
+    }
     let outcome = outcome.map_err(Failure::cache)?;
     let tasks = task_records(&store, &outcome, &graph);
     if let Some(id) = graph.find(crate::model::names::RELEASE) {

@@ -235,7 +235,9 @@ fn reexecute(
         .map(|n| n.get())
         .unwrap_or(2);
     let report = rt.block_on(assay_engine::recheck(store, &plan.graph, &kinds, jobs));
-    plan.executors.finished();
+    for line in plan.executors.finished(&rt) {
+        eprintln!("{line}");
+    }
     let report = report.map_err(Failure::cache)?;
     let differ: Vec<&assay_engine::Recheck> = report.checked.iter().filter(|r| !r.same()).collect();
     // A pure node that differs is a mismatch; an observation that differs is

@@ -99,9 +99,12 @@ impl BuildExecutors {
         Ok(said)
     }
 
-    /// After a build: what the executors held (an allocation) is released.
-    pub(crate) fn finished(&self) {
-        self.service.finished(&self.in_use);
+    /// After a build, on its runtime: what the executors held (an
+    /// allocation, containers created ahead) is released and what they
+    /// left under way (removals) finished. What they have to say, for the
+    /// CLI to print.
+    pub(crate) fn finished(&self, rt: &tokio::runtime::Runtime) -> Vec<String> {
+        self.service.finished(&self.in_use, rt)
     }
 
     /// After ctrl-c: what this build started outside its own process tree

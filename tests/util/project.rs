@@ -89,6 +89,15 @@ impl Project {
         cmd
     }
 
+    /// `assay ARGS` started in the project directory, its output piped.
+    pub fn spawn_piped(&self, args: &[&str]) -> std::process::Child {
+        self.command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
     pub fn run(&self, args: &[&str]) -> Run {
         Run::from(self.command(args).output().unwrap())
     }

@@ -52,6 +52,44 @@ pub(crate) fn tree(
     (receiver_stream(rx), producer)
 }
 
+/// Writes [`tree`]'s archive of `root` beneath `dest`, a directory on this
+/// machine (a fresh tree volume of a container that never started), as
+/// the daemon would extract it: the same entries with the same owners,
+/// modes and times, each created beneath `dest` (the tar reader refuses an
+/// entry whose parent resolves outside it; the walk puts none through a
+/// symlink). The walk runs on a thread of its own, the archive streamed
+/// through a pipe.
+pub(crate) fn unpack_tree(
+    root: &Path,
+    owner: RunUser,
+    protect: &[PathBuf],
+    dest: &Path,
+) -> io::Result<()> {
+    let (reader, writer) = io::pipe()?;
+    let (root, protect) = (root.to_owned(), protect.to_vec());
+    let producer = std::thread::spawn(move || {
+        let protected = Protected::find(&root, &protect);
+        let mut builder = tar::Builder::new(io::BufWriter::with_capacity(CHUNK, writer));
+        Walk { owner, protected }.append_dir(&mut builder, &root, Path::new(""))?;
+        builder.into_inner()?.flush()
+    });
+    let mut archive = tar::Archive::new(io::BufReader::with_capacity(CHUNK, reader));
+    archive.set_preserve_permissions(true);
+    archive.set_preserve_ownerships(true);
+    archive.set_overwrite(false);
+    let unpacked = archive.unpack(dest);
+    // The reader closed: a walk still writing stops with a broken pipe.
+    drop(archive);
+    let produced = producer
+        .join()
+        .unwrap_or_else(|_| Err(io::Error::other("the tree's walk panicked")));
+    match (unpacked, produced) {
+        (Err(error), Err(walk)) if walk.kind() == io::ErrorKind::BrokenPipe => Err(error),
+        (_, Err(walk)) => Err(walk),
+        (unpacked, Ok(())) => unpacked,
+    }
+}
+
 /// Streams a tar of several directories, each `(host directory, relative
 /// path in the tar)`: the path and the directories above it, then the host
 /// directory's content below it, every entry root's (as `docker cp` makes

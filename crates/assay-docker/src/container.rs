@@ -79,43 +79,19 @@ impl<'d> Container<'d> {
         blueprint: Blueprint,
     ) -> Result<Self, DockerError> {
         let stage = blueprint.stage;
-        let body = ContainerCreateBody {
-            image: Some(blueprint.image),
-            user: blueprint.user,
-            hostname: Some("assay".to_owned()),
-            working_dir: blueprint.working_dir.map(str::to_owned),
-            entrypoint: Some(blueprint.argv.entrypoint),
-            cmd: Some(blueprint.argv.cmd),
-            labels: Some(
-                blueprint
-                    .labels
-                    .into_iter()
-                    .chain(owner::labels(blueprint.stage))
-                    .collect(),
-            ),
-            attach_stdout: Some(true),
-            attach_stderr: Some(true),
-            attach_stdin: Some(blueprint.stdin),
-            open_stdin: Some(blueprint.stdin),
-            stdin_once: Some(blueprint.stdin),
-            network_disabled: Some(blueprint.host_config.network_mode.as_deref() == Some("none")),
-            host_config: Some(blueprint.host_config),
-            ..Default::default()
-        };
-        let created = docker
-            .api
-            .create_container(None::<CreateContainerOptions>, body)
-            .await
-            .map_err(DockerError::api("create a container"))?;
-        Ok(Self {
+        let held = create_held(&docker.api, body(blueprint)).await?;
+        Ok(Self::adopt(docker, held, stage))
+    }
+
+    /// A container created earlier ([`create_held`]), held again with its
+    /// [`Docker`] for its run.
+    pub(crate) fn adopt(docker: &'d Docker, held: Held, stage: &'static str) -> Self {
+        Self {
             docker,
-            guard: Guard {
-                api: docker.api.clone(),
-                id: Some(created.id.clone()),
-            },
-            id: created.id,
+            id: held.id,
             stage,
-        })
+            guard: held.guard,
+        }
     }
 
     /// Extracts a tar at `path` in the container's filesystem.
@@ -465,6 +441,54 @@ impl<'d> Container<'d> {
     }
 }
 
+/// The daemon's create request for `blueprint`, with what every container
+/// shares (owner labels, attached output).
+pub(crate) fn body(blueprint: Blueprint) -> ContainerCreateBody {
+    ContainerCreateBody {
+        image: Some(blueprint.image),
+        user: blueprint.user,
+        hostname: Some("assay".to_owned()),
+        working_dir: blueprint.working_dir.map(str::to_owned),
+        entrypoint: Some(blueprint.argv.entrypoint),
+        cmd: Some(blueprint.argv.cmd),
+        labels: Some(
+            blueprint
+                .labels
+                .into_iter()
+                .chain(owner::labels(blueprint.stage))
+                .collect(),
+        ),
+        attach_stdout: Some(true),
+        attach_stderr: Some(true),
+        attach_stdin: Some(blueprint.stdin),
+        open_stdin: Some(blueprint.stdin),
+        stdin_once: Some(blueprint.stdin),
+        network_disabled: Some(blueprint.host_config.network_mode.as_deref() == Some("none")),
+        host_config: Some(blueprint.host_config),
+        ..Default::default()
+    }
+}
+
+/// Creates a container of `body`, held by its guard from the moment the
+/// daemon names it.
+pub(crate) async fn create_held(
+    api: &bollard::Docker,
+    body: ContainerCreateBody,
+) -> Result<Held, DockerError> {
+    let created = api
+        .create_container(None::<CreateContainerOptions>, body)
+        .await
+        .map_err(DockerError::api("create a container"))?;
+    Ok(Held {
+        api: api.clone(),
+        guard: Guard {
+            api: api.clone(),
+            id: Some(created.id.clone()),
+        },
+        id: created.id,
+    })
+}
+
 /// A created container held without a borrow of its [`Docker`]: removed by
 /// [`Held::remove`], else by its guard when dropped.
 pub(crate) struct Held {
@@ -481,6 +505,18 @@ impl Held {
             .map_err(DockerError::api("remove a container"))?;
         self.guard.id = None;
         Ok(())
+    }
+
+    /// Removes the container and its anonymous volumes; when the daemon
+    /// fails to, hands it back, still guarded.
+    pub(crate) async fn try_remove(mut self) -> Result<(), Self> {
+        match remove(&self.api, &self.id).await {
+            Ok(()) => {
+                self.guard.id = None;
+                Ok(())
+            }
+            Err(_) => Err(self),
+        }
     }
 }
 

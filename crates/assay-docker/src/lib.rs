@@ -33,6 +33,7 @@ mod client;
 mod command;
 mod container;
 mod error;
+mod fleet;
 mod foreign;
 mod image;
 mod limits;
@@ -44,6 +45,7 @@ mod spec;
 
 pub use client::{CONNECT_TIMEOUT, DEFAULT_ENDPOINT, Docker};
 pub use error::DockerError;
+pub use fleet::{Counts, Fleet};
 pub use foreign::{ForeignContainer, ForeignImage, ForeignRan, ForeignSpec};
 pub use serve::{ServeSpec, Serving, ServingState};
 pub use spec::{

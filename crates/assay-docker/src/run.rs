@@ -9,7 +9,12 @@
 //! | not root, no privilege | the image's run user (numeric `uid:gid`), `CapDrop: ALL`, `no-new-privileges` |
 //! | limited | CPU, memory (no swap), pids, rlimits: see [`crate::Limits`]; what the tree takes: a watchdog reads the tree's volume on the host (`assay_exec::writes`) and kills the container past [`crate::Limits::written`] |
 //! | nothing of ours | no mount of the host but [`ContainerRun::binds`] (an agent's own few paths; none for a test run) and a [`TreeMount::Bind`] tree; the env is exactly the spec's |
-//! | cannot outlive the run | wall-clock timeout → SIGKILL; the container is removed after success, failure, timeout, and when the future is dropped |
+//! | cannot outlive the run | wall-clock timeout → SIGKILL; the container is removed after success, failure, timeout, and when the future is dropped (through a [`Fleet`]: in the background once the run's result is read, [`Fleet::drain`] waiting for every removal) |
+//!
+//! The tree goes into the fresh volume before the container ever starts:
+//! written beneath the volume's directory when it is on this machine and
+//! this process may own files there, else extracted by the daemon through
+//! its archive API; the same tar either way ([`crate::archive`]).
 //!
 //! After the run, before removal, the report is read and the watched files
 //! are fingerprinted where the stopped container's tree is on this machine
@@ -45,6 +50,7 @@ use bollard::models::{
 use crate::build::{LAYOUT_LABEL, USER_LABEL, WRITABLE_LABEL};
 use crate::container::{Blueprint, Container};
 use crate::error::status;
+use crate::fleet::Fleet;
 use crate::spec::{HOME_DIR, RunUser, TREE_DIR};
 use crate::{
     ContainerOutcome, ContainerRun, Docker, DockerError, ImageId, KilledBy, Report, TreeMount,
@@ -75,6 +81,29 @@ impl Docker {
         &self,
         spec: &ContainerRun,
         stage: &'static str,
+    ) -> Result<ContainerOutcome, DockerError> {
+        self.run_with(spec, stage, None).await
+    }
+
+    /// [`Docker::run`] with `fleet`: the container claimed from the ones
+    /// created ahead when one of its spec is there (never one that ran),
+    /// the next of its spec created ahead while it runs, and removed in
+    /// the background once its report and fingerprints are read (see
+    /// [`Fleet`]). A build that runs through a fleet ends with
+    /// [`Fleet::drain`].
+    pub async fn run_in(
+        &self,
+        spec: &ContainerRun,
+        fleet: &Fleet,
+    ) -> Result<ContainerOutcome, DockerError> {
+        self.run_with(spec, "test", Some(fleet)).await
+    }
+
+    async fn run_with(
+        &self,
+        spec: &ContainerRun,
+        stage: &'static str,
+        fleet: Option<&Fleet>,
     ) -> Result<ContainerOutcome, DockerError> {
         let mut ph = crate::phase::Phases::new("docker run");
         let runs = self.image_run(&spec.image).await?;
@@ -134,22 +163,14 @@ impl Docker {
             stdin: false,
             host_config: host_config(spec, &runs),
         };
-        let container = match Container::create(self, blueprint).await {
-            Err(DockerError::Api { source, .. }) if status(&source) == Some(404) => {
-                self.forget(&spec.image);
-                return Err(DockerError::ImageMissing {
-                    id: spec.image.to_string(),
-                });
-            }
-            created => created?,
-        };
+        let (container, ahead) = self.obtain(spec, blueprint, fleet).await?;
         ph.mark("create");
+        let here = host_tree(&container, spec).await?;
         if spec.tree_mount == TreeMount::Upload {
-            upload(&container, spec, user).await?;
+            upload(&container, spec, user, here.as_deref()).await?;
         }
         ph.mark("upload");
 
-        let here = host_tree(&container, spec).await?;
         let watch = match spec.limits.written {
             Some(limit) => {
                 let tree = tree_watch(here.as_deref(), limit).await?;
@@ -158,6 +179,10 @@ impl Docker {
             None => None,
         };
         ph.mark("write watch");
+        // The next container of this spec is created while this one runs.
+        if let (Some(fleet), Some(ahead)) = (fleet, ahead) {
+            fleet.ahead(&self.api, &ahead.key, ahead.body);
+        }
         let ended = container
             .drive(log, spec.log_cap, spec.timeout, watch.as_ref())
             .await?;
@@ -194,7 +219,10 @@ impl Docker {
             };
         ph.mark("fingerprints");
         let id = container.id.clone();
-        container.remove().await?;
+        match fleet {
+            Some(fleet) => fleet.remove(container.hold()).await,
+            None => container.remove().await?,
+        }
         ph.mark("remove");
         let killed_by = if ended.timed_out {
             Some(KilledBy::WallClock)
@@ -217,6 +245,45 @@ impl Docker {
             watched,
             container: id,
         })
+    }
+
+    /// A fresh container of `blueprint`: one created ahead of its spec in
+    /// `fleet` when there is one, else created now; with what the fleet
+    /// creates ahead for the spec's next run ([`Fleet::ahead`]), once this
+    /// one is under way.
+    async fn obtain(
+        &self,
+        spec: &ContainerRun,
+        blueprint: Blueprint,
+        fleet: Option<&Fleet>,
+    ) -> Result<(Container<'_>, Option<Ahead>), DockerError> {
+        let stage = blueprint.stage;
+        // Only a tree uploaded into a fresh volume makes a container that
+        // another run of the spec could take; a bound tree is the run's own.
+        let key = fleet
+            .filter(|_| spec.tree_mount == TreeMount::Upload && spec.binds.is_empty())
+            .map(|_| pool_key(spec, &blueprint));
+        let body = crate::container::body(blueprint);
+        let claimed = match (fleet, &key) {
+            (Some(fleet), Some(key)) => fleet.claim(key).await,
+            _ => None,
+        };
+        let ahead = key.map(|key| Ahead {
+            key,
+            body: body.clone(),
+        });
+        if let Some(held) = claimed {
+            return Ok((Container::adopt(self, held, stage), ahead));
+        }
+        match crate::container::create_held(&self.api, body).await {
+            Err(DockerError::Api { source, .. }) if status(&source) == Some(404) => {
+                self.forget(&spec.image);
+                Err(DockerError::ImageMissing {
+                    id: spec.image.to_string(),
+                })
+            }
+            created => Ok((Container::adopt(self, created?, stage), ahead)),
+        }
     }
 
     /// Who runs tests in `image` and where they may write besides their
@@ -276,12 +343,39 @@ pub(crate) struct ImageRun {
     pub(crate) writable: Vec<String>,
 }
 
-/// Uploads the run's tree into its fresh volume.
+/// Puts the run's tree into its fresh volume: written there directly when
+/// the volume is on this machine (`here`) and this process may make its
+/// files the run user's and root's (the probe: a chmod of the volume's
+/// root, root's, to its own mode), else uploaded through the daemon's
+/// archive API. The same archive either way ([`archive::tree`]).
 pub(crate) async fn upload(
     container: &Container<'_>,
     spec: &ContainerRun,
     user: RunUser,
+    here: Option<&Path>,
 ) -> Result<(), DockerError> {
+    if let Some(dir) = here {
+        let (dir, tree, protect) = (dir.to_owned(), spec.tree.clone(), spec.protect.clone());
+        let written = tokio::task::spawn_blocking(move || {
+            let mode = std::fs::metadata(&dir)?.permissions();
+            if std::fs::set_permissions(&dir, mode).is_err() {
+                return Ok(false);
+            }
+            archive::unpack_tree(&tree, user, &protect, &dir).map(|()| true)
+        })
+        .await
+        .unwrap_or_else(|join| Err(io::Error::other(join)));
+        match written {
+            Ok(true) => return Ok(()),
+            Ok(false) => {}
+            Err(source) => {
+                return Err(DockerError::Tree {
+                    path: spec.tree.clone(),
+                    source,
+                });
+            }
+        }
+    }
     let walked = archive::tree(&spec.tree, user, &spec.protect);
     container.upload_walked(TREE_DIR, walked, &spec.tree).await
 }
@@ -335,6 +429,33 @@ pub(crate) fn host_config(spec: &ContainerRun, runs: &ImageRun) -> HostConfig {
         mounts: Some(mounts),
         ..limits::host_config(&spec.limits)
     }
+}
+
+/// A container to create ahead: its spec ([`pool_key`]) and request.
+struct Ahead {
+    key: String,
+    body: bollard::models::ContainerCreateBody,
+}
+
+/// What makes two containers of uploaded-tree runs the same: everything
+/// their create request is made of ([`host_config`] is a function of the
+/// limits, the sizes and the image's labels).
+fn pool_key(spec: &ContainerRun, blueprint: &Blueprint) -> String {
+    format!(
+        "{}\0{:?}\0{:?}\0{:?}\0{:?}\0{:?}\0{}\0{}\0{}",
+        blueprint.image,
+        blueprint.user,
+        blueprint.argv.entrypoint,
+        blueprint.argv.cmd,
+        blueprint
+            .labels
+            .iter()
+            .collect::<std::collections::BTreeMap<_, _>>(),
+        spec.limits,
+        spec.tmp_size,
+        spec.home_size,
+        blueprint.stage,
+    )
 }
 
 /// A fresh anonymous volume at `dir`, copied from the image's `dir` (its

@@ -136,7 +136,7 @@ impl Docker {
             }
             created => created?,
         };
-        run::upload(&container, &as_run, runs.user).await?;
+        run::upload(&container, &as_run, runs.user, None).await?;
         let watch = match spec.limits.written {
             Some(limit) => Some(
                 run::tree_watch(run::host_tree(&container, &as_run).await?.as_deref(), limit)

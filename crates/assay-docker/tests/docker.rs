@@ -22,8 +22,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use assay_docker::{
-    ContainerOutcome, ContainerRun, Docker, DockerError, ForeignSpec, HOME_DIR, ImageId, ImageSpec,
-    KilledBy, Limits, Report, ReportRequest, RunUser, TreeMount,
+    ContainerOutcome, ContainerRun, Docker, DockerError, Fleet, ForeignSpec, HOME_DIR, ImageId,
+    ImageSpec, KilledBy, Limits, Report, ReportRequest, RunUser, TreeMount,
 };
 use tempfile::TempDir;
 
@@ -878,6 +878,69 @@ fn a_run_dropped_with_its_runtime_removes_its_container() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+// ------------------------------------------------------------------ fleet
+
+/// The state of container `id` (`created`, `running`, `exited`, …).
+fn status_of(id: &str) -> String {
+    cli(&["inspect", "-f", "{{.State.Status}}", id])
+}
+
+#[tokio::test]
+async fn runs_through_a_fleet_take_containers_created_ahead_never_one_that_ran() {
+    let marker = unique("fleet");
+    let command = format!("ls -A; cat n # {marker}");
+    let fleet = Fleet::default();
+    let docker = docker().await;
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        let stage = Stage::new();
+        stage.write("n", &format!("{n}\n"));
+        let out = docker.run_in(&stage.spec(&command), &fleet).await.unwrap();
+        assert_eq!(out.exit_code, Some(0));
+        // Exactly its own tree: no file of an earlier run.
+        assert_eq!(stage.log(), format!("n\n{n}\n"));
+        ids.push(out.container);
+    }
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 3, "a container ran twice: {ids:?}");
+    let counts = fleet.counts();
+    assert_eq!((counts.created, counts.claimed), (1, 2), "{counts:?}");
+    // The next one is there, created and never started; those that ran
+    // go in the background.
+    eventually(
+        "the ones that ran are removed",
+        Duration::from_secs(20),
+        || containers_with(&marker).len() == 1,
+    )
+    .await;
+    let pooled = containers_with(&marker).pop().unwrap();
+    assert!(!ids.contains(&pooled));
+    assert_eq!(status_of(&pooled), "created");
+    assert_eq!(fleet.drain().await, Vec::<String>::new());
+    assert_eq!(fleet.counts().unused, 1);
+    assert_eq!(containers_with(&marker), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn a_timed_out_run_through_a_fleet_leaves_no_container_or_tree_after_the_drain() {
+    let marker = unique("fleet-timeout");
+    let stage = Stage::new();
+    let mut spec = stage.spec(&format!("sleep 600 # {marker}"));
+    spec.timeout = Duration::from_secs(2);
+    let fleet = Fleet::default();
+    let docker = docker().await;
+    let mut run = Box::pin(docker.run_in(&spec, &fleet));
+    let (id, volume) = container_of(&mut run, &marker).await;
+    let out = run.await.unwrap();
+    assert_eq!(out.killed_by, Some(KilledBy::WallClock));
+    assert_eq!(out.container, id);
+    assert_eq!(fleet.drain().await, Vec::<String>::new());
+    assert_eq!(containers_with(&marker), Vec::<String>::new());
+    assert!(!container_exists(&id));
+    assert!(!volume_exists(&volume), "the tree volume {volume} is left");
 }
 
 #[tokio::test]

@@ -26,6 +26,12 @@ pub(crate) struct Daemon {
     present: Mutex<Option<BTreeSet<ImageId>>>,
     /// Whether the leftovers of killed builds were removed.
     swept: AtomicBool,
+    /// The test containers created ahead and removed in the background,
+    /// once a build started through [`Daemon::start`] (which ends with
+    /// [`Daemon::finished`]).
+    fleet: assay_docker::Fleet,
+    /// Whether [`Daemon::start`] ran: test runs go through the fleet.
+    started: AtomicBool,
 }
 
 impl Daemon {
@@ -103,8 +109,36 @@ impl Daemon {
             }
             let ids = docker.image_ids().await.map_err(unusable)?;
             *self.present.lock().unwrap_or_else(|p| p.into_inner()) = Some(ids);
+            self.started.store(true, Ordering::SeqCst);
             Ok(swept)
         })
+    }
+
+    /// The fleet a build's test runs go through, once [`Daemon::start`]
+    /// ran; `None` elsewhere (a run is created and removed inline).
+    pub(crate) fn fleet(&self) -> Option<&assay_docker::Fleet> {
+        self.started.load(Ordering::SeqCst).then_some(&self.fleet)
+    }
+
+    /// After a build: removes the containers created ahead that no run
+    /// took, and waits for every removal under way, so that no container
+    /// of the build outlives it. What the user should know.
+    pub(crate) fn finished(&self, rt: &tokio::runtime::Runtime) -> Option<String> {
+        if !self.started.swap(false, Ordering::SeqCst) {
+            return None;
+        }
+        let left = rt.block_on(self.fleet.drain());
+        if std::env::var_os("ASSAY_PHASES").is_some() {
+            eprintln!("phase docker fleet: {:?}", self.fleet.counts());
+        }
+        if left.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "docker: {} container(s) could not be removed ({}); the next build removes them",
+            left.len(),
+            left.join(", ")
+        ))
     }
 
     /// Whether `id` was in the daemon when the build started; `None` when

@@ -88,7 +88,11 @@ impl Executor for Docker<'_> {
             let cap = test.launch.log_cap;
             let run = container(self.conf, self.settings, test.launch).context("run")?;
             let docker = self.daemon.client().await.map_err(|e| run_err(&e))?;
-            let outcome = docker.run(&run).await.map_err(|e| run_err(&e))?;
+            let outcome = match self.daemon.fleet() {
+                Some(fleet) => docker.run_in(&run, fleet).await,
+                None => docker.run(&run).await,
+            }
+            .map_err(|e| run_err(&e))?;
             let changed = {
                 let (staged, watched) = (test.staged, outcome.watched.clone());
                 tokio::task::spawn_blocking(move || changed_in(&staged, &watched))
@@ -106,7 +110,11 @@ impl Executor for Docker<'_> {
         Box::pin(async move {
             let run = container(self.conf, self.settings, launch).context("run")?;
             let docker = self.daemon.client().await.map_err(|e| run_err(&e))?;
-            let outcome = docker.run(&run).await.map_err(|e| run_err(&e))?;
+            let outcome = match self.daemon.fleet() {
+                Some(fleet) => docker.run_in(&run, fleet).await,
+                None => docker.run(&run).await,
+            }
+            .map_err(|e| run_err(&e))?;
             Ok(ran(outcome, None, Vec::new()))
         })
     }
@@ -131,6 +139,10 @@ impl Executor for Docker<'_> {
             .start(rt, &self.settings.base_image)?
             .into_iter()
             .collect())
+    }
+
+    fn finished(&self, rt: &tokio::runtime::Runtime) -> Vec<String> {
+        self.daemon.finished(rt).into_iter().collect()
     }
 
     fn interrupted(&self) -> Vec<String> {

@@ -160,12 +160,18 @@ impl Executors {
         Ok(said)
     }
 
-    /// After a build: each executor it used releases what it held.
-    pub(crate) fn finished(&self, in_use: &[Confinement]) {
+    /// After a build, on its runtime: each executor it used releases what
+    /// it held. What they have to say, for the CLI to print.
+    pub(crate) fn finished(
+        &self,
+        in_use: &[Confinement],
+        rt: &tokio::runtime::Runtime,
+    ) -> Vec<String> {
         self.parking.end_all();
-        for conf in in_use {
-            self.of(conf).finished();
-        }
+        in_use
+            .iter()
+            .flat_map(|conf| self.of(conf).finished(rt))
+            .collect()
     }
 
     /// After an interrupted build: each executor it used removes what it

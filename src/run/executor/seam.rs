@@ -71,9 +71,12 @@ pub(crate) trait Executor: Send + Sync {
         Ok(Vec::new())
     }
 
-    /// After a build that ran to its end: release what it held (an
-    /// allocation).
-    fn finished(&self) {}
+    /// After a build that ran to its end, on its runtime: release what it
+    /// held (an allocation, containers created ahead) and finish what it
+    /// left under way (removals). What the user should know.
+    fn finished(&self, _rt: &tokio::runtime::Runtime) -> Vec<String> {
+        Vec::new()
+    }
 
     /// After an interrupted build (its runtime is gone): remove what this
     /// process started outside its own process tree. What the user should

@@ -180,8 +180,9 @@ impl Executor for Slurm<'_> {
         Ok(Vec::new())
     }
 
-    fn finished(&self) {
+    fn finished(&self, _rt: &tokio::runtime::Runtime) -> Vec<String> {
         self.cluster.cancel_allocations(self.withheld);
+        Vec::new()
     }
 
     fn interrupted(&self) -> Vec<String> {

@@ -1,0 +1,192 @@
+//! A build's test containers with the slow parts of their life off the
+//! critical path ([`crate::Docker::run_in`]):
+//!
+//! - **created ahead**: a run of a container spec (image, user, argv,
+//!   limits) leaves the next container of the same spec being created while
+//!   it runs, so the next run of it starts by claiming one. A pooled
+//!   container was created and never started: its tree volume is the
+//!   image's empty tree directory, and the run uploads its own tree into it
+//!   at claim time, as into a container it had just created. A container
+//!   that ran is never pooled. At most [`PER_SPEC`] a spec, [`POOLED`] in
+//!   all (the oldest of another spec goes first).
+//! - **removed after the result**: a stopped container is removed in the
+//!   background once its report and fingerprints are read, at most
+//!   [`REMOVING`] at a time (a run past that waits for a removal to end).
+//!
+//! [`Fleet::drain`] at a build's end removes every pooled container and
+//! waits for every removal. A container a build leaves behind anyway (a
+//! killed build, a cancelled task) carries its owner labels like any other
+//! and goes with [`crate::Docker::remove_own`] or the next build's
+//! [`crate::Docker::cleanup_leftovers`]; a held one is removed by its guard
+//! when dropped.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bollard::models::ContainerCreateBody;
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+
+use crate::DockerError;
+use crate::container::{Held, create_held};
+
+/// Pooled containers of one spec.
+pub(crate) const PER_SPEC: usize = 1;
+/// Pooled containers in all.
+pub(crate) const POOLED: usize = 4;
+/// Removals under way at once.
+pub(crate) const REMOVING: u32 = 8;
+
+/// A build's pool of containers created ahead and its removals under way.
+pub struct Fleet {
+    pool: Mutex<VecDeque<(String, Slot)>>,
+    removing: Arc<Semaphore>,
+    /// Containers whose removal failed: tried again at [`Fleet::drain`].
+    failed: Arc<Mutex<Vec<Held>>>,
+    counts: Mutex<Counts>,
+}
+
+/// How the fleet's containers came to their runs, for a build's figures.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    /// Runs that claimed a container created ahead.
+    pub claimed: u64,
+    /// Runs that created their own (no pooled one of their spec).
+    pub created: u64,
+    /// Pooled containers removed without ever running (evicted, drained).
+    pub unused: u64,
+}
+
+/// A pooled container: its creation, under way or done.
+type Slot = JoinHandle<Result<Held, DockerError>>;
+
+/// The container a [`Slot`] created, once it is; `None` if that failed.
+async fn arrived(slot: Slot) -> Option<Held> {
+    slot.await.ok()?.ok()
+}
+
+impl Default for Fleet {
+    fn default() -> Self {
+        Self {
+            pool: Mutex::new(VecDeque::new()),
+            removing: Arc::new(Semaphore::new(REMOVING as usize)),
+            failed: Arc::new(Mutex::new(Vec::new())),
+            counts: Mutex::new(Counts::default()),
+        }
+    }
+}
+
+impl Fleet {
+    /// A container of `spec` created ahead (waiting for one whose creation
+    /// is under way), or `None`: the caller creates its own.
+    pub(crate) async fn claim(&self, spec: &str) -> Option<Held> {
+        let slot = {
+            let mut pool = lock(&self.pool);
+            let at = pool.iter().position(|(s, _)| s == spec);
+            at.and_then(|at| pool.remove(at)).map(|(_, slot)| slot)
+        };
+        let held = match slot {
+            Some(slot) => arrived(slot).await,
+            None => None,
+        };
+        let mut counts = lock(&self.counts);
+        match held {
+            Some(_) => counts.claimed += 1,
+            None => counts.created += 1,
+        }
+        held
+    }
+
+    /// Starts creating a container of `spec` (`body`) for its next run,
+    /// unless [`PER_SPEC`] of it are pooled; past [`POOLED`], the oldest
+    /// pooled container of another spec is removed.
+    pub(crate) fn ahead(&self, api: &bollard::Docker, spec: &str, body: ContainerCreateBody) {
+        let evicted = {
+            let mut pool = lock(&self.pool);
+            if pool.iter().filter(|(s, _)| s == spec).count() >= PER_SPEC {
+                return;
+            }
+            let evicted = if pool.len() >= POOLED {
+                pool.iter()
+                    .position(|(s, _)| s != spec)
+                    .and_then(|at| pool.remove(at))
+            } else {
+                None
+            };
+            let api = api.clone();
+            let creating = tokio::spawn(async move { create_held(&api, body).await });
+            pool.push_back((spec.to_owned(), creating));
+            evicted
+        };
+        if let Some((_, slot)) = evicted {
+            lock(&self.counts).unused += 1;
+            let (removing, failed) = (self.removing.clone(), self.failed.clone());
+            tokio::spawn(async move {
+                if let Some(held) = arrived(slot).await {
+                    remove_now(held, removing, failed).await;
+                }
+            });
+        }
+    }
+
+    /// Removes a stopped container in the background; waits first while
+    /// [`REMOVING`] removals are under way.
+    pub(crate) async fn remove(&self, held: Held) {
+        let Ok(permit) = self.removing.clone().acquire_owned().await else {
+            return;
+        };
+        let failed = self.failed.clone();
+        tokio::spawn(async move {
+            let _permit = permit;
+            if let Err(held) = held.try_remove().await {
+                lock(&failed).push(held);
+            }
+        });
+    }
+
+    /// At a build's end: removes every pooled container (those being
+    /// created once they are), waits for every removal under way, and tries
+    /// once more those that failed. The ids still there, if any.
+    pub async fn drain(&self) -> Vec<String> {
+        let slots: Vec<Slot> = lock(&self.pool).drain(..).map(|(_, slot)| slot).collect();
+        for slot in slots {
+            if let Some(held) = arrived(slot).await {
+                lock(&self.counts).unused += 1;
+                self.remove(held).await;
+            }
+        }
+        // Every permit back: no removal is under way.
+        if let Ok(all) = self.removing.acquire_many(REMOVING).await {
+            drop(all);
+        }
+        let failed: Vec<Held> = lock(&self.failed).drain(..).collect();
+        let mut left = Vec::new();
+        for held in failed {
+            if let Err(held) = held.try_remove().await {
+                left.push(held.id.clone());
+                // Its guard tries once more when it drops.
+            }
+        }
+        left
+    }
+
+    /// How this fleet's runs got their containers so far.
+    pub fn counts(&self) -> Counts {
+        *lock(&self.counts)
+    }
+}
+
+async fn remove_now(held: Held, removing: Arc<Semaphore>, failed: Arc<Mutex<Vec<Held>>>) {
+    let _permit = removing.acquire_owned().await;
+    if let Err(held) = held.try_remove().await {
+        lock(&failed).push(held);
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Each lock is held for a few plain steps: a panic elsewhere cannot
+    // leave the data half-changed.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}

@@ -344,10 +344,11 @@ pub(crate) struct ImageRun {
 }
 
 /// Puts the run's tree into its fresh volume: written there directly when
-/// the volume is on this machine (`here`) and this process may make its
-/// files the run user's and root's (the probe: a chmod of the volume's
-/// root, root's, to its own mode), else uploaded through the daemon's
-/// archive API. The same archive either way ([`archive::tree`]).
+/// the volume is on this machine (`here`), empty (the image's tree
+/// directory was), and this process may make its files the run user's and
+/// root's (the probe: a chmod of the volume's root, root's, to its own
+/// mode), else uploaded through the daemon's archive API. The same archive
+/// either way ([`archive::tree`]).
 pub(crate) async fn upload(
     container: &Container<'_>,
     spec: &ContainerRun,
@@ -357,6 +358,12 @@ pub(crate) async fn upload(
     if let Some(dir) = here {
         let (dir, tree, protect) = (dir.to_owned(), spec.tree.clone(), spec.protect.clone());
         let written = tokio::task::spawn_blocking(move || {
+            // A volume the image filled (a task image's working directory
+            // copied to the tree) is the daemon's to extract over: nothing
+            // is written on this machine beside what the image put there.
+            if std::fs::read_dir(&dir)?.next().is_some() {
+                return Ok(false);
+            }
             let mode = std::fs::metadata(&dir)?.permissions();
             if std::fs::set_permissions(&dir, mode).is_err() {
                 return Ok(false);

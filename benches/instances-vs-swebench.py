@@ -239,7 +239,8 @@ def table(work, rounds):
     all_ratios, working_ratios, agree = {}, {}, True
     for rnd in rounds:
         figures, meta = round_figures(work, rnd)
-        print(f"\nround {rnd} ({meta['order']} first; load before: {meta['load_before']}, after: {meta['load_after']})")
+        retried = f"; run_evaluation calls run twice: {meta['harness_retried']}" if meta.get("harness_retried") else ""
+        print(f"\nround {rnd} ({meta['order']} first; load before: {meta['load_before']}, after: {meta['load_after']}{retried})")
         print(f"  {'instance':34} {'assay: gold/empty/wrong':36} {'swebench: gold/empty/wrong':36}"
               f" {'assay s':>8} {'harness s':>9} {'ratio':>6} {'h-stop s':>8} {'ratio':>6}  assay's scored-arm nodes (s)")
         tot_a = tot_h = tot_hs = 0.0

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# usage: benches/instances-vs-swebench.sh [ASSAY]     env: ROUNDS (default 1)
+# usage: benches/instances-vs-swebench.sh [ASSAY]
+#        env: ROUNDS (default 1), FIRST_ROUND (the first round's number,
+#        default 1: odd rounds time assay first), KEEP (keep the work dir)
 #
 # Six SWE-bench-shaped instances (docs/instances.md) graded by assay and by
 # SWE-bench's own harness (`swebench.harness.run_evaluation`, the
@@ -44,9 +46,16 @@ rounds=${ROUNDS:-1}
 "$here/scripts/pytest-venv.sh" --setup
 site=$(echo "$here"/target/pytest-venv/lib/python3*/site-packages)
 work=$(mktemp -d /tmp/instances-bench.XXXXXX)
+# Each image is held by a stopped container of its own (`docker image prune
+# -a` by other work on the machine leaves an image in use), removed first.
+hold=ivs-hold-$$
+hold_name() { local name=${1#sweb.eval.x86_64.}; echo "${name%:latest}"; }
 cleanup() {
     if [ -f "$work/images.txt" ]; then
-        while read -r image _; do docker rmi -f "$image" >/dev/null 2>&1 || true; done < "$work/images.txt"
+        while read -r image _; do
+            docker rm -f "$hold-$(hold_name "$image")" >/dev/null 2>&1 || true
+            docker rmi -f "$image" >/dev/null 2>&1 || true
+        done < "$work/images.txt"
     fi
     [ -n "${KEEP:-}" ] || rm -rf "$work"
 }
@@ -55,7 +64,14 @@ py() { python3 "$here/benches/instances-vs-swebench.py" "$@"; }
 py make "$work" "$$" "$site"
 while read -r image ctx; do
     docker build -q -t "$image" "$ctx" > /dev/null 2> "$work/docker-build.err" || { cat "$work/docker-build.err" >&2; exit 1; }
+    docker create --name "$hold-$(hold_name "$image")" "$image" true > /dev/null
 done < "$work/images.txt"
+images_there() {
+    local image
+    while read -r image _; do
+        docker image inspect "$image" > /dev/null 2>&1 || { echo "the image $image is gone" >&2; exit 1; }
+    done < "$work/images.txt"
+}
 
 screen=$work/screen
 mkdir -p "$screen/sessions"
@@ -68,21 +84,32 @@ py dataset "$work"
 now() { python3 -c 'import time; print(time.time())'; }
 run_assay() {
     local dir=$1 start
+    images_there
     start=$(now)
     (cd "$dir" && "$assay" build --json --jobs 1 > build.jsonl 2> build.err) || { cat "$dir/build.err" >&2; exit 1; }
     python3 -c "import time; print(round(time.time() - $start, 3))" > "$dir/assay.wall"
 }
 run_harness() {
     local dir=$1 rnd=$2 start name
+    images_there
     start=$(now)
     for name in gold empty wrong; do
-        (cd "$dir" && "$venv/bin/python" -m swebench.harness.run_evaluation -d "$work/dataset.json" \
-            -p "$work/pred-$name.jsonl" --max_workers 1 -id "$rnd-$name" --report_dir . > "swebench-$name.log" 2>&1)
+        # Once more when it fails: its closing check of the daemon's
+        # containers fails when other work removes one meanwhile (timed).
+        for try in 1 2; do
+            if (cd "$dir" && "$venv/bin/python" -m swebench.harness.run_evaluation -d "$work/dataset.json" \
+                -p "$work/pred-$name.jsonl" --max_workers 1 -id "$rnd-$name" --report_dir . > "swebench-$name.log" 2>&1); then
+                break
+            fi
+            [ "$try" = 1 ] || { tail -5 "$dir/swebench-$name.log" >&2; exit 1; }
+            echo "$rnd $name" >> "$dir/swebench.retried"
+        done
     done
     python3 -c "import time; print(round(time.time() - $start, 3))" > "$dir/swebench.wall"
 }
 names=()
-for i in $(seq 1 "$rounds"); do
+first=${FIRST_ROUND:-1}
+for i in $(seq "$first" $((first + rounds - 1))); do
     rnd=r$i
     dir=$work/rounds/$rnd
     mkdir -p "$work/rounds"
@@ -99,8 +126,9 @@ for i in $(seq 1 "$rounds"); do
         run_assay "$dir"
     fi
     load_after=$(cut -d' ' -f1-3 /proc/loadavg)
-    printf '{"order": "%s", "load_before": "%s", "load_after": "%s", "assay_wall_s": %s, "swebench_wall_s": %s}\n' \
-        "$order" "$load_before" "$load_after" "$(cat "$dir/assay.wall")" "$(cat "$dir/swebench.wall")" > "$dir/meta.json"
+    printf '{"order": "%s", "load_before": "%s", "load_after": "%s", "assay_wall_s": %s, "swebench_wall_s": %s, "harness_retried": %s}\n' \
+        "$order" "$load_before" "$load_after" "$(cat "$dir/assay.wall")" "$(cat "$dir/swebench.wall")" \
+        "$(cat "$dir/swebench.retried" 2>/dev/null | wc -l)" > "$dir/meta.json"
     names+=("$rnd")
 done
 py table "$work" "${names[@]}"

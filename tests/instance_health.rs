@@ -23,8 +23,8 @@ mod util;
 
 use serde_json::{Value, json};
 use util::instances::{
-    Image, Repo, TEST_CALC, TEST_MUL, disagreements, django, released, repository, row, verdict,
-    write,
+    CALC, Image, Repo, TEST_CALC, TEST_MUL, disagreements, django, released, repository, row,
+    verdict, write,
 };
 
 /// Coin tests: each passes or fails by a byte of `/dev/urandom`. Each is
@@ -462,4 +462,84 @@ fn a_swe_rebench_rows_own_test_command_is_the_one_run() {
         (json!("install_config"), json!(command), json!("unittest")),
         "{record:#}"
     );
+}
+
+/// A SWE-smith row (no test patch; its `patch` the bug; its image holding
+/// the repository clean at the commit its `repo` names, found under the
+/// row's `image_name`): the task is made from the image with the bug
+/// applied, its gold the way back; the lists hold (`test_sub` fails with
+/// the bug, passes clean); the gold and empty predictions are resolved
+/// and unresolved, and code that reads the clean file from the image's
+/// repository (`git show HEAD:calc.py`) finds none.
+#[test]
+fn a_swe_smith_row_is_the_bug_applied_to_its_clean_image() {
+    util::progress::phase("test a_swe_smith_row_is_the_bug_applied_to_its_clean_image");
+    util::harbor::base_image();
+    let p = util::Project::new().pipeline(
+        "cache = \"cache\"\nrelease = \"release\"\nsessions = \"sessions\"\n\n[[instances]]\nname = \"sm\"\npath = \"instances.jsonl\"\ntest_command = \"./tests/runtests.py --verbosity 2 test_calc\"\nreport = \"unittest\"\n",
+    );
+    let build = p.path().join("image");
+    let dir = build.join("repo");
+    let r = repository(&dir);
+    let git = |args: &[&str]| util::git::git_in(&dir, 1, args);
+    // The bug, the way back and a peek, each against the bug's tree.
+    let buggy = CALC.replace("return a - b", "return a + b");
+    write(&dir, "calc.py", &buggy);
+    let bug = git(&["diff", "--binary"]);
+    git(&["add", "calc.py"]);
+    write(&dir, "calc.py", CALC);
+    let fix = git(&["diff", "--binary"]);
+    let sneak = "\
+import os
+import subprocess
+
+for _d in ('/testbed', '/assay/tree', os.getcwd()):
+    _r = subprocess.run(['git', '-C', _d, 'show', 'HEAD:calc.py'], capture_output=True, text=True)
+    if _r.returncode == 0 and 'a - b' in _r.stdout:
+        exec(_r.stdout)
+        break
+";
+    write(&dir, "calc.py", &format!("{buggy}\n{sneak}"));
+    let peek = git(&["diff", "--binary"]);
+    git(&["reset", "-q", "--hard"]);
+    assert_eq!(git(&["rev-parse", "HEAD"]).trim(), r.base);
+    let pid = format!("{:x}", std::process::id());
+    let commit8 = &r.base[..8];
+    let image = format!("swebench/swesmith.x86_64.acme_1776_calc{pid}.{commit8}");
+    let _image = Image::build(&build, &[&image]);
+    let id = format!("acme__calc{pid}.{commit8}.func_pm_op_swap__1");
+    let one = json!({
+        "instance_id": id,
+        "repo": format!("swesmith/acme__calc{pid}.{commit8}"),
+        "patch": bug,
+        "FAIL_TO_PASS": [django(SUB)],
+        "PASS_TO_PASS": [django(ADD)],
+        "created_at": "2026-01-05T10:00:00",
+        "image_name": image,
+        "base_commit": "b".repeat(40),
+        "problem_statement": "`calc.sub(5, 3)` gives 8.",
+    });
+    p.write("instances.jsonl", one.to_string());
+    let task = format!("sm/{id}");
+    p.session("fix", &task, &fix);
+    p.session("empty", &task, "");
+    p.session("peek", &task, &peek);
+
+    p.build_json(&[]).code(0);
+    let record = p.output_record(&format!("instance:{task}"));
+    assert_eq!(record["family"], "swe-smith", "{record:#}");
+    assert_eq!(record["bug_applied"], true, "{record:#}");
+    assert_ne!(record["found_image"], record["image"], "{record:#}");
+    let t = released(&p, &task);
+    assert_eq!(t["certified"], true, "{t:#}");
+    assert_eq!(t["FAIL_TO_PASS"], json!([django(SUB)]), "{t:#}");
+    assert!(disagreements(&t).is_empty(), "{t:#}");
+    assert!(
+        t["patch"].as_str().unwrap().contains("+    return a - b"),
+        "the gold is the way back from the bug: {t:#}"
+    );
+    assert_eq!(verdict(&p, "fix.json"), "resolved");
+    assert_eq!(verdict(&p, "empty.json"), "unresolved");
+    assert_eq!(verdict(&p, "peek.json"), "unresolved");
+    assert_eq!(p.build_json(&[]).summary.total.executed, 0);
 }

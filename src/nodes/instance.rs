@@ -15,7 +15,10 @@
 //!   elsewhere and the patches beside it (Multi-SWE-bench's `/home`,
 //!   [`ImageLayout`]) has it read there, and the task is made from an
 //!   image of SWE-bench's layout committed from the one found: the
-//!   patches removed, `WORKDIR` the repository. A row that does not read
+//!   patches removed, `WORKDIR` the repository. SWE-smith's images hold
+//!   the repository clean and its rows' patch is the bug: the task's
+//!   image is the one found with the bug applied, and its gold the way
+//!   back (`instance_triage`). A row that does not read
 //!   fails this node alone, naming the file, the line and the field.
 //! - `instance_triage:<name>/<id>` makes the triage record: the base tree is
 //!   the image's working directory as `git add -A` stages it (its `.git`
@@ -36,7 +39,9 @@ use serde::{Deserialize, Serialize};
 
 use super::adapter::{Kind, Made, NoInputs, NodeKind};
 use super::swe_task::{ImageEnv, ImageOf};
-use crate::model::instances::{DatasetLists, Family, ImageLayout, Instance, TESTBED, TestCommand};
+use crate::model::instances::{
+    DatasetLists, Family, ImageLayout, Instance, TESTBED, TestCommand, files_of_ids,
+};
 use crate::model::records::{Decision, TriageRecord};
 use crate::model::shell;
 use crate::run::error::{Context, Kinded, NodeError};
@@ -89,6 +94,10 @@ pub(crate) struct InstanceRecord {
     /// gone from `image`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) removed: Vec<String>,
+    /// The row's patch (SWE-smith's bug) is applied in `image`'s
+    /// repository; `found_image` holds it clean.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) bug_applied: bool,
     /// The repository's place in the image (`WORKDIR`, else `/testbed`).
     pub(crate) workdir: String,
     /// The commit the repository stands on.
@@ -163,11 +172,15 @@ impl Kind for InstanceNode {
         record.image_name = Some(name);
         record.image = Some(image.id.clone());
         let history = read_history(docker, &image.id, &record.workdir, &p.layout.answers).await?;
-        record.declined = history.check(&row.base_commit, &record.workdir);
+        record.declined = match &p.layout.breaks {
+            None => history.check(&row.base_commit, &record.workdir),
+            Some(_) => history.check_clean(p.layout.clean_head.as_deref(), &record.workdir),
+        };
         if record.declined.is_none() && !p.layout.is_plain() {
-            let made = relaid(docker, &image.id, &record.workdir, &p.layout.answers).await?;
+            let made = relaid(docker, &image.id, &record.workdir, &p.layout).await?;
             record.found_image = record.image.replace(made.to_string());
             record.removed = history.answers.clone();
+            record.bug_applied = p.layout.breaks.is_some();
         }
         record.head = history.head;
         record.commits_not_from_base = history.commits_not_from_base;
@@ -229,22 +242,62 @@ impl History {
             ),
         ))
     }
+
+    /// Why the repository is not the clean one a SWE-smith row's bug is
+    /// applied to: unread, or not on the commit starting `clean` (its
+    /// `repo`'s `<commit8>`; any commit when the row names none).
+    fn check_clean(&self, clean: Option<&str>, workdir: &str) -> Option<(Decision, String)> {
+        if let Some(why) = &self.unread {
+            return Some((
+                Decision::ImageNotAtBase,
+                format!("the repository at {workdir} cannot be read: {why}"),
+            ));
+        }
+        let head = self.head.as_deref().unwrap_or_default();
+        match clean {
+            Some(clean) if !head.starts_with(clean) => Some((
+                Decision::ImageNotAtBase,
+                format!(
+                    "the repository at {workdir} stands on {head}, not on the clean commit {clean} the row's repo names"
+                ),
+            )),
+            _ => None,
+        }
+    }
 }
 
-/// The image `image` made into SWE-bench's layout: each of `answers`
-/// removed and its `WORKDIR` the repository's directory `workdir`, in a
-/// container of it with no network, committed.
+/// Where [`relaid`] puts the patch it applies, removed before the commit.
+const LAYOUT_IN: &str = "/tmp/assay-layout";
+
+/// The image `image` made into SWE-bench's layout (`layout`): each of its
+/// answers removed, its patch that breaks the repository (SWE-smith's
+/// bug) applied there, and its `WORKDIR` the repository's directory
+/// `workdir`, in a container of it with no network, committed.
 async fn relaid(
     docker: &assay_docker::Docker,
     image: &str,
     workdir: &str,
-    answers: &[String],
+    layout: &ImageLayout,
 ) -> Result<assay_docker::ImageId, NodeError> {
-    let quoted: Vec<String> = answers.iter().map(|a| shell::quote(a)).collect();
-    let script = format!(
+    let quoted: Vec<String> = layout.answers.iter().map(|a| shell::quote(a)).collect();
+    let mut script = format!(
         "for f in {}; do rm -rf -- \"$f\"; if [ -e \"$f\" ] || [ -L \"$f\" ]; then exit 3; fi; done",
         quoted.join(" ")
     );
+    let staged = match &layout.breaks {
+        None => None,
+        Some(patch) => {
+            let dir = tempfile::tempdir().infra().context("a scratch directory")?;
+            std::fs::write(dir.path().join("breaks.diff"), patch)
+                .infra()
+                .context("writing the row's patch")?;
+            script.push_str(&format!(
+                "; cd {w} && git -c safe.directory='*' apply --whitespace=nowarn {LAYOUT_IN}/breaks.diff || exit 4; rm -rf {LAYOUT_IN} || exit 4",
+                w = shell::quote(workdir)
+            ));
+            Some(dir)
+        }
+    };
     let spec = assay_docker::ForeignSpec {
         image: image.to_owned(),
         script,
@@ -256,7 +309,18 @@ async fn relaid(
         network: false,
     };
     let container = docker.create_foreign(&spec).await.infra()?;
-    let ran = container.run(HISTORY_BUDGET).await;
+    let uploaded = match &staged {
+        None => Ok(()),
+        Some(dir) => {
+            container
+                .upload_dirs(&[(dir.path().to_owned(), LAYOUT_IN.to_owned())])
+                .await
+        }
+    };
+    let ran = match uploaded {
+        Ok(()) => container.run(HISTORY_BUDGET).await,
+        Err(e) => Err(e),
+    };
     let made = match &ran {
         Ok(r) if !r.timed_out && r.exit_code == Some(0) => {
             Some(docker.commit_foreign(&container, image, workdir).await)
@@ -264,20 +328,25 @@ async fn relaid(
         _ => None,
     };
     let _ = container.remove().await;
-    let ran = ran.infra().context("removing the image's answers")?;
+    let ran = ran
+        .infra()
+        .context("making the image in SWE-bench's layout")?;
     match (made, ran.timed_out, ran.exit_code) {
         (Some(made), _, _) => made
             .infra()
             .context("committing the image in SWE-bench's layout"),
         (None, true, _) => Err(NodeError::infra(
-            "removing the image's answers ran out of time",
+            "making the image in SWE-bench's layout ran out of time",
         )),
         (None, false, Some(3)) => Err(NodeError::input(format!(
             "the image keeps the instance's patches ({}), and its user cannot remove them",
-            answers.join(", ")
+            layout.answers.join(", ")
+        ))),
+        (None, false, Some(4)) => Err(NodeError::input(format!(
+            "the row's patch (the bug) does not apply to the repository at {workdir}"
         ))),
         (None, false, code) => Err(NodeError::infra(format!(
-            "removing the image's answers ended with {code:?}"
+            "making the image in SWE-bench's layout ended with {code:?}"
         ))),
     }
 }
@@ -418,7 +487,13 @@ impl Kind for InstanceTriage {
             body: row.problem_statement.clone(),
             decision: Decision::Eligible,
             detail: String::new(),
-            test_files: paths(&row.test_patch).context("test_patch")?,
+            // A row without a test patch (SWE-smith's) names its tests'
+            // files in its lists: the files a graded tree takes from the
+            // task, whatever the patch did to them.
+            test_files: match row.test_patch.is_empty() {
+                false => paths(&row.test_patch).context("test_patch")?,
+                true => files_of_ids(row.fail_to_pass.iter().chain(&row.pass_to_pass)),
+            },
             gold_files: paths(&row.patch).context("patch")?,
             test_patch: String::new(),
             gold_patch: String::new(),
@@ -448,11 +523,37 @@ impl Kind for InstanceTriage {
             &self.store_dir,
         )
         .await?;
-        (record.base, record.head) = (base.clone(), base);
+        (record.base, record.head) = (base.clone(), base.clone());
+        // SWE-smith's gold is the way back from the bug: the image's
+        // repository as found, clean, against the base made of it.
+        let gold = match (instance.bug_applied, &instance.found_image) {
+            (true, Some(clean_image)) => {
+                let clean = workspace::commit_working_directory(
+                    self.executors.daemon(),
+                    clean_image,
+                    &ctx.cache_dir.join("tmp"),
+                    &self.store_dir,
+                )
+                .await?;
+                let store_dir = self.store_dir.clone();
+                let diff = tokio::task::spawn_blocking(move || {
+                    assay_git::TreeStore::open_or_init(&store_dir)?.diff(&base, &clean)
+                })
+                .await
+                .internal()?
+                .cache()
+                .context("the way back from the bug")?;
+                String::from_utf8(diff)
+                    .input()
+                    .context("the way back from the bug is not text")?
+            }
+            _ => row.patch.clone(),
+        };
+        record.gold_files = paths(&gold).context("the gold patch")?;
         let mut attachments = Vec::new();
         for (patch, slot) in [
             (&row.test_patch, &mut record.test_patch),
-            (&row.patch, &mut record.gold_patch),
+            (&gold, &mut record.gold_patch),
         ] {
             let digest = ctx.blobs.put(patch.as_bytes()).cache()?;
             *slot = digest.to_hex();

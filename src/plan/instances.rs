@@ -213,7 +213,7 @@ impl<'e> TaskSource<'e> for Instances<'e> {
                         names: names_tried,
                         test_command: t.command.clone(),
                         layout: match &t.row {
-                            Ok(r) => t.family.layout(&r.repo),
+                            Ok(r) => t.family.layout(r),
                             Err(_) => ImageLayout::default(),
                         },
                     },

@@ -120,33 +120,78 @@ pub(crate) struct ImageLayout {
     /// any tree is read from it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) answers: Vec<String>,
+    /// A patch the repository gets before any tree is read from it: a
+    /// SWE-smith row's `patch`, the bug, whose images hold the repository
+    /// clean (the task's base is the bug, its gold the way back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) breaks: Option<String>,
+    /// The start of the commit the image's repository must stand on when
+    /// the row's `base_commit` is not in it: SWE-smith's clean commit, the
+    /// `<commit8>` of its `repo` (`swesmith/<owner>__<repo>.<commit8>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) clean_head: Option<String>,
 }
 
 impl ImageLayout {
     pub(crate) fn is_plain(&self) -> bool {
-        self.repository.is_none() && self.answers.is_empty()
+        self.repository.is_none() && self.answers.is_empty() && self.breaks.is_none()
     }
 }
 
 impl Family {
-    /// The family's image layout for a repository `org/repo`:
-    /// Multi-SWE-bench's images say `WORKDIR /home/`, keep the repository
-    /// at `/home/<repo>` (checked out at the base) and the pull request's
-    /// `fix.patch` and `test.patch` beside it (`harness/repos/*/*.py`,
-    /// e.g. `golang/cli/cli.py`, its `dockerfile()` and `files()`).
-    pub(crate) fn layout(self, repo: &str) -> ImageLayout {
+    /// The family's image layout for `row`:
+    /// - Multi-SWE-bench's images say `WORKDIR /home/`, keep the repository
+    ///   at `/home/<repo>` (checked out at the base) and the pull request's
+    ///   `fix.patch` and `test.patch` beside it (`harness/repos/*/*.py`,
+    ///   e.g. `golang/cli/cli.py`, its `dockerfile()` and `files()`);
+    /// - SWE-smith's images hold the repository clean at `/testbed`, the
+    ///   commit its `repo` names; a row's `patch` is the bug, applied to
+    ///   it (`swesmith/harness/utils.py` `run_patch_in_container`: the
+    ///   gold is the patch reversed; `harness/gather.py`: `base_commit`
+    ///   is the bug's commit on the mirror's branch, not in the image).
+    pub(crate) fn layout(self, row: &super::Instance) -> ImageLayout {
         match self {
             Family::MultiSweBench => ImageLayout {
-                repository: repo
+                repository: row
+                    .repo
                     .rsplit_once('/')
                     .map(|(_, name)| format!("/home/{name}")),
                 answers: vec!["/home/fix.patch".to_owned(), "/home/test.patch".to_owned()],
+                ..ImageLayout::default()
             },
-            Family::SweBench | Family::SweRebench | Family::SweGym | Family::SweSmith => {
-                ImageLayout::default()
-            }
+            Family::SweSmith => ImageLayout {
+                breaks: Some(row.patch.clone()),
+                clean_head: row
+                    .repo
+                    .rsplit_once('.')
+                    .map(|(_, commit)| commit.to_owned())
+                    .filter(|c| c.len() >= 7 && c.bytes().all(|b| b.is_ascii_hexdigit())),
+                ..ImageLayout::default()
+            },
+            Family::SweBench | Family::SweRebench | Family::SweGym => ImageLayout::default(),
         }
     }
+}
+
+/// Whether a row is SWE-smith's (its image one of `swesmith.` images, or
+/// its repository a `swesmith/` mirror): such a row has no `test_patch`,
+/// the tests it lists being in the repository already.
+pub(crate) fn is_swe_smith(v: &Value) -> bool {
+    let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default();
+    text("image_name").contains("swesmith.") || text("repo").starts_with("swesmith/")
+}
+
+/// The files of pytest-style test ids (`path::name`) in `lists`: what a
+/// row without a test patch (SWE-smith's) names as its tests' files.
+pub(crate) fn files_of_ids<'a>(lists: impl IntoIterator<Item = &'a String>) -> Vec<String> {
+    let mut files: Vec<String> = lists
+        .into_iter()
+        .filter_map(|id| id.split_once("::").map(|(file, _)| file.to_owned()))
+        .filter(|f| !f.is_empty() && !f.starts_with('/') && !f.split('/').any(|c| c == ".."))
+        .collect();
+    files.sort();
+    files.dedup();
+    files
 }
 
 /// A row's own test spec: SWE-rebench's `install_config.test_cmd` and

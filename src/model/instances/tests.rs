@@ -283,20 +283,51 @@ fn every_disagreement_with_the_lists_is_named() {
 }
 
 /// Multi-SWE-bench's images keep the repository at `/home/<repo>` and the
-/// pull request's patches beside it; every other family's layout is
-/// SWE-bench's (the repository at `WORKDIR`, nothing to remove).
+/// pull request's patches beside it; SWE-smith's hold it clean, the row's
+/// patch the bug to apply, the clean commit named by its `repo`; every
+/// other family's layout is SWE-bench's (the repository at `WORKDIR`,
+/// nothing to remove or apply).
 #[test]
-fn only_multi_swe_benchs_layout_moves_the_repository_and_removes_patches() {
-    let layout = Family::MultiSweBench.layout("cli/cli");
+fn each_familys_image_layout() {
+    let one = |text: String| {
+        let (_, row) = rows(&text).remove(0);
+        row.unwrap()
+    };
+    let cli = one(row(r#","FAIL_TO_PASS":[],"PASS_TO_PASS":[]"#).replace("owner/calc", "cli/cli"));
+    let layout = Family::MultiSweBench.layout(&cli);
     assert_eq!(layout.repository.as_deref(), Some("/home/cli"));
     assert_eq!(layout.answers, ["/home/fix.patch", "/home/test.patch"]);
     assert!(!layout.is_plain());
-    for family in [
-        Family::SweBench,
-        Family::SweRebench,
-        Family::SweGym,
-        Family::SweSmith,
-    ] {
-        assert!(family.layout("django/django").is_plain(), "{family:?}");
+    let smith = one(format!(
+        r#"{{"instance_id":"owner__calc.0123abcd.lm__x","repo":"swesmith/owner__calc.0123abcd","base_commit":"{BASE}","patch":"diff --git a/calc.py b/calc.py\n","FAIL_TO_PASS":["tests/test_calc.py::test_sub"],"PASS_TO_PASS":["tests/test_calc.py::test_add","tests/other.py::TestX::test_y"],"image_name":"swebench/swesmith.x86_64.owner_1776_calc.0123abcd"}}"#
+    ));
+    assert_eq!(
+        smith.test_patch, "",
+        "a SWE-smith row reads without a test patch"
+    );
+    let layout = Family::SweSmith.layout(&smith);
+    assert_eq!(layout.breaks.as_deref(), Some(smith.patch.as_str()));
+    assert_eq!(layout.clean_head.as_deref(), Some("0123abcd"));
+    assert!(!layout.is_plain());
+    assert_eq!(
+        files_of_ids(smith.fail_to_pass.iter().chain(&smith.pass_to_pass)),
+        ["tests/other.py", "tests/test_calc.py"]
+    );
+    for family in [Family::SweBench, Family::SweRebench, Family::SweGym] {
+        assert!(family.layout(&cli).is_plain(), "{family:?}");
     }
+}
+
+/// Outside SWE-smith's rows a missing test patch is still a bad row.
+#[test]
+fn only_a_swe_smith_row_reads_without_a_test_patch() {
+    let text = row(r#","FAIL_TO_PASS":[],"PASS_TO_PASS":[]"#).replace(
+        r#","test_patch":"diff --git a/tests/test_calc.py b/tests/test_calc.py\n""#,
+        "",
+    );
+    assert!(!text.contains("test_patch"), "{text}");
+    let (_, read) = rows(&text).remove(0);
+    let err = read.unwrap_err();
+    assert_eq!(err.field, "test_patch", "{err}");
+    assert!(files_of_ids(&["../x.py::t".to_owned(), "/etc/x::t".to_owned()]).is_empty());
 }

@@ -22,8 +22,24 @@ LINE = re.compile(r"^(\w+) \(([\w.]+)\)(?: \.\.\. (.*))?$")
 STATUS = re.compile(r"(ok|FAIL|ERROR|skipped.*|expected failure|unexpected success)$")
 
 
+def go_outcomes(log):
+    """Test id (`package.Test`, as assay's go-test-json report names it) ->
+    'pass' or 'other', from `go test -json`."""
+    out = {}
+    for line in Path(log).read_text(errors="replace").splitlines():
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue
+        if e.get("Test") and e.get("Action") in ("pass", "fail", "skip"):
+            out[f"{e['Package']}.{e['Test']}"] = "pass" if e["Action"] == "pass" else "other"
+    return out
+
+
 def outcomes(log):
     """Test id -> 'pass' or 'other', from `python3 -m unittest -v`."""
+    if "pflag" in str(log):
+        return go_outcomes(log)
     out, pending = {}, None
     for line in Path(log).read_text(errors="replace").splitlines():
         m = LINE.match(line)
@@ -41,25 +57,30 @@ def outcomes(log):
     return out
 
 
+def r_name(iid):
+    return "pflag" if "pflag" in iid else "tomli"
+
+
 def row(iid, base, prefix, family, project):
     test, gold = outcomes(f"{prefix}.test.log"), outcomes(f"{prefix}.gold.log")
     f2p = sorted(t for t, o in gold.items() if o == "pass" and test.get(t) != "pass")
     p2p = sorted(t for t, o in gold.items() if o == "pass" and test.get(t) == "pass")
     assert f2p, f"{iid}: no test fails with the test patch and passes with the fix"
     patch = Path(f"{prefix}.patch").read_text()
+    go = "pflag" in iid
     r = {
-        "repo": "hukkin/tomli",
+        "repo": "spf13/pflag" if go else "hukkin/tomli",
         "instance_id": iid,
         "base_commit": base,
         "patch": patch,
         "test_patch": Path(f"{prefix}.test_patch").read_text(),
-        "problem_statement": f"tomli pull request {iid.split('-')[1]}.",
+        "problem_statement": f"{r_name(iid)} pull request {iid.split('-')[1]}.",
         "version": "",
         "FAIL_TO_PASS": json.dumps(f2p),
         "PASS_TO_PASS": json.dumps(p2p),
         "environment_setup_commit": base,
     }
-    with open(Path(project) / f"{family}.jsonl", "a") as f:
+    with open(Path(project) / f"{'go-' if go else ''}{family}.jsonl", "a") as f:
         f.write(json.dumps(r) + "\n")
     with open(Path(project) / "sessions" / "preds.jsonl", "a") as f:
         for name, p in [("gold", patch), ("empty", "")]:
@@ -77,7 +98,12 @@ def check(assay, project, start, end):
             for line in path.read_text().splitlines():
                 t = json.loads(line)
                 tasks[t["instance_id"]] = t
-    rows = [json.loads(l) for f in ["swe-bench.jsonl", "swe-gym.jsonl"] for l in (project / f).read_text().splitlines()]
+    files = {"swe-bench.jsonl": "sb", "swe-gym.jsonl": "gym", "go-swe-bench.jsonl": "gosb", "go-swe-gym.jsonl": "gogym"}
+    rows = [
+        (json.loads(l), name, f)
+        for f, name in files.items()
+        for l in (project / f).read_text().splitlines()
+    ]
     import csv
 
     # preds.jsonl's line n is session `preds.jsonl#n`.
@@ -97,9 +123,9 @@ def check(assay, project, start, end):
     again = [json.loads(l) for l in (project / "again.jsonl").read_text().splitlines()]
     executed = again[-1]["total"]["executed"] if "total" in again[-1] else again[-1].get("executed")
     print(f"{'instance':<34} {'family':<10} {'certified':<9} {'F2P':>4} {'P2P':>4} {'disagree':>8}  gold / empty")
-    for r in rows:
+    for r, source, file in rows:
         iid = r["instance_id"]
-        family = "swe-bench" if iid in (project / "swe-bench.jsonl").read_text() else "swe-gym"
+        family = "swe-gym" if "gym" in file else "swe-bench"
         task = next((t for k, t in tasks.items() if k.endswith(iid)), None)
         if task is None:
             failed.append(f"{iid}: not in the release")
@@ -107,7 +133,7 @@ def check(assay, project, start, end):
         dataset = task.get("dataset", {})
         dis = dataset.get("disagreements", [])
         got = {v[0]: v[2] for v in verdicts.values() if v[1] == iid}
-        name = f"instance:{'sb' if family == 'swe-bench' else 'gym'}/{iid}"
+        name = f"instance:{source}/{iid}"
         explained = json.loads(subprocess.run([assay, "explain", name, "--json"], cwd=project, capture_output=True, text=True).stdout or "{}")
         digest = explained.get("output") or explained.get("output_digest") or ""
         shown = subprocess.run([assay, "show", digest], cwd=project, capture_output=True, text=True).stdout

@@ -24,7 +24,7 @@ mod util;
 use serde_json::{Value, json};
 use util::instances::{
     CALC, Image, Repo, TEST_CALC, TEST_MUL, disagreements, django, released, repository, row,
-    verdict, write,
+    sneak, verdict, write,
 };
 
 /// Coin tests: each passes or fails by a byte of `/dev/urandom`. Each is
@@ -489,17 +489,11 @@ fn a_swe_smith_row_is_the_bug_applied_to_its_clean_image() {
     git(&["add", "calc.py"]);
     write(&dir, "calc.py", CALC);
     let fix = git(&["diff", "--binary"]);
-    let sneak = "\
-import os
-import subprocess
-
-for _d in ('/testbed', '/assay/tree', os.getcwd()):
-    _r = subprocess.run(['git', '-C', _d, 'show', 'HEAD:calc.py'], capture_output=True, text=True)
-    if _r.returncode == 0 and 'a - b' in _r.stdout:
-        exec(_r.stdout)
-        break
-";
-    write(&dir, "calc.py", &format!("{buggy}\n{sneak}"));
+    write(
+        &dir,
+        "calc.py",
+        &format!("{buggy}\n{}", sneak("HEAD:calc.py", "a - b")),
+    );
     let peek = git(&["diff", "--binary"]);
     git(&["reset", "-q", "--hard"]);
     assert_eq!(git(&["rev-parse", "HEAD"]).trim(), r.base);

@@ -200,21 +200,33 @@ pub fn disagreements(task: &Value) -> Vec<(String, String, String)> {
 /// history reached the graded run.
 pub fn history_patch(repo: &Path) -> String {
     let git = |args: &[&str]| git_in(repo, 1, args);
-    let sneak = "\
-import os
-import subprocess
-
-for _d in ('/testbed', '/assay/tree', os.getcwd()):
-    _r = subprocess.run(['git', '-C', _d, 'show', 'future:calc.py'], capture_output=True, text=True)
-    if _r.returncode == 0 and 'def mul' in _r.stdout:
-        exec(_r.stdout)
-        break
-";
-    write(repo, "calc.py", &format!("{CALC}\n{sneak}"));
+    write(
+        repo,
+        "calc.py",
+        &format!("{CALC}\n{}", sneak("future:calc.py", "def mul")),
+    );
     git(&["add", "-A"]);
     let patch = git(&["diff", "--cached", "--binary"]);
     git(&["reset", "-q", "--hard"]);
     patch
+}
+
+/// Python that looks for `rev` (`git show`) in every repository a run can
+/// reach (the working directory, the tree, `/testbed`) and runs it when it
+/// holds `needle`: code that finds the fix in the image's history.
+pub fn sneak(rev: &str, needle: &str) -> String {
+    format!(
+        "\
+import os
+import subprocess
+
+for _d in ('/testbed', '/assay/tree', os.getcwd()):
+    _r = subprocess.run(['git', '-C', _d, 'show', '{rev}'], capture_output=True, text=True)
+    if _r.returncode == 0 and '{needle}' in _r.stdout:
+        exec(_r.stdout)
+        break
+"
+    )
 }
 
 /// The row of the instance over `r` whose FAIL_TO_PASS is the test patch's

@@ -930,8 +930,9 @@ fn instances_on_slurm() {
 /// runs of gold and empty predictions and two scripted agents' attempts
 /// are steps on the cluster's nodes, each a container of the instance's
 /// image on the node's daemon (`sandbox` docker, the node named in the
-/// record); the verdicts are what the docker executor gives; no container
-/// of the build is left; a second build executes nothing.
+/// record); the verdicts are what the docker executor gives, and a
+/// session that looks for the fix in the image's history finds none; no
+/// container of the build is left; a second build executes nothing.
 fn an_instance_task_runs_in_containers_of_its_image_on_the_nodes() {
     use util::instances::*;
     let fixed = format!("{CALC}\n\ndef mul(a, b):\n    return a * b\n");
@@ -974,8 +975,12 @@ command = "echo idle"
     let id = format!("django__slurm-{:x}-1", std::process::id());
     let build_dir = p.path().join("image");
     let r = repository(&build_dir.join("repo"));
+    // The image's repository holds the fix on a later branch: a session
+    // that looks for it there finds nothing on the nodes either.
+    let history = history_patch(&build_dir.join("repo"));
     let _image = Image::build(&build_dir, &[&format!("sweb.eval.x86_64.{id}:latest")]);
     p.write("sb.jsonl", mul_row(&id, &r));
+    p.session("history", &format!("sb/{id}"), &history);
     let prediction = |patch: &str| {
         serde_json::json!({"instance_id": id, "model_name_or_path": "model-a", "model_patch": patch})
             .to_string()
@@ -989,6 +994,7 @@ command = "echo idle"
     assert_eq!(released(&p, &format!("sb/{id}"))["certified"], true);
     assert_eq!(verdict(&p, "preds.jsonl#1"), "resolved");
     assert_eq!(verdict(&p, "preds.jsonl#2"), "unresolved");
+    assert_eq!(verdict(&p, "history.json"), "unresolved");
     assert_eq!(verdict(&p, &format!("agent/fixer/sb/{id}/0")), "resolved");
     assert_eq!(verdict(&p, &format!("agent/idle/sb/{id}/0")), "unresolved");
 

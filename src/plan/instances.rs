@@ -213,7 +213,7 @@ impl<'e> TaskSource<'e> for Instances<'e> {
                         names: names_tried,
                         test_command: t.command.clone(),
                         layout: match &t.row {
-                            Ok(r) => t.family.layout(r),
+                            Ok(r) => t.family.layout(&r.repo, &r.patch),
                             Err(_) => ImageLayout::default(),
                         },
                     },

@@ -139,7 +139,7 @@ impl ImageLayout {
 }
 
 impl Family {
-    /// The family's image layout for `row`:
+    /// The family's image layout for a row of `repo` whose patch is `patch`:
     /// - Multi-SWE-bench's images say `WORKDIR /home/`, keep the repository
     ///   at `/home/<repo>` (checked out at the base) and the pull request's
     ///   `fix.patch` and `test.patch` beside it (`harness/repos/*/*.py`,
@@ -149,20 +149,18 @@ impl Family {
     ///   it (`swesmith/harness/utils.py` `run_patch_in_container`: the
     ///   gold is the patch reversed; `harness/gather.py`: `base_commit`
     ///   is the bug's commit on the mirror's branch, not in the image).
-    pub(crate) fn layout(self, row: &super::Instance) -> ImageLayout {
+    pub(crate) fn layout(self, repo: &str, patch: &str) -> ImageLayout {
         match self {
             Family::MultiSweBench => ImageLayout {
-                repository: row
-                    .repo
+                repository: repo
                     .rsplit_once('/')
                     .map(|(_, name)| format!("/home/{name}")),
                 answers: vec!["/home/fix.patch".to_owned(), "/home/test.patch".to_owned()],
                 ..ImageLayout::default()
             },
             Family::SweSmith => ImageLayout {
-                breaks: Some(row.patch.clone()),
-                clean_head: row
-                    .repo
+                breaks: Some(patch.to_owned()),
+                clean_head: repo
                     .rsplit_once('.')
                     .map(|(_, commit)| commit.to_owned())
                     .filter(|c| c.len() >= 7 && c.bytes().all(|b| b.is_ascii_hexdigit())),

@@ -294,7 +294,7 @@ fn each_familys_image_layout() {
         row.unwrap()
     };
     let cli = one(row(r#","FAIL_TO_PASS":[],"PASS_TO_PASS":[]"#).replace("owner/calc", "cli/cli"));
-    let layout = Family::MultiSweBench.layout(&cli);
+    let layout = Family::MultiSweBench.layout(&cli.repo, &cli.patch);
     assert_eq!(layout.repository.as_deref(), Some("/home/cli"));
     assert_eq!(layout.answers, ["/home/fix.patch", "/home/test.patch"]);
     assert!(!layout.is_plain());
@@ -305,7 +305,7 @@ fn each_familys_image_layout() {
         smith.test_patch, "",
         "a SWE-smith row reads without a test patch"
     );
-    let layout = Family::SweSmith.layout(&smith);
+    let layout = Family::SweSmith.layout(&smith.repo, &smith.patch);
     assert_eq!(layout.breaks.as_deref(), Some(smith.patch.as_str()));
     assert_eq!(layout.clean_head.as_deref(), Some("0123abcd"));
     assert!(!layout.is_plain());
@@ -314,7 +314,10 @@ fn each_familys_image_layout() {
         ["tests/other.py", "tests/test_calc.py"]
     );
     for family in [Family::SweBench, Family::SweRebench, Family::SweGym] {
-        assert!(family.layout(&cli).is_plain(), "{family:?}");
+        assert!(
+            family.layout(&cli.repo, &cli.patch).is_plain(),
+            "{family:?}"
+        );
     }
 }
 

@@ -2,9 +2,15 @@
 //! a process of a given size (docs/performance.md, "Where a run's time
 //! goes"): runs `true` in the sandbox RUNS times, one after the other, after
 //! allocating and touching HEAP_MB of memory, and prints the median and mean
-//! run, and this process's own CPU time a run (where a `fork` of it shows).
+//! run (and the 10th and 90th percentiles), and this process's own CPU time
+//! a run (where a `fork` of it shows).
 //!
-//! `cargo run -p assay-exec --example launch_cost -- pre_exec|LAUNCHER HEAP_MB RUNS`
+//! `cargo run -p assay-exec --example launch_cost -- pre_exec|LAUNCHER HEAP_MB RUNS [PAUSE_MS]`
+//!
+//! PAUSE_MS (default 0) is slept between runs, as a build's runs are apart:
+//! back to back, a run's join of its control groups can find the kernel's
+//! lock still open from the run before (docs/performance.md, "A sandboxed
+//! run's start").
 //!
 //! LAUNCHER is a program that acts as the launcher (`assay`, or this
 //! crate's `assay-launch`); `pre_exec` starts runs without one.
@@ -36,6 +42,7 @@ fn main() {
         .unwrap_or_else(|| "pre_exec".to_owned());
     let heap_mb: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(0);
     let runs: usize = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(50);
+    let pause = Duration::from_millis(args.get(4).and_then(|a| a.parse().ok()).unwrap_or(0));
     if mode != "pre_exec" {
         assay_exec::launch::install(PathBuf::from(&mode));
     }
@@ -83,24 +90,29 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let cpu_before = cpu_self();
+    let mut cpu = Duration::ZERO;
     let mut times = Vec::with_capacity(runs);
     for _ in 0..runs {
+        std::thread::sleep(pause);
+        let cpu_before = cpu_self();
         let t = Instant::now();
         let out = rt.block_on(run(&spec)).unwrap();
         assert_eq!(out.exit_code, Some(0), "{out:?}");
         times.push(t.elapsed().as_secs_f64() * 1000.0);
+        cpu += cpu_self() - cpu_before;
     }
-    let cpu = (cpu_self() - cpu_before).as_secs_f64() * 1000.0 / runs as f64;
+    let cpu = cpu.as_secs_f64() * 1000.0 / runs as f64;
     std::hint::black_box(&heap);
     times.sort_by(f64::total_cmp);
     let median = times[times.len() / 2];
+    let p10 = times[times.len() / 10];
+    let p90 = times[times.len() * 9 / 10];
     let mean = times.iter().sum::<f64>() / times.len() as f64;
     let name = std::path::Path::new(&mode)
         .file_name()
         .map_or(mode.clone(), |n| n.to_string_lossy().into_owned());
     println!(
-        "{name:>12} heap {heap_mb:>5} MB  runs {runs:>4}  median {median:6.1} ms  mean {mean:6.1} ms  own CPU {cpu:5.2} ms/run"
+        "{name:>12} heap {heap_mb:>5} MB  runs {runs:>4}  p10 {p10:6.1}  median {median:6.1}  p90 {p90:6.1}  mean {mean:6.1} ms  own CPU {cpu:5.2} ms/run"
     );
     heap.clear();
 }

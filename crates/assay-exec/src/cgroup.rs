@@ -17,11 +17,19 @@
 //! a grace ([`crate::RunSpec::stall_grace`]): a loaded machine is not the
 //! run's fault.
 //!
-//! The child joins the group before the command's `exec` (in the launcher,
-//! or between `fork` and `exec`: [`crate::launch`]) by writing `0` to each
-//! `cgroup.procs` (plain `open`/`write`/`close`), so nothing it forks escapes
-//! the limits. Groups are named `assay-<pid>-<n>`; an empty group left by an
-//! assay process that died is removed the next time one is made.
+//! The child joins the groups before the command's `exec` (in the launcher,
+//! or between `fork` and `exec`: [`crate::launch`]), so nothing it forks
+//! escapes the limits: a v1 group by writing `0` to its `tasks`, a v2 group
+//! by being started in it (`clone3` with `CLONE_INTO_CGROUP`, in the
+//! launcher) or, where that cannot be, by writing `0` to its `cgroup.procs`
+//! (plain `open`/`write`/`close`). A `cgroup.procs` write moves a whole
+//! thread group, which the kernel guards with a machine-wide lock whose
+//! writer waits for an RCU grace period (5–16 ms here, every run); moving
+//! the writing thread alone (`tasks`: the child is one thread there) and
+//! starting a process in its group take no such lock (docs/performance.md,
+//! "A sandboxed run's start"). Groups are named `assay-<pid>-<n>`; an empty
+//! group left by an assay process that died is removed the next time one is
+//! made.
 
 use std::ffi::CString;
 use std::io;
@@ -40,6 +48,7 @@ pub struct Hits {
 #[derive(Debug)]
 struct Dir {
     path: PathBuf,
+    /// What the child writes `0` to: `tasks` (v1), `cgroup.procs` (v2).
     procs: CString,
     v2: bool,
     /// A limit rests on it: the child must join it or not run. A group
@@ -54,6 +63,18 @@ pub(crate) struct Cgroup {
     pids: Option<usize>,
     /// The v2 group whose `cpu.pressure` is read.
     pressure: Option<usize>,
+}
+
+/// A group the run's first process joins.
+#[derive(Debug, Clone)]
+pub(crate) struct Join {
+    /// The file its `0` is written to (see the module header).
+    pub(crate) file: CString,
+    /// A v2 group's directory, which the launcher starts the command's
+    /// process in.
+    pub(crate) dir: Option<CString>,
+    /// A limit rests on it: the child must join it or not run.
+    pub(crate) required: bool,
 }
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -189,7 +210,7 @@ impl Cgroup {
                         continue;
                     }
                     let Ok(procs) = CString::new(
-                        dir.join("cgroup.procs")
+                        dir.join(if v2 { "cgroup.procs" } else { "tasks" })
                             .as_os_str()
                             .as_encoded_bytes()
                             .to_vec(),
@@ -270,25 +291,42 @@ impl Cgroup {
         full_total(&text)
     }
 
+    /// The `cgroup.procs` of a group the run's command had to join (one
+    /// whose limit is set), which lists every live process of the run.
+    pub(crate) fn members(&self) -> Option<PathBuf> {
+        let i = self.memory.or(self.pids)?;
+        Some(self.dirs[i].path.join("cgroup.procs"))
+    }
+
     /// Whether the memory and process limits are enforced by this group.
     pub(crate) fn limits(&self) -> (bool, bool) {
         (self.memory.is_some(), self.pids.is_some())
     }
 
-    /// The `cgroup.procs` paths, for the child to join before `exec`, each
-    /// with whether it must.
-    pub(crate) fn procs(&self) -> Vec<(CString, bool)> {
+    /// The groups for the child to join before `exec`.
+    pub(crate) fn joins(&self) -> Vec<Join> {
         self.dirs
             .iter()
-            .map(|d| (d.procs.clone(), d.required))
+            .map(|d| Join {
+                file: d.procs.clone(),
+                dir: d
+                    .v2
+                    .then(|| CString::new(d.path.as_os_str().as_encoded_bytes()).ok())
+                    .flatten(),
+                required: d.required,
+            })
             .collect()
     }
 
     /// After the spawn: a group made only for its pressure that the child
     /// `pid` could not join (moving a process there takes write access to
-    /// our own group as well) measures nothing, and is not read.
-    pub(crate) fn confirm(&mut self, pid: u32) {
+    /// our own group as well) measures nothing, and is not read. `started`:
+    /// the launcher said it started the command in the v2 group.
+    pub(crate) fn confirm(&mut self, pid: u32, started: bool) {
         let Some(i) = self.pressure else { return };
+        if started {
+            return;
+        }
         let Some(name) = self.dirs[i].path.file_name().and_then(|n| n.to_str()) else {
             return;
         };
@@ -362,15 +400,16 @@ fn full_total(text: &str) -> Option<std::time::Duration> {
         .map(std::time::Duration::from_micros)
 }
 
-/// Joins every group in `procs` (those not required where it can: see
-/// [`Cgroup::confirm`]): runs in the launcher or between `fork` and `exec`, so plain system
+/// Joins every group in `joins` (those not required where it can: see
+/// [`Cgroup::confirm`]) by writing `0` to its file: runs in the launcher or
+/// between `fork` and `exec` in a process of one thread, so plain system
 /// calls only.
-pub(crate) fn join(procs: &[(CString, bool)]) -> io::Result<()> {
-    for (p, required) in procs {
-        // SAFETY: `p` is a valid NUL-terminated path; open/write/close are
-        // async-signal-safe.
+pub(crate) fn join(joins: &[Join]) -> io::Result<()> {
+    for Join { file, required, .. } in joins {
+        // SAFETY: `file` is a valid NUL-terminated path; open/write/close
+        // are async-signal-safe.
         unsafe {
-            let fd = libc::open(p.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+            let fd = libc::open(file.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
             if fd < 0 {
                 if !required {
                     continue;

@@ -298,7 +298,7 @@ async fn supervise(
     let (done, supervision_ended) = oneshot::channel::<()>();
     let supervised = async {
         let _done = done;
-        let mut waiter = tokio::task::spawn_blocking(move || group::wait_exit(pgid));
+        let mut waiter = tokio::task::spawn_blocking(move || group::wait_exit(pgid, None));
         let overrun = overrun(watch.as_ref(), pgid);
         let refusal = async {
             match &cgroup {
@@ -317,7 +317,7 @@ async fn supervise(
             group::kill(pgid);
             waiter.await??;
         }
-        let status = end_group(pgid, &mut child, guard).await?;
+        let status = end_group(pgid, &mut child, guard, None).await?;
         let hits = cgroup.as_ref().map(|c| c.hits()).unwrap_or_default();
         if let Some(c) = &cgroup {
             // Kills what left the group but not the cgroup (an unsandboxed

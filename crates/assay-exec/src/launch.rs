@@ -10,17 +10,31 @@
 //! before it `exec`s the command: nothing of the command runs outside its
 //! groups or above its limits.
 //!
-//! The launcher is a program run as `LAUNCHER __assay-launch [--join PATH |
-//! --join-try PATH]… [--limit NAME=VALUE]… -- PROGRAM ARGS…`: the `assay`
+//! The launcher is a program run as `LAUNCHER __assay-launch [--join FILE |
+//! --join-try FILE | --into DIR | --into-try DIR]… [--limit NAME=VALUE]… --
+//! PROGRAM ARGS…`: the `assay`
 //! binary itself ([`dispatch`] at the top of its `main`), or `assay-launch`
 //! of this crate. [`install`] says which; with none installed, the forked
 //! child does the same steps in `pre_exec`.
 //!
+//! A v2 group (`--into`) is joined by starting the command's process in it
+//! (`clone3` with `CLONE_INTO_CGROUP`), which, unlike a write to its
+//! `cgroup.procs`, does not wait for the kernel's machine-wide lock
+//! ([`crate::cgroup`]). The launcher then stays, outside every group of the
+//! run, as the command's parent and the run's process-group leader, only to
+//! pass the command's exit status on as its own (a signal by dying of it);
+//! it dies with the coordinator and the command with it
+//! (`PR_SET_PDEATHSIG`). Where the process cannot
+//! be started in the group (a kernel before 5.7, a group the launcher may
+//! not move to), it writes `0` to the group's `cgroup.procs` as before and
+//! `exec`s the command itself.
+//!
 //! Its stderr, until it `exec`s the command, is a status pipe of the
-//! coordinator's: a failure is written there (the errno, then what failed)
-//! and the launcher exits; success closes it (stderr becomes a copy of
-//! stdout, and the launcher's copy kept for a failed `exec` is close-on-exec),
-//! so the coordinator reads either a failure or an end of file.
+//! coordinator's: `J` once the command's process was started in its v2
+//! group, then, on a failure, `F`, the errno and what failed, and the
+//! launcher exits; success closes it (stderr becomes a copy of stdout, and
+//! the launcher's copy kept for a failed `exec` is close-on-exec), so the
+//! coordinator reads either a failure or an end of file.
 
 use std::ffi::{CString, OsString};
 use std::io::{self, Read as _, Write as _};
@@ -30,6 +44,7 @@ use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use crate::cgroup::Join;
 use crate::limits::Plan;
 
 /// The first argument that makes a program act as the launcher.
@@ -64,10 +79,21 @@ pub fn dispatch() {
 
 /// The launcher's arguments: `ARG`, the groups to join, the limits, then
 /// `--` and the command line.
-pub(crate) fn args(procs: &[(CString, bool)], limits: &Plan) -> Vec<OsString> {
+pub(crate) fn args(joins: &[Join], limits: &Plan) -> Vec<OsString> {
     let mut args = vec![OsString::from(ARG)];
-    for (path, required) in procs {
-        args.push(if *required { "--join" } else { "--join-try" }.into());
+    for join in joins {
+        let (flag, path) = match &join.dir {
+            Some(dir) => ("--into", dir),
+            None => ("--join", &join.file),
+        };
+        args.push(
+            if join.required {
+                flag.to_owned()
+            } else {
+                format!("{flag}-try")
+            }
+            .into(),
+        );
         args.push(std::ffi::OsStr::from_bytes(path.as_bytes()).to_owned());
     }
     for (name, value) in limits.named() {
@@ -81,7 +107,9 @@ pub(crate) fn args(procs: &[(CString, bool)], limits: &Plan) -> Vec<OsString> {
 /// What the launcher was asked to do.
 #[derive(Debug, Default)]
 struct Asked {
-    procs: Vec<(CString, bool)>,
+    procs: Vec<Join>,
+    /// v2 groups: (directory, required).
+    into: Vec<(CString, bool)>,
     limits: Vec<(String, u64)>,
     command: Vec<OsString>,
 }
@@ -96,10 +124,19 @@ fn parse(args: Vec<OsString>) -> Result<Asked, String> {
                 asked.command = args.collect();
                 break;
             }
-            Some(flag @ ("--join" | "--join-try")) => {
+            Some(flag @ ("--join" | "--join-try" | "--into" | "--into-try")) => {
                 let path = CString::new(value()?.as_bytes())
                     .map_err(|_| "a group path holds a NUL byte".to_owned())?;
-                asked.procs.push((path, flag == "--join"));
+                let required = !flag.ends_with("-try");
+                if flag.starts_with("--into") {
+                    asked.into.push((path, required));
+                } else {
+                    asked.procs.push(Join {
+                        file: path,
+                        dir: None,
+                        required,
+                    });
+                }
             }
             Some("--limit") => {
                 let v = value()?;
@@ -163,7 +200,35 @@ fn launch(args: Vec<OsString>) -> ! {
     if let Err(e) = rustix::process::setsid() {
         report(&status, "moving to a session of its own", &e.into());
     }
-    if let Err(e) = crate::cgroup::join(&asked.procs) {
+    let mut joins = Vec::new();
+    for (i, (dir, required)) in asked.into.into_iter().enumerate() {
+        if i == 0 {
+            match start_in(&dir) {
+                Start::Child => {
+                    let _ = (&status).write_all(b"J");
+                    continue;
+                }
+                Start::Parent(child) => pass_on(child, status),
+                Start::Not => {}
+            }
+        }
+        let mut file = dir.into_bytes();
+        file.extend_from_slice(b"/cgroup.procs");
+        let Ok(file) = CString::new(file) else {
+            report(
+                &status,
+                "joining the run's control group",
+                &io::Error::from_raw_os_error(libc::EINVAL),
+            )
+        };
+        joins.push(Join {
+            file,
+            dir: None,
+            required,
+        });
+    }
+    joins.extend(asked.procs);
+    if let Err(e) = crate::cgroup::join(&joins) {
         report(&status, "joining the run's control group", &e);
     }
     if let Err(e) = plan.apply() {
@@ -171,6 +236,121 @@ fn launch(args: Vec<OsString>) -> ! {
     }
     let e = command.exec();
     report(&status, "starting the command", &e)
+}
+
+/// Where [`start_in`] left this process.
+enum Start {
+    /// In the new process, started in the group.
+    Child,
+    /// In the launcher, which started `child` in the group.
+    Parent(libc::pid_t),
+    /// Nothing was started: the group is to be joined by a write.
+    Not,
+}
+
+/// `clone3` with `CLONE_INTO_CGROUP`, in `libc` as a C `int` that cannot
+/// hold it.
+const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+
+/// Forks this process into the v2 group at `dir` (see the module header).
+fn start_in(dir: &CString) -> Start {
+    // SAFETY: a plain open of a NUL-terminated path.
+    let fd = unsafe {
+        libc::open(
+            dir.as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Start::Not;
+    }
+    // The launcher dies with the coordinator, as bubblewrap does
+    // (`--die-with-parent`) when it is the coordinator's child, and the
+    // command with the launcher: a killed coordinator leaves no run.
+    // SAFETY: plain system calls.
+    unsafe {
+        let coordinator = libc::getppid();
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        if libc::getppid() != coordinator {
+            libc::_exit(FAILED);
+        }
+    }
+    let launcher = std::process::id();
+    // SAFETY: all-zero is a valid `clone_args` (no flags, no pointers).
+    let mut args: libc::clone_args = unsafe { std::mem::zeroed() };
+    args.flags = CLONE_INTO_CGROUP;
+    args.exit_signal = libc::SIGCHLD as u64;
+    args.cgroup = fd as u64;
+    // SAFETY: `clone3` without `CLONE_VM` is a fork: the new process gets
+    // a copy of this one and returns here on its own copy of the stack.
+    // The launcher has one thread (it starts none), so no lock can be held
+    // by a thread the copy lacks; the child goes on to plain system calls
+    // and `exec`.
+    let pid = unsafe {
+        libc::syscall(
+            libc::SYS_clone3,
+            &raw mut args,
+            std::mem::size_of::<libc::clone_args>(),
+        )
+    };
+    // SAFETY: our own descriptor, closed once in each process.
+    unsafe { libc::close(fd) };
+    match pid {
+        0 => {
+            // SAFETY: plain system calls. The command dies with the
+            // launcher; one that already died is not waited for.
+            unsafe {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                if libc::getppid() as u32 != launcher {
+                    libc::_exit(FAILED);
+                }
+            }
+            Start::Child
+        }
+        p if p > 0 => Start::Parent(p as libc::pid_t),
+        _ => Start::Not,
+    }
+}
+
+/// The launcher's part once it started the command's process: wait for it
+/// and end as it ended, an exit with its code, a death by its signal.
+fn pass_on(child: libc::pid_t, status: std::fs::File) -> ! {
+    drop(status);
+    // SAFETY: plain system calls on this process's own descriptors, child
+    // and signal dispositions.
+    unsafe {
+        // Nothing of the run's output or input stays open here.
+        for fd in 0..3 {
+            libc::close(fd);
+        }
+        let mut st = 0;
+        loop {
+            if libc::waitpid(child, &raw mut st, 0) == child {
+                break;
+            }
+            if io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                libc::_exit(FAILED);
+            }
+        }
+        if libc::WIFEXITED(st) {
+            libc::_exit(libc::WEXITSTATUS(st));
+        }
+        if libc::WIFSIGNALED(st) {
+            let signal = libc::WTERMSIG(st);
+            let none = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            libc::setrlimit(libc::RLIMIT_CORE, &raw const none);
+            libc::signal(signal, libc::SIG_DFL);
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&raw mut set);
+            libc::sigaddset(&raw mut set, signal);
+            libc::sigprocmask(libc::SIG_UNBLOCK, &raw const set, std::ptr::null_mut());
+            libc::kill(libc::getpid(), signal);
+        }
+        libc::_exit(FAILED)
+    }
 }
 
 /// Reports `error` at `step` on the status pipe (stderr) and exits.
@@ -186,6 +366,7 @@ fn fail(step: &str, error: &io::Error) -> ! {
 fn report(status: &std::fs::File, step: &str, error: &io::Error) -> ! {
     let errno = error.raw_os_error().unwrap_or(0);
     let mut status = status;
+    let _ = status.write_all(b"F");
     let _ = status.write_all(&errno.to_le_bytes());
     let _ = status.write_all(step.as_bytes());
     if errno == 0 {
@@ -204,16 +385,22 @@ pub struct LaunchFailed {
     pub source: io::Error,
 }
 
-/// Reads the launcher's status pipe to its end: `Ok` once the command was
-/// `exec`d, or what failed. Meant for a blocking thread.
-pub(crate) fn read_status(reader: OwnedFd) -> io::Result<()> {
+/// Reads the launcher's status pipe to its end: once the command was
+/// `exec`d, whether its process was started in its v2 group; or what
+/// failed. Meant for a blocking thread.
+pub(crate) fn read_status(reader: OwnedFd) -> io::Result<bool> {
     let mut bytes = Vec::new();
     let mut pipe = std::fs::File::from(reader);
     pipe.read_to_end(&mut bytes)?;
-    if bytes.is_empty() {
-        return Ok(());
+    let (started, rest) = match bytes.split_first() {
+        Some((b'J', rest)) => (true, rest),
+        _ => (false, &bytes[..]),
+    };
+    if rest.is_empty() {
+        return Ok(started);
     }
-    let (errno, text) = bytes.split_at(4.min(bytes.len()));
+    let rest = rest.strip_prefix(b"F").unwrap_or(rest);
+    let (errno, text) = rest.split_at(4.min(rest.len()));
     let errno = i32::from_le_bytes(errno.try_into().unwrap_or_default());
     let text = String::from_utf8_lossy(text).into_owned();
     let (step, detail) = text.split_once(": ").unwrap_or((&text, ""));

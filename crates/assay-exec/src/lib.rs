@@ -360,7 +360,7 @@ async fn prepare(spec: &RunSpec, stdin: Stdio) -> Result<(Prepared, Command), Ex
     let procs = prepared
         .cgroup
         .as_ref()
-        .map(|c| c.procs())
+        .map(|c| c.joins())
         .unwrap_or_default();
     let mut command = match launch::installed() {
         Some(launcher) => match launched(launcher, &procs, &limits, program, args) {
@@ -390,7 +390,7 @@ async fn prepare(spec: &RunSpec, stdin: Stdio) -> Result<(Prepared, Command), Ex
 /// `limits` first, and the read end of its status pipe.
 fn launched(
     launcher: &std::path::Path,
-    procs: &[(std::ffi::CString, bool)],
+    procs: &[cgroup::Join],
     limits: &limits::Plan,
     program: PathBuf,
     args: Vec<std::ffi::OsString>,
@@ -416,11 +416,7 @@ fn spawn_error(spec: &RunSpec, source: io::Error) -> ExecError {
 /// Without a launcher: the launcher's work done in the forked child,
 /// which forks the whole coordinator (see [`launch`]). stderr is replaced by
 /// a copy of stdout.
-fn with_pre_exec(
-    command: &mut Command,
-    limits: limits::Plan,
-    procs: Vec<(std::ffi::CString, bool)>,
-) {
+fn with_pre_exec(command: &mut Command, limits: limits::Plan, procs: Vec<cgroup::Join>) {
     // SAFETY: the closure runs in the forked child before `exec`, where only
     // async-signal-safe work is allowed. It allocates nothing and takes no
     // lock: `dup2`, `setsid`, `open`/`write`, `getrlimit` and `setrlimit` are
@@ -482,20 +478,24 @@ async fn spawn(
         return Err(spawn_error(spec, io::Error::other("the child has no pid")));
     };
     let guard = group::Guard::new(pgid);
+    let mut started_in_group = false;
     if let Some(status) = prepared.launch_status.take() {
         let launched = tokio::task::spawn_blocking(move || launch::read_status(status))
             .await
             .unwrap_or_else(|join| Err(io::Error::other(join)));
-        if let Err(e) = launched {
-            // The launcher exits after its report: reap it.
-            let _ = child.wait().await;
-            guard.disarm();
-            remove(prepared);
-            return Err(spawn_error(spec, e));
+        match launched {
+            Ok(started) => started_in_group = started,
+            Err(e) => {
+                // The launcher exits after its report: reap it.
+                let _ = child.wait().await;
+                guard.disarm();
+                remove(prepared);
+                return Err(spawn_error(spec, e));
+            }
         }
     }
     if let (Some(c), Some(pid)) = (prepared.cgroup.as_mut(), child.id()) {
-        c.confirm(pid);
+        c.confirm(pid, started_in_group);
     }
     let pipe = child
         .stdout
@@ -517,12 +517,13 @@ async fn end_group(
     pgid: rustix::process::Pid,
     child: &mut tokio::process::Child,
     guard: group::Guard,
+    members: Option<&std::path::Path>,
 ) -> io::Result<std::process::ExitStatus> {
     group::kill(pgid);
     // Killed processes take a moment to die; a sandbox's init dies last,
     // after its whole namespace. Return only once they are gone.
     for _ in 0..400 {
-        if !group::members_alive(pgid) {
+        if !group::members_alive(pgid, members) {
             break;
         }
         group::kill(pgid);
@@ -580,12 +581,20 @@ pub async fn run(spec: &RunSpec) -> Result<RunOutcome, ExecError> {
         launch_status: _,
     } = prepared;
 
+    // Inside a sandbox nothing can leave the run's control groups, so an
+    // empty limit group says that nothing of the run is left.
+    let members = cgroup
+        .as_ref()
+        .filter(|_| spec.sandbox.is_some())
+        .and_then(|c| c.members());
     // Dropping `done` (when supervision ends, however it ends) starts the
     // capture's grace period for processes that escaped the group.
     let (done, supervision_ended) = oneshot::channel::<()>();
     let supervise = async {
         let _done = done;
-        let mut waiter = tokio::task::spawn_blocking(move || group::wait_exit(pgid));
+        let file = members.clone();
+        let mut waiter =
+            tokio::task::spawn_blocking(move || group::wait_exit(pgid, file.as_deref()));
         let overrun = overrun(watch.as_ref(), pgid);
         let stopped = tokio::select! {
             joined = &mut waiter => Stopped::Exited { leftover_killed: joined?? },
@@ -604,7 +613,7 @@ pub async fn run(spec: &RunSpec) -> Result<RunOutcome, ExecError> {
                 )
             }
         };
-        let status = end_group(pgid, &mut child, guard).await?;
+        let status = end_group(pgid, &mut child, guard, members.as_deref()).await?;
         Ok::<_, io::Error>((
             status,
             timed_out,
@@ -761,10 +770,12 @@ mod tests {
             sandbox: None,
         };
         let missing = dir.path().join("no-such-group/cgroup.procs");
-        let procs = [(
-            std::ffi::CString::new(missing.as_os_str().as_encoded_bytes()).unwrap_or_default(),
-            true,
-        )];
+        let procs = [cgroup::Join {
+            file: std::ffi::CString::new(missing.as_os_str().as_encoded_bytes())
+                .unwrap_or_default(),
+            dir: None,
+            required: true,
+        }];
         let plan = limits::Plan::new(&spec.limits);
         let (mut command, status) = launched(
             &launcher(),

@@ -434,6 +434,32 @@ fn every_process_of_a_run_is_in_its_control_group() {
     }
 }
 
+/// When a sandboxed run with a limit group returns, nothing of it is alive,
+/// not even what left its session: the runner asks the group (which nothing
+/// in the sandbox can leave) before it scans `/proc`, and waits while it
+/// lists anyone.
+#[test]
+fn nothing_of_a_sandboxed_run_in_a_limit_group_is_alive_when_it_returns() {
+    let c = Case::new();
+    let token = format!("{}.{}", 700 + std::process::id() % 97, std::process::id());
+    for command in [
+        format!("(setsid sleep {token} &); sleep {token} & echo started"),
+        format!("(setsid sleep {token} &); sleep {token}"),
+    ] {
+        let mut spec = c.spec(c.sandbox(), &command);
+        spec.limits.max_processes = Some(256);
+        spec.limits.max_memory = Some(1 << 30);
+        spec.timeout = Duration::from_secs(2);
+        let (out, log) = c.run_spec(spec);
+        assert!(
+            out.cgroup_processes || out.cgroup_memory,
+            "no group could be made here: {out:?}"
+        );
+        let left = live_processes_with(&format!("sleep\0{token}"));
+        assert!(left.is_empty(), "{command}: left {left:?} ({out:?}, {log})");
+    }
+}
+
 #[test]
 fn setup_may_write_its_environment_and_use_the_hosts_network() {
     let c = Case::new();

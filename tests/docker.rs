@@ -323,7 +323,17 @@ fn a_build_removes_every_container_of_its_own_the_timed_out_and_the_never_run_on
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let (pid, _) = build_with_pid(&f);
+    let child = f
+        .project
+        .command(&["build", "--json"])
+        .env("ASSAY_PHASES", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let b = Build::from(util::Run::from(child.wait_with_output().unwrap()));
+    assert_eq!(b.run.code, 0, "{}", b.run.stderr);
     let grade = f.grade_record("evil/sleep.json", "exclude");
     let detail = grade["detail"].as_str().unwrap();
     assert!(detail.starts_with("timed out after 5 s"), "{grade:#}");
@@ -340,19 +350,48 @@ fn a_build_removes_every_container_of_its_own_the_timed_out_and_the_never_run_on
         let line = format!("{action} {pid}");
         seen.lines().filter(|l| *l == line).count()
     };
-    // Some were created ahead and never started, and every one created
-    // was removed.
-    let (created, started, destroyed) = (count("create"), count("start"), count("destroy"));
-    assert!(
-        created > started,
-        "no container was created ahead and left unstarted: {created} created, {started} started"
-    );
+    // Every one created was removed, those started ahead and parked that
+    // no run took among them.
+    let (created, destroyed) = (count("create"), count("destroy"));
     assert_eq!(destroyed, created, "created {created}, removed {destroyed}");
+    let fleet = b
+        .run
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("phase docker fleet: "))
+        .unwrap_or_else(|| panic!("no fleet figures: {}", b.run.stderr));
+    let figure = |name: &str| -> u64 {
+        let at = fleet.find(&format!("{name}: ")).unwrap() + name.len() + 2;
+        fleet[at..]
+            .split(|c: char| !c.is_ascii_digit())
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert!(
+        figure("claimed") > 0,
+        "no run took a parked container: {fleet}"
+    );
+    assert!(
+        figure("unused") > 0,
+        "no parked container was left unused: {fleet}"
+    );
+}
+
+/// Whether container `id` is parked: started ahead, its first process
+/// still the outer shell waiting for its go-ahead.
+fn parked(id: &str) -> bool {
+    // One that ended since it was listed is not parked either.
+    Command::new("docker")
+        .args(["top", id, "-o", "args"])
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("read -r _"))
 }
 
 /// Waits until build `pid` has one container running for over a second: the
 /// sleeper, not a screening run (those take a fraction of one), nor one
-/// created ahead for a next run (never started).
+/// started ahead and parked for a next run.
 fn wait_for_a_long_running_container(pid: u32) {
     let started = Instant::now();
     let mut seen: Option<(String, Instant)> = None;
@@ -361,7 +400,8 @@ fn wait_for_a_long_running_container(pid: u32) {
             started.elapsed() < Duration::from_secs(120),
             "no long-running container of build {pid}"
         );
-        let now = running_containers_of(pid);
+        let mut now = running_containers_of(pid);
+        now.retain(|id| !parked(id));
         match (&seen, now.first()) {
             (Some((id, since)), Some(current))
                 if id == current && since.elapsed() > Duration::from_millis(1500) =>

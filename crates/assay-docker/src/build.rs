@@ -85,7 +85,7 @@ impl Docker {
             .upload("/", futures_util::stream::iter([Ok(Bytes::from(skeleton))]))
             .await?;
         let ended = container
-            .drive(Vec::new(), spec.log_cap, spec.timeout, None)
+            .drive(Vec::new(), spec.log_cap, spec.timeout, None, None)
             .await?;
         if ended.timed_out || ended.exit_code != Some(0) {
             let step = failed_step(&container).await;

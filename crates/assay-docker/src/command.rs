@@ -11,7 +11,39 @@
 
 use std::collections::BTreeMap;
 
+use bollard::models::ContainerCreateBody;
+
 use crate::DockerError;
+
+/// The outer shell's script: stderr onto stdout, then the command's shell.
+const SCRIPT: &str = r#"exec 2>&1 && exec /bin/sh -c "$1""#;
+
+/// The same for a container started ahead and parked
+/// ([`crate::fleet`]): it first waits for one line of go-ahead on its
+/// stdin, and nothing else runs in it before that line; the command then
+/// reads nothing of that stdin.
+const PARKED: &str = r#"read -r _ || exit 125; exec 2>&1 </dev/null && exec /bin/sh -c "$1""#;
+
+/// Makes `body` (a request [`shell`]'s argv went into) one that parks:
+/// stdin open for the go-ahead, the outer script waiting for it. `false`
+/// (and `body` as it was) when its argv is not [`shell`]'s.
+pub(crate) fn park(body: &mut ContainerCreateBody) -> bool {
+    let Some(cmd) = body.cmd.as_mut() else {
+        return false;
+    };
+    // [… K=V, "/bin/sh", "-c", SCRIPT, "assay", COMMAND]
+    let Some(at) = cmd.len().checked_sub(3) else {
+        return false;
+    };
+    if cmd[at] != SCRIPT || at < 2 || cmd[at - 1] != "-c" {
+        return false;
+    }
+    cmd[at] = PARKED.to_owned();
+    body.attach_stdin = Some(true);
+    body.open_stdin = Some(true);
+    body.stdin_once = Some(true);
+    true
+}
 
 pub(crate) struct Argv {
     pub(crate) entrypoint: Vec<String>,
@@ -45,16 +77,7 @@ pub(crate) fn shell(env: &BTreeMap<String, String>, command: &str) -> Result<Arg
     if command.contains('\0') {
         return Err(invalid("command", command, "a command holds no NUL"));
     }
-    cmd.extend(
-        [
-            "/bin/sh",
-            "-c",
-            r#"exec 2>&1 && exec /bin/sh -c "$1""#,
-            "assay",
-            command,
-        ]
-        .map(str::to_owned),
-    );
+    cmd.extend(["/bin/sh", "-c", SCRIPT, "assay", command].map(str::to_owned));
     Ok(Argv {
         entrypoint: ["/usr/bin/env", "-i", "--"].map(str::to_owned).to_vec(),
         cmd,

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use assay_exec::writes::{Processes, WriteWatch};
 
 use bollard::body_try_stream;
+use bollard::container::AttachContainerResults;
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
     AttachContainerOptions, ContainerArchiveInfoOptions, CreateContainerOptions,
@@ -23,7 +24,7 @@ use bollard::query_parameters::{
 };
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt, TryStreamExt};
-use tokio::io::AsyncWrite;
+use tokio::io::{AsyncWrite, AsyncWriteExt as _};
 
 use crate::capture::{Captured, capture};
 use crate::command::Argv;
@@ -140,13 +141,16 @@ impl<'d> Container<'d> {
 
     /// Attach, start, wait at most `timeout` (then SIGKILL; the same once
     /// `watch` finds the tree over its write limit), collect the output into
-    /// `sink` (at most `cap` bytes) and read the final state.
+    /// `sink` (at most `cap` bytes) and read the final state. A container
+    /// started ahead and `parked` ([`crate::fleet`]) is told to go on the
+    /// stdin it was attached with instead; its clock starts then.
     pub(crate) async fn drive<W>(
         &self,
         sink: W,
         cap: u64,
         timeout: Duration,
         watch: Option<&WriteWatch>,
+        parked: Option<AttachContainerResults>,
     ) -> Result<Ended<W>, DockerError>
     where
         W: AsyncWrite + Unpin + Send + 'static,
@@ -156,27 +160,47 @@ impl<'d> Container<'d> {
             "setup" => "docker setup",
             _ => "docker foreign",
         });
-        let attach = AttachContainerOptions {
-            stream: true,
-            stdout: true,
-            stderr: true,
-            ..Default::default()
+        let (output, go) = match parked {
+            Some(parked) => (parked.output, Some(parked.input)),
+            None => {
+                let attach = AttachContainerOptions {
+                    stream: true,
+                    stdout: true,
+                    stderr: true,
+                    ..Default::default()
+                };
+                let attached = self
+                    .docker
+                    .api
+                    .attach_container(&self.id, Some(attach))
+                    .await
+                    .map_err(DockerError::api("attach to a container"))?;
+                (attached.output, None)
+            }
         };
-        let attached = self
-            .docker
-            .api
-            .attach_container(&self.id, Some(attach))
-            .await
-            .map_err(DockerError::api("attach to a container"))?;
         // A task of its own, so the output keeps draining while we wait; it
         // ends with the stream, which ends when the container is gone.
-        let mut capturing = tokio::spawn(capture(attached.output, sink, cap));
+        let mut capturing = tokio::spawn(capture(output, sink, cap));
         ph.mark("attach");
-        self.docker
-            .api
-            .start_container(&self.id, None)
-            .await
-            .map_err(DockerError::api("start a container"))?;
+        match go {
+            Some(mut stdin) => {
+                let said = async {
+                    stdin.write_all(b"go\n").await?;
+                    stdin.flush().await?;
+                    stdin.shutdown().await
+                };
+                said.await.map_err(|err| DockerError::Api {
+                    action: "tell a parked container to go".into(),
+                    source: bollard::errors::Error::IOError { err },
+                })?;
+            }
+            None => self
+                .docker
+                .api
+                .start_container(&self.id, None)
+                .await
+                .map_err(DockerError::api("start a container"))?,
+        }
         let started = Instant::now();
         ph.mark("start");
         let processes = match watch {

@@ -1,14 +1,18 @@
 //! A build's test containers with the slow parts of their life off the
 //! critical path ([`crate::Docker::run_in`]):
 //!
-//! - **created ahead**: a run of a container spec (image, user, argv,
-//!   limits) leaves the next container of the same spec being created while
-//!   it runs, so the next run of it starts by claiming one. A pooled
-//!   container was created and never started: its tree volume is the
-//!   image's empty tree directory, and the run uploads its own tree into it
-//!   at claim time, as into a container it had just created. A container
-//!   that ran is never pooled. At most [`PER_SPEC`] a spec, [`POOLED`] in
-//!   all (the oldest of another spec goes first).
+//! - **created and started ahead**: a run of a container spec (image,
+//!   user, argv, limits) leaves the next container of the same spec being
+//!   created while it runs, so the next run of it starts by claiming one.
+//!   A pooled container is started **parked**: its first process is the
+//!   outer shell of [`crate::command`], waiting for one line of go-ahead
+//!   on its stdin (attached before the start), and nothing else runs in
+//!   it; its tree volume is still the image's tree directory. The run that
+//!   claims it checks it still runs, puts its own tree into it, then says
+//!   go, and its clock starts; the container's start (60–140 ms of the
+//!   daemon's and runc's) was paid while the run before executed. A
+//!   container that ran a command is never pooled. At most [`PER_SPEC`] a
+//!   spec, [`POOLED`] in all (the oldest of another spec goes first).
 //! - **removed after the result**: a stopped container is removed in the
 //!   background once its report and fingerprints are read, at most
 //!   [`REMOVING`] at a time (a run past that waits for a removal to end).
@@ -23,7 +27,9 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use bollard::container::AttachContainerResults;
 use bollard::models::ContainerCreateBody;
+use bollard::query_parameters::AttachContainerOptions;
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
@@ -57,12 +63,39 @@ pub struct Counts {
     pub unused: u64,
 }
 
-/// A pooled container: its creation, under way or done.
-type Slot = JoinHandle<Result<Held, DockerError>>;
+/// A pooled container, started and parked on its go-ahead.
+pub(crate) struct Pooled {
+    pub(crate) held: Held,
+    /// Its output (nothing yet) and its stdin, for the go-ahead.
+    pub(crate) parked: AttachContainerResults,
+}
 
-/// The container a [`Slot`] created, once it is; `None` if that failed.
-async fn arrived(slot: Slot) -> Option<Held> {
+/// A pooled container: its creation and start, under way or done.
+type Slot = JoinHandle<Result<Pooled, DockerError>>;
+
+/// The container a [`Slot`] made, once it is; `None` if that failed.
+async fn arrived(slot: Slot) -> Option<Pooled> {
     slot.await.ok()?.ok()
+}
+
+/// Starts `held` parked: attached first (stdin too), so the run that
+/// claims it reads all of its output and says go on its stdin.
+async fn start_parked(api: &bollard::Docker, held: Held) -> Result<Pooled, DockerError> {
+    let attach = AttachContainerOptions {
+        stream: true,
+        stdin: true,
+        stdout: true,
+        stderr: true,
+        ..Default::default()
+    };
+    let parked = api
+        .attach_container(&held.id, Some(attach))
+        .await
+        .map_err(DockerError::api("attach to a container"))?;
+    api.start_container(&held.id, None)
+        .await
+        .map_err(DockerError::api("start a container"))?;
+    Ok(Pooled { held, parked })
 }
 
 impl Default for Fleet {
@@ -77,9 +110,9 @@ impl Default for Fleet {
 }
 
 impl Fleet {
-    /// A container of `spec` created ahead (waiting for one whose creation
-    /// is under way), or `None`: the caller creates its own.
-    pub(crate) async fn claim(&self, spec: &str) -> Option<Held> {
+    /// A container of `spec` started ahead and parked (waiting for one
+    /// whose start is under way), or `None`: the caller creates its own.
+    pub(crate) async fn claim(&self, spec: &str) -> Option<Pooled> {
         let slot = {
             let mut pool = lock(&self.pool);
             let at = pool.iter().position(|(s, _)| s == spec);
@@ -97,9 +130,10 @@ impl Fleet {
         held
     }
 
-    /// Starts creating a container of `spec` (`body`) for its next run,
-    /// unless [`PER_SPEC`] of it are pooled; past [`POOLED`], the oldest
-    /// pooled container of another spec is removed.
+    /// Starts creating and starting, parked, a container of `spec`
+    /// (`body`, a parking request: [`crate::command::park`]) for its next
+    /// run, unless [`PER_SPEC`] of it are pooled; past [`POOLED`], the
+    /// oldest pooled container of another spec is removed.
     pub(crate) fn ahead(&self, api: &bollard::Docker, spec: &str, body: ContainerCreateBody) {
         let evicted = {
             let mut pool = lock(&self.pool);
@@ -114,7 +148,10 @@ impl Fleet {
                 None
             };
             let api = api.clone();
-            let creating = tokio::spawn(async move { create_held(&api, body).await });
+            let creating = tokio::spawn(async move {
+                let held = create_held(&api, body).await?;
+                start_parked(&api, held).await
+            });
             pool.push_back((spec.to_owned(), creating));
             evicted
         };
@@ -122,8 +159,8 @@ impl Fleet {
             lock(&self.counts).unused += 1;
             let (removing, failed) = (self.removing.clone(), self.failed.clone());
             tokio::spawn(async move {
-                if let Some(held) = arrived(slot).await {
-                    remove_now(held, removing, failed).await;
+                if let Some(pooled) = arrived(slot).await {
+                    remove_now(pooled.held, removing, failed).await;
                 }
             });
         }
@@ -150,9 +187,9 @@ impl Fleet {
     pub async fn drain(&self) -> Vec<String> {
         let slots: Vec<Slot> = lock(&self.pool).drain(..).map(|(_, slot)| slot).collect();
         for slot in slots {
-            if let Some(held) = arrived(slot).await {
+            if let Some(pooled) = arrived(slot).await {
                 lock(&self.counts).unused += 1;
-                self.remove(held).await;
+                self.remove(pooled.held).await;
             }
         }
         // Every permit back: no removal is under way.

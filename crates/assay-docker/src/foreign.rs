@@ -208,7 +208,7 @@ impl ForeignContainer<'_> {
     pub async fn run(&self, budget: Duration) -> Result<ForeignRan, DockerError> {
         let ended = self
             .container
-            .drive(tokio::io::sink(), 0, budget, None)
+            .drive(tokio::io::sink(), 0, budget, None, None)
             .await?;
         Ok(ForeignRan {
             exit_code: ended.exit_code,

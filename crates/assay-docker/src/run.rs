@@ -42,6 +42,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use assay_exec::writes::WriteWatch;
+use bollard::container::AttachContainerResults;
 use bollard::models::{
     HostConfig, Mount, MountBindOptions, MountBindOptionsPropagationEnum, MountType,
     MountVolumeOptions,
@@ -163,7 +164,7 @@ impl Docker {
             stdin: false,
             host_config: host_config(spec, &runs),
         };
-        let (container, ahead) = self.obtain(spec, blueprint, fleet).await?;
+        let (container, ahead, parked) = self.obtain(spec, blueprint, fleet).await?;
         ph.mark("create");
         let here = host_tree(&container, spec).await?;
         if spec.tree_mount == TreeMount::Upload {
@@ -184,7 +185,7 @@ impl Docker {
             fleet.ahead(&self.api, &ahead.key, ahead.body);
         }
         let ended = container
-            .drive(log, spec.log_cap, spec.timeout, watch.as_ref())
+            .drive(log, spec.log_cap, spec.timeout, watch.as_ref(), parked)
             .await?;
         ph.mark("start to exit");
         if let Some(source) = ended.output.write_error {
@@ -247,16 +248,17 @@ impl Docker {
         })
     }
 
-    /// A fresh container of `blueprint`: one created ahead of its spec in
-    /// `fleet` when there is one, else created now; with what the fleet
-    /// creates ahead for the spec's next run ([`Fleet::ahead`]), once this
+    /// A fresh container of `blueprint`: one started ahead of its spec in
+    /// `fleet` and parked when there is one that still runs (with its
+    /// attached output and stdin), else created now; with what the fleet
+    /// makes ahead for the spec's next run ([`Fleet::ahead`]), once this
     /// one is under way.
     async fn obtain(
         &self,
         spec: &ContainerRun,
         blueprint: Blueprint,
         fleet: Option<&Fleet>,
-    ) -> Result<(Container<'_>, Option<Ahead>), DockerError> {
+    ) -> Result<(Container<'_>, Option<Ahead>, Option<AttachContainerResults>), DockerError> {
         let stage = blueprint.stage;
         // Only a tree uploaded into a fresh volume makes a container that
         // another run of the spec could take; a bound tree is the run's own.
@@ -268,12 +270,24 @@ impl Docker {
             (Some(fleet), Some(key)) => fleet.claim(key).await,
             _ => None,
         };
-        let ahead = key.map(|key| Ahead {
-            key,
-            body: body.clone(),
+        let ahead = key.and_then(|key| {
+            let mut body = body.clone();
+            command::park(&mut body).then_some(Ahead { key, body })
         });
-        if let Some(held) = claimed {
-            return Ok((Container::adopt(self, held, stage), ahead));
+        if let (Some(pooled), Some(fleet)) = (claimed, fleet) {
+            let running = self
+                .api
+                .inspect_container(&pooled.held.id, None)
+                .await
+                .ok()
+                .and_then(|c| c.state?.running)
+                .unwrap_or(false);
+            if running {
+                let container = Container::adopt(self, pooled.held, stage);
+                return Ok((container, ahead, Some(pooled.parked)));
+            }
+            // Ended while parked (its daemon restarted, say): never used.
+            fleet.remove(pooled.held).await;
         }
         match crate::container::create_held(&self.api, body).await {
             Err(DockerError::Api { source, .. }) if status(&source) == Some(404) => {
@@ -282,7 +296,7 @@ impl Docker {
                     id: spec.image.to_string(),
                 })
             }
-            created => Ok((Container::adopt(self, created?, stage), ahead)),
+            created => Ok((Container::adopt(self, created?, stage), ahead, None)),
         }
     }
 

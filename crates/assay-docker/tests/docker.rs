@@ -908,8 +908,8 @@ async fn runs_through_a_fleet_take_containers_created_ahead_never_one_that_ran()
     assert_eq!(ids.len(), 3, "a container ran twice: {ids:?}");
     let counts = fleet.counts();
     assert_eq!((counts.created, counts.claimed), (1, 2), "{counts:?}");
-    // The next one is there, created and never started; those that ran
-    // go in the background.
+    // The next one is there, started and parked on its go-ahead; those
+    // that ran go in the background.
     eventually(
         "the ones that ran are removed",
         Duration::from_secs(20),
@@ -918,9 +918,47 @@ async fn runs_through_a_fleet_take_containers_created_ahead_never_one_that_ran()
     .await;
     let pooled = containers_with(&marker).pop().unwrap();
     assert!(!ids.contains(&pooled));
-    assert_eq!(status_of(&pooled), "created");
+    assert_eq!(status_of(&pooled), "running");
+    // Nothing runs in it but the outer shell waiting for its go-ahead.
+    let top = cli(&["top", &pooled, "-o", "pid,args"]);
+    let processes: Vec<&str> = top.lines().skip(1).collect();
+    assert_eq!(processes.len(), 1, "{top}");
+    assert!(processes[0].contains("read -r _"), "{top}");
     assert_eq!(fleet.drain().await, Vec::<String>::new());
     assert_eq!(fleet.counts().unused, 1);
+    assert_eq!(containers_with(&marker), Vec::<String>::new());
+}
+
+/// A container started ahead waits for its go-ahead on its stdin; the
+/// command it then runs reads none of that line (its stdin is empty), and
+/// its clock starts at the go-ahead, not at the container's start.
+#[tokio::test]
+async fn a_parked_containers_command_reads_no_go_ahead_and_its_clock_starts_at_go() {
+    let marker = unique("parked");
+    let command = format!("cat; echo read-nothing; sleep 1 # {marker}");
+    let fleet = Fleet::default();
+    let docker = docker().await;
+    let stage = Stage::new();
+    let mut spec = stage.spec(&command);
+    spec.timeout = Duration::from_secs(4);
+    let first = docker.run_in(&spec, &fleet).await.unwrap();
+    assert_eq!(first.exit_code, Some(0));
+    assert_eq!(stage.log(), "read-nothing\n");
+    // Parked longer than the run's whole budget before it is claimed.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let stage = Stage::new();
+    let mut spec = stage.spec(&command);
+    spec.timeout = Duration::from_secs(4);
+    let second = docker.run_in(&spec, &fleet).await.unwrap();
+    assert_eq!(fleet.counts().claimed, 1, "{:?}", fleet.counts());
+    assert_eq!(
+        (second.exit_code, second.timed_out),
+        (Some(0), false),
+        "{second:?}"
+    );
+    assert_eq!(stage.log(), "read-nothing\n");
+    assert!(second.duration < Duration::from_secs(3), "{second:?}");
+    assert_eq!(fleet.drain().await, Vec::<String>::new());
     assert_eq!(containers_with(&marker), Vec::<String>::new());
 }
 

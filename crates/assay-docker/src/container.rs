@@ -162,21 +162,10 @@ impl<'d> Container<'d> {
         });
         let (output, go) = match parked {
             Some(parked) => (parked.output, Some(parked.input)),
-            None => {
-                let attach = AttachContainerOptions {
-                    stream: true,
-                    stdout: true,
-                    stderr: true,
-                    ..Default::default()
-                };
-                let attached = self
-                    .docker
-                    .api
-                    .attach_container(&self.id, Some(attach))
-                    .await
-                    .map_err(DockerError::api("attach to a container"))?;
-                (attached.output, None)
-            }
+            None => (
+                attach(&self.docker.api, &self.id, false).await?.output,
+                None,
+            ),
         };
         // A task of its own, so the output keeps draining while we wait; it
         // ends with the stream, which ends when the container is gone.
@@ -491,6 +480,25 @@ pub(crate) fn body(blueprint: Blueprint) -> ContainerCreateBody {
         host_config: Some(blueprint.host_config),
         ..Default::default()
     }
+}
+
+/// Attaches to container `id`'s output as a stream, and to its stdin when
+/// `stdin`: before its start, so nothing it writes is missed.
+pub(crate) async fn attach(
+    api: &bollard::Docker,
+    id: &str,
+    stdin: bool,
+) -> Result<AttachContainerResults, DockerError> {
+    let options = AttachContainerOptions {
+        stream: true,
+        stdin,
+        stdout: true,
+        stderr: true,
+        ..Default::default()
+    };
+    api.attach_container(id, Some(options))
+        .await
+        .map_err(DockerError::api("attach to a container"))
 }
 
 /// Creates a container of `body`, held by its guard from the moment the

@@ -29,12 +29,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use bollard::container::AttachContainerResults;
 use bollard::models::ContainerCreateBody;
-use bollard::query_parameters::AttachContainerOptions;
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
 use crate::DockerError;
-use crate::container::{Held, create_held};
+use crate::container::{Held, attach, create_held};
 
 /// Pooled containers of one spec.
 pub(crate) const PER_SPEC: usize = 1;
@@ -81,17 +80,7 @@ async fn arrived(slot: Slot) -> Option<Pooled> {
 /// Starts `held` parked: attached first (stdin too), so the run that
 /// claims it reads all of its output and says go on its stdin.
 async fn start_parked(api: &bollard::Docker, held: Held) -> Result<Pooled, DockerError> {
-    let attach = AttachContainerOptions {
-        stream: true,
-        stdin: true,
-        stdout: true,
-        stderr: true,
-        ..Default::default()
-    };
-    let parked = api
-        .attach_container(&held.id, Some(attach))
-        .await
-        .map_err(DockerError::api("attach to a container"))?;
+    let parked = attach(api, &held.id, true).await?;
     api.start_container(&held.id, None)
         .await
         .map_err(DockerError::api("start a container"))?;

@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use assay_exec::writes::Processes;
-use bollard::query_parameters::{AttachContainerOptions, KillContainerOptions};
+use bollard::query_parameters::KillContainerOptions;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::task::JoinHandle;
 
@@ -144,18 +144,7 @@ impl Docker {
             ),
             None => None,
         };
-        let attach = AttachContainerOptions {
-            stream: true,
-            stdin: true,
-            stdout: true,
-            stderr: true,
-            ..Default::default()
-        };
-        let attached = self
-            .api
-            .attach_container(&container.id, Some(attach))
-            .await
-            .map_err(DockerError::api("attach to a container"))?;
+        let attached = crate::container::attach(&self.api, &container.id, true).await?;
         let capturing = tokio::spawn(capture(attached.output, log, spec.log_cap));
         self.api
             .start_container(&container.id, None)

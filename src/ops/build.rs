@@ -104,7 +104,13 @@ impl BuildExecutors {
     /// left under way (removals) finished. What they have to say, for the
     /// CLI to print.
     pub(crate) fn finished(&self, rt: &tokio::runtime::Runtime) -> Vec<String> {
-        self.service.finished(&self.in_use, rt)
+        let mut said = self.service.finished(&self.in_use, rt);
+        // Harbor tasks' and instances' runs went through the daemon's fleet
+        // whatever the executors in use (drained once, whoever asks first).
+        if self.harbor {
+            said.extend(self.service.daemon().finished(rt));
+        }
+        said
     }
 
     /// After ctrl-c: what this build started outside its own process tree

@@ -26,11 +26,12 @@ pub(crate) struct Daemon {
     present: Mutex<Option<BTreeSet<ImageId>>>,
     /// Whether the leftovers of killed builds were removed.
     swept: AtomicBool,
-    /// The test containers created ahead and removed in the background,
-    /// once a build started through [`Daemon::start`] (which ends with
-    /// [`Daemon::finished`]).
+    /// The test containers started ahead and removed in the background,
+    /// once a build started through [`Daemon::start`] or
+    /// [`Daemon::sweep`] (which end with [`Daemon::finished`]).
     fleet: assay_docker::Fleet,
-    /// Whether [`Daemon::start`] ran: test runs go through the fleet.
+    /// Whether [`Daemon::start`] or [`Daemon::sweep`] ran: test runs go
+    /// through the fleet.
     started: AtomicBool,
 }
 
@@ -60,8 +61,9 @@ impl Daemon {
 
     /// Connects and removes containers of dead assay processes, once, and
     /// notes which images the daemon holds: what a build whose Harbor tasks
-    /// or instances run containers does first, whatever its executor. What
-    /// it removed, for the user.
+    /// or instances run containers does first, whatever its executor. From
+    /// then on its test runs go through the fleet, drained by
+    /// [`Daemon::finished`]. What it removed, for the user.
     pub(crate) fn sweep(&self, rt: &tokio::runtime::Runtime) -> Result<Option<String>, StageError> {
         rt.block_on(async {
             let docker = self.connected().await?;
@@ -69,6 +71,7 @@ impl Daemon {
             let ids = docker.image_ids().await.map_err(unusable)?;
             let mut present = self.present.lock().unwrap_or_else(|p| p.into_inner());
             present.get_or_insert(ids);
+            self.started.store(true, Ordering::SeqCst);
             Ok(swept)
         })
     }

@@ -24,10 +24,10 @@
 //! run, as the command's parent and the run's process-group leader, only to
 //! pass the command's exit status on as its own (a signal by dying of it);
 //! it dies with the coordinator and the command with it
-//! (`PR_SET_PDEATHSIG`). Where the process cannot
-//! be started in the group (a kernel before 5.7, a group the launcher may
-//! not move to), it writes `0` to the group's `cgroup.procs` as before and
-//! `exec`s the command itself.
+//! (`PR_SET_PDEATHSIG`). Where the process cannot be started in the group
+//! (a kernel before 5.7, a group the launcher may not move to), the
+//! launcher writes `0` to the group's `cgroup.procs` and `exec`s the
+//! command itself.
 //!
 //! Its stderr, until it `exec`s the command, is a status pipe of the
 //! coordinator's: `J` once the command's process was started in its v2
@@ -107,9 +107,8 @@ pub(crate) fn args(joins: &[Join], limits: &Plan) -> Vec<OsString> {
 /// What the launcher was asked to do.
 #[derive(Debug, Default)]
 struct Asked {
-    procs: Vec<Join>,
-    /// v2 groups: (directory, required).
-    into: Vec<(CString, bool)>,
+    /// The groups, a v2 one (`--into`) with its directory.
+    joins: Vec<Join>,
     limits: Vec<(String, u64)>,
     command: Vec<OsString>,
 }
@@ -125,18 +124,21 @@ fn parse(args: Vec<OsString>) -> Result<Asked, String> {
                 break;
             }
             Some(flag @ ("--join" | "--join-try" | "--into" | "--into-try")) => {
-                let path = CString::new(value()?.as_bytes())
-                    .map_err(|_| "a group path holds a NUL byte".to_owned())?;
-                let required = !flag.ends_with("-try");
-                if flag.starts_with("--into") {
-                    asked.into.push((path, required));
+                let path = value()?;
+                let c = |bytes: &[u8]| {
+                    CString::new(bytes).map_err(|_| "a group path holds a NUL byte".to_owned())
+                };
+                let (file, dir) = if flag.starts_with("--into") {
+                    let file = [path.as_bytes(), b"/cgroup.procs"].concat();
+                    (c(&file)?, Some(c(path.as_bytes())?))
                 } else {
-                    asked.procs.push(Join {
-                        file: path,
-                        dir: None,
-                        required,
-                    });
-                }
+                    (c(path.as_bytes())?, None)
+                };
+                asked.joins.push(Join {
+                    file,
+                    dir,
+                    required: !flag.ends_with("-try"),
+                });
             }
             Some("--limit") => {
                 let v = value()?;
@@ -200,34 +202,21 @@ fn launch(args: Vec<OsString>) -> ! {
     if let Err(e) = rustix::process::setsid() {
         report(&status, "moving to a session of its own", &e.into());
     }
-    let mut joins = Vec::new();
-    for (i, (dir, required)) in asked.into.into_iter().enumerate() {
-        if i == 0 {
-            match start_in(&dir) {
-                Start::Child => {
-                    let _ = (&status).write_all(b"J");
-                    continue;
-                }
-                Start::Parent(child) => pass_on(child, status),
-                Start::Not => {}
+    // The first v2 group is joined by starting the command's process in
+    // it; every other group (and that one, where it cannot be) by a write.
+    let mut joins = asked.joins;
+    if let Some(at) = joins.iter().position(|j| j.dir.is_some())
+        && let Some(dir) = &joins[at].dir
+    {
+        match start_in(dir) {
+            Start::Child => {
+                let _ = (&status).write_all(b"J");
+                joins.remove(at);
             }
+            Start::Parent(child) => pass_on(child, status),
+            Start::Not => {}
         }
-        let mut file = dir.into_bytes();
-        file.extend_from_slice(b"/cgroup.procs");
-        let Ok(file) = CString::new(file) else {
-            report(
-                &status,
-                "joining the run's control group",
-                &io::Error::from_raw_os_error(libc::EINVAL),
-            )
-        };
-        joins.push(Join {
-            file,
-            dir: None,
-            required,
-        });
     }
-    joins.extend(asked.procs);
     if let Err(e) = crate::cgroup::join(&joins) {
         report(&status, "joining the run's control group", &e);
     }
@@ -267,15 +256,10 @@ fn start_in(dir: &CString) -> Start {
     // The launcher dies with the coordinator, as bubblewrap does
     // (`--die-with-parent`) when it is the coordinator's child, and the
     // command with the launcher: a killed coordinator leaves no run.
-    // SAFETY: plain system calls.
-    unsafe {
-        let coordinator = libc::getppid();
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-        if libc::getppid() != coordinator {
-            libc::_exit(FAILED);
-        }
-    }
-    let launcher = std::process::id();
+    // SAFETY: getppid has no preconditions.
+    die_with(unsafe { libc::getppid() });
+    // SAFETY: getpid has no preconditions.
+    let launcher = unsafe { libc::getpid() };
     // SAFETY: all-zero is a valid `clone_args` (no flags, no pointers).
     let mut args: libc::clone_args = unsafe { std::mem::zeroed() };
     args.flags = CLONE_INTO_CGROUP;
@@ -297,18 +281,23 @@ fn start_in(dir: &CString) -> Start {
     unsafe { libc::close(fd) };
     match pid {
         0 => {
-            // SAFETY: plain system calls. The command dies with the
-            // launcher; one that already died is not waited for.
-            unsafe {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                if libc::getppid() as u32 != launcher {
-                    libc::_exit(FAILED);
-                }
-            }
+            die_with(launcher);
             Start::Child
         }
         p if p > 0 => Start::Parent(p as libc::pid_t),
         _ => Start::Not,
+    }
+}
+
+/// SIGKILL for this process when `parent` ends; at once if it already did
+/// (this process was handed to another parent before the call).
+fn die_with(parent: libc::pid_t) {
+    // SAFETY: plain system calls.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        if libc::getppid() != parent {
+            libc::_exit(FAILED);
+        }
     }
 }
 

@@ -172,17 +172,10 @@ impl<'d> Container<'d> {
         let mut capturing = tokio::spawn(capture(output, sink, cap));
         ph.mark("attach");
         match go {
-            Some(mut stdin) => {
-                let said = async {
-                    stdin.write_all(b"go\n").await?;
-                    stdin.flush().await?;
-                    stdin.shutdown().await
-                };
-                said.await.map_err(|err| DockerError::Api {
-                    action: "tell a parked container to go".into(),
-                    source: bollard::errors::Error::IOError { err },
-                })?;
-            }
+            Some(stdin) => say(stdin, b"go\n").await.map_err(|err| DockerError::Api {
+                action: "tell a parked container to go".into(),
+                source: bollard::errors::Error::IOError { err },
+            })?,
             None => self
                 .docker
                 .api
@@ -480,6 +473,16 @@ pub(crate) fn body(blueprint: Blueprint) -> ContainerCreateBody {
         host_config: Some(blueprint.host_config),
         ..Default::default()
     }
+}
+
+/// Writes `line` to a container's attached stdin, then closes it.
+pub(crate) async fn say(
+    mut stdin: std::pin::Pin<Box<dyn AsyncWrite + Send>>,
+    line: &[u8],
+) -> std::io::Result<()> {
+    stdin.write_all(line).await?;
+    stdin.flush().await?;
+    stdin.shutdown().await
 }
 
 /// Attaches to container `id`'s output as a stream, and to its stdin when

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use assay_exec::writes::Processes;
 use bollard::query_parameters::KillContainerOptions;
-use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::io::AsyncWrite;
 use tokio::task::JoinHandle;
 
 use crate::capture::{Captured, capture};
@@ -207,13 +207,11 @@ impl Serving {
 
     /// Writes `line` to the container's stdin, then closes it.
     pub async fn say(&mut self, line: &[u8]) -> std::io::Result<()> {
-        let mut stdin = self
+        let stdin = self
             .stdin
             .take()
             .ok_or_else(|| std::io::Error::other("the container's stdin was closed"))?;
-        stdin.write_all(line).await?;
-        stdin.flush().await?;
-        stdin.shutdown().await
+        crate::container::say(stdin, line).await
     }
 
     /// Whether the write watchdog killed it: its tree went past

@@ -539,8 +539,7 @@ fn parent(pid: i32) -> Option<i32> {
 /// A Chromium so slow to start that no step has time left is the harness's
 /// budget, not a failed `open` of the app. The wait alone (6.5 s) is past
 /// the steps' deadline (8 s less the 2 s reserve), however fast Chromium
-/// itself starts: with 5.5 s, a Chromium up in 0.44 s on a quiet machine
-/// left the step its time, and the test failed.
+/// itself starts (0.44 s on a quiet machine).
 #[test]
 fn a_chromium_slow_to_start_is_the_harness_budget() {
     let base = serve(&[("/", FORM)]);

@@ -18,33 +18,41 @@ use crate::DockerError;
 /// The outer shell's script: stderr onto stdout, then the command's shell.
 const SCRIPT: &str = r#"exec 2>&1 && exec /bin/sh -c "$1""#;
 
-/// The same for a container started ahead and parked
-/// ([`crate::fleet`]): it first waits for one line of go-ahead on its
-/// stdin, and nothing else runs in it before that line; the command then
-/// reads nothing of that stdin.
-const PARKED: &str = r#"read -r _ || exit 125; exec 2>&1 </dev/null && exec /bin/sh -c "$1""#;
+/// The whole script of a container started ahead and parked
+/// ([`crate::fleet`]): it waits for its go-ahead on its stdin, which is the
+/// run's argv ([`go_ahead`]) and a last line `go` with no newline after it,
+/// then runs that argv with nothing of that stdin. Nothing else runs in it
+/// before; a stdin closed before the whole go-ahead came (its assay gone)
+/// ends it with 125, having run nothing. The argv is the run's, not the
+/// container's: a parked container fits any run of its image, user and
+/// limits.
+const PARKED: &str = r#"c=; while IFS= read -r l; do c="$c$l
+"; done; [ "$l" = go ] || exit 125; exec </dev/null; eval "exec $c""#;
 
-/// Makes `body` (a request [`shell`]'s argv went into) one that parks:
-/// stdin open for the go-ahead, the outer script waiting for it. `false`
-/// (and `body` as it was) when its argv is not [`shell`]'s.
-pub(crate) fn park(body: &mut ContainerCreateBody) -> bool {
-    let Some(cmd) = body.cmd.as_mut() else {
-        return false;
-    };
-    // [… K=V, "/bin/sh", "-c", SCRIPT, "assay", COMMAND]
-    let Some(at) = cmd.len().checked_sub(3) else {
-        return false;
-    };
-    if cmd[at] != SCRIPT || at < 2 || cmd[at - 1] != "-c" {
-        return false;
-    }
-    cmd[at] = PARKED.to_owned();
+/// Makes `body` one that parks: the outer shell of [`PARKED`] as its only
+/// command, stdin open for the go-ahead.
+pub(crate) fn park(body: &mut ContainerCreateBody) {
+    body.entrypoint = Some(["/bin/sh", "-c", PARKED].map(str::to_owned).to_vec());
+    body.cmd = Some(Vec::new());
     body.attach_stdin = Some(true);
     body.open_stdin = Some(true);
     body.stdin_once = Some(true);
-    true
 }
 
+/// What a parked container is told to run `argv` with: its words, each
+/// quoted for the shell, then the line `go` ([`PARKED`]).
+pub(crate) fn go_ahead(argv: &Argv) -> Vec<u8> {
+    let mut said = String::new();
+    for word in argv.entrypoint.iter().chain(&argv.cmd) {
+        said.push('\'');
+        said.push_str(&word.replace('\'', r"'\''"));
+        said.push_str("' ");
+    }
+    said.push_str("\ngo");
+    said.into_bytes()
+}
+
+#[derive(Clone)]
 pub(crate) struct Argv {
     pub(crate) entrypoint: Vec<String>,
     pub(crate) cmd: Vec<String>,

@@ -150,7 +150,7 @@ impl<'d> Container<'d> {
         cap: u64,
         timeout: Duration,
         watch: Option<&WriteWatch>,
-        parked: Option<AttachContainerResults>,
+        parked: Option<crate::fleet::Parked>,
     ) -> Result<Ended<W>, DockerError>
     where
         W: AsyncWrite + Unpin + Send + 'static,
@@ -161,7 +161,10 @@ impl<'d> Container<'d> {
             _ => "docker foreign",
         });
         let (output, go) = match parked {
-            Some(parked) => (parked.output, Some(parked.input)),
+            Some(parked) => (
+                parked.attached.output,
+                Some((parked.attached.input, parked.go)),
+            ),
             None => (
                 attach(&self.docker.api, &self.id, false).await?.output,
                 None,
@@ -172,7 +175,7 @@ impl<'d> Container<'d> {
         let mut capturing = tokio::spawn(capture(output, sink, cap));
         ph.mark("attach");
         match go {
-            Some(stdin) => say(stdin, b"go\n").await.map_err(|err| DockerError::Api {
+            Some((stdin, argv)) => say(stdin, &argv).await.map_err(|err| DockerError::Api {
                 action: "tell a parked container to go".into(),
                 source: bollard::errors::Error::IOError { err },
             })?,

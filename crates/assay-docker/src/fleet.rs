@@ -49,6 +49,8 @@ pub struct Fleet {
     /// Containers whose removal failed: tried again at [`Fleet::drain`].
     failed: Arc<Mutex<Vec<Held>>>,
     counts: Mutex<Counts>,
+    /// Every container made ahead so far, in the order they were made.
+    made: Arc<Mutex<Vec<String>>>,
 }
 
 /// How the fleet's containers came to their runs, for a build's figures.
@@ -67,6 +69,13 @@ pub(crate) struct Pooled {
     pub(crate) held: Held,
     /// Its output (nothing yet) and its stdin, for the go-ahead.
     pub(crate) parked: AttachContainerResults,
+}
+
+/// A pooled container claimed by a run: its attached output and stdin,
+/// and the go-ahead that tells it the run's argv.
+pub(crate) struct Parked {
+    pub(crate) attached: AttachContainerResults,
+    pub(crate) go: Vec<u8>,
 }
 
 /// A pooled container: its creation and start, under way or done.
@@ -94,6 +103,7 @@ impl Default for Fleet {
             removing: Arc::new(Semaphore::new(REMOVING as usize)),
             failed: Arc::new(Mutex::new(Vec::new())),
             counts: Mutex::new(Counts::default()),
+            made: Arc::new(Mutex::new(Vec::new())),
         }
     }
 }
@@ -136,9 +146,10 @@ impl Fleet {
             } else {
                 None
             };
-            let api = api.clone();
+            let (api, made) = (api.clone(), self.made.clone());
             let creating = tokio::spawn(async move {
                 let held = create_held(&api, body).await?;
+                lock(&made).push(held.id.clone());
                 start_parked(&api, held).await
             });
             pool.push_back((spec.to_owned(), creating));
@@ -194,6 +205,12 @@ impl Fleet {
             }
         }
         left
+    }
+
+    /// The ids of the containers made ahead so far, oldest first: claimed,
+    /// removed unused, or still parked.
+    pub fn made_ahead(&self) -> Vec<String> {
+        lock(&self.made).clone()
     }
 
     /// How this fleet's runs got their containers so far.

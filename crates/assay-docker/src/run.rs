@@ -42,7 +42,6 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use assay_exec::writes::WriteWatch;
-use bollard::container::AttachContainerResults;
 use bollard::models::{
     HostConfig, Mount, MountBindOptions, MountBindOptionsPropagationEnum, MountType,
     MountVolumeOptions,
@@ -51,7 +50,7 @@ use bollard::models::{
 use crate::build::{LAYOUT_LABEL, USER_LABEL, WRITABLE_LABEL};
 use crate::container::{Blueprint, Container};
 use crate::error::status;
-use crate::fleet::Fleet;
+use crate::fleet::{Fleet, Parked};
 use crate::spec::{HOME_DIR, RunUser, TREE_DIR};
 use crate::{
     ContainerOutcome, ContainerRun, Docker, DockerError, ImageId, KilledBy, Report, TreeMount,
@@ -258,21 +257,23 @@ impl Docker {
         spec: &ContainerRun,
         blueprint: Blueprint,
         fleet: Option<&Fleet>,
-    ) -> Result<(Container<'_>, Option<Ahead>, Option<AttachContainerResults>), DockerError> {
+    ) -> Result<(Container<'_>, Option<Ahead>, Option<Parked>), DockerError> {
         let stage = blueprint.stage;
         // Only a tree uploaded into a fresh volume makes a container that
         // another run of the spec could take; a bound tree is the run's own.
         let key = fleet
             .filter(|_| spec.tree_mount == TreeMount::Upload && spec.binds.is_empty())
             .map(|_| pool_key(spec, &blueprint));
+        let go = command::go_ahead(&blueprint.argv);
         let body = crate::container::body(blueprint);
         let claimed = match (fleet, &key) {
             (Some(fleet), Some(key)) => fleet.claim(key).await,
             _ => None,
         };
-        let ahead = key.and_then(|key| {
+        let ahead = key.map(|key| {
             let mut body = body.clone();
-            command::park(&mut body).then_some(Ahead { key, body })
+            command::park(&mut body);
+            Ahead { key, body }
         });
         if let (Some(pooled), Some(fleet)) = (claimed, fleet) {
             let running = self
@@ -284,7 +285,11 @@ impl Docker {
                 .unwrap_or(false);
             if running {
                 let container = Container::adopt(self, pooled.held, stage);
-                return Ok((container, ahead, Some(pooled.parked)));
+                let parked = Parked {
+                    attached: pooled.parked,
+                    go,
+                };
+                return Ok((container, ahead, Some(parked)));
             }
             // Ended while parked (its daemon restarted, say): never used.
             fleet.remove(pooled.held).await;
@@ -460,14 +465,13 @@ struct Ahead {
 
 /// What makes two containers of uploaded-tree runs the same: everything
 /// their create request is made of ([`host_config`] is a function of the
-/// limits, the sizes and the image's labels).
+/// limits, the sizes and the image's labels) but the argv, which a parked
+/// container is told with its go-ahead ([`command::go_ahead`]).
 fn pool_key(spec: &ContainerRun, blueprint: &Blueprint) -> String {
     format!(
-        "{}\0{:?}\0{:?}\0{:?}\0{:?}\0{:?}\0{}\0{}\0{}",
+        "{}\0{:?}\0{:?}\0{:?}\0{}\0{}\0{}",
         blueprint.image,
         blueprint.user,
-        blueprint.argv.entrypoint,
-        blueprint.argv.cmd,
         blueprint
             .labels
             .iter()

@@ -908,25 +908,34 @@ async fn runs_through_a_fleet_take_containers_created_ahead_never_one_that_ran()
     assert_eq!(ids.len(), 3, "a container ran twice: {ids:?}");
     let counts = fleet.counts();
     assert_eq!((counts.created, counts.claimed), (1, 2), "{counts:?}");
-    // The next one is there, started and parked on its go-ahead; those
-    // that ran go in the background.
+    // Those that ran go in the background; the next one is there, started
+    // and parked on its go-ahead, which is where its command comes from:
+    // nothing of any run is in it.
     eventually(
         "the ones that ran are removed",
         Duration::from_secs(20),
-        || containers_with(&marker).len() == 1,
+        || containers_with(&marker).is_empty(),
     )
     .await;
-    let pooled = containers_with(&marker).pop().unwrap();
-    assert!(!ids.contains(&pooled));
-    assert_eq!(status_of(&pooled), "running");
+    let made = fleet.made_ahead();
+    assert_eq!(made.len(), 3, "{made:?}");
+    // The second and third runs took the first two made ahead.
+    assert!(
+        made[..2].iter().all(|id| ids.contains(id)),
+        "{made:?} {ids:?}"
+    );
+    let pooled = made.last().unwrap();
+    assert!(!ids.contains(pooled));
+    assert_eq!(status_of(pooled), "running");
     // Nothing runs in it but the outer shell waiting for its go-ahead.
-    let top = cli(&["top", &pooled, "-o", "pid,args"]);
+    let top = cli(&["top", pooled, "-o", "pid,args"]);
     let processes: Vec<&str> = top.lines().skip(1).collect();
     assert_eq!(processes.len(), 1, "{top}");
-    assert!(processes[0].contains("read -r _"), "{top}");
+    assert!(processes[0].contains("IFS= read -r l"), "{top}");
+    assert!(!top.contains(&marker), "{top}");
     assert_eq!(fleet.drain().await, Vec::<String>::new());
     assert_eq!(fleet.counts().unused, 1);
-    assert_eq!(containers_with(&marker), Vec::<String>::new());
+    assert!(!container_exists(pooled));
 }
 
 /// A container started ahead waits for its go-ahead on its stdin; the
@@ -960,6 +969,57 @@ async fn a_parked_containers_command_reads_no_go_ahead_and_its_clock_starts_at_g
     assert!(second.duration < Duration::from_secs(3), "{second:?}");
     assert_eq!(fleet.drain().await, Vec::<String>::new());
     assert_eq!(containers_with(&marker), Vec::<String>::new());
+}
+
+/// A parked container is told its run's argv with the go-ahead: a command
+/// and variables of quotes, backslashes, `$`, newlines and a line that
+/// reads `go` run exactly as in a container created for them, and so does
+/// each of two runs with different commands and variables taking the same
+/// parked container's spec.
+#[tokio::test]
+async fn a_parked_container_runs_its_claimants_argv_byte_for_byte() {
+    let marker = unique("argv");
+    let fleet = Fleet::default();
+    let docker = docker().await;
+    let awkward = "it's \\ \"$HOME\" `x` $(y)\ngo\n  tail  ";
+    let mut logs = Vec::new();
+    for n in 0..3 {
+        let stage = Stage::new();
+        let mut spec = stage.spec(&format!(
+            "printf '%s|' \"$V\" \"$W\"; printf 'run {n}\\n'\n\
+             go\n\
+             echo \"it's\" 'a \\ b' # {marker}"
+        ));
+        spec.env.insert("V".into(), awkward.into());
+        spec.env.insert("W".into(), format!("{n}\n"));
+        let out = docker.run_in(&spec, &fleet).await.unwrap();
+        // `go` is no command: the run's own shell says so, after the rest.
+        assert_eq!(out.exit_code, Some(0), "{}", stage.log());
+        logs.push(stage.log());
+    }
+    assert_eq!(fleet.counts().claimed, 2, "{:?}", fleet.counts());
+    for (n, log) in logs.iter().enumerate() {
+        assert_eq!(
+            log.as_str(),
+            format!(
+                "{awkward}|{n}\n|run {n}\n{}it's a \\ b\n",
+                go_not_found(log)
+            ),
+            "run {n}"
+        );
+    }
+    assert_eq!(fleet.drain().await, Vec::<String>::new());
+    assert_eq!(containers_with(&marker), Vec::<String>::new());
+}
+
+/// The shell's own words for a command `go` it did not find, as `log`
+/// holds them (they name the shell's path and line).
+fn go_not_found(log: &str) -> String {
+    let line = log
+        .lines()
+        .find(|l| l.contains("go: not found"))
+        .unwrap_or_else(|| panic!("no `go: not found` in {log:?}"));
+    format!("{line}\n")
 }
 
 #[tokio::test]

@@ -16,8 +16,9 @@
 #     has), its wall time, the release node's time and what it executed;
 #   - the release's largest page and headless Chromium's wall time to load it
 #     (`--dump-dom`), and report.html's.
-# Each time beside its CPU time (user + system; the release node's from its
-# phase timers, ASSAY_PHASES): the ratios to trust on a shared machine.
+# Each time beside its CPU time (user + system, the cold build's with every
+# run and git process it waited for; the release node's from its phase
+# timers, ASSAY_PHASES): the ratios to trust on a shared machine.
 # Env: JOBS (default 2), CHROMIUM_LIMIT (seconds, default 120), EXAMPLE=0 leaves out the example, KEEP=1 keeps the
 #      work directory (printed), SIZES="250 1000" overrides the two sizes,
 #      WORK=DIR measures again in a kept work directory (its example/ and
@@ -138,7 +139,7 @@ grades = build["by_kind"].get("grade", {})
 sessions = grades.get("executed", 0) + grades.get("reused", 0)
 executed = {k: v["executed"] for k, v in plus["by_kind"].items() if v["executed"]}
 print("\t".join(map(str, [
-    label, sessions, f"{t1 - t0:.2f}", f"{release:.2f}", release_cpu("build.err"),
+    label, sessions, f"{t1 - t0:.2f}", cpu("build.cpu"), f"{release:.2f}", release_cpu("build.err"),
     f"{t2 - t1:.2f}", cpu("verify.cpu"), f"{t4 - t3:.2f}", cpu("plus1.cpu"),
     f"{plus_release:.2f}", release_cpu("plus1.err"), json.dumps(executed, separators=(",", ":")),
     largest.removeprefix("release/"), page_kb, chromium, report_kb, report_chromium,
@@ -177,7 +178,7 @@ done
 python3 - "$results" <<'PY'
 import sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
-head = ["", "grades", "build wall s", "release node s", "release node cpu s",
+head = ["", "grades", "build wall s", "build cpu s", "release node s", "release node cpu s",
         "verify s", "verify cpu s", "+1 wall s", "+1 cpu s", "+1 release node s",
         "+1 release cpu s", "+1 executed", "largest page", "KiB", "chromium s",
         "report.html KiB", "chromium s", "node time by kind s"]
@@ -189,7 +190,7 @@ if len(sized) == 2:
     (a, b) = sized
     ratio = lambda i: float(b[i]) / float(a[i]) if float(a[i]) else float("nan")
     print(f"ratio {b[0]} / {a[0]} (grades x{int(b[1]) / int(a[1]):.2f}; 4.00 is linear): "
-          f"build {ratio(2):.2f}, release node {ratio(3):.2f} (cpu {ratio(4):.2f}), "
-          f"verify {ratio(5):.2f} (cpu {ratio(6):.2f}), +1 rebuild {ratio(7):.2f} "
-          f"(cpu {ratio(8):.2f}), +1 release node {ratio(9):.2f} (cpu {ratio(10):.2f})")
+          f"build {ratio(2):.2f} (cpu {ratio(3):.2f}), release node {ratio(4):.2f} (cpu {ratio(5):.2f}), "
+          f"verify {ratio(6):.2f} (cpu {ratio(7):.2f}), +1 rebuild {ratio(8):.2f} "
+          f"(cpu {ratio(9):.2f}), +1 release node {ratio(10):.2f} (cpu {ratio(11):.2f})")
 PY

@@ -386,7 +386,7 @@ fn parked(id: &str) -> bool {
     Command::new("docker")
         .args(["top", id, "-o", "args"])
         .output()
-        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("IFS= read -r l"))
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("IFS= read -r c"))
 }
 
 /// Waits until build `pid` has one container running for over a second: the

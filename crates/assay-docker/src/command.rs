@@ -19,17 +19,18 @@ use crate::DockerError;
 const SCRIPT: &str = r#"exec 2>&1 && exec /bin/sh -c "$1""#;
 
 /// The whole script of a container started ahead and parked
-/// ([`crate::fleet`]): it waits for its go-ahead on its stdin, which is the
-/// run's argv ([`go_ahead`]) and a last line `go` with no newline after it,
-/// then runs that argv with nothing of that stdin. Nothing else runs in it
-/// before; a stdin closed before the whole go-ahead came (its assay gone)
+/// ([`crate::fleet`]): it waits for its go-ahead, one line on its stdin
+/// ([`go_ahead`]: the run's argv, each word quoted for the shell, a newline
+/// in a word written as `"$N"`), then becomes that argv. Nothing else runs
+/// in it before; a stdin that ends before the line does (its assay gone)
 /// ends it with 125, having run nothing. The argv is the run's, not the
-/// container's: a parked container fits any run of its image, user and
-/// limits.
-const PARKED: &str = r#"c=; while IFS= read -r l; do c="$c$l
-"; done; [ "$l" = go ] || exit 125; exec </dev/null; eval "exec $c""#;
+/// container's, so a parked container fits any run of its image, user and
+/// limits. What the run's command reads of that stdin is what its claimant
+/// writes after the line: nothing for a test run (the stdin is closed with
+/// the line), the app's own go-ahead for a deployment.
+const PARKED: &str = "IFS= read -r c || exit 125; N='\n'; eval \"exec $c\"";
 
-/// Makes `body` one that parks: the outer shell of [`PARKED`] as its only
+/// Makes `body` one that parks: the shell of [`PARKED`] as its only
 /// command, stdin open for the go-ahead.
 pub(crate) fn park(body: &mut ContainerCreateBody) {
     body.entrypoint = Some(["/bin/sh", "-c", PARKED].map(str::to_owned).to_vec());
@@ -39,16 +40,23 @@ pub(crate) fn park(body: &mut ContainerCreateBody) {
     body.stdin_once = Some(true);
 }
 
-/// What a parked container is told to run `argv` with: its words, each
-/// quoted for the shell, then the line `go` ([`PARKED`]).
+/// The line a parked container is told to run `argv` with ([`PARKED`]).
 pub(crate) fn go_ahead(argv: &Argv) -> Vec<u8> {
     let mut said = String::new();
     for word in argv.entrypoint.iter().chain(&argv.cmd) {
-        said.push('\'');
-        said.push_str(&word.replace('\'', r"'\''"));
-        said.push_str("' ");
+        if !said.is_empty() {
+            said.push(' ');
+        }
+        for (i, part) in word.split('\n').enumerate() {
+            if i > 0 {
+                said.push_str("\"$N\"");
+            }
+            said.push('\'');
+            said.push_str(&part.replace('\'', r"'\''"));
+            said.push('\'');
+        }
     }
-    said.push_str("\ngo");
+    said.push('\n');
     said.into_bytes()
 }
 

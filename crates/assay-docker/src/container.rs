@@ -478,13 +478,21 @@ pub(crate) fn body(blueprint: Blueprint) -> ContainerCreateBody {
     }
 }
 
+/// Writes `line` to a container's attached stdin, which stays open.
+pub(crate) async fn tell(
+    stdin: &mut std::pin::Pin<Box<dyn AsyncWrite + Send>>,
+    line: &[u8],
+) -> std::io::Result<()> {
+    stdin.write_all(line).await?;
+    stdin.flush().await
+}
+
 /// Writes `line` to a container's attached stdin, then closes it.
 pub(crate) async fn say(
     mut stdin: std::pin::Pin<Box<dyn AsyncWrite + Send>>,
     line: &[u8],
 ) -> std::io::Result<()> {
-    stdin.write_all(line).await?;
-    stdin.flush().await?;
+    tell(&mut stdin, line).await?;
     stdin.shutdown().await
 }
 

@@ -1,18 +1,20 @@
-//! A build's test containers with the slow parts of their life off the
-//! critical path ([`crate::Docker::run_in`]):
+//! A build's test and deployment containers with the slow parts of their
+//! life off the critical path ([`crate::Docker::run_in`],
+//! [`crate::Docker::serve_in`]):
 //!
 //! - **created and started ahead**: a run of a container spec (image,
-//!   user, argv, limits) leaves the next container of the same spec being
-//!   created while it runs, so the next run of it starts by claiming one.
-//!   A pooled container is started **parked**: its first process is the
-//!   outer shell of [`crate::command`], waiting for one line of go-ahead
-//!   on its stdin (attached before the start), and nothing else runs in
-//!   it; its tree volume is still the image's tree directory. The run that
-//!   claims it checks it still runs, puts its own tree into it, then says
-//!   go, and its clock starts; the container's start (60–140 ms of the
-//!   daemon's and runc's) was paid while the run before executed. A
-//!   container that ran a command is never pooled. At most [`PER_SPEC`] a
-//!   spec, [`POOLED`] in all (the oldest of another spec goes first).
+//!   user, limits and sizes, what it is for) leaves the next container of
+//!   the same spec being created while it runs, so the next run of it
+//!   starts by claiming one. A pooled container is started **parked**: its
+//!   first process is the shell of [`crate::command`], waiting for its
+//!   go-ahead line on its stdin (attached before the start), and nothing
+//!   else runs in it; its tree volume is still the image's tree directory.
+//!   The run that claims it checks it still runs, puts its own tree into
+//!   it, then writes the go-ahead, its argv, which the shell becomes; its
+//!   clock starts then. The container's start (60–140 ms of the daemon's
+//!   and runc's) was paid while the run before executed. A container that
+//!   ran a command is never pooled. At most [`PER_SPEC`] a spec,
+//!   [`POOLED`] in all (the oldest of another spec goes first).
 //! - **removed after the result**: a stopped container is removed in the
 //!   background once its report and fingerprints are read, at most
 //!   [`REMOVING`] at a time (a run past that waits for a removal to end).

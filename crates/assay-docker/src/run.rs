@@ -252,7 +252,7 @@ impl Docker {
     /// attached output and stdin), else created now; with what the fleet
     /// makes ahead for the spec's next run ([`Fleet::ahead`]), once this
     /// one is under way.
-    async fn obtain(
+    pub(crate) async fn obtain(
         &self,
         spec: &ContainerRun,
         blueprint: Blueprint,
@@ -458,9 +458,9 @@ pub(crate) fn host_config(spec: &ContainerRun, runs: &ImageRun) -> HostConfig {
 }
 
 /// A container to create ahead: its spec ([`pool_key`]) and request.
-struct Ahead {
-    key: String,
-    body: bollard::models::ContainerCreateBody,
+pub(crate) struct Ahead {
+    pub(crate) key: String,
+    pub(crate) body: bollard::models::ContainerCreateBody,
 }
 
 /// What makes two containers of uploaded-tree runs the same: everything

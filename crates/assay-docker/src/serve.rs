@@ -30,8 +30,9 @@ use tokio::io::AsyncWrite;
 use tokio::task::JoinHandle;
 
 use crate::capture::{Captured, capture};
-use crate::container::{Blueprint, Container, Held};
-use crate::error::status;
+use crate::container::tell;
+use crate::container::{Blueprint, Held};
+use crate::fleet::Fleet;
 use crate::spec::TREE_DIR;
 use crate::{ContainerRun, Docker, DockerError, ImageId, Limits, TreeMount, command, run};
 
@@ -90,6 +91,24 @@ impl Docker {
     /// Creates, fills and starts a deployment container of `spec.image`;
     /// see the module header for what it may do.
     pub async fn serve(&self, spec: &ServeSpec) -> Result<Serving, DockerError> {
+        self.serve_with(spec, None).await
+    }
+
+    /// [`Docker::serve`] with `fleet`: the container one started ahead of
+    /// its spec and parked when there is one (told the script's argv with
+    /// its go-ahead line, its stdin left open for the caller's), and the
+    /// next of the spec started ahead while it serves. A deployment's spec
+    /// is its image, user and limits, like a test run's, but a container
+    /// parked for one is never a test run's ([`crate::fleet`]).
+    pub async fn serve_in(&self, spec: &ServeSpec, fleet: &Fleet) -> Result<Serving, DockerError> {
+        self.serve_with(spec, Some(fleet)).await
+    }
+
+    async fn serve_with(
+        &self,
+        spec: &ServeSpec,
+        fleet: Option<&Fleet>,
+    ) -> Result<Serving, DockerError> {
         let runs = self.image_run(&spec.image).await?;
         let argv = command::shell(&spec.env, &spec.script)?;
         let log = tokio::fs::File::create(&spec.log_path)
@@ -127,29 +146,39 @@ impl Docker {
             stdin: true,
             host_config: run::host_config(&as_run, &runs),
         };
-        let container = match Container::create(self, blueprint).await {
-            Err(DockerError::Api { source, .. }) if status(&source) == Some(404) => {
-                self.forget(&spec.image);
-                return Err(DockerError::ImageMissing {
-                    id: spec.image.to_string(),
-                });
-            }
-            created => created?,
-        };
-        run::upload(&container, &as_run, runs.user, None).await?;
+        let (container, ahead, parked) = self.obtain(&as_run, blueprint, fleet).await?;
+        let here = run::host_tree(&container, &as_run).await?;
+        run::upload(&container, &as_run, runs.user, here.as_deref()).await?;
         let watch = match spec.limits.written {
-            Some(limit) => Some(
-                run::tree_watch(run::host_tree(&container, &as_run).await?.as_deref(), limit)
-                    .await?,
-            ),
+            Some(limit) => Some(run::tree_watch(here.as_deref(), limit).await?),
             None => None,
         };
-        let attached = crate::container::attach(&self.api, &container.id, true).await?;
-        let capturing = tokio::spawn(capture(attached.output, log, spec.log_cap));
-        self.api
-            .start_container(&container.id, None)
-            .await
-            .map_err(DockerError::api("start a container"))?;
+        let (output, stdin) = match parked {
+            // Started already: told its argv, its stdin kept for the app's
+            // go-ahead.
+            Some(parked) => {
+                let mut stdin = parked.attached.input;
+                tell(&mut stdin, &parked.go)
+                    .await
+                    .map_err(|err| DockerError::Api {
+                        action: "tell a parked container to go".into(),
+                        source: bollard::errors::Error::IOError { err },
+                    })?;
+                (parked.attached.output, stdin)
+            }
+            None => {
+                let attached = crate::container::attach(&self.api, &container.id, true).await?;
+                self.api
+                    .start_container(&container.id, None)
+                    .await
+                    .map_err(DockerError::api("start a container"))?;
+                (attached.output, attached.input)
+            }
+        };
+        let capturing = tokio::spawn(capture(output, log, spec.log_cap));
+        if let (Some(fleet), Some(ahead)) = (fleet, ahead) {
+            fleet.ahead(&self.api, &ahead.key, ahead.body);
+        }
         let inspected = self
             .api
             .inspect_container(&container.id, None)
@@ -185,7 +214,7 @@ impl Docker {
         Ok(Serving {
             held: Some(held),
             pid,
-            stdin: Some(attached.input),
+            stdin: Some(stdin),
             capturing,
             watchdog,
             wrote_over,
@@ -251,10 +280,13 @@ impl Serving {
             watchdog.abort();
         }
         self.stdin = None;
+        let mut ph = crate::phase::Phases::new("docker serve");
         if let Some(held) = self.held.take() {
             held.remove().await?;
         }
-        match tokio::time::timeout(OUTPUT_GRACE, &mut self.capturing).await {
+        ph.mark("end");
+        let captured = tokio::time::timeout(OUTPUT_GRACE, &mut self.capturing).await;
+        match captured {
             Ok(Ok(captured)) => match captured.write_error {
                 Some(source) => Err(DockerError::Log {
                     path: self.log_path.clone(),

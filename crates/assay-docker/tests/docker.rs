@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use assay_docker::{
     ContainerOutcome, ContainerRun, Docker, DockerError, Fleet, ForeignSpec, HOME_DIR, ImageId,
-    ImageSpec, KilledBy, Limits, Report, ReportRequest, RunUser, TreeMount,
+    ImageSpec, KilledBy, Limits, Report, ReportRequest, RunUser, ServeSpec, TreeMount,
 };
 use tempfile::TempDir;
 
@@ -931,7 +931,7 @@ async fn runs_through_a_fleet_take_containers_created_ahead_never_one_that_ran()
     let top = cli(&["top", pooled, "-o", "pid,args"]);
     let processes: Vec<&str> = top.lines().skip(1).collect();
     assert_eq!(processes.len(), 1, "{top}");
-    assert!(processes[0].contains("IFS= read -r l"), "{top}");
+    assert!(processes[0].contains("IFS= read -r c"), "{top}");
     assert!(!top.contains(&marker), "{top}");
     assert_eq!(fleet.drain().await, Vec::<String>::new());
     assert_eq!(fleet.counts().unused, 1);
@@ -971,11 +971,11 @@ async fn a_parked_containers_command_reads_no_go_ahead_and_its_clock_starts_at_g
     assert_eq!(containers_with(&marker), Vec::<String>::new());
 }
 
-/// A parked container is told its run's argv with the go-ahead: a command
-/// and variables of quotes, backslashes, `$`, newlines and a line that
-/// reads `go` run exactly as in a container created for them, and so does
-/// each of two runs with different commands and variables taking the same
-/// parked container's spec.
+/// A parked container is told its run's argv with the go-ahead line: a
+/// command and variables of quotes, backslashes, `$`, backticks and
+/// newlines (one line of them reading `go`) run exactly as in a container
+/// created for them, and so does each of two runs with different commands
+/// and variables taking the same parked container's spec.
 #[tokio::test]
 async fn a_parked_container_runs_its_claimants_argv_byte_for_byte() {
     let marker = unique("argv");
@@ -1020,6 +1020,67 @@ fn go_not_found(log: &str) -> String {
         .find(|l| l.contains("go: not found"))
         .unwrap_or_else(|| panic!("no `go: not found` in {log:?}"));
     format!("{line}\n")
+}
+
+/// Deployments through a fleet: the second takes the container parked for
+/// it, which becomes the app's own script (the first process, as probes
+/// find it), sees exactly its own tree and variables, and still reads the
+/// caller's go-ahead on its stdin; a parked deployment container is never
+/// a test run's.
+#[tokio::test]
+async fn a_deployment_through_a_fleet_takes_a_parked_container_and_reads_its_callers_go_ahead() {
+    let marker = unique("serve");
+    let fleet = Fleet::default();
+    let docker = docker().await;
+    let mut ids = Vec::new();
+    for n in 0..2 {
+        let stage = Stage::new();
+        stage.write("n", &format!("{n}\n"));
+        let spec = ServeSpec {
+            image: plain_image(),
+            tree: stage.tree(),
+            script: format!(
+                "read -r word; printf '%s|%s|%s\\n' \"$word\" \"$V\" \"$(ls -A)\"; exec sleep 876{n} # {marker}"
+            ),
+            env: BTreeMap::from([
+                ("PATH".to_owned(), PATH.to_owned()),
+                ("V".to_owned(), format!("it's\n{n}")),
+            ]),
+            log_path: stage.log_path(),
+            log_cap: 1 << 20,
+            limits: Limits::default(),
+            tmp_size: 16 << 20,
+            home_size: 4 << 20,
+        };
+        let mut serving = docker.serve_in(&spec, &fleet).await.unwrap();
+        serving.say(b"hello\n").await.unwrap();
+        let pid = serving.pid();
+        eventually("the app execs", Duration::from_secs(20), || {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c == format!("sleep\x00876{n}\x00").as_bytes())
+        })
+        .await;
+        ids.push(serving.id().to_owned());
+        serving.end().await.unwrap();
+        // Ended: the app runs no more, and its output is all in the log.
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        assert!(
+            state.is_empty() || state.contains(") Z "),
+            "the app outlived its end: {state}"
+        );
+        assert_eq!(stage.log(), format!("hello|it's\n{n}|n\n"));
+    }
+    assert_eq!(fleet.counts().claimed, 1, "{:?}", fleet.counts());
+    assert_eq!(fleet.made_ahead()[0], ids[1]);
+    // A test run of the same image, user and limits makes its own.
+    let stage = Stage::new();
+    docker.run_in(&stage.spec("true"), &fleet).await.unwrap();
+    assert_eq!(fleet.counts().claimed, 1, "{:?}", fleet.counts());
+    assert_eq!(fleet.drain().await, Vec::<String>::new());
+    for id in fleet.made_ahead().iter().chain(&ids) {
+        assert!(!container_exists(id), "{id} outlived the drain");
+    }
+    assert_eq!(containers_with(&marker), Vec::<String>::new());
 }
 
 #[tokio::test]

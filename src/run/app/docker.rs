@@ -194,12 +194,13 @@ impl DockerApp {
         let serving = self
             .handle
             .block_on(async move {
-                let docker = executors
-                    .daemon()
-                    .client()
-                    .await
-                    .map_err(|e| e.to_string())?;
-                docker.serve(&spec).await.map_err(|e| e.to_string())
+                let daemon = executors.daemon();
+                let docker = daemon.client().await.map_err(|e| e.to_string())?;
+                match daemon.fleet() {
+                    Some(fleet) => docker.serve_in(&spec, fleet).await,
+                    None => docker.serve(&spec).await,
+                }
+                .map_err(|e| e.to_string())
             })
             .map_err(|e| harness(format!("cannot start the app's container: {e}")))?;
         let mut container = Container {

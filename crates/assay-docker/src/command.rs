@@ -60,7 +60,6 @@ pub(crate) fn go_ahead(argv: &Argv) -> Vec<u8> {
     said.into_bytes()
 }
 
-#[derive(Clone)]
 pub(crate) struct Argv {
     pub(crate) entrypoint: Vec<String>,
     pub(crate) cmd: Vec<String>,

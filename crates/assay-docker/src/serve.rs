@@ -30,8 +30,7 @@ use tokio::io::AsyncWrite;
 use tokio::task::JoinHandle;
 
 use crate::capture::{Captured, capture};
-use crate::container::tell;
-use crate::container::{Blueprint, Held};
+use crate::container::{Blueprint, Held, tell};
 use crate::fleet::Fleet;
 use crate::spec::TREE_DIR;
 use crate::{ContainerRun, Docker, DockerError, ImageId, Limits, TreeMount, command, run};
@@ -285,8 +284,7 @@ impl Serving {
             held.remove().await?;
         }
         ph.mark("end");
-        let captured = tokio::time::timeout(OUTPUT_GRACE, &mut self.capturing).await;
-        match captured {
+        match tokio::time::timeout(OUTPUT_GRACE, &mut self.capturing).await {
             Ok(Ok(captured)) => match captured.write_error {
                 Some(source) => Err(DockerError::Log {
                     path: self.log_path.clone(),

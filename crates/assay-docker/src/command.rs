@@ -98,3 +98,45 @@ pub(crate) fn shell(env: &BTreeMap<String, String>, command: &str) -> Result<Arg
         cmd,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+
+    use super::*;
+
+    /// The parked shell, here rather than in a container: fed `input` on
+    /// its stdin, its exit code.
+    fn parked_shell(input: &[u8]) -> Option<i32> {
+        let mut sh = Command::new("/bin/sh")
+            .args(["-c", PARKED])
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
+        sh.stdin.take().unwrap().write_all(input).unwrap();
+        sh.wait().unwrap().code()
+    }
+
+    /// A go-ahead cut short (its assay died while writing it) runs
+    /// nothing, whatever it held; the whole line runs its argv.
+    #[test]
+    fn a_go_ahead_cut_short_runs_nothing_and_a_whole_one_runs_its_argv() {
+        let dir = tempfile::tempdir().unwrap();
+        let made = dir.path().join("made");
+        let argv = Argv {
+            entrypoint: vec!["/bin/sh".into(), "-c".into()],
+            cmd: vec![format!("touch '{}'\nexit 3", made.display())],
+        };
+        let line = go_ahead(&argv);
+        assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
+        for cut in [0, 1, line.len() / 2, line.len() - 1] {
+            assert_eq!(parked_shell(&line[..cut]), Some(125), "cut at {cut}");
+            assert!(!made.exists(), "cut at {cut} ran");
+        }
+        assert_eq!(parked_shell(&line), Some(3));
+        assert!(made.exists());
+    }
+}

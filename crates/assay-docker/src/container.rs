@@ -150,7 +150,7 @@ impl<'d> Container<'d> {
         cap: u64,
         timeout: Duration,
         watch: Option<&WriteWatch>,
-        parked: Option<crate::fleet::Parked>,
+        parked: Option<Parked>,
     ) -> Result<Ended<W>, DockerError>
     where
         W: AsyncWrite + Unpin + Send + 'static,
@@ -175,10 +175,7 @@ impl<'d> Container<'d> {
         let mut capturing = tokio::spawn(capture(output, sink, cap));
         ph.mark("attach");
         match go {
-            Some((stdin, argv)) => say(stdin, &argv).await.map_err(|err| DockerError::Api {
-                action: "tell a parked container to go".into(),
-                source: bollard::errors::Error::IOError { err },
-            })?,
+            Some((stdin, argv)) => say(stdin, &argv).await.map_err(go_failed)?,
             None => self
                 .docker
                 .api
@@ -475,6 +472,22 @@ pub(crate) fn body(blueprint: Blueprint) -> ContainerCreateBody {
         network_disabled: Some(blueprint.host_config.network_mode.as_deref() == Some("none")),
         host_config: Some(blueprint.host_config),
         ..Default::default()
+    }
+}
+
+/// A container started ahead and parked, claimed by a run
+/// ([`crate::fleet`]): its attached output and stdin, and the go-ahead
+/// that tells it the run's argv.
+pub(crate) struct Parked {
+    pub(crate) attached: AttachContainerResults,
+    pub(crate) go: Vec<u8>,
+}
+
+/// Why a parked container could not be told its go-ahead.
+pub(crate) fn go_failed(err: std::io::Error) -> DockerError {
+    DockerError::Api {
+        action: "tell a parked container to go".into(),
+        source: bollard::errors::Error::IOError { err },
     }
 }
 

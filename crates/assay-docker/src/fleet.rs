@@ -41,6 +41,9 @@ use crate::container::{Held, attach, create_held};
 pub(crate) const PER_SPEC: usize = 1;
 /// Pooled containers in all.
 pub(crate) const POOLED: usize = 4;
+/// Containers made ahead that [`Fleet::made_ahead`] names: a build's
+/// fleet makes one a run, so the list is bounded.
+pub(crate) const MADE_KEPT: usize = 64;
 /// Removals under way at once.
 pub(crate) const REMOVING: u32 = 8;
 
@@ -51,8 +54,8 @@ pub struct Fleet {
     /// Containers whose removal failed: tried again at [`Fleet::drain`].
     failed: Arc<Mutex<Vec<Held>>>,
     counts: Mutex<Counts>,
-    /// Every container made ahead so far, in the order they were made.
-    made: Arc<Mutex<Vec<String>>>,
+    /// The last [`MADE_KEPT`] containers made ahead, oldest first.
+    made: Arc<Mutex<VecDeque<String>>>,
 }
 
 /// How the fleet's containers came to their runs, for a build's figures.
@@ -71,13 +74,6 @@ pub(crate) struct Pooled {
     pub(crate) held: Held,
     /// Its output (nothing yet) and its stdin, for the go-ahead.
     pub(crate) parked: AttachContainerResults,
-}
-
-/// A pooled container claimed by a run: its attached output and stdin,
-/// and the go-ahead that tells it the run's argv.
-pub(crate) struct Parked {
-    pub(crate) attached: AttachContainerResults,
-    pub(crate) go: Vec<u8>,
 }
 
 /// A pooled container: its creation and start, under way or done.
@@ -105,7 +101,7 @@ impl Default for Fleet {
             removing: Arc::new(Semaphore::new(REMOVING as usize)),
             failed: Arc::new(Mutex::new(Vec::new())),
             counts: Mutex::new(Counts::default()),
-            made: Arc::new(Mutex::new(Vec::new())),
+            made: Arc::new(Mutex::new(VecDeque::new())),
         }
     }
 }
@@ -151,7 +147,13 @@ impl Fleet {
             let (api, made) = (api.clone(), self.made.clone());
             let creating = tokio::spawn(async move {
                 let held = create_held(&api, body).await?;
-                lock(&made).push(held.id.clone());
+                {
+                    let mut made = lock(&made);
+                    if made.len() == MADE_KEPT {
+                        made.pop_front();
+                    }
+                    made.push_back(held.id.clone());
+                }
                 start_parked(&api, held).await
             });
             pool.push_back((spec.to_owned(), creating));
@@ -209,10 +211,10 @@ impl Fleet {
         left
     }
 
-    /// The ids of the containers made ahead so far, oldest first: claimed,
-    /// removed unused, or still parked.
+    /// The ids of the last containers made ahead (at most [`MADE_KEPT`]),
+    /// oldest first: claimed, removed unused, or still parked.
     pub fn made_ahead(&self) -> Vec<String> {
-        lock(&self.made).clone()
+        lock(&self.made).iter().cloned().collect()
     }
 
     /// How this fleet's runs got their containers so far.

@@ -48,9 +48,9 @@ use bollard::models::{
 };
 
 use crate::build::{LAYOUT_LABEL, USER_LABEL, WRITABLE_LABEL};
-use crate::container::{Blueprint, Container};
+use crate::container::{Blueprint, Container, Parked};
 use crate::error::status;
-use crate::fleet::{Fleet, Parked};
+use crate::fleet::Fleet;
 use crate::spec::{HOME_DIR, RunUser, TREE_DIR};
 use crate::{
     ContainerOutcome, ContainerRun, Docker, DockerError, ImageId, KilledBy, Report, TreeMount,
@@ -264,18 +264,19 @@ impl Docker {
         let key = fleet
             .filter(|_| spec.tree_mount == TreeMount::Upload && spec.binds.is_empty())
             .map(|_| pool_key(spec, &blueprint));
-        let go = command::go_ahead(&blueprint.argv);
-        let body = crate::container::body(blueprint);
         let claimed = match (fleet, &key) {
             (Some(fleet), Some(key)) => fleet.claim(key).await,
             _ => None,
         };
+        // Only a claimed container is told the argv.
+        let go = claimed.as_ref().map(|_| command::go_ahead(&blueprint.argv));
+        let body = crate::container::body(blueprint);
         let ahead = key.map(|key| {
             let mut body = body.clone();
             command::park(&mut body);
             Ahead { key, body }
         });
-        if let (Some(pooled), Some(fleet)) = (claimed, fleet) {
+        if let (Some(pooled), Some(go), Some(fleet)) = (claimed, go, fleet) {
             let running = self
                 .api
                 .inspect_container(&pooled.held.id, None)

@@ -30,7 +30,7 @@ use tokio::io::AsyncWrite;
 use tokio::task::JoinHandle;
 
 use crate::capture::{Captured, capture};
-use crate::container::{Blueprint, Held, tell};
+use crate::container::{Blueprint, Held, go_failed, say, tell};
 use crate::fleet::Fleet;
 use crate::spec::TREE_DIR;
 use crate::{ContainerRun, Docker, DockerError, ImageId, Limits, TreeMount, command, run};
@@ -157,12 +157,7 @@ impl Docker {
             // go-ahead.
             Some(parked) => {
                 let mut stdin = parked.attached.input;
-                tell(&mut stdin, &parked.go)
-                    .await
-                    .map_err(|err| DockerError::Api {
-                        action: "tell a parked container to go".into(),
-                        source: bollard::errors::Error::IOError { err },
-                    })?;
+                tell(&mut stdin, &parked.go).await.map_err(go_failed)?;
                 (parked.attached.output, stdin)
             }
             None => {
@@ -239,7 +234,7 @@ impl Serving {
             .stdin
             .take()
             .ok_or_else(|| std::io::Error::other("the container's stdin was closed"))?;
-        crate::container::say(stdin, line).await
+        say(stdin, line).await
     }
 
     /// Whether the write watchdog killed it: its tree went past

@@ -37,9 +37,10 @@ const BATCH_MAX: usize = 65_536;
 
 /// How long a transaction waits for more rows after its first, when they
 /// come one at a time (a build of nodes taking milliseconds each). sqlite's
-/// commit scans the writer's whole page cache, which grows with the index:
-/// a commit a row made a cold build of 30,000 sessions spend a quarter of
-/// assay's own CPU there. Nothing waits on a commit but the node's report.
+/// commit walks the writer's whole page cache, which grows with the index:
+/// committed a row at a time, a cold build of 30,000 sessions spends a
+/// quarter of assay's own CPU there. Nothing waits on a commit but the
+/// node's report (and a failure's acknowledgement).
 const LINGER: Duration = Duration::from_millis(10);
 
 pub(crate) enum WriterMsg {
@@ -66,18 +67,14 @@ pub(crate) fn spawn_writer(
             let until = Instant::now() + LINGER;
             let mut batch = vec![first];
             while batch.len() < BATCH_MAX {
-                let m = match rx.try_recv() {
-                    Ok(m) => Ok(m),
-                    Err(mpsc::TryRecvError::Empty) => {
-                        rx.recv_timeout(until.saturating_duration_since(Instant::now()))
-                    }
-                    Err(mpsc::TryRecvError::Disconnected) => break,
-                };
-                match m {
+                // A queued row comes at once, past the deadline too.
+                match rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
                     Ok(m) => batch.push(m),
                     Err(_) => break,
                 }
             }
+            commits += 1;
+            committed_rows += batch.len() as u64;
             let mut nodes = Vec::new();
             let mut rows = Vec::new();
             let mut fails = Vec::new();
@@ -95,8 +92,6 @@ pub(crate) fn spawn_writer(
                 }
             }
             let result = writer.commit(&rows, &fails).map_err(|e| e.to_string());
-            commits += 1;
-            committed_rows += (rows.len() + fails.len()) as u64;
             for ack in acks {
                 let _ = ack.send(result.clone());
             }

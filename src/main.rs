@@ -19,16 +19,38 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// How a shell reports a process that a closed pipe ended: 128 + SIGPIPE.
+const CLOSED_OUTPUT: i32 = 128 + libc::SIGPIPE;
+
+/// A print to a closed stdout or stderr (Rust's `println!` panics on it)
+/// ends the process quietly with [`CLOSED_OUTPUT`], as a reader that
+/// stopped reading expects; any other panic is reported as before.
+fn quiet_on_closed_output() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to std") && message.contains("Broken pipe") {
+            std::process::exit(CLOSED_OUTPUT);
+        }
+        report(info)
+    }));
+}
+
 fn main() -> ExitCode {
     // `assay __assay-launch …` starts one run's command (assay_exec::launch)
     // and never returns: nothing else of assay may run first.
     assay_exec::launch::dispatch();
     install_launcher();
-    // A closed pipe (`assay show … | head`) is not an error.
-    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    // SIGPIPE stays ignored (Rust's default): a write to a pipe whose
+    // reader is gone (a browser or a run that exited, hostile or not) fails
+    // that write, and never ends the build. A closed stdout or stderr
+    // (`assay show … | head`) ends assay quietly.
+    quiet_on_closed_output();
     let args = match cli::Cli::try_parse() {
         Ok(a) => a,
         Err(e) => {

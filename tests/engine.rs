@@ -489,6 +489,7 @@ fn two_builds_at_once_on_one_cache_execute_each_node_once() {
     );
     let a = util::Build::from(util::Run {
         code: a_done.status.code().unwrap_or(-1),
+        signal: std::os::unix::process::ExitStatusExt::signal(&a_done.status),
         stdout: a_seen.join("\n"),
         stderr: String::from_utf8_lossy(&a_done.stderr).into_owned(),
     })

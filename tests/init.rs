@@ -41,6 +41,24 @@ fn init_and_certify(p: &Project, repo: &str, report: &str, task: &str) {
         plan.stdout
     );
     assert!(!plan.stdout.contains("maybe"), "{}", plan.stdout);
+    // Read by a reader that is gone (`assay plan | head -0`): a quiet end
+    // with 141, as a shell reports a closed pipe, and no panic.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let closed = p
+        .command(&["plan"])
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&closed.stderr);
+    assert_eq!(
+        closed.status.code(),
+        Some(141),
+        "{:?}: {stderr}",
+        closed.status
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
 
     let first = p.run(&["build"]).code(0);
     let said = format!("{}{}", first.stdout, first.stderr);

@@ -9,15 +9,20 @@ use serde_json::Value;
 
 /// A finished `assay` process.
 pub struct Run {
+    /// The exit code; -1 when a signal ended it (`signal`).
     pub code: i32,
+    /// The signal that ended it, if one did.
+    pub signal: Option<i32>,
     pub stdout: String,
     pub stderr: String,
 }
 
 impl From<Output> for Run {
     fn from(o: Output) -> Run {
+        use std::os::unix::process::ExitStatusExt;
         Run {
             code: o.status.code().unwrap_or(-1),
+            signal: o.status.signal(),
             stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
         }
@@ -128,9 +133,15 @@ impl From<Run> for Build {
                     .collect(),
             })
             .unwrap_or_else(|| {
+                // stderr first and stdout's end: a CI log keeps the
+                // start of a long message.
+                let lines: Vec<&str> = run.stdout.lines().collect();
                 panic!(
-                    "no summary line (exit {})\n--- stdout\n{}\n--- stderr\n{}",
-                    run.code, run.stdout, run.stderr
+                    "no summary line (exit {}, signal {:?})\n--- stderr\n{}\n--- stdout's last 40 lines\n{}",
+                    run.code,
+                    run.signal,
+                    run.stderr,
+                    lines[lines.len().saturating_sub(40)..].join("\n")
                 )
             });
         Build {

@@ -35,9 +35,10 @@ impl Phases {
             let wall_s = wall.elapsed().as_secs_f64();
             if self.cpu {
                 eprintln!(
-                    "phase {} {phase}: {wall_s:.3} s wall, {:.3} s cpu",
+                    "phase {} {phase}: {wall_s:.3} s wall, {:.3} s cpu, {} MB resident",
                     self.what,
-                    now - cpu
+                    now - cpu,
+                    resident_mb()
                 );
             } else {
                 eprintln!("phase {} {phase}: {wall_s:.3} s wall", self.what);
@@ -56,4 +57,14 @@ fn thread_cpu() -> f64 {
     // SAFETY: `t` is a valid, writable timespec.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
     t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
+}
+
+/// The process's resident memory in MB, from `/proc/self/statm` (0 where
+/// there is none).
+fn resident_mb() -> u64 {
+    let pages = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .unwrap_or(0);
+    pages * 4096 / 1_000_000
 }

@@ -14,7 +14,7 @@ use crate::cli::shared::Failure;
 use crate::exit;
 use crate::model::records::{Fault, GradeRecord, JudgeOutcome, JudgeRecord, Verdict};
 use crate::pipeline::Arm;
-use crate::release::{Manifest, Number};
+use crate::release::{Manifest, Name, Number};
 
 /// The output record of the node keyed `hex`, and whether its key record
 /// hashes to that key; None when the cache does not hold it (the record
@@ -36,14 +36,14 @@ enum GradeRow {
     Read {
         arm: Option<Arm>,
         fault: Option<Fault>,
-        grade: String,
+        grade: Name,
         instance_id: Option<String>,
         key_ok: bool,
         session: Option<String>,
         verdict: Option<Verdict>,
     },
     Missing {
-        grade: String,
+        grade: Name,
         missing: bool,
     },
 }
@@ -57,13 +57,13 @@ enum ReadingRow {
         key_ok: bool,
         mode: Option<Mode>,
         outcome: Option<JudgeOutcome>,
-        reading: String,
+        reading: Name,
         sample: Option<u32>,
         sessions: Option<Vec<String>>,
     },
     Missing {
         missing: bool,
-        reading: String,
+        reading: Name,
     },
 }
 
@@ -77,8 +77,8 @@ struct Explained<'a> {
     path: &'a str,
     readings: Vec<ReadingRow>,
     /// Sessions a count names (a trial count's).
-    #[serde(skip_serializing_if = "<[String]>::is_empty")]
-    sessions: &'a [String],
+    #[serde(skip_serializing_if = "<[Name]>::is_empty")]
+    sessions: &'a [Name],
     /// Tasks in the number's denominator (a leaderboard's).
     #[serde(skip_serializing_if = "is_zero")]
     tasks: usize,
@@ -183,7 +183,7 @@ struct ReadBack {
 impl ReadBack {
     fn of(store: &Store, number: &Number) -> ReadBack {
         let mut missing = 0;
-        let mut read_grades = |keys: &[String]| -> Vec<GradeRow> {
+        let mut read_grades = |keys: &[Name]| -> Vec<GradeRow> {
             keys.iter()
                 .map(|g| match read_back::<GradeRecord>(store, g) {
                     Some((key_ok, grade)) => GradeRow::Read {

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::adapter::{Kind, Made, NodeKind, Raw};
 use super::release_gather::Gathered;
 pub(crate) use super::release_inputs::{Input, InstanceRows, ReleaseInputs, ReleaseParams};
-use crate::release::{About, Funnel, PublishInput, publish};
+use crate::release::{About, Funnel, Limits, Listed, PublishInput, Sink, publish_into};
 use crate::run::error::{Context, Kinded, NodeError};
 
 /// 3: a release without sessions publishes too (summary.json, report.html
@@ -49,23 +49,34 @@ impl Kind for Release {
     async fn run(self: Arc<Self>, raw: Raw, ctx: JobCtx) -> Result<Made<ReleaseRecord>, NodeError> {
         let mut ph = crate::run::phase::Phases::new("release");
         let inputs: Vec<(&[u8], Digest)> = raw.0.iter().map(|(b, k)| (b.as_slice(), *k)).collect();
-        let (files, funnel) = assemble(&self.0, &inputs, &read_from(&ctx.blobs))?;
+        // Each file goes to the blob store as soon as it is made: a large
+        // release is never whole in memory.
+        let mut sink = ToBlobs {
+            blobs: &ctx.blobs,
+            attachments: Vec::new(),
+        };
+        let (files, funnel) = assemble(&self.0, &inputs, &read_from(&ctx.blobs), &mut sink)?;
         ph.mark("assemble");
-        let mut names = BTreeMap::new();
-        let mut attachments = Vec::new();
-        for (name, bytes) in files {
-            let d = ctx.blobs.put(&bytes).cache()?;
-            attachments.push(d);
-            names.insert(name, d.to_hex());
-        }
-        ph.mark("blobs");
         Ok(Made {
-            record: ReleaseRecord {
-                files: names,
-                funnel,
-            },
-            attachments,
+            record: ReleaseRecord { files, funnel },
+            attachments: sink.attachments,
         })
+    }
+}
+
+/// The release node's [`Sink`]: the blob store, each file an attachment.
+struct ToBlobs<'b> {
+    blobs: &'b assay_engine::Blobs,
+    attachments: Vec<Digest>,
+}
+
+impl Sink for ToBlobs<'_> {
+    type Error = NodeError;
+
+    fn put(&mut self, _name: &str, bytes: Vec<u8>) -> Result<String, NodeError> {
+        let d = self.blobs.put(&bytes).cache()?;
+        self.attachments.push(d);
+        Ok(d.to_hex())
     }
 }
 
@@ -85,18 +96,24 @@ pub(crate) fn read_from(
 }
 
 /// The release files from the release node's inputs (each with its node
-/// key), in input order: a pure function, shared by the job and `assay verify`.
+/// key), in input order, each handed to `sink` as it is made; returns
+/// every file's name and digest. A pure function, shared by the job and
+/// `assay verify`.
 /// The only blobs it reads are the session patches and transcripts (for the
 /// report), which the session records name by digest: the release key
 /// covers them. A record that does not read is an [`ErrorKind::Input`]
 /// failure: under `verify --bundle` the records are the bundle's.
 ///
 /// [`ErrorKind::Input`]: crate::run::error::ErrorKind::Input
-pub(crate) fn assemble(
+pub(crate) fn assemble<S: Sink>(
     params: &ReleaseParams,
     inputs: &[(&[u8], Digest)],
     read: ReadBlob<'_>,
-) -> Result<(BTreeMap<String, Vec<u8>>, Funnel), NodeError> {
+    sink: &mut S,
+) -> Result<(Listed, Funnel), NodeError>
+where
+    NodeError: From<S::Error>,
+{
     if inputs.len() != params.inputs.len() {
         return Err(NodeError::input(format!(
             "{} inputs, but the params describe {}",
@@ -139,20 +156,20 @@ pub(crate) fn assemble(
         out.into_bytes()
     };
     let funnel_json = serde_json::to_vec_pretty(&funnel).map_err(NodeError::internal)?;
-    let mut files = BTreeMap::from([
-        ("tasks.jsonl".to_owned(), jsonl(lines)),
-        ("funnel.json".to_owned(), funnel_json),
-    ]);
+    let mut files = BTreeMap::new();
+    let mut put = |name: &str, bytes: Vec<u8>| -> Result<(), NodeError> {
+        files.insert(name.to_owned(), sink.put(name, bytes)?);
+        Ok(())
+    };
+    put("tasks.jsonl", jsonl(lines))?;
+    put("funnel.json", funnel_json)?;
     // Uncertified tasks never score an agent: a file of their own (always
     // written, so no stale one survives), and the SWE-bench-loadable
     // `tasks.jsonl` holds only tasks whose controls hold.
-    files.insert(
-        "tasks.uncertified.jsonl".to_owned(),
-        jsonl(uncertified_lines),
-    );
+    put("tasks.uncertified.jsonl", jsonl(uncertified_lines))?;
     // A `[[harbor_dataset]]`'s tasks, certified or not, with their readings.
     if !harbor_lines.is_empty() {
-        files.insert("harbor-tasks.jsonl".to_owned(), jsonl(harbor_lines));
+        put("harbor-tasks.jsonl", jsonl(harbor_lines))?;
     }
     publish_input.not_graded.sort();
     publish_input.not_graded.dedup();
@@ -168,7 +185,7 @@ pub(crate) fn assemble(
     };
     publish_input.harbor_screens.sort_by(|a, b| a.id.cmp(&b.id));
     // With provenance, publish seals it into manifest.json.
-    files.extend(publish(&publish_input));
+    files.extend(publish_into(&publish_input, &Limits::RELEASE, sink)?);
     Ok((files, funnel))
 }
 

@@ -13,7 +13,7 @@ use super::index::Index;
 use super::markup::{esc, figure};
 use super::model::{AppAgent, AppTask, Apps};
 use super::paths::segment;
-use super::sources::{At, Source};
+use super::sources::{At, Name, Source};
 use super::stats::{agent_key, mean};
 use crate::model::rules::app::{AppGradeRecord, Layer, LayerVerdict};
 
@@ -75,8 +75,11 @@ pub(super) fn summary(at: &mut At<'_>, index: &Index<'_>) -> Option<Apps> {
     for (agent, grades) in groups {
         let mut o = agents.at(&agent);
         let all = Source {
-            grades: grades.iter().map(|(_, k)| (*k).to_owned()).collect(),
-            sessions: grades.iter().map(|(g, _)| g.session.clone()).collect(),
+            grades: grades.iter().map(|(_, k)| Name::from(*k)).collect(),
+            sessions: grades
+                .iter()
+                .map(|(g, _)| Name::from(g.session.as_str()))
+                .collect(),
             ..Source::default()
         };
         let n = grades.len() as u64;
@@ -117,7 +120,7 @@ pub(super) fn summary(at: &mut At<'_>, index: &Index<'_>) -> Option<Apps> {
                         })
                         .collect();
                     let src = Source {
-                        grades: from.iter().map(|(_, k)| (*k).to_owned()).collect(),
+                        grades: from.iter().map(|(_, k)| Name::from(*k)).collect(),
                         ..Source::default()
                     };
                     f.count(fault, *k, &src);

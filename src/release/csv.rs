@@ -70,28 +70,30 @@ pub(crate) const DIR: &str = "results";
 /// each the header and the next rows, in order, about `per` bytes or
 /// fewer (a row is never cut), so the parts read one after the other are
 /// the whole file's rows. Every part is listed in manifest.json with its
-/// digest, as every file is.
-pub(super) fn files(index: &Index<'_>, above: usize, per: usize) -> Vec<(String, Vec<u8>)> {
+/// digest, as every file is. Each is handed to `put` as it is cut.
+pub(super) fn files<E>(
+    index: &Index<'_>,
+    above: usize,
+    per: usize,
+    put: &mut dyn FnMut(String, Vec<u8>) -> Result<(), E>,
+) -> Result<(), E> {
     let (text, rows) = results(index);
     if text.len() <= above {
-        return vec![("results.csv".to_owned(), text.into_bytes())];
+        return put("results.csv".to_owned(), text.into_bytes());
     }
     let header = &text[..rows.first().copied().unwrap_or(text.len())];
-    let mut parts = Vec::new();
+    let mut at = 0;
     let mut part = String::from(header);
     let ends = rows.iter().skip(1).copied().chain([text.len()]);
     for (start, end) in rows.iter().copied().zip(ends) {
         if part.len() > header.len() && part.len() + (end - start) > per {
-            parts.push(std::mem::replace(&mut part, String::from(header)));
+            let full = std::mem::replace(&mut part, String::from(header));
+            put(format!("{DIR}/{at:04}.csv"), full.into_bytes())?;
+            at += 1;
         }
         part.push_str(&text[start..end]);
     }
-    parts.push(part);
-    parts
-        .into_iter()
-        .enumerate()
-        .map(|(i, p)| (format!("{DIR}/{i:04}.csv"), p.into_bytes()))
-        .collect()
+    put(format!("{DIR}/{at:04}.csv"), part.into_bytes())
 }
 
 /// The whole of results.csv and where each row after the header starts.

@@ -23,8 +23,14 @@ use crate::model::records::TaskRecord;
 /// Test ids a task page lists in full; the rest are counted.
 const LISTED: usize = 200;
 
-/// Every task page and agent page: (release file name, bytes).
-pub(super) fn pages(index: &Index<'_>, css: &str, per_page: usize) -> Vec<(String, Vec<u8>)> {
+/// Every task page and agent page, each handed to `put` (release file
+/// name, bytes) as it is made.
+pub(super) fn pages<E>(
+    index: &Index<'_>,
+    css: &str,
+    per_page: usize,
+    put: &mut dyn FnMut(String, Vec<u8>) -> Result<(), E>,
+) -> Result<(), E> {
     let mut by_task: BTreeMap<(&str, &str), Vec<Graded<'_>>> = BTreeMap::new();
     let mut by_pair: BTreeMap<(&str, &str), Vec<Graded<'_>>> = BTreeMap::new();
     for g in &index.grades {
@@ -46,7 +52,6 @@ pub(super) fn pages(index: &Index<'_>, css: &str, per_page: usize) -> Vec<(Strin
                 .push(g);
         }
     }
-    let mut out = Vec::new();
     let mut seen = BTreeSet::new();
     let tasks = index
         .tasks
@@ -64,10 +69,10 @@ pub(super) fn pages(index: &Index<'_>, css: &str, per_page: usize) -> Vec<(Strin
         }
         let grades = by_task.get(&key).map_or(&[][..], Vec::as_slice);
         let sessions = by_home.remove(&key).unwrap_or_default();
-        out.push((
+        put(
             pages::task(key.0, key.1),
             task_page(index, key, record, grades, &sessions, css).into_bytes(),
-        ));
+        )?;
     }
     for ((agent, model), grades) in &by_pair {
         let parts: Vec<&[Graded<'_>]> = grades.chunks(per_page.max(1)).collect();
@@ -78,13 +83,13 @@ pub(super) fn pages(index: &Index<'_>, css: &str, per_page: usize) -> Vec<(Strin
                 total: grades.len(),
                 rows: per_page,
             };
-            out.push((
+            put(
                 pages::agent_part(agent, model, i),
                 agent_page(index, agent, model, rows, part, css).into_bytes(),
-            ));
+            )?;
         }
     }
-    out
+    Ok(())
 }
 
 /// Which of an agent's pages this is.

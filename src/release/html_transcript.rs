@@ -31,24 +31,24 @@ details.err{border-left-color:#fcbba1}
 pre.t{white-space:pre-wrap;background:none;border:none;padding:0;font:inherit}
 ";
 
-/// Every transcript page: (release file name, bytes).
-pub(super) fn pages(index: &Index<'_>, css: &str) -> Vec<(String, Vec<u8>)> {
+/// Every transcript page: (release file name, bytes), each made as it is
+/// taken.
+pub(super) fn pages<'i>(
+    index: &'i Index<'i>,
+    css: &'i str,
+) -> impl Iterator<Item = (String, Vec<u8>)> + 'i {
     let mut grades: BTreeMap<&str, Vec<Graded<'_>>> = BTreeMap::new();
     for g in &index.grades {
         grades.entry(g.0.session.as_str()).or_default().push(g);
     }
-    index
-        .sessions
-        .values()
-        .filter_map(|s| {
-            let bytes = index.transcripts.get(s.transcript.as_deref()?)?;
-            let of = grades.get(s.id.as_str()).map_or(&[][..], Vec::as_slice);
-            Some((
-                pages::transcript(&s.id),
-                page(index, s, of, &String::from_utf8_lossy(bytes), css).into_bytes(),
-            ))
-        })
-        .collect()
+    index.sessions.values().filter_map(move |s| {
+        let bytes = index.transcripts.get(s.transcript.as_deref()?)?;
+        let of = grades.get(s.id.as_str()).map_or(&[][..], Vec::as_slice);
+        Some((
+            pages::transcript(&s.id),
+            page(index, s, of, &String::from_utf8_lossy(bytes), css).into_bytes(),
+        ))
+    })
 }
 
 /// Whether `session` has a transcript page.

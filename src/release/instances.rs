@@ -14,7 +14,7 @@ use super::index::Index;
 use super::markup::{esc, figure, named};
 use super::model::{DatasetHealth, HealthCounts, InstanceHealth};
 use super::paths::segment;
-use super::sources::{At, Source};
+use super::sources::{At, Name, Source};
 use crate::model::instances::DisagreementKind;
 use crate::model::records::{TaskRecord, TaskStatus};
 
@@ -61,7 +61,7 @@ pub(super) fn summary(at: &mut At<'_>, index: &Index<'_>) -> Option<DatasetHealt
 /// One instance's health from its task record and its readings.
 fn instance(o: &mut At<'_>, index: &Index<'_>, t: &TaskRecord, digest: &str) -> InstanceHealth {
     let from = Source {
-        tasks: [digest.to_owned()].into(),
+        tasks: [Name::from(digest)].into(),
         ..Source::default()
     };
     let lists = t.dataset.clone().unwrap_or_default();
@@ -129,7 +129,7 @@ fn counts(o: &mut At<'_>, members: &[(&InstanceHealth, &str)]) -> HealthCounts {
         tasks: members
             .iter()
             .filter(|(h, _)| keep(h))
-            .map(|(_, d)| (*d).to_owned())
+            .map(|(_, d)| Name::from(*d))
             .collect(),
         ..Source::default()
     };

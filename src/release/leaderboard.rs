@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::model::records::{Fault, TaskStatus, Verdict};
 use crate::release::index::{Graded, Index};
 use crate::release::model::{Leaderboard, LeftOut};
-use crate::release::sources::{At, Source};
+use crate::release::sources::{At, Name, Source};
 use crate::release::stats::{mean, wilson_share};
 
 pub(super) fn leaderboard(o: &mut At<'_>, index: &Index<'_>, grades: &[Graded<'_>]) -> Leaderboard {
@@ -123,10 +123,14 @@ impl<'a> Board<'a> {
                 .attempts
                 .values()
                 .flatten()
-                .map(|g| g.1.clone())
+                .map(|g| Name::from(g.1.as_str()))
                 .collect(),
-            tasks: self.tasks.iter().map(|d| (*d).to_owned()).collect(),
-            left_out: self.left_out.iter().map(|g| g.1.clone()).collect(),
+            tasks: self.tasks.iter().map(|d| Name::from(*d)).collect(),
+            left_out: self
+                .left_out
+                .iter()
+                .map(|g| Name::from(g.1.as_str()))
+                .collect(),
             ..Source::default()
         }
     }

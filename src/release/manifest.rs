@@ -41,29 +41,30 @@ use super::sources::Sources;
 use crate::model::records::{GradeRecord, TaskRecord};
 use crate::run::provenance::Provenance;
 
+/// The manifest of the files listed, unsealed: its `release_digest` is set
+/// as it is written (`shards::split`), where it is printed anyway.
 pub(super) fn manifest(
     index: &Index<'_>,
-    files: &BTreeMap<String, Vec<u8>>,
+    files: &super::Listed,
     summary: &Summary,
-    sources: &Sources,
+    mut sources: Sources,
 ) -> Manifest {
-    let files = files
-        .iter()
-        .map(|(name, bytes)| (name.clone(), blake3::hash(bytes).to_hex().to_string()))
-        .collect();
-    let list = |set: &std::collections::BTreeSet<String>| set.iter().cloned().collect();
+    let files = files.clone();
+    let list = |set: std::collections::BTreeSet<super::sources::Name>| set.into_iter().collect();
     let mut numbers = Vec::new();
     // The numbers are found by walking summary.json's own tree, so a number
-    // the assembly forgot to give a source is listed too (with none).
+    // the assembly forgot to give a source is listed too (with none). Each
+    // source is moved, not copied: at a million sessions they are
+    // gigabytes.
     let tree = serde_json::to_value(summary).unwrap_or_default();
     walk(&tree, "summary".to_owned(), &mut |path, value| {
-        let source = sources.get(&path).cloned().unwrap_or_default();
+        let source = sources.remove(&path).unwrap_or_default();
         numbers.push(Number {
-            grades: list(&source.grades),
-            readings: list(&source.readings),
-            sessions: list(&source.sessions),
-            tasks: list(&source.tasks),
-            left_out: list(&source.left_out),
+            grades: list(source.grades),
+            readings: list(source.readings),
+            sessions: list(source.sessions),
+            tasks: list(source.tasks),
+            left_out: list(source.left_out),
             path,
             value: value.clone(),
         });
@@ -81,7 +82,7 @@ pub(super) fn manifest(
             .map(|j| (j.name.clone(), j.settings_digest.clone()))
             .collect()
     });
-    let mut manifest = Manifest {
+    Manifest {
         files,
         judges,
         numbers,
@@ -89,9 +90,7 @@ pub(super) fn manifest(
         release_digest: String::new(),
         shards: Vec::new(),
         tasks,
-    };
-    manifest.seal_digest();
-    manifest
+    }
 }
 
 /// Calls `found(path, number)` for every number under `value`, in key
@@ -117,8 +116,8 @@ pub(super) fn walk(
     }
 }
 
-/// Seals the release's provenance into the manifest (`provenance`) and
-/// recomputes its `release_digest`. The environments are named by the first
+/// Seals the release's provenance into the manifest (`provenance`); its
+/// `release_digest` is set as it is written (`shards::split`). The environments are named by the first
 /// task of each, in input order.
 pub(super) fn seal(
     manifest: &mut Manifest,
@@ -152,5 +151,4 @@ pub(super) fn seal(
         },
         environments,
     });
-    manifest.seal_digest();
 }

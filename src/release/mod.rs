@@ -82,44 +82,115 @@ use std::collections::BTreeMap;
 
 pub(crate) use csv::DIR as RESULTS_DIR;
 pub(crate) use input::{About, HarborScreen, InstanceReading, Price, PublishInput};
-use limits::Limits;
+pub(crate) use limits::Limits;
 #[cfg(test)]
 pub(crate) use model::Summary;
-pub(crate) use model::{AssayVersion, Funnel, InstanceFunnel, Manifest, Number, pretty};
+pub(crate) use model::{AssayVersion, Funnel, InstanceFunnel, Manifest, Name, Number, pretty};
 pub(crate) use paths::{segment as path_segment, value_at};
+
+/// File name -> blake3 (hex) of every file a publish made.
+pub(crate) type Listed = BTreeMap<String, String>;
+
+/// Where [`publish_into`] puts each release file as soon as it is made, so
+/// that a release is never whole in memory: the blob store in the release
+/// node, a map for `assay verify` and the tests, a directory for the scale
+/// bench.
+pub(crate) trait Sink {
+    type Error;
+    /// Keeps `bytes` as the file `name`; returns their blake3 (hex).
+    fn put(&mut self, name: &str, bytes: Vec<u8>) -> Result<String, Self::Error>;
+}
+
+/// Every file kept in memory, by name.
+impl Sink for BTreeMap<String, Vec<u8>> {
+    type Error = std::convert::Infallible;
+
+    fn put(&mut self, name: &str, bytes: Vec<u8>) -> Result<String, Self::Error> {
+        let hex = blake3::hash(&bytes).to_hex().to_string();
+        self.insert(name.to_owned(), bytes);
+        Ok(hex)
+    }
+}
 
 /// File name -> bytes: `results.csv` (or its parts, `results/…`),
 /// `summary.json`, `report.html`, the report's pages (`pages/…`),
 /// `manifest.json` (and its shards, `manifest/…`).
+#[cfg(test)]
 pub(crate) fn publish(input: &PublishInput) -> BTreeMap<String, Vec<u8>> {
-    publish_within(input, &Limits::RELEASE)
+    let mut files = BTreeMap::new();
+    let Ok(_) = publish_into(input, &Limits::RELEASE, &mut files);
+    files
 }
 
+/// [`publish`] within other limits.
+#[cfg(test)]
 fn publish_within(input: &PublishInput, limits: &Limits) -> BTreeMap<String, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    let Ok(_) = publish_into(input, limits, &mut files);
+    files
+}
+
+/// A sink and what has been put into it.
+struct Out<'s, S> {
+    sink: &'s mut S,
+    listed: Listed,
+}
+
+impl<S: Sink> Out<'_, S> {
+    fn put(&mut self, name: String, bytes: Vec<u8>) -> Result<(), S::Error> {
+        let hex = self.sink.put(&name, bytes)?;
+        self.listed.insert(name, hex);
+        Ok(())
+    }
+
+    fn put_all(
+        &mut self,
+        files: impl IntoIterator<Item = (String, Vec<u8>)>,
+    ) -> Result<(), S::Error> {
+        files.into_iter().try_for_each(|(n, b)| self.put(n, b))
+    }
+}
+
+/// The files of [`publish`], each handed to `sink` as it is made (a page
+/// at a time); returns every file's name and digest.
+pub(crate) fn publish_into<S: Sink>(
+    input: &PublishInput,
+    limits: &Limits,
+    sink: &mut S,
+) -> Result<Listed, S::Error> {
     let mut ph = crate::run::phase::Phases::new("publish");
+    let mut out = Out {
+        sink,
+        listed: BTreeMap::new(),
+    };
     let index = index::Index::new(input);
     ph.mark("index");
-    let csv = csv::files(&index, limits.csv_above, limits.csv_bytes);
+    csv::files(&index, limits.csv_above, limits.csv_bytes, &mut |n, b| {
+        out.put(n, b)
+    })?;
     ph.mark("csv");
     let (summary, sources) = summary::summary(&index);
     ph.mark("summary");
     let html = html::report(&index, &summary, limits);
     ph.mark("report.html");
-    let mut files = BTreeMap::new();
-    files.extend(csv);
-    files.insert("summary.json".to_owned(), pretty(&summary));
-    files.insert("report.html".to_owned(), html.into_bytes());
+    out.put("summary.json".to_owned(), pretty(&summary))?;
+    out.put("report.html".to_owned(), html.into_bytes())?;
     ph.mark("summary.json");
-    files.extend(html_transcript::pages(&index, html::CSS));
+    out.put_all(html_transcript::pages(&index, html::CSS))?;
     ph.mark("transcript pages");
-    files.extend(html_nav::pages(&index, html::CSS, limits.agent_rows));
-    files.extend(html_matrix::pages(
+    html_nav::pages(&index, html::CSS, limits.agent_rows, &mut |n, b| {
+        out.put(n, b)
+    })?;
+    // A page of the matrix is about `matrix_sessions` cells: all of them
+    // are a small part of the release.
+    out.put_all(html_matrix::pages(
         &index,
         html::CSS,
         limits.matrix_sessions,
-    ));
+    ))?;
     ph.mark("nav pages");
-    let mut manifest = manifest::manifest(&index, &files, &summary, &sources);
+    let mut manifest = manifest::manifest(&index, &out.listed, &summary, sources);
+    drop(summary);
     ph.mark("manifest");
     if let Some(p) = &input.about.provenance {
         manifest::seal(
@@ -131,11 +202,12 @@ fn publish_within(input: &PublishInput, limits: &Limits) -> BTreeMap<String, Vec
         );
     }
     ph.mark("seal");
-    files.extend(shards::split(
+    shards::split(
         manifest,
         limits.shard_above,
         limits.shard_bytes,
-    ));
+        &mut |n, b| out.put(n, b),
+    )?;
     ph.mark("manifest.json");
-    files
+    Ok(out.listed)
 }

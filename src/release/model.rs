@@ -27,7 +27,8 @@ mod manifest;
 
 pub(crate) use funnel::{Funnel, HarborFunnel, InstanceFunnel, SweFunnel};
 pub(crate) use manifest::{
-    AssayVersion, Manifest, ManifestProvenance, ManifestShard, Number, ProvenanceEnv, Shard, pretty,
+    AssayVersion, Manifest, ManifestProvenance, ManifestShard, Name, Number, Printed,
+    ProvenanceEnv, Shard, pretty,
 };
 
 /// `summary.json`.

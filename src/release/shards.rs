@@ -14,19 +14,29 @@
 
 use std::collections::BTreeMap;
 
-use super::model::{Manifest, ManifestShard, Number, Shard, pretty};
+use super::model::{Manifest, ManifestShard, Name, Number, Printed, Shard, pretty};
 
 /// Where the shards live, beside manifest.json.
 pub(crate) const DIR: &str = "manifest";
 
-/// manifest.json and its shards, by file name: the manifest alone while
-/// its bytes are `above` or fewer.
-pub(super) fn split(manifest: Manifest, above: usize, per: usize) -> BTreeMap<String, Vec<u8>> {
-    let whole = manifest.to_bytes();
-    if whole.len() <= above {
-        return BTreeMap::from([("manifest.json".to_owned(), whole)]);
+/// manifest.json and its shards, each handed to `put` (file name, bytes):
+/// the manifest alone while its bytes are `above` or fewer. A large one is
+/// measured as it is printed, never held whole.
+pub(super) fn split<E>(
+    manifest: Manifest,
+    above: usize,
+    per: usize,
+    put: &mut dyn FnMut(String, Vec<u8>) -> Result<(), E>,
+) -> Result<(), E> {
+    // Measured and hashed in one printing: the whole manifest is printed
+    // again only when it is small enough to be written whole.
+    let mut manifest = manifest;
+    manifest.release_digest = String::new();
+    let printed = Printed::of(&manifest);
+    if printed.len <= above {
+        manifest.release_digest = printed.hex();
+        return put("manifest.json".to_owned(), manifest.to_bytes());
     }
-    drop(whole);
     let Manifest {
         files,
         judges,
@@ -48,7 +58,6 @@ pub(super) fn split(manifest: Manifest, above: usize, per: usize) -> BTreeMap<St
         }
     }
     cut.flush();
-    let mut out = BTreeMap::new();
     let mut shards = Vec::with_capacity(cut.done.len());
     for (i, shard) in cut.done.into_iter().enumerate() {
         let file = format!("{DIR}/{i:04}.json");
@@ -59,7 +68,7 @@ pub(super) fn split(manifest: Manifest, above: usize, per: usize) -> BTreeMap<St
             files: shard.files.len(),
             numbers: shard.numbers.len(),
         });
-        out.insert(file, bytes);
+        put(file, bytes)?;
     }
     let mut index = Manifest {
         files: BTreeMap::new(),
@@ -71,8 +80,7 @@ pub(super) fn split(manifest: Manifest, above: usize, per: usize) -> BTreeMap<St
         tasks,
     };
     index.seal_digest();
-    out.insert("manifest.json".to_owned(), index.to_bytes());
-    out
+    put("manifest.json".to_owned(), index.to_bytes())
 }
 
 /// Fills shards of about `per` bytes each.
@@ -121,7 +129,7 @@ fn weight(n: &Number) -> usize {
 }
 
 /// One of a number's lists, by the number.
-type ListOf = fn(&mut Number) -> &mut Vec<String>;
+type ListOf = fn(&mut Number) -> &mut Vec<Name>;
 
 /// `number` cut into pieces of about `per` bytes each (itself when it fits):
 /// each piece the same path and value, and the next part of its lists.
@@ -140,7 +148,7 @@ fn pieces(number: Number, per: usize) -> Vec<Number> {
     };
     let mut out = vec![empty()];
     let mut used = 200 + number.path.len();
-    let lists: [(ListOf, &Vec<String>); 5] = [
+    let lists: [(ListOf, &Vec<Name>); 5] = [
         (|n| &mut n.grades, &number.grades),
         (|n| &mut n.readings, &number.readings),
         (|n| &mut n.sessions, &number.sessions),
@@ -237,8 +245,32 @@ mod tests {
     fn sharded(above: usize, per: usize) -> (BTreeMap<String, Vec<u8>>, Manifest) {
         let mut files = publish(&input(4));
         let whole: Manifest = serde_json::from_slice(&files["manifest.json"]).expect("a manifest");
-        files.extend(split(whole.clone(), above, per));
+        files.extend(split_map(whole.clone(), above, per));
         (files, whole)
+    }
+
+    fn split_map(manifest: Manifest, above: usize, per: usize) -> BTreeMap<String, Vec<u8>> {
+        let mut out = BTreeMap::new();
+        let Ok(()) = split::<std::convert::Infallible>(manifest, above, per, &mut |n, b| {
+            out.insert(n, b);
+            Ok(())
+        });
+        out
+    }
+
+    #[test]
+    fn a_manifest_hashed_as_it_is_printed_is_its_printed_bytes_hashed() {
+        let (files, whole) = sharded(1000, 2000);
+        for m in [
+            whole,
+            serde_json::from_slice(&files["manifest.json"]).expect("an index"),
+            Manifest::default(),
+        ] {
+            let bytes = m.to_bytes();
+            let printed = Printed::of(&m);
+            assert_eq!(printed.len, bytes.len());
+            assert_eq!(printed.hex(), blake3::hash(&bytes).to_hex().to_string());
+        }
     }
 
     fn read(files: &BTreeMap<String, Vec<u8>>) -> (Manifest, Vec<ShardProblem>) {
@@ -250,7 +282,7 @@ mod tests {
     fn a_small_manifest_is_one_file_byte_for_byte() {
         let files = publish(&input(4));
         let whole: Manifest = serde_json::from_slice(&files["manifest.json"]).expect("a manifest");
-        let out = split(whole, 32 << 20, 16 << 20);
+        let out = split_map(whole, 32 << 20, 16 << 20);
         assert_eq!(out.len(), 1);
         assert_eq!(out["manifest.json"], files["manifest.json"]);
         assert!(!String::from_utf8_lossy(&out["manifest.json"]).contains("\"shards\""));

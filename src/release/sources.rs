@@ -15,30 +15,38 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::index::Graded;
 use super::stats::round6;
 
+/// A key, digest or id a source names: shared, not copied, by every
+/// number that names it (a grade is a source of dozens of numbers, and a
+/// million sessions' grades are a million keys).
+pub(crate) use super::model::Name;
+
 /// What one published number was computed from.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Source {
-    pub(super) grades: BTreeSet<String>,
-    pub(super) tasks: BTreeSet<String>,
-    pub(super) sessions: BTreeSet<String>,
+    pub(super) grades: BTreeSet<Name>,
+    pub(super) tasks: BTreeSet<Name>,
+    pub(super) sessions: BTreeSet<Name>,
     /// Judge node keys.
-    pub(super) readings: BTreeSet<String>,
+    pub(super) readings: BTreeSet<Name>,
     /// Grade node keys the number leaves out on purpose (a leaderboard's
     /// attempts that ended on an infrastructure fault).
-    pub(super) left_out: BTreeSet<String>,
+    pub(super) left_out: BTreeSet<Name>,
 }
 
 impl Source {
     pub(super) fn grades<'a>(grades: impl IntoIterator<Item = &'a Graded<'a>>) -> Self {
         Source {
-            grades: grades.into_iter().map(|g| g.1.clone()).collect(),
+            grades: grades
+                .into_iter()
+                .map(|g| Name::from(g.1.as_str()))
+                .collect(),
             ..Source::default()
         }
     }
 
     pub(super) fn readings<'k>(keys: impl IntoIterator<Item = &'k str>) -> Self {
         Source {
-            readings: keys.into_iter().map(str::to_owned).collect(),
+            readings: keys.into_iter().map(Name::from).collect(),
             ..Source::default()
         }
     }

@@ -10,7 +10,7 @@ use super::model::{
     Agent, AgentQuality, Cost, Mean, NotGraded, NotGradedSession, Rate, Runs, Scoring, Summary,
     Tasks, Tokens, Total, UncertifiedTask,
 };
-use super::sources::{At, Source, Sources};
+use super::sources::{At, Name, Source, Sources};
 use super::stats::{agent_key, mean, session_cost, wilson};
 use crate::model::records::{Arm, Fault, RunFacts, TaskStatus, Verdict};
 use crate::model::rules::quality::median;
@@ -168,7 +168,11 @@ fn quality(
 
 fn not_graded(o: &mut At<'_>, index: &Index<'_>) -> NotGraded {
     let all = Source {
-        sessions: index.not_graded.iter().map(|s| s.0.clone()).collect(),
+        sessions: index
+            .not_graded
+            .iter()
+            .map(|s| Name::from(s.0.as_str()))
+            .collect(),
         ..Source::default()
     };
     let total = o.count("total", index.not_graded.len() as u64, &all);
@@ -181,7 +185,7 @@ fn not_graded(o: &mut At<'_>, index: &Index<'_>) -> NotGraded {
             .into_iter()
             .map(|(reason, sessions)| {
                 let src = Source {
-                    sessions: sessions.iter().map(|s| (*s).to_owned()).collect(),
+                    sessions: sessions.iter().map(|s| Name::from(*s)).collect(),
                     ..Source::default()
                 };
                 let n = o.count(reason, sessions.len() as u64, &src);
@@ -211,7 +215,7 @@ fn tasks(o: &mut At<'_>, index: &Index<'_>) -> Tasks {
         .filter(|(t, _)| t.status == TaskStatus::Released)
         .collect();
     let all = Source {
-        tasks: released.iter().map(|(_, d)| (*d).to_owned()).collect(),
+        tasks: released.iter().map(|(_, d)| Name::from(*d)).collect(),
         ..Source::default()
     };
     let certified = released.iter().filter(|(t, _)| t.certified).count() as u64;

@@ -114,7 +114,7 @@ fn instances_are_counted_per_instance_and_per_repository() {
     }
     assert_eq!(
         sources["summary.instances.repos[acme/calc].certified"].tasks,
-        BTreeSet::from(["task-rb/a-1-basic".to_owned()])
+        BTreeSet::from([Name::from("task-rb/a-1-basic")])
     );
 }
 

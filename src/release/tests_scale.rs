@@ -12,7 +12,6 @@
 //! publish with one more session, the process's peak memory, and the
 //! largest file and page written.
 
-use std::collections::BTreeMap;
 use std::time::Instant;
 
 use super::tests::{grade, task};
@@ -187,13 +186,50 @@ fn peak_rss_mb() -> f64 {
     usage.ru_maxrss as f64 / 1024.0
 }
 
-fn largest(files: &BTreeMap<String, Vec<u8>>, page: bool) -> (&str, f64) {
-    files
-        .iter()
-        .filter(|(n, _)| !page || n.ends_with(".html"))
-        .map(|(n, b)| (n.as_str(), b.len() as f64 / 1e6))
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .unwrap_or_default()
+/// A [`Sink`] that writes each file under `dir` as it comes (or, without
+/// one, only hashes it) and keeps their count, total size and the largest
+/// file and page.
+struct Tally {
+    dir: Option<std::path::PathBuf>,
+    files: usize,
+    total: usize,
+    largest: (String, usize),
+    largest_page: (String, usize),
+}
+
+impl Tally {
+    fn new(dir: Option<std::path::PathBuf>) -> Tally {
+        Tally {
+            dir,
+            files: 0,
+            total: 0,
+            largest: (String::new(), 0),
+            largest_page: (String::new(), 0),
+        }
+    }
+}
+
+impl Sink for Tally {
+    type Error = std::io::Error;
+
+    fn put(&mut self, name: &str, bytes: Vec<u8>) -> Result<String, std::io::Error> {
+        if let Some(dir) = &self.dir {
+            let path = dir.join(name);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::write(path, &bytes)?;
+        }
+        self.files += 1;
+        self.total += bytes.len();
+        if bytes.len() > self.largest.1 {
+            self.largest = (name.to_owned(), bytes.len());
+        }
+        if name.ends_with(".html") && bytes.len() > self.largest_page.1 {
+            self.largest_page = (name.to_owned(), bytes.len());
+        }
+        Ok(blake3::hash(&bytes).to_hex().to_string())
+    }
 }
 
 #[test]
@@ -211,21 +247,33 @@ fn release_at_scale() {
         Ok("1") => &Limits::NONE,
         _ => &Limits::RELEASE,
     };
-    let files = timed(&format!("sessions {sessions}: publish"), || {
-        publish_within(&input, limits)
-    });
-    let total: usize = files.values().map(Vec::len).sum();
-    let (file, file_mb) = largest(&files, false);
-    let (page, page_mb) = largest(&files, true);
+    // Written as they are made, as the release node writes them to the
+    // blob store, into ASSAY_SCALE_DIR or a temp dir.
+    let temp = tempfile::tempdir().expect("a temp dir");
+    let dir = std::env::var_os("ASSAY_SCALE_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| temp.path().to_owned());
+    let mut tally = Tally::new(Some(dir.clone()));
+    timed(&format!("sessions {sessions}: publish"), || {
+        publish_into(&input, limits, &mut tally)
+    })
+    .expect("the release written");
     println!(
-        "sessions {sessions}: {} files, {:.1} MB in all, largest file {file} {file_mb:.2} MB, \
-         largest page {page} {page_mb:.2} MB",
-        files.len(),
-        total as f64 / 1e6
+        "sessions {sessions}: {} files, {:.1} MB in all, largest file {} {:.2} MB, \
+         largest page {} {:.2} MB",
+        tally.files,
+        tally.total as f64 / 1e6,
+        tally.largest.0,
+        tally.largest.1 as f64 / 1e6,
+        tally.largest_page.0,
+        tally.largest_page.1 as f64 / 1e6,
     );
     let (findings, digest) = timed(
-        &format!("sessions {sessions}: verify (every file through manifest.json)"),
-        || crate::ops::audit::check_listed(&files),
+        &format!("sessions {sessions}: verify (every file through manifest.json, from disk)"),
+        || {
+            let on_disk = crate::ops::audit::OnDisk::read(&dir).expect("the release read");
+            crate::ops::audit::check_listed(&on_disk)
+        },
     );
     println!(
         "sessions {sessions}: {} findings, release {}",
@@ -233,11 +281,12 @@ fn release_at_scale() {
         digest.unwrap_or_default()
     );
     assert!(findings.is_empty(), "{findings:?}");
-    drop(files);
     one_more(&mut input);
-    let again = timed(&format!("sessions {sessions}: +1 session publish"), || {
-        publish_within(&input, limits)
-    });
-    println!("sessions {sessions}: +1 session: {} files", again.len());
+    let mut again = Tally::new(None);
+    timed(&format!("sessions {sessions}: +1 session publish"), || {
+        publish_into(&input, limits, &mut again)
+    })
+    .expect("the release hashed");
+    println!("sessions {sessions}: +1 session: {} files", again.files);
     println!("sessions {sessions}: peak memory {:.0} MB", peak_rss_mb());
 }

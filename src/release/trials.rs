@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::index::{Graded, Index};
 use super::model::{Disagreement, ExcludedTrial, Trials};
-use super::sources::{At, Source};
+use super::sources::{At, Name, Source};
 use crate::model::records::Fault;
 
 /// The origin of a session id that no Harbor job holds.
@@ -168,7 +168,7 @@ fn account(
     not_graded: &BTreeMap<&str, &str>,
 ) -> Trials {
     let sessions = |ids: &mut dyn Iterator<Item = &str>| Source {
-        sessions: ids.map(str::to_owned).collect(),
+        sessions: ids.map(Name::from).collect(),
         ..Source::default()
     };
     let population = sessions(&mut origin.ids.iter().copied());

@@ -379,6 +379,13 @@ impl LaunchError {
     }
 }
 
+/// What cannot fail: a release published to memory.
+impl From<std::convert::Infallible> for NodeError {
+    fn from(never: std::convert::Infallible) -> NodeError {
+        match never {}
+    }
+}
+
 /// A launch that failed: the machine's problem (bubblewrap, the daemon, the
 /// cluster, a file), so the next build reruns it; the cache's when its
 /// blobs failed; assay's when a launch reached an executor without what it

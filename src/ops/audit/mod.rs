@@ -23,5 +23,5 @@ pub(crate) use display::{NodeDisplay, inputs_in};
 
 pub(crate) use finding::Finding;
 #[cfg(test)]
-pub(crate) use release::check_listed;
+pub(crate) use release::{OnDisk, check_listed};
 pub(crate) use release::{release_digest, verify_release};

@@ -9,7 +9,8 @@ use assay_engine::{Digest, encode_params};
 use serde_json::Value;
 
 use crate::nodes::release::{ReadBlob, ReleaseParams, ReleaseRecord, assemble};
-use crate::run::error::chain;
+use crate::release::Sink;
+use crate::run::error::{NodeError, chain};
 
 /// The release files and the output record the release job would store.
 pub(crate) struct Recomputed {
@@ -27,6 +28,22 @@ pub(crate) fn recompute_release(
     inputs: &[(Vec<u8>, Digest)],
     read: ReadBlob<'_>,
 ) -> Result<Recomputed, String> {
+    let mut files = BTreeMap::new();
+    let record = recompute_into(params_json, params, inputs, read, &mut files)?;
+    Ok(Recomputed { files, record })
+}
+
+/// [`recompute_release`], each file handed to `sink` as it is made.
+pub(crate) fn recompute_into<S: Sink>(
+    params_json: &Value,
+    params: &[u8],
+    inputs: &[(Vec<u8>, Digest)],
+    read: ReadBlob<'_>,
+    sink: &mut S,
+) -> Result<ReleaseRecord, String>
+where
+    NodeError: From<S::Error>,
+{
     let parsed: ReleaseParams = serde_json::from_value(params_json.clone())
         .map_err(|e| format!("release node params: {e}"))?;
     if encode_params(&parsed) != params {
@@ -36,13 +53,6 @@ pub(crate) fn recompute_release(
         );
     }
     let refs: Vec<(&[u8], Digest)> = inputs.iter().map(|(b, k)| (b.as_slice(), *k)).collect();
-    let (files, funnel) = assemble(&parsed, &refs, read).map_err(|e| chain(&e))?;
-    let record = ReleaseRecord {
-        files: files
-            .iter()
-            .map(|(n, bytes)| (n.clone(), Digest::of(bytes).to_hex()))
-            .collect(),
-        funnel,
-    };
-    Ok(Recomputed { files, record })
+    let (files, funnel) = assemble(&parsed, &refs, read, sink).map_err(|e| chain(&e))?;
+    Ok(ReleaseRecord { files, funnel })
 }

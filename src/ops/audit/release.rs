@@ -1,7 +1,7 @@
 //! `assay verify --release DIR`: see the module header of `audit`.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use assay_engine::{BuildManifest, Digest, KeyRecord, Store};
 use serde::Deserialize;
@@ -10,7 +10,7 @@ use super::diff::first_difference;
 use super::display::NodeDisplay;
 use super::finding::{Finding, finding};
 use crate::nodes::release::ReleaseRecord;
-use crate::release::Manifest;
+use crate::release::{Manifest, Sink};
 
 /// What was checked, for the closing line.
 #[derive(Debug, Default)]
@@ -38,13 +38,13 @@ pub(crate) fn release_digest(manifest: &[u8]) -> Option<(String, String)> {
     Some((claimed, Digest::of(blanked.as_bytes()).to_hex()))
 }
 
-/// The release files under `dir`, named by their path below the release
-/// directory (`pages/…` for the report's pages); hidden files and symbolic
-/// links are not release files.
-pub(super) fn read_files(
+/// The release files under `dir`, each named by its path below the release
+/// directory (`pages/…` for the report's pages) and handed to `found` with
+/// its path; hidden files and symbolic links are not release files.
+fn walk_files(
     dir: &Path,
     prefix: &str,
-    present: &mut BTreeMap<String, Vec<u8>>,
+    found: &mut dyn FnMut(String, PathBuf) -> Result<(), String>,
 ) -> Result<(), String> {
     let entries =
         std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
@@ -57,25 +57,119 @@ pub(super) fn read_files(
             continue;
         }
         if kind.is_dir() && prefix.is_empty() {
-            read_files(&e.path(), &format!("{name}/"), present)?;
+            walk_files(&e.path(), &format!("{name}/"), found)?;
         } else if kind.is_file() {
-            let bytes = std::fs::read(e.path()).map_err(|err| format!("{name}: {err}"))?;
-            present.insert(name, bytes);
+            found(name, e.path())?;
         }
     }
     Ok(())
 }
 
+/// The release files under `dir` (see [`walk_files`]), read into memory.
+pub(super) fn read_files(
+    dir: &Path,
+    prefix: &str,
+    present: &mut BTreeMap<String, Vec<u8>>,
+) -> Result<(), String> {
+    walk_files(dir, prefix, &mut |name, path| {
+        let bytes = std::fs::read(path).map_err(|err| format!("{name}: {err}"))?;
+        present.insert(name, bytes);
+        Ok(())
+    })
+}
+
+/// A release's files as `verify` checks them: by name, each one's digest,
+/// its bytes read only where needed.
+pub(crate) trait Present {
+    fn read(&self, name: &str) -> Option<Vec<u8>>;
+    /// blake3 (hex) of the file's bytes.
+    fn digest(&self, name: &str) -> Option<String>;
+}
+
+impl Present for BTreeMap<String, Vec<u8>> {
+    fn read(&self, name: &str) -> Option<Vec<u8>> {
+        self.get(name).cloned()
+    }
+
+    fn digest(&self, name: &str) -> Option<String> {
+        self.get(name).map(|b| Digest::of(b).to_hex())
+    }
+}
+
+/// The files of a release directory, each hashed once as it is found and
+/// never held: a release of a million sessions is gigabytes.
+pub(crate) struct OnDisk {
+    /// Name -> (path, blake3 hex).
+    files: BTreeMap<String, (PathBuf, String)>,
+}
+
+impl OnDisk {
+    pub(crate) fn read(dir: &Path) -> Result<OnDisk, String> {
+        let mut files = BTreeMap::new();
+        walk_files(dir, "", &mut |name, path| {
+            let d = Digest::of_file(&path).map_err(|err| format!("{name}: {err}"))?;
+            files.insert(name, (path, d.to_hex()));
+            Ok(())
+        })?;
+        Ok(OnDisk { files })
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    fn digests(&self) -> impl Iterator<Item = (&String, &String)> {
+        self.files.iter().map(|(n, (_, d))| (n, d))
+    }
+}
+
+impl Present for OnDisk {
+    fn read(&self, name: &str) -> Option<Vec<u8>> {
+        std::fs::read(&self.files.get(name)?.0).ok()
+    }
+
+    fn digest(&self, name: &str) -> Option<String> {
+        self.files.get(name).map(|(_, d)| d.clone())
+    }
+}
+
+/// The recomputed release held against the files present, file by file as
+/// it is made: what differs, what is missing.
+struct Against<'p> {
+    present: &'p OnDisk,
+    findings: Vec<Finding>,
+}
+
+impl Sink for Against<'_> {
+    type Error = std::convert::Infallible;
+
+    fn put(&mut self, name: &str, bytes: Vec<u8>) -> Result<String, Self::Error> {
+        let hex = Digest::of(&bytes).to_hex();
+        match self.present.files.get(name) {
+            None => self
+                .findings
+                .push(finding(name, "recomputed, but missing from the release")),
+            Some((path, have)) if *have != hex => {
+                let have = std::fs::read(path).unwrap_or_default();
+                self.findings
+                    .push(finding(name, first_difference(&have, &bytes)));
+            }
+            Some(_) => {}
+        }
+        Ok(hex)
+    }
+}
+
 /// Step 1 of `verify --release`, which needs no cache: manifest.json's
 /// `release_digest` against its bytes, every shard it names against its
 /// digest, and every file it lists (through its shards) against its digest. Returns the findings and the digest the manifest claims.
-pub(crate) fn check_listed(present: &BTreeMap<String, Vec<u8>>) -> (Vec<Finding>, Option<String>) {
+pub(crate) fn check_listed(present: &impl Present) -> (Vec<Finding>, Option<String>) {
     let mut findings = Vec::new();
-    let Some(manifest) = present.get("manifest.json") else {
+    let Some(manifest) = present.read("manifest.json") else {
         return (findings, None);
     };
     let mut claim = None;
-    match release_digest(manifest) {
+    match release_digest(&manifest) {
         None => findings.push(finding("manifest.json", "no readable release_digest")),
         Some((claimed, actual)) => {
             if claimed != actual {
@@ -87,16 +181,15 @@ pub(crate) fn check_listed(present: &BTreeMap<String, Vec<u8>>) -> (Vec<Finding>
             claim = Some(claimed);
         }
     }
-    let read = |name: &str| present.get(name).cloned();
-    let (manifest, shards) = Manifest::read(manifest, &read).unwrap_or_default();
+    let read = |name: &str| present.read(name);
+    let (manifest, shards) = Manifest::read(&manifest, &read).unwrap_or_default();
     for s in shards {
         findings.push(finding(s.file, s.problem));
     }
     for (name, want) in &manifest.files {
-        match present.get(name) {
+        match present.digest(name) {
             None => findings.push(finding(name.clone(), "listed in manifest.json but missing")),
-            Some(bytes) => {
-                let got = Digest::of(bytes).to_hex();
+            Some(got) => {
                 if got != *want {
                     findings.push(finding(
                         name.clone(),
@@ -113,12 +206,9 @@ pub(crate) fn check_listed(present: &BTreeMap<String, Vec<u8>>) -> (Vec<Finding>
 /// digests with `present`: its key, key record, display and build manifest.
 fn find_release_node(
     store: &Store,
-    present: &BTreeMap<String, Vec<u8>>,
+    present: &OnDisk,
 ) -> Result<Option<(Digest, KeyRecord, String, BuildManifest)>, String> {
-    let digests: BTreeMap<&String, String> = present
-        .iter()
-        .map(|(n, b)| (n, Digest::of(b).to_hex()))
-        .collect();
+    let digests: BTreeMap<&String, &String> = present.digests().collect();
     let mut found = None;
     let mut best = 0;
     for build in store.builds(50).map_err(|e| e.to_string())? {
@@ -155,9 +245,8 @@ pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>,
     let mut ph = crate::run::phase::Phases::new("verify release");
     let mut findings = Vec::new();
     let mut checked = Checked::default();
-    let mut present: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    read_files(dir, "", &mut present)?;
-    if present.is_empty() {
+    let present = OnDisk::read(dir)?;
+    if present.len() == 0 {
         return Err(format!("{} holds no release files", dir.display()));
     }
 
@@ -190,8 +279,8 @@ pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>,
     }
     // The manifest names the release node that computed it (`provenance`).
     if let Some(node) = present
-        .get("manifest.json")
-        .and_then(|m| serde_json::from_slice::<Manifest>(m).ok())
+        .read("manifest.json")
+        .and_then(|m| serde_json::from_slice::<Manifest>(&m).ok())
         .and_then(|m| m.provenance.map(|p| p.release_node))
         && node != key.to_hex()
     {
@@ -249,23 +338,21 @@ pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>,
     ph.mark("read inputs");
     if inputs.len() == record.deps.len() {
         let read = crate::nodes::release::read_from(store.blobs());
-        let files =
-            super::recompute::recompute_release(&display.params, &record.params, &inputs, &read)?
-                .files;
+        let mut against = Against {
+            present: &present,
+            findings: Vec::new(),
+        };
+        super::recompute::recompute_into(
+            &display.params,
+            &record.params,
+            &inputs,
+            &read,
+            &mut against,
+        )?;
         checked.recomputed = true;
-        ph.mark("recompute");
-        for (name, bytes) in &files {
-            match present.get(name) {
-                None => findings.push(finding(
-                    name.clone(),
-                    "recomputed, but missing from the release",
-                )),
-                Some(have) if have != bytes => {
-                    findings.push(finding(name.clone(), first_difference(have, bytes)));
-                }
-                Some(_) => {}
-            }
-        }
+        // In the files' order, as the release lists them.
+        against.findings.sort_by(|a, b| a.what.cmp(&b.what));
+        findings.extend(against.findings);
     }
     ph.mark("compare");
     checked.files = present.len();

@@ -5,6 +5,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+/// A key, digest or id a number names, shared with its other numbers.
+pub(crate) type Name = std::sync::Arc<str>;
+
 /// `manifest.json` (format: [`super::manifest`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Manifest {
@@ -57,10 +60,11 @@ impl Manifest {
         pretty(self)
     }
 
-    /// Sets `release_digest` to the blake3 of the bytes with it empty.
+    /// Sets `release_digest` to the blake3 of the bytes with it empty
+    /// (hashed as they are printed: a large manifest's are gigabytes).
     pub(crate) fn seal_digest(&mut self) {
         self.release_digest = String::new();
-        self.release_digest = blake3::hash(&self.to_bytes()).to_hex().to_string();
+        self.release_digest = Printed::of(self).hex();
     }
 }
 
@@ -68,21 +72,21 @@ impl Manifest {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Number {
     /// Grade node keys.
-    pub(crate) grades: Vec<String>,
+    pub(crate) grades: Vec<Name>,
     pub(crate) path: String,
     /// Judge node keys.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) readings: Vec<String>,
+    pub(crate) readings: Vec<Name>,
     /// Session ids (ungraded sessions).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) sessions: Vec<String>,
+    pub(crate) sessions: Vec<Name>,
     /// Task digests.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) tasks: Vec<String>,
+    pub(crate) tasks: Vec<Name>,
     /// Grade node keys the number leaves out on purpose (docs/verdicts.md,
     /// "Attempts").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) left_out: Vec<String>,
+    pub(crate) left_out: Vec<Name>,
     pub(crate) value: serde_json::Number,
 }
 
@@ -95,7 +99,7 @@ impl Number {
             ("tasks", &self.tasks),
         ]
         .into_iter()
-        .flat_map(|(field, list)| list.iter().map(move |k| (field, k.as_str())))
+        .flat_map(|(field, list)| list.iter().map(move |k| (field, &**k)))
     }
 }
 
@@ -133,4 +137,44 @@ pub(crate) fn pretty(value: &impl Serialize) -> Vec<u8> {
     let mut out = serde_json::to_vec_pretty(value).unwrap_or_default();
     out.push(b'\n');
     out
+}
+
+/// What [`pretty`] would print, hashed and counted as it is printed and
+/// never held.
+pub(crate) struct Printed {
+    hasher: blake3::Hasher,
+    pub(crate) len: usize,
+}
+
+impl Printed {
+    pub(crate) fn of(value: &impl Serialize) -> Printed {
+        use std::io::Write;
+        let empty = || Printed {
+            hasher: blake3::Hasher::new(),
+            len: 0,
+        };
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, empty());
+        // As `pretty`: what does not print counts as nothing printed. The
+        // writer itself never fails.
+        let printed = serde_json::to_writer_pretty(&mut w, value).is_ok() && w.flush().is_ok();
+        let mut out = if printed { w.into_parts().0 } else { empty() };
+        let _ = out.write_all(b"\n");
+        out
+    }
+
+    pub(crate) fn hex(&self) -> String {
+        self.hasher.finalize().to_hex().to_string()
+    }
+}
+
+impl std::io::Write for Printed {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.hasher.update(bytes);
+        self.len += bytes.len();
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }

@@ -255,7 +255,7 @@ fn wanted<'a>(
             // Every node the manifest names must be in the bundle.
             let mut named: BTreeSet<&str> = BTreeSet::new();
             for n in &manifest.numbers {
-                named.extend(n.grades.iter().chain(&n.readings).map(String::as_str));
+                named.extend(n.grades.iter().chain(&n.readings).map(|k| &**k));
             }
             named.extend(manifest.tasks.values().map(String::as_str));
             for k in named {

@@ -4,9 +4,12 @@
 # The release step at a million graded sessions, by simulation: synthetic
 # graded-session records (no runs: 30 sessions a task, 10 agents x 3
 # attempts, each with a short transcript; src/release/tests_scale.rs,
-# `release_at_scale`) published, every file checked through manifest.json
-# (`assay verify`'s step that needs no cache), then published again with
-# one more session. One process a size, under /usr/bin/time -v: its wall
+# `release_at_scale`) published, each file written to disk as it is made
+# (ASSAY_SCALE_DIR or a temp dir: about 12 KB a session), every file
+# checked through manifest.json read back from there (`assay verify`'s
+# step that needs no cache), then published again with one more session
+# (hashed, not written). ASSAY_PHASES=1 in the environment adds each
+# publish phase's time and the resident memory after it. One process a size, under /usr/bin/time -v: its wall
 # and CPU time, peak memory (maximum resident set), the largest file and
 # the largest page written. Debug build (the test profile): compare the
 # ratios between sizes, not the seconds. Prints the load average before
@@ -33,6 +36,6 @@ for n in "${sizes[@]}"; do
         >"$log" 2>&1; then
         echo "sessions $n: did not finish (last lines below)"
     fi
-    grep -E "^sessions |Maximum resident|Elapsed \(wall|User time|System time|Command terminated|Killed|memory" "$log" || tail -5 "$log"
+    grep -E "^sessions |^phase |Maximum resident|Elapsed \(wall|User time|System time|Command terminated|Killed|memory" "$log" || tail -5 "$log"
     rm -f "$log"
 done

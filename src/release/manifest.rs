@@ -45,7 +45,7 @@ use crate::run::provenance::Provenance;
 /// as it is written (`shards::split`), where it is printed anyway.
 pub(super) fn manifest(
     index: &Index<'_>,
-    files: &super::Listed,
+    files: &BTreeMap<String, String>,
     summary: &Summary,
     mut sources: Sources,
 ) -> Manifest {

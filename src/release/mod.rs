@@ -106,7 +106,7 @@ impl Sink for BTreeMap<String, Vec<u8>> {
     type Error = std::convert::Infallible;
 
     fn put(&mut self, name: &str, bytes: Vec<u8>) -> Result<String, Self::Error> {
-        let hex = blake3::hash(&bytes).to_hex().to_string();
+        let hex = assay_engine::Digest::of(&bytes).to_hex();
         self.insert(name.to_owned(), bytes);
         Ok(hex)
     }
@@ -137,17 +137,20 @@ struct Out<'s, S> {
 }
 
 impl<S: Sink> Out<'_, S> {
-    fn put(&mut self, name: String, bytes: Vec<u8>) -> Result<(), S::Error> {
+    /// Puts one file; returns its digest.
+    fn put(&mut self, name: String, bytes: Vec<u8>) -> Result<String, S::Error> {
         let hex = self.sink.put(&name, bytes)?;
-        self.listed.insert(name, hex);
-        Ok(())
+        self.listed.insert(name, hex.clone());
+        Ok(hex)
     }
 
     fn put_all(
         &mut self,
         files: impl IntoIterator<Item = (String, Vec<u8>)>,
     ) -> Result<(), S::Error> {
-        files.into_iter().try_for_each(|(n, b)| self.put(n, b))
+        files
+            .into_iter()
+            .try_for_each(|(n, b)| self.put(n, b).map(drop))
     }
 }
 
@@ -166,7 +169,7 @@ pub(crate) fn publish_into<S: Sink>(
     let index = index::Index::new(input);
     ph.mark("index");
     csv::files(&index, limits.csv_above, limits.csv_bytes, &mut |n, b| {
-        out.put(n, b)
+        out.put(n, b).map(drop)
     })?;
     ph.mark("csv");
     let (summary, sources) = summary::summary(&index);
@@ -179,7 +182,7 @@ pub(crate) fn publish_into<S: Sink>(
     out.put_all(html_transcript::pages(&index, html::CSS))?;
     ph.mark("transcript pages");
     html_nav::pages(&index, html::CSS, limits.agent_rows, &mut |n, b| {
-        out.put(n, b)
+        out.put(n, b).map(drop)
     })?;
     // A page of the matrix is about `matrix_sessions` cells: all of them
     // are a small part of the release.

@@ -19,23 +19,23 @@ use super::model::{Manifest, ManifestShard, Name, Number, Printed, Shard, pretty
 /// Where the shards live, beside manifest.json.
 pub(crate) const DIR: &str = "manifest";
 
-/// manifest.json and its shards, each handed to `put` (file name, bytes):
-/// the manifest alone while its bytes are `above` or fewer. A large one is
-/// measured as it is printed, never held whole.
+/// manifest.json and its shards, each handed to `put` (file name, bytes;
+/// it returns their blake3 hex): the manifest alone while its bytes are
+/// `above` or fewer. A large one is measured as it is printed, never held
+/// whole.
 pub(super) fn split<E>(
-    manifest: Manifest,
+    mut manifest: Manifest,
     above: usize,
     per: usize,
-    put: &mut dyn FnMut(String, Vec<u8>) -> Result<(), E>,
+    put: &mut dyn FnMut(String, Vec<u8>) -> Result<String, E>,
 ) -> Result<(), E> {
     // Measured and hashed in one printing: the whole manifest is printed
     // again only when it is small enough to be written whole.
-    let mut manifest = manifest;
     manifest.release_digest = String::new();
     let printed = Printed::of(&manifest);
     if printed.len <= above {
         manifest.release_digest = printed.hex();
-        return put("manifest.json".to_owned(), manifest.to_bytes());
+        return put("manifest.json".to_owned(), manifest.to_bytes()).map(drop);
     }
     let Manifest {
         files,
@@ -61,14 +61,13 @@ pub(super) fn split<E>(
     let mut shards = Vec::with_capacity(cut.done.len());
     for (i, shard) in cut.done.into_iter().enumerate() {
         let file = format!("{DIR}/{i:04}.json");
-        let bytes = pretty(&shard);
+        let blake3 = put(file.clone(), pretty(&shard))?;
         shards.push(Shard {
-            blake3: blake3::hash(&bytes).to_hex().to_string(),
-            file: file.clone(),
+            blake3,
+            file,
             files: shard.files.len(),
             numbers: shard.numbers.len(),
         });
-        put(file, bytes)?;
     }
     let mut index = Manifest {
         files: BTreeMap::new(),
@@ -80,7 +79,7 @@ pub(super) fn split<E>(
         tasks,
     };
     index.seal_digest();
-    put("manifest.json".to_owned(), index.to_bytes())
+    put("manifest.json".to_owned(), index.to_bytes()).map(drop)
 }
 
 /// Fills shards of about `per` bytes each.
@@ -252,8 +251,9 @@ mod tests {
     fn split_map(manifest: Manifest, above: usize, per: usize) -> BTreeMap<String, Vec<u8>> {
         let mut out = BTreeMap::new();
         let Ok(()) = split::<std::convert::Infallible>(manifest, above, per, &mut |n, b| {
+            let hex = blake3::hash(&b).to_hex().to_string();
             out.insert(n, b);
-            Ok(())
+            Ok(hex)
         });
         out
     }

@@ -228,7 +228,7 @@ impl Sink for Tally {
         if name.ends_with(".html") && bytes.len() > self.largest_page.1 {
             self.largest_page = (name.to_owned(), bytes.len());
         }
-        Ok(blake3::hash(&bytes).to_hex().to_string())
+        Ok(assay_engine::Digest::of(&bytes).to_hex())
     }
 }
 

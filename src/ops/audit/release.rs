@@ -118,6 +118,10 @@ impl OnDisk {
         self.files.len()
     }
 
+    pub(crate) fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
     fn digests(&self) -> impl Iterator<Item = (&String, &String)> {
         self.files.iter().map(|(n, (_, d))| (n, d))
     }
@@ -246,7 +250,7 @@ pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>,
     let mut findings = Vec::new();
     let mut checked = Checked::default();
     let present = OnDisk::read(dir)?;
-    if present.len() == 0 {
+    if present.is_empty() {
         return Err(format!("{} holds no release files", dir.display()));
     }
 

@@ -21,6 +21,7 @@ pub fn on() -> bool {
 /// first phase.
 pub fn phase(what: &str) {
     ON.store(true, Ordering::Relaxed);
+    assay_testkit::echo_panics();
     static START: OnceLock<Instant> = OnceLock::new();
     let secs = START.get_or_init(Instant::now).elapsed().as_secs();
     let exe = std::env::current_exe().unwrap_or_default();

@@ -24,6 +24,7 @@ impl Default for Project {
 
 impl Project {
     pub fn new() -> Project {
+        assay_testkit::echo_panics();
         Project {
             dir: tempfile::Builder::new()
                 .prefix("assay-test-")

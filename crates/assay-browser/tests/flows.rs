@@ -21,6 +21,7 @@ fn serve(pages: &[(&str, &str)]) -> String {
 
 /// [`serve`], and the paths requested, in order.
 fn serve_logged(pages: &[(&str, &str)]) -> (String, Arc<Mutex<Vec<String>>>) {
+    assay_testkit::echo_panics();
     let requests = Arc::new(Mutex::new(Vec::new()));
     let log = Arc::clone(&requests);
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -75,6 +76,7 @@ static MARKS: AtomicU64 = AtomicU64::new(0);
 
 /// The machine's Chromium, marked for [`assert_nothing_left`].
 fn chromium() -> (Command, String) {
+    assay_testkit::echo_panics();
     let mark = format!(
         "{}-{}",
         std::process::id(),
@@ -216,7 +218,11 @@ fn a_form_is_filled_and_submitted_with_real_input_events() {
     for (i, step) in outcome.steps.iter().enumerate() {
         assert_eq!(step.index, i);
         assert!(step.ok, "{}", step.detail);
-        assert!(is_png(&step.screenshot_png), "step {i} has no PNG");
+        assert!(
+            is_png(&step.screenshot_png),
+            "step {i} has no PNG: {}",
+            step.detail
+        );
     }
 }
 

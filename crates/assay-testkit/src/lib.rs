@@ -80,6 +80,41 @@ impl Drop for Hogs {
     }
 }
 
+/// From now on, a panic in this test binary is also written straight to the
+/// process's stderr as it happens, beside the `test … FAILED` line, as well
+/// as in libtest's `failures:` section at the binary's end (which a CI
+/// log's excerpt of a long run may leave out). The message is cut to its
+/// first 4,000 characters; the hook before this one still runs. Called more
+/// than once, it installs once.
+pub fn echo_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let before = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            use std::io::Write as _;
+            let message = info
+                .payload()
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| info.payload().downcast_ref::<&str>().copied())
+                .unwrap_or("(not a string)");
+            let cut: String = message.chars().take(4000).collect();
+            let thread = std::thread::current();
+            let place = info
+                .location()
+                .map(|l| format!("{}:{}", l.file(), l.line()))
+                .unwrap_or_default();
+            // libtest captures `eprintln!`, not writes to the handle.
+            let _ = writeln!(
+                std::io::stderr(),
+                "  PANIC in {} at {place}: {cut}",
+                thread.name().unwrap_or("a thread")
+            );
+            before(info);
+        }));
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -693,3 +693,49 @@ fn a_renamed_session_file_still_exports_and_verifies() {
     );
     assert!(!explained.contains("fix1.json"), "{explained}");
 }
+
+/// A file added to the bundle's release, and one taken out of it, are each
+/// named: the added one is no file of the release (nor a subject of the
+/// statement), the missing one is recomputed but absent (and a subject of
+/// the statement that is no file).
+#[test]
+fn an_added_and_a_missing_release_file_are_named() {
+    let c = Copy::new();
+    std::fs::write(c.release_file("extra.txt"), "not of the release").unwrap();
+    std::fs::remove_file(c.release_file("funnel.json")).unwrap();
+    caught(
+        &c,
+        &[
+            "release/extra.txt: in the bundle, but not a file of the release",
+            "release/funnel.json: recomputed, but missing from the bundle",
+            "provenance.intoto.json: release/extra.txt is not a subject",
+            "provenance.intoto.json: subject release/funnel.json is not a file of the bundle",
+        ],
+    );
+}
+
+/// An export that fails part way (a release file's blob gone from the
+/// cache, read after every node's blobs were written) leaves nothing of
+/// the bundle: the empty directory it was given stays, empty.
+#[test]
+fn an_export_that_fails_part_way_leaves_no_bundle() {
+    let f = graded();
+    let dir = tempfile::tempdir().unwrap();
+    let whole = dir.path().join("whole");
+    export(&f, &whole, &[]).code(0);
+    let csv = std::fs::read(whole.join("release").join("results.csv")).unwrap();
+    let blobs = f.project.cache().join("blobs");
+    let gone = tree(&blobs)
+        .into_iter()
+        .find(|(_, bytes)| *bytes == csv)
+        .map(|(rel, _)| blobs.join(rel))
+        .expect("results.csv is a blob of the cache");
+    std::fs::remove_file(&gone).unwrap();
+    let target = dir.path().join("partial");
+    std::fs::create_dir(&target).unwrap();
+    let run = export(&f, &target, &[]);
+    assert_ne!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(target.is_dir(), "the directory given is kept");
+    let left: Vec<_> = std::fs::read_dir(&target).unwrap().flatten().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

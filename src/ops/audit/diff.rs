@@ -22,29 +22,7 @@ pub(super) fn compare_files(
         match published.get(name) {
             None => findings.push(finding(what, "recomputed, but missing from the bundle")),
             Some(have) if have == bytes => {}
-            Some(have) => {
-                let field = match name.as_str() {
-                    "summary.json" | "manifest.json" | "funnel.json" => {
-                        let a: Value = serde_json::from_slice(have).unwrap_or_default();
-                        let b: Value = serde_json::from_slice(bytes).unwrap_or_default();
-                        let root = if name == "summary.json" {
-                            "summary"
-                        } else {
-                            ""
-                        };
-                        first_json_difference(&a, &b, root.to_owned())
-                    }
-                    csv if csv == "results.csv" || csv.starts_with("results/") => {
-                        first_csv_difference(have, bytes)
-                    }
-                    _ => None,
-                };
-                let problem = match field {
-                    Some(f) => format!("field {f}"),
-                    None => first_difference(have, bytes),
-                };
-                findings.push(finding(what, problem));
-            }
+            Some(have) => findings.push(finding(what, difference(name, have, bytes))),
         }
     }
     for name in published.keys() {
@@ -54,6 +32,32 @@ pub(super) fn compare_files(
                 "in the bundle, but not a file of the release",
             ));
         }
+    }
+}
+
+/// How release file `name` as published (`have`) differs from its
+/// recomputation (`bytes`): the first differing field of a JSON file or of
+/// results.csv, else the first differing line.
+pub(super) fn difference(name: &str, have: &[u8], bytes: &[u8]) -> String {
+    let field = match name {
+        "summary.json" | "manifest.json" | "funnel.json" => {
+            let a: Value = serde_json::from_slice(have).unwrap_or_default();
+            let b: Value = serde_json::from_slice(bytes).unwrap_or_default();
+            let root = if name == "summary.json" {
+                "summary"
+            } else {
+                ""
+            };
+            first_json_difference(&a, &b, root.to_owned())
+        }
+        csv if csv == "results.csv" || csv.starts_with("results/") => {
+            first_csv_difference(have, bytes)
+        }
+        _ => None,
+    };
+    match field {
+        Some(f) => format!("field {f}"),
+        None => first_difference(have, bytes),
     }
 }
 

@@ -3,8 +3,6 @@
 //! (`nodes::release::assemble`): shared by `verify --release` (inputs read from the
 //! cache) and `verify --bundle` (inputs read from the bundle).
 
-use std::collections::BTreeMap;
-
 use assay_engine::{Digest, encode_params};
 use serde_json::Value;
 
@@ -12,28 +10,13 @@ use crate::nodes::release::{ReadBlob, ReleaseParams, ReleaseRecord, assemble};
 use crate::release::Sink;
 use crate::run::error::{NodeError, chain};
 
-/// The release files and the output record the release job would store.
-pub(crate) struct Recomputed {
-    pub(crate) files: BTreeMap<String, Vec<u8>>,
-    pub(crate) record: ReleaseRecord,
-}
-
+/// The release recomputed, each file handed to `sink` as it is made, and
+/// the output record the release job would store.
+///
 /// `params_json` is the human form of the params (not hashed into the key):
 /// it is believed only if it encodes to exactly `params`, the key's bytes.
 /// `inputs`: each input's output bytes with its node key, in input order;
 /// `read`: the blobs the release reads (the session patches).
-pub(crate) fn recompute_release(
-    params_json: &Value,
-    params: &[u8],
-    inputs: &[(Vec<u8>, Digest)],
-    read: ReadBlob<'_>,
-) -> Result<Recomputed, String> {
-    let mut files = BTreeMap::new();
-    let record = recompute_into(params_json, params, inputs, read, &mut files)?;
-    Ok(Recomputed { files, record })
-}
-
-/// [`recompute_release`], each file handed to `sink` as it is made.
 pub(crate) fn recompute_into<S: Sink>(
     params_json: &Value,
     params: &[u8],

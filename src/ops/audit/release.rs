@@ -65,19 +65,6 @@ fn walk_files(
     Ok(())
 }
 
-/// The release files under `dir` (see [`walk_files`]), read into memory.
-pub(super) fn read_files(
-    dir: &Path,
-    prefix: &str,
-    present: &mut BTreeMap<String, Vec<u8>>,
-) -> Result<(), String> {
-    walk_files(dir, prefix, &mut |name, path| {
-        let bytes = std::fs::read(path).map_err(|err| format!("{name}: {err}"))?;
-        present.insert(name, bytes);
-        Ok(())
-    })
-}
-
 /// A release's files as `verify` checks them: by name, each one's digest,
 /// its bytes read only where needed.
 pub(crate) trait Present {
@@ -120,6 +107,11 @@ impl OnDisk {
 
     pub(crate) fn is_empty(&self) -> bool {
         self.files.is_empty()
+    }
+
+    /// The files' names, in order.
+    pub(crate) fn names(&self) -> impl Iterator<Item = &String> {
+        self.files.keys()
     }
 
     fn digests(&self) -> impl Iterator<Item = (&String, &String)> {

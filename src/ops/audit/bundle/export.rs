@@ -2,6 +2,7 @@
 //! as a bundle (format: the parent module; layout: docs/audit.md).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use assay_engine::{Digest, Store};
@@ -9,7 +10,7 @@ use assay_engine::{Digest, Store};
 use super::format::{
     BundleEnv, BundleHead, BundleNode, BundleProvenance, Counts, FORMAT, blob_path,
 };
-use super::intoto::Statement;
+use super::intoto::{Hashes, Statement};
 use crate::model::records::EnvRecord;
 use crate::nodes::release::ReleaseRecord;
 use crate::ops::audit::display::NodeDisplay;
@@ -45,19 +46,62 @@ pub(crate) struct Exported {
 }
 
 /// Writes the closure of the last build's release into `dir` (which must be
-/// empty or absent).
+/// empty or absent). Each blob and release file is written as it is read,
+/// never all held (a release of a million sessions is gigabytes); on a
+/// failure nothing of the bundle is left.
 pub(crate) fn export(store: &Store, dir: &Path, omit: &[String]) -> Result<Exported, String> {
+    let existed = dir.is_dir();
     if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some()) {
         return Err(format!(
             "{} is not empty: export writes a fresh directory",
             dir.display()
         ));
     }
+    let mut out = Out {
+        dir: dir.to_owned(),
+        bytes: 0,
+    };
+    let exported = write_bundle(store, &mut out, omit);
+    if exported.is_err() {
+        let _ = std::fs::remove_dir_all(dir);
+        if existed {
+            let _ = std::fs::create_dir_all(dir);
+        }
+    }
+    exported
+}
+
+/// The bundle's directory, and the bytes written to it so far.
+struct Out {
+    dir: PathBuf,
+    bytes: u64,
+}
+
+impl Out {
+    fn put(&mut self, path: &Path, data: &[u8]) -> Result<(), String> {
+        let path = self.dir.join(path);
+        if let Some(p) = path.parent() {
+            std::fs::create_dir_all(p).map_err(|x| format!("{}: {x}", p.display()))?;
+        }
+        self.bytes += data.len() as u64;
+        std::fs::write(&path, data).map_err(|x| format!("{}: {x}", path.display()))
+    }
+
+    fn blob(&mut self, d: &Digest, data: &[u8]) -> Result<(), String> {
+        self.put(&blob_path(Path::new(""), &d.to_hex()), data)
+    }
+}
+
+fn write_bundle(store: &Store, out: &mut Out, omit: &[String]) -> Result<Exported, String> {
     let e = |e: &dyn std::fmt::Display| e.to_string();
     let (manifest, release_key) = last_release(store)?;
 
     let mut nodes: BTreeMap<String, BundleNode> = BTreeMap::new();
-    let mut blobs: BTreeMap<Digest, Vec<u8>> = BTreeMap::new();
+    // Every blob written, and every node's output among them.
+    let mut written: BTreeSet<Digest> = BTreeSet::new();
+    let mut outputs: BTreeSet<Digest> = BTreeSet::new();
+    // The environments' records, for the provenance.
+    let mut envs: BTreeMap<Digest, Vec<u8>> = BTreeMap::new();
     let mut omitted: BTreeSet<Digest> = BTreeSet::new();
     let mut queue = vec![(crate::model::names::RELEASE.to_owned(), release_key)];
     let mut release_out = None;
@@ -89,10 +133,15 @@ pub(crate) fn export(store: &Store, dir: &Path, omit: &[String]) -> Result<Expor
         let output = store
             .output_bytes(&row)
             .map_err(|x| format!("{name}: {x}"))?;
-        if name == crate::model::names::RELEASE {
-            release_out = Some(output.clone());
+        if written.insert(row.output) {
+            out.blob(&row.output, &output)?;
         }
-        blobs.insert(row.output, output);
+        outputs.insert(row.output);
+        if record.kind.as_str() == crate::model::kind::NodeKind::Env {
+            envs.insert(row.output, output);
+        } else if name == crate::model::names::RELEASE {
+            release_out = Some(output);
+        }
         if omit.contains(&record.kind) {
             omitted.extend(row.attachments.iter().copied());
         }
@@ -115,42 +164,52 @@ pub(crate) fn export(store: &Store, dir: &Path, omit: &[String]) -> Result<Expor
     }
     // An attachment of a left-out kind is left out wherever it is attached
     // (a grade attaches its run's log), unless it is some node's output.
-    omitted.retain(|d| !blobs.contains_key(d));
+    omitted.retain(|d| !outputs.contains(d));
+    drop(outputs);
     for n in nodes.values() {
         for a in &n.attachments {
             let d: Digest = a.parse()?;
-            if !omitted.contains(&d) && !blobs.contains_key(&d) {
+            if !omitted.contains(&d) && !written.contains(&d) {
                 let bytes = store
                     .blobs()
                     .get(&d)
                     .map_err(|x| format!("{}: {x}", n.name))?;
-                blobs.insert(d, bytes);
+                out.blob(&d, &bytes)?;
+                written.insert(d);
             }
         }
     }
 
     let release: ReleaseRecord = serde_json::from_slice(&release_out.unwrap_or_default())
         .map_err(|x| format!("release output: {x}"))?;
-    let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    // Each release file written as it is read; its digests kept for the
+    // statement.
+    let mut subjects: BTreeMap<String, Hashes> = BTreeMap::new();
+    let mut manifest_bytes = None;
     for (name, digest) in &release.files {
         let d: Digest = digest.parse()?;
-        let bytes = match blobs.get(&d) {
-            Some(b) => b.clone(),
-            None => store.blobs().get(&d).map_err(|x| e(&x))?,
-        };
-        files.insert(name.clone(), bytes);
+        let bytes = store.blobs().get(&d).map_err(|x| e(&x))?;
+        out.put(&Path::new("release").join(name), &bytes)?;
+        subjects.insert(name.clone(), Hashes::of(&bytes));
+        if name == "manifest.json" {
+            manifest_bytes = Some(bytes);
+        }
     }
-    let manifest_bytes = files
-        .get("manifest.json")
-        .ok_or("the release has no manifest.json")?;
+    let manifest_bytes = manifest_bytes.ok_or("the release has no manifest.json")?;
     let (release_digest, _) =
-        release_digest(manifest_bytes).ok_or("manifest.json has no release_digest")?;
+        release_digest(&manifest_bytes).ok_or("manifest.json has no release_digest")?;
 
-    let provenance = provenance(&nodes, &blobs, &files, &release_digest, &release_key);
+    let provenance = provenance(
+        &nodes,
+        &envs,
+        &manifest_bytes,
+        &release_digest,
+        &release_key,
+    );
     let counts = Counts {
         nodes: nodes.len(),
-        blobs: blobs.len(),
-        files: files.len(),
+        blobs: written.len(),
+        files: subjects.len(),
         omitted_blobs: omitted.len(),
     };
     let head = BundleHead {
@@ -162,36 +221,34 @@ pub(crate) fn export(store: &Store, dir: &Path, omit: &[String]) -> Result<Expor
         provenance: provenance.clone(),
     };
 
-    let mut bytes = 0u64;
-    let mut write = |path: PathBuf, data: &[u8]| -> Result<(), String> {
-        if let Some(p) = path.parent() {
-            std::fs::create_dir_all(p).map_err(|x| format!("{}: {x}", p.display()))?;
-        }
-        bytes += data.len() as u64;
-        std::fs::write(&path, data).map_err(|x| format!("{}: {x}", path.display()))
-    };
-    for (d, data) in &blobs {
-        write(blob_path(dir, &d.to_hex()), data)?;
-    }
-    for (name, data) in &files {
-        write(dir.join("release").join(name), data)?;
-    }
-    let mut lines = Vec::new();
-    for n in nodes.values() {
-        lines.extend(serde_json::to_vec(n).map_err(|x| e(&x))?);
-        lines.push(b'\n');
-    }
-    write(dir.join("nodes.jsonl"), &lines)?;
-    write(dir.join("bundle.json"), &pretty(&head))?;
-    write(
-        dir.join("provenance.intoto.json"),
-        &pretty(&Statement::new(&files, &provenance)),
+    write_nodes(out, &nodes)?;
+    out.put(Path::new("bundle.json"), &pretty(&head))?;
+    out.put(
+        Path::new("provenance.intoto.json"),
+        &pretty(&Statement::new(&subjects, &provenance)),
     )?;
     Ok(Exported {
         release_digest,
         counts,
-        bytes,
+        bytes: out.bytes,
     })
+}
+
+/// `nodes.jsonl`: one line a node, sorted by name, written as made.
+fn write_nodes(out: &mut Out, nodes: &BTreeMap<String, BundleNode>) -> Result<(), String> {
+    let path = out.dir.join("nodes.jsonl");
+    let fail = |x: &dyn std::fmt::Display| format!("{}: {x}", path.display());
+    let file = std::fs::File::create(&path).map_err(|x| fail(&x))?;
+    let mut lines = std::io::BufWriter::new(file);
+    for n in nodes.values() {
+        let line = serde_json::to_vec(n).map_err(|x| fail(&x))?;
+        out.bytes += line.len() as u64 + 1;
+        lines
+            .write_all(&line)
+            .and_then(|()| lines.write_all(b"\n"))
+            .map_err(|x| fail(&x))?;
+    }
+    lines.flush().map_err(|x| fail(&x))
 }
 
 /// What the release was made from and by: the release node, the assay and
@@ -199,8 +256,8 @@ pub(crate) fn export(store: &Store, dir: &Path, omit: &[String]) -> Result<Expor
 /// (image ids), the judges' settings digests.
 fn provenance(
     nodes: &BTreeMap<String, BundleNode>,
-    blobs: &BTreeMap<Digest, Vec<u8>>,
-    files: &BTreeMap<String, Vec<u8>>,
+    envs: &BTreeMap<Digest, Vec<u8>>,
+    manifest: &[u8],
     release_digest: &str,
     release_key: &Digest,
 ) -> BundleProvenance {
@@ -213,7 +270,7 @@ fn provenance(
             .output
             .parse::<Digest>()
             .ok()
-            .and_then(|d| blobs.get(&d))
+            .and_then(|d| envs.get(&d))
             .and_then(|b| serde_json::from_slice(b).ok());
         let rec = rec.as_ref();
         environments.insert(
@@ -227,9 +284,7 @@ fn provenance(
             },
         );
     }
-    let manifest: Option<Manifest> = files
-        .get("manifest.json")
-        .and_then(|b| serde_json::from_slice(b).ok());
+    let manifest: Option<Manifest> = serde_json::from_slice(manifest).ok();
     let sealed = manifest.as_ref().and_then(|m| m.provenance.as_ref());
     BundleProvenance {
         release_digest: release_digest.to_owned(),

@@ -11,6 +11,7 @@ use assay_engine::{Digest, KeyRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::ops::audit::release::OnDisk;
 use crate::release::AssayVersion;
 
 /// The format of a bundle's `bundle.json`; bumped when the layout changes meaning.
@@ -126,7 +127,9 @@ pub(super) struct Bundle {
     pub(super) dir: PathBuf,
     pub(super) head: BundleHead,
     pub(super) nodes: Vec<BundleNode>,
-    pub(super) files: BTreeMap<String, Vec<u8>>,
+    /// `release/`'s files, each hashed as it was listed, read again only
+    /// where a check needs its bytes.
+    pub(super) files: OnDisk,
 }
 
 pub(super) fn read_bundle(dir: &Path) -> Result<Bundle, String> {
@@ -151,8 +154,7 @@ pub(super) fn read_bundle(dir: &Path) -> Result<Bundle, String> {
     }
     // The release's files as a release directory holds them (the report's
     // pages under `pages/`).
-    let mut files = BTreeMap::new();
-    super::super::release::read_files(&dir.join("release"), "", &mut files)?;
+    let files = OnDisk::read(&dir.join("release"))?;
     Ok(Bundle {
         dir: dir.to_owned(),
         head,

@@ -11,6 +11,7 @@ use sha2::Digest as _;
 
 use super::format::{Bundle, BundleEnv, BundleProvenance};
 use crate::ops::audit::finding::{Finding, finding};
+use crate::ops::audit::release::Present as _;
 use crate::release::AssayVersion;
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -90,15 +91,36 @@ struct Subjects {
     subject: Vec<Subject>,
 }
 
+/// A release file's two digests (hex), as its subject names them.
+pub(super) struct Hashes {
+    sha256: String,
+    blake3: String,
+}
+
+impl Hashes {
+    pub(super) fn of(bytes: &[u8]) -> Hashes {
+        Hashes {
+            sha256: sha256_hex(bytes),
+            blake3: Digest::of(bytes).to_hex(),
+        }
+    }
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
 impl Statement {
-    pub(super) fn new(files: &BTreeMap<String, Vec<u8>>, provenance: &BundleProvenance) -> Self {
+    /// The statement of the release files `files` (name -> digests, in
+    /// name order).
+    pub(super) fn new(files: &BTreeMap<String, Hashes>, provenance: &BundleProvenance) -> Self {
         let subject = files
             .iter()
-            .map(|(name, bytes)| Subject {
+            .map(|(name, h)| Subject {
                 name: format!("release/{name}"),
                 digest: SubjectDigest {
-                    sha256: Some(hex::encode(sha2::Sha256::digest(bytes))),
-                    blake3: Some(Digest::of(bytes).to_hex()),
+                    sha256: Some(h.sha256.clone()),
+                    blake3: Some(h.blake3.clone()),
                 },
             })
             .collect();
@@ -143,7 +165,7 @@ pub(super) fn check_statement(b: &Bundle, findings: &mut Vec<Finding>) {
         .map(|s| s.subject)
         .unwrap_or_default();
     let named: BTreeSet<&str> = subjects.iter().map(|s| s.name.as_str()).collect();
-    for name in b.files.keys() {
+    for name in b.files.names() {
         if !named.contains(format!("release/{name}").as_str()) {
             findings.push(finding(
                 "provenance.intoto.json",
@@ -153,7 +175,8 @@ pub(super) fn check_statement(b: &Bundle, findings: &mut Vec<Finding>) {
     }
     for s in &subjects {
         let name = &s.name;
-        let file = name.strip_prefix("release/").and_then(|n| b.files.get(n));
+        // One file in memory at a time.
+        let file = name.strip_prefix("release/").and_then(|n| b.files.read(n));
         let Some(data) = file else {
             findings.push(finding(
                 "provenance.intoto.json",
@@ -161,7 +184,7 @@ pub(super) fn check_statement(b: &Bundle, findings: &mut Vec<Finding>) {
             ));
             continue;
         };
-        let sha = hex::encode(sha2::Sha256::digest(data));
+        let sha = sha256_hex(&data);
         if s.digest.sha256.as_deref() != Some(sha.as_str()) {
             findings.push(finding(
                 "provenance.intoto.json",
@@ -201,7 +224,7 @@ mod tests {
             release_digest: "r".into(),
             release_node: "n".into(),
         };
-        let files = [("summary.json".to_owned(), b"{}".to_vec())].into();
+        let files = [("summary.json".to_owned(), Hashes::of(b"{}"))].into();
         let statement = Statement::new(&files, &provenance);
         for text in [
             serde_json::to_string_pretty(&statement),

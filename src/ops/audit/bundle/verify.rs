@@ -13,11 +13,11 @@ use serde::Deserialize;
 use super::format::{Bundle, BundleNode, blob_path, read_bundle};
 use super::hashing::hash_blobs;
 use super::intoto::check_statement;
-use crate::ops::audit::diff::compare_files;
+use crate::ops::audit::diff::{compare_files, difference};
 use crate::ops::audit::finding::{Finding, finding};
-use crate::ops::audit::recompute::{Recomputed, recompute_release};
-use crate::ops::audit::release::release_digest;
-use crate::release::{Manifest, Number};
+use crate::ops::audit::recompute::recompute_into;
+use crate::ops::audit::release::{OnDisk, Present as _, release_digest};
+use crate::release::{Manifest, Number, Sink};
 use crate::run::error::NodeError;
 
 /// Why `verify --bundle` could not check anything.
@@ -80,17 +80,18 @@ pub(crate) fn verify_bundle(
     // the statement's sha256 subjects.
     let manifest_bytes = b
         .files
-        .get("manifest.json")
+        .read("manifest.json")
         .ok_or_else(|| BundleError::Unreadable("no release/manifest.json".to_owned()))?;
     check_release_digest(
         &b,
-        manifest_bytes,
+        &manifest_bytes,
         expected_digest,
         &mut findings,
         &mut checked,
     );
-    let read = |name: &str| b.files.get(name).cloned();
-    let (manifest, shards) = Manifest::read(manifest_bytes, &read).unwrap_or_default();
+    let read = |name: &str| b.files.read(name);
+    let (manifest, shards) = Manifest::read(&manifest_bytes, &read).unwrap_or_default();
+    drop(manifest_bytes);
     // The files' own digests are reported after the nodes and the
     // recomputation, which name the field that differs.
     let mut late: Vec<Finding> = shards
@@ -144,14 +145,14 @@ pub(crate) fn verify_bundle(
         findings.extend(late);
         return Ok((findings, checked));
     };
-    let recomputed = recompute(&b, release, &by_name, &mut findings);
-    let Some(files) = recomputed else {
+    let recomputed = recompute(&b, release, &by_name, wanted.is_some(), &mut findings);
+    let Some(again) = recomputed else {
         findings.extend(late);
         return Ok((findings, checked));
     };
     check_recomputed(
         &b,
-        &files,
+        again,
         (&manifest, &wanted, number),
         &mut findings,
         &mut checked,
@@ -217,17 +218,14 @@ fn check_release_digest(
 /// Every file the manifest lists against its digest.
 fn check_listed_files(b: &Bundle, manifest: &Manifest, late: &mut Vec<Finding>) {
     for (name, want) in &manifest.files {
-        match b.files.get(name) {
+        match b.files.digest(name) {
             None => late.push(finding(
                 format!("release/{name}"),
                 "listed in manifest.json but missing",
             )),
-            Some(bytes) if Digest::of(bytes).to_hex() != *want => late.push(finding(
+            Some(got) if got != *want => late.push(finding(
                 format!("release/{name}"),
-                format!(
-                    "manifest.json says {want}, the file hashes to {}",
-                    Digest::of(bytes)
-                ),
+                format!("manifest.json says {want}, the file hashes to {got}"),
             )),
             Some(_) => {}
         }
@@ -271,8 +269,8 @@ fn wanted<'a>(
         Some(path) if path.starts_with("funnel") => {
             // A count rests on the release node's inputs: every triage and
             // screening it counts.
-            let published = b.files.get("funnel.json");
-            if published.and_then(|f| count_at(f, path)).is_none() {
+            let published = b.files.read("funnel.json");
+            if published.and_then(|f| count_at(&f, path)).is_none() {
                 return Err(BundleError::NoSuchCount(path.to_owned()));
             }
             let roots = release.map(|r| r.name.as_str()).into_iter().collect();
@@ -409,15 +407,24 @@ fn check_nodes(
 /// one number (or count) asked for.
 fn check_recomputed(
     b: &Bundle,
-    files: &BTreeMap<String, Vec<u8>>,
+    again: Again<'_>,
     (manifest, wanted, number): (&Manifest, &Wanted<'_>, Option<&str>),
     findings: &mut Vec<Finding>,
     checked: &mut BundleChecked,
 ) {
+    let files = &again.kept;
     match wanted {
         None => {
             let before = findings.len();
-            compare_files(&b.files, files, findings);
+            findings.extend(again.findings);
+            for name in b.files.names() {
+                if !again.made.contains(name) {
+                    findings.push(finding(
+                        format!("release/{name}"),
+                        "in the bundle, but not a file of the release",
+                    ));
+                }
+            }
             // The numbers count as checked when both files that hold them recompute.
             let holds_numbers = |f: &Finding| {
                 f.what == "release/summary.json"
@@ -430,7 +437,7 @@ fn check_recomputed(
         }
         Some((None, _)) => {
             let path = number.unwrap_or_default();
-            let published = b.files.get("funnel.json").and_then(|f| count_at(f, path));
+            let published = b.files.read("funnel.json").and_then(|f| count_at(&f, path));
             let again = files.get("funnel.json").and_then(|f| count_at(f, path));
             if published == again {
                 checked.numbers = 1;
@@ -464,11 +471,11 @@ fn check_recomputed(
                 Some(_) => checked.numbers = 1,
             }
             // The published value in summary.json must be the manifest's too.
-            if let Some(s) = b.files.get("summary.json")
-                && files.get("summary.json") != Some(s)
+            if let Some(s) = b.files.read("summary.json")
+                && files.get("summary.json") != Some(&s)
             {
                 compare_files(
-                    &BTreeMap::from([("summary.json".to_owned(), s.clone())]),
+                    &BTreeMap::from([("summary.json".to_owned(), s)]),
                     &BTreeMap::from([(
                         "summary.json".to_owned(),
                         files.get("summary.json").cloned().unwrap_or_default(),
@@ -514,12 +521,13 @@ fn closure<'a>(
 
 /// The release files from the release node's params and input outputs, and
 /// its output record checked against what the job stored.
-fn recompute(
-    b: &Bundle,
+fn recompute<'b>(
+    b: &'b Bundle,
     release: &BundleNode,
     by_name: &BTreeMap<&str, &BundleNode>,
+    one_number: bool,
     findings: &mut Vec<Finding>,
-) -> Option<BTreeMap<String, Vec<u8>>> {
+) -> Option<Again<'b>> {
     let what = format!("node {}", release.name);
     let Some(params_json) = &release.params_json else {
         findings.push(finding(what, "no params_json"));
@@ -563,8 +571,14 @@ fn recompute(
             )))
         }
     };
-    let Recomputed { files, record } = match recompute_release(params_json, &params, &inputs, &read)
-    {
+    let mut again = Again {
+        present: &b.files,
+        one_number,
+        findings: Vec::new(),
+        made: BTreeSet::new(),
+        kept: BTreeMap::new(),
+    };
+    let record = match recompute_into(params_json, &params, &inputs, &read, &mut again) {
         Ok(r) => r,
         Err(e) => {
             findings.push(finding(what, format!("cannot recompute the release: {e}")));
@@ -579,5 +593,48 @@ fn recompute(
             "its output record differs from the release recomputed from its inputs",
         ));
     }
-    Some(files)
+    // In the files' order, as the bundle lists them.
+    again.findings.sort_by(|a, b| a.what.cmp(&b.what));
+    Some(again)
+}
+
+/// The release as recomputed, held against the bundle's files one by one
+/// as it is made (a release of a million sessions is never whole in
+/// memory): what differs, the names made, and for one number's check the
+/// few files that hold it.
+struct Again<'p> {
+    present: &'p OnDisk,
+    one_number: bool,
+    findings: Vec<Finding>,
+    made: BTreeSet<String>,
+    kept: BTreeMap<String, Vec<u8>>,
+}
+
+impl Sink for Again<'_> {
+    type Error = std::convert::Infallible;
+
+    fn put(&mut self, name: &str, bytes: Vec<u8>) -> Result<String, Self::Error> {
+        let hex = Digest::of(&bytes).to_hex();
+        let what = format!("release/{name}");
+        match self.present.digest(name) {
+            None => self
+                .findings
+                .push(finding(what, "recomputed, but missing from the bundle")),
+            Some(have) if have != hex => {
+                let have = self.present.read(name).unwrap_or_default();
+                self.findings
+                    .push(finding(what, difference(name, &have, &bytes)));
+            }
+            Some(_) => {}
+        }
+        self.made.insert(name.to_owned());
+        let holds_a_number = name == "funnel.json"
+            || name == "summary.json"
+            || name == "manifest.json"
+            || name.starts_with("manifest/");
+        if self.one_number && holds_a_number {
+            self.kept.insert(name.to_owned(), bytes);
+        }
+        Ok(hex)
+    }
 }

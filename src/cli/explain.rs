@@ -78,7 +78,7 @@ pub(crate) fn run(global: &Global, args: ExplainArgs) -> Result<i32, Failure> {
     // Inputs under their names in the last build (a node reused under
     // another name records the names of the build that made it).
     if let Some(m) = manifests.first() {
-        let found = crate::ops::audit::inputs_in(&display.deps, &record.deps, m);
+        let found = crate::ops::audit::Entries::of(m).inputs(&display.deps, &record.deps);
         for (dep, entry) in display.deps.iter_mut().zip(found) {
             if let Some(e) = entry {
                 dep.clone_from(&e.name);

@@ -19,7 +19,7 @@ mod finding;
 mod recompute;
 mod release;
 
-pub(crate) use display::{NodeDisplay, inputs_in};
+pub(crate) use display::{Entries, NodeDisplay};
 
 pub(crate) use finding::Finding;
 #[cfg(test)]

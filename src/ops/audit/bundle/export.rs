@@ -96,6 +96,7 @@ fn write_bundle(store: &Store, out: &mut Out, omit: &[String]) -> Result<Exporte
     let e = |e: &dyn std::fmt::Display| e.to_string();
     let (manifest, release_key) = last_release(store)?;
 
+    let entries = crate::ops::audit::Entries::of(&manifest);
     let mut nodes: BTreeMap<String, BundleNode> = BTreeMap::new();
     // Every blob written, and every node's output among them.
     let mut written: BTreeSet<Digest> = BTreeSet::new();
@@ -122,7 +123,7 @@ fn write_bundle(store: &Store, out: &mut Out, omit: &[String]) -> Result<Exporte
         // names the inputs of the build that first made it, which may be
         // gone; the input is then the last build's node of the same output.
         let mut inputs = Vec::with_capacity(display.deps.len());
-        let found = crate::ops::audit::inputs_in(&display.deps, &record.deps, &manifest);
+        let found = entries.inputs(&display.deps, &record.deps);
         for (dep, entry) in display.deps.iter().zip(found) {
             let Some((entry, key)) = entry.and_then(|m| Some((m, m.key?))) else {
                 return Err(format!("{name}: input {dep} is not in the last build"));

@@ -739,3 +739,120 @@ fn an_export_that_fails_part_way_leaves_no_bundle() {
     let left: Vec<_> = std::fs::read_dir(&target).unwrap().flatten().collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// A bundle made to fool the reader of `verify`'s output: a release file
+/// whose name holds a terminal escape and a line break, and a report page
+/// edited to hold escapes that would erase the line before and set the
+/// window's title. Every finding is still printed, each on one line of
+/// its own, with no escape or carriage return left; no line says the
+/// bundle is sound; the JSON findings keep the names as they are.
+#[test]
+fn a_bundle_cannot_write_to_the_terminal_or_forge_a_line() {
+    let c = Copy::new();
+    let evil = "x\u{1b}[1A\u{1b}[2K\nbundle ok: release 00.txt";
+    std::fs::write(c.release_file(evil), "added").unwrap();
+    let report = c.release_file("report.html");
+    let html = std::fs::read_to_string(&report).unwrap();
+    let forged = html.replacen("<", "\u{1b}]0;pwned\u{7}\u{1b}[2K\r\u{9b}1Abundle ok <", 1);
+    assert_ne!(forged, html);
+    std::fs::write(&report, forged).unwrap();
+    let run = verify(&c.path, &[]).code(4);
+    for text in [&run.stdout, &run.stderr] {
+        assert!(
+            !text.contains(['\u{1b}', '\u{7}', '\r', '\u{9b}']),
+            "{text:?}"
+        );
+        assert!(!text.lines().any(|l| l.starts_with("bundle ok")), "{text}");
+    }
+    let mismatches: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("MISMATCH"))
+        .collect();
+    assert!(
+        mismatches.contains(
+            &"MISMATCH release/x bundle ok: release 00.txt: in the bundle, but not a file of the release"
+        ),
+        "{mismatches:#?}"
+    );
+    assert!(
+        mismatches
+            .iter()
+            .any(|l| l.starts_with("MISMATCH release/report.html: ")),
+        "{mismatches:#?}"
+    );
+    // The machine-readable findings keep the name whole.
+    let json = verify(&c.path, &["--json"]).code(4);
+    let named = json
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .any(|f| f["what"] == format!("release/{evil}"));
+    assert!(named, "{}", json.stdout);
+}
+
+/// `verify --bundle` DIR ARGS, ended after 60 s (a read that blocks).
+fn verify_within(bundle: &Path) -> Run {
+    let cwd = tempfile::tempdir().unwrap();
+    let out = Command::new("timeout")
+        .args(["60", BIN, "verify", "--bundle"])
+        .arg(bundle)
+        .current_dir(cwd.path())
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    Run::from(out).no_panic()
+}
+
+/// A bundle's files are read without following a link, and only regular
+/// files are: a blob that is a link to a copy of its own bytes outside the
+/// bundle, a blob that is a FIFO (reading it would block for ever), and a
+/// `release/` that is a link to a copy of the release elsewhere are each
+/// refused, not believed. Harmless when the defence fails: every target is
+/// in this test's temp dir, and a blocked read is ended after 60 s.
+#[test]
+fn links_and_fifos_in_a_bundle_are_not_its_files() {
+    let grades = |c: &Copy| c.names_of_kind("grade");
+    // A blob linked to a copy of itself outside the bundle.
+    let c = Copy::new();
+    let outside = tempfile::tempdir().unwrap();
+    let hex = c.node(&grades(&c)[0])["output"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let copy = outside.path().join("copy");
+    std::fs::copy(c.blob(&hex), &copy).unwrap();
+    std::fs::remove_file(c.blob(&hex)).unwrap();
+    std::os::unix::fs::symlink(&copy, c.blob(&hex)).unwrap();
+    let run = verify_within(&c.path);
+    assert_eq!(run.code, 4, "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains(&hex), "{}", run.stderr);
+    assert!(run.stderr.contains("not a regular file"), "{}", run.stderr);
+
+    // A blob that is a FIFO.
+    let c = Copy::new();
+    let hex = c.node(&grades(&c)[1])["output"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    std::fs::remove_file(c.blob(&hex)).unwrap();
+    let made = Command::new("mkfifo").arg(c.blob(&hex)).status().unwrap();
+    assert!(made.success());
+    let run = verify_within(&c.path);
+    assert_eq!(run.code, 4, "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains(&hex), "{}", run.stderr);
+
+    // release/ a link to the same files elsewhere.
+    let c = Copy::new();
+    let elsewhere = outside.path().join("release");
+    copy_tree(&c.path.join("release"), &elsewhere);
+    std::fs::remove_dir_all(c.path.join("release")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, c.path.join("release")).unwrap();
+    let run = verify_within(&c.path);
+    assert_eq!(run.code, 4, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("bundle/release is not a"),
+        "{}",
+        run.stderr
+    );
+}

@@ -388,7 +388,7 @@ fn checked(dir: &std::path::Path, args: &VerifyArgs, held: Held<'_>) -> Result<i
         );
         const SHOWN: usize = 20;
         for (node, says) in checked.sources.iter().take(SHOWN) {
-            println!("  rests on {node} {says}");
+            println!("  rests on {} {}", one_line(node), one_line(says));
         }
         if checked.sources.len() > SHOWN {
             println!(
@@ -409,7 +409,7 @@ fn checked(dir: &std::path::Path, args: &VerifyArgs, held: Held<'_>) -> Result<i
             eprintln!(
                 "{problems}: {} problems (first: {}); checked {counts}",
                 findings.len(),
-                findings[0].what
+                one_line(&findings[0].what)
             );
         }
     }
@@ -426,7 +426,16 @@ fn print_findings(findings: &[crate::ops::audit::Finding], json: bool) {
         if json {
             println!("{}", serde_json::to_string(f).unwrap_or_default());
         } else {
-            eprintln!("MISMATCH {}: {}", f.what, f.problem);
+            eprintln!("MISMATCH {}: {}", one_line(&f.what), one_line(&f.problem));
         }
     }
+}
+
+/// `text` as one line of a terminal: a finding names files and quotes
+/// lines of a bundle someone else made, whose names and bytes may hold
+/// terminal escapes (to hide a finding, or rewrite the line before it) or
+/// line breaks (to forge a line of their own, such as `bundle ok`). Both
+/// are taken out; `--json` escapes them instead.
+fn one_line(text: &str) -> String {
+    crate::run::harbor::screen::clean(text).replace(['\n', '\t'], " ")
 }

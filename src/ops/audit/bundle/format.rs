@@ -132,17 +132,71 @@ pub(super) struct Bundle {
     pub(super) files: OnDisk,
 }
 
+/// Opens `rel`, a path below the bundle's directory `dir`, for reading:
+/// each directory on the way a real one and the file a regular one, no
+/// link followed. A bundle is someone else's: a link to `/dev/zero`, a
+/// FIFO or a file elsewhere on the auditor's machine is not one of its
+/// files (reading it would hang `verify`, or check another file as the
+/// bundle's).
+pub(super) fn open_in(dir: &Path, rel: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let parts: Vec<_> = rel.components().collect();
+    let mut at = dir.to_path_buf();
+    for (i, part) in parts.iter().enumerate() {
+        at.push(part);
+        let kind = std::fs::symlink_metadata(&at)?.file_type();
+        let last = i + 1 == parts.len();
+        if (last && !kind.is_file()) || (!last && !kind.is_dir()) {
+            let want = if last {
+                "a regular file"
+            } else {
+                "a directory"
+            };
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("{} is not {want}", at.display()),
+            ));
+        }
+    }
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&at)
+}
+
+/// The bytes of `rel` below `dir`, opened by [`open_in`].
+pub(super) fn read_in(dir: &Path, rel: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    open_in(dir, rel)?.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// The bytes of the blob `hex` of the bundle in `dir`.
+pub(super) fn read_blob(dir: &Path, hex: &str) -> std::io::Result<Vec<u8>> {
+    if hex.len() < 3 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("`{hex}` is not a blob's name"),
+        ));
+    }
+    read_in(dir, &blob_path(Path::new(""), hex))
+}
+
 pub(super) fn read_bundle(dir: &Path) -> Result<Bundle, String> {
-    let read = |p: &Path| std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()));
-    let head: BundleHead = serde_json::from_slice(&read(&dir.join("bundle.json"))?)
-        .map_err(|e| format!("bundle.json: {e}"))?;
+    let read = |name: &str| {
+        read_in(dir, Path::new(name))
+            .map_err(|e| format!("cannot read {}: {e}", dir.join(name).display()))
+    };
+    let head: BundleHead =
+        serde_json::from_slice(&read("bundle.json")?).map_err(|e| format!("bundle.json: {e}"))?;
     if head.format != FORMAT {
         return Err(format!(
             "bundle.json: format `{}`, this assay reads `{FORMAT}`",
             head.format
         ));
     }
-    let text = read(&dir.join("nodes.jsonl"))?;
+    let text = read("nodes.jsonl")?;
     let mut nodes = Vec::new();
     for (i, line) in text.split(|b| *b == b'\n').enumerate() {
         if line.is_empty() {
@@ -154,7 +208,11 @@ pub(super) fn read_bundle(dir: &Path) -> Result<Bundle, String> {
     }
     // The release's files as a release directory holds them (the report's
     // pages under `pages/`).
-    let files = OnDisk::read(&dir.join("release"))?;
+    let release = dir.join("release");
+    if !std::fs::symlink_metadata(&release).is_ok_and(|m| m.is_dir()) {
+        return Err(format!("{} is not a directory", release.display()));
+    }
+    let files = OnDisk::read(&release)?;
     Ok(Bundle {
         dir: dir.to_owned(),
         head,

@@ -6,23 +6,35 @@ use std::path::Path;
 use assay_engine::Digest;
 
 /// Every file under `blobs/`, hashed (on two threads): name -> whether its
-/// bytes hash to its name.
+/// bytes hash to its name. A link, a FIFO or a device there is no blob:
+/// unreadable ([`super::format::open_in`]).
 pub(super) fn hash_blobs(dir: &Path) -> BTreeMap<String, Result<(), String>> {
     let mut paths = Vec::new();
-    for shard in std::fs::read_dir(dir.join("blobs"))
+    let real_dir = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+    let blobs = dir.join("blobs");
+    for shard in std::fs::read_dir(&blobs)
         .into_iter()
+        .filter(|_| real_dir(&blobs))
         .flatten()
         .flatten()
     {
         let prefix = shard.file_name().to_string_lossy().into_owned();
+        if !shard.file_type().is_ok_and(|t| t.is_dir()) {
+            // Not listed: a link to a directory elsewhere is no shard.
+            paths.push((prefix, Path::new("blobs").join(shard.file_name())));
+            continue;
+        }
         for f in std::fs::read_dir(shard.path())
             .into_iter()
             .flatten()
             .flatten()
         {
+            // Below the bundle, each part checked as it is opened.
             paths.push((
                 format!("{prefix}{}", f.file_name().to_string_lossy()),
-                f.path(),
+                Path::new("blobs")
+                    .join(shard.file_name())
+                    .join(f.file_name()),
             ));
         }
     }
@@ -39,7 +51,7 @@ pub(super) fn hash_blobs(dir: &Path) -> BTreeMap<String, Result<(), String>> {
                 s.spawn(move || {
                     part.iter()
                         .map(|(name, path)| {
-                            let r = match std::fs::read(path) {
+                            let r = match super::format::read_in(dir, path) {
                                 Err(e) => Err(format!("unreadable: {e}")),
                                 Ok(b) => {
                                     let got = Digest::of(&b).to_hex();

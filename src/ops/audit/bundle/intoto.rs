@@ -4,6 +4,7 @@
 //! the statement's bytes are those of a sorted JSON object.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
 use assay_engine::Digest;
 use serde::{Deserialize, Serialize};
@@ -156,8 +157,7 @@ impl Statement {
 
 /// `provenance.intoto.json`: every subject's sha256 must be its file's.
 pub(super) fn check_statement(b: &Bundle, findings: &mut Vec<Finding>) {
-    let path = b.dir.join("provenance.intoto.json");
-    let Ok(bytes) = std::fs::read(&path) else {
+    let Ok(bytes) = super::format::read_in(&b.dir, Path::new("provenance.intoto.json")) else {
         findings.push(finding("provenance.intoto.json", "missing"));
         return;
     };

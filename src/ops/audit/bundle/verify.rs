@@ -10,7 +10,7 @@ use std::path::Path;
 use assay_engine::Digest;
 use serde::Deserialize;
 
-use super::format::{Bundle, BundleNode, blob_path, read_bundle};
+use super::format::{Bundle, BundleNode, read_blob, read_bundle};
 use super::hashing::hash_blobs;
 use super::intoto::check_statement;
 use crate::ops::audit::diff::{compare_files, difference};
@@ -285,7 +285,7 @@ fn wanted<'a>(
                 match by_key.get(k) {
                     Some(n) => {
                         roots.insert(n.name.as_str());
-                        let says = std::fs::read(blob_path(&b.dir, &n.output))
+                        let says = read_blob(&b.dir, &n.output)
                             .ok()
                             .and_then(|b| serde_json::from_slice::<Says>(&b).ok())
                             .and_then(Says::word)
@@ -543,7 +543,7 @@ fn recompute<'b>(
     let mut inputs = Vec::with_capacity(release.inputs.len());
     for name in &release.inputs {
         let read = by_name.get(name.as_str()).and_then(|n| {
-            let bytes = std::fs::read(blob_path(&b.dir, &n.output)).ok()?;
+            let bytes = read_blob(&b.dir, &n.output).ok()?;
             let key = n.key.parse::<Digest>().ok()?;
             (Digest::of(&bytes).to_hex() == n.output).then_some((bytes, key))
         });
@@ -561,7 +561,7 @@ fn recompute<'b>(
     // A blob is believed only if it hashes to its name.
     let read = |hex: &str| -> Result<Vec<u8>, NodeError> {
         let d: Digest = hex.parse().map_err(NodeError::input)?;
-        let bytes = std::fs::read(blob_path(&b.dir, &d.to_hex()))
+        let bytes = read_blob(&b.dir, &d.to_hex())
             .map_err(|e| NodeError::input(format!("blob {hex}: {e}")))?;
         if Digest::of(&bytes) == d {
             Ok(bytes)
@@ -586,7 +586,7 @@ fn recompute<'b>(
         }
     };
     // The release job itself, re-executed: its output record names the files.
-    let stored = std::fs::read(blob_path(&b.dir, &release.output)).unwrap_or_default();
+    let stored = read_blob(&b.dir, &release.output).unwrap_or_default();
     if serde_json::to_vec(&record).unwrap_or_default() != stored {
         findings.push(finding(
             what,

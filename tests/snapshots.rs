@@ -267,3 +267,54 @@ fn show_takes_the_node_names_its_hint_suggests() {
         .unwrap_or_else(|| panic!("{}", events.stdout));
     p.run(&["show", &release]).code(0).stdout_has("\"files\"");
 }
+
+/// An agent's patch that writes terminal escapes (the window's title, a
+/// line erased) is shown on a terminal without them, and as stored into a
+/// pipe. The terminal is `script`'s pseudo-terminal, whose output is this
+/// test's: nothing reaches the real one.
+#[test]
+fn show_on_a_terminal_prints_no_escape_an_agent_wrote() {
+    let f = Fixture::new();
+    f.default_pipeline();
+    let hostile = "note \u{1b}]0;pwned\u{7}\u{1b}[2K\u{9b}1A done\n";
+    let patch = f.diff2(&[("pkg/notes.txt", Some(hostile))]);
+    f.session("alpha/notes.json", "p-2", &patch);
+    f.build_ok();
+    let blobs = f.project.cache().join("blobs");
+    let mut found = None;
+    for shard in std::fs::read_dir(&blobs).unwrap().flatten() {
+        for blob in std::fs::read_dir(shard.path()).unwrap().flatten() {
+            let bytes = std::fs::read(blob.path()).unwrap();
+            if bytes.windows(4).any(|w| w == "]0;p".as_bytes())
+                && std::str::from_utf8(&bytes).is_ok()
+                && serde_json::from_slice::<serde_json::Value>(&bytes).is_err()
+            {
+                found = Some(format!(
+                    "{}{}",
+                    shard.file_name().to_string_lossy(),
+                    blob.file_name().to_string_lossy()
+                ));
+            }
+        }
+    }
+    let hex = found.expect("the patch is a text blob of the cache");
+    // Into a pipe: as stored.
+    let piped = f.project.run(&["show", &hex]).code(0);
+    assert!(
+        piped.stdout.contains(hostile.trim_end()),
+        "{:?}",
+        piped.stdout
+    );
+    // On a terminal: the text, without the escapes.
+    let command = format!("{} show {hex}", util::BIN);
+    let out = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .current_dir(f.path())
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{shown}");
+    assert!(shown.contains("note  done"), "{shown:?}");
+    assert!(!shown.contains(['\u{1b}', '\u{7}', '\u{9b}']), "{shown:?}");
+}

@@ -8,7 +8,8 @@ use super::shared::{Failure, Global};
 use crate::exit;
 use crate::pipeline::Pipeline;
 
-/// Print a cached node's output, or any blob, decoded (JSON pretty-printed, text as is).
+/// Print a cached node's output, or any blob, decoded (JSON pretty-printed, text as is; on a
+/// terminal without its escape sequences and control characters).
 #[derive(Args, Debug)]
 pub(crate) struct ShowArgs {
     /// A node name from the last build (as `assay plan --all` or `assay build --json` print it), a
@@ -63,7 +64,15 @@ pub(crate) fn run(global: &Global, args: ShowArgs) -> Result<i32, Failure> {
             );
         }
     } else if let Ok(text) = std::str::from_utf8(&bytes) {
-        let _ = out.write_all(text.as_bytes());
+        // A log or a patch holds what graded code or an agent wrote: on a
+        // terminal, its escapes (a title, the clipboard, a line erased)
+        // and control characters are taken out; into a pipe or a file it
+        // goes as stored.
+        if std::io::IsTerminal::is_terminal(&out) {
+            let _ = out.write_all(crate::run::harbor::screen::clean(text).as_bytes());
+        } else {
+            let _ = out.write_all(text.as_bytes());
+        }
     } else {
         let _ = writeln!(out, "{} bytes of binary data (use --raw)", bytes.len());
     }

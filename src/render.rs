@@ -67,7 +67,11 @@ impl Human {
     /// One line on stderr, above the bar while it shows. Printed whether or
     /// not stderr is a terminal (the bar's own `println` prints nothing
     /// while the bar is hidden: a pipe, a log file, the first second).
+    /// A line of the build's progress: node names and failure reasons may
+    /// quote a session file or a test's output, so its terminal escapes
+    /// and control characters are taken out.
     fn line(&self, text: String) {
+        let text = crate::run::harbor::screen::clean(&text);
         self.bar.suspend(|| eprintln!("{text}"));
     }
 

@@ -118,16 +118,23 @@ fn pipeline_unknown_key_points_at_it_with_a_hint() {
     insta::assert_snapshot!(diagnostic(&project, &run));
 }
 
-#[test]
-fn session_file_missing_a_comma_points_at_it_with_a_hint() {
+/// A build of the fixture with one more session file, `sessions/NAME`
+/// holding `text`.
+fn build_with_session(name: &str, text: &str) -> (Fixture, Run) {
     let f = Fixture::new();
     f.default_pipeline();
+    f.project.write(&format!("sessions/{name}"), text);
+    let run = f.project.run(&["build"]);
+    (f, run)
+}
+
+#[test]
+fn session_file_missing_a_comma_points_at_it_with_a_hint() {
     // The comma after the agent is missing.
-    f.project.write(
-        "sessions/alpha/no-comma.json",
+    let (f, run) = build_with_session(
+        "alpha/no-comma.json",
         "{\n  \"task\": \"p-1\",\n  \"agent\": \"alpha\"\n  \"model\": \"model-x\",\n  \"patch\": \"\"\n}\n",
     );
-    let run = f.project.run(&["build"]);
     insta::assert_snapshot!(diagnostic(&f.project, &run));
 }
 
@@ -317,4 +324,22 @@ fn show_on_a_terminal_prints_no_escape_an_agent_wrote() {
     assert!(out.status.success(), "{shown}");
     assert!(shown.contains("note  done"), "{shown:?}");
     assert!(!shown.contains(['\u{1b}', '\u{7}', '\u{9b}']), "{shown:?}");
+}
+
+/// A session file that fails to read, its bytes holding terminal escapes:
+/// the diagnostic that shows the file and the build's FAILED line name it
+/// and say why, with no escape left of what they quote.
+#[test]
+fn a_failed_nodes_line_holds_no_escape_of_what_it_quotes() {
+    let (_f, run) = build_with_session(
+        "alpha/evil.json",
+        "{\"task\": \"p-1\", \"agent\": \"alpha\u{1b}]0;pwned\u{7}\u{1b}[2K\", \"patch\": 3}\n",
+    );
+    let named = |l: &str| l.contains("FAILED") && l.contains("evil.json");
+    assert!(run.stderr.lines().any(named), "{}", run.stderr);
+    assert!(
+        !run.stderr.contains(['\u{1b}', '\u{7}']),
+        "{:?}",
+        run.stderr
+    );
 }

@@ -239,8 +239,16 @@ fn print_failures(store: &Store, key: &Digest) -> Result<(), Failure> {
     for f in store.failures(None).map_err(Failure::cache)? {
         if f.key == key.to_hex() {
             match &f.class {
-                Some(class) => println!("failed   build {} ({class}): {}", f.build, f.reason),
-                None => println!("failed   build {}: {}", f.build, f.reason),
+                Some(class) => println!(
+                    "failed   build {} ({class}): {}",
+                    f.build,
+                    crate::run::harbor::screen::clean(&f.reason)
+                ),
+                None => println!(
+                    "failed   build {}: {}",
+                    f.build,
+                    crate::run::harbor::screen::clean(&f.reason)
+                ),
             }
         }
     }

@@ -105,7 +105,10 @@ impl TaskTomlError {
         let e = &mut self.0;
         e.file = file.to_owned();
         if let Some(src) = e.src.take() {
-            e.src = Some(NamedSource::new(file, src.inner().clone()));
+            e.src = Some(NamedSource::new(
+                file,
+                crate::sessions::span::printable(src.inner()),
+            ));
         }
         self
     }
@@ -148,7 +151,10 @@ impl TaskToml {
             TaskTomlError(Box::new(Unread {
                 file: file.clone(),
                 message,
-                src: Some(NamedSource::new(&file, text.clone())),
+                src: Some(NamedSource::new(
+                    &file,
+                    crate::sessions::span::printable(&text),
+                )),
                 span: span.map(SourceSpan::from),
                 label: label.to_owned(),
             }))

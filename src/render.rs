@@ -71,7 +71,7 @@ impl Human {
     /// quote a session file or a test's output, so its terminal escapes
     /// and control characters are taken out.
     fn line(&self, text: String) {
-        let text = crate::run::harbor::screen::clean(&text);
+        let text = crate::model::shown::clean(&text);
         self.bar.suspend(|| eprintln!("{text}"));
     }
 

@@ -91,8 +91,8 @@ fn with_cluster(test: impl FnOnce(&Cluster)) {
 
 /// No allocation of a build is left in the queue but as COMPLETING: one the
 /// build cancelled as it ended shows so while the nodes' daemons end its
-/// processes, for longer on a loaded machine (in CI, past the moment a
-/// build exits); one left running or pending is what this catches.
+/// processes, on a loaded machine past the moment the build exits; one
+/// left running or pending is what this catches.
 fn no_allocation_held(cluster: &Cluster, what: &str) {
     let left = cluster.slurm("squeue", &["-h", "-o", "%i %j %T"]);
     let held = |l: &str| l.contains("assay-") && !l.ends_with("COMPLETING");

@@ -238,17 +238,10 @@ fn list_diff(old: &[serde_json::Value], new: &[serde_json::Value]) -> Option<Vec
 fn print_failures(store: &Store, key: &Digest) -> Result<(), Failure> {
     for f in store.failures(None).map_err(Failure::cache)? {
         if f.key == key.to_hex() {
+            let reason = crate::model::shown::clean(&f.reason);
             match &f.class {
-                Some(class) => println!(
-                    "failed   build {} ({class}): {}",
-                    f.build,
-                    crate::run::harbor::screen::clean(&f.reason)
-                ),
-                None => println!(
-                    "failed   build {}: {}",
-                    f.build,
-                    crate::run::harbor::screen::clean(&f.reason)
-                ),
+                Some(class) => println!("failed   build {} ({class}): {reason}", f.build),
+                None => println!("failed   build {}: {reason}", f.build),
             }
         }
     }

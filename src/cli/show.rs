@@ -69,7 +69,7 @@ pub(crate) fn run(global: &Global, args: ShowArgs) -> Result<i32, Failure> {
         // and control characters are taken out; into a pipe or a file it
         // goes as stored.
         if std::io::IsTerminal::is_terminal(&out) {
-            let _ = out.write_all(crate::run::harbor::screen::clean(text).as_bytes());
+            let _ = out.write_all(crate::model::shown::clean(text).as_bytes());
         } else {
             let _ = out.write_all(text.as_bytes());
         }

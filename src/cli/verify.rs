@@ -437,5 +437,5 @@ fn print_findings(findings: &[crate::ops::audit::Finding], json: bool) {
 /// line breaks (to forge a line of their own, such as `bundle ok`). Both
 /// are taken out; `--json` escapes them instead.
 fn one_line(text: &str) -> String {
-    crate::run::harbor::screen::clean(text).replace(['\n', '\t'], " ")
+    crate::model::shown::clean(text).replace(['\n', '\t'], " ")
 }

@@ -21,6 +21,7 @@ pub(crate) mod records;
 pub(crate) mod rules;
 pub(crate) mod session;
 pub(crate) mod shell;
+pub(crate) mod shown;
 pub(crate) mod why;
 
 #[cfg(test)]

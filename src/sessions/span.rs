@@ -209,30 +209,7 @@ pub(crate) fn excerpt(text: &str, span: Range<usize>) -> (String, Range<usize>) 
     if span.start >= text.len() {
         moved = out.len()..out.len();
     }
-    (printable(&out), moved)
-}
-
-/// `text` with every control character but a newline, a tab and the `\r`
-/// of a `\r\n` made `?` (as many as its bytes: every offset into the
-/// text stays where it was). An error shows a file someone else wrote,
-/// and its escapes would reach the reader's terminal: a title set, a line
-/// erased, a finding hidden.
-pub(crate) fn printable(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        let kept = match c {
-            '\n' | '\t' => true,
-            '\r' => chars.peek() == Some(&'\n'),
-            c => !c.is_control(),
-        };
-        if kept {
-            out.push(c);
-        } else {
-            out.extend(std::iter::repeat_n('?', c.len_utf8()));
-        }
-    }
-    out
+    (crate::model::shown::printable(&out), moved)
 }
 
 fn floor_char_boundary(text: &str, offset: usize) -> usize {
@@ -246,18 +223,6 @@ fn floor_char_boundary(text: &str, offset: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Every control character but a newline, a tab and a `\r\n`'s `\r`
-    /// becomes as many `?` as its bytes: offsets into the text stay put.
-    #[test]
-    fn printable_keeps_every_offset() {
-        let text = "a\u{1b}[2Kb\r\nc\rd\u{9b}e\tf\u{7}\n";
-        let shown = printable(text);
-        assert_eq!(shown, "a?[2Kb\r\nc?d??e\tf?\n");
-        assert_eq!(shown.len(), text.len());
-        let at = text.find('e').unwrap();
-        assert_eq!(&shown[at..=at], "e");
-    }
 
     #[test]
     fn a_long_line_is_cut_around_the_span_and_the_span_follows() {

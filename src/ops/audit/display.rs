@@ -28,9 +28,9 @@ impl NodeDisplay {
 
 /// A build manifest's entries indexed for [`Entries::inputs`]: by name, and
 /// by output (the first entry by name of each output that has a key). An
-/// export looks up every input of every node of the closure, so a scan of
-/// the manifest for each (`BuildManifest::find`) grew as the square of the
-/// build.
+/// export looks up every input of every node of the closure: a scan of the
+/// manifest for each (`BuildManifest::find`) would grow as the square of
+/// the build.
 pub(crate) struct Entries<'m> {
     by_name: HashMap<&'m str, &'m ManifestEntry>,
     by_output: DigestMap<&'m ManifestEntry>,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use assay_engine::{BuildManifest, Digest, KeyRecord, Store};
 use serde::Deserialize;
 
-use super::diff::first_difference;
+use super::diff::{difference, first_difference};
 use super::display::NodeDisplay;
 use super::finding::{Finding, finding};
 use crate::nodes::release::ReleaseRecord;
@@ -86,8 +86,8 @@ impl Present for BTreeMap<String, Vec<u8>> {
 /// The files of a release directory, each hashed once as it is found and
 /// never held: a release of a million sessions is gigabytes.
 pub(crate) struct OnDisk {
-    /// Name -> (path, blake3 hex).
-    files: BTreeMap<String, (PathBuf, String)>,
+    /// Name -> (path, blake3 hex, sha256 hex when asked for).
+    files: BTreeMap<String, (PathBuf, String, Option<String>)>,
 }
 
 impl OnDisk {
@@ -95,10 +95,41 @@ impl OnDisk {
         let mut files = BTreeMap::new();
         walk_files(dir, "", &mut |name, path| {
             let d = Digest::of_file(&path).map_err(|err| format!("{name}: {err}"))?;
-            files.insert(name, (path, d.to_hex()));
+            files.insert(name, (path, d.to_hex(), None));
             Ok(())
         })?;
         Ok(OnDisk { files })
+    }
+
+    /// [`OnDisk::read`], each file's sha256 taken in the same read (a
+    /// bundle's statement names its files by both).
+    pub(crate) fn read_with_sha256(dir: &Path) -> Result<OnDisk, String> {
+        use sha2::Digest as _;
+        use std::io::Read as _;
+        let mut files = BTreeMap::new();
+        walk_files(dir, "", &mut |name, path| {
+            let fail = |err: std::io::Error| format!("{name}: {err}");
+            let mut file = std::fs::File::open(&path).map_err(fail)?;
+            let (mut b3, mut sha) = (blake3::Hasher::new(), sha2::Sha256::new());
+            let mut chunk = vec![0u8; 1 << 20];
+            loop {
+                let n = file.read(&mut chunk).map_err(fail)?;
+                if n == 0 {
+                    break;
+                }
+                b3.update(&chunk[..n]);
+                sha.update(&chunk[..n]);
+            }
+            let blake3 = b3.finalize().to_hex().to_string();
+            files.insert(name, (path, blake3, Some(hex::encode(sha.finalize()))));
+            Ok(())
+        })?;
+        Ok(OnDisk { files })
+    }
+
+    /// A file's sha256 (hex), when it was listed by [`OnDisk::read_with_sha256`].
+    pub(crate) fn sha256(&self, name: &str) -> Option<&str> {
+        self.files.get(name)?.2.as_deref()
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -115,7 +146,7 @@ impl OnDisk {
     }
 
     fn digests(&self) -> impl Iterator<Item = (&String, &String)> {
-        self.files.iter().map(|(n, (_, d))| (n, d))
+        self.files.iter().map(|(n, (_, d, _))| (n, d))
     }
 }
 
@@ -125,15 +156,57 @@ impl Present for OnDisk {
     }
 
     fn digest(&self, name: &str) -> Option<String> {
-        self.files.get(name).map(|(_, d)| d.clone())
+        self.files.get(name).map(|(_, d, _)| d.clone())
     }
 }
 
 /// The recomputed release held against the files present, file by file as
-/// it is made: what differs, what is missing.
-struct Against<'p> {
+/// it is made: what differs, what is missing; and, whole, the few files
+/// `keep` names (one number's check reads them).
+pub(super) struct Against<'p> {
     present: &'p OnDisk,
+    /// What a finding names a file by: `release/<name>` in a bundle.
+    prefix: &'static str,
+    /// Where a file recomputed but not present was looked for.
+    place: &'static str,
+    /// How a file that differs differs.
+    describe: fn(&str, &[u8], &[u8]) -> String,
+    keep: fn(&str) -> bool,
     findings: Vec<Finding>,
+    kept: BTreeMap<String, Vec<u8>>,
+}
+
+impl<'p> Against<'p> {
+    /// `verify --release`: a file by its name, a difference by its line.
+    fn release(present: &'p OnDisk) -> Self {
+        Against {
+            present,
+            prefix: "",
+            place: "the release",
+            describe: |_, have, again| first_difference(have, again),
+            keep: |_| false,
+            findings: Vec::new(),
+            kept: BTreeMap::new(),
+        }
+    }
+
+    /// `verify --bundle`: a file as `release/<name>`, a difference by its
+    /// field where it has one ([`difference`]); the files `keep` names kept.
+    pub(super) fn bundle(present: &'p OnDisk, keep: fn(&str) -> bool) -> Self {
+        Against {
+            prefix: "release/",
+            place: "the bundle",
+            describe: difference,
+            keep,
+            ..Against::release(present)
+        }
+    }
+
+    /// The findings, in the files' order, and the files kept.
+    pub(super) fn end(mut self) -> (Vec<Finding>, BTreeMap<String, Vec<u8>>) {
+        self.findings.sort_by(|a, b| a.what.cmp(&b.what));
+        (self.findings, self.kept)
+    }
 }
 
 impl Sink for Against<'_> {
@@ -141,16 +214,20 @@ impl Sink for Against<'_> {
 
     fn put(&mut self, name: &str, bytes: Vec<u8>) -> Result<String, Self::Error> {
         let hex = Digest::of(&bytes).to_hex();
-        match self.present.files.get(name) {
-            None => self
-                .findings
-                .push(finding(name, "recomputed, but missing from the release")),
-            Some((path, have)) if *have != hex => {
+        let problem = match self.present.files.get(name) {
+            None => Some(format!("recomputed, but missing from {}", self.place)),
+            Some((path, have, _)) if *have != hex => {
                 let have = std::fs::read(path).unwrap_or_default();
-                self.findings
-                    .push(finding(name, first_difference(&have, &bytes)));
+                Some((self.describe)(name, &have, &bytes))
             }
-            Some(_) => {}
+            Some(_) => None,
+        };
+        if let Some(problem) = problem {
+            self.findings
+                .push(finding(format!("{}{name}", self.prefix), problem));
+        }
+        if (self.keep)(name) {
+            self.kept.insert(name.to_owned(), bytes);
         }
         Ok(hex)
     }
@@ -334,10 +411,7 @@ pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>,
     ph.mark("read inputs");
     if inputs.len() == record.deps.len() {
         let read = crate::nodes::release::read_from(store.blobs());
-        let mut against = Against {
-            present: &present,
-            findings: Vec::new(),
-        };
+        let mut against = Against::release(&present);
         super::recompute::recompute_into(
             &display.params,
             &record.params,
@@ -346,9 +420,7 @@ pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>,
             &mut against,
         )?;
         checked.recomputed = true;
-        // In the files' order, as the release lists them.
-        against.findings.sort_by(|a, b| a.what.cmp(&b.what));
-        findings.extend(against.findings);
+        findings.extend(against.end().0);
     }
     ph.mark("compare");
     checked.files = present.len();

@@ -31,6 +31,7 @@ use std::time::Duration;
 use assay_docker::{ForeignContainer, ForeignSpec, Limits};
 use serde::{Deserialize, Serialize};
 
+use crate::model::shown::clean;
 use crate::run::error::chain;
 use crate::run::executor::daemon::Daemon;
 
@@ -666,55 +667,6 @@ pub(super) fn tail(bytes: &[u8], n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
-/// `text` without terminal escapes (CSI sequences such as colours, OSC
-/// sequences such as titles and links, and two-byte escapes) or other
-/// control characters but newlines and tabs: a reason is read in a file or
-/// a browser, where a raw escape is noise or a way to hide text.
-pub(crate) fn clean(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\u{1b}' => match chars.next() {
-                // CSI: parameters and intermediates, then one final byte.
-                Some('[') => {
-                    for c in chars.by_ref() {
-                        if ('\u{40}'..='\u{7e}').contains(&c) {
-                            break;
-                        }
-                    }
-                }
-                // OSC: up to BEL or ST (ESC \\).
-                Some(']') => {
-                    while let Some(c) = chars.next() {
-                        if c == '\u{7}' {
-                            break;
-                        }
-                        if c == '\u{1b}' {
-                            chars.next_if_eq(&'\\');
-                            break;
-                        }
-                    }
-                }
-                _ => {}
-            },
-            // The C1 CSI, and every other control character.
-            '\u{9b}' => {
-                for c in chars.by_ref() {
-                    if ('\u{40}'..='\u{7e}').contains(&c) {
-                        break;
-                    }
-                }
-            }
-            '\n' | '\t' => out.push(c),
-            '\r' => {}
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
@@ -955,9 +907,8 @@ mod tests {
     }
 
     #[test]
-    fn terminal_escapes_are_stripped_from_reasons() {
+    fn a_tail_is_read_without_terminal_escapes() {
         let raw = "\u{1b}[1;31mError:\u{1b}[0m step 3\r\n\u{1b}]8;;http://x\u{1b}\\link\u{1b}]8;;\u{7}\u{9b}2Kdone\u{7}";
-        assert_eq!(clean(raw), "Error: step 3\nlinkdone");
         assert_eq!(tail(raw.as_bytes(), 1), "linkdone");
     }
 

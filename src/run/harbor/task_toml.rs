@@ -107,7 +107,7 @@ impl TaskTomlError {
         if let Some(src) = e.src.take() {
             e.src = Some(NamedSource::new(
                 file,
-                crate::sessions::span::printable(src.inner()),
+                crate::model::shown::printable(src.inner()),
             ));
         }
         self
@@ -153,7 +153,7 @@ impl TaskToml {
                 message,
                 src: Some(NamedSource::new(
                     &file,
-                    crate::sessions::span::printable(&text),
+                    crate::model::shown::printable(&text),
                 )),
                 span: span.map(SourceSpan::from),
                 label: label.to_owned(),

@@ -380,7 +380,9 @@ fn apply(tree: &Path, patch: &[u8], ceiling: &Path) -> Result<(), String> {
     if out.status.success() {
         Ok(())
     } else {
-        Err(screen::clean(String::from_utf8_lossy(&out.stderr).trim()))
+        Err(crate::model::shown::clean(
+            String::from_utf8_lossy(&out.stderr).trim(),
+        ))
     }
 }
 

@@ -127,8 +127,8 @@ pub(super) struct Bundle {
     pub(super) dir: PathBuf,
     pub(super) head: BundleHead,
     pub(super) nodes: Vec<BundleNode>,
-    /// `release/`'s files, each hashed as it was listed, read again only
-    /// where a check needs its bytes.
+    /// `release/`'s files, each hashed (blake3 and sha256) as it was
+    /// listed, read again only where a check needs its bytes.
     pub(super) files: OnDisk,
 }
 
@@ -162,6 +162,11 @@ pub(super) fn open_in(dir: &Path, rel: &Path) -> std::io::Result<std::fs::File> 
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(&at)
+}
+
+/// Whether `path` is a directory itself, not a link to one.
+pub(super) fn real_dir(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
 }
 
 /// The bytes of `rel` below `dir`, opened by [`open_in`].
@@ -209,10 +214,10 @@ pub(super) fn read_bundle(dir: &Path) -> Result<Bundle, String> {
     // The release's files as a release directory holds them (the report's
     // pages under `pages/`).
     let release = dir.join("release");
-    if !std::fs::symlink_metadata(&release).is_ok_and(|m| m.is_dir()) {
+    if !real_dir(&release) {
         return Err(format!("{} is not a directory", release.display()));
     }
-    let files = OnDisk::read(&release)?;
+    let files = OnDisk::read_with_sha256(&release)?;
     Ok(Bundle {
         dir: dir.to_owned(),
         head,

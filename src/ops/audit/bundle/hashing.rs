@@ -10,11 +10,10 @@ use assay_engine::Digest;
 /// unreadable ([`super::format::open_in`]).
 pub(super) fn hash_blobs(dir: &Path) -> BTreeMap<String, Result<(), String>> {
     let mut paths = Vec::new();
-    let real_dir = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
     let blobs = dir.join("blobs");
     for shard in std::fs::read_dir(&blobs)
         .into_iter()
-        .filter(|_| real_dir(&blobs))
+        .filter(|_| super::format::real_dir(&blobs))
         .flatten()
         .flatten()
     {

@@ -12,7 +12,6 @@ use sha2::Digest as _;
 
 use super::format::{Bundle, BundleEnv, BundleProvenance};
 use crate::ops::audit::finding::{Finding, finding};
-use crate::ops::audit::release::Present as _;
 use crate::release::AssayVersion;
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -175,17 +174,17 @@ pub(super) fn check_statement(b: &Bundle, findings: &mut Vec<Finding>) {
     }
     for s in &subjects {
         let name = &s.name;
-        // One file in memory at a time.
-        let file = name.strip_prefix("release/").and_then(|n| b.files.read(n));
-        let Some(data) = file else {
+        let file = name
+            .strip_prefix("release/")
+            .and_then(|n| b.files.sha256(n));
+        let Some(sha) = file else {
             findings.push(finding(
                 "provenance.intoto.json",
                 format!("subject {name} is not a file of the bundle"),
             ));
             continue;
         };
-        let sha = sha256_hex(&data);
-        if s.digest.sha256.as_deref() != Some(sha.as_str()) {
+        if s.digest.sha256.as_deref() != Some(sha) {
             findings.push(finding(
                 "provenance.intoto.json",
                 format!(

@@ -13,11 +13,11 @@ use serde::Deserialize;
 use super::format::{Bundle, BundleNode, read_blob, read_bundle};
 use super::hashing::hash_blobs;
 use super::intoto::check_statement;
-use crate::ops::audit::diff::{compare_files, difference};
+use crate::ops::audit::diff::compare_files;
 use crate::ops::audit::finding::{Finding, finding};
 use crate::ops::audit::recompute::recompute_into;
-use crate::ops::audit::release::{OnDisk, Present as _, release_digest};
-use crate::release::{Manifest, Number, Sink};
+use crate::ops::audit::release::{Against, Present as _, release_digest};
+use crate::release::{Manifest, Number};
 use crate::run::error::NodeError;
 
 /// Why `verify --bundle` could not check anything.
@@ -407,7 +407,7 @@ fn check_nodes(
 /// one number (or count) asked for.
 fn check_recomputed(
     b: &Bundle,
-    again: Again<'_>,
+    again: Again,
     (manifest, wanted, number): (&Manifest, &Wanted<'_>, Option<&str>),
     findings: &mut Vec<Finding>,
     checked: &mut BundleChecked,
@@ -418,7 +418,7 @@ fn check_recomputed(
             let before = findings.len();
             findings.extend(again.findings);
             for name in b.files.names() {
-                if !again.made.contains(name) {
+                if !again.files.contains_key(name) {
                     findings.push(finding(
                         format!("release/{name}"),
                         "in the bundle, but not a file of the release",
@@ -521,13 +521,13 @@ fn closure<'a>(
 
 /// The release files from the release node's params and input outputs, and
 /// its output record checked against what the job stored.
-fn recompute<'b>(
-    b: &'b Bundle,
+fn recompute(
+    b: &Bundle,
     release: &BundleNode,
     by_name: &BTreeMap<&str, &BundleNode>,
     one_number: bool,
     findings: &mut Vec<Finding>,
-) -> Option<Again<'b>> {
+) -> Option<Again> {
     let what = format!("node {}", release.name);
     let Some(params_json) = &release.params_json else {
         findings.push(finding(what, "no params_json"));
@@ -571,14 +571,13 @@ fn recompute<'b>(
             )))
         }
     };
-    let mut again = Again {
-        present: &b.files,
-        one_number,
-        findings: Vec::new(),
-        made: BTreeSet::new(),
-        kept: BTreeMap::new(),
+    let keep = if one_number {
+        holds_a_number
+    } else {
+        |_: &str| false
     };
-    let record = match recompute_into(params_json, &params, &inputs, &read, &mut again) {
+    let mut against = Against::bundle(&b.files, keep);
+    let record = match recompute_into(params_json, &params, &inputs, &read, &mut against) {
         Ok(r) => r,
         Err(e) => {
             findings.push(finding(what, format!("cannot recompute the release: {e}")));
@@ -593,48 +592,28 @@ fn recompute<'b>(
             "its output record differs from the release recomputed from its inputs",
         ));
     }
-    // In the files' order, as the bundle lists them.
-    again.findings.sort_by(|a, b| a.what.cmp(&b.what));
-    Some(again)
+    let (findings, kept) = against.end();
+    Some(Again {
+        findings,
+        kept,
+        files: record.files,
+    })
 }
 
-/// The release as recomputed, held against the bundle's files one by one
-/// as it is made (a release of a million sessions is never whole in
-/// memory): what differs, the names made, and for one number's check the
-/// few files that hold it.
-struct Again<'p> {
-    present: &'p OnDisk,
-    one_number: bool,
+/// The release as recomputed, held against the bundle's files as it was
+/// made (a release of a million sessions is never whole in memory).
+struct Again {
+    /// What differs, in the files' order.
     findings: Vec<Finding>,
-    made: BTreeSet<String>,
+    /// For one number's check, the few files that hold it.
     kept: BTreeMap<String, Vec<u8>>,
+    /// Every file the release is made of (name -> digest).
+    files: BTreeMap<String, String>,
 }
 
-impl Sink for Again<'_> {
-    type Error = std::convert::Infallible;
-
-    fn put(&mut self, name: &str, bytes: Vec<u8>) -> Result<String, Self::Error> {
-        let hex = Digest::of(&bytes).to_hex();
-        let what = format!("release/{name}");
-        match self.present.digest(name) {
-            None => self
-                .findings
-                .push(finding(what, "recomputed, but missing from the bundle")),
-            Some(have) if have != hex => {
-                let have = self.present.read(name).unwrap_or_default();
-                self.findings
-                    .push(finding(what, difference(name, &have, &bytes)));
-            }
-            Some(_) => {}
-        }
-        self.made.insert(name.to_owned());
-        let holds_a_number = name == "funnel.json"
-            || name == "summary.json"
-            || name == "manifest.json"
-            || name.starts_with("manifest/");
-        if self.one_number && holds_a_number {
-            self.kept.insert(name.to_owned(), bytes);
-        }
-        Ok(hex)
-    }
+/// The files one number is read from: the manifest and its shards, the
+/// summary, the funnel.
+fn holds_a_number(name: &str) -> bool {
+    matches!(name, "funnel.json" | "summary.json" | "manifest.json")
+        || name.starts_with("manifest/")
 }

@@ -16,7 +16,7 @@ impl Phases {
         let on = std::env::var_os("ASSAY_PHASES").is_some();
         Phases {
             what,
-            last: on.then(|| (Instant::now(), thread_cpu())),
+            last: on.then(|| (Instant::now(), assay_engine::thread_cpu_secs())),
             cpu: true,
         }
     }
@@ -31,7 +31,7 @@ impl Phases {
 
     pub(crate) fn mark(&mut self, phase: &str) {
         if let Some((wall, cpu)) = self.last {
-            let now = thread_cpu();
+            let now = assay_engine::thread_cpu_secs();
             let wall_s = wall.elapsed().as_secs_f64();
             if self.cpu {
                 eprintln!(
@@ -46,17 +46,6 @@ impl Phases {
             self.last = Some((Instant::now(), now));
         }
     }
-}
-
-/// This thread's CPU time (user and system), in seconds.
-fn thread_cpu() -> f64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `t` is a valid, writable timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
-    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
 }
 
 /// The process's resident memory in MB, from `/proc/self/statm` (0 where

@@ -36,3 +36,15 @@ pub use store::{
     Blobs, BuildManifest, BuildRecord, FailureRow, IndexRow, ManifestEntry, Store, StoreError,
     VerifyProblem,
 };
+
+/// This thread's CPU time (user and system), in seconds: what the phase
+/// timers (`ASSAY_PHASES=1`) print beside the wall time.
+pub fn thread_cpu_secs() -> f64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
+}

@@ -100,7 +100,11 @@ pub(crate) fn spawn_writer(
             }
         }
         if std::env::var_os("ASSAY_PHASES").is_some() && commits > 0 {
-            eprintln!("phase index commits: {commits} transactions, {committed_rows} rows");
+            eprintln!(
+                "phase index commits: {commits} transactions, {committed_rows} rows, \
+                 {:.2} s cpu",
+                crate::thread_cpu_secs()
+            );
         }
     });
     (tx, handle)

@@ -80,8 +80,18 @@ struct Hit {
 
 const NOT_INLINE: u32 = u32::MAX;
 
-/// The writer's page cache, in KiB (sqlite's negative `cache_size`).
-const WRITER_CACHE_KIB: i64 = -128 * 1024;
+/// The writer's page cache, in KiB (sqlite's negative `cache_size`): big
+/// enough that a large transaction's pages are not spilled in its middle,
+/// small because every commit walks all of it while the database is under
+/// 1 GiB. A B-tree balance that swaps two pages' numbers parks one at the
+/// lock-byte page for a moment (page 262,145 at 4 KiB; sqlite's
+/// `balance_nonroot`), which lifts the cache's highest page number
+/// (`pcache1`'s `iMaxKey`) far past the database's end, so the commit's
+/// truncation of the cache to that end (`pager_end_transaction`) scans
+/// every slot instead of the few past it. At 128 MiB that scan was a fifth
+/// of the coordinator's CPU in a build of 30,000 sessions, and grew with
+/// the index; docs/performance.md has the figures.
+const WRITER_CACHE_KIB: i64 = -32 * 1024;
 
 /// Below this many rows expected, the index is loaded on one thread.
 const SPLIT_MIN: usize = 20_000;

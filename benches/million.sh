@@ -8,7 +8,10 @@
 # (ASSAY_SCALE_DIR or a temp dir: about 12 KB a session), every file
 # checked through manifest.json read back from there (`assay verify`'s
 # step that needs no cache), then published again with one more session
-# (hashed, not written). ASSAY_PHASES=1 in the environment adds each
+# (hashed, not written). ASSAY_SCALE_COLD=1 writes the files back and
+# drops them from the page cache before verify (posix_fadvise, only
+# them), so verify reads from the disk at every size; ASSAY_SCALE_PLUS1=0
+# leaves out the publish with one more session. ASSAY_PHASES=1 in the environment adds each
 # publish phase's time and the resident memory after it. One process a size, under /usr/bin/time -v: its wall
 # and CPU time, peak memory (maximum resident set), the largest file and
 # the largest page written. Debug build (the test profile): compare the

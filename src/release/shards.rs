@@ -187,30 +187,31 @@ impl Manifest {
         read: &dyn Fn(&str) -> Option<Vec<u8>>,
     ) -> Result<(Manifest, Vec<ShardProblem>), serde_json::Error> {
         let mut manifest: Manifest = serde_json::from_slice(bytes)?;
-        let mut problems = Vec::new();
-        for shard in &manifest.shards.clone() {
-            let problem = |p: String| ShardProblem {
-                file: shard.file.clone(),
-                problem: p,
-            };
-            let Some(bytes) = read(&shard.file) else {
-                problems.push(problem("named in manifest.json but missing".to_owned()));
-                continue;
-            };
-            let got = blake3::hash(&bytes).to_hex().to_string();
-            if got != shard.blake3 {
-                problems.push(problem(format!(
-                    "manifest.json says {}, the file hashes to {got}",
-                    shard.blake3
-                )));
-                continue;
-            }
-            match serde_json::from_slice::<ManifestShard>(&bytes) {
-                Ok(part) => manifest.join(part),
-                Err(e) => problems.push(problem(format!("not a manifest shard: {e}"))),
-            }
-        }
+        let shards = std::mem::take(&mut manifest.shards);
+        let problems = each_shard(&shards, read, &mut |bytes| {
+            serde_json::from_slice::<ManifestShard>(bytes).map(|part| manifest.join(part))
+        });
+        manifest.shards = shards;
         Ok((manifest, problems))
+    }
+
+    /// Every file manifest.json lists (name, blake3 hex), the index's then
+    /// each shard's in order, handed to `each` as read; the shards checked
+    /// and named as [`Manifest::read`] does. The numbers are scanned past
+    /// and never built: at a million sessions they are gigabytes, and
+    /// checking the files needs none of them.
+    pub(crate) fn each_file(
+        bytes: &[u8],
+        read: &dyn Fn(&str) -> Option<Vec<u8>>,
+        each: &mut dyn FnMut(String, String),
+    ) -> Result<Vec<ShardProblem>, serde_json::Error> {
+        let index: FilesOnly = serde_json::from_slice(bytes)?;
+        index.files.into_iter().for_each(|(n, d)| each(n, d));
+        Ok(each_shard(&index.shards, read, &mut |bytes| {
+            let part: FilesOnly = serde_json::from_slice(bytes)?;
+            part.files.into_iter().for_each(|(n, d)| each(n, d));
+            Ok(())
+        }))
     }
 
     /// Appends a shard's entries; a number continued from the last one
@@ -230,6 +231,49 @@ impl Manifest {
             }
         }
     }
+}
+
+/// A manifest or shard's `files` and `shards` alone; its numbers, which
+/// serde skips as unknown fields, are never built.
+#[derive(serde::Deserialize)]
+struct FilesOnly {
+    #[serde(default)]
+    files: BTreeMap<String, String>,
+    #[serde(default)]
+    shards: Vec<Shard>,
+}
+
+/// Each shard's bytes, read by `read` and checked against the index's
+/// digest, to `take`; what is wrong with a shard (missing, altered, not
+/// taken) named by its file.
+fn each_shard(
+    shards: &[Shard],
+    read: &dyn Fn(&str) -> Option<Vec<u8>>,
+    take: &mut dyn FnMut(&[u8]) -> Result<(), serde_json::Error>,
+) -> Vec<ShardProblem> {
+    let mut problems = Vec::new();
+    for shard in shards {
+        let problem = |p: String| ShardProblem {
+            file: shard.file.clone(),
+            problem: p,
+        };
+        let Some(bytes) = read(&shard.file) else {
+            problems.push(problem("named in manifest.json but missing".to_owned()));
+            continue;
+        };
+        let got = blake3::hash(&bytes).to_hex().to_string();
+        if got != shard.blake3 {
+            problems.push(problem(format!(
+                "manifest.json says {}, the file hashes to {got}",
+                shard.blake3
+            )));
+            continue;
+        }
+        if let Err(e) = take(&bytes) {
+            problems.push(problem(format!("not a manifest shard: {e}")));
+        }
+    }
+    problems
 }
 
 #[cfg(test)]
@@ -305,6 +349,33 @@ mod tests {
         }
         let findings = crate::ops::audit::check_listed(&files).0;
         assert!(findings.is_empty(), "{findings:?}");
+    }
+
+    #[test]
+    fn each_file_lists_what_read_gathers_and_skips_a_shard_it_cannot_trust() {
+        let (mut files, whole) = sharded(1000, 2000);
+        let listed = |files: &BTreeMap<String, Vec<u8>>| {
+            let get = |name: &str| files.get(name).cloned();
+            let mut listed = Vec::new();
+            let problems = Manifest::each_file(&files["manifest.json"], &get, &mut |n, d| {
+                listed.push((n, d))
+            })
+            .expect("an index");
+            (listed, problems)
+        };
+        let (all, problems) = listed(&files);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(all, whole.files.clone().into_iter().collect::<Vec<_>>());
+        // A shard gone: named, and none of its files listed.
+        let gone = "manifest/0000.json";
+        let held: ManifestShard = serde_json::from_slice(&files[gone]).expect("a shard");
+        assert!(!held.files.is_empty(), "the first shard holds files");
+        files.remove(gone);
+        let (some, problems) = listed(&files);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].file, gone);
+        assert_eq!(some.len(), all.len() - held.files.len());
+        assert!(some.iter().all(|(n, _)| !held.files.contains_key(n)));
     }
 
     #[test]

@@ -186,6 +186,30 @@ fn peak_rss_mb() -> f64 {
     usage.ru_maxrss as f64 / 1024.0
 }
 
+/// Writes back the files under `dir` and drops them, and only them, from
+/// the page cache.
+fn evict(dir: &std::path::Path) -> std::io::Result<()> {
+    use rustix::fs::{Advice, fadvise};
+    rustix::fs::syncfs(std::fs::File::open(dir)?)?;
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d)? {
+            let entry = entry?;
+            if entry.file_type()?.is_dir() {
+                stack.push(entry.path());
+            } else {
+                fadvise(
+                    std::fs::File::open(entry.path())?,
+                    0,
+                    None,
+                    Advice::DontNeed,
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A [`Sink`] that writes each file under `dir` as it comes (or, without
 /// one, only hashes it) and keeps their count, total size and the largest
 /// file and page.
@@ -268,6 +292,12 @@ fn release_at_scale() {
         tally.largest_page.0,
         tally.largest_page.1 as f64 / 1e6,
     );
+    // ASSAY_SCALE_COLD=1: the files written back and dropped from the page
+    // cache first, so verify reads them from the disk at every size (at a
+    // million they no longer fit beside the process; at 250,000 they do).
+    if std::env::var("ASSAY_SCALE_COLD").as_deref() == Ok("1") {
+        timed(&format!("sessions {sessions}: evict"), || evict(&dir)).expect("the files evicted");
+    }
     let (findings, digest) = timed(
         &format!("sessions {sessions}: verify (every file through manifest.json, from disk)"),
         || {
@@ -281,6 +311,11 @@ fn release_at_scale() {
         digest.unwrap_or_default()
     );
     assert!(findings.is_empty(), "{findings:?}");
+    // ASSAY_SCALE_PLUS1=0: no publish with one more session (verify alone).
+    if std::env::var("ASSAY_SCALE_PLUS1").as_deref() == Ok("0") {
+        println!("sessions {sessions}: peak memory {:.0} MB", peak_rss_mb());
+        return;
+    }
     one_more(&mut input);
     let mut again = Tally::new(None);
     timed(&format!("sessions {sessions}: +1 session publish"), || {

@@ -255,23 +255,26 @@ pub(crate) fn check_listed(present: &impl Present) -> (Vec<Finding>, Option<Stri
         }
     }
     let read = |name: &str| present.read(name);
-    let (manifest, shards) = Manifest::read(&manifest, &read).unwrap_or_default();
+    // Each file as its shard is read: the listing is never gathered, nor
+    // are the numbers built.
+    let mut listed = Vec::new();
+    let shards = Manifest::each_file(
+        &manifest,
+        &read,
+        &mut |name, want| match present.digest(&name) {
+            None => listed.push(finding(name, "listed in manifest.json but missing")),
+            Some(got) if got != want => listed.push(finding(
+                name,
+                format!("manifest.json says {want}, the file hashes to {got}"),
+            )),
+            Some(_) => {}
+        },
+    )
+    .unwrap_or_default();
     for s in shards {
         findings.push(finding(s.file, s.problem));
     }
-    for (name, want) in &manifest.files {
-        match present.digest(name) {
-            None => findings.push(finding(name.clone(), "listed in manifest.json but missing")),
-            Some(got) => {
-                if got != *want {
-                    findings.push(finding(
-                        name.clone(),
-                        format!("manifest.json says {want}, the file hashes to {got}"),
-                    ));
-                }
-            }
-        }
-    }
+    findings.extend(listed);
     (findings, claim)
 }
 

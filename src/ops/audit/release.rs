@@ -83,6 +83,9 @@ impl Present for BTreeMap<String, Vec<u8>> {
     }
 }
 
+/// A file's blake3 hex, and its sha256 hex where it was asked for.
+type Hashed = (String, Option<String>);
+
 /// The files of a release directory, each hashed once as it is found and
 /// never held: a release of a million sessions is gigabytes.
 pub(crate) struct OnDisk {
@@ -92,13 +95,7 @@ pub(crate) struct OnDisk {
 
 impl OnDisk {
     pub(crate) fn read(dir: &Path) -> Result<OnDisk, String> {
-        let mut files = BTreeMap::new();
-        walk_files(dir, "", &mut |name, path| {
-            let d = Digest::of_file(&path).map_err(|err| format!("{name}: {err}"))?;
-            files.insert(name, (path, d.to_hex(), None));
-            Ok(())
-        })?;
-        Ok(OnDisk { files })
+        OnDisk::list(dir, &|path| Ok((Digest::of_file(path)?.to_hex(), None)))
     }
 
     /// [`OnDisk::read`], each file's sha256 taken in the same read (a
@@ -106,14 +103,12 @@ impl OnDisk {
     pub(crate) fn read_with_sha256(dir: &Path) -> Result<OnDisk, String> {
         use sha2::Digest as _;
         use std::io::Read as _;
-        let mut files = BTreeMap::new();
-        walk_files(dir, "", &mut |name, path| {
-            let fail = |err: std::io::Error| format!("{name}: {err}");
-            let mut file = std::fs::File::open(&path).map_err(fail)?;
+        OnDisk::list(dir, &|path| {
+            let mut file = std::fs::File::open(path)?;
             let (mut b3, mut sha) = (blake3::Hasher::new(), sha2::Sha256::new());
             let mut chunk = vec![0u8; 1 << 20];
             loop {
-                let n = file.read(&mut chunk).map_err(fail)?;
+                let n = file.read(&mut chunk)?;
                 if n == 0 {
                     break;
                 }
@@ -121,7 +116,17 @@ impl OnDisk {
                 sha.update(&chunk[..n]);
             }
             let blake3 = b3.finalize().to_hex().to_string();
-            files.insert(name, (path, blake3, Some(hex::encode(sha.finalize()))));
+            Ok((blake3, Some(hex::encode(sha.finalize()))))
+        })
+    }
+
+    /// Every file under `dir`, hashed by `hash` (blake3 hex, and sha256 hex
+    /// where it takes one) as it is found.
+    fn list(dir: &Path, hash: &dyn Fn(&Path) -> std::io::Result<Hashed>) -> Result<OnDisk, String> {
+        let mut files = BTreeMap::new();
+        walk_files(dir, "", &mut |name, path| {
+            let (blake3, sha256) = hash(&path).map_err(|err| format!("{name}: {err}"))?;
+            files.insert(name, (path, blake3, sha256));
             Ok(())
         })?;
         Ok(OnDisk { files })
@@ -233,6 +238,18 @@ impl Sink for Against<'_> {
     }
 }
 
+/// What is wrong with a file the manifest lists with the digest `want`,
+/// present with the digest `got` (`None`: not present).
+pub(super) fn listed_problem(want: &str, got: Option<String>) -> Option<String> {
+    match got {
+        None => Some("listed in manifest.json but missing".to_owned()),
+        Some(got) if got != want => Some(format!(
+            "manifest.json says {want}, the file hashes to {got}"
+        )),
+        Some(_) => None,
+    }
+}
+
 /// Step 1 of `verify --release`, which needs no cache: manifest.json's
 /// `release_digest` against its bytes, every shard it names against its
 /// digest, and every file it lists (through its shards) against its digest. Returns the findings and the digest the manifest claims.
@@ -258,18 +275,11 @@ pub(crate) fn check_listed(present: &impl Present) -> (Vec<Finding>, Option<Stri
     // Each file as its shard is read: the listing is never gathered, nor
     // are the numbers built.
     let mut listed = Vec::new();
-    let shards = Manifest::each_file(
-        &manifest,
-        &read,
-        &mut |name, want| match present.digest(&name) {
-            None => listed.push(finding(name, "listed in manifest.json but missing")),
-            Some(got) if got != want => listed.push(finding(
-                name,
-                format!("manifest.json says {want}, the file hashes to {got}"),
-            )),
-            Some(_) => {}
-        },
-    )
+    let shards = Manifest::each_file(&manifest, &read, &mut |name, want| {
+        if let Some(problem) = listed_problem(&want, present.digest(&name)) {
+            listed.push(finding(name, problem));
+        }
+    })
     .unwrap_or_default();
     for s in shards {
         findings.push(finding(s.file, s.problem));

@@ -88,9 +88,9 @@ const NOT_INLINE: u32 = u32::MAX;
 /// `balance_nonroot`), which lifts the cache's highest page number
 /// (`pcache1`'s `iMaxKey`) far past the database's end, so the commit's
 /// truncation of the cache to that end (`pager_end_transaction`) scans
-/// every slot instead of the few past it. At 128 MiB that scan was a fifth
-/// of the coordinator's CPU in a build of 30,000 sessions, and grew with
-/// the index; docs/performance.md has the figures.
+/// every slot instead of the few past it: a commit's cost grows with the
+/// cache, and a build commits about ten rows at a time
+/// (docs/performance.md, "The index writer's page cache").
 const WRITER_CACHE_KIB: i64 = -32 * 1024;
 
 /// Below this many rows expected, the index is loaded on one thread.

@@ -16,7 +16,7 @@ use super::intoto::check_statement;
 use crate::ops::audit::diff::compare_files;
 use crate::ops::audit::finding::{Finding, finding};
 use crate::ops::audit::recompute::recompute_into;
-use crate::ops::audit::release::{Against, Present as _, release_digest};
+use crate::ops::audit::release::{Against, Present as _, listed_problem, release_digest};
 use crate::release::{Manifest, Number};
 use crate::run::error::NodeError;
 
@@ -218,16 +218,8 @@ fn check_release_digest(
 /// Every file the manifest lists against its digest.
 fn check_listed_files(b: &Bundle, manifest: &Manifest, late: &mut Vec<Finding>) {
     for (name, want) in &manifest.files {
-        match b.files.digest(name) {
-            None => late.push(finding(
-                format!("release/{name}"),
-                "listed in manifest.json but missing",
-            )),
-            Some(got) if got != *want => late.push(finding(
-                format!("release/{name}"),
-                format!("manifest.json says {want}, the file hashes to {got}"),
-            )),
-            Some(_) => {}
+        if let Some(problem) = listed_problem(want, b.files.digest(name)) {
+            late.push(finding(format!("release/{name}"), problem));
         }
     }
 }

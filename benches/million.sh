@@ -18,6 +18,14 @@
 # ratios between sizes, not the seconds. Prints the load average before
 # each size (the machine is shared). BIN=PATH runs that test binary
 # instead of building this tree's.
+#
+# ASSAY_SCALE_COLD=2 drops the kernel's caches whole before verify (inodes
+# and directory entries too; as root). CLI=1 then checks the release with
+# the tool itself, in a process of its own as a user runs it: `assay verify
+# --release DIR` with an empty cache (the files through manifest.json,
+# then "no release node", as for a release checked away from its cache),
+# the kernel's caches dropped first (as root); its phases (ASSAY_PHASES),
+# wall, CPU and peak memory. CLI=PATH runs that assay binary.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -31,14 +39,38 @@ for l in sys.stdin:
     m=json.loads(l)
     if m.get("reason")=="compiler-artifact" and m.get("executable") and m["target"]["kind"]==["bin"]: print(m["executable"])' |
     tail -1)
+cli=${CLI:-}
+if [ "$cli" = 1 ]; then
+    cargo build -q --bin assay
+    cli=$root/target/debug/assay
+fi
 for n in "${sizes[@]}"; do
     echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
     log=$(mktemp)
+    kept=
+    if [ -n "$cli" ] && [ -z "${ASSAY_SCALE_DIR:-}" ]; then
+        kept=$(mktemp -d)
+        export ASSAY_SCALE_DIR=$kept
+    fi
     if ! ASSAY_SCALE_SESSIONS=$n /usr/bin/time -v "$bin" --exact \
         release::tests_scale::release_at_scale --ignored --nocapture \
         >"$log" 2>&1; then
         echo "sessions $n: did not finish (last lines below)"
     fi
     grep -E "^sessions |^phase |Maximum resident|Elapsed \(wall|User time|System time|Command terminated|Killed|memory" "$log" || tail -5 "$log"
+    if [ -n "$cli" ]; then
+        cache=$(mktemp -d)
+        sync
+        echo 3 2>/dev/null >/proc/sys/vm/drop_caches || echo "(the caches not dropped: not root)"
+        echo "sessions $n: assay verify --release, a process of its own:"
+        ASSAY_PHASES=1 /usr/bin/time -f "  %e s wall, %U s user, %S s system, peak %M KB" \
+            "$cli" verify --release "$ASSAY_SCALE_DIR" --cache "$cache/cache" 2>&1 |
+            grep -E "^phase verify release|^  [0-9.]+ s wall|^MISMATCH" | grep -v "no release node" || true
+        rm -rf "$cache"
+    fi
+    if [ -n "$kept" ]; then
+        rm -rf "$kept"
+        unset ASSAY_SCALE_DIR
+    fi
     rm -f "$log"
 done

@@ -379,6 +379,23 @@ mod tests {
     }
 
     #[test]
+    fn a_file_the_manifest_does_not_list_is_named() {
+        let (mut files, _) = sharded(1000, 2000);
+        assert!(crate::ops::audit::check_listed(&files).0.is_empty());
+        // A page put beside the release, where a reader would open it as
+        // one of its pages.
+        let extra = "pages/extra.html";
+        files.insert(extra.to_owned(), b"<p>resolved: 100%</p>".to_vec());
+        let findings = crate::ops::audit::check_listed(&files).0;
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert_eq!(findings[0].what, extra);
+        assert!(
+            findings[0].problem.contains("does not list it"),
+            "{findings:?}"
+        );
+    }
+
+    #[test]
     fn an_edited_shard_is_named() {
         let (mut files, _) = sharded(1000, 2000);
         let shard = "manifest/0003.json";

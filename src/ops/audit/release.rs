@@ -1,6 +1,6 @@
 //! `assay verify --release DIR`: see the module header of `audit`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use assay_engine::{BuildManifest, Digest, KeyRecord, Store};
@@ -40,15 +40,23 @@ pub(crate) fn release_digest(manifest: &[u8]) -> Option<(String, String)> {
 
 /// The release files under `dir`, each named by its path below the release
 /// directory (`pages/…` for the report's pages) and handed to `found` with
-/// its path; hidden files and symbolic links are not release files.
+/// its path; hidden files and symbolic links are not release files. Each
+/// directory's files come in the order of their inodes, not of its listing
+/// (a hash order): a release is written file by file, so its inodes and
+/// their data lie on the disk in about that order, and a million files read
+/// cold are read front to back rather than at random.
 fn walk_files(
     dir: &Path,
     prefix: &str,
     found: &mut dyn FnMut(String, PathBuf) -> Result<(), String>,
 ) -> Result<(), String> {
-    let entries =
-        std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
-    for e in entries.flatten() {
+    use std::os::unix::fs::DirEntryExt as _;
+    let mut entries: Vec<std::fs::DirEntry> = std::fs::read_dir(dir)
+        .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
+        .flatten()
+        .collect();
+    entries.sort_unstable_by_key(|e| e.ino());
+    for e in entries {
         let name = format!("{prefix}{}", e.file_name().to_string_lossy());
         let Ok(kind) = e.file_type() else {
             continue;
@@ -71,11 +79,17 @@ pub(crate) trait Present {
     fn read(&self, name: &str) -> Option<Vec<u8>>;
     /// blake3 (hex) of the file's bytes.
     fn digest(&self, name: &str) -> Option<String>;
+    /// The files' names, in no particular order.
+    fn names(&self) -> Vec<&String>;
 }
 
 impl Present for BTreeMap<String, Vec<u8>> {
     fn read(&self, name: &str) -> Option<Vec<u8>> {
         self.get(name).cloned()
+    }
+
+    fn names(&self) -> Vec<&String> {
+        self.keys().collect()
     }
 
     fn digest(&self, name: &str) -> Option<String> {
@@ -89,43 +103,32 @@ type Hashed = (String, Option<String>);
 /// The files of a release directory, each hashed once as it is found and
 /// never held: a release of a million sessions is gigabytes.
 pub(crate) struct OnDisk {
-    /// Name -> (path, blake3 hex, sha256 hex when asked for).
-    files: BTreeMap<String, (PathBuf, String, Option<String>)>,
+    /// Name -> (path, blake3 hex, sha256 hex when asked for). Looked up by
+    /// name once a listed file, a million times at a million sessions: a
+    /// hash map, whose lookup does not grow with the release as an ordered
+    /// map's string comparisons do.
+    files: HashMap<String, (PathBuf, String, Option<String>)>,
 }
 
 impl OnDisk {
     pub(crate) fn read(dir: &Path) -> Result<OnDisk, String> {
-        OnDisk::list(dir, &|path| Ok((Digest::of_file(path)?.to_hex(), None)))
+        OnDisk::list(dir, false)
     }
 
     /// [`OnDisk::read`], each file's sha256 taken in the same read (a
     /// bundle's statement names its files by both).
     pub(crate) fn read_with_sha256(dir: &Path) -> Result<OnDisk, String> {
-        use sha2::Digest as _;
-        use std::io::Read as _;
-        OnDisk::list(dir, &|path| {
-            let mut file = std::fs::File::open(path)?;
-            let (mut b3, mut sha) = (blake3::Hasher::new(), sha2::Sha256::new());
-            let mut chunk = vec![0u8; 1 << 20];
-            loop {
-                let n = file.read(&mut chunk)?;
-                if n == 0 {
-                    break;
-                }
-                b3.update(&chunk[..n]);
-                sha.update(&chunk[..n]);
-            }
-            let blake3 = b3.finalize().to_hex().to_string();
-            Ok((blake3, Some(hex::encode(sha.finalize()))))
-        })
+        OnDisk::list(dir, true)
     }
 
-    /// Every file under `dir`, hashed by `hash` (blake3 hex, and sha256 hex
-    /// where it takes one) as it is found.
-    fn list(dir: &Path, hash: &dyn Fn(&Path) -> std::io::Result<Hashed>) -> Result<OnDisk, String> {
-        let mut files = BTreeMap::new();
+    /// Every file under `dir`, hashed as it is found (its sha256 too when
+    /// `sha256`), all through one buffer.
+    fn list(dir: &Path, sha256: bool) -> Result<OnDisk, String> {
+        let mut files = HashMap::new();
+        let mut chunk = vec![0u8; 1 << 16];
         walk_files(dir, "", &mut |name, path| {
-            let (blake3, sha256) = hash(&path).map_err(|err| format!("{name}: {err}"))?;
+            let (blake3, sha256) =
+                hash_file(&path, &mut chunk, sha256).map_err(|err| format!("{name}: {err}"))?;
             files.insert(name, (path, blake3, sha256));
             Ok(())
         })?;
@@ -137,21 +140,19 @@ impl OnDisk {
         self.files.get(name)?.2.as_deref()
     }
 
+    /// The files' names, in order.
+    pub(crate) fn sorted_names(&self) -> Vec<&String> {
+        let mut names = self.names();
+        names.sort_unstable();
+        names
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.files.len()
     }
 
     pub(crate) fn is_empty(&self) -> bool {
         self.files.is_empty()
-    }
-
-    /// The files' names, in order.
-    pub(crate) fn names(&self) -> impl Iterator<Item = &String> {
-        self.files.keys()
-    }
-
-    fn digests(&self) -> impl Iterator<Item = (&String, &String)> {
-        self.files.iter().map(|(n, (_, d, _))| (n, d))
     }
 }
 
@@ -162,6 +163,10 @@ impl Present for OnDisk {
 
     fn digest(&self, name: &str) -> Option<String> {
         self.files.get(name).map(|(_, d, _)| d.clone())
+    }
+
+    fn names(&self) -> Vec<&String> {
+        self.files.keys().collect()
     }
 }
 
@@ -238,6 +243,31 @@ impl Sink for Against<'_> {
     }
 }
 
+/// The blake3 (hex) of the file at `path`, and its sha256 (hex) when
+/// `sha256`, read once through `chunk`: no mapping and no thread for a
+/// file of a few kilobytes, of which a release has a million.
+fn hash_file(path: &Path, chunk: &mut [u8], sha256: bool) -> std::io::Result<Hashed> {
+    use sha2::Digest as _;
+    use std::io::Read as _;
+    let mut file = std::fs::File::open(path)?;
+    let mut b3 = blake3::Hasher::new();
+    let mut sha = sha256.then(sha2::Sha256::new);
+    loop {
+        let n = match file.read(chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(err),
+        };
+        b3.update(&chunk[..n]);
+        if let Some(sha) = &mut sha {
+            sha.update(&chunk[..n]);
+        }
+    }
+    let sha = sha.map(|sha| hex::encode(sha.finalize()));
+    Ok((b3.finalize().to_hex().to_string(), sha))
+}
+
 /// What is wrong with a file the manifest lists with the digest `want`,
 /// present with the digest `got` (`None`: not present).
 pub(super) fn listed_problem(want: &str, got: Option<String>) -> Option<String> {
@@ -252,7 +282,10 @@ pub(super) fn listed_problem(want: &str, got: Option<String>) -> Option<String> 
 
 /// Step 1 of `verify --release`, which needs no cache: manifest.json's
 /// `release_digest` against its bytes, every shard it names against its
-/// digest, and every file it lists (through its shards) against its digest. Returns the findings and the digest the manifest claims.
+/// digest, every file it lists (through its shards) against its digest,
+/// and no file present that it does not list (a page added beside the
+/// release would be read as part of it). Returns the findings and the
+/// digest the manifest claims.
 pub(crate) fn check_listed(present: &impl Present) -> (Vec<Finding>, Option<String>) {
     let mut findings = Vec::new();
     let Some(manifest) = present.read("manifest.json") else {
@@ -271,11 +304,24 @@ pub(crate) fn check_listed(present: &impl Present) -> (Vec<Finding>, Option<Stri
             claim = Some(claimed);
         }
     }
-    let read = |name: &str| present.read(name);
+    // Every name the manifest accounts for (itself, its shards, the files
+    // they list), each by the first 16 bytes of its blake3: a million
+    // names in 16 MB, and no name can be made to stand for another.
+    let named = |name: &str| -> [u8; 16] {
+        let mut key = [0u8; 16];
+        key.copy_from_slice(&blake3::hash(name.as_bytes()).as_bytes()[..16]);
+        key
+    };
+    let accounted = std::cell::RefCell::new(HashSet::from([named("manifest.json")]));
+    let read = |name: &str| {
+        accounted.borrow_mut().insert(named(name));
+        present.read(name)
+    };
     // Each file as its shard is read: the listing is never gathered, nor
     // are the numbers built.
     let mut listed = Vec::new();
     let shards = Manifest::each_file(&manifest, &read, &mut |name, want| {
+        accounted.borrow_mut().insert(named(&name));
         if let Some(problem) = listed_problem(&want, present.digest(&name)) {
             listed.push(finding(name, problem));
         }
@@ -285,6 +331,19 @@ pub(crate) fn check_listed(present: &impl Present) -> (Vec<Finding>, Option<Stri
         findings.push(finding(s.file, s.problem));
     }
     findings.extend(listed);
+    let accounted = accounted.into_inner();
+    let mut unlisted: Vec<&String> = present
+        .names()
+        .into_iter()
+        .filter(|name| !accounted.contains(&named(name)))
+        .collect();
+    unlisted.sort_unstable();
+    for name in unlisted {
+        findings.push(finding(
+            name.as_str(),
+            "present in the release, but manifest.json does not list it",
+        ));
+    }
     (findings, claim)
 }
 
@@ -294,7 +353,6 @@ fn find_release_node(
     store: &Store,
     present: &OnDisk,
 ) -> Result<Option<(Digest, KeyRecord, String, BuildManifest)>, String> {
-    let digests: BTreeMap<&String, &String> = present.digests().collect();
     let mut found = None;
     let mut best = 0;
     for build in store.builds(50).map_err(|e| e.to_string())? {
@@ -317,7 +375,7 @@ fn find_release_node(
         let shared = rel
             .files
             .iter()
-            .filter(|(n, d)| digests.get(n) == Some(d))
+            .filter(|(n, d)| present.files.get(*n).is_some_and(|(_, have, _)| have == *d))
             .count();
         if shared > best {
             best = shared;
@@ -438,4 +496,59 @@ pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>,
     ph.mark("compare");
     checked.files = present.len();
     Ok((findings, checked))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What verify lists of a release directory: every file at the top and
+    /// one level down, hashed whole however many reads it takes; no hidden
+    /// file, no symbolic link (not even to a file), nothing deeper.
+    #[test]
+    fn on_disk_hashes_each_release_file_whole_and_lists_nothing_else() {
+        use sha2::Digest as _;
+        let temp = tempfile::tempdir().expect("a temp dir");
+        let dir = temp.path().join("release");
+        std::fs::create_dir_all(dir.join("pages/deeper")).expect("dirs");
+        // Longer than the read buffer, and not a multiple of it.
+        let big: Vec<u8> = (0..200_003u32).map(|i| (i % 251) as u8).collect();
+        let files: [(&str, &[u8]); 4] = [
+            ("manifest.json", b"{}"),
+            ("empty.csv", b""),
+            ("pages/big.html", &big),
+            ("pages/a.html", b"<p>a</p>"),
+        ];
+        for (name, bytes) in files {
+            std::fs::write(dir.join(name), bytes).expect("a file");
+        }
+        let outside = temp.path().join("outside.txt");
+        std::fs::write(&outside, b"not the release's").expect("a file");
+        std::fs::write(dir.join(".hidden"), b"x").expect("a file");
+        std::fs::write(dir.join("pages/deeper/c.html"), b"x").expect("a file");
+        std::os::unix::fs::symlink(&outside, dir.join("pages/link.html")).expect("a link");
+
+        let plain = OnDisk::read(&dir).expect("listed");
+        let with_sha = OnDisk::read_with_sha256(&dir).expect("listed");
+        let mut want: Vec<&str> = files.iter().map(|(n, _)| *n).collect();
+        want.sort_unstable();
+        assert_eq!(plain.sorted_names(), want);
+        assert_eq!(with_sha.sorted_names(), want);
+        for (name, bytes) in files {
+            let blake3 = Digest::of(bytes).to_hex();
+            assert_eq!(
+                plain.digest(name).as_deref(),
+                Some(blake3.as_str()),
+                "{name}"
+            );
+            assert_eq!(
+                with_sha.digest(name).as_deref(),
+                Some(blake3.as_str()),
+                "{name}"
+            );
+            let sha256 = hex::encode(sha2::Sha256::digest(bytes));
+            assert_eq!(with_sha.sha256(name), Some(sha256.as_str()), "{name}");
+            assert_eq!(plain.sha256(name), None, "{name}");
+        }
+    }
 }

@@ -164,7 +164,7 @@ pub(super) fn check_statement(b: &Bundle, findings: &mut Vec<Finding>) {
         .map(|s| s.subject)
         .unwrap_or_default();
     let named: BTreeSet<&str> = subjects.iter().map(|s| s.name.as_str()).collect();
-    for name in b.files.names() {
+    for name in b.files.sorted_names() {
         if !named.contains(format!("release/{name}").as_str()) {
             findings.push(finding(
                 "provenance.intoto.json",

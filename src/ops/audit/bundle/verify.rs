@@ -409,7 +409,7 @@ fn check_recomputed(
         None => {
             let before = findings.len();
             findings.extend(again.findings);
-            for name in b.files.names() {
+            for name in b.files.sorted_names() {
                 if !again.files.contains_key(name) {
                     findings.push(finding(
                         format!("release/{name}"),

@@ -1263,6 +1263,21 @@ fn verify_recomputes_the_release_and_names_a_tampered_number() {
     assert_eq!(ok["release"]["files"], files, "{ok}");
     assert_eq!(ok["release"]["problems"], 0, "{ok}");
 
+    // A page put beside the release, where a reader opens it as one of
+    // its pages: no node made it and the manifest does not list it.
+    let extra = f.path().join("release/pages/extra.html");
+    std::fs::write(&extra, "<p>resolved: 100%</p>").unwrap();
+    let out = f.project.run(&["verify"]).code(4);
+    assert!(
+        out.stderr.contains(
+            "MISMATCH pages/extra.html: present in the release, but manifest.json does not list it"
+        ),
+        "{}",
+        out.stderr
+    );
+    std::fs::remove_file(&extra).unwrap();
+    f.project.run(&["verify"]).code(0);
+
     // A forged summary whose manifest digests are forged to match: the
     // digests alone agree, the recomputation from the cache does not.
     let rel = f.path().join("release");

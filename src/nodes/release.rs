@@ -23,6 +23,17 @@ use crate::run::error::{Context, Kinded, NodeError};
 /// 4: results.csv writes a list over 4,096 characters by its count.
 pub(crate) const KIND_VERSION: u32 = 4;
 
+/// The files the release node writes beside what publish makes, which
+/// manifest.json does not list (the recomputation checks them): the tasks
+/// (`tasks.jsonl`, SWE-bench-loadable), the funnel, the uncertified tasks
+/// and a `[[harbor_dataset]]`'s tasks.
+pub(crate) const BESIDE_MANIFEST: [&str; 4] = [
+    "tasks.jsonl",
+    "funnel.json",
+    "tasks.uncertified.jsonl",
+    "harbor-tasks.jsonl",
+];
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct ReleaseRecord {
     /// File name -> blob digest.
@@ -161,15 +172,16 @@ where
         files.insert(name.to_owned(), sink.put(name, bytes)?);
         Ok(())
     };
-    put("tasks.jsonl", jsonl(lines))?;
-    put("funnel.json", funnel_json)?;
+    let [tasks, funnel_file, uncertified, harbor] = BESIDE_MANIFEST;
+    put(tasks, jsonl(lines))?;
+    put(funnel_file, funnel_json)?;
     // Uncertified tasks never score an agent: a file of their own (always
     // written, so no stale one survives), and the SWE-bench-loadable
     // `tasks.jsonl` holds only tasks whose controls hold.
-    put("tasks.uncertified.jsonl", jsonl(uncertified_lines))?;
+    put(uncertified, jsonl(uncertified_lines))?;
     // A `[[harbor_dataset]]`'s tasks, certified or not, with their readings.
     if !harbor_lines.is_empty() {
-        put("harbor-tasks.jsonl", jsonl(harbor_lines))?;
+        put(harbor, jsonl(harbor_lines))?;
     }
     publish_input.not_graded.sort();
     publish_input.not_graded.dedup();

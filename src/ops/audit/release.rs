@@ -249,7 +249,13 @@ impl Sink for Against<'_> {
 fn hash_file(path: &Path, chunk: &mut [u8], sha256: bool) -> std::io::Result<Hashed> {
     use sha2::Digest as _;
     use std::io::Read as _;
-    let mut file = std::fs::File::open(path)?;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    // Listed as a regular file; one swapped since for a link is not
+    // followed, and one swapped for a pipe is not waited on.
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
     let mut b3 = blake3::Hasher::new();
     let mut sha = sha256.then(sha2::Sha256::new);
     loop {
@@ -283,8 +289,9 @@ pub(super) fn listed_problem(want: &str, got: Option<String>) -> Option<String> 
 /// Step 1 of `verify --release`, which needs no cache: manifest.json's
 /// `release_digest` against its bytes, every shard it names against its
 /// digest, every file it lists (through its shards) against its digest,
-/// and no file present that it does not list (a page added beside the
-/// release would be read as part of it). Returns the findings and the
+/// and no file present that it does not list but the release node's own
+/// files beside it (a page added beside the release would be read as part
+/// of it). Returns the findings and the
 /// digest the manifest claims.
 pub(crate) fn check_listed(present: &impl Present) -> (Vec<Finding>, Option<String>) {
     let mut findings = Vec::new();
@@ -305,14 +312,17 @@ pub(crate) fn check_listed(present: &impl Present) -> (Vec<Finding>, Option<Stri
         }
     }
     // Every name the manifest accounts for (itself, its shards, the files
-    // they list), each by the first 16 bytes of its blake3: a million
-    // names in 16 MB, and no name can be made to stand for another.
+    // they list, and the release node's files beside it), each by the
+    // first 16 bytes of its blake3: a million names in 16 MB, and no name
+    // can be made to stand for another.
     let named = |name: &str| -> [u8; 16] {
         let mut key = [0u8; 16];
         key.copy_from_slice(&blake3::hash(name.as_bytes()).as_bytes()[..16]);
         key
     };
-    let accounted = std::cell::RefCell::new(HashSet::from([named("manifest.json")]));
+    let beside = crate::nodes::release::BESIDE_MANIFEST;
+    let accounted = std::iter::once("manifest.json").chain(beside).map(named);
+    let accounted = std::cell::RefCell::new(accounted.collect::<HashSet<_>>());
     let read = |name: &str| {
         accounted.borrow_mut().insert(named(name));
         present.read(name)

@@ -1276,6 +1276,19 @@ fn verify_recomputes_the_release_and_names_a_tampered_number() {
         out.stderr
     );
     std::fs::remove_file(&extra).unwrap();
+    // One of the release node's own names, which the manifest does not
+    // list, planted where the node made none (no Harbor dataset here).
+    let planted = f.path().join("release/harbor-tasks.jsonl");
+    std::fs::write(&planted, "{\"instance_id\": \"x\"}\n").unwrap();
+    let out = f.project.run(&["verify"]).code(4);
+    assert!(
+        out.stderr.contains(
+            "MISMATCH harbor-tasks.jsonl: present in the release, but its release node did not make it"
+        ),
+        "{}",
+        out.stderr
+    );
+    std::fs::remove_file(&planted).unwrap();
     f.project.run(&["verify"]).code(0);
 
     // A forged summary whose manifest digests are forged to match: the

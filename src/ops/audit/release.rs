@@ -184,6 +184,8 @@ pub(super) struct Against<'p> {
     keep: fn(&str) -> bool,
     findings: Vec<Finding>,
     kept: BTreeMap<String, Vec<u8>>,
+    /// The release node's files beside the manifest that it made again.
+    beside: Vec<String>,
 }
 
 impl<'p> Against<'p> {
@@ -197,6 +199,7 @@ impl<'p> Against<'p> {
             keep: |_| false,
             findings: Vec::new(),
             kept: BTreeMap::new(),
+            beside: Vec::new(),
         }
     }
 
@@ -210,6 +213,25 @@ impl<'p> Against<'p> {
             keep,
             ..Against::release(present)
         }
+    }
+
+    /// A file of the release node's beside the manifest that is present
+    /// but that the node did not make: step 1 lets those four names by
+    /// (the manifest does not list them), so only the recomputation can
+    /// tell one planted, as a `harbor-tasks.jsonl` in a release that has
+    /// no Harbor dataset.
+    fn not_made_beside(&self) -> Vec<Finding> {
+        crate::nodes::release::BESIDE_MANIFEST
+            .into_iter()
+            .filter(|name| self.present.files.contains_key(*name))
+            .filter(|name| !self.beside.iter().any(|made| made == name))
+            .map(|name| {
+                finding(
+                    format!("{}{name}", self.prefix),
+                    "present in the release, but its release node did not make it",
+                )
+            })
+            .collect()
     }
 
     /// The findings, in the files' order, and the files kept.
@@ -235,6 +257,9 @@ impl Sink for Against<'_> {
         if let Some(problem) = problem {
             self.findings
                 .push(finding(format!("{}{name}", self.prefix), problem));
+        }
+        if crate::nodes::release::BESIDE_MANIFEST.contains(&name) {
+            self.beside.push(name.to_owned());
         }
         if (self.keep)(name) {
             self.kept.insert(name.to_owned(), bytes);
@@ -501,6 +526,7 @@ pub(crate) fn verify_release(store: &Store, dir: &Path) -> Result<(Vec<Finding>,
             &mut against,
         )?;
         checked.recomputed = true;
+        findings.extend(against.not_made_beside());
         findings.extend(against.end().0);
     }
     ph.mark("compare");

@@ -1263,33 +1263,30 @@ fn verify_recomputes_the_release_and_names_a_tampered_number() {
     assert_eq!(ok["release"]["files"], files, "{ok}");
     assert_eq!(ok["release"]["problems"], 0, "{ok}");
 
-    // A page put beside the release, where a reader opens it as one of
-    // its pages: no node made it and the manifest does not list it.
-    let extra = f.path().join("release/pages/extra.html");
-    std::fs::write(&extra, "<p>resolved: 100%</p>").unwrap();
-    let out = f.project.run(&["verify"]).code(4);
-    assert!(
-        out.stderr.contains(
-            "MISMATCH pages/extra.html: present in the release, but manifest.json does not list it"
-        ),
-        "{}",
-        out.stderr
+    // A file put into the release is named, and verify is clean again
+    // once it is gone.
+    let planted = |name: &str, bytes: &str, problem: &str| {
+        let path = f.path().join("release").join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let out = f.project.run(&["verify"]).code(4);
+        let want = format!("MISMATCH {name}: present in the release, but {problem}");
+        assert!(out.stderr.contains(&want), "{want}\n{}", out.stderr);
+        std::fs::remove_file(&path).unwrap();
+        f.project.run(&["verify"]).code(0);
+    };
+    // A page beside the release, which a reader opens as one of its pages.
+    planted(
+        "pages/extra.html",
+        "<p>resolved: 100%</p>",
+        "manifest.json does not list it",
     );
-    std::fs::remove_file(&extra).unwrap();
     // One of the release node's own names, which the manifest does not
-    // list, planted where the node made none (no Harbor dataset here).
-    let planted = f.path().join("release/harbor-tasks.jsonl");
-    std::fs::write(&planted, "{\"instance_id\": \"x\"}\n").unwrap();
-    let out = f.project.run(&["verify"]).code(4);
-    assert!(
-        out.stderr.contains(
-            "MISMATCH harbor-tasks.jsonl: present in the release, but its release node did not make it"
-        ),
-        "{}",
-        out.stderr
+    // list, where the node made none (no Harbor dataset here).
+    planted(
+        "harbor-tasks.jsonl",
+        "{\"instance_id\": \"x\"}\n",
+        "its release node did not make it",
     );
-    std::fs::remove_file(&planted).unwrap();
-    f.project.run(&["verify"]).code(0);
 
     // A forged summary whose manifest digests are forged to match: the
     // digests alone agree, the recomputation from the cache does not.

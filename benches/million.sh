@@ -19,7 +19,7 @@
 # each size (the machine is shared). BIN=PATH runs that test binary
 # instead of building this tree's.
 #
-# ASSAY_SCALE_COLD=2 drops the kernel's caches whole before verify (inodes
+# ASSAY_SCALE_COLD=2 also drops the kernel's caches whole before verify (inodes
 # and directory entries too; as root). CLI=1 then checks the release with
 # the tool itself, in a process of its own as a user runs it: `assay verify
 # --release DIR` with an empty cache (the files through manifest.json,

@@ -171,7 +171,8 @@ fn cpu_secs() -> (f64, f64) {
 fn timed<T>(what: &str, step: impl FnOnce() -> T) -> T {
     let (wall, (user, system)) = (Instant::now(), cpu_secs());
     let out = step();
-    let (user, system) = (cpu_secs().0 - user, cpu_secs().1 - system);
+    let (user_now, system_now) = cpu_secs();
+    let (user, system) = (user_now - user, system_now - system);
     println!(
         "{what}: {:.2} s wall, {:.2} s CPU ({user:.2} user, {system:.2} system)",
         wall.elapsed().as_secs_f64(),
@@ -296,21 +297,19 @@ fn release_at_scale() {
     // ASSAY_SCALE_COLD=1: the files written back and dropped from the page
     // cache first, so verify reads them from the disk at every size (at a
     // million they no longer fit beside the process; at 250,000 they do).
-    if std::env::var("ASSAY_SCALE_COLD").as_deref() == Ok("1") {
-        timed(&format!("sessions {sessions}: evict"), || evict(&dir)).expect("the files evicted");
-    }
     // ASSAY_SCALE_COLD=2: the kernel's caches dropped whole besides (the
     // inodes and directory entries too; needs root, and slows every other
     // process on the machine for a while).
-    if std::env::var("ASSAY_SCALE_COLD").as_deref() == Ok("2") {
-        timed(
-            &format!("sessions {sessions}: evict, caches dropped"),
-            || {
-                evict(&dir)?;
-                std::fs::write("/proc/sys/vm/drop_caches", "3")
-            },
-        )
-        .expect("the caches dropped (as root)");
+    let cold = std::env::var("ASSAY_SCALE_COLD").unwrap_or_default();
+    if cold == "1" || cold == "2" {
+        timed(&format!("sessions {sessions}: evict"), || {
+            evict(&dir)?;
+            match cold.as_str() {
+                "2" => std::fs::write("/proc/sys/vm/drop_caches", "3"),
+                _ => Ok(()),
+            }
+        })
+        .expect("the files evicted (and with 2 the caches dropped, as root)");
     }
     let on_disk = timed(
         &format!("sessions {sessions}: verify, the files on disk listed and hashed"),

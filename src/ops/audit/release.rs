@@ -316,8 +316,7 @@ pub(super) fn listed_problem(want: &str, got: Option<String>) -> Option<String> 
 /// digest, every file it lists (through its shards) against its digest,
 /// and no file present that it does not list but the release node's own
 /// files beside it (a page added beside the release would be read as part
-/// of it). Returns the findings and the
-/// digest the manifest claims.
+/// of it). Returns the findings and the digest the manifest claims.
 pub(crate) fn check_listed(present: &impl Present) -> (Vec<Finding>, Option<String>) {
     let mut findings = Vec::new();
     let Some(manifest) = present.read("manifest.json") else {

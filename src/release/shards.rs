@@ -214,6 +214,16 @@ impl Manifest {
         }))
     }
 
+    /// Whether the release file `name` is manifest.json or one of its
+    /// shards: the files a check of the release reads whole again after
+    /// it has hashed every file.
+    pub(crate) fn is_own_file(name: &str) -> bool {
+        name == "manifest.json"
+            || name
+                .strip_prefix(DIR)
+                .is_some_and(|rest| rest.starts_with('/'))
+    }
+
     /// Appends a shard's entries; a number continued from the last one
     /// (the same path) extends it.
     fn join(&mut self, part: ManifestShard) {
@@ -428,5 +438,20 @@ mod tests {
         let (claimed, actual) =
             crate::ops::audit::release_digest(&files["manifest.json"]).expect("a digest");
         assert_eq!(claimed, actual);
+    }
+
+    #[test]
+    fn the_manifest_s_own_files_are_it_and_its_shards_only() {
+        for own in ["manifest.json", "manifest/0000.json", "manifest/0263.json"] {
+            assert!(Manifest::is_own_file(own), "{own}");
+        }
+        for other in [
+            "manifest",
+            "manifests/0000.json",
+            "pages/manifest/0000.json",
+            "report.html",
+        ] {
+            assert!(!Manifest::is_own_file(other), "{other}");
+        }
     }
 }

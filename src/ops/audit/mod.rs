@@ -16,6 +16,7 @@ pub(crate) mod bundle;
 mod diff;
 mod display;
 mod finding;
+mod hashing;
 mod recompute;
 mod release;
 

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use super::diff::{difference, first_difference};
 use super::display::NodeDisplay;
 use super::finding::{Finding, finding};
+use super::hashing::{Again, Chunk, hash_file};
 use crate::nodes::release::ReleaseRecord;
 use crate::release::{Manifest, Sink};
 
@@ -97,9 +98,6 @@ impl Present for BTreeMap<String, Vec<u8>> {
     }
 }
 
-/// A file's blake3 hex, and its sha256 hex where it was asked for.
-type Hashed = (String, Option<String>);
-
 /// The files of a release directory, each hashed once as it is found and
 /// never held: a release of a million sessions is gigabytes.
 pub(crate) struct OnDisk {
@@ -122,13 +120,19 @@ impl OnDisk {
     }
 
     /// Every file under `dir`, hashed as it is found (its sha256 too when
-    /// `sha256`), all through one buffer.
+    /// `sha256`), all through one buffer: manifest.json and its shards
+    /// through the page cache (the check reads them again), every other
+    /// file around it when none of it is there ([`hash_file`]).
     fn list(dir: &Path, sha256: bool) -> Result<OnDisk, String> {
         let mut files = HashMap::new();
-        let mut chunk = vec![0u8; 1 << 16];
+        let mut chunk = Chunk::new();
         walk_files(dir, "", &mut |name, path| {
-            let (blake3, sha256) =
-                hash_file(&path, &mut chunk, sha256).map_err(|err| format!("{name}: {err}"))?;
+            let again = match Manifest::is_own_file(&name) {
+                true => Again::Yes,
+                false => Again::No,
+            };
+            let (blake3, sha256) = hash_file(&path, &mut chunk, sha256, again)
+                .map_err(|err| format!("{name}: {err}"))?;
             files.insert(name, (path, blake3, sha256));
             Ok(())
         })?;
@@ -266,37 +270,6 @@ impl Sink for Against<'_> {
         }
         Ok(hex)
     }
-}
-
-/// The blake3 (hex) of the file at `path`, and its sha256 (hex) when
-/// `sha256`, read once through `chunk`: no mapping and no thread for a
-/// file of a few kilobytes, of which a release has a million.
-fn hash_file(path: &Path, chunk: &mut [u8], sha256: bool) -> std::io::Result<Hashed> {
-    use sha2::Digest as _;
-    use std::io::Read as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    // Listed as a regular file; one swapped since for a link is not
-    // followed, and one swapped for a pipe is not waited on.
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)?;
-    let mut b3 = blake3::Hasher::new();
-    let mut sha = sha256.then(sha2::Sha256::new);
-    loop {
-        let n = match file.read(chunk) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(err) => return Err(err),
-        };
-        b3.update(&chunk[..n]);
-        if let Some(sha) = &mut sha {
-            sha.update(&chunk[..n]);
-        }
-    }
-    let sha = sha.map(|sha| hex::encode(sha.finalize()));
-    Ok((b3.finalize().to_hex().to_string(), sha))
 }
 
 /// What is wrong with a file the manifest lists with the digest `want`,

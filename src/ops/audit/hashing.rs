@@ -61,6 +61,14 @@ pub(super) fn hash_file(
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)?;
+    // Swapped since for a pipe, it would read as empty; for a device, as
+    // whatever the device gives.
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "not a regular file",
+        ));
+    }
     let mut direct = again == Again::No && !cached(&file) && set_direct(&file, true);
     let chunk = chunk.bytes();
     let mut b3 = blake3::Hasher::new();
@@ -213,6 +221,23 @@ mod tests {
                 !cached(&probe),
                 "a page read only to be hashed stays out of the cache"
             );
+        }
+    }
+
+    /// A release file swapped for a pipe after it was listed: the read
+    /// fails at once, cold path or not, never waits for a writer and never
+    /// passes for an empty file.
+    #[test]
+    fn a_pipe_in_a_file_s_place_is_not_waited_on() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("page.html");
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("a path");
+        // SAFETY: a NUL-terminated path that lives across the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+        let mut chunk = Chunk::new();
+        for again in [Again::No, Again::Yes] {
+            let got = hash_file(&path, &mut chunk, false, again);
+            assert!(got.is_err(), "{again:?}: {got:?}");
         }
     }
 }

@@ -82,10 +82,10 @@ pub(super) fn hash_file(
             // larger than a page, an offset left unaligned by a short
             // read): the rest through the cache.
             Err(err) if direct && err.raw_os_error() == Some(libc::EINVAL) => {
-                direct = !set_direct(&file, false);
-                if direct {
+                if !set_direct(&file, false) {
                     return Err(err);
                 }
+                direct = false;
                 continue;
             }
             Err(err) => return Err(err),
@@ -136,23 +136,14 @@ fn cached(file: &File) -> bool {
     done != 0 || stat.nr_cache > 0
 }
 
-/// Turns reading around the page cache on or off for `file`; whether it
-/// was done (a file system that cannot read around it refuses).
+/// Turns reading around the page cache on or off for `file`, opened by
+/// [`hash_file`]; whether it was done (a file system that cannot read
+/// around it refuses). Of the flags `F_SETFL` sets, the file was opened
+/// with `O_NONBLOCK` alone, so no `F_GETFL` is needed to keep the rest.
 fn set_direct(file: &File, on: bool) -> bool {
-    let fd = file.as_raw_fd();
-    // SAFETY: fcntl on a descriptor open for the calls, with no pointer.
-    unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        if flags < 0 {
-            return false;
-        }
-        let flags = if on {
-            flags | libc::O_DIRECT
-        } else {
-            flags & !libc::O_DIRECT
-        };
-        libc::fcntl(fd, libc::F_SETFL, flags) == 0
-    }
+    let flags = libc::O_NONBLOCK | if on { libc::O_DIRECT } else { 0 };
+    // SAFETY: fcntl on a descriptor open for the call, with no pointer.
+    unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags) == 0 }
 }
 
 #[cfg(test)]
@@ -203,7 +194,8 @@ mod tests {
         let open = |p: &Path| File::open(p).expect("open");
         if cached(&open(&once)) {
             // No cachestat here (a kernel before 6.5, or a filter): every
-            // file is read through the cache, as before; nothing to tell.
+            // file is read through the cache, as any program reads it;
+            // nothing to tell.
             eprintln!("cachestat unavailable or the file stayed cached: not checked");
             return;
         }

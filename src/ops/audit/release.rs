@@ -127,9 +127,10 @@ impl OnDisk {
         let mut files = HashMap::new();
         let mut chunk = Chunk::new();
         walk_files(dir, "", &mut |name, path| {
-            let again = match Manifest::is_own_file(&name) {
-                true => Again::Yes,
-                false => Again::No,
+            let again = if Manifest::is_own_file(&name) {
+                Again::Yes
+            } else {
+                Again::No
             };
             let (blake3, sha256) = hash_file(&path, &mut chunk, sha256, again)
                 .map_err(|err| format!("{name}: {err}"))?;
